@@ -1,0 +1,47 @@
+# Arbiter top-level Makefile: a thin wrapper over CMake.
+#   make        build build/arbiter
+#   make test   build and run every test (CTest)
+#   make asan   run the tests under ASan+UBSan (build-asan/)
+#   make bench  run the benchmarks, JSON on stdout
+#   make demo   run the main job (the seed's case study)
+#   make fuzz   run the libFuzzer targets for a bounded time (clang)
+JOBS ?= $(shell nproc 2>/dev/null || echo 2)
+BUILD ?= build
+FUZZ_SECONDS ?= 20
+
+.PHONY: all deps build test asan bench demo fuzz format clean
+
+all: build
+
+deps:
+	@sh scripts/deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+	@cmake --build $(BUILD) -j $(JOBS)
+
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+asan: deps
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DASAN=ON >/dev/null
+	@cmake --build build-asan -j $(JOBS)
+	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+bench: build
+	@sh bench/run.sh $(BUILD)/arbiter
+
+demo: build
+	@sh examples/demo.sh $(BUILD)/arbiter
+
+fuzz:
+	@ARB_FUZZ=1 sh scripts/deps.sh
+	@CC=clang cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j $(JOBS)
+	@sh fuzz/run.sh build-fuzz $(FUZZ_SECONDS)
+
+format:
+	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz

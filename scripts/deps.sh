@@ -1,0 +1,33 @@
+#!/bin/sh
+# scripts/deps.sh: install the Debian packages Arbiter's build and tests need.
+#
+# Called by `make` and `make test`. When every package is present it does
+# nothing. When some are missing it installs them with apt-get if it runs as
+# root; otherwise it prints the exact command to run and exits non-zero.
+set -eu
+
+PKGS="pkg-config libcmocka-dev libfyaml-dev"
+# clang and its runtime are needed only for `make fuzz`.
+if [ "${ARB_FUZZ:-0}" = 1 ]; then
+    PKGS="$PKGS clang libclang-rt-14-dev"
+fi
+
+missing=""
+for p in $PKGS; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing="$missing $p"
+    fi
+done
+
+[ -z "$missing" ] && exit 0
+
+if [ "$(id -u)" -ne 0 ]; then
+    echo "scripts/deps.sh: missing Debian packages:$missing" >&2
+    echo "run: sudo apt-get install -y$missing" >&2
+    exit 1
+fi
+
+echo "scripts/deps.sh: installing$missing" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq || apt-get update
+apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,44 @@
+/*
+ * commands.c: the one table of `arbiter` verbs. Adding a verb is adding a
+ * row here and a cli_<verb>() function in its own file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "arbiter/arbiter.h"
+#include "cli/cli.h"
+
+const cli_cmd_t cli_cmds[] = {
+    {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help},
+    {"version", "print the version", "arbiter version", cli_version},
+    {NULL, NULL, NULL, NULL},
+};
+
+int cli_help(int argc, char **argv)
+{
+    const cli_cmd_t *c;
+
+    if (argc > 1) {
+        for (c = cli_cmds; c->name; c++) {
+            if (strcmp(c->name, argv[1]) == 0) {
+                printf("%s\n\n  %s\n", c->usage, c->summary);
+                return 0;
+            }
+        }
+        fprintf(stderr, "arbiter: unknown verb '%s'; run 'arbiter help' for the list\n", argv[1]);
+        return 2;
+    }
+    printf("arbiter %s: resource scheduler and load balancer for AI GPU clusters\n\n"
+           "usage: arbiter VERB [ARGS]\n\nverbs:\n",
+           ARB_VERSION);
+    for (c = cli_cmds; c->name; c++)
+        printf("  %-10s %s\n", c->name, c->summary);
+    printf("\nrun 'arbiter help VERB' for a verb's usage\n");
+    return 0;
+}
+
+int cli_version(int argc, char **argv)
+{
+    printf("arbiter %s\n", ARB_VERSION);
+    return 0;
+}
