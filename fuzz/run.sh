@@ -1,0 +1,45 @@
+#!/bin/sh
+# fuzz/run.sh BUILD_DIR SECONDS: run every fuzz_* executable in BUILD_DIR/fuzz
+# for SECONDS each (libFuzzer -max_total_time). Each keeps a growing corpus in
+# BUILD_DIR/fuzz/corpus/<target> and writes crash inputs to
+# BUILD_DIR/fuzz/artifacts/<target>/; its log is BUILD_DIR/fuzz/<target>.log.
+# Exits non-zero when any target finds a crash, leak or timeout, or when
+# there is no target to run.
+set -u
+
+if [ $# -ne 2 ]; then
+    echo "usage: sh fuzz/run.sh BUILD_DIR SECONDS" >&2
+    exit 2
+fi
+dir=$1/fuzz
+secs=$2
+
+ran=0
+failed=""
+for exe in "$dir"/fuzz_*; do
+    [ -f "$exe" ] && [ -x "$exe" ] || continue
+    name=$(basename "$exe")
+    corpus=$dir/corpus/$name
+    artifacts=$dir/artifacts/$name
+    log=$dir/$name.log
+    mkdir -p "$corpus" "$artifacts"
+    ran=$((ran + 1))
+    if "$exe" -max_total_time="$secs" -timeout=10 -print_final_stats=1 \
+        -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1; then
+        runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log")
+        echo "fuzz: $name ok (${runs:-?} runs in ${secs}s, corpus $(ls "$corpus" | wc -l))"
+    else
+        echo "fuzz: $name FAILED; log $log, inputs in $artifacts/" >&2
+        tail -n 40 "$log" >&2
+        failed="$failed $name"
+    fi
+done
+
+if [ "$ran" -eq 0 ]; then
+    echo "fuzz: no fuzz_* executables in $dir; build with CC=clang cmake -DFUZZ=ON" >&2
+    exit 1
+fi
+if [ -n "$failed" ]; then
+    echo "fuzz: crashes in:$failed" >&2
+    exit 1
+fi
