@@ -1,0 +1,155 @@
+/*
+ * job.h: the job model: what a job *asks for*, and its lifecycle.
+ *
+ * A job has task groups (e.g. "launcher" x1, "worker" x16); each task of a
+ * group asks for the same resources: whole GPUs (gpus > 0) or a share of one
+ * GPU (gpu_share milli, 1..999), GPU memory per GPU, CPU, memory, extended
+ * resources. The gang minimum says how many tasks must start together (all,
+ * by default). Placement constraints: node selector, required and preferred
+ * node affinity, tolerations, allowed GPU models, a topology requirement per
+ * group, and a dataset for data locality.
+ *
+ * Job lifecycle (arb_job_transition; anything else is rejected, -EPERM):
+ *
+ *   submit        place (all gang members bound)      start
+ *   ------> PENDING -------------------------> PLACED -------> RUNNING
+ *             ^  |                               |               |
+ *             |  | cancel                 preempt|  fail/cancel  | exit / fail /
+ *             |  v                               v               | cancel / preempt
+ *             | CANCELLED <----------------------+---------------+
+ *             |                                  |
+ *             +-------- requeue --------- PREEMPTED <------------+
+ *                                            SUCCEEDED, FAILED (terminal)
+ *
+ * Invariants: (1) a job holds allocations exactly in PLACED and RUNNING;
+ * (2) either all of its first gang_min tasks are allocated or none is;
+ * (3) SUCCEEDED, FAILED and CANCELLED are terminal.
+ */
+#ifndef ARBITER_JOB_H
+#define ARBITER_JOB_H
+
+#include "arbiter/cluster.h"
+
+#define ARB_JOB_NAME_MAX 96
+
+typedef enum arb_job_state {
+    ARB_JOB_PENDING,
+    ARB_JOB_PLACED,
+    ARB_JOB_RUNNING,
+    ARB_JOB_PREEMPTED,
+    ARB_JOB_SUCCEEDED,
+    ARB_JOB_FAILED,
+    ARB_JOB_CANCELLED,
+} arb_job_state_t;
+
+/* Topology levels, nearest first. */
+typedef enum arb_topo_level {
+    ARB_TOPO_ANY = 0,
+    ARB_TOPO_NVLINK,
+    ARB_TOPO_NODE,
+    ARB_TOPO_RACK,
+    ARB_TOPO_BLOCK,
+} arb_topo_level_t;
+
+typedef struct arb_topo_req {
+    arb_topo_level_t level; /* ARB_TOPO_ANY: no requirement */
+    bool required;          /* false: preferred (scored), true: filter */
+} arb_topo_req_t;
+
+typedef enum arb_sel_op {
+    ARB_OP_IN,
+    ARB_OP_NOT_IN,
+    ARB_OP_EXISTS,
+    ARB_OP_DOES_NOT_EXIST,
+    ARB_OP_GT,
+    ARB_OP_LT,
+} arb_sel_op_t;
+
+/* One node-affinity expression: key op values (Gt/Lt compare one integer). */
+typedef struct arb_match_expr {
+    uint32_t key;
+    arb_sel_op_t op;
+    int nvals;
+    uint32_t *vals; /* interned; In/NotIn */
+    int64_t num;    /* Gt/Lt */
+} arb_match_expr_t;
+
+/* A term is the AND of its expressions. Required affinity is the OR of its
+ * terms (as in Kubernetes); a preferred term adds weight (1..100) when all
+ * its expressions match. */
+typedef struct arb_aff_term {
+    int nexpr;
+    arb_match_expr_t *expr;
+    int weight;
+} arb_aff_term_t;
+
+typedef struct arb_toleration {
+    uint32_t key;   /* 0 with exists: tolerates every taint */
+    uint32_t val;   /* ignored when exists */
+    bool exists;    /* operator Exists instead of Equal */
+    int effect;     /* 0: every effect, else an arb_taint_effect_t */
+} arb_toleration_t;
+
+typedef struct arb_tgroup {
+    char name[64];
+    int replicas;
+    int gpus;       /* whole GPUs per task; 0 when gpu_share is used */
+    int gpu_share;  /* milli of one GPU per task (1..999), 0 when gpus is used */
+    arb_res_t req;  /* per task; req.gpu_milli = gpus*1000 or gpu_share;
+                       req.gpu_mem_mib = device memory needed on each GPU */
+    arb_res_t lim;  /* per task limits (0 = same as req) */
+    arb_topo_req_t topo;
+} arb_tgroup_t;
+
+typedef struct arb_job {
+    uint32_t id; /* assigned by arb_sched_submit */
+    char name[ARB_JOB_NAME_MAX];
+    uint32_t queue;     /* interned queue (team) name; 0 = "default" */
+    int32_t priority;   /* higher runs first and may preempt lower */
+    bool preemptible;
+    int gang_min;       /* tasks that must start together; 0 = all */
+    int ngroups;
+    arb_tgroup_t *groups;
+    int nselector;
+    arb_label_t *selector; /* node labels that must all match */
+    int nrequired, npreferred;
+    arb_aff_term_t *required;  /* node affinity, required (OR of terms) */
+    arb_aff_term_t *preferred; /* node affinity, preferred (weighted) */
+    int ntolerations;
+    arb_toleration_t *tolerations;
+    int nmodels;
+    uint32_t *models; /* allowed GPU models; none = any */
+    uint32_t dataset; /* 0 = none */
+    int64_t time_limit_s; /* 0 = unlimited */
+
+    /* Set by the scheduler. */
+    arb_job_state_t state;
+    uint64_t seq;       /* submission order (a logical clock, not wall time) */
+    int64_t submit_ns;  /* scheduler-clock times */
+    int64_t start_ns;
+    int ntasks;              /* sum of replicas */
+    int nalloc;              /* tasks currently allocated */
+    arb_task_alloc_t *alloc; /* ntasks entries; valid for the first nalloc */
+} arb_job_t;
+
+/* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with
+ * arb_job_free, which frees every array the job points to. */
+arb_job_t *arb_job_new(const char *name, int ngroups);
+void arb_job_free(arb_job_t *j);
+
+/* Fill derived fields (ntasks, req.gpu_milli, gang_min default) and check the
+ * job is well formed; -EINVAL with text naming the field otherwise. */
+int arb_job_finalize(arb_job_t *j, arb_err_t *err);
+
+/* The request of task t (0..ntasks-1) and its group index. */
+const arb_tgroup_t *arb_job_task_group(const arb_job_t *j, int t, int *gi);
+
+/* Total request of all tasks (for quotas and fair share). */
+void arb_job_total(const arb_job_t *j, arb_res_t *out);
+
+int arb_job_transition(arb_job_t *j, arb_job_state_t to, arb_err_t *err);
+const char *arb_job_state_name(arb_job_state_t s);
+const char *arb_topo_level_name(arb_topo_level_t l);
+int arb_topo_level_parse(const char *s, arb_topo_level_t *out);
+
+#endif

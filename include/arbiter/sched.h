@@ -1,0 +1,229 @@
+/*
+ * sched.h: the scheduler: queue, filter, score, bind; gang and topology
+ * placement; preemption; backfill; explanations of why a job waits.
+ *
+ * The scheduler is pure: no I/O, no clock, no globals. Time and randomness
+ * come in through arb_ctx_t on every call, so the controller (real clock)
+ * and the simulator (virtual clock) run the very same code, and the same
+ * inputs with the same seed give the same decisions.
+ *
+ * Plugins are small ops structs in static tables (filters.c, scores.c,
+ * queue.c): adding one is adding a file and a table row.
+ */
+#ifndef ARBITER_SCHED_H
+#define ARBITER_SCHED_H
+
+#include "arbiter/job.h"
+
+/* ---- time and randomness, passed in ---------------------------------- */
+
+/* xoshiro256** state; seed with arb_rng_seed. */
+typedef struct arb_rng {
+    uint64_t s[4];
+} arb_rng_t;
+
+void arb_rng_seed(arb_rng_t *r, uint64_t seed);
+uint64_t arb_rng_next(arb_rng_t *r);
+/* Uniform in [0, n). n > 0. */
+uint64_t arb_rng_below(arb_rng_t *r, uint64_t n);
+
+typedef struct arb_ctx {
+    int64_t now_ns; /* monotonic now, real or virtual */
+    arb_rng_t *rng; /* tie-breaking and random policies */
+} arb_ctx_t;
+
+/* ---- filter reasons ---------------------------------------------------- */
+
+/* Why a node cannot take a task; one code per filter outcome. */
+typedef enum arb_reason {
+    ARB_R_OK = 0,
+    ARB_R_NOT_READY,
+    ARB_R_STALE,
+    ARB_R_DRAINING,
+    ARB_R_TAINT,
+    ARB_R_SELECTOR,
+    ARB_R_AFFINITY,
+    ARB_R_GPU_MODEL,
+    ARB_R_THERMAL,
+    ARB_R_GPUS,      /* not enough free whole GPUs */
+    ARB_R_GPU_SHARE, /* no single GPU with the free share */
+    ARB_R_GPU_MEM,   /* no GPU with the device memory */
+    ARB_R_NVLINK,    /* not enough free GPUs inside one NVLink domain */
+    ARB_R_CPU,
+    ARB_R_MEM,
+    ARB_R_EXT,
+    ARB_R_TOPOLOGY,  /* outside the domain the gang is confined to */
+    ARB_R_COUNT
+} arb_reason_t;
+
+const char *arb_reason_name(arb_reason_t r);     /* "insufficient-gpus" */
+const char *arb_reason_text(arb_reason_t r);     /* "insufficient GPUs" */
+
+/* ---- placement context and plugins -------------------------------------- */
+
+typedef struct arb_sched arb_sched_t;
+
+/* GPUs picked inside one node for one task. */
+typedef struct arb_pick {
+    uint16_t gpu_mask;
+    int16_t gpu_milli; /* per GPU */
+} arb_pick_t;
+
+/* What a filter or score plugin sees while placing one task. */
+typedef struct arb_pctx {
+    const arb_sched_t *sched;
+    const arb_cluster_t *cluster;
+    const arb_ctx_t *ctx;
+    const arb_job_t *job;
+    const arb_tgroup_t *group;
+    void *state; /* the plugin's own state (score plugins), see init */
+} arb_pctx_t;
+
+typedef struct arb_filter_ops {
+    const char *name;
+    /* ARB_R_OK if n may take one task of pc->group, else the reason. */
+    arb_reason_t (*filter)(const arb_pctx_t *pc, const arb_node_t *n);
+} arb_filter_ops_t;
+
+typedef struct arb_score_ops {
+    const char *name;
+    /* Optional: plugin state, made once per scheduler; free with fini. */
+    void *(*init)(const arb_sched_t *s);
+    void (*fini)(void *state);
+    /* Optional: learn from a job as it arrives (FGD's task-shape mix). */
+    void (*observe)(void *state, const arb_job_t *j);
+    /* Optional: choose GPUs inside n for the task; 0 or -ENOSPC. When no
+     * plugin of a profile has one, GPUs are chosen best-fit. */
+    int (*pick)(const arb_pctx_t *pc, const arb_node_t *n, arb_pick_t *pick);
+    /* Raw score of placing the task on n with GPUs pick; higher is better. */
+    double (*score)(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pick);
+    /* Optional: rescale the raw scores of all feasible nodes to 0..100
+     * (default: min-max to 0..100). */
+    void (*normalize)(double *scores, int n);
+} arb_score_ops_t;
+
+const arb_filter_ops_t *arb_filter_lookup(const char *name);
+const arb_score_ops_t *arb_score_lookup(const char *name);
+/* NULL-terminated tables, for help text and docs. */
+extern const arb_filter_ops_t *const arb_filters[];
+extern const arb_score_ops_t *const arb_scores[];
+
+/* ---- profiles ---------------------------------------------------------- */
+
+#define ARB_MAX_SCORES 8
+
+typedef struct arb_profile {
+    char name[32];
+    int nscores;
+    struct {
+        const arb_score_ops_t *ops;
+        double weight;
+    } score[ARB_MAX_SCORES];
+    int thermal_limit_c; /* filter GPUs hotter than this; 0 = off */
+    int64_t stale_ns;    /* filter nodes whose report is older; 0 = off */
+    bool random_ties;    /* break score ties at random (else lowest node id) */
+} arb_profile_t;
+
+/* Built-in profiles: "default" (fgd + topology + data + thermal + freshness),
+ * "pack", "spread", "fgd", "bestfit", "random", "dotprod", "gpu-clustering",
+ * "gpu-packing". -ENOENT with the list of names otherwise. */
+int arb_profile_lookup(const char *name, arb_profile_t *out, arb_err_t *err);
+/* "pack,spread,..." for help text. */
+const char *arb_profile_names(void);
+
+/* ---- queues, quotas ------------------------------------------------------ */
+
+typedef enum arb_queue_policy {
+    ARB_QP_FIFO,     /* submission order */
+    ARB_QP_PRIORITY, /* priority, then submission order */
+    ARB_QP_DRF,      /* lowest dominant share first, then priority, then order */
+} arb_queue_policy_t;
+
+int arb_queue_policy_parse(const char *s, arb_queue_policy_t *out, arb_err_t *err);
+
+/* A queue (team) with an optional quota. nominal: guaranteed; borrow_limit:
+ * how much above nominal it may borrow from its cohort's idle quota. A queue
+ * with no quota (has_quota false) is limited only by the cluster. */
+typedef struct arb_queue {
+    uint32_t name;   /* interned */
+    uint32_t cohort; /* interned; 0 = none */
+    bool has_quota;
+    arb_res_t nominal;
+    arb_res_t borrow_limit;
+    double weight;   /* fair-share weight (DRF); default 1 */
+    arb_res_t used;  /* allocated to this queue's jobs now */
+} arb_queue_t;
+
+/* ---- the scheduler ------------------------------------------------------- */
+
+typedef struct arb_sched_conf {
+    arb_profile_t profile;
+    arb_queue_policy_t queue_policy;
+    bool backfill;             /* EASY backfill behind a blocked head job */
+    bool preemption;           /* evict lower-priority jobs to fit higher ones */
+    int64_t starvation_ns;     /* a job waiting longer is ordered first; 0 = off */
+} arb_sched_conf_t;
+
+/* Make a scheduler over cluster c (borrowed; must outlive it). Free with
+ * arb_sched_free, which frees every job submitted to it. */
+arb_sched_t *arb_sched_new(arb_cluster_t *c, const arb_sched_conf_t *conf, arb_err_t *err);
+void arb_sched_free(arb_sched_t *s);
+arb_cluster_t *arb_sched_cluster(arb_sched_t *s);
+const arb_sched_conf_t *arb_sched_conf(const arb_sched_t *s);
+
+/* Define or update a queue's quota. */
+int arb_sched_set_queue(arb_sched_t *s, const arb_queue_t *q, arb_err_t *err);
+const arb_queue_t *arb_sched_queue(const arb_sched_t *s, uint32_t name);
+
+/* Submit a finalized job: the scheduler takes ownership, assigns j->id and
+ * j->seq, and queues it PENDING. */
+int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err_t *err);
+arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id);
+uint32_t arb_sched_njobs(const arb_sched_t *s);
+
+typedef struct arb_cycle_stats {
+    int placed;      /* jobs bound this cycle */
+    int backfilled;  /* of which started by backfill */
+    int preempted;   /* victim jobs evicted */
+    int pending;     /* still pending after the cycle */
+} arb_cycle_stats_t;
+
+/* One scheduling cycle: order the pending jobs, place what fits (gangs all
+ * or nothing), preempt and backfill when configured. */
+int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st);
+
+/* Try to place one pending job now, ignoring queue order (the simulator's
+ * and the `place` verb's step). 0 when bound, -ENOSPC when it does not fit. */
+int arb_sched_place(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx);
+
+/* The job ended (state: SUCCEEDED, FAILED, CANCELLED) or was preempted
+ * (PREEMPTED): release its allocations. */
+int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err);
+
+/* ---- why a job is pending ------------------------------------------------ */
+
+typedef struct arb_explain {
+    int nnodes;                /* nodes considered */
+    int hist[ARB_R_COUNT];     /* nodes rejected per reason (first failing filter) */
+    int group;                 /* the task group that could not be placed; -1 none */
+    /* fragmentation diagnostic */
+    int64_t free_gpu_milli;    /* free GPU capacity in the cluster */
+    int need_gpus;             /* whole GPUs one task (or domain) needs */
+    arb_topo_level_t domain;   /* the domain they must share */
+    int largest_free;          /* largest free whole-GPU block in one such domain */
+    /* what would make it fit */
+    bool quota_blocked;        /* the queue's quota, not capacity, holds it */
+    bool preemption_helps;     /* evicting lower-priority jobs would fit it */
+    uint32_t best_node;        /* the node nearest to fitting; UINT32_MAX none */
+    arb_reason_t best_node_reason;
+    char summary[512];         /* "0/4 nodes are available: 4 insufficient ..." */
+    char hint[512];            /* "free 4 GPUs on node-1 ..." */
+} arb_explain_t;
+
+/* Explain why j (pending) cannot be placed now. */
+int arb_sched_explain(arb_sched_t *s, const arb_job_t *j, const arb_ctx_t *ctx, arb_explain_t *ex);
+/* The explanation as one JSON object (no trailing newline). Returns the
+ * length it needed, like snprintf. */
+int arb_explain_json(const arb_sched_t *s, const arb_explain_t *ex, char *buf, size_t n);
+
+#endif

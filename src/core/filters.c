@@ -1,0 +1,374 @@
+/*
+ * filters.c: the filter plugins. Each answers "may node n take one task of
+ * this group?" with ARB_R_OK or the reason it may not; the engine runs them
+ * in table order and records the first failing reason per node, which is
+ * what `explain` counts. Also the GPU eligibility rule and the best-fit,
+ * NVLink-local GPU picker, since fit and pick must agree exactly.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+/* ---- node condition and report age ---------------------------------- */
+
+static arb_reason_t f_condition(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    const arb_profile_t *p = &pc->sched->conf.profile;
+
+    if (n->state == ARB_NODE_NOT_READY || n->state == ARB_NODE_LEFT)
+        return ARB_R_NOT_READY;
+    if (n->state == ARB_NODE_DRAINING)
+        return ARB_R_DRAINING;
+    if (p->stale_ns > 0 && pc->ctx->now_ns - n->report_ns > p->stale_ns)
+        return ARB_R_STALE;
+    return ARB_R_OK;
+}
+
+/* ---- taints and tolerations ------------------------------------------- */
+
+static bool tolerated(const arb_job_t *j, const arb_taint_t *t)
+{
+    for (int i = 0; i < j->ntolerations; i++) {
+        const arb_toleration_t *o = &j->tolerations[i];
+        if (o->effect && o->effect != (int)t->effect)
+            continue;
+        if (o->exists && (o->key == 0 || o->key == t->key))
+            return true;
+        if (!o->exists && o->key == t->key && o->val == t->val)
+            return true;
+    }
+    return false;
+}
+
+/* Untolerated taints of n with effect e (also used by the prefer score). */
+int sched_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e)
+{
+    int c = 0;
+    for (int i = 0; i < n->ntaints; i++)
+        c += n->taints[i].effect == e && !tolerated(j, &n->taints[i]);
+    return c;
+}
+
+static arb_reason_t f_taints(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    return sched_untolerated(pc->job, n, ARB_TAINT_NO_SCHEDULE) ? ARB_R_TAINT : ARB_R_OK;
+}
+
+/* ---- selector and affinity --------------------------------------------- */
+
+static arb_reason_t f_selector(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    for (int i = 0; i < pc->job->nselector; i++)
+        if (arb_node_label(n, pc->job->selector[i].key) != pc->job->selector[i].val)
+            return ARB_R_SELECTOR;
+    return ARB_R_OK;
+}
+
+static bool parse_i64(const char *s, int64_t *v)
+{
+    char *end;
+    long long x;
+    if (!*s)
+        return false;
+    errno = 0;
+    x = strtoll(s, &end, 10);
+    if (errno || *end)
+        return false;
+    *v = x;
+    return true;
+}
+
+static bool expr_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_match_expr_t *e)
+{
+    uint32_t v = arb_node_label(n, e->key);
+    int64_t x;
+
+    switch (e->op) {
+    case ARB_OP_IN:
+    case ARB_OP_NOT_IN: {
+        bool in = false;
+        for (int i = 0; i < e->nvals && !in; i++)
+            in = v && e->vals[i] == v;
+        return e->op == ARB_OP_IN ? in : !in;
+    }
+    case ARB_OP_EXISTS:
+        return v != 0;
+    case ARB_OP_DOES_NOT_EXIST:
+        return v == 0;
+    case ARB_OP_GT:
+    case ARB_OP_LT:
+        if (!v || !parse_i64(arb_str(&c->strs, v), &x))
+            return false;
+        return e->op == ARB_OP_GT ? x > e->num : x < e->num;
+    }
+    return false;
+}
+
+bool sched_term_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_aff_term_t *t)
+{
+    for (int i = 0; i < t->nexpr; i++)
+        if (!expr_matches(c, n, &t->expr[i]))
+            return false;
+    return true;
+}
+
+static arb_reason_t f_affinity(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    if (pc->job->nrequired == 0)
+        return ARB_R_OK;
+    for (int i = 0; i < pc->job->nrequired; i++)
+        if (sched_term_matches(pc->cluster, n, &pc->job->required[i]))
+            return ARB_R_OK;
+    return ARB_R_AFFINITY;
+}
+
+/* ---- GPUs --------------------------------------------------------------- */
+
+static bool model_ok(const arb_job_t *j, const arb_gpu_t *g)
+{
+    if (j->nmodels == 0)
+        return true;
+    for (int i = 0; i < j->nmodels; i++)
+        if (j->models[i] == g->model)
+            return true;
+    return false;
+}
+
+bool sched_gpu_eligible(const arb_pctx_t *pc, const arb_node_t *n, int i)
+{
+    const arb_gpu_t *g = &n->gpu[i];
+    int lim = pc->sched->conf.profile.thermal_limit_c;
+
+    if (!g->healthy || !model_ok(pc->job, g))
+        return false;
+    if (lim > 0 && g->temp_c >= lim)
+        return false;
+    if (g->mem_mib > 0 && pc->group->req.gpu_mem_mib > g->mem_mib - g->mem_used_mib)
+        return false;
+    return true;
+}
+
+static arb_reason_t f_gpu_model(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    if (pc->group->req.gpu_milli == 0 || pc->job->nmodels == 0)
+        return ARB_R_OK;
+    for (int i = 0; i < n->ngpus; i++)
+        if (model_ok(pc->job, &n->gpu[i]))
+            return ARB_R_OK;
+    return ARB_R_GPU_MODEL;
+}
+
+static arb_reason_t f_thermal(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    int lim = pc->sched->conf.profile.thermal_limit_c, cool = 0;
+
+    if (pc->group->req.gpu_milli == 0 || lim <= 0)
+        return ARB_R_OK;
+    for (int i = 0; i < n->ngpus; i++)
+        cool += n->gpu[i].temp_c < lim;
+    return cool >= (pc->group->gpus ? pc->group->gpus : 1) ? ARB_R_OK : ARB_R_THERMAL;
+}
+
+static arb_reason_t f_fit(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    const arb_res_t *r = &pc->group->req;
+
+    if (r->cpu_milli > n->cap.cpu_milli - n->used.cpu_milli)
+        return ARB_R_CPU;
+    if (r->mem_bytes > n->cap.mem_bytes - n->used.mem_bytes)
+        return ARB_R_MEM;
+    for (int i = 0; i < ARB_MAX_EXT; i++)
+        if (r->ext[i] > n->cap.ext[i] - n->used.ext[i])
+            return ARB_R_EXT;
+    if (pc->group->gpus > 0) {
+        int free = 0, freemem = 0;
+        for (int i = 0; i < n->ngpus; i++) {
+            if (n->gpu[i].used_milli != 0 || !n->gpu[i].healthy)
+                continue;
+            free++;
+            freemem += sched_gpu_eligible(pc, n, i);
+        }
+        if (free < pc->group->gpus) /* for an NVLink job, the domain is what counts */
+            return pc->group->topo.level == ARB_TOPO_NVLINK && pc->group->topo.required &&
+                           pc->group->gpus > 1
+                       ? ARB_R_NVLINK
+                       : ARB_R_GPUS;
+        if (freemem < pc->group->gpus)
+            return ARB_R_GPU_MEM;
+    } else if (pc->group->gpu_share > 0) {
+        bool share = false;
+        for (int i = 0; i < n->ngpus; i++) {
+            if (1000 - n->gpu[i].used_milli < pc->group->gpu_share || !n->gpu[i].healthy)
+                continue;
+            share = true;
+            if (sched_gpu_eligible(pc, n, i))
+                return ARB_R_OK;
+        }
+        return share ? ARB_R_GPU_MEM : ARB_R_GPU_SHARE;
+    }
+    return ARB_R_OK;
+}
+
+/* Largest number of free, eligible GPUs inside one NVLink domain of n. */
+int sched_nvlink_free(const arb_pctx_t *pc, const arb_node_t *n, int16_t *dom)
+{
+    int best = 0;
+    for (int i = 0; i < n->ngpus; i++) {
+        int f = 0;
+        if (n->gpu[i].nvlink < 0) {
+            f = n->gpu[i].used_milli == 0 && sched_gpu_eligible(pc, n, i);
+        } else {
+            bool seen = false;
+            for (int k = 0; k < i && !seen; k++)
+                seen = n->gpu[k].nvlink == n->gpu[i].nvlink;
+            if (seen)
+                continue;
+            for (int k = i; k < n->ngpus; k++)
+                f += n->gpu[k].nvlink == n->gpu[i].nvlink && n->gpu[k].used_milli == 0 &&
+                     sched_gpu_eligible(pc, n, k);
+        }
+        if (f > best) {
+            best = f;
+            if (dom)
+                *dom = n->gpu[i].nvlink;
+        }
+    }
+    return best;
+}
+
+static arb_reason_t f_nvlink(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    const arb_tgroup_t *g = pc->group;
+
+    if (g->gpus <= 1 || g->topo.level != ARB_TOPO_NVLINK || !g->topo.required)
+        return ARB_R_OK;
+    return sched_nvlink_free(pc, n, NULL) >= g->gpus ? ARB_R_OK : ARB_R_NVLINK;
+}
+
+static const arb_filter_ops_t filter_condition = {"condition", f_condition};
+static const arb_filter_ops_t filter_taints = {"taints", f_taints};
+static const arb_filter_ops_t filter_selector = {"selector", f_selector};
+static const arb_filter_ops_t filter_affinity = {"affinity", f_affinity};
+static const arb_filter_ops_t filter_gpu_model = {"gpu-model", f_gpu_model};
+static const arb_filter_ops_t filter_thermal = {"thermal", f_thermal};
+static const arb_filter_ops_t filter_fit = {"fit", f_fit};
+static const arb_filter_ops_t filter_nvlink = {"nvlink", f_nvlink};
+
+/* Run order: cheap and decisive first. */
+const arb_filter_ops_t *const arb_filters[] = {
+    &filter_condition, &filter_taints, &filter_selector, &filter_affinity, &filter_gpu_model,
+    &filter_thermal,   &filter_fit,    &filter_nvlink,   NULL,
+};
+
+const arb_filter_ops_t *arb_filter_lookup(const char *name)
+{
+    for (int i = 0; arb_filters[i]; i++)
+        if (strcmp(arb_filters[i]->name, name) == 0)
+            return arb_filters[i];
+    return NULL;
+}
+
+arb_reason_t sched_filter_node(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    for (int i = 0; arb_filters[i]; i++) {
+        arb_reason_t r = arb_filters[i]->filter(pc, n);
+        if (r != ARB_R_OK)
+            return r;
+    }
+    return ARB_R_OK;
+}
+
+/* ---- the best-fit picker ------------------------------------------------ */
+
+/*
+ * Whole GPUs: prefer one NVLink domain, the one with the fewest free GPUs
+ * that still holds the task (best fit keeps big domains whole); inside it,
+ * take GPUs PCIe switch by switch, fullest switch first. When no single
+ * domain holds the task (and NVLink is not required), take the largest
+ * domains first so the task spans as few as possible.
+ * Shares: the eligible GPU with the least free share that holds it.
+ */
+int sched_pick_bestfit(const arb_pctx_t *pc, const arb_node_t *n, int nvlink, arb_pick_t *pick)
+{
+    const arb_tgroup_t *g = pc->group;
+    bool ok[ARB_MAX_GPUS];
+    int need = g->gpus;
+
+    memset(pick, 0, sizeof *pick);
+    if (g->req.gpu_milli == 0)
+        return 0;
+    if (g->gpu_share > 0) {
+        int best = -1, bestfree = 1001;
+        for (int i = 0; i < n->ngpus; i++) {
+            int f = 1000 - n->gpu[i].used_milli;
+            if (f >= g->gpu_share && f < bestfree && sched_gpu_eligible(pc, n, i) &&
+                (nvlink < 0 || n->gpu[i].nvlink == nvlink)) {
+                best = i;
+                bestfree = f;
+            }
+        }
+        if (best < 0)
+            return -ENOSPC;
+        pick->gpu_mask = (uint16_t)(1u << best);
+        pick->gpu_milli = (int16_t)g->gpu_share;
+        return 0;
+    }
+    for (int i = 0; i < n->ngpus; i++)
+        ok[i] = n->gpu[i].used_milli == 0 && sched_gpu_eligible(pc, n, i) &&
+                (nvlink < 0 || n->gpu[i].nvlink == nvlink);
+    pick->gpu_milli = 1000;
+    while (need > 0) {
+        /* Free count per NVLink domain (GPUs with nvlink -1: singletons). */
+        int bestdom = -2, bestcnt = 0, bigdom = -2, bigcnt = 0;
+        for (int i = 0; i < n->ngpus; i++) {
+            int cnt = 0;
+            if (!ok[i])
+                continue;
+            if (n->gpu[i].nvlink < 0) {
+                cnt = 1;
+            } else {
+                for (int k = 0; k < n->ngpus; k++)
+                    cnt += ok[k] && n->gpu[k].nvlink == n->gpu[i].nvlink;
+            }
+            int dom = n->gpu[i].nvlink < 0 ? -100 - i : n->gpu[i].nvlink;
+            if (cnt >= need && (bestdom == -2 || cnt < bestcnt)) {
+                bestdom = dom;
+                bestcnt = cnt;
+            }
+            if (cnt > bigcnt) {
+                bigdom = dom;
+                bigcnt = cnt;
+            }
+        }
+        int dom = bestdom != -2 ? bestdom : bigdom;
+        if (dom == -2)
+            return -ENOSPC;
+        if (bestdom == -2 && g->topo.level == ARB_TOPO_NVLINK && g->topo.required)
+            return -ENOSPC;
+        /* Take from this domain, fullest PCIe switch first. */
+        while (need > 0) {
+            int besti = -1, bestsw = 1 << 30;
+            for (int i = 0; i < n->ngpus; i++) {
+                int d = n->gpu[i].nvlink < 0 ? -100 - i : n->gpu[i].nvlink;
+                if (!ok[i] || d != dom)
+                    continue;
+                int sw = 0;
+                for (int k = 0; k < n->ngpus; k++)
+                    sw += ok[k] && n->gpu[k].pcie == n->gpu[i].pcie;
+                /* Prefer a switch that holds what is left; among those, the fullest. */
+                int key = (sw >= need ? 0 : 1000) + (sw >= need ? sw : -sw);
+                if (key < bestsw) {
+                    bestsw = key;
+                    besti = i;
+                }
+            }
+            if (besti < 0)
+                break;
+            ok[besti] = false;
+            pick->gpu_mask |= (uint16_t)(1u << besti);
+            need--;
+        }
+    }
+    return 0;
+}

@@ -1,0 +1,181 @@
+/*
+ * job.c: the job model: construction, validation of a job's request, and
+ * the job lifecycle drawn in job.h.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arbiter/job.h"
+
+arb_job_t *arb_job_new(const char *name, int ngroups)
+{
+    arb_job_t *j = calloc(1, sizeof *j);
+
+    if (!j)
+        return NULL;
+    if (ngroups > 0) {
+        j->groups = calloc((size_t)ngroups, sizeof *j->groups);
+        if (!j->groups) {
+            free(j);
+            return NULL;
+        }
+        for (int i = 0; i < ngroups; i++)
+            j->groups[i].replicas = 1;
+    }
+    j->ngroups = ngroups;
+    snprintf(j->name, sizeof j->name, "%s", name ? name : "");
+    j->preemptible = true;
+    return j;
+}
+
+static void free_terms(arb_aff_term_t *t, int n)
+{
+    for (int i = 0; i < n; i++) {
+        for (int e = 0; e < t[i].nexpr; e++)
+            free(t[i].expr[e].vals);
+        free(t[i].expr);
+    }
+    free(t);
+}
+
+void arb_job_free(arb_job_t *j)
+{
+    if (!j)
+        return;
+    free(j->groups);
+    free(j->selector);
+    free_terms(j->required, j->nrequired);
+    free_terms(j->preferred, j->npreferred);
+    free(j->tolerations);
+    free(j->models);
+    free(j->alloc);
+    free(j);
+}
+
+int arb_job_finalize(arb_job_t *j, arb_err_t *err)
+{
+    int total = 0;
+
+    if (!j->name[0])
+        return arb_errf(err, -EINVAL, "job name is empty; give every job a name");
+    if (j->ngroups <= 0)
+        return arb_errf(err, -EINVAL, "job '%s' has no task groups; add at least one", j->name);
+    for (int i = 0; i < j->ngroups; i++) {
+        arb_tgroup_t *g = &j->groups[i];
+        if (g->replicas <= 0)
+            return arb_errf(err, -EINVAL, "job '%s' group %d: replicas %d must be at least 1",
+                            j->name, i, g->replicas);
+        if (g->gpus < 0 || g->gpus > 16)
+            return arb_errf(err, -EINVAL,
+                            "job '%s' group %d: %d GPUs per task; a task gets 0..16 GPUs of "
+                            "one node (use more replicas for more GPUs)",
+                            j->name, i, g->gpus);
+        if (g->gpu_share < 0 || g->gpu_share >= 1000)
+            return arb_errf(err, -EINVAL,
+                            "job '%s' group %d: GPU share %dm must be 1m..999m; use whole GPUs "
+                            "for 1000m and more",
+                            j->name, i, g->gpu_share);
+        if (g->gpus && g->gpu_share)
+            return arb_errf(err, -EINVAL,
+                            "job '%s' group %d: asks for both whole GPUs and a GPU share; "
+                            "choose one",
+                            j->name, i);
+        if (g->req.cpu_milli < 0 || g->req.mem_bytes < 0 || g->req.gpu_mem_mib < 0)
+            return arb_errf(err, -EINVAL, "job '%s' group %d: negative request", j->name, i);
+        g->req.gpu_milli = g->gpus ? (int64_t)g->gpus * 1000 : g->gpu_share;
+        if (g->topo.level == ARB_TOPO_NVLINK && g->replicas > 1 && g->topo.required &&
+            g->gpus == 0)
+            return arb_errf(err, -EINVAL,
+                            "job '%s' group %d: an NVLink requirement needs whole GPUs", j->name,
+                            i);
+        if (total > INT32_MAX / 2 - g->replicas)
+            return arb_errf(err, -EINVAL, "job '%s': too many tasks", j->name);
+        total += g->replicas;
+    }
+    if (j->gang_min < 0 || j->gang_min > total)
+        return arb_errf(err, -EINVAL,
+                        "job '%s': gangMin %d is outside 0..%d (its task count; 0 means all)",
+                        j->name, j->gang_min, total);
+    if (j->gang_min == 0)
+        j->gang_min = total;
+    if (j->time_limit_s < 0)
+        return arb_errf(err, -EINVAL, "job '%s': timeLimit %lld must not be negative", j->name,
+                        (long long)j->time_limit_s);
+    if (!j->alloc || j->ntasks != total) {
+        arb_task_alloc_t *a = realloc(j->alloc, (size_t)total * sizeof *a);
+        if (!a)
+            return arb_errf(err, -ENOMEM, "out of memory");
+        j->alloc = a;
+    }
+    j->ntasks = total;
+    j->nalloc = 0;
+    return 0;
+}
+
+const arb_tgroup_t *arb_job_task_group(const arb_job_t *j, int t, int *gi)
+{
+    for (int i = 0; i < j->ngroups; i++) {
+        if (t < j->groups[i].replicas) {
+            if (gi)
+                *gi = i;
+            return &j->groups[i];
+        }
+        t -= j->groups[i].replicas;
+    }
+    return NULL;
+}
+
+void arb_job_total(const arb_job_t *j, arb_res_t *out)
+{
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < j->ngroups; i++)
+        for (int r = 0; r < j->groups[i].replicas; r++)
+            arb_res_add(out, &j->groups[i].req);
+}
+
+static const char *const job_state_names[] = {"pending",   "placed", "running",  "preempted",
+                                              "succeeded", "failed", "cancelled"};
+
+const char *arb_job_state_name(arb_job_state_t s)
+{
+    return (unsigned)s <= ARB_JOB_CANCELLED ? job_state_names[s] : "?";
+}
+
+/* The arrows of the lifecycle diagram in job.h: allowed[from][to]. */
+static const bool job_allowed[7][7] = {
+    /*              PEND   PLACED RUN    PREEMP SUCC   FAIL   CANC */
+    /* PENDING   */ {false, true, false, false, false, false, true},
+    /* PLACED    */ {false, false, true, true, false, true, true},
+    /* RUNNING   */ {false, false, false, true, true, true, true},
+    /* PREEMPTED */ {true, false, false, false, false, false, true},
+    /* SUCCEEDED */ {false},
+    /* FAILED    */ {false},
+    /* CANCELLED */ {false},
+};
+
+int arb_job_transition(arb_job_t *j, arb_job_state_t to, arb_err_t *err)
+{
+    if ((unsigned)to > ARB_JOB_CANCELLED || !job_allowed[j->state][to])
+        return arb_errf(err, -EPERM, "job '%s' cannot go from %s to %s", j->name,
+                        arb_job_state_name(j->state), arb_job_state_name(to));
+    j->state = to;
+    return 0;
+}
+
+static const char *const topo_names[] = {"any", "nvlink", "node", "rack", "block"};
+
+const char *arb_topo_level_name(arb_topo_level_t l)
+{
+    return (unsigned)l <= ARB_TOPO_BLOCK ? topo_names[l] : "?";
+}
+
+int arb_topo_level_parse(const char *s, arb_topo_level_t *out)
+{
+    for (int i = 0; i <= ARB_TOPO_BLOCK; i++)
+        if (strcmp(s, topo_names[i]) == 0) {
+            *out = (arb_topo_level_t)i;
+            return 0;
+        }
+    return -EINVAL;
+}

@@ -1,0 +1,81 @@
+/*
+ * profiles.c: the named scoring profiles, one table. A profile is a set of
+ * score plugins with weights plus filter thresholds. `--policy NAME` in
+ * every verb picks a row of this table.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+typedef struct profile_row {
+    const char *name;
+    const char *what;
+    struct {
+        const char *plugin;
+        double weight;
+    } s[ARB_MAX_SCORES];
+    bool random_ties;
+} profile_row_t;
+
+/* Plugins named here that are not built (paper.h absent) are skipped. */
+static const profile_row_t profiles[] = {
+    {"default",
+     "fragmentation-aware (FGD) with topology, data locality, thermal and freshness",
+     {{"fgd", 4}, {"topology", 2}, {"prefer", 1}, {"data", 1}, {"thermal", 0.5},
+      {"freshness", 0.5}},
+     false},
+    {"pack", "most-allocated first: keeps whole nodes and NVLink domains free",
+     {{"pack", 4}, {"topology", 2}, {"prefer", 1}, {"data", 1}},
+     false},
+    {"spread", "least-allocated first (the Kubernetes default): spreads load, fragments GPUs",
+     {{"spread", 4}, {"prefer", 1}},
+     false},
+    {"fgd", "the FGD paper's fragmentation gradient descent, alone", {{"fgd", 1}}, true},
+    {"bestfit", "the paper's BestFit baseline", {{"bestfit", 1}}, true},
+    {"random", "the paper's Random baseline", {{"random", 1}}, true},
+    {"dotprod", "the paper's DotProduct baseline", {{"dotprod", 1}}, true},
+    {"gpu-clustering", "the paper's GpuClustering baseline", {{"gpu-clustering", 1}}, true},
+    {"gpu-packing", "the paper's GpuPacking baseline", {{"gpu-packing", 1}}, true},
+};
+
+#define NPROFILES (sizeof profiles / sizeof profiles[0])
+
+const char *arb_profile_names(void)
+{
+    static char buf[256]; /* read-only after the first call; same text each time */
+    if (!buf[0]) {
+        size_t off = 0;
+        for (size_t i = 0; i < NPROFILES; i++)
+            off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s", i ? ", " : "",
+                                    profiles[i].name);
+    }
+    return buf;
+}
+
+int arb_profile_lookup(const char *name, arb_profile_t *out, arb_err_t *err)
+{
+    for (size_t i = 0; i < NPROFILES; i++) {
+        const profile_row_t *r = &profiles[i];
+        if (strcmp(r->name, name) != 0)
+            continue;
+        memset(out, 0, sizeof *out);
+        snprintf(out->name, sizeof out->name, "%s", r->name);
+        for (int k = 0; k < ARB_MAX_SCORES && r->s[k].plugin; k++) {
+            const arb_score_ops_t *ops = arb_score_lookup(r->s[k].plugin);
+            if (!ops)
+                continue;
+            out->score[out->nscores].ops = ops;
+            out->score[out->nscores].weight = r->s[k].weight;
+            out->nscores++;
+        }
+        if (out->nscores == 0)
+            return arb_errf(err, -ENOENT, "policy '%s' is not built into this binary", name);
+        out->random_ties = r->random_ties;
+        out->thermal_limit_c = 0;
+        out->stale_ns = 0;
+        return 0;
+    }
+    return arb_errf(err, -ENOENT, "unknown policy '%s'; use one of: %s", name,
+                    arb_profile_names());
+}

@@ -1,0 +1,557 @@
+/*
+ * sched.c: the placement engine: the scheduler object, job submission, the
+ * per-task filter -> pick -> score -> bind step, gang placement as one
+ * transaction with topology domains, and the scheduling cycle.
+ *
+ * Complexity today: placing one task filters and scores every node once,
+ * O(N x P) for N nodes and P score plugins; a gang confined to a domain
+ * tries domains in best-fit order, O(D x tasks x N_d). Indexes that skip
+ * nodes which cannot fit (free-capacity buckets) are the next step; see
+ * docs/complexity.md.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+/* ---- construction ------------------------------------------------------- */
+
+static int ensure_scratch(arb_sched_t *s)
+{
+    uint32_t n = s->c->nnodes;
+    int ns = s->conf.profile.nscores;
+
+    if (n <= s->scratch_nodes)
+        return 0;
+    free(s->cand);
+    free(s->picks);
+    free(s->raw);
+    free(s->total);
+    s->cand = malloc(n * sizeof *s->cand);
+    s->picks = malloc(n * sizeof *s->picks);
+    s->raw = malloc((size_t)n * (size_t)(ns > 0 ? ns : 1) * sizeof *s->raw);
+    s->total = malloc(n * sizeof *s->total);
+    if (!s->cand || !s->picks || !s->raw || !s->total) {
+        s->scratch_nodes = 0;
+        return -ENOMEM;
+    }
+    s->scratch_nodes = n;
+    return 0;
+}
+
+arb_sched_t *arb_sched_new(arb_cluster_t *c, const arb_sched_conf_t *conf, arb_err_t *err)
+{
+    arb_sched_t *s = calloc(1, sizeof *s);
+
+    if (!s) {
+        arb_errf(err, -ENOMEM, "out of memory creating the scheduler");
+        return NULL;
+    }
+    s->c = c;
+    s->conf = *conf;
+    s->picker = -1;
+    if (s->conf.profile.nscores == 0 &&
+        arb_profile_lookup("default", &s->conf.profile, err) < 0) {
+        free(s);
+        return NULL;
+    }
+    for (int i = 0; i < s->conf.profile.nscores; i++) {
+        const arb_score_ops_t *ops = s->conf.profile.score[i].ops;
+        if (ops->init)
+            s->pstate[i] = ops->init(s);
+        if (ops->pick && s->picker < 0)
+            s->picker = i;
+    }
+    return s;
+}
+
+void arb_sched_free(arb_sched_t *s)
+{
+    if (!s)
+        return;
+    for (int i = 0; i < s->conf.profile.nscores; i++)
+        if (s->conf.profile.score[i].ops->fini)
+            s->conf.profile.score[i].ops->fini(s->pstate[i]);
+    for (uint32_t i = 0; i < s->njobs; i++)
+        arb_job_free(s->jobs[i]);
+    free(s->jobs);
+    free(s->queues);
+    free(s->cand);
+    free(s->picks);
+    free(s->raw);
+    free(s->total);
+    free(s);
+}
+
+arb_cluster_t *arb_sched_cluster(arb_sched_t *s)
+{
+    return s->c;
+}
+
+const arb_sched_conf_t *arb_sched_conf(const arb_sched_t *s)
+{
+    return &s->conf;
+}
+
+arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id)
+{
+    return id < s->njobs ? s->jobs[id] : NULL;
+}
+
+uint32_t arb_sched_njobs(const arb_sched_t *s)
+{
+    return s->njobs;
+}
+
+/* ---- queues ------------------------------------------------------------- */
+
+arb_queue_t *sched_queue_get(arb_sched_t *s, uint32_t name)
+{
+    for (int i = 0; i < s->nqueues; i++)
+        if (s->queues[i].name == name)
+            return &s->queues[i];
+    return NULL;
+}
+
+const arb_queue_t *arb_sched_queue(const arb_sched_t *s, uint32_t name)
+{
+    return sched_queue_get((arb_sched_t *)s, name);
+}
+
+int arb_sched_set_queue(arb_sched_t *s, const arb_queue_t *q, arb_err_t *err)
+{
+    arb_queue_t *cur = sched_queue_get(s, q->name);
+
+    if (!q->name)
+        return arb_errf(err, -EINVAL, "queue has no name");
+    if (q->weight < 0)
+        return arb_errf(err, -EINVAL, "queue '%s': weight %g must not be negative",
+                        arb_str(&s->c->strs, q->name), q->weight);
+    if (!cur) {
+        arb_queue_t *v = realloc(s->queues, (size_t)(s->nqueues + 1) * sizeof *v);
+        if (!v)
+            return arb_errf(err, -ENOMEM, "out of memory");
+        s->queues = v;
+        cur = &s->queues[s->nqueues++];
+        memset(cur, 0, sizeof *cur);
+    }
+    arb_res_t used = cur->used;
+    *cur = *q;
+    cur->used = used;
+    if (cur->weight == 0)
+        cur->weight = 1;
+    return 0;
+}
+
+void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign)
+{
+    arb_queue_t *q = sched_queue_get(s, j->queue);
+    if (!q) {
+        arb_queue_t nq = {.name = j->queue, .weight = 1};
+        if (arb_sched_set_queue(s, &nq, NULL) < 0)
+            return;
+        q = sched_queue_get(s, j->queue);
+    }
+    for (int t = 0; t < j->nalloc; t++) {
+        const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+        if (sign > 0)
+            arb_res_add(&q->used, &g->req);
+        else
+            arb_res_sub(&q->used, &g->req);
+    }
+}
+
+/* ---- submission ----------------------------------------------------------- */
+
+int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err_t *err)
+{
+    if (j->ntasks <= 0 || !j->alloc)
+        return arb_errf(err, -EINVAL, "job '%s' was not finalized (arb_job_finalize)", j->name);
+    if (s->njobs == s->capjobs) {
+        uint32_t cap = s->capjobs ? s->capjobs * 2 : 256;
+        arb_job_t **v = realloc(s->jobs, cap * sizeof *v);
+        if (!v)
+            return arb_errf(err, -ENOMEM, "out of memory queueing job '%s'", j->name);
+        s->jobs = v;
+        s->capjobs = cap;
+    }
+    if (!j->queue)
+        j->queue = arb_intern(&s->c->strs, "default");
+    if (!sched_queue_get(s, j->queue)) {
+        arb_queue_t q = {.name = j->queue, .weight = 1};
+        int rc = arb_sched_set_queue(s, &q, err);
+        if (rc < 0)
+            return rc;
+    }
+    j->id = s->njobs;
+    j->seq = ++s->seq;
+    j->state = ARB_JOB_PENDING;
+    j->submit_ns = ctx ? ctx->now_ns : 0;
+    j->nalloc = 0;
+    s->jobs[s->njobs++] = j;
+    for (int i = 0; i < s->conf.profile.nscores; i++)
+        if (s->conf.profile.score[i].ops->observe)
+            s->conf.profile.score[i].ops->observe(s->pstate[i], j);
+    return 0;
+}
+
+/* ---- one task ------------------------------------------------------------- */
+
+bool sched_in_domain(const arb_node_t *n, const sched_dom_t *d)
+{
+    if (!d)
+        return true;
+    switch (d->level) {
+    case ARB_TOPO_ANY:
+        return true;
+    case ARB_TOPO_NVLINK:
+    case ARB_TOPO_NODE:
+        return n->id == d->node;
+    case ARB_TOPO_RACK:
+        return d->rack ? n->rack == d->rack : n->id == d->node;
+    case ARB_TOPO_BLOCK:
+        return d->block ? n->block == d->block : n->id == d->node;
+    }
+    return false;
+}
+
+static void normalize_minmax(double *v, int n)
+{
+    double lo = v[0], hi = v[0];
+    for (int i = 1; i < n; i++) {
+        if (v[i] < lo)
+            lo = v[i];
+        if (v[i] > hi)
+            hi = v[i];
+    }
+    for (int i = 0; i < n; i++)
+        v[i] = hi > lo ? 100 * (v[i] - lo) / (hi - lo) : 100;
+}
+
+int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
+                     const arb_ctx_t *ctx)
+{
+    const arb_profile_t *p = &s->conf.profile;
+    arb_pctx_t pc = {.sched = s, .cluster = s->c, .ctx = ctx, .job = j};
+    int gi, ncand = 0, ns = p->nscores, best = -1, nties = 0;
+    int nvlink = d && d->level == ARB_TOPO_NVLINK ? d->nvlink : -1;
+
+    pc.group = arb_job_task_group(j, t, &gi);
+    if (!pc.group || ensure_scratch(s) < 0)
+        return -ENOMEM;
+
+    /* Filter and pick. */
+    for (uint32_t i = 0; i < s->c->nnodes; i++) {
+        const arb_node_t *n = &s->c->nodes[i];
+        arb_pick_t pk;
+        int rc;
+
+        if (!sched_in_domain(n, d) || sched_filter_node(&pc, n) != ARB_R_OK)
+            continue;
+        if (pc.group->gpu_share > 0 && s->picker >= 0 && nvlink < 0) {
+            pc.state = s->pstate[s->picker];
+            rc = p->score[s->picker].ops->pick(&pc, n, &pk);
+        } else {
+            rc = sched_pick_bestfit(&pc, n, nvlink, &pk);
+        }
+        if (rc < 0)
+            continue;
+        s->cand[ncand] = i;
+        s->picks[ncand] = pk;
+        ncand++;
+    }
+    if (ncand == 0)
+        return -ENOSPC;
+
+    /* Score, normalize, weigh. */
+    for (int c = 0; c < ncand; c++)
+        s->total[c] = 0;
+    for (int k = 0; k < ns && ncand > 1; k++) {
+        const arb_score_ops_t *ops = p->score[k].ops;
+        double *raw = s->raw + (size_t)k * s->scratch_nodes;
+        pc.state = s->pstate[k];
+        for (int c = 0; c < ncand; c++)
+            raw[c] = ops->score(&pc, &s->c->nodes[s->cand[c]], &s->picks[c]);
+        if (ops->normalize)
+            ops->normalize(raw, ncand);
+        else
+            normalize_minmax(raw, ncand);
+        for (int c = 0; c < ncand; c++)
+            s->total[c] += p->score[k].weight * raw[c];
+    }
+
+    /* Select: the maximum; ties at random (reservoir) or lowest node id. */
+    for (int c = 0; c < ncand; c++) {
+        if (best < 0 || s->total[c] > s->total[best] + 1e-9) {
+            best = c;
+            nties = 1;
+        } else if (s->total[c] > s->total[best] - 1e-9) {
+            nties++;
+            if (p->random_ties && ctx && ctx->rng && arb_rng_below(ctx->rng, (uint64_t)nties) == 0)
+                best = c;
+        }
+    }
+
+    arb_task_alloc_t a = {.node = s->cand[best],
+                          .gpu_mask = s->picks[best].gpu_mask,
+                          .gpu_milli = s->picks[best].gpu_mask ? s->picks[best].gpu_milli : 0,
+                          .gpu_mem_mib = s->picks[best].gpu_mask && pc.group->gpu_share > 0
+                                             ? (int32_t)pc.group->req.gpu_mem_mib
+                                             : 0};
+    int rc = arb_node_alloc(s->c, &pc.group->req, &a, NULL);
+    if (rc < 0)
+        return rc; /* a filter/pick disagreement; never over-allocate */
+    j->alloc[t] = a;
+    return 0;
+}
+
+void sched_unbind(arb_sched_t *s, arb_job_t *j)
+{
+    while (j->nalloc > 0) {
+        int t = --j->nalloc;
+        const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+        arb_node_release(s->c, &g->req, &j->alloc[t]);
+    }
+}
+
+/* ---- gangs and topology domains ------------------------------------------ */
+
+/* Whole GPUs free inside domain d (a quick bound used to order domains). */
+static int dom_free_gpus(const arb_sched_t *s, const sched_dom_t *d)
+{
+    int f = 0;
+    if (d->level == ARB_TOPO_NVLINK) {
+        const arb_node_t *n = &s->c->nodes[d->node];
+        for (int i = 0; i < n->ngpus; i++)
+            f += n->gpu[i].nvlink == d->nvlink && n->gpu[i].used_milli == 0 && n->gpu[i].healthy;
+        return f;
+    }
+    for (uint32_t i = 0; i < s->c->nnodes; i++)
+        if (sched_in_domain(&s->c->nodes[i], d))
+            f += arb_node_free_gpus(&s->c->nodes[i]);
+    return f;
+}
+
+typedef struct dom_cand {
+    sched_dom_t d;
+    int free;
+} dom_cand_t;
+
+static int cmp_dom(const void *a, const void *b)
+{
+    const dom_cand_t *x = a, *y = b;
+    if (x->free != y->free)
+        return x->free < y->free ? -1 : 1;
+    return x->d.node < y->d.node ? -1 : x->d.node > y->d.node;
+}
+
+/* The distinct domains at level l, with their free GPUs. Caller frees. */
+static int list_domains(const arb_sched_t *s, arb_topo_level_t l, dom_cand_t **out)
+{
+    dom_cand_t *v = malloc((size_t)(s->c->nnodes * ARB_MAX_GPUS + 1) * sizeof *v);
+    int n = 0;
+
+    if (!v)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < s->c->nnodes; i++) {
+        const arb_node_t *nd = &s->c->nodes[i];
+        sched_dom_t d = {.level = l, .node = i, .nvlink = -1, .rack = nd->rack,
+                         .block = nd->block};
+        bool dup = false;
+        if (l == ARB_TOPO_NVLINK) {
+            for (int g = 0; g < nd->ngpus; g++) {
+                bool seen = false;
+                for (int k = 0; k < g && !seen; k++)
+                    seen = nd->gpu[k].nvlink == nd->gpu[g].nvlink;
+                if (seen)
+                    continue;
+                d.nvlink = nd->gpu[g].nvlink;
+                v[n].d = d;
+                v[n].free = dom_free_gpus(s, &d);
+                n++;
+            }
+            continue;
+        }
+        if (l == ARB_TOPO_RACK && nd->rack)
+            for (int k = 0; k < n && !dup; k++)
+                dup = v[k].d.rack == nd->rack;
+        if (l == ARB_TOPO_BLOCK && nd->block)
+            for (int k = 0; k < n && !dup; k++)
+                dup = v[k].d.block == nd->block;
+        if (dup)
+            continue;
+        v[n].d = d;
+        v[n].free = dom_free_gpus(s, &d);
+        n++;
+    }
+    *out = v;
+    return n;
+}
+
+/* Place tasks [t0, t0+cnt) of j (one group) confined to some domain at the
+ * group's level: the domain with the fewest free GPUs that holds them all
+ * (best fit keeps large domains whole). Appends to j->alloc/nalloc. */
+static int place_group_in_domain(arb_sched_t *s, arb_job_t *j, int t0, int cnt,
+                                 const arb_tgroup_t *g, const arb_ctx_t *ctx)
+{
+    dom_cand_t *v;
+    int n = list_domains(s, g->topo.level, &v), need = g->gpus * cnt;
+
+    if (n < 0)
+        return n;
+    qsort(v, (size_t)n, sizeof *v, cmp_dom);
+    for (int i = 0; i < n; i++) {
+        int base = j->nalloc, t;
+        if (v[i].free < need)
+            continue;
+        for (t = t0; t < t0 + cnt; t++) {
+            if (sched_place_task(s, j, t, &v[i].d, ctx) < 0)
+                break;
+            j->nalloc++;
+        }
+        if (t == t0 + cnt) {
+            free(v);
+            return 0;
+        }
+        while (j->nalloc > base) { /* roll back this domain's attempt */
+            int u = --j->nalloc;
+            arb_node_release(s->c, &arb_job_task_group(j, u, NULL)->req, &j->alloc[u]);
+        }
+    }
+    free(v);
+    return -ENOSPC;
+}
+
+int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
+{
+    int t0 = 0;
+
+    j->nalloc = 0;
+    for (int gi = 0; gi < j->ngroups; gi++) {
+        const arb_tgroup_t *g = &j->groups[gi];
+        bool confine = g->topo.level >= ARB_TOPO_NODE ||
+                       (g->topo.level == ARB_TOPO_NVLINK && g->replicas > 1);
+        int rc = -ENOSPC;
+
+        if (confine && g->replicas > 1) {
+            rc = place_group_in_domain(s, j, t0, g->replicas, g, ctx);
+            if (rc < 0 && g->topo.required) {
+                if (j->nalloc >= j->gang_min)
+                    return 0;
+                sched_unbind(s, j);
+                return rc;
+            }
+        }
+        if (rc < 0) {
+            for (int t = t0; t < t0 + g->replicas; t++) {
+                if (sched_place_task(s, j, t, NULL, ctx) < 0) {
+                    /* Elastic jobs start once gang_min tasks are bound. */
+                    if (j->nalloc >= j->gang_min)
+                        return 0;
+                    sched_unbind(s, j);
+                    return -ENOSPC;
+                }
+                j->nalloc++;
+            }
+        }
+        t0 += g->replicas;
+    }
+    return 0;
+}
+
+/* ---- public placement and the cycle --------------------------------------- */
+
+static int bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
+{
+    int rc = sched_place_job(s, j, ctx);
+    if (rc < 0)
+        return rc;
+    j->state = ARB_JOB_PLACED;
+    j->start_ns = ctx ? ctx->now_ns : 0;
+    sched_queue_charge(s, j, +1);
+    return 0;
+}
+
+int arb_sched_place(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
+{
+    if (j->state != ARB_JOB_PENDING)
+        return -EPERM;
+    return bind_job(s, j, ctx);
+}
+
+int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err)
+{
+    bool held = j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
+    int rc = arb_job_transition(j, to, err);
+
+    if (rc < 0)
+        return rc;
+    if (held) {
+        sched_queue_charge(s, j, -1);
+        sched_unbind(s, j);
+    }
+    return 0;
+}
+
+int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
+{
+    arb_cycle_stats_t z = {0};
+    arb_job_t **pend;
+    int np = 0;
+    int64_t shadow = -1; /* EASY: earliest start reserved for the blocked head */
+
+    if (!st)
+        st = &z;
+    memset(st, 0, sizeof *st);
+    pend = malloc((s->njobs + 1) * sizeof *pend);
+    if (!pend)
+        return -ENOMEM;
+    for (uint32_t i = 0; i < s->njobs; i++) {
+        arb_job_t *j = s->jobs[i];
+        if (j->state == ARB_JOB_PREEMPTED)
+            arb_job_transition(j, ARB_JOB_PENDING, NULL);
+        if (j->state == ARB_JOB_PENDING)
+            pend[np++] = j;
+    }
+    sched_order(s, pend, np, ctx);
+    for (int i = 0; i < np; i++) {
+        arb_job_t *j = pend[i];
+        int nv = 0;
+
+        if (!sched_quota_admits(s, j, NULL, 0))
+            continue;
+        if (shadow >= 0) {
+            /* Backfill: a later job may start only if it ends before the
+             * head job's reservation, so it cannot delay it. */
+            if (j->time_limit_s <= 0 || ctx->now_ns + j->time_limit_s * 1000000000LL > shadow)
+                continue;
+            if (bind_job(s, j, ctx) == 0) {
+                st->placed++;
+                st->backfilled++;
+            }
+            continue;
+        }
+        if (bind_job(s, j, ctx) == 0) {
+            st->placed++;
+            continue;
+        }
+        if (s->conf.preemption && sched_preempt_for(s, j, ctx, false, &nv) == 0) {
+            j->state = ARB_JOB_PLACED;
+            j->start_ns = ctx->now_ns;
+            sched_queue_charge(s, j, +1);
+            st->placed++;
+            st->preempted += nv;
+            continue;
+        }
+        if (s->conf.backfill)
+            shadow = sched_reservation(s, j, ctx);
+        else if (s->conf.queue_policy != ARB_QP_FIFO)
+            continue; /* priority/DRF: let smaller jobs behind go */
+        else
+            break; /* strict FIFO: nothing overtakes the head */
+    }
+    for (uint32_t i = 0; i < s->njobs; i++)
+        st->pending += s->jobs[i]->state == ARB_JOB_PENDING;
+    free(pend);
+    return 0;
+}

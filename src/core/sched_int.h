@@ -1,0 +1,83 @@
+/*
+ * sched_int.h: the scheduler's private parts, shared by the files of
+ * src/core that implement it (sched.c engine, filters.c, scores.c,
+ * profiles.c, queue.c, preempt.c, backfill.c, explain.c). Not a public API.
+ */
+#ifndef ARB_SCHED_INT_H
+#define ARB_SCHED_INT_H
+
+#include "arbiter/sched.h"
+
+/* A topology domain a gang group is confined to while it is placed. */
+typedef struct sched_dom {
+    arb_topo_level_t level; /* ARB_TOPO_ANY: no confinement */
+    uint32_t node;          /* NVLINK, NODE */
+    int16_t nvlink;         /* NVLINK */
+    uint32_t rack, block;   /* RACK, BLOCK (interned label values) */
+} sched_dom_t;
+
+struct arb_sched {
+    arb_cluster_t *c; /* borrowed */
+    arb_sched_conf_t conf;
+    void *pstate[ARB_MAX_SCORES]; /* per score plugin, from ops->init */
+    int picker;                   /* index of the profile's GPU picker; -1 best-fit */
+
+    arb_job_t **jobs; /* by id; owned */
+    uint32_t njobs, capjobs;
+    uint64_t seq; /* logical submission clock */
+
+    arb_queue_t *queues;
+    int nqueues;
+
+    /* Per-placement scratch, sized to the cluster. */
+    uint32_t scratch_nodes;
+    uint32_t *cand;
+    arb_pick_t *picks;
+    double *raw;   /* nscores x nodes */
+    double *total; /* nodes */
+};
+
+/* Is GPU i of n usable for a task of pc's group (health, model, heat,
+ * device memory)? Shared by the fit filter, the pickers and explain. */
+bool sched_gpu_eligible(const arb_pctx_t *pc, const arb_node_t *n, int i);
+/* Best-fit GPU choice for one task of pc->group on n, optionally confined to
+ * one NVLink domain (nvlink >= 0). 0 or -ENOSPC. */
+int sched_pick_bestfit(const arb_pctx_t *pc, const arb_node_t *n, int nvlink, arb_pick_t *pick);
+
+/* Run every filter; the first failing reason, or ARB_R_OK. */
+arb_reason_t sched_filter_node(const arb_pctx_t *pc, const arb_node_t *n);
+/* Node n lies inside domain d? */
+bool sched_in_domain(const arb_node_t *n, const sched_dom_t *d);
+
+/* Place one task (index t of j) inside domain d (may be NULL): filter,
+ * pick, score, bind. 0 when bound (j->alloc[t] filled), -ENOSPC if no node. */
+int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
+                     const arb_ctx_t *ctx);
+/* Place all of j's tasks, all or nothing (at least gang_min); rolls back on
+ * failure. Does not change j->state. 0 or -ENOSPC. */
+int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx);
+/* Release the first j->nalloc allocations of j (reverse order). */
+void sched_unbind(arb_sched_t *s, arb_job_t *j);
+/* Charge / uncharge j's allocated tasks to its queue's usage. */
+void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign);
+arb_queue_t *sched_queue_get(arb_sched_t *s, uint32_t name);
+
+/* Queue order (queue.c): sort the pending jobs in place, most urgent first. */
+void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx);
+/* Quota admission (queue.c): may j start now given its queue's quota and
+ * cohort? false with a reason in why (may be NULL). */
+bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);
+
+/* Preemption (preempt.c): evict the smallest set of lower-priority,
+ * preemptible jobs that lets j fit, then bind j. 0 and *nvictims, or
+ * -ENOSPC with nothing changed. dry_run: only report whether it would. */
+int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
+                      int *nvictims);
+
+
+/* Backfill (backfill.c): the earliest time at which blocked job j could
+ * start, from running jobs' time limits (EASY reservation). Returns
+ * ctx->now_ns when no reservation can be made (nothing may backfill). */
+int64_t sched_reservation(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx);
+
+#endif
