@@ -1,0 +1,212 @@
+/*
+ * bench.c: `arbiter bench sched`: the scheduler-speed benchmark. It builds a
+ * synthetic cluster (N 8-GPU nodes, two NVLink domains of 4 GPUs each,
+ * racks of 32 nodes) and a queue of M jobs (about 60% 1-GPU, 20% GPU
+ * shares, 10% 2-4 GPUs, 8% 8 GPUs, 2% gangs of 2-16 8-GPU tasks in one
+ * rack, preferred), then places them one at a time with the default
+ * profile. To measure steady state rather than a full cluster rejecting
+ * everything, the oldest running jobs finish whenever GPU allocation goes
+ * above 90%. It prints decisions/s, placements/s, p50/p99 decision latency,
+ * peak RSS and the final GPU allocation ratio.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+
+#include "arbiter/sched.h"
+#include "cli/cli.h"
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static arb_job_t *make_job(arb_cluster_t *c, arb_rng_t *r, int i)
+{
+    char name[32];
+    uint64_t k = arb_rng_below(r, 100);
+    arb_job_t *j;
+
+    snprintf(name, sizeof name, "job-%d", i);
+    j = arb_job_new(name, 1);
+    if (!j)
+        return NULL;
+    arb_tgroup_t *g = &j->groups[0];
+    if (k < 60) {
+        g->gpus = 1;
+    } else if (k < 80) {
+        g->gpu_share = 100 * (int)(1 + arb_rng_below(r, 9));
+    } else if (k < 90) {
+        g->gpus = 2 + (int)arb_rng_below(r, 3);
+    } else if (k < 98) {
+        g->gpus = 8;
+    } else {
+        g->gpus = 8;
+        g->replicas = 2 + (int)arb_rng_below(r, 15);
+        g->topo.level = ARB_TOPO_RACK;
+        g->topo.required = false;
+    }
+    int gpus = g->gpus ? g->gpus : 1;
+    g->req.cpu_milli = 4000LL * gpus;
+    g->req.mem_bytes = (32LL << 30) * gpus;
+    j->priority = (int32_t)arb_rng_below(r, 3) * 100;
+    if (arb_job_finalize(j, NULL) < 0) {
+        arb_job_free(j);
+        return NULL;
+    }
+    (void)c;
+    return j;
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: arbiter bench sched [--nodes N] [--jobs M] [--seed S] "
+                    "[--policy NAME] [-o text|json]\n");
+    return 2;
+}
+
+int cli_bench(int argc, char **argv)
+{
+    long nodes = 1000, njobs = 10000;
+    unsigned long long seed = 1;
+    const char *out = "text", *policy = "default";
+    arb_cluster_t c;
+    arb_sched_conf_t conf = {0};
+    arb_err_t err;
+    arb_rng_t rng, wl;
+    int rc = 1;
+
+    if (argc < 2 || strcmp(argv[1], "sched") != 0)
+        return usage();
+    for (int i = 2; i < argc; i++) {
+        if (i + 1 >= argc)
+            return usage();
+        if (strcmp(argv[i], "--nodes") == 0)
+            nodes = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--jobs") == 0)
+            njobs = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--seed") == 0)
+            seed = strtoull(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--policy") == 0)
+            policy = argv[++i];
+        else if (strcmp(argv[i], "-o") == 0)
+            out = argv[++i];
+        else
+            return usage();
+    }
+    if (nodes <= 0 || nodes > 1000000 || njobs <= 0 || njobs > 10000000) {
+        fprintf(stderr, "arbiter bench: --nodes must be 1..1000000 and --jobs 1..10000000\n");
+        return 2;
+    }
+    if (arb_profile_lookup(policy, &conf.profile, &err) < 0) {
+        fprintf(stderr, "arbiter bench: %s\n", err.msg);
+        return 2;
+    }
+    arb_rng_seed(&rng, seed);
+    arb_rng_seed(&wl, seed ^ 0x5bd1e995);
+    arb_cluster_init(&c);
+    for (long i = 0; i < nodes; i++) {
+        char name[32], rack[16], block[16];
+        arb_node_t *n;
+        snprintf(name, sizeof name, "node-%05ld", i);
+        snprintf(rack, sizeof rack, "r%ld", i / 32);
+        snprintf(block, sizeof block, "b%ld", i / 512);
+        if (arb_cluster_add_node(&c, name, &n, &err) < 0)
+            goto out;
+        n->cap.cpu_milli = 128000;
+        n->cap.mem_bytes = 2LL << 40;
+        for (int g = 0; g < 8; g++)
+            arb_node_add_gpu(&c, n, "H100", 81920, g / 4, g / 2, g / 4, NULL);
+        arb_node_set_label(&c, n, "rack", rack);
+        arb_node_set_label(&c, n, "block", block);
+    }
+    arb_sched_t *s = arb_sched_new(&c, &conf, &err);
+    if (!s)
+        goto out;
+    arb_ctx_t ctx = {.now_ns = 0, .rng = &rng};
+    int64_t *lat = malloc((size_t)njobs * sizeof *lat);
+    arb_job_t **running = malloc((size_t)njobs * sizeof *running);
+    long nrun = 0, head = 0, placed = 0;
+    int64_t used_milli = 0, cap_milli = (int64_t)nodes * 8000, t_all = 0;
+    if (!lat || !running)
+        goto out2;
+    for (long i = 0; i < njobs; i++) {
+        arb_job_t *j = make_job(&c, &wl, (int)i);
+        if (!j || arb_sched_submit(s, j, &ctx, &err) < 0) {
+            arb_job_free(j);
+            goto out2;
+        }
+    }
+    for (long i = 0; i < njobs; i++) {
+        arb_job_t *j = arb_sched_job(s, (uint32_t)i);
+        arb_res_t tot;
+        int64_t t0 = mono_ns();
+        int prc = arb_sched_place(s, j, &ctx);
+        int64_t dt = mono_ns() - t0;
+        lat[i] = dt;
+        t_all += dt;
+        ctx.now_ns += 1000000; /* 1 ms of virtual time per decision */
+        if (prc == 0) {
+            placed++;
+            arb_job_transition(j, ARB_JOB_RUNNING, NULL);
+            running[nrun++] = j;
+            arb_job_total(j, &tot);
+            used_milli += tot.gpu_milli;
+        }
+        /* Steady state: the oldest jobs finish while allocation is above 90%. */
+        while (used_milli * 10 > cap_milli * 9 && head < nrun) {
+            arb_job_t *o = running[head++];
+            arb_job_total(o, &tot);
+            used_milli -= tot.gpu_milli;
+            arb_sched_finish(s, o, ARB_JOB_SUCCEEDED, NULL);
+        }
+    }
+    {
+        int64_t alloc = 0;
+        for (uint32_t i = 0; i < c.nnodes; i++)
+            alloc += c.nodes[i].used.gpu_milli;
+        qsort(lat, (size_t)njobs, sizeof *lat, cmp_i64);
+        struct rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        double secs = (double)t_all / 1e9;
+        double p50 = (double)lat[njobs / 2] / 1e3, p99 = (double)lat[(njobs * 99) / 100] / 1e3;
+        double rss = (double)ru.ru_maxrss / 1024.0;
+        double apct = 100.0 * (double)alloc / (double)cap_milli;
+        if (strcmp(out, "json") == 0)
+            printf("{\"bench\":\"sched\",\"policy\":\"%s\",\"nodes\":%ld,\"jobs\":%ld,\"seed\":%llu,"
+                   "\"placed\":%ld,\"decisions_per_s\":%.0f,\"placements_per_s\":%.0f,"
+                   "\"p50_us\":%.2f,\"p99_us\":%.2f,\"rss_mb\":%.1f,"
+                   "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f}\n",
+                   conf.profile.name, nodes, njobs, seed, placed, (double)njobs / secs,
+                   (double)placed / secs, p50, p99, rss, rss * 1048576.0 / (double)njobs, apct);
+        else
+            printf("bench sched: %ld nodes, %ld jobs, policy %s\n"
+                   "  placed %ld, %.0f decisions/s, %.0f placements/s\n"
+                   "  decision latency p50 %.2f us, p99 %.2f us\n"
+                   "  peak RSS %.1f MiB, GPU allocation at the end %.2f%%\n",
+                   nodes, njobs, conf.profile.name, placed, (double)njobs / secs,
+                   (double)placed / secs, p50, p99, rss, apct);
+        rc = arb_cluster_check(&c, &err) == 0 ? 0 : 1;
+        if (rc)
+            fprintf(stderr, "arbiter bench: invariant broken: %s\n", err.msg);
+    }
+out2:
+    free(lat);
+    free(running);
+    arb_sched_free(s);
+out:
+    if (rc && err.msg[0])
+        fprintf(stderr, "arbiter bench: %s\n", err.msg);
+    arb_cluster_free(&c);
+    return rc;
+}
