@@ -128,9 +128,15 @@ int arb_node_add_taint(arb_cluster_t *c, arb_node_t *n, const char *key, const c
 int arb_node_add_dataset(arb_cluster_t *c, arb_node_t *n, const char *dataset);
 bool arb_node_has_dataset(const arb_node_t *n, uint32_t dataset);
 
+/* Mark n changed after writing its fields directly (capacity, usage, GPU
+ * telemetry, report time): bumps n->version and c->version so every index
+ * over the cluster (the scheduler's node classes) re-reads n. The arb_node_*
+ * functions do this themselves. */
+void arb_node_touch(arb_cluster_t *c, arb_node_t *n);
+
 /* Lifecycle: move n to state `to`, or -EPERM with text if the diagram above
  * has no such arrow. */
-int arb_node_transition(arb_node_t *n, arb_node_state_t to, arb_err_t *err);
+int arb_node_transition(arb_cluster_t *c, arb_node_t *n, arb_node_state_t to, arb_err_t *err);
 const char *arb_node_state_name(arb_node_state_t s);
 int arb_node_state_parse(const char *s, arb_node_state_t *out);
 

@@ -70,6 +70,7 @@ void arb_res_add(arb_res_t *a, const arb_res_t *b);
 void arb_res_sub(arb_res_t *a, const arb_res_t *b);
 bool arb_res_fits(const arb_res_t *need, const arb_res_t *avail);
 bool arb_res_is_zero(const arb_res_t *r);
+bool arb_res_nonneg(const arb_res_t *r);
 
 /* Look a name up in t, adding it when add is true. Returns the index, or
  * -ENOENT (not found), -ENOSPC (table full, ARB_MAX_EXT names). */

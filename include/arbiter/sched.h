@@ -100,7 +100,17 @@ typedef struct arb_score_ops {
     /* Optional: rescale the raw scores of all feasible nodes to 0..100
      * (default: min-max to 0..100). */
     void (*normalize)(double *scores, int n);
+    /* What the score reads beyond the node's own fields, the job and the
+     * pick (ARB_SCORE_*). The engine evaluates identical nodes once (node
+     * classes, see nodeclass.c) unless a flag says it may not. */
+    unsigned flags;
 } arb_score_ops_t;
+
+/* The score depends on where the job's already-placed tasks are. */
+#define ARB_SCORE_PLACED 1u
+/* The score depends on node identity (name, id, rack/block/zone labels) or
+ * on per-node state kept outside arb_node_t: never use node classes. */
+#define ARB_SCORE_PERNODE 2u
 
 const arb_filter_ops_t *arb_filter_lookup(const char *name);
 const arb_score_ops_t *arb_score_lookup(const char *name);
@@ -162,6 +172,8 @@ typedef struct arb_sched_conf {
     bool backfill;             /* EASY backfill behind a blocked head job */
     bool preemption;           /* evict lower-priority jobs to fit higher ones */
     int64_t starvation_ns;     /* a job waiting longer is ordered first; 0 = off */
+    bool full_scan;            /* evaluate every node, never node classes (for
+                                  benchmarks and equivalence tests) */
 } arb_sched_conf_t;
 
 /* Make a scheduler over cluster c (borrowed; must outlive it). Free with

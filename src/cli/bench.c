@@ -71,7 +71,7 @@ static arb_job_t *make_job(arb_cluster_t *c, arb_rng_t *r, int i)
 static int usage(void)
 {
     fprintf(stderr, "usage: arbiter bench sched [--nodes N] [--jobs M] [--seed S] "
-                    "[--policy NAME] [-o text|json]\n");
+                    "[--policy NAME] [--full-scan] [-o text|json]\n");
     return 2;
 }
 
@@ -89,7 +89,7 @@ int cli_bench(int argc, char **argv)
     if (argc < 2 || strcmp(argv[1], "sched") != 0)
         return usage();
     for (int i = 2; i < argc; i++) {
-        if (i + 1 >= argc)
+        if (i + 1 >= argc && strcmp(argv[i], "--full-scan") != 0)
             return usage();
         if (strcmp(argv[i], "--nodes") == 0)
             nodes = strtol(argv[++i], NULL, 10);
@@ -101,6 +101,10 @@ int cli_bench(int argc, char **argv)
             policy = argv[++i];
         else if (strcmp(argv[i], "-o") == 0)
             out = argv[++i];
+        else if (strcmp(argv[i], "--full-scan") == 0) {
+            conf.full_scan = true;
+            i--; /* a flag: no value */
+        }
         else
             return usage();
     }
@@ -183,11 +187,12 @@ int cli_bench(int argc, char **argv)
         double rss = (double)ru.ru_maxrss / 1024.0;
         double apct = 100.0 * (double)alloc / (double)cap_milli;
         if (strcmp(out, "json") == 0)
-            printf("{\"bench\":\"sched\",\"policy\":\"%s\",\"nodes\":%ld,\"jobs\":%ld,\"seed\":%llu,"
+            printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,\"jobs\":%ld,\"seed\":%llu,"
                    "\"placed\":%ld,\"decisions_per_s\":%.0f,\"placements_per_s\":%.0f,"
                    "\"p50_us\":%.2f,\"p99_us\":%.2f,\"rss_mb\":%.1f,"
                    "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f}\n",
-                   conf.profile.name, nodes, njobs, seed, placed, (double)njobs / secs,
+                   conf.full_scan ? "full-scan" : "node-classes", conf.profile.name, nodes, njobs,
+                   seed, placed, (double)njobs / secs,
                    (double)placed / secs, p50, p99, rss, rss * 1048576.0 / (double)njobs, apct);
         else
             printf("bench sched: %ld nodes, %ld jobs, policy %s\n"

@@ -11,7 +11,7 @@
 const cli_cmd_t cli_cmds[] = {
     {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
-     "arbiter bench sched [--nodes N] [--jobs M] [--seed S] [--policy NAME] [-o text|json]",
+     "arbiter bench sched [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]",
      cli_bench},
     {"version", "print the version", "arbiter version", cli_version},
     {NULL, NULL, NULL, NULL},

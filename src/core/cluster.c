@@ -160,6 +160,7 @@ int arb_node_add_dataset(arb_cluster_t *c, arb_node_t *n, const char *dataset)
     n->datasets = d;
     d[n->ndatasets++] = arb_intern(&c->strs, dataset);
     n->version++;
+    c->version++;
     return 0;
 }
 
@@ -169,6 +170,12 @@ bool arb_node_has_dataset(const arb_node_t *n, uint32_t dataset)
         if (n->datasets[i] == dataset)
             return true;
     return false;
+}
+
+void arb_node_touch(arb_cluster_t *c, arb_node_t *n)
+{
+    n->version++;
+    c->version++;
 }
 
 static const char *const node_state_names[] = {"Ready", "NotReady", "Draining", "Left"};
@@ -197,13 +204,14 @@ static const bool node_allowed[4][4] = {
     /* LEFT      */ {false, false, false, false},
 };
 
-int arb_node_transition(arb_node_t *n, arb_node_state_t to, arb_err_t *err)
+int arb_node_transition(arb_cluster_t *c, arb_node_t *n, arb_node_state_t to, arb_err_t *err)
 {
     if ((unsigned)to > ARB_NODE_LEFT || !node_allowed[n->state][to])
         return arb_errf(err, -EPERM, "node cannot go from %s to %s", arb_node_state_name(n->state),
                         arb_node_state_name(to));
     n->state = to;
     n->version++;
+    c->version++;
     return 0;
 }
 
@@ -255,12 +263,20 @@ int arb_node_alloc(arb_cluster_t *c, const arb_res_t *req, const arb_task_alloc_
     if (a->gpu_mask && (a->gpu_milli <= 0 || a->gpu_milli > 1000))
         return arb_errf(err, -EINVAL, "allocation GPU share %d milli is outside 1..1000",
                         a->gpu_milli);
+    /* A negative amount would shrink usage below what is really held. */
+    if (a->gpu_mem_mib < 0 || req->cpu_milli < 0 || req->mem_bytes < 0)
+        return arb_errf(err, -EINVAL, "allocation on node '%s' has a negative amount",
+                        arb_node_name(c, n));
+    for (int i = 0; i < ARB_MAX_EXT; i++)
+        if (req->ext[i] < 0)
+            return arb_errf(err, -EINVAL, "allocation on node '%s' has a negative amount",
+                            arb_node_name(c, n));
     for (int i = 0; i < n->ngpus; i++) {
         const arb_gpu_t *g = &n->gpu[i];
         if (!(a->gpu_mask & (1u << i)))
             continue;
         if (!g->healthy || g->used_milli + a->gpu_milli > 1000 ||
-            (g->mem_mib > 0 && g->mem_used_mib + a->gpu_mem_mib > g->mem_mib))
+            (g->mem_mib > 0 && (int64_t)g->mem_used_mib + a->gpu_mem_mib > g->mem_mib))
             return arb_errf(err, -ENOSPC, "node '%s' GPU %d: %d milli and %d MiB would exceed it",
                             arb_node_name(c, n), i, a->gpu_milli, a->gpu_mem_mib);
         ng++;
@@ -268,12 +284,14 @@ int arb_node_alloc(arb_cluster_t *c, const arb_res_t *req, const arb_task_alloc_
     add.gpu_milli = (int64_t)ng * a->gpu_milli;
     add.gpu_mem_mib = (int64_t)ng * a->gpu_mem_mib;
     {
-        arb_res_t after = n->used;
-        arb_res_add(&after, &add);
-        /* GPU memory is checked per device above (unknown sizes, 0, are not). */
-        arb_res_t capx = n->cap;
-        capx.gpu_mem_mib = INT64_MAX;
-        if (!arb_res_fits(&after, &capx))
+        /* Compare with what is left, not used + add, which could overflow.
+         * GPU memory is checked per device above (unknown sizes, 0, are not). */
+        bool over = add.gpu_milli > n->cap.gpu_milli - n->used.gpu_milli ||
+                    add.cpu_milli > n->cap.cpu_milli - n->used.cpu_milli ||
+                    add.mem_bytes > n->cap.mem_bytes - n->used.mem_bytes;
+        for (int i = 0; i < ARB_MAX_EXT; i++)
+            over |= add.ext[i] > n->cap.ext[i] - n->used.ext[i];
+        if (over)
             return arb_errf(err, -ENOSPC, "node '%s': the task would exceed its allocatable",
                             arb_node_name(c, n));
     }

@@ -70,34 +70,70 @@ static int node_free(const arb_pctx_t *pc, const arb_node_t *n)
     return f;
 }
 
-/* Largest free whole-GPU block in one domain of level l, and the node that
- * holds (or heads) it. */
-static int largest_block(const arb_sched_t *s, const arb_pctx_t *pc, arb_topo_level_t l,
-                         uint32_t *node)
+/* Round f down to whole tasks of `unit` GPUs: a task never spans nodes (or
+ * NVLink domains), so 7 free GPUs hold one 4-GPU task, not 7/4 of one. */
+static int whole_units(int f, int unit)
 {
-    int best = -1;
+    return unit > 1 ? f - f % unit : f;
+}
+
+/* Healthy GPUs of n: all of them, or those of its largest NVLink domain. */
+static int node_cap(const arb_node_t *n, bool nvlink)
+{
+    int best = 0, all = 0;
+    for (int i = 0; i < n->ngpus; i++) {
+        int c = 0;
+        all += n->gpu[i].healthy;
+        if (!nvlink)
+            continue;
+        for (int k = 0; k < n->ngpus; k++)
+            c += n->gpu[k].healthy &&
+                 (k == i || (n->gpu[i].nvlink >= 0 && n->gpu[k].nvlink == n->gpu[i].nvlink));
+        best = c > best ? c : best;
+    }
+    return nvlink ? best : all;
+}
+
+/*
+ * Largest free whole-GPU block in one domain of level l, counted in whole
+ * tasks of `unit` GPUs per node. *node: a node of the domain that is
+ * nearest to fitting `need` (the most free among domains big enough to hold
+ * it at all, UINT32_MAX when none is), *dom_free: that domain's free GPUs.
+ */
+static int largest_block(const arb_sched_t *s, const arb_pctx_t *pc, arb_topo_level_t l, int unit,
+                         int need, uint32_t *node, int *dom_free)
+{
+    int best = -1, bestfit = -1;
     *node = UINT32_MAX;
+    *dom_free = 0;
     for (uint32_t i = 0; i < s->c->nnodes; i++) {
         const arb_node_t *n = &s->c->nodes[i];
-        int f = 0;
+        int f = 0, cap = 0;
         if (n->state != ARB_NODE_READY)
             continue;
         if (l == ARB_TOPO_NVLINK) {
-            f = sched_nvlink_free(pc, n, NULL);
+            f = whole_units(sched_nvlink_free(pc, n, NULL), unit);
+            cap = whole_units(node_cap(n, true), unit);
         } else if (l == ARB_TOPO_NODE || l == ARB_TOPO_ANY) {
-            f = node_free(pc, n);
+            f = whole_units(node_free(pc, n), unit);
+            cap = whole_units(node_cap(n, false), unit);
         } else {
             uint32_t key = l == ARB_TOPO_RACK ? n->rack : n->block;
             for (uint32_t k = 0; k < s->c->nnodes; k++) {
                 const arb_node_t *o = &s->c->nodes[k];
                 uint32_t ok = l == ARB_TOPO_RACK ? o->rack : o->block;
-                if (o->state == ARB_NODE_READY && (key ? ok == key : k == i))
-                    f += node_free(pc, o);
+                if (o->state == ARB_NODE_READY && (key ? ok == key : k == i)) {
+                    f += whole_units(node_free(pc, o), unit);
+                    cap += whole_units(node_cap(o, false), unit);
+                }
             }
         }
-        if (f > best) {
+        if (f > best)
             best = f;
+        if (cap >= need && f > bestfit) {
+            bestfit = f;
             *node = i;
+            *dom_free = f;
         }
     }
     return best < 0 ? 0 : best;
@@ -106,14 +142,14 @@ static int largest_block(const arb_sched_t *s, const arb_pctx_t *pc, arb_topo_le
 static size_t app(char *buf, size_t n, size_t off, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
+/* Append at off; past the end of buf, only count (so callers learn the
+ * length they needed, like snprintf). */
 static size_t app(char *buf, size_t n, size_t off, const char *fmt, ...)
 {
     va_list ap;
     int k;
-    if (off >= n)
-        return off;
     va_start(ap, fmt);
-    k = vsnprintf(buf + off, n - off, fmt, ap);
+    k = vsnprintf(off < n ? buf + off : NULL, off < n ? n - off : 0, fmt, ap);
     va_end(ap);
     return k > 0 ? off + (size_t)k : off;
 }
@@ -124,7 +160,7 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
     arb_pctx_t pc = {.sched = s, .cluster = s->c, .ctx = ctx, .job = j};
     char qwhy[256] = "";
     size_t off = 0;
-    int fit_nodes = 0, nv = 0;
+    int fit_nodes = 0, nv = 0, best_free = 0;
 
     memset(ex, 0, sizeof *ex);
     ex->group = -1;
@@ -191,7 +227,8 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
         ex->need_gpus = g->gpus * g->replicas;
     }
     if (ex->need_gpus > 0)
-        ex->largest_free = largest_block(s, &pc, ex->domain, &ex->best_node);
+        ex->largest_free = largest_block(s, &pc, ex->domain, ex->need_gpus > g->gpus ? g->gpus : 1,
+                                         ex->need_gpus, &ex->best_node, &best_free);
 
     /* Summary, Kubernetes-style: "0/N nodes are available: ...". */
     off = app(ex->summary, sizeof ex->summary, off, "%d/%d nodes are available", fit_nodes,
@@ -233,11 +270,16 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
                   "%lld GPUs are free in the cluster but at most %d in any one %s: the free "
                   "GPUs are fragmented. ",
                   (long long)free_gpus, ex->largest_free, domain_text(ex->domain));
-    if (ex->need_gpus > 0 && ex->best_node != UINT32_MAX && ex->largest_free < ex->need_gpus)
+    if (ex->need_gpus > 0 && ex->best_node != UINT32_MAX && best_free < ex->need_gpus)
         off = app(ex->hint, sizeof ex->hint, off,
                   "Freeing %d more GPU(s) in the %s of node '%s' would fit it. ",
-                  ex->need_gpus - ex->largest_free, domain_text(ex->domain),
+                  ex->need_gpus - best_free, domain_text(ex->domain),
                   arb_node_name(s->c, &s->c->nodes[ex->best_node]));
+    else if (ex->need_gpus > 0 && ex->best_node == UINT32_MAX && ex->largest_free < ex->need_gpus)
+        off = app(ex->hint, sizeof ex->hint, off,
+                  "No ready %s has %d usable GPUs even when idle: relax the topology "
+                  "requirement or make the tasks smaller. ",
+                  domain_text(ex->domain), ex->need_gpus);
     if (sched_preempt_for(s, j, ctx, true, &nv) == 0) {
         ex->preemption_helps = true;
         off = app(ex->hint, sizeof ex->hint, off,

@@ -20,7 +20,7 @@ static arb_reason_t f_condition(const arb_pctx_t *pc, const arb_node_t *n)
         return ARB_R_NOT_READY;
     if (n->state == ARB_NODE_DRAINING)
         return ARB_R_DRAINING;
-    if (p->stale_ns > 0 && pc->ctx->now_ns - n->report_ns > p->stale_ns)
+    if (p->stale_ns > 0 && pc->ctx && pc->ctx->now_ns - n->report_ns > p->stale_ns)
         return ARB_R_STALE;
     return ARB_R_OK;
 }
@@ -107,6 +107,8 @@ static bool expr_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_
 
 bool sched_term_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_aff_term_t *t)
 {
+    if (t->nexpr == 0)
+        return false; /* as in Kubernetes: an empty term matches no node */
     for (int i = 0; i < t->nexpr; i++)
         if (!expr_matches(c, n, &t->expr[i]))
             return false;
@@ -170,6 +172,53 @@ static arb_reason_t f_thermal(const arb_pctx_t *pc, const arb_node_t *n)
     return cool >= (pc->group->gpus ? pc->group->gpus : 1) ? ARB_R_OK : ARB_R_THERMAL;
 }
 
+/*
+ * GPUs of n with room for one task of pc's group, counted through each
+ * condition of sched_gpu_eligible in turn (free share or whole GPU, model,
+ * heat, device memory), so the reason names the first condition that leaves
+ * fewer than `need`: a node with 8 free GPUs of which 4 are the allowed
+ * model is short of the model, not of memory. The last count is exactly the
+ * number of GPUs the pickers may take.
+ */
+static arb_reason_t gpu_shortfall(const arb_pctx_t *pc, const arb_node_t *n, int need)
+{
+    const arb_tgroup_t *g = pc->group;
+    int lim = pc->sched->conf.profile.thermal_limit_c;
+    int room = 0, model = 0, cool = 0, mem = 0;
+
+    for (int i = 0; i < n->ngpus; i++) {
+        const arb_gpu_t *d = &n->gpu[i];
+        bool room_here = g->gpus > 0 ? d->used_milli == 0 : 1000 - d->used_milli >= g->gpu_share;
+        if (!d->healthy || !room_here)
+            continue;
+        room++;
+        if (!model_ok(pc->job, d))
+            continue;
+        model++;
+        if (lim > 0 && d->temp_c >= lim)
+            continue;
+        cool++;
+        if (d->mem_mib > 0 && g->req.gpu_mem_mib > d->mem_mib - d->mem_used_mib)
+            continue;
+        mem++;
+    }
+    if (room < need) {
+        if (g->gpus == 0)
+            return ARB_R_GPU_SHARE;
+        /* for an NVLink job, the domain is what counts */
+        if (g->topo.level == ARB_TOPO_NVLINK && g->topo.required && g->gpus > 1)
+            return ARB_R_NVLINK;
+        return ARB_R_GPUS;
+    }
+    if (model < need)
+        return ARB_R_GPU_MODEL;
+    if (cool < need)
+        return ARB_R_THERMAL;
+    if (mem < need)
+        return ARB_R_GPU_MEM;
+    return ARB_R_OK;
+}
+
 static arb_reason_t f_fit(const arb_pctx_t *pc, const arb_node_t *n)
 {
     const arb_res_t *r = &pc->group->req;
@@ -181,32 +230,10 @@ static arb_reason_t f_fit(const arb_pctx_t *pc, const arb_node_t *n)
     for (int i = 0; i < ARB_MAX_EXT; i++)
         if (r->ext[i] > n->cap.ext[i] - n->used.ext[i])
             return ARB_R_EXT;
-    if (pc->group->gpus > 0) {
-        int free = 0, freemem = 0;
-        for (int i = 0; i < n->ngpus; i++) {
-            if (n->gpu[i].used_milli != 0 || !n->gpu[i].healthy)
-                continue;
-            free++;
-            freemem += sched_gpu_eligible(pc, n, i);
-        }
-        if (free < pc->group->gpus) /* for an NVLink job, the domain is what counts */
-            return pc->group->topo.level == ARB_TOPO_NVLINK && pc->group->topo.required &&
-                           pc->group->gpus > 1
-                       ? ARB_R_NVLINK
-                       : ARB_R_GPUS;
-        if (freemem < pc->group->gpus)
-            return ARB_R_GPU_MEM;
-    } else if (pc->group->gpu_share > 0) {
-        bool share = false;
-        for (int i = 0; i < n->ngpus; i++) {
-            if (1000 - n->gpu[i].used_milli < pc->group->gpu_share || !n->gpu[i].healthy)
-                continue;
-            share = true;
-            if (sched_gpu_eligible(pc, n, i))
-                return ARB_R_OK;
-        }
-        return share ? ARB_R_GPU_MEM : ARB_R_GPU_SHARE;
-    }
+    if (pc->group->gpus > 0)
+        return gpu_shortfall(pc, n, pc->group->gpus);
+    if (pc->group->gpu_share > 0)
+        return gpu_shortfall(pc, n, 1);
     return ARB_R_OK;
 }
 

@@ -8,11 +8,22 @@
  * stays within its own nominal after J starts (quota reclaim). Gangs are
  * evicted whole: a victim loses all of its tasks.
  *
- * How the set is chosen: evict candidates one at a time, cheapest first
- * (reclaimable borrowers, then lowest priority, then most recently started,
- * then smallest), until J fits; then give back ("reprieve") every victim,
- * last evicted first, whose return still lets J fit. What remains is a
- * minimal set in the sense that no single victim can be spared.
+ * How the set is chosen, for a job of one task (most jobs): node by node,
+ * like kube-scheduler. On each node that holds candidates, evict all of
+ * them; if the task then fits there, give back ("reprieve") every victim it
+ * can do without, the most valuable first (highest priority; then the
+ * smaller ones in one pass, the larger ones in another, keeping the better
+ * result). The node whose remaining set is best wins: lowest highest-victim
+ * priority (reclaimable borrowers count as lowest), then fewest victims,
+ * then fewest GPUs evicted. So one 8-GPU job is evicted rather than eight
+ * 1-GPU jobs of the same priority, and a 1-GPU job displaces a 1-GPU job,
+ * not an 8-GPU one. Each check is one node's filters, O(1) in the cluster.
+ *
+ * For a job of several tasks (gangs), whose fit is a whole placement:
+ * evict candidates one at a time, cheapest first (reclaimable borrowers,
+ * then lowest priority, then most recently started, then smallest), until
+ * the job fits; then reprieve every victim, last evicted first, whose return
+ * still lets it fit. What remains is minimal: no single victim can be spared.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -21,9 +32,10 @@
 
 typedef struct victim {
     arb_job_t *j;
-    int reclaim;     /* 1: evicted to reclaim quota */
-    int nalloc;      /* its allocations, saved for a restore */
+    int reclaim; /* 1: evicted to reclaim quota */
+    int nalloc;  /* its allocations, saved for a restore */
     arb_task_alloc_t *saved;
+    int64_t gpu; /* GPU milli it holds */
     bool evicted;
 } victim_t;
 
@@ -94,11 +106,175 @@ static bool fits(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     return true;
 }
 
+/* Does the one task of j fit on node n now? Its filters and a GPU pick. */
+static bool fits_on(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, const arb_node_t *n)
+{
+    arb_pctx_t pc = {.sched = s, .cluster = s->c, .ctx = ctx, .job = j, .group = &j->groups[0]};
+    arb_pick_t pk;
+    return sched_filter_node(&pc, n) == ARB_R_OK && sched_pick_bestfit(&pc, n, -1, &pk) == 0;
+}
+
+/* ---- several tasks: greedy eviction, then reprieve --------------------- */
+
+/* Leaves exactly the chosen victims evicted. 0 or -ENOSPC (none evicted). */
+static int pick_greedy(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v, int nv)
+{
+    int last = -1;
+
+    for (int i = 0; i < nv; i++) {
+        evict(s, &v[i]);
+        if (fits(s, j, ctx)) {
+            last = i;
+            break;
+        }
+    }
+    if (last < 0)
+        return -ENOSPC; /* even evicting every candidate does not help */
+    for (int i = last; i >= 0; i--) {
+        if (restore(s, &v[i]) < 0)
+            continue;
+        if (!fits(s, j, ctx))
+            evict(s, &v[i]);
+    }
+    return 0;
+}
+
+/* ---- one task: node by node ----------------------------------------------- */
+
+typedef struct set_key {
+    int64_t rank; /* highest victim priority; reclaim counts as INT64_MIN */
+    int count;
+    int64_t gpu;
+} set_key_t;
+
+static int64_t rank_of(const victim_t *v)
+{
+    return v->reclaim ? INT64_MIN : v->j->priority;
+}
+
+static bool key_less(const set_key_t *a, const set_key_t *b)
+{
+    if (a->rank != b->rank)
+        return a->rank < b->rank;
+    if (a->count != b->count)
+        return a->count < b->count;
+    return a->gpu < b->gpu;
+}
+
+/* Reprieve order: most valuable first; `big_first` breaks ties by size. */
+typedef struct reprieve_ctx {
+    const victim_t *v;
+    bool big_first;
+} reprieve_ctx_t;
+
+static int cmp_reprieve(const void *a, const void *b, void *arg)
+{
+    const reprieve_ctx_t *rc = arg;
+    const victim_t *x = &rc->v[*(const int *)a], *y = &rc->v[*(const int *)b];
+    int64_t rx = rank_of(x), ry = rank_of(y);
+    if (rx != ry)
+        return rx > ry ? -1 : 1;
+    if (x->gpu != y->gpu)
+        return (x->gpu < y->gpu) != rc->big_first ? -1 : 1;
+    /* then the reverse of eviction order: older, larger, earlier first */
+    return cmp_victim(y, x);
+}
+
+typedef struct pair {
+    uint32_t node;
+    int victim;
+} pair_t;
+
+static int cmp_pair(const void *a, const void *b)
+{
+    const pair_t *x = a, *y = b;
+    if (x->node != y->node)
+        return x->node < y->node ? -1 : 1;
+    return x->victim < y->victim ? -1 : x->victim > y->victim;
+}
+
+/* Leaves exactly the chosen victims evicted. 0, -ENOSPC or -ENOMEM. */
+static int pick_per_node(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v, int nv)
+{
+    int np = 0, rc = -ENOSPC, nbest = 0, *best = NULL, *ord = NULL;
+    set_key_t bestkey = {0};
+    pair_t *p;
+    size_t total = 0;
+
+    for (int i = 0; i < nv; i++)
+        total += (size_t)v[i].nalloc;
+    p = malloc((total + 1) * sizeof *p);
+    best = malloc((size_t)(nv + 1) * sizeof *best);
+    ord = malloc((size_t)(nv + 1) * sizeof *ord);
+    if (!p || !best || !ord) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int i = 0; i < nv; i++)
+        for (int t = 0; t < v[i].nalloc; t++)
+            p[np++] = (pair_t){v[i].saved[t].node, i};
+    qsort(p, (size_t)np, sizeof *p, cmp_pair);
+
+    for (int a = 0, b; a < np; a = b) {
+        const arb_node_t *n = &s->c->nodes[p[a].node];
+        int k = 0;
+        for (b = a; b < np && p[b].node == p[a].node; b++)
+            if (b == a || p[b].victim != p[b - 1].victim)
+                ord[k++] = p[b].victim;
+        if (n->state != ARB_NODE_READY)
+            continue;
+        for (int i = 0; i < k; i++)
+            evict(s, &v[ord[i]]);
+        if (!fits_on(s, j, ctx, n)) {
+            for (int i = k - 1; i >= 0; i--)
+                restore(s, &v[ord[i]]);
+            continue;
+        }
+        for (int pass = 0; pass < 2; pass++) {
+            set_key_t key = {INT64_MIN, 0, 0};
+            reprieve_ctx_t rctx = {v, pass == 1};
+            qsort_r(ord, (size_t)k, sizeof *ord, cmp_reprieve, &rctx);
+            for (int i = 0; i < k; i++) {
+                if (restore(s, &v[ord[i]]) < 0)
+                    continue;
+                if (!fits_on(s, j, ctx, n))
+                    evict(s, &v[ord[i]]);
+            }
+            for (int i = 0; i < k; i++)
+                if (v[ord[i]].evicted) {
+                    key.rank = rank_of(&v[ord[i]]) > key.rank ? rank_of(&v[ord[i]]) : key.rank;
+                    key.count++;
+                    key.gpu += v[ord[i]].gpu;
+                }
+            if (rc < 0 || key_less(&key, &bestkey)) {
+                rc = 0;
+                bestkey = key;
+                nbest = 0;
+                for (int i = 0; i < k; i++)
+                    if (v[ord[i]].evicted)
+                        best[nbest++] = ord[i];
+            }
+            for (int i = 0; i < k; i++) /* back to all evicted for the next pass */
+                if (!v[ord[i]].evicted)
+                    evict(s, &v[ord[i]]);
+        }
+        for (int i = k - 1; i >= 0; i--)
+            restore(s, &v[ord[i]]);
+    }
+    for (int i = 0; rc == 0 && i < nbest; i++)
+        evict(s, &v[best[i]]);
+out:
+    free(p);
+    free(best);
+    free(ord);
+    return rc;
+}
+
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
                       int *nvictims)
 {
     victim_t *v = calloc(s->njobs + 1, sizeof *v);
-    int nv = 0, rc = -ENOSPC, last = -1;
+    int nv = 0, rc = -ENOSPC;
     bool reclaim_ok = under_nominal_after(s, j);
 
     if (!v)
@@ -126,46 +302,35 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             goto out;
         }
         memcpy(v[nv].saved, o->alloc, (size_t)o->nalloc * sizeof *o->alloc);
+        for (int t = 0; t < o->nalloc; t++)
+            v[nv].gpu += (int64_t)__builtin_popcount(o->alloc[t].gpu_mask) * o->alloc[t].gpu_milli;
         nv++;
     }
+    if (nv == 0)
+        goto out;
     qsort(v, (size_t)nv, sizeof *v, cmp_victim);
 
-    for (int i = 0; i < nv; i++) {
-        evict(s, &v[i]);
-        if (fits(s, j, ctx)) {
-            last = i;
-            break;
-        }
-    }
-    if (last < 0)
-        goto out; /* even evicting every candidate does not help */
-
-    /* Reprieve: give back every victim J can do without. */
-    for (int i = last; i >= 0; i--) {
-        if (restore(s, &v[i]) < 0)
-            continue;
-        if (!fits(s, j, ctx))
-            evict(s, &v[i]);
-    }
+    rc = j->ntasks == 1 ? pick_per_node(s, j, ctx, v, nv) : pick_greedy(s, j, ctx, v, nv);
+    if (rc < 0)
+        goto out;
     int count = 0;
-    for (int i = 0; i <= last; i++)
+    for (int i = 0; i < nv; i++)
         count += v[i].evicted;
     if (nvictims)
         *nvictims = count;
-    if (dry_run) {
-        rc = 0;
+    if (dry_run)
+        goto out; /* rc 0: it would fit; everything goes back below */
+    if (sched_place_job(s, j, ctx) < 0) {
+        rc = -ENOSPC; /* cannot happen: it fitted a moment ago */
         goto out;
     }
-    if (sched_place_job(s, j, ctx) < 0)
-        goto out; /* cannot happen: it fitted a moment ago */
-    for (int i = 0; i <= last; i++) {
+    for (int i = 0; i < nv; i++) {
         if (!v[i].evicted)
             continue;
         arb_job_transition(v[i].j, ARB_JOB_PREEMPTED, NULL);
         v[i].evicted = false; /* stays evicted: not restored below */
         v[i].nalloc = 0;
     }
-    rc = 0;
 out:
     /* Anything still marked evicted goes back where it was. */
     for (int i = nv - 1; i >= 0; i--)

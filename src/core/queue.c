@@ -61,6 +61,8 @@ static int cmp_key(const void *a, const void *b, void *arg)
 
     if (x->starving != y->starving)
         return y->starving - x->starving;
+    if (x->starving) /* both starving: the oldest first */
+        return x->j->seq < y->j->seq ? -1 : x->j->seq > y->j->seq;
     if (cmp_policy == ARB_QP_DRF && x->share != y->share)
         return x->share < y->share ? -1 : 1;
     if (cmp_policy != ARB_QP_FIFO && x->j->priority != y->j->priority)
@@ -135,20 +137,21 @@ bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
                          (long long)nom, (long long)lim);
             return false;
         }
-        /* Borrow only what the cohort leaves idle. */
+        /* Borrow only what the cohort leaves idle: the others' unused
+         * nominal minus what they borrow themselves, so two borrowers never
+         * take the same idle quota. */
         for (int i = 0; q->cohort && i < s->nqueues; i++) {
             arb_queue_t *o = &s->queues[i];
             if (o == q || o->cohort != q->cohort || !o->has_quota)
                 continue;
-            int64_t spare = *dim(&o->nominal, d) - *dim(&o->used, d);
-            idle += spare > 0 ? spare : 0;
+            idle += *dim(&o->nominal, d) - *dim(&o->used, d);
         }
         if (after - nom > idle) {
             if (why)
                 snprintf(why, n,
                          "queue '%s' %s quota: needs to borrow %lld but its cohort has %lld idle",
                          arb_str(&s->c->strs, q->name), dim_name(d), (long long)(after - nom),
-                         (long long)idle);
+                         (long long)(idle > 0 ? idle : 0));
             return false;
         }
     }

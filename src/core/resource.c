@@ -43,6 +43,16 @@ bool arb_res_is_zero(const arb_res_t *r)
     return memcmp(r, &zero, sizeof zero) == 0;
 }
 
+bool arb_res_nonneg(const arb_res_t *r)
+{
+    if (r->gpu_milli < 0 || r->gpu_mem_mib < 0 || r->cpu_milli < 0 || r->mem_bytes < 0)
+        return false;
+    for (int i = 0; i < ARB_MAX_EXT; i++)
+        if (r->ext[i] < 0)
+            return false;
+    return true;
+}
+
 int arb_extnames_index(arb_extnames_t *t, const char *name, bool add)
 {
     for (int i = 0; i < t->n; i++)

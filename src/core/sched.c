@@ -62,6 +62,12 @@ arb_sched_t *arb_sched_new(arb_cluster_t *c, const arb_sched_conf_t *conf, arb_e
         if (ops->pick && s->picker < 0)
             s->picker = i;
     }
+    s->use_classes = !s->conf.full_scan;
+    for (int i = 0; i < s->conf.profile.nscores; i++) {
+        unsigned f = s->conf.profile.score[i].ops->flags;
+        s->use_classes &= !(f & ARB_SCORE_PERNODE);
+        s->placed_dep |= (f & ARB_SCORE_PLACED) != 0;
+    }
     return s;
 }
 
@@ -80,6 +86,7 @@ void arb_sched_free(arb_sched_t *s)
     free(s->picks);
     free(s->raw);
     free(s->total);
+    sched_index_free(&s->idx);
     free(s);
 }
 
@@ -127,6 +134,10 @@ int arb_sched_set_queue(arb_sched_t *s, const arb_queue_t *q, arb_err_t *err)
     if (q->weight < 0)
         return arb_errf(err, -EINVAL, "queue '%s': weight %g must not be negative",
                         arb_str(&s->c->strs, q->name), q->weight);
+    if (!arb_res_nonneg(&q->nominal) || !arb_res_nonneg(&q->borrow_limit))
+        return arb_errf(err, -EINVAL,
+                        "queue '%s': nominal quota and borrowing limit must not be negative",
+                        arb_str(&s->c->strs, q->name));
     if (!cur) {
         arb_queue_t *v = realloc(s->queues, (size_t)(s->nqueues + 1) * sizeof *v);
         if (!v)
@@ -167,6 +178,8 @@ int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err
 {
     if (j->ntasks <= 0 || !j->alloc)
         return arb_errf(err, -EINVAL, "job '%s' was not finalized (arb_job_finalize)", j->name);
+    if (j->seq) /* a second submit would queue it twice and free it twice */
+        return arb_errf(err, -EEXIST, "job '%s' was already submitted (id %u)", j->name, j->id);
     if (s->njobs == s->capjobs) {
         uint32_t cap = s->capjobs ? s->capjobs * 2 : 256;
         arb_job_t **v = realloc(s->jobs, cap * sizeof *v);
@@ -228,25 +241,76 @@ static void normalize_minmax(double *v, int n)
         v[i] = hi > lo ? 100 * (v[i] - lo) / (hi - lo) : 100;
 }
 
+/* May this task be placed by node class? Not when a score reads where the
+ * job's other tasks are, when the task is confined to a domain, or when the
+ * job's constraints name the topology labels the class key leaves out. */
+static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_dom_t *d)
+{
+    const sched_index_t *x = &s->idx;
+
+    if (!s->use_classes || (d && d->level != ARB_TOPO_ANY))
+        return false;
+    if (s->placed_dep && j->nalloc > 0)
+        return false;
+    for (int i = 0; i < j->nselector; i++)
+        if (j->selector[i].key == x->k_rack || j->selector[i].key == x->k_block ||
+            j->selector[i].key == x->k_zone)
+            return false;
+    for (int pass = 0; pass < 2; pass++) {
+        const arb_aff_term_t *t = pass ? j->preferred : j->required;
+        int nt = pass ? j->npreferred : j->nrequired;
+        for (int i = 0; i < nt; i++)
+            for (int e = 0; e < t[i].nexpr; e++)
+                if (t[i].expr[e].key == x->k_rack || t[i].expr[e].key == x->k_block ||
+                    t[i].expr[e].key == x->k_zone)
+                    return false;
+    }
+    return true;
+}
+
+/* Charge a task and keep the node classes current. */
+static int bind_task(arb_sched_t *s, const arb_res_t *req, const arb_task_alloc_t *a)
+{
+    uint64_t before = s->c->version;
+    int rc = arb_node_alloc(s->c, req, a, NULL);
+    if (rc == 0)
+        sched_index_touch(s, a->node, before);
+    return rc;
+}
+
 int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                      const arb_ctx_t *ctx)
 {
     const arb_profile_t *p = &s->conf.profile;
     arb_pctx_t pc = {.sched = s, .cluster = s->c, .ctx = ctx, .job = j};
-    int gi, ncand = 0, ns = p->nscores, best = -1, nties = 0;
+    int gi, ncand = 0, ns = p->nscores, best = -1;
     int nvlink = d && d->level == ARB_TOPO_NVLINK ? d->nvlink : -1;
+    uint64_t nties = 0;
+    bool by_class;
+    uint32_t nunits;
 
     pc.group = arb_job_task_group(j, t, &gi);
     if (!pc.group || ensure_scratch(s) < 0)
         return -ENOMEM;
+    by_class = class_path_ok(s, j, d) && sched_index_sync(s) == 0;
+    nunits = by_class ? s->idx.ncls : d && d->members ? d->nmembers : s->c->nnodes;
 
-    /* Filter and pick. */
-    for (uint32_t i = 0; i < s->c->nnodes; i++) {
-        const arb_node_t *n = &s->c->nodes[i];
+    /* Filter and pick: once per node, or once per class on its representative. */
+    for (uint32_t u = 0; u < nunits; u++) {
+        const arb_node_t *n;
         arb_pick_t pk;
         int rc;
 
-        if (!sched_in_domain(n, d) || sched_filter_node(&pc, n) != ARB_R_OK)
+        if (by_class) {
+            if (!s->idx.cls[u].key)
+                continue;
+            n = &s->c->nodes[s->idx.cls[u].rep];
+        } else {
+            n = &s->c->nodes[d && d->members ? d->members[u] : u];
+            if (!sched_in_domain(n, d))
+                continue;
+        }
+        if (sched_filter_node(&pc, n) != ARB_R_OK)
             continue;
         if (pc.group->gpu_share > 0 && s->picker >= 0 && nvlink < 0) {
             pc.state = s->pstate[s->picker];
@@ -256,7 +320,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         }
         if (rc < 0)
             continue;
-        s->cand[ncand] = i;
+        s->cand[ncand] = by_class ? u : n->id;
         s->picks[ncand] = pk;
         ncand++;
     }
@@ -270,8 +334,10 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         const arb_score_ops_t *ops = p->score[k].ops;
         double *raw = s->raw + (size_t)k * s->scratch_nodes;
         pc.state = s->pstate[k];
-        for (int c = 0; c < ncand; c++)
-            raw[c] = ops->score(&pc, &s->c->nodes[s->cand[c]], &s->picks[c]);
+        for (int c = 0; c < ncand; c++) {
+            uint32_t node = by_class ? s->idx.cls[s->cand[c]].rep : s->cand[c];
+            raw[c] = ops->score(&pc, &s->c->nodes[node], &s->picks[c]);
+        }
         if (ops->normalize)
             ops->normalize(raw, ncand);
         else
@@ -280,25 +346,38 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
             s->total[c] += p->score[k].weight * raw[c];
     }
 
-    /* Select: the maximum; ties at random (reservoir) or lowest node id. */
+    /* Select the maximum. Ties: at random over nodes (a class weighs as
+     * many nodes as it has members), or the first candidate. */
+    bool rnd = p->random_ties && ctx && ctx->rng;
+    uint32_t node = UINT32_MAX, cnode;
     for (int c = 0; c < ncand; c++) {
+        uint64_t w = by_class ? s->idx.cls[s->cand[c]].n : 1;
+        /* Deterministic ties go to the lowest node id, on both paths alike. */
+        cnode = by_class && !rnd ? s->idx.cls[s->cand[c]].mem[0] : s->cand[c];
         if (best < 0 || s->total[c] > s->total[best] + 1e-9) {
             best = c;
-            nties = 1;
+            nties = w;
+            node = cnode;
         } else if (s->total[c] > s->total[best] - 1e-9) {
-            nties++;
-            if (p->random_ties && ctx && ctx->rng && arb_rng_below(ctx->rng, (uint64_t)nties) == 0)
+            nties += w;
+            if (rnd ? arb_rng_below(ctx->rng, nties) < w : cnode < node) {
                 best = c;
+                node = cnode;
+            }
         }
     }
+    if (by_class && rnd) {
+        const sched_class_t *k = &s->idx.cls[s->cand[best]];
+        node = k->mem[k->n > 1 ? arb_rng_below(ctx->rng, k->n) : 0];
+    }
 
-    arb_task_alloc_t a = {.node = s->cand[best],
+    arb_task_alloc_t a = {.node = node,
                           .gpu_mask = s->picks[best].gpu_mask,
                           .gpu_milli = s->picks[best].gpu_mask ? s->picks[best].gpu_milli : 0,
                           .gpu_mem_mib = s->picks[best].gpu_mask && pc.group->gpu_share > 0
                                              ? (int32_t)pc.group->req.gpu_mem_mib
                                              : 0};
-    int rc = arb_node_alloc(s->c, &pc.group->req, &a, NULL);
+    int rc = bind_task(s, &pc.group->req, &a);
     if (rc < 0)
         return rc; /* a filter/pick disagreement; never over-allocate */
     j->alloc[t] = a;
@@ -310,27 +389,13 @@ void sched_unbind(arb_sched_t *s, arb_job_t *j)
     while (j->nalloc > 0) {
         int t = --j->nalloc;
         const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+        uint64_t before = s->c->version;
         arb_node_release(s->c, &g->req, &j->alloc[t]);
+        sched_index_touch(s, j->alloc[t].node, before);
     }
 }
 
 /* ---- gangs and topology domains ------------------------------------------ */
-
-/* Whole GPUs free inside domain d (a quick bound used to order domains). */
-static int dom_free_gpus(const arb_sched_t *s, const sched_dom_t *d)
-{
-    int f = 0;
-    if (d->level == ARB_TOPO_NVLINK) {
-        const arb_node_t *n = &s->c->nodes[d->node];
-        for (int i = 0; i < n->ngpus; i++)
-            f += n->gpu[i].nvlink == d->nvlink && n->gpu[i].used_milli == 0 && n->gpu[i].healthy;
-        return f;
-    }
-    for (uint32_t i = 0; i < s->c->nnodes; i++)
-        if (sched_in_domain(&s->c->nodes[i], d))
-            f += arb_node_free_gpus(&s->c->nodes[i]);
-    return f;
-}
 
 typedef struct dom_cand {
     sched_dom_t d;
@@ -342,50 +407,113 @@ static int cmp_dom(const void *a, const void *b)
     const dom_cand_t *x = a, *y = b;
     if (x->free != y->free)
         return x->free < y->free ? -1 : 1;
-    return x->d.node < y->d.node ? -1 : x->d.node > y->d.node;
+    if (x->d.node != y->d.node)
+        return x->d.node < y->d.node ? -1 : 1;
+    return x->d.nvlink < y->d.nvlink ? -1 : x->d.nvlink > y->d.nvlink;
 }
 
-/* The distinct domains at level l, with their free GPUs. Caller frees. */
-static int list_domains(const arb_sched_t *s, arb_topo_level_t l, dom_cand_t **out)
+/*
+ * The distinct domains at level l with their free whole GPUs and member
+ * nodes, in one pass over the nodes (O(N x GPUs)): racks and blocks are
+ * found through a small hash of label values; a node without the label is
+ * a domain of its own. *out and *members are allocated; the caller frees
+ * both. Returns the number of domains or -ENOMEM.
+ */
+static int list_domains(const arb_sched_t *s, arb_topo_level_t l, dom_cand_t **out,
+                        uint32_t **members)
 {
-    dom_cand_t *v = malloc((size_t)(s->c->nnodes * ARB_MAX_GPUS + 1) * sizeof *v);
-    int n = 0;
+    uint32_t nn = s->c->nnodes, hsz = 64, *ht = NULL, *memb = NULL, *dom_of = NULL;
+    dom_cand_t *v = malloc((size_t)(nn * (l == ARB_TOPO_NVLINK ? ARB_MAX_GPUS : 1) + 1) *
+                           sizeof *v);
+    int n = 0, rc = -ENOMEM;
 
-    if (!v)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < s->c->nnodes; i++) {
+    while (hsz < 2 * nn)
+        hsz *= 2;
+    ht = calloc(hsz, sizeof *ht);
+    memb = malloc((size_t)(nn + 1) * sizeof *memb);
+    dom_of = malloc((size_t)(nn + 1) * sizeof *dom_of);
+    if (!v || !ht || !memb || !dom_of)
+        goto out;
+    for (uint32_t i = 0; i < nn; i++) {
         const arb_node_t *nd = &s->c->nodes[i];
         sched_dom_t d = {.level = l, .node = i, .nvlink = -1, .rack = nd->rack,
                          .block = nd->block};
-        bool dup = false;
+        uint32_t key = l == ARB_TOPO_RACK ? nd->rack : l == ARB_TOPO_BLOCK ? nd->block : 0;
+        int free_gpus = arb_node_free_gpus(nd);
+
+        if (nd->state == ARB_NODE_LEFT) {
+            dom_of[i] = UINT32_MAX;
+            continue;
+        }
         if (l == ARB_TOPO_NVLINK) {
             for (int g = 0; g < nd->ngpus; g++) {
                 bool seen = false;
+                int f = 0;
                 for (int k = 0; k < g && !seen; k++)
-                    seen = nd->gpu[k].nvlink == nd->gpu[g].nvlink;
+                    seen = nd->gpu[k].nvlink == nd->gpu[g].nvlink && nd->gpu[g].nvlink >= 0;
                 if (seen)
                     continue;
+                for (int k = g; k < nd->ngpus; k++)
+                    f += (k == g || (nd->gpu[g].nvlink >= 0 &&
+                                     nd->gpu[k].nvlink == nd->gpu[g].nvlink)) &&
+                         nd->gpu[k].used_milli == 0 && nd->gpu[k].healthy;
                 d.nvlink = nd->gpu[g].nvlink;
                 v[n].d = d;
-                v[n].free = dom_free_gpus(s, &d);
+                v[n].free = f;
                 n++;
             }
+            dom_of[i] = UINT32_MAX; /* the node itself is the member list */
             continue;
         }
-        if (l == ARB_TOPO_RACK && nd->rack)
-            for (int k = 0; k < n && !dup; k++)
-                dup = v[k].d.rack == nd->rack;
-        if (l == ARB_TOPO_BLOCK && nd->block)
-            for (int k = 0; k < n && !dup; k++)
-                dup = v[k].d.block == nd->block;
-        if (dup)
-            continue;
+        if (key) {
+            uint32_t p = (key * 2654435761u) & (hsz - 1);
+            while (ht[p] && (l == ARB_TOPO_RACK ? v[ht[p] - 1].d.rack : v[ht[p] - 1].d.block) != key)
+                p = (p + 1) & (hsz - 1);
+            if (ht[p]) {
+                dom_cand_t *c = &v[ht[p] - 1];
+                c->free += free_gpus;
+                c->d.nmembers++;
+                dom_of[i] = ht[p] - 1;
+                continue;
+            }
+            ht[p] = (uint32_t)n + 1;
+        }
         v[n].d = d;
-        v[n].free = dom_free_gpus(s, &d);
+        v[n].d.nmembers = 1;
+        v[n].free = free_gpus;
+        dom_of[i] = (uint32_t)n;
         n++;
     }
+    if (l != ARB_TOPO_NVLINK) {
+        /* Member lists: prefix sums over the counts, then fill. */
+        uint32_t off = 0;
+        for (int k = 0; k < n; k++) {
+            uint32_t cnt = v[k].d.nmembers;
+            v[k].d.members = (const uint32_t *)(uintptr_t)off; /* offset for now */
+            v[k].d.nmembers = 0;
+            off += cnt;
+        }
+        for (uint32_t i = 0; i < nn; i++) {
+            if (dom_of[i] == UINT32_MAX)
+                continue;
+            dom_cand_t *c = &v[dom_of[i]];
+            memb[(uintptr_t)c->d.members + c->d.nmembers++] = i;
+        }
+        for (int k = 0; k < n; k++)
+            v[k].d.members = memb + (uintptr_t)v[k].d.members;
+    }
+    rc = n;
+out:
+    free(ht);
+    free(dom_of);
+    if (rc < 0) {
+        free(v);
+        free(memb);
+        return rc;
+    }
     *out = v;
-    return n;
+    *members = memb;
+    return rc;
 }
 
 /* Place tasks [t0, t0+cnt) of j (one group) confined to some domain at the
@@ -395,7 +523,8 @@ static int place_group_in_domain(arb_sched_t *s, arb_job_t *j, int t0, int cnt,
                                  const arb_tgroup_t *g, const arb_ctx_t *ctx)
 {
     dom_cand_t *v;
-    int n = list_domains(s, g->topo.level, &v), need = g->gpus * cnt;
+    uint32_t *memb;
+    int n = list_domains(s, g->topo.level, &v, &memb), need = g->gpus * cnt;
 
     if (n < 0)
         return n;
@@ -411,14 +540,18 @@ static int place_group_in_domain(arb_sched_t *s, arb_job_t *j, int t0, int cnt,
         }
         if (t == t0 + cnt) {
             free(v);
+            free(memb);
             return 0;
         }
         while (j->nalloc > base) { /* roll back this domain's attempt */
             int u = --j->nalloc;
+            uint64_t before = s->c->version;
             arb_node_release(s->c, &arb_job_task_group(j, u, NULL)->req, &j->alloc[u]);
+            sched_index_touch(s, j->alloc[u].node, before);
         }
     }
     free(v);
+    free(memb);
     return -ENOSPC;
 }
 
@@ -482,7 +615,17 @@ int arb_sched_place(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
 int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err)
 {
     bool held = j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
-    int rc = arb_job_transition(j, to, err);
+    int rc;
+
+    /* Only an end or an eviction: PLACED/RUNNING reached here would hold
+     * nothing (job.h invariant 1). */
+    if (to != ARB_JOB_SUCCEEDED && to != ARB_JOB_FAILED && to != ARB_JOB_CANCELLED &&
+        to != ARB_JOB_PREEMPTED)
+        return arb_errf(err, -EINVAL,
+                        "job '%s': finish takes succeeded, failed, cancelled or preempted, not "
+                        "%s",
+                        j->name, arb_job_state_name(to));
+    rc = arb_job_transition(j, to, err);
 
     if (rc < 0)
         return rc;
@@ -545,10 +688,11 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
         }
         if (s->conf.backfill)
             shadow = sched_reservation(s, j, ctx);
-        else if (s->conf.queue_policy != ARB_QP_FIFO)
+        else if (s->conf.queue_policy != ARB_QP_FIFO &&
+                 !(s->conf.starvation_ns > 0 && ctx->now_ns - j->submit_ns > s->conf.starvation_ns))
             continue; /* priority/DRF: let smaller jobs behind go */
         else
-            break; /* strict FIFO: nothing overtakes the head */
+            break; /* strict FIFO, or a starving job: nothing overtakes it */
     }
     for (uint32_t i = 0; i < s->njobs; i++)
         st->pending += s->jobs[i]->state == ARB_JOB_PENDING;

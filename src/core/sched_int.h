@@ -14,7 +14,31 @@ typedef struct sched_dom {
     uint32_t node;          /* NVLINK, NODE */
     int16_t nvlink;         /* NVLINK */
     uint32_t rack, block;   /* RACK, BLOCK (interned label values) */
+    const uint32_t *members; /* optional: the domain's node ids, to scan only them */
+    uint32_t nmembers;
 } sched_dom_t;
+
+/* Node equivalence classes (nodeclass.c). */
+typedef struct sched_class {
+    uint64_t key;       /* 0: free slot */
+    uint32_t rep;       /* the member that is filtered and scored */
+    uint32_t n, cap;    /* members */
+    uint32_t *mem;      /* member node ids, sorted */
+    uint32_t next_free; /* free-list link while empty */
+} sched_class_t;
+
+typedef struct sched_index {
+    bool valid;
+    uint64_t seen_version; /* cluster.version the classes reflect */
+    uint32_t nnodes;
+    uint32_t *node_cls; /* per node: its class */
+    uint64_t *node_ver;            /* per node: node.version when keyed */
+    sched_class_t *cls;
+    uint32_t ncls, capcls, nlive, free_head;
+    uint32_t *ht; /* class slot + 1 by key, linear probing */
+    uint32_t htsize;
+    uint32_t k_rack, k_block, k_zone; /* interned label keys kept out of the key */
+} sched_index_t;
 
 struct arb_sched {
     arb_cluster_t *c; /* borrowed */
@@ -35,7 +59,20 @@ struct arb_sched {
     arb_pick_t *picks;
     double *raw;   /* nscores x nodes */
     double *total; /* nodes */
+
+    sched_index_t idx;
+    bool use_classes; /* profile allows node classes (no ARB_SCORE_PERNODE) */
+    bool placed_dep;  /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
 };
+
+/* Node classes (nodeclass.c). sync: bring the classes up to date with the
+ * cluster (O(1) when nothing changed behind the engine's back). touch:
+ * re-key one node the engine just changed; version_before is
+ * cluster.version before the change. check: invariants, 0 or -EFAULT. */
+int sched_index_sync(arb_sched_t *s);
+void sched_index_touch(arb_sched_t *s, uint32_t node, uint64_t version_before);
+void sched_index_free(sched_index_t *x);
+int sched_index_check(const arb_sched_t *s);
 
 /* Is GPU i of n usable for a task of pc's group (health, model, heat,
  * device memory)? Shared by the fit filter, the pickers and explain. */

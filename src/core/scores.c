@@ -126,7 +126,7 @@ static double s_freshness(const arb_pctx_t *pc, const arb_node_t *n, const arb_p
 {
     int64_t lim = pc->sched->conf.profile.stale_ns ? pc->sched->conf.profile.stale_ns
                                                     : 60LL * 1000000000;
-    int64_t age = pc->ctx->now_ns - n->report_ns;
+    int64_t age = (pc->ctx ? pc->ctx->now_ns : 0) - n->report_ns;
     if (age <= 0)
         return 100;
     if (age >= lim)
@@ -149,7 +149,8 @@ static double s_prefer(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick
 #define SCORE(id, fn) const arb_score_ops_t arb_score_##id = {.name = #id, .score = fn}
 SCORE(pack, s_pack);
 SCORE(spread, s_spread);
-SCORE(topology, s_topology);
+const arb_score_ops_t arb_score_topology = {
+    .name = "topology", .score = s_topology, .flags = ARB_SCORE_PLACED};
 SCORE(data, s_data);
 SCORE(thermal, s_thermal);
 SCORE(freshness, s_freshness);
