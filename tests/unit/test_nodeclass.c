@@ -119,18 +119,12 @@ static void test_default(void **st)
     compare("default");
 }
 
-static void test_bestfit(void **st)
-{
-    compare("bestfit");
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pack),
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_default),
-        cmocka_unit_test(test_bestfit),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
