@@ -19,5 +19,6 @@ extern const cli_cmd_t cli_cmds[];
 int cli_help(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+int cli_place(int argc, char **argv);
 
 #endif

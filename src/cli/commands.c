@@ -10,6 +10,8 @@
 
 const cli_cmd_t cli_cmds[] = {
     {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help},
+    {"place", "place a scenario's jobs one at a time and explain the pending ones",
+     "arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N]", cli_place},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]",
      cli_bench},

@@ -373,28 +373,39 @@ int sched_pick_bestfit(const arb_pctx_t *pc, const arb_node_t *n, int nvlink, ar
             return -ENOSPC;
         if (bestdom == -2 && g->topo.level == ARB_TOPO_NVLINK && g->topo.required)
             return -ENOSPC;
-        /* Take from this domain, fullest PCIe switch first. */
+        /* Take from this domain switch by switch: the PCIe switch with the
+         * fewest free GPUs that holds what is left (best fit), else the one
+         * with the most (so the task spans as few switches as possible);
+         * all of a switch's GPUs before the next. */
         while (need > 0) {
-            int besti = -1, bestsw = 1 << 30;
+            int bestsw = INT32_MIN, swcnt = 0;
+            bool fits = false;
             for (int i = 0; i < n->ngpus; i++) {
-                int d = n->gpu[i].nvlink < 0 ? -100 - i : n->gpu[i].nvlink;
+                int d = n->gpu[i].nvlink < 0 ? -100 - i : n->gpu[i].nvlink, sw = 0;
                 if (!ok[i] || d != dom)
                     continue;
-                int sw = 0;
-                for (int k = 0; k < n->ngpus; k++)
-                    sw += ok[k] && n->gpu[k].pcie == n->gpu[i].pcie;
-                /* Prefer a switch that holds what is left; among those, the fullest. */
-                int key = (sw >= need ? 0 : 1000) + (sw >= need ? sw : -sw);
-                if (key < bestsw) {
-                    bestsw = key;
-                    besti = i;
+                for (int k = 0; k < n->ngpus; k++) {
+                    int dk = n->gpu[k].nvlink < 0 ? -100 - k : n->gpu[k].nvlink;
+                    sw += ok[k] && dk == dom && n->gpu[k].pcie == n->gpu[i].pcie;
+                }
+                bool f = sw >= need;
+                if (bestsw == INT32_MIN || (f && !fits) || (f && fits && sw < swcnt) ||
+                    (!f && !fits && sw > swcnt)) {
+                    bestsw = n->gpu[i].pcie;
+                    swcnt = sw;
+                    fits = f;
                 }
             }
-            if (besti < 0)
+            if (bestsw == INT32_MIN)
                 break;
-            ok[besti] = false;
-            pick->gpu_mask |= (uint16_t)(1u << besti);
-            need--;
+            for (int i = 0; i < n->ngpus && need > 0; i++) {
+                int d = n->gpu[i].nvlink < 0 ? -100 - i : n->gpu[i].nvlink;
+                if (ok[i] && d == dom && n->gpu[i].pcie == bestsw) {
+                    ok[i] = false;
+                    pick->gpu_mask |= (uint16_t)(1u << i);
+                    need--;
+                }
+            }
         }
     }
     return 0;

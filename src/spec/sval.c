@@ -1,0 +1,722 @@
+/*
+ * sval.c: the value layer of the YAML loaders (see sval.h): positions and
+ * messages, walking a libfyaml tree with field paths, typed scalars and
+ * whole documents. Nothing here knows the scenario format.
+ */
+#include <ctype.h>
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libfyaml.h>
+
+#include "spec/sval.h"
+
+/* ---- positions and messages ----------------------------------------------- */
+
+const struct fy_mark *sv_node_mark(struct fy_node *n, int depth)
+{
+    const struct fy_mark *m = NULL;
+
+    if (!n || depth > 8)
+        return NULL;
+    if (fy_node_is_scalar(n)) {
+        struct fy_token *t = fy_node_get_scalar_token(n);
+        return t ? fy_token_start_mark(t) : NULL;
+    }
+    if (fy_node_is_mapping(n)) {
+        void *it = NULL;
+        struct fy_node_pair *p = fy_node_mapping_iterate(n, &it);
+        if (p) {
+            m = sv_node_mark(fy_node_pair_key(p), depth + 1);
+            if (!m)
+                m = sv_node_mark(fy_node_pair_value(p), depth + 1);
+        }
+        return m;
+    }
+    if (fy_node_is_sequence(n)) {
+        void *it = NULL;
+        return sv_node_mark(fy_node_sequence_iterate(n, &it), depth + 1);
+    }
+    return NULL;
+}
+
+static const struct fy_mark *sv_mark(const sval_t *v)
+{
+    const struct fy_mark *m = sv_node_mark(v->n, 0);
+    return m ? m : sv_node_mark(v->hint, 0);
+}
+
+/* Put "FILE:LINE:COL: PATH: " in front of the text already in x->err. */
+int sv_prefix(sx_t *x, const sval_t *v, int code, bool with_path)
+{
+    const struct fy_mark *m = sv_mark(v);
+    const char *sep = with_path && v->path[0] ? ": " : "";
+    const char *path = with_path ? v->path : "";
+
+    if (m)
+        arb_err_prefix(x->err, "%s:%d:%d: %s%s", x->file, m->line + 1, m->column + 1, path, sep);
+    else
+        arb_err_prefix(x->err, "%s: %s%s", x->file, path, sep);
+    return code;
+}
+
+int sv_fail(sx_t *x, const sval_t *v, int code, const char *fmt, ...)
+{
+    va_list ap;
+
+    if (!x->err)
+        return code;
+    va_start(ap, fmt);
+    vsnprintf(x->err->msg, sizeof x->err->msg, fmt, ap);
+    va_end(ap);
+    return sv_prefix(x, v, code, true);
+}
+
+int sv_oom(sx_t *x, const sval_t *v)
+{
+    return sv_fail(x, v, -ENOMEM, "out of memory");
+}
+
+void sv_strf(char *dst, size_t n, const char *fmt, ...)
+{
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(dst, n, fmt, ap);
+    va_end(ap);
+}
+
+void sv_root(sval_t *v, struct fy_node *n, const char *path)
+{
+    v->n = n;
+    v->hint = NULL;
+    snprintf(v->path, sizeof v->path, "%s", path ? path : "");
+}
+
+void sv_item(sval_t *out, const sval_t *seq, struct fy_node *item, int i)
+{
+    out->n = item;
+    out->hint = item ? item : seq->hint;
+    if (!sv_node_mark(item, 0))
+        out->hint = seq->n ? seq->n : seq->hint;
+    sv_strf(out->path, sizeof out->path, "%s[%d]", seq->path, i);
+}
+
+/* The text of a scalar key; NULL for a key that is no plain string. */
+const char *sv_key_text(struct fy_node *k, size_t *len)
+{
+    const char *s;
+
+    if (!k || !fy_node_is_scalar(k) || fy_node_is_alias(k))
+        return NULL;
+    s = fy_node_get_scalar(k, len);
+    return s && *len && !memchr(s, '\0', *len) ? s : NULL;
+}
+
+void sv_pair(sval_t *out, const sval_t *map, struct fy_node_pair *p)
+{
+    size_t len = 0;
+    const char *k = sv_key_text(fy_node_pair_key(p), &len);
+    const char *dot = map->path[0] ? "." : "";
+
+    out->n = fy_node_pair_value(p);
+    out->hint = fy_node_pair_key(p);
+    if (k)
+        sv_strf(out->path, sizeof out->path, "%s%s%.*s", map->path, dot,
+                 (int)(len > 96 ? 96 : len), k);
+    else
+        sv_strf(out->path, sizeof out->path, "%s%s?", map->path, dot);
+}
+
+/* Find key in mapping map->n; false when absent. */
+bool sv_get(const sval_t *map, const char *key, sval_t *out)
+{
+    void *it = NULL;
+    struct fy_node_pair *p;
+    size_t klen = strlen(key);
+
+    if (!map->n || !fy_node_is_mapping(map->n))
+        return false;
+    while ((p = fy_node_mapping_iterate(map->n, &it))) {
+        size_t len = 0;
+        const char *k = sv_key_text(fy_node_pair_key(p), &len);
+        if (k && len == klen && memcmp(k, key, len) == 0) {
+            sv_pair(out, map, p);
+            return true;
+        }
+    }
+    return false;
+}
+
+/* An empty value: nothing after the colon, ~ or null (not quoted). */
+bool sv_null(const sval_t *v)
+{
+    size_t len = 0;
+    const char *s;
+
+    if (!v->n)
+        return true;
+    if (!fy_node_is_scalar(v->n) || fy_node_is_alias(v->n) ||
+        fy_node_get_style(v->n) != FYNS_PLAIN)
+        return false;
+    s = fy_node_get_scalar(v->n, &len);
+    if (!s || len == 0)
+        return true;
+    return (len == 1 && s[0] == '~') ||
+           (len == 4 && (!memcmp(s, "null", 4) || !memcmp(s, "Null", 4) || !memcmp(s, "NULL", 4)));
+}
+
+/* What a node is, for "expected X, got Y". */
+const char *sv_kind(struct fy_node *n)
+{
+    if (!n)
+        return "nothing";
+    if (fy_node_is_alias(n))
+        return "an alias";
+    if (fy_node_is_mapping(n))
+        return "a mapping";
+    if (fy_node_is_sequence(n))
+        return "a list";
+    return "a single value";
+}
+
+int sv_no_alias(sx_t *x, const sval_t *v)
+{
+    if (v->n && fy_node_is_alias(v->n))
+        return sv_fail(x, v, -EINVAL,
+                       "anchors and aliases (*name) are not supported; write the value out "
+                       "(use count: to repeat a node or a job)");
+    return 0;
+}
+
+/* The mapping in v; an empty value reads as an empty mapping (*is = false). */
+int sv_map(sx_t *x, const sval_t *v, bool *is)
+{
+    int rc = sv_no_alias(x, v);
+
+    *is = false;
+    if (rc < 0 || sv_null(v))
+        return rc;
+    if (!fy_node_is_mapping(v->n))
+        return sv_fail(x, v, -EINVAL, "expected a mapping (key: value, ...), got %s",
+                       sv_kind(v->n));
+    *is = true;
+    return 0;
+}
+
+/* The number of items of the list in v (an empty value: 0). */
+int sv_seq(sx_t *x, const sval_t *v, int max, int *count)
+{
+    int rc = sv_no_alias(x, v), n;
+
+    *count = 0;
+    if (rc < 0 || sv_null(v))
+        return rc;
+    if (!fy_node_is_sequence(v->n))
+        return sv_fail(x, v, -EINVAL, "expected a list ([a, b] or '- ' items), got %s",
+                       sv_kind(v->n));
+    n = fy_node_sequence_item_count(v->n);
+    if (n < 0)
+        n = 0;
+    if (n > max)
+        return sv_fail(x, v, -EINVAL, "%d items; the most is %d", n, max);
+    *count = n;
+    return 0;
+}
+
+/* Edit distance of two short strings, for "did you mean". */
+static int edit_distance(const char *a, size_t na, const char *b)
+{
+    size_t nb = strlen(b);
+    int row[65];
+
+    if (na > 64 || nb > 64)
+        return 99;
+    for (size_t j = 0; j <= nb; j++)
+        row[j] = (int)j;
+    for (size_t i = 1; i <= na; i++) {
+        int diag = row[0];
+        row[0] = (int)i;
+        for (size_t j = 1; j <= nb; j++) {
+            int up = row[j];
+            int cost = tolower((unsigned char)a[i - 1]) == tolower((unsigned char)b[j - 1]) ? 0 : 1;
+            int best = diag + cost;
+            if (row[j] + 1 < best)
+                best = row[j] + 1;
+            if (row[j - 1] + 1 < best)
+                best = row[j - 1] + 1;
+            row[j] = best;
+            diag = up;
+        }
+    }
+    return row[nb];
+}
+
+/* The valid name closest to s, or NULL when none is close. */
+const char *sv_suggest(const char *s, size_t len, const char *const *valid)
+{
+    const char *best = NULL;
+    int bestd = 3;
+
+    for (; *valid; valid++) {
+        int d = edit_distance(s, len, *valid);
+        if (d < bestd) {
+            bestd = d;
+            best = *valid;
+        }
+    }
+    return best;
+}
+
+static void join_names(char *buf, size_t n, const char *const *names)
+{
+    size_t used = 0;
+
+    buf[0] = '\0';
+    for (; *names && used < n; names++) {
+        int w = snprintf(buf + used, n - used, "%s%s", used ? ", " : "", *names);
+        if (w < 0)
+            break;
+        used += (size_t)w;
+    }
+}
+
+/* Show at most 48 bytes of s, control characters as '?'. */
+void sv_show(char *out, size_t outn, const char *s, size_t len)
+{
+    size_t n = len < 48 ? len : 48, i;
+
+    if (outn == 0)
+        return;
+    if (n > outn - 4)
+        n = outn - 4;
+    for (i = 0; i < n; i++)
+        out[i] = iscntrl((unsigned char)s[i]) ? '?' : s[i];
+    if (n < len)
+        out[i++] = '.', out[i++] = '.', out[i++] = '.';
+    out[i] = '\0';
+}
+
+/* Every key of the mapping in map must be a string in valid. */
+int sv_check_keys(sx_t *x, const sval_t *map, const char *const *valid)
+{
+    void *it = NULL;
+    struct fy_node_pair *p;
+
+    while ((p = fy_node_mapping_iterate(map->n, &it))) {
+        size_t len = 0;
+        const char *k = sv_key_text(fy_node_pair_key(p), &len), *const *v, *near;
+        char names[320], shown[64];
+        sval_t kv;
+
+        sv_pair(&kv, map, p);
+        if (!k) {
+            struct fy_node *kn = fy_node_pair_key(p);
+            if (sv_node_mark(kn, 0))
+                kv.n = kn;
+            kv.hint = map->n;
+            snprintf(kv.path, sizeof kv.path, "%s", map->path);
+            if (!kn || (fy_node_is_scalar(kn) && !fy_node_is_alias(kn)))
+                return sv_fail(x, &kv, -EINVAL, "a key is empty; give every value a field name");
+            return sv_fail(x, &kv, -EINVAL, "keys must be plain names, not %s", sv_kind(kn));
+        }
+        for (v = valid; *v; v++)
+            if (strlen(*v) == len && memcmp(*v, k, len) == 0)
+                break;
+        if (*v)
+            continue;
+        kv.n = fy_node_pair_key(p);
+        snprintf(kv.path, sizeof kv.path, "%s", map->path);
+        join_names(names, sizeof names, valid);
+        sv_show(shown, sizeof shown, k, len);
+        near = sv_suggest(k, len, valid);
+        if (near)
+            return sv_fail(x, &kv, -EINVAL, "unknown field '%s'; did you mean '%s'? (valid: %s)",
+                           shown, near, names);
+        return sv_fail(x, &kv, -EINVAL, "unknown field '%s'; valid fields: %s", shown, names);
+    }
+    return 0;
+}
+
+/* ---- scalars -------------------------------------------------------------- */
+
+/*
+ * The text of the scalar in v into buf. An empty value is an error unless
+ * allow_empty (then it reads as ""). Control characters are rejected.
+ */
+int sv_text(sx_t *x, const sval_t *v, char *buf, size_t n, bool allow_empty)
+{
+    size_t len = 0;
+    const char *s;
+    int rc = sv_no_alias(x, v);
+
+    buf[0] = '\0';
+    if (rc < 0)
+        return rc;
+    if (sv_null(v)) {
+        if (allow_empty)
+            return 0;
+        return sv_fail(x, v, -EINVAL, "has no value; give one");
+    }
+    if (!fy_node_is_scalar(v->n))
+        return sv_fail(x, v, -EINVAL, "expected a single value, got %s", sv_kind(v->n));
+    s = fy_node_get_scalar(v->n, &len);
+    if (!s)
+        return sv_oom(x, v);
+    if (len == 0 && !allow_empty)
+        return sv_fail(x, v, -EINVAL, "is empty; give a value");
+    if (len >= n)
+        return sv_fail(x, v, -EINVAL, "is too long (%zu characters; the most is %zu)", len, n - 1);
+    for (size_t i = 0; i < len; i++)
+        if (iscntrl((unsigned char)s[i]))
+            return sv_fail(x, v, -EINVAL, "contains a control character at offset %zu", i);
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return 0;
+}
+
+/* An unquoted scalar's text (numbers and booleans are not quoted in YAML). */
+int sv_plain(sx_t *x, const sval_t *v, char *buf, size_t n, const char *what)
+{
+    int rc = sv_text(x, v, buf, n, false);
+
+    if (rc == 0 && fy_node_get_style(v->n) != FYNS_PLAIN)
+        return sv_fail(x, v, -EINVAL, "expected %s, got the quoted string \"%s\"; drop the quotes",
+                       what, buf);
+    return rc;
+}
+
+int sv_int(sx_t *x, const sval_t *v, int64_t lo, int64_t hi, int64_t *out)
+{
+    char buf[64], *end;
+    const char *p;
+    long long val;
+    int rc = sv_plain(x, v, buf, sizeof buf, "an integer");
+
+    if (rc < 0)
+        return rc;
+    p = buf + (buf[0] == '+' || buf[0] == '-');
+    if (!isdigit((unsigned char)*p))
+        return sv_fail(x, v, -EINVAL, "'%s' is not an integer", buf);
+    for (; *p; p++)
+        if (!isdigit((unsigned char)*p))
+            return sv_fail(x, v, -EINVAL, "'%s' is not an integer", buf);
+    errno = 0;
+    val = strtoll(buf, &end, 10);
+    if (errno == ERANGE || val < lo || val > hi)
+        return sv_fail(x, v, -ERANGE, "%s is out of range; use %" PRId64 "..%" PRId64, buf, lo,
+                       hi);
+    *out = val;
+    return 0;
+}
+
+/* sv_int into an int. */
+int sv_int32(sx_t *x, const sval_t *v, int lo, int hi, int *out)
+{
+    int64_t val;
+    int rc = sv_int(x, v, lo, hi, &val);
+
+    if (rc == 0)
+        *out = (int)val;
+    return rc;
+}
+
+int sv_bool(sx_t *x, const sval_t *v, bool *out)
+{
+    char buf[64];
+    int rc = sv_plain(x, v, buf, sizeof buf, "true or false");
+
+    if (rc < 0)
+        return rc;
+    if (!strcmp(buf, "true") || !strcmp(buf, "True") || !strcmp(buf, "TRUE")) {
+        *out = true;
+        return 0;
+    }
+    if (!strcmp(buf, "false") || !strcmp(buf, "False") || !strcmp(buf, "FALSE")) {
+        *out = false;
+        return 0;
+    }
+    return sv_fail(x, v, -EINVAL, "expected true or false, got '%s'", buf);
+}
+
+int sv_double(sx_t *x, const sval_t *v, double lo, double hi, double *out)
+{
+    char buf[64], *end;
+    double d;
+    int rc = sv_plain(x, v, buf, sizeof buf, "a number");
+
+    if (rc < 0)
+        return rc;
+    errno = 0;
+    d = strtod(buf, &end);
+    if (*end || end == buf || errno == ERANGE || !isfinite(d) || isdigit((unsigned char)buf[0]) == 0)
+        return sv_fail(x, v, -EINVAL, "'%s' is not a number (write it like 1 or 2.5)", buf);
+    if (d < lo || d > hi)
+        return sv_fail(x, v, -ERANGE, "%s is out of range; use %g..%g", buf, lo, hi);
+    *out = d;
+    return 0;
+}
+
+/* A Kubernetes quantity, quoted or not; the message names v's path. */
+int sv_qty(sx_t *x, const sval_t *v, arb_qty_kind_t kind, int64_t *out)
+{
+    char buf[128];
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    if (rc < 0)
+        return rc;
+    rc = arb_qty_parse(buf, kind, v->path, out, x->err);
+    return rc < 0 ? sv_prefix(x, v, rc, false) : 0;
+}
+
+/* A duration: whole seconds ("3600") or units s, m, h, d ("90m", "1h30m"). */
+int sv_duration(sx_t *x, const sval_t *v, int64_t *secs)
+{
+    static const int64_t max = 100LL * 366 * 86400;
+    char buf[64];
+    const char *p;
+    int64_t total = 0;
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    if (rc < 0)
+        return rc;
+    for (p = buf; *p;) {
+        const char *start = p;
+        int64_t n = 0, unit;
+        if (!isdigit((unsigned char)*p))
+            goto bad;
+        while (isdigit((unsigned char)*p)) {
+            n = n * 10 + (*p++ - '0');
+            if (n > max)
+                goto range;
+        }
+        switch (*p) {
+        case '\0':
+            if (start != buf)
+                goto bad; /* a bare number (seconds) must stand alone */
+            unit = 1;
+            break;
+        case 's': unit = 1; p++; break;
+        case 'm': unit = 60; p++; break;
+        case 'h': unit = 3600; p++; break;
+        case 'd': unit = 86400; p++; break;
+        default: goto bad;
+        }
+        total += n * unit;
+        if (total > max)
+            goto range;
+    }
+    *secs = total;
+    return 0;
+bad:
+    return sv_fail(x, v, -EINVAL,
+                   "'%s' is not a duration; use seconds (3600) or units s, m, h, d (90m, 1h30m)",
+                   buf);
+range:
+    return sv_fail(x, v, -ERANGE, "'%s' is too long; the most is 100 years", buf);
+}
+
+/* One of names[0..n) (NULL entries skipped); *out is its index. */
+int sv_enum(sx_t *x, const sval_t *v, const char *const *names, int n, int *out)
+{
+    char buf[64], list[256];
+    size_t used = 0;
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    if (rc < 0)
+        return rc;
+    list[0] = '\0';
+    for (int i = 0; i < n; i++) {
+        if (!names[i])
+            continue;
+        if (strcmp(buf, names[i]) == 0) {
+            *out = i;
+            return 0;
+        }
+        if (used < sizeof list)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", used ? ", " : "",
+                                     names[i]);
+    }
+    return sv_fail(x, v, -EINVAL, "unknown value '%s'; use one of: %s", buf, list);
+}
+
+int64_t sv_tree_size(struct fy_node *n, int depth, int64_t cap)
+{
+    int64_t total = 1;
+    void *it = NULL;
+
+    if (!n || depth > 64)
+        return 1;
+    if (fy_node_is_mapping(n)) {
+        struct fy_node_pair *p;
+        while (total <= cap && (p = fy_node_mapping_iterate(n, &it)))
+            total += sv_tree_size(fy_node_pair_key(p), depth + 1, cap) +
+                     sv_tree_size(fy_node_pair_value(p), depth + 1, cap);
+    } else if (fy_node_is_sequence(n)) {
+        struct fy_node *c;
+        while (total <= cap && (c = fy_node_sequence_iterate(n, &it)))
+            total += sv_tree_size(c, depth + 1, cap);
+    }
+    return total;
+}
+
+/* ---- documents ------------------------------------------------------------ */
+
+static void diag_discard(struct fy_diag *d, void *user, const char *buf, size_t len)
+{
+    (void)d, (void)user, (void)buf, (void)len;
+}
+
+/* The first syntax error libfyaml collected, as our message. */
+static int diag_error(const char *name, sv_doc_t *d, arb_err_t *err)
+{
+    void *it = NULL;
+    struct fy_diag_error *e = fy_diag_errors_iterate(d->diag, &it);
+
+    if (!e)
+        return arb_errf(err, -EINVAL, "%s: not valid YAML", name);
+    if (e->line > 0)
+        return arb_errf(err, -EINVAL, "%s:%d:%d: YAML syntax: %s", name, e->line, e->column,
+                        e->msg ? e->msg : "error");
+    return arb_errf(err, -EINVAL, "%s: YAML syntax: %s", name, e->msg ? e->msg : "error");
+}
+
+void sv_doc_close(sv_doc_t *d)
+{
+    if (d->doc)
+        fy_parse_document_destroy(d->fyp, d->doc);
+    if (d->fyp)
+        fy_parser_destroy(d->fyp);
+    if (d->diag)
+        fy_diag_destroy(d->diag);
+    memset(d, 0, sizeof *d);
+}
+
+/*
+ * The offset of the first byte of buf that is not strict UTF-8 (overlong
+ * forms, surrogates and code points past U+10FFFF included) or is a NUL, or
+ * len when all is well. *line and *col (from 1, in characters) locate it.
+ * Checked before libfyaml sees the text: YAML is UTF-8 here, and libfyaml
+ * 0.7.12 loops forever on some invalid bytes inside a directive line.
+ */
+static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
+{
+    const unsigned char *s = (const unsigned char *)buf;
+    size_t i = 0;
+
+    *line = *col = 1;
+    while (i < len) {
+        unsigned c = s[i];
+        size_t n;
+        uint32_t cp, min;
+
+        if (c == 0)
+            return i;
+        if (c < 0x80) {
+            n = 1, cp = c, min = 0;
+        } else if ((c & 0xE0) == 0xC0) {
+            n = 2, cp = c & 0x1F, min = 0x80;
+        } else if ((c & 0xF0) == 0xE0) {
+            n = 3, cp = c & 0x0F, min = 0x800;
+        } else if ((c & 0xF8) == 0xF0) {
+            n = 4, cp = c & 0x07, min = 0x10000;
+        } else {
+            return i;
+        }
+        if (n > len - i)
+            return i;
+        for (size_t k = 1; k < n; k++) {
+            if ((s[i + k] & 0xC0) != 0x80)
+                return i;
+            cp = cp << 6 | (s[i + k] & 0x3F);
+        }
+        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+            return i;
+        if (c == '\n') {
+            (*line)++;
+            *col = 1;
+        } else {
+            (*col)++;
+        }
+        i += n;
+    }
+    return len;
+}
+
+/* Parse buf as exactly one YAML document with a root mapping. */
+int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
+{
+    struct fy_diag_cfg dc;
+    struct fy_parse_cfg pc;
+    struct fy_document *more;
+    struct fy_node *root;
+    size_t bad;
+    int rc = 0, line, col;
+
+    memset(d, 0, sizeof *d);
+    if (len == 0)
+        return arb_errf(err, -EINVAL, "%s: the file is empty", name);
+    bad = utf8_bad(buf, len, &line, &col);
+    if (bad < len)
+        return arb_errf(err, -EINVAL, "%s:%d:%d: byte 0x%02x is not %s; save the file as UTF-8",
+                        name, line, col, (unsigned char)buf[bad],
+                        buf[bad] ? "valid UTF-8" : "allowed (NUL)");
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.output_fn = diag_discard;
+    dc.colorize = false;
+    d->diag = fy_diag_create(&dc);
+    if (!d->diag)
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    fy_diag_set_collect_errors(d->diag, true);
+    memset(&pc, 0, sizeof pc);
+    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2;
+    pc.diag = d->diag;
+    d->fyp = fy_parser_create(&pc);
+    if (!d->fyp || fy_parser_set_string(d->fyp, buf, len) != 0) {
+        rc = arb_errf(err, -ENOMEM, "%s: out of memory", name);
+        goto out;
+    }
+    d->doc = fy_parse_load_document(d->fyp);
+    if (fy_diag_got_error(d->diag) || fy_diag_errors_iterate(d->diag, &(void *){NULL})) {
+        rc = diag_error(name, d, err);
+        goto out;
+    }
+    root = d->doc ? fy_document_root(d->doc) : NULL;
+    if (!root) {
+        rc = arb_errf(err, -EINVAL, "%s: the file holds no YAML document", name);
+        goto out;
+    }
+    more = fy_parse_load_document(d->fyp);
+    if (more) {
+        const struct fy_mark *m = sv_node_mark(fy_document_root(more), 0);
+        if (m)
+            rc = arb_errf(err, -EINVAL,
+                          "%s:%d:%d: a second YAML document ('---'); put everything in one",
+                          name, m->line + 1, m->column + 1);
+        else
+            rc = arb_errf(err, -EINVAL, "%s: more than one YAML document ('---'); put "
+                                        "everything in one", name);
+        fy_parse_document_destroy(d->fyp, more);
+        goto out;
+    }
+    if (fy_diag_got_error(d->diag) || fy_diag_errors_iterate(d->diag, &(void *){NULL})) {
+        rc = diag_error(name, d, err);
+        goto out;
+    }
+    if (!fy_node_is_mapping(root) || fy_node_is_alias(root)) {
+        const struct fy_mark *m = sv_node_mark(root, 0);
+        rc = arb_errf(err, -EINVAL, "%s:%d:%d: expected a mapping (key: value lines) at the top, "
+                                    "got %s",
+                      name, m ? m->line + 1 : 1, m ? m->column + 1 : 1, sv_kind(root));
+        goto out;
+    }
+out:
+    if (rc < 0)
+        sv_doc_close(d);
+    return rc;
+}

@@ -1,0 +1,133 @@
+/*
+ * sval.h: the value layer of the YAML loaders (src/spec): a libfyaml node
+ * together with the key it hangs from and its field path (sval_t), typed
+ * reads of scalars, key checks, whole documents, and messages that say
+ * "FILE:LINE:COLUMN: PATH: what; fix". scenario.c builds the scenario
+ * format on top of it.
+ *
+ * Conventions: every sv_* function that can fail returns 0 or a negative
+ * errno and writes the message into x->err (which may be NULL). An "empty"
+ * value is a missing one, nothing after the colon, or a plain ~ or null.
+ * Aliases are rejected wherever a value is read (sv_no_alias).
+ *
+ * libfyaml 0.7 has no public start mark for mappings and sequences, so a
+ * collection's position is that of its first scalar (sv_node_mark), and a
+ * value with none (an empty value, {}) is reported at its key (sval_t.hint).
+ */
+#ifndef ARB_SPEC_SVAL_H
+#define ARB_SPEC_SVAL_H
+
+#include "arbiter/sched.h"
+
+struct fy_node;
+struct fy_node_pair;
+struct fy_diag;
+struct fy_parser;
+struct fy_document;
+struct fy_mark;
+
+#define SPEC_PATH 256 /* longest field path kept for messages */
+#define SPEC_STR 256  /* longest name, label key or value, NUL included */
+
+/* The loader's context: where messages go, and what scenario.c keeps while
+ * it builds (the cluster, the queues jobs may name, the budgets). */
+typedef struct sx {
+    const char *file;
+    arb_err_t *err;
+    arb_cluster_t *c;
+    bool lone_job;             /* spec_job_*: count: is not allowed */
+    const arb_queue_t *queues; /* when nqueues > 0, jobs must name one of them */
+    int nqueues;
+    int64_t values, tasks;     /* spent of SPEC_MAX_VALUES, SPEC_MAX_TASKS */
+} sx_t;
+
+/* A value in the tree, the key it hangs from and its field path. */
+typedef struct sval {
+    struct fy_node *n;    /* may be NULL: an absent or empty value */
+    struct fy_node *hint; /* where to point when n has no position */
+    char path[SPEC_PATH];
+} sval_t;
+
+/* ---- positions and messages ---------------------------------------------- */
+
+/* The position of n (its first scalar, at most depth 8 down), or NULL. */
+const struct fy_mark *sv_node_mark(struct fy_node *n, int depth);
+/* Put "FILE:LINE:COL: " (and "PATH: " when with_path) before x->err's text;
+ * returns code. */
+int sv_prefix(sx_t *x, const sval_t *v, int code, bool with_path);
+/* Write "FILE:LINE:COL: PATH: " and the message; returns code. */
+int sv_fail(sx_t *x, const sval_t *v, int code, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+int sv_oom(sx_t *x, const sval_t *v);
+/* snprintf for paths and names: cut short, never overflowed. */
+void sv_strf(char *dst, size_t n, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+/* At most 48 bytes of s for a message, control characters as '?'. */
+void sv_show(char *out, size_t outn, const char *s, size_t len);
+/* The name of valid (NULL-terminated) within 2 edits of s, or NULL. */
+const char *sv_suggest(const char *s, size_t len, const char *const *valid);
+
+/* ---- walking the tree ------------------------------------------------------ */
+
+void sv_root(sval_t *v, struct fy_node *n, const char *path);
+/* Item i of the list in seq: path "seq[i]". */
+void sv_item(sval_t *out, const sval_t *seq, struct fy_node *item, int i);
+/* The value of a pair of the mapping in map: path "map.key". */
+void sv_pair(sval_t *out, const sval_t *map, struct fy_node_pair *p);
+/* The text of a key that is a plain string, or NULL (empty, a collection,
+ * an alias, a NUL inside). Not NUL-terminated: *len bytes. */
+const char *sv_key_text(struct fy_node *k, size_t *len);
+/* Find key in the mapping in map; false when absent. */
+bool sv_get(const sval_t *map, const char *key, sval_t *out);
+bool sv_null(const sval_t *v);
+/* "a mapping", "a list", "a single value", ... for messages. */
+const char *sv_kind(struct fy_node *n);
+int sv_no_alias(sx_t *x, const sval_t *v);
+/* The mapping in v; *is is false for an empty value (no error). */
+int sv_map(sx_t *x, const sval_t *v, bool *is);
+/* The item count of the list in v (0 for an empty value), at most max. */
+int sv_seq(sx_t *x, const sval_t *v, int max, int *count);
+/* Every key of the mapping in map is one of valid (NULL-terminated);
+ * else "unknown field 'x'; did you mean 'y'? (valid: ...)". */
+int sv_check_keys(sx_t *x, const sval_t *map, const char *const *valid);
+/* Values in the tree under n; counting stops past cap. Aliases are not
+ * followed, so this is linear in the text. */
+int64_t sv_tree_size(struct fy_node *n, int depth, int64_t cap);
+
+/* ---- typed scalars ---------------------------------------------------------- */
+
+/* The text into buf (n bytes with the NUL). An empty value is an error
+ * unless allow_empty (then ""). Control characters are rejected. */
+int sv_text(sx_t *x, const sval_t *v, char *buf, size_t n, bool allow_empty);
+/* The same, and unquoted; what ("an integer") is for the message. */
+int sv_plain(sx_t *x, const sval_t *v, char *buf, size_t n, const char *what);
+int sv_int(sx_t *x, const sval_t *v, int64_t lo, int64_t hi, int64_t *out);
+int sv_int32(sx_t *x, const sval_t *v, int lo, int hi, int *out);
+/* true/True/TRUE or false/False/FALSE (YAML 1.2: "yes" is a string). */
+int sv_bool(sx_t *x, const sval_t *v, bool *out);
+int sv_double(sx_t *x, const sval_t *v, double lo, double hi, double *out);
+/* A Kubernetes quantity, quoted or not; the message names v's path. */
+int sv_qty(sx_t *x, const sval_t *v, arb_qty_kind_t kind, int64_t *out);
+/* Whole seconds ("3600") or units s, m, h, d ("90m", "1h30m"). */
+int sv_duration(sx_t *x, const sval_t *v, int64_t *secs);
+/* One of names[0..n) (NULL entries skipped); *out is its index. */
+int sv_enum(sx_t *x, const sval_t *v, const char *const *names, int n, int *out);
+
+/* ---- documents --------------------------------------------------------------- */
+
+typedef struct sv_doc {
+    struct fy_diag *diag;
+    struct fy_parser *fyp;
+    struct fy_document *doc;
+} sv_doc_t;
+
+/*
+ * Parse buf[0..len) as exactly one YAML document whose root is a mapping.
+ * The text must be UTF-8 without NUL bytes (checked first: libfyaml 0.7.12
+ * loops forever on some invalid bytes). Syntax errors come back as
+ * "NAME:LINE:COL: YAML syntax: ...". On success close d with sv_doc_close;
+ * on failure d holds nothing. buf must outlive d.
+ */
+int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err);
+void sv_doc_close(sv_doc_t *d);
+
+#endif
