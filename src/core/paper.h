@@ -1,0 +1,58 @@
+/*
+ * paper.h: the FGD paper's placement policies as core score plugins
+ * (Weng et al., "Beware of Fragmentation: Scheduling GPU-Sharing Workloads
+ * with Fragmentation Gradient Descent", USENIX ATC'23), and the
+ * fragmentation measure they share with the simulator's metrics.
+ *
+ * score_fgd.c    fgd: fragmentation gradient descent, with its GPU picker
+ * score_paper.c  random, dotprod, gpu-clustering, gpu-packing, bestfit
+ *
+ * Every plugin reproduces the paper's artifact (the Kubernetes scheduler
+ * simulator): raw scores are the artifact's integers 0..100, kept as they
+ * are (BestFit alone is min-max rescaled with integer arithmetic, as there),
+ * so that ties, which the engine breaks at random, are the artifact's ties.
+ * Private to src/core and src/sim; not a public API.
+ */
+#ifndef ARB_PAPER_H
+#define ARB_PAPER_H
+
+#include "arbiter/sched.h"
+
+extern const arb_score_ops_t arb_score_fgd;
+extern const arb_score_ops_t arb_score_random;
+extern const arb_score_ops_t arb_score_dotprod;
+extern const arb_score_ops_t arb_score_gpu_clustering;
+extern const arb_score_ops_t arb_score_gpu_packing;
+extern const arb_score_ops_t arb_score_bestfit;
+
+/* ---- the fragmentation measure (score_fgd.c) ----------------------------
+ *
+ * A table of task shapes with their popularity. Counting tasks into it and
+ * then building it keeps the most popular shapes that together cover 95% of
+ * the tasks counted (the artifact's "typical pods"), with renormalised
+ * popularity p_m. A node's fragmentation is then
+ *
+ *   F_n = sum_m p_m * f_n(m)   (GPU milli)
+ *
+ * where f_n(m) is all of n's idle GPU milli when m needs no GPU, cannot use
+ * n's GPU model, lacks CPU on n or does not fit n's GPUs; otherwise only the
+ * idle milli of the GPUs whose free share is below m's per-GPU request.
+ */
+typedef struct fgd_table fgd_table_t;
+
+/* A new, empty table; strs (borrowed, must outlive it) names GPU models for
+ * the artifact's ordering of equally popular shapes. NULL on -ENOMEM. Free
+ * with fgd_table_free. */
+fgd_table_t *fgd_table_new(const arb_strtab_t *strs);
+void fgd_table_free(fgd_table_t *t);
+/* Count every task of j (replicas included). 0 or -ENOMEM. */
+int fgd_table_count(fgd_table_t *t, const arb_job_t *j);
+/* Choose the shapes covering 95% of the tasks counted so far. 0 or -ENOMEM. */
+int fgd_table_build(fgd_table_t *t);
+/* Number of shapes kept by the last build, and tasks counted. */
+int fgd_table_kept(const fgd_table_t *t);
+double fgd_table_tasks(const fgd_table_t *t);
+/* F_n of node n as it is now (0 before the first build). */
+double fgd_node_frag(const fgd_table_t *t, const arb_node_t *n);
+
+#endif
