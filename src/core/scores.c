@@ -8,14 +8,7 @@
 #include <string.h>
 
 #include "sched_int.h"
-#if __has_include("paper.h")
-#include "paper.h"
-#define PAPER_SCORES                                                                               \
-    &arb_score_fgd, &arb_score_random, &arb_score_dotprod, &arb_score_gpu_clustering,              \
-        &arb_score_gpu_packing, &arb_score_bestfit,
-#else
-#define PAPER_SCORES
-#endif
+#include "core/paper.h"
 
 int sched_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e);
 bool sched_term_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_aff_term_t *t);
@@ -159,7 +152,9 @@ SCORE(prefer, s_prefer);
 const arb_score_ops_t *const arb_scores[] = {
     &arb_score_pack,     &arb_score_spread,  &arb_score_topology,
     &arb_score_data,     &arb_score_thermal, &arb_score_freshness,
-    &arb_score_prefer,   PAPER_SCORES NULL,
+    &arb_score_prefer,   &arb_score_fgd,     &arb_score_random,
+    &arb_score_dotprod,  &arb_score_gpu_clustering, &arb_score_gpu_packing,
+    &arb_score_bestfit,  NULL,
 };
 
 const arb_score_ops_t *arb_score_lookup(const char *name)
