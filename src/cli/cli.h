@@ -20,5 +20,6 @@ int cli_help(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 int cli_place(int argc, char **argv);
+int cli_sim(int argc, char **argv);
 
 #endif

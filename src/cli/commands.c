@@ -12,6 +12,10 @@ const cli_cmd_t cli_cmds[] = {
     {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help},
     {"place", "place a scenario's jobs one at a time and explain the pending ones",
      "arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N]", cli_place},
+    {"sim", "replay a GPU trace through the scheduler (the FGD paper's experiment)",
+     "arbiter sim --nodes NODES.csv --pods PODS.csv --policy POLICY[,...] [--seed N | --seeds A-B] "
+     "[--inflate 1.3] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N] [--online]",
+     cli_sim},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]",
      cli_bench},

@@ -10,7 +10,10 @@
  * Every plugin reproduces the paper's artifact (the Kubernetes scheduler
  * simulator): raw scores are the artifact's integers 0..100, kept as they
  * are (BestFit alone is min-max rescaled with integer arithmetic, as there),
- * so that ties, which the engine breaks at random, are the artifact's ties.
+ * so that ties are the artifact's ties. The artifact's scheduler gives a tie
+ * to the first node in a per-run random order; the paper's profiles break
+ * ties by the lowest node id and the simulator numbers nodes in a seeded
+ * random order (docs/sim.md, "Ties"). Random alone draws among ties.
  * Private to src/core and src/sim; not a public API.
  */
 #ifndef ARB_PAPER_H

@@ -31,12 +31,12 @@ static const profile_row_t profiles[] = {
     {"spread", "least-allocated first (the Kubernetes default): spreads load, fragments GPUs",
      {{"spread", 4}, {"prefer", 1}},
      false},
-    {"fgd", "the FGD paper's fragmentation gradient descent, alone", {{"fgd", 1}}, true},
-    {"bestfit", "the paper's BestFit baseline", {{"bestfit", 1}}, true},
+    {"fgd", "the FGD paper's fragmentation gradient descent, alone", {{"fgd", 1}}, false},
+    {"bestfit", "the paper's BestFit baseline", {{"bestfit", 1}}, false},
     {"random", "the paper's Random baseline", {{"random", 1}}, true},
-    {"dotprod", "the paper's DotProduct baseline", {{"dotprod", 1}}, true},
-    {"gpu-clustering", "the paper's GpuClustering baseline", {{"gpu-clustering", 1}}, true},
-    {"gpu-packing", "the paper's GpuPacking baseline", {{"gpu-packing", 1}}, true},
+    {"dotprod", "the paper's DotProduct baseline", {{"dotprod", 1}}, false},
+    {"gpu-clustering", "the paper's GpuClustering baseline", {{"gpu-clustering", 1}}, false},
+    {"gpu-packing", "the paper's GpuPacking baseline", {{"gpu-packing", 1}}, false},
 };
 
 #define NPROFILES (sizeof profiles / sizeof profiles[0])

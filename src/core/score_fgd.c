@@ -10,7 +10,7 @@
  *   score = int(100 * sigmoid((F_before - F_after) / 1000))   0..99
  *
  * exactly the artifact's integer, kept as is (no rescaling), so equal
- * growths tie and the engine breaks ties at random, as kube-scheduler does.
+ * growths tie as they do there (see paper.h on how ties are broken).
  * For a GPU-sharing task the plugin also picks the GPU inside the node with
  * the best score (the first such GPU); whole GPUs are taken best-fit, which
  * leaves F unchanged whichever free GPUs are taken.
@@ -61,8 +61,16 @@ struct fgd_table {
 
 /* The artifact's fragment classes (utils.FragRatioDataMap), in its order:
  * F is the sum of every class but Q3, added in this order. */
-enum { Q1_LACK_BOTH, Q2_LACK_GPU, Q3_SATISFIED, Q4_LACK_CPU, XL_SATISFIED, XR_LACK_CPU,
-       NO_ACCESS, NCLASS };
+enum {
+    Q1_LACK_BOTH,
+    Q2_LACK_GPU,
+    Q3_SATISFIED,
+    Q4_LACK_CPU,
+    XL_SATISFIED,
+    XR_LACK_CPU,
+    NO_ACCESS,
+    NCLASS
+};
 
 /* ---- shapes and the table ------------------------------------------------ */
 
@@ -87,8 +95,8 @@ static void shape_of(const arb_job_t *j, const arb_tgroup_t *g, fgd_shape_t *s)
 static uint32_t shape_hash(const fgd_shape_t *s)
 {
     uint64_t h = 0x9e3779b97f4a7c15ULL;
-    uint64_t v[4] = {(uint64_t)s->cpu, (uint64_t)(uint32_t)s->milli,
-                     (uint64_t)(uint32_t)s->num, (uint64_t)(uint32_t)s->nmodels};
+    uint64_t v[4] = {(uint64_t)s->cpu, (uint64_t)(uint32_t)s->milli, (uint64_t)(uint32_t)s->num,
+                     (uint64_t)(uint32_t)s->nmodels};
     for (int i = 0; i < 4; i++)
         h = (h ^ v[i]) * 0x100000001b3ULL;
     for (int i = 0; i < s->nmodels; i++)
@@ -380,12 +388,12 @@ typedef struct fgd_scache {
 typedef struct fgd_state {
     fgd_table_t *tab;
     const arb_cluster_t *c;
-    uint32_t gen;       /* bumped by every build; caches of other generations are stale */
-    double next_build;  /* rebuild once this many tasks were observed */
+    uint32_t gen;      /* bumped by every build; caches of other generations are stale */
+    double next_build; /* rebuild once this many tasks were observed */
     bool dirty;
-    uint32_t cap;       /* nodes the caches cover */
-    fgd_ncache_t *f0;   /* F before, per node */
-    fgd_scache_t **sc;  /* best (score, GPU), per shape index then node */
+    uint32_t cap;      /* nodes the caches cover */
+    fgd_ncache_t *f0;  /* F before, per node */
+    fgd_scache_t **sc; /* best (score, GPU), per shape index then node */
     int nsc;
     /* The task being placed, memoised across the engine's per-node calls. */
     const arb_job_t *job;

@@ -17,7 +17,7 @@
  *
  * Scores are the artifact's integers (truncated, as Go's int64() does), kept
  * without rescaling except for bestfit, so that ties match the artifact's
- * and the engine breaks them at random. GPUs inside the node are chosen
+ * (see paper.h on how ties are broken). GPUs inside the node are chosen
  * best-fit by the engine, except for random (its own picker).
  */
 #include <stdlib.h>
@@ -280,6 +280,8 @@ static int clu_sync(clu_state_t *st, const arb_sched_t *s)
         if (j != st->jobs[id].j || !holding(j) || j->seq != st->jobs[id].seq) {
             clu_uncount(st, id);
             st->active[k] = st->active[--st->nactive];
+            if (!settled(j) && id < st->cursor)
+                st->cursor = id; /* preempted, may be bound again: look again */
         }
     }
     /* Newly bound jobs. */

@@ -1,0 +1,313 @@
+/*
+ * report.c: the simulator's outputs: one JSON object per run, CSV rows, a
+ * Markdown comparison with the published means, and an SVG chart of
+ * allocation against arrived demand (the paper's Fig. 9a), drawn here.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "sim/sim.h"
+
+static void print_num(FILE *f, double v, int prec)
+{
+    if (isnan(v) || isinf(v))
+        fputs("null", f);
+    else
+        fprintf(f, "%.*f", prec, v);
+}
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (c == '"' || c == '\\')
+            fprintf(f, "\\%c", c);
+        else if (c < 0x20)
+            fprintf(f, "\\u%04x", c);
+        else
+            fputc(c, f);
+    }
+    fputc('"', f);
+}
+
+static void json_array(FILE *f, const char *key, const double *v, int prec)
+{
+    fprintf(f, ",\"%s\":[", key);
+    for (int k = 0; k < SIM_NPCT; k++) {
+        if (k)
+            fputc(',', f);
+        print_num(f, v[k], prec);
+    }
+    fputc(']', f);
+}
+
+void sim_print_json(FILE *f, const sim_result_t *r)
+{
+    fputs("{\"workload\":", f);
+    json_str(f, r->workload);
+    fputs(",\"policy\":", f);
+    json_str(f, r->policy);
+    fprintf(f,
+            ",\"seed\":%llu,\"inflate\":%.2f,\"total_gpus\":%d,\"tasks_arrived\":%d,"
+            "\"tasks_failed\":%d,\"place_s\":%.3f,\"run_s\":%.3f",
+            (unsigned long long)r->seed, r->inflate, r->total_gpus, r->tasks_arrived,
+            r->tasks_failed, r->place_s, r->run_s);
+    json_array(f, "alloc_pct", r->alloc_pct, 2);
+    json_array(f, "frag_pct", r->frag_pct, 2);
+    json_array(f, "frag_ratio_pct", r->frag_ratio_pct, 2);
+    fputs("}\n", f);
+}
+
+void sim_print_csv(FILE *f, const sim_result_t *r, bool header)
+{
+    static const char *const metric[3] = {"alloc_pct", "frag_pct", "frag_ratio_pct"};
+    const double *v[3] = {r->alloc_pct, r->frag_pct, r->frag_ratio_pct};
+
+    if (header) {
+        fputs("metric,workload,policy,seed,inflate,total_gpus,tasks_arrived,tasks_failed", f);
+        for (int k = 0; k < SIM_NPCT; k++)
+            fprintf(f, ",%d", k);
+        fputc('\n', f);
+    }
+    for (int m = 0; m < 3; m++) {
+        fprintf(f, "%s,%s,%s,%llu,%.2f,%d,%d,%d", metric[m], r->workload, r->policy,
+                (unsigned long long)r->seed, r->inflate, r->total_gpus, r->tasks_arrived,
+                r->tasks_failed);
+        for (int k = 0; k < SIM_NPCT; k++) {
+            fputc(',', f);
+            if (!isnan(v[m][k]))
+                fprintf(f, "%.2f", v[m][k]);
+        }
+        fputc('\n', f);
+    }
+}
+
+/* ---- comparison with the published results ------------------------------------ */
+
+/* Mean of alloc_pct[k] over our runs of (workload, policy). */
+static double our_mean(const sim_result_t *r, int n, const char *wl, const char *pol, int k,
+                       int *nseeds)
+{
+    double s = 0;
+    int c = 0;
+    for (int i = 0; i < n; i++)
+        if (r[i].rc == 0 && strcmp(r[i].workload, wl) == 0 && strcmp(r[i].policy, pol) == 0 &&
+            !isnan(r[i].alloc_pct[k])) {
+            s += r[i].alloc_pct[k];
+            c++;
+        }
+    if (nseeds)
+        *nseeds = c;
+    return c ? s / c : NAN;
+}
+
+static bool ran_seed(const sim_result_t *r, int n, uint64_t seed)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i].seed == seed)
+            return true;
+    return false;
+}
+
+/* The published mean over the seeds we ran (all of them if none match). */
+static double paper_mean(const sim_expect_t *ex, const sim_result_t *r, int n, const char *wl,
+                         const char *paper, int k)
+{
+    double s = 0;
+    int c = 0;
+    for (int pass = 0; pass < 2 && c == 0; pass++)
+        for (int i = 0; i < ex->n; i++) {
+            const sim_expect_row_t *e = &ex->v[i];
+            if (strcmp(e->workload, wl) != 0 || strcmp(e->policy, paper) != 0 || isnan(e->v[k]) ||
+                (pass == 0 && !ran_seed(r, n, (uint64_t)e->seed)))
+                continue;
+            s += e->v[k];
+            c++;
+        }
+    return c ? s / c : NAN;
+}
+
+static const char *const paper_order[] = {"random",      "dotprod", "gpu-clustering",
+                                          "gpu-packing", "bestfit", "fgd"};
+
+void sim_print_compare(FILE *f, const sim_result_t *r, int n, const sim_expect_t *ex)
+{
+    fputs("| workload | policy | seeds | alloc@100 | published | delta | alloc@130 | published "
+          "| delta |\n|---|---|---|---|---|---|---|---|---|\n",
+          f);
+    for (int i = 0; i < n; i++) {
+        bool first = true;
+        for (int k = 0; k < i && first; k++)
+            first = strcmp(r[k].workload, r[i].workload) != 0;
+        if (!first)
+            continue;
+        const char *wl = r[i].workload;
+        for (size_t p = 0; p < sizeof paper_order / sizeof paper_order[0]; p++) {
+            const char *pol = paper_order[p], *paper = sim_paper_policy(pol);
+            int ns;
+            double a100 = our_mean(r, n, wl, pol, 100, &ns),
+                   a130 = our_mean(r, n, wl, pol, 130, NULL);
+            double p100 = paper_mean(ex, r, n, wl, paper, 100),
+                   p130 = paper_mean(ex, r, n, wl, paper, 130);
+            if (ns == 0)
+                continue;
+            fprintf(f, "| %s | %s | %d | %.2f | %.2f | %+.2f%s | %.2f | %.2f | %+.2f%s |\n", wl,
+                    pol, ns, a100, p100, a100 - p100, fabs(a100 - p100) <= 0.5 ? "" : " (!)", a130,
+                    p130, a130 - p130, fabs(a130 - p130) <= 0.5 ? "" : " (!)");
+        }
+    }
+    fputs("\nFGD's lead over BestFit at 100% arrived:\n\n| workload | ours | published | delta "
+          "|\n|---|---|---|---|\n",
+          f);
+    for (int i = 0; i < n; i++) {
+        bool first = true;
+        for (int k = 0; k < i && first; k++)
+            first = strcmp(r[k].workload, r[i].workload) != 0;
+        if (!first)
+            continue;
+        const char *wl = r[i].workload;
+        double of = our_mean(r, n, wl, "fgd", 100, NULL),
+               ob = our_mean(r, n, wl, "bestfit", 100, NULL);
+        double pf = paper_mean(ex, r, n, wl, "06-FGD", 100),
+               pb = paper_mean(ex, r, n, wl, "05-BestFit", 100);
+        if (isnan(of) || isnan(ob))
+            continue;
+        fprintf(f, "| %s | %+.2f | %+.2f | %+.2f%s |\n", wl, of - ob, pf - pb,
+                (of - ob) - (pf - pb), fabs((of - ob) - (pf - pb)) <= 0.3 ? "" : " (!)");
+    }
+}
+
+/* ---- SVG --------------------------------------------------------------------------- */
+
+#define PW 720 /* panel size */
+#define PH 440
+#define ML 64 /* margins of the plot area inside a panel */
+#define MR 24
+#define MT 48
+#define MB 56
+
+static const char *const colours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd",
+                                      "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
+
+static void xml_text(FILE *f, const char *s)
+{
+    for (; *s; s++) {
+        switch (*s) {
+        case '<':
+            fputs("&lt;", f);
+            break;
+        case '>':
+            fputs("&gt;", f);
+            break;
+        case '&':
+            fputs("&amp;", f);
+            break;
+        case '"':
+            fputs("&quot;", f);
+            break;
+        default:
+            fputc(*s, f);
+        }
+    }
+}
+
+int sim_write_svg(const char *path, const sim_result_t *r, int n, arb_err_t *err)
+{
+    const char *wls[64], *pols[16];
+    int nw = 0, np = 0;
+    FILE *f;
+
+    for (int i = 0; i < n; i++) {
+        int k;
+        for (k = 0; k < nw && strcmp(wls[k], r[i].workload) != 0; k++)
+            ;
+        if (k == nw && nw < 64)
+            wls[nw++] = r[i].workload;
+        for (k = 0; k < np && strcmp(pols[k], r[i].policy) != 0; k++)
+            ;
+        if (k == np && np < 16)
+            pols[np++] = r[i].policy;
+    }
+    if (!(f = fopen(path, "w")))
+        return arb_errf(err, -errno, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" "
+            "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            PW, PH * nw, PW, PH * nw);
+    for (int w = 0; w < nw; w++) {
+        int x0 = ML, y0 = w * PH + MT, pw = PW - ML - MR, ph = PH - MT - MB;
+        fprintf(f,
+                "<g>\n<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" "
+                "font-weight=\"bold\">GPU allocation vs arrived GPU demand: ",
+                PW / 2, w * PH + 26);
+        xml_text(f, wls[w]);
+        fputs("</text>\n", f);
+        /* Grid, ticks and labels. */
+        for (int x = 0; x <= 130; x += 10) {
+            double px = x0 + (double)pw * x / 130;
+            fprintf(f,
+                    "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n"
+                    "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%d</text>\n",
+                    px, y0, px, y0 + ph, px, y0 + ph + 16, x);
+        }
+        for (int y = 0; y <= 100; y += 10) {
+            double py = y0 + ph - (double)ph * y / 100;
+            fprintf(f,
+                    "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n"
+                    "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%d</text>\n",
+                    x0, py, x0 + pw, py, x0 - 6, py + 4, y);
+        }
+        fprintf(f,
+                "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                "stroke=\"#333\"/>\n",
+                x0, y0, pw, ph);
+        fprintf(f,
+                "<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">Arrived GPU demand (%% of "
+                "cluster GPUs)</text>\n",
+                x0 + pw / 2, y0 + ph + 40);
+        fprintf(f,
+                "<text transform=\"translate(%d,%d) rotate(-90)\" text-anchor=\"middle\">"
+                "GPUs allocated (%%)</text>\n",
+                18, y0 + ph / 2);
+        /* One line per policy: the mean over its seeds. */
+        for (int p = 0; p < np; p++) {
+            bool pen = false;
+            int seeds = 0;
+            fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.8\" points=\"",
+                    colours[p % 10]);
+            for (int k = 0; k < SIM_NPCT; k++) {
+                double s = 0;
+                int c = 0;
+                for (int i = 0; i < n; i++)
+                    if (strcmp(r[i].workload, wls[w]) == 0 && strcmp(r[i].policy, pols[p]) == 0 &&
+                        r[i].rc == 0 && !isnan(r[i].alloc_pct[k])) {
+                        s += r[i].alloc_pct[k];
+                        c++;
+                    }
+                seeds = c > seeds ? c : seeds;
+                if (!c)
+                    continue;
+                fprintf(f, "%s%.1f,%.1f", pen ? " " : "", x0 + (double)pw * k / 130,
+                        y0 + ph - ph * (s / c) / 100);
+                pen = true;
+            }
+            fputs("\"/>\n", f);
+            /* Legend entry, top left inside the plot. */
+            int ly = y0 + 16 + 18 * p;
+            fprintf(f,
+                    "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
+                    "stroke-width=\"3\"/>\n<text x=\"%d\" y=\"%d\">",
+                    x0 + 12, ly, x0 + 36, ly, colours[p % 10], x0 + 42, ly + 4);
+            xml_text(f, pols[p]);
+            fprintf(f, " (%d seed%s)</text>\n", seeds, seeds == 1 ? "" : "s");
+        }
+        fputs("</g>\n", f);
+    }
+    fputs("</svg>\n", f);
+    if (fclose(f) != 0)
+        return arb_errf(err, -EIO, "%s: write error", path);
+    return 0;
+}

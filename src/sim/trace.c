@@ -1,0 +1,482 @@
+/*
+ * trace.c: CSV readers for the simulator's node lists, task lists and the
+ * published results. A small line splitter (no quoting: the traces have
+ * none, and a quote is reported rather than misread) feeds one table-driven
+ * reader per file kind; every message names file:line:column and the
+ * column's name.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim/trace.h"
+
+#define CSV_MAX_FIELDS 160
+
+typedef struct csv_reader {
+    const char *p, *end;
+    const char *fname;
+    int lineno;
+} csv_reader_t;
+
+typedef struct csv_line {
+    int lineno;
+    int nf;
+    const char *f[CSV_MAX_FIELDS];
+    int len[CSV_MAX_FIELDS];
+    int col[CSV_MAX_FIELDS]; /* 1-based character position */
+} csv_line_t;
+
+/* Next non-empty line: 1, 0 at the end, or -EINVAL with text. */
+static int csv_next(csv_reader_t *r, csv_line_t *l, arb_err_t *err)
+{
+    for (;;) {
+        const char *s, *e;
+
+        if (r->p >= r->end)
+            return 0;
+        r->lineno++;
+        s = r->p;
+        e = memchr(s, '\n', (size_t)(r->end - s));
+        if (!e)
+            e = r->end;
+        r->p = e < r->end ? e + 1 : e;
+        if (e > s && e[-1] == '\r')
+            e--;
+        if (r->lineno == 1 && e - s >= 3 && memcmp(s, "\xef\xbb\xbf", 3) == 0)
+            s += 3; /* a UTF-8 byte-order mark */
+        if (e == s)
+            continue;
+        l->lineno = r->lineno;
+        l->nf = 0;
+        for (const char *f = s;;) {
+            const char *c = f;
+            while (c < e && *c != ',') {
+                if (*c == '"' || *c == '\0' || *c == '\r')
+                    return arb_errf(
+                        err, -EINVAL, "%s:%d:%d: %s; write plain comma-separated values", r->fname,
+                        r->lineno, (int)(c - s) + 1,
+                        *c == '"' ? "quoted fields are not supported" : "unexpected control byte");
+                c++;
+            }
+            if (l->nf == CSV_MAX_FIELDS)
+                return arb_errf(err, -EINVAL, "%s:%d:%d: more than %d columns", r->fname, r->lineno,
+                                (int)(f - s) + 1, CSV_MAX_FIELDS);
+            l->f[l->nf] = f;
+            l->len[l->nf] = (int)(c - f);
+            l->col[l->nf] = (int)(f - s) + 1;
+            l->nf++;
+            if (c >= e)
+                break;
+            f = c + 1;
+        }
+        return 1;
+    }
+}
+
+static bool field_is(const csv_line_t *l, int i, const char *name)
+{
+    size_t n = strlen(name);
+    return (size_t)l->len[i] == n && memcmp(l->f[i], name, n) == 0;
+}
+
+/* A column the reader knows: its name, whether it must be there, and where
+ * the header put it (-1 absent). */
+typedef struct csv_col {
+    const char *name;
+    bool required;
+    int at;
+} csv_col_t;
+
+static int csv_header(csv_reader_t *r, csv_col_t *cols, int ncols, arb_err_t *err)
+{
+    csv_line_t h;
+    int rc = csv_next(r, &h, err);
+
+    if (rc < 0)
+        return rc;
+    if (rc == 0)
+        return arb_errf(err, -EINVAL, "%s:1:1: the file is empty; it needs a header line",
+                        r->fname);
+    for (int k = 0; k < ncols; k++) {
+        cols[k].at = -1;
+        for (int i = 0; i < h.nf && cols[k].at < 0; i++)
+            if (field_is(&h, i, cols[k].name))
+                cols[k].at = i;
+        if (cols[k].at < 0 && cols[k].required)
+            return arb_errf(err, -EINVAL, "%s:%d:1: the header has no column '%s'", r->fname,
+                            h.lineno, cols[k].name);
+    }
+    return 0;
+}
+
+/* The field of column k on line l, or NULL (absent column or short line,
+ * which is an error for a required column). */
+static int csv_field(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c, const char **f,
+                     int *len, arb_err_t *err)
+{
+    *f = NULL;
+    *len = 0;
+    if (c->at < 0)
+        return 0;
+    if (c->at >= l->nf)
+        return arb_errf(err, -EINVAL,
+                        "%s:%d:%d: %s: the line ends after %d columns; the header "
+                        "has this one at column %d",
+                        r->fname, l->lineno, l->col[l->nf - 1] + l->len[l->nf - 1] + 1, c->name,
+                        l->nf, c->at + 1);
+    *f = l->f[c->at];
+    *len = l->len[c->at];
+    return 0;
+}
+
+static int bad(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c, const char *f,
+               int len, const char *why, arb_err_t *err)
+{
+    return arb_errf(err, -EINVAL, "%s:%d:%d: %s '%.*s' %s", r->fname, l->lineno, l->col[c->at],
+                    c->name, len > 40 ? 40 : len, f, why);
+}
+
+/* A whole number in lo..hi; an empty optional field gives dflt. */
+static int get_int(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c, int64_t lo,
+                   int64_t hi, int64_t dflt, int64_t *out, arb_err_t *err)
+{
+    const char *f;
+    int len, rc = csv_field(r, l, c, &f, &len, err);
+    int64_t v = 0;
+
+    if (rc < 0)
+        return rc;
+    if (!f || len == 0) {
+        if (c->required && f)
+            return bad(r, l, c, "", 0, "is empty; give a whole number", err);
+        *out = dflt;
+        return 0;
+    }
+    for (int i = 0; i < len; i++) {
+        if (f[i] < '0' || f[i] > '9')
+            return bad(r, l, c, f, len, "is not a whole number (digits only)", err);
+        if (v > (INT64_MAX - (f[i] - '0')) / 10)
+            return bad(r, l, c, f, len, "is too large", err);
+        v = v * 10 + (f[i] - '0');
+    }
+    if (v < lo || v > hi) {
+        char why[96];
+        snprintf(why, sizeof why, "is outside %lld..%lld", (long long)lo, (long long)hi);
+        return bad(r, l, c, f, len, why, err);
+    }
+    *out = v;
+    return 0;
+}
+
+static int get_str(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c, char *buf,
+                   size_t n, bool nonempty, arb_err_t *err)
+{
+    const char *f;
+    int len, rc = csv_field(r, l, c, &f, &len, err);
+
+    if (rc < 0)
+        return rc;
+    buf[0] = 0;
+    if (!f)
+        return 0;
+    if (len == 0 && nonempty)
+        return bad(r, l, c, "", 0, "is empty", err);
+    if ((size_t)len >= n) {
+        char why[64];
+        snprintf(why, sizeof why, "is longer than %zu characters", n - 1);
+        return bad(r, l, c, f, len, why, err);
+    }
+    memcpy(buf, f, (size_t)len);
+    buf[len] = 0;
+    return 0;
+}
+
+static int grow(void **v, int n, int *cap, size_t size)
+{
+    if (n < *cap)
+        return 0;
+    int c = *cap ? *cap * 2 : 1024;
+    void *p = realloc(*v, (size_t)c * size);
+    if (!p)
+        return -ENOMEM;
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+/* ---- nodes ------------------------------------------------------------------ */
+
+enum { N_SN, N_CPU, N_MEM, N_GPU, N_MODEL, N_NCOLS };
+
+int sim_nodes_parse(const char *buf, size_t len, const char *fname, sim_nodes_t *out,
+                    arb_err_t *err)
+{
+    csv_reader_t r = {buf, buf + len, fname, 0};
+    csv_col_t cols[N_NCOLS] = {
+        {"sn", true, -1},  {"cpu_milli", true, -1}, {"memory_mib", true, -1},
+        {"gpu", true, -1}, {"model", false, -1},
+    };
+    sim_nodes_t res = {0};
+    csv_line_t l;
+    int cap = 0, rc;
+
+    memset(out, 0, sizeof *out);
+    if ((rc = csv_header(&r, cols, N_NCOLS, err)) < 0)
+        return rc;
+    while ((rc = csv_next(&r, &l, err)) > 0) {
+        sim_node_t *n;
+        int64_t gpus;
+        if (grow((void **)&res.v, res.n, &cap, sizeof *res.v) < 0) {
+            rc = arb_errf(err, -ENOMEM, "%s: out of memory", fname);
+            break;
+        }
+        n = &res.v[res.n];
+        memset(n, 0, sizeof *n);
+        n->line = l.lineno;
+        if ((rc = get_str(&r, &l, &cols[N_SN], n->name, sizeof n->name, true, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[N_CPU], 0, INT64_MAX / 2, 0, &n->cpu_milli, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[N_MEM], 0, INT64_MAX / (1 << 21), 0, &n->memory_mib, err)) <
+                0 ||
+            (rc = get_int(&r, &l, &cols[N_GPU], 0, 16, 0, &gpus, err)) < 0 ||
+            (rc = get_str(&r, &l, &cols[N_MODEL], n->model, sizeof n->model, false, err)) < 0)
+            break;
+        n->gpus = (int)gpus;
+        if (n->gpus > 0 && !n->model[0]) {
+            rc = arb_errf(err, -EINVAL,
+                          "%s:%d:%d: model is empty but the node has %d GPUs; name "
+                          "the GPU model",
+                          fname, l.lineno,
+                          cols[N_MODEL].at >= 0 && cols[N_MODEL].at < l.nf ? l.col[cols[N_MODEL].at]
+                                                                           : 1,
+                          n->gpus);
+            break;
+        }
+        res.n++;
+    }
+    if (rc < 0) {
+        free(res.v);
+        return rc;
+    }
+    if (res.n == 0) {
+        free(res.v);
+        return arb_errf(err, -EINVAL, "%s:%d:1: no nodes after the header", fname, r.lineno);
+    }
+    *out = res;
+    return 0;
+}
+
+void sim_nodes_free(sim_nodes_t *n)
+{
+    free(n->v);
+    memset(n, 0, sizeof *n);
+}
+
+/* ---- tasks -------------------------------------------------------------------- */
+
+enum { T_NAME, T_CPU, T_MEM, T_NGPU, T_MILLI, T_SPEC, T_CREATE, T_DELETE, T_SCHED, T_NCOLS };
+
+int sim_tasks_parse(const char *buf, size_t len, const char *fname, sim_tasks_t *out,
+                    arb_err_t *err)
+{
+    csv_reader_t r = {buf, buf + len, fname, 0};
+    csv_col_t cols[T_NCOLS] = {
+        {"name", true, -1},           {"cpu_milli", true, -1},      {"memory_mib", true, -1},
+        {"num_gpu", true, -1},        {"gpu_milli", true, -1},      {"gpu_spec", false, -1},
+        {"creation_time", false, -1}, {"deletion_time", false, -1}, {"scheduled_time", false, -1},
+    };
+    sim_tasks_t res = {0};
+    csv_line_t l;
+    int cap = 0, rc;
+    const char *base = strrchr(fname, '/');
+
+    memset(out, 0, sizeof *out);
+    base = base ? base + 1 : fname;
+    snprintf(res.workload, sizeof res.workload, "%s", base);
+    {
+        size_t bl = strlen(res.workload);
+        if (bl > 4 && strcmp(res.workload + bl - 4, ".csv") == 0)
+            res.workload[bl - 4] = 0;
+    }
+    if ((rc = csv_header(&r, cols, T_NCOLS, err)) < 0)
+        return rc;
+    while ((rc = csv_next(&r, &l, err)) > 0) {
+        sim_task_t *t;
+        int64_t ng, milli;
+        if (grow((void **)&res.v, res.n, &cap, sizeof *res.v) < 0) {
+            rc = arb_errf(err, -ENOMEM, "%s: out of memory", fname);
+            break;
+        }
+        t = &res.v[res.n];
+        memset(t, 0, sizeof *t);
+        t->line = l.lineno;
+        if ((rc = get_str(&r, &l, &cols[T_NAME], t->name, sizeof t->name, true, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[T_CPU], 0, INT64_MAX / 2, 0, &t->cpu_milli, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[T_MEM], 0, INT64_MAX / (1 << 21), 0, &t->memory_mib, err)) <
+                0 ||
+            (rc = get_int(&r, &l, &cols[T_NGPU], 0, 16, 0, &ng, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[T_MILLI], 0, 1000, 0, &milli, err)) < 0 ||
+            (rc = get_str(&r, &l, &cols[T_SPEC], t->gpu_spec, sizeof t->gpu_spec, false, err)) <
+                0 ||
+            (rc = get_int(&r, &l, &cols[T_CREATE], 0, INT64_MAX, -1, &t->creation_s, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[T_DELETE], 0, INT64_MAX, -1, &t->deletion_s, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[T_SCHED], 0, INT64_MAX, -1, &t->scheduled_s, err)) < 0)
+            break;
+        t->num_gpu = (int)ng;
+        t->gpu_milli = (int)milli;
+        if (ng > 1 && milli > 0 && milli < 1000) {
+            rc = arb_errf(err, -EINVAL,
+                          "%s:%d:%d: gpu_milli '%d' with num_gpu %d: a share below 1000 is "
+                          "only possible with num_gpu 1",
+                          fname, l.lineno, l.col[cols[T_MILLI].at], (int)milli, (int)ng);
+            break;
+        }
+        res.n++;
+    }
+    if (rc < 0) {
+        free(res.v);
+        return rc;
+    }
+    if (res.n == 0) {
+        free(res.v);
+        return arb_errf(err, -EINVAL, "%s:%d:1: no tasks after the header", fname, r.lineno);
+    }
+    *out = res;
+    return 0;
+}
+
+void sim_tasks_free(sim_tasks_t *t)
+{
+    free(t->v);
+    memset(t, 0, sizeof *t);
+}
+
+/* ---- published results ----------------------------------------------------------- */
+
+enum { E_WORKLOAD, E_POLICY, E_TUNE, E_SEED, E_TOTAL, E_NCOLS };
+
+int sim_expect_parse(const char *buf, size_t len, const char *fname, sim_expect_t *out,
+                     arb_err_t *err)
+{
+    csv_reader_t r = {buf, buf + len, fname, 0};
+    csv_col_t cols[E_NCOLS + SIM_NPCT] = {
+        {"workload", true, -1}, {"sc_policy", true, -1},  {"tune", false, -1},
+        {"seed", true, -1},     {"total_gpus", true, -1},
+    };
+    char names[SIM_NPCT][4];
+    sim_expect_t res = {0};
+    csv_line_t l;
+    int cap = 0, rc;
+
+    memset(out, 0, sizeof *out);
+    for (int k = 0; k < SIM_NPCT; k++) {
+        snprintf(names[k], sizeof names[k], "%d", k);
+        cols[E_NCOLS + k] = (csv_col_t){names[k], false, -1};
+    }
+    if ((rc = csv_header(&r, cols, E_NCOLS + SIM_NPCT, err)) < 0)
+        return rc;
+    while ((rc = csv_next(&r, &l, err)) > 0) {
+        sim_expect_row_t *e;
+        int64_t seed, total;
+        char num[64];
+        if (grow((void **)&res.v, res.n, &cap, sizeof *res.v) < 0) {
+            rc = arb_errf(err, -ENOMEM, "%s: out of memory", fname);
+            break;
+        }
+        e = &res.v[res.n];
+        memset(e, 0, sizeof *e);
+        if ((rc = get_str(&r, &l, &cols[E_WORKLOAD], e->workload, sizeof e->workload, true, err)) <
+                0 ||
+            (rc = get_str(&r, &l, &cols[E_POLICY], e->policy, sizeof e->policy, true, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[E_SEED], 0, INT32_MAX, 0, &seed, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[E_TOTAL], 0, INT32_MAX, 0, &total, err)) < 0)
+            break;
+        e->seed = (int)seed;
+        e->total_gpus = (int)total;
+        for (int k = -1; k < SIM_NPCT && rc == 0; k++) {
+            const csv_col_t *c = k < 0 ? &cols[E_TUNE] : &cols[E_NCOLS + k];
+            double *dst = k < 0 ? &e->tune : &e->v[k];
+            char *end;
+            *dst = NAN;
+            if ((rc = get_str(&r, &l, c, num, sizeof num, false, err)) < 0 || !num[0])
+                continue;
+            *dst = strtod(num, &end);
+            if (*end || end == num || !isfinite(*dst))
+                rc = bad(&r, &l, c, num, (int)strlen(num), "is not a number", err);
+        }
+        if (rc < 0)
+            break;
+        res.n++;
+    }
+    if (rc < 0) {
+        free(res.v);
+        return rc;
+    }
+    *out = res;
+    return 0;
+}
+
+void sim_expect_free(sim_expect_t *e)
+{
+    free(e->v);
+    memset(e, 0, sizeof *e);
+}
+
+/* ---- files ----------------------------------------------------------------------- */
+
+int sim_read_file(const char *path, char **buf, size_t *len, arb_err_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *b = NULL;
+    size_t n = 0, cap = 0;
+    int rc = 0;
+
+    if (!f)
+        return arb_errf(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    for (;;) {
+        if (cap - n < 65536) {
+            size_t c = cap ? cap * 2 : 1 << 20;
+            char *p = realloc(b, c + 1);
+            if (!p) {
+                rc = arb_errf(err, -ENOMEM, "%s: out of memory", path);
+                break;
+            }
+            b = p;
+            cap = c;
+        }
+        size_t got = fread(b + n, 1, cap - n, f);
+        n += got;
+        if (got == 0) {
+            if (ferror(f))
+                rc = arb_errf(err, -EIO, "%s: read error", path);
+            break;
+        }
+    }
+    fclose(f);
+    if (rc < 0) {
+        free(b);
+        return rc;
+    }
+    b[n] = 0;
+    *buf = b;
+    *len = n;
+    return 0;
+}
+
+#define LOADER(fn, type, parse)                                                                    \
+    int fn(const char *path, type *out, arb_err_t *err)                                            \
+    {                                                                                              \
+        char *buf;                                                                                 \
+        size_t len;                                                                                \
+        int rc = sim_read_file(path, &buf, &len, err);                                             \
+        if (rc < 0)                                                                                \
+            return rc;                                                                             \
+        rc = parse(buf, len, path, out, err);                                                      \
+        free(buf);                                                                                 \
+        return rc;                                                                                 \
+    }
+
+LOADER(sim_nodes_load, sim_nodes_t, sim_nodes_parse)
+LOADER(sim_tasks_load, sim_tasks_t, sim_tasks_parse)
+LOADER(sim_expect_load, sim_expect_t, sim_expect_parse)
