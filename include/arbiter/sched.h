@@ -100,6 +100,15 @@ typedef struct arb_score_ops {
     /* Optional: rescale the raw scores of all feasible nodes to 0..100
      * (default: min-max to 0..100). */
     void (*normalize)(double *scores, int n);
+    /* Optional: task t of j was just bound to a (sign +1) or released from
+     * it (sign -1), on every path (placement, rollback, preemption, backfill
+     * trials, finish), so per-node plugin state stays exact. */
+    void (*bound)(void *state, const arb_cluster_t *c, const arb_job_t *j, int t,
+                  const arb_task_alloc_t *a, int sign);
+    /* Optional: a digest of the plugin's own per-node state. Nodes with
+     * different keys are never evaluated as one node class; nodes with equal
+     * keys must score alike. Lets a stateful plugin keep node classes. */
+    uint64_t (*node_key)(void *state, const arb_node_t *n);
     /* What the score reads beyond the node's own fields, the job and the
      * pick (ARB_SCORE_*). The engine evaluates identical nodes once (node
      * classes, see nodeclass.c) unless a flag says it may not. */

@@ -59,11 +59,9 @@ out:
     /* Put every released job back exactly where it was. */
     for (int i = released - 1; i >= 0; i--) {
         arb_job_t *o = e[i].j;
-        for (int t = 0; t < e[i].nalloc; t++) {
-            arb_node_alloc(s->c, &arb_job_task_group(o, t, NULL)->req, &e[i].saved[t], NULL);
-            o->alloc[t] = e[i].saved[t];
-        }
-        o->nalloc = e[i].nalloc;
+        for (int t = 0; t < e[i].nalloc; t++)
+            if (sched_bind_task(s, o, t, &e[i].saved[t]) == 0) /* its room was kept free */
+                o->nalloc = t + 1;
     }
     for (int i = 0; i < ne; i++)
         free(e[i].saved);

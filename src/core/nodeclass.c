@@ -81,7 +81,11 @@ static uint64_t node_key(const sched_index_t *x, const arb_node_t *n)
     acc = 0;
     for (int i = 0; i < n->ndatasets; i++)
         acc += mix(3, n->datasets[i]);
-    return mix(h, acc) | 1; /* never 0: 0 marks a free class slot */
+    h = mix(h, acc);
+    for (int k = 0; x->s && k < x->s->conf.profile.nscores; k++)
+        if (x->s->conf.profile.score[k].ops->node_key)
+            h = mix(h, x->s->conf.profile.score[k].ops->node_key(x->s->pstate[k], n));
+    return h | 1; /* never 0: 0 marks a free class slot */
 }
 
 static int count_nontopo(const sched_index_t *x, const arb_node_t *n)
@@ -116,6 +120,12 @@ static bool node_equiv(const sched_index_t *x, const arb_node_t *a, const arb_no
     for (int i = 0; i < a->ndatasets; i++)
         if (!arb_node_has_dataset(b, a->datasets[i]))
             return false;
+    for (int k = 0; x->s && k < x->s->conf.profile.nscores; k++) {
+        const arb_score_ops_t *ops = x->s->conf.profile.score[k].ops;
+        if (ops->node_key &&
+            ops->node_key(x->s->pstate[k], a) != ops->node_key(x->s->pstate[k], b))
+            return false;
+    }
     return true;
 }
 
@@ -287,6 +297,7 @@ int sched_index_sync(arb_sched_t *s)
         x->k_block = arb_intern(&s->c->strs, "block");
         x->k_zone = arb_intern(&s->c->strs, "zone");
         x->free_head = UINT32_MAX;
+        x->s = s;
     }
     if (c->nnodes > x->nnodes) {
         uint32_t *a = realloc(x->node_cls, c->nnodes * sizeof *a);

@@ -85,11 +85,10 @@ static int restore(arb_sched_t *s, victim_t *v)
 {
     arb_job_t *j = v->j;
     for (int t = 0; t < v->nalloc; t++) {
-        if (arb_node_alloc(s->c, &arb_job_task_group(j, t, NULL)->req, &v->saved[t], NULL) < 0) {
+        if (sched_bind_task(s, j, t, &v->saved[t]) < 0) {
             sched_unbind(s, j); /* cannot happen: its room was kept free */
             return -ENOSPC;
         }
-        j->alloc[t] = v->saved[t];
         j->nalloc = t + 1;
     }
     sched_queue_charge(s, j, +1);

@@ -268,14 +268,32 @@ static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_
     return true;
 }
 
-/* Charge a task and keep the node classes current. */
-static int bind_task(arb_sched_t *s, const arb_res_t *req, const arb_task_alloc_t *a)
+int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a)
 {
+    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     uint64_t before = s->c->version;
-    int rc = arb_node_alloc(s->c, req, a, NULL);
-    if (rc == 0)
-        sched_index_touch(s, a->node, before);
-    return rc;
+    int rc = arb_node_alloc(s->c, &g->req, a, NULL);
+
+    if (rc < 0)
+        return rc;
+    j->alloc[t] = *a;
+    for (int k = 0; k < s->conf.profile.nscores; k++)
+        if (s->conf.profile.score[k].ops->bound)
+            s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, a, +1);
+    sched_index_touch(s, a->node, before);
+    return 0;
+}
+
+void sched_release_task(arb_sched_t *s, arb_job_t *j, int t)
+{
+    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+    uint64_t before = s->c->version;
+
+    arb_node_release(s->c, &g->req, &j->alloc[t]);
+    for (int k = 0; k < s->conf.profile.nscores; k++)
+        if (s->conf.profile.score[k].ops->bound)
+            s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, &j->alloc[t], -1);
+    sched_index_touch(s, j->alloc[t].node, before);
 }
 
 int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
@@ -377,21 +395,14 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                           .gpu_mem_mib = s->picks[best].gpu_mask && pc.group->gpu_share > 0
                                              ? (int32_t)pc.group->req.gpu_mem_mib
                                              : 0};
-    int rc = bind_task(s, &pc.group->req, &a);
-    if (rc < 0)
-        return rc; /* a filter/pick disagreement; never over-allocate */
-    j->alloc[t] = a;
-    return 0;
+    /* A filter/pick disagreement fails here; never over-allocate. */
+    return sched_bind_task(s, j, t, &a);
 }
 
 void sched_unbind(arb_sched_t *s, arb_job_t *j)
 {
     while (j->nalloc > 0) {
-        int t = --j->nalloc;
-        const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
-        uint64_t before = s->c->version;
-        arb_node_release(s->c, &g->req, &j->alloc[t]);
-        sched_index_touch(s, j->alloc[t].node, before);
+        sched_release_task(s, j, --j->nalloc);
     }
 }
 
@@ -544,10 +555,7 @@ static int place_group_in_domain(arb_sched_t *s, arb_job_t *j, int t0, int cnt,
             return 0;
         }
         while (j->nalloc > base) { /* roll back this domain's attempt */
-            int u = --j->nalloc;
-            uint64_t before = s->c->version;
-            arb_node_release(s->c, &arb_job_task_group(j, u, NULL)->req, &j->alloc[u]);
-            sched_index_touch(s, j->alloc[u].node, before);
+            sched_release_task(s, j, --j->nalloc);
         }
     }
     free(v);

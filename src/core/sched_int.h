@@ -38,6 +38,7 @@ typedef struct sched_index {
     uint32_t *ht; /* class slot + 1 by key, linear probing */
     uint32_t htsize;
     uint32_t k_rack, k_block, k_zone; /* interned label keys kept out of the key */
+    const struct arb_sched *s;        /* for the plugins' node_key */
 } sched_index_t;
 
 struct arb_sched {
@@ -95,6 +96,12 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
 int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx);
 /* Release the first j->nalloc allocations of j (reverse order). */
 void sched_unbind(arb_sched_t *s, arb_job_t *j);
+/* The one way to charge or release a single task (index t of j, at a):
+ * the node accounting (arb_node_alloc/release), the plugins' bound
+ * callbacks and the node classes, kept in step. bind fills j->alloc[t] but
+ * does not change j->nalloc; the caller does. */
+int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a);
+void sched_release_task(arb_sched_t *s, arb_job_t *j, int t);
 /* Charge / uncharge j's allocated tasks to its queue's usage. */
 void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign);
 arb_queue_t *sched_queue_get(arb_sched_t *s, uint32_t name);
