@@ -268,6 +268,16 @@ static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_
     return true;
 }
 
+/* A cheap test that implies the filter chain would reject n (not ready, or
+ * short of CPU, memory or free GPU capacity in total). Most nodes of a busy
+ * cluster fail it, so the full chain runs only on plausible ones. */
+static inline bool quick_reject(const arb_tgroup_t *g, const arb_node_t *n)
+{
+    return n->state != ARB_NODE_READY || g->req.cpu_milli > n->cap.cpu_milli - n->used.cpu_milli ||
+           g->req.mem_bytes > n->cap.mem_bytes - n->used.mem_bytes ||
+           g->req.gpu_milli > n->cap.gpu_milli - n->used.gpu_milli;
+}
+
 int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a)
 {
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
@@ -328,7 +338,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
             if (!sched_in_domain(n, d))
                 continue;
         }
-        if (sched_filter_node(&pc, n) != ARB_R_OK)
+        if (quick_reject(pc.group, n) || sched_filter_node(&pc, n) != ARB_R_OK)
             continue;
         if (pc.group->gpu_share > 0 && s->picker >= 0 && nvlink < 0) {
             pc.state = s->pstate[s->picker];
