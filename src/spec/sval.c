@@ -598,10 +598,13 @@ void sv_doc_close(sv_doc_t *d)
 
 /*
  * The offset of the first byte of buf that is not strict UTF-8 (overlong
- * forms, surrogates and code points past U+10FFFF included) or is a NUL, or
- * len when all is well. *line and *col (from 1, in characters) locate it.
- * Checked before libfyaml sees the text: YAML is UTF-8 here, and libfyaml
- * 0.7.12 loops forever on some invalid bytes inside a directive line.
+ * forms, surrogates and code points past U+10FFFF included), a NUL or a
+ * tab, or len when all is well. *line and *col (from 1, in characters)
+ * locate it. Checked before libfyaml sees the text: YAML is UTF-8 here,
+ * libfyaml 0.7.12 loops forever on some invalid bytes inside a directive
+ * line, and crashes freeing its parser after some errors that involve a tab
+ * (found by fuzz_scenario). YAML indents with spaces only, and a tab inside
+ * a value can be written "\t" in double quotes.
  */
 static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
 {
@@ -614,7 +617,7 @@ static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
         size_t n;
         uint32_t cp, min;
 
-        if (c == 0)
+        if (c == 0 || c == '\t')
             return i;
         if (c < 0x80) {
             n = 1, cp = c, min = 0;
@@ -661,10 +664,16 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
     if (len == 0)
         return arb_errf(err, -EINVAL, "%s: the file is empty", name);
     bad = utf8_bad(buf, len, &line, &col);
-    if (bad < len)
+    if (bad < len) {
+        if (buf[bad] == '\t')
+            return arb_errf(err, -EINVAL,
+                            "%s:%d:%d: a tab character; YAML indents with spaces: replace tabs "
+                            "with spaces (inside a quoted value write \\t)",
+                            name, line, col);
         return arb_errf(err, -EINVAL, "%s:%d:%d: byte 0x%02x is not %s; save the file as UTF-8",
                         name, line, col, (unsigned char)buf[bad],
                         buf[bad] ? "valid UTF-8" : "allowed (NUL)");
+    }
     fy_diag_cfg_default(&dc);
     dc.fp = NULL;
     dc.output_fn = diag_discard;

@@ -514,12 +514,33 @@ static void test_mangled(void **st)
     free(buf);
 }
 
+/* Inputs the fuzzer found that crash libfyaml 0.7.12 while it frees its
+ * parser: rejected before libfyaml sees them, with a usable message. */
+static void test_fuzz_regressions(void **st)
+{
+    static const char *const inputs[] = {
+        "? ? < ? : \t?::   ",
+        "? x : \t?:",
+    };
+    for (size_t i = 0; i < sizeof inputs / sizeof inputs[0]; i++) {
+        spec_scenario_t sc;
+        arb_err_t err = {{0}};
+        memset(&sc, 0, sizeof sc);
+        assert_int_equal(spec_scenario_load_mem("crash.yaml", inputs[i], strlen(inputs[i]), &sc,
+                                                &err),
+                         -EINVAL);
+        assert_non_null(strstr(err.msg, "crash.yaml:1:"));
+        assert_non_null(strstr(err.msg, "tab"));
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_examples), cmocka_unit_test(test_full),
         cmocka_unit_test(test_bad),      cmocka_unit_test(test_job_spec),
         cmocka_unit_test(test_limits),   cmocka_unit_test(test_mangled),
+        cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
