@@ -217,6 +217,14 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
  * and the `place` verb's step). 0 when bound, -ENOSPC when it does not fit. */
 int arb_sched_place(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx);
 
+/* Recovery: bind pending job j to exactly the n allocations in a (from a
+ * store), as if the scheduler had placed it: node accounting, queue usage,
+ * plugin state and indexes. All or nothing: -ENOSPC (with text) and no
+ * change if any of them no longer fits; -EINVAL if n is outside
+ * gang_min..ntasks. On success j is PLACED. */
+int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, int n,
+                      const arb_ctx_t *ctx, arb_err_t *err);
+
 /* The job ended (state: SUCCEEDED, FAILED, CANCELLED) or was preempted
  * (PREEMPTED): release its allocations. */
 int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err);

@@ -86,6 +86,8 @@ int cli_bench(int argc, char **argv)
     arb_rng_t rng, wl;
     int rc = 1;
 
+    if (argc >= 2 && strcmp(argv[1], "api") == 0)
+        return cli_bench_api(argc - 1, argv + 1);
     if (argc < 2 || strcmp(argv[1], "sched") != 0)
         return usage();
     for (int i = 2; i < argc; i++) {

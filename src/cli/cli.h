@@ -19,7 +19,19 @@ extern const cli_cmd_t cli_cmds[];
 int cli_help(int argc, char **argv);
 int cli_version(int argc, char **argv);
 int cli_bench(int argc, char **argv);
+/* the controller daemon and its client verbs (controller.c, client.c) */
+int cli_controller(int argc, char **argv);
+int cli_submit(int argc, char **argv);
+int cli_queue(int argc, char **argv);
+int cli_job(int argc, char **argv);
+int cli_explain(int argc, char **argv);
+int cli_cancel(int argc, char **argv);
+int cli_nodes(int argc, char **argv);
+int cli_events(int argc, char **argv);
+int cli_bench_api(int argc, char **argv); /* `arbiter bench api` (bench_api.c) */
 int cli_place(int argc, char **argv);
 int cli_sim(int argc, char **argv);
+/* the node agent (agent.c) */
+int cli_agent(int argc, char **argv);
 
 #endif

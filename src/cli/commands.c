@@ -19,7 +19,27 @@ const cli_cmd_t cli_cmds[] = {
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]",
      cli_bench},
+    {"agent", "the node agent: discovery, telemetry, task execution, self-fencing",
+     "arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
+     "(arbiter agent --help for all)",
+     cli_agent},
     {"version", "print the version", "arbiter version", cli_version},
+    {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
+     "arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] [--tokens FILE]",
+     cli_controller},
+    {"submit", "submit a job to the controller; prints its id",
+     "arbiter submit -f job.yaml | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
+     "[--priority P] [--name N] [-o json] [-- command args]",
+     cli_submit},
+    {"queue", "list pending and running jobs", "arbiter queue [--all] [--queue Q] [-o json]",
+     cli_queue},
+    {"job", "show one job: state, tasks, GPUs, events", "arbiter job ID [-o json]", cli_job},
+    {"explain", "say why a job is pending", "arbiter explain ID [-o json]", cli_explain},
+    {"cancel", "cancel jobs", "arbiter cancel ID...", cli_cancel},
+    {"nodes", "the GPU map: each node's GPUs and the job on each", "arbiter nodes [-o json]",
+     cli_nodes},
+    {"events", "the event log in Lamport order", "arbiter events [--since N] [--watch] [-o json]",
+     cli_events},
     {NULL, NULL, NULL, NULL},
 };
 

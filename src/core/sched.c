@@ -630,6 +630,32 @@ int arb_sched_place(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     return bind_job(s, j, ctx);
 }
 
+int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, int n,
+                      const arb_ctx_t *ctx, arb_err_t *err)
+{
+    if (j->state != ARB_JOB_PENDING)
+        return arb_errf(err, -EPERM, "job '%s' is %s; only a pending job can be restored",
+                        j->name, arb_job_state_name(j->state));
+    if (n < j->gang_min || n > j->ntasks)
+        return arb_errf(err, -EINVAL, "job '%s': %d allocations for %d tasks (gang minimum %d)",
+                        j->name, n, j->ntasks, j->gang_min);
+    j->nalloc = 0;
+    for (int t = 0; t < n; t++) {
+        if (a[t].node >= s->c->nnodes || sched_bind_task(s, j, t, &a[t]) < 0) {
+            int rc = arb_errf(err, -ENOSPC,
+                              "job '%s' task %d: its recorded place no longer fits (node %u)",
+                              j->name, t, a[t].node);
+            sched_unbind(s, j);
+            return rc;
+        }
+        j->nalloc = t + 1;
+    }
+    j->state = ARB_JOB_PLACED;
+    j->start_ns = ctx ? ctx->now_ns : 0;
+    sched_queue_charge(s, j, +1);
+    return 0;
+}
+
 int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err)
 {
     bool held = j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;

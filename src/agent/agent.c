@@ -1,0 +1,306 @@
+/*
+ * agent.c: the node agent's heartbeat (see agent.h): the glue between
+ * discovery, telemetry, the executor, the lease and a transport. Decisions
+ * live in lease.c (pure); this file only carries them out.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "agent/agent.h"
+
+int64_t agent_mono_ns(void *ignored)
+{
+    struct timespec ts;
+
+    (void)ignored;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static int64_t now(agent_t *a)
+{
+    return a->conf.now(a->conf.now_ctx);
+}
+
+static void say(agent_t *a, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(agent_t *a, const char *fmt, ...)
+{
+    char msg[768];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    if (a->conf.log)
+        a->conf.log(a->conf.log_ctx, msg);
+    else
+        fprintf(stderr, "arbiter agent %s: %s\n", a->disc.inv.name, msg);
+}
+
+static void fence(agent_t *a, int64_t t)
+{
+    int n = agent_exec_fence(&a->exec, t);
+    say(a, "FENCED: %s; killed %d task%s, assignments refused until registered again", a->lease.why,
+        n, n == 1 ? "" : "s");
+}
+
+/* ---- restart state -------------------------------------------------------------------- */
+
+static void lease_path(const agent_t *a, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s.lease", a->conf.state_file);
+}
+
+static void save_state(agent_t *a)
+{
+    char path[4200], tmp[4300];
+    arb_err_t err;
+    FILE *f;
+
+    if (!a->conf.state_file)
+        return;
+    if (agent_exec_save(&a->exec, a->conf.state_file, &err) < 0)
+        say(a, "%s", err.msg);
+    lease_path(a, path, sizeof path);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if ((f = fopen(tmp, "we"))) {
+        /* An expiry of 0 (not registered): survivors are fenced at once. */
+        fprintf(f, "%llu %lld\n", (unsigned long long)a->lease.epoch,
+                (long long)(a->lease.state == AGENT_LEASE_ACTIVE ? a->lease.expires_ns : 0));
+        if (fclose(f) == 0)
+            rename(tmp, path);
+    }
+}
+
+static void adopt_survivors(agent_t *a, int64_t t)
+{
+    agent_task_record_t rec[256];
+    char path[4200];
+    unsigned long long epoch = 0;
+    long long expires = 0;
+    arb_err_t err;
+    int n, adopted = 0;
+    FILE *f;
+
+    n = agent_exec_load(a->conf.state_file, rec, 256, &err);
+    if (n < 0) {
+        say(a, "%s; starting without the previous run's tasks", err.msg);
+        return;
+    }
+    for (int i = 0; i < n; i++)
+        if (agent_exec_adopt(&a->exec, &rec[i], t, &err) == 0)
+            adopted++;
+    if (!adopted)
+        return;
+    lease_path(a, path, sizeof path);
+    if ((f = fopen(path, "re"))) {
+        if (fscanf(f, "%llu %lld", &epoch, &expires) != 2)
+            epoch = 0, expires = 0;
+        fclose(f);
+    }
+    /* Without a recorded expiry nothing covers them: the first tick fences. */
+    agent_lease_restore(&a->lease, epoch, expires > 0 ? expires : t);
+    say(a,
+        "adopted %d task%s of the previous run; they are killed unless the controller "
+        "confirms them within the old lease",
+        adopted, adopted == 1 ? "" : "s");
+}
+
+/* ---- open / close ------------------------------------------------------------------------- */
+
+int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
+{
+    int rc;
+
+    memset(a, 0, sizeof *a);
+    a->conf = *c;
+    if (!a->conf.heartbeat_ns)
+        a->conf.heartbeat_ns = AGENT_DEFAULT_HEARTBEAT_NS;
+    if (!a->conf.lease_ns)
+        a->conf.lease_ns = AGENT_DEFAULT_LEASE_NS;
+    if (!a->conf.now)
+        a->conf.now = agent_mono_ns;
+    if (a->conf.lease_ns <= a->conf.heartbeat_ns)
+        return arb_errf(err, -EINVAL,
+                        "the lease (%lld ms) must be longer than the heartbeat "
+                        "(%lld ms)",
+                        (long long)(a->conf.lease_ns / 1000000),
+                        (long long)(a->conf.heartbeat_ns / 1000000));
+    a->tr = a->conf.transport ? a->conf.transport : &agent_transport_stdout;
+    if ((rc = agent_disc_open(&a->disc, &a->conf.disc, err)) < 0)
+        return rc;
+    a->conf.exec.node_name = a->disc.inv.name;
+    if ((rc = agent_exec_init(&a->exec, &a->conf.exec, err)) < 0)
+        goto fail_disc;
+    agent_tel_init(&a->tel, a->conf.disc.proc_root);
+    agent_tel_sample(&a->tel, &a->disc, now(a), &a->last, NULL); /* primes the deltas */
+    agent_lease_init(&a->lease, a->conf.lease_ns);
+    if ((rc = a->tr->open(a->conf.target, a->disc.inv.name, &a->tstate, err)) < 0)
+        goto fail_exec;
+    if (a->disc.note[0])
+        say(a, "%s", a->disc.note);
+    if (a->exec.warning[0])
+        say(a, "%s", a->exec.warning);
+    if (a->conf.state_file)
+        adopt_survivors(a, now(a));
+    return 0;
+fail_exec:
+    agent_exec_free(&a->exec);
+fail_disc:
+    agent_disc_close(&a->disc);
+    return rc;
+}
+
+void agent_close(agent_t *a, bool kill_tasks)
+{
+    if (kill_tasks && agent_exec_live(&a->exec) > 0) {
+        agent_exec_fence(&a->exec, now(a));
+        agent_exec_wait(&a->exec, 5000000000LL);
+    }
+    save_state(a);
+    if (a->tr && a->tstate)
+        a->tr->close(a->tstate);
+    agent_exec_free(&a->exec);
+    agent_disc_close(&a->disc);
+}
+
+/* ---- applying the controller's list ---------------------------------------------------- */
+
+static const agent_assignment_t *listed(const agent_reply_t *r, const agent_task_t *t)
+{
+    for (int i = 0; i < r->nassign; i++)
+        if (r->assign[i].ref.task == t->task && strcmp(r->assign[i].ref.job, t->job) == 0)
+            return &r->assign[i];
+    return NULL;
+}
+
+static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
+{
+    /* Stop what is not ours any more; forget ended tasks no longer listed. */
+    for (int i = 0; i < a->exec.ntasks; i++) {
+        agent_task_t *k = a->exec.tasks[i];
+        const agent_assignment_t *as = listed(r, k);
+        bool ours = as && as->ref.attempt == k->attempt && !as->ref.stop;
+
+        if (k->state == AGENT_TASK_RUNNING && !ours) {
+            say(a, "job %s task %d: %s; stopping it", k->job, k->task,
+                !as            ? "no longer assigned here"
+                : as->ref.stop ? "stop requested"
+                               : "requeued as another attempt");
+            agent_exec_cancel(&a->exec, k->job, k->task, t);
+        } else if (k->state == AGENT_TASK_EXITED && !as) {
+            agent_exec_forget(&a->exec, k->job, k->task);
+            i--;
+        }
+    }
+    /* Start what is new. */
+    for (int i = 0; i < r->nassign; i++) {
+        const agent_assignment_t *as = &r->assign[i];
+        agent_task_t *k = agent_exec_find(&a->exec, as->ref.job, as->ref.task);
+        agent_task_spec_t s;
+        arb_err_t err;
+
+        if (as->ref.stop || (k && (k->attempt == as->ref.attempt || k->state != AGENT_TASK_EXITED)))
+            continue; /* running, done, or an old attempt still stopping */
+        if (agent_lease_check_assignment(&a->lease, as->ref.epoch, t, NULL, &err) < 0) {
+            say(a, "job %s task %d: %s", as->ref.job, as->ref.task, err.msg);
+            continue;
+        }
+        memset(&s, 0, sizeof s);
+        s.job = as->ref.job;
+        s.task = as->ref.task;
+        s.attempt = as->ref.attempt;
+        s.epoch = as->ref.epoch;
+        s.argv = as->argv;
+        s.env = as->env;
+        s.ngpus = as->ngpus;
+        memcpy(s.gpus, as->gpus, sizeof s.gpus);
+        s.mem_bytes = as->mem_bytes;
+        s.cpu_milli = as->cpu_milli;
+        if (agent_exec_start(&a->exec, &s, t, NULL, &err) < 0)
+            say(a, "%s", err.msg); /* reported as not running; the controller decides */
+        else
+            say(a, "job %s task %d (attempt %llu) started on GPUs %d%s", s.job, s.task,
+                (unsigned long long)s.attempt, s.ngpus, s.ngpus ? "" : " (none)");
+    }
+}
+
+/* ---- one heartbeat ---------------------------------------------------------------------- */
+
+int agent_step(agent_t *a, arb_err_t *err)
+{
+    int64_t t = now(a), sent;
+    agent_report_in_t in;
+    agent_reply_t reply;
+    arb_err_t terr;
+    char *body;
+    int rc;
+
+    agent_exec_poll(&a->exec, t);
+    if (agent_lease_tick(&a->lease, t) == AGENT_LEASE_FENCE)
+        fence(a, t);
+    agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+    memset(&in, 0, sizeof in);
+    in.lamport = agent_lamport_tick(&a->clock);
+    in.inv = a->inventory_acked ? NULL : &a->disc.inv;
+    in.tel = &a->last;
+    in.exec = &a->exec;
+    if (!(body = agent_report_json(&in)))
+        return arb_errf(err, -ENOMEM, "out of memory building the report");
+    sent = t;
+    memset(&terr, 0, sizeof terr);
+    rc = a->tr->report(a->tstate, body, strlen(body), &reply, &terr);
+    free(body);
+    t = now(a);
+    a->reports++;
+    if (rc < 0) {
+        a->failures++;
+        if (!a->failing)
+            say(a, "report not acknowledged: %s (lease left: %lld ms)", terr.msg,
+                (long long)(agent_lease_remaining(&a->lease, t) / 1000000));
+        a->failing = true;
+        if (agent_lease_tick(&a->lease, t) == AGENT_LEASE_FENCE)
+            fence(a, t);
+        save_state(a);
+        return 0;
+    }
+    if (a->failing)
+        say(a, "reports acknowledged again");
+    a->failing = false;
+    agent_lamport_recv(&a->clock, reply.lamport);
+    if (reply.lost) {
+        if (agent_lease_lost(&a->lease, t, "the controller declared this node lost") ==
+            AGENT_LEASE_FENCE)
+            fence(a, t);
+        a->inventory_acked = false; /* register again, inventory and all */
+    } else if (a->lease.state != AGENT_LEASE_ACTIVE) {
+        bool had_tasks = agent_exec_live(&a->exec) > 0;
+        if (agent_lease_registered(&a->lease, reply.epoch, sent, t, &terr) == 0) {
+            a->inventory_acked = true;
+            say(a, "registered (epoch %llu, lease %lld ms)", (unsigned long long)reply.epoch,
+                (long long)(a->conf.lease_ns / 1000000));
+            if (had_tasks && !reply.have_assignments)
+                say(a, "the transport has no assignment list: adopted tasks keep running");
+        } else {
+            say(a, "%s", terr.msg);
+        }
+    } else {
+        int hrc;
+        if (agent_lease_heartbeat_ok(&a->lease, reply.epoch, sent, t, &hrc) == AGENT_LEASE_FENCE)
+            fence(a, t);
+        a->inventory_acked = true;
+    }
+    if (reply.have_assignments && a->lease.state == AGENT_LEASE_ACTIVE)
+        apply(a, &reply, t);
+    else if (!reply.have_assignments)
+        for (int i = 0; i < a->exec.ntasks; i++) /* reported and acknowledged: done */
+            if (a->exec.tasks[i]->state == AGENT_TASK_EXITED &&
+                agent_exec_forget(&a->exec, a->exec.tasks[i]->job, a->exec.tasks[i]->task) == 0)
+                i--;
+    agent_reply_free(&reply);
+    save_state(a);
+    return 0;
+}

@@ -1,0 +1,871 @@
+/*
+ * exec.c: the task executor (see exec.h): fork/exec into a new session and
+ * process group, cgroups, user switch, environment, logs; reaping, cancel
+ * with a grace period, fencing, adoption after a restart, and the task
+ * table's state file.
+ *
+ * The child runs only async-signal-safe calls between fork and exec
+ * (everything it needs is prepared in the parent), so the agent may have
+ * threads. It reports a failure before exec through a close-on-exec pipe:
+ * an empty read in the parent means the exec happened.
+ */
+#include <ctype.h>
+#include <stdarg.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/exec.h"
+
+#define DEFAULT_GRACE_NS (10LL * 1000000000LL)
+#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+/* snprintf for paths that may be cut short (never overflowed). */
+static void fmt(char *dst, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
+static void fmt(char *dst, size_t n, const char *f, ...)
+{
+    va_list ap;
+
+    va_start(ap, f);
+    vsnprintf(dst, n, f, ap);
+    va_end(ap);
+}
+
+const char *agent_task_state_name(agent_task_state_t s)
+{
+    switch (s) {
+    case AGENT_TASK_RUNNING:
+        return "running";
+    case AGENT_TASK_STOPPING:
+        return "stopping";
+    case AGENT_TASK_EXITED:
+        return "exited";
+    }
+    return "?";
+}
+
+bool agent_job_id_ok(const char *job)
+{
+    size_t n = job ? strlen(job) : 0;
+
+    if (n == 0 || n >= AGENT_JOB_MAX || job[0] == '.')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)job[i]) && job[i] != '.' && job[i] != '_' && job[i] != '-')
+            return false;
+    return true;
+}
+
+static int mkdir_p(const char *path, mode_t mode)
+{
+    char buf[PATH_MAX];
+    size_t n = strlen(path);
+
+    if (n == 0 || n >= sizeof buf)
+        return -ENAMETOOLONG;
+    memcpy(buf, path, n + 1);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, mode) != 0 && errno != EEXIST)
+            return -errno;
+        *p = '/';
+    }
+    if (mkdir(buf, mode) != 0 && errno != EEXIST)
+        return -errno;
+    return 0;
+}
+
+/* ---- setup ---------------------------------------------------------------------- */
+
+int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *err)
+{
+    int rc;
+
+    memset(x, 0, sizeof *x);
+    x->conf = *conf;
+    if (!x->conf.grace_ns)
+        x->conf.grace_ns = DEFAULT_GRACE_NS;
+    if (!conf->log_dir || !conf->log_dir[0])
+        return arb_errf(err, -EINVAL, "executor: no log directory given");
+    if ((rc = mkdir_p(conf->log_dir, 0755)) < 0)
+        return arb_errf(err, rc, "executor: cannot create the log directory %s: %s", conf->log_dir,
+                        strerror(-rc));
+
+    if (geteuid() == 0 && !conf->allow_root) {
+        const char *name = conf->run_as ? conf->run_as : "nobody";
+        struct passwd *pw = getpwnam(name);
+        int n = (int)(sizeof x->groups / sizeof x->groups[0]);
+
+        if (!pw)
+            return arb_errf(err, -ENOENT,
+                            "--run-as: no user '%s' on this machine; name an "
+                            "existing user, or give --allow-root to run tasks as root",
+                            name);
+        if (pw->pw_uid == 0)
+            return arb_errf(err, -EPERM,
+                            "--run-as '%s' is root; tasks run as root only with "
+                            "--allow-root",
+                            name);
+        x->drop = true;
+        x->uid = pw->pw_uid;
+        x->gid = pw->pw_gid;
+        snprintf(x->user, sizeof x->user, "%s", pw->pw_name);
+        snprintf(x->home, sizeof x->home, "%s", pw->pw_dir && pw->pw_dir[0] ? pw->pw_dir : "/");
+        if (getgrouplist(pw->pw_name, pw->pw_gid, x->groups, &n) < 0)
+            n = (int)(sizeof x->groups / sizeof x->groups[0]); /* cut to what fits */
+        x->ngroups = n;
+    } else {
+        struct passwd *pw = getpwuid(geteuid());
+        x->uid = geteuid();
+        x->gid = getegid();
+        snprintf(x->user, sizeof x->user, "%s", pw ? pw->pw_name : "?");
+        snprintf(x->home, sizeof x->home, "%s", pw && pw->pw_dir ? pw->pw_dir : "/");
+        if (conf->run_as && geteuid() != 0)
+            snprintf(x->warning, sizeof x->warning,
+                     "--run-as %s ignored: the agent is not root, tasks run as %s; ", conf->run_as,
+                     x->user);
+        else if (geteuid() == 0)
+            snprintf(x->warning, sizeof x->warning, "tasks run as root (--allow-root); ");
+    }
+    if ((rc = agent_cg_init(&x->cg, conf->cgroup_root, conf->cgroup_mode, conf->cgroup_self, err)) <
+        0)
+        return rc;
+    if (x->cg.warning[0]) {
+        size_t used = strlen(x->warning);
+        snprintf(x->warning + used, sizeof x->warning - used, "%s", x->cg.warning);
+    }
+    if (conf->subreaper)
+        prctl(PR_SET_CHILD_SUBREAPER, 1);
+    return 0;
+}
+
+void agent_exec_free(agent_exec_t *x)
+{
+    for (int i = 0; i < x->ntasks; i++) {
+        agent_cg_task_close_fds(&x->tasks[i]->cg);
+        free(x->tasks[i]);
+    }
+    free(x->tasks);
+    x->tasks = NULL;
+    x->ntasks = x->cap = 0;
+}
+
+/* ---- the table -------------------------------------------------------------------- */
+
+agent_task_t *agent_exec_find(agent_exec_t *x, const char *job, int task)
+{
+    for (int i = 0; i < x->ntasks; i++)
+        if (x->tasks[i]->task == task && strcmp(x->tasks[i]->job, job) == 0)
+            return x->tasks[i];
+    return NULL;
+}
+
+static agent_task_t *find_pid(agent_exec_t *x, pid_t pid)
+{
+    for (int i = 0; i < x->ntasks; i++)
+        if (x->tasks[i]->pid == pid && !x->tasks[i]->adopted &&
+            x->tasks[i]->state != AGENT_TASK_EXITED)
+            return x->tasks[i];
+    return NULL;
+}
+
+int agent_exec_live(const agent_exec_t *x)
+{
+    int n = 0;
+    for (int i = 0; i < x->ntasks; i++)
+        n += x->tasks[i]->state != AGENT_TASK_EXITED;
+    return n;
+}
+
+int agent_exec_forget(agent_exec_t *x, const char *job, int task)
+{
+    for (int i = 0; i < x->ntasks; i++) {
+        agent_task_t *t = x->tasks[i];
+        if (t->task != task || strcmp(t->job, job) != 0)
+            continue;
+        if (t->state != AGENT_TASK_EXITED)
+            return -EBUSY;
+        agent_cg_task_remove(&t->cg);
+        free(t);
+        memmove(&x->tasks[i], &x->tasks[i + 1], sizeof x->tasks[0] * (size_t)(x->ntasks - i - 1));
+        x->ntasks--;
+        return 0;
+    }
+    return -ENOENT;
+}
+
+static int table_add(agent_exec_t *x, agent_task_t *t)
+{
+    if (x->ntasks == x->cap) {
+        int cap = x->cap ? x->cap * 2 : 16;
+        agent_task_t **p = realloc(x->tasks, sizeof *p * (size_t)cap);
+        if (!p)
+            return -ENOMEM;
+        x->tasks = p;
+        x->cap = cap;
+    }
+    x->tasks[x->ntasks++] = t;
+    return 0;
+}
+
+/* ---- environment -------------------------------------------------------------------- */
+
+typedef struct envv {
+    char **v;
+    int n, cap;
+} envv_t;
+
+/* Set key=val (replacing key); kv alone when val is NULL. */
+static int env_set(envv_t *e, const char *key, const char *val)
+{
+    size_t klen = val ? strlen(key) : (size_t)(strchr(key, '=') - key);
+    char *s;
+
+    if (val) {
+        s = malloc(klen + strlen(val) + 2);
+        if (s)
+            sprintf(s, "%s=%s", key, val);
+    } else {
+        s = strdup(key);
+    }
+    if (!s)
+        return -ENOMEM;
+    for (int i = 0; i < e->n; i++) {
+        if (strncmp(e->v[i], s, klen + 1) == 0) {
+            free(e->v[i]);
+            e->v[i] = s;
+            return 0;
+        }
+    }
+    if (e->n + 2 > e->cap) {
+        int cap = e->cap ? e->cap * 2 : 32;
+        char **p = realloc(e->v, sizeof *p * (size_t)cap);
+        if (!p) {
+            free(s);
+            return -ENOMEM;
+        }
+        e->v = p;
+        e->cap = cap;
+    }
+    e->v[e->n++] = s;
+    e->v[e->n] = NULL;
+    return 0;
+}
+
+static void env_free(envv_t *e)
+{
+    for (int i = 0; i < e->n; i++)
+        free(e->v[i]);
+    free(e->v);
+    memset(e, 0, sizeof *e);
+}
+
+static const char *env_get(const envv_t *e, const char *key)
+{
+    size_t k = strlen(key);
+    for (int i = 0; i < e->n; i++)
+        if (strncmp(e->v[i], key, k) == 0 && e->v[i][k] == '=')
+            return e->v[i] + k + 1;
+    return NULL;
+}
+
+static int build_env(const agent_exec_t *x, const agent_task_spec_t *s, envv_t *e)
+{
+    char buf[256];
+    int rc = 0;
+
+    rc |= env_set(e, "PATH", DEFAULT_PATH);
+    rc |= env_set(e, "HOME", x->home);
+    rc |= env_set(e, "USER", x->user);
+    rc |= env_set(e, "LOGNAME", x->user);
+    rc |= env_set(e, "LANG", "C.UTF-8");
+    for (int i = 0; s->env && s->env[i]; i++)
+        rc |= env_set(e, s->env[i], NULL);
+    /* Ours last: a spec cannot override them. */
+    rc |= env_set(e, "ARBITER_JOB_ID", s->job);
+    snprintf(buf, sizeof buf, "%d", s->task);
+    rc |= env_set(e, "ARBITER_TASK_INDEX", buf);
+    snprintf(buf, sizeof buf, "%llu", (unsigned long long)s->epoch);
+    rc |= env_set(e, "ARBITER_EPOCH", buf);
+    if (x->conf.node_name)
+        rc |= env_set(e, "ARBITER_NODE", x->conf.node_name);
+    buf[0] = '\0';
+    for (int i = 0, used = 0; i < s->ngpus; i++)
+        used += snprintf(buf + used, sizeof buf - (size_t)used, "%s%d", i ? "," : "", s->gpus[i]);
+    /* Empty for a task without GPUs: it sees none. Indices are NVML's, which
+     * follow PCI bus order; CUDA's default order is fastest-first. */
+    rc |= env_set(e, "CUDA_VISIBLE_DEVICES", buf);
+    rc |= env_set(e, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    if (s->world_size > 0) {
+        rc |= env_set(e, "MASTER_ADDR", s->master_addr);
+        snprintf(buf, sizeof buf, "%d", s->master_port);
+        rc |= env_set(e, "MASTER_PORT", buf);
+        snprintf(buf, sizeof buf, "%d", s->world_size);
+        rc |= env_set(e, "WORLD_SIZE", buf);
+        snprintf(buf, sizeof buf, "%d", s->rank);
+        rc |= env_set(e, "RANK", buf);
+    }
+    return rc ? -ENOMEM : 0;
+}
+
+/* argv0 as a path to exec: as given when it has a '/', else found in PATH. */
+static int resolve(const char *argv0, const char *path, char *out, size_t n)
+{
+    const char *p = path;
+
+    if (strchr(argv0, '/')) {
+        snprintf(out, n, "%s", argv0);
+        return 0;
+    }
+    while (p && *p) {
+        const char *colon = strchr(p, ':');
+        size_t len = colon ? (size_t)(colon - p) : strlen(p);
+        struct stat st;
+        snprintf(out, n, "%.*s/%s", (int)(len ? len : 1), len ? p : ".", argv0);
+        if (stat(out, &st) == 0 && S_ISREG(st.st_mode) && access(out, X_OK) == 0)
+            return 0;
+        p = colon ? colon + 1 : NULL;
+    }
+    return -ENOENT;
+}
+
+/* ---- start ------------------------------------------------------------------------------ */
+
+static int check_spec(const agent_task_spec_t *s, arb_err_t *err)
+{
+    if (!agent_job_id_ok(s->job))
+        return arb_errf(err, -EINVAL,
+                        "job id '%.64s' cannot name files: use 1..127 letters, "
+                        "digits, '.', '_' or '-', not starting with '.'",
+                        s->job ? s->job : "");
+    if (s->task < 0)
+        return arb_errf(err, -EINVAL, "job %s: task index %d is negative", s->job, s->task);
+    if (!s->argv || !s->argv[0] || !s->argv[0][0])
+        return arb_errf(err, -EINVAL, "job %s task %d: no command", s->job, s->task);
+    if (s->ngpus < 0 || s->ngpus > ARB_MAX_GPUS)
+        return arb_errf(err, -EINVAL, "job %s task %d: %d GPUs; at most %d", s->job, s->task,
+                        s->ngpus, ARB_MAX_GPUS);
+    for (int i = 0; i < s->ngpus; i++) {
+        if (s->gpus[i] < 0 || s->gpus[i] >= ARB_MAX_GPUS)
+            return arb_errf(err, -EINVAL, "job %s task %d: GPU index %d out of range", s->job,
+                            s->task, s->gpus[i]);
+        for (int j = 0; j < i; j++)
+            if (s->gpus[j] == s->gpus[i])
+                return arb_errf(err, -EINVAL, "job %s task %d: GPU %d given twice", s->job, s->task,
+                                s->gpus[i]);
+    }
+    if (s->world_size < 0 ||
+        (s->world_size > 0 && (s->rank < 0 || s->rank >= s->world_size || !s->master_addr ||
+                               !s->master_addr[0] || s->master_port < 1 || s->master_port > 65535)))
+        return arb_errf(err, -EINVAL,
+                        "job %s task %d: a gang member needs 0 <= rank < "
+                        "world_size, a master address and a port 1..65535",
+                        s->job, s->task);
+    for (int i = 0; s->env && s->env[i]; i++) {
+        const char *eq = strchr(s->env[i], '=');
+        if (!eq || eq == s->env[i])
+            return arb_errf(err, -EINVAL,
+                            "job %s task %d: environment entry '%.64s' is not "
+                            "KEY=VALUE",
+                            s->job, s->task, s->env[i]);
+    }
+    if (s->mem_bytes < 0 || s->cpu_milli < 0)
+        return arb_errf(err, -EINVAL, "job %s task %d: negative limit", s->job, s->task);
+    return 0;
+}
+
+/* What the child reports through the pipe when it cannot exec. */
+typedef struct child_fail {
+    int step, err;
+} child_fail_t;
+
+static const char *const step_name[] = {
+    "setsid",         "joining its cgroups", "redirecting output",
+    "switching user", "changing directory",  "exec"};
+
+static void child_report(int fd, int step, int e)
+{
+    child_fail_t f = {step, e};
+    ssize_t w = write(fd, &f, sizeof f);
+    (void)w;
+    _exit(127);
+}
+
+int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
+                     agent_task_t **out, arb_err_t *err)
+{
+    char cg_name[AGENT_JOB_MAX + 16], jobdir[PATH_MAX], path[PATH_MAX];
+    const char *cwd;
+    envv_t env = {0};
+    agent_task_t *t = NULL, *old;
+    int rc, pipefd[2] = {-1, -1}, outfd = -1, errfd = -1, nullfd = -1;
+    bool cg_made = false;
+    pid_t pid;
+
+    if ((rc = check_spec(s, err)) < 0)
+        return rc;
+    old = agent_exec_find(x, s->job, s->task);
+    if (old && old->state != AGENT_TASK_EXITED)
+        return arb_errf(err, -EEXIST, "job %s task %d is already running here (pid %d)", s->job,
+                        s->task, (int)old->pid);
+    if (!(t = calloc(1, sizeof *t)))
+        return arb_errf(err, -ENOMEM, "out of memory");
+    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+    if ((rc = build_env(x, s, &env)) < 0) {
+        arb_errf(err, rc, "out of memory");
+        goto fail;
+    }
+    if ((rc = resolve(s->argv[0], env_get(&env, "PATH"), path, sizeof path)) < 0) {
+        arb_errf(err, rc, "job %s task %d: command '%.64s' not found in PATH=%.200s", s->job,
+                 s->task, s->argv[0], env_get(&env, "PATH"));
+        goto fail;
+    }
+    fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
+    if ((rc = mkdir_p(jobdir, 0755)) < 0) {
+        arb_errf(err, rc, "cannot create %s: %s", jobdir, strerror(-rc));
+        goto fail;
+    }
+    if (x->drop && chown(jobdir, x->uid, x->gid) != 0) {
+        rc = -errno;
+        arb_errf(err, rc, "cannot hand %s to %s: %s", jobdir, x->user, strerror(errno));
+        goto fail;
+    }
+    cwd = s->cwd ? s->cwd : jobdir;
+    fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
+    fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
+    outfd = open(t->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    errfd = open(t->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (outfd < 0 || errfd < 0 || nullfd < 0) {
+        rc = -errno;
+        arb_errf(err, rc, "cannot open the task's log files in %s: %s", jobdir, strerror(errno));
+        goto fail;
+    }
+    fmt(cg_name, sizeof cg_name, "%s.%d", s->job, s->task);
+    if ((rc = agent_cg_task_create(&x->cg, cg_name, s->mem_bytes, s->cpu_milli, &t->cg, err)) < 0)
+        goto fail;
+    cg_made = true;
+    if (pipe2(pipefd, O_CLOEXEC) != 0) {
+        rc = -errno;
+        arb_errf(err, rc, "pipe: %s", strerror(errno));
+        goto fail;
+    }
+
+    pid = fork();
+    if (pid < 0) {
+        rc = -errno;
+        arb_errf(err, rc, "fork: %s", strerror(errno));
+        goto fail;
+    }
+    if (pid == 0) {
+        sigset_t none;
+        if (setsid() < 0)
+            child_report(pipefd[1], 0, errno);
+        if (agent_cg_enter(&t->cg) < 0)
+            child_report(pipefd[1], 1, errno);
+        if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errfd, 2) < 0)
+            child_report(pipefd[1], 2, errno);
+        if (x->drop && (setgroups((size_t)x->ngroups, x->groups) != 0 || setgid(x->gid) != 0 ||
+                        setuid(x->uid) != 0 || getuid() == 0 || geteuid() == 0))
+            child_report(pipefd[1], 3, errno ? errno : EPERM);
+        if (chdir(cwd) != 0)
+            child_report(pipefd[1], 4, errno);
+        struct sigaction dfl;
+        memset(&dfl, 0, sizeof dfl);
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < 32; sig++) /* ignored signals survive exec: reset them */
+            if (sig != SIGKILL && sig != SIGSTOP)
+                sigaction(sig, &dfl, NULL);
+        sigemptyset(&none);
+        sigprocmask(SIG_SETMASK, &none, NULL);
+        execve(path, s->argv, env.v);
+        child_report(pipefd[1], 5, errno);
+    }
+
+    /* Parent. */
+    close(pipefd[1]);
+    pipefd[1] = -1;
+    agent_cg_task_close_fds(&t->cg);
+    {
+        child_fail_t f;
+        ssize_t got;
+        do
+            got = read(pipefd[0], &f, sizeof f);
+        while (got < 0 && errno == EINTR);
+        if (got == (ssize_t)sizeof f) {
+            int status;
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            rc = -f.err;
+            arb_errf(err, rc, "job %s task %d: cannot start '%.64s' (%s%s%s): %s", s->job, s->task,
+                     s->argv[0], step_name[f.step < 6 && f.step >= 0 ? f.step : 5],
+                     f.step == 3   ? " to "
+                     : f.step == 4 ? " to "
+                                   : "",
+                     f.step == 3   ? x->user
+                     : f.step == 4 ? cwd
+                                   : "",
+                     strerror(f.err));
+            goto fail;
+        }
+    }
+    snprintf(t->job, sizeof t->job, "%s", s->job);
+    t->task = s->task;
+    t->attempt = s->attempt;
+    t->epoch = s->epoch;
+    t->pid = pid;
+    t->state = AGENT_TASK_RUNNING;
+    t->start_ns = now_ns;
+    t->exit_code = -1;
+    t->ngpus = s->ngpus;
+    memcpy(t->gpus, s->gpus, sizeof t->gpus);
+    if (agent_proc_start_ticks(pid, &t->start_ticks) < 0)
+        t->start_ticks = 0;
+    if (old)
+        agent_exec_forget(x, s->job, s->task); /* the EXITED run before this one */
+    if ((rc = table_add(x, t)) < 0) {
+        kill(-pid, SIGKILL);
+        agent_cg_task_kill(&x->cg, &t->cg);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        arb_errf(err, rc, "out of memory");
+        goto fail;
+    }
+    if (out)
+        *out = t;
+    t = NULL;
+    rc = 0;
+fail:
+    if (pipefd[0] >= 0)
+        close(pipefd[0]);
+    if (pipefd[1] >= 0)
+        close(pipefd[1]);
+    if (outfd >= 0)
+        close(outfd);
+    if (errfd >= 0)
+        close(errfd);
+    if (nullfd >= 0)
+        close(nullfd);
+    if (t) {
+        agent_cg_task_close_fds(&t->cg);
+        if (cg_made)
+            agent_cg_task_remove(&t->cg);
+        free(t);
+    }
+    env_free(&env);
+    return rc;
+}
+
+/* ---- ending ------------------------------------------------------------------------------- */
+
+/* Kill whatever is left of t's group and cgroups. */
+static void kill_all(agent_exec_t *x, agent_task_t *t)
+{
+    if (t->pid > 1)
+        kill(-t->pid, SIGKILL);
+    agent_cg_task_kill(&x->cg, &t->cg);
+}
+
+static void finish(agent_exec_t *x, agent_task_t *t, int status, bool have_status, int64_t now)
+{
+    kill_all(x, t); /* invariant (1): nothing of the task outlives its report */
+    if (have_status && WIFEXITED(status)) {
+        t->exit_code = WEXITSTATUS(status);
+        t->signal = 0;
+    } else if (have_status && WIFSIGNALED(status)) {
+        t->exit_code = -1;
+        t->signal = WTERMSIG(status);
+    } else {
+        t->exit_code = -1;
+    }
+    if (!t->reason[0])
+        snprintf(t->reason, sizeof t->reason, "%s",
+                 !have_status ? "lost"
+                 : t->signal  ? "killed"
+                              : "exited");
+    t->state = AGENT_TASK_EXITED;
+    t->end_ns = now;
+    agent_cg_task_remove(&t->cg);
+}
+
+int agent_proc_start_ticks(pid_t pid, uint64_t *out)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long ticks;
+    FILE *f;
+    size_t got;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "re")))
+        return -errno;
+    got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    /* comm may hold spaces and ')': the fields start after the last ')'. */
+    if (!(p = strrchr(buf, ')')))
+        return -EINVAL;
+    p++;
+    for (int field = 3; field < 22; field++) {
+        while (*p == ' ')
+            p++;
+        while (*p && *p != ' ')
+            p++;
+    }
+    if (sscanf(p, " %llu", &ticks) != 1)
+        return -EINVAL;
+    *out = ticks;
+    return 0;
+}
+
+static bool adopted_alive(const agent_task_t *t)
+{
+    uint64_t ticks;
+    char path[64], state[8] = "";
+    FILE *f;
+
+    if (kill(t->pid, 0) != 0 && errno == ESRCH)
+        return false;
+    if (agent_proc_start_ticks(t->pid, &ticks) < 0 || ticks != t->start_ticks)
+        return false;
+    /* A zombie (its parent has not reaped it yet) is gone for us. */
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)t->pid);
+    if ((f = fopen(path, "re"))) {
+        char buf[512], *p;
+        size_t got = fread(buf, 1, sizeof buf - 1, f);
+        buf[got] = '\0';
+        if ((p = strrchr(buf, ')')))
+            sscanf(p + 1, " %7s", state);
+        fclose(f);
+    }
+    return state[0] != 'Z' && state[0] != 'X';
+}
+
+int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
+{
+    int changed = 0, status;
+    pid_t r;
+
+    for (int i = 0; i < x->ntasks; i++) {
+        agent_task_t *t = x->tasks[i];
+        if (t->state == AGENT_TASK_EXITED) {
+            if (t->cg.n)
+                agent_cg_task_remove(&t->cg); /* processes were still leaving */
+            continue;
+        }
+        if (t->adopted) {
+            if (!adopted_alive(t)) {
+                finish(x, t, 0, false, now_ns);
+                if (strcmp(t->reason, "lost") == 0) /* it ended by itself, how we cannot know */
+                    snprintf(t->reason, sizeof t->reason, "exited");
+                changed++;
+                continue;
+            }
+        } else {
+            r = waitpid(t->pid, &status, WNOHANG);
+            if (r == t->pid) {
+                finish(x, t, status, true, now_ns);
+                changed++;
+                continue;
+            }
+            if (r < 0 && errno == ECHILD) { /* reaped elsewhere: we cannot know how */
+                finish(x, t, 0, false, now_ns);
+                changed++;
+                continue;
+            }
+        }
+        if (t->state == AGENT_TASK_STOPPING && now_ns >= t->kill_at_ns)
+            kill_all(x, t);
+    }
+    /* As subreaper, orphaned grandchildren are ours to reap; a task leader
+     * that exited since the loop above is recorded here. */
+    while (x->conf.subreaper && (r = waitpid(-1, &status, WNOHANG)) > 0) {
+        agent_task_t *t = find_pid(x, r);
+        if (t) {
+            finish(x, t, status, true, now_ns);
+            changed++;
+        }
+    }
+    return changed;
+}
+
+int agent_exec_cancel(agent_exec_t *x, const char *job, int task, int64_t now_ns)
+{
+    agent_task_t *t = agent_exec_find(x, job, task);
+
+    if (!t)
+        return -ENOENT;
+    if (t->state != AGENT_TASK_RUNNING)
+        return 0;
+    t->state = AGENT_TASK_STOPPING;
+    t->kill_at_ns = now_ns + x->conf.grace_ns;
+    snprintf(t->reason, sizeof t->reason, "cancelled");
+    kill(-t->pid, SIGTERM);
+    return 0;
+}
+
+int agent_exec_fence(agent_exec_t *x, int64_t now_ns)
+{
+    int n = 0;
+
+    for (int i = 0; i < x->ntasks; i++) {
+        agent_task_t *t = x->tasks[i];
+        if (t->state == AGENT_TASK_EXITED)
+            continue;
+        t->state = AGENT_TASK_STOPPING;
+        t->kill_at_ns = now_ns;
+        snprintf(t->reason, sizeof t->reason, "fenced");
+        kill_all(x, t);
+        n++;
+    }
+    return n;
+}
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+int agent_exec_wait(agent_exec_t *x, int64_t timeout_ns)
+{
+    int64_t end = mono_ns() + timeout_ns;
+
+    for (;;) {
+        agent_exec_poll(x, mono_ns());
+        if (agent_exec_live(x) == 0)
+            return 0;
+        if (mono_ns() >= end)
+            return -ETIMEDOUT;
+        nanosleep(&(struct timespec){0, 5000000}, NULL);
+    }
+}
+
+/* ---- restarts ------------------------------------------------------------------------------ */
+
+int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err)
+{
+    const char *job = r->job;
+    int task = r->task;
+    pid_t pid = r->pid;
+    uint64_t start_ticks = r->start_ticks, ticks;
+    agent_task_t *t;
+    int rc;
+
+    if (!agent_job_id_ok(job) || task < 0 || pid <= 1)
+        return arb_errf(err, -EINVAL, "adopt: bad task record");
+    if (agent_exec_find(x, job, task))
+        return arb_errf(err, -EEXIST, "adopt: job %s task %d is already known", job, task);
+    if (agent_proc_start_ticks(pid, &ticks) < 0 || ticks != start_ticks)
+        return arb_errf(err, -ESRCH,
+                        "adopt: job %s task %d: pid %d is gone or is another "
+                        "process now",
+                        job, task, (int)pid);
+    if (!(t = calloc(1, sizeof *t)))
+        return arb_errf(err, -ENOMEM, "out of memory");
+    snprintf(t->job, sizeof t->job, "%s", job);
+    t->task = task;
+    t->attempt = r->attempt;
+    t->epoch = r->epoch;
+    t->pid = pid;
+    t->start_ticks = start_ticks;
+    t->state = AGENT_TASK_RUNNING;
+    t->adopted = true;
+    t->start_ns = now_ns;
+    t->exit_code = -1;
+    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+    fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, job, task);
+    fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, job, task);
+    for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
+        struct stat st;
+        fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], job, task);
+        if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
+            break;
+        t->cg.n = i + 1;
+    }
+    if ((rc = table_add(x, t)) < 0) {
+        free(t);
+        return arb_errf(err, rc, "out of memory");
+    }
+    return 0;
+}
+
+int agent_exec_save(const agent_exec_t *x, const char *path, arb_err_t *err)
+{
+    char tmp[PATH_MAX];
+    FILE *f;
+    int rc = 0;
+
+    fmt(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(f = fopen(tmp, "we")))
+        return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
+    fprintf(f, "# arbiter agent tasks: job task attempt epoch pid start_ticks\n");
+    for (int i = 0; i < x->ntasks; i++) {
+        const agent_task_t *t = x->tasks[i];
+        if (t->state != AGENT_TASK_EXITED)
+            fprintf(f, "%s %d %llu %llu %d %llu\n", t->job, t->task, (unsigned long long)t->attempt,
+                    (unsigned long long)t->epoch, (int)t->pid, (unsigned long long)t->start_ticks);
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
+        rc = -errno;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0) {
+        unlink(tmp);
+        return arb_errf(err, rc, "cannot save the task table to %s: %s", path, strerror(-rc));
+    }
+    return 0;
+}
+
+int agent_exec_load(const char *path, agent_task_record_t *out, int max, arb_err_t *err)
+{
+    char line[512];
+    FILE *f = fopen(path, "re");
+    int n = 0, lineno = 0;
+
+    if (!f)
+        return errno == ENOENT ? 0 : arb_errf(err, -errno, "%s: %s", path, strerror(errno));
+    while (fgets(line, sizeof line, f)) {
+        agent_task_record_t r;
+        char job[AGENT_JOB_MAX + 1];
+        unsigned long long attempt, epoch, ticks;
+        int pid;
+
+        lineno++;
+        if (line[0] == '#' || line[0] == '\n')
+            continue;
+        if (sscanf(line, "%128s %d %llu %llu %d %llu", job, &r.task, &attempt, &epoch, &pid,
+                   &ticks) != 6 ||
+            !agent_job_id_ok(job) || r.task < 0 || pid <= 1) {
+            fclose(f);
+            return arb_errf(err, -EINVAL,
+                            "%s:%d: not a task record (job task attempt epoch "
+                            "pid start_ticks)",
+                            path, lineno);
+        }
+        if (n == max)
+            break;
+        fmt(r.job, sizeof r.job, "%s", job);
+        r.attempt = attempt;
+        r.epoch = epoch;
+        r.pid = pid;
+        r.start_ticks = ticks;
+        out[n++] = r;
+    }
+    fclose(f);
+    return n;
+}

@@ -1,0 +1,168 @@
+/*
+ * exec.h: the task executor. Starts each task as the leader of its own
+ * session and process group, in its own cgroups (cgroup.h), as the --run-as
+ * user when the agent is root (never as root unless allowed), with a clean
+ * environment plus CUDA_VISIBLE_DEVICES, ARBITER_* and, for gangs, the
+ * rendezvous variables of distributed launchers; stdout and stderr go to
+ * LOG_DIR/JOB/TASK.out and .err. It reaps exit codes, cancels (SIGTERM to
+ * the group, a grace period, then SIGKILL to the group and the cgroups) and
+ * fences (SIGKILL to every task at once).
+ *
+ * Time is passed in (monotonic ns read at the edge); nothing here sleeps
+ * except agent_exec_wait, which tests and shutdown use.
+ *
+ * A task's life (reason says why it ended):
+ *
+ *   start --> RUNNING --cancel--> STOPPING --exit, or SIGKILL at the deadline--> EXITED
+ *                |  \--fence (SIGKILL now)----------------------------------------^
+ *                +--- the leader exits (the rest of its group and cgroup are killed) ---^
+ *
+ * Invariants: (1) a task's processes are gone (group and cgroup killed)
+ * before it is reported EXITED, except processes that left both the group
+ * and the cgroup where there are no cgroups; (2) a task never runs as root
+ * unless allow_root; (3) at most one live task per (job, task index).
+ */
+#ifndef ARB_AGENT_EXEC_H
+#define ARB_AGENT_EXEC_H
+
+#include <limits.h>
+#include <sys/types.h>
+
+#include "agent/cgroup.h"
+#include "arbiter/cluster.h"
+
+#define AGENT_JOB_MAX 128
+
+typedef struct agent_task_spec {
+    const char *job;   /* job id: letters, digits, '.', '_', '-' (it names files) */
+    int task;          /* task index in the job, >= 0 */
+    uint64_t attempt;  /* the controller's attempt (bumped at each requeue) */
+    uint64_t epoch;    /* the assignment's epoch (agent_lease_check_assignment) */
+    char *const *argv; /* argv[0] without '/' is looked up in the task's PATH */
+    char *const *env;  /* extra "KEY=VALUE", NULL-terminated; may be NULL */
+    int ngpus;
+    int gpus[ARB_MAX_GPUS]; /* node GPU indices -> CUDA_VISIBLE_DEVICES */
+    int world_size, rank;   /* world_size > 0: a gang member (MASTER_*, WORLD_SIZE, RANK) */
+    const char *master_addr;
+    int master_port;
+    int64_t mem_bytes; /* memory limit; 0 none */
+    int64_t cpu_milli; /* CPU limit; 0 none */
+    const char *cwd;   /* NULL: LOG_DIR/JOB */
+} agent_task_spec_t;
+
+typedef enum agent_task_state {
+    AGENT_TASK_RUNNING,
+    AGENT_TASK_STOPPING,
+    AGENT_TASK_EXITED,
+} agent_task_state_t;
+
+typedef struct agent_task {
+    char job[AGENT_JOB_MAX];
+    int task;
+    uint64_t attempt, epoch;
+    pid_t pid;            /* the leader = process group id = session id */
+    uint64_t start_ticks; /* /proc/PID/stat starttime: recognises the pid after a restart */
+    agent_task_state_t state;
+    bool adopted; /* found running after a restart: not our child, no exit code */
+    int64_t start_ns, kill_at_ns, end_ns;
+    int exit_code;   /* 0..255 when it exited; -1 killed by a signal or unknown */
+    int signal;      /* the signal that ended it, else 0 */
+    char reason[16]; /* "exited", "cancelled", "fenced", "killed", "lost" */
+    int ngpus;
+    int gpus[ARB_MAX_GPUS];
+    char out_path[PATH_MAX], err_path[PATH_MAX];
+    agent_cg_task_t cg;
+} agent_task_t;
+
+typedef struct agent_exec_conf {
+    const char *log_dir;     /* required; made when missing */
+    const char *run_as;      /* the tasks' user when the agent is root; NULL: "nobody" */
+    bool allow_root;         /* an agent running as root runs tasks as root */
+    int64_t grace_ns;        /* SIGTERM -> SIGKILL; 0: 10 s */
+    const char *cgroup_root; /* NULL: /sys/fs/cgroup */
+    const char *cgroup_mode; /* "auto" (NULL), "v2", "v1", "none" */
+    const char *cgroup_self; /* the agent's /proc/self/cgroup text (tests); NULL: read it */
+    const char *node_name;   /* ARBITER_NODE */
+    bool subreaper;          /* adopt orphaned grandchildren so they are reaped here */
+} agent_exec_conf_t;
+
+typedef struct agent_exec {
+    agent_exec_conf_t conf; /* strings borrowed: they outlive the executor */
+    bool drop;              /* switch user in the child */
+    uid_t uid;
+    gid_t gid;
+    int ngroups;
+    gid_t groups[64];
+    char user[64], home[256];
+    agent_cg_t cg;
+    int ntasks, cap;
+    agent_task_t **tasks; /* owned */
+    char warning[640];    /* cgroup and user notes to log at start; "" none */
+} agent_exec_t;
+
+/* Set up: the tasks' user, the log dir, cgroups. Free with agent_exec_free. */
+int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *err);
+/* Free the table. Running tasks are left running (fence first to stop them). */
+void agent_exec_free(agent_exec_t *x);
+
+/*
+ * Start a task. -EINVAL bad spec, -EEXIST (job, task) is live, -ENOENT the
+ * command is not found, else -errno from the system; err says what. On
+ * failure nothing is left behind (no process, no cgroup). *out (optional)
+ * points into the table until the next start or forget.
+ */
+int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *spec, int64_t now_ns,
+                     agent_task_t **out, arb_err_t *err);
+
+/* SIGTERM the task's group; SIGKILL at now + grace (agent_exec_poll).
+ * -ENOENT no such task; 0 (nothing done) when it is already stopping or gone. */
+int agent_exec_cancel(agent_exec_t *x, const char *job, int task, int64_t now_ns);
+
+/* Reap exits, kill what is past its deadline, tidy cgroups. Returns how many
+ * tasks became EXITED. */
+int agent_exec_poll(agent_exec_t *x, int64_t now_ns);
+
+/* Self-fencing: SIGKILL every live task's group and cgroups now; reason
+ * "fenced". Returns how many tasks were live. Reap with agent_exec_poll. */
+int agent_exec_fence(agent_exec_t *x, int64_t now_ns);
+
+/* Poll until no task is live or timeout_ns passes (sleeping 5 ms between
+ * polls; now() read with CLOCK_MONOTONIC). 0 or -ETIMEDOUT. */
+int agent_exec_wait(agent_exec_t *x, int64_t timeout_ns);
+
+agent_task_t *agent_exec_find(agent_exec_t *x, const char *job, int task);
+/* Drop an EXITED task from the table (its report reached the controller). */
+int agent_exec_forget(agent_exec_t *x, const char *job, int task);
+/* Live tasks (RUNNING or STOPPING). */
+int agent_exec_live(const agent_exec_t *x);
+
+/*
+ * After a restart: take over a task a previous run started, if pid is still
+ * the same process (start_ticks matches /proc/PID/stat). It has no exit code
+ * when it ends (not our child). -ESRCH when it is gone or the pid was reused.
+ */
+typedef struct agent_task_record {
+    char job[AGENT_JOB_MAX];
+    int task;
+    uint64_t attempt, epoch;
+    pid_t pid;
+    uint64_t start_ticks;
+} agent_task_record_t;
+int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err);
+
+/* The start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
+int agent_proc_start_ticks(pid_t pid, uint64_t *out);
+
+/* Persist the live tasks (job, task, attempt, epoch, pid, start ticks) to
+ * path, atomically (write, fsync, rename), for agent_exec_load after a
+ * restart. */
+int agent_exec_save(const agent_exec_t *x, const char *path, arb_err_t *err);
+/* Read up to max records; the count, 0 when the file is missing, or -errno. */
+int agent_exec_load(const char *path, agent_task_record_t *out, int max, arb_err_t *err);
+
+const char *agent_task_state_name(agent_task_state_t s);
+/* A job id that can name files and cgroups: 1..127 of [A-Za-z0-9._-], no
+ * leading '.'. */
+bool agent_job_id_ok(const char *job);
+
+#endif

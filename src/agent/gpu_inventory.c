@@ -1,0 +1,330 @@
+/*
+ * gpu_inventory.c: the inventory GPU source, a YAML file that says what a
+ * node without NVML has (or overrides what the host shows, for emulation):
+ *
+ *   name: node-1                  # optional; --name wins
+ *   cpu: 64                       # optional: logical CPUs (else /proc, sysfs)
+ *   memory: 512Gi                 # optional (else /proc/meminfo)
+ *   labels: {rack: r1, zone: z1}  # optional, at most 16
+ *   gpus:                         # optional; the scenario format's two forms:
+ *     - {model: H100, memory: 80Gi, nvlink: 0, pcie: 0, numa: 0,
+ *        uuid: GPU-5f1c..., pciBusId: "0000:17:00.0"}   # uuid, pciBusId optional
+ *   # or
+ *   gpus: {count: 8, model: H100, memory: 80Gi,
+ *          nvlinkDomains: 1, pcieSwitches: 4, numaNodes: 2}
+ *
+ * Errors say "FILE:LINE:COL: FIELD.PATH: what; fix" through src/spec/sval.h;
+ * unknown fields are errors that list the valid ones. The parser never
+ * crashes on any input (fuzz/fuzz_inventory.c). The GPUs have no live
+ * telemetry: samples are all -1 (unknown).
+ */
+#include <ctype.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libfyaml.h>
+
+#include "agent/discovery.h"
+#include "spec/sval.h"
+
+#define INV_MAX_FILE (1 << 20)
+#define INV_MAX_VALUES 10000
+
+static const char *const top_keys[] = {"name", "cpu", "memory", "labels", "gpus", NULL};
+static const char *const gpu_keys[] = {"model", "memory", "nvlink",   "pcie",
+                                       "numa",  "uuid",   "pciBusId", NULL};
+static const char *const gpus_keys[] = {"count",        "model",     "memory", "nvlinkDomains",
+                                        "pcieSwitches", "numaNodes", NULL};
+
+static int gpu_memory(sx_t *x, const sval_t *f, int32_t *out)
+{
+    int64_t mib;
+    int rc = sv_qty(x, f, ARB_QTY_MIB, &mib);
+
+    if (rc < 0)
+        return rc;
+    if (mib <= 0 || mib > INT32_MAX)
+        return sv_fail(x, f, -ERANGE, "device memory must be more than 0 and at most 2Pi");
+    *out = (int32_t)mib;
+    return 0;
+}
+
+static int uuid_check(sx_t *x, const sval_t *f, const char *u)
+{
+    for (const char *p = u; *p; p++)
+        if (!isalnum((unsigned char)*p) && *p != '-')
+            return sv_fail(x, f, -EINVAL,
+                           "'%s' is not a GPU UUID (letters, digits and '-', "
+                           "e.g. GPU-5f1c2a3b-...)",
+                           u);
+    return 0;
+}
+
+/* gpus: [{model, memory, nvlink, pcie, numa, uuid, pciBusId}, ...] */
+static int parse_gpu_list(sx_t *x, const sval_t *v, agent_inv_t *inv)
+{
+    static const char *const cname[3] = {"nvlink", "pcie", "numa"};
+    int count, rc = sv_seq(x, v, ARB_MAX_GPUS, &count);
+    void *it = NULL;
+
+    for (int i = 0; rc == 0 && i < count; i++) {
+        agent_gpu_info_t *g = &inv->gpu[i];
+        int coord[3] = {-1, -1, -1};
+        char busid[64];
+        sval_t e, f;
+        bool is;
+
+        sv_item(&e, v, fy_node_sequence_iterate(v->n, &it), i);
+        if ((rc = sv_map(x, &e, &is)) < 0)
+            return rc;
+        if (!is)
+            return sv_fail(x, &e, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
+        if ((rc = sv_check_keys(x, &e, gpu_keys)) < 0)
+            return rc;
+        memset(g, 0, sizeof *g);
+        g->index = i;
+        if (sv_get(&e, "model", &f) && (rc = sv_text(x, &f, g->model, sizeof g->model, false)) < 0)
+            return rc;
+        if (!sv_get(&e, "memory", &f))
+            return sv_fail(x, &e, -EINVAL, "missing memory: (device memory, e.g. 80Gi)");
+        if ((rc = gpu_memory(x, &f, &g->mem_mib)) < 0)
+            return rc;
+        for (int c = 0; c < 3; c++)
+            if (sv_get(&e, cname[c], &f) &&
+                (rc = sv_int32(x, &f, -1, c == 2 ? 1023 : ARB_MAX_GPUS - 1, &coord[c])) < 0)
+                return rc;
+        g->nvlink = (int16_t)coord[0];
+        g->pcie = (int16_t)coord[1];
+        g->numa = (int16_t)coord[2];
+        if (sv_get(&e, "uuid", &f)) {
+            if ((rc = sv_text(x, &f, g->uuid, sizeof g->uuid, false)) < 0 ||
+                (rc = uuid_check(x, &f, g->uuid)) < 0)
+                return rc;
+            for (int j = 0; j < i; j++)
+                if (strcmp(inv->gpu[j].uuid, g->uuid) == 0)
+                    return sv_fail(x, &f, -EINVAL,
+                                   "uuid '%s' is also gpus[%d]'s; UUIDs are "
+                                   "unique",
+                                   g->uuid, j);
+        }
+        if (sv_get(&e, "pciBusId", &f)) {
+            if ((rc = sv_text(x, &f, busid, sizeof busid, false)) < 0)
+                return rc;
+            if (agent_pci_busid_norm(busid, g->pci_bus_id, sizeof g->pci_bus_id) < 0)
+                return sv_fail(x, &f, -EINVAL,
+                               "'%s' is not a PCI bus id; write it like "
+                               "\"0000:17:00.0\"",
+                               busid);
+            for (int j = 0; j < i; j++)
+                if (strcmp(inv->gpu[j].pci_bus_id, g->pci_bus_id) == 0)
+                    return sv_fail(x, &f, -EINVAL, "PCI bus id %s is also gpus[%d]'s",
+                                   g->pci_bus_id, j);
+        }
+    }
+    if (rc == 0)
+        inv->ngpus = count;
+    return rc;
+}
+
+/* gpus: {count, model, memory, nvlinkDomains, pcieSwitches, numaNodes} */
+static int parse_gpu_block(sx_t *x, const sval_t *v, agent_inv_t *inv)
+{
+    static const char *const dname[3] = {"nvlinkDomains", "pcieSwitches", "numaNodes"};
+    int dom[3] = {1, 0, 0}, count = 0, rc;
+    char model[AGENT_NAME_MAX] = "";
+    int32_t mem = 0;
+    sval_t f;
+
+    if ((rc = sv_check_keys(x, v, gpus_keys)) < 0)
+        return rc;
+    if (!sv_get(v, "count", &f))
+        return sv_fail(x, v, -EINVAL, "missing count: (GPUs in the node, 0..%d)", ARB_MAX_GPUS);
+    if ((rc = sv_int32(x, &f, 0, ARB_MAX_GPUS, &count)) < 0)
+        return rc;
+    if (sv_get(v, "model", &f) && (rc = sv_text(x, &f, model, sizeof model, false)) < 0)
+        return rc;
+    if (sv_get(v, "memory", &f)) {
+        if ((rc = gpu_memory(x, &f, &mem)) < 0)
+            return rc;
+    } else if (count > 0) {
+        return sv_fail(x, v, -EINVAL, "missing memory: (device memory per GPU, e.g. 80Gi)");
+    }
+    for (int d = 0; d < 3; d++)
+        if (sv_get(v, dname[d], &f) && (rc = sv_int32(x, &f, 0, count, &dom[d])) < 0)
+            return rc;
+    for (int i = 0; i < count; i++) {
+        agent_gpu_info_t *g = &inv->gpu[i];
+        memset(g, 0, sizeof *g);
+        g->index = i;
+        snprintf(g->model, sizeof g->model, "%s", model);
+        g->mem_mib = mem;
+        /* Equal runs, as in scenarios: 8 GPUs, 2 domains -> 0000 1111. */
+        g->nvlink = (int16_t)(dom[0] ? i * dom[0] / count : -1);
+        g->pcie = (int16_t)(dom[1] ? i * dom[1] / count : -1);
+        g->numa = (int16_t)(dom[2] ? i * dom[2] / count : -1);
+    }
+    inv->ngpus = count;
+    return 0;
+}
+
+static int parse_labels(sx_t *x, const sval_t *v, agent_inv_t *inv)
+{
+    void *it = NULL;
+    struct fy_node_pair *p;
+    bool is;
+    int rc = sv_map(x, v, &is), n = 0;
+
+    if (rc < 0 || !is)
+        return rc;
+    while ((p = fy_node_mapping_iterate(v->n, &it))) {
+        agent_label_t *l = &inv->labels[n];
+        size_t klen = 0;
+        const char *k = sv_key_text(fy_node_pair_key(p), &klen);
+        sval_t f;
+
+        sv_pair(&f, v, p);
+        if (n == AGENT_MAX_LABELS)
+            return sv_fail(x, &f, -EINVAL, "more than %d labels", AGENT_MAX_LABELS);
+        if (!k)
+            return sv_fail(x, &f, -EINVAL, "a label key must be a plain string");
+        if (klen >= sizeof l->key)
+            return sv_fail(x, &f, -EINVAL, "label key longer than %zu characters",
+                           sizeof l->key - 1);
+        for (size_t i = 0; i < klen; i++)
+            if (iscntrl((unsigned char)k[i]))
+                return sv_fail(x, &f, -EINVAL, "label key with a control character");
+        memcpy(l->key, k, klen);
+        l->key[klen] = '\0';
+        if ((rc = sv_text(x, &f, l->val, sizeof l->val, true)) < 0)
+            return rc;
+        for (int j = 0; j < n; j++)
+            if (strcmp(inv->labels[j].key, l->key) == 0)
+                return sv_fail(x, &f, -EINVAL, "label '%s' given twice", l->key);
+        n++;
+    }
+    inv->nlabels = n;
+    return 0;
+}
+
+int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_inv_t *inv,
+                          arb_err_t *err)
+{
+    sv_doc_t d;
+    sx_t x;
+    sval_t root, f;
+    agent_inv_t *out;
+    int rc;
+
+    memset(&x, 0, sizeof x);
+    x.file = name;
+    x.err = err;
+    if ((rc = sv_doc_open(name, buf, len, &d, err)) < 0)
+        return rc;
+    out = malloc(sizeof *out);
+    if (!out) {
+        rc = arb_errf(err, -ENOMEM, "%s: out of memory", name);
+        goto out;
+    }
+    *out = *inv;
+    out->nlabels = 0;
+    out->ngpus = 0;
+    sv_root(&root, fy_document_root(d.doc), "");
+    if (sv_tree_size(root.n, 0, INV_MAX_VALUES) > INV_MAX_VALUES) {
+        rc = arb_errf(err, -EINVAL, "%s: more than %d values; an inventory is small", name,
+                      INV_MAX_VALUES);
+        goto out;
+    }
+    if ((rc = sv_check_keys(&x, &root, top_keys)) < 0)
+        goto out;
+    if (sv_get(&root, "name", &f) && (rc = sv_text(&x, &f, out->name, sizeof out->name, false)) < 0)
+        goto out;
+    if (sv_get(&root, "cpu", &f) && (rc = sv_int32(&x, &f, 1, 1 << 20, &out->cpus)) < 0)
+        goto out;
+    if (sv_get(&root, "memory", &f)) {
+        int64_t bytes;
+        if ((rc = sv_qty(&x, &f, ARB_QTY_BYTES, &bytes)) < 0)
+            goto out;
+        if (bytes <= 0) {
+            rc = sv_fail(&x, &f, -ERANGE, "memory must be more than 0");
+            goto out;
+        }
+        out->mem_bytes = bytes;
+    }
+    if (sv_get(&root, "labels", &f) && (rc = parse_labels(&x, &f, out)) < 0)
+        goto out;
+    if (sv_get(&root, "gpus", &f) && !sv_null(&f)) {
+        if ((rc = sv_no_alias(&x, &f)) < 0)
+            goto out;
+        if (fy_node_is_sequence(f.n))
+            rc = parse_gpu_list(&x, &f, out);
+        else if (fy_node_is_mapping(f.n))
+            rc = parse_gpu_block(&x, &f, out);
+        else
+            rc = sv_fail(&x, &f, -EINVAL,
+                         "expected a list of GPUs or {count: N, model: M, "
+                         "memory: 80Gi}, got %s",
+                         sv_kind(f.n));
+        if (rc < 0)
+            goto out;
+    }
+    *inv = *out;
+out:
+    free(out);
+    sv_doc_close(&d);
+    return rc;
+}
+
+int agent_inventory_load(const char *path, agent_inv_t *inv, arb_err_t *err)
+{
+    FILE *f = fopen(path, "re");
+    char *buf = NULL;
+    size_t len;
+    int rc;
+
+    if (!f)
+        return arb_errf(err, -errno, "%s: cannot open: %s", path, strerror(errno));
+    buf = malloc(INV_MAX_FILE + 1);
+    if (!buf) {
+        fclose(f);
+        return arb_errf(err, -ENOMEM, "%s: out of memory", path);
+    }
+    len = fread(buf, 1, INV_MAX_FILE + 1, f);
+    if (ferror(f))
+        rc = arb_errf(err, -EIO, "%s: read error", path);
+    else if (len > INV_MAX_FILE)
+        rc = arb_errf(err, -EFBIG, "%s: larger than %d KiB; an inventory is small", path,
+                      INV_MAX_FILE >> 10);
+    else
+        rc = agent_inventory_parse(path, buf, len, inv, err);
+    fclose(f);
+    free(buf);
+    return rc;
+}
+
+static int inv_open(const agent_disc_opts_t *o, agent_inv_t *inv, void **state, arb_err_t *err)
+{
+    *state = NULL;
+    if (!o->inventory)
+        return arb_errf(err, -EINVAL, "the inventory GPU source needs a file (--inventory FILE)");
+    return agent_inventory_load(o->inventory, inv, err);
+}
+
+static int inv_sample(void *state, const agent_inv_t *inv, agent_gpu_sample_t *out, arb_err_t *err)
+{
+    for (int i = 0; i < inv->ngpus; i++)
+        out[i] = (agent_gpu_sample_t){-1, -1, -1};
+    return 0;
+}
+
+static void inv_close(void *state)
+{
+}
+
+const agent_gpu_ops_t agent_gpu_inventory = {
+    .name = "inventory",
+    .summary = "GPUs and topology from a YAML file (--inventory FILE), no live telemetry",
+    .open = inv_open,
+    .sample = inv_sample,
+    .close = inv_close,
+};

@@ -1,0 +1,65 @@
+/*
+ * report.h: the agent's side of the wire format of docs/api.md (jansson):
+ * the node report body (POST /v1/nodes/NAME/report) built from the
+ * inventory, a telemetry sample, the executor's tasks and the Lamport time;
+ * and the controller's reply ({"node", "lamport", "epoch", "assignments"})
+ * parsed into assignments the executor can start.
+ *
+ * Units on the wire: cpu_util is a fraction 0..1; memory and GPU memory are
+ * quantity strings ("16Gi", "81559Mi"); rates are bytes/s. A value the agent
+ * does not know is left out rather than sent as a guess. A task killed by a
+ * signal reports exit_code 128 + signal, as shells do.
+ */
+#ifndef ARB_AGENT_REPORT_H
+#define ARB_AGENT_REPORT_H
+
+#include <jansson.h>
+
+#include "agent/exec.h"
+#include "agent/lease.h"
+#include "agent/telemetry.h"
+
+typedef struct agent_report_in {
+    uint64_t lamport;
+    const agent_inv_t *inv;        /* NULL: no inventory (it did not change) */
+    const agent_tel_sample_t *tel; /* NULL: no telemetry */
+    const agent_exec_t *exec;      /* NULL: no tasks */
+} agent_report_in_t;
+
+/* The report body as a new JSON object (json_decref it), NULL on ENOMEM. */
+json_t *agent_report_build(const agent_report_in_t *in);
+/* The same as text (compact, one line), malloc'd: free() it. NULL on ENOMEM. */
+char *agent_report_json(const agent_report_in_t *in);
+
+/* How a task's state reads on the wire: running, succeeded, failed, lost. */
+const char *agent_task_wire_state(const agent_task_t *t);
+
+/* One assignment from the controller, ready for agent_exec_start. */
+typedef struct agent_assignment {
+    agent_task_ref_t ref; /* job (decimal id), task, attempt, epoch, stop */
+    char name[128];       /* the job's name, for logs */
+    int ntasks;
+    int ngpus;
+    int gpus[ARB_MAX_GPUS];
+    int64_t cpu_milli, mem_bytes;
+    char **argv; /* NULL-terminated; owned by the reply */
+    char **env;  /* "KEY=VALUE", NULL-terminated; owned by the reply */
+} agent_assignment_t;
+
+typedef struct agent_reply {
+    uint64_t lamport, epoch;
+    bool lost;             /* the controller does not know this node as live: fence */
+    bool have_assignments; /* the list below is authoritative for this node */
+    int nassign;
+    agent_assignment_t *assign;
+} agent_reply_t;
+
+/*
+ * Parse the controller's reply (len bytes of JSON) into *out; free with
+ * agent_reply_free. Every field is checked (types, ranges, job ids that can
+ * name files); -EINVAL with the field path in err, nothing allocated.
+ */
+int agent_reply_parse(const char *json, size_t len, agent_reply_t *out, arb_err_t *err);
+void agent_reply_free(agent_reply_t *r);
+
+#endif

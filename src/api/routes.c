@@ -1,0 +1,416 @@
+/*
+ * routes.c: the API's one route table and its handlers. Each handler
+ * parses what the URL and query carry, calls one resource-manager function
+ * (src/state), and hands the result to api_finish, which waits until what
+ * the call did or saw is durable before the reply goes out. docs/api.md is
+ * generated from this table (api_doc_markdown).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+
+#define ANYONE 0u
+#define ADMIN ST_ROLE_ADMIN
+#define USER ST_ROLE_USER
+#define AGENT ST_ROLE_AGENT
+
+/* ---- parameter parsing --------------------------------------------------------------- */
+
+static int parse_u64(const char *s, uint64_t *out)
+{
+    char *end;
+    if (!s || !*s || *s == '-' || *s == '+')
+        return -EINVAL;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (*end || errno)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+static int job_id(api_req_t *r, uint64_t *id)
+{
+    if (parse_u64(r->params[0], id) < 0 || *id == 0)
+        return api_error(r, 404, "job '%s': job ids are positive integers", r->params[0]);
+    return 0;
+}
+
+/* If-Match: "3", 3 or W/"3"; -1 when absent. */
+static int if_match(api_req_t *r, int64_t *v)
+{
+    const char *h = api_header(r, "If-Match");
+    char buf[32];
+    size_t k = 0;
+    uint64_t x;
+
+    *v = -1;
+    if (!h)
+        return 0;
+    if (strncmp(h, "W/", 2) == 0)
+        h += 2;
+    for (; *h && k + 1 < sizeof buf; h++)
+        if (*h != '"' && *h != ' ')
+            buf[k++] = *h;
+    buf[k] = '\0';
+    if (parse_u64(buf, &x) < 0 || x > INT64_MAX)
+        return api_error(r, 400, "If-Match: '%s' is not a version number", buf);
+    *v = (int64_t)x;
+    return 0;
+}
+
+/* ---- handlers ---------------------------------------------------------------------------- */
+
+static int h_healthz(api_req_t *r)
+{
+    r->text = strdup("ok\n");
+    r->textlen = 3;
+    r->ctype = "text/plain";
+    r->status = 200;
+    return 200;
+}
+
+static int h_metrics(api_req_t *r)
+{
+    if (st_metrics(r->st, &r->text, &r->textlen) < 0)
+        return api_error(r, 500, "out of memory");
+    r->ctype = "text/plain; version=0.0.4";
+    r->status = 200;
+    return 200;
+}
+
+static int h_status(api_req_t *r)
+{
+    json_t *o = st_status(r->st);
+    json_object_set_new(o, "you", json_pack("{s:s,s:s,s:s}", "role", api_role_name(r->who.role),
+                                            "team", r->who.team, "name", r->who.name));
+    return api_finish(r, 0, o, 0, NULL, 200);
+}
+
+static int h_check(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    int rc = st_check(r->st, &err);
+    if (rc < 0)
+        return api_error(r, 500, "invariant broken: %s", err.msg);
+    return api_finish(r, 0, json_pack("{s:b}", "ok", 1), 0, NULL, 200);
+}
+
+static int h_submit(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+
+    if (r->n == 0)
+        return api_error(r, 400, "empty body; send a job spec (JSON, or YAML with "
+                                 "Content-Type: application/yaml)");
+    int rc = st_job_submit(r->st, &r->who, r->body, r->n, r->yaml, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 201);
+}
+
+static int h_jobs(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t after = 0, limit = 0;
+    const char *a = api_query(r, "after"), *l = api_query(r, "limit");
+
+    if (a && parse_u64(a, &after) < 0)
+        return api_error(r, 400, "after: '%s' is not a job id", a);
+    if (l && (parse_u64(l, &limit) < 0 || limit > 1000000))
+        return api_error(r, 400, "limit: '%s' is not a count (0..1000000)", l);
+    int rc = st_jobs_list(r->st, &r->who, api_query(r, "state"), api_query(r, "queue"), after,
+                          (int)limit, &out, &t, &err);
+    if (rc == -EINVAL)
+        rc = -EBADMSG; /* a bad query parameter is a bad request */
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_job(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t id;
+
+    if (job_id(r, &id))
+        return r->status;
+    int rc = st_job_get(r->st, &r->who, id, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_cancel(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0, im;
+    uint64_t id;
+
+    if (job_id(r, &id) || if_match(r, &im))
+        return r->status;
+    int rc = st_job_cancel(r->st, &r->who, id, im, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_explain(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t id;
+
+    if (job_id(r, &id))
+        return r->status;
+    int rc = st_job_explain(r->st, &r->who, id, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_nodes(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_nodes_list(r->st, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_node(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_node_get(r->st, r->params[0], &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_report(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_error_t je;
+    json_t *body, *out = NULL;
+    int64_t t = 0;
+
+    body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
+    if (!body)
+        return api_error(r, 400, "report.json:%d:%d: malformed JSON: %s", je.line, je.column,
+                         je.text);
+    int rc = st_node_report(r->st, &r->who, r->params[0], body, &out, &t, &err);
+    json_decref(body);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_assignments(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_node_assignments(r->st, r->params[0], &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int drain(api_req_t *r, bool on)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0, im;
+
+    if (if_match(r, &im))
+        return r->status;
+    int rc = st_node_drain(r->st, r->params[0], on, im, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_drain(api_req_t *r)
+{
+    return drain(r, true);
+}
+
+static int h_undrain(api_req_t *r)
+{
+    return drain(r, false);
+}
+
+static int h_queues(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_queues_list(r->st, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_events(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t since = 0, limit = 1000, wait = 0;
+    const char *p;
+
+    if ((p = api_query(r, "since")) && parse_u64(p, &since) < 0)
+        return api_error(r, 400, "since: '%s' is not a Lamport time", p);
+    if ((p = api_query(r, "limit")) && (parse_u64(p, &limit) < 0 || limit > 10000))
+        return api_error(r, 400, "limit: '%s'; use 1..10000", p);
+    if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
+        return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
+    int rc = st_events(r->st, &r->who, since, (int)limit, (int64_t)wait * 1000, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+/* ---- the table ------------------------------------------------------------------------------ */
+
+const api_route_t api_routes[] = {
+    {"GET", "/healthz", ANYONE, h_healthz, "liveness: `ok`", "No auth. Plain text `ok`."},
+    {"GET", "/metrics", ADMIN | USER | AGENT, h_metrics, "Prometheus metrics (text format 0.0.4)",
+     "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
+     "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
+     "store commits and their latency."},
+    {"GET", "/v1/status", ADMIN | USER | AGENT, h_status,
+     "the controller's Lamport clock, epoch, store revision, counts, and who you are",
+     "Reply: `{\"lamport\", \"epoch\", \"revision\", \"jobs\", \"active_jobs\", \"nodes\", "
+     "\"you\": {\"role\", \"team\", \"name\"}}`."},
+    {"GET", "/v1/check", ADMIN, h_check, "check every allocation invariant",
+     "200 `{\"ok\": true}`, or 500 naming the first broken invariant (a GPU share held twice, "
+     "usage that does not add up)."},
+    {"POST", "/v1/jobs", ADMIN | USER, h_submit, "submit a job",
+     "Body: a job spec, JSON or YAML (`Content-Type: application/yaml`), with the fields of "
+     "docs/scenario.md's jobs (`name`, `queue`, `priority` or `priorityClassName`, "
+     "`preemptible`, `gangMin`, `timeLimit`, `dataset`, `nodeSelector`, `affinity`, "
+     "`tolerations`, `gpuModels`, `groups` or `replicas`/`resources`/`topology`) and two more: "
+     "`command` (list of strings) and `env` (map of strings). `resources.requests` and "
+     "`resources.limits` take `nvidia.com/gpu`, `cpu`, `memory` as in Kubernetes. Users submit "
+     "to their team's queue (the default when `queue` is absent). Reply 201: the job object. "
+     "Errors: 400 malformed JSON/YAML (`job.json:LINE:COL: ...`), 413 over 1 MiB, 422 unknown "
+     "field, wrong type, impossible request (message names the field path and the fix), 403 "
+     "another team's queue. Nothing is applied on error."},
+    {"GET", "/v1/jobs", ADMIN | USER, h_jobs, "list jobs",
+     "Query: `state` (pending, placed, running, preempted, succeeded, failed, cancelled, or "
+     "`active`), `queue`, `after` (a job id: page from there), `limit`. Users see their team's "
+     "jobs only. Reply: `{\"jobs\": [job, ...]}` in id order (without `groups` and `events`)."},
+    {"GET", "/v1/jobs/{id}", ADMIN | USER, h_job, "one job",
+     "Reply: the job object: `id`, `name`, `queue`, `team`, `owner`, `state`, `priority`, "
+     "`gpus`, `version`, `submitted_lamport`, `updated_lamport`, `attempt`, `epoch`, "
+     "`submitted_at` (wall clock, for people), `tasks` (each with `index`, `group`, `state`, "
+     "`node`, `gpus` as device indices, `exit_code`), `groups`, `command`, `env`, `events`."},
+    {"DELETE", "/v1/jobs/{id}", ADMIN | USER, h_cancel, "cancel a job",
+     "Header `If-Match: VERSION` (optional): 409 unless the job is at that version. A pending "
+     "job, or a placed one no agent has fetched, is cancelled at once and its GPUs freed; a "
+     "job an agent runs gets `stop_requested` and is cancelled when its agents report its "
+     "tasks ended (its GPUs are never given to another job before). 409 when it already "
+     "ended."},
+    {"GET", "/v1/jobs/{id}/explain", ADMIN | USER, h_explain, "why a job is pending",
+     "Reply: `{\"job\", \"name\", \"state\", \"summary\", \"hint\", \"explain\": {...}}` where "
+     "`explain` is the scheduler's structured explanation (nodes rejected per reason, the "
+     "fragmentation diagnostic, quota, preemption, the nearest node)."},
+    {"GET", "/v1/nodes", ADMIN | USER, h_nodes, "list nodes (the GPU map)",
+     "Reply: `{\"nodes\": [{\"name\", \"state\", \"version\", \"gpus\": [{\"index\", "
+     "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
+     "\"jobs\"}], \"capacity\", \"allocated\", \"tasks\", \"labels\", \"report_age_s\"}]}`."},
+    {"GET", "/v1/nodes/{name}", ADMIN | USER, h_node, "one node, with telemetry and inventory",
+     "Reply: the node object plus `telemetry` and `inventory` as last reported."},
+    {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT, h_report,
+     "an agent's report: registers the node, renews its lease",
+     "Body: `{\"lamport\": N, \"inventory\": {\"cpu\", \"memory\", \"labels\", \"taints\", "
+     "\"datasets\", \"extended\", \"gpus\": [{\"model\", \"memory\", \"nvlink\", \"pcie\", "
+     "\"numa\", \"uuid\"}]}, \"telemetry\": {\"cpu_util\", \"memory_used\", \"net_rx_bps\", "
+     "\"net_tx_bps\", \"disk_read_bps\", \"disk_write_bps\", \"gpus\": [{\"index\", \"util\", "
+     "\"memory_used_mib\", \"temp_c\", \"healthy\"}]}, \"tasks\": [{\"job\", \"task\", "
+     "\"attempt\", \"state\": \"running|succeeded|failed|lost\", \"exit_code\"}]}`. The first "
+     "report must carry `inventory`; later ones only when it changed (409 while tasks are "
+     "allocated there). Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [...]}` "
+     "(as below). The controller's clock becomes max(its own, `lamport`) + 1."},
+    {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
+     "the tasks assigned to a node, with epochs",
+     "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "
+     "\"task\", \"ntasks\", \"attempt\", \"epoch\", \"gpus\", \"gpu_milli\", "
+     "\"gpu_memory_mib\", \"cpu\", \"memory\", \"command\", \"env\", \"state\", \"stop\"}]}`. "
+     "An agent refuses an assignment whose epoch is older than the newest it has seen, and "
+     "kills tasks that are no longer listed or have `stop`."},
+    {"POST", "/v1/nodes/{name}/drain", ADMIN, h_drain, "stop placing tasks on a node",
+     "Header `If-Match: VERSION` (optional). Running tasks stay. Reply: the node object."},
+    {"POST", "/v1/nodes/{name}/undrain", ADMIN, h_undrain, "put a drained node back in service",
+     "Header `If-Match: VERSION` (optional). Reply: the node object."},
+    {"GET", "/v1/queues", ADMIN | USER, h_queues, "queues with quota, usage and fair share",
+     "Reply: `{\"queues\": [{\"name\", \"cohort\", \"weight\", \"nominal\", "
+     "\"borrowing_limit\", \"used\", \"pending\", \"running\", \"dominant_share\"}]}`."},
+    {"GET", "/v1/events", ADMIN | USER, h_events, "the event log, ordered by Lamport time",
+     "Query: `since` (a Lamport time: events after it), `limit` (1..10000, default 1000), "
+     "`wait` (0..60 s: long-poll until an event comes). Reply: `{\"events\": [{\"lamport\", "
+     "\"time\", \"type\", \"job\", \"node\", \"message\"}], \"last\": N, \"oldest\": N, "
+     "\"truncated\": bool}`; pass `last` as the next `since`. Users see no events of other "
+     "teams' jobs."},
+    {NULL, NULL, 0, NULL, NULL, NULL},
+};
+
+static void roles_text(unsigned roles, char *buf, size_t n)
+{
+    if (!roles) {
+        snprintf(buf, n, "none");
+        return;
+    }
+    snprintf(buf, n, "%s%s%s%s%s", roles & ADMIN ? "admin" : "",
+             (roles & ADMIN) && (roles & (USER | AGENT)) ? ", " : "", roles & USER ? "user" : "",
+             (roles & USER) && (roles & AGENT) ? ", " : "", roles & AGENT ? "agent" : "");
+}
+
+void api_doc_markdown(FILE *f)
+{
+    char roles[64];
+
+    fprintf(f,
+            "# Arbiter controller API\n\n"
+            "<!-- Generated by `arbiter controller --api-doc` from src/api/routes.c and "
+            "src/state/config.c; tests/cli/controller.sh checks it is current. -->\n\n"
+            "HTTP/1.1 and JSON. Start the controller with\n"
+            "`arbiter controller --listen 127.0.0.1:7070 --data-dir DIR [--config FILE] "
+            "[--tokens FILE]`.\n\n"
+            "## Authentication\n\n"
+            "`Authorization: Bearer TOKEN`, tokens from the `--tokens` file (one a line: "
+            "`TOKEN ROLE TEAM [NAME]`). Roles: `admin` (everything), `user` (submit to the "
+            "team's queue, see and cancel the team's jobs, read nodes, queues and events), "
+            "`agent` (report nodes, fetch assignments). 401 without a known token, 403 outside "
+            "the role's rights. Without `--tokens` there is no authentication, every caller is "
+            "admin, and the controller listens on 127.0.0.1 only.\n\n"
+            "## Errors\n\n"
+            "Every error is `{\"error\": {\"status\", \"reason\", \"message\"}}`; the message "
+            "says what, where (the field path; for malformed JSON or YAML the line and column) "
+            "and how to fix it. 400 malformed body or query, 401, 403, 404, 405, 409 version "
+            "conflict (`If-Match`) or illegal transition, 413 body over 1 MiB, 422 invalid "
+            "content, 503 the store failed (the controller exits and recovers on restart). A "
+            "rejected request changes nothing.\n\n"
+            "## Durability and time\n\n"
+            "A reply goes out only after everything the request changed, or saw, is committed "
+            "to the store (SQLite, WAL, `synchronous=FULL`); concurrent submissions share one "
+            "commit. Events carry Lamport times (`lamport`): the controller takes max(local, "
+            "remote) + 1 for every event, agents send theirs in reports. Objects carry "
+            "`version`s. Wall-clock fields (`time`, `submitted_at`) are for people and never "
+            "order anything. Every assignment carries the controller's `epoch`, bumped at each "
+            "start.\n\n"
+            "## Routes\n\n"
+            "| method | path | roles | what |\n|---|---|---|---|\n");
+    for (const api_route_t *r = api_routes; r->method; r++) {
+        roles_text(r->roles, roles, sizeof roles);
+        fprintf(f, "| %s | `%s` | %s | %s |\n", r->method, r->path, roles, r->summary);
+    }
+    for (const api_route_t *r = api_routes; r->method; r++) {
+        roles_text(r->roles, roles, sizeof roles);
+        fprintf(f, "\n### %s %s\n\n%s. Roles: %s.\n\n%s\n", r->method, r->path, r->summary,
+                roles, r->doc);
+    }
+    fprintf(f, "\n## Configuration (`--config FILE`, YAML)\n\n"
+               "| key | type | default | what |\n|---|---|---|---|\n");
+    for (const st_conf_key_t *k = st_conf_keys; k->key; k++)
+        fprintf(f, "| `%s` | %s | %s | %s |\n", k->key, k->type, k->def, k->help);
+    fprintf(f, "\nExample:\n\n```yaml\n"
+               "scheduler: {policy: fgd, queue: drf, preemption: true, interval: 500ms}\n"
+               "nodes: {lease: 10s, staleness: 30s}\n"
+               "queues:\n"
+               "  - {name: team-a, cohort: research, nominal: {nvidia.com/gpu: 16}}\n"
+               "  - {name: team-b, cohort: research, nominal: {nvidia.com/gpu: 16},\n"
+               "     borrowingLimit: {nvidia.com/gpu: 8}}\n"
+               "```\n");
+}

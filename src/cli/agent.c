@@ -1,0 +1,283 @@
+/*
+ * agent.c: `arbiter agent`, the node agent (src/agent).
+ *
+ *   arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]
+ *                 [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]
+ *                 [--log-dir DIR] [--run-as USER] [--allow-root] [--cgroups auto|v2|v1|none]
+ *                 [--state FILE] [--keep-tasks] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]
+ *
+ * --once discovers the node, samples it twice a short moment apart (rates
+ * need two samples) and prints what it would report: the report body of
+ * docs/api.md with -o json, a summary for people otherwise. Without it the
+ * agent runs its heartbeat loop (agent_step) through a transport; until the
+ * controller's API is wired in that is the stdout row: one report body per
+ * line. SIGINT/SIGTERM stop it; its tasks are killed unless --keep-tasks
+ * (then a restart with the same --state adopts them).
+ *
+ * Exit status: 0 done, 1 the node could not be discovered or the agent could
+ * not start (message on stderr), 2 bad usage.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/agent.h"
+#include "cli/cli.h"
+
+#define AGENT_USAGE                                                                                \
+    "usage: arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib "     \
+    "PATH]\n"                                                                                      \
+    "                     [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]\n"    \
+    "                     [--log-dir DIR] [--run-as USER] [--allow-root]\n"                        \
+    "                     [--cgroups auto|v2|v1|none] [--state FILE] [--keep-tasks]\n"             \
+    "                     [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    stop_flag = 1;
+}
+
+/* "250ms", "1s", "2m", or plain seconds; ns, or -1. */
+static int64_t duration_ns(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || v <= 0)
+        return -1;
+    if (!strcmp(end, "ms"))
+        return (int64_t)(v * 1e6);
+    if (!*end || !strcmp(end, "s"))
+        return (int64_t)(v * 1e9);
+    if (!strcmp(end, "m"))
+        return (int64_t)(v * 60e9);
+    return -1;
+}
+
+static void human_bytes(double b, char *buf, size_t n)
+{
+    const char *u[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+    int i = 0;
+
+    while (b >= 1024 && i < 4)
+        b /= 1024, i++;
+    snprintf(buf, n, i ? "%.1f %s" : "%.0f %s", b, u[i]);
+}
+
+static void print_text(const agent_disc_t *d, const agent_tel_sample_t *s)
+{
+    const agent_inv_t *inv = &d->inv;
+    char a[32], b[32], c[32];
+
+    human_bytes((double)inv->mem_bytes, a, sizeof a);
+    printf("node %s: %d CPUs", inv->name, inv->cpus);
+    if (inv->cores)
+        printf(" (%d cores, %d package%s)", inv->cores, inv->packages,
+               inv->packages == 1 ? "" : "s");
+    printf(", %d NUMA node%s, %s memory\n", inv->numa_nodes, inv->numa_nodes == 1 ? "" : "s", a);
+    if (inv->cpu_model[0])
+        printf("cpu: %s\n", inv->cpu_model);
+    for (int i = 0; i < inv->nlabels; i++)
+        printf("%s%s=%s%s", i ? " " : "labels: ", inv->labels[i].key, inv->labels[i].val,
+               i + 1 == inv->nlabels ? "\n" : "");
+    printf("GPUs (%s): %d\n", inv->gpu_source, inv->ngpus);
+    for (int i = 0; i < inv->ngpus; i++) {
+        const agent_gpu_info_t *g = &inv->gpu[i];
+        const agent_gpu_sample_t *x = &s->gpu[i];
+        printf("  %2d  %-20s %7d MiB  nvlink %2d  pcie %2d  numa %2d", g->index, g->model,
+               g->mem_mib, g->nvlink, g->pcie, g->numa);
+        if (x->util_pct >= 0)
+            printf("  util %3d%%", x->util_pct);
+        if (x->mem_used_mib >= 0)
+            printf("  used %d MiB", x->mem_used_mib);
+        if (x->temp_c >= 0)
+            printf("  %d C", x->temp_c);
+        printf("%s%s%s%s\n", g->uuid[0] ? "  " : "", g->uuid, g->pci_bus_id[0] ? "  pci " : "",
+               g->pci_bus_id);
+    }
+    printf("telemetry over %.2f s:", s->interval_s);
+    if (s->cpu_util_pct >= 0)
+        printf(" cpu %.1f%%", s->cpu_util_pct);
+    if (s->load1 >= 0)
+        printf(" load %.2f", s->load1);
+    if (s->mem_total_bytes >= 0 && s->mem_available_bytes >= 0) {
+        human_bytes((double)(s->mem_total_bytes - s->mem_available_bytes), a, sizeof a);
+        human_bytes((double)s->mem_total_bytes, b, sizeof b);
+        printf(" memory %s of %s", a, b);
+    }
+    printf("\n");
+    if (s->net_rx_bps >= 0) {
+        human_bytes(s->net_rx_bps, a, sizeof a);
+        human_bytes(s->net_tx_bps, b, sizeof b);
+        printf("  net rx %s/s tx %s/s", a, b);
+    }
+    if (s->disk_read_bps >= 0) {
+        human_bytes(s->disk_read_bps, a, sizeof a);
+        human_bytes(s->disk_write_bps, b, sizeof b);
+        snprintf(c, sizeof c, "%.0f%%", s->disk_busy_pct);
+        printf("  disk read %s/s write %s/s busy %s", a, b, c);
+    }
+    printf("\n");
+    if (d->note[0])
+        printf("note: %s\n", d->note);
+}
+
+static int once(const agent_disc_opts_t *o, bool json)
+{
+    agent_disc_t d;
+    agent_tel_t tel;
+    agent_tel_sample_t s;
+    arb_err_t err = {{0}};
+    int rc;
+
+    if ((rc = agent_disc_open(&d, o, &err)) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 1;
+    }
+    agent_tel_init(&tel, o->proc_root);
+    agent_tel_sample(&tel, &d, agent_mono_ns(NULL), &s, NULL);
+    nanosleep(&(struct timespec){0, 250000000}, NULL);
+    agent_tel_sample(&tel, &d, agent_mono_ns(NULL), &s, NULL);
+    if (json) {
+        agent_report_in_t in = {.lamport = 1, .inv = &d.inv, .tel = &s};
+        char *body = agent_report_json(&in);
+        if (!body) {
+            fprintf(stderr, "arbiter agent: out of memory\n");
+            agent_disc_close(&d);
+            return 1;
+        }
+        printf("%s\n", body);
+        free(body);
+        if (d.note[0])
+            fprintf(stderr, "arbiter agent: %s\n", d.note);
+    } else {
+        print_text(&d, &s);
+    }
+    agent_disc_close(&d);
+    return 0;
+}
+
+int cli_agent(int argc, char **argv)
+{
+    agent_conf_t c;
+    agent_t a;
+    arb_err_t err = {{0}};
+    bool one = false, json = false, keep = false;
+    long count = -1;
+    char logdir[256];
+
+    memset(&c, 0, sizeof c);
+    snprintf(logdir, sizeof logdir, "/var/log/arbiter");
+    c.exec.log_dir = logdir;
+    c.exec.subreaper = true;
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        bool takes = true;
+
+        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
+            fputs(AGENT_USAGE, stdout);
+            return 0;
+        } else if (!strcmp(o, "--once")) {
+            one = true, takes = false;
+        } else if (!strcmp(o, "--allow-root")) {
+            c.exec.allow_root = true, takes = false;
+        } else if (!strcmp(o, "--keep-tasks")) {
+            keep = true, takes = false;
+        } else if (!v) {
+            fprintf(stderr, "arbiter agent: %s needs a value\n" AGENT_USAGE, o);
+            return 2;
+        } else if (!strcmp(o, "--name")) {
+            c.disc.node_name = v;
+        } else if (!strcmp(o, "--inventory")) {
+            c.disc.inventory = v;
+        } else if (!strcmp(o, "--fake-gpus")) {
+            c.disc.fake = v;
+        } else if (!strcmp(o, "--gpu-source")) {
+            c.disc.gpu_source = v;
+        } else if (!strcmp(o, "--nvml-lib")) {
+            c.disc.nvml_path = v;
+            c.disc.gpu_source = "nvml";
+        } else if (!strcmp(o, "--proc")) {
+            c.disc.proc_root = v;
+        } else if (!strcmp(o, "--sys")) {
+            c.disc.sys_root = v;
+        } else if (!strcmp(o, "--hwloc-xml")) {
+            c.disc.hwloc_xml = v;
+        } else if (!strcmp(o, "-o")) {
+            if (strcmp(v, "json") && strcmp(v, "text")) {
+                fprintf(stderr, "arbiter agent: -o %s: use text or json\n", v);
+                return 2;
+            }
+            json = !strcmp(v, "json");
+        } else if (!strcmp(o, "--heartbeat") || !strcmp(o, "--lease")) {
+            int64_t ns = duration_ns(v);
+            if (ns <= 0) {
+                fprintf(stderr, "arbiter agent: %s '%s': give a duration like 500ms, 1s, 10s\n", o,
+                        v);
+                return 2;
+            }
+            *(!strcmp(o, "--lease") ? &c.lease_ns : &c.heartbeat_ns) = ns;
+        } else if (!strcmp(o, "--count")) {
+            char *end;
+            count = strtol(v, &end, 10);
+            if (*end || count < 1) {
+                fprintf(stderr, "arbiter agent: --count '%s': give a number of heartbeats\n", v);
+                return 2;
+            }
+        } else if (!strcmp(o, "--log-dir")) {
+            c.exec.log_dir = v;
+        } else if (!strcmp(o, "--run-as")) {
+            c.exec.run_as = v;
+        } else if (!strcmp(o, "--cgroups")) {
+            c.exec.cgroup_mode = v;
+        } else if (!strcmp(o, "--state")) {
+            c.state_file = v;
+        } else {
+            fprintf(stderr, "arbiter agent: unknown option '%s'\n" AGENT_USAGE, o);
+            return 2;
+        }
+        i += takes;
+    }
+    if (!c.disc.node_name) {
+        fprintf(stderr, "arbiter agent: --name NODE is required\n" AGENT_USAGE);
+        return 2;
+    }
+    if (c.disc.inventory && c.disc.fake) {
+        fprintf(stderr, "arbiter agent: give --inventory or --fake-gpus, not both\n");
+        return 2;
+    }
+    if (one)
+        return once(&c.disc, json);
+
+    if (agent_open(&a, &c, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 1;
+    }
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    for (long n = 0; !stop_flag && (count < 0 || n < count); n++) {
+        int64_t next = agent_mono_ns(NULL) + a.conf.heartbeat_ns;
+        if (agent_step(&a, &err) < 0)
+            fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        if (count >= 0 && n + 1 >= count)
+            break;
+        while (!stop_flag) {
+            int64_t left = next - agent_mono_ns(NULL);
+            if (left <= 0)
+                break;
+            if (left > 100000000)
+                left = 100000000; /* wake up to see signals and reap promptly */
+            nanosleep(&(struct timespec){0, left}, NULL);
+            agent_exec_poll(&a.exec, agent_mono_ns(NULL));
+        }
+    }
+    agent_close(&a, !keep);
+    return 0;
+}

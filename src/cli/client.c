@@ -1,0 +1,568 @@
+/*
+ * client.c: the CLI verbs that talk to a running controller over HTTP
+ * (libcurl): submit, queue, job, explain, cancel, nodes, events. Tables for
+ * people, `-o json` for scripts (the controller's JSON as it came).
+ *
+ * Environment: ARBITER_URL (default http://127.0.0.1:7070) and
+ * ARBITER_TOKEN (a bearer token; none by default).
+ * Exit codes: 0 done; 1 the controller refused the request (its message is
+ * printed); 2 usage error; 3 the controller could not be reached.
+ */
+#include <curl/curl.h>
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+#define EXIT_REFUSED 1
+#define EXIT_USAGE 2
+#define EXIT_UNREACHABLE 3
+
+typedef struct buf {
+    char *p;
+    size_t n;
+} buf_t;
+
+static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
+{
+    buf_t *b = arg;
+    size_t k = size * nmemb;
+    char *q = realloc(b->p, b->n + k + 1);
+
+    if (!q)
+        return 0;
+    b->p = q;
+    memcpy(b->p + b->n, ptr, k);
+    b->n += k;
+    b->p[b->n] = '\0';
+    return k;
+}
+
+static const char *base_url(void)
+{
+    const char *u = getenv("ARBITER_URL");
+    return u && *u ? u : "http://127.0.0.1:7070";
+}
+
+/* One request. *out gets the parsed JSON reply (or NULL); returns the HTTP
+ * status, or -1 when the controller cannot be reached (message printed). */
+static long http(const char *method, const char *path, const char *body, size_t n,
+                 const char *ctype, json_t **out, char **raw)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    char url[2048], hdr[512];
+    buf_t b = {0};
+    long status = -1;
+    const char *tok = getenv("ARBITER_TOKEN");
+    CURLcode cc;
+
+    if (out)
+        *out = NULL;
+    if (!c)
+        return -1;
+    snprintf(url, sizeof url, "%s%s", base_url(), path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
+    if (tok && *tok) {
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", tok);
+        h = curl_slist_append(h, hdr);
+    }
+    if (body) {
+        snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype ? ctype : "application/json");
+        h = curl_slist_append(h, hdr);
+        h = curl_slist_append(h, "Expect:");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    cc = curl_easy_perform(c);
+    if (cc != CURLE_OK) {
+        fprintf(stderr, "arbiter: cannot reach the controller at %s: %s (set ARBITER_URL)\n",
+                base_url(), curl_easy_strerror(cc));
+    } else {
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
+        if (out && b.p)
+            *out = json_loads(b.p, 0, NULL);
+    }
+    if (raw)
+        *raw = b.p;
+    else
+        free(b.p);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return status;
+}
+
+/* Print the controller's error message; the exit code. */
+static int refused(long status, json_t *reply)
+{
+    const char *msg = json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+    fprintf(stderr, "arbiter: %ld: %s\n", status, msg ? msg : "(no message)");
+    return EXIT_REFUSED;
+}
+
+/* GET path, print JSON when want_json, else hand the reply to show(). */
+static int get_and_show(const char *path, bool want_json, void (*show)(json_t *))
+{
+    json_t *reply;
+    long st = http("GET", path, NULL, 0, NULL, &reply, NULL);
+    int rc = 0;
+
+    if (st < 0)
+        return EXIT_UNREACHABLE;
+    if (st >= 300)
+        rc = refused(st, reply);
+    else if (want_json)
+        json_dumpf(reply, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER), putchar('\n');
+    else
+        show(reply);
+    json_decref(reply);
+    return rc;
+}
+
+static bool opt_json(int *i, int argc, char **argv)
+{
+    if (strcmp(argv[*i], "-o") == 0 && *i + 1 < argc) {
+        (*i)++;
+        return strcmp(argv[*i], "json") == 0;
+    }
+    return false;
+}
+
+static char *read_all(const char *path, size_t *n)
+{
+    FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
+    buf_t b = {0};
+    char tmp[65536];
+    size_t k;
+
+    if (!f)
+        return NULL;
+    while ((k = fread(tmp, 1, sizeof tmp, f)) > 0)
+        if (on_data(tmp, 1, k, &b) != k)
+            break;
+    if (f != stdin)
+        fclose(f);
+    if (!b.p)
+        b.p = calloc(1, 1);
+    *n = b.n;
+    return b.p;
+}
+
+/* ---- submit ------------------------------------------------------------------------ */
+
+int cli_submit(int argc, char **argv)
+{
+    const char *file = NULL, *gpus = NULL, *cpus = NULL, *mem = NULL, *queue = NULL,
+               *prio = NULL, *name = NULL;
+    long nodes = 1;
+    bool want_json = false;
+    int i;
+    char *body = NULL;
+    size_t n = 0;
+    bool yaml = false;
+
+    for (i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        bool has = i + 1 < argc;
+        if (strcmp(a, "--") == 0) {
+            i++;
+            break;
+        } else if (strcmp(a, "-f") == 0 && has) {
+            file = argv[++i];
+        } else if (strcmp(a, "--gpus") == 0 && has) {
+            gpus = argv[++i];
+        } else if (strcmp(a, "--cpus") == 0 && has) {
+            cpus = argv[++i];
+        } else if (strcmp(a, "--mem") == 0 && has) {
+            mem = argv[++i];
+        } else if (strcmp(a, "--nodes") == 0 && has) {
+            nodes = strtol(argv[++i], NULL, 10);
+        } else if (strcmp(a, "--queue") == 0 && has) {
+            queue = argv[++i];
+        } else if (strcmp(a, "--priority") == 0 && has) {
+            prio = argv[++i];
+        } else if (strcmp(a, "--name") == 0 && has) {
+            name = argv[++i];
+        } else if (strcmp(a, "-o") == 0 && has) {
+            want_json = opt_json(&i, argc, argv);
+        } else {
+            fprintf(stderr, "arbiter submit: unknown option '%s'; run 'arbiter help submit'\n", a);
+            return EXIT_USAGE;
+        }
+    }
+    if (file) {
+        body = read_all(file, &n);
+        if (!body) {
+            fprintf(stderr, "arbiter submit: cannot read '%s'\n", file);
+            return EXIT_USAGE;
+        }
+        size_t fl = strlen(file);
+        yaml = !(fl > 5 && strcmp(file + fl - 5, ".json") == 0);
+    } else {
+        json_t *o = json_object(), *req = json_object(), *cmd = json_array();
+        char nm[64];
+        if (nodes < 1 || nodes > 100000) {
+            fprintf(stderr, "arbiter submit: --nodes %ld: use 1..100000\n", nodes);
+            return EXIT_USAGE;
+        }
+        if (!name) {
+            snprintf(nm, sizeof nm, "%s", i < argc ? argv[i] : "job");
+            char *slash = strrchr(nm, '/');
+            name = slash ? slash + 1 : nm;
+        }
+        json_object_set_new(o, "name", json_string(name));
+        if (queue)
+            json_object_set_new(o, "queue", json_string(queue));
+        if (prio) {
+            char *end;
+            long p = strtol(prio, &end, 10);
+            json_object_set_new(o, *end || end == prio ? "priorityClassName" : "priority",
+                                *end || end == prio ? json_string(prio) : json_integer(p));
+        }
+        json_object_set_new(o, "replicas", json_integer(nodes));
+        if (gpus)
+            json_object_set_new(req, "nvidia.com/gpu", json_string(gpus));
+        if (cpus)
+            json_object_set_new(req, "cpu", json_string(cpus));
+        if (mem)
+            json_object_set_new(req, "memory", json_string(mem));
+        json_object_set_new(o, "resources", json_pack("{s:o}", "requests", req));
+        for (; i < argc; i++)
+            json_array_append_new(cmd, json_string(argv[i]));
+        json_object_set_new(o, "command", cmd);
+        body = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        n = strlen(body);
+        json_decref(o);
+    }
+    json_t *reply;
+    long st = http("POST", "/v1/jobs", body, n, yaml ? "application/yaml" : "application/json",
+                   &reply, NULL);
+    free(body);
+    int rc = 0;
+    if (st < 0)
+        return EXIT_UNREACHABLE;
+    if (st >= 300)
+        rc = refused(st, reply);
+    else if (want_json)
+        json_dumpf(reply, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER), putchar('\n');
+    else
+        printf("%lld\n", (long long)json_integer_value(json_object_get(reply, "id")));
+    json_decref(reply);
+    return rc;
+}
+
+/* ---- queue, job, explain, cancel ---------------------------------------------------------- */
+
+static void task_nodes(json_t *job, char *buf, size_t n)
+{
+    json_t *tasks = json_object_get(job, "tasks"), *t;
+    size_t i, used = 0;
+
+    buf[0] = '\0';
+    json_array_foreach(tasks, i, t) {
+        const char *node = json_string_value(json_object_get(t, "node"));
+        if (!node || used >= n)
+            continue;
+        if (used && strstr(buf, node)) /* each node once */
+            continue;
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", node);
+    }
+    if (!buf[0])
+        snprintf(buf, n, "-");
+}
+
+static void show_queue(json_t *reply)
+{
+    json_t *jobs = json_object_get(reply, "jobs"), *j;
+    size_t i;
+    char where[256];
+
+    printf("%-7s %-24s %-12s %-10s %8s %5s  %s\n", "ID", "NAME", "QUEUE", "STATE", "PRIORITY",
+           "GPUS", "NODES");
+    json_array_foreach(jobs, i, j) {
+        task_nodes(j, where, sizeof where);
+        printf("%-7lld %-24.24s %-12.12s %-10s %8lld %5lld  %s\n",
+               (long long)json_integer_value(json_object_get(j, "id")),
+               json_string_value(json_object_get(j, "name")),
+               json_string_value(json_object_get(j, "queue")),
+               json_string_value(json_object_get(j, "state")),
+               (long long)json_integer_value(json_object_get(j, "priority")),
+               (long long)json_integer_value(json_object_get(j, "gpus")), where);
+    }
+    if (json_array_size(jobs) == 0)
+        printf("(no jobs)\n");
+}
+
+int cli_queue(int argc, char **argv)
+{
+    bool want_json = false, all = false;
+    const char *q = NULL;
+    char path[512];
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--all") == 0)
+            all = true;
+        else if (strcmp(argv[i], "--queue") == 0 && i + 1 < argc)
+            q = argv[++i];
+        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            want_json = opt_json(&i, argc, argv);
+        else
+            return fprintf(stderr, "usage: arbiter queue [--all] [--queue Q] [-o json]\n"),
+                   EXIT_USAGE;
+    }
+    char *eq = NULL;
+    if (q) {
+        CURL *c = curl_easy_init();
+        eq = c ? curl_easy_escape(c, q, 0) : NULL;
+        curl_easy_cleanup(c);
+    }
+    snprintf(path, sizeof path, "/v1/jobs?%s%s%s", all ? "" : "state=active", eq ? "&queue=" : "",
+             eq ? eq : "");
+    curl_free(eq);
+    return get_and_show(path, want_json, show_queue);
+}
+
+static int one_id(int argc, char **argv, const char *verb, const char **id, bool *want_json)
+{
+    *id = NULL;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            *want_json = opt_json(&i, argc, argv);
+        else if (!*id && strspn(argv[i], "0123456789") == strlen(argv[i]) && argv[i][0])
+            *id = argv[i];
+        else
+            break;
+    }
+    if (!*id) {
+        fprintf(stderr, "usage: arbiter %s ID [-o json]\n", verb);
+        return EXIT_USAGE;
+    }
+    return 0;
+}
+
+static void show_job(json_t *j)
+{
+    json_t *tasks = json_object_get(j, "tasks"), *t, *evs = json_object_get(j, "events"), *e;
+    size_t i;
+
+    printf("job %lld '%s'\n  state     %s%s\n  queue     %s (team %s, owner %s)\n"
+           "  priority  %lld\n  version   %lld (Lamport %lld)\n  submitted %s\n",
+           (long long)json_integer_value(json_object_get(j, "id")),
+           json_string_value(json_object_get(j, "name")),
+           json_string_value(json_object_get(j, "state")),
+           json_is_true(json_object_get(j, "stop_requested")) ? " (stop requested)" : "",
+           json_string_value(json_object_get(j, "queue")),
+           json_string_value(json_object_get(j, "team")),
+           json_string_value(json_object_get(j, "owner")),
+           (long long)json_integer_value(json_object_get(j, "priority")),
+           (long long)json_integer_value(json_object_get(j, "version")),
+           (long long)json_integer_value(json_object_get(j, "updated_lamport")),
+           json_string_value(json_object_get(j, "submitted_at")));
+    if (json_string_value(json_object_get(j, "message")))
+        printf("  message   %s\n", json_string_value(json_object_get(j, "message")));
+    printf("  tasks\n");
+    json_array_foreach(tasks, i, t) {
+        char gl[128] = "";
+        size_t k, used = 0;
+        json_t *g;
+        json_array_foreach(json_object_get(t, "gpus"), k, g)
+            used += (size_t)snprintf(gl + used, sizeof gl - used, "%s%lld", k ? "," : "",
+                                     (long long)json_integer_value(g));
+        json_t *ec = json_object_get(t, "exit_code");
+        printf("    %-4zu %-12s %-10s node %-16s gpus [%s]%s", i,
+               json_string_value(json_object_get(t, "group")),
+               json_string_value(json_object_get(t, "state")),
+               json_string_value(json_object_get(t, "node")) ?: "-", gl,
+               json_is_integer(ec) ? "" : "\n");
+        if (json_is_integer(ec))
+            printf(" exit %lld\n", (long long)json_integer_value(ec));
+    }
+    if (json_array_size(evs))
+        printf("  events\n");
+    json_array_foreach(evs, i, e)
+        printf("    %8lld  %s\n", (long long)json_integer_value(json_object_get(e, "lamport")),
+               json_string_value(json_object_get(e, "message")));
+}
+
+int cli_job(int argc, char **argv)
+{
+    const char *id;
+    bool want_json = false;
+    char path[128];
+    int rc = one_id(argc, argv, "job", &id, &want_json);
+
+    if (rc)
+        return rc;
+    snprintf(path, sizeof path, "/v1/jobs/%s", id);
+    return get_and_show(path, want_json, show_job);
+}
+
+static void show_explain(json_t *x)
+{
+    const char *hint = json_string_value(json_object_get(x, "hint"));
+    printf("job %lld '%s' is %s\n  %s\n", (long long)json_integer_value(json_object_get(x, "job")),
+           json_string_value(json_object_get(x, "name")),
+           json_string_value(json_object_get(x, "state")),
+           json_string_value(json_object_get(x, "summary")));
+    if (hint && *hint)
+        printf("  hint: %s\n", hint);
+}
+
+int cli_explain(int argc, char **argv)
+{
+    const char *id;
+    bool want_json = false;
+    char path[128];
+    int rc = one_id(argc, argv, "explain", &id, &want_json);
+
+    if (rc)
+        return rc;
+    snprintf(path, sizeof path, "/v1/jobs/%s/explain", id);
+    return get_and_show(path, want_json, show_explain);
+}
+
+int cli_cancel(int argc, char **argv)
+{
+    int rc = 0;
+
+    if (argc < 2) {
+        fprintf(stderr, "usage: arbiter cancel ID...\n");
+        return EXIT_USAGE;
+    }
+    for (int i = 1; i < argc; i++) {
+        char path[128];
+        json_t *reply;
+        if (strspn(argv[i], "0123456789") != strlen(argv[i]) || !argv[i][0]) {
+            fprintf(stderr, "arbiter cancel: '%s' is not a job id\n", argv[i]);
+            rc = EXIT_USAGE;
+            continue;
+        }
+        snprintf(path, sizeof path, "/v1/jobs/%s", argv[i]);
+        long st = http("DELETE", path, NULL, 0, NULL, &reply, NULL);
+        if (st < 0)
+            return EXIT_UNREACHABLE;
+        if (st >= 300)
+            rc = refused(st, reply);
+        else if (json_is_true(json_object_get(reply, "stop_requested")))
+            printf("job %s: cancel requested; its agents are stopping it\n", argv[i]);
+        else
+            printf("job %s cancelled\n", argv[i]);
+        json_decref(reply);
+    }
+    return rc;
+}
+
+/* ---- nodes, events -------------------------------------------------------------------------- */
+
+static void show_nodes(json_t *reply)
+{
+    json_t *nodes = json_object_get(reply, "nodes"), *n, *g;
+    size_t i, k;
+
+    printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE", "GPU MAP (job id per GPU; . free)");
+    json_array_foreach(nodes, i, n) {
+        json_t *gpus = json_object_get(n, "gpus");
+        char map[512] = "", age[32];
+        size_t used = 0;
+        int busy = 0;
+        json_array_foreach(gpus, k, g) {
+            json_t *jobs = json_object_get(g, "jobs");
+            if (json_array_size(jobs) == 0) {
+                used += (size_t)snprintf(map + used, sizeof map - used, " %5s", ".");
+            } else {
+                busy++;
+                char cell[32];
+                snprintf(cell, sizeof cell, "%lld%s",
+                         (long long)json_integer_value(json_array_get(jobs, 0)),
+                         json_array_size(jobs) > 1 ? "+" : "");
+                used += (size_t)snprintf(map + used, sizeof map - used, " %5s", cell);
+            }
+            if (used >= sizeof map)
+                break;
+        }
+        json_t *ra = json_object_get(n, "report_age_s");
+        if (json_is_number(ra))
+            snprintf(age, sizeof age, "%.1fs", json_number_value(ra));
+        else
+            snprintf(age, sizeof age, "-");
+        char cnt[32];
+        snprintf(cnt, sizeof cnt, "%d/%zu", busy, json_array_size(gpus));
+        printf("%-16.16s %-9s %-9s %-8s%s\n", json_string_value(json_object_get(n, "name")),
+               json_string_value(json_object_get(n, "state")), cnt, age, map);
+    }
+    if (json_array_size(nodes) == 0)
+        printf("(no nodes; agents register them)\n");
+}
+
+int cli_nodes(int argc, char **argv)
+{
+    bool want_json = false;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            want_json = opt_json(&i, argc, argv);
+        else
+            return fprintf(stderr, "usage: arbiter nodes [-o json]\n"), EXIT_USAGE;
+    }
+    return get_and_show("/v1/nodes", want_json, show_nodes);
+}
+
+int cli_events(int argc, char **argv)
+{
+    bool want_json = false, watch = false;
+    unsigned long long since = 0;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            want_json = opt_json(&i, argc, argv);
+        else if (strcmp(argv[i], "--watch") == 0 || strcmp(argv[i], "-w") == 0)
+            watch = true;
+        else if (strcmp(argv[i], "--since") == 0 && i + 1 < argc)
+            since = strtoull(argv[++i], NULL, 10);
+        else
+            return fprintf(stderr, "usage: arbiter events [--since N] [--watch] [-o json]\n"),
+                   EXIT_USAGE;
+    }
+    do {
+        char path[128];
+        json_t *reply, *e;
+        size_t i;
+        snprintf(path, sizeof path, "/v1/events?since=%llu%s", since, watch ? "&wait=30" : "");
+        long st = http("GET", path, NULL, 0, NULL, &reply, NULL);
+        if (st < 0)
+            return EXIT_UNREACHABLE;
+        if (st >= 300) {
+            int rc = refused(st, reply);
+            json_decref(reply);
+            return rc;
+        }
+        json_array_foreach(json_object_get(reply, "events"), i, e) {
+            if (want_json) {
+                json_dumpf(e, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
+                putchar('\n');
+            } else {
+                printf("%8lld  %s  %-22s %s\n",
+                       (long long)json_integer_value(json_object_get(e, "lamport")),
+                       json_string_value(json_object_get(e, "time")),
+                       json_string_value(json_object_get(e, "type")),
+                       json_string_value(json_object_get(e, "message")));
+            }
+        }
+        fflush(stdout);
+        since = (unsigned long long)json_integer_value(json_object_get(reply, "last"));
+        json_decref(reply);
+    } while (watch);
+    return 0;
+}

@@ -1,0 +1,149 @@
+/*
+ * controller.c: `arbiter controller`: the durable daemon. It loads the
+ * config and tokens, opens (and recovers) the resource manager over the
+ * data directory, starts the scheduler thread and the HTTP API, writes the
+ * URL it listens on to DIR/url, and runs until SIGINT or SIGTERM, when it
+ * stops accepting requests, writes what is queued and exits 0.
+ *
+ * Crash-only: a kill -9 at any moment is safe; the next start recovers
+ * from the store everything that was acknowledged.
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api/api.h"
+#include "cli/cli.h"
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] "
+                    "[--tokens FILE]\n"
+                    "       arbiter controller --api-doc     (print docs/api.md)\n");
+    return 2;
+}
+
+static int parse_listen(const char *s, char *host, size_t n, int *port)
+{
+    const char *colon = strrchr(s, ':');
+    char *end;
+
+    if (!colon || (size_t)(colon - s) >= n || colon == s)
+        return -EINVAL;
+    memcpy(host, s, (size_t)(colon - s));
+    host[colon - s] = '\0';
+    long p = strtol(colon + 1, &end, 10);
+    if (*end || p < 0 || p > 65535 || end == colon + 1)
+        return -EINVAL;
+    *port = (int)p;
+    return 0;
+}
+
+static void write_url(const char *dir, const char *host, int port)
+{
+    char path[4096], tmp[4200];
+    FILE *f;
+
+    snprintf(path, sizeof path, "%s/url", dir);
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    f = fopen(tmp, "w");
+    if (!f)
+        return;
+    fprintf(f, "http://%s:%d\n", host, port);
+    if (fclose(f) == 0)
+        rename(tmp, path);
+}
+
+int cli_controller(int argc, char **argv)
+{
+    const char *listen = "127.0.0.1:7070", *dir = NULL, *config = NULL, *tokfile = NULL;
+    char host[256];
+    int port = 0, rc = 1;
+    st_conf_t conf;
+    api_tokens_t tokens = {0};
+    arb_err_t err = {{0}};
+    st_t *st = NULL;
+    api_server_t *api = NULL;
+    sigset_t set;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--api-doc") == 0) {
+            api_doc_markdown(stdout);
+            return 0;
+        } else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
+            listen = argv[++i];
+        } else if (strcmp(argv[i], "--data-dir") == 0 && i + 1 < argc) {
+            dir = argv[++i];
+        } else if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+            config = argv[++i];
+        } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
+            tokfile = argv[++i];
+        } else {
+            return usage();
+        }
+    }
+    if (!dir)
+        return usage();
+    if (parse_listen(listen, host, sizeof host, &port) < 0) {
+        fprintf(stderr, "arbiter controller: --listen '%s': use HOST:PORT, e.g. 127.0.0.1:7070\n",
+                listen);
+        return 2;
+    }
+    st_conf_init(&conf);
+    if (config && st_conf_load_file(config, &conf, &err) < 0) {
+        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        return 2;
+    }
+    if (tokfile && api_tokens_load(tokfile, &tokens, &err) < 0) {
+        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        st_conf_free(&conf);
+        return 2;
+    }
+    if (!tokfile && strncmp(host, "127.", 4) != 0) {
+        fprintf(stderr,
+                "arbiter controller: no --tokens: the API has no authentication, so it listens "
+                "on 127.0.0.1 only, not on %s\n",
+                host);
+        snprintf(host, sizeof host, "127.0.0.1");
+    }
+
+    /* Signals are taken by sigwait below; every thread inherits the mask. */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+
+    if (st_open(dir, &conf, &st, &err) < 0 || st_start(st, &err) < 0) {
+        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        goto out;
+    }
+    api_opts_t ao = {.host = host, .port = port, .tokens = tokfile ? &tokens : NULL};
+    if (api_server_start(st, &ao, &api, &err) < 0) {
+        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        goto out;
+    }
+    json_t *status = st_status(st);
+    write_url(dir, host, api_server_port(api));
+    fprintf(stderr,
+            "arbiter controller: epoch %lld, %lld jobs and %lld nodes recovered from %s; "
+            "listening on http://%s:%d (%s)\n",
+            (long long)json_integer_value(json_object_get(status, "epoch")),
+            (long long)json_integer_value(json_object_get(status, "jobs")),
+            (long long)json_integer_value(json_object_get(status, "nodes")), dir, host,
+            api_server_port(api),
+            tokfile ? "bearer tokens required" : "NO authentication: loopback only");
+    json_decref(status);
+    int sig = 0;
+    sigwait(&set, &sig);
+    fprintf(stderr, "arbiter controller: signal %d: stopping\n", sig);
+    rc = 0;
+out:
+    api_server_stop(api);
+    st_close(st);
+    api_tokens_free(&tokens);
+    st_conf_free(&conf);
+    return rc;
+}

@@ -1,0 +1,399 @@
+/*
+ * codec.c: JSON in and out of the resource manager: job specs (JSON or
+ * YAML) into core jobs, and jobs, tasks and nodes out as API objects and as
+ * store records.
+ *
+ * Job specs reuse the scenario loader's job reader (src/spec), so a job
+ * posted as JSON, a job posted as YAML and a job in a scenario file accept
+ * exactly the same fields and give the same messages. JSON is YAML 1.2, so
+ * the same bytes go to both parsers: jansson first, for strict JSON syntax
+ * with line and column (400); then the spec reader, whose messages point
+ * into the same text (422). Two fields belong to the controller and are
+ * taken out before the spec reader sees the mapping: "command" (a list of
+ * strings) and "env" (a map of names to strings).
+ */
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec/scenario.h"
+#include "spec/sval.h"
+#include "state/jv.h"
+#include "state/state_int.h"
+
+/* ---- specs in ------------------------------------------------------------------ */
+
+static bool env_name_ok(const char *k)
+{
+    if (!k[0] || (k[0] >= '0' && k[0] <= '9'))
+        return false;
+    for (; *k; k++)
+        if (!((*k >= 'A' && *k <= 'Z') || (*k >= 'a' && *k <= 'z') || (*k >= '0' && *k <= '9') ||
+              *k == '_'))
+            return false;
+    return true;
+}
+
+/* libfyaml 0.7 exports this but leaves it out of its header; removing a
+ * pair from a mapping does not free it. */
+void fy_node_pair_free(struct fy_node_pair *fynp);
+
+static void remove_key(struct fy_node *map, const char *key)
+{
+    struct fy_node_pair *p = fy_node_mapping_lookup_pair_by_string(map, key, FY_NT);
+    if (p && fy_node_mapping_remove(map, p) == 0)
+        fy_node_pair_free(p);
+}
+
+/* Take "command" and "env" out of the root mapping. */
+static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t **env)
+{
+    sval_t rv, v;
+    char buf[4096];
+    int rc = 0, cnt = 0;
+
+    sv_root(&rv, root, "");
+    if (sv_get(&rv, "command", &v)) {
+        json_t *arr = json_array();
+        if ((rc = sv_seq(x, &v, 4096, &cnt)) < 0) {
+            json_decref(arr);
+            return rc;
+        }
+        for (int i = 0; i < cnt; i++) {
+            sval_t iv;
+            sv_item(&iv, &v, fy_node_sequence_get_by_index(v.n, i), i);
+            if ((rc = sv_text(x, &iv, buf, sizeof buf, true)) < 0) {
+                json_decref(arr);
+                return rc;
+            }
+            json_array_append_new(arr, json_string(buf));
+        }
+        *command = arr;
+        remove_key(root, "command");
+    }
+    if (sv_get(&rv, "env", &v)) {
+        bool is = false;
+        json_t *obj = json_object();
+        void *it = NULL;
+        struct fy_node_pair *p;
+        if ((rc = sv_map(x, &v, &is)) < 0) {
+            json_decref(obj);
+            return rc;
+        }
+        while (is && (p = fy_node_mapping_iterate(v.n, &it)) != NULL) {
+            sval_t pv;
+            size_t klen = 0;
+            const char *k = sv_key_text(fy_node_pair_key(p), &klen);
+            char key[256];
+            sv_pair(&pv, &v, p);
+            if (!k || klen >= sizeof key) {
+                json_decref(obj);
+                return sv_fail(x, &pv, -EINVAL, "environment variable names are plain strings");
+            }
+            memcpy(key, k, klen);
+            key[klen] = '\0';
+            if (!env_name_ok(key)) {
+                json_decref(obj);
+                return sv_fail(x, &pv, -EINVAL,
+                               "'%s' is not a variable name; use letters, digits and _", key);
+            }
+            if ((rc = sv_text(x, &pv, buf, sizeof buf, true)) < 0) {
+                json_decref(obj);
+                return rc;
+            }
+            json_object_set_new(obj, key, json_string(buf));
+        }
+        *env = obj;
+        remove_key(root, "env");
+    }
+    return 0;
+}
+
+int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
+                  json_t **command, json_t **env, arb_err_t *err)
+{
+    const char *name = yaml ? "job.yaml" : "job.json";
+    char *alt = NULL;
+    sv_doc_t d;
+    int rc;
+
+    *command = *env = NULL;
+    if (!yaml) {
+        json_error_t je;
+        json_t *v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+        if (!v)
+            return arb_errf(err, -EBADMSG, "%s:%d:%d: malformed JSON: %s", name, je.line,
+                            je.column, je.text);
+        bool obj = json_is_object(v);
+        if (obj && (rc = sv_doc_open(name, body, n, &d, NULL)) < 0) {
+            /* Valid JSON that libfyaml reads differently (tabs as
+             * indentation): give it a canonical layout. */
+            alt = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        }
+        json_decref(v);
+        if (!obj)
+            return arb_errf(err, -EINVAL, "body: a job spec is a JSON object ({\"name\": ...})");
+        if (alt) {
+            rc = sv_doc_open(name, alt, strlen(alt), &d, err);
+            if (rc < 0) {
+                free(alt);
+                return -EBADMSG;
+            }
+        }
+    } else if (sv_doc_open(name, body, n, &d, err) < 0) {
+        return -EBADMSG;
+    }
+    struct fy_node *root = fy_document_root(d.doc);
+    sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
+    rc = take_extras(&x, root, command, env);
+    if (rc == 0) {
+        rc = spec_job_from_node(name, root, "", &s->cluster, job, err);
+        if (rc < 0 && err && strstr(err->msg, "unknown field") &&
+            strlen(err->msg) + 32 < sizeof err->msg)
+            strcat(err->msg, " (and the controller's: command, env)");
+    }
+    sv_doc_close(&d);
+    free(alt);
+    if (rc < 0) {
+        json_decref(*command);
+        json_decref(*env);
+        *command = *env = NULL;
+        if (rc != -ENOMEM)
+            rc = -EINVAL;
+    }
+    return rc;
+}
+
+/* ---- jobs out -------------------------------------------------------------------- */
+
+static json_t *gpu_list(uint16_t mask)
+{
+    json_t *a = json_array();
+    for (int g = 0; g < ARB_MAX_GPUS; g++)
+        if (mask & (1u << g))
+            json_array_append_new(a, json_integer(g));
+    return a;
+}
+
+static json_t *task_json(st_t *s, st_job_t *sj, int t)
+{
+    const arb_job_t *j = sj->j;
+    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+    const st_task_t *tk = &sj->tasks[t];
+    json_t *o = json_pack("{s:i,s:s,s:s}", "index", t, "group", g ? g->name : "", "state",
+                          st_task_state_names[tk->state]);
+    bool held = t < j->nalloc && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING);
+
+    if (held) {
+        const arb_task_alloc_t *a = &j->alloc[t];
+        json_object_set_new(o, "node", json_string(arb_node_name(
+                                           &s->cluster, &s->cluster.nodes[a->node])));
+        json_object_set_new(o, "gpus", gpu_list(a->gpu_mask));
+        if (a->gpu_mask)
+            json_object_set_new(o, "gpu_milli", json_integer(a->gpu_milli));
+    } else {
+        json_object_set_new(o, "node", json_null());
+        json_object_set_new(o, "gpus", json_array());
+    }
+    json_object_set_new(o, "exit_code", tk->has_exit ? json_integer(tk->exit_code) : json_null());
+    return o;
+}
+
+static json_t *group_json(const arb_tgroup_t *g)
+{
+    char cpu[32], mem[32], gmem[32];
+    json_t *o;
+
+    arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
+    arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
+    arb_qty_format(g->req.gpu_mem_mib * 1024 * 1024, ARB_QTY_BYTES, gmem, sizeof gmem);
+    o = json_pack("{s:s,s:i,s:i,s:s,s:s}", "name", g->name, "replicas", g->replicas, "gpus",
+                  g->gpus, "cpu", cpu, "memory", mem);
+    if (g->gpu_share)
+        json_object_set_new(o, "gpu_share_milli", json_integer(g->gpu_share));
+    if (g->req.gpu_mem_mib)
+        json_object_set_new(o, "gpu_memory", json_string(gmem));
+    if (g->topo.level != ARB_TOPO_ANY)
+        json_object_set_new(o, "topology",
+                            json_pack("{s:s,s:s}", "level", arb_topo_level_name(g->topo.level),
+                                      "mode", g->topo.required ? "required" : "preferred"));
+    return o;
+}
+
+json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
+{
+    const arb_job_t *j = sj->j;
+    char tbuf[40];
+    json_t *o, *tasks = json_array();
+    int gpus = 0;
+
+    for (int i = 0; i < j->ngroups; i++)
+        gpus += j->groups[i].gpus * j->groups[i].replicas;
+    o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "id",
+                  (json_int_t)sj->id, "name", j->name, "queue", arb_str(&s->cluster.strs, j->queue),
+                  "team", sj->team, "owner", sj->owner, "state", arb_job_state_name(j->state),
+                  "priority", j->priority, "gpus", gpus, "version", (json_int_t)sj->version,
+                  "submitted_lamport", (json_int_t)sj->lamport_submit, "updated_lamport",
+                  (json_int_t)sj->lamport_update, "attempt", (json_int_t)sj->attempt, "epoch",
+                  (json_int_t)sj->epoch);
+    jv_time(sj->submit_ms, tbuf, sizeof tbuf);
+    json_object_set_new(o, "submitted_at", json_string(tbuf));
+    if (sj->start_ms) {
+        jv_time(sj->start_ms, tbuf, sizeof tbuf);
+        json_object_set_new(o, "started_at", json_string(tbuf));
+    }
+    if (sj->end_ms) {
+        jv_time(sj->end_ms, tbuf, sizeof tbuf);
+        json_object_set_new(o, "ended_at", json_string(tbuf));
+    }
+    if (sj->stop)
+        json_object_set_new(o, "stop_requested", json_true());
+    if (sj->message[0])
+        json_object_set_new(o, "message", json_string(sj->message));
+    for (int t = 0; t < sj->ntasks; t++)
+        json_array_append_new(tasks, task_json(s, sj, t));
+    json_object_set_new(o, "tasks", tasks);
+    if (!full)
+        return o;
+    json_t *groups = json_array();
+    for (int i = 0; i < j->ngroups; i++)
+        json_array_append_new(groups, group_json(&j->groups[i]));
+    json_object_set_new(o, "groups", groups);
+    json_object_set_new(o, "gang_min", json_integer(j->gang_min));
+    json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
+    if (j->time_limit_s)
+        json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));
+    json_object_set_new(o, "command", sj->command ? json_incref(sj->command) : json_array());
+    if (sj->env)
+        json_object_set_new(o, "env", json_incref(sj->env));
+    /* The job's recent events, oldest first. */
+    json_t *evs = json_array();
+    int found = 0, idx[32];
+    for (int i = s->ring_n - 1; i >= 0 && found < 32; i--) {
+        int k = (s->ring_head + i) % s->ring_cap;
+        if (s->ring[k].job == sj->id)
+            idx[found++] = k;
+        if (s->ring[k].lamport < sj->lamport_submit)
+            break;
+    }
+    while (found > 0) {
+        json_t *e = json_loads(s->ring[idx[--found]].json, 0, NULL);
+        if (e)
+            json_array_append_new(evs, e);
+    }
+    json_object_set_new(o, "events", evs);
+    return o;
+}
+
+char *st_job_record(st_t *s, st_job_t *sj)
+{
+    const arb_job_t *j = sj->j;
+    json_t *tasks = json_array(), *alloc = json_array(), *o;
+    char *txt;
+
+    for (int t = 0; t < sj->ntasks; t++)
+        json_array_append_new(tasks, json_pack("[i,o]", sj->tasks[t].state,
+                                               sj->tasks[t].has_exit
+                                                   ? json_integer(sj->tasks[t].exit_code)
+                                                   : json_null()));
+    if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING)
+        for (int t = 0; t < j->nalloc; t++) {
+            const arb_task_alloc_t *a = &j->alloc[t];
+            json_array_append_new(
+                alloc, json_pack("[s,i,i,i]", arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
+                                 a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
+        }
+    o = json_pack("{s:I,s:s,s:s,s:b,s:s%,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:o,s:o}",
+                  "id", (json_int_t)sj->id, "team", sj->team, "owner", sj->owner, "yaml",
+                  sj->yaml, "spec", sj->spec, sj->speclen, "state", arb_job_state_name(j->state),
+                  "version", (json_int_t)sj->version, "lamport_submit",
+                  (json_int_t)sj->lamport_submit, "lamport_update",
+                  (json_int_t)sj->lamport_update, "attempt", (json_int_t)sj->attempt, "epoch",
+                  (json_int_t)sj->epoch, "submit_ms", (json_int_t)sj->submit_ms, "start_ms",
+                  (json_int_t)sj->start_ms, "end_ms", (json_int_t)sj->end_ms, "delivered",
+                  sj->delivered, "stop", sj->stop, "message", sj->message, "tasks", tasks,
+                  "alloc", alloc);
+    if (!o)
+        return NULL;
+    txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return txt;
+}
+
+json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
+{
+    const arb_job_t *j = sj->j;
+    const arb_task_alloc_t *a = &j->alloc[t];
+    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+    char cpu[32], mem[32];
+
+    arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
+    arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
+    return json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job",
+                     (json_int_t)sj->id, "name", j->name, "task", t, "ntasks", j->nalloc,
+                     "attempt", (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
+                     gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
+                     a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
+                     sj->command ? json_incref(sj->command) : json_array(), "env",
+                     sj->env ? json_incref(sj->env) : json_object(), "state",
+                     st_task_state_names[sj->tasks[t].state], "stop", sj->stop);
+}
+
+/* ---- nodes out ------------------------------------------------------------------------ */
+
+json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
+{
+    st_node_t *x = st_node_ext(s, n);
+    json_t *gpus = json_array(), *labels = json_object(), *o;
+    char cpu[32], mem[32], ucpu[32], umem[32], tbuf[40];
+    int64_t now = st_mono_ns();
+
+    for (int g = 0; g < n->ngpus; g++) {
+        const arb_gpu_t *d = &n->gpu[g];
+        json_array_append_new(
+            gpus, json_pack("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:[]}", "index", g, "model",
+                            arb_str(&s->cluster.strs, d->model), "memory_mib", d->mem_mib,
+                            "used_milli", d->used_milli, "nvlink", d->nvlink, "pcie", d->pcie,
+                            "numa", d->numa, "util", d->util_pct, "temp_c", d->temp_c, "healthy",
+                            d->healthy != 0, "jobs"));
+    }
+    for (int i = 0; i < n->nlabels; i++)
+        json_object_set_new(labels, arb_str(&s->cluster.strs, n->labels[i].key),
+                            json_string(arb_str(&s->cluster.strs, n->labels[i].val)));
+    arb_qty_format(n->cap.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
+    arb_qty_format(n->cap.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
+    arb_qty_format(n->used.cpu_milli, ARB_QTY_MILLI, ucpu, sizeof ucpu);
+    arb_qty_format(n->used.mem_bytes, ARB_QTY_BYTES, umem, sizeof umem);
+    o = json_pack("{s:s,s:s,s:I,s:o,s:{s:i,s:s,s:s},s:{s:f,s:s,s:s},s:i,s:o}", "name",
+                  arb_node_name(&s->cluster, n), "state", arb_node_state_name(n->state),
+                  "version", (json_int_t)x->version, "gpus", gpus, "capacity", "gpus",
+                  (int)(n->cap.gpu_milli / 1000), "cpu", cpu, "memory", mem, "allocated",
+                  "gpus", (double)n->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem,
+                  "tasks", n->ntasks, "labels", labels);
+    if (x->report_mono) {
+        json_object_set_new(o, "report_age_s", json_real((double)(now - x->report_mono) / 1e9));
+        jv_time(x->report_ms, tbuf, sizeof tbuf);
+        json_object_set_new(o, "last_report", json_string(tbuf));
+        json_object_set_new(o, "report_lamport", json_integer((json_int_t)x->lamport));
+    } else {
+        json_object_set_new(o, "report_age_s", json_null());
+    }
+    if (full && x->telemetry)
+        json_object_set_new(o, "telemetry", json_incref(x->telemetry));
+    if (full && x->inventory)
+        json_object_set_new(o, "inventory", json_incref(x->inventory));
+    return o;
+}
+
+char *st_node_record(st_t *s, arb_node_t *n)
+{
+    st_node_t *x = st_node_ext(s, n);
+    json_t *o = json_pack("{s:s,s:i,s:I,s:b,s:O}", "name", arb_node_name(&s->cluster, n), "idx",
+                          (int)n->id, "version", (json_int_t)x->version, "drained",
+                          n->state == ARB_NODE_DRAINING, "inventory",
+                          x->inventory ? x->inventory : json_null());
+    char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return txt;
+}

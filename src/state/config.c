@@ -1,0 +1,299 @@
+/*
+ * config.c: the controller's configuration file (YAML), read with the spec
+ * loader's value layer (src/spec/sval.h) so its messages have the same
+ * "FILE:LINE:COL: PATH: what; fix" form. The keys are one table,
+ * st_conf_keys, from which `arbiter controller --help-config` and
+ * docs/api.md are made.
+ *
+ *   scheduler: {policy: default, queue: priority, backfill: false,
+ *               preemption: false, starvation: 1h, interval: 1s}
+ *   nodes:     {lease: 10s, staleness: 30s}
+ *   queues:    [{name: team-a, cohort: research, weight: 1,
+ *                nominal: {nvidia.com/gpu: 16, cpu: 128, memory: 1Ti},
+ *                borrowingLimit: {nvidia.com/gpu: 8}}]
+ *   store:     {synchronous: full}
+ *   events:    {retention: 100000}
+ *   admission: {rejectUnfittable: true}
+ */
+#include <libfyaml.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec/sval.h"
+#include "state/state.h"
+
+const st_conf_key_t st_conf_keys[] = {
+    {"scheduler.policy", "string", "default", "scoring profile (pack, spread, fgd, ...)"},
+    {"scheduler.queue", "fifo|priority|drf", "priority", "queue order"},
+    {"scheduler.backfill", "bool", "false", "EASY backfill behind a blocked head job"},
+    {"scheduler.preemption", "bool", "false", "evict lower-priority preemptible jobs"},
+    {"scheduler.starvation", "duration", "0 (off)", "a job waiting longer goes first"},
+    {"scheduler.interval", "duration", "1s", "a cycle at least this often (and after changes)"},
+    {"nodes.lease", "duration", "10s", "a node silent longer goes NotReady"},
+    {"nodes.staleness", "duration", "30s", "nodes whose report is older are not used (0: off)"},
+    {"queues[]", "list", "none", "name, cohort, weight, nominal, borrowingLimit"},
+    {"store.synchronous", "full|normal", "full", "fsync per commit (normal: kill -9 safe only)"},
+    {"events.retention", "int", "100000", "events kept in the log"},
+    {"admission.rejectUnfittable", "bool", "true",
+     "reject jobs no registered node could ever hold"},
+    {NULL, NULL, NULL, NULL},
+};
+
+static const char *const root_keys[] = {"scheduler", "nodes",     "queues", "store",
+                                        "events",    "admission", NULL};
+static const char *const sched_keys[] = {"policy",     "queue",      "backfill",
+                                         "preemption", "starvation", "interval", NULL};
+static const char *const nodes_keys[] = {"lease", "staleness", NULL};
+static const char *const queue_keys[] = {"name",    "cohort",         "weight",
+                                         "nominal", "borrowingLimit", NULL};
+static const char *const res_keys[] = {"nvidia.com/gpu", "cpu", "memory", NULL};
+static const char *const store_keys[] = {"synchronous", NULL};
+static const char *const events_keys[] = {"retention", NULL};
+static const char *const adm_keys[] = {"rejectUnfittable", NULL};
+
+void st_conf_init(st_conf_t *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->policy, sizeof c->policy, "default");
+    c->queue_policy = ARB_QP_PRIORITY;
+    c->interval_ns = 1000000000LL;
+    c->lease_ns = 10000000000LL;
+    c->stale_ns = 30000000000LL;
+    c->event_retention = 100000;
+    c->sync = STORE_SYNC_FULL;
+    c->reject_unfittable = true;
+}
+
+void st_conf_free(st_conf_t *c)
+{
+    free(c->queues);
+    c->queues = NULL;
+    c->nqueues = 0;
+}
+
+/* "250ms", "10s", "5m", "1h", "1h30m", or whole seconds; into ns. */
+static int duration(sx_t *x, const sval_t *v, int64_t *ns)
+{
+    char buf[64], *p;
+    int64_t total = 0;
+    int rc = sv_plain(x, v, buf, sizeof buf, "a duration");
+
+    if (rc < 0)
+        return rc;
+    p = buf;
+    if (!*p)
+        return sv_fail(x, v, -EINVAL, "empty duration; write e.g. 500ms, 10s, 5m, 1h");
+    while (*p) {
+        char *end;
+        long long n = strtoll(p, &end, 10);
+        int64_t unit;
+        if (end == p || n < 0 || n > 100000000LL)
+            return sv_fail(x, v, -EINVAL, "'%s' is not a duration; write e.g. 500ms, 10s, 5m, 1h",
+                           buf);
+        if (strncmp(end, "ms", 2) == 0) {
+            unit = 1000000LL;
+            end += 2;
+        } else if (*end == 's' || *end == '\0') {
+            unit = 1000000000LL;
+            end += *end == 's';
+        } else if (*end == 'm') {
+            unit = 60000000000LL;
+            end++;
+        } else if (*end == 'h') {
+            unit = 3600000000000LL;
+            end++;
+        } else {
+            return sv_fail(x, v, -EINVAL, "'%s': unknown unit; use ms, s, m or h", buf);
+        }
+        total += n * unit;
+        p = end;
+    }
+    *ns = total;
+    return 0;
+}
+
+static int resmap(sx_t *x, const sval_t *v, arb_res_t *r)
+{
+    bool is = false;
+    sval_t f;
+    int rc;
+
+    memset(r, 0, sizeof *r);
+    if ((rc = sv_map(x, v, &is)) < 0 || !is)
+        return rc;
+    if ((rc = sv_check_keys(x, v, res_keys)) < 0)
+        return rc;
+    if (sv_get(v, "nvidia.com/gpu", &f)) {
+        int64_t g = 0;
+        if ((rc = sv_qty(x, &f, ARB_QTY_MILLI, &g)) < 0)
+            return rc;
+        r->gpu_milli = g;
+    }
+    if (sv_get(v, "cpu", &f) && (rc = sv_qty(x, &f, ARB_QTY_MILLI, &r->cpu_milli)) < 0)
+        return rc;
+    if (sv_get(v, "memory", &f) && (rc = sv_qty(x, &f, ARB_QTY_BYTES, &r->mem_bytes)) < 0)
+        return rc;
+    return 0;
+}
+
+static int queues(sx_t *x, const sval_t *v, st_conf_t *c)
+{
+    int n = 0, rc = sv_seq(x, v, 1000, &n);
+
+    if (rc < 0 || n == 0)
+        return rc;
+    st_queue_conf_t *q = calloc((size_t)n, sizeof *q);
+    if (!q)
+        return sv_oom(x, v);
+    for (int i = 0; i < n && rc == 0; i++) {
+        sval_t iv, f;
+        bool is;
+        sv_item(&iv, v, fy_node_sequence_get_by_index(v->n, i), i);
+        q[i].weight = 1;
+        if ((rc = sv_map(x, &iv, &is)) < 0 || (rc = sv_check_keys(x, &iv, queue_keys)) < 0)
+            break;
+        if (!sv_get(&iv, "name", &f)) {
+            rc = sv_fail(x, &iv, -EINVAL, "a queue needs a name");
+            break;
+        }
+        if ((rc = sv_text(x, &f, q[i].name, sizeof q[i].name, false)) < 0)
+            break;
+        for (int k = 0; k < i; k++)
+            if (strcmp(q[k].name, q[i].name) == 0)
+                rc = sv_fail(x, &f, -EINVAL, "queue '%s' is defined twice", q[i].name);
+        if (rc == 0 && sv_get(&iv, "cohort", &f))
+            rc = sv_text(x, &f, q[i].cohort, sizeof q[i].cohort, true);
+        if (rc == 0 && sv_get(&iv, "weight", &f))
+            rc = sv_double(x, &f, 0.001, 1e6, &q[i].weight);
+        if (rc == 0 && sv_get(&iv, "nominal", &f)) {
+            q[i].has_quota = true;
+            rc = resmap(x, &f, &q[i].nominal);
+        }
+        if (rc == 0 && sv_get(&iv, "borrowingLimit", &f))
+            rc = resmap(x, &f, &q[i].borrow_limit);
+    }
+    if (rc < 0) {
+        free(q);
+        return rc;
+    }
+    free(c->queues);
+    c->queues = q;
+    c->nqueues = n;
+    return 0;
+}
+
+int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c,
+                     arb_err_t *err)
+{
+    static const char *const qp[] = {"fifo", "priority", "drf"};
+    static const char *const syncs[] = {"full", "normal"};
+    st_conf_t n = *c;
+    sv_doc_t d;
+    sval_t root, sec, f;
+    sx_t x = {.file = name, .err = err};
+    bool is;
+    int rc, k;
+
+    n.queues = NULL;
+    n.nqueues = 0;
+    if ((rc = sv_doc_open(name, buf, len, &d, err)) < 0)
+        return rc;
+    sv_root(&root, fy_document_root(d.doc), "");
+    rc = sv_check_keys(&x, &root, root_keys);
+    if (rc == 0 && sv_get(&root, "scheduler", &sec)) {
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, sched_keys);
+        if (rc == 0 && sv_get(&sec, "policy", &f)) {
+            arb_profile_t p;
+            if ((rc = sv_text(&x, &f, n.policy, sizeof n.policy, false)) == 0 &&
+                arb_profile_lookup(n.policy, &p, err) < 0)
+                rc = sv_prefix(&x, &f, -EINVAL, true);
+        }
+        if (rc == 0 && sv_get(&sec, "queue", &f) && (rc = sv_enum(&x, &f, qp, 3, &k)) == 0)
+            n.queue_policy = (arb_queue_policy_t)k;
+        if (rc == 0 && sv_get(&sec, "backfill", &f))
+            rc = sv_bool(&x, &f, &n.backfill);
+        if (rc == 0 && sv_get(&sec, "preemption", &f))
+            rc = sv_bool(&x, &f, &n.preemption);
+        if (rc == 0 && sv_get(&sec, "starvation", &f))
+            rc = duration(&x, &f, &n.starvation_ns);
+        if (rc == 0 && sv_get(&sec, "interval", &f) && (rc = duration(&x, &f, &n.interval_ns)) == 0 &&
+            n.interval_ns < 1000000)
+            rc = sv_fail(&x, &f, -EINVAL, "the interval must be at least 1ms");
+    }
+    if (rc == 0 && sv_get(&root, "nodes", &sec)) {
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, nodes_keys);
+        if (rc == 0 && sv_get(&sec, "lease", &f))
+            rc = duration(&x, &f, &n.lease_ns);
+        if (rc == 0 && sv_get(&sec, "staleness", &f))
+            rc = duration(&x, &f, &n.stale_ns);
+    }
+    if (rc == 0 && sv_get(&root, "queues", &sec))
+        rc = queues(&x, &sec, &n);
+    if (rc == 0 && sv_get(&root, "store", &sec)) {
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, store_keys);
+        if (rc == 0 && sv_get(&sec, "synchronous", &f) && (rc = sv_enum(&x, &f, syncs, 2, &k)) == 0)
+            n.sync = (store_sync_t)k;
+    }
+    if (rc == 0 && sv_get(&root, "events", &sec)) {
+        int64_t r;
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, events_keys);
+        if (rc == 0 && sv_get(&sec, "retention", &f) &&
+            (rc = sv_int(&x, &f, 16, 10000000, &r)) == 0)
+            n.event_retention = (int)r;
+    }
+    if (rc == 0 && sv_get(&root, "admission", &sec)) {
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, adm_keys);
+        if (rc == 0 && sv_get(&sec, "rejectUnfittable", &f))
+            rc = sv_bool(&x, &f, &n.reject_unfittable);
+    }
+    sv_doc_close(&d);
+    if (rc < 0) {
+        free(n.queues);
+        return rc;
+    }
+    if (!n.queues) { /* no queues: section, keep the ones c had */
+        n.queues = c->queues;
+        n.nqueues = c->nqueues;
+    } else {
+        free(c->queues);
+    }
+    *c = n;
+    return 0;
+}
+
+int st_conf_load_file(const char *path, st_conf_t *c, arb_err_t *err)
+{
+    FILE *f = fopen(path, "rb");
+    char *buf = NULL;
+    size_t n = 0, cap = 0;
+    int rc;
+
+    if (!f)
+        return arb_errf(err, -errno, "config '%s': %s", path, strerror(errno));
+    for (;;) {
+        if (n + 4096 > cap) {
+            cap = cap ? cap * 2 : 8192;
+            char *b = realloc(buf, cap);
+            if (!b || cap > (16u << 20)) {
+                free(b ? b : buf);
+                fclose(f);
+                return arb_errf(err, -EFBIG, "config '%s': too large", path);
+            }
+            buf = b;
+        }
+        size_t r = fread(buf + n, 1, cap - n, f);
+        n += r;
+        if (r == 0)
+            break;
+    }
+    fclose(f);
+    rc = st_conf_load_mem(path, buf, n, c, err);
+    free(buf);
+    return rc;
+}

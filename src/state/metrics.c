@@ -1,0 +1,237 @@
+/*
+ * metrics.c: the resource manager's metrics in Prometheus text format
+ * (version 0.0.4): jobs by state, queue lengths, pending jobs by reason,
+ * GPU allocation and fragmentation, node report ages, the scheduling-cycle
+ * latency histogram, placements, and the store's group-commit figures.
+ *
+ * Fragmentation: the share of free whole GPUs that sit on nodes which
+ * already run something (1.0 in the seed's case study, where 16 free GPUs
+ * are spread 4 per node; 0 when every free GPU is on an empty node).
+ * Pending reasons: the core's explanation of the 200 oldest pending jobs
+ * (explaining is a filter pass over every node, so it is bounded).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/state_int.h"
+
+typedef struct mbuf {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} mbuf_t;
+
+static void mp(mbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void mp(mbuf_t *b, const char *fmt, ...)
+{
+    va_list ap;
+
+    for (;;) {
+        if (b->oom)
+            return;
+        va_start(ap, fmt);
+        int k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
+        va_end(ap);
+        if (k >= 0 && (size_t)k < b->cap - b->n) {
+            b->n += (size_t)k;
+            return;
+        }
+        size_t cap = b->cap * 2 + (size_t)(k > 0 ? k : 0) + 1;
+        char *q = realloc(b->p, cap);
+        if (!q) {
+            b->oom = true;
+            return;
+        }
+        b->p = q;
+        b->cap = cap;
+    }
+}
+
+static void help(mbuf_t *b, const char *name, const char *type, const char *text)
+{
+    mp(b, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+}
+
+/* Label values: escape backslash, quote and newline. */
+static void esc(char *out, size_t n, const char *s)
+{
+    size_t k = 0;
+    for (; *s && k + 3 < n; s++) {
+        if (*s == '\\' || *s == '"') {
+            out[k++] = '\\';
+            out[k++] = *s;
+        } else if (*s == '\n') {
+            out[k++] = '\\';
+            out[k++] = 'n';
+        } else {
+            out[k++] = *s;
+        }
+    }
+    out[k] = '\0';
+}
+
+int st_metrics(st_t *s, char **out, size_t *len)
+{
+    mbuf_t b = {0};
+    store_gc_stats_t gs;
+    char lbl[256];
+    int64_t now = st_mono_ns();
+
+    b.cap = 16384;
+    b.p = malloc(b.cap);
+    if (!b.p)
+        return -ENOMEM;
+    b.p[0] = '\0';
+    store_gc_get_stats(s->gc, &gs);
+    pthread_mutex_lock(&s->mu);
+
+    /* jobs */
+    uint64_t by_state[ARB_JOB_CANCELLED + 1] = {0};
+    for (uint64_t id = 1; id < s->next_id; id++)
+        if (s->jobs[id])
+            by_state[s->jobs[id]->j->state]++;
+    help(&b, "arbiter_jobs", "gauge", "Jobs by state.");
+    for (int k = 0; k <= ARB_JOB_CANCELLED; k++)
+        mp(&b, "arbiter_jobs{state=\"%s\"} %llu\n", arb_job_state_name((arb_job_state_t)k),
+           (unsigned long long)by_state[k]);
+    help(&b, "arbiter_queue_length", "gauge", "Pending jobs per queue.");
+    for (int i = 0; i < s->nqueues; i++) {
+        int pending = 0;
+        for (int k = 0; k < s->nactive; k++)
+            pending += s->active[k]->j->queue == s->queues[i] &&
+                       (s->active[k]->j->state == ARB_JOB_PENDING ||
+                        s->active[k]->j->state == ARB_JOB_PREEMPTED);
+        esc(lbl, sizeof lbl, arb_str(&s->cluster.strs, s->queues[i]));
+        mp(&b, "arbiter_queue_length{queue=\"%s\"} %d\n", lbl, pending);
+    }
+
+    /* why jobs wait */
+    int reasons[ARB_R_COUNT + 2] = {0}, explained = 0; /* +0 quota, +1 fits now */
+    arb_ctx_t ctx = {.now_ns = now, .rng = &s->rng};
+    for (uint64_t id = 1; id < s->next_id && explained < 200; id++) {
+        st_job_t *sj = s->jobs[id];
+        if (!sj || sj->j->state != ARB_JOB_PENDING)
+            continue;
+        arb_explain_t ex;
+        memset(&ex, 0, sizeof ex);
+        arb_sched_explain(s->sched, sj->j, &ctx, &ex);
+        int top = -1, best = 0;
+        for (int r = 1; r < ARB_R_COUNT; r++)
+            if (ex.hist[r] > best) {
+                best = ex.hist[r];
+                top = r;
+            }
+        if (ex.quota_blocked)
+            reasons[ARB_R_COUNT]++;
+        else if (top > 0)
+            reasons[top]++;
+        else
+            reasons[ARB_R_COUNT + 1]++;
+        explained++;
+    }
+    help(&b, "arbiter_pending_jobs_by_reason", "gauge",
+         "Pending jobs by the reason most nodes reject them (the 200 oldest pending jobs).");
+    for (int r = 1; r < ARB_R_COUNT; r++)
+        if (reasons[r])
+            mp(&b, "arbiter_pending_jobs_by_reason{reason=\"%s\"} %d\n",
+               arb_reason_name((arb_reason_t)r), reasons[r]);
+    mp(&b, "arbiter_pending_jobs_by_reason{reason=\"quota\"} %d\n", reasons[ARB_R_COUNT]);
+    mp(&b, "arbiter_pending_jobs_by_reason{reason=\"awaiting-cycle\"} %d\n",
+       reasons[ARB_R_COUNT + 1]);
+
+    /* GPUs, fragmentation, nodes */
+    int64_t gpus = 0, used_milli = 0, free_whole = 0, free_on_busy = 0;
+    int nstate[ARB_NODE_LEFT + 1] = {0};
+    double max_age = 0;
+    for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
+        const arb_node_t *n = &s->cluster.nodes[i];
+        nstate[n->state]++;
+        if (n->state == ARB_NODE_LEFT)
+            continue;
+        int fr = arb_node_free_gpus(n);
+        gpus += n->ngpus;
+        used_milli += n->used.gpu_milli;
+        free_whole += fr;
+        if (n->ntasks > 0)
+            free_on_busy += fr;
+        double age = (double)(now - s->nodes[i].report_mono) / 1e9;
+        if (age > max_age)
+            max_age = age;
+    }
+    help(&b, "arbiter_gpus", "gauge", "GPUs of all nodes.");
+    mp(&b, "arbiter_gpus %lld\n", (long long)gpus);
+    help(&b, "arbiter_gpu_allocation_ratio", "gauge", "Allocated share of all GPUs (0..1).");
+    mp(&b, "arbiter_gpu_allocation_ratio %.6f\n",
+       gpus ? (double)used_milli / 1000.0 / (double)gpus : 0.0);
+    help(&b, "arbiter_gpu_fragmentation_ratio", "gauge",
+         "Share of free whole GPUs that sit on nodes already running tasks (0..1).");
+    mp(&b, "arbiter_gpu_fragmentation_ratio %.6f\n",
+       free_whole ? (double)free_on_busy / (double)free_whole : 0.0);
+    help(&b, "arbiter_nodes", "gauge", "Nodes by state.");
+    for (int k = 0; k <= ARB_NODE_LEFT; k++)
+        mp(&b, "arbiter_nodes{state=\"%s\"} %d\n", arb_node_state_name((arb_node_state_t)k),
+           nstate[k]);
+    help(&b, "arbiter_node_report_age_max_seconds", "gauge", "Age of the stalest node report.");
+    mp(&b, "arbiter_node_report_age_max_seconds %.3f\n", max_age);
+    if (s->cluster.nnodes <= 1000) {
+        help(&b, "arbiter_node_report_age_seconds", "gauge", "Age of each node's last report.");
+        for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
+            esc(lbl, sizeof lbl, arb_node_name(&s->cluster, &s->cluster.nodes[i]));
+            mp(&b, "arbiter_node_report_age_seconds{node=\"%s\"} %.3f\n", lbl,
+               (double)(now - s->nodes[i].report_mono) / 1e9);
+        }
+    }
+
+    /* scheduling */
+    help(&b, "arbiter_scheduling_cycle_seconds", "histogram", "Duration of scheduling cycles.");
+    uint64_t cum = 0;
+    for (int k = 0; k < ST_HIST - 1; k++) {
+        cum += s->m_cycle_hist[k];
+        mp(&b, "arbiter_scheduling_cycle_seconds_bucket{le=\"%g\"} %llu\n",
+           st_cycle_buckets_ms[k] / 1000.0, (unsigned long long)cum);
+    }
+    cum += s->m_cycle_hist[ST_HIST - 1];
+    mp(&b, "arbiter_scheduling_cycle_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    mp(&b, "arbiter_scheduling_cycle_seconds_sum %.6f\n", s->m_cycle_sum_s);
+    mp(&b, "arbiter_scheduling_cycle_seconds_count %llu\n", (unsigned long long)s->m_cycles);
+    help(&b, "arbiter_placements_total", "counter", "Jobs placed.");
+    mp(&b, "arbiter_placements_total %llu\n", (unsigned long long)s->m_placed);
+    help(&b, "arbiter_decisions_per_second", "gauge", "Placements per second over the last 5 s.");
+    mp(&b, "arbiter_decisions_per_second %.3f\n", s->m_decisions_per_s);
+    help(&b, "arbiter_preemptions_total", "counter", "Jobs preempted.");
+    mp(&b, "arbiter_preemptions_total %llu\n", (unsigned long long)s->m_preempted);
+    help(&b, "arbiter_jobs_submitted_total", "counter", "Jobs accepted since start.");
+    mp(&b, "arbiter_jobs_submitted_total %llu\n", (unsigned long long)s->m_submitted);
+    help(&b, "arbiter_lamport_clock", "gauge", "The controller's Lamport clock.");
+    mp(&b, "arbiter_lamport_clock %llu\n", (unsigned long long)s->clock);
+    help(&b, "arbiter_epoch", "gauge", "The controller's epoch (bumped at every start).");
+    mp(&b, "arbiter_epoch %llu\n", (unsigned long long)s->epoch);
+    pthread_mutex_unlock(&s->mu);
+
+    /* store */
+    help(&b, "arbiter_store_commits_total", "counter", "Store transactions (group commits).");
+    mp(&b, "arbiter_store_commits_total %llu\n", (unsigned long long)gs.commits);
+    help(&b, "arbiter_store_batches_total", "counter", "Mutations handed to the store.");
+    mp(&b, "arbiter_store_batches_total %llu\n", (unsigned long long)gs.batches);
+    help(&b, "arbiter_store_commit_seconds", "histogram", "Store commit latency.");
+    cum = 0;
+    for (int k = 0; k < 11; k++) {
+        cum += gs.hist[k];
+        mp(&b, "arbiter_store_commit_seconds_bucket{le=\"%g\"} %llu\n",
+           store_gc_buckets_ms[k] / 1000.0, (unsigned long long)cum);
+    }
+    cum += gs.hist[11];
+    mp(&b, "arbiter_store_commit_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    mp(&b, "arbiter_store_commit_seconds_sum %.6f\n", (double)gs.commit_ns_sum / 1e9);
+    mp(&b, "arbiter_store_commit_seconds_count %llu\n", (unsigned long long)gs.commits);
+    if (b.oom) {
+        free(b.p);
+        return -ENOMEM;
+    }
+    *out = b.p;
+    *len = b.n;
+    return 0;
+}

@@ -1,0 +1,637 @@
+/*
+ * node.c: nodes in the resource manager: agents' reports (inventory,
+ * telemetry, task states, Lamport time), drain and undrain, the node list,
+ * and the assignments an agent fetches.
+ *
+ * A report is validated whole before anything changes (invariant 6). The
+ * first report must carry the node's inventory; later ones carry it again
+ * only when it changed, which is allowed only while no task is allocated
+ * there (the core cannot shrink a node under its allocations). Telemetry
+ * and report times are volatile: they are not written to the store, and a
+ * restarted controller grants every node a fresh lease.
+ *
+ * Body (JSON; docs/api.md has the full reference):
+ *   {"lamport": 41,
+ *    "inventory": {"cpu": "128", "memory": "1Ti", "labels": {"rack": "r1"},
+ *                  "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}],
+ *                  "datasets": ["imagenet"], "extended": {"rdma/hca": 4},
+ *                  "gpus": [{"model": "H100", "memory": "80Gi", "nvlink": 0,
+ *                            "pcie": 0, "numa": 0, "uuid": "GPU-..."}]},
+ *    "telemetry": {"cpu_util": 0.4, "memory_used": "100Gi", "net_rx_bps": 1e9,
+ *                  "net_tx_bps": 1e9, "disk_read_bps": 0, "disk_write_bps": 0,
+ *                  "gpus": [{"index": 0, "util": 87, "memory_used_mib": 70000,
+ *                            "temp_c": 61, "healthy": true}]},
+ *    "tasks": [{"job": 7, "task": 0, "attempt": 1, "state": "running",
+ *               "exit_code": null}]}
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/jv.h"
+#include "state/state_int.h"
+
+static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
+static const char *const inv_keys[] = {"cpu",      "memory",   "labels", "taints",
+                                       "datasets", "extended", "gpus",   NULL};
+static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", "uuid", NULL};
+static const char *const taint_keys[] = {"key", "value", "effect", NULL};
+static const char *const tel_keys[] = {"cpu_util",      "memory_used",    "net_rx_bps",
+                                       "net_tx_bps",    "disk_read_bps",  "disk_write_bps",
+                                       "gpus",          NULL};
+static const char *const tgpu_keys[] = {"index", "util", "memory_used_mib", "temp_c", "healthy",
+                                        NULL};
+static const char *const task_keys[] = {"job", "task", "attempt", "state", "exit_code", NULL};
+
+st_node_t *st_node_ext(st_t *s, const arb_node_t *n)
+{
+    return &s->nodes[n->id];
+}
+
+int st_nodes_grow(st_t *s)
+{
+    if (s->cluster.nnodes + 1 <= s->capnodes)
+        return 0;
+    uint32_t cap = s->capnodes ? s->capnodes * 2 : 64;
+    st_node_t *v = realloc(s->nodes, cap * sizeof *v);
+    if (!v)
+        return -ENOMEM;
+    memset(v + s->capnodes, 0, (cap - s->capnodes) * sizeof *v);
+    s->nodes = v;
+    s->capnodes = cap;
+    return 0;
+}
+
+void st_node_save(st_t *s, arb_node_t *n)
+{
+    char key[300];
+    char *rec;
+
+    st_node_ext(s, n)->version++;
+    rec = st_node_record(s, n);
+    if (!rec)
+        return;
+    snprintf(key, sizeof key, "nodes/%s", arb_node_name(&s->cluster, n));
+    store_batch_putstr(&s->batch, key, rec);
+    free(rec);
+}
+
+/* ---- inventory ------------------------------------------------------------------- */
+
+static int str_map(const json_t *inv, const char *key, const char *path, arb_err_t *err)
+{
+    json_t *m;
+    const char *k;
+    json_t *v;
+    char p[JV_PATH], buf[256];
+    int rc = jv_member(inv, key, path, JSON_OBJECT, &m, err);
+
+    if (rc < 0 || !m)
+        return rc;
+    jv_path_key(p, path, key);
+    json_object_foreach(m, k, v) {
+        if (!k[0] || strlen(k) >= 256)
+            return arb_errf(err, -EINVAL, "%s: keys must be 1..255 bytes", p);
+        if ((rc = jv_str(m, k, p, buf, sizeof buf, err)) < 0)
+            return rc;
+        if (!json_is_string(v))
+            return arb_errf(err, -EINVAL, "%s.%s: expected a string", p, k);
+    }
+    return 0;
+}
+
+int st_inventory_check(const json_t *inv, arb_err_t *err)
+{
+    const char *path = "inventory";
+    char p[JV_PATH], q[JV_PATH], buf[256];
+    int64_t x;
+    json_t *a, *m, *v;
+    const char *k;
+    size_t i;
+    int rc;
+
+    if ((rc = jv_object(inv, path, inv_keys, err)) < 0 ||
+        (rc = jv_qty(inv, "cpu", path, ARB_QTY_MILLI, &x, err)) < 0 ||
+        (rc = jv_qty(inv, "memory", path, ARB_QTY_BYTES, &x, err)) < 0 ||
+        (rc = str_map(inv, "labels", path, err)) < 0)
+        return rc;
+    if ((rc = jv_member(inv, "gpus", path, JSON_ARRAY, &a, err)) < 0)
+        return rc;
+    jv_path_key(p, path, "gpus");
+    if (a && json_array_size(a) > ARB_MAX_GPUS)
+        return arb_errf(err, -EINVAL, "%s: %zu GPUs; a node has at most %d", p,
+                        json_array_size(a), ARB_MAX_GPUS);
+    json_array_foreach(a, i, v) {
+        jv_path_idx(q, p, i);
+        if ((rc = jv_object(v, q, gpu_keys, err)) < 0 ||
+            (rc = jv_str(v, "model", q, buf, 64, err)) < 0 ||
+            (rc = jv_str(v, "uuid", q, buf, 128, err)) < 0 ||
+            (rc = jv_qty(v, "memory", q, ARB_QTY_MIB, &x, err)) < 0 ||
+            (rc = jv_int(v, "nvlink", q, -1, 255, &x, err)) < 0 ||
+            (rc = jv_int(v, "pcie", q, -1, 255, &x, err)) < 0 ||
+            (rc = jv_int(v, "numa", q, -1, 255, &x, err)) < 0)
+            return rc;
+        if (x > INT32_MAX)
+            return arb_errf(err, -EINVAL, "%s.memory: too large", q);
+    }
+    if ((rc = jv_member(inv, "taints", path, JSON_ARRAY, &a, err)) < 0)
+        return rc;
+    jv_path_key(p, path, "taints");
+    json_array_foreach(a, i, v) {
+        jv_path_idx(q, p, i);
+        buf[0] = '\0';
+        if ((rc = jv_object(v, q, taint_keys, err)) < 0 ||
+            (rc = jv_str(v, "key", q, buf, sizeof buf, err)) < 0)
+            return rc;
+        if (!buf[0])
+            return arb_errf(err, -EINVAL, "%s.key: required", q);
+        if ((rc = jv_str(v, "value", q, buf, sizeof buf, err)) < 0)
+            return rc;
+        buf[0] = '\0';
+        if ((rc = jv_str(v, "effect", q, buf, sizeof buf, err)) < 0)
+            return rc;
+        if (strcmp(buf, "NoSchedule") && strcmp(buf, "PreferNoSchedule"))
+            return arb_errf(err, -EINVAL,
+                            "%s.effect: '%s'; use NoSchedule or PreferNoSchedule", q, buf);
+    }
+    if ((rc = jv_member(inv, "datasets", path, JSON_ARRAY, &a, err)) < 0)
+        return rc;
+    jv_path_key(p, path, "datasets");
+    json_array_foreach(a, i, v) {
+        jv_path_idx(q, p, i);
+        if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) > 255)
+            return arb_errf(err, -EINVAL, "%s: expected a dataset name (a string)", q);
+    }
+    if ((rc = jv_member(inv, "extended", path, JSON_OBJECT, &m, err)) < 0)
+        return rc;
+    jv_path_key(p, path, "extended");
+    if (m && json_object_size(m) > ARB_MAX_EXT)
+        return arb_errf(err, -EINVAL, "%s: at most %d extended resources", p, ARB_MAX_EXT);
+    json_object_foreach(m, k, v) {
+        if (!strchr(k, '/') || strlen(k) >= ARB_EXT_NAME_MAX)
+            return arb_errf(err, -EINVAL,
+                            "%s: '%s' is not an extended resource name; use domain/name "
+                            "(rdma/hca), under %d bytes",
+                            p, k, ARB_EXT_NAME_MAX);
+        if ((rc = jv_qty(m, k, p, ARB_QTY_COUNT, &x, err)) < 0)
+            return rc;
+    }
+    return 0;
+}
+
+int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t *err)
+{
+    arb_cluster_t *c = &s->cluster;
+    json_t *a, *m, *v;
+    const char *k;
+    size_t i;
+    int rc = 0;
+
+    n->ngpus = 0;
+    memset(&n->cap, 0, sizeof n->cap);
+    n->nlabels = n->ntaints = n->ndatasets = 0;
+    n->rack = n->block = n->zone = 0;
+    jv_qty(inv, "cpu", "", ARB_QTY_MILLI, &n->cap.cpu_milli, NULL);
+    jv_qty(inv, "memory", "", ARB_QTY_BYTES, &n->cap.mem_bytes, NULL);
+    a = json_object_get(inv, "gpus");
+    json_array_foreach(a, i, v) {
+        int64_t mem = 0, nv = -1, pc = -1, nu = -1;
+        char model[64] = "";
+        jv_str(v, "model", "", model, sizeof model, NULL);
+        jv_qty(v, "memory", "", ARB_QTY_MIB, &mem, NULL);
+        jv_int(v, "nvlink", "", -1, 255, &nv, NULL);
+        jv_int(v, "pcie", "", -1, 255, &pc, NULL);
+        jv_int(v, "numa", "", -1, 255, &nu, NULL);
+        if ((rc = arb_node_add_gpu(c, n, model, (int32_t)mem, (int)nu, (int)pc, (int)nv, err)) <
+            0)
+            return rc;
+    }
+    m = json_object_get(inv, "labels");
+    json_object_foreach(m, k, v) {
+        if (arb_node_set_label(c, n, k, json_string_value(v)) < 0)
+            return arb_errf(err, -ENOMEM, "out of memory");
+    }
+    a = json_object_get(inv, "taints");
+    json_array_foreach(a, i, v) {
+        const char *eff = json_string_value(json_object_get(v, "effect"));
+        const char *val = json_string_value(json_object_get(v, "value"));
+        if (arb_node_add_taint(c, n, json_string_value(json_object_get(v, "key")),
+                               val ? val : "",
+                               strcmp(eff, "NoSchedule") == 0 ? ARB_TAINT_NO_SCHEDULE
+                                                              : ARB_TAINT_PREFER_NO_SCHEDULE) <
+            0)
+            return arb_errf(err, -ENOMEM, "out of memory");
+    }
+    a = json_object_get(inv, "datasets");
+    json_array_foreach(a, i, v) {
+        if (arb_node_add_dataset(c, n, json_string_value(v)) < 0)
+            return arb_errf(err, -ENOMEM, "out of memory");
+    }
+    m = json_object_get(inv, "extended");
+    json_object_foreach(m, k, v) {
+        int64_t x = 0;
+        int ix = arb_extnames_index(&c->ext, k, true);
+        if (ix < 0)
+            return arb_errf(err, -ENOSPC,
+                            "inventory.extended.%s: the cluster already has %d extended "
+                            "resource names",
+                            k, ARB_MAX_EXT);
+        jv_qty(m, k, "", ARB_QTY_COUNT, &x, NULL);
+        n->cap.ext[ix] = x;
+    }
+    arb_node_touch(c, n);
+    return 0;
+}
+
+/* ---- reports ------------------------------------------------------------------------- */
+
+static const char *const rtask_states[] = {"running", "succeeded", "failed", "lost", NULL};
+
+static int report_check(const json_t *body, arb_err_t *err)
+{
+    json_t *inv, *tel, *tasks, *a, *v;
+    int64_t x;
+    double d;
+    size_t i;
+    char p[JV_PATH], buf[32];
+    int rc;
+
+    if ((rc = jv_object(body, "", report_keys, err)) < 0 ||
+        (rc = jv_int(body, "lamport", "", 0, INT64_MAX / 2, &x, err)) < 0 ||
+        (rc = jv_member(body, "inventory", "", JSON_OBJECT, &inv, err)) < 0 ||
+        (rc = jv_member(body, "telemetry", "", JSON_OBJECT, &tel, err)) < 0 ||
+        (rc = jv_member(body, "tasks", "", JSON_ARRAY, &tasks, err)) < 0)
+        return rc;
+    if (inv && (rc = st_inventory_check(inv, err)) < 0)
+        return rc;
+    if (tel) {
+        if ((rc = jv_object(tel, "telemetry", tel_keys, err)) < 0 ||
+            (rc = jv_num(tel, "cpu_util", "telemetry", 0, 1, &d, err)) < 0 ||
+            (rc = jv_qty(tel, "memory_used", "telemetry", ARB_QTY_BYTES, &x, err)) < 0 ||
+            (rc = jv_num(tel, "net_rx_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
+            (rc = jv_num(tel, "net_tx_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
+            (rc = jv_num(tel, "disk_read_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
+            (rc = jv_num(tel, "disk_write_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
+            (rc = jv_member(tel, "gpus", "telemetry", JSON_ARRAY, &a, err)) < 0)
+            return rc;
+        json_array_foreach(a, i, v) {
+            bool b;
+            jv_path_idx(p, "telemetry.gpus", i);
+            if ((rc = jv_object(v, p, tgpu_keys, err)) < 0 ||
+                (rc = jv_int(v, "index", p, 0, ARB_MAX_GPUS - 1, &x, err)) < 0 ||
+                (rc = jv_int(v, "util", p, 0, 100, &x, err)) < 0 ||
+                (rc = jv_int(v, "memory_used_mib", p, 0, INT32_MAX, &x, err)) < 0 ||
+                (rc = jv_int(v, "temp_c", p, -100, 300, &x, err)) < 0 ||
+                (rc = jv_bool(v, "healthy", p, &b, err)) < 0)
+                return rc;
+            if (!json_object_get(v, "index"))
+                return arb_errf(err, -EINVAL, "%s.index: required", p);
+        }
+    }
+    json_array_foreach(tasks, i, v) {
+        jv_path_idx(p, "tasks", i);
+        buf[0] = '\0';
+        if ((rc = jv_object(v, p, task_keys, err)) < 0 ||
+            (rc = jv_int(v, "job", p, 1, INT64_MAX, &x, err)) < 0 ||
+            (rc = jv_int(v, "task", p, 0, INT32_MAX, &x, err)) < 0 ||
+            (rc = jv_int(v, "attempt", p, 0, INT64_MAX, &x, err)) < 0 ||
+            (rc = jv_int(v, "exit_code", p, INT32_MIN, INT32_MAX, &x, err)) < 0 ||
+            (rc = jv_str(v, "state", p, buf, sizeof buf, err)) < 0)
+            return rc;
+        if (!json_object_get(v, "job") || !json_object_get(v, "task") || !buf[0])
+            return arb_errf(err, -EINVAL, "%s: job, task and state are required", p);
+        int k = 0;
+        while (rtask_states[k] && strcmp(rtask_states[k], buf))
+            k++;
+        if (!rtask_states[k])
+            return arb_errf(err, -EINVAL,
+                            "%s.state: '%s'; use running, succeeded, failed or lost", p, buf);
+    }
+    return 0;
+}
+
+/* Apply one task report from node n. Stale attempts and tasks not placed
+ * on n are ignored (the agent learns from its assignments list). */
+static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
+{
+    st_job_t *sj = st_job_find(s, (uint64_t)json_integer_value(json_object_get(v, "job")));
+    json_int_t t = json_integer_value(json_object_get(v, "task"));
+    json_t *att = json_object_get(v, "attempt");
+    const char *state = json_string_value(json_object_get(v, "state"));
+    json_t *ec = json_object_get(v, "exit_code");
+    arb_job_t *j;
+
+    if (!sj || sj->active_ix < 0)
+        return;
+    j = sj->j;
+    if ((j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING) || t < 0 || t >= j->nalloc ||
+        j->alloc[t].node != n->id)
+        return;
+    if (att && (uint64_t)json_integer_value(att) != sj->attempt)
+        return;
+    st_task_t *tk = &sj->tasks[t];
+    uint8_t to = strcmp(state, "running") == 0     ? TK_RUNNING
+                 : strcmp(state, "succeeded") == 0 ? TK_SUCCEEDED
+                 : strcmp(state, "failed") == 0    ? TK_FAILED
+                                                   : TK_LOST;
+    if (tk->state == to || tk->state >= TK_SUCCEEDED)
+        return;
+    tk->state = to;
+    if (json_is_integer(ec)) {
+        tk->has_exit = true;
+        tk->exit_code = (int32_t)json_integer_value(ec);
+    }
+    sj->delivered = true;
+    int running = 0, ended = 0, ok = 0;
+    for (int k = 0; k < j->nalloc; k++) {
+        running += sj->tasks[k].state == TK_RUNNING;
+        ended += sj->tasks[k].state >= TK_SUCCEEDED;
+        ok += sj->tasks[k].state == TK_SUCCEEDED;
+    }
+    if (ended == j->nalloc) {
+        char why[128];
+        if (sj->stop) {
+            snprintf(why, sizeof why, "cancelled; its tasks stopped");
+            st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
+        } else if (ok == ended) {
+            st_finish_job(s, sj, ARB_JOB_SUCCEEDED, "all tasks exited 0");
+        } else {
+            snprintf(why, sizeof why, "task %lld %s%s", (long long)t,
+                     to == TK_LOST ? "was lost" : "failed",
+                     tk->has_exit ? " (exit code reported)" : "");
+            st_finish_job(s, sj, ARB_JOB_FAILED, why);
+        }
+        return;
+    }
+    if (j->state == ARB_JOB_PLACED && running + ended == j->nalloc && running > 0) {
+        arb_job_transition(j, ARB_JOB_RUNNING, NULL);
+        lam = st_event(s, "job-running", sj->id, arb_node_name(&s->cluster, n),
+                       "job %llu '%s': all %d tasks running", (unsigned long long)sj->id,
+                       j->name, j->nalloc);
+    }
+    st_job_save(s, sj, lam);
+}
+
+static json_t *assignments(st_t *s, arb_node_t *n)
+{
+    json_t *arr = json_array();
+
+    for (int i = 0; i < s->nactive; i++) {
+        st_job_t *sj = s->active[i];
+        const arb_job_t *j = sj->j;
+        if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
+            continue;
+        bool here = false;
+        for (int t = 0; t < j->nalloc; t++)
+            if (j->alloc[t].node == n->id) {
+                json_array_append_new(arr, st_task_assignment(s, sj, t));
+                here = true;
+            }
+        if (here && !sj->delivered) {
+            /* Persisted: from now on a cancel waits for the agent. */
+            sj->delivered = true;
+            st_job_save(s, sj, 0);
+        }
+    }
+    return arr;
+}
+
+int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+                   json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    json_t *inv = json_object_get(body, "inventory");
+    json_t *tel = json_object_get(body, "telemetry");
+    json_t *tasks = json_object_get(body, "tasks");
+    int64_t remote = 0;
+    arb_node_t *n;
+    st_node_t *x;
+    int rc;
+    size_t i;
+    json_t *v;
+
+    if (!name[0] || strlen(name) > 253)
+        return arb_errf(err, -EINVAL, "node name: 1..253 bytes");
+    if ((rc = report_check(body, err)) < 0)
+        return rc;
+    if (json_is_null(inv))
+        inv = NULL;
+    if (json_is_null(tel))
+        tel = NULL;
+    jv_int(body, "lamport", "", 0, INT64_MAX / 2, &remote, NULL);
+    pthread_mutex_lock(&s->mu);
+    n = arb_cluster_find_node(&s->cluster, name);
+    uint64_t lam = st_tick(s, (uint64_t)remote);
+    if (!n) {
+        if (!inv) {
+            rc = arb_errf(err, -EINVAL,
+                          "inventory: node '%s' is not registered; its first report must carry "
+                          "its inventory",
+                          name);
+            goto out;
+        }
+        if ((rc = st_nodes_grow(s)) < 0 ||
+            (rc = arb_cluster_add_node(&s->cluster, name, &n, err)) < 0)
+            goto out;
+        x = st_node_ext(s, n);
+        memset(x, 0, sizeof *x);
+        if ((rc = st_node_apply_inventory(s, n, inv, err)) < 0) {
+            /* Cannot happen after report_check but for ENOMEM/ENOSPC: the
+             * node stays, empty and drained, rather than half built. */
+            arb_node_transition(&s->cluster, n, ARB_NODE_DRAINING, NULL);
+        }
+        x->inventory = json_deep_copy(inv);
+        st_node_save(s, n);
+        st_event(s, "node-registered", 0, name, "node '%s' registered: %d GPUs", name, n->ngpus);
+        s->dirty = true;
+    } else {
+        x = st_node_ext(s, n);
+        if (inv && !json_equal(inv, x->inventory)) {
+            if (n->ntasks > 0) {
+                rc = arb_errf(err, -EBUSY,
+                              "inventory: node '%s' changed its inventory while %d tasks are "
+                              "allocated on it; drain it and let them end first",
+                              name, n->ntasks);
+                goto out;
+            }
+            if ((rc = st_node_apply_inventory(s, n, inv, err)) < 0)
+                goto out;
+            json_decref(x->inventory);
+            x->inventory = json_deep_copy(inv);
+            st_node_save(s, n);
+            st_event(s, "node-updated", 0, name, "node '%s': new inventory, %d GPUs", name,
+                     n->ngpus);
+            s->dirty = true;
+        }
+    }
+    x = st_node_ext(s, n);
+    x->report_mono = st_mono_ns();
+    x->report_ms = st_wall_ms();
+    x->lamport = lam;
+    x->reports++;
+    n->report_ns = x->report_mono;
+    if (n->state == ARB_NODE_NOT_READY &&
+        arb_node_transition(&s->cluster, n, ARB_NODE_READY, NULL) == 0) {
+        st_event(s, "node-ready", 0, name, "node '%s' reports again; ready", name);
+        s->dirty = true;
+    }
+    if (tel) {
+        json_t *g = json_object_get(tel, "gpus");
+        json_array_foreach(g, i, v) {
+            int ix = (int)json_integer_value(json_object_get(v, "index"));
+            json_t *f;
+            if (ix >= n->ngpus)
+                continue;
+            if ((f = json_object_get(v, "util")) && json_is_integer(f))
+                n->gpu[ix].util_pct = (uint8_t)json_integer_value(f);
+            if ((f = json_object_get(v, "temp_c")) && json_is_integer(f))
+                n->gpu[ix].temp_c = (int16_t)json_integer_value(f);
+            if ((f = json_object_get(v, "healthy")) && json_is_boolean(f) &&
+                n->gpu[ix].healthy != json_is_true(f)) {
+                n->gpu[ix].healthy = json_is_true(f);
+                st_event(s, json_is_true(f) ? "gpu-healthy" : "gpu-unhealthy", 0, name,
+                         "node '%s' GPU %d is %s", name, ix,
+                         json_is_true(f) ? "healthy again" : "unhealthy");
+                s->dirty = true;
+            }
+        }
+        json_decref(x->telemetry);
+        x->telemetry = json_deep_copy(tel);
+    }
+    arb_node_touch(&s->cluster, n);
+    json_array_foreach(tasks, i, v)
+        apply_task(s, n, v, lam);
+    *out = json_pack("{s:s,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock, "epoch",
+                     (json_int_t)s->epoch, "assignments", assignments(s, n));
+    if (s->dirty)
+        pthread_cond_signal(&s->kick);
+out:
+    *ticket = st_flush(s);
+    pthread_mutex_unlock(&s->mu);
+    (void)who;
+    return rc;
+}
+
+/* Fill each GPU's "jobs" list of node objects (by node id) in one pass. */
+static void fill_gpu_jobs(st_t *s, json_t **by_id)
+{
+    for (int i = 0; i < s->nactive; i++) {
+        const arb_job_t *j = s->active[i]->j;
+        if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
+            continue;
+        for (int t = 0; t < j->nalloc; t++) {
+            json_t *node = by_id[j->alloc[t].node];
+            if (!node)
+                continue;
+            json_t *gpus = json_object_get(node, "gpus");
+            for (int g = 0; g < ARB_MAX_GPUS; g++)
+                if (j->alloc[t].gpu_mask & (1u << g)) {
+                    json_t *jobs = json_object_get(json_array_get(gpus, (size_t)g), "jobs");
+                    json_t *id = json_integer((json_int_t)s->active[i]->id);
+                    /* a job's tasks on one GPU are listed once */
+                    size_t k, nj = json_array_size(jobs);
+                    for (k = 0; k < nj && !json_equal(json_array_get(jobs, k), id); k++)
+                        ;
+                    if (k == nj)
+                        json_array_append(jobs, id);
+                    json_decref(id);
+                }
+        }
+    }
+}
+
+int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&s->mu);
+    arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
+    if (!n) {
+        rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
+    } else {
+        json_t **by_id = calloc(s->cluster.nnodes, sizeof *by_id);
+        *out = st_node_json(s, n, true);
+        if (by_id) {
+            by_id[n->id] = *out;
+            fill_gpu_jobs(s, by_id);
+            free(by_id);
+        }
+    }
+    *ticket = st_seen(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    json_t *arr = json_array();
+
+    pthread_mutex_lock(&s->mu);
+    json_t **by_id = calloc(s->cluster.nnodes + 1, sizeof *by_id);
+    for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
+        json_t *o = st_node_json(s, &s->cluster.nodes[i], false);
+        if (by_id)
+            by_id[i] = o;
+        json_array_append_new(arr, o);
+    }
+    if (by_id)
+        fill_gpu_jobs(s, by_id);
+    free(by_id);
+    *ticket = st_seen(s);
+    pthread_mutex_unlock(&s->mu);
+    *out = json_pack("{s:o}", "nodes", arr);
+    (void)err;
+    return 0;
+}
+
+int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_t **out,
+                  int64_t *ticket, arb_err_t *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&s->mu);
+    arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
+    if (!n) {
+        rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
+        goto out;
+    }
+    st_node_t *x = st_node_ext(s, n);
+    if (if_match >= 0 && (uint64_t)if_match != x->version) {
+        rc = arb_errf(err, -ESTALE, "node '%s' is at version %llu, not %lld; read it again",
+                      name, (unsigned long long)x->version, (long long)if_match);
+        goto out;
+    }
+    arb_node_state_t to = drain ? ARB_NODE_DRAINING : ARB_NODE_READY;
+    if (n->state != to) {
+        /* Undraining a silent node makes it READY; the next lease check
+         * moves it to NotReady if it stays silent. */
+        if ((rc = arb_node_transition(&s->cluster, n, to, err)) < 0)
+            goto out;
+        st_node_save(s, n);
+        st_event(s, drain ? "node-drained" : "node-undrained", 0, name, "node '%s' %s", name,
+                 drain ? "drained: no new tasks" : "back in service");
+        s->dirty = true;
+        pthread_cond_signal(&s->kick);
+    }
+    *out = st_node_json(s, n, false);
+out:
+    *ticket = st_flush(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket,
+                        arb_err_t *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&s->mu);
+    arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
+    if (!n)
+        rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
+    else
+        *out = json_pack("{s:s,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
+                         "epoch", (json_int_t)s->epoch, "assignments", assignments(s, n));
+    *ticket = st_flush(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}

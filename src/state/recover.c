@@ -1,0 +1,364 @@
+/*
+ * recover.c: rebuilding the resource manager from the store at start.
+ *
+ * Order matters:
+ *   1. meta/epoch + 1 becomes this run's epoch (written before anything is
+ *      served, so every assignment made from now on carries a newer epoch
+ *      than any made before the restart);
+ *   2. meta/clock, the Lamport high-water mark, becomes the clock;
+ *   3. nodes, in their original order, each with a fresh lease;
+ *   4. jobs in id order, so the scheduler's submission order, and with it
+ *      FIFO and priority tie order, is what it was; placed and running jobs
+ *      re-charge their allocations through arb_node_alloc, which refuses
+ *      anything over capacity: a conflicting allocation is never
+ *      double-booked, the job is requeued and an event says why;
+ *   5. the event log (the newest conf.event_retention events).
+ * All writes recovery itself makes go in one transaction before st_open
+ * returns.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/jv.h"
+#include "state/state_int.h"
+
+typedef struct rec_list {
+    json_t **v;
+    size_t n, cap;
+    bool oom;
+} rec_list_t;
+
+static int collect(void *arg, const char *key, const char *val, size_t n, uint64_t rev)
+{
+    rec_list_t *l = arg;
+    json_t *o = json_loadb(val, n, 0, NULL);
+
+    (void)rev;
+    if (!o) {
+        fprintf(stderr, "arbiter: store record '%s' is not JSON; skipped\n", key);
+        return 0;
+    }
+    if (l->n == l->cap) {
+        size_t cap = l->cap ? l->cap * 2 : 256;
+        json_t **v = realloc(l->v, cap * sizeof *v);
+        if (!v) {
+            json_decref(o);
+            l->oom = true;
+            return -ENOMEM;
+        }
+        l->v = v;
+        l->cap = cap;
+    }
+    l->v[l->n++] = o;
+    return 0;
+}
+
+static void list_free(rec_list_t *l)
+{
+    for (size_t i = 0; i < l->n; i++)
+        json_decref(l->v[i]);
+    free(l->v);
+}
+
+static int cmp_idx(const void *a, const void *b)
+{
+    json_int_t x = json_integer_value(json_object_get(*(json_t *const *)a, "idx"));
+    json_int_t y = json_integer_value(json_object_get(*(json_t *const *)b, "idx"));
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t get_u64(const json_t *o, const char *k)
+{
+    return (uint64_t)json_integer_value(json_object_get(o, k));
+}
+
+static int64_t meta_get(st_t *s, const char *key)
+{
+    char *v = NULL;
+    int64_t x = 0;
+
+    if (store_get(s->store, key, &v, NULL, NULL, NULL) == 0)
+        x = strtoll(v, NULL, 10);
+    free(v);
+    return x;
+}
+
+/* ---- nodes -------------------------------------------------------------------------- */
+
+static int recover_nodes(st_t *s, arb_err_t *err)
+{
+    rec_list_t l = {0};
+    int rc = store_scan(s->store, "nodes/", collect, &l, err);
+
+    if (rc < 0 || l.oom) {
+        list_free(&l);
+        return rc < 0 ? rc : arb_errf(err, -ENOMEM, "out of memory");
+    }
+    if (l.n > 1)
+        qsort(l.v, l.n, sizeof *l.v, cmp_idx);
+    for (size_t i = 0; i < l.n && rc == 0; i++) {
+        json_t *o = l.v[i], *inv = json_object_get(o, "inventory");
+        const char *name = json_string_value(json_object_get(o, "name"));
+        arb_node_t *n;
+        arb_err_t e2;
+        if (!name || !json_is_object(inv) || st_inventory_check(inv, &e2) < 0) {
+            fprintf(stderr, "arbiter: store: node record %zu is damaged; skipped\n", i);
+            continue;
+        }
+        if ((rc = st_nodes_grow(s)) < 0 ||
+            (rc = arb_cluster_add_node(&s->cluster, name, &n, err)) < 0)
+            break;
+        st_node_t *x = st_node_ext(s, n);
+        memset(x, 0, sizeof *x);
+        if ((rc = st_node_apply_inventory(s, n, inv, err)) < 0)
+            break;
+        x->inventory = json_incref(inv);
+        x->version = get_u64(o, "version");
+        x->report_mono = st_mono_ns(); /* a fresh lease */
+        n->report_ns = x->report_mono;
+        if (json_is_true(json_object_get(o, "drained")))
+            arb_node_transition(&s->cluster, n, ARB_NODE_DRAINING, NULL);
+    }
+    list_free(&l);
+    return rc;
+}
+
+/* ---- jobs --------------------------------------------------------------------------- */
+
+static int job_state_of(const char *name)
+{
+    for (int k = 0; k <= ARB_JOB_CANCELLED; k++)
+        if (name && strcmp(arb_job_state_name((arb_job_state_t)k), name) == 0)
+            return k;
+    return -1;
+}
+
+/* Re-charge the allocations of a placed or running job. On failure
+ * nothing stays charged and err says why. */
+static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_ctx_t *ctx,
+                         arb_err_t *err)
+{
+    size_t n = json_array_size(alloc), t;
+    int rc = 0;
+
+    if (n == 0 || n > (size_t)j->ntasks || (int)n < j->gang_min)
+        return arb_errf(err, -EINVAL, "the record holds %zu allocations for %d tasks", n,
+                        j->ntasks);
+    arb_task_alloc_t *ta = calloc(n, sizeof *ta);
+    if (!ta)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    for (t = 0; t < n && rc == 0; t++) {
+        const json_t *a = json_array_get(alloc, t);
+        const char *node = json_string_value(json_array_get(a, 0));
+        arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
+        if (!nd) {
+            rc = arb_errf(err, -ENOENT, "task %zu: node '%s' is gone", t, node ? node : "?");
+            break;
+        }
+        ta[t].node = nd->id;
+        ta[t].gpu_mask = (uint16_t)json_integer_value(json_array_get(a, 1));
+        ta[t].gpu_milli = (int16_t)json_integer_value(json_array_get(a, 2));
+        ta[t].gpu_mem_mib = (int32_t)json_integer_value(json_array_get(a, 3));
+    }
+    /* Bound through the scheduler, as if it had placed the job: node
+     * accounting, queue usage, plugin state and indexes in one step; a
+     * conflict is refused, never given out twice. */
+    if (rc == 0)
+        rc = arb_sched_restore(s->sched, j, ta, (int)n, ctx, err);
+    free(ta);
+    return rc;
+}
+
+static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
+{
+    st_job_t *sj = calloc(1, sizeof *sj);
+    const char *spec = json_string_value(json_object_get(o, "spec"));
+    int state = job_state_of(json_string_value(json_object_get(o, "state")));
+    arb_job_t *j = NULL;
+    arb_err_t perr = {{0}};
+    int rc = 0;
+
+    if (!sj)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    sj->id = get_u64(o, "id");
+    sj->yaml = json_is_true(json_object_get(o, "yaml"));
+    sj->spec = strdup(spec ? spec : "");
+    sj->speclen = spec ? json_string_length(json_object_get(o, "spec")) : 0;
+    snprintf(sj->team, sizeof sj->team, "%s",
+             json_string_value(json_object_get(o, "team")) ?: "");
+    snprintf(sj->owner, sizeof sj->owner, "%s",
+             json_string_value(json_object_get(o, "owner")) ?: "");
+    snprintf(sj->message, sizeof sj->message, "%s",
+             json_string_value(json_object_get(o, "message")) ?: "");
+    sj->version = get_u64(o, "version");
+    sj->lamport_submit = get_u64(o, "lamport_submit");
+    sj->lamport_update = get_u64(o, "lamport_update");
+    sj->attempt = get_u64(o, "attempt");
+    sj->epoch = get_u64(o, "epoch");
+    sj->submit_ms = (int64_t)get_u64(o, "submit_ms");
+    sj->start_ms = (int64_t)get_u64(o, "start_ms");
+    sj->end_ms = (int64_t)get_u64(o, "end_ms");
+    sj->delivered = json_is_true(json_object_get(o, "delivered"));
+    sj->stop = json_is_true(json_object_get(o, "stop"));
+    if (!sj->spec || sj->id == 0 || state < 0) {
+        st_job_free(sj);
+        fprintf(stderr, "arbiter: store: a job record is damaged; skipped\n");
+        return 0;
+    }
+    if (st_spec_parse(s, sj->spec, sj->speclen, sj->yaml, &j, &sj->command, &sj->env, &perr) <
+        0) {
+        /* The spec no longer loads (a newer controller is stricter): keep
+         * the job visible, ended. */
+        j = arb_job_new("unloadable", 1);
+        if (!j || arb_job_finalize(j, NULL) < 0) {
+            arb_job_free(j);
+            st_job_free(sj);
+            return arb_errf(err, -ENOMEM, "out of memory");
+        }
+        snprintf(sj->message, sizeof sj->message, "spec no longer loads: %.200s", perr.msg);
+        if (state < ARB_JOB_SUCCEEDED)
+            state = ARB_JOB_FAILED;
+    }
+    sj->ntasks = j->ntasks;
+    sj->tasks = calloc((size_t)j->ntasks, sizeof *sj->tasks);
+    if (!sj->tasks) {
+        arb_job_free(j);
+        st_job_free(sj);
+        return arb_errf(err, -ENOMEM, "out of memory");
+    }
+    json_t *tasks = json_object_get(o, "tasks");
+    for (int t = 0; t < sj->ntasks && t < (int)json_array_size(tasks); t++) {
+        json_t *tk = json_array_get(tasks, (size_t)t);
+        sj->tasks[t].state = (uint8_t)json_integer_value(json_array_get(tk, 0));
+        if (sj->tasks[t].state > TK_CANCELLED)
+            sj->tasks[t].state = TK_PENDING;
+        if (json_is_integer(json_array_get(tk, 1))) {
+            sj->tasks[t].has_exit = true;
+            sj->tasks[t].exit_code = (int32_t)json_integer_value(json_array_get(tk, 1));
+        }
+    }
+    if (state >= ARB_JOB_SUCCEEDED) { /* ended: kept for reading only */
+        j->state = (arb_job_state_t)state;
+        sj->j = j;
+        sj->own_j = true;
+        sj->last = j->state;
+        if (!j->queue)
+            j->queue = arb_intern(&s->cluster.strs, "default");
+        return st_job_add(s, sj);
+    }
+    arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+    if ((rc = arb_sched_submit(s->sched, j, &ctx, err)) < 0) {
+        arb_job_free(j);
+        st_job_free(sj);
+        return rc;
+    }
+    j->submit_ns = ctx.now_ns - (st_wall_ms() - sj->submit_ms) * 1000000LL;
+    sj->j = j;
+    if ((rc = st_job_add(s, sj)) < 0)
+        return rc;
+    if (state == ARB_JOB_PLACED || state == ARB_JOB_RUNNING) {
+        arb_err_t aerr = {{0}};
+        if (restore_alloc(s, j, json_object_get(o, "alloc"), &ctx, &aerr) == 0) {
+            if (state == ARB_JOB_RUNNING)
+                arb_job_transition(j, ARB_JOB_RUNNING, NULL);
+            j->start_ns = ctx.now_ns;
+        } else {
+            for (int t = 0; t < sj->ntasks; t++)
+                sj->tasks[t].state = TK_PENDING;
+            snprintf(sj->message, sizeof sj->message, "requeued at recovery: %.200s", aerr.msg);
+            uint64_t lam = st_event(s, "job-requeued", sj->id, NULL,
+                                    "job %llu: allocation not restored at recovery (%s); "
+                                    "requeued",
+                                    (unsigned long long)sj->id, aerr.msg);
+            st_job_save(s, sj, lam);
+        }
+    }
+    sj->last = j->state;
+    return 0;
+}
+
+static int recover_jobs(st_t *s, arb_err_t *err)
+{
+    rec_list_t l = {0};
+    int rc = store_scan(s->store, "jobs/", collect, &l, err);
+
+    if (rc == 0 && l.oom)
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+    for (size_t i = 0; i < l.n && rc == 0; i++)
+        rc = recover_job(s, l.v[i], err);
+    list_free(&l);
+    return rc;
+}
+
+/* ---- events --------------------------------------------------------------------------- */
+
+typedef struct ev_load {
+    st_t *s;
+    uint64_t dropped;
+} ev_load_t;
+
+static int load_event(void *arg, const char *key, const char *val, size_t n, uint64_t rev)
+{
+    ev_load_t *el = arg;
+    st_t *s = el->s;
+    uint64_t lam = strtoull(key + strlen("events/"), NULL, 10);
+    json_t *o = json_loadb(val, n, 0, NULL);
+    char *txt = strdup(val);
+
+    (void)rev;
+    if (!txt) {
+        json_decref(o);
+        return -ENOMEM;
+    }
+    if (s->ring_n == s->ring_cap) { /* retention shrank: drop the oldest */
+        st_event_t *old = &s->ring[s->ring_head];
+        char k[40];
+        snprintf(k, sizeof k, "events/%020llu", (unsigned long long)old->lamport);
+        store_batch_del(&s->batch, k);
+        free(old->json);
+        s->ring_head = (s->ring_head + 1) % s->ring_cap;
+        s->ring_n--;
+        el->dropped++;
+    }
+    st_event_t *e = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
+    e->lamport = lam;
+    e->job = o ? (uint64_t)json_integer_value(json_object_get(o, "job")) : 0;
+    e->json = txt;
+    s->ring_n++;
+    if (lam > s->clock)
+        s->clock = lam;
+    json_decref(o);
+    return 0;
+}
+
+int st_recover(st_t *s, arb_err_t *err)
+{
+    char v[32];
+    ev_load_t el = {.s = s};
+    int rc;
+
+    s->epoch = (uint64_t)meta_get(s, "meta/epoch") + 1;
+    snprintf(v, sizeof v, "%llu", (unsigned long long)s->epoch);
+    store_batch_putstr(&s->batch, "meta/epoch", v);
+    s->clock = s->clock_hwm = (uint64_t)meta_get(s, "meta/clock");
+    if ((rc = store_scan(s->store, "events/", load_event, &el, err)) < 0)
+        return rc;
+    if (s->clock > s->clock_hwm)
+        s->clock_hwm = s->clock;
+    if ((rc = recover_nodes(s, err)) < 0 || (rc = recover_jobs(s, err)) < 0)
+        return rc;
+    for (uint64_t id = 1; id < s->next_id; id++) {
+        st_job_t *sj = s->jobs[id];
+        if (sj && sj->lamport_update > s->clock)
+            s->clock = sj->lamport_update;
+    }
+    st_event(s, "controller-started", 0, NULL,
+             "controller started: epoch %llu, %u nodes, %llu jobs (%d active) recovered",
+             (unsigned long long)s->epoch, s->cluster.nnodes,
+             (unsigned long long)(s->next_id - 1), s->nactive);
+    rc = store_apply(s->store, &s->batch, NULL, err);
+    store_batch_free(&s->batch);
+    s->dirty = true;
+    return rc;
+}

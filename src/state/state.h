@@ -1,0 +1,176 @@
+/*
+ * state.h: the resource manager: the controller's authoritative record of
+ * nodes, jobs and allocations (who holds what), over core's arb_cluster_t
+ * and arb_sched_t, made durable in the store (src/store).
+ *
+ * What it owns:
+ *   - jobs with a public id (1, 2, ... never reused), the submitting team
+ *     and user, a version bumped on every change, task states and exit
+ *     codes, and the epoch of their current assignment;
+ *   - nodes from agents' reports (inventory, telemetry, report age), drain;
+ *   - a Lamport clock: every event takes max(local, remote) + 1, so the
+ *     event log (GET /v1/events?since=N) is ordered causally, never by wall
+ *     clocks; wall-clock times are kept for people only;
+ *   - an epoch, bumped on every controller start and stamped on every
+ *     assignment (DESIGN.md invariant 4: an agent refuses assignments older
+ *     than the newest epoch it has seen);
+ *   - the scheduler thread: a cycle after every change (and every interval),
+ *     whose decisions are written in one transaction.
+ *
+ * Durability: every mutation is applied in memory under the state lock and
+ * queued, in the same order, to the store's group committer. Each call that
+ * changes or reads state returns a ticket; the caller must st_wait() for it
+ * before answering its client, so nothing is acknowledged, nor shown, before
+ * it is durable. A failed commit is fatal (st_wait returns -EIO): the
+ * process must exit and recover from the store, which holds exactly the
+ * acknowledged history.
+ *
+ * Recovery (st_open): nodes (in their original order), then jobs in id
+ * order (so queue order is kept), their allocations re-charged through
+ * arb_node_alloc (which refuses over-allocation: a conflict is reported as
+ * an event and the job requeued, never double-booked), quotas, the clock
+ * (from a persisted high-water mark) and the event log.
+ *
+ * Every function returns 0 or a negative errno with text in err:
+ * -EINVAL invalid input (422), -EBADMSG malformed body (400), -ENOENT no
+ * such object (404), -EACCES outside the caller's rights (403), -ESTALE an
+ * If-Match version that does not match (409), -EPERM an illegal transition
+ * (409), -EBUSY a conflict with current state (409), -EIO the store failed
+ * (503). Functions that return a json_t * give the caller a new reference.
+ */
+#ifndef ARB_STATE_H
+#define ARB_STATE_H
+
+#include <jansson.h>
+
+#include "arbiter/sched.h"
+#include "store/store.h"
+
+typedef struct st st_t;
+
+/* ---- configuration --------------------------------------------------------- */
+
+#define ST_NAME_MAX 64
+
+typedef struct st_queue_conf {
+    char name[ST_NAME_MAX];
+    char cohort[ST_NAME_MAX];
+    bool has_quota;
+    arb_res_t nominal, borrow_limit;
+    double weight;
+} st_queue_conf_t;
+
+typedef struct st_conf {
+    char policy[32];           /* scoring profile ("default", "pack", ...) */
+    arb_queue_policy_t queue_policy;
+    bool backfill, preemption;
+    int64_t starvation_ns;
+    int64_t interval_ns;       /* scheduler cycle at least this often (default 1 s) */
+    int64_t lease_ns;          /* node silent longer: NotReady (default 10 s) */
+    int64_t stale_ns;          /* filter nodes whose report is older (default 30 s; 0 off) */
+    int event_retention;       /* events kept (default 100000) */
+    store_sync_t sync;         /* store.synchronous: full (default) or normal */
+    bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
+    int nqueues;
+    st_queue_conf_t *queues;   /* owned; freed by st_conf_free */
+} st_conf_t;
+
+/* Defaults for every key. */
+void st_conf_init(st_conf_t *c);
+/* Load a controller config (YAML, docs/api.md "Configuration") over the
+ * defaults in c. Messages: "FILE:LINE:COL: PATH: what; fix". */
+int st_conf_load_file(const char *path, st_conf_t *c, arb_err_t *err);
+int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c,
+                     arb_err_t *err);
+void st_conf_free(st_conf_t *c);
+
+/* The configuration keys, one row each (help and docs are made from it). */
+typedef struct st_conf_key {
+    const char *key, *type, *def, *help;
+} st_conf_key_t;
+extern const st_conf_key_t st_conf_keys[];
+
+/* ---- lifecycle ---------------------------------------------------------------- */
+
+/* Who is calling: the API's authenticated principal. */
+typedef enum st_role {
+    ST_ROLE_ADMIN = 1,
+    ST_ROLE_USER = 2,
+    ST_ROLE_AGENT = 4,
+} st_role_t;
+
+typedef struct st_who {
+    st_role_t role;
+    const char *team; /* users: the team whose jobs they see; may be "" */
+    const char *name; /* for messages and job owners */
+} st_who_t;
+
+/* Open the store at uri (a data directory, or "sqlite:DIR") and recover
+ * everything in it; conf is copied. Close with st_close. */
+int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err);
+/* Start / stop the scheduler thread (tests may drive st_cycle instead). */
+int st_start(st_t *s, arb_err_t *err);
+void st_close(st_t *s); /* stops the thread, writes what is queued, closes */
+
+/* Wait until everything up to ticket is durable: 0 or -EIO. */
+int st_wait(st_t *s, int64_t ticket, arb_err_t *err);
+
+/* One scheduling cycle now (also run by the thread): node leases, then
+ * placement; decisions are queued in one batch. *ticket as above. */
+int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket);
+
+/* ---- jobs ---------------------------------------------------------------------- */
+
+/* Submit a job spec (JSON when !yaml, else YAML; the Kubernetes-style
+ * fields of docs/scenario.md plus "command" and "env"). 201 semantics:
+ * *out is the new job object. */
+int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                  json_t **out, int64_t *ticket, arb_err_t *err);
+int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
+               arb_err_t *err);
+/* Jobs the caller may see, filtered by state and queue (NULL: any), in id
+ * order after `after`, at most limit (0: no limit). *out: {"jobs": [...]} */
+int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue,
+                 uint64_t after, int limit, json_t **out, int64_t *ticket, arb_err_t *err);
+/* Cancel; if_match < 0: no version check. */
+int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, json_t **out,
+                  int64_t *ticket, arb_err_t *err);
+/* Why is it pending: {"job", "state", "explain": {...core's JSON...}, "summary", "hint"} */
+int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
+                   arb_err_t *err);
+
+/* ---- nodes ---------------------------------------------------------------------- */
+
+/* An agent's report (docs/api.md): inventory (first report, or changed),
+ * telemetry, task states, its Lamport clock. Creates the node on first
+ * report. *out: {"node", "lamport", "epoch", "assignments": [...]} */
+int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+                   json_t **out, int64_t *ticket, arb_err_t *err);
+int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
+int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
+/* drain true: READY/NOT_READY -> DRAINING; false: DRAINING -> READY. */
+int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_t **out,
+                  int64_t *ticket, arb_err_t *err);
+/* The tasks assigned to node name, with epochs (marks them delivered). */
+int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket,
+                        arb_err_t *err);
+
+/* ---- queues, events, metrics, checks --------------------------------------------------- */
+
+int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
+/* Events with lamport > since, oldest first, at most limit (users do not
+ * see events of other teams' jobs); when none, wait up to wait_ms for one. *out: {"events": [...], "last": N, "oldest": N} */
+int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
+              json_t **out, int64_t *ticket, arb_err_t *err);
+/* Append Prometheus text-format metrics to *buf (malloc'd, *len bytes). */
+int st_metrics(st_t *s, char **buf, size_t *len);
+/* Check every invariant: core's cluster check, and that the allocations of
+ * the jobs add up to the nodes' usage (no GPU share given twice). */
+int st_check(st_t *s, arb_err_t *err);
+/* {"lamport", "epoch", "revision", "jobs", "nodes"} */
+json_t *st_status(st_t *s);
+
+/* Test hook: make the next n store commits fail. */
+void st_inject_store_failure(st_t *s, int n);
+
+#endif

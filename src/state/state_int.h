@@ -1,0 +1,166 @@
+/*
+ * state_int.h: the resource manager's private parts, shared by the files of
+ * src/state (state.c jobs, clock, events and the cycle; node.c reports and
+ * drains; recover.c; codec.c JSON; metrics.c). Not a public API.
+ *
+ * Locking: one mutex, st.mu, guards everything here. Functions named do_*
+ * and every helper in this header expect the caller to hold it.
+ *
+ * Task lifecycle (st_task_t.state), inside a job's lifecycle (job.h):
+ *
+ *   TK_PENDING --placed--> TK_ASSIGNED --agent: running--> TK_RUNNING
+ *       ^                      |                              |
+ *       +----preempted---------+------------------------------+
+ *                              agent: exited --> TK_SUCCEEDED | TK_FAILED
+ *
+ * Invariants: (1) a job's tasks 0..nalloc-1 are ASSIGNED/RUNNING/ended
+ * exactly while the job is PLACED or RUNNING; (2) every persisted job
+ * record carries the allocations the scheduler holds for it, so recovery
+ * re-charges exactly what was acknowledged; (3) clock <= clock_hwm, and the
+ * store's meta/clock is >= clock_hwm's last persisted value, so the clock
+ * never runs backwards across a restart.
+ */
+#ifndef ARB_STATE_INT_H
+#define ARB_STATE_INT_H
+
+#include <pthread.h>
+
+#include "state/state.h"
+
+enum { TK_PENDING, TK_ASSIGNED, TK_RUNNING, TK_SUCCEEDED, TK_FAILED, TK_LOST, TK_CANCELLED };
+extern const char *const st_task_state_names[];
+
+typedef struct st_task {
+    uint8_t state;
+    bool has_exit;
+    int32_t exit_code;
+} st_task_t;
+
+typedef struct st_job {
+    uint64_t id;
+    arb_job_t *j;   /* the scheduler's job (owned by it unless own_j) */
+    bool own_j;     /* recovered terminal job, never handed to the scheduler */
+    char team[ST_NAME_MAX], owner[ST_NAME_MAX];
+    char *spec;     /* the spec as submitted (owned), re-parsed on recovery */
+    size_t speclen;
+    bool yaml;
+    json_t *command, *env; /* owned references, may be NULL */
+    uint64_t version, lamport_submit, lamport_update;
+    uint64_t attempt, epoch; /* of the current assignment */
+    int64_t submit_ms, start_ms, end_ms; /* wall clock, for people */
+    arb_job_state_t last;    /* the state last persisted */
+    int ntasks;
+    st_task_t *tasks;
+    bool delivered; /* an agent has fetched the current assignment */
+    bool stop;      /* cancel requested while an agent runs it */
+    int active_ix;  /* index in st.active, -1 when terminal */
+    char message[256];
+} st_job_t;
+
+typedef struct st_node {
+    json_t *inventory;   /* as last reported (owned) */
+    json_t *telemetry;   /* last telemetry (owned, volatile) */
+    uint64_t version;    /* bumped on every persisted change */
+    int64_t report_mono; /* monotonic ns of the last report; 0 never */
+    int64_t report_ms;   /* wall clock of the last report, for people */
+    uint64_t lamport;    /* Lamport time of the last report */
+    uint64_t reports;
+} st_node_t;
+
+typedef struct st_event {
+    uint64_t lamport;
+    uint64_t job;
+    char *json; /* owned */
+} st_event_t;
+
+#define ST_HIST 12
+extern const double st_cycle_buckets_ms[ST_HIST - 1];
+
+struct st {
+    st_conf_t conf;
+    pthread_mutex_t mu;
+    pthread_cond_t ev_cond;    /* an event was appended */
+    pthread_cond_t kick;       /* something changed: run a cycle */
+    store_t *store;
+    store_gc_t *gc;
+    store_batch_t batch;       /* ops of the mutation in progress */
+
+    arb_cluster_t cluster;
+    arb_sched_t *sched;
+    arb_rng_t rng;
+
+    st_job_t **jobs;           /* by id; jobs[0] unused */
+    uint64_t capjobs, next_id;
+    st_job_t **active;         /* non-terminal jobs */
+    int nactive, capactive;
+    st_node_t *nodes;          /* parallel to cluster.nodes */
+    uint32_t capnodes;
+    uint32_t *queues;          /* interned names of every queue seen */
+    int nqueues;
+
+    uint64_t clock, clock_hwm, epoch;
+    st_event_t *ring;          /* the last conf.event_retention events */
+    int ring_cap, ring_n, ring_head; /* head: index of the oldest */
+
+    bool dirty, stop, running;
+    pthread_t thr;
+
+    /* metrics */
+    uint64_t m_cycles, m_placed, m_preempted, m_submitted, m_cancelled, m_finished;
+    uint64_t m_cycle_hist[ST_HIST];
+    double m_cycle_sum_s;
+    int64_t m_start_mono;
+    uint64_t m_placed_window;  /* placements since m_window_mono */
+    int64_t m_window_mono;
+    double m_decisions_per_s;
+};
+
+/* Clocks. */
+int64_t st_mono_ns(void);
+int64_t st_wall_ms(void);
+/* Lamport: clock = max(clock, remote) + 1; returns it (persists the
+ * high-water mark when needed). */
+uint64_t st_tick(st_t *s, uint64_t remote);
+/* Append an event (type like "job-placed"; job 0 / node NULL when none). */
+uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt,
+                  ...) __attribute__((format(printf, 5, 6)));
+/* Queue the current batch: the ticket for st_wait. */
+int64_t st_flush(st_t *s);
+/* A read: the ticket of everything seen. */
+int64_t st_seen(st_t *s);
+
+/* Jobs. */
+st_job_t *st_job_find(st_t *s, uint64_t id);
+/* Queue the job's record for writing, bumping its version. */
+void st_job_save(st_t *s, st_job_t *sj, uint64_t lamport);
+void st_job_retire(st_t *s, st_job_t *sj); /* drop from the active list */
+int st_job_add(st_t *s, st_job_t *sj);     /* index by id, add to active */
+void st_job_free(st_job_t *sj);
+void st_queue_seen(st_t *s, uint32_t name);
+/* Parse a spec body into a new finalized job (interned in s->cluster) and
+ * its command/env; -EBADMSG for syntax, -EINVAL for content. */
+int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
+                  json_t **command, json_t **env, arb_err_t *err);
+/* Re-charge tasks' allocations to their nodes (recovery); false on conflict. */
+void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why);
+
+/* Nodes. */
+st_node_t *st_node_ext(st_t *s, const arb_node_t *n);
+int st_nodes_grow(st_t *s);
+void st_node_save(st_t *s, arb_node_t *n);
+/* Build or rebuild n's resources from an inventory object (validated). */
+int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t *err);
+/* Validate an inventory object without changing anything. */
+int st_inventory_check(const json_t *inv, arb_err_t *err);
+
+/* JSON (codec.c). */
+json_t *st_job_json(st_t *s, st_job_t *sj, bool full);
+char *st_job_record(st_t *s, st_job_t *sj);
+json_t *st_node_json(st_t *s, arb_node_t *n, bool full);
+char *st_node_record(st_t *s, arb_node_t *n);
+json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
+
+/* Recovery (recover.c). */
+int st_recover(st_t *s, arb_err_t *err);
+
+#endif

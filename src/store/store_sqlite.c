@@ -1,0 +1,301 @@
+/*
+ * store_sqlite.c: the embedded store backend: one SQLite database file,
+ * DIR/arbiter.db, in WAL mode with synchronous=FULL by default, so a
+ * committed transaction survives kill -9 and power loss.
+ *
+ * Schema: kv(key TEXT PRIMARY KEY, val BLOB, rev INTEGER) WITHOUT ROWID,
+ * and meta(k, v) holding the revision. Every commit bumps the revision and
+ * stamps the records it wrote with it (etcd's mod_revision).
+ *
+ * One controller per directory: open takes an exclusive flock() on
+ * DIR/LOCK, which the kernel drops when the process dies, so a restarted
+ * controller never waits for a stale lock but a second live one is refused.
+ */
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+typedef struct sq {
+    store_t base;
+    sqlite3 *db;
+    int lockfd;
+    uint64_t rev;     /* committed revision */
+    bool in_txn;
+    sqlite3_stmt *put, *del, *get, *scan, *setrev;
+} sq_t;
+
+static int sq_fail(sq_t *q, arb_err_t *err, const char *what)
+{
+    int ec = sqlite3_errcode(q->db);
+    int code = (ec == SQLITE_FULL) ? -ENOSPC : (ec == SQLITE_NOMEM) ? -ENOMEM : -EIO;
+    return arb_errf(err, code, "sqlite %s: %s", what, sqlite3_errmsg(q->db));
+}
+
+static int sq_exec(sq_t *q, const char *sql, arb_err_t *err)
+{
+    if (sqlite3_exec(q->db, sql, NULL, NULL, NULL) != SQLITE_OK)
+        return sq_fail(q, err, sql);
+    return 0;
+}
+
+static void sq_close(store_t *s)
+{
+    sq_t *q = (sq_t *)s;
+
+    if (!q)
+        return;
+    if (q->in_txn)
+        sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+    sqlite3_finalize(q->put);
+    sqlite3_finalize(q->del);
+    sqlite3_finalize(q->get);
+    sqlite3_finalize(q->scan);
+    sqlite3_finalize(q->setrev);
+    sqlite3_close(q->db);
+    if (q->lockfd >= 0)
+        close(q->lockfd);
+    free(q);
+}
+
+static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_err_t *err)
+{
+    char path[4096];
+    sq_t *q = calloc(1, sizeof *q);
+    int rc = 0;
+
+    if (!q)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    q->lockfd = -1;
+    if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+        rc = arb_errf(err, -errno, "data dir '%s': cannot create it: %s", dir, strerror(errno));
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/LOCK", dir);
+    q->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (q->lockfd < 0) {
+        rc = arb_errf(err, -errno, "data dir '%s': cannot open %s: %s", dir, path,
+                      strerror(errno));
+        goto out;
+    }
+    if (flock(q->lockfd, LOCK_EX | LOCK_NB) < 0) {
+        rc = arb_errf(err, -EBUSY,
+                      "data dir '%s' is in use by another controller (lock %s); stop it or "
+                      "choose another --data-dir",
+                      dir, path);
+        goto out;
+    }
+    snprintf(path, sizeof path, "%s/arbiter.db", dir);
+    if (sqlite3_open_v2(path, &q->db,
+                        SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
+                        NULL) != SQLITE_OK) {
+        rc = arb_errf(err, -EIO, "cannot open %s: %s", path,
+                      q->db ? sqlite3_errmsg(q->db) : "out of memory");
+        goto out;
+    }
+    sqlite3_busy_timeout(q->db, 5000);
+    if ((rc = sq_exec(q, "PRAGMA journal_mode=WAL", err)) < 0 ||
+        (rc = sq_exec(q,
+                      o->sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
+                                                   : "PRAGMA synchronous=FULL",
+                      err)) < 0 ||
+        (rc = sq_exec(q,
+                      "CREATE TABLE IF NOT EXISTS kv(key TEXT PRIMARY KEY, val BLOB NOT NULL, "
+                      "rev INTEGER NOT NULL) WITHOUT ROWID;"
+                      "CREATE TABLE IF NOT EXISTS meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
+                      "INSERT OR IGNORE INTO meta VALUES('revision', 0);",
+                      err)) < 0)
+        goto out;
+    if (sqlite3_prepare_v2(q->db, "INSERT OR REPLACE INTO kv(key,val,rev) VALUES(?1,?2,?3)", -1,
+                           &q->put, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(q->db, "DELETE FROM kv WHERE key=?1", -1, &q->del, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(q->db, "SELECT val,rev FROM kv WHERE key=?1", -1, &q->get, NULL) !=
+            SQLITE_OK ||
+        sqlite3_prepare_v2(q->db,
+                           "SELECT key,val,rev FROM kv WHERE key>=?1 AND key<?2 ORDER BY key",
+                           -1, &q->scan, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(q->db, "UPDATE meta SET v=?1 WHERE k='revision'", -1, &q->setrev,
+                           NULL) != SQLITE_OK) {
+        rc = sq_fail(q, err, "prepare");
+        goto out;
+    }
+    sqlite3_stmt *st = NULL;
+    if (sqlite3_prepare_v2(q->db, "SELECT v FROM meta WHERE k='revision'", -1, &st, NULL) ==
+            SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        q->rev = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+out:
+    if (rc < 0) {
+        sq_close(&q->base);
+        return rc;
+    }
+    *out = &q->base;
+    return 0;
+}
+
+static int sq_begin(store_t *s, arb_err_t *err)
+{
+    sq_t *q = (sq_t *)s;
+    int rc = sq_exec(q, "BEGIN IMMEDIATE", err);
+    q->in_txn = rc == 0;
+    return rc;
+}
+
+static int sq_step_done(sq_t *q, sqlite3_stmt *st, arb_err_t *err, const char *what)
+{
+    int r = sqlite3_step(st);
+    int rc = (r == SQLITE_DONE) ? 0 : sq_fail(q, err, what);
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    return rc;
+}
+
+static int sq_put(store_t *s, const char *key, const void *val, size_t n, arb_err_t *err)
+{
+    sq_t *q = (sq_t *)s;
+
+    sqlite3_bind_text(q->put, 1, key, -1, SQLITE_STATIC);
+    sqlite3_bind_blob64(q->put, 2, val, n, SQLITE_STATIC);
+    sqlite3_bind_int64(q->put, 3, (sqlite3_int64)(q->rev + 1));
+    return sq_step_done(q, q->put, err, "put");
+}
+
+static int sq_del(store_t *s, const char *key, arb_err_t *err)
+{
+    sq_t *q = (sq_t *)s;
+
+    sqlite3_bind_text(q->del, 1, key, -1, SQLITE_STATIC);
+    return sq_step_done(q, q->del, err, "delete");
+}
+
+static int sq_commit(store_t *s, uint64_t *rev, arb_err_t *err)
+{
+    sq_t *q = (sq_t *)s;
+    int rc;
+
+    sqlite3_bind_int64(q->setrev, 1, (sqlite3_int64)(q->rev + 1));
+    rc = sq_step_done(q, q->setrev, err, "revision");
+    if (rc == 0)
+        rc = sq_exec(q, "COMMIT", err);
+    if (rc < 0) {
+        sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+        q->in_txn = false;
+        return rc;
+    }
+    q->in_txn = false;
+    q->rev++;
+    if (rev)
+        *rev = q->rev;
+    return 0;
+}
+
+static void sq_rollback(store_t *s)
+{
+    sq_t *q = (sq_t *)s;
+
+    if (q->in_txn)
+        sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
+    q->in_txn = false;
+}
+
+static int sq_get(store_t *s, const char *key, char **val, size_t *n, uint64_t *mod_rev,
+                  arb_err_t *err)
+{
+    sq_t *q = (sq_t *)s;
+    int rc = -ENOENT, r;
+
+    sqlite3_bind_text(q->get, 1, key, -1, SQLITE_STATIC);
+    r = sqlite3_step(q->get);
+    if (r == SQLITE_ROW) {
+        size_t len = (size_t)sqlite3_column_bytes(q->get, 0);
+        char *v = malloc(len + 1);
+        if (!v) {
+            rc = arb_errf(err, -ENOMEM, "out of memory");
+        } else {
+            if (len)
+                memcpy(v, sqlite3_column_blob(q->get, 0), len);
+            v[len] = '\0';
+            *val = v;
+            if (n)
+                *n = len;
+            if (mod_rev)
+                *mod_rev = (uint64_t)sqlite3_column_int64(q->get, 1);
+            rc = 0;
+        }
+    } else if (r != SQLITE_DONE) {
+        rc = sq_fail(q, err, "get");
+    } else {
+        arb_errf(err, -ENOENT, "no record '%s'", key);
+    }
+    sqlite3_reset(q->get);
+    sqlite3_clear_bindings(q->get);
+    return rc;
+}
+
+static int sq_scan(store_t *s, const char *prefix, store_scan_fn fn, void *arg, arb_err_t *err)
+{
+    sq_t *q = (sq_t *)s;
+    size_t n = strlen(prefix);
+    char *hi = malloc(n + 2);
+    int rc = 0, r;
+
+    if (!hi)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    /* Keys are text: the end of the range is the prefix followed by the
+     * highest byte, which no UTF-8 key holds. */
+    memcpy(hi, prefix, n);
+    hi[n] = (char)0xff;
+    hi[n + 1] = '\0';
+    sqlite3_bind_text(q->scan, 1, prefix, -1, SQLITE_STATIC);
+    sqlite3_bind_text(q->scan, 2, hi, -1, SQLITE_STATIC);
+    while ((r = sqlite3_step(q->scan)) == SQLITE_ROW) {
+        const char *k = (const char *)sqlite3_column_text(q->scan, 0);
+        const void *blob = sqlite3_column_blob(q->scan, 1);
+        size_t len = (size_t)sqlite3_column_bytes(q->scan, 1);
+        char *v = malloc(len + 1);
+        if (!v) {
+            rc = arb_errf(err, -ENOMEM, "out of memory");
+            break;
+        }
+        if (len)
+            memcpy(v, blob, len);
+        v[len] = '\0';
+        rc = fn(arg, k, v, len, (uint64_t)sqlite3_column_int64(q->scan, 2));
+        free(v);
+        if (rc)
+            break;
+    }
+    if (r != SQLITE_ROW && r != SQLITE_DONE)
+        rc = sq_fail(q, err, "scan");
+    sqlite3_reset(q->scan);
+    sqlite3_clear_bindings(q->scan);
+    free(hi);
+    return rc;
+}
+
+static uint64_t sq_revision(store_t *s)
+{
+    return ((sq_t *)s)->rev;
+}
+
+const store_ops_t store_sqlite_ops = {
+    .name = "sqlite",
+    .open = sq_open,
+    .close = sq_close,
+    .begin = sq_begin,
+    .put = sq_put,
+    .del = sq_del,
+    .commit = sq_commit,
+    .rollback = sq_rollback,
+    .get = sq_get,
+    .scan = sq_scan,
+    .revision = sq_revision,
+};

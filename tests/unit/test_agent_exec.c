@@ -1,0 +1,722 @@
+/*
+ * test_agent_exec.c: the task executor with real child processes
+ * (src/agent/exec.c, cgroup.c).
+ *
+ * Environment (CUDA_VISIBLE_DEVICES, ARBITER_*, gang variables; nothing of
+ * the agent's own environment leaks), log files, exit codes and signals,
+ * cancel (SIGTERM to the group, SIGKILL after the grace period: time is
+ * passed in), grandchildren killed with the group, a leader's leftovers
+ * killed when it exits, escapees (setsid) killed through the cgroup, fencing
+ * kills everything, refusals leave nothing behind, run-as (for real when
+ * the test runs as root: tasks run as nobody, or as root with allow_root),
+ * cgroup limits written (v1 on this machine where writable, v2 on a fake
+ * tree), memory limit enforced, adoption after a restart and the state file.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/exec.h"
+
+#define MS 1000000LL
+#define SEC 1000000000LL
+
+static char tmpdir[64];
+
+static int64_t now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
+}
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/arb-exec-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    chmod(tmpdir, 0755); /* the run-as user walks through it to its job dir */
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+static agent_exec_conf_t conf(void)
+{
+    static char logs[128];
+    agent_exec_conf_t c;
+
+    snprintf(logs, sizeof logs, "%s/logs", tmpdir);
+    memset(&c, 0, sizeof c);
+    c.log_dir = logs;
+    c.node_name = "n7";
+    c.subreaper = true;
+    c.grace_ns = 200 * MS;
+    return c;
+}
+
+/* The whole of a file, or "" (static buffer). */
+static const char *slurp(const char *path)
+{
+    static char buf[16384];
+    FILE *f = fopen(path, "r");
+    size_t n = 0;
+
+    buf[0] = '\0';
+    if (f) {
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+    }
+    buf[n] = '\0';
+    return buf;
+}
+
+/* A live process (not a zombie). */
+static bool alive(pid_t pid)
+{
+    char path[64], buf[512], *p, st = 'X';
+    FILE *f;
+
+    if (kill(pid, 0) != 0)
+        return false;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return false;
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+    if ((p = strrchr(buf, ')')))
+        sscanf(p + 1, " %c", &st);
+    return st != 'Z' && st != 'X';
+}
+
+/* A signalled process dies asynchronously: wait up to 5 s for pid to be
+ * gone (or a zombie) before calling it alive. */
+static bool still_alive(pid_t pid)
+{
+    for (int i = 0; i < 500; i++) {
+        if (!alive(pid))
+            return false;
+        usleep(10000);
+    }
+    return true;
+}
+
+static agent_task_t *run(agent_exec_t *x, const char *job, int task, char *const *argv)
+{
+    agent_task_spec_t s;
+    agent_task_t *t = NULL;
+    arb_err_t err = {{0}};
+
+    memset(&s, 0, sizeof s);
+    s.job = job;
+    s.task = task;
+    s.epoch = 1;
+    s.argv = argv;
+    if (agent_exec_start(x, &s, now(), &t, &err) != 0)
+        fail_msg("start %s/%d: %s", job, task, err.msg);
+    return t;
+}
+
+/* Poll (real time) until t exits; at most 10 s. */
+static void wait_exit(agent_exec_t *x, agent_task_t *t)
+{
+    int64_t end = now() + 10 * SEC;
+    while (t->state != AGENT_TASK_EXITED && now() < end) {
+        agent_exec_poll(x, now());
+        usleep(2000);
+    }
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+}
+
+/* Pids printed one per line by the task into its .out log. */
+static int read_pids(const agent_task_t *t, pid_t *pids, int max, int want)
+{
+    int n = 0;
+    int64_t end = now() + 5 * SEC;
+
+    while (now() < end) {
+        const char *s = slurp(t->out_path);
+        n = 0;
+        while (*s && n < max) {
+            long v = strtol(s, (char **)&s, 10);
+            if (v > 1)
+                pids[n++] = (pid_t)v;
+            while (*s == '\n')
+                s++;
+            if (*s && (*s < '0' || *s > '9'))
+                break;
+        }
+        if (n >= want)
+            break;
+        usleep(2000);
+    }
+    return n;
+}
+
+static void test_env_and_logs(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *argv[] = {"env", NULL};
+    char *env[] = {"FOO=bar baz", "ARBITER_JOB_ID=forged", "PATH=/usr/bin:/bin", NULL};
+    agent_task_spec_t s;
+    agent_task_t *t;
+    const char *out;
+
+    setenv("ARB_AGENT_SECRET", "do-not-leak", 1);
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    memset(&s, 0, sizeof s);
+    s.job = "job-1";
+    s.task = 3;
+    s.epoch = 42;
+    s.argv = argv;
+    s.env = env;
+    s.ngpus = 2;
+    s.gpus[0] = 0;
+    s.gpus[1] = 3;
+    s.world_size = 4;
+    s.rank = 2;
+    s.master_addr = "10.0.0.5";
+    s.master_port = 29500;
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_true(t->pid > 1);
+    assert_int_equal(t->state, AGENT_TASK_RUNNING);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 0);
+    assert_int_equal(t->signal, 0);
+    assert_string_equal(t->reason, "exited");
+    assert_int_equal(t->ngpus, 2);
+
+    char want[256];
+    snprintf(want, sizeof want, "%s/logs/job-1/3.out", tmpdir);
+    assert_string_equal(t->out_path, want);
+    out = slurp(t->out_path);
+    const char *lines[] = {"CUDA_VISIBLE_DEVICES=0,3\n",
+                           "CUDA_DEVICE_ORDER=PCI_BUS_ID\n",
+                           "ARBITER_JOB_ID=job-1\n",
+                           "ARBITER_TASK_INDEX=3\n",
+                           "ARBITER_EPOCH=42\n",
+                           "ARBITER_NODE=n7\n",
+                           "MASTER_ADDR=10.0.0.5\n",
+                           "MASTER_PORT=29500\n",
+                           "WORLD_SIZE=4\n",
+                           "RANK=2\n",
+                           "FOO=bar baz\n",
+                           "PATH=/usr/bin:/bin\n",
+                           "LANG=C.UTF-8\n",
+                           NULL};
+    for (int i = 0; lines[i]; i++)
+        if (!strstr(out, lines[i]))
+            fail_msg("missing %s in the task's environment:\n%s", lines[i], out);
+    assert_null(strstr(out, "forged"));
+    assert_null(strstr(out, "ARB_AGENT_SECRET"));
+    assert_non_null(strstr(out, "HOME="));
+    assert_non_null(strstr(out, "USER="));
+
+    /* No GPUs: CUDA_VISIBLE_DEVICES is set and empty (sees none); no gang vars. */
+    char *argv2[] = {"sh", "-c", "env; echo to-stderr >&2; exit 7", NULL};
+    t = run(&x, "job-2", 0, argv2);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 7);
+    assert_string_equal(t->reason, "exited");
+    out = slurp(t->out_path);
+    assert_non_null(strstr(out, "CUDA_VISIBLE_DEVICES=\n"));
+    assert_null(strstr(out, "WORLD_SIZE="));
+    assert_string_equal(slurp(t->err_path), "to-stderr\n");
+
+    /* forget: only exited tasks; then it is gone from the table. */
+    assert_int_equal(agent_exec_forget(&x, "job-2", 0), 0);
+    assert_null(agent_exec_find(&x, "job-2", 0));
+    assert_int_equal(agent_exec_forget(&x, "job-2", 0), -ENOENT);
+    agent_exec_free(&x);
+    unsetenv("ARB_AGENT_SECRET");
+}
+
+static void test_refusals(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *sleep_argv[] = {"sleep", "30", NULL};
+    char *missing[] = {"no-such-command-xyz", NULL};
+    char noexec_path[128];
+    char *noexec[] = {noexec_path, NULL};
+    agent_task_spec_t s;
+
+    snprintf(noexec_path, sizeof noexec_path, "%s/not-a-program", tmpdir);
+    fclose(fopen(noexec_path, "w"));
+    chmod(noexec_path, 0644);
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    memset(&s, 0, sizeof s);
+    s.job = "j";
+    s.argv = missing;
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "command 'no-such-command-xyz' not found in PATH="));
+    s.argv = noexec;
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EACCES);
+    assert_non_null(strstr(err.msg, "not-a-program' (exec): Permission denied"));
+    s.argv = sleep_argv;
+    s.cwd = "/nonexistent-dir";
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "changing directory to /nonexistent-dir"));
+    s.cwd = NULL;
+    assert_int_equal(agent_exec_live(&x), 0);
+    assert_int_equal(x.ntasks, 0); /* nothing left behind */
+
+    const char *badjobs[] = {"", "../x", ".hidden", "a/b", "sp ace", NULL};
+    for (int i = 0; badjobs[i]; i++) {
+        s.job = badjobs[i];
+        assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+        assert_non_null(strstr(err.msg, "cannot name files"));
+    }
+    s.job = "j";
+    s.world_size = 2;
+    s.rank = 2;
+    s.master_addr = "h";
+    s.master_port = 1;
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "gang member"));
+    s.world_size = 0;
+    s.ngpus = 2;
+    s.gpus[0] = s.gpus[1] = 1;
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "GPU 1 given twice"));
+    s.ngpus = 0;
+    char *badenv[] = {"NOEQUALS", NULL};
+    s.env = badenv;
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+    s.env = NULL;
+
+    /* One live task per (job, task). */
+    agent_task_t *t;
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EEXIST);
+    assert_non_null(strstr(err.msg, "already running here"));
+    assert_int_equal(agent_exec_forget(&x, "j", 0), -EBUSY);
+    assert_int_equal(agent_exec_fence(&x, now()), 1);
+    assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
+    /* Exited: the same task may start again (a retry). */
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(x.ntasks, 1);
+    agent_exec_fence(&x, now());
+    assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
+    agent_exec_free(&x);
+}
+
+static void test_cancel_group(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *argv[] = {"sh", "-c", "sleep 1000 & echo $!; sleep 1000 & echo $!; wait", NULL};
+    agent_task_t *t;
+    pid_t kids[2];
+
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "train", 0, argv);
+    assert_int_equal(read_pids(t, kids, 2, 2), 2);
+    assert_true(alive(kids[0]) && alive(kids[1]));
+    assert_int_equal(getpgid(kids[0]), t->pid); /* one group, led by the task */
+    assert_int_equal(agent_exec_cancel(&x, "train", 0, now()), 0);
+    assert_int_equal(t->state, AGENT_TASK_STOPPING);
+    assert_int_equal(agent_exec_cancel(&x, "train", 0, now()), 0); /* again: nothing */
+    assert_int_equal(agent_exec_cancel(&x, "nope", 0, now()), -ENOENT);
+    wait_exit(&x, t);
+    assert_string_equal(t->reason, "cancelled");
+    assert_int_equal(t->signal, SIGTERM);
+    assert_int_equal(t->exit_code, -1);
+    agent_exec_poll(&x, now()); /* reap the orphans */
+    assert_false(still_alive(kids[0]));
+    assert_false(still_alive(kids[1]));
+    agent_exec_free(&x);
+}
+
+static void test_grace_then_kill(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    /* Ignores SIGTERM (and so does its child, which inherits that). */
+    char *argv[] = {"sh", "-c", "trap '' TERM; sleep 1000 & echo $!; wait", NULL};
+    agent_task_t *t;
+    pid_t kid;
+    int64_t t0;
+
+    c.grace_ns = 5 * SEC;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "stubborn", 0, argv);
+    assert_int_equal(read_pids(t, &kid, 1, 1), 1);
+    t0 = now();
+    assert_int_equal(agent_exec_cancel(&x, "stubborn", 0, t0), 0);
+    assert_int_equal(t->kill_at_ns, t0 + 5 * SEC);
+    usleep(100000);
+    /* Before the deadline (time passed in, not slept): still there. */
+    agent_exec_poll(&x, t0 + 5 * SEC - 1);
+    assert_int_equal(t->state, AGENT_TASK_STOPPING);
+    assert_true(alive(kid));
+    /* At the deadline: SIGKILL to the group. */
+    agent_exec_poll(&x, t0 + 5 * SEC);
+    int64_t end = now() + 5 * SEC;
+    while (t->state != AGENT_TASK_EXITED && now() < end) {
+        agent_exec_poll(&x, t0 + 5 * SEC + 1);
+        usleep(2000);
+    }
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_int_equal(t->signal, SIGKILL);
+    assert_string_equal(t->reason, "cancelled");
+    agent_exec_poll(&x, now());
+    assert_false(still_alive(kid));
+    agent_exec_free(&x);
+}
+
+static void test_leader_exit_kills_leftovers(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *argv[] = {"sh", "-c", "sleep 1000 & echo $!; exit 0", NULL};
+    agent_task_t *t;
+    pid_t kid;
+
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "leaky", 0, argv);
+    assert_int_equal(read_pids(t, &kid, 1, 1), 1);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 0);
+    agent_exec_poll(&x, now());
+    usleep(20000);
+    agent_exec_poll(&x, now());
+    assert_false(still_alive(kid));
+    agent_exec_free(&x);
+}
+
+static void test_fence_kills_everything(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    /* The third one leaves the process group (setsid): only the cgroup
+     * reaches it. */
+    char *a0[] = {"sh", "-c", "sleep 1000 & echo $!; wait", NULL};
+    char *a1[] = {"sh", "-c", "trap '' TERM; sleep 1000 & echo $!; wait", NULL};
+    char *a2[] = {"sh", "-c", "setsid sleep 1000 & echo $!; wait", NULL};
+    agent_task_t *t[3];
+    pid_t kid[3];
+
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t[0] = run(&x, "a", 0, a0);
+    t[1] = run(&x, "a", 1, a1);
+    t[2] = run(&x, "b", 0, a2);
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(read_pids(t[i], &kid[i], 1, 1), 1);
+    assert_int_equal(agent_exec_live(&x), 3);
+    assert_int_equal(agent_exec_fence(&x, now()), 3);
+    assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
+    for (int i = 0; i < 3; i++) {
+        assert_int_equal(t[i]->state, AGENT_TASK_EXITED);
+        assert_string_equal(t[i]->reason, "fenced");
+        assert_int_equal(t[i]->signal, SIGKILL);
+    }
+    usleep(20000);
+    agent_exec_poll(&x, now());
+    assert_false(still_alive(kid[0]));
+    assert_false(still_alive(kid[1]));
+    if (x.cg.mode != AGENT_CG_NONE)
+        assert_false(still_alive(kid[2])); /* the escapee, through the cgroup */
+    else if (alive(kid[2]))
+        kill(kid[2], SIGKILL); /* without cgroups it escapes: tidy up */
+    assert_int_equal(agent_exec_fence(&x, now()), 0);
+    agent_exec_free(&x);
+}
+
+static void test_run_as(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *argv[] = {"sh", "-c", "id -u; id -g; pwd; touch ok-to-write && echo wrote", NULL};
+    agent_task_t *t;
+    char want[256];
+
+    if (geteuid() != 0) {
+        /* Not root: tasks run as the agent's user; --run-as is a warning. */
+        c.run_as = "nobody";
+        assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+        assert_non_null(strstr(x.warning, "--run-as nobody ignored"));
+        agent_exec_free(&x);
+        skip();
+    }
+    /* Root: tasks run as nobody by default, in a job dir they can write. */
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    assert_true(x.drop);
+    t = run(&x, "asuser", 0, argv);
+    wait_exit(&x, t);
+    snprintf(want, sizeof want, "65534\n65534\n%s/logs/asuser\nwrote\n", tmpdir);
+    assert_string_equal(slurp(t->out_path), want);
+    agent_exec_free(&x);
+
+    /* --allow-root: as root. */
+    c.allow_root = true;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    assert_false(x.drop);
+    assert_non_null(strstr(x.warning, "tasks run as root"));
+    t = run(&x, "asroot", 0, argv);
+    wait_exit(&x, t);
+    assert_true(strncmp(slurp(t->out_path), "0\n0\n", 4) == 0);
+    agent_exec_free(&x);
+
+    c.allow_root = false;
+    c.run_as = "no-such-user-xyz";
+    assert_int_equal(agent_exec_init(&x, &c, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "no user 'no-such-user-xyz'"));
+    c.run_as = "root";
+    assert_int_equal(agent_exec_init(&x, &c, &err), -EPERM);
+}
+
+static void test_cgroup_limits(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *argv[] = {"sleep", "1000", NULL};
+    agent_task_spec_t s;
+    agent_task_t *t;
+    char buf[64];
+
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    if (x.cg.mode == AGENT_CG_NONE) {
+        /* Where neither works: a clear warning. */
+        assert_non_null(strstr(x.warning, "WITHOUT memory and CPU limits"));
+        agent_exec_free(&x);
+        skip();
+    }
+    memset(&s, 0, sizeof s);
+    s.job = "lim";
+    s.argv = argv;
+    s.mem_bytes = 64 << 20;
+    s.cpu_milli = 500;
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_true(t->cg.n >= 1);
+    if (x.cg.mode == AGENT_CG_V1) {
+        snprintf(buf, sizeof buf, "%s",
+                 slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[0]), "/memory.limit_in_bytes")));
+        assert_string_equal(buf, "67108864\n");
+        snprintf(buf, sizeof buf, "%s",
+                 slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[1]), "/cpu.cfs_quota_us")));
+        assert_string_equal(buf, "50000\n");
+    } else {
+        snprintf(buf, sizeof buf, "%s",
+                 slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[0]), "/memory.max")));
+        assert_string_equal(buf, "67108864\n");
+    }
+    assert_int_equal(agent_cg_task_procs(&t->cg), 1);
+    char dir0[4200];
+    snprintf(dir0, sizeof dir0, "%s", t->cg.dir[0]);
+    agent_exec_fence(&x, now());
+    assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
+    assert_int_equal(access(dir0, F_OK), -1); /* the cgroup is removed */
+
+    /* The memory limit holds: 300 MB through a 32 MiB task is killed. */
+    char *hog[] = {"sh", "-c", "head -c 300000000 /dev/zero | tail -n 1 >/dev/null", NULL};
+    s.job = "hog";
+    s.argv = hog;
+    s.mem_bytes = 32 << 20;
+    s.cpu_milli = 0;
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    wait_exit(&x, t);
+    if (t->exit_code == 0 || t->exit_code == -1)
+        fail_msg("the memory hog ended with exit %d signal %d", t->exit_code, t->signal);
+    agent_exec_free(&x);
+}
+
+/* cgroup v2 on a fake tree: what is written where. */
+static void test_cgroup_v2_fake(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char root[128], p[256];
+    char *argv[] = {"sleep", "1000", NULL};
+    agent_task_spec_t s;
+    agent_task_t *t;
+    const char *files[] = {"cgroup.controllers",
+                           "cgroup.subtree_control",
+                           "arbiter/",
+                           "arbiter/cgroup.subtree_control",
+                           "arbiter/v2j.1/",
+                           "arbiter/v2j.1/memory.max",
+                           "arbiter/v2j.1/cpu.max",
+                           "arbiter/v2j.1/cgroup.procs",
+                           "arbiter/v2j.1/cgroup.kill",
+                           NULL};
+
+    snprintf(root, sizeof root, "%s/cg2", tmpdir);
+    mkdir(root, 0755);
+    for (int i = 0; files[i]; i++) {
+        snprintf(p, sizeof p, "%s/%s", root, files[i]);
+        if (p[strlen(p) - 1] == '/') {
+            mkdir(p, 0755);
+        } else {
+            FILE *f = fopen(p, "w");
+            assert_non_null(f);
+            if (i == 0)
+                fputs("cpuset cpu io memory pids\n", f);
+            fclose(f);
+        }
+    }
+    c.cgroup_root = root;
+    c.cgroup_mode = "v2";
+    c.cgroup_self = "0::/\n";
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    assert_int_equal(x.cg.mode, AGENT_CG_V2);
+    snprintf(p, sizeof p, "%s/cgroup.subtree_control", root);
+    assert_string_equal(slurp(p), "+memory +cpu");
+    memset(&s, 0, sizeof s);
+    s.job = "v2j";
+    s.task = 1;
+    s.argv = argv;
+    s.mem_bytes = 1LL << 30;
+    s.cpu_milli = 1500;
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    snprintf(p, sizeof p, "%s/arbiter/v2j.1/memory.max", root);
+    assert_string_equal(slurp(p), "1073741824");
+    snprintf(p, sizeof p, "%s/arbiter/v2j.1/cpu.max", root);
+    assert_string_equal(slurp(p), "150000 100000");
+    snprintf(p, sizeof p, "%s/arbiter/v2j.1/cgroup.procs", root);
+    assert_string_equal(slurp(p), "0"); /* the child joined itself */
+    agent_exec_cancel(&x, "v2j", 1, now());
+    wait_exit(&x, t);
+    snprintf(p, sizeof p, "%s/arbiter/v2j.1/cgroup.kill", root);
+    assert_string_equal(slurp(p), "1");
+    agent_exec_free(&x);
+
+    /* No limits: "max". */
+    c.cgroup_mode = "v2";
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    s.mem_bytes = s.cpu_milli = 0;
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    snprintf(p, sizeof p, "%s/arbiter/v2j.1/memory.max", root);
+    assert_string_equal(slurp(p), "max");
+    snprintf(p, sizeof p, "%s/arbiter/v2j.1/cpu.max", root);
+    assert_string_equal(slurp(p), "max 100000");
+    agent_exec_fence(&x, now());
+    assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
+    agent_exec_free(&x);
+
+    /* Named modes fail loudly; auto falls back with a warning. */
+    snprintf(p, sizeof p, "%s/cgroup.controllers", root);
+    FILE *f = fopen(p, "w");
+    fputs("cpuset io pids\n", f);
+    fclose(f);
+    assert_int_equal(agent_exec_init(&x, &c, &err), -ENOTSUP);
+    assert_non_null(strstr(err.msg, "lacks the memory or cpu controller (has: cpuset io pids)"));
+    c.cgroup_mode = "v1";
+    assert_int_equal(agent_exec_init(&x, &c, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "no cgroup v1 memory hierarchy"));
+    c.cgroup_mode = NULL;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    assert_int_equal(x.cg.mode, AGENT_CG_NONE);
+    assert_non_null(strstr(x.warning, "no usable cgroups"));
+    agent_exec_free(&x);
+    c.cgroup_mode = "sometimes";
+    assert_int_equal(agent_exec_init(&x, &c, &err), -EINVAL);
+}
+
+static void test_adopt_and_state_file(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x, y;
+    arb_err_t err = {{0}};
+    char *argv[] = {"sleep", "1000", NULL};
+    agent_task_record_t rec[4];
+    agent_task_t *t;
+    char path[128];
+
+    c.subreaper = false;
+    snprintf(path, sizeof path, "%s/tasks", tmpdir);
+    assert_int_equal(agent_exec_load(path, rec, 4, &err), 0); /* none yet */
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "keep", 2, argv);
+    t->epoch = 9;
+    t->attempt = 3;
+    assert_true(t->start_ticks > 0);
+    assert_int_equal(agent_exec_save(&x, path, &err), 0);
+    assert_int_equal(agent_exec_load(path, rec, 4, &err), 1);
+    assert_string_equal(rec[0].job, "keep");
+    assert_int_equal(rec[0].task, 2);
+    assert_int_equal(rec[0].epoch, 9);
+    assert_int_equal(rec[0].attempt, 3);
+    assert_int_equal(rec[0].pid, t->pid);
+
+    /* A "restarted" executor takes it over. */
+    assert_int_equal(agent_exec_init(&y, &c, &err), 0);
+    agent_task_record_t wrong = rec[0];
+    wrong.start_ticks++; /* the pid now names another process */
+    assert_int_equal(agent_exec_adopt(&y, &wrong, now(), &err), -ESRCH);
+    assert_int_equal(agent_exec_adopt(&y, &rec[0], now(), &err), 0);
+    assert_int_equal(agent_exec_adopt(&y, &rec[0], now(), &err), -EEXIST);
+    agent_task_t *a = agent_exec_find(&y, "keep", 2);
+    assert_true(a && a->adopted);
+    assert_int_equal(a->attempt, 3);
+    assert_int_equal(agent_exec_poll(&y, now()), 0);
+    assert_int_equal(a->state, AGENT_TASK_RUNNING);
+    assert_int_equal(agent_exec_cancel(&y, "keep", 2, now()), 0);
+    int64_t end = now() + 5 * SEC;
+    while (a->state != AGENT_TASK_EXITED && now() < end) {
+        agent_exec_poll(&y, now());
+        usleep(2000);
+    }
+    assert_int_equal(a->state, AGENT_TASK_EXITED);
+    assert_int_equal(a->exit_code, -1); /* not its child: no status */
+    assert_string_equal(a->reason, "cancelled");
+    wait_exit(&x, t); /* the first executor reaps its child */
+    assert_int_equal(t->signal, SIGTERM);
+    assert_int_equal(agent_exec_save(&y, path, &err), 0);
+    assert_int_equal(agent_exec_load(path, rec, 4, &err), 0); /* nothing live */
+    agent_exec_free(&y);
+    agent_exec_free(&x);
+
+    FILE *f = fopen(path, "w");
+    fputs("keep two 1 9 123 456\n", f);
+    fclose(f);
+    assert_int_equal(agent_exec_load(path, rec, 4, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, ":1: not a task record"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_env_and_logs, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cancel_group, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_grace_then_kill, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_leader_exit_kills_leftovers, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fence_kills_everything, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_run_as, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cgroup_limits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_cgroup_v2_fake, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adopt_and_state_file, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

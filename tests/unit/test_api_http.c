@@ -1,0 +1,278 @@
+/* test_api_http.c: the API over real HTTP on 127.0.0.1 (an ephemeral port),
+ * with a real store in a temp dir: auth and roles, limits and validation,
+ * the status codes, metrics, long-poll events, concurrent submissions. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <curl/curl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "api/api.h"
+
+static char dir[256];
+static st_t *st;
+static api_server_t *srv;
+static api_tokens_t toks;
+static int port;
+
+#define ADMIN_TOK "admin-token-0123456789"
+#define ALICE_TOK "alice-token-0123456789"
+#define BOB_TOK "bob-token-0123456789abc"
+#define AGENT_TOK "agent-token-0123456789"
+
+typedef struct resp {
+    long status;
+    char *body;
+    size_t n;
+} resp_t;
+
+static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
+{
+    resp_t *r = arg;
+    size_t k = sz * nm;
+    char *q = realloc(r->body, r->n + k + 1);
+    if (!q)
+        return 0;
+    r->body = q;
+    memcpy(q + r->n, p, k);
+    r->n += k;
+    q[r->n] = '\0';
+    return k;
+}
+
+static resp_t req(const char *method, const char *path, const char *tok, const char *body,
+                  size_t n, const char *ctype)
+{
+    resp_t r = {0};
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    char url[512], hdr[256];
+
+    snprintf(url, sizeof url, "http://127.0.0.1:%d%s", port, path);
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    if (tok) {
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", tok);
+        h = curl_slist_append(h, hdr);
+    }
+    if (body) {
+        snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype ? ctype : "application/json");
+        h = curl_slist_append(h, hdr);
+        h = curl_slist_append(h, "Expect:");
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
+    }
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    if (curl_easy_perform(c) == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &r.status);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    if (!r.body)
+        r.body = calloc(1, 1);
+    return r;
+}
+
+static long call(const char *method, const char *path, const char *tok, const char *body,
+                 const char *expect_text)
+{
+    resp_t r = req(method, path, tok, body, body ? strlen(body) : 0, NULL);
+    if (expect_text && !strstr(r.body, expect_text))
+        fail_msg("%s %s -> %ld: '%s' lacks '%s'", method, path, r.status, r.body, expect_text);
+    free(r.body);
+    return r.status;
+}
+
+static int setup(void **unused)
+{
+    char path[300];
+    FILE *f;
+    arb_err_t err = {{0}};
+    st_conf_t c;
+
+    (void)unused;
+    snprintf(dir, sizeof dir, "/tmp/arb_test_api.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    snprintf(path, sizeof path, "%s/tokens", dir);
+    f = fopen(path, "w");
+    fprintf(f, "# test tokens\n%s admin ops root\n%s user team-a alice\n%s user team-b bob\n"
+               "%s agent nodes agent\n",
+            ADMIN_TOK, ALICE_TOK, BOB_TOK, AGENT_TOK);
+    fclose(f);
+    chmod(path, 0600);
+    assert_int_equal(api_tokens_load(path, &toks, &err), 0);
+    st_conf_init(&c);
+    c.sync = STORE_SYNC_NORMAL;
+    c.interval_ns = 50000000;
+    snprintf(path, sizeof path, "%s/data", dir);
+    if (st_open(path, &c, &st, &err) < 0 || st_start(st, &err) < 0)
+        fail_msg("%s", err.msg);
+    api_opts_t o = {.host = "127.0.0.1", .port = 0, .tokens = &toks};
+    assert_int_equal(api_server_start(st, &o, &srv, &err), 0);
+    port = api_server_port(srv);
+    assert_true(port > 0);
+    return 0;
+}
+
+static int teardown(void **unused)
+{
+    char cmd[300];
+    (void)unused;
+    api_server_stop(srv);
+    st_close(st);
+    api_tokens_free(&toks);
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+#define NODE "{\"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"gpus\": [" \
+    "{\"model\": \"H100\", \"memory\": \"80Gi\"}, {\"model\": \"H100\", \"memory\": \"80Gi\"}]}}"
+#define JOB "{\"name\": \"t\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}}"
+
+static void test_auth_and_codes(void **unused)
+{
+    (void)unused;
+    assert_int_equal(call("GET", "/healthz", NULL, NULL, "ok"), 200);
+    assert_int_equal(call("GET", "/v1/jobs", NULL, NULL, "bearer token"), 401);
+    assert_int_equal(call("GET", "/v1/jobs", "wrong-token-0123456789", NULL, NULL), 401);
+    assert_int_equal(call("POST", "/v1/jobs", AGENT_TOK, JOB, "role 'agent'"), 403);
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", ALICE_TOK, NODE, NULL), 403);
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK, NODE, "\"epoch\""), 200);
+    assert_int_equal(call("POST", "/v1/jobs", ALICE_TOK, JOB, "\"queue\":\"team-a\""), 201);
+    assert_int_equal(call("GET", "/v1/jobs/1", BOB_TOK, NULL, "team-a"), 403);
+    assert_int_equal(call("GET", "/v1/jobs/1", ALICE_TOK, NULL, "\"id\":1"), 200);
+    assert_int_equal(call("GET", "/v1/jobs/99", ALICE_TOK, NULL, "no such job"), 404);
+    assert_int_equal(call("GET", "/v1/jobs/abc", ALICE_TOK, NULL, NULL), 404);
+    assert_int_equal(call("PUT", "/v1/jobs", ALICE_TOK, NULL, "method not allowed"), 405);
+    assert_int_equal(call("GET", "/v1/nowhere", ALICE_TOK, NULL, NULL), 404);
+    assert_int_equal(call("POST", "/v1/nodes/n1/drain", ALICE_TOK, "", NULL), 403);
+    assert_int_equal(call("POST", "/v1/nodes/n1/drain", ADMIN_TOK, "", "Draining"), 200);
+    assert_int_equal(call("POST", "/v1/nodes/n1/undrain", ADMIN_TOK, "", "Ready"), 200);
+    assert_int_equal(call("GET", "/v1/jobs?state=bogus", ADMIN_TOK, NULL, "not a job state"),
+                     400);
+    assert_int_equal(call("GET", "/v1/status", BOB_TOK, NULL, "\"team\":\"team-b\""), 200);
+    assert_int_equal(call("GET", "/v1/check", ADMIN_TOK, NULL, "\"ok\":true"), 200);
+}
+
+static void test_validation(void **unused)
+{
+    (void)unused;
+    size_t big = (1u << 20) + 10;
+    char *b = malloc(big);
+    memset(b, ' ', big);
+    b[0] = '{';
+    b[big - 1] = '}';
+    resp_t r = req("POST", "/v1/jobs", ADMIN_TOK, b, big, NULL);
+    assert_int_equal(r.status, 413);
+    free(r.body);
+    free(b);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, "{\"name\": \n\"x\",,}", "job.json:2:"),
+                     400);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, "{\"name\": \"x\", \"gpus\": 2}",
+                          "unknown field 'gpus'"),
+                     422);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK,
+                          "{\"name\": \"x\", \"replicas\": -2}", "replicas"),
+                     422);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, "", "empty body"), 400);
+    r = req("POST", "/v1/jobs", ADMIN_TOK, "name: y\nreplicas: [\n", 20, "application/yaml");
+    assert_int_equal(r.status, 400);
+    free(r.body);
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK,
+                          "{\"telemetry\": {\"gpus\": [{\"index\": 0, \"util\": \"hot\"}]}}",
+                          "telemetry.gpus[0].util"),
+                     422);
+    /* nothing was applied */
+    assert_int_equal(call("GET", "/v1/jobs", ADMIN_TOK, NULL, "{\"jobs\":[]}"), 200);
+}
+
+static void test_metrics_events(void **unused)
+{
+    (void)unused;
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK, NODE, NULL), 200);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+    usleep(200000);
+    assert_int_equal(call("GET", "/metrics", ADMIN_TOK, NULL, "arbiter_gpu_allocation_ratio 0.5"),
+                     200);
+    assert_int_equal(call("GET", "/metrics", ADMIN_TOK, NULL,
+                          "arbiter_scheduling_cycle_seconds_bucket{le=\"+Inf\"}"),
+                     200);
+    assert_int_equal(call("GET", "/v1/events?since=0", ADMIN_TOK, NULL, "job-placed"), 200);
+    assert_int_equal(call("GET", "/v1/queues", ADMIN_TOK, NULL, "\"running\":1"), 200);
+    assert_int_equal(call("GET", "/v1/nodes", ADMIN_TOK, NULL, "\"jobs\":[1]"), 200);
+    assert_int_equal(call("GET", "/v1/jobs/1/explain", ADMIN_TOK, NULL, "not pending"), 200);
+    assert_int_equal(call("DELETE", "/v1/jobs/1", ADMIN_TOK, NULL, "cancelled"), 200);
+    assert_int_equal(call("DELETE", "/v1/jobs/1", ADMIN_TOK, NULL, "already ended"), 409);
+}
+
+static void *late_submit(void *arg)
+{
+    (void)arg;
+    usleep(300000);
+    call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL);
+    return NULL;
+}
+
+static void test_long_poll(void **unused)
+{
+    pthread_t t;
+    char path[64];
+    (void)unused;
+    json_t *stt = st_status(st);
+    snprintf(path, sizeof path, "/v1/events?since=%lld&wait=5",
+             (long long)json_integer_value(json_object_get(stt, "lamport")));
+    json_decref(stt);
+    pthread_create(&t, NULL, late_submit, NULL);
+    assert_int_equal(call("GET", path, ADMIN_TOK, NULL, "job-submitted"), 200);
+    pthread_join(t, NULL);
+}
+
+static void *submitter(void *arg)
+{
+    int *ok = arg;
+    for (int i = 0; i < 25; i++)
+        *ok += call("POST", "/v1/jobs", ALICE_TOK, JOB, NULL) == 201;
+    return NULL;
+}
+
+static void test_concurrent_submits(void **unused)
+{
+    pthread_t t[8];
+    int ok[8] = {0}, total = 0;
+    (void)unused;
+    for (int i = 0; i < 8; i++)
+        pthread_create(&t[i], NULL, submitter, &ok[i]);
+    for (int i = 0; i < 8; i++) {
+        pthread_join(t[i], NULL);
+        total += ok[i];
+    }
+    assert_int_equal(total, 200);
+    json_t *stt = st_status(st);
+    assert_int_equal(json_integer_value(json_object_get(stt, "jobs")), 200);
+    json_decref(stt);
+    assert_int_equal(call("GET", "/v1/check", ADMIN_TOK, NULL, "\"ok\":true"), 200);
+}
+
+int main(void)
+{
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_auth_and_codes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_validation, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_metrics_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_poll, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_concurrent_submits, setup, teardown),
+    };
+    int rc = cmocka_run_group_tests(tests, NULL, NULL);
+    curl_global_cleanup();
+    return rc;
+}

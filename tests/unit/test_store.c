@@ -1,0 +1,204 @@
+/* test_store.c: the store (real SQLite files in a temp dir) and group commit. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "store/store.h"
+
+static char dir[256];
+
+static int setup(void **st)
+{
+    snprintf(dir, sizeof dir, "/tmp/arb_test_store.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    (void)st;
+    return 0;
+}
+
+static int teardown(void **st)
+{
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    (void)st;
+    return 0;
+}
+
+typedef struct seen {
+    int n;
+    char keys[64][64];
+} seen_t;
+
+static int collect(void *arg, const char *key, const char *val, size_t n, uint64_t rev)
+{
+    seen_t *s = arg;
+    (void)val;
+    (void)n;
+    (void)rev;
+    if (s->n < 64)
+        snprintf(s->keys[s->n++], 64, "%s", key);
+    return 0;
+}
+
+static void test_put_get_scan_reopen(void **unused)
+{
+    store_t *s;
+    arb_err_t err;
+    store_batch_t b = {0};
+    uint64_t rev = 0, mod = 0;
+    char *v;
+    size_t n;
+
+    (void)unused;
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_revision(s), 0);
+    store_batch_putstr(&b, "jobs/01", "one");
+    store_batch_putstr(&b, "jobs/02", "two");
+    store_batch_putstr(&b, "nodes/a", "node");
+    assert_int_equal(store_apply(s, &b, &rev, &err), 0);
+    assert_int_equal(rev, 1);
+    store_batch_free(&b);
+    store_batch_del(&b, "jobs/01");
+    store_batch_putstr(&b, "jobs/03", "three");
+    assert_int_equal(store_apply(s, &b, &rev, &err), 0);
+    assert_int_equal(rev, 2);
+    store_batch_free(&b);
+    store_close(s);
+
+    /* everything is there after a reopen, with revisions */
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_revision(s), 2);
+    assert_int_equal(store_get(s, "jobs/02", &v, &n, &mod, &err), 0);
+    assert_string_equal(v, "two");
+    assert_int_equal(n, 3);
+    assert_int_equal(mod, 1);
+    free(v);
+    assert_int_equal(store_get(s, "jobs/01", &v, &n, &mod, &err), -ENOENT);
+    seen_t seen = {0};
+    assert_int_equal(store_scan(s, "jobs/", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 2);
+    assert_string_equal(seen.keys[0], "jobs/02");
+    assert_string_equal(seen.keys[1], "jobs/03");
+    store_close(s);
+}
+
+static void test_one_controller_per_dir(void **unused)
+{
+    store_t *s, *s2;
+    arb_err_t err;
+
+    (void)unused;
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_open(dir, NULL, &s2, &err), -EBUSY);
+    assert_non_null(strstr(err.msg, "in use by another controller"));
+    store_close(s);
+    assert_int_equal(store_open(dir, NULL, &s2, &err), 0);
+    store_close(s2);
+    assert_int_equal(store_open("etcd://x", NULL, &s2, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "unknown backend"));
+}
+
+typedef struct writer {
+    store_gc_t *gc;
+    int id;
+} writer_t;
+
+static void *write_some(void *arg)
+{
+    writer_t *w = arg;
+    for (int i = 0; i < 100; i++) {
+        store_batch_t b = {0};
+        char key[64];
+        snprintf(key, sizeof key, "k/%02d/%03d", w->id, i);
+        store_batch_putstr(&b, key, "v");
+        int64_t t = store_gc_enqueue(w->gc, &b);
+        assert_true(t > 0);
+        assert_int_equal(store_gc_wait(w->gc, t, NULL), 0);
+    }
+    return NULL;
+}
+
+static int count(void *arg, const char *key, const char *val, size_t n, uint64_t rev)
+{
+    (void)key;
+    (void)val;
+    (void)n;
+    (void)rev;
+    (*(int *)arg)++;
+    return 0;
+}
+
+static void test_group_commit(void **unused)
+{
+    store_t *s;
+    store_gc_t *gc;
+    arb_err_t err;
+    pthread_t thr[8];
+    writer_t w[8];
+    store_gc_stats_t st;
+    int n = 0;
+
+    (void)unused;
+    store_opts_t o = {.sync = STORE_SYNC_NORMAL};
+    assert_int_equal(store_open(dir, &o, &s, &err), 0);
+    assert_int_equal(store_gc_start(s, &gc, &err), 0);
+    for (int i = 0; i < 8; i++) {
+        w[i].gc = gc;
+        w[i].id = i;
+        pthread_create(&thr[i], NULL, write_some, &w[i]);
+    }
+    for (int i = 0; i < 8; i++)
+        pthread_join(thr[i], NULL);
+    store_gc_get_stats(gc, &st);
+    assert_int_equal(st.batches, 800);
+    assert_int_equal(st.ops, 800);
+    assert_true(st.commits <= st.batches);
+    store_gc_stop(gc);
+    assert_int_equal(store_scan(s, "k/", count, &n, &err), 0);
+    assert_int_equal(n, 800);
+    print_message("group commit: %llu batches in %llu commits\n",
+                  (unsigned long long)st.batches, (unsigned long long)st.commits);
+    store_close(s);
+}
+
+static void test_failed_commit_is_fatal(void **unused)
+{
+    store_t *s;
+    store_gc_t *gc;
+    arb_err_t err;
+    store_batch_t b = {0};
+    char *v;
+
+    (void)unused;
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_gc_start(s, &gc, &err), 0);
+    store_gc_inject_failure(gc, 1);
+    store_batch_putstr(&b, "lost", "x");
+    int64_t t = store_gc_enqueue(gc, &b);
+    assert_true(t > 0);
+    assert_int_equal(store_gc_wait(gc, t, &err), -EIO);
+    assert_non_null(strstr(err.msg, "injected"));
+    store_batch_putstr(&b, "later", "x");
+    assert_int_equal(store_gc_enqueue(gc, &b), -EIO);
+    store_gc_stop(gc);
+    assert_int_equal(store_get(s, "lost", &v, NULL, NULL, &err), -ENOENT);
+    assert_int_equal(store_get(s, "later", &v, NULL, NULL, &err), -ENOENT);
+    store_close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_put_get_scan_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_controller_per_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_failed_commit_is_fatal, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
