@@ -3,13 +3,14 @@
 #   make test   build and run every test (CTest)
 #   make asan   run the tests under ASan+UBSan (build-asan/)
 #   make bench  run the benchmarks, JSON on stdout
+#   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
 #   make demo   run the main job (the seed's case study)
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench demo fuzz format clean
+.PHONY: all deps build test asan bench bench-lb demo fuzz format clean
 
 all: build
 
@@ -30,6 +31,10 @@ asan: deps
 
 bench: build
 	@sh bench/run.sh $(BUILD)/arbiter
+
+# arbiter lb vs HAProxy 2.6 and NGINX (installs haproxy, nginx, wrk as root); JSON lines.
+bench-lb: build
+	@sh bench/lb.sh $(BUILD)/arbiter $(BUILD)/tests/arb_lbtest
 
 demo: build
 	@sh examples/demo.sh $(BUILD)/arbiter

@@ -17,8 +17,14 @@ const cli_cmd_t cli_cmds[] = {
      "[--inflate 1.3] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N] [--online]",
      cli_sim},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
-     "arbiter bench sched [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]",
+     "arbiter bench sched|cycle|api [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]",
      cli_bench},
+    {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
+     "arbiter lb --listen ADDR --backend HOST:PORT[=WEIGHT] ... [--policy P] "
+     "[--hash-header H] [--health-path /healthz] (arbiter lb --help for all)",
+     cli_lb},
+    {"shard", "assign data shards to nodes by consistent hashing with bounded loads",
+     "arbiter shard --nodes a,b,c --shards N [--replicas R] [-o json]", cli_shard},
     {"agent", "the node agent: discovery, telemetry, task execution, self-fencing",
      "arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
      "(arbiter agent --help for all)",

@@ -1,0 +1,187 @@
+/*
+ * shard.c: `arbiter shard --nodes a,b,c --shards N [--replicas R]`: the data
+ * layer of load balancing. Assigns shards to nodes by consistent hashing
+ * with bounded loads (src/lb/shard.h), prints each node's share, and what
+ * would move if each node left, or if one more node joined.
+ *
+ * Exit status: 0 on success, 2 on bad usage.
+ */
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "lb/shard.h"
+
+#define SHARD_USAGE                                                                                \
+    "usage: arbiter shard --nodes a,b,c --shards N [--replicas R] [--hash-kind ring|maglev]\n"     \
+    "                     [--balance C] [--join NAME] [-o text|json]\n"
+
+static int split_nodes(char *s, const char ***out)
+{
+    int n = 1, k = 0;
+    for (char *p = s; *p; p++)
+        n += *p == ',';
+    const char **v = calloc((size_t)n, sizeof *v);
+    if (!v)
+        return -1;
+    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ","))
+        if (*tok)
+            v[k++] = tok;
+    *out = v;
+    return k;
+}
+
+int cli_shard(int argc, char **argv)
+{
+    static const struct option opts[] = {
+        {"nodes", required_argument, 0, 'n'},   {"shards", required_argument, 0, 's'},
+        {"replicas", required_argument, 0, 'r'}, {"hash-kind", required_argument, 0, 'k'},
+        {"balance", required_argument, 0, 'b'}, {"join", required_argument, 0, 'j'},
+        {"output", required_argument, 0, 'o'},  {"help", no_argument, 0, 'h'},
+        {0, 0, 0, 0},
+    };
+    char *nodes_arg = NULL;
+    const char **nodes = NULL, **others = NULL, *join = "new-node";
+    int nshards = 0, replicas = 1, nn, opt, rc = 2;
+    bool json = false;
+    lb_opts_t o;
+    lb_shard_map_t m = {0}, m2 = {0};
+    arb_err_t err = {{0}};
+
+    lb_opts_default(&o);
+    optind = 1;
+    opterr = 0;
+    while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
+        char *end = NULL;
+        switch (opt) {
+        case 'n': nodes_arg = optarg; break;
+        case 's':
+            nshards = (int)strtol(optarg, &end, 10);
+            if (*end || nshards < 1) {
+                fprintf(stderr, "arbiter shard: --shards '%s': give a count >= 1\n", optarg);
+                return 2;
+            }
+            break;
+        case 'r':
+            replicas = (int)strtol(optarg, &end, 10);
+            if (*end || replicas < 1) {
+                fprintf(stderr, "arbiter shard: --replicas '%s': give a count >= 1\n", optarg);
+                return 2;
+            }
+            break;
+        case 'k':
+            if (strcmp(optarg, "ring") == 0)
+                o.kind = LB_HASH_RING;
+            else if (strcmp(optarg, "maglev") == 0)
+                o.kind = LB_HASH_MAGLEV;
+            else {
+                fprintf(stderr, "arbiter shard: --hash-kind '%s': use ring or maglev\n", optarg);
+                return 2;
+            }
+            break;
+        case 'b':
+            o.balance = strtod(optarg, &end);
+            if (*end || (o.balance != 0 && o.balance < 1)) {
+                fprintf(stderr, "arbiter shard: --balance '%s': give 0 (off) or >= 1\n", optarg);
+                return 2;
+            }
+            break;
+        case 'j': join = optarg; break;
+        case 'o':
+            if (strcmp(optarg, "json") == 0)
+                json = true;
+            else if (strcmp(optarg, "text") != 0) {
+                fprintf(stderr, "arbiter shard: -o '%s': use text or json\n", optarg);
+                return 2;
+            }
+            break;
+        case 'h': fputs(SHARD_USAGE, stdout); return 0;
+        default:
+            fprintf(stderr, "arbiter shard: bad option '%s'\n%s", argv[optind - 1], SHARD_USAGE);
+            return 2;
+        }
+    }
+    if (!nodes_arg || nshards == 0) {
+        fprintf(stderr, "arbiter shard: --nodes and --shards are required\n%s", SHARD_USAGE);
+        return 2;
+    }
+    nodes_arg = strdup(nodes_arg);
+    nn = nodes_arg ? split_nodes(nodes_arg, &nodes) : -1;
+    if (nn < 0)
+        goto out;
+    others = calloc((size_t)nn + 1, sizeof *others);
+    if (!others)
+        goto out;
+    if (lb_shard_assign(nodes, nn, nshards, replicas, &o, &m, &err) < 0) {
+        fprintf(stderr, "arbiter shard: %s\n", err.msg);
+        goto out;
+    }
+    long total = (long)nshards * replicas;
+    int mx = 0;
+    for (int i = 0; i < nn; i++)
+        mx = m.count[i] > mx ? m.count[i] : mx;
+    double mean = (double)total / nn;
+    const char *kind = o.kind == LB_HASH_MAGLEV ? "maglev" : "ring";
+    if (json)
+        printf("{\"shards\":%d,\"replicas\":%d,\"hash\":\"%s\",\"balance\":%g,"
+               "\"max_over_mean\":%.4f,\"nodes\":[",
+               nshards, replicas, kind, o.balance, mx / mean);
+    else
+        printf("%d shards x %d replicas on %d nodes (%s hash, bounded loads c=%g)\n\n"
+               "%-20s %8s %9s %7s   %s\n",
+               nshards, replicas, nn, kind, o.balance, "node", "primary", "replicas", "share",
+               "if it leaves: replicas moved");
+    for (int i = 0; i < nn; i++) {
+        int k = 0, moved = -1;
+        for (int j = 0; j < nn; j++)
+            if (j != i)
+                others[k++] = nodes[j];
+        if (nn > 1 && replicas <= nn - 1 &&
+            lb_shard_assign(others, nn - 1, nshards, replicas, &o, &m2, NULL) == 0) {
+            moved = lb_shard_moved(&m, nodes, &m2, others);
+            lb_shard_free(&m2);
+        }
+        double share = 100.0 * m.count[i] / total;
+        if (json)
+            printf("%s{\"name\":\"%s\",\"primary\":%d,\"replicas\":%d,\"share\":%.4f,"
+                   "\"leave_moves\":%d}",
+                   i ? "," : "", nodes[i], m.primary[i], m.count[i], share / 100, moved);
+        else if (moved >= 0)
+            printf("%-20s %8d %9d %6.2f%%   %d (%.2f%% of all; its own share %.2f%%)\n", nodes[i],
+                   m.primary[i], m.count[i], share, moved, 100.0 * moved / total, share);
+        else
+            printf("%-20s %8d %9d %6.2f%%   (cannot leave: too few nodes for %d replicas)\n",
+                   nodes[i], m.primary[i], m.count[i], share, replicas);
+    }
+    /* one more node joins */
+    for (int j = 0; j < nn; j++)
+        others[j] = nodes[j];
+    others[nn] = join;
+    int jmoved = -1, takes = 0;
+    if (lb_shard_assign(others, nn + 1, nshards, replicas, &o, &m2, &err) == 0) {
+        jmoved = lb_shard_moved(&m, nodes, &m2, others);
+        takes = m2.count[nn];
+        lb_shard_free(&m2);
+    }
+    if (json) {
+        printf("],\"join\":{\"name\":\"%s\",\"takes\":%d,\"moves\":%d,\"ideal\":%.4f}}\n", join,
+               takes, jmoved, 1.0 / (nn + 1));
+    } else {
+        printf("\nmax/mean load %.3f (bound %g)\n", mx / mean, o.balance);
+        if (jmoved >= 0)
+            printf("if %s joins: it takes %d replicas; %d move (%.2f%% of all; ideal 1/%d = "
+                   "%.2f%%)\n",
+                   join, takes, jmoved, 100.0 * jmoved / total, nn + 1, 100.0 / (nn + 1));
+    }
+    rc = 0;
+out:
+    if (rc && nn < 0)
+        fprintf(stderr, "arbiter shard: out of memory\n");
+    lb_shard_free(&m);
+    free(others);
+    free(nodes);
+    free(nodes_arg);
+    return rc == 0 ? 0 : (err.msg[0] ? 2 : 1);
+}

@@ -1,0 +1,624 @@
+/*
+ * backend.c: the proxy's backends: the set (loaded from the backend source,
+ * reloaded gracefully), what the policy sees of each (lb_peer_t), pooled
+ * connections, passive ejection, active health checks and slow start.
+ *
+ * A backend's life, as the policy sees it through peer.eff:
+ *
+ *            checks fail `fall` times              checks pass `rise` times
+ *   UP ----------------------------------> DOWN -----------------------------> UP (slow start)
+ *    |  eject_after consecutive failures          eject_until passes
+ *    +------------------------------------> EJECTED ---------------------------> UP (slow start)
+ *    |  gone from the source on reload
+ *    +------------------------------------> REMOVED: no new requests; freed when the last
+ *                                           connection or check referring to it closes
+ * Invariants:
+ *  1. eff == 0 exactly when DOWN, EJECTED or REMOVED; otherwise
+ *     eff = weight * 16 scaled by the slow-start ramp (at least 1).
+ *  2. refs counts the backend's open connections (busy or pooled) and its
+ *     check in flight; a REMOVED backend with refs == 0 is freed by the next
+ *     sweep (end of the loop iteration), never inside a walk of px->bes.
+ *  3. Ejection backoff doubles per consecutive ejection, from eject_base_ms
+ *     up to eject_max_ms; one success resets it.
+ */
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <unistd.h>
+
+#include "lb/proxy_int.h"
+
+#define WSCALE 16 /* eff units per unit of weight: room for the slow-start ramp */
+
+/* ---- the set ---------------------------------------------------------------- */
+
+static void backend_free(px_t *px, px_backend_t *b)
+{
+    for (int i = 0; i < px->nbes; i++) {
+        if (px->bes[i] == b) {
+            px->bes[i] = px->bes[--px->nbes];
+            break;
+        }
+    }
+    free(b);
+}
+
+/* Removed backends are freed here, at a point where no loop walks px->bes
+ * (closing a connection drops a ref, and that happens inside such loops). */
+void px_backends_sweep(px_t *px)
+{
+    for (int i = 0; i < px->nbes;) {
+        px_backend_t *b = px->bes[i];
+        if (b->removed && b->refs == 0)
+            backend_free(px, b);
+        else
+            i++;
+    }
+}
+
+void px_backend_unref(px_t *px, px_backend_t *b)
+{
+    b->refs--;
+}
+
+/* Rebuild the policy's view (peers, pmap) from the backends not removed. */
+static int rebuild_peers(px_t *px)
+{
+    int n = 0, k = 0, rc;
+    lb_peer_t *peers;
+    px_backend_t **pmap;
+    uint8_t *skip;
+
+    for (int i = 0; i < px->nbes; i++)
+        n += !px->bes[i]->removed;
+    peers = calloc((size_t)(n ? n : 1), sizeof *peers);
+    pmap = calloc((size_t)(n ? n : 1), sizeof *pmap);
+    skip = calloc((size_t)(n ? n : 1), 1);
+    if (!peers || !pmap || !skip) {
+        free(peers);
+        free(pmap);
+        free(skip);
+        return -ENOMEM;
+    }
+    for (int i = 0; i < px->nbes; i++) {
+        px_backend_t *b = px->bes[i];
+        if (b->removed) {
+            b->peer = -1;
+            continue;
+        }
+        b->peer = k;
+        pmap[k] = b;
+        peers[k].name = b->name;
+        peers[k].weight = b->weight;
+        peers[k].eff = b->eff;
+        peers[k].inflight = b->inflight;
+        peers[k].load = b->load;
+        peers[k].lat_ms = b->lat_ms;
+        peers[k].lat_at_ms = b->lat_at_ms;
+        k++;
+    }
+    rc = lb_policy_set(&px->pol, peers, n);
+    free(px->peers);
+    free(px->pmap);
+    free(px->skip);
+    px->peers = peers;
+    px->pmap = pmap;
+    px->skip = skip;
+    px->npeers = n;
+    return rc;
+}
+
+static uint32_t eff_of(const px_t *px, px_backend_t *b)
+{
+    const lb_proxy_conf_t *c = px->c;
+    uint64_t w = (uint64_t)b->weight * WSCALE;
+
+    if (b->removed || !b->hc_up)
+        return 0;
+    if (b->eject_until) {
+        if (px->now_ms < b->eject_until)
+            return 0;
+        b->eject_until = 0; /* back from ejection: ramp up again */
+        b->up_since = px->now_ms;
+    }
+    if (c->slow_start_ms > 0 && b->up_since > 0) {
+        int64_t el = px->now_ms - b->up_since;
+        if (el < c->slow_start_ms) {
+            w = w * (uint64_t)(el > 0 ? el : 0) / (uint64_t)c->slow_start_ms;
+            if (w < 1)
+                w = 1;
+        } else {
+            b->up_since = 0;
+        }
+    }
+    return w > UINT32_MAX ? UINT32_MAX : (uint32_t)w;
+}
+
+void px_backends_refresh(px_t *px)
+{
+    for (int i = 0; i < px->npeers; i++) {
+        px_backend_t *b = px->pmap[i];
+        b->eff = eff_of(px, b);
+        px->peers[i].eff = b->eff;
+    }
+}
+
+int px_backends_load(px_t *px, arb_err_t *err)
+{
+    lb_target_t *t = NULL;
+    px_backend_t **fresh = NULL, **bes;
+    int n = 0, nfresh = 0, rc;
+    bool first = px->nbes == 0 && px->peers == NULL;
+
+    rc = px->c->source.ops->load(px->c->source.st, &t, &n, err);
+    if (rc < 0)
+        return rc;
+    if (n == 0) {
+        free(t);
+        return arb_errf(err, -EINVAL, "no backends; give --backend HOST:PORT or a backends file");
+    }
+    fresh = calloc((size_t)n, sizeof *fresh);
+    if (!fresh) {
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    /* resolve everything first: a bad entry leaves the old set untouched */
+    for (int i = 0; i < n; i++) {
+        for (int j = 0; j < i; j++)
+            if (strcmp(t[i].addr, t[j].addr) == 0) {
+                rc = arb_errf(err, -EINVAL, "backend %s is listed twice", t[i].addr);
+                goto out;
+            }
+        px_backend_t *b = calloc(1, sizeof *b);
+        if (!b) {
+            rc = arb_errf(err, -ENOMEM, "out of memory");
+            goto out;
+        }
+        fresh[nfresh++] = b;
+        snprintf(b->name, sizeof b->name, "%s", t[i].addr);
+        b->weight = t[i].weight ? t[i].weight : 1;
+        rc = px_resolve(t[i].addr, false, &b->sa, &b->salen, err);
+        if (rc < 0) {
+            arb_err_prefix(err, "backend %s: ", t[i].addr);
+            goto out;
+        }
+    }
+    bes = realloc(px->bes, (size_t)(px->nbes + n) * sizeof *bes);
+    if (!bes) {
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    px->bes = bes;
+    /* match by address: kept backends keep their state, pools and counters */
+    for (int i = 0; i < px->nbes; i++) {
+        px_backend_t *b = px->bes[i];
+        bool keep = false;
+        if (b->removed)
+            continue;
+        for (int j = 0; j < nfresh && !keep; j++) {
+            if (fresh[j] && strcmp(fresh[j]->name, b->name) == 0) {
+                keep = true;
+                b->weight = fresh[j]->weight;
+                b->sa = fresh[j]->sa;
+                b->salen = fresh[j]->salen;
+                free(fresh[j]);
+                fresh[j] = NULL;
+            }
+        }
+        if (!keep) {
+            b->removed = true;
+            b->eff = 0;
+            while (b->idle)
+                px_bconn_close(px, b->idle);
+        }
+    }
+    for (int j = 0; j < nfresh; j++) {
+        px_backend_t *b = fresh[j];
+        if (!b)
+            continue;
+        b->hc_up = true;
+        b->up_since = first ? 0 : px->now_ms; /* added on reload: slow start */
+        b->hc_next = px->now_ms;
+        px->bes[px->nbes++] = b;
+        fresh[j] = NULL;
+    }
+    px_backends_sweep(px); /* removed backends nobody refers to */
+    for (int i = 0; i < px->nbes; i++)
+        px->bes[i]->eff = eff_of(px, px->bes[i]);
+    rc = rebuild_peers(px);
+    if (rc < 0)
+        arb_errf(err, rc, "out of memory rebuilding the policy");
+out:
+    if (fresh)
+        for (int j = 0; j < nfresh; j++)
+            free(fresh[j]);
+    free(fresh);
+    free(t);
+    return rc;
+}
+
+void px_backends_free(px_t *px)
+{
+    for (int i = 0; i < px->nbes; i++) {
+        px_backend_t *b = px->bes[i];
+        b->removed = true;
+        while (b->idle)
+            px_bconn_close(px, b->idle);
+    }
+    for (int i = 0; i < px->nbes; i++)
+        free(px->bes[i]);
+    free(px->bes);
+    free(px->peers);
+    free(px->pmap);
+    free(px->skip);
+    px->bes = NULL;
+    px->nbes = 0;
+    px->peers = NULL;
+    px->pmap = NULL;
+    px->skip = NULL;
+    px->npeers = 0;
+}
+
+/* ---- picking ---------------------------------------------------------------- */
+
+int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
+{
+    lb_req_t r = {.now_ms = px->now_ms, .skip = px->skip};
+    int i;
+
+    if (px->npeers == 0)
+        return -ENOENT;
+    memset(px->skip, 0, (size_t)px->npeers);
+    for (int k = 0; k < s->ntried; k++)
+        for (i = 0; i < px->npeers; i++)
+            if (px->pmap[i] == s->tried[k])
+                px->skip[i] = 1;
+    if (s->req.key) {
+        r.key = lb_hash64(s->req.key, s->req.klen, 0);
+        r.has_key = true;
+    }
+    px->rng += 0x9e3779b97f4a7c15ULL;
+    r.rnd = lb_mix64(px->rng);
+    i = lb_pick(&px->pol, &r);
+    if (i < 0)
+        return i;
+    *out = px->pmap[i];
+    return 0;
+}
+
+void px_inflight(px_t *px, px_backend_t *b, int d)
+{
+    b->inflight = (uint32_t)((int64_t)b->inflight + d);
+    if (b->peer >= 0)
+        px->peers[b->peer].inflight = b->inflight;
+}
+
+/* ---- connections and the pool ---------------------------------------------- */
+
+px_bconn_t *px_bconn_open(px_t *px, px_backend_t *b, int *err)
+{
+    px_bconn_t *bc = calloc(1, sizeof *bc);
+    int one = 1, fd;
+
+    if (!bc) {
+        *err = -ENOMEM;
+        return NULL;
+    }
+    fd = socket(b->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        *err = -errno;
+        free(bc);
+        return NULL;
+    }
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if (connect(fd, (struct sockaddr *)&b->sa, b->salen) == 0) {
+        bc->connected = true;
+    } else if (errno != EINPROGRESS) {
+        *err = -errno;
+        close(fd);
+        free(bc);
+        return NULL;
+    }
+    bc->kind = PX_BACKEND;
+    bc->fd = fd;
+    bc->be = b;
+    bc->t.owner = bc;
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = bc};
+    if (epoll_ctl(px->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+        *err = -errno;
+        close(fd);
+        free(bc);
+        return NULL;
+    }
+    b->refs++;
+    return bc;
+}
+
+static void pool_unlink(px_bconn_t *bc)
+{
+    px_backend_t *b = bc->be;
+    if (!bc->pooled)
+        return;
+    if (bc->prev)
+        bc->prev->next = bc->next;
+    else
+        b->idle = bc->next;
+    if (bc->next)
+        bc->next->prev = bc->prev;
+    bc->next = bc->prev = NULL;
+    bc->pooled = false;
+    b->nidle--;
+}
+
+void px_bconn_close(px_t *px, px_bconn_t *bc)
+{
+    px_backend_t *b = bc->be;
+
+    if (bc->s) {
+        px_inflight(px, b, -1);
+        bc->s = NULL;
+    }
+    pool_unlink(bc);
+    px_timer_del(&bc->t);
+    close(bc->fd);
+    bc->kind = PX_DEAD;
+    bc->next = px->dead_b;
+    px->dead_b = bc;
+    px_backend_unref(px, b);
+}
+
+void px_bconn_release(px_t *px, px_bconn_t *bc)
+{
+    px_backend_t *b = bc->be;
+
+    px_inflight(px, b, -1);
+    bc->s = NULL;
+    if (bc->hup) {
+        px_bconn_close(px, bc);
+        return;
+    }
+    bc->reused = false;
+    bc->pooled = true;
+    bc->prev = NULL;
+    bc->next = b->idle;
+    if (b->idle)
+        b->idle->prev = bc;
+    b->idle = bc;
+    b->nidle++;
+    px_timer_set(px, &px->t_pool, &bc->t);
+}
+
+px_bconn_t *px_pool_take(px_t *px, px_backend_t *b)
+{
+    while (b->idle) {
+        px_bconn_t *bc = b->idle;
+        pool_unlink(bc);
+        px_timer_del(&bc->t);
+        if (bc->hup) {
+            px_bconn_close(px, bc);
+            continue;
+        }
+        bc->reused = true;
+        return bc;
+    }
+    return NULL;
+}
+
+/* ---- passive health ---------------------------------------------------------- */
+
+void px_backend_ok(px_t *px, px_backend_t *b)
+{
+    b->fails = 0;
+    b->ejections = 0;
+}
+
+void px_backend_failed(px_t *px, px_backend_t *b)
+{
+    const lb_proxy_conf_t *c = px->c;
+
+    if (c->eject_after <= 0 || b->removed)
+        return;
+    if (++b->fails < c->eject_after)
+        return;
+    int64_t backoff = c->eject_base_ms;
+    for (int i = 1; i < b->ejections && backoff < c->eject_max_ms; i++)
+        backoff *= 2;
+    if (backoff > c->eject_max_ms)
+        backoff = c->eject_max_ms;
+    b->ejections++;
+    b->fails = 0;
+    b->eject_until = px->now_ms + (backoff > 0 ? backoff : 1);
+    b->st.ejections++;
+    b->eff = 0;
+    if (b->peer >= 0)
+        px->peers[b->peer].eff = 0;
+    while (b->idle)
+        px_bconn_close(px, b->idle);
+}
+
+void px_backend_load_report(px_t *px, px_backend_t *b, const http_head_t *h)
+{
+    lb_load_t l = b->load;
+
+    if (!h->load)
+        return;
+    if (http_parse_load(h->load, h->llen, &l.queue, &l.gpu_util, &l.inflight) < 0)
+        return;
+    l.at_ms = px->now_ms;
+    b->load = l;
+    if (b->peer >= 0)
+        px->peers[b->peer].load = l;
+}
+
+void px_backend_latency(px_t *px, px_backend_t *b, double ms)
+{
+    lb_peer_t t = {.lat_ms = b->lat_ms, .lat_at_ms = b->lat_at_ms};
+
+    lb_peer_latency(&t, ms, px->now_ms);
+    b->lat_ms = t.lat_ms;
+    b->lat_at_ms = t.lat_at_ms;
+    if (b->peer >= 0) {
+        px->peers[b->peer].lat_ms = t.lat_ms;
+        px->peers[b->peer].lat_at_ms = t.lat_at_ms;
+    }
+}
+
+/* ---- active health checks ---------------------------------------------------- */
+
+static void check_done(px_t *px, px_check_t *hc, bool ok, const http_head_t *h)
+{
+    px_backend_t *b = hc->be;
+    const lb_proxy_conf_t *c = px->c;
+
+    px_timer_del(&hc->t);
+    close(hc->fd);
+    hc->kind = PX_DEAD;
+    hc->next = px->dead_c;
+    px->dead_c = hc;
+    b->hc = NULL;
+    if (ok) {
+        b->st.checks_ok++;
+        b->hc_bad = 0;
+        if (h)
+            px_backend_load_report(px, b, h);
+        if (!b->hc_up && ++b->hc_ok >= c->rise) {
+            b->hc_up = true;
+            b->up_since = px->now_ms;
+            b->fails = 0;
+            b->eject_until = 0;
+        }
+    } else {
+        b->st.checks_bad++;
+        b->hc_ok = 0;
+        if (b->hc_up && ++b->hc_bad >= c->fall) {
+            b->hc_up = false;
+            b->eff = 0;
+            if (b->peer >= 0)
+                px->peers[b->peer].eff = 0;
+            while (b->idle)
+                px_bconn_close(px, b->idle);
+        }
+    }
+    px_backend_unref(px, b);
+}
+
+static void check_start(px_t *px, px_backend_t *b)
+{
+    px_check_t *hc = calloc(1, sizeof *hc);
+    int fd, n;
+
+    b->hc_next = px->now_ms + px->c->health_interval_ms;
+    if (!hc)
+        return;
+    n = snprintf(hc->buf, sizeof hc->buf,
+                 "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: arbiter-lb-check\r\n"
+                 "Connection: close\r\n\r\n",
+                 px->c->health_path, b->name);
+    if (n <= 0 || (size_t)n >= sizeof hc->buf) {
+        free(hc);
+        return;
+    }
+    hc->len = (uint32_t)n;
+    hc->kind = PX_CHECK;
+    hc->be = b;
+    hc->t.owner = hc;
+    fd = socket(b->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        free(hc);
+        return;
+    }
+    hc->fd = fd;
+    b->hc = hc;
+    b->refs++;
+    px_timer_set(px, &px->t_check, &hc->t);
+    if (connect(fd, (struct sockaddr *)&b->sa, b->salen) < 0 && errno != EINPROGRESS) {
+        check_done(px, hc, false, NULL);
+        return;
+    }
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = hc};
+    if (epoll_ctl(px->ep, EPOLL_CTL_ADD, fd, &ev) < 0)
+        check_done(px, hc, false, NULL);
+}
+
+void px_checks_run(px_t *px)
+{
+    if (!px->c->health_path || px->stopping)
+        return;
+    for (int i = 0; i < px->nbes; i++) {
+        px_backend_t *b = px->bes[i];
+        if (!b->removed && !b->hc && px->now_ms >= b->hc_next)
+            check_start(px, b);
+    }
+}
+
+int64_t px_checks_next(const px_t *px)
+{
+    int64_t t = 0;
+    if (!px->c->health_path)
+        return 0;
+    for (int i = 0; i < px->nbes; i++) {
+        const px_backend_t *b = px->bes[i];
+        if (!b->removed && !b->hc && (t == 0 || b->hc_next < t))
+            t = b->hc_next;
+    }
+    return t;
+}
+
+void px_check_timeout(px_t *px, px_check_t *hc)
+{
+    check_done(px, hc, false, NULL);
+}
+
+void px_check_event(px_t *px, px_check_t *hc, uint32_t ev)
+{
+    if (!hc->connected) {
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        if (!(ev & (EPOLLOUT | EPOLLERR | EPOLLHUP)))
+            return;
+        if (getsockopt(hc->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0 || soerr) {
+            check_done(px, hc, false, NULL);
+            return;
+        }
+        hc->connected = true;
+    }
+    while (!hc->reading) {
+        ssize_t n = send(hc->fd, hc->buf + hc->sent, hc->len - hc->sent, MSG_NOSIGNAL);
+        if (n > 0) {
+            hc->sent += (uint32_t)n;
+            if (hc->sent == hc->len) {
+                hc->reading = true; /* the buffer now holds the reply */
+                hc->len = 0;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN)
+            return;
+        check_done(px, hc, false, NULL);
+        return;
+    }
+    for (;;) {
+        ssize_t n = recv(hc->fd, hc->buf + hc->len, sizeof hc->buf - 1 - hc->len, 0);
+        if (n > 0) {
+            http_head_t h;
+            hc->len += (uint32_t)n;
+            int rc = http_parse_response(hc->buf, hc->len, &h);
+            if (rc > 0) {
+                check_done(px, hc, h.status >= 200 && h.status < 400, &h);
+                return;
+            }
+            if (rc < 0 || hc->len >= sizeof hc->buf - 1) {
+                check_done(px, hc, false, NULL);
+                return;
+            }
+            continue;
+        }
+        if (n < 0 && errno == EAGAIN)
+            return;
+        check_done(px, hc, false, NULL); /* closed before a full head */
+        return;
+    }
+}

@@ -1,0 +1,152 @@
+/*
+ * lb.c: the table of load-balancing policies and what they share: the
+ * policy object's life cycle, a stable 64-bit hash, and drawing two random
+ * distinct peers (p2c, feedback). See lb.h.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lb/lb.h"
+
+const lb_ops_t *const lb_policies[] = {
+    &lb_rr_ops, &lb_wrr_ops, &lb_leastconn_ops, &lb_chash_ops, &lb_p2c_ops, &lb_feedback_ops, NULL,
+};
+
+const lb_ops_t *lb_find(const char *name)
+{
+    for (int i = 0; lb_policies[i]; i++)
+        if (strcmp(lb_policies[i]->name, name) == 0)
+            return lb_policies[i];
+    return NULL;
+}
+
+const char *lb_names(void)
+{
+    return "round-robin, weighted, least-conn, hash, p2c, feedback";
+}
+
+void lb_opts_default(lb_opts_t *o)
+{
+    memset(o, 0, sizeof *o);
+    o->balance = 1.25;
+    o->kind = LB_HASH_RING;
+    o->vnodes = 100;
+    o->maglev_m = 65537;
+    o->half_life_ms = 1000;
+    o->max_age_ms = 10000;
+    o->w_queue = 1.0;
+    o->w_gpu = 4.0;
+}
+
+void lb_policy_init(lb_policy_t *p, const lb_ops_t *ops, const lb_opts_t *opts)
+{
+    memset(p, 0, sizeof *p);
+    p->ops = ops;
+    if (opts)
+        p->opt = *opts;
+    else
+        lb_opts_default(&p->opt);
+}
+
+int lb_policy_set(lb_policy_t *p, lb_peer_t *peers, int n)
+{
+    int rc = 0;
+
+    p->peers = peers;
+    p->n = n;
+    if (p->ops->update)
+        rc = p->ops->update(p);
+    if (rc < 0) {
+        p->peers = NULL;
+        p->n = 0;
+    }
+    return rc;
+}
+
+void lb_policy_fini(lb_policy_t *p)
+{
+    if (p->ops && p->ops->fini)
+        p->ops->fini(p);
+    p->st = NULL;
+    p->peers = NULL;
+    p->n = 0;
+}
+
+int lb_pick(lb_policy_t *p, const lb_req_t *r)
+{
+    if (p->n <= 0)
+        return -ENOENT;
+    return p->ops->pick(p, r);
+}
+
+uint64_t lb_mix64(uint64_t x)
+{
+    x ^= x >> 30;
+    x *= 0xbf58476d1ce4e5b9ULL;
+    x ^= x >> 27;
+    x *= 0x94d049bb133111ebULL;
+    x ^= x >> 31;
+    return x;
+}
+
+uint64_t lb_hash64(const void *data, size_t len, uint64_t seed)
+{
+    const unsigned char *s = data;
+    uint64_t h = seed ^ (len * 0x9e3779b97f4a7c15ULL), w;
+
+    while (len >= 8) {
+        memcpy(&w, s, 8);
+        h ^= lb_mix64(w);
+        h = ((h << 27) | (h >> 37)) * 0x9e3779b97f4a7c15ULL + 0x52dce729ULL;
+        s += 8;
+        len -= 8;
+    }
+    w = 0;
+    for (size_t i = 0; i < len; i++)
+        w |= (uint64_t)s[i] << (8 * i);
+    h ^= lb_mix64(w ^ 0xff51afd7ed558ccdULL);
+    return lb_mix64(h);
+}
+
+/* The k-th pickable peer (0-based), or -1. */
+static int nth_ok(const lb_policy_t *p, const lb_req_t *r, uint64_t k)
+{
+    for (int i = 0; i < p->n; i++)
+        if (lb_ok(p, r, i) && k-- == 0)
+            return i;
+    return -1;
+}
+
+int lb_two_choices(const lb_policy_t *p, const lb_req_t *r, int *a, int *b)
+{
+    uint64_t m = 0, x, y;
+
+    for (int i = 0; i < p->n; i++)
+        m += lb_ok(p, r, i);
+    if (m == 0)
+        return -ENOENT;
+    /* Two independent 32-bit draws from one 64-bit value; the second is
+     * drawn from the m-1 others so the pair is distinct. */
+    x = ((r->rnd >> 32) * m) >> 32;
+    if (m == 1) {
+        *a = *b = nth_ok(p, r, 0);
+        return 0;
+    }
+    y = ((r->rnd & 0xffffffffULL) * (m - 1)) >> 32;
+    if (y >= x)
+        y++;
+    *a = nth_ok(p, r, x);
+    *b = nth_ok(p, r, y);
+    return 0;
+}
+
+void lb_peer_latency(lb_peer_t *p, double ms, int64_t now_ms)
+{
+    if (ms < 0)
+        ms = 0;
+    if (p->lat_ms <= 0 || ms > p->lat_ms)
+        p->lat_ms = ms > 0 ? ms : 1e-3;
+    else
+        p->lat_ms += 0.2 * (ms - p->lat_ms);
+    p->lat_at_ms = now_ms;
+}

@@ -1,0 +1,141 @@
+/*
+ * lb.h: load-balancing policies, one small file each behind one ops struct
+ * (HAProxy's model): lb_rr.c, lb_wrr.c, lb_leastconn.c, lb_chash.c, lb_p2c.c,
+ * lb_feedback.c. The table of policies is in lb.c; adding a policy is adding
+ * a file and a row there.
+ *
+ * A policy is pure: no I/O, no clock, no globals. It sees an array of peers
+ * that the caller owns (lb_peer_t: weight, current weight, requests in
+ * flight, the last load report), and every pick gets the time and a fresh
+ * random number from the caller in lb_req_t. The same peers, requests and
+ * random numbers give the same picks, so unit tests and the simulator drive
+ * the very code the proxy runs.
+ *
+ * Peer state the caller keeps current before each pick:
+ *   eff       the weight to use now: the configured weight scaled down by
+ *             slow start; 0 means "do not pick" (down, ejected, draining);
+ *   inflight  requests this balancer has outstanding at the peer; also the
+ *             load that bounded-load hashing caps (arbiter shard uses it as
+ *             "shards assigned so far").
+ * When the peer set itself changes (added, removed, reordered, configured
+ * weight changed) the caller calls lb_policy_set again; flips of eff between
+ * 0 and non-zero need no call.
+ *
+ * Return convention: arbiter.h. lb_pick returns a peer index >= 0, or
+ * -ENOENT when no peer may be picked.
+ */
+#ifndef ARB_LB_H
+#define ARB_LB_H
+
+#include "arbiter/arbiter.h"
+
+/* A replica's own report of how busy it is (from its agent, or from the
+ * X-Arbiter-Load response header). at_ms == 0: no report yet. */
+typedef struct lb_load {
+    double queue;    /* requests waiting at the replica */
+    double gpu_util; /* 0..1 */
+    double inflight; /* requests in progress at the replica, all balancers */
+    int64_t at_ms;   /* when the report was taken, caller's clock */
+} lb_load_t;
+
+typedef struct lb_peer {
+    const char *name;  /* identity for hashing ("10.0.0.7:8000"); borrowed */
+    uint32_t weight;   /* configured weight, >= 1 */
+    uint32_t eff;      /* weight for picks now; 0 = do not pick */
+    uint32_t inflight; /* outstanding requests from this balancer */
+    lb_load_t load;    /* last report (feedback policy) */
+    double lat_ms;     /* response time this balancer saw (peak EWMA); 0 = none yet */
+    int64_t lat_at_ms; /* when lat_ms last took a sample */
+} lb_peer_t;
+
+/* Fold one response-time sample into a peer's lat_ms ("peak EWMA": a
+ * slower sample is taken at once, a faster one pulls the average down by a
+ * fifth), so a replica that turns slow is seen on its first slow answer. */
+void lb_peer_latency(lb_peer_t *p, double ms, int64_t now_ms);
+
+/* Consistent-hash table kinds. */
+typedef enum lb_hash_kind { LB_HASH_RING = 0, LB_HASH_MAGLEV = 1 } lb_hash_kind_t;
+
+typedef struct lb_opts {
+    double balance;      /* bounded-load factor c (>= 1); 0 = unbounded. Default 1.25 */
+    lb_hash_kind_t kind; /* hash table kind; default ring */
+    uint32_t vnodes;     /* ring points per unit of weight; default 100 */
+    uint32_t maglev_m;   /* Maglev table size, a prime; default 65537 */
+    int64_t half_life_ms; /* feedback: a report's weight halves every this; default 1000 */
+    int64_t max_age_ms;   /* feedback: reports older than this are ignored; default 10000 */
+    double w_queue;      /* feedback: cost of one queued request; default 1 */
+    double w_gpu;        /* feedback: cost of a fully busy GPU, in requests; default 4 */
+} lb_opts_t;
+
+/* One pick's inputs. */
+typedef struct lb_req {
+    uint64_t key;        /* hash of the request's key (lb_hash64); hash policy */
+    bool has_key;        /* false: no key in the request; the hash policy picks at random */
+    uint64_t rnd;        /* a fresh uniform random 64-bit value */
+    int64_t now_ms;      /* the caller's clock, for report ages */
+    const uint8_t *skip; /* NULL, or one flag per peer: non-zero = leave out */
+} lb_req_t;
+
+typedef struct lb_policy lb_policy_t;
+
+typedef struct lb_ops {
+    const char *name;
+    const char *summary;
+    /* Build per-policy state for p->peers / p->n (called by lb_policy_set);
+     * free the previous state first. Optional. */
+    int (*update)(lb_policy_t *p);
+    /* Free the state. Optional. */
+    void (*fini)(lb_policy_t *p);
+    /* Return the index of the peer for r, or -ENOENT. */
+    int (*pick)(lb_policy_t *p, const lb_req_t *r);
+} lb_ops_t;
+
+struct lb_policy {
+    const lb_ops_t *ops;
+    lb_opts_t opt;
+    lb_peer_t *peers; /* borrowed from the caller, n entries */
+    int n;
+    void *st;      /* the policy's own state */
+    uint64_t cursor; /* round-robin position, tie-breaking */
+};
+
+/* The table, terminated by a row with name == NULL. */
+extern const lb_ops_t *const lb_policies[];
+
+/* Find a policy by name ("round-robin", "weighted", "least-conn", "hash",
+ * "p2c", "feedback"); NULL when unknown. */
+const lb_ops_t *lb_find(const char *name);
+/* "round-robin, weighted, ..." for messages. */
+const char *lb_names(void);
+
+/* Fill o with the defaults. */
+void lb_opts_default(lb_opts_t *o);
+/* Make a policy; opts NULL means the defaults. No peers yet. */
+void lb_policy_init(lb_policy_t *p, const lb_ops_t *ops, const lb_opts_t *opts);
+/* Point the policy at peers[0..n) (borrowed until the next set or fini)
+ * and rebuild its state. -ENOMEM leaves the policy with no peers. */
+int lb_policy_set(lb_policy_t *p, lb_peer_t *peers, int n);
+void lb_policy_fini(lb_policy_t *p);
+/* The policy's pick for r: a peer index, or -ENOENT. */
+int lb_pick(lb_policy_t *p, const lb_req_t *r);
+
+/* 64-bit hash of bytes (stable across runs and machines). */
+uint64_t lb_hash64(const void *data, size_t len, uint64_t seed);
+/* Mix a 64-bit value (splitmix64's finaliser). */
+uint64_t lb_mix64(uint64_t x);
+
+/* ---- helpers for the policy files ---------------------------------------- */
+
+/* Peer i may be picked for r. */
+static inline bool lb_ok(const lb_policy_t *p, const lb_req_t *r, int i)
+{
+    return p->peers[i].eff > 0 && !(r->skip && r->skip[i]);
+}
+/* Two distinct pickable peers drawn at random from r->rnd (*b == *a when
+ * only one is pickable). Returns -ENOENT when none is. */
+int lb_two_choices(const lb_policy_t *p, const lb_req_t *r, int *a, int *b);
+
+extern const lb_ops_t lb_rr_ops, lb_wrr_ops, lb_leastconn_ops, lb_chash_ops, lb_p2c_ops,
+    lb_feedback_ops;
+
+#endif

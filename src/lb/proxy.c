@@ -1,0 +1,1110 @@
+/*
+ * proxy.c: the event loop of `arbiter lb` and the client session machine.
+ * Backends, pools and health checks are in backend.c; /metrics and the
+ * access log in admin.c. See proxy.h for what the proxy does.
+ *
+ * Sockets are registered once, edge-triggered, for in, out and peer-close;
+ * each object keeps its own "readable"/"writable" flags, set by events and
+ * cleared only by EAGAIN (or a short read when no close is pending). So a
+ * session can stop reading when its buffer is full and resume later without
+ * touching epoll: one epoll_ctl per socket for its whole life.
+ *
+ * A client session, one request at a time (pipelined requests wait in the
+ * input buffer for their turn):
+ *
+ *        +-----------+  head parsed, picked, pooled conn   +-------+
+ *   ---->|  S_HEAD   |------------------------------------>| S_FWD |--+
+ *        +-----------+                                     +-------+  |
+ *          |  ^   | new conn in progress    connect ok ^    |   ^     | response done,
+ *          |  |   v                                    |    |   |     | keep-alive:
+ *          |  | +-----------+------------------------+    |   |     | back to S_HEAD
+ *          |  | | S_CONNECT |  connect failed: retry      |   |     |
+ *          |  | +-----------+  another backend (sess_   |   +-----+ pump: stream both ways
+ *          |  |       |        assign) or reply 502/503  |
+ *          |  +-------+--------------------+-------------+ backend died before answering:
+ *          |                               |               retry (idempotent) or 502/504
+ *          v                               v
+ *   bad request, no backend:         +-----------+   written: close (or S_HEAD when kept)
+ *   a reply of our own ------------->|  S_REPLY  |
+ *                                    +-----------+
+ * Invariants:
+ *  1. in[0..req_end) is the current request as known so far (head and the
+ *     body bytes fed to its framing); req_sent <= req_end bytes of it went to
+ *     the backend; bytes after req_end are the next request.
+ *  2. replayable: in still starts at the request's first byte, so the
+ *     request can be sent again to another backend (retries).
+ *  3. out[out_sent..resp_off) is parsed response, ready for the client;
+ *     out[resp_off..out_len) is read but not yet parsed.
+ *  4. A session holds at most one backend connection (bc); the backend's
+ *     inflight count includes the session exactly while bc is attached.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/signalfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lb/proxy_int.h"
+
+enum { F_CONNECT, F_CONNECT_TIMEOUT, F_IO, F_BAD_RESPONSE, F_SERVER_TIMEOUT };
+
+static void sess_run(px_t *px, px_sess_t *s);
+static void sess_assign(px_t *px, px_sess_t *s);
+
+void lb_proxy_conf_default(lb_proxy_conf_t *c)
+{
+    memset(c, 0, sizeof *c);
+    lb_opts_default(&c->opts);
+    c->policy = &lb_rr_ops;
+    c->health_interval_ms = 2000;
+    c->health_timeout_ms = 1000;
+    c->rise = 2;
+    c->fall = 3;
+    c->connect_timeout_ms = 2000;
+    c->client_timeout_ms = 60000;
+    c->server_timeout_ms = 60000;
+    c->pool_idle_ms = 10000;
+    c->eject_after = 3;
+    c->eject_base_ms = 1000;
+    c->eject_max_ms = 30000;
+    c->slow_start_ms = 5000;
+    c->retries = 2;
+    c->max_conns = 10000;
+}
+
+/* ---- clock, timers, buffers ------------------------------------------------- */
+
+static void clock_now(px_t *px)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    px->now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    px->now_ms = px->now_ns / 1000000;
+}
+
+void px_timer_del(px_tnode_t *n)
+{
+    px_tlist_t *l = n->list;
+    if (!l)
+        return;
+    if (n->prev)
+        n->prev->next = n->next;
+    else
+        l->head = n->next;
+    if (n->next)
+        n->next->prev = n->prev;
+    else
+        l->tail = n->prev;
+    n->prev = n->next = NULL;
+    n->list = NULL;
+}
+
+void px_timer_set(px_t *px, px_tlist_t *l, px_tnode_t *n)
+{
+    px_timer_del(n);
+    n->at = px->now_ms + l->len_ms;
+    n->list = l;
+    n->prev = l->tail;
+    n->next = NULL;
+    if (l->tail)
+        l->tail->next = n;
+    else
+        l->head = n;
+    l->tail = n;
+}
+
+char *px_buf_get(px_t *px)
+{
+    if (px->nfree > 0)
+        return px->freebufs[--px->nfree];
+    return malloc(PX_BUF);
+}
+
+void px_buf_put(px_t *px, char *b)
+{
+    if (!b)
+        return;
+    if (px->nfree == px->capfree) {
+        int cap = px->capfree ? px->capfree * 2 : 64;
+        char **nb = cap <= 4096 ? realloc(px->freebufs, (size_t)cap * sizeof *nb) : NULL;
+        if (!nb) {
+            free(b);
+            return;
+        }
+        px->freebufs = nb;
+        px->capfree = cap;
+    }
+    px->freebufs[px->nfree++] = b;
+}
+
+static int ep_add(px_t *px, int fd, void *obj)
+{
+    struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = obj};
+    return epoll_ctl(px->ep, EPOLL_CTL_ADD, fd, &ev);
+}
+
+/* ---- sessions ------------------------------------------------------------- */
+
+static void do_accept(px_t *px);
+
+static void sess_close(px_t *px, px_sess_t *s)
+{
+    px_timer_del(&s->t);
+    if (s->bc) {
+        px_bconn_close(px, s->bc);
+        s->bc = NULL;
+    }
+    close(s->fd);
+    px_buf_put(px, s->in);
+    if (s->out_malloc)
+        free(s->out);
+    else
+        px_buf_put(px, s->out);
+    s->in = s->out = NULL;
+    s->kind = PX_DEAD;
+    s->next = px->dead_s;
+    px->dead_s = s;
+    px->nsess--;
+    if (!s->admin)
+        px->nclients--;
+    if (px->accept_paused && !px->stopping) {
+        px->accept_paused = false;
+        do_accept(px);
+    }
+}
+
+static void sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *peer)
+{
+    px_sess_t *s = calloc(1, sizeof *s);
+
+    if (s)
+        s->in = px_buf_get(px);
+    if (!s || !s->in || ep_add(px, fd, s) < 0) {
+        if (s)
+            px_buf_put(px, s->in);
+        free(s);
+        close(fd);
+        return;
+    }
+    s->kind = PX_CLIENT;
+    s->fd = fd;
+    s->admin = admin;
+    s->t.owner = s;
+    s->peer = *peer;
+    px->nsess++;
+    if (!admin)
+        px->nclients++;
+    px_timer_set(px, &px->t_client, &s->t);
+}
+
+/* A reply of our own; the connection closes after it. */
+static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg)
+{
+    if (s->bc) {
+        px_bconn_close(px, s->bc);
+        s->bc = NULL;
+    }
+    if (!s->out) {
+        s->out = px_buf_get(px);
+        s->out_cap = PX_BUF;
+        if (!s->out) {
+            sess_close(px, s);
+            return;
+        }
+    }
+    int n = snprintf(s->out, PX_BUF,
+                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "Connection: close\r\n\r\n%s\n",
+                     code, reason, strlen(msg) + 1, msg);
+    s->out_len = s->resp_off = (uint32_t)n;
+    s->out_sent = 0;
+    s->status = code;
+    s->keep = false;
+    s->state = S_REPLY;
+    if (!s->admin) {
+        px_stats_response(&px->total, code, (double)(px->now_ns - s->t0_ns) / 1e9);
+        px_log(px, s, NULL);
+    }
+    px_timer_set(px, &px->t_client, &s->t);
+}
+
+/* May the request go to another backend? When the connection failed the
+ * backend saw nothing, so any request may; once bytes were sent only an
+ * idempotent one may, as the first backend may have acted on it. */
+static bool can_retry(const px_t *px, const px_sess_t *s, bool connect_failed)
+{
+    return (connect_failed || http_idempotent(s->req.method)) && s->replayable &&
+           !s->resp_started && s->ntried <= px->c->retries &&
+           s->ntried < (int)(sizeof s->tried / sizeof s->tried[0]);
+}
+
+/* Forget any response bytes of a failed attempt (none reached the client). */
+static void resp_reset(px_sess_t *s)
+{
+    s->out_len = s->out_sent = s->resp_off = 0;
+    s->resp_head = false;
+    s->bc_reusable = true;
+    s->status = 0;
+}
+
+/* The backend failed this request before the client saw any of the
+ * response, or in the middle of it. */
+static void sess_backend_failed(px_t *px, px_sess_t *s, int why)
+{
+    px_bconn_t *bc = s->bc;
+    px_backend_t *b = bc->be;
+    bool race = bc->reused && why == F_IO && !s->resp_started && s->out_len == 0;
+
+    s->bc = NULL;
+    px_bconn_close(px, bc); /* drops b's inflight count; b stays alive (tried[] compare only) */
+    if (race && s->reuse_retries < 3 && http_idempotent(s->req.method) && s->replayable) {
+        /* A pooled connection the backend had closed: not the backend's fault. */
+        s->reuse_retries++;
+        s->req_sent = 0;
+        resp_reset(s);
+        sess_assign(px, s);
+        return;
+    }
+    if (why == F_CONNECT || why == F_CONNECT_TIMEOUT)
+        b->st.connect_fail++;
+    else if (why == F_SERVER_TIMEOUT)
+        b->st.timeouts++;
+    else
+        b->st.io_fail++;
+    px_backend_failed(px, b);
+    if (s->ntried < (int)(sizeof s->tried / sizeof s->tried[0]))
+        s->tried[s->ntried++] = b;
+    if (why != F_SERVER_TIMEOUT && why != F_BAD_RESPONSE &&
+        can_retry(px, s, why == F_CONNECT || why == F_CONNECT_TIMEOUT)) {
+        s->req_sent = 0;
+        resp_reset(s);
+        px->retries++;
+        b->st.retries++;
+        sess_assign(px, s);
+        return;
+    }
+    if (s->resp_started) {
+        sess_close(px, s); /* half a response went out: only closing tells the client */
+        return;
+    }
+    if (why == F_SERVER_TIMEOUT)
+        sess_reply(px, s, 504, "Gateway Timeout", "backend did not answer in time");
+    else if (why == F_BAD_RESPONSE)
+        sess_reply(px, s, 502, "Bad Gateway", "backend sent a malformed response");
+    else
+        sess_reply(px, s, 502, "Bad Gateway", "backend failed before answering");
+}
+
+static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
+{
+    s->bc = bc;
+    bc->s = s;
+    s->t_att_ns = px->now_ns;
+    px_inflight(px, bc->be, +1);
+    bc->be->st.requests++;
+    if (bc->connected) {
+        s->state = S_FWD;
+        px_timer_set(px, &px->t_server, &s->t);
+    } else {
+        s->state = S_CONNECT;
+        px_timer_set(px, &px->t_connect, &s->t);
+    }
+}
+
+/* Pick a backend and get a connection to it; on failure retry or reply. */
+static void sess_assign(px_t *px, px_sess_t *s)
+{
+    for (;;) {
+        px_backend_t *b;
+        px_bconn_t *bc;
+        int err = 0;
+
+        if (px_pick(px, s, &b) < 0) {
+            px->no_backend++;
+            if (s->ntried)
+                sess_reply(px, s, 502, "Bad Gateway", "every backend tried failed");
+            else
+                sess_reply(px, s, 503, "Service Unavailable", "no backend available");
+            return;
+        }
+        bc = px_pool_take(px, b);
+        if (!bc)
+            bc = px_bconn_open(px, b, &err);
+        if (bc) {
+            sess_attach(px, s, bc);
+            return;
+        }
+        b->st.connect_fail++;
+        px_backend_failed(px, b);
+        if (s->ntried < (int)(sizeof s->tried / sizeof s->tried[0]))
+            s->tried[s->ntried++] = b;
+        if (!can_retry(px, s, true)) {
+            sess_reply(px, s, 502, "Bad Gateway", "could not connect to a backend");
+            return;
+        }
+        px->retries++;
+        b->st.retries++;
+    }
+}
+
+/* A complete request head is in in[0..head): set up and dispatch it. */
+static void sess_start(px_t *px, px_sess_t *s)
+{
+    ssize_t k;
+
+    s->t0_ns = px->now_ns;
+    if (px->log)
+        snprintf(s->what, sizeof s->what, "%.*s %.*s", (int)(s->req.mlen > 16 ? 16 : s->req.mlen),
+                 s->req.mstr, (int)(s->req.tlen > 100 ? 100 : s->req.tlen), s->req.target);
+    s->keep = http_keepalive(&s->req) && !px->stopping;
+    s->ntried = s->reuse_retries = 0;
+    s->replayable = true;
+    s->resp_started = false;
+    s->bc_reusable = true;
+    s->req_sent = 0;
+    if (!s->out) {
+        s->out = px_buf_get(px);
+        s->out_cap = PX_BUF;
+        if (!s->out) {
+            sess_close(px, s);
+            return;
+        }
+    }
+    resp_reset(s);
+    if (s->admin) {
+        size_t len;
+        char *r = px_admin_reply(px, &s->req, &len);
+        if (!r) {
+            sess_close(px, s);
+            return;
+        }
+        px_buf_put(px, s->out);
+        s->out = r;
+        s->out_malloc = true;
+        s->out_cap = s->out_len = s->resp_off = (uint32_t)len;
+        s->keep = false;
+        s->state = S_REPLY;
+        return;
+    }
+    if (s->req.method == HTTP_CONNECT) {
+        sess_reply(px, s, 405, "Method Not Allowed", "CONNECT is not proxied");
+        return;
+    }
+    http_body_request(&s->reqb, &s->req);
+    k = http_body_feed(&s->reqb, s->in + s->req.len, s->in_len - s->req.len);
+    if (k < 0) {
+        px->bad_requests++;
+        sess_reply(px, s, 400, "Bad Request", "malformed chunked request body");
+        return;
+    }
+    s->req_end = (uint32_t)(s->req.len + (size_t)k);
+    sess_assign(px, s);
+}
+
+/* The response is complete and written: account, recycle, next request. */
+static void sess_finish(px_t *px, px_sess_t *s)
+{
+    px_bconn_t *bc = s->bc;
+    px_backend_t *b = bc->be;
+    double secs = (double)(px->now_ns - s->t0_ns) / 1e9;
+
+    px_stats_response(&b->st, s->status, secs);
+    px_stats_response(&px->total, s->status, secs);
+    px_log(px, s, b);
+    px_backend_ok(px, b);
+    s->bc = NULL;
+    if (s->bc_reusable && s->reqb.done && !b->removed && !px->stopping)
+        px_bconn_release(px, bc);
+    else
+        px_bconn_close(px, bc);
+    if (!s->keep || !s->reqb.done) {
+        sess_close(px, s);
+        return;
+    }
+    px_buf_put(px, s->out);
+    s->out = NULL;
+    memmove(s->in, s->in + s->req_end, s->in_len - s->req_end);
+    s->in_len -= s->req_end;
+    s->req_end = s->req_sent = 0;
+    s->state = S_HEAD;
+    px_timer_set(px, &px->t_client, &s->t);
+}
+
+/* Parse what arrived from the backend: out[resp_off..out_len). Returns -1
+ * when the session was failed. */
+static int resp_parse(px_t *px, px_sess_t *s)
+{
+    while (s->resp_off < s->out_len) {
+        if (!s->resp_head) {
+            int rc = http_parse_response(s->out + s->resp_off, s->out_len - s->resp_off, &s->resp);
+            if (rc == 0) {
+                if (s->resp_off == 0 && s->out_len == s->out_cap)
+                    rc = -EINVAL; /* a head bigger than the buffer */
+                else
+                    return 0;
+            }
+            if (rc < 0) {
+                s->bc_reusable = false;
+                sess_backend_failed(px, s, F_BAD_RESPONSE);
+                return -1;
+            }
+            s->resp_off += (uint32_t)rc;
+            if (s->resp.status >= 100 && s->resp.status < 200 && s->resp.status != 101)
+                continue; /* 100 Continue and friends: pass on, a final head follows */
+            s->resp_head = true;
+            s->status = s->resp.status;
+            http_body_response(&s->respb, &s->resp, s->req.method == HTTP_HEAD);
+            px_backend_load_report(px, s->bc->be, &s->resp);
+            px_backend_latency(px, s->bc->be, (double)(px->now_ns - s->t_att_ns) / 1e6);
+            if (s->resp.status == 101) {
+                /* Upgraded (WebSocket): a byte tunnel both ways until close. */
+                s->respb.mode = HTTP_BODY_CLOSE;
+                s->respb.done = false;
+                s->reqb.mode = HTTP_BODY_CLOSE;
+                s->reqb.done = false;
+                s->req_end = s->in_len;
+            }
+            if (s->resp.conn_close || (s->resp.minor == 0 && !s->resp.conn_keep) ||
+                s->respb.mode == HTTP_BODY_CLOSE) {
+                s->bc_reusable = false;
+                s->keep = false;
+            }
+        } else {
+            ssize_t k = http_body_feed(&s->respb, s->out + s->resp_off, s->out_len - s->resp_off);
+            if (k < 0) {
+                s->bc_reusable = false;
+                sess_backend_failed(px, s, F_BAD_RESPONSE);
+                return -1;
+            }
+            s->resp_off += (uint32_t)k;
+            if (s->respb.done) {
+                if (s->resp_off < s->out_len) {
+                    s->out_len = s->resp_off; /* bytes past the response: drop, no reuse */
+                    s->bc_reusable = false;
+                }
+                break;
+            }
+        }
+        if (s->resp_head && s->respb.done)
+            break;
+    }
+    return 0;
+}
+
+/* Move bytes both ways. Returns 1 on progress, 0 when blocked, -1 when the
+ * session moved on (finished, failed, closed). */
+static int sess_pump(px_t *px, px_sess_t *s)
+{
+    px_bconn_t *bc = s->bc;
+    bool prog = false;
+    ssize_t n;
+
+    /* 1. client -> in: the rest of the request body */
+    if (!s->reqb.done && s->rd) {
+        if (s->in_len == PX_BUF && s->req_sent > 0) {
+            memmove(s->in, s->in + s->req_sent, s->in_len - s->req_sent);
+            s->in_len -= s->req_sent;
+            s->req_end -= s->req_sent;
+            s->req_sent = 0;
+            s->replayable = false;
+        }
+        if (s->in_len < PX_BUF) {
+            size_t want = PX_BUF - s->in_len;
+            n = recv(s->fd, s->in + s->in_len, want, 0);
+            if (n > 0) {
+                size_t old = s->in_len;
+                s->in_len += (uint32_t)n;
+                if (s->req_end == old) {
+                    ssize_t k = http_body_feed(&s->reqb, s->in + old, (size_t)n);
+                    if (k < 0) {
+                        sess_close(px, s);
+                        return -1;
+                    }
+                    s->req_end += (uint32_t)k;
+                }
+                if ((size_t)n < want && !s->hup)
+                    s->rd = false;
+                prog = true;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                sess_close(px, s); /* the client left mid-request */
+                return -1;
+            } else {
+                s->rd = false;
+            }
+        }
+    }
+    /* 2. in -> backend */
+    if (s->req_sent < s->req_end && bc->wr) {
+        size_t want = s->req_end - s->req_sent;
+        n = send(bc->fd, s->in + s->req_sent, want, MSG_NOSIGNAL);
+        if (n > 0) {
+            s->req_sent += (uint32_t)n;
+            if ((size_t)n < want)
+                bc->wr = false;
+            prog = true;
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            bc->wr = false;
+        } else {
+            sess_backend_failed(px, s, F_IO);
+            return -1;
+        }
+    }
+    /* 3. backend -> out */
+    if (!(s->resp_head && s->respb.done) && bc->rd) {
+        if (s->out_sent == s->out_len) {
+            s->out_sent = s->out_len = s->resp_off = 0;
+        } else if (s->out_len == s->out_cap && s->out_sent > 0) {
+            memmove(s->out, s->out + s->out_sent, s->out_len - s->out_sent);
+            s->out_len -= s->out_sent;
+            s->resp_off -= s->out_sent;
+            s->out_sent = 0;
+        }
+        if (s->out_len < s->out_cap) {
+            size_t want = s->out_cap - s->out_len;
+            n = recv(bc->fd, s->out + s->out_len, want, 0);
+            if (n > 0) {
+                s->out_len += (uint32_t)n;
+                if ((size_t)n < want && !bc->hup)
+                    bc->rd = false;
+                if (resp_parse(px, s) < 0)
+                    return -1;
+                px_timer_set(px, &px->t_server, &s->t);
+                prog = true;
+            } else if (n == 0 && s->resp_head && s->respb.mode == HTTP_BODY_CLOSE) {
+                s->respb.done = true; /* the end of a close-delimited body */
+                s->bc_reusable = false;
+                prog = true;
+            } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                sess_backend_failed(px, s, F_IO);
+                return -1;
+            } else {
+                bc->rd = false;
+            }
+        }
+    }
+    /* 4. out -> client */
+    if (s->out_sent < s->resp_off && s->wr) {
+        size_t want = s->resp_off - s->out_sent;
+        n = send(s->fd, s->out + s->out_sent, want, MSG_NOSIGNAL);
+        if (n > 0) {
+            s->out_sent += (uint32_t)n;
+            s->resp_started = true;
+            if ((size_t)n < want)
+                s->wr = false;
+            prog = true;
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            s->wr = false;
+        } else {
+            sess_close(px, s);
+            return -1;
+        }
+    }
+    /* 5. done */
+    if (s->resp_head && s->respb.done && s->out_sent == s->resp_off) {
+        sess_finish(px, s);
+        return -1;
+    }
+    return prog;
+}
+
+/* Write our own reply; then close, or read the next request. */
+static int sess_write_reply(px_t *px, px_sess_t *s)
+{
+    while (s->out_sent < s->out_len && s->wr) {
+        ssize_t n = send(s->fd, s->out + s->out_sent, s->out_len - s->out_sent, MSG_NOSIGNAL);
+        if (n > 0) {
+            s->out_sent += (uint32_t)n;
+        } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            s->wr = false;
+        } else {
+            sess_close(px, s);
+            return -1;
+        }
+    }
+    if (s->out_sent < s->out_len)
+        return 0;
+    sess_close(px, s); /* our replies always close */
+    return -1;
+}
+
+static void sess_run(px_t *px, px_sess_t *s)
+{
+    for (;;) {
+        switch (s->state) {
+        case S_HEAD: {
+            if (s->in_len > 0) {
+                int rc = http_parse_request(s->in, s->in_len, s->admin ? NULL : &px->want, &s->req);
+                if (rc > 0) {
+                    sess_start(px, s);
+                    if (s->kind == PX_DEAD)
+                        return;
+                    continue;
+                }
+                if (rc < 0 || s->in_len == PX_BUF) {
+                    px->bad_requests++;
+                    s->t0_ns = px->now_ns;
+                    s->what[0] = '\0';
+                    if (rc < 0)
+                        sess_reply(px, s, 400, "Bad Request", "malformed HTTP/1.x request head");
+                    else
+                        sess_reply(px, s, 431, "Request Header Fields Too Large",
+                                   "request head over 16 KiB");
+                    if (s->kind == PX_DEAD)
+                        return;
+                    continue;
+                }
+            } else if (px->stopping) {
+                sess_close(px, s);
+                return;
+            }
+            if (!s->rd)
+                return;
+            size_t want = PX_BUF - s->in_len;
+            ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
+            if (n > 0) {
+                s->in_len += (uint32_t)n;
+                if ((size_t)n < want && !s->hup)
+                    s->rd = false;
+                px_timer_set(px, &px->t_client, &s->t);
+                continue;
+            }
+            if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+                s->rd = false;
+                return;
+            }
+            sess_close(px, s);
+            return;
+        }
+        case S_CONNECT:
+            return; /* the backend connection's event moves us on */
+        case S_FWD: {
+            int rc = sess_pump(px, s);
+            if (rc < 0) {
+                if (s->kind == PX_DEAD)
+                    return;
+                continue;
+            }
+            if (rc == 0)
+                return;
+            px_timer_set(px, &px->t_server, &s->t);
+            continue;
+        }
+        case S_REPLY:
+            if (sess_write_reply(px, s) <= 0)
+                return;
+            continue;
+        }
+    }
+}
+
+/* An event on a backend connection. */
+static void bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev)
+{
+    px_sess_t *s = bc->s;
+
+    if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+        bc->rd = true;
+    if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+        bc->wr = true;
+    if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+        bc->hup = true;
+    if (!s) {
+        /* pooled: the backend closed it, or sent what nobody asked for */
+        if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+            px_bconn_close(px, bc);
+        return;
+    }
+    if (s->state == S_CONNECT) {
+        int soerr = 0;
+        socklen_t len = sizeof soerr;
+        if (!bc->wr && !(ev & (EPOLLERR | EPOLLHUP)))
+            return;
+        if (getsockopt(bc->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+            soerr = errno;
+        if (soerr || (ev & (EPOLLERR | EPOLLHUP))) {
+            sess_backend_failed(px, s, F_CONNECT);
+            if (s->kind != PX_DEAD)
+                sess_run(px, s);
+            return;
+        }
+        bc->connected = true;
+        s->state = S_FWD;
+        px_timer_set(px, &px->t_server, &s->t);
+    }
+    sess_run(px, s);
+}
+
+/* ---- listeners, signals, the loop ------------------------------------------- */
+
+static void do_accept_on(px_t *px, int lfd, bool admin)
+{
+    for (;;) {
+        struct sockaddr_storage sa;
+        socklen_t len = sizeof sa;
+        int one = 1, fd;
+
+        if (!admin && px->nclients >= px->c->max_conns) {
+            px->accept_paused = true;
+            return;
+        }
+        fd = accept4(lfd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
+                px->accept_paused = !admin;
+            return;
+        }
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (!admin)
+            px->accepted++;
+        sess_new(px, fd, admin, &sa);
+    }
+}
+
+static void do_accept(px_t *px)
+{
+    if (px->lfd >= 0)
+        do_accept_on(px, px->lfd, false);
+}
+
+static int listen_on(const char *addr, arb_err_t *err)
+{
+    struct sockaddr_storage sa;
+    socklen_t len;
+    int fd, one = 1, rc;
+
+    rc = px_resolve(addr, true, &sa, &len, err);
+    if (rc < 0)
+        return rc;
+    fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return arb_errf(err, -errno, "socket: %s", strerror(errno));
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 1024) < 0) {
+        rc = -errno;
+        close(fd);
+        return arb_errf(err, rc, "listen on %s: %s; is the port in use?", addr, strerror(-rc));
+    }
+    return fd;
+}
+
+static void bound_text(int fd, char *buf, size_t n)
+{
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+        snprintf(buf, n, "?");
+    else
+        px_addr_text(&sa, buf, n);
+}
+
+static void stop(px_t *px)
+{
+    if (px->stopping)
+        return;
+    px->stopping = true;
+    px->stop_deadline = px->now_ms + 5000;
+    if (px->lfd >= 0) {
+        close(px->lfd);
+        px->lfd = -1;
+    }
+    if (px->afd >= 0) {
+        close(px->afd);
+        px->afd = -1;
+    }
+    /* idle keep-alive clients have nothing to drain: close them now */
+    for (px_tnode_t *n = px->t_client.head, *next; n; n = next) {
+        px_sess_t *s = n->owner;
+        next = n->next;
+        if (s->state == S_HEAD && s->in_len == 0)
+            sess_close(px, s);
+    }
+    fprintf(stderr, "arbiter lb: stopping; draining %d connections\n", px->nclients);
+}
+
+static void on_signal(px_t *px)
+{
+    struct signalfd_siginfo si;
+
+    while (read(px->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+        if (si.ssi_signo == SIGHUP) {
+            arb_err_t e;
+            if (px_backends_load(px, &e) < 0)
+                fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n",
+                        e.msg);
+            else
+                fprintf(stderr, "arbiter lb: reloaded, %d backends\n", px->npeers);
+        } else {
+            stop(px);
+        }
+    }
+}
+
+static int64_t next_wake(px_t *px)
+{
+    int64_t t = px->now_ms + 1000;
+    px_tlist_t *ls[5] = {&px->t_client, &px->t_connect, &px->t_server, &px->t_pool, &px->t_check};
+    for (int i = 0; i < 5; i++)
+        if (ls[i]->head && ls[i]->head->at < t)
+            t = ls[i]->head->at;
+    int64_t c = px_checks_next(px);
+    if (c > 0 && c < t)
+        t = c;
+    return t;
+}
+
+static void expire(px_t *px)
+{
+    px_tnode_t *n;
+
+    while ((n = px->t_client.head) && n->at <= px->now_ms) {
+        px_timer_del(n);
+        sess_close(px, n->owner);
+    }
+    while ((n = px->t_connect.head) && n->at <= px->now_ms) {
+        px_sess_t *s = n->owner;
+        px_timer_del(n);
+        sess_backend_failed(px, s, F_CONNECT_TIMEOUT);
+        if (s->kind != PX_DEAD)
+            sess_run(px, s);
+    }
+    while ((n = px->t_server.head) && n->at <= px->now_ms) {
+        px_sess_t *s = n->owner;
+        px_timer_del(n);
+        if (s->resp_started) {
+            s->bc->be->st.timeouts++;
+            sess_close(px, s);
+        } else {
+            sess_backend_failed(px, s, F_SERVER_TIMEOUT);
+            if (s->kind != PX_DEAD)
+                sess_run(px, s);
+        }
+    }
+    while ((n = px->t_pool.head) && n->at <= px->now_ms) {
+        px_timer_del(n);
+        px_bconn_close(px, n->owner);
+    }
+    while ((n = px->t_check.head) && n->at <= px->now_ms) {
+        px_timer_del(n);
+        px_check_timeout(px, n->owner);
+    }
+}
+
+static void bury(px_t *px)
+{
+    px_backends_sweep(px);
+    while (px->dead_s) {
+        px_sess_t *s = px->dead_s;
+        px->dead_s = s->next;
+        free(s);
+    }
+    while (px->dead_b) {
+        px_bconn_t *b = px->dead_b;
+        px->dead_b = b->next;
+        free(b);
+    }
+    while (px->dead_c) {
+        px_check_t *c = px->dead_c;
+        px->dead_c = c->next;
+        free(c);
+    }
+}
+
+static int write_ready(px_t *px, arb_err_t *err)
+{
+    char l[128], a[128] = "";
+    FILE *f;
+
+    bound_text(px->lfd, l, sizeof l);
+    if (px->afd >= 0)
+        bound_text(px->afd, a, sizeof a);
+    fprintf(stderr, "arbiter lb: listening on %s%s%s, policy %s, %d backends\n", l,
+            px->afd >= 0 ? ", admin on " : "", a, px->c->policy->name, px->npeers);
+    if (!px->c->ready_file)
+        return 0;
+    f = fopen(px->c->ready_file, "w");
+    if (!f)
+        return arb_errf(err, -errno, "--ready-file %s: %s", px->c->ready_file, strerror(errno));
+    fprintf(f, "listen %s\n", l);
+    if (px->afd >= 0)
+        fprintf(f, "admin %s\n", a);
+    fclose(f);
+    return 0;
+}
+
+int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
+{
+    px_t *px = calloc(1, sizeof *px);
+    struct epoll_event evs[256];
+    sigset_t mask, old;
+    int rc = 0;
+
+    if (!px)
+        return arb_errf(err, -ENOMEM, "lb: out of memory");
+    px->c = c;
+    px->ep = px->lfd = px->afd = px->sfd = -1;
+    clock_now(px);
+    px->rng = c->seed ? c->seed : (uint64_t)px->now_ns ^ ((uint64_t)getpid() << 32);
+    px->want.hdr = c->hash_header;
+    px->want.cookie = c->hash_cookie;
+    px->t_client.len_ms = c->client_timeout_ms;
+    px->t_connect.len_ms = c->connect_timeout_ms;
+    px->t_server.len_ms = c->server_timeout_ms;
+    px->t_pool.len_ms = c->pool_idle_ms;
+    px->t_check.len_ms = c->health_timeout_ms;
+    lb_policy_init(&px->pol, c->policy, &c->opts);
+    if (c->access_log) {
+        px->log = strcmp(c->access_log, "-") == 0 ? stdout : fopen(c->access_log, "a");
+        if (!px->log) {
+            rc = arb_errf(err, -errno, "--access-log %s: %s", c->access_log, strerror(errno));
+            goto out;
+        }
+        setvbuf(px->log, NULL, _IOFBF, 1 << 16);
+    }
+    rc = px_backends_load(px, err);
+    if (rc < 0)
+        goto out;
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    sigprocmask(SIG_BLOCK, &mask, &old);
+    px->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+    px->ep = epoll_create1(EPOLL_CLOEXEC);
+    if (px->sfd < 0 || px->ep < 0) {
+        rc = arb_errf(err, -errno, "lb: epoll/signalfd: %s", strerror(errno));
+        goto out;
+    }
+    rc = listen_on(c->listen, err);
+    if (rc < 0)
+        goto out;
+    px->lfd = rc;
+    if (c->admin) {
+        rc = listen_on(c->admin, err);
+        if (rc < 0) {
+            arb_err_prefix(err, "--admin: ");
+            goto out;
+        }
+        px->afd = rc;
+    }
+    static px_kind_t k_listen = PX_LISTEN, k_admin = PX_ADMIN_LISTEN, k_sig = PX_SIGNAL;
+    struct epoll_event e1 = {.events = EPOLLIN | EPOLLET, .data.ptr = &k_listen};
+    struct epoll_event e2 = {.events = EPOLLIN | EPOLLET, .data.ptr = &k_admin};
+    struct epoll_event e3 = {.events = EPOLLIN, .data.ptr = &k_sig};
+    if (epoll_ctl(px->ep, EPOLL_CTL_ADD, px->lfd, &e1) < 0 ||
+        (px->afd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, px->afd, &e2) < 0) ||
+        epoll_ctl(px->ep, EPOLL_CTL_ADD, px->sfd, &e3) < 0) {
+        rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
+        goto out;
+    }
+    rc = write_ready(px, err);
+    if (rc < 0)
+        goto out;
+    px_checks_run(px);
+
+    while (!(px->stopping && (px->nsess == 0 || px->now_ms >= px->stop_deadline))) {
+        int64_t wake = next_wake(px);
+        int timeout = wake > px->now_ms ? (int)(wake - px->now_ms) : 0;
+        int n = epoll_wait(px->ep, evs, 256, timeout);
+        int64_t before = px->now_ms;
+
+        if (n < 0 && errno != EINTR) {
+            rc = arb_errf(err, -errno, "lb: epoll_wait: %s", strerror(errno));
+            break;
+        }
+        clock_now(px);
+        if (px->now_ms != before)
+            px_backends_refresh(px);
+        for (int i = 0; i < n; i++) {
+            px_kind_t *k = evs[i].data.ptr;
+            uint32_t ev = evs[i].events;
+            switch (*k) {
+            case PX_LISTEN:
+                do_accept(px);
+                break;
+            case PX_ADMIN_LISTEN:
+                if (px->afd >= 0)
+                    do_accept_on(px, px->afd, true);
+                break;
+            case PX_SIGNAL:
+                on_signal(px);
+                break;
+            case PX_CLIENT: {
+                px_sess_t *s = (px_sess_t *)k;
+                if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+                    s->rd = true;
+                if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
+                    s->wr = true;
+                if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
+                    s->hup = true;
+                sess_run(px, s);
+                break;
+            }
+            case PX_BACKEND:
+                bconn_event(px, (px_bconn_t *)k, ev);
+                break;
+            case PX_CHECK:
+                px_check_event(px, (px_check_t *)k, ev);
+                break;
+            case PX_DEAD:
+                break;
+            }
+        }
+        expire(px);
+        px_checks_run(px);
+        bury(px);
+        if (px->log_dirty) {
+            fflush(px->log);
+            px->log_dirty = false;
+        }
+    }
+    if (rc > 0)
+        rc = 0;
+out:
+    if (px->ep >= 0) {
+        /* close what is left (drain deadline passed) */
+        for (int pass = 0; pass < 2; pass++) {
+            px_tlist_t *ls[3] = {&px->t_client, &px->t_connect, &px->t_server};
+            for (int i = 0; i < 3; i++)
+                while (ls[i]->head)
+                    sess_close(px, ls[i]->head->owner);
+        }
+        while (px->t_check.head) {
+            px_tnode_t *n = px->t_check.head;
+            px_timer_del(n);
+            px_check_timeout(px, n->owner);
+        }
+        bury(px);
+    }
+    px_backends_free(px);
+    bury(px);
+    lb_policy_fini(&px->pol);
+    if (px->lfd >= 0)
+        close(px->lfd);
+    if (px->afd >= 0)
+        close(px->afd);
+    if (px->sfd >= 0) {
+        close(px->sfd);
+        sigprocmask(SIG_SETMASK, &old, NULL);
+    }
+    if (px->ep >= 0)
+        close(px->ep);
+    if (px->log) {
+        fflush(px->log);
+        if (px->log != stdout)
+            fclose(px->log);
+    }
+    for (int i = 0; i < px->nfree; i++)
+        free(px->freebufs[i]);
+    free(px->freebufs);
+    free(px);
+    return rc;
+}

@@ -1,0 +1,91 @@
+/*
+ * proxy.h: `arbiter lb`, an HTTP/1.1 reverse proxy for inference replicas.
+ * One thread, one epoll loop, non-blocking sockets, edge-triggered events.
+ *
+ *   client --keep-alive--> [ proxy: parse head, pick (lb.h), stream ] --pooled--> backend
+ *
+ * It parses only what it must (http.h): the request and response heads, and
+ * where each body ends; bytes are forwarded as received, bodies streamed.
+ * Backend connections are pooled per backend and reused across clients.
+ * Failure handling: a connect that fails or times out is retried on another
+ * backend for any request (the backend saw nothing); a reused pooled
+ * connection that dies, or a backend that fails before answering, is retried
+ * for idempotent requests only; consecutive failures eject a backend for a backoff
+ * that doubles up to a cap; active health checks (interval, rise, fall) mark
+ * backends down and up; a backend that comes back gets a slow-start ramp.
+ * Observability: an access log, and /metrics (Prometheus), /backends (JSON),
+ * /healthz on a separate admin listener.
+ *
+ * Where the backends come from is a backend source (lb_source_ops_t): a
+ * static list, a file re-read on SIGHUP (graceful: in-flight requests to a
+ * removed backend finish, its idle connections close), or (pending) the
+ * controller, which will stream the running replicas of a service job. The
+ * controller source is a seam only until src/api exposes a watch: it gives
+ * -ENOTSUP with a message.
+ */
+#ifndef ARB_LB_PROXY_H
+#define ARB_LB_PROXY_H
+
+#include "lb/lb.h"
+
+/* One backend as a source names it. */
+typedef struct lb_target {
+    char addr[256]; /* "host:port", "[v6]:port" */
+    uint32_t weight;
+} lb_target_t;
+
+/* Parse "HOST:PORT[=WEIGHT]". */
+int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err);
+
+/* A backend source. load() gives the current set (allocated; the caller
+ * frees *out with free()). watch_fd(): an fd that turns readable when the
+ * set has changed (a controller watch), or -1: the set is re-read on SIGHUP. */
+typedef struct lb_source_ops {
+    const char *name;
+    int (*load)(void *st, lb_target_t **out, int *n, arb_err_t *err);
+    int (*watch_fd)(void *st);
+    void (*fini)(void *st);
+} lb_source_ops_t;
+
+typedef struct lb_source {
+    const lb_source_ops_t *ops;
+    void *st;
+} lb_source_t;
+
+/* A fixed list (copied). */
+int lb_source_static(lb_source_t *s, const lb_target_t *t, int n, arb_err_t *err);
+/* A file of HOST:PORT[=WEIGHT] lines ('#' comments), re-read on SIGHUP. */
+int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err);
+/* The running replicas of service `name` from the controller at url.
+ * Pending: needs the controller's watch API. -ENOTSUP with text today. */
+int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err);
+void lb_source_fini(lb_source_t *s);
+
+typedef struct lb_proxy_conf {
+    const char *listen;       /* "127.0.0.1:8080"; port 0 picks one */
+    const char *admin;        /* NULL, or the admin listener's address */
+    lb_source_t source;
+    const lb_ops_t *policy;
+    lb_opts_t opts;
+    const char *hash_header;  /* hash policy key: this header's value ... */
+    const char *hash_cookie;  /* ... or this cookie's */
+    const char *health_path;  /* NULL: no active checks */
+    int health_interval_ms, health_timeout_ms, rise, fall;
+    int connect_timeout_ms, client_timeout_ms, server_timeout_ms, pool_idle_ms;
+    int eject_after;          /* consecutive failures that eject; 0: never */
+    int eject_base_ms, eject_max_ms;
+    int slow_start_ms;        /* 0: none */
+    int retries;              /* other backends tried after a failed connect */
+    int max_conns;
+    const char *access_log;   /* NULL, a path, or "-" for stdout */
+    const char *ready_file;   /* NULL, or where to write the bound addresses */
+    uint64_t seed;            /* randomness for p2c, feedback; 0: from the clock */
+} lb_proxy_conf_t;
+
+void lb_proxy_conf_default(lb_proxy_conf_t *c);
+
+/* Run until SIGTERM or SIGINT (then drain for up to 5 s). Returns 0, or a
+ * negative errno with text (bad address, bind failure, source error). */
+int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err);
+
+#endif

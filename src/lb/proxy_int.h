@@ -1,0 +1,203 @@
+/*
+ * proxy_int.h: the proxy's private types, shared by proxy.c (event loop and
+ * client sessions), backend.c (backends, pools, health, ejection, reload)
+ * and admin.c (metrics, access log). Not for use outside src/lb.
+ *
+ * Ownership: px_t owns every session, backend connection, health check and
+ * backend. Objects closed while events for them may still sit in the current
+ * epoll batch are marked dead and freed at the end of the loop iteration.
+ */
+#ifndef ARB_LB_PROXY_INT_H
+#define ARB_LB_PROXY_INT_H
+
+#include <stdio.h>
+#include <sys/socket.h>
+
+#include "lb/http.h"
+#include "lb/proxy.h"
+
+#define PX_BUF 16384 /* per-direction buffer; a request or response head must fit */
+
+/* The kind of object behind an epoll event; the first member of each. */
+typedef enum px_kind {
+    PX_DEAD = 0, PX_LISTEN, PX_ADMIN_LISTEN, PX_SIGNAL, PX_CLIENT, PX_BACKEND, PX_CHECK
+} px_kind_t;
+
+/* Timers: one list per timeout length. Re-arming moves a node to the tail,
+ * so each list stays sorted by deadline and expiry looks at heads only. */
+typedef struct px_tlist px_tlist_t;
+typedef struct px_tnode {
+    struct px_tnode *prev, *next;
+    px_tlist_t *list;
+    int64_t at;   /* deadline, ms */
+    void *owner;  /* the object (its first member is a px_kind_t) */
+} px_tnode_t;
+struct px_tlist {
+    px_tnode_t *head, *tail;
+    int64_t len_ms;
+};
+
+typedef struct px_stats {
+    uint64_t requests, resp[6], connect_fail, io_fail, timeouts, ejections, retries;
+    uint64_t checks_ok, checks_bad, bytes_out;
+    uint64_t lat_bucket[15]; /* see admin.c: px_lat_le */
+    double lat_sum;
+} px_stats_t;
+
+typedef struct px_bconn px_bconn_t;
+typedef struct px_check px_check_t;
+
+typedef struct px_backend {
+    char name[256];
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    uint32_t weight;
+    int peer;          /* index in px->peers; -1 once removed */
+    bool removed;      /* draining: no new requests, freed when refs drop to 0 */
+    bool hc_up;        /* active checks' verdict; true without checks */
+    int hc_ok, hc_bad; /* consecutive check results */
+    int64_t hc_next;   /* ms */
+    px_check_t *hc;    /* the check in flight */
+    int fails;         /* consecutive failures (passive) */
+    int ejections;     /* consecutive ejections, for the backoff */
+    int64_t eject_until;
+    int64_t up_since;  /* slow start origin; 0 = none */
+    px_bconn_t *idle;  /* pooled connections, LIFO */
+    int nidle;
+    uint32_t inflight;
+    uint32_t eff;      /* last weight published to the policy */
+    lb_load_t load;
+    double lat_ms;     /* response time, peak EWMA (lb_peer_latency) */
+    int64_t lat_at_ms;
+    px_stats_t st;
+    int refs;          /* busy + idle connections + the check */
+} px_backend_t;
+
+struct px_bconn {
+    px_kind_t kind; /* PX_BACKEND */
+    int fd;
+    px_backend_t *be;
+    struct px_sess *s; /* NULL while pooled */
+    bool rd, wr, hup, connected, reused;
+    px_bconn_t *next, *prev; /* pool links; next: graveyard link once dead */
+    bool pooled;
+    px_tnode_t t;      /* pool idle timer */
+};
+
+struct px_check {
+    px_kind_t kind; /* PX_CHECK */
+    int fd;
+    px_backend_t *be;
+    bool connected, reading;
+    uint32_t sent, len; /* sending: bytes sent of len; reading: len bytes read */
+    char buf[1024];
+    px_tnode_t t;
+    px_check_t *next; /* graveyard */
+};
+
+typedef enum px_state {
+    S_HEAD = 0, /* reading a request head */
+    S_CONNECT,  /* waiting for a backend connection */
+    S_FWD,      /* request and response streaming */
+    S_REPLY,    /* writing a reply of our own, then close or keep */
+} px_state_t;
+
+typedef struct px_sess {
+    px_kind_t kind; /* PX_CLIENT */
+    int fd;
+    bool admin;        /* on the admin listener */
+    px_state_t state;
+    bool rd, wr, hup;  /* client readiness */
+    px_tnode_t t;
+    char *in;          /* client bytes; the current request starts at in[0] */
+    uint32_t in_len, req_end, req_sent;
+    bool replayable;   /* in[0..req_end) is the whole request so far */
+    http_head_t req;
+    http_body_t reqb;
+    char *out;         /* bytes for the client */
+    uint32_t out_cap, out_len, out_sent, resp_off;
+    bool resp_started; /* a response byte reached the client buffer */
+    bool resp_head;    /* the final response head is parsed */
+    http_head_t resp;
+    http_body_t respb;
+    bool bc_reusable;
+    bool keep;         /* keep the client connection after this reply */
+    bool out_malloc;   /* out is an admin reply from malloc, not a pool buffer */
+    px_bconn_t *bc;
+    px_backend_t *tried[8];
+    int ntried, reuse_retries;
+    int64_t t0_ns, t_att_ns; /* request head parsed; attached to a backend */
+    int status;
+    char what[128];    /* "METHOD target" for the access log (the head may be gone) */
+    struct sockaddr_storage peer;
+    struct px_sess *next; /* graveyard */
+} px_sess_t;
+
+typedef struct px {
+    const lb_proxy_conf_t *c;
+    int ep, lfd, afd, sfd;
+    int64_t now_ms, now_ns;
+    uint64_t rng;
+    lb_policy_t pol;
+    lb_peer_t *peers;    /* the policy's view: backends not removed */
+    int npeers;
+    uint8_t *skip;       /* npeers flags, scratch for picks */
+    px_backend_t **pmap; /* peer index -> backend */
+    px_backend_t **bes;  /* every backend, removed ones until drained */
+    int nbes;
+    px_tlist_t t_client, t_connect, t_server, t_pool, t_check;
+    int nsess, nclients;
+    bool accept_paused, stopping;
+    int64_t stop_deadline;
+    px_sess_t *dead_s;
+    px_bconn_t *dead_b;
+    px_check_t *dead_c;
+    char **freebufs;     /* PX_BUF buffers for reuse */
+    int nfree, capfree;
+    FILE *log;
+    bool log_dirty;
+    http_want_t want;
+    uint64_t accepted, retries, no_backend, bad_requests;
+    px_stats_t total;
+} px_t;
+
+/* addresses (source.c): "host:port"; passive allows an empty host. */
+int px_resolve(const char *addr, bool passive, struct sockaddr_storage *sa, socklen_t *len,
+               arb_err_t *err);
+void px_addr_text(const struct sockaddr_storage *sa, char *buf, size_t n);
+
+/* timers (proxy.c) */
+void px_timer_set(px_t *px, px_tlist_t *l, px_tnode_t *n);
+void px_timer_del(px_tnode_t *n);
+
+/* buffers (proxy.c) */
+char *px_buf_get(px_t *px);
+void px_buf_put(px_t *px, char *b);
+
+/* backends (backend.c) */
+int px_backends_load(px_t *px, arb_err_t *err);
+void px_backends_refresh(px_t *px);
+void px_backends_free(px_t *px);
+int px_pick(px_t *px, px_sess_t *s, px_backend_t **out);
+px_bconn_t *px_pool_take(px_t *px, px_backend_t *b);
+px_bconn_t *px_bconn_open(px_t *px, px_backend_t *b, int *err);
+void px_bconn_close(px_t *px, px_bconn_t *bc);
+void px_bconn_release(px_t *px, px_bconn_t *bc);
+void px_backend_ok(px_t *px, px_backend_t *b);
+void px_backend_failed(px_t *px, px_backend_t *b);
+void px_backend_load_report(px_t *px, px_backend_t *b, const http_head_t *h);
+void px_backend_latency(px_t *px, px_backend_t *b, double ms);
+void px_inflight(px_t *px, px_backend_t *b, int d);
+void px_backend_unref(px_t *px, px_backend_t *b);
+void px_backends_sweep(px_t *px);
+void px_checks_run(px_t *px);
+void px_check_event(px_t *px, px_check_t *hc, uint32_t ev);
+void px_check_timeout(px_t *px, px_check_t *hc);
+int64_t px_checks_next(const px_t *px);
+
+/* admin, log (admin.c) */
+char *px_admin_reply(px_t *px, const http_head_t *req, size_t *len);
+void px_log(px_t *px, px_sess_t *s, px_backend_t *b);
+void px_stats_response(px_stats_t *st, int status, double secs);
+
+#endif

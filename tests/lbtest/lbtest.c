@@ -1,0 +1,508 @@
+/*
+ * lbtest.c: the tool the `arbiter lb` integration tests drive: tiny HTTP
+ * backends and a load generator, on 127.0.0.1 only. Built by CMake as
+ * tests/arb_lbtest; it reuses the proxy's own HTTP parser (src/lb/http.c).
+ *
+ *   arb_lbtest backend --id NAME --port-file F [--delay-ms D] [--health-file H]
+ *       A keep-alive HTTP/1.1 server, one thread per connection, on an
+ *       ephemeral port (written to F). Every response carries
+ *       "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>".
+ *       /healthz answers 200 while file H exists (always, without H), else
+ *       503. /echo answers the request body's length. /chunked answers with
+ *       a chunked body. Anything else answers "NAME\n" after D ms.
+ *   arb_lbtest load --port P [--conns C] [--requests N | --duration-ms D]
+ *       [--keys K] [--header NAME] [--map-out FILE] [--path P]
+ *       C keep-alive connections, GET PATH, one request at a time each.
+ *       With --keys, request i carries "NAME: key-<i % K>". Prints one JSON
+ *       line: ok, errors, per-backend counts, p50/p99 ms, keys seen on more
+ *       than one backend; --map-out writes "key backend" per key.
+ *   arb_lbtest req --port P [--method M] [--path P] [--body-bytes N] [--chunked]
+ *       One request; prints the status line's code and the body.
+ */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lb/http.h"
+
+static const char *opt(int argc, char **argv, const char *name, const char *def)
+{
+    for (int i = 0; i + 1 < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return argv[i + 1];
+    return def;
+}
+
+static bool flag(int argc, char **argv, const char *name)
+{
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], name) == 0)
+            return true;
+    return false;
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static int write_all(int fd, const char *p, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
+        if (k <= 0) {
+            if (k < 0 && errno == EINTR)
+                continue;
+            return -1;
+        }
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* ---- backend -------------------------------------------------------------- */
+
+static const char *b_id = "b";
+static int b_delay_ms;
+static const char *b_health_file;
+static atomic_int b_inflight;
+
+static void *b_conn(void *arg)
+{
+    int fd = (int)(intptr_t)arg;
+    char *buf = malloc(1 << 16);
+    size_t len = 0;
+
+    while (buf) {
+        http_head_t h;
+        int rc = http_parse_request(buf, len, NULL, &h);
+        if (rc == 0) {
+            if (len == (1 << 16))
+                break;
+            ssize_t n = recv(fd, buf + len, (1 << 16) - len, 0);
+            if (n <= 0)
+                break;
+            len += (size_t)n;
+            continue;
+        }
+        if (rc < 0)
+            break;
+        atomic_fetch_add(&b_inflight, 1);
+        /* read and count the body */
+        http_body_t body;
+        uint64_t blen = 0;
+        size_t off = h.len;
+        char target[256];
+        snprintf(target, sizeof target, "%.*s", (int)(h.tlen < 255 ? h.tlen : 255), h.target);
+        bool keep = http_keepalive(&h), head = h.method == HTTP_HEAD;
+        http_body_request(&body, &h);
+        for (;;) {
+            ssize_t k = http_body_feed(&body, buf + off, len - off);
+            if (k < 0)
+                goto done;
+            blen += (uint64_t)k; /* chunked: bytes on the wire, framing included */
+            off += (size_t)k;
+            if (body.done)
+                break;
+            len = off = 0;
+            ssize_t n = recv(fd, buf, 1 << 16, 0);
+            if (n <= 0)
+                goto done;
+            len = (size_t)n;
+        }
+        memmove(buf, buf + off, len - off);
+        len -= off;
+
+        char resp[1024], bodytxt[256];
+        int q = atomic_load(&b_inflight);
+        int code = 200, n;
+        const char *reason = "OK";
+        if (strcmp(target, "/healthz") == 0) {
+            if (b_health_file && access(b_health_file, F_OK) != 0) {
+                code = 503;
+                reason = "Service Unavailable";
+            }
+            snprintf(bodytxt, sizeof bodytxt, "%s\n", code == 200 ? "ok" : "down");
+        } else if (strcmp(target, "/echo") == 0) {
+            snprintf(bodytxt, sizeof bodytxt, "%s got %llu\n", b_id, (unsigned long long)blen);
+        } else {
+            if (b_delay_ms > 0)
+                usleep((useconds_t)b_delay_ms * 1000);
+            snprintf(bodytxt, sizeof bodytxt, "%s\n", b_id);
+        }
+        if (strcmp(target, "/chunked") == 0) {
+            n = snprintf(resp, sizeof resp,
+                         "HTTP/1.1 200 OK\r\nX-Backend: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
+                         "3\r\nabc\r\n%zx\r\n%s\r\n0\r\n\r\n",
+                         b_id, strlen(bodytxt), bodytxt);
+        } else {
+            n = snprintf(resp, sizeof resp,
+                         "HTTP/1.1 %d %s\r\nX-Backend: %s\r\nX-Arbiter-Load: q=%d,inflight=%d\r\n"
+                         "Content-Length: %zu\r\n%s\r\n%s",
+                         code, reason, b_id, q > 1 ? q - 1 : 0, q, strlen(bodytxt),
+                         keep ? "" : "Connection: close\r\n", head ? "" : bodytxt);
+        }
+        atomic_fetch_sub(&b_inflight, 1);
+        if (write_all(fd, resp, (size_t)n) < 0 || !keep)
+            break;
+    }
+done:
+    free(buf);
+    close(fd);
+    return NULL;
+}
+
+static int listen_any(int *port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    socklen_t len = sizeof sa;
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1024) < 0 ||
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+        return -1;
+    *port = ntohs(sa.sin_port);
+    return fd;
+}
+
+static int run_backend(int argc, char **argv)
+{
+    const char *pf = opt(argc, argv, "--port-file", NULL);
+    int port, lfd;
+
+    b_id = opt(argc, argv, "--id", "b");
+    b_delay_ms = atoi(opt(argc, argv, "--delay-ms", "0"));
+    b_health_file = opt(argc, argv, "--health-file", NULL);
+    signal(SIGPIPE, SIG_IGN);
+    lfd = listen_any(&port);
+    if (lfd < 0) {
+        perror("listen");
+        return 1;
+    }
+    if (pf) {
+        char tmp[512];
+        snprintf(tmp, sizeof tmp, "%s.tmp", pf);
+        FILE *f = fopen(tmp, "w");
+        if (!f)
+            return 1;
+        fprintf(f, "%d\n", port);
+        fclose(f);
+        rename(tmp, pf);
+    }
+    for (;;) {
+        int fd = accept(lfd, NULL, NULL), one = 1;
+        pthread_t t;
+        if (fd < 0)
+            continue;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (pthread_create(&t, NULL, b_conn, (void *)(intptr_t)fd) != 0) {
+            close(fd);
+            continue;
+        }
+        pthread_detach(t);
+    }
+}
+
+/* ---- client ---------------------------------------------------------------- */
+
+static int dial(int port)
+{
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
+    struct timeval tv = {.tv_sec = 10};
+    if (fd < 0)
+        return -1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    if (connect(fd, (struct sockaddr *)&sa, sizeof sa) < 0) {
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Read one response on fd (buffer carried across calls). Returns the status
+ * and fills the backend id and body; -1 on a connection error. */
+typedef struct rbuf {
+    char d[1 << 16];
+    size_t len;
+} rbuf_t;
+
+static int read_response(int fd, rbuf_t *rb, bool head_req, char *backend, size_t blen, char *body,
+                         size_t bodylen)
+{
+    http_head_t h;
+    int rc;
+
+    backend[0] = '\0';
+    if (body)
+        body[0] = '\0';
+    for (;;) {
+        rc = http_parse_response(rb->d, rb->len, &h);
+        if (rc < 0)
+            return -1;
+        if (rc > 0)
+            break;
+        ssize_t n = recv(fd, rb->d + rb->len, sizeof rb->d - rb->len, 0);
+        if (n <= 0)
+            return -1;
+        rb->len += (size_t)n;
+    }
+    /* X-Backend */
+    const char *x = memmem(rb->d, h.len, "X-Backend: ", 11);
+    if (x) {
+        size_t k = strcspn(x + 11, "\r");
+        snprintf(backend, blen, "%.*s", (int)k, x + 11);
+    }
+    http_body_t b;
+    http_body_response(&b, &h, head_req);
+    size_t off = h.len, bo = 0;
+    for (;;) {
+        ssize_t k = http_body_feed(&b, rb->d + off, rb->len - off);
+        if (k < 0)
+            return -1;
+        if (body) {
+            size_t c = (size_t)k < bodylen - 1 - bo ? (size_t)k : bodylen - 1 - bo;
+            memcpy(body + bo, rb->d + off, c);
+            bo += c;
+            body[bo] = '\0';
+        }
+        off += (size_t)k;
+        if (b.done)
+            break;
+        memmove(rb->d, rb->d + off, rb->len - off);
+        rb->len -= off;
+        off = 0;
+        ssize_t n = recv(fd, rb->d + rb->len, sizeof rb->d - rb->len, 0);
+        if (n == 0 && b.mode == HTTP_BODY_CLOSE)
+            break;
+        if (n <= 0)
+            return -1;
+        rb->len += (size_t)n;
+    }
+    memmove(rb->d, rb->d + off, rb->len - off);
+    rb->len -= off;
+    return h.status;
+}
+
+/* ---- load ------------------------------------------------------------------ */
+
+#define MAXB 16
+#define MAXKEYS 4096
+
+static int l_port, l_keys;
+static const char *l_header, *l_path;
+static atomic_long l_next, l_limit, l_ok, l_err;
+static double l_deadline;
+static pthread_mutex_t l_mu = PTHREAD_MUTEX_INITIALIZER;
+static char l_names[MAXB][64];
+static long l_count[MAXB];
+static int l_nb;
+static signed char l_keymap[MAXKEYS]; /* key -> backend index, -1 none */
+static bool l_keysplit[MAXKEYS];
+static double *l_lat;
+static long l_nlat, l_caplat;
+
+static int backend_index(const char *name)
+{
+    for (int i = 0; i < l_nb; i++)
+        if (strcmp(l_names[i], name) == 0)
+            return i;
+    if (l_nb == MAXB)
+        return MAXB - 1;
+    snprintf(l_names[l_nb], sizeof l_names[0], "%s", name);
+    return l_nb++;
+}
+
+static void *l_worker(void *arg)
+{
+    rbuf_t *rb = malloc(sizeof *rb);
+    int fd = -1;
+
+    while (rb) {
+        long i = atomic_fetch_add(&l_next, 1);
+        if ((l_limit > 0 && i >= l_limit) || (l_deadline > 0 && now_ms() >= l_deadline))
+            break;
+        if (fd < 0) {
+            fd = dial(l_port);
+            rb->len = 0;
+            if (fd < 0) {
+                atomic_fetch_add(&l_err, 1);
+                usleep(10000);
+                continue;
+            }
+        }
+        char req[512], be[64];
+        int key = l_keys > 0 ? (int)(i % l_keys) : -1, n;
+        if (key >= 0)
+            n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n%s: key-%d\r\n\r\n",
+                         l_path, l_header, key);
+        else
+            n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", l_path);
+        double t0 = now_ms();
+        int st = write_all(fd, req, (size_t)n) < 0 ? -1
+                                                   : read_response(fd, rb, false, be, sizeof be,
+                                                                   NULL, 0);
+        double dt = now_ms() - t0;
+        if (st < 200 || st >= 300) {
+            atomic_fetch_add(&l_err, 1);
+            if (st < 0) {
+                close(fd);
+                fd = -1;
+            }
+            continue;
+        }
+        atomic_fetch_add(&l_ok, 1);
+        pthread_mutex_lock(&l_mu);
+        int bi = backend_index(be);
+        l_count[bi]++;
+        if (key >= 0 && key < MAXKEYS) {
+            if (l_keymap[key] >= 0 && l_keymap[key] != bi)
+                l_keysplit[key] = true;
+            l_keymap[key] = (signed char)bi;
+        }
+        if (l_nlat == l_caplat) {
+            l_caplat = l_caplat ? l_caplat * 2 : 4096;
+            l_lat = realloc(l_lat, (size_t)l_caplat * sizeof *l_lat);
+        }
+        if (l_lat)
+            l_lat[l_nlat++] = dt;
+        pthread_mutex_unlock(&l_mu);
+    }
+    if (fd >= 0)
+        close(fd);
+    free(rb);
+    return NULL;
+}
+
+static int dcmp(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int run_load(int argc, char **argv)
+{
+    int conns = atoi(opt(argc, argv, "--conns", "4"));
+    pthread_t th[256];
+    const char *mapout = opt(argc, argv, "--map-out", NULL);
+    int dur = atoi(opt(argc, argv, "--duration-ms", "0"));
+
+    l_port = atoi(opt(argc, argv, "--port", "0"));
+    l_limit = atol(opt(argc, argv, "--requests", "0"));
+    l_keys = atoi(opt(argc, argv, "--keys", "0"));
+    l_header = opt(argc, argv, "--header", "X-User");
+    l_path = opt(argc, argv, "--path", "/");
+    if (l_keys > MAXKEYS)
+        l_keys = MAXKEYS;
+    memset(l_keymap, -1, sizeof l_keymap);
+    if (conns < 1 || conns > 256 || l_port <= 0 || (l_limit <= 0 && dur <= 0)) {
+        fprintf(stderr, "load: give --port, --conns 1..256, --requests N or --duration-ms D\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    if (dur > 0)
+        l_deadline = now_ms() + dur;
+    for (int i = 0; i < conns; i++)
+        pthread_create(&th[i], NULL, l_worker, NULL);
+    for (int i = 0; i < conns; i++)
+        pthread_join(th[i], NULL);
+    qsort(l_lat, (size_t)l_nlat, sizeof *l_lat, dcmp);
+    int split = 0;
+    for (int k = 0; k < l_keys; k++)
+        split += l_keysplit[k];
+    printf("{\"ok\":%ld,\"errors\":%ld,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"keys_split\":%d,"
+           "\"by\":{",
+           (long)l_ok, (long)l_err, l_nlat ? l_lat[l_nlat / 2] : 0,
+           l_nlat ? l_lat[(long)(l_nlat * 0.99)] : 0, split);
+    for (int i = 0; i < l_nb; i++)
+        printf("%s\"%s\":%ld", i ? "," : "", l_names[i], l_count[i]);
+    printf("}}\n");
+    if (mapout) {
+        FILE *f = fopen(mapout, "w");
+        for (int k = 0; f && k < l_keys; k++)
+            if (l_keymap[k] >= 0)
+                fprintf(f, "key-%d %s\n", k, l_names[(int)l_keymap[k]]);
+        if (f)
+            fclose(f);
+    }
+    free(l_lat);
+    return 0;
+}
+
+/* ---- one request ----------------------------------------------------------- */
+
+static int run_req(int argc, char **argv)
+{
+    int port = atoi(opt(argc, argv, "--port", "0"));
+    const char *method = opt(argc, argv, "--method", "GET"), *path = opt(argc, argv, "--path", "/");
+    long nbody = atol(opt(argc, argv, "--body-bytes", "0"));
+    bool chunked = flag(argc, argv, "--chunked");
+    static rbuf_t rb;
+    static char body[1 << 16];
+    char hdr[512], be[64];
+    int fd, n, st;
+
+    signal(SIGPIPE, SIG_IGN);
+    fd = dial(port);
+    if (fd < 0) {
+        printf("connect failed\n");
+        return 1;
+    }
+    if (chunked)
+        n = snprintf(hdr, sizeof hdr,
+                     "%s %s HTTP/1.1\r\nHost: t\r\nTransfer-Encoding: chunked\r\n\r\n", method,
+                     path);
+    else
+        n = snprintf(hdr, sizeof hdr, "%s %s HTTP/1.1\r\nHost: t\r\nContent-Length: %ld\r\n\r\n",
+                     method, path, nbody);
+    if (write_all(fd, hdr, (size_t)n) < 0)
+        return 1;
+    char chunk[8192];
+    memset(chunk, 'x', sizeof chunk);
+    for (long left = nbody; left > 0;) {
+        size_t c = left < (long)sizeof chunk ? (size_t)left : sizeof chunk;
+        if (chunked) {
+            n = snprintf(hdr, sizeof hdr, "%zx\r\n", c);
+            if (write_all(fd, hdr, (size_t)n) < 0)
+                return 1;
+        }
+        if (write_all(fd, chunk, c) < 0 || (chunked && write_all(fd, "\r\n", 2) < 0))
+            return 1;
+        left -= (long)c;
+    }
+    if (chunked && write_all(fd, "0\r\n\r\n", 5) < 0)
+        return 1;
+    st = read_response(fd, &rb, strcmp(method, "HEAD") == 0, be, sizeof be, body, sizeof body);
+    printf("%d\n%s", st, body);
+    close(fd);
+    return st > 0 ? 0 : 1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "backend") == 0)
+        return run_backend(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "load") == 0)
+        return run_load(argc - 1, argv + 1);
+    if (argc > 1 && strcmp(argv[1], "req") == 0)
+        return run_req(argc - 1, argv + 1);
+    fprintf(stderr, "usage: arb_lbtest backend|load|req ...\n");
+    return 2;
+}
