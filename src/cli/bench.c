@@ -111,10 +111,8 @@ int cli_bench(int argc, char **argv)
         }
         else if (strcmp(argv[i], "-o") == 0)
             out = argv[++i];
-        else if (strcmp(argv[i], "--full-scan") == 0) {
-            conf.full_scan = true;
-            i--; /* a flag: no value */
-        }
+        else if (strcmp(argv[i], "--full-scan") == 0)
+            conf.full_scan = true; /* a flag: takes no value */
         else
             return usage();
     }
