@@ -9,8 +9,8 @@ set -eu
 PKGS="pkg-config libcmocka-dev libfyaml-dev"
 # the controller: store, HTTP server, JSON, HTTP client (CLI verbs, tests).
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
-# the agent: NUMA and PCIe locality.
-PKGS="$PKGS libhwloc-dev"
+# the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
+PKGS="$PKGS libhwloc-dev iproute2"
 # clang and its runtime are needed only for `make fuzz`.
 if [ "${ARB_FUZZ:-0}" = 1 ]; then
     PKGS="$PKGS clang libclang-rt-14-dev"

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "agent/agent.h"
 
@@ -43,8 +44,25 @@ static void say(agent_t *a, const char *fmt, ...)
 static void fence(agent_t *a, int64_t t)
 {
     int n = agent_exec_fence(&a->exec, t);
+    /* SIGKILL is on its way; reap now, so that nothing of them is left, not
+     * even a zombie, by the time the controller may place them elsewhere. */
+    if (n > 0 && agent_exec_wait(&a->exec, 1000000000LL) < 0)
+        say(a, "fence: %d task%s not gone after 1 s (stuck in the kernel?)",
+            agent_exec_live(&a->exec), agent_exec_live(&a->exec) == 1 ? "" : "s");
     say(a, "FENCED: %s; killed %d task%s, assignments refused until registered again", a->lease.why,
         n, n == 1 ? "" : "s");
+    a->inventory_acked = false; /* register anew, inventory and all */
+}
+
+int agent_tick(agent_t *a)
+{
+    int64_t t = now(a);
+
+    if (agent_exec_poll(&a->exec, t) > 0)
+        a->urgent = true;
+    if (agent_lease_tick(&a->lease, t) == AGENT_LEASE_FENCE)
+        fence(a, t);
+    return agent_exec_live(&a->exec);
 }
 
 /* ---- restart state -------------------------------------------------------------------- */
@@ -135,11 +153,24 @@ int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
     a->conf.exec.node_name = a->disc.inv.name;
     if ((rc = agent_exec_init(&a->exec, &a->conf.exec, err)) < 0)
         goto fail_disc;
-    agent_tel_init(&a->tel, a->conf.disc.proc_root);
+    if (!realpath(a->conf.exec.log_dir, a->log_dir))
+        snprintf(a->log_dir, sizeof a->log_dir, "%s", a->conf.exec.log_dir);
+    if (gethostname(a->hostname, sizeof a->hostname - 1) != 0)
+        a->hostname[0] = '\0';
+    if (!a->conf.fake_busy_pct)
+        a->conf.fake_busy_pct = 90;
+    agent_tel_init(&a->tel,
+                   a->conf.tel_proc_root ? a->conf.tel_proc_root : a->conf.disc.proc_root);
     agent_tel_sample(&a->tel, &a->disc, now(a), &a->last, NULL); /* primes the deltas */
     agent_lease_init(&a->lease, a->conf.lease_ns);
-    if ((rc = a->tr->open(a->conf.target, a->disc.inv.name, &a->tstate, err)) < 0)
-        goto fail_exec;
+    {
+        agent_transport_conf_t tc = {.target = a->conf.target,
+                                     .node = a->disc.inv.name,
+                                     .token = a->conf.token,
+                                     .conn = a->conf.conn};
+        if ((rc = a->tr->open(&tc, &a->tstate, err)) < 0)
+            goto fail_exec;
+    }
     if (a->disc.note[0])
         say(a, "%s", a->disc.note);
     if (a->exec.warning[0])
@@ -186,6 +217,7 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         bool ours = as && as->ref.attempt == k->attempt && !as->ref.stop;
 
         if (k->state == AGENT_TASK_RUNNING && !ours) {
+            a->urgent = true;
             say(a, "job %s task %d: %s; stopping it", k->job, k->task,
                 !as            ? "no longer assigned here"
                 : as->ref.stop ? "stop requested"
@@ -220,39 +252,82 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         memcpy(s.gpus, as->gpus, sizeof s.gpus);
         s.mem_bytes = as->mem_bytes;
         s.cpu_milli = as->cpu_milli;
-        if (agent_exec_start(&a->exec, &s, t, NULL, &err) < 0)
-            say(a, "%s", err.msg); /* reported as not running; the controller decides */
-        else
-            say(a, "job %s task %d (attempt %llu) started on GPUs %d%s", s.job, s.task,
-                (unsigned long long)s.attempt, s.ngpus, s.ngpus ? "" : " (none)");
+        if (as->world_size > 1) {
+            s.world_size = as->world_size;
+            s.rank = as->rank;
+            s.master_addr = as->master_addr;
+            s.master_port = as->master_port;
+        }
+        int rc = agent_exec_start(&a->exec, &s, t, NULL, &err);
+        a->urgent = true; /* say so now: the job counts as running from the report */
+        if (rc < 0) {
+            /* Reported as an exit, as a shell would: 127 not found, 126 else. */
+            say(a, "%s", err.msg);
+            agent_exec_record_failed(&a->exec, &s, rc == -ENOENT ? 127 : 126, t);
+        } else {
+            char gl[64] = "";
+            for (int g = 0, used = 0; g < s.ngpus && used < (int)sizeof gl; g++)
+                used += snprintf(gl + used, sizeof gl - (size_t)used, "%s%d", g ? "," : "",
+                                 s.gpus[g]);
+            say(a, "job %s task %d (attempt %llu, epoch %llu) started on GPUs [%s]", s.job,
+                s.task, (unsigned long long)s.attempt, (unsigned long long)s.epoch, gl);
+        }
     }
 }
 
 /* ---- one heartbeat ---------------------------------------------------------------------- */
 
+/* Fake GPUs look busy while a task holds them (straggler checks, demos). */
+static void fake_load(agent_t *a)
+{
+    uint32_t busy = 0;
+
+    if (a->disc.ops != &agent_gpu_fake || a->conf.fake_busy_pct < 0)
+        return;
+    for (int i = 0; i < a->exec.ntasks; i++) {
+        const agent_task_t *k = a->exec.tasks[i];
+        if (k->state == AGENT_TASK_EXITED)
+            continue;
+        for (int g = 0; g < k->ngpus; g++)
+            busy |= 1u << k->gpus[g];
+    }
+    agent_fake_load(&a->disc, busy, a->conf.fake_busy_pct > 100 ? 100 : a->conf.fake_busy_pct);
+}
+
 int agent_step(agent_t *a, arb_err_t *err)
 {
-    int64_t t = now(a), sent;
+    int64_t t = now(a), sent, timeout;
     agent_report_in_t in;
     agent_reply_t reply;
     arb_err_t terr;
     char *body;
     int rc;
 
-    agent_exec_poll(&a->exec, t);
-    if (agent_lease_tick(&a->lease, t) == AGENT_LEASE_FENCE)
-        fence(a, t);
+    agent_tick(a);
+    a->urgent = false; /* this report says it */
+    fake_load(a);
     agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
     memset(&in, 0, sizeof in);
     in.lamport = agent_lamport_tick(&a->clock);
     in.inv = a->inventory_acked ? NULL : &a->disc.inv;
     in.tel = &a->last;
     in.exec = &a->exec;
+    in.address = a->conf.address;
+    in.hostname = a->hostname;
+    in.log_dir = a->log_dir;
     if (!(body = agent_report_json(&in)))
         return arb_errf(err, -ENOMEM, "out of memory building the report");
+    /* A hung controller must not hold the fence back: the report gets at
+     * most what is left of the lease. */
+    timeout = a->lease.lease_ns;
+    if (a->lease.expires_ns > t && a->lease.expires_ns - t < timeout)
+        timeout = a->lease.expires_ns - t; /* active, or adopted tasks' old lease */
+    if (a->conf.report_timeout_ns > 0 && a->conf.report_timeout_ns < timeout)
+        timeout = a->conf.report_timeout_ns;
     sent = t;
     memset(&terr, 0, sizeof terr);
-    rc = a->tr->report(a->tstate, body, strlen(body), &reply, &terr);
+    memset(&reply, 0, sizeof reply);
+    rc = a->tr->report(a->tstate, body, strlen(body), timeout, &reply, &terr);
     free(body);
     t = now(a);
     a->reports++;
@@ -271,17 +346,35 @@ int agent_step(agent_t *a, arb_err_t *err)
         say(a, "reports acknowledged again");
     a->failing = false;
     agent_lamport_recv(&a->clock, reply.lamport);
+    if (reply.lease_ns > 0) {
+        agent_lease_set_length(&a->lease, a->conf.lease_ns, reply.lease_ns);
+        if (reply.lease_ns <= a->conf.heartbeat_ns && !a->warned_lease) {
+            say(a,
+                "the controller's lease (%lld ms) is not longer than the heartbeat (%lld ms): "
+                "this node will fence between heartbeats; lower --heartbeat",
+                (long long)(reply.lease_ns / 1000000), (long long)(a->conf.heartbeat_ns / 1000000));
+            a->warned_lease = true;
+        }
+    }
     if (reply.lost) {
-        if (agent_lease_lost(&a->lease, t, "the controller declared this node lost") ==
+        if (agent_lease_lost(&a->lease, t,
+                             "the controller declared this node lost or does not know it") ==
             AGENT_LEASE_FENCE)
             fence(a, t);
+        else if (a->inventory_acked)
+            say(a, "the controller does not know this node: %s; registering again",
+                reply.message[0] ? reply.message : "(no word)");
         a->inventory_acked = false; /* register again, inventory and all */
-    } else if (a->lease.state != AGENT_LEASE_ACTIVE) {
+        agent_reply_free(&reply);
+        save_state(a);
+        return 0;
+    }
+    if (a->lease.state != AGENT_LEASE_ACTIVE) {
         bool had_tasks = agent_exec_live(&a->exec) > 0;
         if (agent_lease_registered(&a->lease, reply.epoch, sent, t, &terr) == 0) {
             a->inventory_acked = true;
             say(a, "registered (epoch %llu, lease %lld ms)", (unsigned long long)reply.epoch,
-                (long long)(a->conf.lease_ns / 1000000));
+                (long long)(a->lease.lease_ns / 1000000));
             if (had_tasks && !reply.have_assignments)
                 say(a, "the transport has no assignment list: adopted tasks keep running");
         } else {
@@ -291,7 +384,8 @@ int agent_step(agent_t *a, arb_err_t *err)
         int hrc;
         if (agent_lease_heartbeat_ok(&a->lease, reply.epoch, sent, t, &hrc) == AGENT_LEASE_FENCE)
             fence(a, t);
-        a->inventory_acked = true;
+        else
+            a->inventory_acked = true;
     }
     if (reply.have_assignments && a->lease.state == AGENT_LEASE_ACTIVE)
         apply(a, &reply, t);

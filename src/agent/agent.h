@@ -4,12 +4,21 @@
  * one heartbeat; `arbiter agent` (src/cli/agent.c) calls it on a timer.
  *
  * One heartbeat: reap tasks; fence if the lease ran out; sample; send the
- * report (the inventory until the controller has acknowledged one); on an
- * acknowledgement renew the lease (or register), and, when the reply
- * carries the node's assignment list, apply it: start what is new (epoch
- * permitting), SIGTERM what is no longer listed or has stop, forget ended
- * tasks the list no longer names. Without an acknowledgement only time
- * passes. The clock comes in through conf.now, so tests drive it.
+ * report (the inventory until the controller has acknowledged one), taking
+ * at most what is left of the lease; on an acknowledgement renew the lease
+ * (or register), and, when the reply carries the node's assignment list,
+ * apply it: start what is new (epoch permitting; gang members get their
+ * rendezvous variables), SIGTERM what is no longer listed or has stop,
+ * forget ended tasks the list no longer names. Without an acknowledgement
+ * only time passes. The clock comes in through conf.now, so tests drive it.
+ * Between heartbeats agent_tick reaps and fences on time.
+ *
+ * Fencing timing: the lease is min(--lease, the controller's lease_ms) and
+ * runs from the send time of the last acknowledged report; the controller
+ * counts its own, longer, lease from when that report arrived and adds a
+ * grace before it places the node's tasks elsewhere (src/state/liveness.c).
+ * A fence (lease run out, or the controller's {"lost": true}) kills every
+ * task and sends the inventory again, to register anew.
  *
  * Restarts: with conf.state_file, the live tasks and the lease (epoch,
  * expiry) are saved after every heartbeat; a restarted agent adopts the
@@ -30,6 +39,14 @@ typedef struct agent_conf {
     agent_exec_conf_t exec;
     const agent_transport_ops_t *transport; /* NULL: stdout */
     const char *target;                     /* the transport's target */
+    const char *token;                      /* a bearer token; NULL none */
+    agent_http_conn_t *conn;                /* http: a shared connection (emulation) */
+    const char *address;       /* reported for gang rendezvous; NULL: the controller uses
+                                  the address the reports come from */
+    int64_t report_timeout_ns; /* at most this per report (0: only the lease bounds it) */
+    const char *tel_proc_root; /* telemetry's /proc; NULL: disc.proc_root */
+    int fake_busy_pct;         /* fake GPUs held by a task show this utilisation (0: 90;
+                                  < 0: leave the fake telemetry alone) */
     const char *state_file;                 /* NULL: no restart state */
     int64_t (*now)(void *ctx);              /* NULL: CLOCK_MONOTONIC */
     void *now_ctx;
@@ -48,8 +65,13 @@ typedef struct agent {
     void *tstate;
     bool inventory_acked; /* the controller has the inventory */
     bool failing;         /* the last report was not acknowledged */
+    bool warned_lease;    /* said once that the controller's lease is too short */
+    bool urgent;          /* a task started or ended since the last report: the
+                             caller sends the next one now, not a heartbeat later */
     uint64_t reports, failures;
     agent_tel_sample_t last;
+    char hostname[256];
+    char log_dir[PATH_MAX]; /* absolute */
 } agent_t;
 
 /* Discover, start the executor and the transport, adopt survivors of a
@@ -57,6 +79,9 @@ typedef struct agent {
 int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err);
 /* One heartbeat. 0, or -errno when the report could not be made at all. */
 int agent_step(agent_t *a, arb_err_t *err);
+/* Between heartbeats: reap exits and fence the moment the lease runs out
+ * (a reaped exit sets a->urgent). Returns the number of live tasks. */
+int agent_tick(agent_t *a);
 /* Stop: kill every task first when fence (a deliberate stop), or leave them
  * for the next run to adopt. */
 void agent_close(agent_t *a, bool fence);

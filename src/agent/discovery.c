@@ -352,7 +352,7 @@ fail:
 int agent_disc_sample(agent_disc_t *d, agent_gpu_sample_t *out, arb_err_t *err)
 {
     for (int i = 0; i < d->inv.ngpus; i++)
-        out[i] = (agent_gpu_sample_t){-1, -1, -1};
+        out[i] = (agent_gpu_sample_t){-1, -1, -1, false};
     if (!d->ops || d->inv.ngpus == 0)
         return 0;
     return d->ops->sample(d->state, &d->inv, out, err);

@@ -49,6 +49,8 @@ typedef struct agent_gpu_sample {
     int16_t util_pct; /* 0..100 */
     int16_t temp_c;
     int32_t mem_used_mib;
+    bool unhealthy; /* the source says the GPU is unusable (NVML: lost from the bus,
+                       or not answering at all; fake: agent_fake_set) */
 } agent_gpu_sample_t;
 
 /* What the node has. Plain data: copy it freely. */
@@ -143,6 +145,11 @@ int agent_fake_parse(const char *spec, const char *node, agent_inv_t *inv, arb_e
 /* Set what the fake row reports for GPU i (emulation, tests); -EINVAL when
  * d's source is not fake or i is out of range. */
 int agent_fake_set(agent_disc_t *d, int i, const agent_gpu_sample_t *s);
+
+/* Emulated load on the fake row: GPUs in busy_mask show pct% busy, most of
+ * their memory used and 65 C, the others idle; health as last set.
+ * -EINVAL when d's source is not fake. */
+int agent_fake_load(agent_disc_t *d, uint32_t busy_mask, int pct);
 
 /* Canonical PCI bus id "dddd:bb:dd.f" (lower case) from NVML's
  * "00000000:17:00.0" and friends; -EINVAL when it is not one. */

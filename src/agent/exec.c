@@ -463,6 +463,7 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         goto fail;
     }
 
+    pid_t agent_pid = getpid();
     pid = fork();
     if (pid < 0) {
         rc = -errno;
@@ -482,6 +483,11 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
             child_report(pipefd[1], 3, errno ? errno : EPERM);
         if (chdir(cwd) != 0)
             child_report(pipefd[1], 4, errno);
+        /* After the user switch, which clears it; the check closes the
+         * window in which the agent died before it was set. */
+        if (x->conf.die_with_agent &&
+            (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != agent_pid))
+            _exit(137);
         struct sigaction dfl;
         memset(&dfl, 0, sizeof dfl);
         dfl.sa_handler = SIG_DFL;
@@ -565,6 +571,35 @@ fail:
         free(t);
     }
     env_free(&env);
+    return rc;
+}
+
+int agent_exec_record_failed(agent_exec_t *x, const agent_task_spec_t *s, int exit_code,
+                             int64_t now_ns)
+{
+    agent_task_t *t, *old;
+    int rc;
+
+    if (!agent_job_id_ok(s->job) || s->task < 0)
+        return -EINVAL;
+    old = agent_exec_find(x, s->job, s->task);
+    if (old && old->state != AGENT_TASK_EXITED)
+        return -EEXIST;
+    if (!(t = calloc(1, sizeof *t)))
+        return -ENOMEM;
+    snprintf(t->job, sizeof t->job, "%s", s->job);
+    t->task = s->task;
+    t->attempt = s->attempt;
+    t->epoch = s->epoch;
+    t->state = AGENT_TASK_EXITED;
+    t->start_ns = t->end_ns = now_ns;
+    t->exit_code = exit_code;
+    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+    snprintf(t->reason, sizeof t->reason, "exited");
+    if (old)
+        agent_exec_forget(x, s->job, s->task);
+    if ((rc = table_add(x, t)) < 0)
+        free(t);
     return rc;
 }
 

@@ -84,6 +84,9 @@ typedef struct agent_exec_conf {
     const char *cgroup_self; /* the agent's /proc/self/cgroup text (tests); NULL: read it */
     const char *node_name;   /* ARBITER_NODE */
     bool subreaper;          /* adopt orphaned grandchildren so they are reaped here */
+    bool die_with_agent;     /* task leaders get SIGKILL when the agent dies (no restart
+                                state: nothing could adopt them, and the controller will
+                                run them elsewhere) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {
@@ -113,6 +116,15 @@ void agent_exec_free(agent_exec_t *x);
  */
 int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *spec, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err);
+
+/*
+ * A task that could not be started (agent_exec_start failed): record it as
+ * EXITED with exit_code (127 command not found, 126 otherwise, as shells
+ * say), so that its failure is reported like any exit. -EEXIST when
+ * (job, task) is live.
+ */
+int agent_exec_record_failed(agent_exec_t *x, const agent_task_spec_t *spec, int exit_code,
+                             int64_t now_ns);
 
 /* SIGTERM the task's group; SIGKILL at now + grace (agent_exec_poll).
  * -ENOENT no such task; 0 (nothing done) when it is already stopping or gone. */

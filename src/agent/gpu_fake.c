@@ -5,7 +5,8 @@
  * NUMA node 0 and the second on 1. UUIDs are made from the node name and
  * the index, so they are stable across restarts and differ between nodes.
  * Telemetry is idle (0% busy, no memory used, 30 C) until agent_fake_set
- * says otherwise.
+ * or agent_fake_load (the agent: busy while a task holds the GPU) says
+ * otherwise.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -133,6 +134,21 @@ int agent_fake_set(agent_disc_t *d, int i, const agent_gpu_sample_t *s)
     if (d->ops != &agent_gpu_fake || !st || i < 0 || i >= st->n)
         return -EINVAL;
     st->s[i] = *s;
+    return 0;
+}
+
+int agent_fake_load(agent_disc_t *d, uint32_t busy_mask, int pct)
+{
+    fake_state_t *st = d->state;
+
+    if (d->ops != &agent_gpu_fake || !st)
+        return -EINVAL;
+    for (int i = 0; i < st->n; i++) {
+        bool busy = (busy_mask >> i) & 1u;
+        st->s[i].util_pct = (int16_t)(busy ? pct : 0);
+        st->s[i].temp_c = (int16_t)(busy ? 65 : 30);
+        st->s[i].mem_used_mib = busy ? d->inv.gpu[i].mem_mib / 10 * 8 : 0;
+    }
     return 0;
 }
 

@@ -313,7 +313,7 @@ static int inv_open(const agent_disc_opts_t *o, agent_inv_t *inv, void **state, 
 static int inv_sample(void *state, const agent_inv_t *inv, agent_gpu_sample_t *out, arb_err_t *err)
 {
     for (int i = 0; i < inv->ngpus; i++)
-        out[i] = (agent_gpu_sample_t){-1, -1, -1};
+        out[i] = (agent_gpu_sample_t){-1, -1, -1, false};
     return 0;
 }
 

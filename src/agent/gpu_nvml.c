@@ -34,6 +34,7 @@ typedef struct nvmlDevice_st *nvmlDevice_t;
 #define NVML_SUCCESS 0
 #define NVML_ERROR_DRIVER_NOT_LOADED 9
 #define NVML_ERROR_LIBRARY_NOT_FOUND 12
+#define NVML_ERROR_GPU_IS_LOST 15
 #define NVML_TEMPERATURE_GPU 0
 #define NVML_FEATURE_ENABLED 1
 #define NVML_TOPOLOGY_MULTIPLE 20
@@ -322,13 +323,17 @@ static int nvml_sample(void *state, const agent_inv_t *inv, agent_gpu_sample_t *
         nvmlMemory_t m;
         unsigned int t;
 
-        out[i] = (agent_gpu_sample_t){-1, -1, -1};
+        nvmlReturn_t mr;
+        out[i] = (agent_gpu_sample_t){-1, -1, -1, false};
         if (st->f.util && st->f.util(st->dev[i], &u) == NVML_SUCCESS)
             out[i].util_pct = (int16_t)(u.gpu > 100 ? 100 : u.gpu);
         if (st->f.temp && st->f.temp(st->dev[i], NVML_TEMPERATURE_GPU, &t) == NVML_SUCCESS)
             out[i].temp_c = (int16_t)(t > 300 ? 300 : t);
-        if (st->f.memory(st->dev[i], &m) == NVML_SUCCESS)
+        if ((mr = st->f.memory(st->dev[i], &m)) == NVML_SUCCESS)
             out[i].mem_used_mib = (int32_t)(m.used >> 20);
+        /* Fallen off the bus (an Xid 79), or answering nothing at all. */
+        out[i].unhealthy = mr == NVML_ERROR_GPU_IS_LOST ||
+                           (mr != NVML_SUCCESS && out[i].util_pct < 0 && out[i].temp_c < 0);
     }
     return 0;
 }

@@ -166,6 +166,19 @@ int agent_lease_check_assignment(agent_lease_t *l, uint64_t epoch, int64_t now_n
     return 0;
 }
 
+void agent_lease_set_length(agent_lease_t *l, int64_t configured_ns, int64_t controller_ns)
+{
+    int64_t len = configured_ns;
+
+    if (controller_ns > 0 && controller_ns < len)
+        len = controller_ns;
+    if (len <= 0 || len == l->lease_ns)
+        return;
+    l->lease_ns = len;
+    if (l->state == AGENT_LEASE_ACTIVE && l->last_ok_ns + len < l->expires_ns)
+        l->expires_ns = l->last_ok_ns + len; /* invariant 2 holds for the new length */
+}
+
 int64_t agent_lease_remaining(const agent_lease_t *l, int64_t now_ns)
 {
     if (l->state != AGENT_LEASE_ACTIVE || now_ns >= l->expires_ns)

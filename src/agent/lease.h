@@ -90,6 +90,15 @@ agent_lease_action_t agent_lease_lost(agent_lease_t *l, int64_t now_ns, const ch
 int agent_lease_check_assignment(agent_lease_t *l, uint64_t epoch, int64_t now_ns,
                                  agent_lease_action_t *act, arb_err_t *err);
 
+/*
+ * The controller said how long its lease for this node is: the agent's
+ * lease becomes min(its configured length, that), so the agent fences no
+ * later than the controller may declare the node lost. A running lease is
+ * shortened to last_ok + the new length (never lengthened: only a
+ * heartbeat renews it). ns <= 0 changes nothing.
+ */
+void agent_lease_set_length(agent_lease_t *l, int64_t configured_ns, int64_t controller_ns);
+
 /* Nanoseconds of lease left (0 when not ACTIVE or run out). */
 int64_t agent_lease_remaining(const agent_lease_t *l, int64_t now_ns);
 const char *agent_lease_state_name(agent_lease_state_t s);

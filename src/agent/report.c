@@ -79,6 +79,24 @@ static json_t *inventory(const agent_inv_t *inv)
     return o;
 }
 
+static json_t *inventory_in(const agent_report_in_t *in)
+{
+    json_t *o = inventory(in->inv);
+    int bad = 0;
+
+    if (o && in->address && in->address[0])
+        bad |= set(o, "address", json_string(in->address));
+    if (o && in->hostname && in->hostname[0])
+        bad |= set(o, "hostname", json_string(in->hostname));
+    if (o && in->log_dir && in->log_dir[0])
+        bad |= set(o, "log_dir", json_string(in->log_dir));
+    if (bad) {
+        json_decref(o);
+        return NULL;
+    }
+    return o;
+}
+
 static json_t *telemetry(const agent_tel_sample_t *s)
 {
     json_t *o = json_object(), *gpus = json_array();
@@ -106,7 +124,7 @@ static json_t *telemetry(const agent_tel_sample_t *s)
         bad |= set(o, "disk_write_bps", json_real(s->disk_write_bps));
     for (int i = 0; i < s->ngpus; i++) {
         const agent_gpu_sample_t *g = &s->gpu[i];
-        json_t *e = json_pack("{s:i,s:b}", "index", i, "healthy", 1);
+        json_t *e = json_pack("{s:i,s:b}", "index", i, "healthy", !g->unhealthy);
         if (e && g->util_pct >= 0)
             bad |= set(e, "util", json_integer(g->util_pct));
         if (e && g->mem_used_mib >= 0)
@@ -147,7 +165,7 @@ json_t *agent_report_build(const agent_report_in_t *in)
     int bad = !o;
 
     if (o && in->inv)
-        bad |= set(o, "inventory", inventory(in->inv));
+        bad |= set(o, "inventory", inventory_in(in));
     if (o && in->tel)
         bad |= set(o, "telemetry", telemetry(in->tel));
     if (o && in->exec)
@@ -290,6 +308,29 @@ static int parse_one(json_t *v, const char *path, agent_assignment_t *a, arb_err
     name = json_object_get(v, "name");
     if (json_is_string(name))
         snprintf(a->name, sizeof a->name, "%s", json_string_value(name));
+    {
+        int64_t rank = 0, world = 0, port = 0;
+        json_t *ma = json_object_get(v, "master_addr");
+        if ((rc = get_int(v, "rank", path, 0, 65535, false, &rank, err)) < 0 ||
+            (rc = get_int(v, "world_size", path, 0, 65536, false, &world, err)) < 0 ||
+            (rc = get_int(v, "master_port", path, 1, 65535, false, &port, err)) < 0)
+            return rc;
+        if (ma && (!json_is_string(ma) || json_string_length(ma) == 0 ||
+                   json_string_length(ma) >= sizeof a->master_addr))
+            return arb_errf(err, -EINVAL, "reply: %s.master_addr: expected a host (1..%zu bytes)",
+                            path, sizeof a->master_addr - 1);
+        if (world > 1 && (rank >= world || !ma || !port))
+            return arb_errf(err, -EINVAL,
+                            "reply: %s: a gang member needs rank < world_size, master_addr and "
+                            "master_port",
+                            path);
+        if (world > 1) {
+            a->rank = (int)rank;
+            a->world_size = (int)world;
+            a->master_port = (int)port;
+            snprintf(a->master_addr, sizeof a->master_addr, "%s", json_string_value(ma));
+        }
+    }
     g = json_object_get(v, "gpus");
     if (g && (!json_is_array(g) || json_array_size(g) > ARB_MAX_GPUS))
         return arb_errf(err, -EINVAL, "reply: %s.gpus: expected a list of at most %d GPU indices",
@@ -324,6 +365,21 @@ int agent_reply_parse(const char *text, size_t len, agent_reply_t *out, arb_err_
     if ((rc = get_int(root, "lamport", "", 0, INT64_MAX, false, &lamport, err)) < 0 ||
         (rc = get_int(root, "epoch", "", 0, INT64_MAX, true, &epoch, err)) < 0)
         goto out;
+    {
+        int64_t lease_ms = 0;
+        json_t *lost = json_object_get(root, "lost"), *msg = json_object_get(root, "message");
+        if ((rc = get_int(root, "lease_ms", "", 0, INT64_MAX / 1000000, false, &lease_ms, err)) <
+            0)
+            goto out;
+        if (lost && !json_is_boolean(lost)) {
+            rc = arb_errf(err, -EINVAL, "reply: lost: expected true or false");
+            goto out;
+        }
+        r.lease_ns = lease_ms * 1000000;
+        r.lost = json_is_true(lost);
+        if (json_is_string(msg))
+            snprintf(r.message, sizeof r.message, "%s", json_string_value(msg));
+    }
     r.lamport = (uint64_t)lamport;
     r.epoch = (uint64_t)epoch;
     arr = json_object_get(root, "assignments");

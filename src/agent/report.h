@@ -24,6 +24,10 @@ typedef struct agent_report_in {
     const agent_inv_t *inv;        /* NULL: no inventory (it did not change) */
     const agent_tel_sample_t *tel; /* NULL: no telemetry */
     const agent_exec_t *exec;      /* NULL: no tasks */
+    /* With the inventory, when not NULL: where gang members reach this
+     * node's tasks (MASTER_ADDR), its host name and its absolute log
+     * directory (`arbiter logs` reads LOG_DIR/JOB/TASK.out there). */
+    const char *address, *hostname, *log_dir;
 } agent_report_in_t;
 
 /* The report body as a new JSON object (json_decref it), NULL on ENOMEM. */
@@ -42,14 +46,19 @@ typedef struct agent_assignment {
     int ngpus;
     int gpus[ARB_MAX_GPUS];
     int64_t cpu_milli, mem_bytes;
+    int rank, world_size;  /* a gang member: world_size > 1; else 0 */
+    char master_addr[256]; /* the gang's rendezvous (task 0's node) */
+    int master_port;
     char **argv; /* NULL-terminated; owned by the reply */
     char **env;  /* "KEY=VALUE", NULL-terminated; owned by the reply */
 } agent_assignment_t;
 
 typedef struct agent_reply {
     uint64_t lamport, epoch;
+    int64_t lease_ns;      /* the controller's lease for this node; 0 not said */
     bool lost;             /* the controller does not know this node as live: fence */
     bool have_assignments; /* the list below is authoritative for this node */
+    char message[256];     /* the controller's word with lost; "" none */
     int nassign;
     agent_assignment_t *assign;
 } agent_reply_t;

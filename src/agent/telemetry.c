@@ -258,7 +258,7 @@ int agent_tel_sample(agent_tel_t *t, agent_disc_t *d, int64_t now_ns, agent_tel_
         out->ngpus = d->inv.ngpus;
         if (agent_disc_sample(d, out->gpu, &e2) < 0)
             for (int i = 0; i < out->ngpus; i++)
-                out->gpu[i] = (agent_gpu_sample_t){-1, -1, -1};
+                out->gpu[i] = (agent_gpu_sample_t){-1, -1, -1, false};
     }
     t->have_prev = true;
     t->prev_ns = now_ns;

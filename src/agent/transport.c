@@ -1,8 +1,8 @@
 /*
  * transport.c: the table of transports and the stdout row (see
  * transport.h). The stdout row plays a controller that accepts everything
- * under epoch 1 and assigns nothing: `arbiter agent` prints its reports
- * until the controller's API is wired in as the "http" row.
+ * under epoch 1 and assigns nothing: `arbiter agent` without --controller
+ * prints its reports. The http row is in transport_http.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,9 +15,10 @@ typedef struct out_state {
     bool own;
 } out_state_t;
 
-static int out_open(const char *target, const char *node, void **state, arb_err_t *err)
+static int out_open(const agent_transport_conf_t *c, void **state, arb_err_t *err)
 {
     out_state_t *st = calloc(1, sizeof *st);
+    const char *target = c->target;
 
     if (!st)
         return arb_errf(err, -ENOMEM, "out of memory");
@@ -36,8 +37,8 @@ static int out_open(const char *target, const char *node, void **state, arb_err_
     return 0;
 }
 
-static int out_report(void *state, const char *body, size_t len, agent_reply_t *reply,
-                      arb_err_t *err)
+static int out_report(void *state, const char *body, size_t len, int64_t timeout_ns,
+                      agent_reply_t *reply, arb_err_t *err)
 {
     out_state_t *st = state;
 
@@ -65,7 +66,8 @@ const agent_transport_ops_t agent_transport_stdout = {
     .close = out_close,
 };
 
-const agent_transport_ops_t *const agent_transports[] = {&agent_transport_stdout, NULL};
+const agent_transport_ops_t *const agent_transports[] = {&agent_transport_stdout,
+                                                         &agent_transport_http, NULL};
 
 const agent_transport_ops_t *agent_transport_find(const char *name)
 {

@@ -268,6 +268,21 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     r.who.role = ST_ROLE_ADMIN; /* without tokens: everyone is admin (loopback only) */
     r.who.team = "";
     r.who.name = "local";
+    {
+        /* The caller's address: where a node's gang rendezvous is reached. */
+        static __thread char peer[INET6_ADDRSTRLEN];
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+        peer[0] = '\0';
+        if (sa && sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, peer,
+                      sizeof peer);
+        else if (sa && sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
+                      peer, sizeof peer);
+        r.who.addr = peer[0] ? peer : NULL;
+    }
     if (cc->too_big)
         api_error(&r, 413, "request body is larger than %u bytes (1 MiB)", API_MAX_BODY);
     else

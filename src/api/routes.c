@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "api/api_int.h"
 
@@ -187,12 +188,19 @@ static int h_node(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static int h_report(api_req_t *r)
 {
     arb_err_t err = {{0}};
     json_error_t je;
     json_t *body, *out = NULL;
-    int64_t t = 0;
+    int64_t t = 0, t0 = mono_ns();
 
     body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
     if (!body)
@@ -200,7 +208,9 @@ static int h_report(api_req_t *r)
                          je.text);
     int rc = st_node_report(r->st, &r->who, r->params[0], body, &out, &t, &err);
     json_decref(body);
-    return api_finish(r, rc, out, t, &err, 200);
+    rc = api_finish(r, rc, out, t, &err, 200);
+    st_note_report(r->st, mono_ns() - t0);
+    return rc;
 }
 
 static int h_assignments(api_req_t *r)
@@ -268,7 +278,8 @@ const api_route_t api_routes[] = {
     {"GET", "/metrics", ADMIN | USER | AGENT, h_metrics, "Prometheus metrics (text format 0.0.4)",
      "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
      "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
-     "store commits and their latency."},
+     "store commits and their latency, agent report handling time "
+     "(`arbiter_node_report_seconds`), lost nodes and tasks, requeued jobs."},
     {"GET", "/v1/status", ADMIN | USER | AGENT, h_status,
      "the controller's Lamport clock, epoch, store revision, counts, and who you are",
      "Reply: `{\"lamport\", \"epoch\", \"revision\", \"jobs\", \"active_jobs\", \"nodes\", "
@@ -295,7 +306,10 @@ const api_route_t api_routes[] = {
      "Reply: the job object: `id`, `name`, `queue`, `team`, `owner`, `state`, `priority`, "
      "`gpus`, `version`, `submitted_lamport`, `updated_lamport`, `attempt`, `epoch`, "
      "`submitted_at` (wall clock, for people), `tasks` (each with `index`, `group`, `state`, "
-     "`node`, `gpus` as device indices, `exit_code`), `groups`, `command`, `env`, `events`."},
+     "`node`, `gpus` as device indices, `exit_code`, `last_node` where it last ran, and "
+     "`straggler` when flagged), `groups`, `command`, `env`, `events`. A spec may say "
+     "`restartable: false` (default true): a task lost with its node then fails the job "
+     "instead of requeueing it."},
     {"DELETE", "/v1/jobs/{id}", ADMIN | USER, h_cancel, "cancel a job",
      "Header `If-Match: VERSION` (optional): 409 unless the job is at that version. A pending "
      "job, or a placed one no agent has fetched, is cancelled at once and its GPUs freed; a "
@@ -305,7 +319,9 @@ const api_route_t api_routes[] = {
     {"GET", "/v1/jobs/{id}/explain", ADMIN | USER, h_explain, "why a job is pending",
      "Reply: `{\"job\", \"name\", \"state\", \"summary\", \"hint\", \"explain\": {...}}` where "
      "`explain` is the scheduler's structured explanation (nodes rejected per reason, the "
-     "fragmentation diagnostic, quota, preemption, the nearest node)."},
+     "fragmentation diagnostic, quota, preemption, the nearest node). For a running gang over "
+     "several nodes, `stragglers`: `[{\"task\", \"node\", \"reason\": \"stale-report\" | "
+     "\"low-gpu-utilization\"}]`, also said in `hint`."},
     {"GET", "/v1/nodes", ADMIN | USER, h_nodes, "list nodes (the GPU map)",
      "Reply: `{\"nodes\": [{\"name\", \"state\", \"version\", \"gpus\": [{\"index\", "
      "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
@@ -319,17 +335,31 @@ const api_route_t api_routes[] = {
      "\"numa\", \"uuid\"}]}, \"telemetry\": {\"cpu_util\", \"memory_used\", \"net_rx_bps\", "
      "\"net_tx_bps\", \"disk_read_bps\", \"disk_write_bps\", \"gpus\": [{\"index\", \"util\", "
      "\"memory_used_mib\", \"temp_c\", \"healthy\"}]}, \"tasks\": [{\"job\", \"task\", "
-     "\"attempt\", \"state\": \"running|succeeded|failed|lost\", \"exit_code\"}]}`. The first "
-     "report must carry `inventory`; later ones only when it changed (409 while tasks are "
-     "allocated there). Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [...]}` "
-     "(as below). The controller's clock becomes max(its own, `lamport`) + 1."},
+     "\"attempt\", \"state\": \"running|succeeded|failed|lost\", \"exit_code\"}]}`. The "
+     "inventory may also say `address` (where gang members reach this node; default: the "
+     "address the report came from), `hostname` and `log_dir` (for `arbiter logs`); these may "
+     "change at any time. The first report must carry `inventory`; later ones only when it "
+     "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
+     "\"epoch\", \"lease_ms\", \"assignments\": [...]}` (as below). The controller's clock "
+     "becomes max(its own, `lamport`) + 1. The agent's lease must not be longer than "
+     "`lease_ms`: a node silent past it goes NotReady, and past it plus `nodes.grace` it is "
+     "lost, its tasks requeued (or failed, `restartable: false`). A report from a node the "
+     "controller does not know, or declared lost, without an inventory is answered "
+     "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"lost\": true, \"message\"}`: the "
+     "agent fences (kills its tasks) and registers again with its inventory. A task reported "
+     "`lost` (its agent fenced it) counts as lost too."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "
      "\"task\", \"ntasks\", \"attempt\", \"epoch\", \"gpus\", \"gpu_milli\", "
-     "\"gpu_memory_mib\", \"cpu\", \"memory\", \"command\", \"env\", \"state\", \"stop\"}]}`. "
-     "An agent refuses an assignment whose epoch is older than the newest it has seen, and "
-     "kills tasks that are no longer listed or have `stop`."},
+     "\"gpu_memory_mib\", \"cpu\", \"memory\", \"command\", \"env\", \"state\", \"stop\"}]}`; "
+     "a task of a gang (more than one task) also has `rank`, `world_size`, `master_addr` (task "
+     "0's node) and `master_port` (derived from the job and attempt), which the agent passes as "
+     "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT. An agent refuses an assignment whose "
+     "epoch is older than the newest it has seen, and kills tasks that are no longer listed or "
+     "have `stop`. Allocations restored when the controller restarts are re-stamped with its "
+     "new epoch. A task whose agent was sent `stop` before it started it, and that its agent's "
+     "next report does not list, has ended."},
     {"POST", "/v1/nodes/{name}/drain", ADMIN, h_drain, "stop placing tasks on a node",
      "Header `If-Match: VERSION` (optional). Running tasks stay. Reply: the node object."},
     {"POST", "/v1/nodes/{name}/undrain", ADMIN, h_undrain, "put a drained node back in service",

@@ -1,22 +1,33 @@
 /*
  * agent.c: `arbiter agent`, the node agent (src/agent).
  *
- *   arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]
+ *   arbiter agent --name NODE [--controller URL [--token-file F]]
+ *                 [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]
  *                 [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]
  *                 [--log-dir DIR] [--run-as USER] [--allow-root] [--cgroups auto|v2|v1|none]
- *                 [--state FILE] [--keep-tasks] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]
+ *                 [--grace 10s] [--address ADDR] [--state FILE] [--keep-tasks]
+ *                 [--emulate K [--threads T] [--duration 60s]] [--fake-busy PCT]
+ *                 [--proc DIR] [--sys DIR] [--hwloc-xml FILE]
  *
  * --once discovers the node, samples it twice a short moment apart (rates
  * need two samples) and prints what it would report: the report body of
  * docs/api.md with -o json, a summary for people otherwise. Without it the
- * agent runs its heartbeat loop (agent_step) through a transport; until the
- * controller's API is wired in that is the stdout row: one report body per
- * line. SIGINT/SIGTERM stop it; its tasks are killed unless --keep-tasks
- * (then a restart with the same --state adopts them).
+ * agent runs its heartbeat loop (agent_step): with --controller, through
+ * the http transport (POST URL/v1/nodes/NAME/report, the bearer token from
+ * --token-file or ARBITER_TOKEN); without, the stdout row prints one report
+ * body per line. Between heartbeats it reaps tasks and fences the moment
+ * its lease runs out (agent_tick, every 50 ms). SIGINT/SIGTERM stop it; its
+ * tasks are killed unless --keep-tasks (then a restart with the same
+ * --state adopts them).
+ *
+ * --emulate K plays K nodes NAME-1 .. NAME-K in this one process
+ * (src/agent/emulate.h) and prints report rates and round trips; with
+ * -o json the totals go to stdout as one JSON object at the end.
  *
  * Exit status: 0 done, 1 the node could not be discovered or the agent could
  * not start (message on stderr), 2 bad usage.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -24,16 +35,19 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/agent.h"
+#include <curl/curl.h>
+
+#include "agent/emulate.h"
 #include "cli/cli.h"
 
 #define AGENT_USAGE                                                                                \
-    "usage: arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib "     \
-    "PATH]\n"                                                                                      \
+    "usage: arbiter agent --name NODE [--controller URL [--token-file F]]\n"                        \
+    "                     [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]\n"         \
     "                     [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]\n"    \
-    "                     [--log-dir DIR] [--run-as USER] [--allow-root]\n"                        \
-    "                     [--cgroups auto|v2|v1|none] [--state FILE] [--keep-tasks]\n"             \
-    "                     [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"
+    "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \
+    "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"          \
+    "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]]\n"            \
+    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -163,14 +177,68 @@ static int once(const agent_disc_opts_t *o, bool json)
     return 0;
 }
 
+/* The first word of a token file (a file only its owner reads, ideally). */
+static int read_token(const char *path, char *buf, size_t n)
+{
+    FILE *f = fopen(path, "re");
+    int k;
+
+    if (!f) {
+        fprintf(stderr, "arbiter agent: --token-file %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    k = fscanf(f, "%511s", buf);
+    fclose(f);
+    if (k != 1 || !buf[0] || n < 512) {
+        fprintf(stderr, "arbiter agent: --token-file %s: no token in it\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+static int emulate(agent_conf_t *c, long nodes, long threads, int64_t duration, bool json)
+{
+    agent_emu_conf_t ec;
+    agent_emu_stats_t st;
+    arb_err_t err = {{0}};
+
+    memset(&ec, 0, sizeof ec);
+    ec.base = *c;
+    ec.nodes = (int)nodes;
+    ec.threads = (int)threads;
+    ec.duration_ns = duration;
+    ec.stop = &stop_flag;
+    if (agent_emulate(&ec, &st, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 1;
+    }
+    if (json)
+        printf("{\"nodes\": %d, \"threads\": %d, \"seconds\": %.1f, \"reports\": %llu, "
+               "\"reports_per_s\": %.1f, \"failures\": %llu, \"registered\": %d, "
+               "\"fences\": %llu, \"round_trip_ms\": {\"p50\": %.3f, \"p90\": %.3f, "
+               "\"p99\": %.3f, \"max\": %.3f}}\n",
+               st.nodes, st.threads, st.seconds, (unsigned long long)st.reports, st.per_s,
+               (unsigned long long)st.failures, st.registered, (unsigned long long)st.fences,
+               st.p50_ms, st.p90_ms, st.p99_ms, st.max_ms);
+    else
+        fprintf(stderr,
+                "emulate: total %.1f s: %llu reports (%.0f/s), %llu failed | round trip p50 "
+                "%.2f ms, p90 %.2f ms, p99 %.2f ms, max %.1f ms\n",
+                st.seconds, (unsigned long long)st.reports, st.per_s,
+                (unsigned long long)st.failures, st.p50_ms, st.p90_ms, st.p99_ms, st.max_ms);
+    return 0;
+}
+
 int cli_agent(int argc, char **argv)
 {
     agent_conf_t c;
     agent_t a;
     arb_err_t err = {{0}};
     bool one = false, json = false, keep = false;
-    long count = -1;
-    char logdir[256];
+    long count = -1, nemu = 0, nthreads = 0;
+    int64_t duration = 0;
+    char logdir[256], token[600];
+    const char *token_file = NULL;
 
     memset(&c, 0, sizeof c);
     snprintf(logdir, sizeof logdir, "/var/log/arbiter");
@@ -215,14 +283,39 @@ int cli_agent(int argc, char **argv)
                 return 2;
             }
             json = !strcmp(v, "json");
-        } else if (!strcmp(o, "--heartbeat") || !strcmp(o, "--lease")) {
+        } else if (!strcmp(o, "--heartbeat") || !strcmp(o, "--lease") || !strcmp(o, "--grace") ||
+                   !strcmp(o, "--duration")) {
             int64_t ns = duration_ns(v);
             if (ns <= 0) {
                 fprintf(stderr, "arbiter agent: %s '%s': give a duration like 500ms, 1s, 10s\n", o,
                         v);
                 return 2;
             }
-            *(!strcmp(o, "--lease") ? &c.lease_ns : &c.heartbeat_ns) = ns;
+            *(!strcmp(o, "--lease")      ? &c.lease_ns
+              : !strcmp(o, "--grace")    ? &c.exec.grace_ns
+              : !strcmp(o, "--duration") ? &duration
+                                         : &c.heartbeat_ns) = ns;
+        } else if (!strcmp(o, "--controller")) {
+            c.target = v;
+            c.transport = &agent_transport_http;
+        } else if (!strcmp(o, "--token-file")) {
+            token_file = v;
+        } else if (!strcmp(o, "--address")) {
+            c.address = v;
+        } else if (!strcmp(o, "--emulate") || !strcmp(o, "--threads") ||
+                   !strcmp(o, "--fake-busy")) {
+            char *end;
+            long x = strtol(v, &end, 10);
+            bool busy = !strcmp(o, "--fake-busy");
+            if (*end || x < (busy ? 0 : 1) || x > (busy ? 100 : 100000)) {
+                fprintf(stderr, "arbiter agent: %s '%s': give a number (%s)\n", o, v,
+                        busy ? "0..100" : "1..100000");
+                return 2;
+            }
+            if (busy)
+                c.fake_busy_pct = x ? (int)x : -1;
+            else
+                *(!strcmp(o, "--emulate") ? &nemu : &nthreads) = x;
         } else if (!strcmp(o, "--count")) {
             char *end;
             count = strtol(v, &end, 10);
@@ -254,30 +347,59 @@ int cli_agent(int argc, char **argv)
     }
     if (one)
         return once(&c.disc, json);
-
-    if (agent_open(&a, &c, &err) < 0) {
-        fprintf(stderr, "arbiter agent: %s\n", err.msg);
-        return 1;
+    if (token_file) {
+        if (read_token(token_file, token, sizeof token) < 0)
+            return 2;
+        c.token = token;
+    } else if (getenv("ARBITER_TOKEN") && getenv("ARBITER_TOKEN")[0]) {
+        snprintf(token, sizeof token, "%s", getenv("ARBITER_TOKEN"));
+        c.token = token;
     }
+    /* Nothing could adopt its tasks after a crash: they die with it. */
+    c.exec.die_with_agent = !c.state_file && !keep;
+    if ((nthreads || duration) && !nemu) {
+        fprintf(stderr, "arbiter agent: --threads and --duration go with --emulate K\n");
+        return 2;
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread */
     signal(SIGINT, on_signal);
     signal(SIGTERM, on_signal);
     signal(SIGPIPE, SIG_IGN);
+    if (nemu) {
+        if (!c.disc.fake)
+            c.disc.fake = "8:H100";
+        if (c.disc.inventory) {
+            fprintf(stderr, "arbiter agent: --emulate nodes have fake GPUs (--fake-gpus), not "
+                            "an inventory\n");
+            return 2;
+        }
+        int rc = emulate(&c, nemu, nthreads, duration, json);
+        curl_global_cleanup();
+        return rc;
+    }
+    if (agent_open(&a, &c, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        curl_global_cleanup();
+        return 1;
+    }
     for (long n = 0; !stop_flag && (count < 0 || n < count); n++) {
-        int64_t next = agent_mono_ns(NULL) + a.conf.heartbeat_ns;
+        int64_t start = agent_mono_ns(NULL), next = start + a.conf.heartbeat_ns;
         if (agent_step(&a, &err) < 0)
             fprintf(stderr, "arbiter agent: %s\n", err.msg);
         if (count >= 0 && n + 1 >= count)
             break;
         while (!stop_flag) {
             int64_t left = next - agent_mono_ns(NULL);
-            if (left <= 0)
+            /* a task started or ended: report it now (at most every 50 ms) */
+            if (left <= 0 || (a.urgent && agent_mono_ns(NULL) - start >= 50000000))
                 break;
-            if (left > 100000000)
-                left = 100000000; /* wake up to see signals and reap promptly */
+            if (left > 50000000)
+                left = 50000000; /* see signals, reap, and fence on time */
             nanosleep(&(struct timespec){0, left}, NULL);
-            agent_exec_poll(&a.exec, agent_mono_ns(NULL));
+            agent_tick(&a);
         }
     }
     agent_close(&a, !keep);
+    curl_global_cleanup();
     return 0;
 }

@@ -33,6 +33,7 @@ int cli_place(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 /* the load balancer and shard maps (lb.c, shard.c) */
 int cli_lb(int argc, char **argv);
+int cli_logs(int argc, char **argv); /* a job's task output (logs.c) */
 int cli_shard(int argc, char **argv);
 /* the node agent (agent.c) */
 int cli_agent(int argc, char **argv);

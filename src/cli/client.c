@@ -18,10 +18,7 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-
-#define EXIT_REFUSED 1
-#define EXIT_USAGE 2
-#define EXIT_UNREACHABLE 3
+#include "cli/client.h"
 
 typedef struct buf {
     char *p;
@@ -51,8 +48,8 @@ static const char *base_url(void)
 
 /* One request. *out gets the parsed JSON reply (or NULL); returns the HTTP
  * status, or -1 when the controller cannot be reached (message printed). */
-static long http(const char *method, const char *path, const char *body, size_t n,
-                 const char *ctype, json_t **out, char **raw)
+long cli_http(const char *method, const char *path, const char *body, size_t n,
+              const char *ctype, json_t **out, char **raw)
 {
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL;
@@ -105,7 +102,7 @@ static long http(const char *method, const char *path, const char *body, size_t 
 }
 
 /* Print the controller's error message; the exit code. */
-static int refused(long status, json_t *reply)
+int cli_refused(long status, json_t *reply)
 {
     const char *msg = json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
     fprintf(stderr, "arbiter: %ld: %s\n", status, msg ? msg : "(no message)");
@@ -116,13 +113,13 @@ static int refused(long status, json_t *reply)
 static int get_and_show(const char *path, bool want_json, void (*show)(json_t *))
 {
     json_t *reply;
-    long st = http("GET", path, NULL, 0, NULL, &reply, NULL);
+    long st = cli_http("GET", path, NULL, 0, NULL, &reply, NULL);
     int rc = 0;
 
     if (st < 0)
         return EXIT_UNREACHABLE;
     if (st >= 300)
-        rc = refused(st, reply);
+        rc = cli_refused(st, reply);
     else if (want_json)
         json_dumpf(reply, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER), putchar('\n');
     else
@@ -247,14 +244,14 @@ int cli_submit(int argc, char **argv)
         json_decref(o);
     }
     json_t *reply;
-    long st = http("POST", "/v1/jobs", body, n, yaml ? "application/yaml" : "application/json",
+    long st = cli_http("POST", "/v1/jobs", body, n, yaml ? "application/yaml" : "application/json",
                    &reply, NULL);
     free(body);
     int rc = 0;
     if (st < 0)
         return EXIT_UNREACHABLE;
     if (st >= 300)
-        rc = refused(st, reply);
+        rc = cli_refused(st, reply);
     else if (want_json)
         json_dumpf(reply, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER), putchar('\n');
     else
@@ -381,11 +378,16 @@ static void show_job(json_t *j)
             used += (size_t)snprintf(gl + used, sizeof gl - used, "%s%lld", k ? "," : "",
                                      (long long)json_integer_value(g));
         json_t *ec = json_object_get(t, "exit_code");
-        printf("    %-4zu %-12s %-10s node %-16s gpus [%s]%s", i,
+        const char *node = json_string_value(json_object_get(t, "node"));
+        const char *last = json_string_value(json_object_get(t, "last_node"));
+        const char *strag = json_string_value(json_object_get(t, "straggler"));
+        char where[80];
+        snprintf(where, sizeof where, "%s%s", node ? node : last ? last : "-",
+                 !node && last ? " (ran)" : "");
+        printf("    %-4zu %-12s %-10s node %-16s gpus [%s]%s%s%s", i,
                json_string_value(json_object_get(t, "group")),
-               json_string_value(json_object_get(t, "state")),
-               json_string_value(json_object_get(t, "node")) ?: "-", gl,
-               json_is_integer(ec) ? "" : "\n");
+               json_string_value(json_object_get(t, "state")), where, gl,
+               strag ? " STRAGGLER: " : "", strag ? strag : "", json_is_integer(ec) ? "" : "\n");
         if (json_is_integer(ec))
             printf(" exit %lld\n", (long long)json_integer_value(ec));
     }
@@ -412,10 +414,17 @@ int cli_job(int argc, char **argv)
 static void show_explain(json_t *x)
 {
     const char *hint = json_string_value(json_object_get(x, "hint"));
+    json_t *strag = json_object_get(x, "stragglers"), *e;
+    size_t i;
     printf("job %lld '%s' is %s\n  %s\n", (long long)json_integer_value(json_object_get(x, "job")),
            json_string_value(json_object_get(x, "name")),
            json_string_value(json_object_get(x, "state")),
            json_string_value(json_object_get(x, "summary")));
+    json_array_foreach(strag, i, e)
+        printf("  straggler: task %lld on node %s (%s)\n",
+               (long long)json_integer_value(json_object_get(e, "task")),
+               json_string_value(json_object_get(e, "node")),
+               json_string_value(json_object_get(e, "reason")));
     if (hint && *hint)
         printf("  hint: %s\n", hint);
 }
@@ -450,11 +459,11 @@ int cli_cancel(int argc, char **argv)
             continue;
         }
         snprintf(path, sizeof path, "/v1/jobs/%s", argv[i]);
-        long st = http("DELETE", path, NULL, 0, NULL, &reply, NULL);
+        long st = cli_http("DELETE", path, NULL, 0, NULL, &reply, NULL);
         if (st < 0)
             return EXIT_UNREACHABLE;
         if (st >= 300)
-            rc = refused(st, reply);
+            rc = cli_refused(st, reply);
         else if (json_is_true(json_object_get(reply, "stop_requested")))
             printf("job %s: cancel requested; its agents are stopping it\n", argv[i]);
         else
@@ -466,10 +475,31 @@ int cli_cancel(int argc, char **argv)
 
 /* ---- nodes, events -------------------------------------------------------------------------- */
 
+/* Nodes by name, digits compared as numbers: node-2 before node-10. */
+static int by_name(const void *a, const void *b)
+{
+    const char *x = json_string_value(json_object_get(*(json_t *const *)a, "name"));
+    const char *y = json_string_value(json_object_get(*(json_t *const *)b, "name"));
+    return strverscmp(x ? x : "", y ? y : "");
+}
+
 static void show_nodes(json_t *reply)
 {
     json_t *nodes = json_object_get(reply, "nodes"), *n, *g;
-    size_t i, k;
+    size_t i, k, nn = json_array_size(nodes);
+    json_t **order = calloc(nn + 1, sizeof *order);
+
+    for (i = 0; order && i < nn; i++)
+        order[i] = json_array_get(nodes, i);
+    if (order) {
+        qsort(order, nn, sizeof *order, by_name);
+        nodes = json_array();
+        for (i = 0; i < nn; i++)
+            json_array_append(nodes, order[i]);
+        free(order);
+    } else {
+        json_incref(nodes);
+    }
 
     printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE", "GPU MAP (job id per GPU; . free)");
     json_array_foreach(nodes, i, n) {
@@ -504,6 +534,7 @@ static void show_nodes(json_t *reply)
     }
     if (json_array_size(nodes) == 0)
         printf("(no nodes; agents register them)\n");
+    json_decref(nodes);
 }
 
 int cli_nodes(int argc, char **argv)
@@ -540,11 +571,11 @@ int cli_events(int argc, char **argv)
         json_t *reply, *e;
         size_t i;
         snprintf(path, sizeof path, "/v1/events?since=%llu%s", since, watch ? "&wait=30" : "");
-        long st = http("GET", path, NULL, 0, NULL, &reply, NULL);
+        long st = cli_http("GET", path, NULL, 0, NULL, &reply, NULL);
         if (st < 0)
             return EXIT_UNREACHABLE;
         if (st >= 300) {
-            int rc = refused(st, reply);
+            int rc = cli_refused(st, reply);
             json_decref(reply);
             return rc;
         }

@@ -29,6 +29,8 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
      "(arbiter agent --help for all)",
      cli_agent},
+    {"logs", "a job's task output, read where its agent wrote it",
+     "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
     {"version", "print the version", "arbiter version", cli_version},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
      "arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] [--tokens FILE]",

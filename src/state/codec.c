@@ -10,7 +10,8 @@
  * with line and column (400); then the spec reader, whose messages point
  * into the same text (422). Two fields belong to the controller and are
  * taken out before the spec reader sees the mapping: "command" (a list of
- * strings) and "env" (a map of names to strings).
+ * strings), "env" (a map of names to strings) and "restartable" (a bool,
+ * default true: a task lost with its node requeues the job; false fails it).
  */
 #include <libfyaml.h>
 #include <stdio.h>
@@ -46,14 +47,20 @@ static void remove_key(struct fy_node *map, const char *key)
         fy_node_pair_free(p);
 }
 
-/* Take "command" and "env" out of the root mapping. */
-static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t **env)
+/* Take "command", "env" and "restartable" out of the root mapping. */
+static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t **env,
+                       bool *restartable)
 {
     sval_t rv, v;
     char buf[4096];
     int rc = 0, cnt = 0;
 
     sv_root(&rv, root, "");
+    if (sv_get(&rv, "restartable", &v)) {
+        if ((rc = sv_bool(x, &v, restartable)) < 0)
+            return rc;
+        remove_key(root, "restartable");
+    }
     if (sv_get(&rv, "command", &v)) {
         json_t *arr = json_array();
         if ((rc = sv_seq(x, &v, 4096, &cnt)) < 0) {
@@ -111,10 +118,11 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
 }
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
-                  json_t **command, json_t **env, arb_err_t *err)
+                  json_t **command, json_t **env, bool *restartable, arb_err_t *err)
 {
     const char *name = yaml ? "job.yaml" : "job.json";
     char *alt = NULL;
+    bool restart = true;
     sv_doc_t d;
     int rc;
 
@@ -146,13 +154,15 @@ int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **jo
     }
     struct fy_node *root = fy_document_root(d.doc);
     sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
-    rc = take_extras(&x, root, command, env);
+    rc = take_extras(&x, root, command, env, &restart);
     if (rc == 0) {
         rc = spec_job_from_node(name, root, "", &s->cluster, job, err);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&
-            strlen(err->msg) + 32 < sizeof err->msg)
-            strcat(err->msg, " (and the controller's: command, env)");
+            strlen(err->msg) + 48 < sizeof err->msg)
+            strcat(err->msg, " (and the controller's: command, env, restartable)");
     }
+    if (restartable)
+        *restartable = restart;
     sv_doc_close(&d);
     free(alt);
     if (rc < 0) {
@@ -196,7 +206,15 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
         json_object_set_new(o, "node", json_null());
         json_object_set_new(o, "gpus", json_array());
     }
+    /* Where it last ran (its logs are there), after it ended too. */
+    if (tk->node1 && tk->node1 <= s->cluster.nnodes)
+        json_object_set_new(o, "last_node", json_string(arb_node_name(
+                                                &s->cluster, &s->cluster.nodes[tk->node1 - 1])));
     json_object_set_new(o, "exit_code", tk->has_exit ? json_integer(tk->exit_code) : json_null());
+    if (held && tk->straggler != ST_STRAG_NONE)
+        json_object_set_new(o, "straggler",
+                            json_string(tk->straggler == ST_STRAG_STALE ? "stale-report"
+                                                                        : "low-gpu-utilization"));
     return o;
 }
 
@@ -292,11 +310,15 @@ char *st_job_record(st_t *s, st_job_t *sj)
     json_t *tasks = json_array(), *alloc = json_array(), *o;
     char *txt;
 
-    for (int t = 0; t < sj->ntasks; t++)
-        json_array_append_new(tasks, json_pack("[i,o]", sj->tasks[t].state,
-                                               sj->tasks[t].has_exit
-                                                   ? json_integer(sj->tasks[t].exit_code)
-                                                   : json_null()));
+    for (int t = 0; t < sj->ntasks; t++) {
+        const st_task_t *tk = &sj->tasks[t];
+        json_t *e = json_pack("[i,o]", tk->state,
+                              tk->has_exit ? json_integer(tk->exit_code) : json_null());
+        if (tk->node1 && tk->node1 <= s->cluster.nnodes)
+            json_array_append_new(
+                e, json_string(arb_node_name(&s->cluster, &s->cluster.nodes[tk->node1 - 1])));
+        json_array_append_new(tasks, e);
+    }
     if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING)
         for (int t = 0; t < j->nalloc; t++) {
             const arb_task_alloc_t *a = &j->alloc[t];
@@ -316,9 +338,19 @@ char *st_job_record(st_t *s, st_job_t *sj)
                   "alloc", alloc);
     if (!o)
         return NULL;
+    if (sj->stop && sj->stop_then != ST_THEN_CANCEL)
+        json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
     txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return txt;
+}
+
+/* The rendezvous port of a gang's attempt: derived from the job id and
+ * attempt, so every member computes the same one, in 20000..59999. */
+static int master_port(const st_job_t *sj)
+{
+    uint64_t h = (sj->id * 0x9E3779B97F4A7C15ULL) ^ (sj->attempt * 0xC2B2AE3D27D4EB4FULL);
+    return 20000 + (int)((h >> 17) % 40000);
 }
 
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
@@ -327,10 +359,11 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
     const arb_task_alloc_t *a = &j->alloc[t];
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     char cpu[32], mem[32];
+    json_t *o;
 
     arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
     arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
-    return json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job",
+    o = json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job",
                      (json_int_t)sj->id, "name", j->name, "task", t, "ntasks", j->nalloc,
                      "attempt", (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
                      gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
@@ -338,6 +371,17 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
                      sj->command ? json_incref(sj->command) : json_array(), "env",
                      sj->env ? json_incref(sj->env) : json_object(), "state",
                      st_task_state_names[sj->tasks[t].state], "stop", sj->stop);
+    /* A gang: what distributed launchers rendezvous with (task 0 is the master). */
+    if (o && j->nalloc > 1) {
+        const arb_node_t *m = &s->cluster.nodes[j->alloc[0].node];
+        const st_node_t *mx = st_node_ext(s, m);
+        json_object_set_new(o, "rank", json_integer(t));
+        json_object_set_new(o, "world_size", json_integer(j->nalloc));
+        json_object_set_new(o, "master_addr",
+                            json_string(mx->addr[0] ? mx->addr : arb_node_name(&s->cluster, m)));
+        json_object_set_new(o, "master_port", json_integer(master_port(sj)));
+    }
+    return o;
 }
 
 /* ---- nodes out ------------------------------------------------------------------------ */

@@ -7,7 +7,7 @@
  *
  *   scheduler: {policy: default, queue: priority, backfill: false,
  *               preemption: false, starvation: 1h, interval: 1s}
- *   nodes:     {lease: 10s, staleness: 30s}
+ *   nodes:     {lease: 10s, grace: 5s, staleness: 30s}
  *   queues:    [{name: team-a, cohort: research, weight: 1,
  *                nominal: {nvidia.com/gpu: 16, cpu: 128, memory: 1Ti},
  *                borrowingLimit: {nvidia.com/gpu: 8}}]
@@ -30,7 +30,11 @@ const st_conf_key_t st_conf_keys[] = {
     {"scheduler.preemption", "bool", "false", "evict lower-priority preemptible jobs"},
     {"scheduler.starvation", "duration", "0 (off)", "a job waiting longer goes first"},
     {"scheduler.interval", "duration", "1s", "a cycle at least this often (and after changes)"},
-    {"nodes.lease", "duration", "10s", "a node silent longer goes NotReady"},
+    {"nodes.lease", "duration", "10s",
+     "a node silent longer goes NotReady (its agent fences itself at the same point)"},
+    {"nodes.grace", "duration", "5s",
+     "a NotReady node's tasks are declared lost this long after its lease ran out, then "
+     "requeued (or failed: restartable: false); at least 1s"},
     {"nodes.staleness", "duration", "30s", "nodes whose report is older are not used (0: off)"},
     {"queues[]", "list", "none", "name, cohort, weight, nominal, borrowingLimit"},
     {"store.synchronous", "full|normal", "full", "fsync per commit (normal: kill -9 safe only)"},
@@ -44,7 +48,7 @@ static const char *const root_keys[] = {"scheduler", "nodes",     "queues", "sto
                                         "events",    "admission", NULL};
 static const char *const sched_keys[] = {"policy",     "queue",      "backfill",
                                          "preemption", "starvation", "interval", NULL};
-static const char *const nodes_keys[] = {"lease", "staleness", NULL};
+static const char *const nodes_keys[] = {"lease", "grace", "staleness", NULL};
 static const char *const queue_keys[] = {"name",    "cohort",         "weight",
                                          "nominal", "borrowingLimit", NULL};
 static const char *const res_keys[] = {"nvidia.com/gpu", "cpu", "memory", NULL};
@@ -59,6 +63,7 @@ void st_conf_init(st_conf_t *c)
     c->queue_policy = ARB_QP_PRIORITY;
     c->interval_ns = 1000000000LL;
     c->lease_ns = 10000000000LL;
+    c->grace_ns = 5000000000LL;
     c->stale_ns = 30000000000LL;
     c->event_retention = 100000;
     c->sync = STORE_SYNC_FULL;
@@ -225,8 +230,17 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
     if (rc == 0 && sv_get(&root, "nodes", &sec)) {
         if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
             rc = sv_check_keys(&x, &sec, nodes_keys);
-        if (rc == 0 && sv_get(&sec, "lease", &f))
-            rc = duration(&x, &f, &n.lease_ns);
+        if (rc == 0 && sv_get(&sec, "lease", &f) && (rc = duration(&x, &f, &n.lease_ns)) == 0 &&
+            n.lease_ns < 100000000LL)
+            rc = sv_fail(&x, &f, -EINVAL, "the lease must be at least 100ms");
+        /* The grace covers the agent's reaction to its own lease running
+         * out (it fences within 100 ms) and the two clocks' rates: never
+         * less than a second. */
+        if (rc == 0 && sv_get(&sec, "grace", &f) && (rc = duration(&x, &f, &n.grace_ns)) == 0 &&
+            n.grace_ns < 1000000000LL)
+            rc = sv_fail(&x, &f, -EINVAL,
+                         "the grace must be at least 1s: the controller may re-place a silent "
+                         "node's tasks only after its agent has surely fenced them");
         if (rc == 0 && sv_get(&sec, "staleness", &f))
             rc = duration(&x, &f, &n.stale_ns);
     }

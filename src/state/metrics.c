@@ -2,7 +2,8 @@
  * metrics.c: the resource manager's metrics in Prometheus text format
  * (version 0.0.4): jobs by state, queue lengths, pending jobs by reason,
  * GPU allocation and fragmentation, node report ages, the scheduling-cycle
- * latency histogram, placements, and the store's group-commit figures.
+ * latency histogram, agent report handling time, lost nodes and tasks,
+ * requeues, placements, and the store's group-commit figures.
  *
  * Fragmentation: the share of free whole GPUs that sit on nodes which
  * already run something (1.0 in the seed's case study, where 16 free GPUs
@@ -197,6 +198,25 @@ int st_metrics(st_t *s, char **out, size_t *len)
     mp(&b, "arbiter_scheduling_cycle_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
     mp(&b, "arbiter_scheduling_cycle_seconds_sum %.6f\n", s->m_cycle_sum_s);
     mp(&b, "arbiter_scheduling_cycle_seconds_count %llu\n", (unsigned long long)s->m_cycles);
+    help(&b, "arbiter_node_report_seconds", "histogram",
+         "Time to handle one agent report (parse, apply, commit, reply).");
+    cum = 0;
+    for (int k = 0; k < ST_HIST - 1; k++) {
+        cum += s->m_report_hist[k];
+        mp(&b, "arbiter_node_report_seconds_bucket{le=\"%g\"} %llu\n",
+           st_cycle_buckets_ms[k] / 1000.0, (unsigned long long)cum);
+    }
+    cum += s->m_report_hist[ST_HIST - 1];
+    mp(&b, "arbiter_node_report_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
+    mp(&b, "arbiter_node_report_seconds_sum %.6f\n", s->m_report_sum_s);
+    mp(&b, "arbiter_node_report_seconds_count %llu\n", (unsigned long long)s->m_reports);
+    help(&b, "arbiter_nodes_lost_total", "counter",
+         "Nodes declared lost (silent past lease + grace).");
+    mp(&b, "arbiter_nodes_lost_total %llu\n", (unsigned long long)s->m_nodes_lost);
+    help(&b, "arbiter_tasks_lost_total", "counter", "Tasks lost with their node or fenced.");
+    mp(&b, "arbiter_tasks_lost_total %llu\n", (unsigned long long)s->m_tasks_lost);
+    help(&b, "arbiter_jobs_requeued_total", "counter", "Jobs requeued whole after a lost task.");
+    mp(&b, "arbiter_jobs_requeued_total %llu\n", (unsigned long long)s->m_requeued);
     help(&b, "arbiter_placements_total", "counter", "Jobs placed.");
     mp(&b, "arbiter_placements_total %llu\n", (unsigned long long)s->m_placed);
     help(&b, "arbiter_decisions_per_second", "gauge", "Placements per second over the last 5 s.");

@@ -10,6 +10,14 @@
  * and report times are volatile: they are not written to the store, and a
  * restarted controller grants every node a fresh lease.
  *
+ * Leases (liveness.c): a node silent past nodes.lease goes NotReady, past
+ * lease + grace it is lost and its tasks with it. A lost node's agent has
+ * fenced itself; its next report without an inventory is answered
+ * {"lost": true} (so does a report from a node the controller does not
+ * know), and the agent registers again with its inventory. Every reply
+ * carries the lease (lease_ms) so that the agent's lease is never longer
+ * than the controller's.
+ *
  * Body (JSON; docs/api.md has the full reference):
  *   {"lamport": 41,
  *    "inventory": {"cpu": "128", "memory": "1Ti", "labels": {"rack": "r1"},
@@ -32,8 +40,9 @@
 #include "state/state_int.h"
 
 static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
-static const char *const inv_keys[] = {"cpu",      "memory",   "labels", "taints",
-                                       "datasets", "extended", "gpus",   NULL};
+static const char *const inv_keys[] = {"cpu",      "memory",   "labels",  "taints",   "datasets",
+                                       "extended", "gpus",     "address", "hostname", "log_dir",
+                                       NULL};
 static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", "uuid", NULL};
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
 static const char *const tel_keys[] = {"cpu_util",      "memory_used",    "net_rx_bps",
@@ -113,8 +122,15 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
     if ((rc = jv_object(inv, path, inv_keys, err)) < 0 ||
         (rc = jv_qty(inv, "cpu", path, ARB_QTY_MILLI, &x, err)) < 0 ||
         (rc = jv_qty(inv, "memory", path, ARB_QTY_BYTES, &x, err)) < 0 ||
-        (rc = str_map(inv, "labels", path, err)) < 0)
+        (rc = str_map(inv, "labels", path, err)) < 0 ||
+        (rc = jv_str(inv, "address", path, buf, 64, err)) < 0 ||
+        (rc = jv_str(inv, "hostname", path, buf, 256, err)) < 0)
         return rc;
+    {
+        char dirbuf[4096];
+        if ((rc = jv_str(inv, "log_dir", path, dirbuf, sizeof dirbuf, err)) < 0)
+            return rc;
+    }
     if ((rc = jv_member(inv, "gpus", path, JSON_ARRAY, &a, err)) < 0)
         return rc;
     jv_path_key(p, path, "gpus");
@@ -245,6 +261,24 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
 
 /* ---- reports ------------------------------------------------------------------------- */
 
+/* Do two inventories offer the same resources (all but the agent's
+ * address, host name and log directory)? */
+static bool same_resources(const json_t *a, const json_t *b)
+{
+    static const char *const meta[] = {"address", "hostname", "log_dir", NULL};
+    json_t *x = json_copy((json_t *)a), *y = json_copy((json_t *)b);
+    bool eq;
+
+    for (int i = 0; meta[i]; i++) {
+        json_object_del(x, meta[i]);
+        json_object_del(y, meta[i]);
+    }
+    eq = x && y && json_equal(x, y);
+    json_decref(x);
+    json_decref(y);
+    return eq;
+}
+
 static const char *const rtask_states[] = {"running", "succeeded", "failed", "lost", NULL};
 
 static int report_check(const json_t *body, arb_err_t *err)
@@ -310,6 +344,65 @@ static int report_check(const json_t *body, arb_err_t *err)
     return 0;
 }
 
+/* ---- the per-node job index ------------------------------------------------------ */
+
+static bool holds_on(const st_job_t *sj, uint32_t node)
+{
+    const arb_job_t *j = sj->j;
+
+    if (sj->active_ix < 0 || (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING))
+        return false;
+    for (int t = 0; t < j->nalloc; t++)
+        if (j->alloc[t].node == node)
+            return true;
+    return false;
+}
+
+void st_node_index_job(st_t *s, st_job_t *sj)
+{
+    const arb_job_t *j = sj->j;
+
+    for (int t = 0; t < j->nalloc; t++) {
+        st_node_t *x = &s->nodes[j->alloc[t].node];
+        int k = 0;
+        while (k < x->nheld && x->held[k] != sj)
+            k++;
+        if (k < x->nheld)
+            continue; /* already there (this attempt's other task, or an old entry) */
+        if (x->nheld == x->capheld) {
+            int cap = x->capheld ? x->capheld * 2 : 8;
+            st_job_t **v = realloc(x->held, (size_t)cap * sizeof *v);
+            if (!v) {
+                s->held_oom = true; /* only slower: readers walk every active job */
+                continue;
+            }
+            x->held = v;
+            x->capheld = cap;
+        }
+        x->held[x->nheld++] = sj;
+    }
+}
+
+/* The jobs that may hold allocations on n, in *out (borrowed, valid until
+ * the next index change; callers still check each task's node); drops
+ * stale entries. Every active job when the index could not grow. */
+static int held_on(st_t *s, arb_node_t *n, st_job_t ***out)
+{
+    st_node_t *x = st_node_ext(s, n);
+
+    if (s->held_oom) {
+        *out = s->active;
+        return s->nactive;
+    }
+    for (int k = 0; k < x->nheld;)
+        if (holds_on(x->held[k], n->id))
+            k++;
+        else
+            x->held[k] = x->held[--x->nheld];
+    *out = x->held;
+    return x->nheld;
+}
+
 /* Apply one task report from node n. Stale attempts and tasks not placed
  * on n are ignored (the agent learns from its assignments list). */
 static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
@@ -319,6 +412,7 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     json_t *att = json_object_get(v, "attempt");
     const char *state = json_string_value(json_object_get(v, "state"));
     json_t *ec = json_object_get(v, "exit_code");
+    char why[160];
     arb_job_t *j;
 
     if (!sj || sj->active_ix < 0)
@@ -336,32 +430,33 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
                                                    : TK_LOST;
     if (tk->state == to || tk->state >= TK_SUCCEEDED)
         return;
+    sj->delivered = true;
+    if (to == TK_LOST) { /* its agent fenced it: it lost its lease */
+        snprintf(why, sizeof why, "its agent on node '%s' fenced it (the node lost its lease)",
+                 arb_node_name(&s->cluster, n));
+        st_task_lost(s, sj, (int)t, why);
+        return;
+    }
     tk->state = to;
     if (json_is_integer(ec)) {
         tk->has_exit = true;
         tk->exit_code = (int32_t)json_integer_value(ec);
     }
-    sj->delivered = true;
-    int running = 0, ended = 0, ok = 0;
+    if (to != TK_RUNNING) {
+        if (tk->has_exit)
+            snprintf(why, sizeof why, "task %lld %s (exit code %d)", (long long)t,
+                     to == TK_SUCCEEDED ? "succeeded" : "failed", tk->exit_code);
+        else
+            snprintf(why, sizeof why, "task %lld %s", (long long)t,
+                     to == TK_SUCCEEDED ? "succeeded" : "failed");
+        st_job_settle(s, sj, why);
+        if (sj->active_ix < 0 || (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING))
+            return; /* ended or requeued: saved */
+    }
+    int running = 0, ended = 0;
     for (int k = 0; k < j->nalloc; k++) {
         running += sj->tasks[k].state == TK_RUNNING;
         ended += sj->tasks[k].state >= TK_SUCCEEDED;
-        ok += sj->tasks[k].state == TK_SUCCEEDED;
-    }
-    if (ended == j->nalloc) {
-        char why[128];
-        if (sj->stop) {
-            snprintf(why, sizeof why, "cancelled; its tasks stopped");
-            st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
-        } else if (ok == ended) {
-            st_finish_job(s, sj, ARB_JOB_SUCCEEDED, "all tasks exited 0");
-        } else {
-            snprintf(why, sizeof why, "task %lld %s%s", (long long)t,
-                     to == TK_LOST ? "was lost" : "failed",
-                     tk->has_exit ? " (exit code reported)" : "");
-            st_finish_job(s, sj, ARB_JOB_FAILED, why);
-        }
-        return;
     }
     if (j->state == ARB_JOB_PLACED && running + ended == j->nalloc && running > 0) {
         arb_job_transition(j, ARB_JOB_RUNNING, NULL);
@@ -372,19 +467,83 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     st_job_save(s, sj, lam);
 }
 
+/*
+ * What a node's report does not list. An agent lists every task it has
+ * until the controller stops assigning it, so:
+ *  - a task its agent was told to stop before it ever started it (the agent
+ *    skips such an assignment) has ended: no process of it exists;
+ *  - a task the agent had reported running is gone: its agent lost it (it
+ *    restarted without its state, and its tasks died with it). It is lost,
+ *    and its job requeued whole like any lost task.
+ * Only reports that carry a task list say anything about absence.
+ */
+static void absent_tasks(st_t *s, arb_node_t *n, const json_t *tasks)
+{
+    st_job_t **held;
+    int nh;
+
+    if (!json_is_array(tasks))
+        return;
+    /* Settling never adds to the index; it may retire a job from s->active
+     * (the fallback list), moving the last one into its slot: walk backwards. */
+    nh = held_on(s, n, &held);
+    for (int i = nh - 1; i >= 0; i--) {
+        st_job_t *sj = held[i];
+        arb_job_t *j = sj->j;
+        int stopped = 0, gone = -1, ngone = 0;
+        if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
+            continue;
+        for (int t = 0; t < j->nalloc; t++) {
+            st_task_t *tk = &sj->tasks[t];
+            size_t k;
+            json_t *v;
+            bool listed = false;
+            if (j->alloc[t].node != n->id ||
+                !(tk->state == TK_RUNNING || (tk->state == TK_ASSIGNED && sj->stop && tk->stop_sent)))
+                continue;
+            json_array_foreach(tasks, k, v) listed |=
+                (uint64_t)json_integer_value(json_object_get(v, "job")) == sj->id &&
+                json_integer_value(json_object_get(v, "task")) == t;
+            if (listed)
+                continue;
+            if (tk->state == TK_RUNNING) {
+                if (ngone++ == 0)
+                    gone = t; /* st_task_lost marks this one and settles the job */
+                else
+                    tk->state = TK_LOST;
+            } else {
+                tk->state = TK_CANCELLED;
+                stopped++;
+            }
+        }
+        if (gone >= 0) {
+            char why[160];
+            snprintf(why, sizeof why,
+                     "its agent on node '%s' no longer has it (restarted without its state?)",
+                     arb_node_name(&s->cluster, n));
+            st_task_lost(s, sj, gone, why);
+        } else if (stopped) {
+            st_job_settle(s, sj, "tasks stopped before they started");
+        }
+    }
+}
+
 static json_t *assignments(st_t *s, arb_node_t *n)
 {
     json_t *arr = json_array();
+    st_job_t **held;
+    int nh = held_on(s, n, &held);
 
-    for (int i = 0; i < s->nactive; i++) {
-        st_job_t *sj = s->active[i];
+    for (int i = 0; i < nh; i++) {
+        st_job_t *sj = held[i];
         const arb_job_t *j = sj->j;
+        bool here = false;
         if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
             continue;
-        bool here = false;
         for (int t = 0; t < j->nalloc; t++)
             if (j->alloc[t].node == n->id) {
                 json_array_append_new(arr, st_task_assignment(s, sj, t));
+                sj->tasks[t].stop_sent |= sj->stop;
                 here = true;
             }
         if (here && !sj->delivered) {
@@ -405,9 +564,10 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
     int64_t remote = 0;
     arb_node_t *n;
     st_node_t *x;
-    int rc;
+    int rc = 0;
     size_t i;
     json_t *v;
+    bool touch = false;
 
     if (!name[0] || strlen(name) > 253)
         return arb_errf(err, -EINVAL, "node name: 1..253 bytes");
@@ -421,14 +581,19 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
     pthread_mutex_lock(&s->mu);
     n = arb_cluster_find_node(&s->cluster, name);
     uint64_t lam = st_tick(s, (uint64_t)remote);
+    if ((!n || st_node_ext(s, n)->lost) && !inv) {
+        /* Not registered, or declared lost (its tasks requeued): the agent
+         * must fence (it has, if its clock kept time) and register again. */
+        *out = json_pack("{s:s,s:I,s:I,s:I,s:b,s:s}", "node", name, "lamport",
+                         (json_int_t)s->clock, "epoch", (json_int_t)s->epoch, "lease_ms",
+                         (json_int_t)(s->conf.lease_ns / 1000000), "lost", 1, "message",
+                         n ? "this node was declared lost and its tasks requeued; fence and "
+                             "register again with the inventory"
+                           : "this node is not registered; its first report must carry its "
+                             "inventory");
+        goto out;
+    }
     if (!n) {
-        if (!inv) {
-            rc = arb_errf(err, -EINVAL,
-                          "inventory: node '%s' is not registered; its first report must carry "
-                          "its inventory",
-                          name);
-            goto out;
-        }
         if ((rc = st_nodes_grow(s)) < 0 ||
             (rc = arb_cluster_add_node(&s->cluster, name, &n, err)) < 0)
             goto out;
@@ -445,7 +610,13 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
         s->dirty = true;
     } else {
         x = st_node_ext(s, n);
-        if (inv && !json_equal(inv, x->inventory)) {
+        if (inv && !json_equal(inv, x->inventory) && same_resources(inv, x->inventory)) {
+            /* Where it is reached, its host name, its log directory: kept,
+             * never scheduled on. */
+            json_decref(x->inventory);
+            x->inventory = json_deep_copy(inv);
+            st_node_save(s, n);
+        } else if (inv && !json_equal(inv, x->inventory)) {
             if (n->ntasks > 0) {
                 rc = arb_errf(err, -EBUSY,
                               "inventory: node '%s' changed its inventory while %d tasks are "
@@ -468,7 +639,31 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
     x->report_ms = st_wall_ms();
     x->lamport = lam;
     x->reports++;
-    n->report_ns = x->report_mono;
+    /* The scheduler sees report times to the second: nodes that report at
+     * different moments of one second stay one node class (nodeclass.c
+     * keys on report_ns), and staleness is measured in tens of seconds. */
+    {
+        int64_t q = x->report_mono - x->report_mono % 1000000000LL;
+        if (n->report_ns != q) {
+            n->report_ns = q;
+            touch = true;
+        }
+    }
+    if (inv) {
+        const char *a = json_string_value(json_object_get(inv, "address"));
+        if (a && a[0])
+            snprintf(x->addr, sizeof x->addr, "%s", a);
+        else if (who && who->addr)
+            snprintf(x->addr, sizeof x->addr, "%s", who->addr);
+    } else if (!json_string_value(json_object_get(x->inventory, "address")) && who && who->addr) {
+        snprintf(x->addr, sizeof x->addr, "%s", who->addr);
+    }
+    if (x->lost) { /* registered again after it was declared lost */
+        x->lost = false;
+        st_event(s, "node-rejoined", 0, name, "node '%s' registered again after it was lost",
+                 name);
+        s->dirty = true;
+    }
     if (n->state == ARB_NODE_NOT_READY &&
         arb_node_transition(&s->cluster, n, ARB_NODE_READY, NULL) == 0) {
         st_event(s, "node-ready", 0, name, "node '%s' reports again; ready", name);
@@ -481,13 +676,17 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
             json_t *f;
             if (ix >= n->ngpus)
                 continue;
-            if ((f = json_object_get(v, "util")) && json_is_integer(f))
+            if ((f = json_object_get(v, "util")) && json_is_integer(f) &&
+                n->gpu[ix].util_pct != (uint8_t)json_integer_value(f)) {
                 n->gpu[ix].util_pct = (uint8_t)json_integer_value(f);
+                touch = true;
+            }
             if ((f = json_object_get(v, "temp_c")) && json_is_integer(f))
                 n->gpu[ix].temp_c = (int16_t)json_integer_value(f);
             if ((f = json_object_get(v, "healthy")) && json_is_boolean(f) &&
                 n->gpu[ix].healthy != json_is_true(f)) {
                 n->gpu[ix].healthy = json_is_true(f);
+                touch = true;
                 st_event(s, json_is_true(f) ? "gpu-healthy" : "gpu-unhealthy", 0, name,
                          "node '%s' GPU %d is %s", name, ix,
                          json_is_true(f) ? "healthy again" : "unhealthy");
@@ -497,17 +696,21 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
         json_decref(x->telemetry);
         x->telemetry = json_deep_copy(tel);
     }
-    arb_node_touch(&s->cluster, n);
+    /* Only what the scheduler reads (report time, utilisation, health)
+     * makes the node "changed" for its indexes. */
+    if (touch)
+        arb_node_touch(&s->cluster, n);
     json_array_foreach(tasks, i, v)
         apply_task(s, n, v, lam);
-    *out = json_pack("{s:s,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock, "epoch",
-                     (json_int_t)s->epoch, "assignments", assignments(s, n));
+    absent_tasks(s, n, tasks);
+    *out = json_pack("{s:s,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
+                     "epoch", (json_int_t)s->epoch, "lease_ms",
+                     (json_int_t)(s->conf.lease_ns / 1000000), "assignments", assignments(s, n));
     if (s->dirty)
         pthread_cond_signal(&s->kick);
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
-    (void)who;
     return rc;
 }
 

@@ -11,7 +11,13 @@
  *      FIFO and priority tie order, is what it was; placed and running jobs
  *      re-charge their allocations through arb_node_alloc, which refuses
  *      anything over capacity: a conflicting allocation is never
- *      double-booked, the job is requeued and an event says why;
+ *      double-booked, the job is requeued and an event says why. A
+ *      restored allocation is re-stamped with this run's epoch: this
+ *      controller has re-validated it, so it is this epoch's assignment
+ *      (agents refuse to start assignments of an older epoch than the
+ *      newest they have seen; without the re-stamp a job placed but not
+ *      yet started before the restart would never start). Tasks already
+ *      running keep their attempt, so their agents keep them;
  *   5. the event log (the newest conf.event_retention events).
  * All writes recovery itself makes go in one transaction before st_open
  * returns.
@@ -114,6 +120,8 @@ static int recover_nodes(st_t *s, arb_err_t *err)
         if ((rc = st_node_apply_inventory(s, n, inv, err)) < 0)
             break;
         x->inventory = json_incref(inv);
+        snprintf(x->addr, sizeof x->addr, "%s",
+                 json_string_value(json_object_get(inv, "address")) ?: "");
         x->version = get_u64(o, "version");
         x->report_mono = st_mono_ns(); /* a fresh lease */
         n->report_ns = x->report_mono;
@@ -201,13 +209,16 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     sj->end_ms = (int64_t)get_u64(o, "end_ms");
     sj->delivered = json_is_true(json_object_get(o, "delivered"));
     sj->stop = json_is_true(json_object_get(o, "stop"));
+    sj->stop_then = sj->stop ? (uint8_t)get_u64(o, "stop_then") : ST_THEN_CANCEL;
+    if (sj->stop_then > ST_THEN_REQUEUE)
+        sj->stop_then = ST_THEN_FAIL;
     if (!sj->spec || sj->id == 0 || state < 0) {
         st_job_free(sj);
         fprintf(stderr, "arbiter: store: a job record is damaged; skipped\n");
         return 0;
     }
-    if (st_spec_parse(s, sj->spec, sj->speclen, sj->yaml, &j, &sj->command, &sj->env, &perr) <
-        0) {
+    if (st_spec_parse(s, sj->spec, sj->speclen, sj->yaml, &j, &sj->command, &sj->env,
+                      &sj->restartable, &perr) < 0) {
         /* The spec no longer loads (a newer controller is stricter): keep
          * the job visible, ended. */
         j = arb_job_new("unloadable", 1);
@@ -237,6 +248,9 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             sj->tasks[t].has_exit = true;
             sj->tasks[t].exit_code = (int32_t)json_integer_value(json_array_get(tk, 1));
         }
+        const char *node = json_string_value(json_array_get(tk, 2));
+        const arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
+        sj->tasks[t].node1 = nd ? nd->id + 1 : 0;
     }
     if (state >= ARB_JOB_SUCCEEDED) { /* ended: kept for reading only */
         j->state = (arb_job_state_t)state;
@@ -263,6 +277,8 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             if (state == ARB_JOB_RUNNING)
                 arb_job_transition(j, ARB_JOB_RUNNING, NULL);
             j->start_ns = ctx.now_ns;
+            sj->epoch = s->epoch; /* re-stamped: see the top of this file */
+            st_node_index_job(s, sj);
         } else {
             for (int t = 0; t < sj->ntasks; t++)
                 sj->tasks[t].state = TK_PENDING;

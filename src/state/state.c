@@ -231,6 +231,7 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
     (void)nalloc;
     sj->end_ms = st_wall_ms();
     sj->stop = false;
+    sj->stop_then = ST_THEN_CANCEL;
     snprintf(sj->message, sizeof sj->message, "%s", why);
     uint64_t lam = st_event(s, to == ARB_JOB_CANCELLED   ? "job-cancelled"
                                : to == ARB_JOB_SUCCEEDED ? "job-succeeded"
@@ -390,6 +391,7 @@ void st_close(st_t *s)
     for (uint32_t i = 0; i < s->capnodes && i < s->cluster.nnodes; i++) {
         json_decref(s->nodes[i].inventory);
         json_decref(s->nodes[i].telemetry);
+        free(s->nodes[i].held);
     }
     free(s->nodes);
     arb_cluster_free(&s->cluster);
@@ -405,25 +407,6 @@ void st_close(st_t *s)
 }
 
 /* ---- the cycle ------------------------------------------------------------------------- */
-
-/* Nodes whose lease ran out go NotReady (an event; not persisted: a
- * restarted controller grants every node a fresh lease). */
-static void check_leases(st_t *s, int64_t now)
-{
-    if (s->conf.lease_ns <= 0)
-        return;
-    for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
-        arb_node_t *n = &s->cluster.nodes[i];
-        st_node_t *x = &s->nodes[i];
-        if (n->state == ARB_NODE_READY && now - x->report_mono > s->conf.lease_ns) {
-            if (arb_node_transition(&s->cluster, n, ARB_NODE_NOT_READY, NULL) == 0)
-                st_event(s, "node-not-ready", 0, arb_node_name(&s->cluster, n),
-                         "node '%s': no report for %.1f s (lease %.1f s)",
-                         arb_node_name(&s->cluster, n), (double)(now - x->report_mono) / 1e9,
-                         (double)s->conf.lease_ns / 1e9);
-        }
-    }
-}
 
 /* Record what the cycle changed for one job. */
 static void job_after_cycle(st_t *s, st_job_t *sj)
@@ -444,12 +427,15 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         for (int t = 0; t < j->nalloc && used < sizeof where; t++) {
             sj->tasks[t].state = TK_ASSIGNED;
             sj->tasks[t].has_exit = false;
+            sj->tasks[t].straggler = ST_STRAG_NONE;
+            sj->tasks[t].node1 = j->alloc[t].node + 1;
             used += (size_t)snprintf(where + used, sizeof where - used, "%s%s",
                                      t ? "," : "",
                                      arb_node_name(&s->cluster,
                                                    &s->cluster.nodes[j->alloc[t].node]));
         }
         sj->message[0] = '\0';
+        st_node_index_job(s, sj);
         lam = st_event(s, "job-placed", sj->id, NULL, "job %llu '%s' placed on %s (attempt %llu, epoch %llu)",
                        (unsigned long long)sj->id, j->name, where,
                        (unsigned long long)sj->attempt, (unsigned long long)sj->epoch);
@@ -475,7 +461,8 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
     int rc;
 
     pthread_mutex_lock(&s->mu);
-    check_leases(s, now);
+    st_check_leases(s, now);
+    st_check_stragglers(s, now);
     s->dirty = false;
     rc = arb_sched_cycle(s->sched, &ctx, &st);
     double ms = (double)(st_mono_ns() - now) / 1e6;
@@ -543,6 +530,11 @@ static int check_fittable(st_t *s, const arb_job_t *j, arb_err_t *err)
     return 0;
 }
 
+static bool held_job(const arb_job_t *j)
+{
+    return j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
+}
+
 static bool may_see(const st_who_t *who, const st_job_t *sj)
 {
     return who->role != ST_ROLE_USER || strcmp(who->team ? who->team : "", sj->team) == 0;
@@ -558,7 +550,8 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
     const char *team = who->team ? who->team : "";
 
     pthread_mutex_lock(&s->mu);
-    rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, err);
+    bool restartable = true;
+    rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, err);
     if (rc < 0)
         goto out;
     /* Which queue: users submit to their team's queue (the default). */
@@ -616,6 +609,7 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
     snprintf(sj->owner, sizeof sj->owner, "%s", who->name ? who->name : "");
     sj->command = command;
     sj->env = env;
+    sj->restartable = restartable;
     command = env = NULL;
     sj->submit_ms = st_wall_ms();
     arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
@@ -753,8 +747,10 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         if (sj->delivered) {
             /* An agent may be running it: its GPUs are freed only when the
              * agent reports the tasks ended (never two users of one GPU). */
-            if (!sj->stop) {
+            if (!sj->stop || sj->stop_then != ST_THEN_CANCEL) {
+                /* A cancel wins over a requeue or failure already underway. */
                 sj->stop = true;
+                sj->stop_then = ST_THEN_CANCEL;
                 snprintf(sj->message, sizeof sj->message, "cancel requested by %s",
                          who->name ? who->name : "anonymous");
                 uint64_t lam = st_event(s, "job-cancel-requested", sj->id, NULL,
@@ -808,12 +804,36 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             json_object_set_new(o, "summary", json_string(ex.summary));
             json_object_set_new(o, "hint", json_string(ex.hint));
         } else {
-            char txt[600];
+            char txt[600], hint[600] = "";
+            json_t *strag = json_array();
+            size_t used = 0;
             snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s",
                      (unsigned long long)sj->id, arb_job_state_name(sj->j->state),
                      sj->message[0] ? ": " : "", sj->message);
+            for (int t = 0; t < sj->j->nalloc && held_job(sj->j); t++) {
+                const st_task_t *tk = &sj->tasks[t];
+                const char *node =
+                    arb_node_name(&s->cluster, &s->cluster.nodes[sj->j->alloc[t].node]);
+                if (tk->straggler == ST_STRAG_NONE)
+                    continue;
+                json_array_append_new(
+                    strag, json_pack("{s:i,s:s,s:s}", "task", t, "node", node, "reason",
+                                     tk->straggler == ST_STRAG_STALE ? "stale-report"
+                                                                     : "low-gpu-utilization"));
+                if (used < sizeof hint)
+                    used += (size_t)snprintf(
+                        hint + used, sizeof hint - used, "%stask %d on node '%s' is a straggler: %s",
+                        used ? "; " : "", t, node,
+                        tk->straggler == ST_STRAG_STALE
+                            ? "its node's reports are late"
+                            : "its GPUs are far less busy than its peers'");
+            }
             json_object_set_new(o, "summary", json_string(txt));
-            json_object_set_new(o, "hint", json_string(""));
+            json_object_set_new(o, "hint", json_string(hint));
+            if (json_array_size(strag))
+                json_object_set_new(o, "stragglers", strag);
+            else
+                json_decref(strag);
         }
         *out = o;
     }

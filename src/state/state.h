@@ -67,6 +67,7 @@ typedef struct st_conf {
     int64_t starvation_ns;
     int64_t interval_ns;       /* scheduler cycle at least this often (default 1 s) */
     int64_t lease_ns;          /* node silent longer: NotReady (default 10 s) */
+    int64_t grace_ns;          /* then this long more: its tasks are lost (default 5 s) */
     int64_t stale_ns;          /* filter nodes whose report is older (default 30 s; 0 off) */
     int event_retention;       /* events kept (default 100000) */
     store_sync_t sync;         /* store.synchronous: full (default) or normal */
@@ -103,6 +104,7 @@ typedef struct st_who {
     st_role_t role;
     const char *team; /* users: the team whose jobs they see; may be "" */
     const char *name; /* for messages and job owners */
+    const char *addr; /* the caller's IP address as the API saw it; NULL unknown */
 } st_who_t;
 
 /* Open the store at uri (a data directory, or "sqlite:DIR") and recover
@@ -162,6 +164,8 @@ int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
  * see events of other teams' jobs); when none, wait up to wait_ms for one. *out: {"events": [...], "last": N, "oldest": N} */
 int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
               json_t **out, int64_t *ticket, arb_err_t *err);
+/* Record how long the API took to handle one agent report (metrics). */
+void st_note_report(st_t *s, int64_t ns);
 /* Append Prometheus text-format metrics to *buf (malloc'd, *len bytes). */
 int st_metrics(st_t *s, char **buf, size_t *len);
 /* Check every invariant: core's cluster check, and that the allocations of

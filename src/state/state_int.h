@@ -1,7 +1,8 @@
 /*
  * state_int.h: the resource manager's private parts, shared by the files of
  * src/state (state.c jobs, clock, events and the cycle; node.c reports and
- * drains; recover.c; codec.c JSON; metrics.c). Not a public API.
+ * drains; liveness.c node leases, lost tasks and stragglers; recover.c;
+ * codec.c JSON; metrics.c). Not a public API.
  *
  * Locking: one mutex, st.mu, guards everything here. Functions named do_*
  * and every helper in this header expect the caller to hold it.
@@ -11,7 +12,14 @@
  *   TK_PENDING --placed--> TK_ASSIGNED --agent: running--> TK_RUNNING
  *       ^                      |                              |
  *       +----preempted---------+------------------------------+
- *                              agent: exited --> TK_SUCCEEDED | TK_FAILED
+ *       |                      agent: exited --> TK_SUCCEEDED | TK_FAILED
+ *       |                      agent: lost (fenced), or its node lost --> TK_LOST
+ *       +---- requeued (st_job_requeue: a lost task of a restartable job) ----+
+ *
+ * A job whose tasks must all end before it can (a cancel, a lost gang
+ * member) has stop set and stop_then saying what follows once every task
+ * has ended: cancelled, failed or requeued whole (liveness.c, st_job_settle).
+ * Its GPUs stay held until then: never two users of one GPU.
  *
  * Invariants: (1) a job's tasks 0..nalloc-1 are ASSIGNED/RUNNING/ended
  * exactly while the job is PLACED or RUNNING; (2) every persisted job
@@ -30,13 +38,21 @@
 enum { TK_PENDING, TK_ASSIGNED, TK_RUNNING, TK_SUCCEEDED, TK_FAILED, TK_LOST, TK_CANCELLED };
 extern const char *const st_task_state_names[];
 
+enum { ST_THEN_CANCEL, ST_THEN_FAIL, ST_THEN_REQUEUE }; /* st_job_t.stop_then */
+enum { ST_STRAG_NONE, ST_STRAG_STALE, ST_STRAG_SLOW }; /* st_task_t.straggler */
+
 typedef struct st_task {
     uint8_t state;
+    uint8_t straggler; /* ST_STRAG_*: flagged by the last straggler check */
     bool has_exit;
+    bool stop_sent; /* an assignment with stop went to its agent (volatile) */
     int32_t exit_code;
+    uint32_t node1; /* node id + 1 of its latest placement (kept after it ends); 0 never */
 } st_task_t;
 
-typedef struct st_job {
+typedef struct st_job st_job_t;
+
+struct st_job {
     uint64_t id;
     arb_job_t *j;   /* the scheduler's job (owned by it unless own_j) */
     bool own_j;     /* recovered terminal job, never handed to the scheduler */
@@ -52,10 +68,12 @@ typedef struct st_job {
     int ntasks;
     st_task_t *tasks;
     bool delivered; /* an agent has fetched the current assignment */
-    bool stop;      /* cancel requested while an agent runs it */
+    bool stop;      /* its tasks are being stopped (cancel, lost gang member) */
+    uint8_t stop_then; /* ST_THEN_*: what follows once every task ended */
+    bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
     int active_ix;  /* index in st.active, -1 when terminal */
     char message[256];
-} st_job_t;
+};
 
 typedef struct st_node {
     json_t *inventory;   /* as last reported (owned) */
@@ -65,6 +83,13 @@ typedef struct st_node {
     int64_t report_ms;   /* wall clock of the last report, for people */
     uint64_t lamport;    /* Lamport time of the last report */
     uint64_t reports;
+    bool lost;           /* declared lost (its tasks requeued); cleared by a registration */
+    struct st_job **held; /* jobs placed here (owned array, borrowed jobs): a report costs
+                             what runs on its node, not what the cluster runs. Entries go
+                             stale when a job stops holding; readers drop them. */
+    int nheld, capheld;
+    char addr[64];       /* where its tasks are reached: inventory "address", else the
+                            address its last report came from; "" unknown */
 } st_node_t;
 
 typedef struct st_event {
@@ -98,6 +123,7 @@ struct st {
     uint32_t *queues;          /* interned names of every queue seen */
     int nqueues;
 
+    bool held_oom;             /* a node's job index could not grow: walk every job */
     uint64_t clock, clock_hwm, epoch;
     st_event_t *ring;          /* the last conf.event_retention events */
     int ring_cap, ring_n, ring_head; /* head: index of the oldest */
@@ -110,6 +136,9 @@ struct st {
     uint64_t m_cycle_hist[ST_HIST];
     double m_cycle_sum_s;
     int64_t m_start_mono;
+    uint64_t m_nodes_lost, m_tasks_lost, m_requeued, m_reports;
+    uint64_t m_report_hist[ST_HIST];
+    double m_report_sum_s;
     uint64_t m_placed_window;  /* placements since m_window_mono */
     int64_t m_window_mono;
     double m_decisions_per_s;
@@ -140,14 +169,33 @@ void st_queue_seen(st_t *s, uint32_t name);
 /* Parse a spec body into a new finalized job (interned in s->cluster) and
  * its command/env; -EBADMSG for syntax, -EINVAL for content. */
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
-                  json_t **command, json_t **env, arb_err_t *err);
+                  json_t **command, json_t **env, bool *restartable, arb_err_t *err);
 /* Re-charge tasks' allocations to their nodes (recovery); false on conflict. */
 void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why);
+
+/* Liveness (liveness.c). */
+/* Node leases, once per cycle: READY nodes silent past the lease go
+ * NotReady; nodes silent past lease + grace are lost, their tasks with
+ * them (st_task_lost). */
+void st_check_leases(st_t *s, int64_t now);
+/* Task t of sj is lost (its node lost, or its agent fenced it): mark it
+ * and settle the job. */
+void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why);
+/* After any task of sj changed: end, requeue or start stopping the job
+ * as its tasks say. why names the task change for messages. */
+void st_job_settle(st_t *s, st_job_t *sj, const char *why);
+/* Release sj's allocations and queue it again (a new attempt follows). */
+void st_job_requeue(st_t *s, st_job_t *sj, const char *why);
+/* Flag stragglers of running multi-node gangs (stale report, GPUs far
+ * below their peers'): events on changes. */
+void st_check_stragglers(st_t *s, int64_t now);
 
 /* Nodes. */
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n);
 int st_nodes_grow(st_t *s);
 void st_node_save(st_t *s, arb_node_t *n);
+/* sj was just placed (or restored): index it under each of its nodes. */
+void st_node_index_job(st_t *s, st_job_t *sj);
 /* Build or rebuild n's resources from an inventory object (validated). */
 int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t *err);
 /* Validate an inventory object without changing anything. */

@@ -40,7 +40,7 @@ check() {
             grep -q "\"id\":$id," "$T/jobs.json" || fail "acknowledged job $id lost"
         done < "$f"
     done
-    if curl -s "$ARBITER_URL/v1/events?limit=10000" | grep -q '"job-requeued"'; then
+    if curl -s "$ARBITER_URL/v1/events?limit=10000" | grep -q 'allocation not restored at recovery'; then
         fail "an allocation could not be restored at recovery"
     fi
 }

@@ -109,8 +109,8 @@ static void test_fake(void **st)
     assert_int_equal(agent_disc_sample(&d, s, &err), 0);
     assert_int_equal(s[3].util_pct, 0);
     assert_int_equal(s[3].temp_c, 30);
-    assert_int_equal(agent_fake_set(&d, 3, &(agent_gpu_sample_t){97, 71, 40000}), 0);
-    assert_int_equal(agent_fake_set(&d, 8, &(agent_gpu_sample_t){97, 71, 40000}), -EINVAL);
+    assert_int_equal(agent_fake_set(&d, 3, &(agent_gpu_sample_t){97, 71, 40000, false}), 0);
+    assert_int_equal(agent_fake_set(&d, 8, &(agent_gpu_sample_t){97, 71, 40000, false}), -EINVAL);
     assert_int_equal(agent_disc_sample(&d, s, &err), 0);
     assert_int_equal(s[3].util_pct, 97);
     assert_int_equal(s[3].temp_c, 71);

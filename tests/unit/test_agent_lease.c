@@ -253,6 +253,30 @@ static void test_reconcile(void **st)
     assert_int_equal(nmissing, 4); /* every one without stop */
 }
 
+/* The controller's lease caps ours; a running lease is cut to
+ * last_ok + the new length and never lengthened by it. */
+static void test_set_length(void **st)
+{
+    agent_lease_t l = active(1, 100 * S);
+
+    agent_lease_set_length(&l, LEASE, 0); /* not said: unchanged */
+    assert_int_equal(l.lease_ns, LEASE);
+    agent_lease_set_length(&l, LEASE, 4 * S);
+    assert_int_equal(l.lease_ns, 4 * S);
+    assert_int_equal(l.expires_ns, 104 * S);
+    assert_int_equal(agent_lease_tick(&l, 104 * S), AGENT_LEASE_FENCE);
+    l = active(1, 200 * S);
+    agent_lease_set_length(&l, LEASE, 30 * S); /* longer than ours: ours holds */
+    assert_int_equal(l.lease_ns, LEASE);
+    assert_int_equal(l.expires_ns, 210 * S);
+    agent_lease_set_length(&l, 4 * S, 30 * S);
+    assert_int_equal(l.expires_ns, 204 * S);
+    int rc;
+    assert_int_equal(agent_lease_heartbeat_ok(&l, 1, 203 * S, 203 * S, &rc), AGENT_LEASE_NONE);
+    assert_int_equal(rc, 0);
+    assert_int_equal(l.expires_ns, 207 * S);
+}
+
 static void test_lamport(void **st)
 {
     agent_lamport_t c = {0};
@@ -271,7 +295,7 @@ int main(void)
         cmocka_unit_test(test_expire_fences), cmocka_unit_test(test_lost_and_newer_epoch),
         cmocka_unit_test(test_reregister),    cmocka_unit_test(test_assignments),
         cmocka_unit_test(test_restore),       cmocka_unit_test(test_reconcile),
-        cmocka_unit_test(test_lamport),
+        cmocka_unit_test(test_lamport),       cmocka_unit_test(test_set_length),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

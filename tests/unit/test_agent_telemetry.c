@@ -110,13 +110,33 @@ static void test_report_json(void **st)
 
     /* Later reports: no inventory; unknown values are left out. */
     s.cpu_util_pct = -1;
-    s.gpu[1] = (agent_gpu_sample_t){-1, -1, -1};
+    s.gpu[1] = (agent_gpu_sample_t){-1, -1, -1, false};
     in.inv = NULL;
     body = agent_report_json(&in);
     assert_null(strstr(body, "inventory"));
     assert_null(strstr(body, "cpu_util"));
     assert_non_null(strstr(body, "{\"index\":1,\"healthy\":true}"));
     free(body);
+
+    /* A GPU the source calls unusable; the agent's whereabouts with the inventory. */
+    agent_gpu_sample_t bad = {0, 30, 0, true};
+    assert_int_equal(agent_fake_set(&d, 1, &bad), 0);
+    agent_tel_sample(&t, &d, 4 * SEC, &s, NULL);
+    in.inv = &d.inv;
+    in.address = "10.0.0.9";
+    in.hostname = "host9";
+    in.log_dir = "/var/log/arbiter";
+    body = agent_report_json(&in);
+    assert_non_null(strstr(body, "{\"index\":1,\"healthy\":false,"));
+    assert_non_null(strstr(body, "\"address\":\"10.0.0.9\",\"hostname\":\"host9\","
+                                 "\"log_dir\":\"/var/log/arbiter\""));
+    free(body);
+    /* Busy GPUs under emulated load keep their health. */
+    assert_int_equal(agent_fake_load(&d, 1u << 1, 90), 0);
+    agent_tel_sample(&t, &d, 6 * SEC, &s, NULL);
+    assert_int_equal(s.gpu[1].util_pct, 90);
+    assert_true(s.gpu[1].unhealthy);
+    assert_int_equal(s.gpu[0].util_pct, 0);
     agent_disc_close(&d);
 }
 
@@ -148,6 +168,29 @@ static void test_reply_parse(void **st)
     assert_null(r.assign[0].argv[3]);
     assert_string_equal(r.assign[0].env[0], "A=1");
     assert_string_equal(r.assign[0].name, "train");
+    assert_int_equal(r.assign[0].world_size, 0); /* not a gang: no rendezvous */
+    assert_false(r.lost);
+    assert_int_equal(r.lease_ns, 0);
+    agent_reply_free(&r);
+
+    /* a gang member, the controller's lease, and a lost node */
+    static const char gang[] =
+        "{\"lamport\":9,\"epoch\":3,\"lease_ms\":2000,\"assignments\":[{\"job\":4,\"task\":1,"
+        "\"epoch\":3,\"rank\":1,\"world_size\":2,\"master_addr\":\"10.0.0.7\","
+        "\"master_port\":29500,\"command\":[\"true\"]}]}";
+    assert_int_equal(agent_reply_parse(gang, strlen(gang), &r, &err), 0);
+    assert_int_equal(r.lease_ns, 2000000000LL);
+    assert_int_equal(r.assign[0].rank, 1);
+    assert_int_equal(r.assign[0].world_size, 2);
+    assert_string_equal(r.assign[0].master_addr, "10.0.0.7");
+    assert_int_equal(r.assign[0].master_port, 29500);
+    agent_reply_free(&r);
+    static const char lost[] = "{\"node\":\"n1\",\"lamport\":9,\"epoch\":3,\"lease_ms\":10000,"
+                               "\"lost\":true,\"message\":\"register again\"}";
+    assert_int_equal(agent_reply_parse(lost, strlen(lost), &r, &err), 0);
+    assert_true(r.lost);
+    assert_false(r.have_assignments);
+    assert_string_equal(r.message, "register again");
     agent_reply_free(&r);
 
     static const struct {
@@ -167,6 +210,17 @@ static void test_reply_parse(void **st)
         {"{\"epoch\":1,\"assignments\":[{\"job\":1,\"task\":0,\"epoch\":1,\"stop\":1}]}",
          "assignments[0].stop: expected true or false"},
         {"{\"epoch\":1,\"assignments\":{}}", "assignments: expected a list"},
+        {"{\"epoch\":1,\"lost\":1}", "reply: lost: expected true or false"},
+        {"{\"epoch\":1,\"lease_ms\":-5}", "reply: lease_ms: expected an integer"},
+        {"{\"epoch\":1,\"assignments\":[{\"job\":1,\"task\":0,\"epoch\":1,\"world_size\":2,"
+         "\"rank\":2,\"master_addr\":\"h\",\"master_port\":9}]}",
+         "assignments[0]: a gang member needs rank < world_size"},
+        {"{\"epoch\":1,\"assignments\":[{\"job\":1,\"task\":0,\"epoch\":1,\"world_size\":2,"
+         "\"rank\":1,\"master_addr\":\"h\",\"master_port\":70000}]}",
+         "assignments[0].master_port: expected an integer 1..65535"},
+        {"{\"epoch\":1,\"assignments\":[{\"job\":1,\"task\":0,\"epoch\":1,\"world_size\":2,"
+         "\"rank\":1,\"master_addr\":\"\",\"master_port\":7}]}",
+         "assignments[0].master_addr: expected a host"},
         {"{\"lamport\":1}", "reply: epoch: missing"},
         {"[1]", "reply: expected an object"},
         {"{\"epoch\":", "reply:1:"},
@@ -203,14 +257,14 @@ static void quiet(void *ctx, const char *msg)
     (void)ctx, (void)msg;
 }
 
-static int sc_open(const char *target, const char *node, void **state, arb_err_t *err)
+static int sc_open(const agent_transport_conf_t *c, void **state, arb_err_t *err)
 {
     *state = &S;
     return 0;
 }
 
-static int sc_report(void *state, const char *body, size_t len, agent_reply_t *reply,
-                     arb_err_t *err)
+static int sc_report(void *state, const char *body, size_t len, int64_t timeout_ns,
+                     agent_reply_t *reply, arb_err_t *err)
 {
     script_t *s = state;
     const char *txt = s->reply ? s->reply : "{\"epoch\":1}";
@@ -271,6 +325,58 @@ static void test_loop(void **st)
     assert_int_equal(agent_step(&a, &err), 0);
     assert_null(strstr(S.last, "\"inventory\"")); /* acknowledged: not again */
     assert_non_null(strstr(S.last, "\"lamport\":52"));
+
+    /* The controller's lease is shorter than ours: ours follows it. */
+    S.reply = "{\"epoch\":2,\"lease_ms\":4000,\"assignments\":[]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_int_equal(a.lease.lease_ns, 4 * SEC);
+    assert_int_equal(a.lease.expires_ns, S.now + 4 * SEC);
+    S.reply = "{\"epoch\":2,\"lease_ms\":10000,\"assignments\":[]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_int_equal(a.lease.lease_ns, 10 * SEC);
+
+    /* A command that does not exist: reported as exit 127 at once. */
+    S.reply = "{\"epoch\":2,\"assignments\":[{\"job\":4,\"task\":0,\"attempt\":1,\"epoch\":2,"
+              "\"command\":[\"/nonexistent/x\"]}]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_true(a.urgent);
+    t = agent_exec_find(&a.exec, "4", 0);
+    assert_true(t && t->state == AGENT_TASK_EXITED && t->exit_code == 127);
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_non_null(strstr(S.last, "\"job\":4,\"task\":0,\"attempt\":1,\"state\":\"failed\","
+                                   "\"exit_code\":127"));
+    S.reply = "{\"epoch\":2,\"assignments\":[]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_null(agent_exec_find(&a.exec, "4", 0));
+
+    /* A gang member: the rendezvous variables reach its environment. */
+    S.reply = "{\"epoch\":2,\"assignments\":[{\"job\":8,\"task\":1,\"attempt\":1,\"epoch\":2,"
+              "\"rank\":1,\"world_size\":2,\"master_addr\":\"10.1.2.3\",\"master_port\":23456,"
+              "\"command\":[\"sh\",\"-c\",\"echo $RANK/$WORLD_SIZE@$MASTER_ADDR:$MASTER_PORT\"]}]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    t = agent_exec_find(&a.exec, "8", 1);
+    assert_non_null(t);
+    assert_int_equal(agent_exec_wait(&a.exec, 5 * SEC), 0);
+    {
+        char buf[128] = "";
+        FILE *f = fopen(t->out_path, "r");
+        assert_non_null(f);
+        assert_non_null(fgets(buf, sizeof buf, f));
+        fclose(f);
+        assert_string_equal(buf, "1/2@10.1.2.3:23456\n");
+    }
+    S.reply = "{\"epoch\":2,\"assignments\":[]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_null(agent_exec_find(&a.exec, "8", 1));
 
     /* An assignment: started with its GPUs, reported running. */
     S.reply = "{\"epoch\":2,\"assignments\":[{\"job\":5,\"task\":0,\"attempt\":1,\"epoch\":2,"

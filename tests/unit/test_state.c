@@ -9,14 +9,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "state/state_int.h"
 
 static char dir[256];
-static const st_who_t admin = {ST_ROLE_ADMIN, "", "root"};
-static const st_who_t alice = {ST_ROLE_USER, "team-a", "alice"};
-static const st_who_t bob = {ST_ROLE_USER, "team-b", "bob"};
-static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent"};
+static const st_who_t admin = {ST_ROLE_ADMIN, "", "root", NULL};
+static const st_who_t alice = {ST_ROLE_USER, "team-a", "alice", NULL};
+static const st_who_t bob = {ST_ROLE_USER, "team-b", "bob", NULL};
+static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent", NULL};
 
 static int setup(void **unused)
 {
@@ -272,12 +274,247 @@ static void test_agent_reports(void **unused)
     cycle(s);
     assert_string_equal(job_state(s, b), "placed");
     /* bad reports */
-    out = report(s, "n2", "{\"telemetry\": {}}", -EINVAL); /* no inventory */
+    out = report(s, "n2", "{\"telemetry\": {}}", 0); /* unknown, no inventory: register */
+    assert_true(json_is_true(json_object_get(out, "lost")));
+    assert_null(json_object_get(out, "assignments"));
+    json_decref(out);
     out = report(s, "n1", "{\"telemetry\": {\"gpus\": [{\"index\": 0, \"util\": 300}]}}", -EINVAL);
     out = report(s, "n1", "{\"inventory\": {\"gpus\": [{\"memory\": \"80Gx\"}]}}", -EINVAL);
     out = report(s, "n1", "{\"inventory\": {\"cpu\": 1}}", -EBUSY); /* tasks allocated */
     out = report(s, "n1", "{\"whatever\": 1}", -EINVAL);
     assert_int_equal(st_check(s, NULL), 0);
+    st_close(s);
+}
+
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static st_t *open_short_lease(void)
+{
+    st_conf_t c;
+    st_t *s = NULL;
+    arb_err_t err = {{0}};
+
+    st_conf_init(&c);
+    c.sync = STORE_SYNC_NORMAL;
+    c.lease_ns = 150000000LL; /* 150 ms: the file loader allows no less than 100 ms */
+    c.grace_ns = 150000000LL; /* below the loader's 1 s minimum, for a quick test */
+    if (st_open(dir, &c, &s, &err) < 0)
+        fail_msg("st_open: %s", err.msg);
+    st_conf_free(&c);
+    return s;
+}
+
+static json_t *task_of(st_t *s, uint64_t id, int t)
+{
+    json_t *out = NULL, *tk;
+    int64_t tt;
+    assert_int_equal(st_job_get(s, &admin, id, &out, &tt, NULL), 0);
+    tk = json_incref(json_array_get(json_object_get(out, "tasks"), (size_t)t));
+    json_decref(out);
+    return tk;
+}
+
+static const char *task_node(st_t *s, uint64_t id, int t)
+{
+    static char buf[32];
+    json_t *tk = task_of(s, id, t);
+    snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(tk, "node")) ?: "-");
+    json_decref(tk);
+    return buf;
+}
+
+/* Keep node `live` reporting (its task of job `id` running) and run cycles
+ * until job id reaches `want` or 5 s pass. */
+static void wait_state(st_t *s, uint64_t id, const char *want, const char *live, int live_task)
+{
+    char body[256];
+    int64_t end = mono_ms() + 5000;
+
+    while (strcmp(job_state(s, id), want) != 0) {
+        if (mono_ms() > end)
+            fail_msg("job %llu stays %s, not %s", (unsigned long long)id, job_state(s, id), want);
+        if (live) {
+            snprintf(body, sizeof body,
+                     "{\"tasks\": [{\"job\": %llu, \"task\": %d, \"state\": \"running\"}]}",
+                     (unsigned long long)id, live_task);
+            json_decref(report(s, live, body, 0));
+        }
+        cycle(s);
+        usleep(20000);
+    }
+}
+
+static void test_lost_nodes(void **unused)
+{
+    (void)unused;
+    st_t *s = open_short_lease();
+    add_node(s, "n1", 2);
+    add_node(s, "n2", 2);
+    /* a gang over both nodes: rank, world size and the rendezvous */
+    uint64_t g = submit(s, &admin,
+                        "{\"name\": \"gang\", \"replicas\": 2, \"command\": [\"true\"], "
+                        "\"resources\": {\"requests\": {\"nvidia.com/gpu\": 2}}}",
+                        0);
+    cycle(s);
+    assert_string_equal(job_state(s, g), "placed");
+    int t1 = strcmp(task_node(s, g, 0), "n1") == 0 ? 0 : 1; /* n1's task */
+    json_t *out = report(s, "n1", "{}", 0), *as;
+    as = json_array_get(json_object_get(out, "assignments"), 0);
+    assert_int_equal(json_integer_value(json_object_get(as, "world_size")), 2);
+    assert_int_equal(json_integer_value(json_object_get(as, "rank")), t1);
+    assert_non_null(json_string_value(json_object_get(as, "master_addr")));
+    assert_true(json_integer_value(json_object_get(as, "master_port")) >= 20000);
+    assert_true(json_integer_value(json_object_get(out, "lease_ms")) == 150);
+    json_decref(out);
+    char b1[200], b2[200];
+    snprintf(b1, sizeof b1, "{\"tasks\": [{\"job\": %llu, \"task\": %d, \"state\": \"running\"}]}",
+             (unsigned long long)g, t1);
+    snprintf(b2, sizeof b2, "{\"tasks\": [{\"job\": %llu, \"task\": %d, \"state\": \"running\"}]}",
+             (unsigned long long)g, 1 - t1);
+    json_decref(report(s, "n1", b1, 0));
+    json_decref(report(s, "n2", b2, 0));
+    assert_string_equal(job_state(s, g), "running");
+
+    /* n1 falls silent: lost after lease + grace; n2's member is stopped,
+     * its GPUs stay held until n2 says it ended. */
+    int64_t end = mono_ms() + 5000;
+    for (;;) {
+        json_t *tk = task_of(s, g, t1);
+        bool lost = strcmp(json_string_value(json_object_get(tk, "state")), "lost") == 0;
+        json_decref(tk);
+        if (lost)
+            break;
+        assert_true(mono_ms() < end);
+        json_decref(report(s, "n2", b2, 0));
+        cycle(s);
+        usleep(20000);
+    }
+    assert_string_equal(job_state(s, g), "running"); /* held: n2's member still runs */
+    out = report(s, "n2", b2, 0);
+    as = json_array_get(json_object_get(out, "assignments"), 0);
+    assert_true(json_is_true(json_object_get(as, "stop")));
+    json_decref(out);
+    assert_int_equal(st_check(s, NULL), 0);
+    snprintf(b2, sizeof b2,
+             "{\"tasks\": [{\"job\": %llu, \"task\": %d, \"state\": \"failed\", "
+             "\"exit_code\": 143}]}",
+             (unsigned long long)g, 1 - t1);
+    json_decref(report(s, "n2", b2, 0));
+    assert_string_equal(job_state(s, g), "preempted"); /* requeued whole */
+    cycle(s);
+    assert_string_equal(job_state(s, g), "pending"); /* n1 is gone: 2 GPUs left, 4 asked */
+    json_t *tk = task_of(s, g, t1);
+    assert_string_equal(json_string_value(json_object_get(tk, "last_node")), "n1");
+    json_decref(tk);
+
+    /* n1 comes back without its inventory: told it is lost; with it: ready. */
+    out = report(s, "n1", "{}", 0);
+    assert_true(json_is_true(json_object_get(out, "lost")));
+    json_decref(out);
+    add_node(s, "n1", 2);
+    cycle(s);
+    assert_string_equal(job_state(s, g), "placed");
+    out = report(s, "n1", "{}", 0);
+    as = json_array_get(json_object_get(out, "assignments"), 0);
+    assert_int_equal(json_integer_value(json_object_get(as, "attempt")), 2);
+    json_decref(out);
+    json_decref(report(s, "n2", "{}", 0));
+    /* cancel it: both agents were sent stop before starting it; reports
+     * that do not list it end it. */
+    json_t *c;
+    int64_t t;
+    assert_int_equal(st_job_cancel(s, &admin, g, -1, &c, &t, NULL), 0);
+    json_decref(c);
+    st_wait(s, t, NULL);
+    for (int i = 0; i < 2; i++) {
+        json_decref(report(s, "n1", "{\"tasks\": []}", 0));
+        json_decref(report(s, "n2", "{\"tasks\": []}", 0));
+    }
+    assert_string_equal(job_state(s, g), "cancelled");
+
+    /* restartable: false: a lost task fails the job. */
+    uint64_t f = submit(s, &admin,
+                        "{\"name\": \"once\", \"restartable\": false, "
+                        "\"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}}",
+                        0);
+    cycle(s);
+    const char *where = task_node(s, f, 0);
+    const char *other = strcmp(where, "n1") == 0 ? "n2" : "n1";
+    char live[8];
+    snprintf(live, sizeof live, "%s", other);
+    char body[200];
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"state\": \"running\"}]}",
+             (unsigned long long)f);
+    json_decref(report(s, where, body, 0));
+    wait_state(s, f, "failed", live, 99);
+    assert_int_equal(st_check(s, NULL), 0);
+    st_close(s);
+}
+
+/* An agent that lost a running task (restarted without its state): the
+ * task is lost, the job requeued; a report without a task list says nothing. */
+static void test_task_gone(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(NULL);
+    add_node(s, "n1", 2);
+    uint64_t a = submit(s, &admin, GPUS(1), 0);
+    cycle(s);
+    char body[200];
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}]}",
+             (unsigned long long)a);
+    json_decref(report(s, "n1", body, 0));
+    assert_string_equal(job_state(s, a), "running");
+    json_decref(report(s, "n1", "{\"lamport\": 5}", 0));
+    assert_string_equal(job_state(s, a), "running");
+    json_decref(report(s, "n1", "{\"tasks\": []}", 0));
+    assert_string_equal(job_state(s, a), "preempted"); /* requeued */
+    cycle(s);
+    assert_string_equal(job_state(s, a), "placed");
+    json_t *tk = task_of(s, a, 0);
+    assert_string_equal(json_string_value(json_object_get(tk, "state")), "assigned");
+    json_decref(tk);
+    assert_int_equal(st_check(s, NULL), 0);
+    st_close(s);
+}
+
+static void test_epoch_restamped(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(NULL);
+    add_node(s, "n1", 2);
+    uint64_t a = submit(s, &admin, GPUS(1), 0);
+    uint64_t b = submit(s, &admin, GPUS(1), 0);
+    cycle(s);
+    json_t *out = report(s, "n1", "{}", 0);
+    assert_int_equal(json_integer_value(json_object_get(out, "epoch")), 1);
+    json_decref(out);
+    char body[200];
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}]}",
+             (unsigned long long)a);
+    json_decref(report(s, "n1", body, 0));
+    st_close(s);
+    /* restarted: both allocations are this epoch's now; a keeps its attempt */
+    s = open_st(NULL);
+    out = report(s, "n1", body, 0);
+    json_t *as = json_object_get(out, "assignments");
+    assert_int_equal(json_array_size(as), 2);
+    for (size_t i = 0; i < 2; i++) {
+        json_t *e = json_array_get(as, i);
+        assert_int_equal(json_integer_value(json_object_get(e, "epoch")), 2);
+        assert_int_equal(json_integer_value(json_object_get(e, "attempt")), 1);
+    }
+    json_decref(out);
+    assert_string_equal(job_state(s, a), "running");
+    assert_string_equal(job_state(s, b), "placed");
     st_close(s);
 }
 
@@ -377,6 +614,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rejects_change_nothing, setup, teardown),
         cmocka_unit_test_setup_teardown(test_teams_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_agent_reports, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_lost_nodes, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_epoch_restamped, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_task_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_and_store_failure, setup, teardown),
         cmocka_unit_test(test_config),

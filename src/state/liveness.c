@@ -1,0 +1,304 @@
+/*
+ * liveness.c: what the controller does when nodes fall silent or tasks are
+ * lost: node leases, lost tasks, stopping and requeueing whole jobs (gangs
+ * included), and stragglers. Every function expects s->mu held.
+ *
+ * The timeline of a node that falls silent (controller's monotonic clock;
+ * r = when its last report arrived, s <= r when its agent sent it):
+ *
+ *   r + lease          NotReady: no new tasks go there (event node-not-ready)
+ *   r + lease + grace  lost: its tasks are lost (event node-lost); each job
+ *                      holding one is stopped and requeued whole, or failed
+ *                      when its spec says restartable: false
+ *
+ * The agent renews its lease from the send time of each acknowledged
+ * report and fences (kills every task) when it runs out: by s + lease, a
+ * few milliseconds later in practice. The controller's lease for the node
+ * ends at r + lease >= s + lease, and it waits the grace on top (at least
+ * 1 s, default 5 s) for the agent's reaction time and the two clocks'
+ * rates before anything is placed elsewhere. So a task never has two live
+ * copies (DESIGN.md invariant 4). A restarted controller grants every node
+ * a fresh lease from its start, which only makes this later.
+ *
+ * A job's lost task (node lost, or its agent fenced it and says "lost"):
+ *
+ *   every task ended --------------------------> requeue (restartable) | failed
+ *   others still live -- stop (stop_then) -----> their agents stop them and
+ *                                                report; then as above
+ *
+ * Its GPUs stay held until every task has ended, so no GPU is ever given
+ * to a new attempt while an old one may still run on it. Tasks whose agent
+ * never started them count as ended once the agent was told to stop them
+ * (node.c, absent_tasks), and so do all tasks of a job no agent fetched.
+ *
+ * Stragglers: in a running gang spread over several nodes, a task whose
+ * node's report is older than lease/3, or whose GPUs' utilisation is less
+ * than half its peers' median (and at least 30 points below it), is
+ * flagged; an event marks each change, `arbiter explain` lists them.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "state/state_int.h"
+
+static bool held(const arb_job_t *j)
+{
+    return j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
+}
+
+/* ---- jobs ------------------------------------------------------------------------- */
+
+void st_job_requeue(st_t *s, st_job_t *sj, const char *why)
+{
+    arb_err_t err;
+    uint64_t attempt = sj->attempt, lam;
+
+    if (arb_sched_finish(s->sched, sj->j, ARB_JOB_PREEMPTED, &err) < 0)
+        return;
+    for (int t = 0; t < sj->ntasks; t++) {
+        sj->tasks[t].state = TK_PENDING;
+        sj->tasks[t].straggler = ST_STRAG_NONE;
+        sj->tasks[t].stop_sent = false;
+    }
+    sj->stop = false;
+    sj->stop_then = ST_THEN_CANCEL;
+    sj->delivered = false;
+    snprintf(sj->message, sizeof sj->message, "requeued: %.200s", why);
+    s->m_requeued++;
+    lam = st_event(s, "job-requeued", sj->id, NULL,
+                   "job %llu '%s': attempt %llu ended, requeued whole: %s",
+                   (unsigned long long)sj->id, sj->j->name, (unsigned long long)attempt, why);
+    st_job_save(s, sj, lam); /* last = PREEMPTED: the next placement is a new attempt */
+    s->dirty = true;
+    pthread_cond_signal(&s->kick);
+}
+
+void st_job_settle(st_t *s, st_job_t *sj, const char *why)
+{
+    arb_job_t *j = sj->j;
+    int ended = 0, ok = 0, lost = 0;
+    char msg[256];
+
+    if (!held(j))
+        return;
+    for (int t = 0; t < j->nalloc; t++) {
+        uint8_t st = sj->tasks[t].state;
+        /* No agent fetched the job: nothing of it can be running anywhere. */
+        bool gone = st >= TK_SUCCEEDED || (sj->stop && !sj->delivered && st == TK_ASSIGNED);
+        ended += gone;
+        ok += st == TK_SUCCEEDED;
+        lost += st == TK_LOST;
+    }
+    if (ended == j->nalloc) {
+        if (sj->stop && sj->stop_then == ST_THEN_CANCEL) {
+            st_finish_job(s, sj, ARB_JOB_CANCELLED, "cancelled; its tasks stopped");
+        } else if (sj->stop && sj->stop_then == ST_THEN_REQUEUE) {
+            snprintf(msg, sizeof msg, "%s", sj->message);
+            st_job_requeue(s, sj, msg);
+        } else if (sj->stop) {
+            snprintf(msg, sizeof msg, "%s", sj->message);
+            st_finish_job(s, sj, ARB_JOB_FAILED, msg);
+        } else if (ok == ended) {
+            /* Tasks that ended before their agent ever reported them
+             * running: they ran (PLACED cannot go straight to SUCCEEDED). */
+            if (j->state == ARB_JOB_PLACED)
+                arb_job_transition(j, ARB_JOB_RUNNING, NULL);
+            st_finish_job(s, sj, ARB_JOB_SUCCEEDED, "all tasks exited 0");
+        } else if (lost && sj->restartable) {
+            st_job_requeue(s, sj, why);
+        } else {
+            snprintf(msg, sizeof msg, "%s%s", why,
+                     lost ? " (restartable: false, so it is not requeued)" : "");
+            st_finish_job(s, sj, ARB_JOB_FAILED, msg);
+        }
+        return;
+    }
+    if (lost && !sj->stop) {
+        /* A gang with a lost member: stop the rest first; its GPUs stay
+         * held until they have stopped. */
+        sj->stop = true;
+        sj->stop_then = sj->restartable ? ST_THEN_REQUEUE : ST_THEN_FAIL;
+        snprintf(sj->message, sizeof sj->message, "%.200s", why);
+        uint64_t lam = st_event(
+            s, "job-stopping", sj->id, NULL,
+            "job %llu '%s': %s; stopping its other %d task%s, then %s", (unsigned long long)sj->id,
+            j->name, why, j->nalloc - ended, j->nalloc - ended == 1 ? "" : "s",
+            sj->restartable ? "requeueing it whole" : "failing it (restartable: false)");
+        st_job_save(s, sj, lam);
+        return;
+    }
+    st_job_save(s, sj, 0);
+}
+
+void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why)
+{
+    char msg[256];
+    st_task_t *tk = &sj->tasks[t];
+
+    if (!held(sj->j) || t >= sj->j->nalloc || tk->state >= TK_SUCCEEDED)
+        return;
+    tk->state = TK_LOST;
+    s->m_tasks_lost++;
+    snprintf(msg, sizeof msg, "task %d lost: %.200s", t, why);
+    st_event(s, "task-lost", sj->id,
+             arb_node_name(&s->cluster, &s->cluster.nodes[sj->j->alloc[t].node]),
+             "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, msg);
+    st_job_settle(s, sj, msg);
+}
+
+/* ---- nodes ---------------------------------------------------------------------------- */
+
+static void node_lost(st_t *s, arb_node_t *n, int64_t age)
+{
+    st_node_t *x = st_node_ext(s, n);
+    const char *name = arb_node_name(&s->cluster, n);
+    char why[200];
+
+    x->lost = true;
+    s->m_nodes_lost++;
+    st_event(s, "node-lost", 0, name,
+             "node '%s': no report for %.1f s (lease %.1f s + grace %.1f s); its agent has "
+             "fenced itself, its tasks are lost",
+             name, (double)age / 1e9, (double)s->conf.lease_ns / 1e9,
+             (double)s->conf.grace_ns / 1e9);
+    snprintf(why, sizeof why, "node '%s' was lost (no report for %.0f s)", name, (double)age / 1e9);
+    /* Backwards: settling may retire a job, which moves the last one into its slot. */
+    for (int i = s->nactive - 1; i >= 0; i--) {
+        st_job_t *sj = s->active[i];
+        arb_job_t *j = sj->j;
+        int hit = 0;
+        if (!held(j))
+            continue;
+        for (int t = 0; t < j->nalloc; t++) {
+            st_task_t *tk = &sj->tasks[t];
+            if (j->alloc[t].node != n->id || tk->state >= TK_SUCCEEDED)
+                continue;
+            tk->state = TK_LOST;
+            s->m_tasks_lost++;
+            hit++;
+        }
+        if (!hit)
+            continue;
+        char msg[256];
+        snprintf(msg, sizeof msg, "%d task%s lost: %s", hit, hit == 1 ? "" : "s", why);
+        st_event(s, "task-lost", sj->id, name, "job %llu '%s': %s", (unsigned long long)sj->id,
+                 j->name, msg);
+        st_job_settle(s, sj, msg);
+    }
+    s->dirty = true;
+}
+
+void st_check_leases(st_t *s, int64_t now)
+{
+    if (s->conf.lease_ns <= 0)
+        return;
+    for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
+        arb_node_t *n = &s->cluster.nodes[i];
+        st_node_t *x = &s->nodes[i];
+        int64_t age = now - x->report_mono;
+        if (n->state == ARB_NODE_LEFT || x->report_mono == 0)
+            continue;
+        if (n->state == ARB_NODE_READY && age > s->conf.lease_ns &&
+            arb_node_transition(&s->cluster, n, ARB_NODE_NOT_READY, NULL) == 0)
+            st_event(s, "node-not-ready", 0, arb_node_name(&s->cluster, n),
+                     "node '%s': no report for %.1f s (lease %.1f s); no new tasks go there",
+                     arb_node_name(&s->cluster, n), (double)age / 1e9,
+                     (double)s->conf.lease_ns / 1e9);
+        if (!x->lost && age > s->conf.lease_ns + s->conf.grace_ns)
+            node_lost(s, n, age);
+    }
+}
+
+/* ---- stragglers ------------------------------------------------------------------------- */
+
+static int cmp_int(const void *a, const void *b)
+{
+    return *(const int *)a - *(const int *)b;
+}
+
+/* Mean utilisation of the GPUs of task t, or -1 when it has none. */
+static int task_util(st_t *s, const arb_job_t *j, int t)
+{
+    const arb_task_alloc_t *a = &j->alloc[t];
+    const arb_node_t *n = &s->cluster.nodes[a->node];
+    int sum = 0, k = 0;
+
+    for (int g = 0; g < n->ngpus; g++)
+        if (a->gpu_mask & (1u << g)) {
+            sum += n->gpu[g].util_pct;
+            k++;
+        }
+    return k ? sum / k : -1;
+}
+
+void st_check_stragglers(st_t *s, int64_t now)
+{
+    int64_t stale = s->conf.lease_ns / 3;
+
+    for (int i = 0; i < s->nactive; i++) {
+        st_job_t *sj = s->active[i];
+        arb_job_t *j = sj->j;
+        int util[64], sorted[64], nu = 0, median = -1;
+        bool multi = false;
+
+        if (j->state != ARB_JOB_RUNNING || j->nalloc < 2 || sj->stop)
+            continue;
+        for (int t = 1; t < j->nalloc && !multi; t++)
+            multi = j->alloc[t].node != j->alloc[0].node;
+        if (!multi)
+            continue;
+        for (int t = 0; t < j->nalloc && t < 64; t++) {
+            util[t] = task_util(s, j, t);
+            if (util[t] >= 0)
+                sorted[nu++] = util[t];
+        }
+        if (nu >= 2) {
+            qsort(sorted, (size_t)nu, sizeof *sorted, cmp_int);
+            median = sorted[nu / 2];
+        }
+        for (int t = 0; t < j->nalloc && t < 64; t++) {
+            st_task_t *tk = &sj->tasks[t];
+            const arb_node_t *n = &s->cluster.nodes[j->alloc[t].node];
+            int64_t age = now - st_node_ext(s, n)->report_mono;
+            uint8_t flag = ST_STRAG_NONE;
+            if (age > stale)
+                flag = ST_STRAG_STALE;
+            else if (util[t] >= 0 && median >= 30 && util[t] * 2 < median && median - util[t] >= 30)
+                flag = ST_STRAG_SLOW;
+            if (flag == tk->straggler)
+                continue;
+            tk->straggler = flag;
+            if (flag == ST_STRAG_STALE)
+                st_event(s, "task-straggler", sj->id, arb_node_name(&s->cluster, n),
+                         "job %llu '%s' task %d on node '%s' is a straggler: its node's last "
+                         "report is %.1f s old",
+                         (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n),
+                         (double)age / 1e9);
+            else if (flag == ST_STRAG_SLOW)
+                st_event(s, "task-straggler", sj->id, arb_node_name(&s->cluster, n),
+                         "job %llu '%s' task %d on node '%s' is a straggler: its GPUs are %d%% "
+                         "busy, its peers' median %d%%",
+                         (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n),
+                         util[t], median);
+            else
+                st_event(s, "task-caught-up", sj->id, arb_node_name(&s->cluster, n),
+                         "job %llu '%s' task %d on node '%s' keeps pace again",
+                         (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n));
+        }
+    }
+}
+
+void st_note_report(st_t *s, int64_t ns)
+{
+    double ms = (double)ns / 1e6;
+    int k = 0;
+
+    pthread_mutex_lock(&s->mu);
+    while (k < ST_HIST - 1 && ms > st_cycle_buckets_ms[k])
+        k++;
+    s->m_report_hist[k]++;
+    s->m_report_sum_s += ms / 1e3;
+    s->m_reports++;
+    pthread_mutex_unlock(&s->mu);
+}

@@ -1,0 +1,98 @@
+#!/bin/sh
+# Self-fencing across a real network cut (DESIGN.md invariant 4: no two live
+# copies of one task). An agent runs in a network namespace this test
+# makes, joined to the host by a veth pair; the controller listens on the
+# host end (with bearer tokens, since it is not loopback). A task runs
+# there; the veth is cut. The agent must kill the task (fence) when its
+# lease runs out, and the controller may start the task's next attempt on
+# the other node only after that: the test records when the first copy
+# died and when the second started, and requires the order. Then the link
+# comes back: the fenced agent registers again, and the job still has one
+# copy. Needs root and `ip netns` (CI runs as root); skipped otherwise.
+# Args: $1 = arbiter binary, $2 = source dir.
+set -eu
+ARB=$1
+SRC=$2
+NAME=cluster_fence
+. "$SRC/tests/cli/lib/cluster.sh"
+
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null 2>&1; then
+    echo "cluster_fence: SKIPPED: needs root and ip (iproute2) for a network namespace"
+    exit 0
+fi
+NS=arbt$$
+VH=avh$$
+VN=avn$$
+NET=10.213.$(($$ % 250)).
+if ! ip netns add "$NS" 2>/dev/null; then
+    echo "cluster_fence: SKIPPED: cannot make a network namespace here"
+    exit 0
+fi
+cl_init
+CL_CLEANUP="ip link del $VH 2>/dev/null; ip netns del $NS 2>/dev/null"
+ip link add "$VH" type veth peer name "$VN"
+ip link set "$VN" netns "$NS"
+ip addr add "${NET}1/30" dev "$VH"
+ip link set "$VH" up
+ip netns exec "$NS" ip addr add "${NET}2/30" dev "$VN"
+ip netns exec "$NS" ip link set "$VN" up
+ip netns exec "$NS" ip link set lo up
+
+ADMIN=admin-token-fence-0123456789
+AGENT=agent-token-fence-0123456789
+printf '%s admin ops root\n%s agent nodes agents\n' "$ADMIN" "$AGENT" > "$T/tokens"
+printf '%s\n' "$AGENT" > "$T/agent.token"
+chmod 600 "$T/tokens" "$T/agent.token"
+# grace 2 s: twice the minimum, so a loaded CI machine cannot blur the order
+printf 'scheduler: {interval: 200ms}\nnodes: {lease: 2s, grace: 2s}\n' > "$T/config.yaml"
+CL_HOST=${NET}1
+ARBITER_TOKEN=$ADMIN
+cl_controller --config "$T/config.yaml" --tokens "$T/tokens"
+
+# the agent inside the namespace: its only way to the controller is the veth
+ip netns exec "$NS" $ARB agent --name cut --controller "$ARBITER_URL" --token-file "$T/agent.token" \
+    --fake-gpus 4:H100 --log-dir "$T/logs/cut" --allow-root --cgroups none --heartbeat 250ms \
+    2>>"$T/agent-cut.log" &
+CL_PIDS="$CL_PIDS $!"
+cl_wait "the namespaced node" 10 cl_node_ready cut
+
+# the task runs there first (the only node), recording its pid and start time
+job=$($ARB submit --gpus 4 --name fenced -- sh -c \
+    "echo \$\$ > $T/pid.\$ARBITER_NODE.\$ARBITER_EPOCH; date +%s%N > $T/start.\$ARBITER_NODE; exec sleep 300")
+cl_wait "job $job to run" 15 cl_is "$job" running
+cl_wait "the task's pid" 5 sh -c "ls $T/pid.cut.* >/dev/null"
+TPID=$(cat "$T"/pid.cut.*)
+kill -0 "$TPID" || cl_fail "task pid $TPID is not running"
+
+# a second node on the host side, ready to take it
+CL_AGENT_URL=$ARBITER_URL
+cl_agent other --token-file "$T/agent.token"
+cl_wait "node other" 10 cl_node_ready other
+
+ip link set "$VH" down
+cut_at=$(date +%s%N)
+# the first copy must die (fenced) ...
+n=0
+while kill -0 "$TPID" 2>/dev/null; do
+    n=$((n + 1)); [ $n -lt 400 ] || cl_fail "the cut-off agent did not fence its task in 20 s"
+    sleep 0.02
+done
+dead_at=$(date +%s%N)
+# ... before the second starts
+cl_wait "the job on node other" 20 test -s "$T/start.other"
+started_at=$(cat "$T/start.other")
+[ "$started_at" -gt "$dead_at" ] ||
+    cl_fail "the second copy started at $started_at, before the first died at $dead_at"
+grep -q "FENCED: no acknowledged heartbeat" "$T/agent-cut.log" || cl_fail "no FENCED line"
+echo "cluster_fence: cut at 0 ms; first copy fenced at $(((dead_at - cut_at) / 1000000)) ms;" \
+    "second copy started at $(((started_at - cut_at) / 1000000)) ms"
+
+# the link comes back: the fenced agent registers again, one copy runs
+ip link set "$VH" up
+cl_wait "node cut to rejoin" 15 sh -c "$ARB events | grep -q \"node-rejoined .*'cut'\""
+cl_wait "node cut ready" 10 cl_node_ready cut
+$ARB job "$job" | grep -q "running *node other" || cl_fail "job moved: $($ARB job "$job")"
+[ "$(ls "$T"/pid.cut.* | wc -l)" -eq 1 ] || cl_fail "the task started again on the fenced node"
+curl -sf -H "Authorization: Bearer $ADMIN" "$ARBITER_URL/v1/check" | grep -q '"ok":true' ||
+    cl_fail "allocation check"
+echo "cluster_fence: ok"

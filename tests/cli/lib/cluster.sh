@@ -1,0 +1,121 @@
+# tests/cli/lib/cluster.sh: a live cluster on this machine for the shell
+# tests (sourced, not run: CTest registers only tests/cli/*.sh).
+#
+#   . "$SRC/tests/cli/lib/cluster.sh"   (after ARB=$1 SRC=$2 NAME=...)
+#   cl_init                  temp dir $T, an EXIT trap that stops everything started
+#   cl_controller [ARGS]     start `arbiter controller` on 127.0.0.1 (a free port, or
+#                            CL_PORT once known); sets ARBITER_URL, CPID
+#   cl_agent NODE [ARGS]     start `arbiter agent --name NODE` against ARBITER_URL with
+#                            fake GPUs, logs in $T/logs/NODE; its pid in $T/pid.NODE
+#   cl_wait WHAT SECS CMD... poll CMD every 0.1 s until it succeeds, else fail
+#   cl_state ID              a job's state;  cl_field ID KEY  a top-level job field
+#   cl_fail MSG              print MSG, the logs, and exit 1
+#
+# Every wait is bounded polling; nothing sleeps a fixed time hoping it is
+# enough. Processes are stopped by the pids recorded here, never by name.
+
+cl_init() {
+    T=$(mktemp -d "/tmp/arb_${NAME:-cl}.XXXXXX")
+    CL_PIDS=""
+    CL_CLEANUP=""
+    trap cl_cleanup EXIT
+    trap 'exit 1' INT TERM
+    mkdir -p "$T/logs"
+    ARBITER_TOKEN=${ARBITER_TOKEN:-}
+    export ARBITER_TOKEN
+}
+
+cl_alive() { # a live process, not a zombie waiting for us
+    [ -r "/proc/$1/stat" ] && ! grep -q '^[0-9]* (.*) Z' "/proc/$1/stat" 2>/dev/null
+}
+
+# Stop everything started: SIGTERM (so a sanitizer build reports leaks at
+# exit), up to 10 s, then SIGKILL. A sanitizer report in any log fails the test.
+cl_cleanup() {
+    rc=$?
+    for p in $CL_PIDS; do kill -TERM "$p" 2>/dev/null || true; done
+    n=100
+    while [ $n -gt 0 ]; do
+        alive=""
+        for p in $CL_PIDS; do cl_alive "$p" && alive=1; done
+        [ -z "$alive" ] && break
+        n=$((n - 1))
+        sleep 0.1
+    done
+    for p in $CL_PIDS; do kill -9 "$p" 2>/dev/null || true; done
+    for p in $CL_PIDS; do wait "$p" 2>/dev/null || true; done
+    [ -n "$CL_CLEANUP" ] && eval "$CL_CLEANUP"
+    if grep -l "Sanitizer\|runtime error:" "$T"/*.log >/dev/null 2>&1; then
+        echo "${NAME:-test}: FAIL: a sanitizer report:" >&2
+        grep -h -A 30 "Sanitizer\|runtime error:" "$T"/*.log | head -60 >&2
+        rc=1
+    fi
+    if [ "$rc" -eq 0 ] || [ -z "${ARB_KEEP:-}" ]; then rm -rf "$T"; else echo "kept $T" >&2; fi
+    exit "$rc"
+}
+
+cl_fail() {
+    [ -n "${ARB_DEBUG:-}" ] && sh -c "$ARB_DEBUG"
+    echo "${NAME:-test}: FAIL: $*" >&2
+    for f in "$T"/*.log; do
+        [ -f "$f" ] || continue
+        echo "---- $(basename "$f") (last 15 lines)" >&2
+        tail -n 15 "$f" >&2
+    done
+    exit 1
+}
+
+cl_wait() {
+    what=$1 secs=$2
+    shift 2
+    n=$((secs * 10))
+    while ! "$@" >/dev/null 2>&1; do
+        n=$((n - 1))
+        [ "$n" -gt 0 ] || cl_fail "timed out after ${secs}s waiting for $what"
+        sleep 0.1
+    done
+}
+
+cl_forget_pid() {
+    new=""
+    for p in $CL_PIDS; do [ "$p" = "$1" ] || new="$new $p"; done
+    CL_PIDS=$new
+}
+
+cl_controller() {
+    rm -f "$T/d/url"
+    $ARB controller --listen "${CL_HOST:-127.0.0.1}:${CL_PORT:-0}" --data-dir "$T/d" "$@" \
+        2>>"$T/controller.log" &
+    CPID=$!
+    CL_PIDS="$CL_PIDS $CPID"
+    cl_wait "the controller to start" 20 test -s "$T/d/url"
+    ARBITER_URL=$(cat "$T/d/url")
+    export ARBITER_URL
+    CL_PORT=${ARBITER_URL##*:}
+}
+
+cl_agent() {
+    node=$1
+    shift
+    $ARB agent --name "$node" --controller "${CL_AGENT_URL:-$ARBITER_URL}" --fake-gpus "${CL_GPUS:-4:H100}" \
+        --log-dir "$T/logs/$node" --allow-root --cgroups none --heartbeat 250ms --grace 2s "$@" \
+        2>>"$T/agent-$node.log" &
+    echo $! > "$T/pid.$node"
+    CL_PIDS="$CL_PIDS $!"
+}
+
+cl_state() {
+    $ARB job "$1" 2>/dev/null | sed -n 's/^  state     \([a-z]*\).*/\1/p'
+}
+
+cl_is() { # cl_is ID STATE
+    [ "$(cl_state "$1")" = "$2" ]
+}
+
+cl_node_ready() {
+    $ARB nodes 2>/dev/null | grep -Eq "^$1 +Ready "
+}
+
+cl_field() { # a top-level field of the job's JSON: "key": value
+    $ARB job "$1" -o json 2>/dev/null | sed -n "s/^  \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p"
+}
