@@ -4,7 +4,7 @@
 #   make asan   run the tests under ASan+UBSan (build-asan/)
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
-#   make demo   run the main job (the seed's case study)
+#   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
