@@ -72,7 +72,9 @@ static int usage(void)
 {
     fprintf(stderr, "usage: arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] "
                     "[--policy NAME] [--queue fifo|priority|drf] [--full-scan]\n"
-                    "       [-o text|json]\n");
+                    "       [-o text|json]\n"
+                    "       arbiter bench sim [--workload default] [--policy fgd] "
+                    "[--seeds 42-44] [--traces DIR] [-o text|json]\n");
     return 2;
 }
 
@@ -89,6 +91,8 @@ int cli_bench(int argc, char **argv)
 
     if (argc >= 2 && strcmp(argv[1], "api") == 0)
         return cli_bench_api(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "sim") == 0)
+        return cli_bench_sim(argc - 1, argv + 1);
     bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
     if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
         return usage();

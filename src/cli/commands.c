@@ -12,12 +12,15 @@ const cli_cmd_t cli_cmds[] = {
     {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help},
     {"place", "place a scenario's jobs one at a time and explain the pending ones",
      "arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N]", cli_place},
-    {"sim", "replay a GPU trace through the scheduler (the FGD paper's experiment)",
+    {"sim", "replay a GPU trace through the scheduler (the FGD paper's experiment, or events)",
      "arbiter sim --nodes NODES.csv --pods PODS.csv --policy POLICY[,...] [--seed N | --seeds A-B] "
-     "[--inflate 1.3] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N] [--online]",
+     "[--mode paper|events] [--inflate 1.3] [--online] [--queue fifo|priority|drf] [--compress X] "
+     "[--cycle S] [--arrivals poisson:RATE --durations FILE [--tasks N]] [--gangs G:N:LEVEL] "
+     "[--topology FILE] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N]",
      cli_sim},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
-     "arbiter bench sched|cycle|api [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]",
+     "arbiter bench sched|cycle|api [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]\n"
+     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]",
      cli_bench},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
      "arbiter lb --listen ADDR --backend HOST:PORT[=WEIGHT] ... [--policy P] "
@@ -29,8 +32,6 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
      "(arbiter agent --help for all)",
      cli_agent},
-    {"logs", "a job's task output, read where its agent wrote it",
-     "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
     {"version", "print the version", "arbiter version", cli_version},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
      "arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] [--tokens FILE]",
@@ -48,6 +49,8 @@ const cli_cmd_t cli_cmds[] = {
      cli_nodes},
     {"events", "the event log in Lamport order", "arbiter events [--since N] [--watch] [-o json]",
      cli_events},
+    {"logs", "a job's task output, read where its agent wrote it",
+     "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
     {NULL, NULL, NULL, NULL},
 };
 

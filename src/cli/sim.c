@@ -1,8 +1,9 @@
 /*
  * sim.c: `arbiter sim`, the trace-driven simulator's verb. Parses the
- * options, loads the traces once, runs every (workload, policy, seed) with
- * sim_sweep and prints JSON lines, CSV, or a comparison with the FGD
- * artifact's published results; optionally draws the SVG chart.
+ * options (one table, from which the usage text is made), loads the traces
+ * once, runs every (workload, policy, seed), and for events mode every
+ * queue policy, with sim_sweep, and prints JSON lines, CSV, or a comparison
+ * with the FGD artifact's published results; optionally draws an SVG chart.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,21 +17,52 @@
 #define SIM_MAX_WORKLOADS 16
 #define SIM_MAX_POLICIES 16
 #define SIM_MAX_SEEDS 1000
+#define SIM_MAX_QUEUES 3
 
 static const char *const paper_policies[] = {"random",      "dotprod", "gpu-clustering",
                                              "gpu-packing", "bestfit", "fgd"};
+
+/* The options, one row each: name, value placeholder (NULL: a flag), help. */
+static const struct sim_opt {
+    const char *name, *alias, *value, *help;
+} opts[] = {
+    {"--nodes", NULL, "FILE", "node list: sn,cpu_milli,memory_mib,gpu,model"},
+    {"--pods", NULL, "FILE", "task list (repeat for several workloads)"},
+    {"--policy", NULL, "P[,P...]", "scheduling profiles, or 'paper' for the paper's six"},
+    {"--seed", "--seeds", "S", "42, 42-51, or a comma list of both (default 42)"},
+    {"--mode", NULL, "MODE", "paper (default: the FGD artifact's experiment) or events"},
+    {"--inflate", NULL, "X", "paper mode: GPU demand to reach, x cluster GPUs (default 1.3)"},
+    {"--online", NULL, NULL, "paper mode: submit each task just before placing it"},
+    {"--queue", NULL, "Q[,Q...]", "events mode: fifo (default), priority, drf"},
+    {"--compress", NULL, "X", "events mode: trace creation times divided by X (load x X)"},
+    {"--cycle", NULL, "SECONDS", "events mode: schedule every SECONDS of virtual time (default: "
+                                 "at every event)"},
+    {"--arrivals", NULL, "poisson:RATE", "events mode: Poisson arrivals, RATE tasks/s (or /min, /h)"},
+    {"--durations", NULL, "FILE", "with --arrivals: run times (duration column, or a task list)"},
+    {"--tasks", NULL, "N", "with --arrivals: tasks to draw (default: the task list's count)"},
+    {"--gangs", NULL, "G:N:LEVEL", "events mode: tasks of >= G whole GPUs become gangs of N in one LEVEL"},
+    {"--topology", NULL, "FILE", "racks, blocks and NVLink domains of the nodes (docs/sim.md)"},
+    {"-o", "--output", "FMT", "json (default), csv, or compare (paper mode, with --expected)"},
+    {"--expected", NULL, "DIR", "the artifact's expected/ directory, or one *_discrete.csv"},
+    {"--svg", NULL, "FILE", "draw the results (paper: Fig. 9a; events: allocation, waiting)"},
+    {"--jobs", "-j", "N", "worker processes (default: the CPUs online)"},
+};
+
+#define NOPTS (sizeof opts / sizeof opts[0])
 
 static int usage_err(const char *fmt, const char *arg)
 {
     fputs("arbiter sim: ", stderr);
     fprintf(stderr, fmt, arg);
-    fprintf(stderr,
-            "\nusage: arbiter sim --nodes NODES.csv --pods PODS.csv [--pods ...] --policy "
-            "POLICY[,POLICY...]\n"
-            "                   [--seed 42 | --seeds 42-51] [--inflate 1.3] [--online]\n"
-            "                   [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N]\n"
-            "  POLICY: a profile (%s), or 'paper' for the paper's six\n",
-            arb_profile_names());
+    fputs("\nusage: arbiter sim --nodes FILE --pods FILE --policy P [options]\n", stderr);
+    for (size_t i = 0; i < NOPTS; i++) {
+        char left[48];
+        snprintf(left, sizeof left, "%s%s%s%s%s", opts[i].name, opts[i].alias ? ", " : "",
+                 opts[i].alias ? opts[i].alias : "", opts[i].value ? " " : "",
+                 opts[i].value ? opts[i].value : "");
+        fprintf(stderr, "  %-30s %s\n", left, opts[i].help);
+    }
+    fprintf(stderr, "  profiles: %s\n", arb_profile_names());
     return 2;
 }
 
@@ -80,88 +112,196 @@ static int parse_policies(char *s, const char **v, int *n)
     return *n > 0 ? 0 : -1;
 }
 
+/* "poisson:0.5", "poisson:30/min", "poisson:100/h": tasks per second. */
+static int parse_arrivals(const char *s, double *rate)
+{
+    char *end;
+    double div = 1;
+
+    if (strncmp(s, "poisson:", 8) != 0)
+        return -1;
+    *rate = strtod(s + 8, &end);
+    if (end == s + 8 || !(*rate > 0))
+        return -1;
+    if (strcmp(end, "/min") == 0)
+        div = 60;
+    else if (strcmp(end, "/h") == 0)
+        div = 3600;
+    else if (*end && strcmp(end, "/s") != 0)
+        return -1;
+    *rate /= div;
+    return 0;
+}
+
+/* "8:4:rack" or "8:4:prefer-rack". */
+static int parse_gangs(const char *s, sim_opts_t *o)
+{
+    char lv[32];
+    int g, n;
+    arb_topo_level_t level;
+
+    if (sscanf(s, "%d:%d:%31s", &g, &n, lv) != 3 || g < 1 || g > 16 || n < 2 || n > 1024)
+        return -1;
+    o->gang_required = strncmp(lv, "prefer-", 7) != 0;
+    if (arb_topo_level_parse(o->gang_required ? lv : lv + 7, &level) < 0 ||
+        level == ARB_TOPO_ANY)
+        return -1;
+    o->gang_gpus = g;
+    o->gang_size = n;
+    o->gang_level = level;
+    return 0;
+}
+
+static bool is(const char *a, const char *name)
+{
+    return strcmp(a, name) == 0;
+}
+
 int cli_sim(int argc, char **argv)
 {
     const char *nodes_path = NULL, *pods[SIM_MAX_WORKLOADS], *out = "json", *svg = NULL,
-               *expected = NULL, *policies[SIM_MAX_POLICIES];
-    char *policy_arg = NULL;
-    int npods = 0, npol = 0, nseeds = 1, jobs = 0, rc = 0;
+               *expected = NULL, *policies[SIM_MAX_POLICIES], *durations = NULL,
+               *topology = NULL;
+    char *policy_arg = NULL, *queue_arg = NULL;
+    int npods = 0, npol = 0, nseeds = 1, nqueues = 1, jobs = 0, rc = 0, nres = 0;
     uint64_t *seeds = calloc(SIM_MAX_SEEDS, sizeof *seeds);
-    double inflate = 1.3;
-    bool online = false;
+    arb_queue_policy_t queues[SIM_MAX_QUEUES] = {ARB_QP_FIFO};
+    sim_opts_t base = {.inflate = 1.3};
     sim_nodes_t nodes = {0};
     sim_tasks_t wl[SIM_MAX_WORKLOADS];
+    sim_durations_t durs = {0};
     sim_expect_t ex = {0};
     sim_result_t *res = NULL;
     arb_err_t err = {{0}};
-    int nres;
 
     memset(wl, 0, sizeof wl);
     if (!seeds)
         return 1;
     seeds[0] = 42;
     for (int i = 1; i < argc; i++) {
-        static const char *const known[] = {
-            "--nodes",  "--pods", "--policy",   "--seed", "--seeds", "--inflate", "-o",
-            "--output", "--svg",  "--expected", "--jobs", "-j",      "--online",  NULL};
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = strcmp(a, "--online") != 0, ok = false;
-        for (int k = 0; known[k] && !ok; k++)
-            ok = strcmp(a, known[k]) == 0;
-        if (!ok) {
+        const struct sim_opt *o = NULL;
+        for (size_t k = 0; k < NOPTS && !o; k++)
+            if (is(a, opts[k].name) || (opts[k].alias && is(a, opts[k].alias)))
+                o = &opts[k];
+        if (!o) {
             rc = usage_err("unknown option '%s'", a);
             goto out;
         }
-        if (takes && !v) {
+        if (o->value && !v) {
             rc = usage_err("option '%s' needs a value", a);
             goto out;
         }
-        if (strcmp(a, "--nodes") == 0) {
+        if (o->value)
+            i++;
+        if (is(o->name, "--nodes")) {
             nodes_path = v;
-        } else if (strcmp(a, "--pods") == 0) {
+        } else if (is(o->name, "--pods")) {
             if (npods == SIM_MAX_WORKLOADS) {
                 rc = usage_err("at most 16 --pods files, got more at '%s'", v);
                 goto out;
             }
             pods[npods++] = v;
-        } else if (strcmp(a, "--policy") == 0) {
+        } else if (is(o->name, "--policy")) {
+            free(policy_arg);
             policy_arg = strdup(v);
-        } else if (strcmp(a, "--seed") == 0 || strcmp(a, "--seeds") == 0) {
+        } else if (is(o->name, "--seed")) {
             if (parse_seeds(v, seeds, &nseeds) < 0) {
                 rc = usage_err("seeds '%s': give N, A-B or a comma list of them", v);
                 goto out;
             }
-        } else if (strcmp(a, "--inflate") == 0) {
+        } else if (is(o->name, "--mode")) {
+            if (is(v, "paper"))
+                base.mode = SIM_MODE_PAPER;
+            else if (is(v, "events"))
+                base.mode = SIM_MODE_EVENTS;
+            else {
+                rc = usage_err("--mode '%s': use paper or events", v);
+                goto out;
+            }
+        } else if (is(o->name, "--inflate")) {
             char *end;
-            inflate = strtod(v, &end);
-            if (*end || end == v || inflate < 0 || inflate > 100) {
+            base.inflate = strtod(v, &end);
+            if (*end || end == v || base.inflate < 0 || base.inflate > 100) {
                 rc = usage_err("--inflate '%s': give a ratio such as 1.3 (0: no inflation)", v);
                 goto out;
             }
-        } else if (strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+        } else if (is(o->name, "--online")) {
+            base.online = true;
+        } else if (is(o->name, "--queue")) {
+            free(queue_arg);
+            queue_arg = strdup(v);
+            nqueues = 0;
+            for (char *q = strtok(queue_arg, ","); q; q = strtok(NULL, ",")) {
+                if (nqueues == SIM_MAX_QUEUES ||
+                    arb_queue_policy_parse(q, &queues[nqueues++], &err) < 0) {
+                    rc = usage_err("--queue '%s': use fifo, priority or drf (a comma list of "
+                                   "them runs each)",
+                                   v);
+                    goto out;
+                }
+            }
+            if (nqueues == 0) {
+                rc = usage_err("--queue '%s': name a queue policy", v);
+                goto out;
+            }
+        } else if (is(o->name, "--arrivals")) {
+            if (parse_arrivals(v, &base.poisson_rate) < 0) {
+                rc = usage_err("--arrivals '%s': give poisson:RATE, RATE in tasks per second "
+                               "(or with /min, /h)",
+                               v);
+                goto out;
+            }
+        } else if (is(o->name, "--compress")) {
+            char *end;
+            base.compress = strtod(v, &end);
+            if (*end || end == v || !(base.compress >= 1) || base.compress > 1e9) {
+                rc = usage_err("--compress '%s': give a factor of 1 or more", v);
+                goto out;
+            }
+        } else if (is(o->name, "--cycle")) {
+            char *end;
+            base.cycle_s = strtod(v, &end);
+            if (*end || end == v || !(base.cycle_s > 0) || base.cycle_s > 1e9) {
+                rc = usage_err("--cycle '%s': give a period in seconds, above 0", v);
+                goto out;
+            }
+        } else if (is(o->name, "--durations")) {
+            durations = v;
+        } else if (is(o->name, "--tasks")) {
+            char *end;
+            long n = strtol(v, &end, 10);
+            if (*end || end == v || n < 1 || n > 100000000) {
+                rc = usage_err("--tasks '%s': give a number of tasks, 1 or more", v);
+                goto out;
+            }
+            base.ntasks = (int)n;
+        } else if (is(o->name, "--gangs")) {
+            if (parse_gangs(v, &base) < 0) {
+                rc = usage_err("--gangs '%s': give G:N:LEVEL, e.g. 8:4:rack (tasks of 8 GPUs "
+                               "become gangs of 4 in one rack; prefer-rack to only prefer it)",
+                               v);
+                goto out;
+            }
+        } else if (is(o->name, "--topology")) {
+            topology = v;
+        } else if (is(o->name, "-o")) {
             out = v;
-            if (strcmp(out, "json") && strcmp(out, "csv") && strcmp(out, "compare")) {
+            if (!is(out, "json") && !is(out, "csv") && !is(out, "compare")) {
                 rc = usage_err("-o '%s': use json, csv or compare", v);
                 goto out;
             }
-        } else if (strcmp(a, "--svg") == 0) {
+        } else if (is(o->name, "--svg")) {
             svg = v;
-        } else if (strcmp(a, "--expected") == 0) {
+        } else if (is(o->name, "--expected")) {
             expected = v;
-        } else if (strcmp(a, "--jobs") == 0 || strcmp(a, "-j") == 0) {
+        } else if (is(o->name, "--jobs")) {
             jobs = atoi(v);
             if (jobs < 1) {
                 rc = usage_err("--jobs '%s': give a number of processes, 1 or more", v);
                 goto out;
             }
-        } else if (strcmp(a, "--online") == 0) {
-            online = true;
-            continue;
-        } else {
-            rc = usage_err("unknown option '%s'", a);
-            goto out;
         }
-        i++;
     }
     if (!nodes_path || npods == 0 || !policy_arg) {
         rc = usage_err("%s", "--nodes, --pods and --policy are required");
@@ -179,15 +319,37 @@ int cli_sim(int argc, char **argv)
             goto out;
         }
     }
-    if (strcmp(out, "compare") == 0 && !expected) {
+    if (base.mode == SIM_MODE_PAPER &&
+        (queue_arg || base.poisson_rate > 0 || durations || base.ntasks || base.compress ||
+         base.cycle_s || base.gang_gpus)) {
+        rc = usage_err("%s", "--queue, --compress, --cycle, --arrivals, --durations, --tasks and "
+                             "--gangs need --mode events");
+        goto out;
+    }
+    if (base.mode == SIM_MODE_EVENTS && is(out, "compare")) {
+        rc = usage_err("%s", "-o compare is for paper mode; events mode prints json or csv");
+        goto out;
+    }
+    if ((base.poisson_rate > 0) != (durations != NULL)) {
+        rc = usage_err("%s", "--arrivals poisson:RATE and --durations FILE go together");
+        goto out;
+    }
+    if (is(out, "compare") && !expected) {
         rc = usage_err("%s", "-o compare needs --expected DIR (the published *_discrete.csv)");
         goto out;
     }
     if (sim_nodes_load(nodes_path, &nodes, &err) < 0)
         goto fail;
+    if (topology && sim_topo_load(topology, &nodes, &err) < 0)
+        goto fail;
     for (int i = 0; i < npods; i++)
         if (sim_tasks_load(pods[i], &wl[i], &err) < 0)
             goto fail;
+    if (durations) {
+        if (sim_durations_load(durations, &durs, &err) < 0)
+            goto fail;
+        base.durations = &durs;
+    }
     if (expected) {
         char path[4096];
         size_t l = strlen(expected);
@@ -201,23 +363,34 @@ int cli_sim(int argc, char **argv)
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         jobs = ncpu > 0 ? (int)ncpu : 1;
     }
-    nres = npods * npol * nseeds;
-    if (!(res = calloc((size_t)nres, sizeof *res))) {
-        arb_errf(&err, -ENOMEM, "out of memory for %d results", nres);
-        goto fail;
+    if (base.mode != SIM_MODE_EVENTS)
+        nqueues = 1;
+    {
+        int per = npods * npol * nseeds;
+        nres = per * nqueues;
+        if (!(res = calloc((size_t)nres, sizeof *res))) {
+            arb_errf(&err, -ENOMEM, "out of memory for %d results", nres);
+            goto fail;
+        }
+        for (int q = 0; q < nqueues; q++) {
+            base.queue = queues[q];
+            if (sim_sweep(&nodes, wl, npods, policies, npol, seeds, nseeds, &base, jobs,
+                          nres > 1 && isatty(2), res + q * per, &err) < 0)
+                goto fail;
+        }
     }
-    if (sim_sweep(&nodes, wl, npods, policies, npol, seeds, nseeds, inflate, online, jobs,
-                  nres > 1 && isatty(2), res, &err) < 0)
-        goto fail;
     for (int i = 0; i < nres; i++) {
-        if (strcmp(out, "json") == 0)
+        if (is(out, "json"))
             sim_print_json(stdout, &res[i]);
-        else if (strcmp(out, "csv") == 0)
+        else if (is(out, "csv") && base.mode == SIM_MODE_EVENTS)
+            sim_print_events_csv(stdout, &res[i], i == 0);
+        else if (is(out, "csv"))
             sim_print_csv(stdout, &res[i], i == 0);
     }
-    if (strcmp(out, "compare") == 0)
+    if (is(out, "compare"))
         sim_print_compare(stdout, res, nres, &ex);
-    if (svg && sim_write_svg(svg, res, nres, &err) < 0)
+    if (svg && (base.mode == SIM_MODE_EVENTS ? sim_write_events_svg(svg, res, nres, &err)
+                                             : sim_write_svg(svg, res, nres, &err)) < 0)
         goto fail;
     goto out;
 fail:
@@ -227,8 +400,10 @@ out:
     for (int i = 0; i < npods; i++)
         sim_tasks_free(&wl[i]);
     sim_nodes_free(&nodes);
+    sim_durations_free(&durs);
     sim_expect_free(&ex);
     free(policy_arg);
+    free(queue_arg);
     free(seeds);
     free(res);
     return rc;

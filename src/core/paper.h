@@ -6,6 +6,7 @@
  *
  * score_fgd.c    fgd: fragmentation gradient descent, with its GPU picker
  * score_paper.c  random, dotprod, gpu-clustering, gpu-packing, bestfit
+ * score_fgdla.c  fgd-la: Arbiter's own refinement of FGD (not the paper's)
  *
  * Every plugin reproduces the paper's artifact (the Kubernetes scheduler
  * simulator): raw scores are the artifact's integers 0..100, kept as they
@@ -27,6 +28,8 @@ extern const arb_score_ops_t arb_score_dotprod;
 extern const arb_score_ops_t arb_score_gpu_clustering;
 extern const arb_score_ops_t arb_score_gpu_packing;
 extern const arb_score_ops_t arb_score_bestfit;
+/* Arbiter's own: FGD with look-ahead tie-breaking (score_fgdla.c). */
+extern const arb_score_ops_t arb_score_fgd_la;
 
 /* ---- the fragmentation measure (score_fgd.c) ----------------------------
  *
@@ -57,5 +60,31 @@ int fgd_table_kept(const fgd_table_t *t);
 double fgd_table_tasks(const fgd_table_t *t);
 /* F_n of node n as it is now (0 before the first build). */
 double fgd_node_frag(const fgd_table_t *t, const arb_node_t *n);
+
+/* Every shape counted so far (also those outside the 95%), by index
+ * 0..nshapes-1: its request and how many tasks had it. A shape's memory is
+ * the mean of its tasks' (memory is not part of the artifact's shape). */
+typedef struct fgd_shape_info {
+    int64_t cpu_milli; /* never 0: kube-scheduler's default of 100 */
+    int32_t gpu_milli; /* per GPU: 1000 whole, 1..999 a share, 0 none */
+    int32_t gpus;
+    int32_t nmodels;   /* allowed GPU models; 0 any */
+    uint32_t models[8];
+    double count;
+    double mem_bytes;
+} fgd_shape_info_t;
+
+int fgd_table_nshapes(const fgd_table_t *t);
+void fgd_table_shape(const fgd_table_t *t, int i, fgd_shape_info_t *out);
+
+/* For plugins built on FGD (score_fgdla.c): FGD's integer score (0..99) of
+ * placing the task of pc on n, -1 when it does not fit; for a GPU share
+ * also each GPU's score in gpu_scores (-1 where the share cannot go).
+ * pc->state must be an FGD state (arb_score_fgd.init). */
+int fgd_gpu_scores(const arb_pctx_t *pc, const arb_node_t *n, int8_t gpu_scores[ARB_MAX_GPUS]);
+/* For the task of pc (state as above): a number bumped whenever FGD's
+ * scores may change for an unchanged node (its table was rebuilt), for
+ * caches of them to key on. */
+uint32_t fgd_generation(const arb_pctx_t *pc);
 
 #endif

@@ -32,6 +32,8 @@ static const profile_row_t profiles[] = {
      {{"spread", 4}, {"prefer", 1}},
      false},
     {"fgd", "the FGD paper's fragmentation gradient descent, alone", {{"fgd", 1}}, false},
+    {"fgd-la", "FGD with ties broken by a look-ahead (GPU, CPU, memory; rare shapes)",
+     {{"fgd-la", 1}}, false},
     {"bestfit", "the paper's BestFit baseline", {{"bestfit", 1}}, false},
     {"random", "the paper's Random baseline", {{"random", 1}}, true},
     {"dotprod", "the paper's DotProduct baseline", {{"dotprod", 1}}, false},

@@ -44,6 +44,7 @@ typedef struct fgd_shape {
     int32_t nmodels;
     uint32_t models[FGD_MAX_MODELS];
     double count;
+    double mem_sum; /* host memory of the tasks counted (not part of the key) */
 } fgd_shape_t;
 
 struct fgd_table {
@@ -154,6 +155,7 @@ static int table_find(fgd_table_t *t, const fgd_shape_t *k, bool add)
     }
     t->shapes[t->n] = *k;
     t->shapes[t->n].count = 0;
+    t->shapes[t->n].mem_sum = 0;
     for (h = shape_hash(k) & (t->nslots - 1); t->slots[h]; h = (h + 1) & (t->nslots - 1))
         ;
     t->slots[h] = t->n + 1;
@@ -188,6 +190,7 @@ int fgd_table_count(fgd_table_t *t, const arb_job_t *j)
         if ((i = table_find(t, &s, true)) < 0)
             return i;
         t->shapes[i].count += j->groups[g].replicas;
+        t->shapes[i].mem_sum += (double)j->groups[g].req.mem_bytes * j->groups[g].replicas;
         t->tasks += j->groups[g].replicas;
     }
     return 0;
@@ -274,6 +277,25 @@ int fgd_table_kept(const fgd_table_t *t)
 double fgd_table_tasks(const fgd_table_t *t)
 {
     return t->tasks;
+}
+
+int fgd_table_nshapes(const fgd_table_t *t)
+{
+    return t->n;
+}
+
+void fgd_table_shape(const fgd_table_t *t, int i, fgd_shape_info_t *out)
+{
+    const fgd_shape_t *s = &t->shapes[i];
+
+    memset(out, 0, sizeof *out);
+    out->cpu_milli = s->cpu;
+    out->gpu_milli = s->milli;
+    out->gpus = s->num;
+    out->nmodels = s->nmodels;
+    memcpy(out->models, s->models, (size_t)s->nmodels * sizeof s->models[0]);
+    out->count = s->count;
+    out->mem_bytes = s->count > 0 ? s->mem_sum / s->count : 0;
 }
 
 /* ---- F_n ------------------------------------------------------------------ */
@@ -534,6 +556,35 @@ static int share_score(fgd_state_t *st, fgd_view_t *v, double f0, int i)
     return frag_score(f0, f1);
 }
 
+/* Score of the memoised GPU share on each GPU of n (-1 where it cannot go);
+ * returns the first GPU with the best score, or -1. */
+static int share_scores(const arb_pctx_t *pc, fgd_state_t *st, const arb_node_t *n,
+                        fgd_view_t *v, double f0, int8_t *out)
+{
+    int32_t seen[ARB_MAX_GPUS];
+    int seen_score[ARB_MAX_GPUS], nseen = 0, best = -1;
+
+    for (int i = 0; i < v->ng; i++) {
+        int sc = -1;
+        out[i] = -1;
+        if (v->free[i] < st->cur.milli || !sched_gpu_eligible(pc, n, i))
+            continue;
+        /* GPUs with the same free share score the same. */
+        for (int k = 0; k < nseen && sc < 0; k++)
+            if (seen[k] == v->free[i])
+                sc = seen_score[k];
+        if (sc < 0) {
+            sc = share_score(st, v, f0, i);
+            seen[nseen] = v->free[i];
+            seen_score[nseen++] = sc;
+        }
+        out[i] = (int8_t)sc;
+        if (best < 0 || sc > out[best])
+            best = i;
+    }
+    return best;
+}
+
 /*
  * The artifact's calculateGpuShareFragExtendScore for the memoised task on
  * n: the score, and for a GPU share the GPU that earns it (the first of the
@@ -555,26 +606,9 @@ static int fgd_eval(const arb_pctx_t *pc, fgd_state_t *st, const arb_node_t *n, 
     view_of(n, &v);
     f0 = node_f0(st, n, &v, cached);
     if (s->num == 1 && s->milli > 0 && s->milli < 1000) {
-        int32_t seen[ARB_MAX_GPUS];
-        int seen_score[ARB_MAX_GPUS], nseen = 0;
-        for (int i = 0; i < v.ng; i++) {
-            int sc = -1;
-            if (v.free[i] < s->milli || !sched_gpu_eligible(pc, n, i))
-                continue;
-            /* GPUs with the same free share score the same. */
-            for (int k = 0; k < nseen && sc < 0; k++)
-                if (seen[k] == v.free[i])
-                    sc = seen_score[k];
-            if (sc < 0) {
-                sc = share_score(st, &v, f0, i);
-                seen[nseen] = v.free[i];
-                seen_score[nseen++] = sc;
-            }
-            if (best < 0 || sc > score) {
-                best = i;
-                score = sc;
-            }
-        }
+        int8_t per[ARB_MAX_GPUS];
+        best = share_scores(pc, st, n, &v, f0, per);
+        score = best >= 0 ? per[best] : -1;
     } else if (v.cpu_left < s->cpu || v.ng < s->num) {
         score = frag_score(f0, f0); /* the artifact's Sub fails and leaves F as is */
     } else {
@@ -638,6 +672,27 @@ static double fgd_score(const arb_pctx_t *pc, const arb_node_t *n, const arb_pic
             score = share_score(st, &v, frag_eval(st->tab, &v), i);
     }
     return score < 0 ? 0 : score;
+}
+
+uint32_t fgd_generation(const arb_pctx_t *pc)
+{
+    return prepare(pc)->gen;
+}
+
+int fgd_gpu_scores(const arb_pctx_t *pc, const arb_node_t *n, int8_t gpu_scores[ARB_MAX_GPUS])
+{
+    fgd_state_t *st = prepare(pc);
+    int gpu, score = fgd_eval(pc, st, n, &gpu);
+    fgd_view_t v;
+
+    for (int i = 0; i < ARB_MAX_GPUS; i++)
+        gpu_scores[i] = -1;
+    if (score < 0 || gpu < 0)
+        return score;
+    view_of(n, &v);
+    share_scores(pc, st, n, &v, node_f0(st, n, &v, st->shape >= 0 && caches_fit(st)),
+                 gpu_scores);
+    return score;
 }
 
 /* The artifact does not rescale FGD's scores: keep them. */

@@ -123,10 +123,11 @@ const arb_score_ops_t arb_score_dotprod = {
  * A task's kind, the artifact's GPU affinity tag: 0 a GPU share, k the
  * count of whole GPUs (1..16), -1 no GPU.
  *
- * The plugin needs to know which kinds each node runs. The engine tells
- * plugins nothing about binds, so it reads the scheduler's jobs: a cursor
- * over job ids below which every job is settled (terminal, or counted), and
- * a list of counted jobs that are re-checked for release. One sync per task.
+ * The plugin keeps, per node, how many tasks of each kind it runs, from
+ * the engine's bound callbacks (every bind and release, on every path), and
+ * gives the engine the set of kinds present as its node-class key: the
+ * score reads nothing else of that state, so nodes with equal keys score
+ * alike and node classes stay usable.
  */
 #define CLU_KINDS (ARB_MAX_GPUS + 1)
 
@@ -137,30 +138,10 @@ static int task_kind(const arb_tgroup_t *g)
     return g->gpu_share > 0 ? 0 : -1;
 }
 
-typedef struct clu_rec {
-    uint32_t node;
-    int kind;
-} clu_rec_t;
-
-typedef struct clu_job {
-    const arb_job_t *j; /* NULL when not counted */
-    uint64_t seq;
-    int nrec;
-    clu_rec_t *rec;
-} clu_job_t;
-
 typedef struct clu_state {
     uint32_t nnodes;
     uint16_t (*cnt)[CLU_KINDS]; /* tasks per node and kind */
-    uint8_t *kinds;             /* distinct kinds per node */
-    clu_job_t *jobs;            /* by job id */
-    uint32_t njobs;
-    uint32_t *active; /* ids of counted jobs */
-    uint32_t nactive, capactive;
-    uint32_t cursor;
-    const arb_job_t *last; /* the task last synced for */
-    uint64_t last_seq;
-    const arb_tgroup_t *last_grp;
+    uint32_t *present;          /* per node: bit k set when kind k runs there */
 } clu_state_t;
 
 static void *clu_init(const arb_sched_t *s)
@@ -173,148 +154,66 @@ static void clu_fini(void *state)
     clu_state_t *st = state;
     if (!st)
         return;
-    for (uint32_t i = 0; i < st->njobs; i++)
-        free(st->jobs[i].rec);
-    free(st->jobs);
-    free(st->active);
     free(st->cnt);
-    free(st->kinds);
+    free(st->present);
     free(st);
 }
 
-static bool holding(const arb_job_t *j)
+static int clu_grow(clu_state_t *st, uint32_t nn)
 {
-    return j && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING) && j->nalloc > 0;
-}
+    uint16_t(*cnt)[CLU_KINDS];
+    uint32_t *present;
 
-static bool settled(const arb_job_t *j)
-{
-    return !j || j->state == ARB_JOB_SUCCEEDED || j->state == ARB_JOB_FAILED ||
-           j->state == ARB_JOB_CANCELLED;
-}
-
-static void clu_add(clu_state_t *st, uint32_t node, int kind, int d)
-{
-    uint16_t *c = &st->cnt[node][kind];
-    if (d > 0 && (*c)++ == 0)
-        st->kinds[node]++;
-    else if (d < 0 && *c > 0 && --(*c) == 0)
-        st->kinds[node]--;
-}
-
-static int clu_count(clu_state_t *st, uint32_t id, const arb_job_t *j)
-{
-    clu_job_t *cj = &st->jobs[id];
-    clu_rec_t *rec = malloc((size_t)j->nalloc * sizeof *rec);
-    int nrec = 0;
-
-    if (!rec)
+    if (nn <= st->nnodes)
+        return 0;
+    nn += nn / 2 + 16;
+    if (!(cnt = realloc(st->cnt, nn * sizeof *cnt)))
         return -ENOMEM;
-    if (st->nactive == st->capactive) {
-        uint32_t cap = st->capactive ? st->capactive * 2 : 256;
-        uint32_t *a = realloc(st->active, cap * sizeof *a);
-        if (!a) {
-            free(rec);
-            return -ENOMEM;
-        }
-        st->active = a;
-        st->capactive = cap;
-    }
-    for (int t = 0; t < j->nalloc; t++) {
-        int kind = task_kind(arb_job_task_group(j, t, NULL));
-        if (kind < 0 || j->alloc[t].node >= st->nnodes)
-            continue;
-        rec[nrec].node = j->alloc[t].node;
-        rec[nrec].kind = kind;
-        clu_add(st, rec[nrec].node, kind, +1);
-        nrec++;
-    }
-    cj->j = j;
-    cj->seq = j->seq;
-    cj->rec = rec;
-    cj->nrec = nrec;
-    st->active[st->nactive++] = id;
+    st->cnt = cnt;
+    if (!(present = realloc(st->present, nn * sizeof *present)))
+        return -ENOMEM;
+    st->present = present;
+    memset(cnt + st->nnodes, 0, (nn - st->nnodes) * sizeof *cnt);
+    memset(present + st->nnodes, 0, (nn - st->nnodes) * sizeof *present);
+    st->nnodes = nn;
     return 0;
 }
 
-static void clu_uncount(clu_state_t *st, uint32_t id)
+static void clu_bound(void *state, const arb_cluster_t *c, const arb_job_t *j, int t,
+                      const arb_task_alloc_t *a, int sign)
 {
-    clu_job_t *cj = &st->jobs[id];
-    for (int r = 0; r < cj->nrec; r++)
-        clu_add(st, cj->rec[r].node, cj->rec[r].kind, -1);
-    free(cj->rec);
-    memset(cj, 0, sizeof *cj);
+    clu_state_t *st = state;
+    int kind = task_kind(arb_job_task_group(j, t, NULL));
+    uint16_t *n;
+
+    if (kind < 0 || clu_grow(st, c->nnodes) < 0 || a->node >= st->nnodes)
+        return;
+    n = &st->cnt[a->node][kind];
+    if (sign > 0 && (*n)++ == 0)
+        st->present[a->node] |= 1u << kind;
+    else if (sign < 0 && *n > 0 && --(*n) == 0)
+        st->present[a->node] &= ~(1u << kind);
 }
 
-/* Bring the per-node kinds up to date with the scheduler's jobs. */
-static int clu_sync(clu_state_t *st, const arb_sched_t *s)
+static uint64_t clu_node_key(void *state, const arb_node_t *n)
 {
-    uint32_t nn = s->c->nnodes;
-
-    if (nn > st->nnodes) {
-        uint16_t(*cnt)[CLU_KINDS] = realloc(st->cnt, nn * sizeof *cnt);
-        uint8_t *kinds;
-        if (!cnt)
-            return -ENOMEM;
-        st->cnt = cnt;
-        if (!(kinds = realloc(st->kinds, nn)))
-            return -ENOMEM;
-        st->kinds = kinds;
-        memset(cnt + st->nnodes, 0, (nn - st->nnodes) * sizeof *cnt);
-        memset(kinds + st->nnodes, 0, nn - st->nnodes);
-        st->nnodes = nn;
-    }
-    if (s->njobs > st->njobs) {
-        uint32_t cap = s->njobs + s->njobs / 2 + 64;
-        clu_job_t *jobs = realloc(st->jobs, cap * sizeof *jobs);
-        if (!jobs)
-            return -ENOMEM;
-        memset(jobs + st->njobs, 0, (cap - st->njobs) * sizeof *jobs);
-        st->jobs = jobs;
-        st->njobs = cap;
-    }
-    /* Released jobs. */
-    for (uint32_t k = st->nactive; k-- > 0;) {
-        uint32_t id = st->active[k];
-        const arb_job_t *j = id < s->njobs ? s->jobs[id] : NULL;
-        if (j != st->jobs[id].j || !holding(j) || j->seq != st->jobs[id].seq) {
-            clu_uncount(st, id);
-            st->active[k] = st->active[--st->nactive];
-            if (!settled(j) && id < st->cursor)
-                st->cursor = id; /* preempted, may be bound again: look again */
-        }
-    }
-    /* Newly bound jobs. */
-    while (st->cursor < s->njobs &&
-           (settled(s->jobs[st->cursor]) || st->jobs[st->cursor].j == s->jobs[st->cursor]))
-        st->cursor++;
-    for (uint32_t id = st->cursor; id < s->njobs; id++) {
-        const arb_job_t *j = s->jobs[id];
-        if (holding(j) && st->jobs[id].j != j && clu_count(st, id, j) != 0)
-            return -ENOMEM;
-    }
-    return 0;
+    const clu_state_t *st = state;
+    return n->id < st->nnodes ? st->present[n->id] : 0;
 }
 
 static double clu_score(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pick)
 {
-    clu_state_t *st = pc->state;
+    const clu_state_t *st = pc->state;
     int kind = task_kind(pc->group);
     int64_t fill = 25 * (MAX_SPEC_GPU - node_gpu_free(n)) / MAX_SPEC_GPU;
+    uint32_t present = n->id < st->nnodes ? st->present[n->id] : 0;
+    int kinds = __builtin_popcount(present);
 
     if (kind < 0)
         return 0;
-    if (pc->job != st->last || pc->job->seq != st->last_seq || pc->group != st->last_grp) {
-        clu_sync(st, pc->sched);
-        st->last = pc->job;
-        st->last_seq = pc->job->seq;
-        st->last_grp = pc->group;
-    }
-    if (n->id >= st->nnodes)
-        return (double)(fill + 25);
-    if (st->cnt[n->id][kind] > 0)
-        return (double)(fill + (st->kinds[n->id] == 1 ? 75 : 50));
-    return (double)(fill + (st->kinds[n->id] == 0 ? 25 : 0));
+    if (present & (1u << kind))
+        return (double)(fill + (kinds == 1 ? 75 : 50));
+    return (double)(fill + (kinds == 0 ? 25 : 0));
 }
 
 const arb_score_ops_t arb_score_gpu_clustering = {
@@ -323,7 +222,8 @@ const arb_score_ops_t arb_score_gpu_clustering = {
     .fini = clu_fini,
     .score = clu_score,
     .normalize = keep_scores,
-    .flags = ARB_SCORE_PERNODE, /* reads the kinds of tasks each node runs */
+    .bound = clu_bound,
+    .node_key = clu_node_key,
 };
 
 /* ---- gpu-packing --------------------------------------------------------- */

@@ -154,7 +154,7 @@ const arb_score_ops_t *const arb_scores[] = {
     &arb_score_data,     &arb_score_thermal, &arb_score_freshness,
     &arb_score_prefer,   &arb_score_fgd,     &arb_score_random,
     &arb_score_dotprod,  &arb_score_gpu_clustering, &arb_score_gpu_packing,
-    &arb_score_bestfit,  NULL,
+    &arb_score_bestfit,  &arb_score_fgd_la, NULL,
 };
 
 const arb_score_ops_t *arb_score_lookup(const char *name)

@@ -43,8 +43,67 @@ static void json_array(FILE *f, const char *key, const double *v, int prec)
     fputc(']', f);
 }
 
+static void json_dist(FILE *f, const char *key, const sim_dist_t *d)
+{
+    fprintf(f, ",\"%s\":{\"n\":%d,\"mean\":%.1f,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}", key,
+            d->n, d->mean, d->p50, d->p99, d->max);
+}
+
+static void print_events_json(FILE *f, const sim_result_t *r)
+{
+    const sim_events_t *e = &r->ev;
+
+    fputs("{\"mode\":\"events\",\"workload\":", f);
+    json_str(f, r->workload);
+    fputs(",\"policy\":", f);
+    json_str(f, r->policy);
+    fprintf(f,
+            ",\"queue\":\"%s\",\"seed\":%llu,\"total_gpus\":%d,\"tasks_arrived\":%d,"
+            "\"jobs\":%d,\"started\":%d,\"completed\":%d,\"abandoned\":%d,"
+            "\"unschedulable\":%d,\"waiting_at_end\":%d,\"pending_max\":%d,\"cycles\":%d,"
+            "\"span_s\":%.0f,\"gpu_util_pct\":%.2f,\"place_s\":%.3f,\"run_s\":%.3f",
+            e->queue, (unsigned long long)r->seed, r->total_gpus, r->tasks_arrived, e->jobs,
+            e->started, e->completed, e->abandoned, e->unschedulable, e->waiting_end,
+            e->pending_max, e->cycles, e->span_s, e->gpu_util_pct, r->place_s, r->run_s);
+    json_dist(f, "wait_s", &e->wait);
+    json_dist(f, "jct_s", &e->jct);
+    fprintf(f, ",\"gangs\":%d,\"gangs_started\":%d", e->gangs, e->gangs_started);
+    json_dist(f, "gang_wait_s", &e->gang_wait);
+    fprintf(f, ",\"gang_racks\":%.2f,\"gang_nodes\":%.2f,\"series\":{\"t_s\":[", e->gang_racks,
+            e->gang_nodes);
+    for (int k = 0; k < SIM_NSERIES; k++)
+        fprintf(f, "%s%.0f", k ? "," : "", e->t_s[k]);
+    fputs("],\"alloc_pct\":[", f);
+    for (int k = 0; k < SIM_NSERIES; k++)
+        fprintf(f, "%s%.2f", k ? "," : "", e->alloc_pct[k]);
+    fputs("],\"pending\":[", f);
+    for (int k = 0; k < SIM_NSERIES; k++)
+        fprintf(f, "%s%d", k ? "," : "", e->pending[k]);
+    fputs("]}}\n", f);
+}
+
+void sim_print_events_csv(FILE *f, const sim_result_t *r, bool header)
+{
+    const sim_events_t *e = &r->ev;
+
+    if (header)
+        fputs("workload,policy,queue,seed,jobs,started,completed,abandoned,unschedulable,"
+              "waiting_at_end,pending_max,gpu_util_pct,wait_mean_s,wait_p50_s,wait_p99_s,"
+              "jct_mean_s,jct_p50_s,jct_p99_s,gangs,gangs_started,gang_wait_mean_s,gang_racks\n",
+              f);
+    fprintf(f, "%s,%s,%s,%llu,%d,%d,%d,%d,%d,%d,%d,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%d,%.1f,%.2f\n",
+            r->workload, r->policy, e->queue, (unsigned long long)r->seed, e->jobs, e->started,
+            e->completed, e->abandoned, e->unschedulable, e->waiting_end, e->pending_max,
+            e->gpu_util_pct, e->wait.mean, e->wait.p50, e->wait.p99, e->jct.mean, e->jct.p50,
+            e->jct.p99, e->gangs, e->gangs_started, e->gang_wait.mean, e->gang_racks);
+}
+
 void sim_print_json(FILE *f, const sim_result_t *r)
 {
+    if (r->mode == SIM_MODE_EVENTS) {
+        print_events_json(f, r);
+        return;
+    }
     fputs("{\"workload\":", f);
     json_str(f, r->workload);
     fputs(",\"policy\":", f);
@@ -305,6 +364,105 @@ int sim_write_svg(const char *path, const sim_result_t *r, int n, arb_err_t *err
             fprintf(f, " (%d seed%s)</text>\n", seeds, seeds == 1 ? "" : "s");
         }
         fputs("</g>\n", f);
+    }
+    fputs("</svg>\n", f);
+    if (fclose(f) != 0)
+        return arb_errf(err, -EIO, "%s: write error", path);
+    return 0;
+}
+
+/* ---- events mode SVG ------------------------------------------------------------------- */
+
+int sim_write_events_svg(const char *path, const sim_result_t *r, int n, arb_err_t *err)
+{
+    const char *wls[64];
+    int nw = 0;
+    FILE *f;
+
+    for (int i = 0; i < n; i++) {
+        int k;
+        for (k = 0; k < nw && strcmp(wls[k], r[i].workload) != 0; k++)
+            ;
+        if (k == nw && nw < 64)
+            wls[nw++] = r[i].workload;
+    }
+    if (!(f = fopen(path, "w")))
+        return arb_errf(err, -errno, "%s: cannot write: %s", path, strerror(errno));
+    fprintf(f,
+            "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "viewBox=\"0 0 %d %d\" font-family=\"Helvetica, Arial, sans-serif\" "
+            "font-size=\"12\">\n<rect width=\"100%%\" height=\"100%%\" fill=\"white\"/>\n",
+            PW, 2 * PH * nw, PW, 2 * PH * nw);
+    for (int w = 0; w < nw; w++) {
+        for (int panel = 0; panel < 2; panel++) {
+            int top = (2 * w + panel) * PH, x0 = ML, y0 = top + MT, pw = PW - ML - MR,
+                ph = PH - MT - MB, line = 0;
+            double span = 0, ymax = panel ? 1 : 100;
+            for (int i = 0; i < n; i++)
+                if (strcmp(r[i].workload, wls[w]) == 0 && r[i].rc == 0) {
+                    span = r[i].ev.t_s[SIM_NSERIES - 1] > span ? r[i].ev.t_s[SIM_NSERIES - 1] : span;
+                    for (int k = 0; panel && k < SIM_NSERIES; k++)
+                        ymax = r[i].ev.pending[k] > ymax ? r[i].ev.pending[k] : ymax;
+                }
+            fprintf(f,
+                    "<g>\n<text x=\"%d\" y=\"%d\" text-anchor=\"middle\" font-size=\"15\" "
+                    "font-weight=\"bold\">%s over time: ",
+                    PW / 2, top + 26, panel ? "Jobs waiting" : "GPU allocation");
+            xml_text(f, wls[w]);
+            fputs("</text>\n", f);
+            for (int x = 0; x <= 10; x++) {
+                double px = x0 + (double)pw * x / 10;
+                fprintf(f,
+                        "<line x1=\"%.1f\" y1=\"%d\" x2=\"%.1f\" y2=\"%d\" stroke=\"#e6e6e6\"/>\n"
+                        "<text x=\"%.1f\" y=\"%d\" text-anchor=\"middle\">%.1f</text>\n",
+                        px, y0, px, y0 + ph, px, y0 + ph + 16, span * x / 10 / 86400);
+            }
+            for (int y = 0; y <= 10; y++) {
+                double py = y0 + ph - (double)ph * y / 10;
+                fprintf(f,
+                        "<line x1=\"%d\" y1=\"%.1f\" x2=\"%d\" y2=\"%.1f\" stroke=\"#e6e6e6\"/>\n"
+                        "<text x=\"%d\" y=\"%.1f\" text-anchor=\"end\">%.0f</text>\n",
+                        x0, py, x0 + pw, py, x0 - 6, py + 4, ymax * y / 10);
+            }
+            fprintf(f,
+                    "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" fill=\"none\" "
+                    "stroke=\"#333\"/>\n<text x=\"%d\" y=\"%d\" text-anchor=\"middle\">Time "
+                    "(days)</text>\n<text transform=\"translate(%d,%d) rotate(-90)\" "
+                    "text-anchor=\"middle\">%s</text>\n",
+                    x0, y0, pw, ph, x0 + pw / 2, y0 + ph + 40, 18, y0 + ph / 2,
+                    panel ? "Jobs waiting" : "GPUs allocated (%)");
+            /* One line per (policy, queue): its first seed. */
+            for (int i = 0; i < n; i++) {
+                bool first = true;
+                int ly;
+                if (strcmp(r[i].workload, wls[w]) != 0 || r[i].rc != 0)
+                    continue;
+                for (int k = 0; k < i && first; k++)
+                    first = strcmp(r[k].workload, r[i].workload) != 0 ||
+                            strcmp(r[k].policy, r[i].policy) != 0 ||
+                            strcmp(r[k].ev.queue, r[i].ev.queue) != 0;
+                if (!first)
+                    continue;
+                fprintf(f, "<polyline fill=\"none\" stroke=\"%s\" stroke-width=\"1.6\" points=\"",
+                        colours[line % 10]);
+                for (int k = 0; k < SIM_NSERIES; k++) {
+                    double v = panel ? r[i].ev.pending[k] : r[i].ev.alloc_pct[k];
+                    fprintf(f, "%s%.1f,%.1f", k ? " " : "",
+                            x0 + (span > 0 ? pw * r[i].ev.t_s[k] / span : 0),
+                            y0 + ph - ph * v / ymax);
+                }
+                fputs("\"/>\n", f);
+                ly = y0 + 16 + 18 * line;
+                fprintf(f,
+                        "<line x1=\"%d\" y1=\"%d\" x2=\"%d\" y2=\"%d\" stroke=\"%s\" "
+                        "stroke-width=\"3\"/>\n<text x=\"%d\" y=\"%d\">",
+                        x0 + 12, ly, x0 + 36, ly, colours[line % 10], x0 + 42, ly + 4);
+                xml_text(f, r[i].policy);
+                fprintf(f, ", %s queue</text>\n", r[i].ev.queue);
+                line++;
+            }
+            fputs("</g>\n", f);
+        }
     }
     fputs("</svg>\n", f);
     if (fclose(f) != 0)

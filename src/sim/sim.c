@@ -37,7 +37,7 @@ const char *sim_paper_policy(const char *policy)
 
 /* Wall clock (run_s), and this process's CPU time (place_s: robust to other
  * load on the machine, and what "one core" means). */
-static double clock_s(clockid_t id)
+double sim_clock_s(int id)
 {
     struct timespec ts;
     clock_gettime(id, &ts);
@@ -64,9 +64,8 @@ static double round2(double x)
 
 /* ---- the cluster and the jobs ------------------------------------------------ */
 
-/* Add the nodes to c in the order given (node ids follow it). */
-static int build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *order,
-                         arb_err_t *err)
+int sim_build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *order,
+                      arb_err_t *err)
 {
     int rc = 0;
 
@@ -81,7 +80,13 @@ static int build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *
         n->cap.mem_bytes = sn->memory_mib * 1048576;
         arb_node_touch(c, n);
         for (int g = 0; g < sn->gpus && rc == 0; g++)
-            rc = arb_node_add_gpu(c, n, sn->model, 0, -1, -1, -1, err);
+            rc = arb_node_add_gpu(c, n, sn->model, 0, -1, -1, g < 16 ? sn->nvlink[g] : -1, err);
+        if (rc == 0 && sn->rack[0])
+            rc = arb_node_set_label(c, n, "rack", sn->rack);
+        if (rc == 0 && sn->block[0])
+            rc = arb_node_set_label(c, n, "block", sn->block);
+        if (rc < 0 && err && !err->msg[0])
+            arb_errf(err, rc, "out of memory building node '%s'", sn->name);
     }
     return rc;
 }
@@ -100,7 +105,7 @@ static int node_by_name(const void *a, const void *b, void *arg)
  * permutation. Node ids here follow the same kind of permutation; the
  * paper's profiles break ties by the lowest node id.
  */
-static int *node_order(const sim_nodes_t *nodes, arb_rng_t *rng)
+int *sim_node_order(const sim_nodes_t *nodes, arb_rng_t *rng)
 {
     int *v = malloc((size_t)nodes->n * sizeof *v);
     if (!v)
@@ -148,7 +153,8 @@ static int task_group(arb_cluster_t *c, const sim_task_t *t, arb_tgroup_t *g, ui
     return 0;
 }
 
-static arb_job_t *make_job(arb_cluster_t *c, const sim_task_t *t, arb_err_t *err)
+arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas,
+                        arb_topo_level_t level, bool required, arb_err_t *err)
 {
     arb_job_t *j = arb_job_new(t->name, 1);
     uint32_t models[SIM_MAX_MODELS];
@@ -160,6 +166,9 @@ static arb_job_t *make_job(arb_cluster_t *c, const sim_task_t *t, arb_err_t *err
     }
     if (task_group(c, t, &j->groups[0], models, &nm) < 0)
         goto fail;
+    j->groups[0].replicas = replicas > 0 ? replicas : 1;
+    j->groups[0].topo.level = level;
+    j->groups[0].topo.required = required;
     if (nm > 0) {
         if (!(j->models = malloc((size_t)nm * sizeof *j->models)))
             goto fail;
@@ -330,7 +339,7 @@ static void discretise(const sim_buckets_t *b, sim_result_t *r)
 int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t *o,
             sim_result_t *res, arb_err_t *err)
 {
-    double t0 = clock_s(CLOCK_MONOTONIC), tp = 0;
+    double t0 = sim_clock_s(CLOCK_MONOTONIC), tp = 0;
     arb_cluster_t c;
     arb_sched_conf_t conf;
     arb_sched_t *s = NULL;
@@ -368,11 +377,11 @@ int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t
     /* The artifact's order of draws: tasks shuffled, inflated, then nodes. */
     if ((rc = arrival_order(tasks, (int64_t)res->total_gpus * 1000, o->inflate, &rng, &ev, &nev)) <
             0 ||
-        !(norder = node_order(nodes, &rng))) {
+        !(norder = sim_node_order(nodes, &rng))) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
     }
-    if ((rc = build_cluster(&c, nodes, norder, err)) < 0)
+    if ((rc = sim_build_cluster(&c, nodes, norder, err)) < 0)
         goto out;
     if ((rc = metric_table(&c, tasks, &tab)) < 0) {
         arb_errf(err, rc, "out of memory");
@@ -394,7 +403,7 @@ int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t
 
     /* Arrivals. By default all are submitted first (see sim.h). */
     for (int e = 0; e < nev && !o->online; e++) {
-        if (!(jobs[e] = make_job(&c, &tasks->v[ev[e]], err))) {
+        if (!(jobs[e] = sim_make_job(&c, &tasks->v[ev[e]], 1, ARB_TOPO_ANY, false, err))) {
             rc = -EINVAL;
             goto out;
         }
@@ -404,14 +413,14 @@ int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t
             goto out;
         }
     }
-    tp = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    tp = sim_clock_s(CLOCK_PROCESS_CPUTIME_ID);
     for (int e = 0; e < nev; e++) {
         const sim_task_t *t = &tasks->v[ev[e]];
         arb_job_t *j = jobs[e];
 
         ctx.now_ns = (int64_t)e * 1000000000;
         if (o->online) {
-            if (!(j = jobs[e] = make_job(&c, t, err))) {
+            if (!(j = jobs[e] = sim_make_job(&c, t, 1, ARB_TOPO_ANY, false, err))) {
                 rc = -EINVAL;
                 goto out;
             }
@@ -442,7 +451,7 @@ int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t
         res->tasks_arrived++;
         sample(b, arrived, used, frag);
     }
-    tp = clock_s(CLOCK_PROCESS_CPUTIME_ID) - tp;
+    tp = sim_clock_s(CLOCK_PROCESS_CPUTIME_ID) - tp;
     discretise(b, res);
     rc = 0;
 out:
@@ -456,7 +465,7 @@ out:
     free(norder);
     free(nf);
     free(b);
-    res->run_s = clock_s(CLOCK_MONOTONIC) - t0;
+    res->run_s = sim_clock_s(CLOCK_MONOTONIC) - t0;
     res->rc = rc;
     if (rc < 0)
         snprintf(res->err, sizeof res->err, "%.*s", (int)sizeof res->err - 1,

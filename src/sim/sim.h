@@ -25,6 +25,11 @@
  * computes its typical shapes from the whole trace; --online submits each
  * task just before placing it.
  *
+ * Events mode (sim_run_events, events.c) replays time instead: tasks arrive
+ * at their creation time (or by a seeded Poisson process), wait in the
+ * core's queue when they do not fit, run for their trace duration and
+ * leave; the core's arb_sched_cycle places them under a virtual clock.
+ *
  * Runs are independent: sim_sweep runs many (workload, policy, seed)
  * combinations in worker processes, results in shared memory.
  */
@@ -33,14 +38,67 @@
 
 #include <stdio.h>
 
+#include "arbiter/sched.h"
 #include "sim/trace.h"
+
+typedef enum sim_mode {
+    SIM_MODE_PAPER,  /* the FGD artifact's experiment: arrivals only */
+    SIM_MODE_EVENTS, /* arrivals, queueing, departures in virtual time */
+} sim_mode_t;
+
+#define SIM_NSERIES 101 /* points of the events-mode time series */
 
 typedef struct sim_opts {
     const char *policy; /* a scheduling profile (arb_profile_lookup) */
     uint64_t seed;
     double inflate; /* target GPU demand / capacity; 0: replay the list as is */
     bool online;    /* submit each task just before placing it */
+    sim_mode_t mode;
+    /* Events mode. */
+    arb_queue_policy_t queue;
+    double poisson_rate;              /* tasks per second; 0: the trace's creation times */
+    double compress;                  /* trace arrivals: creation times divided by it; 0 = 1 */
+    double cycle_s;                   /* scheduling period, virtual s; 0: at every event */
+    const sim_durations_t *durations; /* with poisson_rate: sampled run times */
+    int ntasks;                       /* with poisson_rate: tasks to draw; 0: as many as the list */
+    /* Gangs made from the trace: tasks asking at least gang_gpus whole GPUs
+     * become jobs of gang_size such tasks sharing one gang_level domain. */
+    int gang_gpus, gang_size;
+    arb_topo_level_t gang_level;
+    bool gang_required;
 } sim_opts_t;
+
+/* Percentiles of a distribution, seconds. */
+typedef struct sim_dist {
+    int n;
+    double mean, p50, p99, max;
+} sim_dist_t;
+
+/* Events mode's outcome (part of sim_result_t). */
+typedef struct sim_events {
+    char queue[12];
+    int jobs;             /* jobs submitted (a gang is one job) */
+    int started;          /* jobs that got their place */
+    int completed;        /* jobs that ran to their end */
+    int abandoned;        /* withdrawn while waiting (the trace's never-scheduled tasks) */
+    int unschedulable;    /* fit no node even on an empty cluster: never queued */
+    int waiting_end;      /* still waiting when the last event was processed */
+    int pending_max;
+    int cycles;           /* scheduling cycles run */
+    double span_s;        /* virtual seconds from the first arrival to the last event */
+    double gpu_util_pct;  /* time-weighted mean GPU allocation, first to last arrival */
+    sim_dist_t wait;      /* start - arrival, of jobs that started */
+    sim_dist_t jct;       /* end - arrival, of jobs that completed */
+    /* Gangs (jobs of more than one task). */
+    int gangs, gangs_started;
+    sim_dist_t gang_wait;
+    double gang_racks;    /* mean distinct racks per started gang (0: no rack labels) */
+    double gang_nodes;    /* mean distinct nodes per started gang */
+    /* Time series: SIM_NSERIES points evenly from the first to the last arrival. */
+    double t_s[SIM_NSERIES];
+    double alloc_pct[SIM_NSERIES];
+    int pending[SIM_NSERIES];
+} sim_events_t;
 
 /* One run's outcome. Plain data (no pointers): it crosses processes. */
 typedef struct sim_result {
@@ -56,6 +114,8 @@ typedef struct sim_result {
     double alloc_pct[SIM_NPCT];      /* allocated GPU milli / capacity */
     double frag_pct[SIM_NPCT];       /* fragmented GPU milli / capacity */
     double frag_ratio_pct[SIM_NPCT]; /* fragmented / idle GPU milli */
+    sim_mode_t mode;
+    sim_events_t ev;                 /* events mode */
     int rc;                          /* 0, or the run's error */
     char err[256];
 } sim_result_t;
@@ -65,15 +125,33 @@ typedef struct sim_result {
 int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t *o,
             sim_result_t *res, arb_err_t *err);
 
-/* Run every (workload, policy, seed) in order: results[w][p][s] at
- * index (w * npolicies + p) * nseeds + s. jobs > 1 uses that many worker
- * processes; progress (bool) draws a bar on stderr. results is caller
- * owned, nworkloads * npolicies * nseeds entries. 0, or the first run's
- * error (every run is attempted). */
+/* Events mode: one run (events.c). Same conventions as sim_run. */
+int sim_run_events(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t *o,
+                   sim_result_t *res, arb_err_t *err);
+
+/* Run every (workload, policy, seed) in order, with the other options of
+ * base: results[w][p][s] at index (w * npolicies + p) * nseeds + s.
+ * jobs > 1 uses that many worker processes; progress (bool) draws a bar on
+ * stderr. results is caller owned, nworkloads * npolicies * nseeds
+ * entries. 0, or the first run's error (every run is attempted). */
 int sim_sweep(const sim_nodes_t *nodes, const sim_tasks_t *workloads, int nworkloads,
               const char *const *policies, int npolicies, const uint64_t *seeds, int nseeds,
-              double inflate, bool online, int jobs, bool progress, sim_result_t *results,
+              const sim_opts_t *base, int jobs, bool progress, sim_result_t *results,
               arb_err_t *err);
+
+/* ---- shared by sim.c and events.c ------------------------------------------- */
+
+/* Build cluster c from nodes in the order given (node ids follow it), with
+ * topology labels and NVLink domains when the nodes carry them. */
+int sim_build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *order,
+                      arb_err_t *err);
+/* The name-sorted nodes in a seeded random order (malloc'd; NULL on ENOMEM). */
+int *sim_node_order(const sim_nodes_t *nodes, arb_rng_t *rng);
+/* A job for task t: replicas tasks of its request (gang when more than one,
+ * confined to level when level is not ANY). NULL with text on failure. */
+arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas,
+                        arb_topo_level_t level, bool required, arb_err_t *err);
+double sim_clock_s(int id); /* CLOCK_MONOTONIC or CLOCK_PROCESS_CPUTIME_ID */
 
 /* The artifact's directory name of a paper policy ("fgd" -> "06-FGD"), or
  * NULL for Arbiter's own profiles. */
@@ -81,8 +159,13 @@ const char *sim_paper_policy(const char *policy);
 
 /* ---- output (report.c) ---------------------------------------------------- */
 
-/* One JSON object, one line. */
+/* One JSON object, one line (events-mode fields for an events run). */
 void sim_print_json(FILE *f, const sim_result_t *r);
+/* Events mode as CSV: a header (when header is set) and one row per run. */
+void sim_print_events_csv(FILE *f, const sim_result_t *r, bool header);
+/* Events mode: GPU allocation and pending jobs over time, one panel per
+ * workload, one line per (policy, queue), first seed. 0 or -errno. */
+int sim_write_events_svg(const char *path, const sim_result_t *r, int n, arb_err_t *err);
 /* CSV: a header (when header is set) and three rows per run (alloc, frag,
  * frag_ratio), columns metric,workload,policy,seed,inflate,total_gpus,
  * tasks_arrived,tasks_failed,0..130. */

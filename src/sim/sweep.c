@@ -27,8 +27,7 @@ typedef struct sweep {
     int npolicies;
     const uint64_t *seeds;
     int nseeds;
-    double inflate;
-    bool online;
+    const sim_opts_t *base;
     int nruns;
     sweep_shared_t *sh;
     sim_result_t *out;
@@ -37,13 +36,15 @@ typedef struct sweep {
 static void run_one(const sweep_t *w, int i)
 {
     int per_w = w->npolicies * w->nseeds;
-    sim_opts_t o = {.policy = w->policies[(i % per_w) / w->nseeds],
-                    .seed = w->seeds[i % w->nseeds],
-                    .inflate = w->inflate,
-                    .online = w->online};
+    sim_opts_t o = *w->base;
     arb_err_t err = {{0}};
 
-    sim_run(w->nodes, &w->workloads[i / per_w], &o, &w->out[i], &err);
+    o.policy = w->policies[(i % per_w) / w->nseeds];
+    o.seed = w->seeds[i % w->nseeds];
+    if (o.mode == SIM_MODE_EVENTS)
+        sim_run_events(w->nodes, &w->workloads[i / per_w], &o, &w->out[i], &err);
+    else
+        sim_run(w->nodes, &w->workloads[i / per_w], &o, &w->out[i], &err);
 }
 
 static void work(const sweep_t *w)
@@ -67,13 +68,11 @@ static void bar(int done, int total)
 
 int sim_sweep(const sim_nodes_t *nodes, const sim_tasks_t *workloads, int nworkloads,
               const char *const *policies, int npolicies, const uint64_t *seeds, int nseeds,
-              double inflate, bool online, int jobs, bool progress, sim_result_t *results,
+              const sim_opts_t *base, int jobs, bool progress, sim_result_t *results,
               arb_err_t *err)
 {
-    sweep_t w = {nodes,     workloads, policies,
-                 npolicies, seeds,     nseeds,
-                 inflate,   online,    nworkloads * npolicies * nseeds,
-                 NULL,      NULL};
+    sweep_t w = {nodes, workloads, policies, npolicies, seeds, nseeds,
+                 base,  nworkloads * npolicies * nseeds, NULL, NULL};
     size_t bytes = sizeof(sweep_shared_t) + (size_t)w.nruns * sizeof(sim_result_t);
     void *map;
     int nkids = 0, rc = 0;

@@ -5,11 +5,13 @@
  * reader per file kind; every message names file:line:column and the
  * column's name.
  */
+#include <fnmatch.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "arbiter/job.h"
 #include "sim/trace.h"
 
 #define CSV_MAX_FIELDS 160
@@ -170,6 +172,41 @@ static int get_int(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *
     return 0;
 }
 
+/* A whole number with an optional '-' in lo..hi; empty or absent gives dflt. */
+static int get_signed(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c, int64_t lo,
+                      int64_t hi, int64_t dflt, int64_t *out, arb_err_t *err)
+{
+    const char *f;
+    int len, rc = csv_field(r, l, c, &f, &len, err);
+    bool neg;
+    int64_t v = 0;
+
+    if (rc < 0)
+        return rc;
+    if (!f || len == 0) {
+        *out = dflt;
+        return 0;
+    }
+    neg = f[0] == '-';
+    if (len == (int)neg)
+        return bad(r, l, c, f, len, "is not a whole number", err);
+    for (int i = neg; i < len; i++) {
+        if (f[i] < '0' || f[i] > '9')
+            return bad(r, l, c, f, len, "is not a whole number", err);
+        if (v > (INT64_MAX - (f[i] - '0')) / 10)
+            return bad(r, l, c, f, len, "is too large", err);
+        v = v * 10 + (f[i] - '0');
+    }
+    v = neg ? -v : v;
+    if (v < lo || v > hi) {
+        char why[96];
+        snprintf(why, sizeof why, "is outside %lld..%lld", (long long)lo, (long long)hi);
+        return bad(r, l, c, f, len, why, err);
+    }
+    *out = v;
+    return 0;
+}
+
 static int get_str(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c, char *buf,
                    size_t n, bool nonempty, arb_err_t *err)
 {
@@ -234,6 +271,7 @@ int sim_nodes_parse(const char *buf, size_t len, const char *fname, sim_nodes_t 
         }
         n = &res.v[res.n];
         memset(n, 0, sizeof *n);
+        memset(n->nvlink, -1, sizeof n->nvlink);
         n->line = l.lineno;
         if ((rc = get_str(&r, &l, &cols[N_SN], n->name, sizeof n->name, true, err)) < 0 ||
             (rc = get_int(&r, &l, &cols[N_CPU], 0, INT64_MAX / 2, 0, &n->cpu_milli, err)) < 0 ||
@@ -275,7 +313,32 @@ void sim_nodes_free(sim_nodes_t *n)
 
 /* ---- tasks -------------------------------------------------------------------- */
 
-enum { T_NAME, T_CPU, T_MEM, T_NGPU, T_MILLI, T_SPEC, T_CREATE, T_DELETE, T_SCHED, T_NCOLS };
+enum {
+    T_NAME, T_CPU, T_MEM, T_NGPU, T_MILLI, T_SPEC, T_CREATE, T_DELETE, T_SCHED,
+    T_QOS, T_QUEUE, T_PRIO, T_REPL, T_TOPO, T_NCOLS
+};
+
+/* The topology column: a level (required), or prefer-LEVEL. */
+static int get_topo(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c,
+                    sim_task_t *t, arb_err_t *err)
+{
+    char v[32];
+    const char *lv = v;
+    arb_topo_level_t level;
+    int rc = get_str(r, l, c, v, sizeof v, false, err);
+
+    if (rc < 0 || !v[0])
+        return rc;
+    t->topo_required = strncmp(v, "prefer-", 7) != 0;
+    if (!t->topo_required)
+        lv = v + 7;
+    if (arb_topo_level_parse(lv, &level) < 0 || level == ARB_TOPO_ANY)
+        return bad(r, l, c, v, (int)strlen(v),
+                   "is not a topology level; use nvlink, node, rack or block, or prefer-LEVEL",
+                   err);
+    t->topo_level = (int8_t)level;
+    return 0;
+}
 
 int sim_tasks_parse(const char *buf, size_t len, const char *fname, sim_tasks_t *out,
                     arb_err_t *err)
@@ -285,6 +348,8 @@ int sim_tasks_parse(const char *buf, size_t len, const char *fname, sim_tasks_t 
         {"name", true, -1},           {"cpu_milli", true, -1},      {"memory_mib", true, -1},
         {"num_gpu", true, -1},        {"gpu_milli", true, -1},      {"gpu_spec", false, -1},
         {"creation_time", false, -1}, {"deletion_time", false, -1}, {"scheduled_time", false, -1},
+        {"qos", false, -1},           {"queue", false, -1},         {"priority", false, -1},
+        {"replicas", false, -1},      {"topology", false, -1},
     };
     sim_tasks_t res = {0};
     csv_line_t l;
@@ -303,7 +368,7 @@ int sim_tasks_parse(const char *buf, size_t len, const char *fname, sim_tasks_t 
         return rc;
     while ((rc = csv_next(&r, &l, err)) > 0) {
         sim_task_t *t;
-        int64_t ng, milli;
+        int64_t ng, milli, prio = SIM_PRIO_UNSET, repl = 1;
         if (grow((void **)&res.v, res.n, &cap, sizeof *res.v) < 0) {
             rc = arb_errf(err, -ENOMEM, "%s: out of memory", fname);
             break;
@@ -321,8 +386,16 @@ int sim_tasks_parse(const char *buf, size_t len, const char *fname, sim_tasks_t 
                 0 ||
             (rc = get_int(&r, &l, &cols[T_CREATE], 0, INT64_MAX, -1, &t->creation_s, err)) < 0 ||
             (rc = get_int(&r, &l, &cols[T_DELETE], 0, INT64_MAX, -1, &t->deletion_s, err)) < 0 ||
-            (rc = get_int(&r, &l, &cols[T_SCHED], 0, INT64_MAX, -1, &t->scheduled_s, err)) < 0)
+            (rc = get_int(&r, &l, &cols[T_SCHED], 0, INT64_MAX, -1, &t->scheduled_s, err)) < 0 ||
+            (rc = get_str(&r, &l, &cols[T_QOS], t->qos, sizeof t->qos, false, err)) < 0 ||
+            (rc = get_str(&r, &l, &cols[T_QUEUE], t->queue, sizeof t->queue, false, err)) < 0 ||
+            (rc = get_signed(&r, &l, &cols[T_PRIO], -1000000000, 1000000000, SIM_PRIO_UNSET,
+                             &prio, err)) < 0 ||
+            (rc = get_int(&r, &l, &cols[T_REPL], 1, 4096, 1, &repl, err)) < 0 ||
+            (rc = get_topo(&r, &l, &cols[T_TOPO], t, err)) < 0)
             break;
+        t->priority = (int32_t)prio;
+        t->replicas = (int)repl;
         t->num_gpu = (int)ng;
         t->gpu_milli = (int)milli;
         if (ng > 1 && milli > 0 && milli < 1000) {
@@ -350,6 +423,195 @@ void sim_tasks_free(sim_tasks_t *t)
 {
     free(t->v);
     memset(t, 0, sizeof *t);
+}
+
+/* ---- durations ------------------------------------------------------------------- */
+
+enum { D_DUR, D_DELETE, D_SCHED, D_NCOLS };
+
+int sim_durations_parse(const char *buf, size_t len, const char *fname, sim_durations_t *out,
+                        arb_err_t *err)
+{
+    csv_reader_t r = {buf, buf + len, fname, 0};
+    csv_col_t cols[D_NCOLS] = {
+        {"duration", false, -1}, {"deletion_time", false, -1}, {"scheduled_time", false, -1}};
+    sim_durations_t res = {0};
+    csv_line_t l;
+    int cap = 0, rc;
+
+    memset(out, 0, sizeof *out);
+    if ((rc = csv_header(&r, cols, D_NCOLS, err)) < 0)
+        return rc;
+    if (cols[D_DUR].at < 0 && (cols[D_DELETE].at < 0 || cols[D_SCHED].at < 0))
+        return arb_errf(err, -EINVAL,
+                        "%s:1:1: the header needs a 'duration' column (seconds), or "
+                        "'deletion_time' and 'scheduled_time'",
+                        fname);
+    while ((rc = csv_next(&r, &l, err)) > 0) {
+        int64_t d = -1, del, sch;
+        if (cols[D_DUR].at >= 0) {
+            if ((rc = get_int(&r, &l, &cols[D_DUR], 0, INT64_MAX / 4000000000LL, -1, &d, err)) <
+                0)
+                break;
+        } else {
+            if ((rc = get_int(&r, &l, &cols[D_DELETE], 0, INT64_MAX / 4000000000LL, -1, &del,
+                              err)) < 0 ||
+                (rc = get_int(&r, &l, &cols[D_SCHED], 0, INT64_MAX / 4000000000LL, -1, &sch,
+                              err)) < 0)
+                break;
+            if (del >= 0 && sch >= 0 && del >= sch)
+                d = del - sch;
+        }
+        if (d < 0)
+            continue; /* a task that never ran: no duration */
+        if (grow((void **)&res.v, res.n, &cap, sizeof *res.v) < 0) {
+            rc = arb_errf(err, -ENOMEM, "%s: out of memory", fname);
+            break;
+        }
+        res.v[res.n++] = d;
+    }
+    if (rc == 0 && res.n == 0)
+        rc = arb_errf(err, -EINVAL, "%s:%d:1: no durations in the file", fname, r.lineno);
+    if (rc < 0) {
+        free(res.v);
+        return rc;
+    }
+    *out = res;
+    return 0;
+}
+
+void sim_durations_free(sim_durations_t *d)
+{
+    free(d->v);
+    memset(d, 0, sizeof *d);
+}
+
+/* ---- topology -------------------------------------------------------------------- */
+
+enum { P_NODE, P_RACK, P_BLOCK, P_NVLINK, P_NCOLS };
+
+/*
+ * An NVLink spec for a node with ng GPUs: "" leave, "none" no NVLink,
+ * "all" one domain, a number G (domains of G consecutive GPUs), or one
+ * domain id per GPU separated by '|' ("0|0|1|1", "-" for none).
+ */
+static int nvlink_spec(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c,
+                       const char *v, const sim_node_t *n, int8_t out[16], arb_err_t *err)
+{
+    int ng = n->gpus;
+    char why[160];
+
+    memset(out, -1, 16);
+    if (strcmp(v, "none") == 0)
+        return 0;
+    if (strcmp(v, "all") == 0) {
+        memset(out, 0, (size_t)ng);
+        return 0;
+    }
+    if (!strchr(v, '|') && strcmp(v, "-") != 0) {
+        char *end;
+        long g = strtol(v, &end, 10);
+        if (*end || end == v || g < 1 || g > 16)
+            return bad(r, l, c, v, (int)strlen(v),
+                       "is not an NVLink spec; use none, all, a domain size (4: GPUs 0-3, 4-7), "
+                       "or one domain per GPU (0|0|1|1)",
+                       err);
+        for (int i = 0; i < ng; i++)
+            out[i] = (int8_t)(i / g);
+        return 0;
+    }
+    int ntok = 1;
+    for (const char *p = v; *p; p++)
+        ntok += *p == '|';
+    if (ntok != ng) {
+        snprintf(why, sizeof why, "lists %d GPU domains, but node '%s' (line %d of the node list) "
+                                  "has %d GPUs",
+                 ntok, n->name, n->line, ng);
+        return bad(r, l, c, v, (int)strlen(v), why, err);
+    }
+    for (const char *p = v; ntok-- > 0; out++) {
+        const char *e = strchr(p, '|');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        char tok[8], *end;
+        long d;
+        if (len == 0 || len >= sizeof tok)
+            return bad(r, l, c, v, (int)strlen(v), "has an empty or overlong entry", err);
+        memcpy(tok, p, len);
+        tok[len] = 0;
+        p += len + (e ? 1 : 0);
+        if (strcmp(tok, "-") == 0)
+            continue;
+        d = strtol(tok, &end, 10);
+        if (*end || d < 0 || d > 15)
+            return bad(r, l, c, v, (int)strlen(v), "has a domain that is not 0..15 or '-'", err);
+        *out = (int8_t)d;
+    }
+    return 0;
+}
+
+int sim_topo_parse(const char *buf, size_t len, const char *fname, sim_nodes_t *nodes,
+                   arb_err_t *err)
+{
+    csv_reader_t r = {buf, buf + len, fname, 0};
+    csv_col_t cols[P_NCOLS] = {
+        {"node", true, -1}, {"rack", false, -1}, {"block", false, -1}, {"nvlink", false, -1}};
+    csv_line_t l;
+    int rc, rows = 0;
+    sim_node_t *keep; /* the nodes as they were, restored on failure */
+
+    if ((rc = csv_header(&r, cols, P_NCOLS, err)) < 0)
+        return rc;
+    if (!(keep = malloc((size_t)nodes->n * sizeof *keep)))
+        return arb_errf(err, -ENOMEM, "%s: out of memory", fname);
+    memcpy(keep, nodes->v, (size_t)nodes->n * sizeof *keep);
+    while ((rc = csv_next(&r, &l, err)) > 0) {
+        char pat[SIM_NAME_MAX], rack[SIM_LABEL_MAX], block[SIM_LABEL_MAX], nv[128];
+        int matched = 0;
+        if ((rc = get_str(&r, &l, &cols[P_NODE], pat, sizeof pat, true, err)) < 0 ||
+            (rc = get_str(&r, &l, &cols[P_RACK], rack, sizeof rack, false, err)) < 0 ||
+            (rc = get_str(&r, &l, &cols[P_BLOCK], block, sizeof block, false, err)) < 0 ||
+            (rc = get_str(&r, &l, &cols[P_NVLINK], nv, sizeof nv, false, err)) < 0)
+            break;
+        for (int i = 0; i < nodes->n && rc == 0; i++) {
+            sim_node_t *n = &nodes->v[i];
+            if (fnmatch(pat, n->name, 0) != 0)
+                continue;
+            matched++;
+            if (rack[0])
+                snprintf(n->rack, sizeof n->rack, "%s", rack);
+            if (block[0])
+                snprintf(n->block, sizeof n->block, "%s", block);
+            if (nv[0])
+                rc = nvlink_spec(&r, &l, &cols[P_NVLINK], nv, n, n->nvlink, err);
+        }
+        if (rc < 0)
+            break;
+        if (!matched) {
+            rc = bad(&r, &l, &cols[P_NODE], pat, (int)strlen(pat),
+                     "matches no node of the node list (names, or globs such as 'node-1*')",
+                     err);
+            break;
+        }
+        rows++;
+    }
+    if (rc == 0 && rows == 0)
+        rc = arb_errf(err, -EINVAL, "%s:%d:1: no rows after the header", fname, r.lineno);
+    if (rc < 0)
+        memcpy(nodes->v, keep, (size_t)nodes->n * sizeof *keep);
+    free(keep);
+    return rc;
+}
+
+int sim_topo_load(const char *path, sim_nodes_t *nodes, arb_err_t *err)
+{
+    char *buf;
+    size_t len;
+    int rc = sim_read_file(path, &buf, &len, err);
+    if (rc < 0)
+        return rc;
+    rc = sim_topo_parse(buf, len, path, nodes, err);
+    free(buf);
+    return rc;
 }
 
 /* ---- published results ----------------------------------------------------------- */
@@ -480,3 +742,4 @@ int sim_read_file(const char *path, char **buf, size_t *len, arb_err_t *err)
 LOADER(sim_nodes_load, sim_nodes_t, sim_nodes_parse)
 LOADER(sim_tasks_load, sim_tasks_t, sim_tasks_parse)
 LOADER(sim_expect_load, sim_expect_t, sim_expect_parse)
+LOADER(sim_durations_load, sim_durations_t, sim_durations_parse)

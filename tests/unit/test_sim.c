@@ -268,7 +268,9 @@ static void test_fidelity_reduced(void **state)
     double ours[2][2] = {{0}}, pub[2][2] = {{0}};
     arb_err_t err = {{0}};
 
-    if (sim_sweep(&nodes, &deflt, 1, pol, 2, seeds, 3, 1.3, false, 2, false, res, &err) < 0) {
+    sim_opts_t base = {.inflate = 1.3};
+
+    if (sim_sweep(&nodes, &deflt, 1, pol, 2, seeds, 3, &base, 2, false, res, &err) < 0) {
         print_error("%s\n", err.msg);
         fail();
     }
