@@ -144,6 +144,10 @@ int arb_node_state_parse(const char *s, arb_node_state_t *out);
  * GPUs inside one NVLink domain of n. */
 int arb_node_free_gpus(const arb_node_t *n);
 int arb_node_largest_nvlink_free(const arb_node_t *n);
+/* The largest number of GPUs in bit mask usable that share one NVLink domain
+ * of n (a GPU without NVLink is a domain of its own); *dom (optional) gets
+ * that domain's id. */
+int arb_node_nvlink_largest(const arb_node_t *n, uint32_t usable, int16_t *dom);
 
 /*
  * Charge req (a task's cpu, memory, extended; gpu comes from a) and the GPU

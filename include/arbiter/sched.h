@@ -147,8 +147,9 @@ typedef struct arb_profile {
  * "pack", "spread", "fgd", "bestfit", "random", "dotprod", "gpu-clustering",
  * "gpu-packing". -ENOENT with the list of names otherwise. */
 int arb_profile_lookup(const char *name, arb_profile_t *out, arb_err_t *err);
-/* "pack,spread,..." for help text. */
-const char *arb_profile_names(void);
+/* "default, pack, spread, ..." for help text, written into buf (n bytes,
+ * truncated if short); returns buf. */
+const char *arb_profile_names(char *buf, size_t n);
 
 /* ---- queues, quotas ------------------------------------------------------ */
 

@@ -260,9 +260,10 @@ int cli_place(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+            char names[256];
             printf(PLACE_USAGE "\nPlace the jobs of a scenario one at a time, in arrival order, "
                                "and explain the pending ones.\npolicies: %s\n",
-                   arb_profile_names());
+                   arb_profile_names(names, sizeof names));
             return 0;
         } else if ((!strcmp(a, "--policy") || !strcmp(a, "-p")) && i + 1 < argc) {
             policy = argv[++i];

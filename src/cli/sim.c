@@ -62,7 +62,8 @@ static int usage_err(const char *fmt, const char *arg)
                  opts[i].value ? opts[i].value : "");
         fprintf(stderr, "  %-30s %s\n", left, opts[i].help);
     }
-    fprintf(stderr, "  profiles: %s\n", arb_profile_names());
+    char names[256];
+    fprintf(stderr, "  profiles: %s\n", arb_profile_names(names, sizeof names));
     return 2;
 }
 

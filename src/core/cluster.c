@@ -223,27 +223,37 @@ int arb_node_free_gpus(const arb_node_t *n)
     return f;
 }
 
-int arb_node_largest_nvlink_free(const arb_node_t *n)
+int arb_node_nvlink_largest(const arb_node_t *n, uint32_t usable, int16_t *dom)
 {
     int best = 0;
     for (int i = 0; i < n->ngpus; i++) {
         int f = 0;
-        bool seen = false;
-        for (int j = 0; j < i && !seen; j++)
-            seen = n->gpu[j].nvlink == n->gpu[i].nvlink;
-        if (seen)
-            continue;
-        for (int j = i; j < n->ngpus; j++)
-            if (n->gpu[j].nvlink == n->gpu[i].nvlink && n->gpu[j].healthy &&
-                n->gpu[j].used_milli == 0)
-                f++;
-        /* GPUs without NVLink (-1) are each their own domain. */
-        if (n->gpu[i].nvlink < 0)
-            f = f > 0 ? 1 : 0;
-        if (f > best)
+        if (n->gpu[i].nvlink < 0) { /* no NVLink: a domain of its own */
+            f = (usable >> i) & 1;
+        } else {
+            bool seen = false;
+            for (int k = 0; k < i && !seen; k++)
+                seen = n->gpu[k].nvlink == n->gpu[i].nvlink;
+            if (seen)
+                continue;
+            for (int k = i; k < n->ngpus; k++)
+                f += n->gpu[k].nvlink == n->gpu[i].nvlink && ((usable >> k) & 1);
+        }
+        if (f > best) {
             best = f;
+            if (dom)
+                *dom = n->gpu[i].nvlink;
+        }
     }
     return best;
+}
+
+int arb_node_largest_nvlink_free(const arb_node_t *n)
+{
+    uint32_t usable = 0;
+    for (int i = 0; i < n->ngpus; i++)
+        usable |= (uint32_t)(n->gpu[i].healthy && n->gpu[i].used_milli == 0) << i;
+    return arb_node_nvlink_largest(n, usable, NULL);
 }
 
 int arb_node_alloc(arb_cluster_t *c, const arb_res_t *req, const arb_task_alloc_t *a,

@@ -13,7 +13,6 @@
 
 #include "sched_int.h"
 
-int sched_nvlink_free(const arb_pctx_t *pc, const arb_node_t *n, int16_t *dom);
 
 static const struct {
     const char *name, *text;

@@ -41,7 +41,6 @@ static bool tolerated(const arb_job_t *j, const arb_taint_t *t)
     return false;
 }
 
-/* Untolerated taints of n with effect e (also used by the prefer score). */
 int sched_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e)
 {
     int c = 0;
@@ -240,28 +239,10 @@ static arb_reason_t f_fit(const arb_pctx_t *pc, const arb_node_t *n)
 /* Largest number of free, eligible GPUs inside one NVLink domain of n. */
 int sched_nvlink_free(const arb_pctx_t *pc, const arb_node_t *n, int16_t *dom)
 {
-    int best = 0;
-    for (int i = 0; i < n->ngpus; i++) {
-        int f = 0;
-        if (n->gpu[i].nvlink < 0) {
-            f = n->gpu[i].used_milli == 0 && sched_gpu_eligible(pc, n, i);
-        } else {
-            bool seen = false;
-            for (int k = 0; k < i && !seen; k++)
-                seen = n->gpu[k].nvlink == n->gpu[i].nvlink;
-            if (seen)
-                continue;
-            for (int k = i; k < n->ngpus; k++)
-                f += n->gpu[k].nvlink == n->gpu[i].nvlink && n->gpu[k].used_milli == 0 &&
-                     sched_gpu_eligible(pc, n, k);
-        }
-        if (f > best) {
-            best = f;
-            if (dom)
-                *dom = n->gpu[i].nvlink;
-        }
-    }
-    return best;
+    uint32_t usable = 0;
+    for (int i = 0; i < n->ngpus; i++)
+        usable |= (uint32_t)(n->gpu[i].used_milli == 0 && sched_gpu_eligible(pc, n, i)) << i;
+    return arb_node_nvlink_largest(n, usable, dom);
 }
 
 static arb_reason_t f_nvlink(const arb_pctx_t *pc, const arb_node_t *n)

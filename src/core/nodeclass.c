@@ -19,7 +19,8 @@
  *
  * Invariants: (1) every non-LEFT node is a member of exactly one class;
  * (2) all members of a class are equivalent (node_equiv) to its
- * representative, and sorted by node id (so mem[0] is the lowest); (3) a class with no members is on the free list and not
+ * representative, and sorted by node id (so mem[0] is the lowest);
+ * (3) a class with no members is on the free list and not
  * in the hash table.
  */
 #include <stdlib.h>
@@ -350,7 +351,6 @@ void sched_index_touch(arb_sched_t *s, uint32_t node, uint64_t version_before)
 int sched_index_check(const arb_sched_t *s)
 {
     const sched_index_t *x = &s->idx;
-    uint32_t members = 0;
 
     if (!x->valid || x->seen_version != s->c->version)
         return 0; /* stale by design until the next sync */
@@ -364,11 +364,9 @@ int sched_index_check(const arb_sched_t *s)
             if (!node_equiv(x, &s->c->nodes[k->rep], &s->c->nodes[k->mem[m]]))
                 return -EDOM;
         }
-        members += k->n;
     }
     for (uint32_t i = 0; i < s->c->nnodes; i++)
         if (s->c->nodes[i].state != ARB_NODE_LEFT && x->node_cls[i] == UINT32_MAX)
             return -ENOENT;
     return 0;
-    (void)members;
 }

@@ -43,14 +43,15 @@ static const profile_row_t profiles[] = {
 
 #define NPROFILES (sizeof profiles / sizeof profiles[0])
 
-const char *arb_profile_names(void)
+const char *arb_profile_names(char *buf, size_t n)
 {
-    static char buf[256]; /* read-only after the first call; same text each time */
-    if (!buf[0]) {
-        size_t off = 0;
-        for (size_t i = 0; i < NPROFILES; i++)
-            off += (size_t)snprintf(buf + off, sizeof buf - off, "%s%s", i ? ", " : "",
-                                    profiles[i].name);
+    size_t off = 0;
+
+    if (n)
+        buf[0] = '\0';
+    for (size_t i = 0; i < NPROFILES && off < n; i++) {
+        int k = snprintf(buf + off, n - off, "%s%s", i ? ", " : "", profiles[i].name);
+        off += k > 0 ? (size_t)k : 0;
     }
     return buf;
 }
@@ -78,6 +79,7 @@ int arb_profile_lookup(const char *name, arb_profile_t *out, arb_err_t *err)
         out->stale_ns = 0;
         return 0;
     }
+    char names[256];
     return arb_errf(err, -ENOENT, "unknown policy '%s'; use one of: %s", name,
-                    arb_profile_names());
+                    arb_profile_names(names, sizeof names));
 }

@@ -82,6 +82,13 @@ bool sched_gpu_eligible(const arb_pctx_t *pc, const arb_node_t *n, int i);
  * one NVLink domain (nvlink >= 0). 0 or -ENOSPC. */
 int sched_pick_bestfit(const arb_pctx_t *pc, const arb_node_t *n, int nvlink, arb_pick_t *pick);
 
+/* Filter helpers shared with scores and explain (filters.c): untolerated
+ * taints of n with effect e; whether n matches an affinity term; the largest
+ * number of free, eligible GPUs in one NVLink domain of n (its id in *dom). */
+int sched_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e);
+bool sched_term_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_aff_term_t *t);
+int sched_nvlink_free(const arb_pctx_t *pc, const arb_node_t *n, int16_t *dom);
+
 /* Run every filter; the first failing reason, or ARB_R_OK. */
 arb_reason_t sched_filter_node(const arb_pctx_t *pc, const arb_node_t *n);
 /* Node n lies inside domain d? */

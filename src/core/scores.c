@@ -10,8 +10,6 @@
 #include "sched_int.h"
 #include "core/paper.h"
 
-int sched_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e);
-bool sched_term_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_aff_term_t *t);
 
 static int popcount16(uint16_t m)
 {
