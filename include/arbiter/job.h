@@ -130,6 +130,7 @@ typedef struct arb_job {
     int ntasks;              /* sum of replicas */
     int nalloc;              /* tasks currently allocated */
     arb_task_alloc_t *alloc; /* ntasks entries; valid for the first nalloc */
+    uint32_t preempted_by;   /* the id of the job it was last evicted for; 0 none */
 } arb_job_t;
 
 /* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with

@@ -271,6 +271,48 @@ static int h_events(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
+static int h_services(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_services_list(r->st, &r->who, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_service(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t version = 0, wait = 0;
+    const char *p;
+
+    if ((p = api_query(r, "version")) && parse_u64(p, &version) < 0)
+        return api_error(r, 400, "version: '%s' is not an endpoints version", p);
+    if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
+        return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
+    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, (int64_t)wait * 1000,
+                                  &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_service_load(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_error_t je;
+    json_t *body, *out = NULL;
+    int64_t t = 0;
+
+    body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
+    if (!body)
+        return api_error(r, 400, "load.json:%d:%d: malformed JSON: %s", je.line, je.column,
+                         je.text);
+    int rc = st_service_load(r->st, &r->who, r->params[0], body, &out, &t, &err);
+    json_decref(body);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const api_route_t api_routes[] = {
@@ -373,6 +415,21 @@ const api_route_t api_routes[] = {
      "\"time\", \"type\", \"job\", \"node\", \"message\"}], \"last\": N, \"oldest\": N, "
      "\"truncated\": bool}`; pass `last` as the next `since`. Users see no events of other "
      "teams' jobs."},
+    {"GET", "/v1/services", ADMIN | USER | AGENT, h_services, "running services and their replicas",
+     "Reply: `{\"services\": [SERVICE]}`, each as `GET /v1/services/{name}` gives it."},
+    {"GET", "/v1/services/{name}", ADMIN | USER | AGENT, h_service,
+     "a service's endpoints (what `arbiter lb --service` follows)",
+     "Query: `version` and `wait` (0..60 s): when `version` is the current one, wait up to "
+     "`wait` seconds for a change (a long poll). Reply: `{\"service\", \"job\", \"version\", "
+     "\"desired\", \"min\", \"port\", \"health\", \"replicas\": [{\"index\", \"job\", "
+     "\"state\", \"node\", \"address\": \"HOST:PORT\", \"port\", \"ready\", \"draining\", "
+     "\"inflight\", \"restarts\"}], \"autoscale\": {\"min\", \"max\", \"target_inflight\", "
+     "\"target_gpu_util\", \"window_s\", \"cooldown_s\", \"recommended\", \"per_replica\", "
+     "\"last\"}}`. A balancer sends to replicas that are `ready` and not `draining`."},
+    {"POST", "/v1/services/{name}/load", ADMIN | USER | AGENT, h_service_load,
+     "a balancer's in-flight requests per replica (autoscaling input)",
+     "Body: `{\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": N}]}`. Reply: "
+     "`{\"service\", \"matched\", \"version\"}`. Counts older than 5 s are ignored."},
     {NULL, NULL, 0, NULL, NULL, NULL},
 };
 

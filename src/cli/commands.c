@@ -23,8 +23,8 @@ const cli_cmd_t cli_cmds[] = {
      "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]",
      cli_bench},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
-     "arbiter lb --listen ADDR --backend HOST:PORT[=WEIGHT] ... [--policy P] "
-     "[--hash-header H] [--health-path /healthz] (arbiter lb --help for all)",
+     "arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --service NAME --controller "
+     "URL) [--policy P] [--hash-header H] [--health-path /healthz] (arbiter lb --help for all)",
      cli_lb},
     {"shard", "assign data shards to nodes by consistent hashing with bounded loads",
      "arbiter shard --nodes a,b,c --shards N [--replicas R] [-o json]", cli_shard},
@@ -49,6 +49,8 @@ const cli_cmd_t cli_cmds[] = {
      cli_nodes},
     {"events", "the event log in Lamport order", "arbiter events [--since N] [--watch] [-o json]",
      cli_events},
+    {"service", "a service job's replicas: address, ready, draining, in-flight load",
+     "arbiter service [NAME] [-o json]", cli_service},
     {"logs", "a job's task output, read where its agent wrote it",
      "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
     {NULL, NULL, NULL, NULL},

@@ -327,6 +327,7 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         if (!v[i].evicted)
             continue;
         arb_job_transition(v[i].j, ARB_JOB_PREEMPTED, NULL);
+        v[i].j->preempted_by = j->id; /* who made it go, for events and explain */
         v[i].evicted = false; /* stays evicted: not restored below */
         v[i].nalloc = 0;
     }

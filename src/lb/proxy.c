@@ -847,6 +847,41 @@ static void on_signal(px_t *px)
     }
 }
 
+/* The source's set changed: read its fd empty, reload gracefully. */
+static void on_watch(px_t *px, int fd)
+{
+    char buf[64];
+    arb_err_t e;
+
+    while (read(fd, buf, sizeof buf) > 0)
+        ;
+    if (px->stopping)
+        return;
+    if (px_backends_load(px, &e) < 0)
+        fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n", e.msg);
+    else
+        fprintf(stderr, "arbiter lb: backends changed, %d backends\n", px->npeers);
+}
+
+/* Tell the source this balancer's in-flight count per backend. */
+static void note_load(px_t *px)
+{
+    const char **addr = calloc((size_t)px->nbes + 1, sizeof *addr);
+    uint32_t *inf = calloc((size_t)px->nbes + 1, sizeof *inf);
+    int n = 0;
+
+    for (int i = 0; addr && inf && i < px->nbes; i++) {
+        if (px->bes[i]->removed)
+            continue;
+        addr[n] = px->bes[i]->name;
+        inf[n++] = px->bes[i]->inflight;
+    }
+    if (addr && inf)
+        px->c->source.ops->note(px->c->source.st, addr, inf, n);
+    free(addr);
+    free(inf);
+}
+
 static int64_t next_wake(px_t *px)
 {
     int64_t t = px->now_ms + 1000;
@@ -1005,6 +1040,15 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
         rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
         goto out;
     }
+    /* A source that follows changes (the controller): reload on its fd. */
+    static px_kind_t k_watch = PX_WATCH;
+    int wfd = c->source.ops->watch_fd ? c->source.ops->watch_fd(c->source.st) : -1;
+    struct epoll_event e4 = {.events = EPOLLIN, .data.ptr = &k_watch};
+    if (wfd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, wfd, &e4) < 0) {
+        rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
+        goto out;
+    }
+    int64_t next_note = 0;
     rc = write_ready(px, err);
     if (rc < 0)
         goto out;
@@ -1054,9 +1098,16 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
             case PX_CHECK:
                 px_check_event(px, (px_check_t *)k, ev);
                 break;
+            case PX_WATCH:
+                on_watch(px, wfd);
+                break;
             case PX_DEAD:
                 break;
             }
+        }
+        if (c->source.ops->note && px->now_ms >= next_note) {
+            next_note = px->now_ms + 1000;
+            note_load(px);
         }
         expire(px);
         px_checks_run(px);

@@ -18,10 +18,9 @@
  *
  * Where the backends come from is a backend source (lb_source_ops_t): a
  * static list, a file re-read on SIGHUP (graceful: in-flight requests to a
- * removed backend finish, its idle connections close), or (pending) the
- * controller, which will stream the running replicas of a service job. The
- * controller source is a seam only until src/api exposes a watch: it gives
- * -ENOTSUP with a message.
+ * removed backend finish, its idle connections close), or the controller,
+ * whose service endpoints it long-polls (the same graceful reload on each
+ * change), reporting its in-flight counts back for autoscaling.
  */
 #ifndef ARB_LB_PROXY_H
 #define ARB_LB_PROXY_H
@@ -39,12 +38,16 @@ int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err);
 
 /* A backend source. load() gives the current set (allocated; the caller
  * frees *out with free()). watch_fd(): an fd that turns readable when the
- * set has changed (a controller watch), or -1: the set is re-read on SIGHUP. */
+ * set has changed (a controller watch; the proxy reads it empty, then
+ * calls load()), or -1: the set is re-read on SIGHUP. note (may be NULL):
+ * once a second, this balancer's in-flight requests per backend, for a
+ * source that reports load (the controller's autoscaler). */
 typedef struct lb_source_ops {
     const char *name;
     int (*load)(void *st, lb_target_t **out, int *n, arb_err_t *err);
     int (*watch_fd)(void *st);
     void (*fini)(void *st);
+    void (*note)(void *st, const char *const *addr, const uint32_t *inflight, int n);
 } lb_source_ops_t;
 
 typedef struct lb_source {
@@ -56,8 +59,10 @@ typedef struct lb_source {
 int lb_source_static(lb_source_t *s, const lb_target_t *t, int n, arb_err_t *err);
 /* A file of HOST:PORT[=WEIGHT] lines ('#' comments), re-read on SIGHUP. */
 int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err);
-/* The running replicas of service `name` from the controller at url.
- * Pending: needs the controller's watch API. -ENOTSUP with text today. */
+/* The ready, not draining replicas of service `name` from the controller
+ * at url (source_ctl.c): long-polls GET /v1/services/NAME and reports
+ * in-flight counts to POST /v1/services/NAME/load. The first load() waits
+ * up to 30 s for a ready replica. */
 int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err);
 void lb_source_fini(lb_source_t *s);
 

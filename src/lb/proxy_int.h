@@ -20,7 +20,8 @@
 
 /* The kind of object behind an epoll event; the first member of each. */
 typedef enum px_kind {
-    PX_DEAD = 0, PX_LISTEN, PX_ADMIN_LISTEN, PX_SIGNAL, PX_CLIENT, PX_BACKEND, PX_CHECK
+    PX_DEAD = 0, PX_LISTEN, PX_ADMIN_LISTEN, PX_SIGNAL, PX_CLIENT, PX_BACKEND, PX_CHECK,
+    PX_WATCH
 } px_kind_t;
 
 /* Timers: one list per timeout length. Re-arming moves a node to the tail,

@@ -3,12 +3,8 @@
  * address parsing. Three sources:
  *   static      the --backend list, fixed;
  *   file        a file of HOST:PORT[=WEIGHT] lines, re-read on SIGHUP;
- *   controller  the running replicas of a service job, streamed from the
- *               controller. PENDING: the controller's API (src/api) has no
- *               watch endpoint yet; this source returns -ENOTSUP with a
- *               message. When it lands, load() fetches the replica list
- *               and watch_fd() returns the watch stream's socket, so the
- *               proxy reloads on each change exactly as it does on SIGHUP.
+ *   controller  the ready replicas of a service job, followed from the
+ *               controller (source_ctl.c).
  */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -126,7 +122,7 @@ static void list_fini(void *st)
     free(l);
 }
 
-static const lb_source_ops_t static_ops = {"static", list_load, no_watch, list_fini};
+static const lb_source_ops_t static_ops = {"static", list_load, no_watch, list_fini, NULL};
 
 int lb_source_static(lb_source_t *s, const lb_target_t *t, int n, arb_err_t *err)
 {
@@ -198,7 +194,7 @@ static void file_fini(void *st)
     free(st);
 }
 
-static const lb_source_ops_t file_ops = {"file", file_load, no_watch, file_fini};
+static const lb_source_ops_t file_ops = {"file", file_load, no_watch, file_fini, NULL};
 
 int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err)
 {
@@ -208,18 +204,6 @@ int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err)
     s->ops = &file_ops;
     s->st = p;
     return 0;
-}
-
-/* ---- controller (pending) ------------------------------------------------------ */
-
-int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err)
-{
-    memset(s, 0, sizeof *s);
-    return arb_errf(err, -ENOTSUP,
-                    "--service %s --controller %s: following a service's replicas from the "
-                    "controller is not available yet (it needs the controller's watch API); "
-                    "list the replicas with --backend or --backends-file for now",
-                    name, url);
 }
 
 void lb_source_fini(lb_source_t *s)

@@ -21,6 +21,7 @@
 #include "spec/scenario.h"
 #include "spec/sval.h"
 #include "state/jv.h"
+#include "state/service.h"
 #include "state/state_int.h"
 
 /* ---- specs in ------------------------------------------------------------------ */
@@ -155,11 +156,14 @@ int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **jo
     struct fy_node *root = fy_document_root(d.doc);
     sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
     rc = take_extras(&x, root, command, env, &restart);
+    st_svc_conf_t svc; /* kind: service and its keys (service.c) */
+    if (rc == 0)
+        rc = st_service_take(&x, root, &svc);
     if (rc == 0) {
         rc = spec_job_from_node(name, root, "", &s->cluster, job, err);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&
             strlen(err->msg) + 48 < sizeof err->msg)
-            strcat(err->msg, " (and the controller's: command, env, restartable)");
+            strcat(err->msg, " (and the controller's: command, env, restartable, kind)");
     }
     if (restartable)
         *restartable = restart;
@@ -272,6 +276,7 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
     for (int t = 0; t < sj->ntasks; t++)
         json_array_append_new(tasks, task_json(s, sj, t));
     json_object_set_new(o, "tasks", tasks);
+    st_service_job_json(s, sj, o);
     if (!full)
         return o;
     json_t *groups = json_array();
@@ -340,6 +345,7 @@ char *st_job_record(st_t *s, st_job_t *sj)
         return NULL;
     if (sj->stop && sj->stop_then != ST_THEN_CANCEL)
         json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
+    st_service_record(sj, o);
     txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return txt;

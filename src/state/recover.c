@@ -252,6 +252,21 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         const arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
         sj->tasks[t].node1 = nd ? nd->id + 1 : 0;
     }
+    bool svc_parent = false;
+    if (j && (rc = st_service_recover(s, sj, j, o, state, &svc_parent)) < 0) {
+        arb_job_free(j);
+        st_job_free(sj);
+        return arb_errf(err, rc, "out of memory");
+    }
+    if (svc_parent && state < ARB_JOB_SUCCEEDED) { /* never the scheduler's (service.h) */
+        j->state = ARB_JOB_RUNNING;
+        sj->j = j;
+        sj->own_j = true;
+        sj->last = j->state;
+        if (!j->queue)
+            j->queue = arb_intern(&s->cluster.strs, "default");
+        return st_job_add(s, sj);
+    }
     if (state >= ARB_JOB_SUCCEEDED) { /* ended: kept for reading only */
         j->state = (arb_job_state_t)state;
         sj->j = j;

@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "state/jv.h"
+#include "state/service.h"
 #include "state/state_int.h"
 
 const char *const st_task_state_names[] = {"pending", "assigned", "running",  "succeeded",
@@ -137,6 +138,7 @@ void st_job_free(st_job_t *sj)
     free(sj->tasks);
     json_decref(sj->command);
     json_decref(sj->env);
+    st_service_free(sj);
     free(sj);
 }
 
@@ -360,6 +362,8 @@ int st_start(st_t *s, arb_err_t *err)
     if (pthread_create(&s->thr, NULL, sched_main, s) != 0)
         return arb_errf(err, -EAGAIN, "cannot start the scheduler thread");
     s->running = true;
+    if (st_probe_start(s) < 0)
+        return arb_errf(err, -EAGAIN, "cannot start the health-probe thread");
     return 0;
 }
 
@@ -367,6 +371,7 @@ void st_close(st_t *s)
 {
     if (!s)
         return;
+    st_probe_stop(s);
     if (s->running) {
         pthread_mutex_lock(&s->mu);
         s->stop = true;
@@ -443,11 +448,12 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         s->m_placed++;
         s->m_placed_window++;
     } else if (!was_queued && queued) { /* preempted */
+        char why[400];
         for (int t = 0; t < sj->ntasks; t++)
             sj->tasks[t].state = TK_PENDING;
-        snprintf(sj->message, sizeof sj->message, "preempted by a higher-priority job");
-        lam = st_event(s, "job-preempted", sj->id, NULL, "job %llu '%s' preempted; requeued",
-                       (unsigned long long)sj->id, j->name);
+        st_service_preempted(s, sj, why, sizeof why); /* who preempted it, and why */
+        snprintf(sj->message, sizeof sj->message, "%.255s", why);
+        lam = st_event(s, "job-preempted", sj->id, NULL, "%s", why);
         st_job_save(s, sj, lam);
         s->m_preempted++;
     }
@@ -463,6 +469,7 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
     pthread_mutex_lock(&s->mu);
     st_check_leases(s, now);
     st_check_stragglers(s, now);
+    st_service_reconcile(s, now);
     s->dirty = false;
     rc = arb_sched_cycle(s->sched, &ctx, &st);
     double ms = (double)(st_mono_ns() - now) / 1e6;
@@ -551,8 +558,9 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
 
     pthread_mutex_lock(&s->mu);
     bool restartable = true;
+    st_svc_conf_t svc;
     rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, err);
-    if (rc < 0)
+    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, j, &svc, err)) < 0)
         goto out;
     /* Which queue: users submit to their team's queue (the default). */
     uint32_t dflt = arb_intern(&s->cluster.strs, "default");
@@ -613,13 +621,19 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
     command = env = NULL;
     sj->submit_ms = st_wall_ms();
     arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
-    if ((rc = arb_sched_submit(s->sched, j, &ctx, err)) < 0)
+    if (svc.is) { /* a service: the scheduler sees its replicas, never it (service.h) */
+        sj->own_j = true;
+        j->state = ARB_JOB_RUNNING;
+    } else if ((rc = arb_sched_submit(s->sched, j, &ctx, err)) < 0)
         goto out;
     sj->j = j;
     j = NULL; /* the scheduler owns it now */
     if ((rc = st_job_add(s, sj)) < 0) {
         /* Cannot index it: take it out of the queue again. */
-        arb_sched_finish(s->sched, sj->j, ARB_JOB_CANCELLED, NULL);
+        if (!svc.is)
+            arb_sched_finish(s->sched, sj->j, ARB_JOB_CANCELLED, NULL);
+        else
+            arb_job_free(sj->j);
         sj->j = NULL;
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
@@ -629,6 +643,8 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
         st_event(s, "job-submitted", sj->id, NULL, "job %llu '%s' submitted to queue '%s' by %s",
                  (unsigned long long)sj->id, sj->j->name, arb_str(&s->cluster.strs, sj->j->queue),
                  sj->owner[0] ? sj->owner : "anonymous");
+    if (svc.is && st_service_attach(s, sj, &svc, 0) == 0)
+        sj->last = ARB_JOB_RUNNING;
     st_job_save(s, sj, sj->lamport_submit);
     s->m_submitted++;
     s->dirty = true;
@@ -735,6 +751,10 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
                       (long long)if_match);
         goto out;
     }
+    if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name)) {
+        *out = st_job_json(s, sj, true);
+        goto out;
+    }
     switch (sj->j->state) {
     case ARB_JOB_SUCCEEDED:
     case ARB_JOB_FAILED:
@@ -803,6 +823,8 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             }
             json_object_set_new(o, "summary", json_string(ex.summary));
             json_object_set_new(o, "hint", json_string(ex.hint));
+            if (sj->message[0]) /* e.g. who preempted it, and why */
+                json_object_set_new(o, "message", json_string(sj->message));
         } else {
             char txt[600], hint[600] = "";
             json_t *strag = json_array();

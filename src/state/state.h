@@ -174,6 +174,21 @@ int st_check(st_t *s, arb_err_t *err);
 /* {"lamport", "epoch", "revision", "jobs", "nodes"} */
 json_t *st_status(st_t *s);
 
+/* ---- services (service.c) ------------------------------------------------------------ */
+
+/* The endpoints of running service `name`: {"service", "job", "version",
+ * "desired", "replicas": [{"index", "job", "address", "ready", "draining",
+ * "inflight", ...}]}. With wait_ms > 0 and version equal to the current
+ * one, waits up to wait_ms for a change (a long poll). */
+int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_t version,
+                         int64_t wait_ms, json_t **out, int64_t *ticket, arb_err_t *err);
+int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket,
+                     arb_err_t *err);
+/* A balancer's in-flight counts per replica address: {"replicas":
+ * [{"address": "HOST:PORT", "inflight": N}]}, input to autoscaling. */
+int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+                    json_t **out, int64_t *ticket, arb_err_t *err);
+
 /* Test hook: make the next n store commits fail. */
 void st_inject_store_failure(st_t *s, int n);
 

@@ -73,6 +73,9 @@ struct st_job {
     bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
     int active_ix;  /* index in st.active, -1 when terminal */
     char message[256];
+    struct st_svc *svc; /* a service (service.h): its replicas (owned); NULL otherwise */
+    uint64_t svc_of;    /* a service's replica: the service's job id; 0 otherwise */
+    int replica;        /* a service's replica: its index */
 };
 
 typedef struct st_node {
@@ -130,6 +133,8 @@ struct st {
 
     bool dirty, stop, running;
     pthread_t thr;
+    pthread_t probe_thr;       /* service health probes (probe.c) */
+    bool probe_running, probe_stop;
 
     /* metrics */
     uint64_t m_cycles, m_placed, m_preempted, m_submitted, m_cancelled, m_finished;
@@ -210,5 +215,35 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
 
 /* Recovery (recover.c). */
 int st_recover(st_t *s, arb_err_t *err);
+
+/* Services (service.c, probe.c; service.h has the model). */
+struct st_svc_conf;
+/* The service settings of a spec (c->is false for a batch job); -EINVAL
+ * when a service's template is more than one task. */
+int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_job_t *tmpl,
+                    struct st_svc_conf *c, arb_err_t *err);
+/* Make sj (just added, never given to the scheduler) a service parent. */
+int st_service_attach(st_t *s, st_job_t *sj, const struct st_svc_conf *c, int desired);
+void st_service_free(st_job_t *sj);
+/* Once per cycle, before placement: autoscale, start, restart, drain, stop. */
+void st_service_reconcile(st_t *s, int64_t now);
+/* A cancel of a service: stop its replicas, end once they all ended.
+ * false when sj is no service. */
+bool st_service_cancel(st_t *s, st_job_t *sj, const char *by);
+/* The event text for a preempted job: who preempted it, and why. */
+void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n);
+/* Service fields of a job's API object, and of its store record. */
+void st_service_job_json(st_t *s, st_job_t *sj, json_t *o);
+void st_service_record(st_job_t *sj, json_t *o);
+/* Recovery of a service parent (*parent true: never give it to the
+ * scheduler) or replica (re-dressed: env, name, preemptible). */
+int st_service_recover(st_t *s, st_job_t *sj, arb_job_t *j, const json_t *o, int state,
+                       bool *parent);
+/* A health probe's verdict for replica i (child job child) of service
+ * parent; ignored when the replica has moved on. */
+void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok);
+/* The health prober thread. */
+int st_probe_start(st_t *s);
+void st_probe_stop(st_t *s);
 
 #endif

@@ -3,9 +3,9 @@
  * backends and a load generator, on 127.0.0.1 only. Built by CMake as
  * tests/arb_lbtest; it reuses the proxy's own HTTP parser (src/lb/http.c).
  *
- *   arb_lbtest backend --id NAME --port-file F [--delay-ms D] [--health-file H]
+ *   arb_lbtest backend --id NAME (--port-file F | --port P) [--delay-ms D] [--health-file H]
  *       A keep-alive HTTP/1.1 server, one thread per connection, on an
- *       ephemeral port (written to F). Every response carries
+ *       ephemeral port (written to F), or on port P (a service replica's $PORT). Every response carries
  *       "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>".
  *       /healthz answers 200 while file H exists (always, without H), else
  *       503. /echo answers the request body's length. /chunked answers with
@@ -167,7 +167,8 @@ done:
 
 static int listen_any(int *port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+                             .sin_port = htons((uint16_t)*port)};
     socklen_t len = sizeof sa;
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     if (fd < 0)
@@ -183,7 +184,7 @@ static int listen_any(int *port)
 static int run_backend(int argc, char **argv)
 {
     const char *pf = opt(argc, argv, "--port-file", NULL);
-    int port, lfd;
+    int port = atoi(opt(argc, argv, "--port", "0")), lfd;
 
     b_id = opt(argc, argv, "--id", "b");
     b_delay_ms = atoi(opt(argc, argv, "--delay-ms", "0"));

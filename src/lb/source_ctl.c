@@ -1,0 +1,408 @@
+/*
+ * source_ctl.c: the controller backend source (lb_source_ops_t) behind
+ * `arbiter lb --service NAME --controller URL`: the balancer's backends are
+ * the ready, not draining replicas of a service job.
+ *
+ * Two threads of its own, so the proxy's epoll loop never blocks on the
+ * controller:
+ *   watch   long-polls GET /v1/services/NAME?version=V&wait=10; when the
+ *           replica set it yields differs from the last one, it stores it
+ *           and writes a byte to a pipe: the proxy sees the pipe readable
+ *           (watch_fd) and reloads through load(), gracefully, as on SIGHUP.
+ *           On an error it retries after a second, keeping the last set.
+ *   report  once a second POSTs the in-flight counts the proxy noted
+ *           (note) to /v1/services/NAME/load: the autoscaler's input.
+ * ARBITER_TOKEN, when set, is sent as a bearer token.
+ */
+#include <curl/curl.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lb/proxy_int.h"
+
+#define WAIT_S 10
+#define FIRST_WAIT_S 30
+
+typedef struct note {
+    char addr[256];
+    uint32_t inflight;
+} note_t;
+
+typedef struct ctl {
+    char url[512], name[128], auth[600];
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    lb_target_t *t;      /* the last set (ready, not draining) */
+    int n;
+    bool have;           /* a set came at least once */
+    uint64_t version;
+    char why[256];       /* the last error, for messages */
+    int pfd[2];
+    pthread_t watch, report;
+    bool started, stop;
+    bool loaded;         /* load() ran once: later calls never wait */
+    int fails;           /* consecutive failed fetches (the first load gives up at 3) */
+    note_t *notes;
+    int nnotes;
+    bool noted;
+} ctl_t;
+
+typedef struct buf {
+    char *p;
+    size_t n;
+} buf_t;
+
+static size_t on_data(char *d, size_t sz, size_t nm, void *arg)
+{
+    buf_t *b = arg;
+    size_t k = sz * nm;
+    if (b->n + k > (8u << 20))
+        return 0;
+    char *np = realloc(b->p, b->n + k + 1);
+    if (!np)
+        return 0;
+    memcpy(np + b->n, d, k);
+    b->n += k;
+    np[b->n] = '\0';
+    b->p = np;
+    return k;
+}
+
+static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
+{
+    ctl_t *x = arg;
+    bool stop;
+    (void)a, (void)b, (void)c, (void)d;
+    pthread_mutex_lock(&x->mu);
+    stop = x->stop;
+    pthread_mutex_unlock(&x->mu);
+    return stop; /* non-zero aborts the transfer */
+}
+
+/* One request; *status the HTTP status (0: none); body in *out. */
+static int call(ctl_t *x, const char *method, const char *path, const char *body, long timeout_s,
+                long *status, buf_t *out)
+{
+    CURL *c = curl_easy_init();
+    struct curl_slist *h = NULL;
+    char url[1024];
+    CURLcode cc;
+
+    *status = 0;
+    if (!c)
+        return -ENOMEM;
+    snprintf(url, sizeof url, "%s%s", x->url, path);
+    if (x->auth[0])
+        h = curl_slist_append(h, x->auth);
+    if (body)
+        h = curl_slist_append(h, "Content-Type: application/json");
+    curl_easy_setopt(c, CURLOPT_URL, url);
+    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
+    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
+    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
+    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+    curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
+    curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+    if (body)
+        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
+    cc = curl_easy_perform(c);
+    if (cc == CURLE_OK)
+        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, status);
+    else {
+        pthread_mutex_lock(&x->mu);
+        snprintf(x->why, sizeof x->why, "%.180s: %s", url, curl_easy_strerror(cc));
+        pthread_mutex_unlock(&x->mu);
+    }
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return cc == CURLE_OK ? 0 : -EIO;
+}
+
+/* Wait up to ms, or until stopped: true when stopped. */
+static bool nap(ctl_t *x, int ms)
+{
+    struct timespec ts;
+    bool stop;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+    ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
+    ts.tv_nsec %= 1000000000L;
+    pthread_mutex_lock(&x->mu);
+    if (!x->stop)
+        pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+    stop = x->stop;
+    pthread_mutex_unlock(&x->mu);
+    return stop;
+}
+
+static int cmp_target(const void *a, const void *b)
+{
+    return strcmp(((const lb_target_t *)a)->addr, ((const lb_target_t *)b)->addr);
+}
+
+/* The endpoints object into a sorted target list. */
+static int parse_set(const char *txt, lb_target_t **out, int *n, uint64_t *version)
+{
+    json_t *o = json_loads(txt, 0, NULL), *reps, *e;
+    size_t i;
+    int k = 0;
+
+    if (!o)
+        return -EBADMSG;
+    reps = json_object_get(o, "replicas");
+    *version = (uint64_t)json_integer_value(json_object_get(o, "version"));
+    *out = calloc(json_array_size(reps) + 1, sizeof **out);
+    if (!*out) {
+        json_decref(o);
+        return -ENOMEM;
+    }
+    json_array_foreach(reps, i, e) {
+        const char *a = json_string_value(json_object_get(e, "address"));
+        if (!a || !json_is_true(json_object_get(e, "ready")) ||
+            json_is_true(json_object_get(e, "draining")) || strlen(a) >= sizeof (*out)[k].addr)
+            continue;
+        snprintf((*out)[k].addr, sizeof (*out)[k].addr, "%s", a);
+        (*out)[k].weight = 1;
+        k++;
+    }
+    qsort(*out, (size_t)k, sizeof **out, cmp_target);
+    *n = k;
+    json_decref(o);
+    return 0;
+}
+
+static void *watch_main(void *arg)
+{
+    ctl_t *x = arg;
+    char path[512];
+
+    for (;;) {
+        buf_t b = {0};
+        long st = 0;
+        uint64_t v;
+        pthread_mutex_lock(&x->mu);
+        bool stop = x->stop;
+        v = x->version;
+        pthread_mutex_unlock(&x->mu);
+        if (stop)
+            break;
+        snprintf(path, sizeof path, "/v1/services/%s?version=%llu&wait=%d", x->name,
+                 (unsigned long long)v, v ? WAIT_S : 0);
+        int rc = call(x, "GET", path, NULL, WAIT_S + 10, &st, &b);
+        lb_target_t *t = NULL;
+        int n = 0;
+        if (rc == 0 && st == 200 && parse_set(b.p ? b.p : "", &t, &n, &v) == 0) {
+            pthread_mutex_lock(&x->mu);
+            bool changed = !x->have || n != x->n ||
+                           (n && memcmp(t, x->t, (size_t)n * sizeof *t) != 0);
+            x->version = v;
+            if (changed) {
+                free(x->t);
+                x->t = t;
+                x->n = n;
+                t = NULL;
+            }
+            x->have = true;
+            x->fails = 0;
+            pthread_cond_broadcast(&x->cv);
+            pthread_mutex_unlock(&x->mu);
+            if (changed && write(x->pfd[1], "x", 1) < 0) {
+                /* the pipe is full: a reload is pending anyway */
+            }
+            free(t);
+            free(b.p);
+            continue;
+        }
+        if (rc == 0) {
+            pthread_mutex_lock(&x->mu);
+            snprintf(x->why, sizeof x->why, "GET /v1/services/%s: HTTP %ld: %.160s", x->name, st,
+                     b.p ? b.p : "");
+            pthread_mutex_unlock(&x->mu);
+        }
+        free(t);
+        free(b.p);
+        pthread_mutex_lock(&x->mu);
+        x->fails++;
+        pthread_cond_broadcast(&x->cv);
+        pthread_mutex_unlock(&x->mu);
+        if (nap(x, 1000))
+            break;
+    }
+    return NULL;
+}
+
+static void *report_main(void *arg)
+{
+    ctl_t *x = arg;
+    char path[256];
+
+    snprintf(path, sizeof path, "/v1/services/%s/load", x->name);
+    while (!nap(x, 1000)) {
+        json_t *arr = json_array();
+        pthread_mutex_lock(&x->mu);
+        bool any = x->noted;
+        for (int i = 0; i < x->nnotes; i++)
+            json_array_append_new(arr, json_pack("{s:s,s:i}", "address", x->notes[i].addr,
+                                                 "inflight", (int)x->notes[i].inflight));
+        x->noted = false;
+        pthread_mutex_unlock(&x->mu);
+        if (any) {
+            json_t *o = json_pack("{s:o}", "replicas", arr);
+            char *txt = json_dumps(o, JSON_COMPACT);
+            buf_t b = {0};
+            long st;
+            if (txt)
+                call(x, "POST", path, txt, 5, &st, &b);
+            free(txt);
+            free(b.p);
+            json_decref(o);
+        } else {
+            json_decref(arr);
+        }
+    }
+    return NULL;
+}
+
+static int ctl_load(void *st, lb_target_t **out, int *n, arb_err_t *err)
+{
+    ctl_t *x = st;
+    struct timespec dl;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += FIRST_WAIT_S;
+    pthread_mutex_lock(&x->mu);
+    /* The first time: wait for a ready replica (a service just submitted),
+     * unless the controller fails to answer three times running. */
+    while (!x->loaded && !(x->have && x->n > 0) && !x->stop && x->fails < 3)
+        if (pthread_cond_timedwait(&x->cv, &x->mu, &dl) != 0)
+            break;
+    x->loaded = true;
+    if (x->n == 0) {
+        rc = arb_errf(err, -EAGAIN,
+                      "service '%s' at %s has no ready replica%s%s; check `arbiter job` of the "
+                      "service",
+                      x->name, x->url, x->why[0] ? ": " : "", x->why);
+    } else {
+        *out = malloc((size_t)x->n * sizeof **out);
+        if (!*out) {
+            rc = arb_errf(err, -ENOMEM, "out of memory");
+        } else {
+            memcpy(*out, x->t, (size_t)x->n * sizeof **out);
+            *n = x->n;
+        }
+    }
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
+static int ctl_watch_fd(void *st)
+{
+    return ((ctl_t *)st)->pfd[0];
+}
+
+static void ctl_note(void *st, const char *const *addr, const uint32_t *inflight, int n)
+{
+    ctl_t *x = st;
+    note_t *v = calloc((size_t)n + 1, sizeof *v);
+
+    if (!v)
+        return;
+    for (int i = 0; i < n; i++) {
+        snprintf(v[i].addr, sizeof v[i].addr, "%s", addr[i]);
+        v[i].inflight = inflight[i];
+    }
+    pthread_mutex_lock(&x->mu);
+    free(x->notes);
+    x->notes = v;
+    x->nnotes = n;
+    x->noted = true;
+    pthread_mutex_unlock(&x->mu);
+}
+
+static void ctl_fini(void *st)
+{
+    ctl_t *x = st;
+
+    if (!x)
+        return;
+    pthread_mutex_lock(&x->mu);
+    x->stop = true;
+    pthread_cond_broadcast(&x->cv);
+    pthread_mutex_unlock(&x->mu);
+    if (x->started) {
+        pthread_join(x->watch, NULL);
+        pthread_join(x->report, NULL);
+    }
+    if (x->pfd[0] >= 0)
+        close(x->pfd[0]);
+    if (x->pfd[1] >= 0)
+        close(x->pfd[1]);
+    pthread_mutex_destroy(&x->mu);
+    pthread_cond_destroy(&x->cv);
+    free(x->t);
+    free(x->notes);
+    free(x);
+}
+
+static const lb_source_ops_t ctl_ops = {"controller", ctl_load, ctl_watch_fd, ctl_fini, ctl_note};
+
+int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err)
+{
+    ctl_t *x;
+    const char *tok = getenv("ARBITER_TOKEN");
+    size_t ul = strlen(url);
+
+    memset(s, 0, sizeof *s);
+    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
+        return arb_errf(err, -EINVAL, "--controller '%s': give http://HOST:PORT", url);
+    if (ul >= sizeof x->url || !name[0] || strlen(name) >= sizeof x->name ||
+        strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
+            strlen(name))
+        return arb_errf(err, -EINVAL,
+                        "--service '%s': a service name is letters, digits, '-', '_' and '.'",
+                        name);
+    x = calloc(1, sizeof *x);
+    if (!x)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    x->pfd[0] = x->pfd[1] = -1;
+    snprintf(x->url, sizeof x->url, "%s", url);
+    while (ul > 0 && x->url[ul - 1] == '/')
+        x->url[--ul] = '\0';
+    snprintf(x->name, sizeof x->name, "%s", name);
+    if (tok && tok[0])
+        snprintf(x->auth, sizeof x->auth, "Authorization: Bearer %.500s", tok);
+    pthread_mutex_init(&x->mu, NULL);
+    pthread_cond_init(&x->cv, NULL);
+    if (pipe2(x->pfd, O_NONBLOCK | O_CLOEXEC) < 0) {
+        ctl_fini(x);
+        return arb_errf(err, -errno, "lb: pipe: %s", strerror(errno));
+    }
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (pthread_create(&x->watch, NULL, watch_main, x) != 0) {
+        ctl_fini(x);
+        return arb_errf(err, -EAGAIN, "lb: cannot start the watch thread");
+    }
+    if (pthread_create(&x->report, NULL, report_main, x) != 0) {
+        pthread_mutex_lock(&x->mu);
+        x->stop = true;
+        pthread_mutex_unlock(&x->mu);
+        pthread_join(x->watch, NULL);
+        ctl_fini(x);
+        return arb_errf(err, -EAGAIN, "lb: cannot start the report thread");
+    }
+    x->started = true;
+    s->ops = &ctl_ops;
+    s->st = x;
+    return 0;
+}

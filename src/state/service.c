@@ -1,0 +1,915 @@
+/*
+ * service.c: service jobs (service.h): the spec keys, the parent job, the
+ * replicas' reconciliation (start, restart with backoff, drain and stop),
+ * autoscaling on live load (the decision is core's arb_as_decide), the
+ * endpoints a balancer follows, balancers' load reports, and who preempted
+ * whom.
+ *
+ * Every function here expects s->mu held, except the st_* entry points
+ * declared in state.h (endpoints, list, load), which take it.
+ */
+#include <libfyaml.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "state/jv.h"
+#include "state/service.h"
+#include "state/state_int.h"
+
+#define BACKOFF_MIN_NS 1000000000LL
+#define BACKOFF_MAX_NS 30000000000LL
+#define LOAD_FRESH_NS 5000000000LL
+#define SAMPLE_NS 1000000000LL
+
+/* ---- the spec --------------------------------------------------------------------- */
+
+void fy_node_pair_free(struct fy_node_pair *fynp); /* see codec.c */
+
+static void drop_key(struct fy_node *map, const char *key)
+{
+    struct fy_node_pair *p = fy_node_mapping_lookup_pair_by_string(map, key, FY_NT);
+    if (p && fy_node_mapping_remove(map, p) == 0)
+        fy_node_pair_free(p);
+}
+
+static int take_autoscale(sx_t *x, const sval_t *v, st_svc_conf_t *c)
+{
+    static const char *const keys[] = {"maxReplicas", "targetInflight", "targetGpuUtil",
+                                       "window",      "cooldown",       "tolerance",
+                                       "drainTimeout", NULL};
+    sval_t f;
+    bool is = false;
+    int64_t secs;
+    int rc;
+
+    if ((rc = sv_map(x, v, &is)) < 0)
+        return rc;
+    if (!is)
+        return sv_fail(x, v, -EINVAL, "give a mapping: {maxReplicas: N, targetInflight: T}");
+    if ((rc = sv_check_keys(x, v, keys)) < 0)
+        return rc;
+    c->autoscale = true;
+    arb_as_conf_default(&c->as);
+    c->as.target = 0;
+    c->as.max = 0;
+    if (!sv_get(v, "maxReplicas", &f))
+        return sv_fail(x, v, -EINVAL, "maxReplicas is required (the most replicas to run)");
+    if ((rc = sv_int32(x, &f, 1, 1000, &c->as.max)) < 0)
+        return rc;
+    if (sv_get(v, "targetInflight", &f) && (rc = sv_double(x, &f, 0.001, 1e6, &c->as.target)) < 0)
+        return rc;
+    if (sv_get(v, "targetGpuUtil", &f) && (rc = sv_double(x, &f, 0.01, 1, &c->as.gpu_target)) < 0)
+        return rc;
+    if (!(c->as.target > 0) && !(c->as.gpu_target > 0))
+        return sv_fail(x, v, -EINVAL,
+                       "give targetInflight (requests in flight per replica) or targetGpuUtil "
+                       "(0..1)");
+    if (sv_get(v, "tolerance", &f) && (rc = sv_double(x, &f, 0, 0.99, &c->as.tolerance)) < 0)
+        return rc;
+    if (sv_get(v, "window", &f)) {
+        if ((rc = sv_duration(x, &f, &secs)) < 0)
+            return rc;
+        c->as.window_ns = secs * 1000000000LL;
+    }
+    if (sv_get(v, "cooldown", &f)) {
+        if ((rc = sv_duration(x, &f, &secs)) < 0)
+            return rc;
+        c->as.cooldown_ns = secs * 1000000000LL;
+    }
+    if (sv_get(v, "drainTimeout", &f)) {
+        if ((rc = sv_duration(x, &f, &secs)) < 0)
+            return rc;
+        c->drain_ns = secs * 1000000000LL;
+    }
+    return 0;
+}
+
+int st_service_take(sx_t *x, struct fy_node *root, st_svc_conf_t *c)
+{
+    sval_t rv, v;
+    char kind[32];
+    int rc;
+
+    memset(c, 0, sizeof *c);
+    c->drain_ns = 30000000000LL;
+    sv_root(&rv, root, "");
+    if (!sv_get(&rv, "kind", &v)) {
+        static const char *const svc_only[] = {"port", "health", "minReplicas", "autoscale", NULL};
+        for (int i = 0; svc_only[i]; i++)
+            if (sv_get(&rv, svc_only[i], &v))
+                return sv_fail(x, &v, -EINVAL, "only a service has '%s'; add kind: service",
+                               svc_only[i]);
+        return 0;
+    }
+    if ((rc = sv_plain(x, &v, kind, sizeof kind, "a job kind")) < 0)
+        return rc;
+    if (strcmp(kind, "batch") == 0) {
+        drop_key(root, "kind");
+        return st_service_take(x, root, c);
+    }
+    if (strcmp(kind, "service") != 0)
+        return sv_fail(x, &v, -EINVAL, "kind '%s': use batch (the default) or service", kind);
+    c->is = true;
+    c->replicas = 1;
+    if (sv_get(&rv, "replicas", &v) && (rc = sv_int32(x, &v, 1, 1000, &c->replicas)) < 0)
+        return rc;
+    if (!sv_get(&rv, "port", &v))
+        return sv_fail(x, &rv, -EINVAL,
+                       "a service needs port: N (replica i listens on N + i, given as PORT)");
+    if ((rc = sv_int32(x, &v, 1, 65535, &c->port)) < 0)
+        return rc;
+    if (sv_get(&rv, "health", &v)) {
+        if ((rc = sv_text(x, &v, c->health, sizeof c->health, false)) < 0)
+            return rc;
+        if (c->health[0] != '/' || strpbrk(c->health, " \r\n"))
+            return sv_fail(x, &v, -EINVAL, "health '%s': give a path such as /healthz",
+                           c->health);
+    }
+    c->min = c->replicas;
+    if (sv_get(&rv, "autoscale", &v) && (rc = take_autoscale(x, &v, c)) < 0)
+        return rc;
+    if (c->autoscale)
+        c->min = 1;
+    if (sv_get(&rv, "minReplicas", &v) && (rc = sv_int32(x, &v, 0, 1000, &c->min)) < 0)
+        return rc;
+    if (c->autoscale) {
+        c->as.min = c->min > 0 ? c->min : 1;
+        if (c->as.max < c->as.min)
+            return sv_fail(x, &v, -EINVAL,
+                           "minReplicas %d is above autoscale.maxReplicas %d; raise maxReplicas",
+                           c->min, c->as.max);
+        if (c->replicas < c->as.min)
+            c->replicas = c->as.min;
+        if (c->replicas > c->as.max)
+            c->replicas = c->as.max;
+    } else if (c->min > c->replicas) {
+        return sv_fail(x, &v, -EINVAL, "minReplicas %d is above replicas %d; lower it", c->min,
+                       c->replicas);
+    }
+    if (c->port + (c->autoscale ? c->as.max : c->replicas) - 1 > 65535)
+        return sv_fail(x, &rv, -EINVAL, "port %d + replicas runs past 65535; pick a lower port",
+                       c->port);
+    static const char *const keys[] = {"kind", "replicas", "port", "health", "minReplicas",
+                                       "autoscale", NULL};
+    for (int i = 0; keys[i]; i++)
+        drop_key(root, keys[i]);
+    return 0;
+}
+
+/* The service settings of a spec body (parsed again: cheap, and it keeps
+ * codec.c's interface as it is). */
+static int spec_conf(st_t *s, const char *body, size_t n, bool yaml, st_svc_conf_t *c,
+                     arb_err_t *err)
+{
+    sv_doc_t d;
+    char *alt = NULL;
+    int rc;
+
+    memset(c, 0, sizeof *c);
+    if (!yaml) { /* canonical layout, as codec.c does for odd JSON */
+        json_t *v = json_loadb(body, n, 0, NULL);
+        alt = v ? json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+        json_decref(v);
+        if (alt) {
+            body = alt;
+            n = strlen(alt);
+        }
+    }
+    if ((rc = sv_doc_open("job", body, n, &d, err)) < 0) {
+        free(alt);
+        return rc;
+    }
+    sx_t x = {.file = yaml ? "job.yaml" : "job.json", .err = err, .c = &s->cluster,
+              .lone_job = true};
+    rc = st_service_take(&x, fy_document_root(d.doc), c);
+    sv_doc_close(&d);
+    free(alt);
+    return rc;
+}
+
+/* ---- parent and replicas ---------------------------------------------------------- */
+
+static st_svc_t *svc_of(st_t *s, const st_job_t *child, st_job_t **parent)
+{
+    st_job_t *p = child->svc_of ? st_job_find(s, child->svc_of) : NULL;
+    if (parent)
+        *parent = p;
+    return p ? p->svc : NULL;
+}
+
+static bool ended(const st_job_t *sj)
+{
+    return !sj || sj->j->state == ARB_JOB_SUCCEEDED || sj->j->state == ARB_JOB_FAILED ||
+           sj->j->state == ARB_JOB_CANCELLED;
+}
+
+static bool holds(const st_job_t *sj)
+{
+    return sj && (sj->j->state == ARB_JOB_PLACED || sj->j->state == ARB_JOB_RUNNING);
+}
+
+static int grow(st_svc_t *v, int n)
+{
+    if (n <= v->nrep)
+        return 0;
+    st_replica_t *r = realloc(v->rep, (size_t)n * sizeof *r);
+    if (!r)
+        return -ENOMEM;
+    memset(r + v->nrep, 0, (size_t)(n - v->nrep) * sizeof *r);
+    v->rep = r;
+    v->nrep = n;
+    return 0;
+}
+
+int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_job_t *tmpl,
+                    st_svc_conf_t *c, arb_err_t *err)
+{
+    int rc = spec_conf(s, body, n, yaml, c, err);
+    if (rc < 0)
+        return rc;
+    if (c->is && tmpl->ntasks != 1)
+        return arb_errf(err, -EINVAL,
+                        "groups: a service replica is one task; give its resources at the top "
+                        "level and the count as replicas: N");
+    return 0;
+}
+
+int st_service_attach(st_t *s, st_job_t *sj, const st_svc_conf_t *c, int desired)
+{
+    st_svc_t *v = calloc(1, sizeof *v);
+
+    (void)s;
+    if (!v)
+        return -ENOMEM;
+    v->conf = *c;
+    v->desired = desired > 0 ? desired : c->replicas;
+    v->version = 1;
+    arb_as_reset(&v->as);
+    sj->svc = v;
+    return grow(v, v->desired);
+}
+
+void st_service_free(st_job_t *sj)
+{
+    if (sj->svc) {
+        free(sj->svc->rep);
+        free(sj->svc);
+        sj->svc = NULL;
+    }
+}
+
+/* The env a replica gets on top of the service's. */
+static json_t *replica_env(const st_job_t *parent, int i)
+{
+    json_t *env = parent->env ? json_deep_copy(parent->env) : json_object();
+    char port[16], idx[16];
+
+    snprintf(port, sizeof port, "%d", parent->svc->conf.port + i);
+    snprintf(idx, sizeof idx, "%d", i);
+    json_object_set_new(env, "PORT", json_string(port));
+    json_object_set_new(env, "ARBITER_PORT", json_string(port));
+    json_object_set_new(env, "ARBITER_REPLICA", json_string(idx));
+    json_object_set_new(env, "ARBITER_SERVICE", json_string(parent->j->name));
+    return env;
+}
+
+/* Make a replica of job j (the parsed template) into child job sj. */
+static void dress_replica(st_t *s, st_job_t *parent, st_job_t *sj, arb_job_t *j, int i)
+{
+    snprintf(j->name, sizeof j->name, "%.80s-%d", parent->j->name, i);
+    j->queue = parent->j->queue;
+    j->priority = parent->j->priority;
+    /* Below the minimum a service is never preempted. */
+    j->preemptible = i >= parent->svc->conf.min;
+    sj->svc_of = parent->id;
+    sj->replica = i;
+    json_decref(sj->env);
+    sj->env = replica_env(parent, i);
+    (void)s;
+}
+
+/* Submit a new child for replica i. */
+static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
+{
+    st_svc_t *v = parent->svc;
+    arb_job_t *j = NULL;
+    json_t *cmd = NULL, *env = NULL;
+    bool rs = true;
+    arb_err_t err = {{0}};
+    st_job_t *sj = NULL;
+    int rc = st_spec_parse(s, parent->spec, parent->speclen, parent->yaml, &j, &cmd, &env, &rs,
+                           &err);
+
+    if (rc < 0)
+        return rc;
+    sj = calloc(1, sizeof *sj);
+    if (sj)
+        sj->tasks = calloc((size_t)j->ntasks, sizeof *sj->tasks);
+    if (sj)
+        sj->spec = malloc(parent->speclen + 1);
+    if (!sj || !sj->tasks || !sj->spec) {
+        rc = -ENOMEM;
+        goto fail;
+    }
+    memcpy(sj->spec, parent->spec, parent->speclen + 1);
+    sj->speclen = parent->speclen;
+    sj->yaml = parent->yaml;
+    sj->ntasks = j->ntasks;
+    sj->id = s->next_id;
+    snprintf(sj->team, sizeof sj->team, "%s", parent->team);
+    snprintf(sj->owner, sizeof sj->owner, "%s", parent->owner);
+    sj->command = cmd;
+    sj->env = env;
+    cmd = env = NULL;
+    sj->restartable = true;
+    sj->submit_ms = st_wall_ms();
+    dress_replica(s, parent, sj, j, i);
+    arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+    if ((rc = arb_sched_submit(s->sched, j, &ctx, &err)) < 0)
+        goto fail;
+    sj->j = j;
+    j = NULL;
+    if ((rc = st_job_add(s, sj)) < 0) {
+        arb_sched_finish(s->sched, sj->j, ARB_JOB_CANCELLED, NULL);
+        sj->j = NULL;
+        goto fail;
+    }
+    sj->last = ARB_JOB_PENDING;
+    v->rep[i].job = sj->id;
+    v->rep[i].counted = false;
+    v->rep[i].ready = false;
+    v->rep[i].draining = false;
+    v->rep[i].inflight = 0;
+    v->rep[i].load_ns = 0;
+    sj->lamport_submit = st_event(s, "replica-started", sj->id, NULL,
+                                  "service '%s' (job %llu): replica %d is job %llu (%s)",
+                                  parent->j->name, (unsigned long long)parent->id, i,
+                                  (unsigned long long)sj->id, why);
+    st_job_save(s, sj, sj->lamport_submit);
+    s->m_submitted++;
+    return 0;
+fail:
+    if (sj) {
+        free(sj->spec);
+        free(sj->tasks);
+        json_decref(sj->command);
+        json_decref(sj->env);
+        free(sj);
+    }
+    arb_job_free(j);
+    json_decref(cmd);
+    json_decref(env);
+    return rc;
+}
+
+/* Stop a child: at once if no agent has it, else ask its agents. */
+static void stop_child(st_t *s, st_job_t *sj, const char *why)
+{
+    if (ended(sj))
+        return;
+    if ((sj->j->state == ARB_JOB_PLACED || sj->j->state == ARB_JOB_RUNNING) && sj->delivered) {
+        if (!sj->stop || sj->stop_then != ST_THEN_CANCEL) {
+            sj->stop = true;
+            sj->stop_then = ST_THEN_CANCEL;
+            snprintf(sj->message, sizeof sj->message, "%s", why);
+            uint64_t lam = st_event(s, "job-cancel-requested", sj->id, NULL,
+                                    "job %llu: %s; waiting for its agent to stop it",
+                                    (unsigned long long)sj->id, why);
+            st_job_save(s, sj, lam);
+        }
+        return;
+    }
+    st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
+}
+
+static void replica_addr(st_t *s, const st_job_t *parent, const st_job_t *c, int i, char *buf,
+                         size_t n)
+{
+    buf[0] = '\0';
+    if (!holds(c) || c->j->nalloc < 1)
+        return;
+    const arb_node_t *nd = &s->cluster.nodes[c->j->alloc[0].node];
+    const st_node_t *x = st_node_ext(s, nd);
+    snprintf(buf, n, "%s:%d", x->addr[0] ? x->addr : arb_node_name(&s->cluster, nd),
+             parent->svc->conf.port + i);
+}
+
+static uint64_t fnv(uint64_t h, const void *p, size_t n)
+{
+    const unsigned char *b = p;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ b[i]) * 0x100000001b3ULL;
+    return h;
+}
+
+/* Bump the endpoints version when what a balancer sees changed. */
+static void publish(st_t *s, st_job_t *parent)
+{
+    st_svc_t *v = parent->svc;
+    uint64_t h = 0xcbf29ce484222325ULL;
+
+    for (int i = 0; i < v->nrep; i++) {
+        st_replica_t *r = &v->rep[i];
+        h = fnv(h, &r->job, sizeof r->job);
+        h = fnv(h, r->addr, strlen(r->addr));
+        h = fnv(h, &r->ready, sizeof r->ready);
+        h = fnv(h, &r->draining, sizeof r->draining);
+    }
+    h = fnv(h, &v->desired, sizeof v->desired);
+    if (h != v->sig) {
+        v->sig = h;
+        v->version++;
+        pthread_cond_broadcast(&s->ev_cond);
+    }
+}
+
+/* The parent ends once every replica has: cancelled. */
+static void finish_parent(st_t *s, st_job_t *sj)
+{
+    arb_job_transition(sj->j, ARB_JOB_CANCELLED, NULL);
+    for (int t = 0; t < sj->ntasks; t++)
+        sj->tasks[t].state = TK_CANCELLED;
+    sj->end_ms = st_wall_ms();
+    sj->stop = false;
+    uint64_t lam = st_event(s, "job-cancelled", sj->id, NULL,
+                            "job %llu '%s': service stopped, every replica ended",
+                            (unsigned long long)sj->id, sj->j->name);
+    st_job_save(s, sj, lam);
+    st_job_retire(s, sj);
+    s->m_cancelled++;
+    publish(s, sj);
+}
+
+bool st_service_cancel(st_t *s, st_job_t *sj, const char *by)
+{
+    if (!sj->svc)
+        return false;
+    if (!sj->stop) {
+        sj->stop = true;
+        sj->stop_then = ST_THEN_CANCEL;
+        snprintf(sj->message, sizeof sj->message, "cancel requested by %s",
+                 by && by[0] ? by : "user");
+        uint64_t lam = st_event(s, "job-cancel-requested", sj->id, NULL,
+                                "service '%s' (job %llu): stopping its %d replicas", sj->j->name,
+                                (unsigned long long)sj->id, sj->svc->nrep);
+        st_job_save(s, sj, lam);
+    }
+    s->dirty = true;
+    pthread_cond_signal(&s->kick);
+    return true;
+}
+
+/* Load of the ready replicas, for the autoscaler. */
+static void service_load(st_t *s, st_job_t *parent, int64_t now, arb_as_load_t *l)
+{
+    st_svc_t *v = parent->svc;
+    double util = 0;
+    int ngpu = 0;
+
+    memset(l, 0, sizeof *l);
+    for (int i = 0; i < v->nrep && i < v->desired; i++) {
+        st_replica_t *r = &v->rep[i];
+        st_job_t *c = st_job_find(s, r->job);
+        if (!r->ready || r->draining || !holds(c))
+            continue;
+        l->ready++;
+        if (r->load_ns && now - r->load_ns <= LOAD_FRESH_NS)
+            l->inflight += r->inflight;
+        const arb_task_alloc_t *a = &c->j->alloc[0];
+        const arb_node_t *nd = &s->cluster.nodes[a->node];
+        for (int g = 0; g < nd->ngpus; g++)
+            if (a->gpu_mask & (1u << g)) {
+                util += nd->gpu[g].util_pct / 100.0;
+                ngpu++;
+            }
+    }
+    l->gpu_util = ngpu ? util / ngpu : -1;
+}
+
+static void autoscale(st_t *s, st_job_t *parent, int64_t now)
+{
+    st_svc_t *v = parent->svc;
+    arb_as_load_t l;
+    arb_as_decision_t d;
+
+    if (!v->conf.autoscale || parent->stop || now < v->as_next_ns)
+        return;
+    v->as_next_ns = now + SAMPLE_NS;
+    service_load(s, parent, now, &l);
+    if (l.ready == 0)
+        return; /* nothing measured: no decision on no data */
+    arb_as_decide(&v->conf.as, &v->as, now, v->desired, &l, &d);
+    v->last = d;
+    if (d.desired == v->desired)
+        return;
+    uint64_t lam = st_event(s, d.desired > v->desired ? "service-scale-out" : "service-scale-in",
+                            parent->id, NULL, "service '%s' (job %llu): %d -> %d replicas: %s",
+                            parent->j->name, (unsigned long long)parent->id, v->desired,
+                            d.desired, d.why);
+    v->desired = d.desired;
+    arb_as_note_change(&v->as, now);
+    grow(v, v->desired);
+    st_job_save(s, parent, lam);
+    s->dirty = true;
+}
+
+static void reconcile_one(st_t *s, st_job_t *parent, int64_t now)
+{
+    st_svc_t *v = parent->svc;
+    int want = parent->stop ? 0 : v->desired;
+    bool any = false;
+
+    autoscale(s, parent, now);
+    want = parent->stop ? 0 : v->desired;
+    for (int i = 0; i < v->nrep; i++) {
+        st_replica_t *r = &v->rep[i];
+        st_job_t *c = r->job ? st_job_find(s, r->job) : NULL;
+        if (!ended(c))
+            any = true;
+        if (i >= want) {
+            /* scale-in or stop: drain first, then stop */
+            if (ended(c))
+                continue;
+            if (!r->draining) {
+                r->draining = true;
+                r->drain_ns = now;
+                if (!parent->stop)
+                    st_event(s, "replica-draining", c->id, NULL,
+                             "service '%s' (job %llu): replica %d (job %llu) draining: the "
+                             "balancer stops sending to it; %.0f requests in flight",
+                             parent->j->name, (unsigned long long)parent->id, i,
+                             (unsigned long long)c->id, r->inflight);
+            }
+            bool idle = r->load_ns > r->drain_ns && r->inflight <= 0;
+            bool late = now - r->drain_ns >= v->conf.drain_ns;
+            if (parent->stop || !r->ready || idle || late || !holds(c)) {
+                char why[256];
+                snprintf(why, sizeof why, "replica %d of service '%.96s' stopped (%s)", i,
+                         parent->j->name,
+                         parent->stop ? "service cancelled"
+                         : idle       ? "scaled in, drained"
+                         : late       ? "scaled in, drain timeout"
+                                      : "scaled in");
+                stop_child(s, c, why);
+            }
+            continue;
+        }
+        if (c && !ended(c)) {
+            if (r->draining) { /* scaled out again before it stopped: keep it */
+                r->draining = false;
+            }
+            if (!holds(c))
+                r->ready = false;
+            continue;
+        }
+        /* no live child: start one, after the backoff if the last one ended */
+        if (c && !r->counted) {
+            r->counted = true;
+            r->ready = false;
+            r->restarts++;
+            int64_t b = BACKOFF_MIN_NS << (r->restarts - 1 < 5 ? r->restarts - 1 : 5);
+            if (b > BACKOFF_MAX_NS)
+                b = BACKOFF_MAX_NS;
+            r->retry_ns = now + b;
+            const st_task_t *tk = &c->tasks[0];
+            char ex[32] = "";
+            if (tk->has_exit)
+                snprintf(ex, sizeof ex, ", exit %d", tk->exit_code);
+            st_event(s, "replica-restarting", c->id, NULL,
+                     "service '%s' (job %llu): replica %d (job %llu) %s%s; restart %d in %.1f s",
+                     parent->j->name, (unsigned long long)parent->id, i,
+                     (unsigned long long)c->id, arb_job_state_name(c->j->state), ex,
+                     r->restarts, (double)b / 1e9);
+        }
+        if (c && now < r->retry_ns)
+            continue;
+        char why[64];
+        if (c)
+            snprintf(why, sizeof why, "restart %d", r->restarts);
+        else
+            snprintf(why, sizeof why, "new");
+        if (start_replica(s, parent, i, why) == 0) {
+            any = true;
+            s->dirty = true;
+        }
+    }
+    /* forget replicas past the count once they ended */
+    while (v->nrep > want) {
+        st_replica_t *r = &v->rep[v->nrep - 1];
+        if (!ended(r->job ? st_job_find(s, r->job) : NULL))
+            break;
+        v->nrep--;
+    }
+    for (int i = 0; i < v->nrep; i++) {
+        st_replica_t *r = &v->rep[i];
+        st_job_t *c = r->job ? st_job_find(s, r->job) : NULL;
+        if (!holds(c))
+            r->ready = false;
+        replica_addr(s, parent, c, i, r->addr, sizeof r->addr);
+    }
+    if (parent->stop && !any)
+        finish_parent(s, parent);
+    else
+        publish(s, parent);
+}
+
+void st_service_reconcile(st_t *s, int64_t now)
+{
+    /* reconcile_one may add children (appended) and retire the parent
+     * (moves the last active job into its slot): walk backwards over the
+     * jobs that were active at the start. */
+    for (int i = s->nactive - 1; i >= 0; i--) {
+        if (i >= s->nactive)
+            continue;
+        st_job_t *sj = s->active[i];
+        if (sj->svc)
+            reconcile_one(s, sj, now);
+    }
+}
+
+/* ---- who preempted whom ------------------------------------------------------------- */
+
+void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n)
+{
+    uint32_t by = victim->j->preempted_by;
+    st_job_t *p = NULL, *parent = NULL;
+
+    for (int i = 0; by && i < s->nactive && !p; i++)
+        if (s->active[i]->j && s->active[i]->j->id == by && !s->active[i]->own_j)
+            p = s->active[i];
+    const char *vk = victim->svc_of ? "service replica" : "batch";
+    if (!p) {
+        snprintf(msg, n, "job %llu '%s' (%s) preempted by a higher-priority job; requeued",
+                 (unsigned long long)victim->id, victim->j->name, vk);
+        return;
+    }
+    if (svc_of(s, p, &parent) && parent)
+        snprintf(msg, n,
+                 "job %llu (service '%s', priority %d) preempted job %llu '%s' (%s, priority "
+                 "%d) to place replica %d (job %llu); requeued",
+                 (unsigned long long)parent->id, parent->j->name, p->j->priority,
+                 (unsigned long long)victim->id, victim->j->name, vk, victim->j->priority,
+                 p->replica, (unsigned long long)p->id);
+    else
+        snprintf(msg, n,
+                 "job %llu '%s' (priority %d) preempted job %llu '%s' (%s, priority %d) to "
+                 "place it; requeued",
+                 (unsigned long long)p->id, p->j->name, p->j->priority,
+                 (unsigned long long)victim->id, victim->j->name, vk, victim->j->priority);
+}
+
+/* ---- JSON ------------------------------------------------------------------------------ */
+
+static json_t *replica_json(st_t *s, st_job_t *parent, int i, int64_t now)
+{
+    st_replica_t *r = &parent->svc->rep[i];
+    st_job_t *c = r->job ? st_job_find(s, r->job) : NULL;
+    json_t *o = json_pack("{s:i,s:I,s:s,s:b,s:b,s:i}", "index", i, "job", (json_int_t)r->job,
+                          "state", c ? arb_job_state_name(c->j->state) : "starting", "ready",
+                          r->ready, "draining", r->draining, "restarts", r->restarts);
+    if (holds(c)) {
+        json_object_set_new(o, "node", json_string(arb_node_name(
+                                           &s->cluster, &s->cluster.nodes[c->j->alloc[0].node])));
+        json_object_set_new(o, "address", json_string(r->addr));
+    } else {
+        json_object_set_new(o, "node", json_null());
+        json_object_set_new(o, "address", json_null());
+    }
+    json_object_set_new(o, "port", json_integer(parent->svc->conf.port + i));
+    json_object_set_new(o, "inflight", r->load_ns && now - r->load_ns <= LOAD_FRESH_NS
+                                           ? json_real(r->inflight)
+                                           : json_null());
+    return o;
+}
+
+json_t *st_service_json(st_t *s, st_job_t *sj)
+{
+    st_svc_t *v = sj->svc;
+    int64_t now = st_mono_ns();
+    json_t *reps = json_array();
+
+    for (int i = 0; i < v->nrep; i++)
+        json_array_append_new(reps, replica_json(s, sj, i, now));
+    json_t *o = json_pack("{s:s,s:I,s:I,s:i,s:i,s:i,s:s,s:o}", "service", sj->j->name, "job",
+                          (json_int_t)sj->id, "version", (json_int_t)v->version, "desired",
+                          v->desired, "min", v->conf.min, "port", v->conf.port, "health",
+                          v->conf.health, "replicas", reps);
+    if (v->conf.autoscale) {
+        json_t *a = json_pack("{s:i,s:i,s:f,s:f,s:I,s:I}", "min", v->conf.as.min, "max",
+                              v->conf.as.max, "target_inflight", v->conf.as.target,
+                              "target_gpu_util", v->conf.as.gpu_target, "window_s",
+                              (json_int_t)(v->conf.as.window_ns / 1000000000LL), "cooldown_s",
+                              (json_int_t)(v->conf.as.cooldown_ns / 1000000000LL));
+        if (v->last.why[0]) {
+            json_object_set_new(a, "recommended", json_integer(v->last.recommended));
+            json_object_set_new(a, "per_replica", json_real(v->last.per_replica));
+            json_object_set_new(a, "last", json_string(v->last.why));
+        }
+        json_object_set_new(o, "autoscale", a);
+    }
+    return o;
+}
+
+/* Extra fields of a job's API object. */
+void st_service_job_json(st_t *s, st_job_t *sj, json_t *o)
+{
+    st_job_t *parent = NULL;
+    if (sj->svc) {
+        json_object_set_new(o, "kind", json_string("service"));
+        json_object_set_new(o, "service", st_service_json(s, sj));
+    } else if (sj->svc_of) {
+        svc_of(s, sj, &parent);
+        json_object_set_new(o, "kind", json_string("replica"));
+        json_object_set_new(o, "service", json_pack("{s:I,s:s,s:i}", "job",
+                                                     (json_int_t)sj->svc_of, "name",
+                                                     parent ? parent->j->name : "", "replica",
+                                                     sj->replica));
+    }
+}
+
+/* ---- the API: endpoints, list, load ------------------------------------------------------- */
+
+static st_job_t *find_service(st_t *s, const char *name)
+{
+    st_job_t *best = NULL;
+    for (int i = 0; i < s->nactive; i++)
+        if (s->active[i]->svc && strcmp(s->active[i]->j->name, name) == 0 &&
+            (!best || s->active[i]->id > best->id))
+            best = s->active[i];
+    return best;
+}
+
+static bool may_see_svc(const st_who_t *who, const st_job_t *sj)
+{
+    return who->role != ST_ROLE_USER || strcmp(who->team ? who->team : "", sj->team) == 0;
+}
+
+int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_t version,
+                         int64_t wait_ms, json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    struct timespec dl;
+    st_job_t *sj;
+    int rc = 0;
+
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += wait_ms / 1000;
+    dl.tv_nsec += (wait_ms % 1000) * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    pthread_mutex_lock(&s->mu);
+    for (;;) {
+        sj = find_service(s, name);
+        if (!sj || !may_see_svc(who, sj)) {
+            rc = arb_errf(err, -ENOENT,
+                          "service '%s': no such running service (submit a job with kind: "
+                          "service and name: %s)",
+                          name, name);
+            break;
+        }
+        if (wait_ms <= 0 || sj->svc->version != version || s->stop)
+            break;
+        if (pthread_cond_timedwait(&s->ev_cond, &s->mu, &dl) != 0)
+            break;
+    }
+    if (rc == 0)
+        *out = st_service_json(s, sj);
+    *ticket = st_seen(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket,
+                     arb_err_t *err)
+{
+    json_t *arr = json_array();
+
+    (void)err;
+    pthread_mutex_lock(&s->mu);
+    for (int i = 0; i < s->nactive; i++)
+        if (s->active[i]->svc && may_see_svc(who, s->active[i]))
+            json_array_append_new(arr, st_service_json(s, s->active[i]));
+    *ticket = st_seen(s);
+    pthread_mutex_unlock(&s->mu);
+    *out = json_pack("{s:o}", "services", arr);
+    return 0;
+}
+
+int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+                    json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    json_t *reps = json_object_get(body, "replicas"), *e;
+    size_t k;
+    int rc = 0, matched = 0;
+
+    if (!json_is_object(body) || !json_is_array(reps))
+        return arb_errf(err, -EINVAL,
+                        "body: give {\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": "
+                        "N}]}");
+    json_array_foreach(reps, k, e) {
+        json_t *a = json_object_get(e, "address"), *f = json_object_get(e, "inflight");
+        if (!json_is_string(a) || !json_is_number(f) || json_number_value(f) < 0 ||
+            json_number_value(f) > 1e9)
+            return arb_errf(err, -EINVAL,
+                            "replicas[%zu]: give address (\"HOST:PORT\") and inflight (a "
+                            "number >= 0)",
+                            k);
+    }
+    pthread_mutex_lock(&s->mu);
+    st_job_t *sj = find_service(s, name);
+    if (!sj || !may_see_svc(who, sj)) {
+        rc = arb_errf(err, -ENOENT, "service '%s': no such running service", name);
+    } else {
+        int64_t now = st_mono_ns();
+        json_array_foreach(reps, k, e) {
+            const char *a = json_string_value(json_object_get(e, "address"));
+            for (int i = 0; i < sj->svc->nrep; i++)
+                if (strcmp(sj->svc->rep[i].addr, a) == 0) {
+                    sj->svc->rep[i].inflight = json_number_value(json_object_get(e, "inflight"));
+                    sj->svc->rep[i].load_ns = now;
+                    matched++;
+                }
+        }
+        *out = json_pack("{s:s,s:i,s:I}", "service", name, "matched", matched, "version",
+                         (json_int_t)sj->svc->version);
+    }
+    *ticket = st_seen(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
+}
+
+/* ---- records and recovery ------------------------------------------------------------------- */
+
+void st_service_record(st_job_t *sj, json_t *o)
+{
+    if (sj->svc)
+        json_object_set_new(o, "svc_desired", json_integer(sj->svc->desired));
+    if (sj->svc_of) {
+        json_object_set_new(o, "svc_of", json_integer((json_int_t)sj->svc_of));
+        json_object_set_new(o, "replica", json_integer(sj->replica));
+    }
+}
+
+int st_service_recover(st_t *s, st_job_t *sj, arb_job_t *j, const json_t *o, int state,
+                       bool *parent)
+{
+    st_svc_conf_t c;
+    arb_err_t e = {{0}};
+
+    *parent = false;
+    if (spec_conf(s, sj->spec, sj->speclen, sj->yaml, &c, &e) < 0 || !c.is)
+        return 0;
+    if (json_is_integer(json_object_get(o, "svc_of"))) {
+        sj->svc_of = (uint64_t)json_integer_value(json_object_get(o, "svc_of"));
+        sj->replica = (int)json_integer_value(json_object_get(o, "replica"));
+        st_job_t *p = st_job_find(s, sj->svc_of);
+        if (p && p->svc) {
+            dress_replica(s, p, sj, j, sj->replica);
+            if (sj->replica >= p->svc->nrep && grow(p->svc, sj->replica + 1) < 0)
+                return -ENOMEM;
+            if (state < ARB_JOB_SUCCEEDED)
+                p->svc->rep[sj->replica].job = sj->id;
+            else if (sj->replica < p->svc->nrep && p->svc->rep[sj->replica].job < sj->id)
+                p->svc->rep[sj->replica].job = sj->id, p->svc->rep[sj->replica].counted = true;
+        }
+        return 0;
+    }
+    *parent = true;
+    int desired = (int)json_integer_value(json_object_get(o, "svc_desired"));
+    return st_service_attach(s, sj, &c, desired);
+}
+
+/* ---- readiness ------------------------------------------------------------------------------ */
+
+void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok)
+{
+    st_job_t *p = st_job_find(s, parent);
+    st_replica_t *r;
+    st_job_t *c;
+    bool was;
+
+    if (!p || !p->svc || i >= p->svc->nrep || p->svc->rep[i].job != child)
+        return;
+    r = &p->svc->rep[i];
+    c = st_job_find(s, child);
+    was = r->ready;
+    if (ok) {
+        r->probe_fails = 0;
+        r->ready = holds(c);
+    } else if (++r->probe_fails >= 2) {
+        r->ready = false;
+    }
+    if (r->ready != was) {
+        if (r->ready)
+            r->restarts = 0; /* it works: the next failure starts the backoff over */
+        st_event(s, r->ready ? "replica-ready" : "replica-unready", child, NULL,
+                 "service '%s' (job %llu): replica %d (job %llu) at %s is %s",
+                 p->j->name, (unsigned long long)p->id, i, (unsigned long long)child, r->addr,
+                 r->ready ? "ready" : "not ready (health check failing)");
+        publish(s, p);
+    }
+}
