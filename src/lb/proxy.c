@@ -863,7 +863,8 @@ static void on_watch(px_t *px, int fd)
         fprintf(stderr, "arbiter lb: backends changed, %d backends\n", px->npeers);
 }
 
-/* Tell the source this balancer's in-flight count per backend. */
+/* Tell the source this balancer's in-flight count per backend, removed
+ * ones still draining included (a replica being scaled in waits for them). */
 static void note_load(px_t *px)
 {
     const char **addr = calloc((size_t)px->nbes + 1, sizeof *addr);
@@ -871,7 +872,7 @@ static void note_load(px_t *px)
     int n = 0;
 
     for (int i = 0; addr && inf && i < px->nbes; i++) {
-        if (px->bes[i]->removed)
+        if (px->bes[i]->removed && px->bes[i]->inflight == 0)
             continue;
         addr[n] = px->bes[i]->name;
         inf[n++] = px->bes[i]->inflight;

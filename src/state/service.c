@@ -23,6 +23,7 @@
 #define BACKOFF_MAX_NS 30000000000LL
 #define LOAD_FRESH_NS 5000000000LL
 #define SAMPLE_NS 1000000000LL
+#define DRAIN_SEEN_NS 1500000000LL
 
 /* ---- the spec --------------------------------------------------------------------- */
 
@@ -543,7 +544,9 @@ static void reconcile_one(st_t *s, st_job_t *parent, int64_t now)
                              parent->j->name, (unsigned long long)parent->id, i,
                              (unsigned long long)c->id, r->inflight);
             }
-            bool idle = r->load_ns > r->drain_ns && r->inflight <= 0;
+            /* idle: a balancer report taken a while after the endpoint was
+             * marked draining (so the balancer has seen it go) says 0 */
+            bool idle = r->load_ns > r->drain_ns + DRAIN_SEEN_NS && r->inflight <= 0;
             bool late = now - r->drain_ns >= v->conf.drain_ns;
             if (parent->stop || !r->ready || idle || late || !holds(c)) {
                 char why[256];
@@ -825,6 +828,16 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
         rc = arb_errf(err, -ENOENT, "service '%s': no such running service", name);
     } else {
         int64_t now = st_mono_ns();
+        for (int i = 0; i < sj->svc->nrep; i++) {
+            /* A draining replica the balancer no longer lists has nothing
+             * in flight there. (With several balancers the last report
+             * wins: a known approximation; the drain timeout bounds it.) */
+            st_replica_t *r = &sj->svc->rep[i];
+            if (r->draining) {
+                r->inflight = 0;
+                r->load_ns = now;
+            }
+        }
         json_array_foreach(reps, k, e) {
             const char *a = json_string_value(json_object_get(e, "address"));
             for (int i = 0; i < sj->svc->nrep; i++)

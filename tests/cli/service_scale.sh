@@ -1,0 +1,94 @@
+#!/bin/sh
+# Autoscaling and priority across kinds on a live cluster (a real
+# controller, two agents of 2 GPUs, real replicas behind a real
+# `arbiter lb --service`): a service of 1 replica (max 3, 2 requests in
+# flight per replica, window 3 s) under load scales out; its new replicas
+# cannot place, so they preempt a running training gang (whole), and the
+# events and explain say who preempted whom and why; the balancer follows
+# to 3 replicas. The load stops: after the window the service scales in,
+# draining replicas before it stops them, and the training gang runs again.
+# Then a critical batch job that would need the service's last replica
+# (below its minimum) cannot preempt it: it waits, and nothing is evicted.
+# Args: $1 = arbiter binary, $2 = source dir.
+set -eu
+ARB=$1
+SRC=$2
+NAME=service_scale
+LBT=$(dirname "$ARB")/tests/arb_lbtest
+. "$SRC/tests/cli/lib/cluster.sh"
+cl_init
+
+printf 'scheduler: {interval: 200ms, preemption: true}\nnodes: {lease: 2s, grace: 1s}\n' > "$T/config.yaml"
+cl_controller --config "$T/config.yaml"
+CL_GPUS=2:H100
+cl_agent n1
+cl_agent n2
+for n in n1 n2; do cl_wait "$n ready" 10 cl_node_ready "$n"; done
+
+PORT0=$((20000 + $$ % 20000))
+cat > "$T/web.yaml" <<EOF2
+name: web
+kind: service
+replicas: 1
+minReplicas: 1
+port: $PORT0
+health: /healthz
+priorityClassName: high
+autoscale: {maxReplicas: 3, targetInflight: 2, window: 3s, cooldown: 1s, drainTimeout: 20s}
+resources: {requests: {nvidia.com/gpu: 1, cpu: 1, memory: 1Gi}}
+command: [sh, -c, 'exec $LBT backend --id web-\$ARBITER_REPLICA --port \$PORT --delay-ms 50']
+EOF2
+svc=$($ARB submit -f "$T/web.yaml")
+rows() { $ARB service web | awk '$1 ~ /^[0-9]+$/'; } # INDEX JOB STATE NODE ADDRESS READY ...
+ready() { [ "$(rows | awk '$6 == "yes" && $7 == "no"' | wc -l)" -eq "$1" ]; }
+cl_wait "1 ready replica" 20 ready 1
+job0=$(rows | awk '$1 == 0 {print $2}')
+
+# training fills the rest of the cluster: a gang of 3 one-GPU tasks
+train=$($ARB submit --gpus 1 --nodes 3 --priority 100 --name train -- sleep 300)
+cl_wait "training to run" 15 cl_is "$train" running
+
+$ARB lb --listen 127.0.0.1:0 --service web --controller "$ARBITER_URL" --ready-file "$T/lb.ready" \
+    2>>"$T/lb.log" &
+CL_PIDS="$CL_PIDS $!"
+cl_wait "the balancer" 20 test -s "$T/lb.ready"
+LBPORT=$(sed -n 's/^listen .*:\([0-9]*\)$/\1/p' "$T/lb.ready")
+
+# load: 8 connections, one request at a time each, 50 ms a request:
+# about 8 in flight over 1 replica = 4x the target -> 3 (max)
+"$LBT" load --port "$LBPORT" --conns 8 --duration-ms 8000 > "$T/load" 2>&1 &
+LOADPID=$!
+cl_wait "scale out" 15 sh -c "$ARB events | grep -q 'service-scale-out .*1 -> [23] replicas: load [0-9.]* in flight + 0.0 queued over 1 replicas = [0-9.]* per replica (target 2.00): recommend [23]'"
+cl_wait "3 replicas wanted" 15 sh -c "$ARB events | grep -q 'service-scale-out .* -> 3 replicas'"
+cl_wait "training preempted" 15 cl_is "$train" pending
+$ARB events > "$T/ev"
+grep -q "job-preempted .*job $svc (service 'web', priority 1000) preempted job $train 'train' (batch, priority 100) to place replica [12] (job [0-9]*); requeued" "$T/ev" ||
+    cl_fail "no preemption event naming both: $(grep -i preempt "$T/ev")"
+$ARB explain "$train" -o json > "$T/ex"
+grep -q "preempted job $train 'train'" "$T/ex" || cl_fail "explain: $(cat "$T/ex")"
+cl_wait "3 ready replicas" 20 ready 3
+cl_wait "the balancer on 3" 10 sh -c "grep 'backends changed' '$T/lb.log' | tail -1 | grep -q ', 3 backends'"
+wait "$LOADPID" || cl_fail "load: $(cat "$T/load")"
+grep -q '"errors":0' "$T/load" || cl_fail "load errors: $(cat "$T/load")"
+for r in 0 1 2; do grep -q "\"web-$r\":[1-9]" "$T/load" || cl_fail "web-$r got nothing: $(cat "$T/load")"; done
+
+# load gone: after the window, back to 1 replica, drained first; training back
+cl_wait "scale in" 25 sh -c "$ARB events | grep -q 'service-scale-in .* -> 1 replicas: load [0-9.]* in flight'"
+$ARB events | grep -q "replica-draining .*replica [12] (job [0-9]*) draining" || cl_fail "no drain event"
+cl_wait "1 replica left" 25 sh -c "[ \$($ARB service web | awk '\$1 ~ /^[0-9]+\$/' | wc -l) -eq 1 ]"
+$ARB events | grep -q "scaled in, drained" || cl_fail "replicas not stopped after draining: $($ARB events | tail)"
+cl_wait "the balancer on 1" 10 sh -c "grep 'backends changed' '$T/lb.log' | tail -1 | grep -q ', 1 backends'"
+cl_wait "training to run again" 20 cl_is "$train" running
+[ "$(rows | awk '$1 == 0 {print $2}')" = "$job0" ] || cl_fail "replica 0 was replaced: $(rows)"
+
+# below its minimum a service is never preempted: this job would need it
+urgent=$($ARB submit --gpus 2 --nodes 2 --priority 20000 --name urgent -- sleep 300)
+cycles() { "$LBT" req --port "$CL_PORT" --path /metrics | sed -n 's/^arbiter_scheduling_cycle_seconds_count //p'; }
+c0=$(cycles)
+more_cycles() { [ "$(cycles)" -ge $((c0 + 5)) ]; }
+cl_wait "5 scheduling cycles over the urgent job" 15 more_cycles
+cl_is "$urgent" pending || cl_fail "urgent: $($ARB job "$urgent")"
+cl_is "$train" running || cl_fail "training evicted for nothing: $($ARB job "$train")"
+ready 1 || cl_fail "replica 0 not ready: $(rows)"
+[ "$(rows | awk '$1 == 0 {print $2}')" = "$job0" ] || cl_fail "replica 0 preempted: $(rows)"
+echo "service_scale: ok"
