@@ -5,12 +5,13 @@
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
+#   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb demo fuzz format clean
+.PHONY: all deps build test asan bench bench-lb demo demo-hybrid fuzz format clean
 
 all: build
 
@@ -38,6 +39,9 @@ bench-lb: build
 
 demo: build
 	@sh examples/demo.sh $(BUILD)/arbiter
+
+demo-hybrid: build
+	@sh examples/demo-hybrid.sh $(BUILD)/arbiter $(BUILD)/tests/arb_lbtest
 
 fuzz:
 	@ARB_FUZZ=1 sh scripts/deps.sh

@@ -427,6 +427,8 @@ static void show_explain(json_t *x)
                json_string_value(json_object_get(e, "reason")));
     if (hint && *hint)
         printf("  hint: %s\n", hint);
+    if (json_string_value(json_object_get(x, "message"))) /* e.g. who preempted it */
+        printf("  last: %s\n", json_string_value(json_object_get(x, "message")));
 }
 
 int cli_explain(int argc, char **argv)

@@ -225,7 +225,7 @@ static void *watch_main(void *arg)
         }
         if (rc == 0) {
             pthread_mutex_lock(&x->mu);
-            snprintf(x->why, sizeof x->why, "GET /v1/services/%s: HTTP %ld: %.160s", x->name, st,
+            snprintf(x->why, sizeof x->why, "GET /v1/services/%.40s: HTTP %ld: %.150s", x->name, st,
                      b.p ? b.p : "");
             pthread_mutex_unlock(&x->mu);
         }

@@ -37,7 +37,7 @@ $ARB submit -f "$T/bad3.yaml" 2>"$T/err" && cl_fail "a port on a batch job was a
 grep -q "only a service has 'port'; add kind: service" "$T/err" || cl_fail "bad3: $(cat "$T/err")"
 $ARB queue | grep -q "^(no jobs)$" || cl_fail "a bad spec left a job: $($ARB queue)"
 
-PORT0=$((20000 + $$ % 20000))
+PORT0=$((20000 + $$ % 1200 * 10)) # below the ephemeral range; 10 apart per process
 cat > "$T/web.yaml" <<EOF2
 name: web
 kind: service

@@ -25,7 +25,7 @@ cl_agent n1
 cl_agent n2
 for n in n1 n2; do cl_wait "$n ready" 10 cl_node_ready "$n"; done
 
-PORT0=$((20000 + $$ % 20000))
+PORT0=$((20000 + $$ % 1200 * 10)) # below the ephemeral range; 10 apart per process
 cat > "$T/web.yaml" <<EOF2
 name: web
 kind: service
@@ -35,7 +35,7 @@ port: $PORT0
 health: /healthz
 priorityClassName: high
 autoscale: {maxReplicas: 3, targetInflight: 2, window: 3s, cooldown: 1s, drainTimeout: 20s}
-resources: {requests: {nvidia.com/gpu: 1, cpu: 1, memory: 1Gi}}
+resources: {requests: {nvidia.com/gpu: 1, cpu: 100m, memory: 1Gi}}
 command: [sh, -c, 'exec $LBT backend --id web-\$ARBITER_REPLICA --port \$PORT --delay-ms 50']
 EOF2
 svc=$($ARB submit -f "$T/web.yaml")
