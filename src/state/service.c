@@ -606,6 +606,15 @@ static void reconcile_one(st_t *s, st_job_t *parent, int64_t now)
             break;
         v->nrep--;
     }
+    if (parent->stop && !any)
+        finish_parent(s, parent);
+}
+
+/* Addresses and readiness as placement left them; publish changes. */
+static void refresh(st_t *s, st_job_t *parent)
+{
+    st_svc_t *v = parent->svc;
+
     for (int i = 0; i < v->nrep; i++) {
         st_replica_t *r = &v->rep[i];
         st_job_t *c = r->job ? st_job_find(s, r->job) : NULL;
@@ -613,10 +622,14 @@ static void reconcile_one(st_t *s, st_job_t *parent, int64_t now)
             r->ready = false;
         replica_addr(s, parent, c, i, r->addr, sizeof r->addr);
     }
-    if (parent->stop && !any)
-        finish_parent(s, parent);
-    else
-        publish(s, parent);
+    publish(s, parent);
+}
+
+void st_service_refresh(st_t *s)
+{
+    for (int i = 0; i < s->nactive; i++)
+        if (s->active[i]->svc)
+            refresh(s, s->active[i]);
 }
 
 void st_service_reconcile(st_t *s, int64_t now)

@@ -483,6 +483,7 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
         for (int i = 0; i < s->nactive; i++)
             if (s->active[i]->j->state != s->active[i]->last)
                 job_after_cycle(s, s->active[i]);
+    st_service_refresh(s); /* replicas just placed get their address */
     if (now - s->m_window_mono >= 5000000000LL) {
         s->m_decisions_per_s = (double)s->m_placed_window * 1e9 / (double)(now - s->m_window_mono);
         s->m_placed_window = 0;

@@ -225,8 +225,10 @@ int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_jo
 /* Make sj (just added, never given to the scheduler) a service parent. */
 int st_service_attach(st_t *s, st_job_t *sj, const struct st_svc_conf *c, int desired);
 void st_service_free(st_job_t *sj);
-/* Once per cycle, before placement: autoscale, start, restart, drain, stop. */
+/* Once per cycle, before placement: autoscale, start, restart, drain, stop;
+ * and after it: addresses of what was placed, endpoints version. */
 void st_service_reconcile(st_t *s, int64_t now);
+void st_service_refresh(st_t *s);
 /* A cancel of a service: stop its replicas, end once they all ended.
  * false when sj is no service. */
 bool st_service_cancel(st_t *s, st_job_t *sj, const char *by);

@@ -1,0 +1,423 @@
+/* test_service.c: service jobs in the resource manager over a real SQLite
+ * store (src/state/service.c), driven without threads: tests call
+ * st_cycle, node reports and the probe verdict (st_service_probed)
+ * themselves. A service becomes replicas (child jobs with PORT and the
+ * service's priority); endpoints list ready replicas with their address
+ * and bump their version; a failed replica is restarted after a backoff; a
+ * replica that cannot place preempts batch training, and the event names
+ * both jobs; a batch job never preempts a replica below the minimum;
+ * balancers' load reports are validated; bad specs change nothing; a
+ * controller restart restores the service and its replicas without
+ * starting new ones; a cancel stops every replica, then the service. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "state/service.h"
+#include "state/state_int.h"
+
+static char dir[256];
+static const st_who_t admin = {ST_ROLE_ADMIN, "", "root", NULL};
+static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent", NULL};
+
+static int setup(void **unused)
+{
+    (void)unused;
+    snprintf(dir, sizeof dir, "/tmp/arb_test_service.XXXXXX");
+    assert_non_null(mkdtemp(dir));
+    return 0;
+}
+
+static int teardown(void **unused)
+{
+    char cmd[300];
+    (void)unused;
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    assert_int_equal(system(cmd), 0);
+    return 0;
+}
+
+static st_t *open_st(bool preemption)
+{
+    st_conf_t c;
+    st_t *s = NULL;
+    arb_err_t err = {{0}};
+
+    st_conf_init(&c);
+    c.sync = STORE_SYNC_NORMAL;
+    c.preemption = preemption;
+    if (st_open(dir, &c, &s, &err) < 0)
+        fail_msg("st_open: %s", err.msg);
+    st_conf_free(&c);
+    return s;
+}
+
+static json_t *report(st_t *s, const char *node, const char *body)
+{
+    json_t *b = json_loads(body, 0, NULL), *out = NULL;
+    int64_t t = 0;
+    arb_err_t err = {{0}};
+    assert_non_null(b);
+    if (st_node_report(s, &agent, node, b, &out, &t, &err) < 0)
+        fail_msg("report: %s", err.msg);
+    st_wait(s, t, NULL);
+    json_decref(b);
+    return out;
+}
+
+static void add_node(st_t *s, const char *name, const char *addr, int gpus)
+{
+    char body[2048];
+    size_t used = 0;
+
+    used += (size_t)snprintf(body + used, sizeof body - used,
+                             "{\"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"address\": "
+                             "\"%s\", \"gpus\": [",
+                             addr);
+    for (int i = 0; i < gpus; i++)
+        used += (size_t)snprintf(body + used, sizeof body - used,
+                                 "%s{\"model\": \"H100\", \"memory\": \"80Gi\"}", i ? "," : "");
+    snprintf(body + used, sizeof body - used, "]}}");
+    json_decref(report(s, name, body));
+}
+
+static uint64_t submit(st_t *s, const char *spec, int want_rc, char *msg, size_t n)
+{
+    json_t *out = NULL;
+    int64_t t = 0;
+    arb_err_t err = {{0}};
+    int rc = st_job_submit(s, &admin, spec, strlen(spec), true, &out, &t, &err);
+
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    if (rc != want_rc)
+        fail_msg("submit rc %d, wanted %d: %s", rc, want_rc, err.msg);
+    if (msg)
+        snprintf(msg, n, "%s", err.msg);
+    uint64_t id = rc == 0 ? (uint64_t)json_integer_value(json_object_get(out, "id")) : 0;
+    json_decref(out);
+    return id;
+}
+
+static void cycle(st_t *s)
+{
+    int64_t t;
+    assert_int_equal(st_cycle(s, NULL, &t), 0);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+}
+
+static json_t *job(st_t *s, uint64_t id)
+{
+    json_t *out = NULL;
+    int64_t t;
+    assert_int_equal(st_job_get(s, &admin, id, &out, &t, NULL), 0);
+    return out;
+}
+
+static const char *job_state(st_t *s, uint64_t id)
+{
+    static char buf[32];
+    json_t *o = job(s, id);
+    snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(o, "state")));
+    json_decref(o);
+    return buf;
+}
+
+static json_t *endpoints(st_t *s, const char *name)
+{
+    json_t *out = NULL;
+    int64_t t;
+    arb_err_t err = {{0}};
+    if (st_service_endpoints(s, &admin, name, 0, 0, &out, &t, &err) < 0)
+        fail_msg("endpoints: %s", err.msg);
+    return out;
+}
+
+/* The child job of replica i, per the endpoints. */
+static uint64_t replica_job(st_t *s, const char *name, int i)
+{
+    json_t *e = endpoints(s, name);
+    uint64_t id = (uint64_t)json_integer_value(
+        json_object_get(json_array_get(json_object_get(e, "replicas"), (size_t)i), "job"));
+    json_decref(e);
+    return id;
+}
+
+static bool has_event(st_t *s, const char *type, const char *text)
+{
+    json_t *out = NULL, *e;
+    int64_t t;
+    size_t i;
+    bool found = false;
+    assert_int_equal(st_events(s, &admin, 0, 10000, 0, &out, &t, NULL), 0);
+    json_array_foreach(json_object_get(out, "events"), i, e) found |=
+        strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
+        strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
+    json_decref(out);
+    return found;
+}
+
+static void task_report(st_t *s, const char *node, uint64_t id, const char *state, int code)
+{
+    char body[256];
+    if (code >= 0)
+        snprintf(body, sizeof body,
+                 "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"%s\", "
+                 "\"exit_code\": %d}]}",
+                 (unsigned long long)id, state, code);
+    else
+        snprintf(body, sizeof body,
+                 "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"%s\"}]}",
+                 (unsigned long long)id, state);
+    json_decref(report(s, node, body));
+}
+
+/* An agent lists every task it has: both replicas running. */
+static void both_running(st_t *s, const char *node, uint64_t a, uint64_t b)
+{
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}, "
+             "{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}]}",
+             (unsigned long long)a, (unsigned long long)b);
+    json_decref(report(s, node, body));
+}
+
+static void probed(st_t *s, uint64_t svc, int i, uint64_t child, bool ok)
+{
+    pthread_mutex_lock(&s->mu);
+    st_service_probed(s, svc, i, child, ok);
+    pthread_mutex_unlock(&s->mu);
+}
+
+#define WEB                                                                                       \
+    "name: web\nkind: service\nreplicas: 2\nport: 18000\nhealth: /healthz\n"                      \
+    "priorityClassName: high\n"                                                                   \
+    "resources: {requests: {nvidia.com/gpu: 1}}\ncommand: [serve]\nenv: {MODEL: m}\n"
+
+static void test_replicas_endpoints_restart(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(false);
+    add_node(s, "n1", "10.0.0.1", 4);
+    uint64_t svc = submit(s, WEB, 0, NULL, 0);
+    assert_string_equal(job_state(s, svc), "running");
+    cycle(s); /* replicas submitted and placed in one cycle */
+    uint64_t r0 = replica_job(s, "web", 0), r1 = replica_job(s, "web", 1);
+    assert_true(r0 > svc && r1 > r0);
+    json_t *o = job(s, r1);
+    assert_string_equal(json_string_value(json_object_get(o, "name")), "web-1");
+    assert_string_equal(json_string_value(json_object_get(o, "kind")), "replica");
+    assert_int_equal(json_integer_value(json_object_get(o, "priority")), 1000);
+    json_t *env = json_object_get(o, "env");
+    assert_string_equal(json_string_value(json_object_get(env, "PORT")), "18001");
+    assert_string_equal(json_string_value(json_object_get(env, "ARBITER_PORT")), "18001");
+    assert_string_equal(json_string_value(json_object_get(env, "ARBITER_REPLICA")), "1");
+    assert_string_equal(json_string_value(json_object_get(env, "ARBITER_SERVICE")), "web");
+    assert_string_equal(json_string_value(json_object_get(env, "MODEL")), "m");
+    assert_false(json_is_true(json_object_get(o, "preemptible"))); /* below min (2) */
+    json_decref(o);
+    assert_string_equal(job_state(s, r0), "placed");
+
+    /* not ready until running and probed healthy */
+    json_t *e = endpoints(s, "web");
+    uint64_t v0 = (uint64_t)json_integer_value(json_object_get(e, "version"));
+    json_t *rep = json_array_get(json_object_get(e, "replicas"), 0);
+    assert_string_equal(json_string_value(json_object_get(rep, "address")), "10.0.0.1:18000");
+    assert_false(json_is_true(json_object_get(rep, "ready")));
+    json_decref(e);
+    both_running(s, "n1", r0, r1);
+    probed(s, svc, 0, r0, true);
+    e = endpoints(s, "web");
+    assert_true(json_is_true(
+        json_object_get(json_array_get(json_object_get(e, "replicas"), 0), "ready")));
+    assert_true((uint64_t)json_integer_value(json_object_get(e, "version")) > v0);
+    uint64_t v1 = (uint64_t)json_integer_value(json_object_get(e, "version"));
+    json_decref(e);
+    assert_true(has_event(s, "replica-ready", "replica 0 (job"));
+    /* a stale verdict (another child) changes nothing; one failure is not enough */
+    probed(s, svc, 1, r0, true);
+    probed(s, svc, 0, r0, false);
+    e = endpoints(s, "web");
+    assert_int_equal(json_integer_value(json_object_get(e, "version")), (json_int_t)v1);
+    json_decref(e);
+    /* a long poll on the current version waits, then answers unchanged */
+    json_t *lp = NULL;
+    int64_t t;
+    assert_int_equal(st_service_endpoints(s, &admin, "web", v1, 50, &lp, &t, NULL), 0);
+    assert_int_equal(json_integer_value(json_object_get(lp, "version")), (json_int_t)v1);
+    json_decref(lp);
+
+    /* replica 1 exits 3: restarted as a new job after the backoff */
+    char body[256];
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}, "
+             "{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"failed\", "
+             "\"exit_code\": 3}]}",
+             (unsigned long long)r0, (unsigned long long)r1);
+    json_decref(report(s, "n1", body));
+    assert_string_equal(job_state(s, r1), "failed");
+    assert_string_equal(job_state(s, r0), "running"); /* untouched */
+    cycle(s);
+    assert_true(has_event(s, "replica-restarting", "replica 1 (job"));
+    assert_true(has_event(s, "replica-restarting", "failed, exit 3; restart 1 in 1.0 s"));
+    uint64_t again = 0;
+    for (int i = 0; i < 100 && !again; i++) { /* bounded: the backoff is 1 s */
+        struct timespec ts = {0, 50 * 1000000L};
+        cycle(s);
+        uint64_t j = replica_job(s, "web", 1);
+        if (j != r1)
+            again = j;
+        else
+            nanosleep(&ts, NULL);
+    }
+    assert_true(again > r1);
+    assert_string_equal(job_state(s, again), "placed");
+    assert_true(has_event(s, "replica-started", "replica 1 is job"));
+    assert_int_equal(st_check(s, NULL), 0);
+
+    /* a restart keeps the service and its replicas, and starts none */
+    st_close(s);
+    s = open_st(false);
+    cycle(s);
+    assert_string_equal(job_state(s, svc), "running");
+    assert_int_equal(replica_job(s, "web", 0), r0);
+    assert_int_equal(replica_job(s, "web", 1), again);
+    o = job(s, r0);
+    env = json_object_get(o, "env");
+    assert_string_equal(json_string_value(json_object_get(env, "PORT")), "18000");
+    json_decref(o);
+    e = endpoints(s, "web");
+    assert_int_equal(json_array_size(json_object_get(e, "replicas")), 2);
+    json_decref(e);
+
+    /* cancel: replicas stop (their agent reports them ended), then the service */
+    json_t *c = NULL;
+    assert_int_equal(st_job_cancel(s, &admin, svc, -1, &c, &t, NULL), 0);
+    json_decref(c);
+    st_wait(s, t, NULL);
+    cycle(s);
+    json_decref(report(s, "n1", "{\"tasks\": []}"));
+    task_report(s, "n1", r0, "failed", 143);
+    cycle(s);
+    assert_string_equal(job_state(s, r0), "cancelled");
+    assert_string_equal(job_state(s, again), "cancelled");
+    assert_string_equal(job_state(s, svc), "cancelled");
+    assert_true(has_event(s, "job-cancelled", "service stopped, every replica ended"));
+    assert_int_equal(st_check(s, NULL), 0);
+    st_close(s);
+}
+
+static void test_preemption_across_kinds(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(true);
+    add_node(s, "n1", "10.0.0.1", 2);
+    uint64_t train = submit(s,
+                            "name: train\npriority: 100\nreplicas: 2\n"
+                            "resources: {requests: {nvidia.com/gpu: 1}}\ncommand: [t]\n",
+                            0, NULL, 0);
+    cycle(s);
+    assert_string_equal(job_state(s, train), "placed");
+    /* 2 replicas, minimum 1: replica 0 preempts the gang (whole) */
+    uint64_t svc = submit(s,
+                          "name: web\nkind: service\nreplicas: 2\nminReplicas: 1\nport: 9000\n"
+                          "priority: 1000\nresources: {requests: {nvidia.com/gpu: 1}}\n"
+                          "command: [serve]\n",
+                          0, NULL, 0);
+    cycle(s);
+    assert_string_equal(job_state(s, train), "preempted");
+    uint64_t r0 = replica_job(s, "web", 0);
+    char want[200];
+    snprintf(want, sizeof want,
+             "job %llu (service 'web', priority 1000) preempted job %llu 'train' (batch, "
+             "priority 100) to place replica",
+             (unsigned long long)svc, (unsigned long long)train);
+    assert_true(has_event(s, "job-preempted", want));
+    /* explain carries it too */
+    json_t *ex = NULL;
+    int64_t t;
+    assert_int_equal(st_job_explain(s, &admin, train, &ex, &t, NULL), 0);
+    assert_non_null(strstr(json_string_value(json_object_get(ex, "message")), want));
+    json_decref(ex);
+    assert_string_equal(job_state(s, r0), "placed");
+    json_t *o = job(s, replica_job(s, "web", 1));
+    assert_true(json_is_true(json_object_get(o, "preemptible"))); /* above the minimum */
+    json_decref(o);
+    /* a critical batch job may take replica 1 (above min), never replica 0 */
+    uint64_t crit = submit(s,
+                           "name: crit\npriority: 20000\nreplicas: 2\n"
+                           "resources: {requests: {nvidia.com/gpu: 1}}\ncommand: [c]\n",
+                           0, NULL, 0);
+    for (int i = 0; i < 3; i++)
+        cycle(s);
+    assert_string_equal(job_state(s, crit), "pending");
+    assert_int_equal(replica_job(s, "web", 0), r0);
+    assert_string_equal(job_state(s, r0), "placed");
+    assert_int_equal(st_check(s, NULL), 0);
+    st_close(s);
+}
+
+static void test_bad_input(void **unused)
+{
+    (void)unused;
+    char msg[512];
+    st_t *s = open_st(false);
+    add_node(s, "n1", "10.0.0.1", 2);
+    submit(s, "name: a\nkind: service\ncommand: [x]\n", -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "a service needs port: N"));
+    submit(s, "name: a\nkind: cron\nport: 9\ncommand: [x]\n", -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "kind 'cron': use batch (the default) or service"));
+    submit(s, "name: a\nport: 9000\ncommand: [x]\n", -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "only a service has 'port'; add kind: service"));
+    submit(s, "name: a\nkind: service\nport: 65535\nreplicas: 2\ncommand: [x]\n", -EINVAL, msg,
+           sizeof msg);
+    assert_non_null(strstr(msg, "runs past 65535"));
+    submit(s, "name: a\nkind: service\nport: 9000\nreplicas: 2\nminReplicas: 3\ncommand: [x]\n",
+           -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "minReplicas 3 is above replicas 2"));
+    submit(s, "name: a\nkind: service\nport: 9000\nautoscale: {targetInflight: 2}\ncommand: [x]\n",
+           -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "maxReplicas is required"));
+    submit(s, "name: a\nkind: service\nport: 9000\nautoscale: {maxReplicas: 3}\ncommand: [x]\n",
+           -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "give targetInflight"));
+    submit(s, "name: a\nkind: service\nport: 9000\nhealth: healthz\ncommand: [x]\n", -EINVAL, msg,
+           sizeof msg);
+    assert_non_null(strstr(msg, "give a path such as /healthz"));
+    submit(s,
+           "name: a\nkind: service\nport: 9000\ngroups: [{name: g, replicas: 2}]\ncommand: [x]\n",
+           -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "a service replica is one task"));
+    json_t *out = NULL;
+    int64_t t;
+    assert_int_equal(st_jobs_list(s, &admin, NULL, NULL, 0, 0, &out, &t, NULL), 0);
+    assert_int_equal(json_array_size(json_object_get(out, "jobs")), 0); /* nothing applied */
+    json_decref(out);
+    /* load reports: validated whole; unknown service */
+    arb_err_t err = {{0}};
+    json_t *b = json_loads("{\"replicas\": [{\"address\": \"x:1\", \"inflight\": -1}]}", 0, NULL);
+    assert_int_equal(st_service_load(s, &admin, "web", b, &out, &t, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "replicas[0]: give address"));
+    json_decref(b);
+    b = json_loads("{\"replicas\": [{\"address\": \"x:1\", \"inflight\": 1}]}", 0, NULL);
+    assert_int_equal(st_service_load(s, &admin, "web", b, &out, &t, &err), -ENOENT);
+    json_decref(b);
+    assert_int_equal(st_service_endpoints(s, &admin, "web", 0, 0, &out, &t, &err), -ENOENT);
+    st_close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_replicas_endpoints_restart, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_preemption_across_kinds, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
