@@ -158,7 +158,7 @@ int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **jo
     rc = take_extras(&x, root, command, env, &restart);
     st_svc_conf_t svc; /* kind: service and its keys (service.c) */
     if (rc == 0)
-        rc = st_service_take(&x, root, &svc);
+        rc = spec_service_take(&x, root, &svc);
     if (rc == 0) {
         rc = spec_job_from_node(name, root, "", &s->cluster, job, err);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&

@@ -40,21 +40,12 @@
 #define ARB_STATE_SERVICE_H
 
 #include "arbiter/autoscale.h"
-#include "spec/sval.h"
+#include "spec/service_spec.h"
 
 struct st_job;
 struct st;
 
-typedef struct st_svc_conf {
-    bool is;              /* kind: service */
-    int replicas;         /* the count asked for (initial, when autoscaled) */
-    int port;             /* replica i listens on port + i */
-    char health[128];     /* health path, "" none (ready once running) */
-    int min;              /* never preempted below this many */
-    bool autoscale;
-    arb_as_conf_t as;     /* min/max mirror min and the max replicas */
-    int64_t drain_ns;     /* how long a draining replica may take to go idle */
-} st_svc_conf_t;
+typedef spec_service_t st_svc_conf_t; /* the spec's settings (spec/service_spec.h) */
 
 typedef struct st_replica {
     uint64_t job;          /* its child job; 0 none yet */
@@ -81,9 +72,6 @@ typedef struct st_svc {
     arb_as_decision_t last; /* the last autoscale decision */
 } st_svc_t;
 
-/* Take the service keys (kind, replicas when kind is service, port, health,
- * minReplicas, autoscale) out of a spec's root mapping, validated; c->is
- * says whether it is a service. Used by codec.c on every spec. */
-int st_service_take(sx_t *x, struct fy_node *root, st_svc_conf_t *c);
+
 
 #endif

@@ -217,13 +217,13 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
 int st_recover(st_t *s, arb_err_t *err);
 
 /* Services (service.c, probe.c; service.h has the model). */
-struct st_svc_conf;
+struct spec_service;
 /* The service settings of a spec (c->is false for a batch job); -EINVAL
  * when a service's template is more than one task. */
 int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_job_t *tmpl,
-                    struct st_svc_conf *c, arb_err_t *err);
+                    struct spec_service *c, arb_err_t *err);
 /* Make sj (just added, never given to the scheduler) a service parent. */
-int st_service_attach(st_t *s, st_job_t *sj, const struct st_svc_conf *c, int desired);
+int st_service_attach(st_t *s, st_job_t *sj, const struct spec_service *c, int desired);
 void st_service_free(st_job_t *sj);
 /* Once per cycle, before placement: autoscale, start, restart, drain, stop;
  * and after it: addresses of what was placed, endpoints version. */
