@@ -428,7 +428,8 @@ const api_route_t api_routes[] = {
      "\"last\"}}`. A balancer sends to replicas that are `ready` and not `draining`."},
     {"POST", "/v1/services/{name}/load", ADMIN | USER | AGENT, h_service_load,
      "a balancer's in-flight requests per replica (autoscaling input)",
-     "Body: `{\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": N}]}`. Reply: "
+     "Body: `{\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": N, \"queue\": Q}]}` "
+     "(`queue` optional: what the replica reports waiting). Reply: "
      "`{\"service\", \"matched\", \"version\"}`. Counts older than 5 s are ignored."},
     {NULL, NULL, 0, NULL, NULL, NULL},
 };

@@ -869,18 +869,24 @@ static void note_load(px_t *px)
 {
     const char **addr = calloc((size_t)px->nbes + 1, sizeof *addr);
     uint32_t *inf = calloc((size_t)px->nbes + 1, sizeof *inf);
+    double *q = calloc((size_t)px->nbes + 1, sizeof *q);
     int n = 0;
 
-    for (int i = 0; addr && inf && i < px->nbes; i++) {
+    for (int i = 0; addr && inf && q && i < px->nbes; i++) {
         if (px->bes[i]->removed && px->bes[i]->inflight == 0)
             continue;
         addr[n] = px->bes[i]->name;
+        /* a queue seen on a response more than 2 s ago says nothing now */
+        q[n] = px->bes[i]->load.at_ms && px->now_ms - px->bes[i]->load.at_ms <= 2000
+                   ? px->bes[i]->load.queue
+                   : 0;
         inf[n++] = px->bes[i]->inflight;
     }
-    if (addr && inf)
-        px->c->source.ops->note(px->c->source.st, addr, inf, n);
+    if (addr && inf && q)
+        px->c->source.ops->note(px->c->source.st, addr, inf, q, n);
     free(addr);
     free(inf);
+    free(q);
 }
 
 static int64_t next_wake(px_t *px)

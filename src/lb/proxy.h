@@ -40,14 +40,16 @@ int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err);
  * frees *out with free()). watch_fd(): an fd that turns readable when the
  * set has changed (a controller watch; the proxy reads it empty, then
  * calls load()), or -1: the set is re-read on SIGHUP. note (may be NULL):
- * once a second, this balancer's in-flight requests per backend, for a
+ * once a second, this balancer's in-flight requests per backend and the
+ * queue each replica reported in the last 2 s (X-Arbiter-Load; else 0), for a
  * source that reports load (the controller's autoscaler). */
 typedef struct lb_source_ops {
     const char *name;
     int (*load)(void *st, lb_target_t **out, int *n, arb_err_t *err);
     int (*watch_fd)(void *st);
     void (*fini)(void *st);
-    void (*note)(void *st, const char *const *addr, const uint32_t *inflight, int n);
+    void (*note)(void *st, const char *const *addr, const uint32_t *inflight,
+                 const double *queue, int n);
 } lb_source_ops_t;
 
 typedef struct lb_source {

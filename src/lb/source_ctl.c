@@ -32,6 +32,7 @@
 typedef struct note {
     char addr[256];
     uint32_t inflight;
+    double queue;
 } note_t;
 
 typedef struct ctl {
@@ -252,8 +253,9 @@ static void *report_main(void *arg)
         pthread_mutex_lock(&x->mu);
         bool any = x->noted;
         for (int i = 0; i < x->nnotes; i++)
-            json_array_append_new(arr, json_pack("{s:s,s:i}", "address", x->notes[i].addr,
-                                                 "inflight", (int)x->notes[i].inflight));
+            json_array_append_new(arr, json_pack("{s:s,s:i,s:f}", "address", x->notes[i].addr,
+                                                 "inflight", (int)x->notes[i].inflight,
+                                                 "queue", x->notes[i].queue));
         x->noted = false;
         pthread_mutex_unlock(&x->mu);
         if (any) {
@@ -311,7 +313,8 @@ static int ctl_watch_fd(void *st)
     return ((ctl_t *)st)->pfd[0];
 }
 
-static void ctl_note(void *st, const char *const *addr, const uint32_t *inflight, int n)
+static void ctl_note(void *st, const char *const *addr, const uint32_t *inflight,
+                     const double *queue, int n)
 {
     ctl_t *x = st;
     note_t *v = calloc((size_t)n + 1, sizeof *v);
@@ -321,6 +324,7 @@ static void ctl_note(void *st, const char *const *addr, const uint32_t *inflight
     for (int i = 0; i < n; i++) {
         snprintf(v[i].addr, sizeof v[i].addr, "%s", addr[i]);
         v[i].inflight = inflight[i];
+        v[i].queue = queue[i];
     }
     pthread_mutex_lock(&x->mu);
     free(x->notes);

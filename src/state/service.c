@@ -342,8 +342,10 @@ static void service_load(st_t *s, st_job_t *parent, int64_t now, arb_as_load_t *
         if (!r->ready || r->draining || !holds(c))
             continue;
         l->ready++;
-        if (r->load_ns && now - r->load_ns <= LOAD_FRESH_NS)
+        if (r->load_ns && now - r->load_ns <= LOAD_FRESH_NS) {
             l->inflight += r->inflight;
+            l->queue += r->queue;
+        }
         const arb_task_alloc_t *a = &c->j->alloc[0];
         const arb_node_t *nd = &s->cluster.nodes[a->node];
         for (int g = 0; g < nd->ngpus; g++)
@@ -693,12 +695,15 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
                         "N}]}");
     json_array_foreach(reps, k, e) {
         json_t *a = json_object_get(e, "address"), *f = json_object_get(e, "inflight");
+        json_t *q = json_object_get(e, "queue");
         if (!json_is_string(a) || !json_is_number(f) || json_number_value(f) < 0 ||
             json_number_value(f) > 1e9)
             return arb_errf(err, -EINVAL,
                             "replicas[%zu]: give address (\"HOST:PORT\") and inflight (a "
                             "number >= 0)",
                             k);
+        if (q && (!json_is_number(q) || json_number_value(q) < 0 || json_number_value(q) > 1e9))
+            return arb_errf(err, -EINVAL, "replicas[%zu].queue: give a number >= 0", k);
     }
     pthread_mutex_lock(&s->mu);
     st_job_t *sj = find_service(s, name);
@@ -713,6 +718,7 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
             st_replica_t *r = &sj->svc->rep[i];
             if (r->draining) {
                 r->inflight = 0;
+                r->queue = 0;
                 r->load_ns = now;
             }
         }
@@ -721,6 +727,7 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
             for (int i = 0; i < sj->svc->nrep; i++)
                 if (strcmp(sj->svc->rep[i].addr, a) == 0) {
                     sj->svc->rep[i].inflight = json_number_value(json_object_get(e, "inflight"));
+                    sj->svc->rep[i].queue = json_number_value(json_object_get(e, "queue"));
                     sj->svc->rep[i].load_ns = now;
                     matched++;
                 }

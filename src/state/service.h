@@ -56,6 +56,7 @@ typedef struct st_replica {
     int restarts;          /* consecutive failures */
     int64_t retry_ns;      /* mono: no restart before */
     double inflight;       /* balancers' in-flight count */
+    double queue;          /* requests waiting at the replica (its own report) */
     int64_t load_ns;       /* mono of the last load report; 0 none */
     char addr[80];         /* "host:port" while placed, "" otherwise */
 } st_replica_t;

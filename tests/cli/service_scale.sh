@@ -58,7 +58,7 @@ LBPORT=$(sed -n 's/^listen .*:\([0-9]*\)$/\1/p' "$T/lb.ready")
 # about 8 in flight over 1 replica = 4x the target -> 3 (max)
 "$LBT" load --port "$LBPORT" --conns 8 --duration-ms 8000 > "$T/load" 2>&1 &
 LOADPID=$!
-cl_wait "scale out" 15 sh -c "$ARB events | grep -q 'service-scale-out .*1 -> [23] replicas: load [0-9.]* in flight + 0.0 queued over 1 replicas = [0-9.]* per replica (target 2.00): recommend [23]'"
+cl_wait "scale out" 15 sh -c "$ARB events | grep -q 'service-scale-out .*1 -> [23] replicas: load [0-9.]* in flight + [0-9.]* queued over 1 replicas = [0-9.]* per replica (target 2.00): recommend [23]'"
 cl_wait "3 replicas wanted" 15 sh -c "$ARB events | grep -q 'service-scale-out .* -> 3 replicas'"
 cl_wait "training preempted" 15 cl_is "$train" pending
 $ARB events > "$T/ev"
