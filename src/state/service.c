@@ -115,6 +115,8 @@ int st_service_attach(st_t *s, st_job_t *sj, const st_svc_conf_t *c, int desired
     v->version = 1;
     arb_as_reset(&v->as);
     sj->svc = v;
+    for (int t = 0; sj->j && t < sj->ntasks && sj->j->state == ARB_JOB_RUNNING; t++)
+        sj->tasks[t].state = TK_RUNNING; /* the service runs while its replicas do */
     return grow(v, v->desired);
 }
 
