@@ -3,7 +3,8 @@
  * st_cycle, node reports and the probe verdict (st_service_probed)
  * themselves. A service becomes replicas (child jobs with PORT and the
  * service's priority); endpoints list ready replicas with their address
- * and bump their version; a failed replica is restarted after a backoff; a
+ * and bump their version; a failed replica is restarted after a backoff
+ * (doubling while it never gets ready); a
  * replica that cannot place preempts batch training, and the event names
  * both jobs; a batch job never preempts a replica below the minimum;
  * balancers' load reports are validated; bad specs change nothing; a
@@ -279,6 +280,27 @@ static void test_replicas_endpoints_restart(void **unused)
     assert_true(again > r1);
     assert_string_equal(job_state(s, again), "placed");
     assert_true(has_event(s, "replica-started", "replica 1 is job"));
+    /* it fails again before it was ever ready: the backoff doubles */
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}, "
+             "{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"failed\", "
+             "\"exit_code\": 4}]}",
+             (unsigned long long)r0, (unsigned long long)again);
+    json_decref(report(s, "n1", body));
+    cycle(s);
+    assert_true(has_event(s, "replica-restarting", "failed, exit 4; restart 2 in 2.0 s"));
+    uint64_t third = 0;
+    for (int i = 0; i < 200 && !third; i++) { /* bounded: the backoff is 2 s */
+        struct timespec ts = {0, 50 * 1000000L};
+        cycle(s);
+        uint64_t j = replica_job(s, "web", 1);
+        if (j != again)
+            third = j;
+        else
+            nanosleep(&ts, NULL);
+    }
+    assert_true(third > again);
+    again = third;
     assert_int_equal(st_check(s, NULL), 0);
 
     /* a restart keeps the service and its replicas, and starts none */
