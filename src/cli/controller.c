@@ -141,6 +141,8 @@ int cli_controller(int argc, char **argv)
     fprintf(stderr, "arbiter controller: signal %d: stopping\n", sig);
     rc = 0;
 out:
+    if (st)
+        st_quiesce(st); /* long polls (events, service endpoints) answer now */
     api_server_stop(api);
     st_close(st);
     api_tokens_free(&tokens);

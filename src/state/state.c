@@ -367,6 +367,15 @@ int st_start(st_t *s, arb_err_t *err)
     return 0;
 }
 
+void st_quiesce(st_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->stop = true;
+    pthread_cond_broadcast(&s->kick);
+    pthread_cond_broadcast(&s->ev_cond);
+    pthread_mutex_unlock(&s->mu);
+}
+
 void st_close(st_t *s)
 {
     if (!s)

@@ -113,6 +113,10 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err);
 /* Start / stop the scheduler thread (tests may drive st_cycle instead). */
 int st_start(st_t *s, arb_err_t *err);
 void st_close(st_t *s); /* stops the thread, writes what is queued, closes */
+/* Shutting down: stop scheduling and end every long poll now, so the API
+ * server can stop without waiting out their timeouts. Call before
+ * stopping the API; st_close follows. */
+void st_quiesce(st_t *s);
 
 /* Wait until everything up to ticket is durable: 0 or -EIO. */
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err);
