@@ -6,7 +6,8 @@
 # cannot place, so they preempt a running training gang (whole), and the
 # events and explain say who preempted whom and why; the balancer follows
 # to 3 replicas. The load stops: after the window the service scales in,
-# draining replicas before it stops them, and the training gang runs again.
+# draining replicas before it stops them (a client under light load sees no
+# error), and the training gang runs again.
 # Then a critical batch job that would need the service's last replica
 # (below its minimum) cannot preempt it: it waits, and nothing is evicted.
 # Args: $1 = arbiter binary, $2 = source dir.
@@ -72,12 +73,20 @@ wait "$LOADPID" || cl_fail "load: $(cat "$T/load")"
 grep -q '"errors":0' "$T/load" || cl_fail "load errors: $(cat "$T/load")"
 for r in 0 1 2; do grep -q "\"web-$r\":[1-9]" "$T/load" || cl_fail "web-$r got nothing: $(cat "$T/load")"; done
 
-# load gone: after the window, back to 1 replica, drained first; training back
+# load down to one client (about 1 in flight): after the window, back to 1
+# replica, drained first, and the client sees no error while replicas go;
+# training back
+"$LBT" load --port "$LBPORT" --conns 1 --duration-ms 12000 > "$T/load_in" 2>&1 &
+LOADPID=$!
 cl_wait "scale in" 25 sh -c "$ARB events | grep -q 'service-scale-in .* -> 1 replicas: load [0-9.]* in flight'"
 $ARB events | grep -q "replica-draining .*replica [12] (job [0-9]*) draining" || cl_fail "no drain event"
 cl_wait "1 replica left" 25 sh -c "[ \$($ARB service web | awk '\$1 ~ /^[0-9]+\$/' | wc -l) -eq 1 ]"
 $ARB events | grep -q "scaled in, drained" || cl_fail "replicas not stopped after draining: $($ARB events | tail)"
 cl_wait "the balancer on 1" 10 sh -c "grep 'backends changed' '$T/lb.log' | tail -1 | grep -q ', 1 backends'"
+cl_alive "$LOADPID" || cl_fail "the client stopped before the scale-in ended; no overlap to check"
+wait "$LOADPID" || cl_fail "load while scaling in: $(cat "$T/load_in")"
+grep -q '"errors":0' "$T/load_in" || cl_fail "errors while scaling in: $(cat "$T/load_in")"
+grep -q '"ok":[1-9]' "$T/load_in" || cl_fail "no requests while scaling in: $(cat "$T/load_in")"
 cl_wait "training to run again" 20 cl_is "$train" running
 [ "$(rows | awk '$1 == 0 {print $2}')" = "$job0" ] || cl_fail "replica 0 was replaced: $(rows)"
 
