@@ -369,6 +369,18 @@ static void show_job(json_t *j)
            json_string_value(json_object_get(j, "submitted_at")));
     if (json_string_value(json_object_get(j, "message")))
         printf("  message   %s\n", json_string_value(json_object_get(j, "message")));
+    json_t *svc = json_object_get(j, "service"); /* a service, or one of its replicas */
+    if (svc && json_object_get(svc, "replicas"))
+        printf("  service   %lld replicas (min %lld), port %lld: arbiter service %s\n",
+               (long long)json_integer_value(json_object_get(svc, "desired")),
+               (long long)json_integer_value(json_object_get(svc, "min")),
+               (long long)json_integer_value(json_object_get(svc, "port")),
+               json_string_value(json_object_get(svc, "service")));
+    else if (svc)
+        printf("  service   replica %lld of service '%s' (job %lld)\n",
+               (long long)json_integer_value(json_object_get(svc, "replica")),
+               json_string_value(json_object_get(svc, "name")),
+               (long long)json_integer_value(json_object_get(svc, "job")));
     printf("  tasks\n");
     json_array_foreach(tasks, i, t) {
         char gl[128] = "";

@@ -69,6 +69,11 @@ for r in 0 1 2; do grep -q "\"web-$r\":100" "$T/l1" || cl_fail "web-$r not balan
 
 # kill -9 replica 1's process: restarted (new job), and the balancer follows
 job1=$(rows | awk '$1 == 1 {print $2}')
+$ARB job "$svc" | grep -q "^  service   3 replicas (min 3), port $PORT0: arbiter service web$" ||
+    cl_fail "job $svc: $($ARB job "$svc")"
+$ARB job "$job1" | grep -q "^  service   replica 1 of service 'web' (job $svc)$" ||
+    cl_fail "job $job1: $($ARB job "$job1")"
+$ARB job "$job1" -o json | grep -q "\"PORT\": \"$((PORT0 + 1))\"" || cl_fail "PORT: $($ARB job "$job1" -o json)"
 pid=""
 for p in $(pgrep -f "backend --id web-1 --port $((PORT0 + 1))" || true); do pid=$p; done
 [ -n "$pid" ] || cl_fail "no process for replica 1"
