@@ -100,6 +100,12 @@ int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_jo
         return arb_errf(err, -EINVAL,
                         "groups: a service replica is one task; give its resources at the top "
                         "level and the count as replicas: N");
+    for (int i = 0; c->is && i < s->nactive; i++)
+        if (s->active[i]->svc && strcmp(s->active[i]->j->name, tmpl->name) == 0)
+            return arb_errf(err, -EBUSY,
+                            "name: a service named '%s' is running already (job %llu); balancers "
+                            "find services by name: cancel it first or pick another name",
+                            tmpl->name, (unsigned long long)s->active[i]->id);
     return 0;
 }
 

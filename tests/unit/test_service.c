@@ -208,6 +208,9 @@ static void test_replicas_endpoints_restart(void **unused)
     add_node(s, "n1", "10.0.0.1", 4);
     uint64_t svc = submit(s, WEB, 0, NULL, 0);
     assert_string_equal(job_state(s, svc), "running");
+    char msg[300];
+    submit(s, WEB, -EBUSY, msg, sizeof msg); /* one running service per name */
+    assert_non_null(strstr(msg, "a service named 'web' is running already (job 1)"));
     cycle(s); /* replicas submitted and placed in one cycle */
     uint64_t r0 = replica_job(s, "web", 0), r1 = replica_job(s, "web", 1);
     assert_true(r0 > svc && r1 > r0);
