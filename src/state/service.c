@@ -90,6 +90,12 @@ static int grow(st_svc_t *v, int n)
     return 0;
 }
 
+/* The ports a service's replicas may use: port .. port + span - 1. */
+static int port_span(const st_svc_conf_t *c)
+{
+    return c->autoscale ? c->as.max : c->replicas;
+}
+
 int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_job_t *tmpl,
                     st_svc_conf_t *c, arb_err_t *err)
 {
@@ -100,12 +106,24 @@ int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_jo
         return arb_errf(err, -EINVAL,
                         "groups: a service replica is one task; give its resources at the top "
                         "level and the count as replicas: N");
-    for (int i = 0; c->is && i < s->nactive; i++)
-        if (s->active[i]->svc && strcmp(s->active[i]->j->name, tmpl->name) == 0)
+    for (int i = 0; c->is && i < s->nactive; i++) {
+        const st_job_t *o = s->active[i];
+        if (!o->svc)
+            continue;
+        if (strcmp(o->j->name, tmpl->name) == 0)
             return arb_errf(err, -EBUSY,
                             "name: a service named '%s' is running already (job %llu); balancers "
                             "find services by name: cancel it first or pick another name",
-                            tmpl->name, (unsigned long long)s->active[i]->id);
+                            tmpl->name, (unsigned long long)o->id);
+        /* replicas of two services on one host must not share a port */
+        int lo = c->port, hi = c->port + port_span(c) - 1;
+        int olo = o->svc->conf.port, ohi = olo + port_span(&o->svc->conf) - 1;
+        if (lo <= ohi && olo <= hi)
+            return arb_errf(err, -EBUSY,
+                            "port: %d..%d overlaps the ports of service '%s' (job %llu, %d..%d); "
+                            "pick a port outside them",
+                            lo, hi, o->j->name, (unsigned long long)o->id, olo, ohi);
+    }
     return 0;
 }
 

@@ -211,6 +211,10 @@ static void test_replicas_endpoints_restart(void **unused)
     char msg[300];
     submit(s, WEB, -EBUSY, msg, sizeof msg); /* one running service per name */
     assert_non_null(strstr(msg, "a service named 'web' is running already (job 1)"));
+    submit(s, "name: web2\nkind: service\nport: 17999\nreplicas: 2\ncommand: [x]\n", -EBUSY, msg,
+           sizeof msg);
+    assert_non_null(strstr(msg, "port: 17999..18000 overlaps the ports of service 'web' (job 1, "
+                                "18000..18001)"));
     cycle(s); /* replicas submitted and placed in one cycle */
     uint64_t r0 = replica_job(s, "web", 0), r1 = replica_job(s, "web", 1);
     assert_true(r0 > svc && r1 > r0);
