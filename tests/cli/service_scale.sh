@@ -1,11 +1,11 @@
 #!/bin/sh
 # Autoscaling and priority across kinds on a live cluster (a real
-# controller, two agents of 2 GPUs, real replicas behind a real
+# controller, two agents of 3 GPUs, real replicas behind a real
 # `arbiter lb --service`): a service of 1 replica (max 3, 2 requests in
 # flight per replica, window 3 s) under load scales out; its new replicas
-# cannot place, so they preempt a running training gang (whole), and the
-# events and explain say who preempted whom and why; the balancer follows
-# to 3 replicas. The load stops: after the window the service scales in,
+# cannot place, so they preempt the lower-priority of two running training
+# gangs (whole; the other keeps running), and the events and explain say
+# who preempted whom and why; the balancer follows to 3 replicas. The load stops: after the window the service scales in,
 # draining replicas before it stops them (a client under light load sees no
 # error), and the training gang runs again.
 # Then a critical batch job that would need the service's last replica
@@ -21,7 +21,7 @@ cl_init
 
 printf 'scheduler: {interval: 200ms, preemption: true}\nnodes: {lease: 2s, grace: 1s}\n' > "$T/config.yaml"
 cl_controller --config "$T/config.yaml"
-CL_GPUS=2:H100
+CL_GPUS=3:H100
 cl_agent n1
 cl_agent n2
 for n in n1 n2; do cl_wait "$n ready" 10 cl_node_ready "$n"; done
@@ -45,9 +45,11 @@ ready() { [ "$(rows | awk '$6 == "yes" && $7 == "no"' | wc -l)" -eq "$1" ]; }
 cl_wait "1 ready replica" 20 ready 1
 job0=$(rows | awk '$1 == 0 {print $2}')
 
-# training fills the rest of the cluster: a gang of 3 one-GPU tasks
+# training fills the rest of the cluster: gangs of 3 and 2 one-GPU tasks
 train=$($ARB submit --gpus 1 --nodes 3 --priority 100 --name train -- sleep 300)
 cl_wait "training to run" 15 cl_is "$train" running
+hi=$($ARB submit --gpus 1 --nodes 2 --priority 500 --name train-hi -- sleep 300)
+cl_wait "training (priority 500) to run" 15 cl_is "$hi" running
 
 $ARB lb --listen 127.0.0.1:0 --service web --controller "$ARBITER_URL" --ready-file "$T/lb.ready" \
     2>>"$T/lb.log" &
@@ -62,6 +64,7 @@ LOADPID=$!
 cl_wait "scale out" 15 sh -c "$ARB events | grep -q 'service-scale-out .*1 -> [23] replicas: load [0-9.]* in flight + [0-9.]* queued over 1 replicas = [0-9.]* per replica (target 2.00): recommend [23]'"
 cl_wait "3 replicas wanted" 15 sh -c "$ARB events | grep -q 'service-scale-out .* -> 3 replicas'"
 cl_wait "training preempted" 15 cl_is "$train" pending
+cl_is "$hi" running || cl_fail "the higher-priority gang was preempted: $($ARB job "$hi")"
 $ARB events > "$T/ev"
 grep -q "job-preempted .*job $svc (service 'web', priority 1000) preempted job $train 'train' (batch, priority 100) to place replica [12] (job [0-9]*); requeued" "$T/ev" ||
     cl_fail "no preemption event naming both: $(grep -i preempt "$T/ev")"
@@ -88,16 +91,20 @@ wait "$LOADPID" || cl_fail "load while scaling in: $(cat "$T/load_in")"
 grep -q '"errors":0' "$T/load_in" || cl_fail "errors while scaling in: $(cat "$T/load_in")"
 grep -q '"ok":[1-9]' "$T/load_in" || cl_fail "no requests while scaling in: $(cat "$T/load_in")"
 cl_wait "training to run again" 20 cl_is "$train" running
+cl_is "$hi" running || cl_fail "train-hi: $($ARB job "$hi")"
+$ARB events | grep "job-preempted" | grep -q "job $hi " && cl_fail "train-hi was preempted: $($ARB events | grep job-preempted)"
 [ "$(rows | awk '$1 == 0 {print $2}')" = "$job0" ] || cl_fail "replica 0 was replaced: $(rows)"
 
 # below its minimum a service is never preempted: this job would need it
-urgent=$($ARB submit --gpus 2 --nodes 2 --priority 20000 --name urgent -- sleep 300)
+# (6 GPUs: both training gangs hold 5, the last replica 1)
+urgent=$($ARB submit --gpus 3 --nodes 2 --priority 20000 --name urgent -- sleep 300)
 cycles() { "$LBT" req --port "$CL_PORT" --path /metrics | sed -n 's/^arbiter_scheduling_cycle_seconds_count //p'; }
 c0=$(cycles)
 more_cycles() { [ "$(cycles)" -ge $((c0 + 5)) ]; }
 cl_wait "5 scheduling cycles over the urgent job" 15 more_cycles
 cl_is "$urgent" pending || cl_fail "urgent: $($ARB job "$urgent")"
 cl_is "$train" running || cl_fail "training evicted for nothing: $($ARB job "$train")"
+cl_is "$hi" running || cl_fail "train-hi evicted for nothing: $($ARB job "$hi")"
 ready 1 || cl_fail "replica 0 not ready: $(rows)"
 [ "$(rows | awk '$1 == 0 {print $2}')" = "$job0" ] || cl_fail "replica 0 preempted: $(rows)"
 echo "service_scale: ok"
