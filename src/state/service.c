@@ -450,6 +450,10 @@ static void reconcile_one(st_t *s, st_job_t *parent, int64_t now)
                          : late       ? "scaled in, drain timeout"
                                       : "scaled in");
                 stop_child(s, c, why);
+                /* stopped on purpose: no failure, no backoff if it is wanted again */
+                r->counted = true;
+                r->restarts = 0;
+                r->retry_ns = 0;
             }
             continue;
         }
