@@ -46,7 +46,7 @@ port: $PORT0
 health: /healthz
 priorityClassName: high
 resources: {requests: {nvidia.com/gpu: 1, cpu: 1, memory: 1Gi}}
-command: [sh, -c, 'exec $LBT backend --id web-\$ARBITER_REPLICA --port \$PORT']
+command: [sh, -c, 'echo \$\$ > $T/pid.web-\$ARBITER_REPLICA; exec $LBT backend --id web-\$ARBITER_REPLICA --port \$PORT']
 EOF2
 svc=$($ARB submit -f "$T/web.yaml")
 rows() { $ARB service web | awk '$1 ~ /^[0-9]+$/'; } # INDEX JOB STATE NODE ADDRESS READY ...
@@ -74,10 +74,8 @@ $ARB job "$svc" | grep -q "^  service   3 replicas (min 3), port $PORT0: arbiter
 $ARB job "$job1" | grep -q "^  service   replica 1 of service 'web' (job $svc)$" ||
     cl_fail "job $job1: $($ARB job "$job1")"
 $ARB job "$job1" -o json | grep -q "\"PORT\": \"$((PORT0 + 1))\"" || cl_fail "PORT: $($ARB job "$job1" -o json)"
-pid=""
-for p in $(pgrep -f "backend --id web-1 --port $((PORT0 + 1))" || true); do pid=$p; done
-[ -n "$pid" ] || cl_fail "no process for replica 1"
-kill -9 "$pid"
+pid=$(cat "$T/pid.web-1") # written by the replica's own shell before it execs
+kill -9 "$pid" || cl_fail "no process $pid for replica 1"
 cl_wait "replica 1 to fail" 15 sh -c "$ARB events | grep -q \"replica-restarting .*replica 1 (job $job1) failed, exit 137; restart 1 in 1.0 s\""
 cl_wait "the balancer to drop replica 1" 10 grep -q "backends changed, 2 backends" "$T/lb.log"
 back1() { rows | awk -v j="$job1" '$1 == 1 && $2 != j && $6 == "yes"' | grep -q .; }
@@ -93,7 +91,7 @@ kill -9 "$(cat "$T/pid.$node0")"
 cl_forget_pid "$(cat "$T/pid.$node0")"
 # the lost agent's replica processes die with it (an agent's tasks are its
 # own process groups: stop them as the node's death would)
-for p in $(pgrep -f "backend --id web-0 --port $PORT0" || true); do kill -9 "$p" 2>/dev/null || true; done
+kill -9 "$(cat "$T/pid.web-0")" 2>/dev/null || true
 moved0() { rows | awk -v n="$node0" '$1 == 0 && $4 != n && $4 != "-" && $6 == "yes"' | grep -q .; }
 cl_wait "replica 0 elsewhere" 30 moved0
 $ARB events | grep -q "node '$node0'.*lost" || cl_fail "no node-lost event: $($ARB events | tail -5)"
