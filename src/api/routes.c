@@ -108,8 +108,10 @@ static int h_submit(api_req_t *r)
     if (r->n == 0)
         return api_error(r, 400, "empty body; send a job spec (JSON, or YAML with "
                                  "Content-Type: application/yaml)");
-    int rc = st_job_submit(r->st, &r->who, r->body, r->n, r->yaml, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 201);
+    bool created = false;
+    int rc = st_job_submit_key(r->st, &r->who, api_header(r, "Idempotency-Key"), r->body, r->n,
+                               r->yaml, &out, &created, &t, &err);
+    return api_finish(r, rc, out, t, &err, created ? 201 : 200);
 }
 
 static int h_jobs(api_req_t *r)
@@ -200,13 +202,15 @@ static int h_report(api_req_t *r)
     arb_err_t err = {{0}};
     json_error_t je;
     json_t *body, *out = NULL;
-    int64_t t = 0, t0 = mono_ns();
+    int64_t t = 0, t0 = mono_ns(), im;
 
+    if (if_match(r, &im))
+        return r->status;
     body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
     if (!body)
         return api_error(r, 400, "report.json:%d:%d: malformed JSON: %s", je.line, je.column,
                          je.text);
-    int rc = st_node_report(r->st, &r->who, r->params[0], body, &out, &t, &err);
+    int rc = st_node_report_if(r->st, &r->who, r->params[0], im, body, &out, &t, &err);
     json_decref(body);
     rc = api_finish(r, rc, out, t, &err, 200);
     st_note_report(r->st, mono_ns() - t0);
@@ -297,7 +301,12 @@ const api_route_t api_routes[] = {
      "to their team's queue (the default when `queue` is absent). Reply 201: the job object. "
      "Errors: 400 malformed JSON/YAML (`job.json:LINE:COL: ...`), 413 over 1 MiB, 422 unknown "
      "field, wrong type, impossible request (message names the field path and the fix), 403 "
-     "another team's queue. Nothing is applied on error."},
+     "another team's queue. Nothing is applied on error. Header `Idempotency-Key: KEY` "
+     "(optional; 1..128 of letters, digits and `-_.:`): a retry with the same key from the "
+     "same principal (role, team, name) answers 200 with the job the first request created "
+     "instead of creating another, also after a restart or a failover (keys are stored with "
+     "their jobs); the same key with a different body is 422; a malformed key is 400. "
+     "`arbiter submit` sends a random key and retries with it."},
     {"GET", "/v1/jobs", ADMIN | USER, h_jobs, "list jobs",
      "Query: `state` (pending, placed, running, preempted, succeeded, failed, cancelled, or "
      "`active`), `queue`, `after` (a job id: page from there), `limit`. Users see their team's "
@@ -340,14 +349,17 @@ const api_route_t api_routes[] = {
      "address the report came from), `hostname` and `log_dir` (for `arbiter logs`); these may "
      "change at any time. The first report must carry `inventory`; later ones only when it "
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
-     "\"epoch\", \"lease_ms\", \"assignments\": [...]}` (as below). The controller's clock "
+     "\"epoch\", \"lease_ms\", \"version\", \"assignments\": [...]}` (as below). The controller's clock "
      "becomes max(its own, `lamport`) + 1. The agent's lease must not be longer than "
      "`lease_ms`: a node silent past it goes NotReady, and past it plus `nodes.grace` it is "
      "lost, its tasks requeued (or failed, `restartable: false`). A report from a node the "
      "controller does not know, or declared lost, without an inventory is answered "
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"lost\": true, \"message\"}`: the "
      "agent fences (kills its tasks) and registers again with its inventory. A task reported "
-     "`lost` (its agent fenced it) counts as lost too."},
+     "`lost` (its agent fenced it) counts as lost too. The reply also carries the node's "
+     "`version`; header `If-Match: VERSION` (optional) makes the report conditional: 409, "
+     "with nothing applied (not even the clock), unless the node is registered and at that "
+     "version."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "

@@ -128,6 +128,12 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket);
  * *out is the new job object. */
 int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
                   json_t **out, int64_t *ticket, arb_err_t *err);
+/* The same with an Idempotency-Key (NULL: none): when this principal's key
+ * already created a job, *out is that job and *created false (200), else
+ * the key is recorded with the new job, durably (201). The same key with a
+ * different body: -EINVAL. */
+int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
+                      bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err);
 int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                arb_err_t *err);
 /* Jobs the caller may see, filtered by state and queue (NULL: any), in id
@@ -148,6 +154,10 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
  * report. *out: {"node", "lamport", "epoch", "assignments": [...]} */
 int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
                    json_t **out, int64_t *ticket, arb_err_t *err);
+/* The same with If-Match (< 0: none): -ESTALE (409), nothing applied, when
+ * the node is not at that version (or not registered). */
+int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                      const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
 /* drain true: READY/NOT_READY -> DRAINING; false: DRAINING -> READY. */
