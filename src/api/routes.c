@@ -275,6 +275,11 @@ static int h_events(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
+static int h_prio_classes(api_req_t *r)
+{
+    return api_finish(r, 0, st_priority_classes(r->st), 0, NULL, 200);
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const api_route_t api_routes[] = {
@@ -379,6 +384,14 @@ const api_route_t api_routes[] = {
     {"GET", "/v1/queues", ADMIN | USER, h_queues, "queues with quota, usage and fair share",
      "Reply: `{\"queues\": [{\"name\", \"cohort\", \"weight\", \"nominal\", "
      "\"borrowing_limit\", \"used\", \"pending\", \"running\", \"dominant_share\"}]}`."},
+    {"GET", "/v1/priorityclasses", ADMIN | USER, h_prio_classes,
+     "the priority classes submissions may name",
+     "Reply: `{\"priorityClasses\": [{\"name\", \"value\", \"description\", "
+     "\"preemptible\"}]}`: the built-ins (best-effort 0, low 100, normal 500, high 1000, "
+     "critical 10000), redefined or added to by the config's `priorityClasses:`. "
+     "`preemptible`, when present, is the default of the class's jobs (a spec's own "
+     "`preemptible:` wins). A spec's `priorityClassName` must name one of them (422 otherwise, "
+     "listing them)."},
     {"GET", "/v1/events", ADMIN | USER, h_events, "the event log, ordered by Lamport time",
      "Query: `since` (a Lamport time: events after it), `limit` (1..10000, default 1000), "
      "`wait` (0..60 s: long-poll until an event comes). Reply: `{\"events\": [{\"lamport\", "
@@ -454,5 +467,9 @@ void api_doc_markdown(FILE *f)
                "  - {name: team-a, cohort: research, nominal: {nvidia.com/gpu: 16}}\n"
                "  - {name: team-b, cohort: research, nominal: {nvidia.com/gpu: 16},\n"
                "     borrowingLimit: {nvidia.com/gpu: 8}}\n"
+               "priorityClasses:\n"
+               "  - {name: production, value: 5000, preemptible: false,\n"
+               "     description: serving and deadlines}\n"
+               "  - {name: scavenger, value: -10, preemptible: true}\n"
                "```\n");
 }

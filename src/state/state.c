@@ -301,6 +301,18 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
         memcpy(s->conf.queues, conf->queues, (size_t)conf->nqueues * sizeof *s->conf.queues);
         s->conf.nqueues = conf->nqueues;
     }
+    s->conf.classes = NULL;
+    s->conf.nclasses = 0;
+    if (conf->nclasses > 0) {
+        s->conf.classes = malloc((size_t)conf->nclasses * sizeof *s->conf.classes);
+        if (!s->conf.classes) {
+            free(s->conf.queues);
+            free(s);
+            return arb_errf(err, -ENOMEM, "out of memory");
+        }
+        memcpy(s->conf.classes, conf->classes, (size_t)conf->nclasses * sizeof *s->conf.classes);
+        s->conf.nclasses = conf->nclasses;
+    }
     if (s->conf.event_retention < 16)
         s->conf.event_retention = 16;
     pthread_mutex_init(&s->mu, NULL);
@@ -401,6 +413,7 @@ void st_close(st_t *s)
     free(s->ring);
     free(s->queues);
     free(s->conf.queues);
+    free(s->conf.classes);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->ev_cond);
     pthread_cond_destroy(&s->kick);

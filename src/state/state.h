@@ -44,6 +44,7 @@
 #include <jansson.h>
 
 #include "arbiter/sched.h"
+#include "spec/scenario.h"
 #include "store/store.h"
 
 typedef struct st st_t;
@@ -74,6 +75,8 @@ typedef struct st_conf {
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
     int nqueues;
     st_queue_conf_t *queues;   /* owned; freed by st_conf_free */
+    int nclasses;              /* priorityClasses: the built-ins, then the config's */
+    spec_prio_class_t *classes; /* owned; NULL: the built-ins only */
 } st_conf_t;
 
 /* Defaults for every key. */
@@ -181,6 +184,8 @@ int st_metrics(st_t *s, char **buf, size_t *len);
 /* Check every invariant: core's cluster check, and that the allocations of
  * the jobs add up to the nodes' usage (no GPU share given twice). */
 int st_check(st_t *s, arb_err_t *err);
+/* {"priorityClasses": [{"name", "value", "preemptible", "description"}]} */
+json_t *st_priority_classes(st_t *s);
 /* {"lamport", "epoch", "revision", "jobs", "nodes"} */
 json_t *st_status(st_t *s);
 
