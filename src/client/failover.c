@@ -214,7 +214,7 @@ static int list_index(const fo_urls_t *u, const char *url)
 int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *err)
 {
     fo_buf_t b = {.max = rq->max_reply ? rq->max_reply : FO_DEFAULT_MAX_REPLY, .retry_ms = -1};
-    char cerr[CURL_ERROR_SIZE], url[sizeof rs->url], last[400] = "";
+    char cerr[CURL_ERROR_SIZE], url[sizeof rs->url], last[520] = "";
     int64_t t0 = now_ms(), deadline = t0 + (rq->budget_ms > 0 ? rq->budget_ms : 0);
     int64_t connect_ms = rq->connect_ms > 0 ? rq->connect_ms : 2000;
     int64_t attempt_ms = rq->attempt_ms > 0 ? rq->attempt_ms : 120000;
@@ -243,7 +243,7 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
                 snprintf(rs->url, sizeof rs->url, "%s", url);
                 if (cc != CURLE_OK) {
                     last_rc = b.too_big ? -EIO : map_curl(cc);
-                    snprintf(last, sizeof last, "%.200s: %s", url,
+                    snprintf(last, sizeof last, "%.200s: %.300s", url,
                              b.too_big ? "reply too large" : cerr[0] ? cerr : curl_easy_strerror(cc));
                     break;
                 }
@@ -252,7 +252,7 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
                     curl_easy_getinfo(h, CURLINFO_REDIRECT_URL, &loc);
                     if (!loc || redir == FO_MAX_REDIRECTS) {
                         last_rc = -EIO;
-                        snprintf(last, sizeof last, "%.200s: %s", url,
+                        snprintf(last, sizeof last, "%.200s: %.300s", url,
                                  loc ? "redirected too many times (a redirect loop between "
                                        "controllers?)"
                                      : "a redirect without Location");
