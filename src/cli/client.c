@@ -7,7 +7,8 @@
  * controllers comma-separated: each request goes to the one that last
  * answered, moves on after a connect error, timeout or 503 and follows a
  * follower's 307 to the leader, src/client/failover.c), ARBITER_RETRY_S
- * (how long to keep trying them, default 15 s) and ARBITER_TOKEN (a bearer
+ * (how long to keep trying them, default 15 s), ARBITER_TRY_S (with several
+ * controllers, one try's limit, default 10 s) and ARBITER_TOKEN (a bearer
  * token; none by default).
  * Exit codes: 0 done; 1 the controller refused the request (its message is
  * printed); 2 usage error; 3 the controller could not be reached.
@@ -84,6 +85,29 @@ static int64_t retry_budget_ms(void)
     return (int64_t)(s * 1000);
 }
 
+/* One try's limit. With one controller, 120 s (as long as any request
+ * may take). With several, ARBITER_TRY_S (default 10 s; 45 s for a
+ * long-poll), so that one that accepts but never answers (a stopped
+ * process: the kernel still accepts) does not hold the others back. */
+static int64_t try_ms(const char *path)
+{
+    const char *v = getenv("ARBITER_TRY_S");
+    bool poll = strstr(path, "wait=") != NULL;
+    char *end;
+    double s;
+
+    if (cli_urls.n <= 1)
+        return 120000;
+    if (!v || !*v)
+        return poll ? 45000 : 10000;
+    s = strtod(v, &end);
+    if (*end || s < 0.1 || s > 3600) {
+        fprintf(stderr, "arbiter: ARBITER_TRY_S '%s': give seconds, 0.1..3600; using 10\n", v);
+        return 10000;
+    }
+    return (int64_t)(s * 1000) + (poll ? 35000 : 0);
+}
+
 long cli_http_hdr(const char *method, const char *path, const char *body, size_t n,
                   const char *ctype, const char *extra, json_t **out, char **raw)
 {
@@ -120,7 +144,7 @@ long cli_http_hdr(const char *method, const char *path, const char *body, size_t
                    .n = body ? n : 0,
                    .hdr = h,
                    .connect_ms = 2000,
-                   .attempt_ms = 120000,
+                   .attempt_ms = try_ms(path),
                    .budget_ms = retry_budget_ms()};
     if (fo_do(&cli_urls, c, &rq, &r, &err) < 0) {
         fprintf(stderr, "arbiter: cannot reach the controller (ARBITER_URL=%s): %s\n",

@@ -82,6 +82,7 @@ int cli_help(int argc, char **argv)
            "                   timeout or 503; a follower's 307 followed to the leader\n"
            "  ARBITER_TOKEN    a bearer token\n"
            "  ARBITER_RETRY_S  how long to keep trying the controllers (default 15)\n"
+           "  ARBITER_TRY_S    with several controllers, one try's limit (default 10)\n"
            "\nexit codes:\n"
            "  client verbs     0 done; 1 the controller refused (its message is printed);\n"
            "                   2 usage; 3 no controller reached, or none leading, in ARBITER_RETRY_S\n"

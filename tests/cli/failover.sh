@@ -5,7 +5,8 @@
 # gets the CLI's submit (a POST with its body and Idempotency-Key re-sent)
 # and the agent's report through; one that answers 503 (no leader) is
 # skipped, and alone it makes the CLI give up after ARBITER_RETRY_S with
-# exit code 3. All processes are real, all HTTP on loopback.
+# exit code 3; one that accepts and never answers is left after one try's
+# limit (ARBITER_TRY_S). All processes are real, all HTTP on loopback.
 set -eu
 ARB=$1
 SRC=$2
@@ -73,12 +74,22 @@ ARBITER_URL="$LIVE,ftp://x" $ARB queue 2>"$T/err" || rc=$?
 [ "$rc" = 3 ] && grep -q "ARBITER_URL: 'ftp://x' is not an http" "$T/err" ||
     cl_fail "a bad URL in the list: exit $rc: $(cat "$T/err")"
 
+# 3b. A controller that accepts but never answers (stopped): after one try's
+#     limit (ARBITER_TRY_S) the next URL answers.
+redirector hang --hang
+HANG=http://127.0.0.1:$(cat "$T/hang.port")
+id3=$(ARBITER_URL="$HANG,$LIVE" ARBITER_TRY_S=0.5 $ARB submit --gpus 1 --name via-hang -- true) ||
+    cl_fail "submit with HANG,LIVE failed"
+[ "$id3" = 3 ] || cl_fail "third job id '$id3'"
+grep -q "^HELD" "$T/hang.req" || cl_fail "the hanging controller was not tried first"
+
 # 4. An agent given DEAD, the 503 follower and the redirecting one registers,
 #    renews its lease through them and runs both jobs.
 CL_AGENT_URL="$DEAD,$F2,$F1" cl_agent n1
 cl_wait "n1 Ready through the followers" 20 cl_node_ready n1
 cl_wait "job 1 to succeed" 20 cl_is 1 succeeded
 cl_wait "job 2 to succeed" 20 cl_is 2 succeeded
+cl_wait "job 3 to succeed" 20 cl_is 3 succeeded
 grep -q "^POST /v1/nodes/n1/report [1-9]" "$T/f1.req" || cl_fail "no report came through f1"
 # Its reports kept coming (lamport grows) and it never fenced.
 l1=$($ARB nodes -o json | grep -c '"name": "n1"')

@@ -3,13 +3,15 @@
  * client failover tests (tests/cli/failover.sh). It speaks just enough
  * HTTP/1.1 on 127.0.0.1, one connection at a time, Connection: close:
  *
- *   arb_redirect --port-file F --log F (--to URL | --no-leader)
+ *   arb_redirect --port-file F --log F (--to URL | --no-leader | --hang)
  *
  *   --to URL     GET /v1/leader answers {"leader", "url": URL, "term": 7};
  *                every other request answers 307 with Location: URL + the
  *                request's path and query (what an HA follower does).
  *   --no-leader  GET /v1/leader and everything else answer 503 with
  *                Retry-After: 1 (an election in progress).
+ *   --hang       accepts connections and never answers (a controller that
+ *                is stopped, e.g. SIGSTOP: the kernel still accepts).
  *
  * Each request is appended to the --log file as "METHOD TARGET BODYBYTES
  * idem=KEY" (KEY "-" without an Idempotency-Key header), so a test can see
@@ -152,8 +154,10 @@ int main(int argc, char **argv)
     int one = 1, ls;
     FILE *log, *f;
 
-    if (!pf || !logf || (!to && !has(argc, argv, "--no-leader"))) {
-        fprintf(stderr, "usage: arb_redirect --port-file F --log F (--to URL | --no-leader)\n");
+    int hang = has(argc, argv, "--hang"), held[256], nheld = 0;
+    if (!pf || !logf || (!to && !hang && !has(argc, argv, "--no-leader"))) {
+        fprintf(stderr, "usage: arb_redirect --port-file F --log F (--to URL | --no-leader | "
+                        "--hang)\n");
         return 2;
     }
     sigaction(SIGTERM, &sa, NULL); /* no SA_RESTART: accept() returns EINTR */
@@ -184,9 +188,20 @@ int main(int argc, char **argv)
                 continue;
             break;
         }
+        if (hang) {
+            fprintf(log, "HELD connection\n");
+            fflush(log);
+            if (nheld < (int)(sizeof held / sizeof held[0]))
+                held[nheld++] = fd;
+            else
+                close(fd);
+            continue;
+        }
         serve(fd, to, log);
         close(fd);
     }
+    for (int i = 0; i < nheld; i++)
+        close(held[i]);
     close(ls);
     fclose(log);
     return 0;
