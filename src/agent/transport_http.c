@@ -148,6 +148,7 @@ static int http_report(void *state, const char *body, size_t len, int64_t timeou
                    .connect_ms = per < 250 ? 250 : per,
                    .attempt_ms = per < 250 ? 250 : per,
                    .budget_ms = ms,
+                   .hard_budget = true,
                    .max_reply = MAX_REPLY};
     if ((rc = fo_do(&st->urls, st->conn->h, &rq, &r, err)) < 0)
         return rc;

@@ -235,7 +235,7 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
             snprintf(url, sizeof url, "%s%s", u->url[i], rq->path);
             for (int redir = 0;; redir++) {
                 long status;
-                int64_t tot = attempt_ms < left ? attempt_ms : left;
+                int64_t tot = rq->hard_budget && left < attempt_ms ? left : attempt_ms;
                 int64_t con = connect_ms < tot ? connect_ms : tot;
                 buf_reset(&b);
                 CURLcode cc = try_once(h, url, rq, con, tot, &b, cerr, &status);

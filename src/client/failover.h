@@ -29,6 +29,7 @@
 #define ARB_CLIENT_FAILOVER_H
 
 #include <curl/curl.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -58,6 +59,9 @@ typedef struct fo_req {
     int64_t connect_ms;       /* one try's connect limit (0: 2000) */
     int64_t attempt_ms;       /* one try's whole limit (0: 120000) */
     int64_t budget_ms;        /* keep trying this long in all (0: one pass over the URLs) */
+    bool hard_budget;         /* true: no try runs past the budget (an agent's lease);
+                                 false: a try begun within it may take its attempt_ms
+                                 (a CLI's long-poll) */
     size_t max_reply;         /* 0: 64 MiB */
 } fo_req_t;
 

@@ -74,13 +74,27 @@ ARBITER_URL="$LIVE,ftp://x" $ARB queue 2>"$T/err" || rc=$?
 [ "$rc" = 3 ] && grep -q "ARBITER_URL: 'ftp://x' is not an http" "$T/err" ||
     cl_fail "a bad URL in the list: exit $rc: $(cat "$T/err")"
 
+# 3a. ARBITER_RETRY_S bounds the retrying, not one request: a long-poll
+#     (events --watch, wait=30) outlives a 0.2 s budget and still gets its event.
+ARBITER_URL=$LIVE ARBITER_RETRY_S=0.2 $ARB events --watch -o json > "$T/watch" 2>"$T/watch.err" &
+WPID=$!
+CL_PIDS="$CL_PIDS $WPID"
+cl_wait "the watch's first events" 10 grep -q job-submitted "$T/watch"
+sleep 1 # longer than the budget: the watch is now inside a long-poll
+wid=$(ARBITER_URL=$LIVE $ARB submit --name late -- true)
+cl_wait "the watch to see job $wid" 20 grep -q "job $wid 'late' submitted" "$T/watch"
+kill -0 "$WPID" || cl_fail "the watch died: $(cat "$T/watch.err")"
+kill -TERM "$WPID"
+wait "$WPID" 2>/dev/null || true
+cl_forget_pid "$WPID"
+
 # 3b. A controller that accepts but never answers (stopped): after one try's
 #     limit (ARBITER_TRY_S) the next URL answers.
 redirector hang --hang
 HANG=http://127.0.0.1:$(cat "$T/hang.port")
 id3=$(ARBITER_URL="$HANG,$LIVE" ARBITER_TRY_S=0.5 $ARB submit --gpus 1 --name via-hang -- true) ||
     cl_fail "submit with HANG,LIVE failed"
-[ "$id3" = 3 ] || cl_fail "third job id '$id3'"
+[ "$id3" = 4 ] || cl_fail "fourth job id '$id3'"
 grep -q "^HELD" "$T/hang.req" || cl_fail "the hanging controller was not tried first"
 
 # 4. An agent given DEAD, the 503 follower and the redirecting one registers,
@@ -89,7 +103,7 @@ CL_AGENT_URL="$DEAD,$F2,$F1" cl_agent n1
 cl_wait "n1 Ready through the followers" 20 cl_node_ready n1
 cl_wait "job 1 to succeed" 20 cl_is 1 succeeded
 cl_wait "job 2 to succeed" 20 cl_is 2 succeeded
-cl_wait "job 3 to succeed" 20 cl_is 3 succeeded
+cl_wait "job 4 to succeed" 20 cl_is 4 succeeded
 grep -q "^POST /v1/nodes/n1/report [1-9]" "$T/f1.req" || cl_fail "no report came through f1"
 # Its reports kept coming (lamport grows) and it never fenced.
 l1=$($ARB nodes -o json | grep -c '"name": "n1"')
