@@ -8,9 +8,11 @@
  * report goes through src/client/failover.c, which starts at the URL that
  * last answered, moves on after a connect error, a timeout or a 503 (no
  * leader yet), and follows a follower's 307 to the leader re-sending the
- * body. All of that happens inside the one report's time (what is left of
- * the lease), so the lease counts time without ANY controller reachable,
- * never time without the first URL.
+ * body. One report makes one pass over the list, inside its time (what is
+ * left of the lease), without backoff sleeps; the next heartbeat makes the
+ * next pass (and the agent sees SIGTERM in between). So the lease counts
+ * time without ANY controller acknowledging, never time without the first
+ * URL.
  *
  * What comes back, and what it means for the lease:
  *   2xx            agent_reply_parse: 0 (acknowledged), or -EPROTO when the
@@ -18,7 +20,7 @@
  *   401, 403       -EACCES: the token is missing, unknown or not an agent's
  *   other 4xx      -EPROTO: the controller refused the report (its message)
  *   5xx            -EIO: the controller failed (a store error: it restarts),
- *                  or every controller said 503 (no leader) until time ran out
+ *                  or every controller said 503 (no leader) in this pass
  *   no connection  -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH or -EIO
  * Only 0 renews the lease.
  *
@@ -137,8 +139,10 @@ static int http_report(void *state, const char *body, size_t len, int64_t timeou
 
     if (ms < 50)
         ms = 50;
-    /* One try may take its share of the time left, so that a controller
-     * that accepts but never answers cannot eat the others' turn. */
+    /* One pass over the controllers, no backoff sleeps: the heartbeat loop
+     * is the retry loop (and sees SIGTERM between reports). Each try may
+     * take its share of the time left, so that a controller that accepts
+     * but never answers cannot eat the others' turn. */
     int64_t per = st->urls.n > 1 ? ms / st->urls.n : ms;
     fo_req_t rq = {.method = "POST",
                    .path = st->path,
@@ -147,7 +151,7 @@ static int http_report(void *state, const char *body, size_t len, int64_t timeou
                    .hdr = st->hdr,
                    .connect_ms = per < 250 ? 250 : per,
                    .attempt_ms = per < 250 ? 250 : per,
-                   .budget_ms = ms,
+                   .budget_ms = 0,
                    .hard_budget = true,
                    .max_reply = MAX_REPLY};
     if ((rc = fo_do(&st->urls, st->conn->h, &rq, &r, err)) < 0)
