@@ -3,7 +3,8 @@
 # (cluster line, queues with quota and fair share, a running job on its
 # node, a pending one with its reason from explain, nodes with report age,
 # and no terminal escape codes); the live loop redraws and stops cleanly on
-# SIGTERM; the documented exit codes (2 usage, 3 unreachable, 1 refused).
+# SIGTERM; on a pty, q and Ctrl-C quit and restore the terminal; the
+# documented exit codes (2 usage, 3 unreachable, 1 refused).
 set -eu
 ARB=$1
 SRC=$2
@@ -50,6 +51,28 @@ rc=0
 wait "$TPID" || rc=$?
 cl_forget_pid "$TPID"
 [ "$rc" = 0 ] || cl_fail "top after SIGTERM: exit $rc"
+
+# On a terminal (a pty from script(1), util-linux): the other screen and no
+# cursor while it runs; q, or Ctrl-C, quits with exit 0 and puts both back.
+command -v script >/dev/null || cl_fail "script(1) (util-linux, bsdutils) is missing"
+for key in q ctrl-c; do
+    rm -f "$T/in" "$T/pty"
+    mkfifo "$T/in"
+    script -qefc "$ARB top --interval 100ms" /dev/null < "$T/in" > "$T/pty" 2>&1 &
+    SPID=$!
+    CL_PIDS="$CL_PIDS $SPID"
+    exec 3>"$T/in"
+    cl_wait "two frames on the pty ($key)" 20 sh -c "[ \$(grep -c 'arbiter top' '$T/pty') -ge 2 ]"
+    if [ "$key" = q ]; then printf q >&3; else printf '\003' >&3; fi
+    rc=0
+    wait "$SPID" || rc=$?
+    exec 3>&-
+    cl_forget_pid "$SPID"
+    [ "$rc" = 0 ] || cl_fail "top on a pty, $key: exit $rc"
+    head -c 16 "$T/pty" | grep -q "$(printf '\033')\[?1049h" || cl_fail "$key: no alternate screen"
+    tail -c 20 "$T/pty" | grep -q "$(printf '\033')\[?25h$(printf '\033')\[?1049l" ||
+        cl_fail "$key: the terminal was not restored: $(tail -c 40 "$T/pty" | od -c | tail -4)"
+done
 
 rc=0; $ARB top --interval 2parsecs 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || cl_fail "bad --interval: exit $rc"
