@@ -6,7 +6,8 @@
 # and the agent's report through; one that answers 503 (no leader) is
 # skipped, and alone it makes the CLI give up after ARBITER_RETRY_S with
 # exit code 3; one that accepts and never answers is left after one try's
-# limit (ARBITER_TRY_S). All processes are real, all HTTP on loopback.
+# limit (ARBITER_TRY_S); one that creates the job and dies before answering
+# makes the CLI retry elsewhere with the same Idempotency-Key: one job. All processes are real, all HTTP on loopback.
 set -eu
 ARB=$1
 SRC=$2
@@ -97,6 +98,20 @@ id3=$(ARBITER_URL="$HANG,$LIVE" ARBITER_TRY_S=0.5 $ARB submit --gpus 1 --name vi
 [ "$id3" = 4 ] || cl_fail "fourth job id '$id3'"
 grep -q "^HELD" "$T/hang.req" || cl_fail "the hanging controller was not tried first"
 
+# 3c. A leader that created the job and died before answering: the CLI tries
+#     the next controller with the same Idempotency-Key and gets that job
+#     (200), not a second one.
+redirector drop --drop-reply "$LIVE"
+DROP=http://127.0.0.1:$(cat "$T/drop.port")
+n0=$(ARBITER_URL=$LIVE $ARB queue --all -o json | grep -c '"id":')
+id5=$(ARBITER_URL="$DROP,$LIVE" $ARB submit --gpus 1 --name lost-reply -- true) ||
+    cl_fail "submit with DROP,LIVE failed"
+grep -q "^POST /v1/jobs [1-9][0-9]* idem=[0-9a-f]\{32\} forwarded=201 reply=dropped$" "$T/drop.req" ||
+    cl_fail "the first try did not create the job: $(cat "$T/drop.req")"
+n1=$(ARBITER_URL=$LIVE $ARB queue --all -o json | grep -c '"id":')
+[ "$n1" = $((n0 + 1)) ] || cl_fail "a lost reply and its retry made $((n1 - n0)) jobs, want 1"
+[ "$(ARBITER_URL=$LIVE cl_field "$id5" name)" = lost-reply ] || cl_fail "job $id5 is not the retried one"
+
 # 4. An agent given DEAD, the 503 follower and the redirecting one registers,
 #    renews its lease through them and runs both jobs.
 CL_AGENT_URL="$DEAD,$F2,$F1" cl_agent n1
@@ -104,6 +119,7 @@ cl_wait "n1 Ready through the followers" 20 cl_node_ready n1
 cl_wait "job 1 to succeed" 20 cl_is 1 succeeded
 cl_wait "job 2 to succeed" 20 cl_is 2 succeeded
 cl_wait "job 4 to succeed" 20 cl_is 4 succeeded
+cl_wait "job $id5 to succeed" 20 cl_is "$id5" succeeded
 grep -q "^POST /v1/nodes/n1/report [1-9]" "$T/f1.req" || cl_fail "no report came through f1"
 # Its reports kept coming (lamport grows) and it never fenced.
 l1=$($ARB nodes -o json | grep -c '"name": "n1"')

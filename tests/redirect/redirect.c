@@ -3,7 +3,8 @@
  * client failover tests (tests/cli/failover.sh). It speaks just enough
  * HTTP/1.1 on 127.0.0.1, one connection at a time, Connection: close:
  *
- *   arb_redirect --port-file F --log F (--to URL | --no-leader | --hang)
+ *   arb_redirect --port-file F --log F (--to URL | --no-leader | --hang |
+ *                                       --drop-reply URL)
  *
  *   --to URL     GET /v1/leader answers {"leader", "url": URL, "term": 7};
  *                every other request answers 307 with Location: URL + the
@@ -12,6 +13,10 @@
  *                Retry-After: 1 (an election in progress).
  *   --hang       accepts connections and never answers (a controller that
  *                is stopped, e.g. SIGSTOP: the kernel still accepts).
+ *   --drop-reply URL  forwards each request to the controller at URL
+ *                (http://IP:PORT), reads its reply and closes the client's
+ *                connection without it: a leader that did the work and died
+ *                before answering.
  *
  * Each request is appended to the --log file as "METHOD TARGET BODYBYTES
  * idem=KEY" (KEY "-" without an Idempotency-Key header), so a test can see
@@ -21,6 +26,7 @@
 #include <errno.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,36 +90,97 @@ static void send_all(int fd, const char *p, size_t n)
     }
 }
 
-static void serve(int fd, const char *to, FILE *log)
+/* --drop-reply: send the request (req, n bytes) to the controller at base
+ * (http://HOST:PORT), read its whole reply, and return its status line's
+ * code; the caller then closes its client without a word. */
+static int forward(const char *base, const char *req, size_t n, char *status, size_t sn)
 {
-    char buf[1 << 16], method[16] = "", target[2048] = "", cl[32], idem[200], out[4096];
+    struct sockaddr_in a = {.sin_family = AF_INET};
+    char host[64], buf[1 << 16], *end = NULL, cl[32];
+    unsigned port;
+    size_t got = 0;
+    int fd;
+
+    snprintf(status, sn, "none");
+    if (sscanf(base, "http://%63[^:]:%u", host, &port) != 2 ||
+        inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        return -1;
+    a.sin_port = htons((uint16_t)port);
+    if ((fd = socket(AF_INET, SOCK_STREAM, 0)) < 0)
+        return -1;
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) < 0) {
+        close(fd);
+        return -1;
+    }
+    send_all(fd, req, n);
+    while (got + 1 < sizeof buf && !(end = strstr(buf, "\r\n\r\n"))) {
+        ssize_t k = recv(fd, buf + got, sizeof buf - 1 - got, 0);
+        if (k <= 0)
+            break;
+        got += (size_t)k;
+        buf[got] = '\0';
+    }
+    if (end) {
+        long want = 0;
+        end[2] = '\0';
+        if (header(buf, "Content-Length", cl, sizeof cl))
+            want = strtol(cl, NULL, 10);
+        size_t have = got - (size_t)(end + 4 - buf);
+        while ((long)have < want) {
+            ssize_t k = recv(fd, buf, sizeof buf, 0);
+            if (k <= 0)
+                break;
+            have += (size_t)k;
+        }
+        snprintf(status, sn, "%.3s", buf + 9); /* "HTTP/1.1 201 ..." */
+    }
+    close(fd);
+    return 0;
+}
+
+static void serve(int fd, const char *to, const char *drop, FILE *log)
+{
+    static char req[1 << 20]; /* the whole request: head and body */
+    char head[1 << 16], method[16] = "", target[2048] = "", cl[32], idem[200], out[4096];
     size_t n = 0;
     char *end = NULL;
     long body = 0;
 
-    while (n + 1 < sizeof buf && !(end = strstr(buf, "\r\n\r\n"))) {
-        ssize_t k = recv(fd, buf + n, sizeof buf - 1 - n, 0);
+    req[0] = '\0'; /* static: clear the last request */
+    while (n + 1 < sizeof head && !(end = strstr(req, "\r\n\r\n"))) {
+        ssize_t k = recv(fd, req + n, sizeof head - 1 - n, 0);
         if (k <= 0)
             return;
         n += (size_t)k;
-        buf[n] = '\0';
+        req[n] = '\0';
     }
     if (!end)
         return;
-    end[2] = '\0'; /* the head ends with its last header's CRLF */
-    if (sscanf(buf, "%15s %2047s", method, target) != 2)
+    size_t hl = (size_t)(end + 2 - req); /* the head with its last header's CRLF */
+    memcpy(head, req, hl);
+    head[hl] = '\0';
+    if (sscanf(head, "%15s %2047s", method, target) != 2)
         return;
-    if (header(buf, "Content-Length", cl, sizeof cl))
+    if (header(head, "Content-Length", cl, sizeof cl))
         body = strtol(cl, NULL, 10);
-    size_t have = n - (size_t)(end + 4 - buf);
-    while ((long)have < body) { /* read (and drop) the rest of the body */
-        ssize_t k = recv(fd, buf, sizeof buf, 0);
+    if (body < 0 || (size_t)body > sizeof req - hl - 2)
+        return;
+    while (n < hl + 2 + (size_t)body) { /* the rest of the body */
+        ssize_t k = recv(fd, req + n, sizeof req - n, 0);
         if (k <= 0)
             break;
-        have += (size_t)k;
+        n += (size_t)k;
     }
-    if (!header(buf, "Idempotency-Key", idem, sizeof idem))
+    if (!header(head, "Idempotency-Key", idem, sizeof idem))
         snprintf(idem, sizeof idem, "-");
+    if (drop) {
+        char status[16];
+        forward(drop, req, n, status, sizeof status);
+        fprintf(log, "%s %s %ld idem=%s forwarded=%s reply=dropped\n", method, target, body,
+                idem, status);
+        fflush(log);
+        return; /* the caller closes: the client never hears back */
+    }
     fprintf(log, "%s %s %ld idem=%s\n", method, target, body, idem);
     fflush(log);
 
@@ -147,7 +214,7 @@ static void serve(int fd, const char *to, FILE *log)
 int main(int argc, char **argv)
 {
     const char *pf = opt(argc, argv, "--port-file"), *logf = opt(argc, argv, "--log");
-    const char *to = opt(argc, argv, "--to");
+    const char *to = opt(argc, argv, "--to"), *drop = opt(argc, argv, "--drop-reply");
     struct sockaddr_in a = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     socklen_t al = sizeof a;
     struct sigaction sa = {.sa_handler = on_signal};
@@ -155,9 +222,9 @@ int main(int argc, char **argv)
     FILE *log, *f;
 
     int hang = has(argc, argv, "--hang"), held[256], nheld = 0;
-    if (!pf || !logf || (!to && !hang && !has(argc, argv, "--no-leader"))) {
+    if (!pf || !logf || (!to && !hang && !drop && !has(argc, argv, "--no-leader"))) {
         fprintf(stderr, "usage: arb_redirect --port-file F --log F (--to URL | --no-leader | "
-                        "--hang)\n");
+                        "--hang | --drop-reply URL)\n");
         return 2;
     }
     sigaction(SIGTERM, &sa, NULL); /* no SA_RESTART: accept() returns EINTR */
@@ -197,7 +264,7 @@ int main(int argc, char **argv)
                 close(fd);
             continue;
         }
-        serve(fd, to, log);
+        serve(fd, to, drop, log);
         close(fd);
     }
     for (int i = 0; i < nheld; i++)
