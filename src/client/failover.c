@@ -228,7 +228,7 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
         for (int k = 0; k < u->n; k++) {
             int i = (start + k) % u->n;
             int64_t left = rq->budget_ms > 0 ? deadline - now_ms() : attempt_ms;
-            if (rq->budget_ms > 0 && left <= 0 && rs->tries > 0)
+            if (rq->budget_ms > 0 && left <= 0 && (rq->hard_budget ? rs->tries > 0 : pass > 0))
                 goto spent;
             if (left < 100)
                 left = 100;

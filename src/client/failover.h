@@ -10,7 +10,8 @@
  *   - a connect error, a timeout or a 503 (no leader yet; Retry-After
  *     honoured, capped) moves on to the next URL; after a full pass with no
  *     answer it backs off (100 ms, doubling to 1 s) and goes round again
- *     until the request's budget is spent;
+ *     until the request's budget is spent (the first pass always visits
+ *     every URL, unless hard_budget);
  *   - a 307 or 308 is followed by hand (libcurl is not asked to: it would
  *     turn some re-sent POSTs into GETs): the same method, headers and body
  *     go to CURLINFO_REDIRECT_URL, at most FO_MAX_REDIRECTS times; when the

@@ -90,10 +90,11 @@ wait "$WPID" 2>/dev/null || true
 cl_forget_pid "$WPID"
 
 # 3b. A controller that accepts but never answers (stopped): after one try's
-#     limit (ARBITER_TRY_S) the next URL answers.
+#     limit (ARBITER_TRY_S) the next URL answers, even when that is past
+#     ARBITER_RETRY_S: the first pass visits every URL.
 redirector hang --hang
 HANG=http://127.0.0.1:$(cat "$T/hang.port")
-id3=$(ARBITER_URL="$HANG,$LIVE" ARBITER_TRY_S=0.5 $ARB submit --gpus 1 --name via-hang -- true) ||
+id3=$(ARBITER_URL="$HANG,$LIVE" ARBITER_TRY_S=0.5 ARBITER_RETRY_S=0.1 $ARB submit --gpus 1 --name via-hang -- true) ||
     cl_fail "submit with HANG,LIVE failed"
 [ "$id3" = 4 ] || cl_fail "fourth job id '$id3'"
 grep -q "^HELD" "$T/hang.req" || cl_fail "the hanging controller was not tried first"
