@@ -31,6 +31,7 @@
 #include "arbiter/cluster.h"
 
 #define ARB_JOB_NAME_MAX 96
+#define ARB_GRACE_MAX_S 3600 /* the longest terminationGracePeriodSeconds */
 
 typedef enum arb_job_state {
     ARB_JOB_PENDING,
@@ -121,6 +122,13 @@ typedef struct arb_job {
     uint32_t *models; /* allowed GPU models; none = any */
     uint32_t dataset; /* 0 = none */
     int64_t time_limit_s; /* 0 = unlimited */
+    /* Elastic training (spec replicas: {min, max}; src/core/elastic.c): the
+     * job starts with at least gang_min tasks (the min, a gang), grows
+     * toward ntasks (the max) when capacity frees, and shrinks toward
+     * gang_min under pressure before it is preempted whole. */
+    bool elastic;
+    int32_t grace_s; /* terminationGracePeriodSeconds: SIGTERM, then SIGKILL after
+                        this long; -1 = the agent's default */
 
     /* Set by the scheduler. */
     arb_job_state_t state;
@@ -130,6 +138,15 @@ typedef struct arb_job {
     int ntasks;              /* sum of replicas */
     int nalloc;              /* tasks currently allocated */
     arb_task_alloc_t *alloc; /* ntasks entries; valid for the first nalloc */
+    /* Deferred preemption (arb_sched_conf_t.preempt_defer): victims are
+     * chosen but keep their allocations until the caller has stopped them
+     * (never two processes on one GPU). */
+    bool evicting;         /* the whole job is to stop, then arb_sched_finish(PREEMPTED) */
+    int shrink_to;         /* > 0: tasks shrink_to..nalloc-1 are to stop, then
+                              arb_sched_shrink(j, shrink_to) */
+    uint32_t preempted_by; /* scheduler id of the job it makes room for */
+    bool waiting;          /* a preemptor whose victims are stopping: no new victims */
+    uint32_t resize_gen;   /* bumped when nalloc changes while the job holds (elastic) */
 } arb_job_t;
 
 /* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with

@@ -26,6 +26,7 @@ arb_job_t *arb_job_new(const char *name, int ngroups)
     j->ngroups = ngroups;
     snprintf(j->name, sizeof j->name, "%s", name ? name : "");
     j->preemptible = true;
+    j->grace_s = -1;
     return j;
 }
 
@@ -99,6 +100,15 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err)
                         j->name, j->gang_min, total);
     if (j->gang_min == 0)
         j->gang_min = total;
+    if (j->grace_s < -1 || j->grace_s > ARB_GRACE_MAX_S)
+        return arb_errf(err, -EINVAL,
+                        "job '%s': terminationGracePeriodSeconds %d is outside 0..%d",
+                        j->name, j->grace_s, ARB_GRACE_MAX_S);
+    if (j->elastic && j->ngroups != 1)
+        return arb_errf(err, -EINVAL,
+                        "job '%s': replicas {min, max} needs a one-group job (its tasks are "
+                        "interchangeable ranks); drop groups: or give fixed replicas",
+                        j->name);
     if (j->time_limit_s < 0)
         return arb_errf(err, -EINVAL, "job '%s': timeLimit %lld must not be negative", j->name,
                         (long long)j->time_limit_s);
