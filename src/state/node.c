@@ -499,7 +499,8 @@ static void absent_tasks(st_t *s, arb_node_t *n, const json_t *tasks)
             json_t *v;
             bool listed = false;
             if (j->alloc[t].node != n->id ||
-                !(tk->state == TK_RUNNING || (tk->state == TK_ASSIGNED && sj->stop && tk->stop_sent)))
+                !(tk->state == TK_RUNNING ||
+                  (tk->state == TK_ASSIGNED && st_task_stop(sj, t) && tk->stop_sent)))
                 continue;
             json_array_foreach(tasks, k, v) listed |=
                 (uint64_t)json_integer_value(json_object_get(v, "job")) == sj->id &&
@@ -543,7 +544,7 @@ static json_t *assignments(st_t *s, arb_node_t *n)
         for (int t = 0; t < j->nalloc; t++)
             if (j->alloc[t].node == n->id) {
                 json_array_append_new(arr, st_task_assignment(s, sj, t));
-                sj->tasks[t].stop_sent |= sj->stop;
+                sj->tasks[t].stop_sent |= st_task_stop(sj, t);
                 here = true;
             }
         if (here && !sj->delivered) {

@@ -262,6 +262,7 @@ static int build_sched(st_t *s, arb_err_t *err)
     sc.backfill = s->conf.backfill;
     sc.preemption = s->conf.preemption;
     sc.starvation_ns = s->conf.starvation_ns;
+    sc.preempt_defer = true; /* victims keep their GPUs until they exited (resize.c) */
     s->sched = arb_sched_new(&s->cluster, &sc, err);
     if (!s->sched)
         return -ENOMEM;
@@ -435,6 +436,8 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
                                                    &s->cluster.nodes[j->alloc[t].node]));
         }
         sj->message[0] = '\0';
+        sj->nalloc_seen = j->nalloc;
+        sj->shrink_noted = 0;
         st_node_index_job(s, sj);
         lam = st_event(s, "job-placed", sj->id, NULL, "job %llu '%s' placed on %s (attempt %llu, epoch %llu)",
                        (unsigned long long)sj->id, j->name, where,
@@ -476,6 +479,9 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
         for (int i = 0; i < s->nactive; i++)
             if (s->active[i]->j->state != s->active[i]->last)
                 job_after_cycle(s, s->active[i]);
+    if (rc == 0) /* victims to stop, shrink marks, growth */
+        for (int i = 0; i < s->nactive; i++)
+            st_resize_after_cycle(s, s->active[i]);
     if (now - s->m_window_mono >= 5000000000LL) {
         s->m_decisions_per_s = (double)s->m_placed_window * 1e9 / (double)(now - s->m_window_mono);
         s->m_placed_window = 0;
