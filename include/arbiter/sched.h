@@ -121,6 +121,11 @@ typedef struct arb_score_ops {
  * on per-node state kept outside arb_node_t: never use node classes. */
 #define ARB_SCORE_PERNODE 2u
 
+/* The least-loaded score's estimate of how busy node n is for a task on
+ * GPUs gpu_mask (0: the node's mean), 0..100: utilisation and queue length
+ * as last reported, the report aged to now_ns (score_load.c). */
+double arb_least_loaded_estimate(const arb_node_t *n, uint16_t gpu_mask, int64_t now_ns);
+
 const arb_filter_ops_t *arb_filter_lookup(const char *name);
 const arb_score_ops_t *arb_score_lookup(const char *name);
 /* NULL-terminated tables, for help text and docs. */
