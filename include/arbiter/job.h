@@ -129,6 +129,8 @@ typedef struct arb_job {
     bool elastic;
     int32_t grace_s; /* terminationGracePeriodSeconds: SIGTERM, then SIGKILL after
                         this long; -1 = the agent's default */
+    int8_t gpu_sharing; /* spec gpuSharing: 1 allow, -1 deny (GPU-share tasks then get
+                           a GPU of their own), 0 unset: shares share, whole GPUs do not */
 
     /* Set by the scheduler. */
     arb_job_state_t state;

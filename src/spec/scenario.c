@@ -57,7 +57,7 @@ static const char *const job_keys[] = {
     "gangMin",  "timeLimit",    "dataset",   "nodeSelector",      "affinity",
     "tolerations", "gpuModels", "groups",    "replicas",          "resources",
     "topology", "count",
-    "terminationGracePeriodSeconds", NULL};
+    "terminationGracePeriodSeconds", "gpuSharing", NULL};
 static const char *const elastic_keys[] = {"min", "max", NULL};
 static const char *const group_keys[] = {"name", "replicas", "resources", "topology", NULL};
 static const char *const resources_keys[] = {"requests", "limits", NULL};
@@ -940,6 +940,21 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
     if (sv_get(v, "terminationGracePeriodSeconds", &f) &&
         (rc = sv_int32(x, &f, 0, ARB_GRACE_MAX_S, &j->grace_s)) < 0)
         return rc;
+    if (sv_get(v, "gpuSharing", &f)) {
+        /* Isolation: a GPU is shared only by tasks that all allow it. A
+         * GPU-share task that denies sharing gets a GPU of its own (whole
+         * GPUs are never shared), so no other task can land on it. */
+        static const char *const modes[] = {"allow", "deny"};
+        int m = 0;
+        if ((rc = sv_enum(x, &f, modes, 2, &m)) < 0)
+            return rc;
+        j->gpu_sharing = m == 0 ? 1 : -1;
+        for (int i = 0; m == 1 && i < j->ngroups; i++)
+            if (j->groups[i].gpu_share > 0) {
+                j->groups[i].gpu_share = 0;
+                j->groups[i].gpus = 1;
+            }
+    }
     int64_t ntasks = 0;
     for (int i = 0; i < j->ngroups; i++)
         ntasks += j->groups[i].replicas;

@@ -285,6 +285,8 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
                                                     "generation", (int)j->resize_gen));
     if (j->grace_s >= 0)
         json_object_set_new(o, "termination_grace_s", json_integer(j->grace_s));
+    if (j->gpu_sharing)
+        json_object_set_new(o, "gpu_sharing", json_string(j->gpu_sharing > 0 ? "allow" : "deny"));
     json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
     if (j->time_limit_s)
         json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));

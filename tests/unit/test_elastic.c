@@ -343,6 +343,49 @@ static void test_spec(void **st)
     arb_cluster_free(&c);
 }
 
+/* Isolation: a GPU-share task that denies sharing gets a GPU of its own;
+ * tasks that allow it share, but never with it. */
+static void test_gpu_sharing(void **st)
+{
+    fx_t f;
+    arb_job_t *svc = NULL, *train = NULL, *other = NULL;
+    (void)st;
+    fx_init(&f);
+    fx_node(&f, "a", 2, 1, NULL, 0);
+    esched(&f, false);
+    assert_int_equal(load(&f.c,
+                          "name: svc\nresources: {requests: {arbiter.io/gpu-share: 500m}}\n"
+                          "gpuSharing: allow\n",
+                          &svc, &f.err),
+                     0);
+    assert_int_equal(load(&f.c,
+                          "name: train\nresources: {requests: {arbiter.io/gpu-share: 300m}}\n"
+                          "gpuSharing: deny\n",
+                          &train, &f.err),
+                     0);
+    assert_int_equal(load(&f.c, "name: o\nresources: {requests: {arbiter.io/gpu-share: 200m}}\n",
+                          &other, &f.err),
+                     0);
+    assert_int_equal(train->groups[0].gpus, 1); /* a GPU of its own */
+    assert_int_equal(train->groups[0].gpu_share, 0);
+    assert_int_equal(train->gpu_sharing, -1);
+    assert_int_equal(svc->gpu_sharing, 1);
+    assert_int_equal(arb_sched_submit(f.s, svc, &f.ctx, &f.err), 0);
+    assert_int_equal(arb_sched_submit(f.s, train, &f.ctx, &f.err), 0);
+    assert_int_equal(arb_sched_submit(f.s, other, &f.ctx, &f.err), 0);
+    cycle(&f);
+    assert_true(holds(svc) && holds(train) && holds(other));
+    assert_int_equal(N(&f, 0)->gpu[__builtin_ctz(train->alloc[0].gpu_mask)].used_milli, 1000);
+    assert_int_equal(other->alloc[0].gpu_mask, svc->alloc[0].gpu_mask); /* the sharers share */
+    assert_true(train->alloc[0].gpu_mask != svc->alloc[0].gpu_mask);
+
+    arb_job_t *bad = NULL;
+    assert_int_equal(load(&f.c, "name: b\ngpuSharing: maybe\n", &bad, &f.err), -EINVAL);
+    assert_non_null(strstr(f.err.msg, "use one of: allow, deny"));
+    assert_null(bad);
+    fx_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -356,6 +399,7 @@ int main(void)
         cmocka_unit_test(test_deferred_whole),
         cmocka_unit_test(test_shrink_errors),
         cmocka_unit_test(test_spec),
+        cmocka_unit_test(test_gpu_sharing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
