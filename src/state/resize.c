@@ -148,6 +148,13 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         st_resize_settle(s, sj); /* tasks no agent has: gone already */
         return;
     }
+    if (j->nalloc > sj->nalloc_seen && sj->stop) {
+        /* Grown while its tasks are being stopped (cancel, lost member):
+         * give the new ones straight back, unassigned. */
+        arb_err_t err;
+        arb_sched_shrink(s->sched, j, sj->nalloc_seen, &err);
+        return;
+    }
     if (j->nalloc > sj->nalloc_seen) { /* grown */
         char where[256];
         size_t used = 0;
