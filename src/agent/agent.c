@@ -323,6 +323,14 @@ int agent_step(agent_t *a, arb_err_t *err)
     a->urgent = false; /* this report says it */
     fake_load(a);
     agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+    if (a->conf.queue_file) { /* missing or unreadable: not reported this time */
+        FILE *qf = fopen(a->conf.queue_file, "re");
+        long long q = -1;
+        a->last.has_queue_len = qf && fscanf(qf, "%lld", &q) == 1 && q >= 0 && q <= INT32_MAX;
+        a->last.queue_len = a->last.has_queue_len ? (int32_t)q : 0;
+        if (qf)
+            fclose(qf);
+    }
     memset(&in, 0, sizeof in);
     in.lamport = agent_lamport_tick(&a->clock);
     in.inv = a->inventory_acked ? NULL : &a->disc.inv;

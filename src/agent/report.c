@@ -134,6 +134,8 @@ static json_t *telemetry(const agent_tel_sample_t *s)
         bad |= e ? json_array_append_new(gpus, e) : -1;
     }
     bad |= set(o, "gpus", gpus);
+    if (s->has_queue_len)
+        bad |= set(o, "queue_length", json_integer(s->queue_len));
     if (bad) {
         json_decref(o);
         return NULL;

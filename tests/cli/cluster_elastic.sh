@@ -76,6 +76,8 @@ grep -q "^generation=" "$D/initial.0" || cl_fail "resize file: $(cat "$D/initial
 $ARB cancel "$b1" >/dev/null
 cl_wait "blocker1 to end" 15 cl_is "$b1" cancelled
 cl_wait "the job to grow to 4" 15 is_current "$el" 4
+$ARB job "$el" | grep -q "elastic   4 tasks now, min 2, max 4" || cl_fail "job: $($ARB job "$el")"
+$ARB job "$el" | grep -q "grace     5s" || cl_fail "job: $($ARB job "$el")"
 cl_wait "a resize event 2 -> 4" 10 has_event job-resized "$el" "resized 2 -> 4: capacity freed on n[12]"
 cl_wait "rank 0's resize notice" 15 grep -q "^world_size=4$" "$D/notice.0"
 cl_wait "rank 1's resize notice" 15 grep -q "^world_size=4$" "$D/notice.1"
