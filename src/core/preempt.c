@@ -377,13 +377,12 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
                                    : pick_greedy(s, j, ctx, v, nv);
     if (rc < 0)
         goto out;
-    int count = 0; /* jobs touched: evicted whole, or shrunk */
-    for (int i = 0; i < nv; i++) {
-        bool first = true;
-        for (int k = 0; k < i && first; k++)
-            first = !(v[k].j == v[i].j && v[k].evicted);
-        count += v[i].evicted && first;
-    }
+    /* Jobs touched: evicted whole (nothing left bound), or shrunk (counted at
+     * their first evicted extra: a job's extras are adjacent, highest first). */
+    int count = 0;
+    for (int i = 0; i < nv; i++)
+        count += v[i].evicted && (v[i].task < 0 || (v[i].j->nalloc > 0 &&
+                                                    (i == 0 || v[i - 1].j != v[i].j)));
     if (nvictims)
         *nvictims = count;
     if (dry_run)
