@@ -183,3 +183,37 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         st_job_save(s, sj, lam);
     }
 }
+
+void st_resize_explain(st_t *s, st_job_t *sj, json_t *o)
+{
+    json_t *arr = json_array();
+    char hint[512];
+    size_t used = 0;
+
+    hint[0] = '\0';
+    for (int i = 0; i < s->nactive; i++) {
+        st_job_t *v = s->active[i];
+        const arb_job_t *j = v->j;
+        if (v == sj || j->preempted_by != sj->j->id || !(j->evicting || j->shrink_to > 0) ||
+            !held(j))
+            continue;
+        json_array_append_new(arr, json_pack("{s:I,s:s,s:s}", "job", (json_int_t)v->id, "name",
+                                             j->name, "action",
+                                             j->evicting ? "preempted" : "shrinking"));
+        if (used < sizeof hint)
+            used += (size_t)snprintf(hint + used, sizeof hint - used, "%sjob %llu '%s' (%s)",
+                                     used ? ", " : "", (unsigned long long)v->id, j->name,
+                                     j->evicting ? "preempted whole" : "shrinking");
+    }
+    if (json_array_size(arr) > 0) {
+        char txt[700];
+        snprintf(txt, sizeof txt,
+                 "its victims are stopping: %s; it starts once their tasks have exited (SIGTERM, "
+                 "the grace period, SIGKILL)",
+                 hint);
+        json_object_set_new(o, "hint", json_string(txt));
+        json_object_set_new(o, "waiting_for", arr);
+    } else {
+        json_decref(arr);
+    }
+}

@@ -208,6 +208,9 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj);
 /* Once every task above the shrink mark has ended, release them (the job
  * runs on smaller) and say so; true when it shrank. Called by settle. */
 bool st_resize_settle(st_t *s, st_job_t *sj);
+/* A waiting preemptor's explanation: "waiting_for" (its victims, still
+ * stopping) and a hint that says so, set on o. */
+void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
 
 /* Nodes. */
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n);

@@ -136,6 +136,11 @@ p=$($ARB submit --gpus 4 --priority 1000 --name preemptor -- sleep 300)
 cl_wait "the preemption event" 15 has_event job-preempting "$v" "preempted by job $p 'preemptor' (priority 1000)"
 $ARB events | grep -q "job-preempting .*SIGKILL after 3 s grace" || cl_fail "events: $($ARB events | tail -3)"
 cl_wait "the checkpoints" 15 test -s "$G/ckpt.0" -a -s "$G/ckpt.1"
+# the tasks live on after SIGTERM for 3 s: the preemptor says what it waits for
+# (unless the grace has already run out on a very slow machine)
+$ARB explain "$p" > "$T/explain" 2>&1 || true
+cl_is "$p" running || grep -q "its victims are stopping: job $v 'victim' (preempted whole)" "$T/explain" ||
+    cl_is "$p" running || cl_fail "explain: $(cat "$T/explain")"
 cl_wait "the victim to be requeued" 30 has_event job-requeued "$v"
 cl_wait "the preemptor to run" 15 cl_is "$p" running
 grep -q "checkpoint of rank 1" "$G/ckpt.1" || cl_fail "ckpt: $(cat "$G/ckpt.1")"
