@@ -425,15 +425,16 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         sj->delivered = false;
         sj->start_ms = st_wall_ms();
         where[0] = '\0';
-        for (int t = 0; t < j->nalloc && used < sizeof where; t++) {
+        for (int t = 0; t < j->nalloc; t++) {
             sj->tasks[t].state = TK_ASSIGNED;
             sj->tasks[t].has_exit = false;
             sj->tasks[t].straggler = ST_STRAG_NONE;
             sj->tasks[t].node1 = j->alloc[t].node + 1;
-            used += (size_t)snprintf(where + used, sizeof where - used, "%s%s",
-                                     t ? "," : "",
-                                     arb_node_name(&s->cluster,
-                                                   &s->cluster.nodes[j->alloc[t].node]));
+            if (used < sizeof where) /* the message may be cut short; every task is marked */
+                used += (size_t)snprintf(where + used, sizeof where - used, "%s%s",
+                                         t ? "," : "",
+                                         arb_node_name(&s->cluster,
+                                                       &s->cluster.nodes[j->alloc[t].node]));
         }
         sj->message[0] = '\0';
         sj->nalloc_seen = j->nalloc;
