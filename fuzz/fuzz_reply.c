@@ -51,8 +51,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(a->gpus[g] >= 0 && a->gpus[g] < ARB_MAX_GPUS, "GPU index", a->ref.job);
         check(a->world_size == 0 || a->rank < a->world_size, "rank", a->ref.job);
         check(!a->elastic || a->world_size >= 1, "elastic world", a->ref.job);
-        check(memchr(a->hosts, 0, sizeof a->hosts) && memchr(a->master_addr, 0,
-                                                             sizeof a->master_addr),
+        check(memchr(a->hosts, 0, sizeof a->hosts) &&
+                  memchr(a->master_addr, 0, sizeof a->master_addr),
               "unterminated string", a->ref.job);
         check(a->argv != NULL && a->env != NULL, "argv/env", a->ref.job);
     }

@@ -157,8 +157,7 @@ int cli_bench_elastic(int argc, char **argv)
         else
             goto usage;
     }
-    if (nodes < 1 || nodes > 100000 || nel < 1 || nel * 2 > nodes * 8 || npre < 0 ||
-        npre > nodes) {
+    if (nodes < 1 || nodes > 100000 || nel < 1 || nel * 2 > nodes * 8 || npre < 0 || npre > nodes) {
         fprintf(stderr, "arbiter bench elastic: --nodes 1..100000, --jobs 1..4 x nodes (each "
                         "starts with 2 GPUs), --preemptors 0..nodes\n");
         return 2;

@@ -14,9 +14,9 @@
  * weight does not cover is assumed middling (50):
  *   estimate = w x busy + (1 - w) x 50,   score = 100 - estimate
  * So a fresh idle node beats a stale idle one, and a stale busy node is
- * not shunned as hard as a fresh busy one. For GPU-sharing tasks (gpu_share) its pick chooses, among the
- * GPUs with room, the least utilised (ties: the fuller, to keep others
- * free; then the lowest index). Whole-GPU tasks keep the best-fit pick.
+ * not shunned as hard as a fresh busy one. For GPU-sharing tasks (gpu_share) its pick chooses,
+ * among the GPUs with room, the least utilised (ties: the fuller, to keep others free; then the
+ * lowest index). Whole-GPU tasks keep the best-fit pick.
  *
  * It reads the node's own fields only (utilisation, queue length, report
  * time; queue length through node_key), so node classes stay valid.

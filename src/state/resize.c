@@ -138,12 +138,12 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         who_preempts(s, j, by, sizeof by);
         grace_text(j, grace, sizeof grace);
         sj->shrink_noted = j->shrink_to;
-        uint64_t lam = st_event(s, "job-shrinking", sj->id, NULL,
-                                "job %llu '%s' shrinking %d -> %d for %s: SIGTERM to task%s "
-                                "%d..%d, SIGKILL after %s",
-                                (unsigned long long)sj->id, j->name, j->nalloc, j->shrink_to, by,
-                                j->nalloc - j->shrink_to == 1 ? "" : "s", j->shrink_to,
-                                j->nalloc - 1, grace);
+        uint64_t lam =
+            st_event(s, "job-shrinking", sj->id, NULL,
+                     "job %llu '%s' shrinking %d -> %d for %s: SIGTERM to task%s "
+                     "%d..%d, SIGKILL after %s",
+                     (unsigned long long)sj->id, j->name, j->nalloc, j->shrink_to, by,
+                     j->nalloc - j->shrink_to == 1 ? "" : "s", j->shrink_to, j->nalloc - 1, grace);
         st_job_save(s, sj, lam);
         st_resize_settle(s, sj); /* tasks no agent has: gone already */
         return;
@@ -197,9 +197,9 @@ void st_resize_explain(st_t *s, st_job_t *sj, json_t *o)
         if (v == sj || j->preempted_by != sj->j->id || !(j->evicting || j->shrink_to > 0) ||
             !held(j))
             continue;
-        json_array_append_new(arr, json_pack("{s:I,s:s,s:s}", "job", (json_int_t)v->id, "name",
-                                             j->name, "action",
-                                             j->evicting ? "preempted" : "shrinking"));
+        json_array_append_new(arr,
+                              json_pack("{s:I,s:s,s:s}", "job", (json_int_t)v->id, "name", j->name,
+                                        "action", j->evicting ? "preempted" : "shrinking"));
         if (used < sizeof hint)
             used += (size_t)snprintf(hint + used, sizeof hint - used, "%sjob %llu '%s' (%s)",
                                      used ? ", " : "", (unsigned long long)v->id, j->name,

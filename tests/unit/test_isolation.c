@@ -120,8 +120,8 @@ static void test_cpu_limit_holds(void **st)
                   "ticks; service: %lld throttled, %lld ticks\n",
                   agent_cg_mode_name(x->cg.mode), periods, throttled, tticks, sthrottled, sticks);
     assert_true(periods >= 30);
-    assert_true(throttled * 2 >= periods); /* held to 100m: throttled in most periods */
-    assert_int_equal(sthrottled, 0);       /* the service was never throttled */
+    assert_true(throttled * 2 >= periods);           /* held to 100m: throttled in most periods */
+    assert_int_equal(sthrottled, 0);                 /* the service was never throttled */
     assert_true(sticks >= sysconf(_SC_CLK_TCK) / 2); /* and kept getting CPU */
     agent_exec_fence(x, now());
     assert_int_equal(agent_exec_wait(x, 10 * SEC), 0);

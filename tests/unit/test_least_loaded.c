@@ -149,10 +149,8 @@ static void test_profile(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_estimate),
-        cmocka_unit_test(test_node_and_gpu_order),
-        cmocka_unit_test(test_queue_length),
-        cmocka_unit_test(test_ageing),
+        cmocka_unit_test(test_estimate),     cmocka_unit_test(test_node_and_gpu_order),
+        cmocka_unit_test(test_queue_length), cmocka_unit_test(test_ageing),
         cmocka_unit_test(test_profile),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -127,10 +127,9 @@ static json_t *assignment(json_t *reply, uint64_t id, int task)
 {
     size_t i;
     json_t *a;
-    json_array_foreach(json_object_get(reply, "assignments"), i, a)
-        if ((uint64_t)json_integer_value(json_object_get(a, "job")) == id &&
-            json_integer_value(json_object_get(a, "task")) == task)
-            return a;
+    json_array_foreach(json_object_get(reply, "assignments"), i,
+                       a) if ((uint64_t)json_integer_value(json_object_get(a, "job")) == id &&
+                              json_integer_value(json_object_get(a, "task")) == task) return a;
     return NULL;
 }
 
@@ -145,8 +144,7 @@ static const char *tasks(uint64_t id, int t0, int n, const char *st, const char 
                                  "\"%s\"%s}",
                                  t > t0 ? "," : "", (unsigned long long)id, t, st,
                                  strcmp(st, "running") ? ", \"exit_code\": 143" : "");
-    snprintf(buf + used, sizeof buf - used, "%s%s]", more && more[0] ? "," : "",
-             more ? more : "");
+    snprintf(buf + used, sizeof buf - used, "%s%s]", more && more[0] ? "," : "", more ? more : "");
     return buf;
 }
 
@@ -157,9 +155,9 @@ static bool has_event(st_t *s, const char *type, const char *text)
     size_t i;
     bool found = false;
     assert_int_equal(st_events(s, &admin, 0, 10000, 0, &out, &t, NULL), 0);
-    json_array_foreach(json_object_get(out, "events"), i, e)
-        found |= strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
-                 strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
+    json_array_foreach(json_object_get(out, "events"), i, e) found |=
+        strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
+        strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
     json_decref(out);
     return found;
 }
@@ -251,7 +249,7 @@ static void test_elastic_shrink_grow_restart(void **unused)
     /* ranks 2, 3 exit on SIGTERM: the job goes on with 2 and a new generation */
     char both[1024], run01[512];
     snprintf(run01, sizeof run01, "%s", tasks(el, 0, 2, "running", NULL) + 1); /* no '[' */
-    run01[strlen(run01) - 1] = '\0';                                          /* no ']' */
+    run01[strlen(run01) - 1] = '\0';                                           /* no ']' */
     snprintf(both, sizeof both, "%s", tasks(el, 2, 2, "failed", run01));
     r = report(s, "n1", both, false);
     json_decref(r);
@@ -267,9 +265,11 @@ static void test_elastic_shrink_grow_restart(void **unused)
     assert_true(is(s, high, "placed"));
 
     /* the preemptor ends: the elastic job grows back to 4 */
-    json_decref(report(s, "n1", tasks(el, 0, 2, "running", "{\"job\": 2, \"task\": 0, "
-                                                           "\"attempt\": 1, \"state\": "
-                                                           "\"succeeded\", \"exit_code\": 0}"),
+    json_decref(report(s, "n1",
+                       tasks(el, 0, 2, "running",
+                             "{\"job\": 2, \"task\": 0, "
+                             "\"attempt\": 1, \"state\": "
+                             "\"succeeded\", \"exit_code\": 0}"),
                        false));
     assert_true(is(s, high, "succeeded"));
     cycle(s);
