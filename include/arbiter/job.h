@@ -127,8 +127,8 @@ typedef struct arb_job {
      * toward ntasks (the max) when capacity frees, and shrinks toward
      * gang_min under pressure before it is preempted whole. */
     bool elastic;
-    int32_t grace_s; /* terminationGracePeriodSeconds: SIGTERM, then SIGKILL after
-                        this long; -1 = the agent's default */
+    int32_t grace_s;    /* terminationGracePeriodSeconds: SIGTERM, then SIGKILL after
+                           this long; -1 = the agent's default */
     int8_t gpu_sharing; /* spec gpuSharing: 1 allow, -1 deny (GPU-share tasks then get
                            a GPU of their own), 0 unset: shares share, whole GPUs do not */
 

@@ -221,8 +221,9 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             int rc = agent_exec_resize(&a->exec, k->job, k->task, as->generation, as->world_size,
                                        as->rank, as->hosts, &rerr);
             if (rc > 0)
-                say(a, "job %s task %d: resized: world size %d, rank %d (generation %u); "
-                       "SIGUSR1 sent",
+                say(a,
+                    "job %s task %d: resized: world size %d, rank %d (generation %u); "
+                    "SIGUSR1 sent",
                     k->job, k->task, as->world_size, as->rank, as->generation);
             else if (rc < 0)
                 say(a, "job %s task %d: resize notice failed: %s", k->job, k->task, rerr.msg);

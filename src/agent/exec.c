@@ -326,8 +326,8 @@ static int build_env(const agent_exec_t *x, const agent_task_spec_t *s, envv_t *
 
 /* Write LOG_DIR/JOB/TASK.resize (see exec.h) through a temporary file and
  * a rename, so a task never reads half of it. */
-static int write_resize(const agent_exec_t *x, const char *job, int task, uint32_t gen,
-                        int world, int rank, const char *hosts, arb_err_t *err)
+static int write_resize(const agent_exec_t *x, const char *job, int task, uint32_t gen, int world,
+                        int rank, const char *hosts, arb_err_t *err)
 {
     char path[PATH_MAX], tmp[PATH_MAX + 8];
     FILE *f;
@@ -495,8 +495,8 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     cwd = s->cwd ? s->cwd : jobdir;
     t->grace_ns = s->has_grace ? s->grace_ns : -1;
     t->generation = s->generation;
-    if (s->elastic && (rc = write_resize(x, s->job, s->task, s->generation, s->world_size,
-                                         s->rank, s->hosts, err)) < 0)
+    if (s->elastic && (rc = write_resize(x, s->job, s->task, s->generation, s->world_size, s->rank,
+                                         s->hosts, err)) < 0)
         goto fail;
     fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
     fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);

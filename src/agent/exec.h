@@ -63,7 +63,7 @@ typedef struct agent_task_spec {
     const char *cwd;   /* NULL: LOG_DIR/JOB */
     bool has_grace;    /* grace_ns is this task's SIGTERM -> SIGKILL grace */
     int64_t grace_ns;
-    bool elastic;      /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
+    bool elastic; /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
     uint32_t generation;
     const char *hosts; /* elastic: every rank's host, comma-separated; may be NULL */
 } agent_task_spec_t;

@@ -356,15 +356,15 @@ static int parse_one(json_t *v, const char *path, agent_assignment_t *a, arb_err
                                 "reply: %s.hosts[%zu]: expected a host name (the list under %zu "
                                 "bytes)",
                                 path, k, sizeof a->hosts);
-            used += (size_t)snprintf(a->hosts + used, sizeof a->hosts - used, "%s%s",
-                                     k ? "," : "", json_string_value(h));
+            used += (size_t)snprintf(a->hosts + used, sizeof a->hosts - used, "%s%s", k ? "," : "",
+                                     json_string_value(h));
         }
         if (a->elastic) { /* a world of one is a world too */
             get_int(v, "rank", path, 0, 65535, false, &rank, NULL);
             get_int(v, "world_size", path, 0, 65536, false, &world, NULL);
             if (world < 1 || rank >= world)
-                return arb_errf(err, -EINVAL,
-                                "reply: %s: an elastic task needs rank < world_size", path);
+                return arb_errf(err, -EINVAL, "reply: %s: an elastic task needs rank < world_size",
+                                path);
             a->rank = (int)rank;
             a->world_size = (int)world;
             if (!a->master_addr[0] && json_is_string(json_object_get(v, "master_addr"))) {

@@ -101,8 +101,7 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err)
     if (j->gang_min == 0)
         j->gang_min = total;
     if (j->grace_s < -1 || j->grace_s > ARB_GRACE_MAX_S)
-        return arb_errf(err, -EINVAL,
-                        "job '%s': terminationGracePeriodSeconds %d is outside 0..%d",
+        return arb_errf(err, -EINVAL, "job '%s': terminationGracePeriodSeconds %d is outside 0..%d",
                         j->name, j->grace_s, ARB_GRACE_MAX_S);
     if (j->elastic && j->ngroups != 1)
         return arb_errf(err, -EINVAL,

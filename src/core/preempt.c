@@ -373,16 +373,16 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         goto out;
     qsort(v, (size_t)nv, sizeof *v, cmp_victim);
 
-    rc = j->ntasks == 1 && !extras ? pick_per_node(s, j, ctx, v, nv)
-                                   : pick_greedy(s, j, ctx, v, nv);
+    rc =
+        j->ntasks == 1 && !extras ? pick_per_node(s, j, ctx, v, nv) : pick_greedy(s, j, ctx, v, nv);
     if (rc < 0)
         goto out;
     /* Jobs touched: evicted whole (nothing left bound), or shrunk (counted at
      * their first evicted extra: a job's extras are adjacent, highest first). */
     int count = 0;
     for (int i = 0; i < nv; i++)
-        count += v[i].evicted && (v[i].task < 0 || (v[i].j->nalloc > 0 &&
-                                                    (i == 0 || v[i - 1].j != v[i].j)));
+        count += v[i].evicted &&
+                 (v[i].task < 0 || (v[i].j->nalloc > 0 && (i == 0 || v[i - 1].j != v[i].j)));
     if (nvictims)
         *nvictims = count;
     if (dry_run)

@@ -431,10 +431,9 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
             sj->tasks[t].straggler = ST_STRAG_NONE;
             sj->tasks[t].node1 = j->alloc[t].node + 1;
             if (used < sizeof where) /* the message may be cut short; every task is marked */
-                used += (size_t)snprintf(where + used, sizeof where - used, "%s%s",
-                                         t ? "," : "",
-                                         arb_node_name(&s->cluster,
-                                                       &s->cluster.nodes[j->alloc[t].node]));
+                used += (size_t)snprintf(
+                    where + used, sizeof where - used, "%s%s", t ? "," : "",
+                    arb_node_name(&s->cluster, &s->cluster.nodes[j->alloc[t].node]));
         }
         sj->message[0] = '\0';
         sj->nalloc_seen = j->nalloc;
