@@ -1,9 +1,10 @@
 /*
  * test_isolation.c: each task in its own cgroup with its own CPU limit. A
  * CPU-hungry "training" task limited to 100m is held to it (its cgroup's
- * cpu.stat counts it throttled in most periods) while a "service" task on
- * the same node, limited to 2 CPUs, keeps getting CPU: its cgroup is never
- * throttled and its process accumulates CPU time. Counters, not timing.
+ * cpu.stat counts it throttled, and its CPU usage stays within 100m of
+ * every CFS period it lived) while a "service" task on the same node,
+ * limited to 2 CPUs, keeps getting CPU: its cgroup is never throttled and
+ * its process accumulates CPU time. Counters, not timing.
  *
  * Real processes through the executor (src/agent/exec.c) and real cgroups
  * (v1 or v2, whichever the agent can write). Where cgroups cannot be
@@ -115,14 +116,22 @@ static void test_cpu_limit_holds(void **st)
     }
     long long throttled = cpu_stat(tdir, "nr_throttled");
     long long sthrottled = cpu_stat(sdir, "nr_throttled");
-    long long tticks = cpu_ticks(train_pid);
-    print_message("isolation: %s cgroups; training task: %lld periods, %lld throttled, %lld "
-                  "ticks; service: %lld throttled, %lld ticks\n",
-                  agent_cg_mode_name(x->cg.mode), periods, throttled, tticks, sthrottled, sticks);
+    long long tticks = cpu_ticks(train_pid), hz = sysconf(_SC_CLK_TCK);
+    /* The training task's CPU usage: its cgroup's counter where the cpu
+     * controller keeps one (v2 usage_usec), else its one process's. Its
+     * budget: 100m x 100 ms per CFS period it lived. */
+    long long usage_ms = cpu_stat(tdir, "usage_usec") >= 0 ? cpu_stat(tdir, "usage_usec") / 1000
+                                                           : tticks * 1000 / hz;
+    long long budget_ms = periods * 10;
+    print_message("isolation: %s cgroups; training task: %lld periods, %lld throttled, %lld ms "
+                  "of CPU (budget %lld ms); service: %lld throttled, %lld ticks\n",
+                  agent_cg_mode_name(x->cg.mode), periods, throttled, usage_ms, budget_ms,
+                  sthrottled, sticks);
     assert_true(periods >= 30);
-    assert_true(throttled * 2 >= periods);           /* held to 100m: throttled in most periods */
+    assert_true(throttled >= 1);                     /* the limit bit */
+    assert_true(usage_ms <= budget_ms * 3 / 2 + 20); /* held to 100m (unlimited: up to 10x) */
     assert_int_equal(sthrottled, 0);                 /* the service was never throttled */
-    assert_true(sticks >= sysconf(_SC_CLK_TCK) / 2); /* and kept getting CPU */
+    assert_true(sticks >= hz / 2);                   /* and kept getting CPU */
     agent_exec_fence(x, now());
     assert_int_equal(agent_exec_wait(x, 10 * SEC), 0);
 }
