@@ -350,15 +350,17 @@ static int parse_one(json_t *v, const char *path, agent_assignment_t *a, arb_err
         json_array_foreach(hosts, k, h)
         {
             if (!json_is_string(h) || strchr(json_string_value(h), ',') ||
-                strchr(json_string_value(h), '\n') ||
-                used + json_string_length(h) + 2 >= sizeof a->hosts)
-                return arb_errf(err, -EINVAL,
-                                "reply: %s.hosts[%zu]: expected a host name (the list under %zu "
-                                "bytes)",
-                                path, k, sizeof a->hosts);
-            used += (size_t)snprintf(a->hosts + used, sizeof a->hosts - used, "%s%s", k ? "," : "",
-                                     json_string_value(h));
+                strchr(json_string_value(h), '\n'))
+                return arb_errf(err, -EINVAL, "reply: %s.hosts[%zu]: expected a host name", path,
+                                k);
+            if (used + json_string_length(h) + 2 >= sizeof a->hosts)
+                used = sizeof a->hosts; /* too long for the notice: it says none */
+            else
+                used += (size_t)snprintf(a->hosts + used, sizeof a->hosts - used, "%s%s",
+                                         k ? "," : "", json_string_value(h));
         }
+        if (used >= sizeof a->hosts)
+            a->hosts[0] = '\0';
         if (a->elastic) { /* a world of one is a world too */
             get_int(v, "rank", path, 0, 65535, false, &rank, NULL);
             get_int(v, "world_size", path, 0, 65536, false, &world, NULL);

@@ -385,9 +385,11 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
     if (o && j->elastic) {
         /* The resize notice: a new generation makes the agent rewrite the
-         * task's ARBITER_RESIZE_FILE and send it SIGUSR1 (resize.c). */
+         * task's ARBITER_RESIZE_FILE and send it SIGUSR1 (resize.c). Hosts
+         * for up to 64 ranks (a reply stays O(tasks)); larger jobs find
+         * their peers through the MASTER_ADDR rendezvous. */
         json_t *hosts = json_array();
-        for (int k = 0; k < j->nalloc; k++) {
+        for (int k = 0; k < j->nalloc && j->nalloc <= 64; k++) {
             const arb_node_t *hn = &s->cluster.nodes[j->alloc[k].node];
             const st_node_t *hx = st_node_ext(s, hn);
             json_array_append_new(
