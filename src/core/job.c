@@ -64,6 +64,11 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err)
         return arb_errf(err, -EINVAL, "job '%s' has no task groups; add at least one", j->name);
     for (int i = 0; i < j->ngroups; i++) {
         arb_tgroup_t *g = &j->groups[i];
+        if (j->gpu_sharing < 0 && g->gpu_share > 0 && g->gpus == 0) {
+            /* gpuSharing: deny: a GPU of its own, so no other task shares it */
+            g->gpu_share = 0;
+            g->gpus = 1;
+        }
         if (g->replicas <= 0)
             return arb_errf(err, -EINVAL, "job '%s' group %d: replicas %d must be at least 1",
                             j->name, i, g->replicas);

@@ -948,12 +948,7 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
         int m = 0;
         if ((rc = sv_enum(x, &f, modes, 2, &m)) < 0)
             return rc;
-        j->gpu_sharing = m == 0 ? 1 : -1;
-        for (int i = 0; m == 1 && i < j->ngroups; i++)
-            if (j->groups[i].gpu_share > 0) {
-                j->groups[i].gpu_share = 0;
-                j->groups[i].gpus = 1;
-            }
+        j->gpu_sharing = m == 0 ? 1 : -1; /* arb_job_finalize applies it */
     }
     int64_t ntasks = 0;
     for (int i = 0; i < j->ngroups; i++)
