@@ -871,6 +871,8 @@ int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_
     t->epoch = r->epoch;
     t->pid = pid;
     t->start_ticks = start_ticks;
+    t->grace_ns = r->grace_ns;
+    t->generation = r->generation;
     t->state = AGENT_TASK_RUNNING;
     t->adopted = true;
     t->start_ns = now_ns;
@@ -901,12 +903,15 @@ int agent_exec_save(const agent_exec_t *x, const char *path, arb_err_t *err)
     fmt(tmp, sizeof tmp, "%s.tmp", path);
     if (!(f = fopen(tmp, "we")))
         return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f, "# arbiter agent tasks: job task attempt epoch pid start_ticks\n");
+    fprintf(f, "# arbiter agent tasks: job task attempt epoch pid start_ticks [grace_ms "
+               "generation]\n");
     for (int i = 0; i < x->ntasks; i++) {
         const agent_task_t *t = x->tasks[i];
         if (t->state != AGENT_TASK_EXITED)
-            fprintf(f, "%s %d %llu %llu %d %llu\n", t->job, t->task, (unsigned long long)t->attempt,
-                    (unsigned long long)t->epoch, (int)t->pid, (unsigned long long)t->start_ticks);
+            fprintf(f, "%s %d %llu %llu %d %llu %lld %u\n", t->job, t->task,
+                    (unsigned long long)t->attempt, (unsigned long long)t->epoch, (int)t->pid,
+                    (unsigned long long)t->start_ticks,
+                    (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), t->generation);
     }
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         rc = -errno;
@@ -933,14 +938,18 @@ int agent_exec_load(const char *path, agent_task_record_t *out, int max, arb_err
         agent_task_record_t r;
         char job[AGENT_JOB_MAX + 1];
         unsigned long long attempt, epoch, ticks;
-        int pid;
+        long long grace_ms = -1;
+        unsigned gen = 0;
+        int pid, got;
 
         lineno++;
         if (line[0] == '#' || line[0] == '\n')
             continue;
-        if (sscanf(line, "%128s %d %llu %llu %d %llu", job, &r.task, &attempt, &epoch, &pid,
-                   &ticks) != 6 ||
-            !agent_job_id_ok(job) || r.task < 0 || pid <= 1) {
+        /* The last two fields came later: a file without them still loads. */
+        got = sscanf(line, "%128s %d %llu %llu %d %llu %lld %u", job, &r.task, &attempt, &epoch,
+                     &pid, &ticks, &grace_ms, &gen);
+        if ((got != 6 && got != 8) || !agent_job_id_ok(job) || r.task < 0 || pid <= 1 ||
+            grace_ms < -1 || grace_ms > 3600000LL) {
             fclose(f);
             return arb_errf(err, -EINVAL,
                             "%s:%d: not a task record (job task attempt epoch "
@@ -954,6 +963,8 @@ int agent_exec_load(const char *path, agent_task_record_t *out, int max, arb_err
         r.epoch = epoch;
         r.pid = pid;
         r.start_ticks = ticks;
+        r.grace_ns = grace_ms >= 0 ? grace_ms * 1000000 : -1;
+        r.generation = gen;
         out[n++] = r;
     }
     fclose(f);

@@ -186,6 +186,8 @@ typedef struct agent_task_record {
     uint64_t attempt, epoch;
     pid_t pid;
     uint64_t start_ticks;
+    int64_t grace_ns;    /* its own grace; -1: the executor's (records without it) */
+    uint32_t generation; /* elastic: its resize generation; 0 unknown */
 } agent_task_record_t;
 int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err);
 

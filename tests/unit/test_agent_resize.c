@@ -225,12 +225,60 @@ static void test_own_grace(void **st)
     agent_exec_free(&x);
 }
 
+/* The restart state keeps a task's grace and generation; a file written
+ * before they existed still loads. */
+static void test_state_file(void **st)
+{
+    (void)st;
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    agent_task_spec_t s;
+    agent_task_record_t rec[4];
+    char path[256];
+    char *argv[] = {"sleep", "30", NULL};
+
+    exec_init(&x);
+    memset(&s, 0, sizeof s);
+    s.job = "9";
+    s.argv = argv;
+    s.has_grace = true;
+    s.grace_ns = 1500 * MS;
+    s.elastic = true;
+    s.generation = 12;
+    s.world_size = 1;
+    s.master_addr = "h";
+    s.master_port = 29500;
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), 0);
+    snprintf(path, sizeof path, "%s/state", tmpdir);
+    assert_int_equal(agent_exec_save(&x, path, &err), 0);
+    assert_int_equal(agent_exec_load(path, rec, 4, &err), 1);
+    assert_int_equal(rec[0].grace_ns, 1500 * MS);
+    assert_int_equal(rec[0].generation, 12);
+    agent_exec_fence(&x, now());
+    assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
+    agent_exec_free(&x);
+
+    FILE *f = fopen(path, "we");
+    assert_non_null(f);
+    fprintf(f, "# old\n9 0 1 1 4242 77\n");
+    fclose(f);
+    assert_int_equal(agent_exec_load(path, rec, 4, &err), 1);
+    assert_int_equal(rec[0].grace_ns, -1);
+    assert_int_equal(rec[0].generation, 0);
+    f = fopen(path, "we");
+    assert_non_null(f);
+    fprintf(f, "9 0 1 1 4242 77 -5 1\n");
+    fclose(f);
+    assert_int_equal(agent_exec_load(path, rec, 4, &err), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_reply_fields),
         cmocka_unit_test(test_resize_notice),
         cmocka_unit_test(test_own_grace),
+        cmocka_unit_test(test_state_file),
     };
     char cmd[128];
     int rc;
