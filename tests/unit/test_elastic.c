@@ -323,6 +323,26 @@ static void test_spec(void **st)
     assert_int_equal(j->grace_s, -1);
     arb_job_free(j);
 
+    /* the example in examples/ loads */
+    char buf[4096];
+    FILE *f = fopen(ARB_SOURCE_DIR "/examples/elastic-job.yaml", "re");
+    assert_non_null(f);
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    j = NULL;
+    /* command: is the controller's field; the spec reader sees the rest */
+    char *cmd = strstr(buf, "\ncommand:");
+    assert_non_null(cmd);
+    cmd[1] = '\0';
+    if (load(&c, buf, &j, &err) != 0)
+        fail_msg("examples/elastic-job.yaml: %s", err.msg);
+    assert_true(j->elastic);
+    assert_int_equal(j->gang_min, 2);
+    assert_int_equal(j->ntasks, 8);
+    assert_int_equal(j->grace_s, 60);
+    arb_job_free(j);
+
     static const struct {
         const char *y, *want;
     } bad[] = {
