@@ -163,7 +163,8 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err);
 /* The request of task t (0..ntasks-1) and its group index. */
 const arb_tgroup_t *arb_job_task_group(const arb_job_t *j, int t, int *gi);
 
-/* Total request of all tasks (for quotas and fair share). */
+/* Total request of all tasks (for quotas and fair share); an elastic job
+ * counts its min (what it needs to start; growth checks the quota per task). */
 void arb_job_total(const arb_job_t *j, arb_res_t *out);
 
 int arb_job_transition(arb_job_t *j, arb_job_state_t to, arb_err_t *err);

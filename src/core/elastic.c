@@ -25,6 +25,9 @@
  * round, highest priority first (then oldest), so two elastic jobs share
  * what is free. A grown task is placed on any node (the group's topology
  * requirement binds the initial placement only), within the queue's quota.
+ * Quotas: admission counts an elastic job's min (arb_job_total); a first
+ * placement beyond min is trimmed to the queue's nominal plus borrowing
+ * limit (sched_elastic_trim), and growth checks it per task.
  *
  * Shrinking is preemption's cheapest move (preempt.c): an elastic job's
  * tasks above its min are victims one task at a time, highest rank first,
@@ -73,6 +76,26 @@ static bool quota_allows(arb_sched_t *s, const arb_job_t *j, const arb_tgroup_t 
         q->used.cpu_milli + g->req.cpu_milli > q->nominal.cpu_milli + q->borrow_limit.cpu_milli)
         return false;
     return true;
+}
+
+void sched_elastic_trim(arb_sched_t *s, arb_job_t *j)
+{
+    const arb_queue_t *q = sched_queue_get(s, j->queue);
+    arb_res_t extra = {0};
+
+    if (!j->elastic || !q || !q->has_quota)
+        return;
+    for (int t = 0; t < j->nalloc; t++)
+        arb_res_add(&extra, &arb_job_task_group(j, t, NULL)->req);
+    while (j->nalloc > j->gang_min) {
+        int64_t lg = q->nominal.gpu_milli + q->borrow_limit.gpu_milli;
+        int64_t lc = q->nominal.cpu_milli + q->borrow_limit.cpu_milli;
+        if ((lg == 0 || q->used.gpu_milli + extra.gpu_milli <= lg) &&
+            (lc == 0 || q->used.cpu_milli + extra.cpu_milli <= lc))
+            break;
+        arb_res_sub(&extra, &arb_job_task_group(j, j->nalloc - 1, NULL)->req);
+        sched_release_task(s, j, --j->nalloc);
+    }
 }
 
 static int cmp_grow(const void *a, const void *b)

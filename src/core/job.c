@@ -144,7 +144,7 @@ void arb_job_total(const arb_job_t *j, arb_res_t *out)
 {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < j->ngroups; i++)
-        for (int r = 0; r < j->groups[i].replicas; r++)
+        for (int r = 0; r < (j->elastic ? j->gang_min : j->groups[i].replicas); r++)
             arb_res_add(out, &j->groups[i].req);
 }
 

@@ -617,6 +617,7 @@ static int bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     int rc = sched_place_job(s, j, ctx);
     if (rc < 0)
         return rc;
+    sched_elastic_trim(s, j); /* an elastic job's tasks beyond its queue's quota */
     j->state = ARB_JOB_PLACED;
     j->start_ns = ctx ? ctx->now_ns : 0;
     j->waiting = false;

@@ -132,6 +132,9 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
  * turn (returns the tasks added; the growth rule is in elastic.c). */
 void sched_task_charge(arb_sched_t *s, const arb_job_t *j, int t, int sign);
 int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx);
+/* Give back j's tasks above its min that its queue's quota (nominal plus
+ * borrowing limit) cannot hold; before j is charged to the queue. */
+void sched_elastic_trim(arb_sched_t *s, arb_job_t *j);
 
 /* Backfill (backfill.c): the earliest time at which blocked job j could
  * start, from running jobs' time limits (EASY reservation). Returns

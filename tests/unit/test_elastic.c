@@ -291,6 +291,34 @@ static void test_shrink_errors(void **st)
     fx_free(&f);
 }
 
+/* Quotas: admission counts the min; the first placement and growth stay
+ * within the queue's nominal plus borrowing limit. */
+static void test_quota(void **st)
+{
+    fx_t f;
+    (void)st;
+    fx_init(&f);
+    fx_node(&f, "a", 8, 1, NULL, 0);
+    esched(&f, false);
+    arb_queue_t q = {.name = S(&f, "team"), .has_quota = true, .weight = 1};
+    q.nominal.gpu_milli = 3000;
+    q.borrow_limit.gpu_milli = 1000;
+    assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    arb_job_t *e = fx_job_new("el", 8, 1, 0); /* max 8 is above the quota, min 2 is not */
+    e->elastic = true;
+    e->gang_min = 2;
+    e->queue = S(&f, "team");
+    fx_submit(&f, e);
+    cycle(&f);
+    assert_true(holds(e));
+    assert_int_equal(e->nalloc, 4); /* nominal 3 + borrowing 1 */
+    assert_int_equal(arb_sched_queue(f.s, e->queue)->used.gpu_milli, 4000);
+    cycle(&f); /* and growth does not go past it */
+    assert_int_equal(e->nalloc, 4);
+    assert_int_equal(N(&f, 0)->used.gpu_milli, 4000);
+    fx_free(&f);
+}
+
 /* ---- the spec ------------------------------------------------------------ */
 
 static int load(arb_cluster_t *c, const char *y, arb_job_t **j, arb_err_t *err)
@@ -418,6 +446,7 @@ int main(void)
         cmocka_unit_test(test_deferred_shrink),
         cmocka_unit_test(test_deferred_whole),
         cmocka_unit_test(test_shrink_errors),
+        cmocka_unit_test(test_quota),
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_gpu_sharing),
     };
