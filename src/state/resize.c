@@ -119,6 +119,7 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
             char why[256];
             snprintf(why, sizeof why, "preempted by %s before it started", by);
             st_job_requeue(s, sj, why);
+            s->m_preempted++;
             return;
         }
         sj->stop = true;
