@@ -216,6 +216,18 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         const agent_assignment_t *as = listed(r, k);
         bool ours = as && as->ref.attempt == k->attempt && !as->ref.stop;
 
+        if (k->state == AGENT_TASK_RUNNING && ours && as->elastic) {
+            arb_err_t rerr;
+            int rc = agent_exec_resize(&a->exec, k->job, k->task, as->generation, as->world_size,
+                                       as->rank, as->hosts, &rerr);
+            if (rc > 0)
+                say(a,
+                    "job %s task %d: resized: world size %d, rank %d (generation %u); "
+                    "SIGUSR1 sent",
+                    k->job, k->task, as->world_size, as->rank, as->generation);
+            else if (rc < 0)
+                say(a, "job %s task %d: resize notice failed: %s", k->job, k->task, rerr.msg);
+        }
         if (k->state == AGENT_TASK_RUNNING && !ours) {
             a->urgent = true;
             say(a, "job %s task %d: %s; stopping it", k->job, k->task,
@@ -252,7 +264,12 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         memcpy(s.gpus, as->gpus, sizeof s.gpus);
         s.mem_bytes = as->mem_bytes;
         s.cpu_milli = as->cpu_milli;
-        if (as->world_size > 1) {
+        s.has_grace = as->grace_ns >= 0;
+        s.grace_ns = as->grace_ns;
+        s.elastic = as->elastic;
+        s.generation = as->generation;
+        s.hosts = as->hosts;
+        if (as->world_size > 1 || as->elastic) {
             s.world_size = as->world_size;
             s.rank = as->rank;
             s.master_addr = as->master_addr;
@@ -307,6 +324,14 @@ int agent_step(agent_t *a, arb_err_t *err)
     a->urgent = false; /* this report says it */
     fake_load(a);
     agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+    if (a->conf.queue_file) { /* missing or unreadable: not reported this time */
+        FILE *qf = fopen(a->conf.queue_file, "re");
+        long long q = -1;
+        a->last.has_queue_len = qf && fscanf(qf, "%lld", &q) == 1 && q >= 0 && q <= INT32_MAX;
+        a->last.queue_len = a->last.has_queue_len ? (int32_t)q : 0;
+        if (qf)
+            fclose(qf);
+    }
     memset(&in, 0, sizeof in);
     in.lamport = agent_lamport_tick(&a->clock);
     in.inv = a->inventory_acked ? NULL : &a->disc.inv;

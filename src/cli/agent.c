@@ -48,7 +48,8 @@
     "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \
     "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"          \
     "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]]\n"            \
-    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"
+    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
+    "                     [--queue-file FILE]\n"
 
 static volatile sig_atomic_t stop_flag;
 
@@ -301,6 +302,8 @@ int cli_agent(int argc, char **argv)
             c.transport = &agent_transport_http;
         } else if (!strcmp(o, "--token-file")) {
             token_file = v;
+        } else if (!strcmp(o, "--queue-file")) {
+            c.queue_file = v; /* one integer: the node's queue length, read per report */
         } else if (!strcmp(o, "--address")) {
             c.address = v;
         } else if (!strcmp(o, "--emulate") || !strcmp(o, "--threads") ||

@@ -93,6 +93,8 @@ int cli_bench(int argc, char **argv)
         return cli_bench_api(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "sim") == 0)
         return cli_bench_sim(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "elastic") == 0)
+        return cli_bench_elastic(argc - 1, argv + 1);
     bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
     if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
         return usage();

@@ -484,6 +484,16 @@ static void show_job(json_t *j)
            json_string_value(json_object_get(j, "submitted_at")));
     if (json_string_value(json_object_get(j, "message")))
         printf("  message   %s\n", json_string_value(json_object_get(j, "message")));
+    json_t *el = json_object_get(j, "elastic");
+    if (json_is_object(el))
+        printf("  elastic   %lld tasks now, min %lld, max %lld (resize generation %lld)\n",
+               (long long)json_integer_value(json_object_get(el, "current")),
+               (long long)json_integer_value(json_object_get(el, "min")),
+               (long long)json_integer_value(json_object_get(el, "max")),
+               (long long)json_integer_value(json_object_get(el, "generation")));
+    if (json_is_integer(json_object_get(j, "termination_grace_s")))
+        printf("  grace     %llds (SIGTERM, then SIGKILL)\n",
+               (long long)json_integer_value(json_object_get(j, "termination_grace_s")));
     printf("  tasks\n");
     json_array_foreach(tasks, i, t) {
         char gl[128] = "";

@@ -64,6 +64,8 @@ void st_job_requeue(st_t *s, st_job_t *sj, const char *why)
     sj->stop = false;
     sj->stop_then = ST_THEN_CANCEL;
     sj->delivered = false;
+    sj->nalloc_seen = 0;
+    sj->shrink_noted = 0;
     snprintf(sj->message, sizeof sj->message, "requeued: %.200s", why);
     s->m_requeued++;
     lam = st_event(s, "job-requeued", sj->id, NULL,
@@ -82,6 +84,7 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
 
     if (!held(j))
         return;
+    st_resize_settle(s, sj); /* an elastic job's stopped tasks above its shrink mark */
     for (int t = 0; t < j->nalloc; t++) {
         uint8_t st = sj->tasks[t].state;
         /* No agent fetched the job: nothing of it can be running anywhere. */

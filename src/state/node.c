@@ -47,7 +47,7 @@ static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "num
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
 static const char *const tel_keys[] = {"cpu_util",      "memory_used",    "net_rx_bps",
                                        "net_tx_bps",    "disk_read_bps",  "disk_write_bps",
-                                       "gpus",          NULL};
+                                       "gpus",          "queue_length", NULL};
 static const char *const tgpu_keys[] = {"index", "util", "memory_used_mib", "temp_c", "healthy",
                                         NULL};
 static const char *const task_keys[] = {"job", "task", "attempt", "state", "exit_code", NULL};
@@ -306,7 +306,8 @@ static int report_check(const json_t *body, arb_err_t *err)
             (rc = jv_num(tel, "net_tx_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
             (rc = jv_num(tel, "disk_read_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
             (rc = jv_num(tel, "disk_write_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
-            (rc = jv_member(tel, "gpus", "telemetry", JSON_ARRAY, &a, err)) < 0)
+            (rc = jv_member(tel, "gpus", "telemetry", JSON_ARRAY, &a, err)) < 0 ||
+            (rc = jv_int(tel, "queue_length", "telemetry", 0, INT32_MAX, &x, err)) < 0)
             return rc;
         json_array_foreach(a, i, v) {
             bool b;
@@ -499,7 +500,8 @@ static void absent_tasks(st_t *s, arb_node_t *n, const json_t *tasks)
             json_t *v;
             bool listed = false;
             if (j->alloc[t].node != n->id ||
-                !(tk->state == TK_RUNNING || (tk->state == TK_ASSIGNED && sj->stop && tk->stop_sent)))
+                !(tk->state == TK_RUNNING ||
+                  (tk->state == TK_ASSIGNED && st_task_stop(sj, t) && tk->stop_sent)))
                 continue;
             json_array_foreach(tasks, k, v) listed |=
                 (uint64_t)json_integer_value(json_object_get(v, "job")) == sj->id &&
@@ -543,7 +545,7 @@ static json_t *assignments(st_t *s, arb_node_t *n)
         for (int t = 0; t < j->nalloc; t++)
             if (j->alloc[t].node == n->id) {
                 json_array_append_new(arr, st_task_assignment(s, sj, t));
-                sj->tasks[t].stop_sent |= sj->stop;
+                sj->tasks[t].stop_sent |= st_task_stop(sj, t);
                 here = true;
             }
         if (here && !sj->delivered) {
@@ -713,6 +715,11 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                          json_is_true(f) ? "healthy again" : "unhealthy");
                 s->dirty = true;
             }
+        }
+        json_t *ql = json_object_get(tel, "queue_length"); /* the least-loaded score's */
+        if (json_is_integer(ql) && n->queue_len != (int32_t)json_integer_value(ql)) {
+            n->queue_len = (int32_t)json_integer_value(ql);
+            touch = true;
         }
         json_decref(x->telemetry);
         x->telemetry = json_deep_copy(tel);

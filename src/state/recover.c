@@ -277,6 +277,8 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             if (state == ARB_JOB_RUNNING)
                 arb_job_transition(j, ARB_JOB_RUNNING, NULL);
             j->start_ns = ctx.now_ns;
+            j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
+            sj->nalloc_seen = j->nalloc;
             sj->epoch = s->epoch; /* re-stamped: see the top of this file */
             st_node_index_job(s, sj);
         } else {

@@ -262,6 +262,7 @@ static int build_sched(st_t *s, arb_err_t *err)
     sc.backfill = s->conf.backfill;
     sc.preemption = s->conf.preemption;
     sc.starvation_ns = s->conf.starvation_ns;
+    sc.preempt_defer = true; /* victims keep their GPUs until they exited (resize.c) */
     s->sched = arb_sched_new(&s->cluster, &sc, err);
     if (!s->sched)
         return -ENOMEM;
@@ -438,17 +439,19 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         sj->delivered = false;
         sj->start_ms = st_wall_ms();
         where[0] = '\0';
-        for (int t = 0; t < j->nalloc && used < sizeof where; t++) {
+        for (int t = 0; t < j->nalloc; t++) {
             sj->tasks[t].state = TK_ASSIGNED;
             sj->tasks[t].has_exit = false;
             sj->tasks[t].straggler = ST_STRAG_NONE;
             sj->tasks[t].node1 = j->alloc[t].node + 1;
-            used += (size_t)snprintf(where + used, sizeof where - used, "%s%s",
-                                     t ? "," : "",
-                                     arb_node_name(&s->cluster,
-                                                   &s->cluster.nodes[j->alloc[t].node]));
+            if (used < sizeof where) /* the message may be cut short; every task is marked */
+                used += (size_t)snprintf(
+                    where + used, sizeof where - used, "%s%s", t ? "," : "",
+                    arb_node_name(&s->cluster, &s->cluster.nodes[j->alloc[t].node]));
         }
         sj->message[0] = '\0';
+        sj->nalloc_seen = j->nalloc;
+        sj->shrink_noted = 0;
         st_node_index_job(s, sj);
         lam = st_event(s, "job-placed", sj->id, NULL, "job %llu '%s' placed on %s (attempt %llu, epoch %llu)",
                        (unsigned long long)sj->id, j->name, where,
@@ -490,6 +493,9 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
         for (int i = 0; i < s->nactive; i++)
             if (s->active[i]->j->state != s->active[i]->last)
                 job_after_cycle(s, s->active[i]);
+    if (rc == 0) /* victims to stop, shrink marks, growth */
+        for (int i = 0; i < s->nactive; i++)
+            st_resize_after_cycle(s, s->active[i]);
     if (now - s->m_window_mono >= 5000000000LL) {
         s->m_decisions_per_s = (double)s->m_placed_window * 1e9 / (double)(now - s->m_window_mono);
         s->m_placed_window = 0;
@@ -852,6 +858,8 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             }
             json_object_set_new(o, "summary", json_string(ex.summary));
             json_object_set_new(o, "hint", json_string(ex.hint));
+            if (sj->j->waiting) /* resize.c: its victims are being stopped */
+                st_resize_explain(s, sj, o);
         } else {
             char txt[600], hint[600] = "";
             json_t *strag = json_array();

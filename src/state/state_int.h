@@ -73,7 +73,16 @@ struct st_job {
     bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
     int active_ix;  /* index in st.active, -1 when terminal */
     char message[256];
+    int nalloc_seen;  /* tasks the controller has assigned (resize.c: growth shows as more) */
+    int shrink_noted; /* the j->shrink_to already announced; 0 none */
 };
+
+/* Must task t of sj stop: its job stops, or it is above an elastic job's
+ * shrink mark (resize.c)? */
+static inline bool st_task_stop(const st_job_t *sj, int t)
+{
+    return sj->stop || (sj->j->shrink_to > 0 && t >= sj->j->shrink_to);
+}
 
 typedef struct st_node {
     json_t *inventory;   /* as last reported (owned) */
@@ -190,6 +199,19 @@ void st_job_requeue(st_t *s, st_job_t *sj, const char *why);
 /* Flag stragglers of running multi-node gangs (stale report, GPUs far
  * below their peers'): events on changes. */
 void st_check_stragglers(st_t *s, int64_t now);
+
+/* Preemption with a grace period and elastic resizes (resize.c). */
+/* After a cycle, for each active job: stop a victim the scheduler marked
+ * (j->evicting: SIGTERM, the grace, SIGKILL, then requeue; its GPUs stay
+ * held until then), announce a shrink mark, assign tasks a growth added;
+ * events for each. */
+void st_resize_after_cycle(st_t *s, st_job_t *sj);
+/* Once every task above the shrink mark has ended, release them (the job
+ * runs on smaller) and say so; true when it shrank. Called by settle. */
+bool st_resize_settle(st_t *s, st_job_t *sj);
+/* A waiting preemptor's explanation: "waiting_for" (its victims, still
+ * stopping) and a hint that says so, set on o. */
+void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
 
 /* Nodes. */
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n);
