@@ -689,8 +689,11 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
                 touch = true;
                 st_event(s, json_is_true(f) ? "gpu-healthy" : "gpu-unhealthy", 0, name,
                          "node '%s' GPU %d is %s", name, ix,
-                         json_is_true(f) ? "healthy again" : "unhealthy");
+                         json_is_true(f) ? "healthy again; back in capacity"
+                                         : "unhealthy; out of capacity, its tasks stopped");
                 s->dirty = true;
+                if (!json_is_true(f))
+                    st_gpu_lost(s, n, ix);
             }
         }
         json_decref(x->telemetry);

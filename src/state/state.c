@@ -803,6 +803,7 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             }
             json_object_set_new(o, "summary", json_string(ex.summary));
             json_object_set_new(o, "hint", json_string(ex.hint));
+            st_explain_unhealthy(s, sj, o);
         } else {
             char txt[600], hint[600] = "";
             json_t *strag = json_array();
