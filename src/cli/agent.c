@@ -22,7 +22,9 @@
  *
  * --emulate K plays K nodes NAME-1 .. NAME-K in this one process
  * (src/agent/emulate.h) and prints report rates and round trips; with
- * -o json the totals go to stdout as one JSON object at the end.
+ * -o json the totals go to stdout as one JSON object at the end; SIGUSR1
+ * starts the totals again (what `arbiter bench agents` measures is the
+ * window after every node has registered).
  *
  * Exit status: 0 done, 1 the node could not be discovered or the agent could
  * not start (message on stderr), 2 bad usage.
@@ -49,12 +51,18 @@
     "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]]\n"            \
     "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, reset_flag;
 
 static void on_signal(int sig)
 {
     (void)sig;
     stop_flag = 1;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    reset_flag = 1;
 }
 
 /* "250ms", "1s", "2m", or plain seconds; ns, or -1. */
@@ -208,6 +216,7 @@ static int emulate(agent_conf_t *c, long nodes, long threads, int64_t duration, 
     ec.threads = (int)threads;
     ec.duration_ns = duration;
     ec.stop = &stop_flag;
+    ec.reset = &reset_flag;
     if (agent_emulate(&ec, &st, &err) < 0) {
         fprintf(stderr, "arbiter agent: %s\n", err.msg);
         return 1;
@@ -366,6 +375,7 @@ int cli_agent(int argc, char **argv)
     signal(SIGTERM, on_signal);
     signal(SIGPIPE, SIG_IGN);
     if (nemu) {
+        signal(SIGUSR1, on_usr1); /* restart the totals (bench agents' window) */
         if (!c.disc.fake)
             c.disc.fake = "8:H100";
         if (c.disc.inventory) {

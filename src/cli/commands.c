@@ -20,7 +20,8 @@ const cli_cmd_t cli_cmds[] = {
      cli_sim},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched|cycle|api [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]\n"
-     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]",
+     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]\n"
+     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]",
      cli_bench},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
      "arbiter lb --listen ADDR --backend HOST:PORT[=WEIGHT] ... [--policy P] "
