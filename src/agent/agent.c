@@ -315,6 +315,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     in.address = a->conf.address;
     in.hostname = a->hostname;
     in.log_dir = a->log_dir;
+    in.logs_url = a->conf.logs_url;
     if (!(body = agent_report_json(&in)))
         return arb_errf(err, -ENOMEM, "out of memory building the report");
     /* A hung controller must not hold the fence back: the report gets at

@@ -48,6 +48,7 @@ typedef struct agent_conf {
     int fake_busy_pct;         /* fake GPUs held by a task show this utilisation (0: 90;
                                   < 0: leave the fake telemetry alone) */
     const char *state_file;                 /* NULL: no restart state */
+    const char *logs_url;                   /* reported: where its log server is (logserve.h) */
     int64_t (*now)(void *ctx);              /* NULL: CLOCK_MONOTONIC */
     void *now_ctx;
     void (*log)(void *ctx, const char *msg); /* NULL: stderr */

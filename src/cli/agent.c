@@ -7,7 +7,16 @@
  *                 [--log-dir DIR] [--run-as USER] [--allow-root] [--cgroups auto|v2|v1|none]
  *                 [--grace 10s] [--address ADDR] [--state FILE] [--keep-tasks]
  *                 [--emulate K [--threads T] [--duration 60s]] [--fake-busy PCT]
- *                 [--proc DIR] [--sys DIR] [--hwloc-xml FILE]
+ *                 [--proc DIR] [--sys DIR] [--hwloc-xml FILE] [--logs-listen ADDR|off]
+ *
+ * --logs-listen serves the task logs over HTTP to `arbiter logs` on other
+ * hosts, for holders of a ticket the controller issues (src/agent/logserve.h).
+ * Default with --controller: 127.0.0.1:0, a free loopback port: on, so that
+ * `arbiter logs` works on this node even where its user cannot read the log
+ * directory, but reachable from this machine only, since a port open to
+ * the network is the operator's decision; give 0.0.0.0:PORT (with
+ * --address for the name others reach) to serve other hosts, or off.
+ * Without --controller (no one issues tickets) and with --emulate: off.
  *
  * --once discovers the node, samples it twice a short moment apart (rates
  * need two samples) and prints what it would report: the report body of
@@ -40,6 +49,7 @@
 #include <curl/curl.h>
 
 #include "agent/emulate.h"
+#include "agent/logserve.h"
 #include "cli/cli.h"
 
 #define AGENT_USAGE                                                                                \
@@ -49,7 +59,8 @@
     "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \
     "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"          \
     "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]]\n"            \
-    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"
+    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
+    "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off]\n"
 
 static volatile sig_atomic_t stop_flag, reset_flag;
 
@@ -247,7 +258,8 @@ int cli_agent(int argc, char **argv)
     long count = -1, nemu = 0, nthreads = 0;
     int64_t duration = 0;
     char logdir[256], token[600];
-    const char *token_file = NULL;
+    const char *token_file = NULL, *logs_listen = "127.0.0.1:0";
+    agent_logserve_t *ls = NULL;
 
     memset(&c, 0, sizeof c);
     snprintf(logdir, sizeof logdir, "/var/log/arbiter");
@@ -340,6 +352,8 @@ int cli_agent(int argc, char **argv)
             c.exec.cgroup_mode = v;
         } else if (!strcmp(o, "--state")) {
             c.state_file = v;
+        } else if (!strcmp(o, "--logs-listen")) {
+            logs_listen = v;
         } else {
             fprintf(stderr, "arbiter agent: unknown option '%s'\n" AGENT_USAGE, o);
             return 2;
@@ -392,6 +406,24 @@ int cli_agent(int argc, char **argv)
         curl_global_cleanup();
         return 1;
     }
+    if (c.target && strcmp(logs_listen, "off") != 0) {
+        /* before the first report, which carries its URL in the inventory */
+        agent_logserve_conf_t lc = {.listen = logs_listen,
+                                    .log_dir = a.log_dir,
+                                    .controller = c.target,
+                                    .token = c.token,
+                                    .node = c.disc.node_name,
+                                    .advertise = c.address};
+        if (agent_logserve_start(&lc, &ls, &err) < 0) {
+            fprintf(stderr, "arbiter agent: %s\n", err.msg);
+            agent_close(&a, true);
+            curl_global_cleanup();
+            return 1;
+        }
+        a.conf.logs_url = agent_logserve_url(ls);
+        fprintf(stderr, "arbiter agent %s: task logs served at %s (for ticket holders)\n",
+                c.disc.node_name, a.conf.logs_url);
+    }
     for (long n = 0; !stop_flag && (count < 0 || n < count); n++) {
         int64_t start = agent_mono_ns(NULL), next = start + a.conf.heartbeat_ns;
         if (agent_step(&a, &err) < 0)
@@ -410,6 +442,7 @@ int cli_agent(int argc, char **argv)
         }
     }
     agent_close(&a, !keep);
+    agent_logserve_stop(ls);
     curl_global_cleanup();
     return 0;
 }

@@ -50,7 +50,7 @@ const cli_cmd_t cli_cmds[] = {
      cli_nodes},
     {"events", "the event log in Lamport order", "arbiter events [--since N] [--watch] [-o json]",
      cli_events},
-    {"logs", "a job's task output, read where its agent wrote it",
+    {"logs", "a job's task output, from the file or over HTTP from its agent",
      "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
     {NULL, NULL, NULL, NULL},
 };

@@ -387,6 +387,7 @@ void st_close(st_t *s)
         st_job_free(s->jobs[i]);
     free(s->jobs);
     free(s->active);
+    st_tickets_free(s);
     arb_sched_free(s->sched);
     for (uint32_t i = 0; i < s->capnodes && i < s->cluster.nnodes; i++) {
         json_decref(s->nodes[i].inventory);

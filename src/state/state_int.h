@@ -131,6 +131,8 @@ struct st {
     bool dirty, stop, running;
     pthread_t thr;
 
+    struct st_tickets *tickets; /* log tickets (logticket.c); NULL until the first */
+
     /* metrics */
     uint64_t m_cycles, m_placed, m_preempted, m_submitted, m_cancelled, m_finished;
     uint64_t m_cycle_hist[ST_HIST];
@@ -198,6 +200,9 @@ void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o);
 /* Flag stragglers of running multi-node gangs (stale report, GPUs far
  * below their peers'): events on changes. */
 void st_check_stragglers(st_t *s, int64_t now);
+
+/* Log tickets (logticket.c): free the table (st_close). */
+void st_tickets_free(st_t *s);
 
 /* Nodes. */
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n);
