@@ -72,6 +72,8 @@ typedef struct agent_task {
     int gpus[ARB_MAX_GPUS];
     char out_path[PATH_MAX], err_path[PATH_MAX];
     agent_cg_task_t cg;
+    bool timed;          /* no process (conf.timed): it ends at end_at_ns */
+    int64_t end_at_ns;
 } agent_task_t;
 
 typedef struct agent_exec_conf {
@@ -87,6 +89,9 @@ typedef struct agent_exec_conf {
     bool die_with_agent;     /* task leaders get SIGKILL when the agent dies (no restart
                                 state: nothing could adopt them, and the controller will
                                 run them elsewhere) */
+    bool timed;              /* --emulate-tasks timed: no process at all; a task whose
+                                command is `sleep N` runs N seconds, any other ends at
+                                once, both with exit 0; a stop ends it at once (143) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {

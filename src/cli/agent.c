@@ -6,7 +6,8 @@
  *                 [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]
  *                 [--log-dir DIR] [--run-as USER] [--allow-root] [--cgroups auto|v2|v1|none]
  *                 [--grace 10s] [--address ADDR] [--state FILE] [--keep-tasks]
- *                 [--emulate K [--threads T] [--duration 60s]] [--fake-busy PCT]
+ *                 [--emulate K [--threads T] [--duration 60s] [--emulate-tasks real|timed]]
+ *                 [--fake-busy PCT]
  *                 [--proc DIR] [--sys DIR] [--hwloc-xml FILE] [--logs-listen ADDR|off]
  *
  * --logs-listen serves the task logs over HTTP to `arbiter logs` on other
@@ -30,7 +31,10 @@
  * --state adopts them).
  *
  * --emulate K plays K nodes NAME-1 .. NAME-K in this one process
- * (src/agent/emulate.h) and prints report rates and round trips; with
+ * (src/agent/emulate.h) and prints report rates and round trips; their
+ * tasks are real processes, or with --emulate-tasks timed no processes at
+ * all (`sleep N` lasts N seconds, anything else ends at once, exit 0), so
+ * that thousands of nodes' tasks cost no forks; with
  * -o json the totals go to stdout as one JSON object at the end; SIGUSR1
  * starts the totals again (what `arbiter bench agents` measures is the
  * window after every node has registered).
@@ -58,7 +62,8 @@
     "                     [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]\n"    \
     "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \
     "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"          \
-    "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]]\n"            \
+    "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]\n"              \
+    "                      [--emulate-tasks real|timed]]\n"            \
     "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
     "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off]\n"
 
@@ -354,6 +359,13 @@ int cli_agent(int argc, char **argv)
             c.state_file = v;
         } else if (!strcmp(o, "--logs-listen")) {
             logs_listen = v;
+        } else if (!strcmp(o, "--emulate-tasks")) {
+            if (strcmp(v, "real") && strcmp(v, "timed")) {
+                fprintf(stderr, "arbiter agent: --emulate-tasks %s: use real (processes) or "
+                                "timed (no processes; `sleep N` lasts N s)\n", v);
+                return 2;
+            }
+            c.exec.timed = !strcmp(v, "timed");
         } else {
             fprintf(stderr, "arbiter agent: unknown option '%s'\n" AGENT_USAGE, o);
             return 2;
@@ -380,8 +392,9 @@ int cli_agent(int argc, char **argv)
     }
     /* Nothing could adopt its tasks after a crash: they die with it. */
     c.exec.die_with_agent = !c.state_file && !keep;
-    if ((nthreads || duration) && !nemu) {
-        fprintf(stderr, "arbiter agent: --threads and --duration go with --emulate K\n");
+    if ((nthreads || duration || c.exec.timed) && !nemu) {
+        fprintf(stderr,
+                "arbiter agent: --threads, --duration and --emulate-tasks go with --emulate K\n");
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread */
