@@ -60,6 +60,7 @@ lost1=${rg%% *}
 echo "$lost1" > "$T/lost"
 cl_wait "GPU $lost1 unhealthy" 10 sh -c "$ARB events | grep -q \"gpu-unhealthy .*GPU $lost1 is unhealthy\""
 [ "$(healthy g1 "$lost1")" = false ] || cl_fail "GPU $lost1 still healthy: $($ARB nodes -o json)"
+$ARB nodes | grep -Eq "^g1 .* [0-9]*X( |\$)" || cl_fail "no X in the GPU map: $($ARB nodes)"
 cl_wait "job $r requeued" 15 sh -c "$ARB events | grep -q 'job-requeued .*job $r '"
 $ARB events | grep -q "task-gpu-lost .*job $r .*GPU $lost1 on node 'g1' is unhealthy" ||
     cl_fail "no task-gpu-lost event: $($ARB events | tail -5)"
