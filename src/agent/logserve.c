@@ -190,13 +190,46 @@ out:
     return rc;
 }
 
+int agent_log_request_parse(const char *url, const char *stream, const char *offset,
+                            agent_log_req_t *out, char *msg, size_t n)
+{
+    const char *pre = "/v1/logs/";
+
+    memset(out, 0, sizeof *out);
+    if (!url || strncmp(url, pre, strlen(pre)) != 0) {
+        snprintf(msg, n, "%.200s: not here; logs are at /v1/logs/JOB/TASK", url ? url : "");
+        return 404;
+    }
+    const char *a = url + strlen(pre), *slash = strchr(a, '/');
+    int64_t job = slash ? digits(a, (size_t)(slash - a)) : -1;
+    int64_t task = slash ? digits(slash + 1, strlen(slash + 1)) : -1;
+    if (job <= 0 || task < 0) {
+        snprintf(msg, n, "%.200s: use /v1/logs/JOB/TASK with JOB and TASK as integers", url);
+        return 400;
+    }
+    if (stream && strcmp(stream, "out") != 0 && strcmp(stream, "err") != 0) {
+        snprintf(msg, n, "stream: '%.40s'; use out or err", stream);
+        return 400;
+    }
+    int64_t off = offset ? digits(offset, strlen(offset)) : 0;
+    if (off < 0) {
+        snprintf(msg, n, "offset: '%.40s' is not a byte offset; use 0, 1, ...", offset);
+        return 400;
+    }
+    out->job = (uint64_t)job;
+    out->task = (uint64_t)task;
+    out->stream = stream && !strcmp(stream, "err") ? "err" : "out";
+    out->offset = (uint64_t)off;
+    return 0;
+}
+
 static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *url,
                                const char *method, const char *version, const char *upload,
                                size_t *upload_n, void **con_cls)
 {
     agent_logserve_t *l = cls;
-    const char *pre = "/v1/logs/";
     char msg[512] = "", path[PATH_MAX + 64];
+    agent_log_req_t q;
     (void)version, (void)upload;
 
     if (!*con_cls) { /* headers only so far */
@@ -207,20 +240,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return *upload_n = 0, MHD_YES;
     if (strcmp(method, "GET") != 0)
         return reply(c, 405, "%s: only GET is served here", method);
-    if (strncmp(url, pre, strlen(pre)) != 0)
-        return reply(c, 404, "%.200s: not here; logs are at /v1/logs/JOB/TASK", url);
-    const char *a = url + strlen(pre), *slash = strchr(a, '/');
-    int64_t job = slash ? digits(a, (size_t)(slash - a)) : -1;
-    int64_t task = slash ? digits(slash + 1, strlen(slash + 1)) : -1;
-    if (job <= 0 || task < 0)
-        return reply(c, 400, "%.200s: use /v1/logs/JOB/TASK with JOB and TASK as integers", url);
-    const char *stream = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream");
-    const char *offs = MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset");
-    if (stream && strcmp(stream, "out") != 0 && strcmp(stream, "err") != 0)
-        return reply(c, 400, "stream: '%.40s'; use out or err", stream);
-    int64_t off = offs ? digits(offs, strlen(offs)) : 0;
-    if (off < 0)
-        return reply(c, 400, "offset: '%.40s' is not a byte offset; use 0, 1, ...", offs);
+    int st = agent_log_request_parse(
+        url, MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "stream"),
+        MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, "offset"), &q, msg, sizeof msg);
+    if (st)
+        return reply(c, (unsigned)st, "%s", msg);
+    int64_t job = (int64_t)q.job, task = (int64_t)q.task, off = (int64_t)q.offset;
+    const char *stream = q.stream;
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !auth[7] || strlen(auth + 7) >= 80)
         return reply(c, 401, "no ticket: ask the controller for one (arbiter logs does: POST "
@@ -231,7 +257,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         return reply(c, (unsigned)rc, "%s", msg);
 
     snprintf(path, sizeof path, "%s/%lld/%lld.%s", l->log_dir, (long long)job, (long long)task,
-             stream ? stream : "out");
+             stream);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat sb;
     if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
@@ -239,7 +265,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         if (fd >= 0)
             close(fd);
         return reply(c, 404, "job %lld task %lld: no %s log on node '%s' (%s)", (long long)job,
-                     (long long)task, stream ? stream : "out", l->node, strerror(e));
+                     (long long)task, stream, l->node, strerror(e));
     }
     int64_t len = sb.st_size > off ? sb.st_size - off : 0;
     if (len > LS_MAX_REPLY)

@@ -25,6 +25,9 @@
 #ifndef ARB_AGENT_LOGSERVE_H
 #define ARB_AGENT_LOGSERVE_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 #include "arbiter/arbiter.h"
 
 typedef struct agent_logserve agent_logserve_t;
@@ -37,6 +40,20 @@ typedef struct agent_logserve_conf {
     const char *node;       /* this node's name */
     const char *advertise;  /* host for the URL when listening on 0.0.0.0; NULL: host name */
 } agent_logserve_conf_t;
+
+/* One request, parsed: the file it names is LOG_DIR/job/task.stream. */
+typedef struct agent_log_req {
+    uint64_t job;       /* >= 1 */
+    uint64_t task;      /* >= 0 */
+    const char *stream; /* "out" or "err" (static) */
+    uint64_t offset;
+} agent_log_req_t;
+
+/* Parse a request's path ("/v1/logs/JOB/TASK") and its stream and offset
+ * query values (NULL: absent). 0, or the HTTP status (400, 404) with msg
+ * saying what is wrong and the fix. Pure: fuzz/fuzz_log_request.c. */
+int agent_log_request_parse(const char *url, const char *stream, const char *offset,
+                            agent_log_req_t *out, char *msg, size_t n);
 
 /* Listen and serve on a thread of its own; strings are copied. 0, or
  * -errno with err naming the address and the fix. */
