@@ -9,7 +9,10 @@
 #     2 once it runs again), and `arbiter explain` names the GPU while the job waits;
 #   - a job with `restartable: false` holding a lost GPU fails;
 #   - the requeued job then runs on the healthy GPUs only;
-#   - the GPU comes back healthy (gpu-healthy) and into capacity.
+#   - the GPU comes back healthy (gpu-healthy) and into capacity;
+#   - a gang over two nodes that loses a GPU on one is stopped whole (its
+#     member on the other node too), requeued, and runs again once the GPU
+#     is back.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
 ARB=$1
@@ -94,4 +97,28 @@ cl_wait "job $extra to run on a GPU back in capacity" 15 cl_is "$extra" running
 [ "$(healthy g1 "$lost2")" = true ] || cl_fail "GPU $lost2 not healthy: $($ARB nodes -o json)"
 $ARB cancel "$r" "$extra" >/dev/null
 cl_wait "job $r cancelled" 15 cl_is "$r" cancelled
+cl_wait "job $extra cancelled" 15 cl_is "$extra" cancelled
+
+# 5. a gang over two nodes loses a GPU on one of them: stopped and
+#    requeued whole, both members (a second agent, its own lost file)
+: > "$T/lost2"
+MOCK_NVML_GPUS="4:NVIDIA H100 80GB HBM3:81559" MOCK_NVML_LOST_FILE="$T/lost2" \
+    $ARB agent --name g2 --controller "$ARBITER_URL" --nvml-lib "$MOCK" --log-dir "$T/logs/g2" \
+    --allow-root --cgroups none --heartbeat 250ms 2>>"$T/agent-g2.log" &
+CL_PIDS="$CL_PIDS $!"
+cl_wait "g2 ready" 10 cl_node_ready g2
+gang=$($ARB submit --gpus 4 --nodes 2 --name gang -- sleep 300)
+cl_wait "the gang to run" 15 cl_is "$gang" running
+echo 3 > "$T/lost2"
+cl_wait "the gang requeued" 15 sh -c "$ARB events | grep -q 'job-requeued .*job $gang '"
+$ARB events | grep -q "job-stopping .*job $gang .*GPU 3 on node 'g2' is unhealthy; stopping its 2 tasks" ||
+    cl_fail "no job-stopping for the gang: $($ARB events | tail -5)"
+grep -q "job $gang task [01]: stop requested" "$T/agent-g1.log" ||
+    cl_fail "g1's member was not stopped: $(tail -5 "$T/agent-g1.log")"
+cl_wait "the gang pending" 10 cl_is "$gang" pending
+$ARB explain "$gang" | grep -q "GPU 3 on node 'g2' unhealthy" || cl_fail "explain: $($ARB explain "$gang")"
+: > "$T/lost2"
+cl_wait "the gang to run again" 15 cl_is "$gang" running
+[ "$(cl_field "$gang" attempt)" = 2 ] || cl_fail "gang attempt $(cl_field "$gang" attempt), not 2"
+curl -sf "$ARBITER_URL/v1/check" | grep -q '"ok":true' || cl_fail "allocation check"
 echo "cluster_gpu_lost: ok"
