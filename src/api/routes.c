@@ -382,7 +382,7 @@ const api_route_t api_routes[] = {
      "\"memory_used_mib\", \"temp_c\", \"healthy\"}]}, \"tasks\": [{\"job\", \"task\", "
      "\"attempt\", \"state\": \"running|succeeded|failed|lost\", \"exit_code\"}]}`. The "
      "inventory may also say `address` (where gang members reach this node; default: the "
-     "address the report came from), `hostname` and `log_dir` (for `arbiter logs`); these may "
+     "address the report came from), `hostname`, `log_dir` and `logs_url` (for `arbiter logs`); these may "
      "change at any time. The first report must carry `inventory`; later ones only when it "
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
      "\"epoch\", \"lease_ms\", \"assignments\": [...]}` (as below). The controller's clock "
