@@ -260,6 +260,14 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
              stream);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat sb;
+    /* The task's user owns LOG_DIR/JOB: a symbolic link (O_NOFOLLOW) or a
+     * hard link it planted there must not lead this agent to other files. */
+    if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink > 1) {
+        close(fd);
+        return reply(c, 403, "job %lld task %lld: the %s log has other names (a hard link); "
+                             "not served",
+                     (long long)job, (long long)task, stream);
+    }
     if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
         int e = errno;
         if (fd >= 0)

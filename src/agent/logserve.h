@@ -18,7 +18,8 @@
  * JOB and TASK must be decimal integers and the stream one of two words, so
  * the file opened is always LOG_DIR/<digits>/<digits>.{out,err}: no path a
  * client writes reaches the file system (no traversal), and the file is
- * opened with O_NOFOLLOW. Errors are JSON as the controller's:
+ * opened with O_NOFOLLOW and refused when it has other names (hard links).
+ * Errors are JSON as the controller's:
  * {"error": {"status", "message"}}: 400 bad path or query, 401 no ticket,
  * 403 ticket refused, 404 no such log, 503 the controller could not be asked.
  */

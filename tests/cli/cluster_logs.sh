@@ -11,7 +11,8 @@
 #   - a user of another team gets no ticket (403 naming the team), so no log;
 #   - the agent refuses a request without a ticket (401), with an unknown
 #     one (403), a ticket for another job (403), a path that is not
-#     /v1/logs/INTEGER/INTEGER (400), a bad stream (400);
+#     /v1/logs/INTEGER/INTEGER (400), a bad stream (400), a log file that is
+#     a symbolic link (404) or has another name (a hard link: 403);
 #   - the agent reports its logs URL to the controller (inventory.logs_url).
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
@@ -87,4 +88,14 @@ grep -q "ticket is for job $done_job task 0" "$T/body" || cl_fail "other job: $(
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0x1")" = 400 ] || cl_fail "0x1: $(cat "$T/body")"
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?stream=../x")" = 400 ] ||
     cl_fail "stream: $(cat "$T/body")"
+# what a task's user could plant in its own log directory leads nowhere
+D=$T/logs/n1/$done_job
+echo secret > "$T/secret"
+rm -f "$D/0.err" && ln -s "$T/secret" "$D/0.err"
+[ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?stream=err")" = 404 ] ||
+    cl_fail "symlink: $(cat "$T/body")"
+rm -f "$D/0.err" && ln "$T/secret" "$D/0.err"
+[ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?stream=err")" = 403 ] ||
+    cl_fail "hard link: $(cat "$T/body")"
+grep -q "other names (a hard link)" "$T/body" || cl_fail "hard link: $(cat "$T/body")"
 echo "cluster_logs: ok"
