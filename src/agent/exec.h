@@ -72,7 +72,7 @@ typedef struct agent_task {
     int gpus[ARB_MAX_GPUS];
     char out_path[PATH_MAX], err_path[PATH_MAX];
     agent_cg_task_t cg;
-    bool timed;          /* no process (conf.timed): it ends at end_at_ns */
+    bool timed; /* no process (conf.timed): it ends at end_at_ns */
     int64_t end_at_ns;
 } agent_task_t;
 

@@ -64,8 +64,9 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
     json_t *o = json_pack("{s:{s:i,s:s}}", "error", "status", (int)status, "message", msg);
     char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
-    struct MHD_Response *r = MHD_create_response_from_buffer(
-        txt ? strlen(txt) : 0, txt ? txt : (char *)"", txt ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
+    struct MHD_Response *r =
+        MHD_create_response_from_buffer(txt ? strlen(txt) : 0, txt ? txt : (char *)"",
+                                        txt ? MHD_RESPMEM_MUST_FREE : MHD_RESPMEM_PERSISTENT);
     if (!r) {
         free(txt);
         return MHD_NO;
@@ -174,8 +175,10 @@ static int check(agent_logserve_t *l, const char *id, uint64_t job, uint64_t tas
         snprintf(msg, n, "ticket refused: %s", m ? m : "unknown ticket");
         rc = 403;
     } else {
-        snprintf(msg, n, "the controller answered %ld to the ticket check (is this agent's token "
-                 "an agent's?)", st);
+        snprintf(msg, n,
+                 "the controller answered %ld to the ticket check (is this agent's token "
+                 "an agent's?)",
+                 st);
     }
     json_decref(o);
 out:
@@ -249,8 +252,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     const char *stream = q.stream;
     const char *auth = MHD_lookup_connection_value(c, MHD_HEADER_KIND, "Authorization");
     if (!auth || strncmp(auth, "Bearer ", 7) != 0 || !auth[7] || strlen(auth + 7) >= 80)
-        return reply(c, 401, "no ticket: ask the controller for one (arbiter logs does: POST "
-                             "/v1/jobs/%lld/logs-ticket) and send it as Authorization: Bearer",
+        return reply(c, 401,
+                     "no ticket: ask the controller for one (arbiter logs does: POST "
+                     "/v1/jobs/%lld/logs-ticket) and send it as Authorization: Bearer",
                      (long long)job);
     int rc = check(l, auth + 7, (uint64_t)job, (uint64_t)task, msg, sizeof msg);
     if (rc)
@@ -264,8 +268,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
      * hard link it planted there must not lead this agent to other files. */
     if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink > 1) {
         close(fd);
-        return reply(c, 403, "job %lld task %lld: the %s log has other names (a hard link); "
-                             "not served",
+        return reply(c, 403,
+                     "job %lld task %lld: the %s log has other names (a hard link); "
+                     "not served",
                      (long long)job, (long long)task, stream);
     }
     if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
@@ -314,15 +319,17 @@ int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out,
     port = strtol(colon + 1, &end, 10);
     memset(&sin, 0, sizeof sin);
     sin.sin_family = AF_INET;
-    if (*end || !colon[1] || port < 0 || port > 65535 || inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+    if (*end || !colon[1] || port < 0 || port > 65535 ||
+        inet_pton(AF_INET, host, &sin.sin_addr) != 1)
         return arb_errf(err, -EINVAL,
                         "--logs-listen '%s': give an IPv4 address and a port (127.0.0.1:0 for "
                         "any free loopback port, 0.0.0.0:7071 for every interface), or off",
                         c->listen);
     sin.sin_port = htons((uint16_t)port);
     if (!c->controller || !c->node)
-        return arb_errf(err, -EINVAL, "--logs-listen needs --controller (tickets are checked "
-                                      "there)");
+        return arb_errf(err, -EINVAL,
+                        "--logs-listen needs --controller (tickets are checked "
+                        "there)");
     agent_logserve_t *l = calloc(1, sizeof *l);
     if (!l)
         return arb_errf(err, -ENOMEM, "out of memory");
@@ -338,12 +345,11 @@ int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out,
         agent_logserve_stop(l);
         return arb_errf(err, -ENOMEM, "out of memory");
     }
-    l->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                MHD_USE_ERROR_LOG,
-                            0, NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sin, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    l->d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (!l->d) {
         agent_logserve_stop(l);
         return arb_errf(err, -EADDRINUSE,

@@ -63,7 +63,7 @@
     "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \
     "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"          \
     "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]\n"              \
-    "                      [--emulate-tasks real|timed]]\n"            \
+    "                      [--emulate-tasks real|timed]]\n"                                        \
     "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
     "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off]\n"
 
@@ -361,8 +361,10 @@ int cli_agent(int argc, char **argv)
             logs_listen = v;
         } else if (!strcmp(o, "--emulate-tasks")) {
             if (strcmp(v, "real") && strcmp(v, "timed")) {
-                fprintf(stderr, "arbiter agent: --emulate-tasks %s: use real (processes) or "
-                                "timed (no processes; `sleep N` lasts N s)\n", v);
+                fprintf(stderr,
+                        "arbiter agent: --emulate-tasks %s: use real (processes) or "
+                        "timed (no processes; `sleep N` lasts N s)\n",
+                        v);
                 return 2;
             }
             c.exec.timed = !strcmp(v, "timed");

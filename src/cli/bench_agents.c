@@ -200,7 +200,7 @@ static long long status_field(const char *key)
 
     if (cli_http("GET", "/v1/status", NULL, 0, NULL, &o, NULL) == 200)
         v = json_is_integer(json_object_get(o, key)) ? json_integer_value(json_object_get(o, key))
-                                                      : -1;
+                                                     : -1;
     json_decref(o);
     return v;
 }
@@ -212,8 +212,8 @@ static long long event_ms(const char *s)
     int ms = 0;
 
     memset(&tm, 0, sizeof tm);
-    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-                     &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms) != 7)
+    if (!s || sscanf(s, "%d-%d-%dT%d:%d:%d.%dZ", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                     &tm.tm_min, &tm.tm_sec, &ms) != 7)
         return -1;
     tm.tm_year -= 1900;
     tm.tm_mon -= 1;
@@ -336,8 +336,8 @@ static int start(ba_run_t *r, const ba_conf_t *c)
 
     snprintf(datadir, sizeof datadir, "%s/d", r->dir);
     snprintf(logs, sizeof logs, "%s/logs", r->dir);
-    char *cargv[] = {"arbiter", "controller", "--listen", "127.0.0.1:0", "--data-dir", datadir,
-                     NULL};
+    char *cargv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
+                     "--data-dir", datadir,      NULL};
     r->controller = spawn(r, cargv, "controller.out", "controller.log");
     if (r->controller < 0) {
         fprintf(stderr, "arbiter bench agents: fork: %s\n", strerror(errno));
@@ -362,10 +362,11 @@ static int start(ba_run_t *r, const ba_conf_t *c)
     snprintf(nodes, sizeof nodes, "%ld", c->nodes);
     /* the emulator outlives the window by far; it is stopped by SIGTERM */
     snprintf(dur, sizeof dur, "%lds", c->seconds + 600);
-    char *eargv[] = {"arbiter",      "agent",       "--name",   "emu",     "--controller",
-                     r->url,         "--emulate",   nodes,      "--fake-gpus", "8:H100",
-                     "--heartbeat",  (char *)c->heartbeat, "--duration", dur, "--log-dir",
-                     logs,           "--allow-root", "-o",      "json",    NULL};
+    char *eargv[] = {"arbiter",      "agent",  "--name",      "emu",
+                     "--controller", r->url,   "--emulate",   nodes,
+                     "--fake-gpus",  "8:H100", "--heartbeat", (char *)c->heartbeat,
+                     "--duration",   dur,      "--log-dir",   logs,
+                     "--allow-root", "-o",     "json",        NULL};
     fprintf(stderr, "bench agents: %ld emulated nodes against %s\n", c->nodes, r->url);
     r->emulator = spawn(r, eargv, "emu.json", "emu.log");
     if (r->emulator < 0)
@@ -474,8 +475,8 @@ int cli_bench_agents(int argc, char **argv)
     int est = stop(r.emulator, 30);
     r.emulator = 0;
     if (!WIFEXITED(est) || WEXITSTATUS(est) != 0) {
-        fprintf(stderr, "arbiter bench agents: the emulator ended badly (status %d); see %s\n",
-                est, at(&r, "emu.log"));
+        fprintf(stderr, "arbiter bench agents: the emulator ended badly (status %d); see %s\n", est,
+                at(&r, "emu.log"));
         rc = 1;
     }
     emu = json_load_file(at(&r, "emu.json"), 0, NULL);
@@ -504,8 +505,8 @@ int cli_bench_agents(int argc, char **argv)
             printf("%g", p99b);
         printf("}, \"report_round_trip_ms\": ");
         if (rt)
-            printf("{\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"max\": %.3f}", rt50, rt90,
-                   rt99, rtmax);
+            printf("{\"p50\": %.3f, \"p90\": %.3f, \"p99\": %.3f, \"max\": %.3f}", rt50, rt90, rt99,
+                   rtmax);
         else
             printf("null");
         printf(", \"submit_to_running_ms\": {\"jobs\": %ld, \"ran\": %d", c.jobs, ran);
@@ -516,7 +517,8 @@ int cli_bench_agents(int argc, char **argv)
         printf("bench agents: %ld emulated nodes, 8 fake GPUs each, heartbeat %s, window %.1f s\n",
                c.nodes, c.heartbeat, wall);
         printf("  %-34s %.0f\n", "reports/s", reports / wall);
-        printf("  %-34s %.3f core%s\n", "controller CPU", cores, cores < 1.0 ? "" : " (target: < 1)");
+        printf("  %-34s %.3f core%s\n", "controller CPU", cores,
+               cores < 1.0 ? "" : " (target: < 1)");
         printf("  %-34s mean %.3f ms, p99 ", "API time per report", mean_ms);
         if (p99b < 0)
             printf("above the last bucket\n");
@@ -531,8 +533,7 @@ int cli_bench_agents(int argc, char **argv)
             printf("  %-34s p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d of %ld jobs ran)\n",
                    "submission to running", s50, s99, smax, ran, c.jobs);
         else
-            printf("  %-34s none of %ld jobs ran in the window\n", "submission to running",
-                   c.jobs);
+            printf("  %-34s none of %ld jobs ran in the window\n", "submission to running", c.jobs);
         printf("  targets (CPU < 1 core, p99s < 2 s): %s\n", met ? "met" : "NOT met");
     }
 out:
@@ -542,8 +543,7 @@ out:
          * report, a crash) is a failure worth its logs. */
         int cst = stop(r.controller, 30);
         if (!WIFEXITED(cst) || WEXITSTATUS(cst) != 0) {
-            fprintf(stderr, "arbiter bench agents: the controller ended badly (status %d)\n",
-                    cst);
+            fprintf(stderr, "arbiter bench agents: the controller ended badly (status %d)\n", cst);
             rc = 1;
         }
     }

@@ -501,7 +501,8 @@ static void show_nodes(json_t *reply)
         json_incref(nodes);
     }
 
-    printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE", "GPU MAP (job id per GPU; . free, X unhealthy)");
+    printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE",
+           "GPU MAP (job id per GPU; . free, X unhealthy)");
     json_array_foreach(nodes, i, n) {
         json_t *gpus = json_object_get(n, "gpus");
         char map[512] = "", age[32];

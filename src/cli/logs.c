@@ -275,7 +275,9 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
             if (st != 404) {
                 fprintf(stderr, "arbiter logs: the agent of node '%s' at %s: %s\n",
                         node ? node : "?", tl->url,
-                        cc != CURLE_OK ? curl_easy_strerror(cc) : m ? m : "refused");
+                        cc != CURLE_OK ? curl_easy_strerror(cc)
+                        : m            ? m
+                                       : "refused");
                 ret = -2 - EXIT_REFUSED;
             }
             json_decref(e);
@@ -408,16 +410,17 @@ int cli_logs(int argc, char **argv)
                 tl[i].ticket[0] = '\0';
                 snprintf(tl[i].url, sizeof tl[i].url, "%s", u);
             }
-            long got = tl[i].remote ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1, node)
-                                    : drain(&tl[i], want < 0 && ntl > 1, node);
+            long got = tl[i].remote
+                           ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1, node)
+                           : drain(&tl[i], want < 0 && ntl > 1, node);
             if (got <= -2) { /* refused by the controller or the agent: said */
                 rc = (int)(-2 - got);
                 break;
             }
             if (got < 0 && !follow) {
                 if (tl[i].remote)
-                    fprintf(stderr, "arbiter logs: job %s task %zu: node '%s' has no %s log\n",
-                            job, i, node ? node : "?", err_stream ? "err" : "out");
+                    fprintf(stderr, "arbiter logs: job %s task %zu: node '%s' has no %s log\n", job,
+                            i, node ? node : "?", err_stream ? "err" : "out");
                 else
                     fprintf(stderr, "arbiter logs: %s: %s\n", tl[i].path, strerror(errno));
                 rc = EXIT_REFUSED;

@@ -213,9 +213,9 @@ void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o)
             const char *name = arb_node_name(&s->cluster, n);
             json_array_append_new(list, json_pack("{s:s,s:i}", "node", name, "gpu", k));
             if (json_array_size(list) <= 8 && used < sizeof txt)
-                used += (size_t)snprintf(txt + used, sizeof txt - used, "%sGPU %d on node '%s' unhealthy",
-                                         json_array_size(list) == 1 ? "; out of capacity: " : ", ",
-                                         k, name);
+                used += (size_t)snprintf(
+                    txt + used, sizeof txt - used, "%sGPU %d on node '%s' unhealthy",
+                    json_array_size(list) == 1 ? "; out of capacity: " : ", ", k, name);
         }
     }
     if (json_array_size(list) > 8 && used < sizeof txt)

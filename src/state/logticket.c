@@ -133,8 +133,8 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, jso
         rc = arb_errf(err, -ENOMEM, "out of memory for log tickets");
         goto out;
     }
-    *out = json_pack("{s:I,s:I,s:s,s:s,s:s,s:I}", "job", (json_int_t)job, "task",
-                     (json_int_t)task, "node", node, "logs_url", url, "ticket", e.id, "ttl_ms",
+    *out = json_pack("{s:I,s:I,s:s,s:s,s:s,s:I}", "job", (json_int_t)job, "task", (json_int_t)task,
+                     "node", node, "logs_url", url, "ticket", e.id, "ttl_ms",
                      (json_int_t)(ST_TICKET_TTL_NS / 1000000));
 out:
     json_decref(j);
@@ -165,8 +165,8 @@ int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, co
             rc = arb_errf(err, -EACCES,
                           "ticket is for job %llu task %d on node '%s', not job %llu task %lld "
                           "on node '%s'",
-                          (unsigned long long)e->job, e->task, e->node,
-                          (unsigned long long)job, (long long)task, node);
+                          (unsigned long long)e->job, e->task, e->node, (unsigned long long)job,
+                          (long long)task, node);
         }
         break;
     }

@@ -648,7 +648,8 @@ static void test_gpu_lost(void **unused)
              (unsigned long long)a);
     json_decref(report(s, "n1", body, 0));
     cycle(s);
-    assert_true(strcmp(job_state(s, a), "pending") == 0 || strcmp(job_state(s, a), "preempted") == 0);
+    assert_true(strcmp(job_state(s, a), "pending") == 0 ||
+                strcmp(job_state(s, a), "preempted") == 0);
     json_t *ex = NULL;
     int64_t t;
     assert_int_equal(st_job_explain(s, &admin, a, &ex, &t, NULL), 0);
@@ -689,8 +690,8 @@ static void test_log_tickets(void **unused)
                        "\"ftp://x\"}}",
                        -EINVAL));
     uint64_t a = submit(s, &alice, GPUS(1), 0);
-    uint64_t cpu = submit(s, &alice,
-                          "{\"name\": \"c\", \"resources\": {\"requests\": {\"cpu\": \"60\"}}}", 0);
+    uint64_t cpu =
+        submit(s, &alice, "{\"name\": \"c\", \"resources\": {\"requests\": {\"cpu\": \"60\"}}}", 0);
     uint64_t big = submit(s, &alice, GPUS(2), 0);
     cycle(s);
     assert_string_equal(job_state(s, big), "pending");
@@ -700,7 +701,8 @@ static void test_log_tickets(void **unused)
     assert_non_null(id);
     assert_int_equal(strlen(id), 32);
     assert_string_equal(json_string_value(json_object_get(out, "node")), "n1");
-    assert_string_equal(json_string_value(json_object_get(out, "logs_url")), "http://127.0.0.1:7071");
+    assert_string_equal(json_string_value(json_object_get(out, "logs_url")),
+                        "http://127.0.0.1:7071");
     assert_int_equal(json_integer_value(json_object_get(out, "ttl_ms")), 60000);
     /* the agent of n1 checks it */
     assert_int_equal(st_logs_ticket_check(s, id, a, 0, "n1", &chk, &t, &err), 0);
@@ -712,9 +714,9 @@ static void test_log_tickets(void **unused)
     assert_int_equal(st_logs_ticket_check(s, id, a, 1, "n1", &chk, &t, &err), -EACCES);
     assert_int_equal(st_logs_ticket_check(s, id, big, 0, "n1", &chk, &t, &err), -EACCES);
     memset(&err, 0, sizeof err);
-    assert_int_equal(st_logs_ticket_check(s, "0123456789abcdef0123456789abcdef", a, 0, "n1", &chk,
-                                          &t, &err),
-                     -EACCES);
+    assert_int_equal(
+        st_logs_ticket_check(s, "0123456789abcdef0123456789abcdef", a, 0, "n1", &chk, &t, &err),
+        -EACCES);
     assert_non_null(strstr(err.msg, "unknown or expired"));
     json_decref(out);
     /* refused: another team, no such task or job, not run yet, a node without logs */
