@@ -227,10 +227,12 @@ static int get_ticket(tail_t *tl, const char *job)
 
 /*
  * Print what the agent has of tl's log past tl->off. Bytes printed; -1 not
- * there (yet); -2 - exit code when refused (said).
+ * there (yet), or (following) the agent cannot be reached now: its node may
+ * be down, and the task may come back elsewhere; -2 - exit code when
+ * refused (said).
  */
 static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, bool header,
-                         const char *node)
+                         const char *node, bool follow)
 {
     long got = 0;
     int retried = 0;
@@ -272,7 +274,8 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
                 free(b.p);
                 continue;
             }
-            if (st != 404) {
+            /* following, an agent out of reach is tried again at the next look */
+            if (st != 404 && !(follow && cc != CURLE_OK)) {
                 fprintf(stderr, "arbiter logs: the agent of node '%s' at %s: %s\n",
                         node ? node : "?", tl->url,
                         cc != CURLE_OK ? curl_easy_strerror(cc)
@@ -411,7 +414,8 @@ int cli_logs(int argc, char **argv)
                 snprintf(tl[i].url, sizeof tl[i].url, "%s", u);
             }
             long got = tl[i].remote
-                           ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1, node)
+                           ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1, node,
+                                          follow)
                            : drain(&tl[i], want < 0 && ntl > 1, node);
             if (got <= -2) { /* refused by the controller or the agent: said */
                 rc = (int)(-2 - got);

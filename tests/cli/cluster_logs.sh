@@ -9,6 +9,8 @@
 #   - --follow prints a running task's lines as they come, by offset, each
 #     once, and ends when the job ends;
 #   - a user of another team gets no ticket (403 naming the team), so no log;
+#   - --follow goes on through a node's death (kill -9 of its agent): the
+#     task's next attempt on another node is followed through that agent;
 #   - the agent refuses a request without a ticket (401), with an unknown
 #     one (403), a ticket for another job (403), a path that is not
 #     /v1/logs/INTEGER/INTEGER (400), a bad stream (400), a log file that is
@@ -28,7 +30,7 @@ printf '%s admin ops root\n%s agent nodes agents\n%s user team-a alice\n%s user 
     "$ADMIN" "$AGENT" "$ALICE" "$BOB" > "$T/tokens"
 echo "$AGENT" > "$T/agent.token"
 chmod 600 "$T/tokens" "$T/agent.token"
-printf 'scheduler: {interval: 200ms}\n' > "$T/config.yaml"
+printf 'scheduler: {interval: 200ms}\nnodes: {lease: 2s, grace: 1s}\n' > "$T/config.yaml"
 ARBITER_TOKEN=$ADMIN
 export ARBITER_TOKEN
 cl_controller --config "$T/config.yaml" --tokens "$T/tokens"
@@ -98,4 +100,27 @@ rm -f "$D/0.err" && ln "$T/secret" "$D/0.err"
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?stream=err")" = 403 ] ||
     cl_fail "hard link: $(cat "$T/body")"
 grep -q "other names (a hard link)" "$T/body" || cl_fail "hard link: $(cat "$T/body")"
+# --follow through a node's death: kill -9 the agent running the task (its
+# log server dies with it); the task comes back on a second node, and the
+# same --follow goes on there, from that node's agent
+cl_agent n2 --token-file "$T/agent.token"
+cl_wait "n2 ready" 10 cl_node_ready n2
+mover=$(ARBITER_TOKEN=$ALICE $ARB submit --gpus 4 --name mover -- sh -c 'echo "attempt on $ARBITER_NODE"; exec sleep 300')
+cl_wait "job $mover to run" 15 cl_is "$mover" running
+first=$($ARB job "$mover" | sed -n 's/.*running *node \(n[12]\).*/\1/p')
+[ -n "$first" ] || cl_fail "no node for job $mover: $($ARB job "$mover")"
+other=n1; [ "$first" = n1 ] && other=n2
+ARBITER_TOKEN=$ALICE ARBITER_LOG_DIR=$T/elsewhere $ARB logs "$mover" --follow > "$T/follow2" 2>"$T/ferr2" &
+FPID=$!
+CL_PIDS="$CL_PIDS $FPID"
+cl_wait "the first attempt's line" 10 grep -q "^attempt on $first$" "$T/follow2"
+kill -9 "$(cat "$T/pid.$first")"
+cl_forget_pid "$(cat "$T/pid.$first")"
+cl_wait "the second attempt's line, through $other's agent" 20 grep -q "^attempt on $other$" "$T/follow2"
+kill -0 "$FPID" || cl_fail "--follow stopped: $(cat "$T/ferr2")"
+$ARB cancel "$mover" >/dev/null
+cl_wait "--follow to end with the cancel" 15 sh -c "! kill -0 $FPID 2>/dev/null"
+wait "$FPID" || cl_fail "logs --follow exited non-zero: $(cat "$T/ferr2")"
+cl_forget_pid "$FPID"
+[ "$(grep -c '^attempt on' "$T/follow2")" -eq 2 ] || cl_fail "follow2: $(cat "$T/follow2")"
 echo "cluster_logs: ok"
