@@ -302,30 +302,48 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     return ret;
 }
 
-int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out, arb_err_t *err)
+/* "HOST:PORT" (IPv4) into sin and host; 0 or -EINVAL with the fix. */
+static int parse_listen(const char *listen, struct sockaddr_in *sin, char *host, size_t hn,
+                        arb_err_t *err)
 {
-    char host[64];
-    const char *colon = c->listen ? strrchr(c->listen, ':') : NULL;
-    struct sockaddr_in sin;
+    const char *colon = listen ? strrchr(listen, ':') : NULL;
     char *end;
     long port;
 
-    *out = NULL;
-    if (!colon || (size_t)(colon - c->listen) >= sizeof host)
+    if (!colon || (size_t)(colon - listen) >= hn)
         return arb_errf(err, -EINVAL, "--logs-listen '%s': give HOST:PORT (127.0.0.1:0), or off",
-                        c->listen ? c->listen : "");
-    memcpy(host, c->listen, (size_t)(colon - c->listen));
-    host[colon - c->listen] = '\0';
+                        listen ? listen : "");
+    memcpy(host, listen, (size_t)(colon - listen));
+    host[colon - listen] = '\0';
     port = strtol(colon + 1, &end, 10);
-    memset(&sin, 0, sizeof sin);
-    sin.sin_family = AF_INET;
+    memset(sin, 0, sizeof *sin);
+    sin->sin_family = AF_INET;
     if (*end || !colon[1] || port < 0 || port > 65535 ||
-        inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+        inet_pton(AF_INET, host, &sin->sin_addr) != 1)
         return arb_errf(err, -EINVAL,
                         "--logs-listen '%s': give an IPv4 address and a port (127.0.0.1:0 for "
                         "any free loopback port, 0.0.0.0:7071 for every interface), or off",
-                        c->listen);
-    sin.sin_port = htons((uint16_t)port);
+                        listen);
+    sin->sin_port = htons((uint16_t)port);
+    return 0;
+}
+
+int agent_logserve_check_listen(const char *listen, arb_err_t *err)
+{
+    struct sockaddr_in sin;
+    char host[64];
+    return parse_listen(listen, &sin, host, sizeof host, err);
+}
+
+int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out, arb_err_t *err)
+{
+    char host[64];
+    struct sockaddr_in sin;
+    int rc;
+
+    *out = NULL;
+    if ((rc = parse_listen(c->listen, &sin, host, sizeof host, err)) < 0)
+        return rc;
     if (!c->controller || !c->node)
         return arb_errf(err, -EINVAL,
                         "--logs-listen needs --controller (tickets are checked "
@@ -345,11 +363,12 @@ int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out,
         agent_logserve_stop(l);
         return arb_errf(err, -ENOMEM, "out of memory");
     }
-    l->d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
-        MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60, MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-        MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    /* no MHD_USE_ERROR_LOG: a failure is said below, in words that name the flag */
+    l->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
+                            NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
+                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
+                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
     if (!l->d) {
         agent_logserve_stop(l);
         return arb_errf(err, -EADDRINUSE,
@@ -366,7 +385,8 @@ int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out,
         else if (gethostname(name, sizeof name - 1) == 0 && name[0])
             adv = name;
     }
-    snprintf(l->url, sizeof l->url, "http://%s:%u", adv, di ? di->port : (unsigned)port);
+    snprintf(l->url, sizeof l->url, "http://%s:%u", adv,
+             di ? di->port : (unsigned)ntohs(sin.sin_port));
     *out = l;
     return 0;
 }

@@ -56,6 +56,10 @@ typedef struct agent_log_req {
 int agent_log_request_parse(const char *url, const char *stream, const char *offset,
                             agent_log_req_t *out, char *msg, size_t n);
 
+/* Is listen a usable --logs-listen value ("HOST:PORT", IPv4)? 0, or
+ * -EINVAL with the fix in err (checked before the agent starts). */
+int agent_logserve_check_listen(const char *listen, arb_err_t *err);
+
 /* Listen and serve on a thread of its own; strings are copied. 0, or
  * -errno with err naming the address and the fix. */
 int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out, arb_err_t *err);

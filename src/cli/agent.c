@@ -384,6 +384,10 @@ int cli_agent(int argc, char **argv)
     }
     if (one)
         return once(&c.disc, json);
+    if (strcmp(logs_listen, "off") != 0 && agent_logserve_check_listen(logs_listen, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 2;
+    }
     if (token_file) {
         if (read_token(token_file, token, sizeof token) < 0)
             return 2;
