@@ -33,6 +33,7 @@ between() { awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v != "" && v >= 
 printf '%s' "$J" | grep -q '"bench": "agents"' || fail "no bench name: $J"
 [ "$(field nodes)" = 50 ] || fail "nodes: $J"
 between "$(field window_s)" 2.9 30 || fail "window_s: $J"
+between "$(field register_s)" 0 120 || fail "register_s: $J"
 # 50 nodes, one report a second each (a task starting or ending adds one)
 between "$(field reports_per_s)" 25 100 || fail "reports_per_s: $J"
 between "$(field controller_cpu_cores)" 0 64 || fail "controller_cpu_cores: $J"
