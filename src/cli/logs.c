@@ -274,7 +274,11 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
                 free(b.p);
                 continue;
             }
-            /* following, an agent out of reach is tried again at the next look */
+            /* following, an agent out of reach is tried again at the next look,
+             * with a new ticket, which brings its logs URL anew (an agent
+             * restarted on its node may listen on another port) */
+            if (cc != CURLE_OK)
+                tl->ticket[0] = '\0';
             if (st != 404 && !(follow && cc != CURLE_OK)) {
                 fprintf(stderr, "arbiter logs: the agent of node '%s' at %s: %s\n",
                         node ? node : "?", tl->url,
