@@ -4,13 +4,14 @@
 #   make asan   run the tests under ASan+UBSan (build-asan/)
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
+#   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb demo fuzz format clean
+.PHONY: all deps build test asan bench bench-lb bench-api demo fuzz format clean
 
 all: build
 
@@ -35,6 +36,10 @@ bench: build
 # arbiter lb vs HAProxy 2.6 and NGINX (installs haproxy, nginx, wrk as root); JSON lines.
 bench-lb: build
 	@sh bench/lb.sh $(BUILD)/arbiter $(BUILD)/tests/arb_lbtest
+
+# arbiter bench api vs sbatch into a local slurmctld (installs slurm-wlm and munge as root).
+bench-api: build
+	@sh bench/api.sh $(BUILD)/arbiter
 
 demo: build
 	@sh examples/demo.sh $(BUILD)/arbiter

@@ -108,8 +108,10 @@ static int h_submit(api_req_t *r)
     if (r->n == 0)
         return api_error(r, 400, "empty body; send a job spec (JSON, or YAML with "
                                  "Content-Type: application/yaml)");
-    int rc = st_job_submit(r->st, &r->who, r->body, r->n, r->yaml, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 201);
+    bool created = false;
+    int rc = st_job_submit_key(r->st, &r->who, api_header(r, "Idempotency-Key"), r->body, r->n,
+                               r->yaml, &out, &created, &t, &err);
+    return api_finish(r, rc, out, t, &err, created ? 201 : 200);
 }
 
 static int h_jobs(api_req_t *r)
@@ -200,13 +202,15 @@ static int h_report(api_req_t *r)
     arb_err_t err = {{0}};
     json_error_t je;
     json_t *body, *out = NULL;
-    int64_t t = 0, t0 = mono_ns();
+    int64_t t = 0, t0 = mono_ns(), im;
 
+    if (if_match(r, &im))
+        return r->status;
     body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
     if (!body)
         return api_error(r, 400, "report.json:%d:%d: malformed JSON: %s", je.line, je.column,
                          je.text);
-    int rc = st_node_report(r->st, &r->who, r->params[0], body, &out, &t, &err);
+    int rc = st_node_report_if(r->st, &r->who, r->params[0], im, body, &out, &t, &err);
     json_decref(body);
     rc = api_finish(r, rc, out, t, &err, 200);
     st_note_report(r->st, mono_ns() - t0);
@@ -271,6 +275,11 @@ static int h_events(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
+static int h_prio_classes(api_req_t *r)
+{
+    return api_finish(r, 0, st_priority_classes(r->st), 0, NULL, 200);
+}
+
 /* Log tickets (src/state/logticket.c): a user asks for one, the agent
  * that holds the log checks it. */
 static int h_logs_ticket(api_req_t *r)
@@ -330,7 +339,12 @@ const api_route_t api_routes[] = {
      "to their team's queue (the default when `queue` is absent). Reply 201: the job object. "
      "Errors: 400 malformed JSON/YAML (`job.json:LINE:COL: ...`), 413 over 1 MiB, 422 unknown "
      "field, wrong type, impossible request (message names the field path and the fix), 403 "
-     "another team's queue. Nothing is applied on error."},
+     "another team's queue. Nothing is applied on error. Header `Idempotency-Key: KEY` "
+     "(optional; 1..128 of letters, digits and `-_.:`): a retry with the same key from the "
+     "same principal (role, team, name) answers 200 with the job the first request created "
+     "instead of creating another, also after a restart or a failover (keys are stored with "
+     "their jobs); the same key with a different body is 422; a malformed key is 400. "
+     "`arbiter submit` sends a random key and retries with it."},
     {"GET", "/v1/jobs", ADMIN | USER, h_jobs, "list jobs",
      "Query: `state` (pending, placed, running, preempted, succeeded, failed, cancelled, or "
      "`active`), `queue`, `after` (a job id: page from there), `limit`. Users see their team's "
@@ -385,14 +399,17 @@ const api_route_t api_routes[] = {
      "address the report came from), `hostname`, `log_dir` and `logs_url` (for `arbiter logs`); these may "
      "change at any time. The first report must carry `inventory`; later ones only when it "
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
-     "\"epoch\", \"lease_ms\", \"assignments\": [...]}` (as below). The controller's clock "
+     "\"epoch\", \"lease_ms\", \"version\", \"assignments\": [...]}` (as below). The controller's clock "
      "becomes max(its own, `lamport`) + 1. The agent's lease must not be longer than "
      "`lease_ms`: a node silent past it goes NotReady, and past it plus `nodes.grace` it is "
      "lost, its tasks requeued (or failed, `restartable: false`). A report from a node the "
      "controller does not know, or declared lost, without an inventory is answered "
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"lost\": true, \"message\"}`: the "
      "agent fences (kills its tasks) and registers again with its inventory. A task reported "
-     "`lost` (its agent fenced it) counts as lost too."},
+     "`lost` (its agent fenced it) counts as lost too. The reply also carries the node's "
+     "`version`; header `If-Match: VERSION` (optional) makes the report conditional: 409, "
+     "with nothing applied (not even the clock), unless the node is registered and at that "
+     "version."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "
@@ -412,6 +429,14 @@ const api_route_t api_routes[] = {
     {"GET", "/v1/queues", ADMIN | USER, h_queues, "queues with quota, usage and fair share",
      "Reply: `{\"queues\": [{\"name\", \"cohort\", \"weight\", \"nominal\", "
      "\"borrowing_limit\", \"used\", \"pending\", \"running\", \"dominant_share\"}]}`."},
+    {"GET", "/v1/priorityclasses", ADMIN | USER, h_prio_classes,
+     "the priority classes submissions may name",
+     "Reply: `{\"priorityClasses\": [{\"name\", \"value\", \"description\", "
+     "\"preemptible\"}]}`: the built-ins (best-effort 0, low 100, normal 500, high 1000, "
+     "critical 10000), redefined or added to by the config's `priorityClasses:`. "
+     "`preemptible`, when present, is the default of the class's jobs (a spec's own "
+     "`preemptible:` wins). A spec's `priorityClassName` must name one of them (422 otherwise, "
+     "listing them)."},
     {"GET", "/v1/events", ADMIN | USER, h_events, "the event log, ordered by Lamport time",
      "Query: `since` (a Lamport time: events after it), `limit` (1..10000, default 1000), "
      "`wait` (0..60 s: long-poll until an event comes). Reply: `{\"events\": [{\"lamport\", "
@@ -465,6 +490,23 @@ void api_doc_markdown(FILE *f)
             "`version`s. Wall-clock fields (`time`, `submitted_at`) are for people and never "
             "order anything. Every assignment carries the controller's `epoch`, bumped at each "
             "start.\n\n"
+            "## Several controllers (clients)\n\n"
+            "Clients take a comma-separated list of controller URLs (`ARBITER_URL`, "
+            "`arbiter agent --controller`, `arbiter lb --controller`). The contract with "
+            "high-availability controllers: a follower answers `GET /v1/leader` with "
+            "`{\"leader\", \"url\", \"term\"}` and other requests with 307 and "
+            "`Location` (the leader's URL, same path and query), or 503 with `Retry-After` "
+            "while there is no leader. A client starts at the URL that last answered; after a "
+            "connect error, a timeout or a 503 it tries the next, backing off (100 ms doubling "
+            "to 1 s, or `Retry-After` up to 2 s) for a bounded time (the CLI: "
+            "`ARBITER_RETRY_S`, default 15 s, each try at most `ARBITER_TRY_S`, default 10 s, "
+            "when there are several; an agent: what is left of its lease, shared among the "
+            "URLs, for ever "
+            "across reports); it follows a 307 at most twice, re-sending method, headers and "
+            "body. Retrying writes: a submission with `Idempotency-Key` is created once; a "
+            "drain, an undrain or a report may be sent again (conditional with `If-Match` "
+            "when another writer may interfere); a cancel sent again after a lost reply "
+            "answers 409 (already ended) when the first one ended the job.\n\n"
             "## Routes\n\n"
             "| method | path | roles | what |\n|---|---|---|---|\n");
     for (const api_route_t *r = api_routes; r->method; r++) {
@@ -487,5 +529,9 @@ void api_doc_markdown(FILE *f)
                "  - {name: team-a, cohort: research, nominal: {nvidia.com/gpu: 16}}\n"
                "  - {name: team-b, cohort: research, nominal: {nvidia.com/gpu: 16},\n"
                "     borrowingLimit: {nvidia.com/gpu: 8}}\n"
+               "priorityClasses:\n"
+               "  - {name: production, value: 5000, preemptible: false,\n"
+               "     description: serving and deadlines}\n"
+               "  - {name: scavenger, value: -10, preemptible: true}\n"
                "```\n");
 }

@@ -1,7 +1,7 @@
 /*
  * agent.c: `arbiter agent`, the node agent (src/agent).
  *
- *   arbiter agent --name NODE [--controller URL [--token-file F]]
+ *   arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]
  *                 [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]
  *                 [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]
  *                 [--log-dir DIR] [--run-as USER] [--allow-root] [--cgroups auto|v2|v1|none]
@@ -23,7 +23,8 @@
  * need two samples) and prints what it would report: the report body of
  * docs/api.md with -o json, a summary for people otherwise. Without it the
  * agent runs its heartbeat loop (agent_step): with --controller, through
- * the http transport (POST URL/v1/nodes/NAME/report, the bearer token from
+ * the http transport (POST URL/v1/nodes/NAME/report to whichever of the comma-separated
+ * URLs leads, src/client/failover.c; the bearer token from
  * --token-file or ARBITER_TOKEN); without, the stdout row prints one report
  * body per line. Between heartbeats it reaps tasks and fences the moment
  * its lease runs out (agent_tick, every 50 ms). SIGINT/SIGTERM stop it; its
@@ -57,7 +58,7 @@
 #include "cli/cli.h"
 
 #define AGENT_USAGE                                                                                \
-    "usage: arbiter agent --name NODE [--controller URL [--token-file F]]\n"                        \
+    "usage: arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]\n"               \
     "                     [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]\n"         \
     "                     [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]\n"    \
     "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \

@@ -39,5 +39,6 @@ int cli_shard(int argc, char **argv);
 /* the node agent (agent.c) */
 int cli_agent(int argc, char **argv);
 int cli_logs(int argc, char **argv); /* a job's task output (logs.c) */
+int cli_top(int argc, char **argv);  /* the live view (top.c) */
 
 #endif

@@ -4,7 +4,9 @@
  *   static      the --backend list, fixed;
  *   file        a file of HOST:PORT[=WEIGHT] lines, re-read on SIGHUP;
  *   controller  the running replicas of a service job, streamed from the
- *               controller. PENDING: the controller's API (src/api) has no
+ *               controller (--controller takes one URL or several,
+ *               comma-separated, checked here as every client does). PENDING:
+ *               the controller's API (src/api) has no
  *               watch endpoint yet; this source returns -ENOTSUP with a
  *               message. When it lands, load() fetches the replica list
  *               and watch_fd() returns the watch stream's socket, so the
@@ -16,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/failover.h"
 #include "lb/proxy_int.h"
 
 int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err)
@@ -214,7 +217,12 @@ int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err)
 
 int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err)
 {
+    fo_urls_t urls; /* one controller or several (src/client/failover.h) */
+    int rc;
+
     memset(s, 0, sizeof *s);
+    if ((rc = fo_urls_parse(url, "--controller", &urls, err)) < 0)
+        return rc;
     return arb_errf(err, -ENOTSUP,
                     "--service %s --controller %s: following a service's replicas from the "
                     "controller is not available yet (it needs the controller's watch API); "

@@ -830,6 +830,30 @@ static int parse_tolerations(sx_t *x, const sval_t *v, arb_job_t *j)
     return 0;
 }
 
+/* priorityClassName through the caller's table (spec_prio_table_t). */
+static int priority_from_table(sx_t *x, const sval_t *pc, const char *name, arb_job_t *j)
+{
+    const spec_prio_table_t *t = x->classes;
+    char list[512];
+    size_t used = 0;
+
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].name, name) == 0) {
+            j->priority = t->v[i].value;
+            if (t->v[i].preemptible >= 0)
+                j->preemptible = t->v[i].preemptible > 0;
+            return 0;
+        }
+    list[0] = '\0';
+    for (int i = 0; i < t->n && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%d)", i ? ", " : "",
+                                 t->v[i].name, (int)t->v[i].value);
+    return sv_fail(x, pc, -EINVAL,
+                   "unknown priority class '%s'; the defined classes are %s (GET "
+                   "/v1/priorityclasses), or give priority: N",
+                   name, t->n ? list : "none");
+}
+
 static int parse_priority(sx_t *x, const sval_t *v, arb_job_t *j)
 {
     sval_t f, pc;
@@ -845,6 +869,8 @@ static int parse_priority(sx_t *x, const sval_t *v, arb_job_t *j)
         return 0;
     if ((rc = sv_text(x, &pc, buf, sizeof buf, false)) < 0)
         return rc;
+    if (x->classes)
+        return priority_from_table(x, &pc, buf, j);
     if (spec_priority_class(buf, &j->priority) < 0)
         return sv_fail(x, &pc, -EINVAL,
                        "unknown priority class '%s'; use best-effort (0), low (100), normal "
@@ -1193,6 +1219,19 @@ int spec_priority_class(const char *name, int32_t *prio)
     return -ENOENT;
 }
 
+int spec_priority_builtins(spec_prio_class_t *out, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof prio_classes / sizeof prio_classes[0] && n < max; i++, n++) {
+        memset(&out[n], 0, sizeof out[n]);
+        snprintf(out[n].name, sizeof out[n].name, "%s", prio_classes[i].name);
+        out[n].value = prio_classes[i].prio;
+        out[n].preemptible = -1;
+        snprintf(out[n].description, sizeof out[n].description, "built-in");
+    }
+    return n;
+}
+
 void spec_scenario_free(spec_scenario_t *s)
 {
     if (!s)
@@ -1327,6 +1366,18 @@ int spec_job_from_node(const char *file, struct fy_node *node, const char *path,
                        arb_cluster_t *c, arb_job_t **out, arb_err_t *err)
 {
     sx_t x = {.file = file ? file : "job", .err = err, .c = c, .lone_job = true};
+    sval_t v;
+
+    sv_root(&v, node, path);
+    return parse_job(&x, &v, 0, out);
+}
+
+int spec_job_from_node_classes(const char *file, struct fy_node *node, const char *path,
+                               arb_cluster_t *c, const spec_prio_table_t *classes,
+                               arb_job_t **out, arb_err_t *err)
+{
+    sx_t x = {.file = file ? file : "job", .err = err, .c = c, .lone_job = true,
+              .classes = classes};
     sval_t v;
 
     sv_root(&v, node, path);

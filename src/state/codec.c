@@ -156,7 +156,9 @@ int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **jo
     sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
     rc = take_extras(&x, root, command, env, &restart);
     if (rc == 0) {
-        rc = spec_job_from_node(name, root, "", &s->cluster, job, err);
+        spec_prio_table_t classes = {s->conf.classes, s->conf.nclasses};
+        rc = spec_job_from_node_classes(name, root, "", &s->cluster,
+                                        s->conf.nclasses ? &classes : NULL, job, err);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&
             strlen(err->msg) + 48 < sizeof err->msg)
             strcat(err->msg, " (and the controller's: command, env, restartable)");
@@ -440,4 +442,27 @@ char *st_node_record(st_t *s, arb_node_t *n)
     char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return txt;
+}
+
+/* ---- priority classes --------------------------------------------------------------- */
+
+json_t *st_priority_classes(st_t *s)
+{
+    spec_prio_class_t bi[16];
+    const spec_prio_class_t *v = s->conf.classes;
+    int n = s->conf.nclasses;
+    json_t *a = json_array();
+
+    if (!n) { /* no priorityClasses: in the config */
+        n = spec_priority_builtins(bi, 16);
+        v = bi;
+    }
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s,s:i,s:s}", "name", v[i].name, "value", (int)v[i].value,
+                              "description", v[i].description);
+        if (v[i].preemptible >= 0)
+            json_object_set_new(o, "preemptible", json_boolean(v[i].preemptible));
+        json_array_append_new(a, o);
+    }
+    return json_pack("{s:o}", "priorityClasses", a);
 }

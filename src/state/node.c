@@ -565,6 +565,12 @@ static json_t *assignments(st_t *s, arb_node_t *n)
 int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
                    json_t **out, int64_t *ticket, arb_err_t *err)
 {
+    return st_node_report_if(s, who, name, -1, body, out, ticket, err);
+}
+
+int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                      const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err)
+{
     json_t *inv = json_object_get(body, "inventory");
     json_t *tel = json_object_get(body, "telemetry");
     json_t *tasks = json_object_get(body, "tasks");
@@ -587,6 +593,21 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
     jv_int(body, "lamport", "", 0, INT64_MAX / 2, &remote, NULL);
     pthread_mutex_lock(&s->mu);
     n = arb_cluster_find_node(&s->cluster, name);
+    if (if_match >= 0 && (!n || st_node_ext(s, n)->version != (uint64_t)if_match)) {
+        /* Checked before anything moves, the clock included. */
+        rc = n ? arb_errf(err, -ESTALE,
+                          "If-Match: node '%s' is at version %llu, not %lld; read it again "
+                          "(GET /v1/nodes/%s) or report without If-Match",
+                          name, (unsigned long long)st_node_ext(s, n)->version,
+                          (long long)if_match, name)
+               : arb_errf(err, -ESTALE,
+                          "If-Match: node '%s' is not registered; its first report goes "
+                          "without If-Match",
+                          name);
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     uint64_t lam = st_tick(s, (uint64_t)remote);
     if ((!n || st_node_ext(s, n)->lost) && !inv) {
         /* Not registered, or declared lost (its tasks requeued): the agent
@@ -713,9 +734,10 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
     json_array_foreach(tasks, i, v)
         apply_task(s, n, v, lam);
     absent_tasks(s, n, tasks);
-    *out = json_pack("{s:s,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
+    *out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
                      "epoch", (json_int_t)s->epoch, "lease_ms",
-                     (json_int_t)(s->conf.lease_ns / 1000000), "assignments", assignments(s, n));
+                     (json_int_t)(s->conf.lease_ns / 1000000), "version",
+                     (json_int_t)st_node_ext(s, n)->version, "assignments", assignments(s, n));
     if (s->dirty)
         pthread_cond_signal(&s->kick);
 out:

@@ -364,6 +364,8 @@ int st_recover(st_t *s, arb_err_t *err)
         s->clock_hwm = s->clock;
     if ((rc = recover_nodes(s, err)) < 0 || (rc = recover_jobs(s, err)) < 0)
         return rc;
+    if ((rc = st_idem_recover(s, err)) < 0)
+        return rc;
     for (uint64_t id = 1; id < s->next_id; id++) {
         st_job_t *sj = s->jobs[id];
         if (sj && sj->lamport_update > s->clock)

@@ -301,6 +301,18 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
         memcpy(s->conf.queues, conf->queues, (size_t)conf->nqueues * sizeof *s->conf.queues);
         s->conf.nqueues = conf->nqueues;
     }
+    s->conf.classes = NULL;
+    s->conf.nclasses = 0;
+    if (conf->nclasses > 0) {
+        s->conf.classes = malloc((size_t)conf->nclasses * sizeof *s->conf.classes);
+        if (!s->conf.classes) {
+            free(s->conf.queues);
+            free(s);
+            return arb_errf(err, -ENOMEM, "out of memory");
+        }
+        memcpy(s->conf.classes, conf->classes, (size_t)conf->nclasses * sizeof *s->conf.classes);
+        s->conf.nclasses = conf->nclasses;
+    }
     if (s->conf.event_retention < 16)
         s->conf.event_retention = 16;
     pthread_mutex_init(&s->mu, NULL);
@@ -383,6 +395,7 @@ void st_close(st_t *s)
     }
     store_batch_free(&s->batch);
     store_close(s->store);
+    st_idem_free(s);
     for (uint64_t i = 0; i < s->capjobs; i++)
         st_job_free(s->jobs[i]);
     free(s->jobs);
@@ -401,6 +414,7 @@ void st_close(st_t *s)
     free(s->ring);
     free(s->queues);
     free(s->conf.queues);
+    free(s->conf.classes);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->ev_cond);
     pthread_cond_destroy(&s->kick);
@@ -544,13 +558,45 @@ static bool may_see(const st_who_t *who, const st_job_t *sj)
 int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
                   json_t **out, int64_t *ticket, arb_err_t *err)
 {
+    bool created;
+    return st_job_submit_key(s, who, NULL, body, n, yaml, out, &created, ticket, err);
+}
+
+int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
+                      bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err)
+{
     arb_job_t *j = NULL;
     json_t *command = NULL, *env = NULL;
     st_job_t *sj = NULL;
     int rc;
     const char *team = who->team ? who->team : "";
 
+    *created = false;
+    if (key && (rc = st_idem_check(key, err)) < 0) {
+        *ticket = 0;
+        return rc;
+    }
     pthread_mutex_lock(&s->mu);
+    uint64_t prev = key ? st_idem_find(s, who, key) : 0;
+    if (prev) {
+        /* A retry: the job this key created, as durable as it was. */
+        st_job_t *pj = st_job_find(s, prev);
+        if (!pj) {
+            rc = arb_errf(err, -ENOENT, "Idempotency-Key: '%s' created job %llu, which is gone",
+                          key, (unsigned long long)prev);
+        } else if (pj->speclen != n || memcmp(pj->spec, body, n) != 0) {
+            rc = arb_errf(err, -EINVAL,
+                          "Idempotency-Key: '%s' was used for job %llu with a different body; "
+                          "send a new key with a new job",
+                          key, (unsigned long long)prev);
+        } else {
+            *out = st_job_json(s, pj, true);
+            rc = 0;
+        }
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     bool restartable = true;
     rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, err);
     if (rc < 0)
@@ -626,6 +672,9 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
         goto out;
     }
     sj->last = ARB_JOB_PENDING;
+    if (key)
+        (void)st_idem_put(s, who, key, sj->id); /* -ENOMEM: the job stands, unkeyed */
+    *created = true;
     sj->lamport_submit =
         st_event(s, "job-submitted", sj->id, NULL, "job %llu '%s' submitted to queue '%s' by %s",
                  (unsigned long long)sj->id, sj->j->name, arb_str(&s->cluster.strs, sj->j->queue),

@@ -144,6 +144,7 @@ struct st {
     uint64_t m_placed_window;  /* placements since m_window_mono */
     int64_t m_window_mono;
     double m_decisions_per_s;
+    struct st_idem *idem;      /* Idempotency-Keys of submissions (idem.c) */
 };
 
 /* Clocks. */
@@ -222,6 +223,14 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full);
 char *st_node_record(st_t *s, arb_node_t *n);
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
 
+/* Idempotency-Keys (idem.c): key syntax (-EBADMSG); the job a principal's
+ * key created (0: none); record one in the map and the current batch;
+ * reload them all (recovery); free the map. */
+int st_idem_check(const char *key, arb_err_t *err);
+uint64_t st_idem_find(st_t *s, const st_who_t *who, const char *key);
+int st_idem_put(st_t *s, const st_who_t *who, const char *key, uint64_t id);
+int st_idem_recover(st_t *s, arb_err_t *err);
+void st_idem_free(st_t *s);
 /* Recovery (recover.c). */
 int st_recover(st_t *s, arb_err_t *err);
 
