@@ -208,6 +208,23 @@ static const agent_assignment_t *listed(const agent_reply_t *r, const agent_task
     return NULL;
 }
 
+/* A task being stopped that still holds one of as's GPUs, or NULL. */
+static const agent_task_t *stopping_on(const agent_t *a, const agent_assignment_t *as, int *gpu)
+{
+    for (int i = 0; i < a->exec.ntasks; i++) {
+        const agent_task_t *k = a->exec.tasks[i];
+        if (k->state != AGENT_TASK_STOPPING)
+            continue;
+        for (int x = 0; x < k->ngpus; x++)
+            for (int y = 0; y < as->ngpus; y++)
+                if (k->gpus[x] == as->gpus[y]) {
+                    *gpu = k->gpus[x];
+                    return k;
+                }
+    }
+    return NULL;
+}
+
 static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
 {
     /* Stop what is not ours any more; forget ended tasks no longer listed. */
@@ -251,6 +268,18 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             continue; /* running, done, or an old attempt still stopping */
         if (agent_lease_check_assignment(&a->lease, as->ref.epoch, t, NULL, &err) < 0) {
             say(a, "job %s task %d: %s", as->ref.job, as->ref.task, err.msg);
+            continue;
+        }
+        /* A GPU passes from a task being stopped (preempted, cancelled,
+         * requeued) to a new one only once the old one has exited: until
+         * its SIGKILL it may still hold the GPU's memory. The assignment
+         * comes again with the reply to the report that says it exited,
+         * which goes at once (a->urgent). */
+        int held = -1;
+        const agent_task_t *old = stopping_on(a, as, &held);
+        if (old) {
+            say(a, "job %s task %d waits for job %s task %d to stop: it still holds GPU %d",
+                as->ref.job, as->ref.task, old->job, old->task, held);
             continue;
         }
         memset(&s, 0, sizeof s);
@@ -340,6 +369,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     in.address = a->conf.address;
     in.hostname = a->hostname;
     in.log_dir = a->log_dir;
+    in.logs_url = a->conf.logs_url;
     if (!(body = agent_report_json(&in)))
         return arb_errf(err, -ENOMEM, "out of memory building the report");
     /* A hung controller must not hold the fence back: the report gets at

@@ -51,6 +51,7 @@ typedef struct agent_conf {
     const char *queue_file; /* a file holding one integer, the node's queue length (an
                                inference server or sidecar writes it), read at every
                                report as telemetry queue_length; NULL: not reported */
+    const char *logs_url;                   /* reported: where its log server is (logserve.h) */
     int64_t (*now)(void *ctx);              /* NULL: CLOCK_MONOTONIC */
     void *now_ctx;
     void (*log)(void *ctx, const char *msg); /* NULL: stderr */

@@ -453,6 +453,59 @@ static void child_report(int fd, int step, int e)
     _exit(127);
 }
 
+/* `sleep N` (N seconds, a decimal, an optional s): N in ns; else 0. */
+static int64_t sleep_ns(char *const *argv)
+{
+    const char *a0 = argv[0], *slash = strrchr(a0, '/');
+    char *end;
+
+    if (strcmp(slash ? slash + 1 : a0, "sleep") != 0 || !argv[1] || argv[2])
+        return 0;
+    double v = strtod(argv[1], &end);
+    if (end == argv[1] || (*end && strcmp(end, "s") != 0) || !(v > 0) || v > 1e6)
+        return 0;
+    return (int64_t)(v * 1e9);
+}
+
+/* A timed task (conf.timed): no process, one line in its log to say so. */
+static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
+                       agent_task_t **out, arb_err_t *err)
+{
+    char jobdir[PATH_MAX];
+    agent_task_t *t = calloc(1, sizeof *t);
+    int rc;
+    FILE *f;
+
+    if (!t)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    snprintf(t->job, sizeof t->job, "%s", s->job);
+    t->task = s->task;
+    t->attempt = s->attempt;
+    t->epoch = s->epoch;
+    t->state = AGENT_TASK_RUNNING;
+    t->timed = true;
+    t->start_ns = now_ns;
+    t->end_at_ns = now_ns + sleep_ns(s->argv);
+    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+    t->ngpus = s->ngpus;
+    memcpy(t->gpus, s->gpus, sizeof t->gpus);
+    fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
+    fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
+    fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
+    if (mkdir_p(jobdir, 0755) == 0 && (f = fopen(t->out_path, "ae"))) {
+        fprintf(f, "[arbiter: emulated task, no process: %s%s for %.3f s]\n", s->argv[0],
+                s->argv[1] ? " ..." : "", (double)(t->end_at_ns - now_ns) / 1e9);
+        fclose(f);
+    }
+    if ((rc = table_add(x, t)) < 0) {
+        free(t);
+        return arb_errf(err, rc, "out of memory");
+    }
+    if (out)
+        *out = t;
+    return 0;
+}
+
 int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err)
 {
@@ -470,6 +523,11 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     if (old && old->state != AGENT_TASK_EXITED)
         return arb_errf(err, -EEXIST, "job %s task %d is already running here (pid %d)", s->job,
                         s->task, (int)old->pid);
+    if (x->conf.timed) {
+        if (old)
+            agent_exec_forget(x, s->job, s->task);
+        return start_timed(x, s, now_ns, out, err);
+    }
     if (!(t = calloc(1, sizeof *t)))
         return arb_errf(err, -ENOMEM, "out of memory");
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
@@ -754,6 +812,19 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
                 agent_cg_task_remove(&t->cg); /* processes were still leaving */
             continue;
         }
+        if (t->timed) { /* no process: its time is up, or it was stopped */
+            if (t->state == AGENT_TASK_STOPPING || now_ns >= t->end_at_ns) {
+                bool stopped = t->state == AGENT_TASK_STOPPING;
+                t->exit_code = stopped ? -1 : 0;
+                t->signal = stopped ? SIGTERM : 0;
+                if (!t->reason[0])
+                    snprintf(t->reason, sizeof t->reason, "exited");
+                t->state = AGENT_TASK_EXITED;
+                t->end_ns = now_ns;
+                changed++;
+            }
+            continue;
+        }
         if (t->adopted) {
             if (!adopted_alive(t)) {
                 finish(x, t, 0, false, now_ns);
@@ -801,7 +872,8 @@ int agent_exec_cancel(agent_exec_t *x, const char *job, int task, int64_t now_ns
     t->state = AGENT_TASK_STOPPING;
     t->kill_at_ns = now_ns + (t->grace_ns >= 0 ? t->grace_ns : x->conf.grace_ns);
     snprintf(t->reason, sizeof t->reason, "cancelled");
-    kill(-t->pid, SIGTERM);
+    if (t->pid > 1) /* a timed task has none */
+        kill(-t->pid, SIGTERM);
     return 0;
 }
 

@@ -92,6 +92,8 @@ typedef struct agent_task {
     agent_cg_task_t cg;
     int64_t grace_ns;    /* its own grace; < 0: conf.grace_ns */
     uint32_t generation; /* elastic: the resize generation it was last told */
+    bool timed; /* no process (conf.timed): it ends at end_at_ns */
+    int64_t end_at_ns;
 } agent_task_t;
 
 typedef struct agent_exec_conf {
@@ -107,6 +109,9 @@ typedef struct agent_exec_conf {
     bool die_with_agent;     /* task leaders get SIGKILL when the agent dies (no restart
                                 state: nothing could adopt them, and the controller will
                                 run them elsewhere) */
+    bool timed;              /* --emulate-tasks timed: no process at all; a task whose
+                                command is `sleep N` runs N seconds, any other ends at
+                                once, both with exit 0; a stop ends it at once (143) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {

@@ -90,6 +90,8 @@ static json_t *inventory_in(const agent_report_in_t *in)
         bad |= set(o, "hostname", json_string(in->hostname));
     if (o && in->log_dir && in->log_dir[0])
         bad |= set(o, "log_dir", json_string(in->log_dir));
+    if (o && in->logs_url && in->logs_url[0])
+        bad |= set(o, "logs_url", json_string(in->logs_url));
     if (bad) {
         json_decref(o);
         return NULL;

@@ -28,6 +28,7 @@ typedef struct agent_report_in {
      * node's tasks (MASTER_ADDR), its host name and its absolute log
      * directory (`arbiter logs` reads LOG_DIR/JOB/TASK.out there). */
     const char *address, *hostname, *log_dir;
+    const char *logs_url; /* where the agent serves task logs (logserve.h); NULL none */
 } agent_report_in_t;
 
 /* The report body as a new JSON object (json_decref it), NULL on ENOMEM. */

@@ -280,6 +280,39 @@ static int h_prio_classes(api_req_t *r)
     return api_finish(r, 0, st_priority_classes(r->st), 0, NULL, 200);
 }
 
+/* Log tickets (src/state/logticket.c): a user asks for one, the agent
+ * that holds the log checks it. */
+static int h_logs_ticket(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t id, task = 0;
+    const char *q = api_query(r, "task");
+
+    if (job_id(r, &id))
+        return r->status;
+    if (q && (parse_u64(q, &task) < 0 || task > 1000000))
+        return api_error(r, 400, "task: '%s' is not a task index; use 0, 1, ...", q);
+    int rc = st_logs_ticket(r->st, &r->who, id, (int64_t)task, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_logs_ticket_check(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t job = 0, task = 0;
+    const char *qj = api_query(r, "job"), *qt = api_query(r, "task"), *node = api_query(r, "node");
+
+    if (!qj || parse_u64(qj, &job) < 0 || !qt || parse_u64(qt, &task) < 0 || task > 1000000 ||
+        !node || !node[0])
+        return api_error(r, 400, "give job, task (integers) and node as query parameters");
+    int rc = st_logs_ticket_check(r->st, r->params[0], job, (int64_t)task, node, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const api_route_t api_routes[] = {
@@ -337,6 +370,18 @@ const api_route_t api_routes[] = {
      "fragmentation diagnostic, quota, preemption, the nearest node). For a running gang over "
      "several nodes, `stragglers`: `[{\"task\", \"node\", \"reason\": \"stale-report\" | "
      "\"low-gpu-utilization\"}]`, also said in `hint`."},
+    {"POST", "/v1/jobs/{id}/logs-ticket", ADMIN | USER, h_logs_ticket,
+     "a short-lived ticket to read a task's log from its agent",
+     "Query: `task` (default 0). The caller must be allowed to see the job. Reply: `{\"job\", "
+     "\"task\", \"node\", \"logs_url\", \"ticket\", \"ttl_ms\"}`: GET "
+     "`LOGS_URL/v1/logs/JOB/TASK?stream=out|err&offset=N` from the node's agent with "
+     "`Authorization: Bearer TICKET` (docs/agent.md). The ticket is bound to this job, task "
+     "and node and lasts `ttl_ms` (60 s). 404 no such job or task, or the node serves no logs "
+     "(its agent runs with `--logs-listen off`); 409 the task has not run yet."},
+    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT, h_logs_ticket_check,
+     "an agent checks a log ticket",
+     "Query: `job`, `task`, `node` (the agent's own). 200 `{\"ok\": true, \"ttl_ms\"}` (what is "
+     "left of its life), 403 unknown, expired, or bound to another job, task or node."},
     {"GET", "/v1/nodes", ADMIN | USER, h_nodes, "list nodes (the GPU map)",
      "Reply: `{\"nodes\": [{\"name\", \"state\", \"version\", \"gpus\": [{\"index\", "
      "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
@@ -353,7 +398,7 @@ const api_route_t api_routes[] = {
      "\"memory_used_mib\", \"temp_c\", \"healthy\"}]}, \"tasks\": [{\"job\", \"task\", "
      "\"attempt\", \"state\": \"running|succeeded|failed|lost\", \"exit_code\"}]}`. The "
      "inventory may also say `address` (where gang members reach this node; default: the "
-     "address the report came from), `hostname` and `log_dir` (for `arbiter logs`); these may "
+     "address the report came from), `hostname`, `log_dir` and `logs_url` (for `arbiter logs`); these may "
      "change at any time. The first report must carry `inventory`; later ones only when it "
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
      "\"epoch\", \"lease_ms\", \"version\", \"assignments\": [...]}` (as below). The controller's clock "

@@ -626,7 +626,8 @@ static void show_nodes(json_t *reply)
         json_incref(nodes);
     }
 
-    printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE", "GPU MAP (job id per GPU; . free)");
+    printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE",
+           "GPU MAP (job id per GPU; . free, X unhealthy)");
     json_array_foreach(nodes, i, n) {
         json_t *gpus = json_object_get(n, "gpus");
         char map[512] = "", age[32];
@@ -634,14 +635,15 @@ static void show_nodes(json_t *reply)
         int busy = 0;
         json_array_foreach(gpus, k, g) {
             json_t *jobs = json_object_get(g, "jobs");
+            bool sick = json_is_false(json_object_get(g, "healthy")); /* out of capacity */
             if (json_array_size(jobs) == 0) {
-                used += (size_t)snprintf(map + used, sizeof map - used, " %5s", ".");
+                used += (size_t)snprintf(map + used, sizeof map - used, " %5s", sick ? "X" : ".");
             } else {
                 busy++;
                 char cell[32];
-                snprintf(cell, sizeof cell, "%lld%s",
+                snprintf(cell, sizeof cell, "%lld%s%s",
                          (long long)json_integer_value(json_array_get(jobs, 0)),
-                         json_array_size(jobs) > 1 ? "+" : "");
+                         json_array_size(jobs) > 1 ? "+" : "", sick ? "X" : "");
                 used += (size_t)snprintf(map + used, sizeof map - used, " %5s", cell);
             }
             if (used >= sizeof map)

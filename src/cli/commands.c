@@ -21,7 +21,8 @@ const cli_cmd_t cli_cmds[] = {
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched|cycle|api [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]\n"
      "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]\n"
-     "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]",
+     "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
+     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]",
      cli_bench},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
      "arbiter lb --listen ADDR --backend HOST:PORT[=WEIGHT] ... [--policy P] "
@@ -52,7 +53,7 @@ const cli_cmd_t cli_cmds[] = {
      cli_events},
     {"top", "a live view of the cluster, its queues, jobs and nodes (q quits)",
      "arbiter top [--once] [--interval 2s] [--jobs N]", cli_top},
-    {"logs", "a job's task output, read where its agent wrote it",
+    {"logs", "a job's task output, from the file or over HTTP from its agent",
      "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
     {NULL, NULL, NULL, NULL},
 };

@@ -42,7 +42,7 @@
 static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
 static const char *const inv_keys[] = {"cpu",      "memory",   "labels",  "taints",   "datasets",
                                        "extended", "gpus",     "address", "hostname", "log_dir",
-                                       NULL};
+                                       "logs_url", NULL};
 static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", "uuid", NULL};
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
 static const char *const tel_keys[] = {"cpu_util",      "memory_used",    "net_rx_bps",
@@ -130,6 +130,13 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
         char dirbuf[4096];
         if ((rc = jv_str(inv, "log_dir", path, dirbuf, sizeof dirbuf, err)) < 0)
             return rc;
+        /* where the agent serves its task logs (src/agent/logserve.c) */
+        if ((rc = jv_str(inv, "logs_url", path, dirbuf, 512, err)) < 0)
+            return rc;
+        const char *u = json_string_value(json_object_get(inv, "logs_url"));
+        if (u && strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
+            return arb_errf(err, -EINVAL, "%s.logs_url: '%.100s' is not an http:// or https:// URL",
+                            path, u);
     }
     if ((rc = jv_member(inv, "gpus", path, JSON_ARRAY, &a, err)) < 0)
         return rc;
@@ -262,10 +269,10 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
 /* ---- reports ------------------------------------------------------------------------- */
 
 /* Do two inventories offer the same resources (all but the agent's
- * address, host name and log directory)? */
+ * address, host name, log directory and logs URL)? */
 static bool same_resources(const json_t *a, const json_t *b)
 {
-    static const char *const meta[] = {"address", "hostname", "log_dir", NULL};
+    static const char *const meta[] = {"address", "hostname", "log_dir", "logs_url", NULL};
     json_t *x = json_copy((json_t *)a), *y = json_copy((json_t *)b);
     bool eq;
 
@@ -712,8 +719,11 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                 touch = true;
                 st_event(s, json_is_true(f) ? "gpu-healthy" : "gpu-unhealthy", 0, name,
                          "node '%s' GPU %d is %s", name, ix,
-                         json_is_true(f) ? "healthy again" : "unhealthy");
+                         json_is_true(f) ? "healthy again; back in capacity"
+                                         : "unhealthy; out of capacity, its tasks stopped");
                 s->dirty = true;
+                if (!json_is_true(f))
+                    st_gpu_lost(s, n, ix);
             }
         }
         json_t *ql = json_object_get(tel, "queue_length"); /* the least-loaded score's */

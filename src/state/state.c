@@ -401,6 +401,7 @@ void st_close(st_t *s)
         st_job_free(s->jobs[i]);
     free(s->jobs);
     free(s->active);
+    st_tickets_free(s);
     arb_sched_free(s->sched);
     for (uint32_t i = 0; i < s->capnodes && i < s->cluster.nnodes; i++) {
         json_decref(s->nodes[i].inventory);
@@ -860,6 +861,7 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             json_object_set_new(o, "hint", json_string(ex.hint));
             if (sj->j->waiting) /* resize.c: its victims are being stopped */
                 st_resize_explain(s, sj, o);
+            st_explain_unhealthy(s, sj, o);
         } else {
             char txt[600], hint[600] = "";
             json_t *strag = json_array();

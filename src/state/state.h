@@ -150,6 +150,18 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
 int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                    arb_err_t *err);
 
+/* A ticket to read task `task` of job `job` from the agent that ran it
+ * (logticket.c): the caller must be allowed to see the job. *out:
+ * {"job", "task", "node", "logs_url", "ticket", "ttl_ms"}. -ENOENT no such
+ * job or task, or the node serves no logs; -EBUSY the task has not run. */
+int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, json_t **out,
+                   int64_t *ticket, arb_err_t *err);
+/* An agent asks whether ticket id lets someone read job/task on node:
+ * 0 and *out {"ok": true, "ttl_ms"}, or -EACCES (unknown, expired, or for
+ * another job, task or node; err says which). */
+int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, const char *node,
+                         json_t **out, int64_t *ticket, arb_err_t *err);
+
 /* ---- nodes ---------------------------------------------------------------------- */
 
 /* An agent's report (docs/api.md): inventory (first report, or changed),

@@ -140,6 +140,8 @@ struct st {
     bool dirty, stop, running;
     pthread_t thr;
 
+    struct st_tickets *tickets; /* log tickets (logticket.c); NULL until the first */
+
     /* metrics */
     uint64_t m_cycles, m_placed, m_preempted, m_submitted, m_cancelled, m_finished;
     uint64_t m_cycle_hist[ST_HIST];
@@ -196,6 +198,15 @@ void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why);
 void st_job_settle(st_t *s, st_job_t *sj, const char *why);
 /* Release sj's allocations and queue it again (a new attempt follows). */
 void st_job_requeue(st_t *s, st_job_t *sj, const char *why);
+/* GPU gpu of node n was reported unhealthy (lost from the bus): every job
+ * with a live task on it is stopped whole, then requeued (restartable) or
+ * failed, as if the task were lost. The GPU itself is already out of the
+ * scheduler's capacity (arb_gpu_t.healthy). */
+void st_gpu_lost(st_t *s, arb_node_t *n, int gpu);
+/* For `explain` of a pending job that wants GPUs: list the unhealthy GPUs
+ * of nodes in service in o ("unhealthy_gpus": [{"node", "gpu"}]) and say
+ * so at the end of o's "summary" ("GPU 3 on node 'n1' unhealthy"). */
+void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o);
 /* Flag stragglers of running multi-node gangs (stale report, GPUs far
  * below their peers'): events on changes. */
 void st_check_stragglers(st_t *s, int64_t now);
@@ -212,6 +223,8 @@ bool st_resize_settle(st_t *s, st_job_t *sj);
 /* A waiting preemptor's explanation: "waiting_for" (its victims, still
  * stopping) and a hint that says so, set on o. */
 void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
+/* Log tickets (logticket.c): free the table (st_close). */
+void st_tickets_free(st_t *s);
 
 /* Nodes. */
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n);
