@@ -77,8 +77,9 @@ struct store {
 /* The backends, NULL-terminated. */
 extern const store_ops_t *const store_backends[];
 extern const store_ops_t store_sqlite_ops;
+extern const store_ops_t store_etcd_ops; /* store_etcd.c: etcd://HOST:PORT[,...][/PREFIX] */
 
-/* Open by URI: "sqlite:DIR" or a bare DIR (sqlite). -ENOENT for an unknown
+/* Open by URI: "sqlite:DIR" or a bare DIR (sqlite), or "etcd://..." (store_etcd.c). -ENOENT for an unknown
  * scheme, with the list of backends. Close with store_close. */
 int store_open(const char *uri, const store_opts_t *o, store_t **out, arb_err_t *err);
 void store_close(store_t *s);
