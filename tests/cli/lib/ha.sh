@@ -29,8 +29,9 @@ ha_need_etcd() {
 
 ha_port() {
     while :; do
-        p=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 30000 + 20000 ))
-        if ! ss -Hltn "sport = :$p" 2>/dev/null | grep -q .; then
+        # below Linux's ephemeral range (32768-60999), where connections take ports
+        p=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000 + 20000 ))
+        if ! ss -Htan "sport = :$p" 2>/dev/null | grep -q .; then
             echo "$p"
             return 0
         fi
