@@ -49,6 +49,7 @@ wait "$C" || true
 grep -q "stepped down" "$T/$OLD.log" || cl_fail "$OLD's log does not say it stepped down"
 code=$(cat "$T/deposed.code" 2>/dev/null || echo none)
 [ "$code" != 201 ] || cl_fail "the deposed leader acknowledged a job: $(cat "$T/deposed.body")"
+echo "ha_pause: the deposed leader answered HTTP $code: $(head -c 300 "$T/deposed.body" 2>/dev/null)"
 
 # The new leader holds both acknowledged jobs, not the deposed one's.
 ARBITER_URL=$NEW_URL $ARB queue --all -o json > "$T/all.json"
