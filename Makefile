@@ -50,3 +50,8 @@ format:
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
+
+.PHONY: demo-ha
+# several controllers over a real 3-member etcd cluster; kill -9 of the leader, live.
+demo-ha: build
+	@sh examples/demo-ha.sh $(BUILD)/arbiter

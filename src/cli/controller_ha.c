@@ -73,8 +73,8 @@ int cli_controller_ha(const ctl_ha_args_t *a)
 
     ha_elect_t *hv = NULL; /* what the API reads: set once the election exists */
     api_ha_t ha = {leader_cb, &hv};
-    api_opts_t ao = {.host = a->host, .port = a->port, .tokens = a->tokens, .ha = &ha,
-                     .name = a->name};
+    api_opts_t ao = {
+        .host = a->host, .port = a->port, .tokens = a->tokens, .ha = &ha, .name = a->name};
     if (api_server_start(NULL, &ao, &api, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         return 1;
@@ -83,8 +83,12 @@ int cli_controller_ha(const ctl_ha_args_t *a)
         snprintf(adv, sizeof adv, "%s", a->advertise);
     else
         snprintf(adv, sizeof adv, "http://%s:%d", a->host, api_server_port(api));
-    ha_conf_t hc = {.members = members, .prefix = prefix, .name = a->name, .url = adv,
-                    .ttl_s = a->ttl_s, .poll_ms = 200};
+    ha_conf_t hc = {.members = members,
+                    .prefix = prefix,
+                    .name = a->name,
+                    .url = adv,
+                    .ttl_s = a->ttl_s,
+                    .poll_ms = 200};
     if (ha_start(&hc, &h, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         api_server_stop(api);
@@ -119,22 +123,18 @@ int cli_controller_ha(const ctl_ha_args_t *a)
             }
             api_server_set_state(api, st);
             json_t *s = st_status(st);
-            fprintf(stderr,
-                    "arbiter controller %s: LEADER term %lld serving: epoch %lld, %lld jobs and "
-                    "%lld nodes recovered from etcd in %lld ms\n",
-                    a->name, (long long)term,
-                    (long long)json_integer_value(json_object_get(s, "epoch")),
-                    (long long)json_integer_value(json_object_get(s, "jobs")),
-                    (long long)json_integer_value(json_object_get(s, "nodes")),
-                    (long long)(now_ms() - t0));
+            ha_log(h,
+                   "serving as leader (term %lld): epoch %lld, %lld jobs and %lld nodes "
+                   "recovered from etcd in %lld ms",
+                   (long long)term, (long long)json_integer_value(json_object_get(s, "epoch")),
+                   (long long)json_integer_value(json_object_get(s, "jobs")),
+                   (long long)json_integer_value(json_object_get(s, "nodes")),
+                   (long long)(now_ms() - t0));
             json_decref(s);
         }
         if (role == HA_STEPPED_DOWN) {
             ha_why(h, why, sizeof why);
-            fprintf(stderr,
-                    "arbiter controller %s: stepped down (%s); exiting 3: nothing more is "
-                    "written by this process\n",
-                    a->name, why);
+            ha_log(h, "stepped down (%s); exiting 3: nothing more is written by this process", why);
             rc = 3;
             break;
         }

@@ -20,7 +20,7 @@ typedef struct ctl_ha_args {
     int port;
     const api_tokens_t *tokens; /* NULL: no auth */
     const st_conf_t *conf;
-    const sigset_t *sigs;  /* blocked; the run ends on one of them */
+    const sigset_t *sigs; /* blocked; the run ends on one of them */
 } ctl_ha_args_t;
 
 /* Serve as follower, campaign, lead when elected; until a signal (exit 0)

@@ -55,20 +55,34 @@ static int64_t mono_ms(void)
 }
 
 /* One timeline line on stderr: wall time, name, what happened. */
-static void say(ha_elect_t *h, const char *fmt, ...)
+static void vsay(ha_elect_t *h, const char *fmt, va_list ap)
 {
     char msg[600], tb[32];
     struct timespec ts;
     struct tm tm;
-    va_list ap;
 
-    va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     strftime(tb, sizeof tb, "%H:%M:%S", &tm);
     fprintf(stderr, "%s.%03ld ha %s: %s\n", tb, ts.tv_nsec / 1000000, h->name, msg);
+}
+
+static void say(ha_elect_t *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(ha_elect_t *h, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(h, fmt, ap);
+    va_end(ap);
+}
+
+void ha_log(ha_elect_t *h, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(h, fmt, ap);
+    va_end(ap);
 }
 
 /* Sleep up to ms, or until ha_stop. Caller holds mu. Returns h->stop. */
@@ -215,8 +229,9 @@ static void lead(ha_elect_t *h, int64_t *last_ok)
         return;
     }
     if (rc == 0 && ttl <= 0) {
-        snprintf(why, sizeof why, "etcd says lease %llx has expired (paused or cut off longer "
-                                  "than its %d s TTL); another controller may lead now",
+        snprintf(why, sizeof why,
+                 "etcd says lease %llx has expired (paused or cut off longer "
+                 "than its %d s TTL); another controller may lead now",
                  (unsigned long long)lease, h->ttl_s);
         step_down(h, why);
     } else if (rc == 0 && rk == -ENOENT) {

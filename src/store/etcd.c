@@ -146,8 +146,8 @@ char *etcd_prefix_end(const char *prefix, size_t plen, size_t *n)
 
 json_t *etcd_op_put(const char *key, const void *val, size_t n, int64_t lease)
 {
-    json_t *p = json_pack("{s:o,s:o}", "key", etcd_b64(key, strlen(key)), "value",
-                          etcd_b64(val, n));
+    json_t *p =
+        json_pack("{s:o,s:o}", "key", etcd_b64(key, strlen(key)), "value", etcd_b64(val, n));
     if (p && lease)
         json_object_set_new(p, "lease", etcd_i64(lease));
     return p ? json_pack("{s:o}", "request_put", p) : NULL;
@@ -347,7 +347,8 @@ int etcd_call(etcd_t *e, const char *path, json_t *body, json_t **resp, arb_err_
     return rc;
 }
 
-/* ---- requests ---------------------------------------------------------------------------------- */
+/* ---- requests ----------------------------------------------------------------------------------
+ */
 
 void etcd_kv_free(etcd_kv_t *kv)
 {
@@ -378,8 +379,8 @@ static int kv_read(const json_t *j, etcd_kv_t *kv)
 int etcd_get(etcd_t *e, const char *key, etcd_kv_t *kv, int64_t *rev, arb_err_t *err)
 {
     json_t *resp = NULL;
-    int rc = etcd_call(e, "/v3/kv/range",
-                       json_pack("{s:o}", "key", etcd_b64(key, strlen(key))), &resp, err);
+    int rc = etcd_call(e, "/v3/kv/range", json_pack("{s:o}", "key", etcd_b64(key, strlen(key))),
+                       &resp, err);
 
     if (rc < 0)
         return rc;
@@ -461,8 +462,8 @@ int etcd_scan(etcd_t *e, const char *prefix, int page, etcd_scan_fn fn, void *ar
 int etcd_put(etcd_t *e, const char *key, const void *val, size_t n, int64_t lease, int64_t *rev,
              arb_err_t *err)
 {
-    json_t *req = json_pack("{s:o,s:o}", "key", etcd_b64(key, strlen(key)), "value",
-                            etcd_b64(val, n));
+    json_t *req =
+        json_pack("{s:o,s:o}", "key", etcd_b64(key, strlen(key)), "value", etcd_b64(val, n));
     json_t *resp = NULL;
     int rc;
 
@@ -484,8 +485,8 @@ int etcd_del(etcd_t *e, const char *key, arb_err_t *err)
     return rc;
 }
 
-int etcd_txn(etcd_t *e, json_t *compare, json_t *success, json_t *failure, bool *ok,
-             json_t **resp, arb_err_t *err)
+int etcd_txn(etcd_t *e, json_t *compare, json_t *success, json_t *failure, bool *ok, json_t **resp,
+             arb_err_t *err)
 {
     json_t *req = json_object();
     json_t *r = NULL;
@@ -525,8 +526,8 @@ int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl, arb_err_t *err)
 {
     json_t *resp = NULL;
     /* The gateway streams: one request, one {"result": {...}}, then EOF. */
-    int rc = etcd_call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", etcd_i64(id)), &resp,
-                       err);
+    int rc =
+        etcd_call(e, "/v3/lease/keepalive", json_pack("{s:o}", "ID", etcd_i64(id)), &resp, err);
 
     if (rc == 0)
         *ttl = etcd_get_i64(json_object_get(resp, "result"), "TTL"); /* absent: expired */

@@ -98,8 +98,8 @@ int etcd_put(etcd_t *e, const char *key, const void *val, size_t n, int64_t leas
 int etcd_del(etcd_t *e, const char *key, arb_err_t *err);
 /* A txn: compare, success and failure are arrays (taken; NULL for none).
  * *ok tells which branch ran; *resp (optional) the whole answer. */
-int etcd_txn(etcd_t *e, json_t *compare, json_t *success, json_t *failure, bool *ok,
-             json_t **resp, arb_err_t *err);
+int etcd_txn(etcd_t *e, json_t *compare, json_t *success, json_t *failure, bool *ok, json_t **resp,
+             arb_err_t *err);
 
 /* Leases: grant (TTL in seconds), one keepalive (*ttl 0 when the lease is
  * gone), revoke (absent lease: 0). */

@@ -41,14 +41,14 @@ typedef struct pend {
     char *key; /* the full etcd key */
     char *val; /* NULL: delete */
     size_t n;
-    int seq;   /* order of arrival, to keep the last op per key */
+    int seq; /* order of arrival, to keep the last op per key */
 } pend_t;
 
 typedef struct se {
     store_t base;
     etcd_t *e;
-    char prefix[PREFIX_MAX]; /* "/arbiter" */
-    char data[PREFIX_MAX + 8]; /* "/arbiter/data/" */
+    char prefix[PREFIX_MAX];     /* "/arbiter" */
+    char data[PREFIX_MAX + 8];   /* "/arbiter/data/" */
     char leader[PREFIX_MAX + 8]; /* "/arbiter/leader" */
     int64_t fence;
     int max_ops;
@@ -103,8 +103,8 @@ static int parse_where(se_t *q, const char *where, char *members, size_t mn, arb
         while (pl > 1 && slash[pl - 1] == '/') /* no trailing slash */
             pl--;
         if (pl >= sizeof q->prefix)
-            return arb_errf(err, -EINVAL, "store prefix '%.*s': longer than %d bytes",
-                            (int)pl, slash, PREFIX_MAX - 1);
+            return arb_errf(err, -EINVAL, "store prefix '%.*s': longer than %d bytes", (int)pl,
+                            slash, PREFIX_MAX - 1);
         if (pl > 1) {
             memcpy(q->prefix, slash, pl);
             q->prefix[pl] = '\0';
@@ -238,9 +238,8 @@ static int send_txn(se_t *q, const pend_t *ops, int from, int to, arb_err_t *err
     int rc;
 
     for (int i = from; i < to; i++)
-        json_array_append_new(succ, ops[i].val
-                                        ? etcd_op_put(ops[i].key, ops[i].val, ops[i].n, 0)
-                                        : etcd_op_del(ops[i].key));
+        json_array_append_new(succ, ops[i].val ? etcd_op_put(ops[i].key, ops[i].val, ops[i].n, 0)
+                                               : etcd_op_del(ops[i].key));
     if (q->fence) {
         cmp = json_array();
         json_array_append_new(cmp, etcd_cmp_create(q->leader, q->fence));

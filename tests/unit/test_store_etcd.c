@@ -81,8 +81,8 @@ static int setup_etcd(void **unused)
             dup2(fd, 1);
             dup2(fd, 2);
         }
-        execl(ETCD_BIN, ETCD_BIN, "--name", "t", "--data-dir", data, "--listen-client-urls",
-              client, "--advertise-client-urls", client, "--listen-peer-urls", peer,
+        execl(ETCD_BIN, ETCD_BIN, "--name", "t", "--data-dir", data, "--listen-client-urls", client,
+              "--advertise-client-urls", client, "--listen-peer-urls", peer,
               "--initial-advertise-peer-urls", peer, "--initial-cluster", cluster, (char *)NULL);
         _exit(127);
     }
@@ -382,7 +382,8 @@ static void test_store_fence(void **unused)
     etcd_close(e);
 }
 
-/* ---- the resource manager over etcd ------------------------------------------------------------ */
+/* ---- the resource manager over etcd ------------------------------------------------------------
+ */
 
 static void test_state_recovers_from_etcd(void **unused)
 {
@@ -426,7 +427,8 @@ static void test_state_recovers_from_etcd(void **unused)
     st_conf_free(&conf);
 }
 
-/* ---- the election ---------------------------------------------------------------------------------- */
+/* ---- the election
+ * ---------------------------------------------------------------------------------- */
 
 static bool wait_role(ha_elect_t *h, ha_role_t want, int ms)
 {
