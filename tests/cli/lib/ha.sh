@@ -59,6 +59,7 @@ ha_etcd() {
             --listen-peer-urls "http://127.0.0.1:$pp" --initial-advertise-peer-urls "http://127.0.0.1:$pp" \
             --initial-cluster "$cluster" --initial-cluster-state new \
             --initial-cluster-token "arb-$$-$NAME" --max-txn-ops 4096 \
+            --auto-compaction-mode periodic --auto-compaction-retention 1h \
             --logger zap --log-level warn >"$T/etcd/e$ha_i.out" 2>&1 &
         echo $! >"$T/pid.e$ha_i"
         echo "http://127.0.0.1:$cp" >"$T/url.e$ha_i"
