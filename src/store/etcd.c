@@ -357,7 +357,7 @@ void etcd_kv_free(etcd_kv_t *kv)
     memset(kv, 0, sizeof *kv);
 }
 
-static int kv_read(const json_t *j, etcd_kv_t *kv)
+int etcd_kv_parse(const json_t *j, etcd_kv_t *kv)
 {
     const char *k = json_string_value(json_object_get(j, "key"));
     const char *v = json_string_value(json_object_get(j, "value"));
@@ -389,7 +389,7 @@ int etcd_get(etcd_t *e, const char *key, etcd_kv_t *kv, int64_t *rev, arb_err_t 
     json_t *kvs = json_object_get(resp, "kvs");
     if (json_array_size(kvs) == 0)
         rc = -ENOENT;
-    else if (kv_read(json_array_get(kvs, 0), kv) < 0)
+    else if (etcd_kv_parse(json_array_get(kvs, 0), kv) < 0)
         rc = arb_errf(err, -EBADMSG, "etcd: key '%s': bad base64 in the answer", key);
     json_decref(resp);
     return rc;
@@ -428,7 +428,7 @@ int etcd_scan(etcd_t *e, const char *prefix, int page, etcd_scan_fn fn, void *ar
         etcd_kv_t kv = {0};
         json_array_foreach(kvs, i, it)
         {
-            if (kv_read(it, &kv) < 0) {
+            if (etcd_kv_parse(it, &kv) < 0) {
                 rc = arb_errf(err, -EBADMSG, "etcd: bad base64 in a range answer");
                 break;
             }

@@ -87,6 +87,9 @@ json_t *etcd_cmp_create(const char *key, int64_t rev);
  * (optional) the store's revision at the read. */
 int etcd_get(etcd_t *e, const char *key, etcd_kv_t *kv, int64_t *rev, arb_err_t *err);
 void etcd_kv_free(etcd_kv_t *kv);
+/* One element of a range answer's "kvs" into *kv (etcd_kv_free); -EBADMSG
+ * when key or value is not base64. */
+int etcd_kv_parse(const json_t *j, etcd_kv_t *kv);
 /* Every key starting with prefix, in key order, read in pages of `page`
  * keys at one revision (the first page's), so the scan is a snapshot. fn
  * returning non-zero stops the scan and is returned. */
@@ -106,5 +109,11 @@ int etcd_txn(etcd_t *e, json_t *compare, json_t *success, json_t *failure, bool 
 int etcd_lease_grant(etcd_t *e, int ttl, int64_t *id, arb_err_t *err);
 int etcd_lease_keepalive(etcd_t *e, int64_t id, int64_t *ttl, arb_err_t *err);
 int etcd_lease_revoke(etcd_t *e, int64_t id, arb_err_t *err);
+
+/* ---- the store backend's location (store_etcd.c) ------------------------------------------ */
+
+/* Check "etcd://MEMBERS[/PREFIX][?fence=REV&max-ops=N]" (or what follows
+ * "etcd:") without connecting: 0, or -EINVAL naming the part and the fix. */
+int store_etcd_check(const char *where, arb_err_t *err);
 
 #endif

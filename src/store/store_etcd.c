@@ -141,6 +141,23 @@ static int parse_where(se_t *q, const char *where, char *members, size_t mn, arb
     return 0;
 }
 
+int store_etcd_check(const char *where, arb_err_t *err)
+{
+    se_t q;
+    char members[1024];
+    etcd_t *e = NULL;
+    int rc;
+
+    memset(&q, 0, sizeof q);
+    if (strncmp(where, "etcd:", 5) == 0)
+        where += 5;
+    rc = parse_where(&q, where, members, sizeof members, err);
+    if (rc == 0)
+        rc = etcd_open(members, &e, err); /* parses the member list; connects lazily */
+    etcd_close(e);
+    return rc;
+}
+
 static int se_open(const char *where, const store_opts_t *o, store_t **out, arb_err_t *err)
 {
     se_t *q = calloc(1, sizeof *q);
