@@ -132,6 +132,14 @@ int cli_controller_ha(const ctl_ha_args_t *a)
                    (long long)(now_ms() - t0));
             json_decref(s);
         }
+        if (role == HA_LEADER && st && st_store_status(st, &err) < 0) {
+            /* A commit failed (fenced, or etcd unreachable for longer than the
+             * client retries): this state can no longer be trusted to be
+             * etcd's. Step down; the next leader loads what etcd holds. */
+            snprintf(why, sizeof why, "%s", err.msg);
+            ha_step_down(h, why);
+            role = HA_STEPPED_DOWN;
+        }
         if (role == HA_STEPPED_DOWN) {
             ha_why(h, why, sizeof why);
             ha_log(h, "stepped down (%s); exiting 3: nothing more is written by this process", why);

@@ -44,6 +44,7 @@ struct ha_elect {
     char lname[128], lurl[256]; /* the leader as last seen */
     int64_t lterm;
     bool lknown;
+    bool read_failing; /* the last read of the leader key failed (said once) */
     char why[700];
 };
 
@@ -143,8 +144,15 @@ static void follow(ha_elect_t *h)
             say(h, "the leader key is gone (%s's lease ended): campaigning", h->lname);
         h->lknown = false;
         h->role = HA_CANDIDATE;
-    } else {
+    } else if (!h->read_failing) { /* said once, not every poll */
         say(h, "cannot read the leader key: %s", err.msg);
+    }
+    if (rc == 0 || rc == -ENOENT) {
+        if (h->read_failing)
+            say(h, "etcd answers again");
+        h->read_failing = false;
+    } else {
+        h->read_failing = true;
     }
     etcd_kv_free(&kv);
     if (h->role == HA_FOLLOWER)

@@ -365,3 +365,14 @@ void store_gc_inject_failure(store_gc_t *gc, int n)
     gc->inject = n;
     pthread_mutex_unlock(&gc->mu);
 }
+
+int store_gc_status(store_gc_t *gc, arb_err_t *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&gc->mu);
+    if (gc->failed)
+        rc = arb_errf(err, -EIO, "store commit failed: %s", gc->fail_err.msg);
+    pthread_mutex_unlock(&gc->mu);
+    return rc;
+}
