@@ -14,8 +14,11 @@
  *      controller exits (a supervisor restarts it as a follower). Even a
  *      leader that has not noticed yet cannot write: every write is fenced
  *      by its term (store_etcd.c).
- * Followers read the key every poll_ms rather than holding a watch stream:
- * one small range request, and nothing to re-establish after a member dies.
+ * Followers read the key, then watch it (a /v3/watch stream from the
+ * revision they read) for up to a second: a deletion (the leader's lease
+ * expired, or it resigned) wakes them at once; otherwise they read it
+ * again, so a member that died under the watch costs at most a second.
+ * When etcd cannot be reached they retry every poll_ms.
  */
 #include <pthread.h>
 #include <stdarg.h>
@@ -32,7 +35,7 @@ const char *const ha_role_names[] = {"follower", "candidate", "leader", "stepped
 struct ha_elect {
     char *members, *prefix, *name, *url;
     char key[256];
-    int ttl_s, poll_ms;
+    int ttl_s, poll_ms, watch_ms;
     etcd_t *e;
     pthread_t thr;
     pthread_mutex_t mu;
@@ -134,8 +137,11 @@ static void follow(ha_elect_t *h)
     etcd_kv_t kv = {0};
     arb_err_t err = {{0}};
 
+    int64_t rev = 0;
+    int w = -1;
+
     pthread_mutex_unlock(&h->mu);
-    int rc = etcd_get(h->e, h->key, &kv, NULL, &err);
+    int rc = etcd_get(h->e, h->key, &kv, &rev, &err);
     pthread_mutex_lock(&h->mu);
     if (rc == 0) {
         see_leader(h, &kv);
@@ -155,7 +161,12 @@ static void follow(ha_elect_t *h)
         h->read_failing = true;
     }
     etcd_kv_free(&kv);
-    if (h->role == HA_FOLLOWER)
+    if (rc == 0 && !h->stop) { /* wait for the key's deletion, read it again after a while */
+        pthread_mutex_unlock(&h->mu);
+        w = etcd_watch_delete(h->e, h->key, rev + 1, h->watch_ms, NULL);
+        pthread_mutex_lock(&h->mu);
+    }
+    if (h->role == HA_FOLLOWER && w < 0)
         nap(h, h->poll_ms);
 }
 
@@ -313,6 +324,7 @@ int ha_start(const ha_conf_t *c, ha_elect_t **out, arb_err_t *err)
     h->url = strdup(c->url);
     h->ttl_s = c->ttl_s;
     h->poll_ms = c->poll_ms > 0 ? c->poll_ms : 200;
+    h->watch_ms = 1000;
     pthread_mutex_init(&h->mu, NULL);
     pthread_cond_init(&h->cv, NULL);
     if (!h->members || !h->prefix || !h->name || !h->url) {

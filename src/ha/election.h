@@ -17,8 +17,8 @@
  *
  * The leader key is PREFIX/leader, its value {"name", "url"}, attached to
  * the leader's lease (TTL >= 5 s): if the leader dies or pauses, the lease
- * expires, etcd deletes the key, and a follower (which reads the key every
- * poll_ms) becomes candidate. The term is the key's create_revision: it
+ * expires, etcd deletes the key, and a follower (which watches the key)
+ * becomes candidate. The term is the key's create_revision: it
  * grows with every election and is the fencing token every write of the
  * leader carries (store_etcd.c's fence=TERM).
  *
@@ -44,7 +44,7 @@ typedef struct ha_conf {
     const char *name;    /* this controller's name (--name) */
     const char *url;     /* where clients reach it (--advertise-url) */
     int ttl_s;           /* the leader lease, seconds (>= 5) */
-    int poll_ms;         /* how often a follower reads the leader key (200) */
+    int poll_ms;         /* a follower's retry interval when etcd fails (200) */
 } ha_conf_t;
 
 typedef struct ha_elect ha_elect_t;

@@ -21,6 +21,7 @@ struct etcd {
     char *buf; /* the answer being read */
     size_t len, cap;
     bool oom;
+    int watch; /* etcd_watch_delete: 1 deleted, -1 cancelled, 0 nothing yet */
 };
 
 /* ---- base64 -------------------------------------------------------------------------- */
@@ -344,6 +345,88 @@ int etcd_call(etcd_t *e, const char *path, json_t *body, json_t **resp, arb_err_
     }
     curl_easy_setopt(e->c, CURLOPT_POSTFIELDS, NULL);
     free(txt);
+    return rc;
+}
+
+/* ---- watch ---------------------------------------------------------------------------------- */
+
+/* Look at each complete line (one gateway message) in e->buf; drop them. */
+static void watch_lines(etcd_t *e)
+{
+    char *nl;
+
+    while (e->watch == 0 && (nl = memchr(e->buf, '\n', e->len)) != NULL) {
+        size_t n = (size_t)(nl - e->buf);
+        json_t *m = json_loadb(e->buf, n, 0, NULL);
+        json_t *r = json_object_get(m, "result");
+        size_t i;
+        json_t *ev;
+
+        if (json_is_true(json_object_get(r, "canceled")))
+            e->watch = -1;
+        json_array_foreach(json_object_get(r, "events"), i, ev)
+        {
+            const char *type = json_string_value(json_object_get(ev, "type"));
+            if (type && strcmp(type, "DELETE") == 0) /* absent: a put */
+                e->watch = 1;
+        }
+        json_decref(m);
+        memmove(e->buf, nl + 1, e->len - n - 1);
+        e->len -= n + 1;
+    }
+}
+
+static size_t on_watch(char *p, size_t sz, size_t nm, void *arg)
+{
+    etcd_t *e = arg;
+    size_t n = on_data(p, sz, nm, arg);
+
+    if (n == 0)
+        return 0;
+    watch_lines(e);
+    return e->watch != 0 ? 0 : n; /* 0 ends the transfer: we know enough */
+}
+
+int etcd_watch_delete(etcd_t *e, const char *key, int64_t from_rev, int ms, arb_err_t *err)
+{
+    json_t *req = json_pack("{s:{s:o,s:o}}", "create_request", "key", etcd_b64(key, strlen(key)),
+                            "start_revision", etcd_i64(from_rev));
+    char *txt = req ? json_dumps(req, JSON_COMPACT) : NULL;
+    char url[512];
+    long status = 0;
+    int rc;
+
+    json_decref(req);
+    if (!txt)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    snprintf(url, sizeof url, "%s/v3/watch", e->members[e->cur]);
+    curl_easy_setopt(e->c, CURLOPT_URL, url);
+    curl_easy_setopt(e->c, CURLOPT_POSTFIELDS, txt);
+    curl_easy_setopt(e->c, CURLOPT_TIMEOUT_MS, (long)ms);
+    curl_easy_setopt(e->c, CURLOPT_CONNECTTIMEOUT_MS, (long)(ms < 1000 ? ms : 1000));
+    curl_easy_setopt(e->c, CURLOPT_WRITEFUNCTION, on_watch);
+    e->len = 0;
+    e->oom = false;
+    e->watch = 0;
+    CURLcode cc = curl_easy_perform(e->c);
+    curl_easy_getinfo(e->c, CURLINFO_RESPONSE_CODE, &status);
+    curl_easy_setopt(e->c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(e->c, CURLOPT_POSTFIELDS, NULL);
+    free(txt);
+    if (e->watch == 1)
+        rc = 1;
+    else if (e->watch == -1)
+        rc = arb_errf(err, -EINVAL, "etcd %s: watch on '%s' cancelled (revision %lld compacted?)",
+                      e->members[e->cur], key, (long long)from_rev);
+    else if (e->oom)
+        rc = arb_errf(err, -ENOMEM, "out of memory reading etcd's watch");
+    else if (cc == CURLE_OPERATION_TIMEDOUT && status == 200)
+        rc = 0; /* the stream was open all along: nothing was deleted */
+    else {
+        rc = arb_errf(err, -EIO, "etcd %s: watch: %s (HTTP %ld)", e->members[e->cur],
+                      curl_easy_strerror(cc), status);
+        e->cur = (e->cur + 1) % e->n;
+    }
     return rc;
 }
 

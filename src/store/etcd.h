@@ -104,6 +104,13 @@ int etcd_del(etcd_t *e, const char *key, arb_err_t *err);
 int etcd_txn(etcd_t *e, json_t *compare, json_t *success, json_t *failure, bool *ok, json_t **resp,
              arb_err_t *err);
 
+/* Watch one key from revision from_rev (inclusive) for up to ms: a streaming
+ * POST to /v3/watch read as it arrives. 1 as soon as the key is deleted
+ * (or was, at or after from_rev), 0 when ms passed without a delete (puts
+ * are ignored), -EIO when the member cannot be reached (the next call tries
+ * the next member), -EINVAL when etcd cancelled the watch (compacted). */
+int etcd_watch_delete(etcd_t *e, const char *key, int64_t from_rev, int ms, arb_err_t *err);
+
 /* Leases: grant (TTL in seconds), one keepalive (*ttl 0 when the lease is
  * gone), revoke (absent lease: 0). */
 int etcd_lease_grant(etcd_t *e, int ttl, int64_t *id, arb_err_t *err);

@@ -249,6 +249,34 @@ static void test_client_member_rotation(void **unused)
     assert_int_equal(etcd_open("", &e, &err), -EINVAL);
 }
 
+static void test_client_watch(void **unused)
+{
+    etcd_t *e, *dead;
+    arb_err_t err = {{0}};
+    int64_t rev = 0, rev2 = 0;
+    char list[64];
+
+    (void)unused;
+    assert_int_equal(etcd_open(members, &e, &err), 0);
+    assert_int_equal(etcd_put(e, "/w/k", "1", 1, 0, &rev, &err), 0);
+    /* Nothing happens: 0 when the time is up; a put is not a delete. */
+    assert_int_equal(etcd_watch_delete(e, "/w/k", rev + 1, 300, &err), 0);
+    assert_int_equal(etcd_put(e, "/w/k", "2", 1, 0, &rev2, &err), 0);
+    assert_int_equal(etcd_watch_delete(e, "/w/k", rev + 1, 300, &err), 0);
+    /* A delete after the revision watched from is seen, even one made before
+     * the watch started (the watch replays history from that revision). */
+    assert_int_equal(etcd_del(e, "/w/k", &err), 0);
+    assert_int_equal(etcd_watch_delete(e, "/w/k", rev2 + 1, 5000, &err), 1);
+    /* The client works as before after a watch. */
+    assert_int_equal(etcd_put(e, "/w/k", "3", 1, 0, NULL, &err), 0);
+    etcd_close(e);
+    /* A member that is down: -EIO. */
+    snprintf(list, sizeof list, "127.0.0.1:%d", dead_port);
+    assert_int_equal(etcd_open(list, &dead, &err), 0);
+    assert_int_equal(etcd_watch_delete(dead, "/w/k", 1, 300, &err), -EIO);
+    etcd_close(dead);
+}
+
 /* ---- the store backend ---------------------------------------------------------------------- */
 
 typedef struct kseen {
@@ -496,6 +524,7 @@ int main(void)
         cmocka_unit_test(test_client_put_get_txn),
         cmocka_unit_test(test_client_scan_pages),
         cmocka_unit_test(test_client_member_rotation),
+        cmocka_unit_test(test_client_watch),
         cmocka_unit_test(test_store_backend),
         cmocka_unit_test(test_store_fence),
         cmocka_unit_test(test_state_recovers_from_etcd),
