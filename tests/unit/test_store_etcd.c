@@ -451,6 +451,14 @@ static void test_state_recovers_from_etcd(void **unused)
     assert_int_equal(st_wait(s, t, &err), 0);
     assert_int_equal(json_integer_value(json_object_get(out, "id")), 6); /* ids never reused */
     json_decref(out);
+    /* A failed commit is reported by st_store_status (the controller then steps down). */
+    assert_int_equal(st_store_status(s, &err), 0);
+    st_inject_store_failure(s, 1);
+    assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err), 0);
+    json_decref(out);
+    assert_int_equal(st_wait(s, t, &err), -EIO);
+    assert_int_equal(st_store_status(s, &err), -EIO);
+    assert_non_null(strstr(err.msg, "injected"));
     st_close(s);
     st_conf_free(&conf);
 }
