@@ -186,6 +186,9 @@ static int to_leader(api_req_t *r, char *loc, size_t locsz)
     if (rc == 1)
         return api_error(r, 503, "this controller (%s) won the election and is loading the "
                                  "state; retry in a moment", r->self_name);
+    if (rc < 0 && r->st)
+        return api_error(r, 503, "this controller (%s) cannot renew its leader lease; it is "
+                                 "stepping down; retry, or ask GET /v1/leader", r->self_name);
     if (rc < 0 || !url[0])
         return api_error(r, 503, "no leader is known yet (an election is under way); retry, or "
                                  "ask GET /v1/leader");
@@ -225,8 +228,14 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, char *loc, 
         return api_error(r, 405, "%s %s: method not allowed; use %s", r->method, r->url, allow);
     if (!hit)
         return api_error(r, 404, "%s: no such endpoint; see docs/api.md", r->url);
-    if (!r->st && strcmp(hit->path, "/healthz") != 0 && strcmp(hit->path, "/v1/leader") != 0)
-        return to_leader(r, loc, locsz);
+    if (strcmp(hit->path, "/healthz") != 0 && strcmp(hit->path, "/v1/leader") != 0) {
+        char n[128], u[256];
+        int64_t term;
+        /* A follower, or a leader whose lease may have run out (it was paused):
+         * send the client on rather than answer from memory that may be stale. */
+        if (!r->st || (r->ha && r->ha->leader(r->ha->arg, n, sizeof n, u, sizeof u, &term) != 1))
+            return to_leader(r, loc, locsz);
+    }
     if (hit->roles && a->tokens) {
         const api_token_t *t = NULL;
         if (auth && strncasecmp(auth, "Bearer ", 7) == 0)

@@ -122,7 +122,7 @@ static int h_leader(api_req_t *r)
         r->retry_after = 1;
         return api_error(r, 503, "no leader is known yet (an election is under way); retry");
     }
-    bool serving = rc == 1 && r->st != NULL;
+    bool serving = rc == 1 && r->st != NULL; /* rc 1: this one leads, its lease alive */
     if (req && strcmp(req, "self") == 0 && !serving) {
         r->retry_after = 1;
         return api_error(r, 503, "%s does not serve as leader now; %s (%s) leads",

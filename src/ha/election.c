@@ -30,6 +30,10 @@
 #include "ha/election.h"
 #include "store/etcd.h"
 
+/* Safety margin on lease times: etcd's clock may run a little ahead of ours,
+ * and its TTL countdown starts somewhere between our send and its answer. */
+#define MARGIN_MS 500
+
 const char *const ha_role_names[] = {"follower", "candidate", "leader", "stepped-down"};
 
 struct ha_elect {
@@ -44,6 +48,7 @@ struct ha_elect {
     /* under mu */
     ha_role_t role;
     int64_t term, lease;
+    int64_t valid_until;        /* LEADER: the lease is surely alive before this (monotonic ms) */
     char lname[128], lurl[256]; /* the leader as last seen */
     int64_t lterm;
     bool lknown;
@@ -181,6 +186,7 @@ static void campaign(ha_elect_t *h)
     int rc;
 
     pthread_mutex_unlock(&h->mu);
+    int64_t sent = mono_ms(); /* etcd starts the TTL after this */
     rc = etcd_lease_grant(h->e, h->ttl_s, &lease, &err);
     if (rc == 0) {
         json_t *v = json_pack("{s:s,s:s}", "name", h->name, "url", h->url);
@@ -202,6 +208,7 @@ static void campaign(ha_elect_t *h)
     } else if (ok) {
         h->term = etcd_header_rev(resp); /* the txn's revision: the key's create_revision */
         h->lease = lease;
+        h->valid_until = sent + (int64_t)h->ttl_s * 1000 - MARGIN_MS;
         h->role = HA_LEADER;
         h->lknown = true;
         h->lterm = h->term;
@@ -231,7 +238,7 @@ static void campaign(ha_elect_t *h)
 }
 
 /* LEADER: renew, check, sleep TTL/3. Caller holds mu. */
-static void lead(ha_elect_t *h, int64_t *last_ok)
+static void lead(ha_elect_t *h)
 {
     arb_err_t err = {{0}};
     int64_t ttl = 0, lease = h->lease, term = h->term;
@@ -239,6 +246,7 @@ static void lead(ha_elect_t *h, int64_t *last_ok)
     char why[600];
 
     pthread_mutex_unlock(&h->mu);
+    int64_t sent = mono_ms();
     int rc = etcd_lease_keepalive(h->e, lease, &ttl, &err);
     int rk = rc == 0 && ttl > 0 ? etcd_get(h->e, h->key, &kv, NULL, &err) : 0;
     int64_t now = mono_ms();
@@ -260,10 +268,11 @@ static void lead(ha_elect_t *h, int64_t *last_ok)
                  (long long)kv.create_rev);
         step_down(h, why);
     } else if (rc == 0 && rk == 0) {
-        *last_ok = now;
-    } else if (now - *last_ok >= (int64_t)h->ttl_s * 1000 - 1000) {
-        snprintf(why, sizeof why, "no keepalive answered for %lld ms (last error: %s)",
-                 (long long)(now - *last_ok), err.msg);
+        h->valid_until = sent + ttl * 1000 - MARGIN_MS;
+    } else if (now >= h->valid_until - MARGIN_MS) {
+        snprintf(why, sizeof why,
+                 "no keepalive answered in time: the lease may end in %lld ms (last error: %s)",
+                 (long long)(h->valid_until + MARGIN_MS - now), err.msg);
         step_down(h, why);
     }
     etcd_kv_free(&kv);
@@ -274,7 +283,6 @@ static void lead(ha_elect_t *h, int64_t *last_ok)
 static void *elect_main(void *arg)
 {
     ha_elect_t *h = arg;
-    int64_t last_ok = 0;
 
     pthread_mutex_lock(&h->mu);
     while (!h->stop) {
@@ -284,10 +292,9 @@ static void *elect_main(void *arg)
             break;
         case HA_CANDIDATE:
             campaign(h);
-            last_ok = mono_ms();
             break;
         case HA_LEADER:
-            lead(h, &last_ok);
+            lead(h);
             break;
         case HA_STEPPED_DOWN:
             nap(h, 1000);
@@ -398,8 +405,10 @@ int ha_leader(ha_elect_t *h, char *name, size_t nn, char *url, size_t un, int64_
     int rc;
 
     pthread_mutex_lock(&h->mu);
-    if (h->role == HA_LEADER)
+    if (h->role == HA_LEADER && mono_ms() < h->valid_until)
         rc = 1;
+    else if (h->role == HA_LEADER) /* overdue renewal (paused?): perhaps no longer */
+        rc = -ENOENT;
     else
         rc = h->lknown ? 0 : -ENOENT;
     if (rc >= 0) {

@@ -3,10 +3,11 @@
 # real 3-member etcd cluster and two controllers. While the leader is
 # stopped its lease expires and the other controller takes over; a job is
 # submitted to the new leader, and another one is sent to the stopped
-# leader (the kernel queues the connection). On SIGCONT the old leader
-# cannot write: the request it then handles is not acknowledged (every
-# commit is a txn fenced by its term) and its job never appears; it steps
-# down and exits 3, saying why; the new leader goes on, consistent.
+# leader, and a read (the kernel queues the connections). On SIGCONT the
+# old leader cannot write: the request it then handles is not acknowledged
+# (its lease is overdue, and every commit is a txn fenced by its term) and
+# its job never appears; the read is not answered from its stale memory;
+# it steps down and exits 3, saying why; the new leader goes on.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
 ARB=$1
@@ -36,7 +37,12 @@ curl -s -m 30 -o "$T/deposed.body" -w '%{http_code}' -X POST "$OLD_URL/v1/jobs" 
     -d '{"name":"from-deposed","command":["true"],"resources":{"requests":{"cpu":"1"}}}' \
     > "$T/deposed.code" 2>/dev/null &
 C=$!
-cl_wait "the request to reach $OLD's socket" 10 sh -c "ss -Htn state established '( dport = :${OLD_URL##*:} )' | grep -q ."
+# And a read: it must not be answered from the deposed leader's memory either.
+curl -s -m 30 -o "$T/read.body" -w '%{http_code}' "$OLD_URL/v1/jobs?state=active" \
+    > "$T/read.code" 2>/dev/null &
+R=$!
+conns() { [ "$(ss -Htn state established "( dport = :${OLD_URL##*:} )" | wc -l)" -ge 2 ]; }
+cl_wait "the requests to reach $OLD's socket" 10 conns
 kill -CONT "$OLD_PID"
 
 exited() { ! cl_alive "$OLD_PID"; }
@@ -45,11 +51,15 @@ rc=0
 wait "$OLD_PID" || rc=$?
 cl_forget_pid "$OLD_PID"
 wait "$C" || true
+wait "$R" || true
 [ "$rc" -eq 3 ] || cl_fail "$OLD exited $rc, not 3 (stepped down)"
 grep -q "stepped down" "$T/$OLD.log" || cl_fail "$OLD's log does not say it stepped down"
 code=$(cat "$T/deposed.code" 2>/dev/null || echo none)
 [ "$code" != 201 ] || cl_fail "the deposed leader acknowledged a job: $(cat "$T/deposed.body")"
 echo "ha_pause: the deposed leader answered HTTP $code: $(head -c 300 "$T/deposed.body" 2>/dev/null)"
+rcode=$(cat "$T/read.code" 2>/dev/null || echo none)
+[ "$rcode" != 200 ] || cl_fail "the deposed leader answered a read from memory: $(cat "$T/read.body")"
+echo "ha_pause: the deposed leader answered a read with HTTP $rcode: $(head -c 300 "$T/read.body" 2>/dev/null)"
 
 # The new leader holds both acknowledged jobs, not the deposed one's.
 ARBITER_URL=$NEW_URL $ARB queue --all -o json > "$T/all.json"
