@@ -23,6 +23,15 @@ run() { # run STORE URL
         ARBITER_URL=$2 $ARB bench api --clients "$k" --jobs "$j" -o json | sed "s/^{/{\"store\": \"$1\", /"
     done
 }
-run etcd-3 "$(cat "$T/url.$(ha_leader)")"
+grouping() { # how many batches (submissions and other mutations) each txn carried
+    m=$(curl -s "$2/metrics")
+    c=$(echo "$m" | sed -n 's/^arbiter_store_commits_total //p')
+    b=$(echo "$m" | sed -n 's/^arbiter_store_batches_total //p')
+    echo "{\"store\": \"$1\", \"store_commits\": $c, \"store_batches\": $b}"
+}
+L=$(cat "$T/url.$(ha_leader)")
+run etcd-3 "$L"
+grouping etcd-3 "$L"
 cl_controller
 run sqlite "$ARBITER_URL"
+grouping sqlite "$ARBITER_URL"
