@@ -91,8 +91,10 @@ cl_wait "a new leader" $((HA_TTL + 5)) ha_leader
 NEW=$(ha_leader)
 stamp "$NEW serves as leader, $(( $(ha_now_ms) - t0 )) ms after the kill (lease TTL ${HA_TTL} s)"
 cl_wait "submissions through the new leader" 20 acked $((before + 10))
-first=$(sed -n "$((before + 1))p" "$T/acked")
-echo "${first%% *} demo: first submission acknowledged after the kill: job ${first#* }" >> "$T/timeline"
+# Jobs the new leader recovered: ids up to N; the first id above is its first acknowledgement.
+N=$(sed -n 's/.*serving as leader.* \([0-9]*\) jobs and.*/\1/p' "$T/$NEW.log" | tail -1)
+first=$(awk -v n="$N" '$2 > n { print; exit }' "$T/acked")
+echo "${first%% *} demo: first submission acknowledged by $NEW: job ${first#* } (jobs 1-$N were written by $OLD)" >> "$T/timeline"
 echo
 echo "${BOLD}The failover, from every controller's log and this script:${PLAIN}"
 cat "$T"/c*.log "$T/timeline" | grep -E '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} ' | sort | uniq |
