@@ -55,3 +55,13 @@ format:
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
+
+.PHONY: demo-ha
+# several controllers over a real 3-member etcd cluster; kill -9 of the leader, live.
+demo-ha: build
+	@sh examples/demo-ha.sh $(BUILD)/arbiter
+
+.PHONY: bench-ha
+# durable submits/s through the leader over a 3-member etcd cluster, and SQLite; JSON lines.
+bench-ha: build
+	@sh bench/ha.sh $(BUILD)/arbiter $(CURDIR)

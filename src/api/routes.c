@@ -99,6 +99,42 @@ static int h_check(api_req_t *r)
     return api_finish(r, 0, json_pack("{s:b}", "ok", 1), 0, NULL, 200);
 }
 
+/* Who leads: this controller alone (term: its epoch), or what the election
+ * (src/ha) knows. ?require=self: 503 unless this controller leads and
+ * serves (a health check that finds the leader, for `arbiter lb`). */
+static int h_leader(api_req_t *r)
+{
+    char name[128], url[256];
+    int64_t term = 0;
+    int rc = 1;
+    const char *req = api_query(r, "require");
+
+    if (r->ha) {
+        rc = r->ha->leader(r->ha->arg, name, sizeof name, url, sizeof url, &term);
+    } else {
+        json_t *st = st_status(r->st);
+        term = (int64_t)json_integer_value(json_object_get(st, "epoch"));
+        json_decref(st);
+        snprintf(name, sizeof name, "%s", r->self_name);
+        snprintf(url, sizeof url, "%s", r->self_url);
+    }
+    if (rc < 0) {
+        r->retry_after = 1;
+        return api_error(r, 503, "no leader is known yet (an election is under way); retry");
+    }
+    bool serving = rc == 1 && r->st != NULL; /* rc 1: this one leads, its lease alive */
+    if (req && strcmp(req, "self") == 0 && !serving) {
+        r->retry_after = 1;
+        return api_error(r, 503, "%s does not serve as leader now; %s (%s) leads",
+                         r->self_name, name, url);
+    }
+    /* Not api_finish: a follower has no state to wait on. */
+    r->json = json_pack("{s:s,s:s,s:I,s:s,s:b}", "leader", name, "url", url, "term",
+                        (json_int_t)term, "you", r->self_name, "serving", serving);
+    r->status = 200;
+    return 200;
+}
+
 static int h_submit(api_req_t *r)
 {
     arb_err_t err = {{0}};
@@ -326,6 +362,16 @@ const api_route_t api_routes[] = {
      "the controller's Lamport clock, epoch, store revision, counts, and who you are",
      "Reply: `{\"lamport\", \"epoch\", \"revision\", \"jobs\", \"active_jobs\", \"nodes\", "
      "\"you\": {\"role\", \"team\", \"name\"}}`."},
+    {"GET", "/v1/leader", ANYONE, h_leader, "which controller leads (answered by every controller)",
+     "No auth. Reply: `{\"leader\": NAME, \"url\": URL, \"term\": N, \"you\": NAME, "
+     "\"serving\": BOOL}`: the leader as this controller knows it, its term (the etcd leader "
+     "key's create_revision; a single SQLite controller names itself, with its epoch as the "
+     "term), this controller's name, and whether this controller leads and serves. "
+     "`?require=self`: 503 unless this controller serves as leader (a health check that finds "
+     "the leader). 503 with `Retry-After` while no leader is known. On a follower every other "
+     "`/v1` request is answered 307 with `Location` at the leader's URL (same path and query; "
+     "clients re-send method and body), or 503 with `Retry-After: 1` while none is known. "
+     "See docs/ha.md."},
     {"GET", "/v1/check", ADMIN, h_check, "check every allocation invariant",
      "200 `{\"ok\": true}`, or 500 naming the first broken invariant (a GPU share held twice, "
      "usage that does not add up)."},

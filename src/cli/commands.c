@@ -36,7 +36,8 @@ const cli_cmd_t cli_cmds[] = {
      cli_agent},
     {"version", "print the version", "arbiter version", cli_version},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
-     "arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] [--tokens FILE]",
+     "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
+     "[--config FILE] [--tokens FILE] (HA: docs/ha.md)",
      cli_controller},
     {"submit", "submit a job to the controller; prints its id",
      "arbiter submit -f job.yaml | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "

@@ -115,6 +115,11 @@ int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
     return store_gc_wait(s->gc, ticket, err);
 }
 
+int st_store_status(st_t *s, arb_err_t *err)
+{
+    return store_gc_status(s->gc, err);
+}
+
 void st_inject_store_failure(st_t *s, int n)
 {
     store_gc_inject_failure(s->gc, n);

@@ -201,6 +201,11 @@ json_t *st_priority_classes(st_t *s);
 /* {"lamport", "epoch", "revision", "jobs", "nodes"} */
 json_t *st_status(st_t *s);
 
+/* 0 while the store writes; -EIO with the failed commit's text once a
+ * commit failed (the process must stop serving; src/cli/controller_ha.c
+ * steps down). */
+int st_store_status(st_t *s, arb_err_t *err);
+
 /* Test hook: make the next n store commits fail. */
 void st_inject_store_failure(st_t *s, int n);
 
