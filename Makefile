@@ -4,6 +4,7 @@
 #   make asan   run the tests under ASan+UBSan (build-asan/)
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
+#   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
@@ -11,7 +12,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb demo demo-hybrid fuzz format clean
+.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format clean
 
 all: build
 
@@ -37,6 +38,10 @@ bench: build
 bench-lb: build
 	@sh bench/lb.sh $(BUILD)/arbiter $(BUILD)/tests/arb_lbtest
 
+# arbiter bench api vs sbatch into a local slurmctld (installs slurm-wlm and munge as root).
+bench-api: build
+	@sh bench/api.sh $(BUILD)/arbiter
+
 demo: build
 	@sh examples/demo.sh $(BUILD)/arbiter
 
@@ -54,3 +59,13 @@ format:
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
+
+.PHONY: demo-ha
+# several controllers over a real 3-member etcd cluster; kill -9 of the leader, live.
+demo-ha: build
+	@sh examples/demo-ha.sh $(BUILD)/arbiter
+
+.PHONY: bench-ha
+# durable submits/s through the leader over a 3-member etcd cluster, and SQLite; JSON lines.
+bench-ha: build
+	@sh bench/ha.sh $(BUILD)/arbiter $(CURDIR)

@@ -3,10 +3,14 @@
 #  1. placement at the target size (5,000 nodes, 100,000 jobs, default profile);
 #  2. node classes vs a full scan of every node, side by side on the same cluster and
 #     job stream (pack profile, 5,000 jobs, so the full scan stays short);
-#  3. one scheduling cycle over 10,000 queued jobs on 1,000 nodes (priority order).
+#  3. one scheduling cycle over 10,000 queued jobs on 1,000 nodes (priority order);
+#  4. elastic jobs: one cycle growing 2,000 of them, one preempting for 100 jobs (shrinks);
+#  5. a live controller under 5,000 emulated agents (arbiter bench agents, 30 s).
 set -eu
 ARB=$1
 $ARB bench sched --nodes 5000 --jobs 100000 --seed 1 -o json
 $ARB bench sched --nodes 5000 --jobs 5000 --seed 2 --policy pack -o json
 $ARB bench sched --nodes 5000 --jobs 5000 --seed 2 --policy pack --full-scan -o json
 $ARB bench cycle --nodes 1000 --jobs 10000 --seed 3 --queue priority -o json
+$ARB bench elastic --nodes 1000 --jobs 2000 --preemptors 100 -o json
+$ARB bench agents --nodes 5000 --seconds 30 -o json

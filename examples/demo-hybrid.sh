@@ -67,7 +67,7 @@ $ARB events --watch > "$T/events" 2>/dev/null &
 PIDS="$PIDS $!"
 while IFS= read -r line; do
     case "$line" in
-    *" service-scale-"* | *" job-preempted "* | *" replica-draining "* | *" job-running "*train*)
+    *" service-scale-"* | *" job-preempting "* | *" replica-draining "* | *" job-running "*train*)
         printf '%s     %s\n' "$(stamp)" "$(printf '%s' "$line" | sed 's/^ *[0-9]* *[^ ]* *//')" ;;
     esac
 done < "$T/events" &

@@ -11,6 +11,8 @@ PKGS="pkg-config libcmocka-dev libfyaml-dev"
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
 PKGS="$PKGS libhwloc-dev iproute2"
+# high availability: the HA tests and `make demo-ha` start real etcd clusters (etcd 3.4).
+PKGS="$PKGS etcd-server"
 # clang and its runtime are needed only for `make fuzz`.
 if [ "${ARB_FUZZ:-0}" = 1 ]; then
     PKGS="$PKGS clang libclang-rt-14-dev"

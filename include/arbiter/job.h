@@ -31,6 +31,7 @@
 #include "arbiter/cluster.h"
 
 #define ARB_JOB_NAME_MAX 96
+#define ARB_GRACE_MAX_S 3600 /* the longest terminationGracePeriodSeconds */
 
 typedef enum arb_job_state {
     ARB_JOB_PENDING,
@@ -121,6 +122,15 @@ typedef struct arb_job {
     uint32_t *models; /* allowed GPU models; none = any */
     uint32_t dataset; /* 0 = none */
     int64_t time_limit_s; /* 0 = unlimited */
+    /* Elastic training (spec replicas: {min, max}; src/core/elastic.c): the
+     * job starts with at least gang_min tasks (the min, a gang), grows
+     * toward ntasks (the max) when capacity frees, and shrinks toward
+     * gang_min under pressure before it is preempted whole. */
+    bool elastic;
+    int32_t grace_s;    /* terminationGracePeriodSeconds: SIGTERM, then SIGKILL after
+                           this long; -1 = the agent's default */
+    int8_t gpu_sharing; /* spec gpuSharing: 1 allow, -1 deny (GPU-share tasks then get
+                           a GPU of their own), 0 unset: shares share, whole GPUs do not */
 
     /* Set by the scheduler. */
     arb_job_state_t state;
@@ -130,7 +140,15 @@ typedef struct arb_job {
     int ntasks;              /* sum of replicas */
     int nalloc;              /* tasks currently allocated */
     arb_task_alloc_t *alloc; /* ntasks entries; valid for the first nalloc */
-    uint32_t preempted_by;   /* the id of the job it was last evicted for; 0 none */
+    /* Deferred preemption (arb_sched_conf_t.preempt_defer): victims are
+     * chosen but keep their allocations until the caller has stopped them
+     * (never two processes on one GPU). */
+    bool evicting;         /* the whole job is to stop, then arb_sched_finish(PREEMPTED) */
+    int shrink_to;         /* > 0: tasks shrink_to..nalloc-1 are to stop, then
+                              arb_sched_shrink(j, shrink_to) */
+    uint32_t preempted_by; /* scheduler id of the job it makes room for */
+    bool waiting;          /* a preemptor whose victims are stopping: no new victims */
+    uint32_t resize_gen;   /* bumped when nalloc changes while the job holds (elastic) */
 } arb_job_t;
 
 /* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with
@@ -145,7 +163,8 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err);
 /* The request of task t (0..ntasks-1) and its group index. */
 const arb_tgroup_t *arb_job_task_group(const arb_job_t *j, int t, int *gi);
 
-/* Total request of all tasks (for quotas and fair share). */
+/* Total request of all tasks (for quotas and fair share); an elastic job
+ * counts its min (what it needs to start; growth checks the quota per task). */
 void arb_job_total(const arb_job_t *j, arb_res_t *out);
 
 int arb_job_transition(arb_job_t *j, arb_job_state_t to, arb_err_t *err);

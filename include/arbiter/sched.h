@@ -121,6 +121,11 @@ typedef struct arb_score_ops {
  * on per-node state kept outside arb_node_t: never use node classes. */
 #define ARB_SCORE_PERNODE 2u
 
+/* The least-loaded score's estimate of how busy node n is for a task on
+ * GPUs gpu_mask (0: the node's mean), 0..100: utilisation and queue length
+ * as last reported, the report aged to now_ns (score_load.c). */
+double arb_least_loaded_estimate(const arb_node_t *n, uint16_t gpu_mask, int64_t now_ns);
+
 const arb_filter_ops_t *arb_filter_lookup(const char *name);
 const arb_score_ops_t *arb_score_lookup(const char *name);
 /* NULL-terminated tables, for help text and docs. */
@@ -184,6 +189,12 @@ typedef struct arb_sched_conf {
     int64_t starvation_ns;     /* a job waiting longer is ordered first; 0 = off */
     bool full_scan;            /* evaluate every node, never node classes (for
                                   benchmarks and equivalence tests) */
+    bool preempt_defer;        /* preemption only marks its victims (j->evicting,
+                                  j->shrink_to); the caller stops them and then
+                                  calls arb_sched_finish / arb_sched_shrink, and the
+                                  preemptor places in a later cycle (the controller:
+                                  a victim's GPUs are never handed over while its
+                                  processes may still run) */
 } arb_sched_conf_t;
 
 /* Make a scheduler over cluster c (borrowed; must outlive it). Free with
@@ -208,6 +219,8 @@ typedef struct arb_cycle_stats {
     int backfilled;  /* of which started by backfill */
     int preempted;   /* victim jobs evicted */
     int pending;     /* still pending after the cycle */
+    int grown;       /* tasks added to running elastic jobs */
+    int shrunk;      /* elastic tasks taken back (immediate preemption) */
 } arb_cycle_stats_t;
 
 /* One scheduling cycle: order the pending jobs, place what fits (gangs all
@@ -229,6 +242,12 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
 /* The job ended (state: SUCCEEDED, FAILED, CANCELLED) or was preempted
  * (PREEMPTED): release its allocations. */
 int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err);
+
+/* Elastic jobs (elastic.c): release tasks n..nalloc-1 of held elastic job
+ * j (n >= gang_min), e.g. once the tasks a deferred preemption marked
+ * (j->shrink_to) have exited. Bumps j->resize_gen. -EINVAL outside
+ * gang_min..nalloc, -EPERM when j does not hold. */
+int arb_sched_shrink(arb_sched_t *s, arb_job_t *j, int n, arb_err_t *err);
 
 /* ---- why a job is pending ------------------------------------------------ */
 

@@ -208,6 +208,23 @@ static const agent_assignment_t *listed(const agent_reply_t *r, const agent_task
     return NULL;
 }
 
+/* A task being stopped that still holds one of as's GPUs, or NULL. */
+static const agent_task_t *stopping_on(const agent_t *a, const agent_assignment_t *as, int *gpu)
+{
+    for (int i = 0; i < a->exec.ntasks; i++) {
+        const agent_task_t *k = a->exec.tasks[i];
+        if (k->state != AGENT_TASK_STOPPING)
+            continue;
+        for (int x = 0; x < k->ngpus; x++)
+            for (int y = 0; y < as->ngpus; y++)
+                if (k->gpus[x] == as->gpus[y]) {
+                    *gpu = k->gpus[x];
+                    return k;
+                }
+    }
+    return NULL;
+}
+
 static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
 {
     /* Stop what is not ours any more; forget ended tasks no longer listed. */
@@ -216,6 +233,18 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         const agent_assignment_t *as = listed(r, k);
         bool ours = as && as->ref.attempt == k->attempt && !as->ref.stop;
 
+        if (k->state == AGENT_TASK_RUNNING && ours && as->elastic) {
+            arb_err_t rerr;
+            int rc = agent_exec_resize(&a->exec, k->job, k->task, as->generation, as->world_size,
+                                       as->rank, as->hosts, &rerr);
+            if (rc > 0)
+                say(a,
+                    "job %s task %d: resized: world size %d, rank %d (generation %u); "
+                    "SIGUSR1 sent",
+                    k->job, k->task, as->world_size, as->rank, as->generation);
+            else if (rc < 0)
+                say(a, "job %s task %d: resize notice failed: %s", k->job, k->task, rerr.msg);
+        }
         if (k->state == AGENT_TASK_RUNNING && !ours) {
             a->urgent = true;
             say(a, "job %s task %d: %s; stopping it", k->job, k->task,
@@ -241,6 +270,18 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             say(a, "job %s task %d: %s", as->ref.job, as->ref.task, err.msg);
             continue;
         }
+        /* A GPU passes from a task being stopped (preempted, cancelled,
+         * requeued) to a new one only once the old one has exited: until
+         * its SIGKILL it may still hold the GPU's memory. The assignment
+         * comes again with the reply to the report that says it exited,
+         * which goes at once (a->urgent). */
+        int held = -1;
+        const agent_task_t *old = stopping_on(a, as, &held);
+        if (old) {
+            say(a, "job %s task %d waits for job %s task %d to stop: it still holds GPU %d",
+                as->ref.job, as->ref.task, old->job, old->task, held);
+            continue;
+        }
         memset(&s, 0, sizeof s);
         s.job = as->ref.job;
         s.task = as->ref.task;
@@ -252,7 +293,12 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         memcpy(s.gpus, as->gpus, sizeof s.gpus);
         s.mem_bytes = as->mem_bytes;
         s.cpu_milli = as->cpu_milli;
-        if (as->world_size > 1) {
+        s.has_grace = as->grace_ns >= 0;
+        s.grace_ns = as->grace_ns;
+        s.elastic = as->elastic;
+        s.generation = as->generation;
+        s.hosts = as->hosts;
+        if (as->world_size > 1 || as->elastic) {
             s.world_size = as->world_size;
             s.rank = as->rank;
             s.master_addr = as->master_addr;
@@ -307,6 +353,14 @@ int agent_step(agent_t *a, arb_err_t *err)
     a->urgent = false; /* this report says it */
     fake_load(a);
     agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+    if (a->conf.queue_file) { /* missing or unreadable: not reported this time */
+        FILE *qf = fopen(a->conf.queue_file, "re");
+        long long q = -1;
+        a->last.has_queue_len = qf && fscanf(qf, "%lld", &q) == 1 && q >= 0 && q <= INT32_MAX;
+        a->last.queue_len = a->last.has_queue_len ? (int32_t)q : 0;
+        if (qf)
+            fclose(qf);
+    }
     memset(&in, 0, sizeof in);
     in.lamport = agent_lamport_tick(&a->clock);
     in.inv = a->inventory_acked ? NULL : &a->disc.inv;
@@ -315,6 +369,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     in.address = a->conf.address;
     in.hostname = a->hostname;
     in.log_dir = a->log_dir;
+    in.logs_url = a->conf.logs_url;
     if (!(body = agent_report_json(&in)))
         return arb_errf(err, -ENOMEM, "out of memory building the report");
     /* A hung controller must not hold the fence back: the report gets at

@@ -223,9 +223,16 @@ int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *
             c->base.disc.node_name, c->base.disc.node_name, k, nth,
             (double)nodes[0].conf.heartbeat_ns / 1e6, c->base.target ? c->base.target : "stdout");
     fflush(o);
+    int64_t since = t0; /* the totals' start */
     for (int64_t last = t0; rc == 0 && !stopped(c, th[0].end);) {
         nanosleep(&(struct timespec){0, 100000000}, NULL);
         int64_t now = mono();
+        if (c->reset && *c->reset) {
+            agent_emu_stats_t drop;
+            *c->reset = 0;
+            collect(th, nth, true, true, 0, &drop);
+            since = now;
+        }
         if (now - last >= stats) {
             agent_emu_stats_t w;
             collect(th, nth, false, true, (double)(now - last) / 1e9, &w);
@@ -242,7 +249,7 @@ int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *
     }
     for (int i = 0; i < started; i++)
         pthread_join(th[i].thr, NULL);
-    collect(th, nth, true, false, (double)(mono() - t0) / 1e9, out);
+    collect(th, nth, true, false, (double)(mono() - since) / 1e9, out);
     count_nodes(th, nth, out);
     out->nodes = k;
     out->threads = nth;

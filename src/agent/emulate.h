@@ -15,7 +15,7 @@
  *
  * It measures what it sends: reports per second, failures, and the round
  * trip of each report (p50, p90, p99, max), printed every stats interval
- * and in total.
+ * and in total (since the start, or since the last *reset).
  */
 #ifndef ARB_AGENT_EMULATE_H
 #define ARB_AGENT_EMULATE_H
@@ -33,6 +33,9 @@ typedef struct agent_emu_conf {
     int64_t duration_ns;         /* 0: until *stop */
     int64_t stats_ns;            /* a line this often; 0: 10 s */
     volatile sig_atomic_t *stop; /* set by a signal handler */
+    volatile sig_atomic_t *reset; /* set by a signal handler: the totals start
+                                     again from now (`bench agents` measures a
+                                     window after every node has registered) */
     FILE *out;                   /* stats lines; NULL: stderr */
 } agent_emu_conf_t;
 

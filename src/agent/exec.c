@@ -308,8 +308,12 @@ static int build_env(const agent_exec_t *x, const agent_task_spec_t *s, envv_t *
      * follow PCI bus order; CUDA's default order is fastest-first. */
     rc |= env_set(e, "CUDA_VISIBLE_DEVICES", buf);
     rc |= env_set(e, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
+    if (s->elastic) {
+        snprintf(buf, sizeof buf, "%s/%s/%d.resize", x->conf.log_dir, s->job, s->task);
+        rc |= env_set(e, "ARBITER_RESIZE_FILE", buf);
+    }
     if (s->world_size > 0) {
-        rc |= env_set(e, "MASTER_ADDR", s->master_addr);
+        rc |= env_set(e, "MASTER_ADDR", s->master_addr ? s->master_addr : "");
         snprintf(buf, sizeof buf, "%d", s->master_port);
         rc |= env_set(e, "MASTER_PORT", buf);
         snprintf(buf, sizeof buf, "%d", s->world_size);
@@ -318,6 +322,52 @@ static int build_env(const agent_exec_t *x, const agent_task_spec_t *s, envv_t *
         rc |= env_set(e, "RANK", buf);
     }
     return rc ? -ENOMEM : 0;
+}
+
+/* Write LOG_DIR/JOB/TASK.resize (see exec.h) through a temporary file and
+ * a rename, so a task never reads half of it. */
+static int write_resize(const agent_exec_t *x, const char *job, int task, uint32_t gen, int world,
+                        int rank, const char *hosts, arb_err_t *err)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    FILE *f;
+    int rc = 0;
+
+    fmt(path, sizeof path, "%s/%s/%d.resize", x->conf.log_dir, job, task);
+    fmt(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(f = fopen(tmp, "we")))
+        return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
+    fprintf(f, "generation=%u\nworld_size=%d\nrank=%d\nhosts=%s\n", gen, world, rank,
+            hosts ? hosts : "");
+    if (fflush(f) != 0 || fchmod(fileno(f), 0644) != 0)
+        rc = -errno;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0) {
+        unlink(tmp);
+        return arb_errf(err, rc, "cannot write %s: %s", path, strerror(-rc));
+    }
+    return 0;
+}
+
+int agent_exec_resize(agent_exec_t *x, const char *job, int task, uint32_t generation,
+                      int world_size, int rank, const char *hosts, arb_err_t *err)
+{
+    agent_task_t *t = agent_exec_find(x, job, task);
+    int rc;
+
+    if (!t)
+        return arb_errf(err, -ENOENT, "job %s task %d: not here", job, task);
+    if (t->state != AGENT_TASK_RUNNING || t->generation == generation)
+        return 0;
+    if ((rc = write_resize(x, job, task, generation, world_size, rank, hosts, err)) < 0)
+        return rc;
+    t->generation = generation;
+    if (t->pid > 1)
+        kill(-t->pid, SIGUSR1);
+    return 1;
 }
 
 /* argv0 as a path to exec: as given when it has a '/', else found in PATH. */
@@ -403,6 +453,59 @@ static void child_report(int fd, int step, int e)
     _exit(127);
 }
 
+/* `sleep N` (N seconds, a decimal, an optional s): N in ns; else 0. */
+static int64_t sleep_ns(char *const *argv)
+{
+    const char *a0 = argv[0], *slash = strrchr(a0, '/');
+    char *end;
+
+    if (strcmp(slash ? slash + 1 : a0, "sleep") != 0 || !argv[1] || argv[2])
+        return 0;
+    double v = strtod(argv[1], &end);
+    if (end == argv[1] || (*end && strcmp(end, "s") != 0) || !(v > 0) || v > 1e6)
+        return 0;
+    return (int64_t)(v * 1e9);
+}
+
+/* A timed task (conf.timed): no process, one line in its log to say so. */
+static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
+                       agent_task_t **out, arb_err_t *err)
+{
+    char jobdir[PATH_MAX];
+    agent_task_t *t = calloc(1, sizeof *t);
+    int rc;
+    FILE *f;
+
+    if (!t)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    snprintf(t->job, sizeof t->job, "%s", s->job);
+    t->task = s->task;
+    t->attempt = s->attempt;
+    t->epoch = s->epoch;
+    t->state = AGENT_TASK_RUNNING;
+    t->timed = true;
+    t->start_ns = now_ns;
+    t->end_at_ns = now_ns + sleep_ns(s->argv);
+    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+    t->ngpus = s->ngpus;
+    memcpy(t->gpus, s->gpus, sizeof t->gpus);
+    fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
+    fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
+    fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
+    if (mkdir_p(jobdir, 0755) == 0 && (f = fopen(t->out_path, "ae"))) {
+        fprintf(f, "[arbiter: emulated task, no process: %s%s for %.3f s]\n", s->argv[0],
+                s->argv[1] ? " ..." : "", (double)(t->end_at_ns - now_ns) / 1e9);
+        fclose(f);
+    }
+    if ((rc = table_add(x, t)) < 0) {
+        free(t);
+        return arb_errf(err, rc, "out of memory");
+    }
+    if (out)
+        *out = t;
+    return 0;
+}
+
 int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err)
 {
@@ -420,6 +523,11 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     if (old && old->state != AGENT_TASK_EXITED)
         return arb_errf(err, -EEXIST, "job %s task %d is already running here (pid %d)", s->job,
                         s->task, (int)old->pid);
+    if (x->conf.timed) {
+        if (old)
+            agent_exec_forget(x, s->job, s->task);
+        return start_timed(x, s, now_ns, out, err);
+    }
     if (!(t = calloc(1, sizeof *t)))
         return arb_errf(err, -ENOMEM, "out of memory");
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
@@ -443,6 +551,11 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         goto fail;
     }
     cwd = s->cwd ? s->cwd : jobdir;
+    t->grace_ns = s->has_grace ? s->grace_ns : -1;
+    t->generation = s->generation;
+    if (s->elastic && (rc = write_resize(x, s->job, s->task, s->generation, s->world_size, s->rank,
+                                         s->hosts, err)) < 0)
+        goto fail;
     fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
     fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
     outfd = open(t->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
@@ -699,6 +812,19 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
                 agent_cg_task_remove(&t->cg); /* processes were still leaving */
             continue;
         }
+        if (t->timed) { /* no process: its time is up, or it was stopped */
+            if (t->state == AGENT_TASK_STOPPING || now_ns >= t->end_at_ns) {
+                bool stopped = t->state == AGENT_TASK_STOPPING;
+                t->exit_code = stopped ? -1 : 0;
+                t->signal = stopped ? SIGTERM : 0;
+                if (!t->reason[0])
+                    snprintf(t->reason, sizeof t->reason, "exited");
+                t->state = AGENT_TASK_EXITED;
+                t->end_ns = now_ns;
+                changed++;
+            }
+            continue;
+        }
         if (t->adopted) {
             if (!adopted_alive(t)) {
                 finish(x, t, 0, false, now_ns);
@@ -744,9 +870,10 @@ int agent_exec_cancel(agent_exec_t *x, const char *job, int task, int64_t now_ns
     if (t->state != AGENT_TASK_RUNNING)
         return 0;
     t->state = AGENT_TASK_STOPPING;
-    t->kill_at_ns = now_ns + x->conf.grace_ns;
+    t->kill_at_ns = now_ns + (t->grace_ns >= 0 ? t->grace_ns : x->conf.grace_ns);
     snprintf(t->reason, sizeof t->reason, "cancelled");
-    kill(-t->pid, SIGTERM);
+    if (t->pid > 1) /* a timed task has none */
+        kill(-t->pid, SIGTERM);
     return 0;
 }
 
@@ -816,6 +943,8 @@ int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_
     t->epoch = r->epoch;
     t->pid = pid;
     t->start_ticks = start_ticks;
+    t->grace_ns = r->grace_ns;
+    t->generation = r->generation;
     t->state = AGENT_TASK_RUNNING;
     t->adopted = true;
     t->start_ns = now_ns;
@@ -846,12 +975,15 @@ int agent_exec_save(const agent_exec_t *x, const char *path, arb_err_t *err)
     fmt(tmp, sizeof tmp, "%s.tmp", path);
     if (!(f = fopen(tmp, "we")))
         return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f, "# arbiter agent tasks: job task attempt epoch pid start_ticks\n");
+    fprintf(f, "# arbiter agent tasks: job task attempt epoch pid start_ticks [grace_ms "
+               "generation]\n");
     for (int i = 0; i < x->ntasks; i++) {
         const agent_task_t *t = x->tasks[i];
         if (t->state != AGENT_TASK_EXITED)
-            fprintf(f, "%s %d %llu %llu %d %llu\n", t->job, t->task, (unsigned long long)t->attempt,
-                    (unsigned long long)t->epoch, (int)t->pid, (unsigned long long)t->start_ticks);
+            fprintf(f, "%s %d %llu %llu %d %llu %lld %u\n", t->job, t->task,
+                    (unsigned long long)t->attempt, (unsigned long long)t->epoch, (int)t->pid,
+                    (unsigned long long)t->start_ticks,
+                    (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), t->generation);
     }
     if (fflush(f) != 0 || fsync(fileno(f)) != 0)
         rc = -errno;
@@ -878,14 +1010,18 @@ int agent_exec_load(const char *path, agent_task_record_t *out, int max, arb_err
         agent_task_record_t r;
         char job[AGENT_JOB_MAX + 1];
         unsigned long long attempt, epoch, ticks;
-        int pid;
+        long long grace_ms = -1;
+        unsigned gen = 0;
+        int pid, got;
 
         lineno++;
         if (line[0] == '#' || line[0] == '\n')
             continue;
-        if (sscanf(line, "%128s %d %llu %llu %d %llu", job, &r.task, &attempt, &epoch, &pid,
-                   &ticks) != 6 ||
-            !agent_job_id_ok(job) || r.task < 0 || pid <= 1) {
+        /* The last two fields came later: a file without them still loads. */
+        got = sscanf(line, "%128s %d %llu %llu %d %llu %lld %u", job, &r.task, &attempt, &epoch,
+                     &pid, &ticks, &grace_ms, &gen);
+        if ((got != 6 && got != 8) || !agent_job_id_ok(job) || r.task < 0 || pid <= 1 ||
+            grace_ms < -1 || grace_ms > 3600000LL) {
             fclose(f);
             return arb_errf(err, -EINVAL,
                             "%s:%d: not a task record (job task attempt epoch "
@@ -899,6 +1035,8 @@ int agent_exec_load(const char *path, agent_task_record_t *out, int max, arb_err
         r.epoch = epoch;
         r.pid = pid;
         r.start_ticks = ticks;
+        r.grace_ns = grace_ms >= 0 ? grace_ms * 1000000 : -1;
+        r.generation = gen;
         out[n++] = r;
     }
     fclose(f);

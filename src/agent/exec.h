@@ -6,7 +6,20 @@
  * rendezvous variables of distributed launchers; stdout and stderr go to
  * LOG_DIR/JOB/TASK.out and .err. It reaps exit codes, cancels (SIGTERM to
  * the group, a grace period, then SIGKILL to the group and the cgroups) and
- * fences (SIGKILL to every task at once).
+ * fences (SIGKILL to every task at once). The grace is the task's own (its
+ * job's terminationGracePeriodSeconds) when the controller gave one, else
+ * conf.grace_ns.
+ *
+ * Elastic tasks get ARBITER_RESIZE_FILE, LOG_DIR/JOB/TASK.resize, written
+ * before the task starts and rewritten (atomically: a temporary file, then
+ * rename) on every resize, as key=value lines:
+ *   generation=3
+ *   world_size=6
+ *   rank=2
+ *   hosts=10.0.0.1,10.0.0.1,10.0.0.2,...   (every rank's host, in rank order)
+ * after which the task's process group gets SIGUSR1 (SIGTERM stays "stop").
+ * An elastic task must catch or ignore SIGUSR1: its default action ends
+ * the process.
  *
  * Time is passed in (monotonic ns read at the edge); nothing here sleeps
  * except agent_exec_wait, which tests and shutdown use.
@@ -48,6 +61,11 @@ typedef struct agent_task_spec {
     int64_t mem_bytes; /* memory limit; 0 none */
     int64_t cpu_milli; /* CPU limit; 0 none */
     const char *cwd;   /* NULL: LOG_DIR/JOB */
+    bool has_grace;    /* grace_ns is this task's SIGTERM -> SIGKILL grace */
+    int64_t grace_ns;
+    bool elastic; /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
+    uint32_t generation;
+    const char *hosts; /* elastic: every rank's host, comma-separated; may be NULL */
 } agent_task_spec_t;
 
 typedef enum agent_task_state {
@@ -72,6 +90,10 @@ typedef struct agent_task {
     int gpus[ARB_MAX_GPUS];
     char out_path[PATH_MAX], err_path[PATH_MAX];
     agent_cg_task_t cg;
+    int64_t grace_ns;    /* its own grace; < 0: conf.grace_ns */
+    uint32_t generation; /* elastic: the resize generation it was last told */
+    bool timed; /* no process (conf.timed): it ends at end_at_ns */
+    int64_t end_at_ns;
 } agent_task_t;
 
 typedef struct agent_exec_conf {
@@ -87,6 +109,9 @@ typedef struct agent_exec_conf {
     bool die_with_agent;     /* task leaders get SIGKILL when the agent dies (no restart
                                 state: nothing could adopt them, and the controller will
                                 run them elsewhere) */
+    bool timed;              /* --emulate-tasks timed: no process at all; a task whose
+                                command is `sleep N` runs N seconds, any other ends at
+                                once, both with exit 0; a stop ends it at once (143) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {
@@ -130,6 +155,13 @@ int agent_exec_record_failed(agent_exec_t *x, const agent_task_spec_t *spec, int
  * -ENOENT no such task; 0 (nothing done) when it is already stopping or gone. */
 int agent_exec_cancel(agent_exec_t *x, const char *job, int task, int64_t now_ns);
 
+/* A resize notice for elastic task (job, task): when generation differs
+ * from the one it has, rewrite its ARBITER_RESIZE_FILE and SIGUSR1 its
+ * group. 1 when notified, 0 when nothing changed or it is not running,
+ * -ENOENT no such task, -errno when the file cannot be written. */
+int agent_exec_resize(agent_exec_t *x, const char *job, int task, uint32_t generation,
+                      int world_size, int rank, const char *hosts, arb_err_t *err);
+
 /* Reap exits, kill what is past its deadline, tidy cgroups. Returns how many
  * tasks became EXITED. */
 int agent_exec_poll(agent_exec_t *x, int64_t now_ns);
@@ -159,6 +191,8 @@ typedef struct agent_task_record {
     uint64_t attempt, epoch;
     pid_t pid;
     uint64_t start_ticks;
+    int64_t grace_ns;    /* its own grace; -1: the executor's (records without it) */
+    uint32_t generation; /* elastic: its resize generation; 0 unknown */
 } agent_task_record_t;
 int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err);
 

@@ -90,6 +90,8 @@ static json_t *inventory_in(const agent_report_in_t *in)
         bad |= set(o, "hostname", json_string(in->hostname));
     if (o && in->log_dir && in->log_dir[0])
         bad |= set(o, "log_dir", json_string(in->log_dir));
+    if (o && in->logs_url && in->logs_url[0])
+        bad |= set(o, "logs_url", json_string(in->logs_url));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -134,6 +136,8 @@ static json_t *telemetry(const agent_tel_sample_t *s)
         bad |= e ? json_array_append_new(gpus, e) : -1;
     }
     bad |= set(o, "gpus", gpus);
+    if (s->has_queue_len)
+        bad |= set(o, "queue_length", json_integer(s->queue_len));
     if (bad) {
         json_decref(o);
         return NULL;
@@ -329,6 +333,51 @@ static int parse_one(json_t *v, const char *path, agent_assignment_t *a, arb_err
             a->world_size = (int)world;
             a->master_port = (int)port;
             snprintf(a->master_addr, sizeof a->master_addr, "%s", json_string_value(ma));
+        }
+    }
+    {
+        int64_t grace = -1, gen = 0, rank = 0, world = 0;
+        json_t *el = json_object_get(v, "elastic"), *hosts = json_object_get(v, "hosts"), *h;
+        size_t k, used = 0;
+        if ((rc = get_int(v, "grace_s", path, 0, 3600, false, &grace, err)) < 0 ||
+            (rc = get_int(v, "generation", path, 0, UINT32_MAX, false, &gen, err)) < 0)
+            return rc;
+        if (el && !json_is_boolean(el))
+            return arb_errf(err, -EINVAL, "reply: %s.elastic: expected true or false", path);
+        a->grace_ns = grace >= 0 ? grace * 1000000000LL : -1;
+        a->elastic = json_is_true(el);
+        a->generation = (uint32_t)gen;
+        if (hosts && !json_is_array(hosts))
+            return arb_errf(err, -EINVAL, "reply: %s.hosts: expected a list of host names", path);
+        json_array_foreach(hosts, k, h)
+        {
+            if (!json_is_string(h) || strchr(json_string_value(h), ',') ||
+                strchr(json_string_value(h), '\n'))
+                return arb_errf(err, -EINVAL, "reply: %s.hosts[%zu]: expected a host name", path,
+                                k);
+            if (used + json_string_length(h) + 2 >= sizeof a->hosts)
+                used = sizeof a->hosts; /* too long for the notice: it says none */
+            else
+                used += (size_t)snprintf(a->hosts + used, sizeof a->hosts - used, "%s%s",
+                                         k ? "," : "", json_string_value(h));
+        }
+        if (used >= sizeof a->hosts)
+            a->hosts[0] = '\0';
+        if (a->elastic) { /* a world of one is a world too */
+            get_int(v, "rank", path, 0, 65535, false, &rank, NULL);
+            get_int(v, "world_size", path, 0, 65536, false, &world, NULL);
+            if (world < 1 || rank >= world)
+                return arb_errf(err, -EINVAL, "reply: %s: an elastic task needs rank < world_size",
+                                path);
+            a->rank = (int)rank;
+            a->world_size = (int)world;
+            if (!a->master_addr[0] && json_is_string(json_object_get(v, "master_addr"))) {
+                int64_t port = 0;
+                get_int(v, "master_port", path, 1, 65535, false, &port, NULL);
+                snprintf(a->master_addr, sizeof a->master_addr, "%s",
+                         json_string_value(json_object_get(v, "master_addr")));
+                a->master_port = (int)port;
+            }
         }
     }
     g = json_object_get(v, "gpus");

@@ -28,6 +28,7 @@ typedef struct agent_report_in {
      * node's tasks (MASTER_ADDR), its host name and its absolute log
      * directory (`arbiter logs` reads LOG_DIR/JOB/TASK.out there). */
     const char *address, *hostname, *log_dir;
+    const char *logs_url; /* where the agent serves task logs (logserve.h); NULL none */
 } agent_report_in_t;
 
 /* The report body as a new JSON object (json_decref it), NULL on ENOMEM. */
@@ -49,6 +50,11 @@ typedef struct agent_assignment {
     int rank, world_size;  /* a gang member: world_size > 1; else 0 */
     char master_addr[256]; /* the gang's rendezvous (task 0's node) */
     int master_port;
+    int64_t grace_ns;    /* the job's SIGTERM -> SIGKILL grace; -1: the agent's */
+    bool elastic;        /* an elastic job: a resize notice on each new generation */
+    uint32_t generation; /* elastic: bumped by the controller on every resize */
+    char hosts[1024];    /* elastic: every rank's host, comma-separated; "" when they do
+                            not fit (the controller sends them up to 64 ranks) */
     char **argv; /* NULL-terminated; owned by the reply */
     char **env;  /* "KEY=VALUE", NULL-terminated; owned by the reply */
 } agent_assignment_t;

@@ -33,6 +33,8 @@ typedef struct agent_tel_sample {
     double disk_busy_pct; /* busiest disk's share of time doing I/O; -1 first */
     int ngpus;
     agent_gpu_sample_t gpu[ARB_MAX_GPUS];
+    bool has_queue_len; /* queue_len was read (agent --queue-file) */
+    int32_t queue_len;  /* work waiting on the node, for the least-loaded score */
 } agent_tel_sample_t;
 
 /* Counters of one device at the previous sample. */

@@ -1,15 +1,26 @@
 /*
  * transport_http.c: the http transport row (see transport.h): each report
- * is POST TARGET/v1/nodes/NAME/report (docs/api.md) over libcurl, with
+ * is POST URL/v1/nodes/NAME/report (docs/api.md) over libcurl, with
  * Authorization: Bearer TOKEN when a token is given, on one keep-alive
  * connection (or a connection several emulated nodes share).
+ *
+ * The target may list several controllers ("http://a,http://b"): each
+ * report goes through src/client/failover.c, which starts at the URL that
+ * last answered, moves on after a connect error, a timeout or a 503 (no
+ * leader yet), and follows a follower's 307 to the leader re-sending the
+ * body. One report makes one pass over the list, inside its time (what is
+ * left of the lease), without backoff sleeps; the next heartbeat makes the
+ * next pass (and the agent sees SIGTERM in between). So the lease counts
+ * time without ANY controller acknowledging, never time without the first
+ * URL.
  *
  * What comes back, and what it means for the lease:
  *   2xx            agent_reply_parse: 0 (acknowledged), or -EPROTO when the
  *                  reply does not parse; {"lost": true} is 0 with reply->lost
  *   401, 403       -EACCES: the token is missing, unknown or not an agent's
  *   other 4xx      -EPROTO: the controller refused the report (its message)
- *   5xx            -EIO: the controller failed (a store error: it restarts)
+ *   5xx            -EIO: the controller failed (a store error: it restarts),
+ *                  or every controller said 503 (no leader) in this pass
  *   no connection  -ECONNREFUSED, -ETIMEDOUT, -EHOSTUNREACH or -EIO
  * Only 0 renews the lease.
  *
@@ -22,6 +33,7 @@
 #include <string.h>
 
 #include "agent/transport.h"
+#include "client/failover.h"
 
 #define MAX_REPLY (64u << 20) /* a node's assignments are far smaller */
 
@@ -32,15 +44,10 @@ struct agent_http_conn {
 typedef struct http_state {
     agent_http_conn_t *conn;
     bool own;
-    char url[2048];
+    fo_urls_t urls;  /* the controllers; remembers the one that last answered */
+    char path[1024]; /* /v1/nodes/NAME/report */
     struct curl_slist *hdr;
 } http_state_t;
-
-typedef struct rbuf {
-    char *p;
-    size_t n;
-    bool too_big;
-} rbuf_t;
 
 agent_http_conn_t *agent_http_conn_new(void)
 {
@@ -61,52 +68,25 @@ void agent_http_conn_free(agent_http_conn_t *c)
     free(c);
 }
 
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-    rbuf_t *b = arg;
-    size_t k = size * nmemb;
-    char *q;
-
-    if (b->n + k > MAX_REPLY) {
-        b->too_big = true;
-        return 0;
-    }
-    if (!(q = realloc(b->p, b->n + k + 1)))
-        return 0;
-    b->p = q;
-    memcpy(b->p + b->n, ptr, k);
-    b->n += k;
-    b->p[b->n] = '\0';
-    return k;
-}
-
 static int http_open(const agent_transport_conf_t *c, void **state, arb_err_t *err)
 {
     http_state_t *st;
     char *esc = NULL, auth[700];
-    size_t tl;
     CURL *tmp;
     int rc = 0;
 
-    if (!c->target ||
-        (strncmp(c->target, "http://", 7) != 0 && strncmp(c->target, "https://", 8) != 0))
-        return arb_errf(err, -EINVAL,
-                        "--controller '%s': give the controller's URL, e.g. "
-                        "http://127.0.0.1:7070",
-                        c->target ? c->target : "");
     if (c->token && (strlen(c->token) > 512 || strpbrk(c->token, "\r\n \t")))
         return arb_errf(err, -EINVAL, "the token must be one word of at most 512 bytes");
     if (!(st = calloc(1, sizeof *st)))
         return arb_errf(err, -ENOMEM, "out of memory");
+    if ((rc = fo_urls_parse(c->target, "--controller", &st->urls, err)) < 0)
+        goto out;
     tmp = curl_easy_init();
     esc = tmp ? curl_easy_escape(tmp, c->node, 0) : NULL;
     curl_easy_cleanup(tmp);
-    tl = strlen(c->target);
-    while (tl > 0 && c->target[tl - 1] == '/')
-        tl--;
-    if (!esc || snprintf(st->url, sizeof st->url, "%.*s/v1/nodes/%s/report", (int)tl, c->target,
-                         esc) >= (int)sizeof st->url) {
-        rc = arb_errf(err, esc ? -ENAMETOOLONG : -ENOMEM, "--controller: URL too long");
+    if (!esc || snprintf(st->path, sizeof st->path, "/v1/nodes/%s/report", esc) >=
+                    (int)sizeof st->path) {
+        rc = arb_errf(err, esc ? -ENAMETOOLONG : -ENOMEM, "--name: too long for a URL");
         goto out;
     }
     st->hdr = curl_slist_append(NULL, "Content-Type: application/json");
@@ -139,77 +119,59 @@ out:
 }
 
 /* The controller's error message in a non-2xx reply, or the body's start. */
-static void their_words(const rbuf_t *b, char *out, size_t n)
+static void their_words(const fo_resp_t *r, char *out, size_t n)
 {
-    json_t *o = b->p ? json_loadb(b->p, b->n, 0, NULL) : NULL;
+    json_t *o = r->body ? json_loadb(r->body, r->n, 0, NULL) : NULL;
     const char *m = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
 
-    snprintf(out, n, "%.300s", m ? m : b->p ? b->p : "(no body)");
+    snprintf(out, n, "%.300s", m ? m : r->body ? r->body : "(no body)");
     json_decref(o);
-}
-
-static int map_curl(CURLcode cc)
-{
-    switch (cc) {
-    case CURLE_COULDNT_CONNECT:
-        return -ECONNREFUSED;
-    case CURLE_OPERATION_TIMEDOUT:
-        return -ETIMEDOUT;
-    case CURLE_COULDNT_RESOLVE_HOST:
-        return -EHOSTUNREACH;
-    default:
-        return -EIO;
-    }
 }
 
 static int http_report(void *state, const char *body, size_t len, int64_t timeout_ns,
                        agent_reply_t *reply, arb_err_t *err)
 {
     http_state_t *st = state;
-    CURL *h = st->conn->h;
-    char cerr[CURL_ERROR_SIZE] = "", words[400];
-    rbuf_t b = {0};
-    long status = 0, ms = (long)(timeout_ns / 1000000);
-    CURLcode cc;
+    char words[400];
+    fo_resp_t r;
+    int64_t ms = timeout_ns / 1000000;
     int rc;
 
     if (ms < 50)
         ms = 50;
-    curl_easy_reset(h); /* keeps the connection cache: keep-alive survives */
-    curl_easy_setopt(h, CURLOPT_URL, st->url);
-    curl_easy_setopt(h, CURLOPT_POST, 1L);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
-    curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, st->hdr);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(h, CURLOPT_ERRORBUFFER, cerr);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, ms);
-    curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
-    cc = curl_easy_perform(h);
-    if (cc != CURLE_OK) {
-        rc =
-            arb_errf(err, map_curl(cc), "%s: %s", st->url, cerr[0] ? cerr : curl_easy_strerror(cc));
-        goto out;
-    }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-    if (status >= 200 && status < 300) {
+    /* One pass over the controllers, no backoff sleeps: the heartbeat loop
+     * is the retry loop (and sees SIGTERM between reports). Each try may
+     * take its share of the time left, so that a controller that accepts
+     * but never answers cannot eat the others' turn. */
+    int64_t per = st->urls.n > 1 ? ms / st->urls.n : ms;
+    fo_req_t rq = {.method = "POST",
+                   .path = st->path,
+                   .body = body,
+                   .n = len,
+                   .hdr = st->hdr,
+                   .connect_ms = per < 250 ? 250 : per,
+                   .attempt_ms = per < 250 ? 250 : per,
+                   .budget_ms = 0,
+                   .hard_budget = true,
+                   .max_reply = MAX_REPLY};
+    if ((rc = fo_do(&st->urls, st->conn->h, &rq, &r, err)) < 0)
+        return rc;
+    if (r.status >= 200 && r.status < 300) {
         arb_err_t perr = {{0}};
-        if ((rc = agent_reply_parse(b.p ? b.p : "", b.n, reply, &perr)) < 0)
+        if ((rc = agent_reply_parse(r.body ? r.body : "", r.n, reply, &perr)) < 0)
             rc = arb_errf(err, -EPROTO, "the controller's reply: %s", perr.msg);
         goto out;
     }
-    their_words(&b, words, sizeof words);
-    if (status == 401 || status == 403)
-        rc = arb_errf(err, -EACCES, "%ld: %s (--token-file: an agent token)", status, words);
-    else if (status >= 500)
-        rc = arb_errf(err, -EIO, "%ld: %s", status, words);
+    their_words(&r, words, sizeof words);
+    if (r.status == 401 || r.status == 403)
+        rc = arb_errf(err, -EACCES, "%s: %ld: %s (--token-file: an agent token)", r.url, r.status,
+                      words);
+    else if (r.status >= 500)
+        rc = arb_errf(err, -EIO, "%s: %ld: %s", r.url, r.status, words);
     else
-        rc = arb_errf(err, -EPROTO, "%ld: %s", status, words);
+        rc = arb_errf(err, -EPROTO, "%s: %ld: %s", r.url, r.status, words);
 out:
-    free(b.p);
+    free(r.body);
     return rc;
 }
 
@@ -227,7 +189,7 @@ static void http_close(void *state)
 
 const agent_transport_ops_t agent_transport_http = {
     .name = "http",
-    .summary = "POST each report to the controller (--controller URL), apply its reply",
+    .summary = "POST each report to the controller (--controller URL[,URL...]), apply its reply",
     .open = http_open,
     .report = http_report,
     .close = http_close,

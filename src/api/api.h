@@ -46,14 +46,30 @@ const char *api_role_name(st_role_t r);
 
 typedef struct api_server api_server_t;
 
+/* High availability (src/ha): who leads. Without it the controller is
+ * alone and GET /v1/leader names itself. */
+typedef struct api_ha {
+    /* The leader as known now: 1 this process (name, url, term filled), 0
+     * another one, -ENOENT none known. */
+    int (*leader)(void *arg, char *name, size_t nn, char *url, size_t un, int64_t *term);
+    void *arg;
+} api_ha_t;
+
 typedef struct api_opts {
     const char *host; /* IPv4 address to bind, "127.0.0.1" */
     int port;         /* 0: an ephemeral port */
     const api_tokens_t *tokens; /* NULL: no auth (every caller is admin) */
+    const api_ha_t *ha;         /* NULL: a single controller (borrowed; outlives the server) */
+    const char *name;           /* this controller's name in GET /v1/leader (NULL: "local") */
 } api_opts_t;
 
-/* Start serving s (borrowed; outlives the server). */
+/* Start serving s (borrowed; outlives the server). With o->ha, s may be
+ * NULL: a follower, which answers GET /v1/leader and /healthz and sends
+ * every other request to the leader (307 + Location, or 503 + Retry-After
+ * while none is known) until api_server_set_state gives it a state. */
 int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t *err);
+/* This process now leads: serve s from now on (borrowed, as above). */
+void api_server_set_state(api_server_t *a, st_t *s);
 int api_server_port(const api_server_t *a);
 void api_server_stop(api_server_t *a);
 

@@ -22,9 +22,11 @@
 
 struct api_server {
     struct MHD_Daemon *d;
-    st_t *st;
+    st_t *st; /* NULL while a follower; read and set atomically */
     const api_tokens_t *tokens;
+    const api_ha_t *ha;
     int port;
+    char name[64], url[300];
 };
 
 typedef struct conn_ctx {
@@ -54,6 +56,7 @@ static const char *reason(int status)
     case 404: return "Not Found";
     case 405: return "Method Not Allowed";
     case 409: return "Conflict";
+    case 307: return "Temporary Redirect";
     case 413: return "Payload Too Large";
     case 422: return "Unprocessable Entity";
     case 503: return "Service Unavailable";
@@ -132,7 +135,79 @@ static bool match(const char *pattern, const char *url, api_req_t *r)
     return *pattern == '\0' && *url == '\0';
 }
 
-static int dispatch(api_server_t *a, api_req_t *r, const char *auth)
+/* ---- followers: send the request to the leader ------------------------------------------- */
+
+typedef struct qbuf {
+    char *p;
+    size_t n, cap;
+} qbuf_t;
+
+static void qb_add(qbuf_t *q, const char *s, bool esc)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    for (; s && *s && q->n + 4 < q->cap; s++) {
+        unsigned char c = (unsigned char)*s;
+        if (!esc || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '-' || c == '_' || c == '.' || c == '~') {
+            q->p[q->n++] = (char)c;
+        } else {
+            q->p[q->n++] = '%';
+            q->p[q->n++] = hex[c >> 4];
+            q->p[q->n++] = hex[c & 15];
+        }
+    }
+    q->p[q->n] = '\0';
+}
+
+static enum MHD_Result q_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+                             const char *value)
+{
+    qbuf_t *q = cls;
+    (void)kind;
+    qb_add(q, q->p[q->n - 1] == '?' ? "" : "&", false);
+    qb_add(q, key, true);
+    if (value) {
+        qb_add(q, "=", false);
+        qb_add(q, value, true);
+    }
+    return MHD_YES;
+}
+
+/* A follower (no state yet): 307 to the leader's URL with the same path and
+ * query, or 503 while no leader is known (or this one is still loading). */
+static int to_leader(api_req_t *r, char *loc, size_t locsz)
+{
+    char name[128], url[256];
+    int64_t term = 0;
+    int rc = r->ha ? r->ha->leader(r->ha->arg, name, sizeof name, url, sizeof url, &term)
+                   : -ENOENT;
+
+    r->retry_after = 1;
+    if (rc == 1)
+        return api_error(r, 503, "this controller (%s) won the election and is loading the "
+                                 "state; retry in a moment", r->self_name);
+    if (rc < 0 && r->st)
+        return api_error(r, 503, "this controller (%s) cannot renew its leader lease; it is "
+                                 "stepping down; retry, or ask GET /v1/leader", r->self_name);
+    if (rc < 0 || !url[0])
+        return api_error(r, 503, "no leader is known yet (an election is under way); retry, or "
+                                 "ask GET /v1/leader");
+    qbuf_t q = {loc, 0, locsz};
+    loc[0] = '\0';
+    qb_add(&q, url, false);
+    qb_add(&q, r->url, false);
+    qb_add(&q, "?", false);
+    MHD_get_connection_values(r->conn, MHD_GET_ARGUMENT_KIND, q_arg, &q);
+    if (q.n > 0 && loc[q.n - 1] == '?')
+        loc[--q.n] = '\0';
+    r->location = loc;
+    r->retry_after = 0;
+    api_error(r, 307, "%s leads (term %lld): send this request to %s", name, (long long)term,
+              url);
+    return 307;
+}
+
+static int dispatch(api_server_t *a, api_req_t *r, const char *auth, char *loc, size_t locsz)
 {
     const api_route_t *hit = NULL;
     char allow[128] = "";
@@ -153,6 +228,14 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth)
         return api_error(r, 405, "%s %s: method not allowed; use %s", r->method, r->url, allow);
     if (!hit)
         return api_error(r, 404, "%s: no such endpoint; see docs/api.md", r->url);
+    if (strcmp(hit->path, "/healthz") != 0 && strcmp(hit->path, "/v1/leader") != 0) {
+        char n[128], u[256];
+        int64_t term;
+        /* A follower, or a leader whose lease may have run out (it was paused):
+         * send the client on rather than answer from memory that may be stale. */
+        if (!r->st || (r->ha && r->ha->leader(r->ha->arg, n, sizeof n, u, sizeof u, &term) != 1))
+            return to_leader(r, loc, locsz);
+    }
     if (hit->roles && a->tokens) {
         const api_token_t *t = NULL;
         if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
@@ -202,6 +285,13 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, api_req_t *r)
     MHD_add_response_header(resp, "Content-Type", ctype);
     if (r->status == 401)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"arbiter\"");
+    if (r->location)
+        MHD_add_response_header(resp, "Location", r->location);
+    if (r->retry_after > 0) {
+        char ra[16];
+        snprintf(ra, sizeof ra, "%d", r->retry_after);
+        MHD_add_response_header(resp, "Retry-After", ra);
+    }
     ret = MHD_queue_response(conn, (unsigned)r->status, resp);
     MHD_destroy_response(resp);
     r->text = NULL;
@@ -259,7 +349,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     r.conn = conn;
     r.method = method;
     r.url = url;
-    r.st = a->st;
+    r.st = __atomic_load_n(&a->st, __ATOMIC_ACQUIRE);
+    r.ha = a->ha;
+    r.self_name = a->name;
+    r.self_url = a->url;
     r.body = cc->body ? cc->body : "";
     if (cc->body)
         cc->body[cc->n] = '\0';
@@ -283,10 +376,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
                       peer, sizeof peer);
         r.who.addr = peer[0] ? peer : NULL;
     }
+    char loc[2048];
     if (cc->too_big)
         api_error(&r, 413, "request body is larger than %u bytes (1 MiB)", API_MAX_BODY);
     else
-        dispatch(a, &r, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"));
+        dispatch(a, &r, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"), loc,
+                 sizeof loc);
     ret = send_reply(conn, &r);
     json_decref(r.json);
     free(r.text);
@@ -325,6 +420,8 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     }
     a->st = s;
     a->tokens = o->tokens;
+    a->ha = o->ha;
+    snprintf(a->name, sizeof a->name, "%s", o->name ? o->name : "local");
     a->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
                                 MHD_USE_ERROR_LOG,
                             0, NULL, NULL, handler, a, MHD_OPTION_SOCK_ADDR,
@@ -340,8 +437,14 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     }
     const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_BIND_PORT);
     a->port = di ? di->port : o->port;
+    snprintf(a->url, sizeof a->url, "http://%s:%d", o->host, a->port);
     *out = a;
     return 0;
+}
+
+void api_server_set_state(api_server_t *a, st_t *s)
+{
+    __atomic_store_n(&a->st, s, __ATOMIC_RELEASE);
 }
 
 int api_server_port(const api_server_t *a)

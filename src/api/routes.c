@@ -99,6 +99,42 @@ static int h_check(api_req_t *r)
     return api_finish(r, 0, json_pack("{s:b}", "ok", 1), 0, NULL, 200);
 }
 
+/* Who leads: this controller alone (term: its epoch), or what the election
+ * (src/ha) knows. ?require=self: 503 unless this controller leads and
+ * serves (a health check that finds the leader, for `arbiter lb`). */
+static int h_leader(api_req_t *r)
+{
+    char name[128], url[256];
+    int64_t term = 0;
+    int rc = 1;
+    const char *req = api_query(r, "require");
+
+    if (r->ha) {
+        rc = r->ha->leader(r->ha->arg, name, sizeof name, url, sizeof url, &term);
+    } else {
+        json_t *st = st_status(r->st);
+        term = (int64_t)json_integer_value(json_object_get(st, "epoch"));
+        json_decref(st);
+        snprintf(name, sizeof name, "%s", r->self_name);
+        snprintf(url, sizeof url, "%s", r->self_url);
+    }
+    if (rc < 0) {
+        r->retry_after = 1;
+        return api_error(r, 503, "no leader is known yet (an election is under way); retry");
+    }
+    bool serving = rc == 1 && r->st != NULL; /* rc 1: this one leads, its lease alive */
+    if (req && strcmp(req, "self") == 0 && !serving) {
+        r->retry_after = 1;
+        return api_error(r, 503, "%s does not serve as leader now; %s (%s) leads",
+                         r->self_name, name, url);
+    }
+    /* Not api_finish: a follower has no state to wait on. */
+    r->json = json_pack("{s:s,s:s,s:I,s:s,s:b}", "leader", name, "url", url, "term",
+                        (json_int_t)term, "you", r->self_name, "serving", serving);
+    r->status = 200;
+    return 200;
+}
+
 static int h_submit(api_req_t *r)
 {
     arb_err_t err = {{0}};
@@ -108,8 +144,10 @@ static int h_submit(api_req_t *r)
     if (r->n == 0)
         return api_error(r, 400, "empty body; send a job spec (JSON, or YAML with "
                                  "Content-Type: application/yaml)");
-    int rc = st_job_submit(r->st, &r->who, r->body, r->n, r->yaml, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 201);
+    bool created = false;
+    int rc = st_job_submit_key(r->st, &r->who, api_header(r, "Idempotency-Key"), r->body, r->n,
+                               r->yaml, &out, &created, &t, &err);
+    return api_finish(r, rc, out, t, &err, created ? 201 : 200);
 }
 
 static int h_jobs(api_req_t *r)
@@ -200,13 +238,15 @@ static int h_report(api_req_t *r)
     arb_err_t err = {{0}};
     json_error_t je;
     json_t *body, *out = NULL;
-    int64_t t = 0, t0 = mono_ns();
+    int64_t t = 0, t0 = mono_ns(), im;
 
+    if (if_match(r, &im))
+        return r->status;
     body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
     if (!body)
         return api_error(r, 400, "report.json:%d:%d: malformed JSON: %s", je.line, je.column,
                          je.text);
-    int rc = st_node_report(r->st, &r->who, r->params[0], body, &out, &t, &err);
+    int rc = st_node_report_if(r->st, &r->who, r->params[0], im, body, &out, &t, &err);
     json_decref(body);
     rc = api_finish(r, rc, out, t, &err, 200);
     st_note_report(r->st, mono_ns() - t0);
@@ -271,6 +311,45 @@ static int h_events(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
+static int h_prio_classes(api_req_t *r)
+{
+    return api_finish(r, 0, st_priority_classes(r->st), 0, NULL, 200);
+}
+
+/* Log tickets (src/state/logticket.c): a user asks for one, the agent
+ * that holds the log checks it. */
+static int h_logs_ticket(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t id, task = 0;
+    const char *q = api_query(r, "task");
+
+    if (job_id(r, &id))
+        return r->status;
+    if (q && (parse_u64(q, &task) < 0 || task > 1000000))
+        return api_error(r, 400, "task: '%s' is not a task index; use 0, 1, ...", q);
+    int rc = st_logs_ticket(r->st, &r->who, id, (int64_t)task, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_logs_ticket_check(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    uint64_t job = 0, task = 0;
+    const char *qj = api_query(r, "job"), *qt = api_query(r, "task"), *node = api_query(r, "node");
+
+    if (!qj || parse_u64(qj, &job) < 0 || !qt || parse_u64(qt, &task) < 0 || task > 1000000 ||
+        !node || !node[0])
+        return api_error(r, 400, "give job, task (integers) and node as query parameters");
+    int rc = st_logs_ticket_check(r->st, r->params[0], job, (int64_t)task, node, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+/* Services (src/state/service.c): endpoints with a long poll, balancers' load. */
 static int h_services(api_req_t *r)
 {
     arb_err_t err = {{0}};
@@ -326,6 +405,16 @@ const api_route_t api_routes[] = {
      "the controller's Lamport clock, epoch, store revision, counts, and who you are",
      "Reply: `{\"lamport\", \"epoch\", \"revision\", \"jobs\", \"active_jobs\", \"nodes\", "
      "\"you\": {\"role\", \"team\", \"name\"}}`."},
+    {"GET", "/v1/leader", ANYONE, h_leader, "which controller leads (answered by every controller)",
+     "No auth. Reply: `{\"leader\": NAME, \"url\": URL, \"term\": N, \"you\": NAME, "
+     "\"serving\": BOOL}`: the leader as this controller knows it, its term (the etcd leader "
+     "key's create_revision; a single SQLite controller names itself, with its epoch as the "
+     "term), this controller's name, and whether this controller leads and serves. "
+     "`?require=self`: 503 unless this controller serves as leader (a health check that finds "
+     "the leader). 503 with `Retry-After` while no leader is known. On a follower every other "
+     "`/v1` request is answered 307 with `Location` at the leader's URL (same path and query; "
+     "clients re-send method and body), or 503 with `Retry-After: 1` while none is known. "
+     "See docs/ha.md."},
     {"GET", "/v1/check", ADMIN, h_check, "check every allocation invariant",
      "200 `{\"ok\": true}`, or 500 naming the first broken invariant (a GPU share held twice, "
      "usage that does not add up)."},
@@ -333,13 +422,19 @@ const api_route_t api_routes[] = {
      "Body: a job spec, JSON or YAML (`Content-Type: application/yaml`), with the fields of "
      "docs/scenario.md's jobs (`name`, `queue`, `priority` or `priorityClassName`, "
      "`preemptible`, `gangMin`, `timeLimit`, `dataset`, `nodeSelector`, `affinity`, "
+     "`terminationGracePeriodSeconds`, `gpuSharing`, `replicas: {min, max}` (elastic), "
      "`tolerations`, `gpuModels`, `groups` or `replicas`/`resources`/`topology`) and two more: "
      "`command` (list of strings) and `env` (map of strings). `resources.requests` and "
      "`resources.limits` take `nvidia.com/gpu`, `cpu`, `memory` as in Kubernetes. Users submit "
      "to their team's queue (the default when `queue` is absent). Reply 201: the job object. "
      "Errors: 400 malformed JSON/YAML (`job.json:LINE:COL: ...`), 413 over 1 MiB, 422 unknown "
      "field, wrong type, impossible request (message names the field path and the fix), 403 "
-     "another team's queue. Nothing is applied on error."},
+     "another team's queue. Nothing is applied on error. Header `Idempotency-Key: KEY` "
+     "(optional; 1..128 of letters, digits and `-_.:`): a retry with the same key from the "
+     "same principal (role, team, name) answers 200 with the job the first request created "
+     "instead of creating another, also after a restart or a failover (keys are stored with "
+     "their jobs); the same key with a different body is 422; a malformed key is 400. "
+     "`arbiter submit` sends a random key and retries with it."},
     {"GET", "/v1/jobs", ADMIN | USER, h_jobs, "list jobs",
      "Query: `state` (pending, placed, running, preempted, succeeded, failed, cancelled, or "
      "`active`), `queue`, `after` (a job id: page from there), `limit`. Users see their team's "
@@ -364,6 +459,18 @@ const api_route_t api_routes[] = {
      "fragmentation diagnostic, quota, preemption, the nearest node). For a running gang over "
      "several nodes, `stragglers`: `[{\"task\", \"node\", \"reason\": \"stale-report\" | "
      "\"low-gpu-utilization\"}]`, also said in `hint`."},
+    {"POST", "/v1/jobs/{id}/logs-ticket", ADMIN | USER, h_logs_ticket,
+     "a short-lived ticket to read a task's log from its agent",
+     "Query: `task` (default 0). The caller must be allowed to see the job. Reply: `{\"job\", "
+     "\"task\", \"node\", \"logs_url\", \"ticket\", \"ttl_ms\"}`: GET "
+     "`LOGS_URL/v1/logs/JOB/TASK?stream=out|err&offset=N` from the node's agent with "
+     "`Authorization: Bearer TICKET` (docs/agent.md). The ticket is bound to this job, task "
+     "and node and lasts `ttl_ms` (60 s). 404 no such job or task, or the node serves no logs "
+     "(its agent runs with `--logs-listen off`); 409 the task has not run yet."},
+    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT, h_logs_ticket_check,
+     "an agent checks a log ticket",
+     "Query: `job`, `task`, `node` (the agent's own). 200 `{\"ok\": true, \"ttl_ms\"}` (what is "
+     "left of its life), 403 unknown, expired, or bound to another job, task or node."},
     {"GET", "/v1/nodes", ADMIN | USER, h_nodes, "list nodes (the GPU map)",
      "Reply: `{\"nodes\": [{\"name\", \"state\", \"version\", \"gpus\": [{\"index\", "
      "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
@@ -375,26 +482,35 @@ const api_route_t api_routes[] = {
      "Body: `{\"lamport\": N, \"inventory\": {\"cpu\", \"memory\", \"labels\", \"taints\", "
      "\"datasets\", \"extended\", \"gpus\": [{\"model\", \"memory\", \"nvlink\", \"pcie\", "
      "\"numa\", \"uuid\"}]}, \"telemetry\": {\"cpu_util\", \"memory_used\", \"net_rx_bps\", "
+     "\"queue_length\" (work waiting on the node: the least-loaded score's), "
      "\"net_tx_bps\", \"disk_read_bps\", \"disk_write_bps\", \"gpus\": [{\"index\", \"util\", "
      "\"memory_used_mib\", \"temp_c\", \"healthy\"}]}, \"tasks\": [{\"job\", \"task\", "
      "\"attempt\", \"state\": \"running|succeeded|failed|lost\", \"exit_code\"}]}`. The "
      "inventory may also say `address` (where gang members reach this node; default: the "
-     "address the report came from), `hostname` and `log_dir` (for `arbiter logs`); these may "
+     "address the report came from), `hostname`, `log_dir` and `logs_url` (for `arbiter logs`); these may "
      "change at any time. The first report must carry `inventory`; later ones only when it "
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
-     "\"epoch\", \"lease_ms\", \"assignments\": [...]}` (as below). The controller's clock "
+     "\"epoch\", \"lease_ms\", \"version\", \"assignments\": [...]}` (as below). The controller's clock "
      "becomes max(its own, `lamport`) + 1. The agent's lease must not be longer than "
      "`lease_ms`: a node silent past it goes NotReady, and past it plus `nodes.grace` it is "
      "lost, its tasks requeued (or failed, `restartable: false`). A report from a node the "
      "controller does not know, or declared lost, without an inventory is answered "
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"lost\": true, \"message\"}`: the "
      "agent fences (kills its tasks) and registers again with its inventory. A task reported "
-     "`lost` (its agent fenced it) counts as lost too."},
+     "`lost` (its agent fenced it) counts as lost too. The reply also carries the node's "
+     "`version`; header `If-Match: VERSION` (optional) makes the report conditional: 409, "
+     "with nothing applied (not even the clock), unless the node is registered and at that "
+     "version."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "
      "\"task\", \"ntasks\", \"attempt\", \"epoch\", \"gpus\", \"gpu_milli\", "
      "\"gpu_memory_mib\", \"cpu\", \"memory\", \"command\", \"env\", \"state\", \"stop\"}]}`; "
+     "one may also carry `grace_s` (the job's terminationGracePeriodSeconds: SIGTERM, then "
+     "SIGKILL that long after; else the agent's `--grace`) and, for an elastic job, `elastic`, "
+     "`generation` (bumped on every resize: the agent rewrites ARBITER_RESIZE_FILE and sends "
+     "SIGUSR1), `hosts` (every rank's node, up to 64 ranks) and `rank`/`world_size` even for "
+     "one task; `stop` may be set on an elastic job's tasks above a shrink mark only; "
      "a task of a gang (more than one task) also has `rank`, `world_size`, `master_addr` (task "
      "0's node) and `master_port` (derived from the job and attempt), which the agent passes as "
      "RANK, WORLD_SIZE, MASTER_ADDR and MASTER_PORT. An agent refuses an assignment whose "
@@ -409,6 +525,14 @@ const api_route_t api_routes[] = {
     {"GET", "/v1/queues", ADMIN | USER, h_queues, "queues with quota, usage and fair share",
      "Reply: `{\"queues\": [{\"name\", \"cohort\", \"weight\", \"nominal\", "
      "\"borrowing_limit\", \"used\", \"pending\", \"running\", \"dominant_share\"}]}`."},
+    {"GET", "/v1/priorityclasses", ADMIN | USER, h_prio_classes,
+     "the priority classes submissions may name",
+     "Reply: `{\"priorityClasses\": [{\"name\", \"value\", \"description\", "
+     "\"preemptible\"}]}`: the built-ins (best-effort 0, low 100, normal 500, high 1000, "
+     "critical 10000), redefined or added to by the config's `priorityClasses:`. "
+     "`preemptible`, when present, is the default of the class's jobs (a spec's own "
+     "`preemptible:` wins). A spec's `priorityClassName` must name one of them (422 otherwise, "
+     "listing them)."},
     {"GET", "/v1/events", ADMIN | USER, h_events, "the event log, ordered by Lamport time",
      "Query: `since` (a Lamport time: events after it), `limit` (1..10000, default 1000), "
      "`wait` (0..60 s: long-poll until an event comes). Reply: `{\"events\": [{\"lamport\", "
@@ -478,6 +602,23 @@ void api_doc_markdown(FILE *f)
             "`version`s. Wall-clock fields (`time`, `submitted_at`) are for people and never "
             "order anything. Every assignment carries the controller's `epoch`, bumped at each "
             "start.\n\n"
+            "## Several controllers (clients)\n\n"
+            "Clients take a comma-separated list of controller URLs (`ARBITER_URL`, "
+            "`arbiter agent --controller`, `arbiter lb --controller`). The contract with "
+            "high-availability controllers: a follower answers `GET /v1/leader` with "
+            "`{\"leader\", \"url\", \"term\"}` and other requests with 307 and "
+            "`Location` (the leader's URL, same path and query), or 503 with `Retry-After` "
+            "while there is no leader. A client starts at the URL that last answered; after a "
+            "connect error, a timeout or a 503 it tries the next, backing off (100 ms doubling "
+            "to 1 s, or `Retry-After` up to 2 s) for a bounded time (the CLI: "
+            "`ARBITER_RETRY_S`, default 15 s, each try at most `ARBITER_TRY_S`, default 10 s, "
+            "when there are several; an agent: what is left of its lease, shared among the "
+            "URLs, for ever "
+            "across reports); it follows a 307 at most twice, re-sending method, headers and "
+            "body. Retrying writes: a submission with `Idempotency-Key` is created once; a "
+            "drain, an undrain or a report may be sent again (conditional with `If-Match` "
+            "when another writer may interfere); a cancel sent again after a lost reply "
+            "answers 409 (already ended) when the first one ended the job.\n\n"
             "## Routes\n\n"
             "| method | path | roles | what |\n|---|---|---|---|\n");
     for (const api_route_t *r = api_routes; r->method; r++) {
@@ -500,5 +641,9 @@ void api_doc_markdown(FILE *f)
                "  - {name: team-a, cohort: research, nominal: {nvidia.com/gpu: 16}}\n"
                "  - {name: team-b, cohort: research, nominal: {nvidia.com/gpu: 16},\n"
                "     borrowingLimit: {nvidia.com/gpu: 8}}\n"
+               "priorityClasses:\n"
+               "  - {name: production, value: 5000, preemptible: false,\n"
+               "     description: serving and deadlines}\n"
+               "  - {name: scavenger, value: -10, preemptible: true}\n"
                "```\n");
 }

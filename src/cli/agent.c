@@ -1,19 +1,30 @@
 /*
  * agent.c: `arbiter agent`, the node agent (src/agent).
  *
- *   arbiter agent --name NODE [--controller URL [--token-file F]]
+ *   arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]
  *                 [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]
  *                 [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]
  *                 [--log-dir DIR] [--run-as USER] [--allow-root] [--cgroups auto|v2|v1|none]
  *                 [--grace 10s] [--address ADDR] [--state FILE] [--keep-tasks]
- *                 [--emulate K [--threads T] [--duration 60s]] [--fake-busy PCT]
- *                 [--proc DIR] [--sys DIR] [--hwloc-xml FILE]
+ *                 [--emulate K [--threads T] [--duration 60s] [--emulate-tasks real|timed]]
+ *                 [--fake-busy PCT]
+ *                 [--proc DIR] [--sys DIR] [--hwloc-xml FILE] [--logs-listen ADDR|off]
+ *
+ * --logs-listen serves the task logs over HTTP to `arbiter logs` on other
+ * hosts, for holders of a ticket the controller issues (src/agent/logserve.h).
+ * Default with --controller: 127.0.0.1:0, a free loopback port: on, so that
+ * `arbiter logs` works on this node even where its user cannot read the log
+ * directory, but reachable from this machine only, since a port open to
+ * the network is the operator's decision; give 0.0.0.0:PORT (with
+ * --address for the name others reach) to serve other hosts, or off.
+ * Without --controller (no one issues tickets) and with --emulate: off.
  *
  * --once discovers the node, samples it twice a short moment apart (rates
  * need two samples) and prints what it would report: the report body of
  * docs/api.md with -o json, a summary for people otherwise. Without it the
  * agent runs its heartbeat loop (agent_step): with --controller, through
- * the http transport (POST URL/v1/nodes/NAME/report, the bearer token from
+ * the http transport (POST URL/v1/nodes/NAME/report to whichever of the comma-separated
+ * URLs leads, src/client/failover.c; the bearer token from
  * --token-file or ARBITER_TOKEN); without, the stdout row prints one report
  * body per line. Between heartbeats it reaps tasks and fences the moment
  * its lease runs out (agent_tick, every 50 ms). SIGINT/SIGTERM stop it; its
@@ -21,8 +32,13 @@
  * --state adopts them).
  *
  * --emulate K plays K nodes NAME-1 .. NAME-K in this one process
- * (src/agent/emulate.h) and prints report rates and round trips; with
- * -o json the totals go to stdout as one JSON object at the end.
+ * (src/agent/emulate.h) and prints report rates and round trips; their
+ * tasks are real processes, or with --emulate-tasks timed no processes at
+ * all (`sleep N` lasts N seconds, anything else ends at once, exit 0), so
+ * that thousands of nodes' tasks cost no forks; with
+ * -o json the totals go to stdout as one JSON object at the end; SIGUSR1
+ * starts the totals again (what `arbiter bench agents` measures is the
+ * window after every node has registered).
  *
  * Exit status: 0 done, 1 the node could not be discovered or the agent could
  * not start (message on stderr), 2 bad usage.
@@ -38,23 +54,32 @@
 #include <curl/curl.h>
 
 #include "agent/emulate.h"
+#include "agent/logserve.h"
 #include "cli/cli.h"
 
 #define AGENT_USAGE                                                                                \
-    "usage: arbiter agent --name NODE [--controller URL [--token-file F]]\n"                        \
+    "usage: arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]\n"               \
     "                     [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]\n"         \
     "                     [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]\n"    \
     "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \
     "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"          \
-    "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]]\n"            \
-    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"
+    "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]\n"              \
+    "                      [--emulate-tasks real|timed]]\n"                                        \
+    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
+    "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off] [--queue-file FILE]\n"
 
-static volatile sig_atomic_t stop_flag;
+static volatile sig_atomic_t stop_flag, reset_flag;
 
 static void on_signal(int sig)
 {
     (void)sig;
     stop_flag = 1;
+}
+
+static void on_usr1(int sig)
+{
+    (void)sig;
+    reset_flag = 1;
 }
 
 /* "250ms", "1s", "2m", or plain seconds; ns, or -1. */
@@ -208,6 +233,7 @@ static int emulate(agent_conf_t *c, long nodes, long threads, int64_t duration, 
     ec.threads = (int)threads;
     ec.duration_ns = duration;
     ec.stop = &stop_flag;
+    ec.reset = &reset_flag;
     if (agent_emulate(&ec, &st, &err) < 0) {
         fprintf(stderr, "arbiter agent: %s\n", err.msg);
         return 1;
@@ -238,7 +264,8 @@ int cli_agent(int argc, char **argv)
     long count = -1, nemu = 0, nthreads = 0;
     int64_t duration = 0;
     char logdir[256], token[600];
-    const char *token_file = NULL;
+    const char *token_file = NULL, *logs_listen = "127.0.0.1:0";
+    agent_logserve_t *ls = NULL;
 
     memset(&c, 0, sizeof c);
     snprintf(logdir, sizeof logdir, "/var/log/arbiter");
@@ -300,6 +327,8 @@ int cli_agent(int argc, char **argv)
             c.transport = &agent_transport_http;
         } else if (!strcmp(o, "--token-file")) {
             token_file = v;
+        } else if (!strcmp(o, "--queue-file")) {
+            c.queue_file = v; /* one integer: the node's queue length, read per report */
         } else if (!strcmp(o, "--address")) {
             c.address = v;
         } else if (!strcmp(o, "--emulate") || !strcmp(o, "--threads") ||
@@ -331,6 +360,17 @@ int cli_agent(int argc, char **argv)
             c.exec.cgroup_mode = v;
         } else if (!strcmp(o, "--state")) {
             c.state_file = v;
+        } else if (!strcmp(o, "--logs-listen")) {
+            logs_listen = v;
+        } else if (!strcmp(o, "--emulate-tasks")) {
+            if (strcmp(v, "real") && strcmp(v, "timed")) {
+                fprintf(stderr,
+                        "arbiter agent: --emulate-tasks %s: use real (processes) or "
+                        "timed (no processes; `sleep N` lasts N s)\n",
+                        v);
+                return 2;
+            }
+            c.exec.timed = !strcmp(v, "timed");
         } else {
             fprintf(stderr, "arbiter agent: unknown option '%s'\n" AGENT_USAGE, o);
             return 2;
@@ -347,6 +387,10 @@ int cli_agent(int argc, char **argv)
     }
     if (one)
         return once(&c.disc, json);
+    if (strcmp(logs_listen, "off") != 0 && agent_logserve_check_listen(logs_listen, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 2;
+    }
     if (token_file) {
         if (read_token(token_file, token, sizeof token) < 0)
             return 2;
@@ -357,8 +401,9 @@ int cli_agent(int argc, char **argv)
     }
     /* Nothing could adopt its tasks after a crash: they die with it. */
     c.exec.die_with_agent = !c.state_file && !keep;
-    if ((nthreads || duration) && !nemu) {
-        fprintf(stderr, "arbiter agent: --threads and --duration go with --emulate K\n");
+    if ((nthreads || duration || c.exec.timed) && !nemu) {
+        fprintf(stderr,
+                "arbiter agent: --threads, --duration and --emulate-tasks go with --emulate K\n");
         return 2;
     }
     curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread */
@@ -366,6 +411,7 @@ int cli_agent(int argc, char **argv)
     signal(SIGTERM, on_signal);
     signal(SIGPIPE, SIG_IGN);
     if (nemu) {
+        signal(SIGUSR1, on_usr1); /* restart the totals (bench agents' window) */
         if (!c.disc.fake)
             c.disc.fake = "8:H100";
         if (c.disc.inventory) {
@@ -381,6 +427,24 @@ int cli_agent(int argc, char **argv)
         fprintf(stderr, "arbiter agent: %s\n", err.msg);
         curl_global_cleanup();
         return 1;
+    }
+    if (c.target && strcmp(logs_listen, "off") != 0) {
+        /* before the first report, which carries its URL in the inventory */
+        agent_logserve_conf_t lc = {.listen = logs_listen,
+                                    .log_dir = a.log_dir,
+                                    .controller = c.target,
+                                    .token = c.token,
+                                    .node = c.disc.node_name,
+                                    .advertise = c.address};
+        if (agent_logserve_start(&lc, &ls, &err) < 0) {
+            fprintf(stderr, "arbiter agent: %s\n", err.msg);
+            agent_close(&a, true);
+            curl_global_cleanup();
+            return 1;
+        }
+        a.conf.logs_url = agent_logserve_url(ls);
+        fprintf(stderr, "arbiter agent %s: task logs served at %s (for ticket holders)\n",
+                c.disc.node_name, a.conf.logs_url);
     }
     for (long n = 0; !stop_flag && (count < 0 || n < count); n++) {
         int64_t start = agent_mono_ns(NULL), next = start + a.conf.heartbeat_ns;
@@ -400,6 +464,7 @@ int cli_agent(int argc, char **argv)
         }
     }
     agent_close(&a, !keep);
+    agent_logserve_stop(ls);
     curl_global_cleanup();
     return 0;
 }

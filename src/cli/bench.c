@@ -74,7 +74,9 @@ static int usage(void)
                     "[--policy NAME] [--queue fifo|priority|drf] [--full-scan]\n"
                     "       [-o text|json]\n"
                     "       arbiter bench sim [--workload default] [--policy fgd] "
-                    "[--seeds 42-44] [--traces DIR] [-o text|json]\n");
+                    "[--seeds 42-44] [--traces DIR] [-o text|json]\n"
+                    "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] "
+                    "[-o text|json]\n");
     return 2;
 }
 
@@ -93,6 +95,10 @@ int cli_bench(int argc, char **argv)
         return cli_bench_api(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "sim") == 0)
         return cli_bench_sim(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "elastic") == 0)
+        return cli_bench_elastic(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "agents") == 0)
+        return cli_bench_agents(argc - 1, argv + 1);
     bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
     if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
         return usage();

@@ -15,11 +15,13 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "client/failover.h"
 
 typedef struct bclient {
     int jobs;      /* to submit */
     int ok, failed;
     int64_t *lat;  /* ns per submission */
+    const char *base; /* the controller measured: the first of ARBITER_URL's list */
 } bclient_t;
 
 static int64_t now_ns(void)
@@ -42,11 +44,11 @@ static void *run_client(void *arg)
     CURL *h = curl_easy_init();
     struct curl_slist *hd = NULL;
     char url[1024], auth[512];
-    const char *base = getenv("ARBITER_URL"), *tok = getenv("ARBITER_TOKEN");
+    const char *base = c->base, *tok = getenv("ARBITER_TOKEN");
     const char *body = "{\"name\": \"bench\", \"resources\": {\"requests\": "
                        "{\"nvidia.com/gpu\": 1, \"cpu\": \"1\", \"memory\": \"1Gi\"}}}";
 
-    snprintf(url, sizeof url, "%s/v1/jobs", base && *base ? base : "http://127.0.0.1:7070");
+    snprintf(url, sizeof url, "%s/v1/jobs", base);
     hd = curl_slist_append(hd, "Content-Type: application/json");
     hd = curl_slist_append(hd, "Expect:");
     if (tok && *tok) {
@@ -101,6 +103,15 @@ int cli_bench_api(int argc, char **argv)
         fprintf(stderr, "arbiter bench api: use 1..1024 clients and at least one job each\n");
         return 2;
     }
+    /* Several controllers: the first is measured (point it at the leader). */
+    fo_urls_t urls;
+    arb_err_t uerr = {{0}};
+    const char *env = getenv("ARBITER_URL");
+    if (fo_urls_parse(env && *env ? env : "http://127.0.0.1:7070", "ARBITER_URL", &urls,
+                      &uerr) < 0) {
+        fprintf(stderr, "arbiter bench api: %s\n", uerr.msg);
+        return 2;
+    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     bclient_t *c = calloc((size_t)clients, sizeof *c);
     pthread_t *t = calloc((size_t)clients, sizeof *t);
@@ -111,6 +122,7 @@ int cli_bench_api(int argc, char **argv)
     for (long i = 0; i < clients; i++) {
         c[i].jobs = (int)(jobs / clients + (i < jobs % clients));
         c[i].lat = lat + off;
+        c[i].base = urls.url[0];
         off += c[i].jobs;
     }
     int64_t t0 = now_ns();

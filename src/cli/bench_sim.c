@@ -81,7 +81,7 @@ int cli_bench_sim(int argc, char **argv)
     long decided = 0, placed = 0;
     int rc = 1, nseeds;
 
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
         if (!v)
             return usage();
@@ -101,7 +101,6 @@ int cli_bench_sim(int argc, char **argv)
                 return usage();
         } else
             return usage();
-        i++;
     }
     if (strcmp(out, "text") != 0 && strcmp(out, "json") != 0)
         return usage();

@@ -3,22 +3,30 @@
  * (libcurl): submit, queue, job, explain, cancel, nodes, events. Tables for
  * people, `-o json` for scripts (the controller's JSON as it came).
  *
- * Environment: ARBITER_URL (default http://127.0.0.1:7070) and
- * ARBITER_TOKEN (a bearer token; none by default).
+ * Environment: ARBITER_URL (default http://127.0.0.1:7070; several
+ * controllers comma-separated: each request goes to the one that last
+ * answered, moves on after a connect error, timeout or 503 and follows a
+ * follower's 307 to the leader, src/client/failover.c), ARBITER_RETRY_S
+ * (how long to keep trying them, default 15 s), ARBITER_TRY_S (with several
+ * controllers, one try's limit, default 10 s) and ARBITER_TOKEN (a bearer
+ * token; none by default).
  * Exit codes: 0 done; 1 the controller refused the request (its message is
  * printed); 2 usage error; 3 the controller could not be reached.
  */
 #include <curl/curl.h>
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "client/failover.h"
 
 typedef struct buf {
     char *p;
@@ -40,10 +48,129 @@ static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
     return k;
 }
 
-static const char *base_url(void)
+/* The controllers of ARBITER_URL (comma-separated), parsed once per
+ * process; the list remembers the one that last answered, so a long-lived
+ * verb (events --watch, top) keeps talking to the leader it found. */
+static fo_urls_t cli_urls;
+static int cli_urls_rc = 1; /* 1: not parsed yet */
+
+static int cli_targets(void)
 {
-    const char *u = getenv("ARBITER_URL");
-    return u && *u ? u : "http://127.0.0.1:7070";
+    arb_err_t err = {{0}};
+
+    if (cli_urls_rc == 1) {
+        const char *u = getenv("ARBITER_URL");
+        cli_urls_rc = fo_urls_parse(u && *u ? u : "http://127.0.0.1:7070", "ARBITER_URL",
+                                    &cli_urls, &err);
+        if (cli_urls_rc < 0)
+            fprintf(stderr, "arbiter: %s\n", err.msg);
+    }
+    return cli_urls_rc;
+}
+
+/* ARBITER_RETRY_S: how long to keep trying the controllers (default 15). */
+static int64_t retry_budget_ms(void)
+{
+    const char *v = getenv("ARBITER_RETRY_S");
+    char *end;
+    double s;
+
+    if (!v || !*v)
+        return 15000;
+    s = strtod(v, &end);
+    if (*end || s < 0 || s > 86400) {
+        fprintf(stderr, "arbiter: ARBITER_RETRY_S '%s': give seconds, 0..86400; using 15\n", v);
+        return 15000;
+    }
+    return (int64_t)(s * 1000);
+}
+
+/* One try's limit. With one controller, 120 s (as long as any request
+ * may take). With several, ARBITER_TRY_S (default 10 s; 45 s for a
+ * long-poll), so that one that accepts but never answers (a stopped
+ * process: the kernel still accepts) does not hold the others back. */
+static int64_t try_ms(const char *path)
+{
+    const char *v = getenv("ARBITER_TRY_S");
+    bool poll = strstr(path, "wait=") != NULL;
+    char *end;
+    double s;
+
+    if (cli_urls.n <= 1)
+        return 120000;
+    if (!v || !*v)
+        return poll ? 45000 : 10000;
+    s = strtod(v, &end);
+    if (*end || s < 0.1 || s > 3600) {
+        fprintf(stderr, "arbiter: ARBITER_TRY_S '%s': give seconds, 0.1..3600; using 10\n", v);
+        return 10000;
+    }
+    return (int64_t)(s * 1000) + (poll ? 35000 : 0);
+}
+
+long cli_http_hdr(const char *method, const char *path, const char *body, size_t n,
+                  const char *ctype, const char *extra, json_t **out, char **raw)
+{
+    CURL *c;
+    struct curl_slist *h = NULL;
+    char hdr[600];
+    long status = -1;
+    const char *tok = getenv("ARBITER_TOKEN");
+    arb_err_t err = {{0}};
+    fo_resp_t r = {0};
+
+    if (out)
+        *out = NULL;
+    if (raw)
+        *raw = NULL;
+    if (cli_targets() < 0)
+        return -1;
+    if (!(c = curl_easy_init()))
+        return -1;
+    if (tok && *tok) {
+        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", tok);
+        h = curl_slist_append(h, hdr);
+    }
+    if (extra)
+        h = curl_slist_append(h, extra);
+    if (body) {
+        snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype ? ctype : "application/json");
+        h = curl_slist_append(h, hdr);
+        h = curl_slist_append(h, "Expect:");
+    }
+    fo_req_t rq = {.method = method,
+                   .path = path,
+                   .body = body,
+                   .n = body ? n : 0,
+                   .hdr = h,
+                   .connect_ms = 2000,
+                   .attempt_ms = try_ms(path),
+                   .budget_ms = retry_budget_ms()};
+    if (fo_do(&cli_urls, c, &rq, &r, &err) < 0) {
+        fprintf(stderr, "arbiter: cannot reach the controller (ARBITER_URL=%s): %s\n",
+                getenv("ARBITER_URL") ? getenv("ARBITER_URL") : "http://127.0.0.1:7070",
+                err.msg);
+    } else if (r.status == 503) {
+        /* Every controller said 503 until the budget ran out: no leader
+         * (an election), or a controller that failed and restarts. */
+        json_t *o = r.body ? json_loads(r.body, 0, NULL) : NULL;
+        const char *m = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
+        fprintf(stderr, "arbiter: no controller can serve this yet: %s: 503: %s (tried %d "
+                        "times; set ARBITER_RETRY_S to wait longer)\n",
+                r.url, m ? m : "service unavailable", r.tries);
+        json_decref(o);
+    } else {
+        status = r.status;
+        if (out && r.body)
+            *out = json_loads(r.body, 0, NULL);
+    }
+    if (raw)
+        *raw = r.body;
+    else
+        free(r.body);
+    curl_slist_free_all(h);
+    curl_easy_cleanup(c);
+    return status;
 }
 
 /* One request. *out gets the parsed JSON reply (or NULL); returns the HTTP
@@ -51,54 +178,7 @@ static const char *base_url(void)
 long cli_http(const char *method, const char *path, const char *body, size_t n,
               const char *ctype, json_t **out, char **raw)
 {
-    CURL *c = curl_easy_init();
-    struct curl_slist *h = NULL;
-    char url[2048], hdr[512];
-    buf_t b = {0};
-    long status = -1;
-    const char *tok = getenv("ARBITER_TOKEN");
-    CURLcode cc;
-
-    if (out)
-        *out = NULL;
-    if (!c)
-        return -1;
-    snprintf(url, sizeof url, "%s%s", base_url(), path);
-    curl_easy_setopt(c, CURLOPT_URL, url);
-    curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
-    curl_easy_setopt(c, CURLOPT_WRITEDATA, &b);
-    curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
-    curl_easy_setopt(c, CURLOPT_TIMEOUT, 120L);
-    if (tok && *tok) {
-        snprintf(hdr, sizeof hdr, "Authorization: Bearer %s", tok);
-        h = curl_slist_append(h, hdr);
-    }
-    if (body) {
-        snprintf(hdr, sizeof hdr, "Content-Type: %s", ctype ? ctype : "application/json");
-        h = curl_slist_append(h, hdr);
-        h = curl_slist_append(h, "Expect:");
-        curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
-        curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)n);
-    }
-    curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    cc = curl_easy_perform(c);
-    if (cc != CURLE_OK) {
-        fprintf(stderr, "arbiter: cannot reach the controller at %s: %s (set ARBITER_URL)\n",
-                base_url(), curl_easy_strerror(cc));
-    } else {
-        curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-        if (out && b.p)
-            *out = json_loads(b.p, 0, NULL);
-    }
-    if (raw)
-        *raw = b.p;
-    else
-        free(b.p);
-    curl_slist_free_all(h);
-    curl_easy_cleanup(c);
-    return status;
+    return cli_http_hdr(method, path, body, n, ctype, NULL, out, raw);
 }
 
 /* Print the controller's error message; the exit code. */
@@ -159,10 +239,29 @@ static char *read_all(const char *path, size_t *n)
 
 /* ---- submit ------------------------------------------------------------------------ */
 
+#define IDEM_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:"
+
+/* 128 random bits as 32 hex digits (getrandom; the clock and pid if it
+ * fails, which only weakens uniqueness, never correctness of one retry). */
+static void random_key(char *out, size_t n)
+{
+    unsigned char b[16];
+    struct timespec ts;
+
+    if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
+        clock_gettime(CLOCK_REALTIME, &ts);
+        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 44);
+        for (size_t i = 0; i < sizeof b; i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
+            b[i] = (unsigned char)(x >> 56);
+    }
+    for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
+        snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
 int cli_submit(int argc, char **argv)
 {
     const char *file = NULL, *gpus = NULL, *cpus = NULL, *mem = NULL, *queue = NULL,
-               *prio = NULL, *name = NULL;
+               *prio = NULL, *name = NULL, *key = NULL;
     long nodes = 1;
     bool want_json = false;
     int i;
@@ -192,6 +291,8 @@ int cli_submit(int argc, char **argv)
             prio = argv[++i];
         } else if (strcmp(a, "--name") == 0 && has) {
             name = argv[++i];
+        } else if (strcmp(a, "--idempotency-key") == 0 && has) {
+            key = argv[++i];
         } else if (strcmp(a, "-o") == 0 && has) {
             want_json = opt_json(&i, argc, argv);
         } else {
@@ -243,9 +344,23 @@ int cli_submit(int argc, char **argv)
         n = strlen(body);
         json_decref(o);
     }
+    /* One key for this submission and every retry of it (after a lost reply
+     * or a controller failover): the controller creates the job once. */
+    char idem[160], rnd[40];
+    if (key && (!*key || strlen(key) > 128 || strspn(key, IDEM_CHARS) != strlen(key))) {
+        fprintf(stderr, "arbiter submit: --idempotency-key '%s': give 1..128 letters, digits "
+                        "or -_.:\n", key);
+        free(body);
+        return EXIT_USAGE;
+    }
+    if (!key) {
+        random_key(rnd, sizeof rnd);
+        key = rnd;
+    }
+    snprintf(idem, sizeof idem, "Idempotency-Key: %s", key);
     json_t *reply;
-    long st = cli_http("POST", "/v1/jobs", body, n, yaml ? "application/yaml" : "application/json",
-                   &reply, NULL);
+    long st = cli_http_hdr("POST", "/v1/jobs", body, n,
+                           yaml ? "application/yaml" : "application/json", idem, &reply, NULL);
     free(body);
     int rc = 0;
     if (st < 0)
@@ -369,6 +484,16 @@ static void show_job(json_t *j)
            json_string_value(json_object_get(j, "submitted_at")));
     if (json_string_value(json_object_get(j, "message")))
         printf("  message   %s\n", json_string_value(json_object_get(j, "message")));
+    json_t *el = json_object_get(j, "elastic");
+    if (json_is_object(el))
+        printf("  elastic   %lld tasks now, min %lld, max %lld (resize generation %lld)\n",
+               (long long)json_integer_value(json_object_get(el, "current")),
+               (long long)json_integer_value(json_object_get(el, "min")),
+               (long long)json_integer_value(json_object_get(el, "max")),
+               (long long)json_integer_value(json_object_get(el, "generation")));
+    if (json_is_integer(json_object_get(j, "termination_grace_s")))
+        printf("  grace     %llds (SIGTERM, then SIGKILL)\n",
+               (long long)json_integer_value(json_object_get(j, "termination_grace_s")));
     json_t *svc = json_object_get(j, "service"); /* a service, or one of its replicas */
     if (svc && json_object_get(svc, "replicas"))
         printf("  service   %lld replicas (min %lld), port %lld: arbiter service %s\n",
@@ -515,7 +640,8 @@ static void show_nodes(json_t *reply)
         json_incref(nodes);
     }
 
-    printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE", "GPU MAP (job id per GPU; . free)");
+    printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE",
+           "GPU MAP (job id per GPU; . free, X unhealthy)");
     json_array_foreach(nodes, i, n) {
         json_t *gpus = json_object_get(n, "gpus");
         char map[512] = "", age[32];
@@ -523,14 +649,15 @@ static void show_nodes(json_t *reply)
         int busy = 0;
         json_array_foreach(gpus, k, g) {
             json_t *jobs = json_object_get(g, "jobs");
+            bool sick = json_is_false(json_object_get(g, "healthy")); /* out of capacity */
             if (json_array_size(jobs) == 0) {
-                used += (size_t)snprintf(map + used, sizeof map - used, " %5s", ".");
+                used += (size_t)snprintf(map + used, sizeof map - used, " %5s", sick ? "X" : ".");
             } else {
                 busy++;
                 char cell[32];
-                snprintf(cell, sizeof cell, "%lld%s",
+                snprintf(cell, sizeof cell, "%lld%s%s",
                          (long long)json_integer_value(json_array_get(jobs, 0)),
-                         json_array_size(jobs) > 1 ? "+" : "");
+                         json_array_size(jobs) > 1 ? "+" : "", sick ? "X" : "");
                 used += (size_t)snprintf(map + used, sizeof map - used, " %5s", cell);
             }
             if (used >= sizeof map)

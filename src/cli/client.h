@@ -18,6 +18,9 @@
  * NULL; *raw (optional) the body as it came (free it). */
 long cli_http(const char *method, const char *path, const char *body, size_t n, const char *ctype,
               json_t **out, char **raw);
+/* The same with one extra header line ("Idempotency-Key: K"; NULL none). */
+long cli_http_hdr(const char *method, const char *path, const char *body, size_t n,
+                  const char *ctype, const char *extra, json_t **out, char **raw);
 /* Print the controller's error message from reply; returns EXIT_REFUSED. */
 int cli_refused(long status, json_t *reply);
 

@@ -20,7 +20,9 @@ const cli_cmd_t cli_cmds[] = {
      cli_sim},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched|cycle|api [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]\n"
-     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]",
+     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]\n"
+     "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
+     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]",
      cli_bench},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
      "arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --service NAME --controller "
@@ -34,11 +36,12 @@ const cli_cmd_t cli_cmds[] = {
      cli_agent},
     {"version", "print the version", "arbiter version", cli_version},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
-     "arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] [--tokens FILE]",
+     "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
+     "[--config FILE] [--tokens FILE] (HA: docs/ha.md)",
      cli_controller},
     {"submit", "submit a job to the controller; prints its id",
      "arbiter submit -f job.yaml | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
-     "[--priority P] [--name N] [-o json] [-- command args]",
+     "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]",
      cli_submit},
     {"queue", "list pending and running jobs", "arbiter queue [--all] [--queue Q] [-o json]",
      cli_queue},
@@ -49,9 +52,11 @@ const cli_cmd_t cli_cmds[] = {
      cli_nodes},
     {"events", "the event log in Lamport order", "arbiter events [--since N] [--watch] [-o json]",
      cli_events},
+    {"top", "a live view of the cluster, its queues, jobs and nodes (q quits)",
+     "arbiter top [--once] [--interval 2s] [--jobs N]", cli_top},
     {"service", "a service job's replicas: address, ready, draining, in-flight load",
      "arbiter service [NAME] [-o json]", cli_service},
-    {"logs", "a job's task output, read where its agent wrote it",
+    {"logs", "a job's task output, from the file or over HTTP from its agent",
      "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
     {NULL, NULL, NULL, NULL},
 };
@@ -76,6 +81,20 @@ int cli_help(int argc, char **argv)
     for (c = cli_cmds; c->name; c++)
         printf("  %-10s %s\n", c->name, c->summary);
     printf("\nrun 'arbiter help VERB' for a verb's usage\n");
+    printf("\nenvironment (client verbs: submit queue job explain cancel nodes events logs top):\n"
+           "  ARBITER_URL      the controller, or several comma-separated (http://a:7070,http://b:7070):\n"
+           "                   the one that last answered first; the next after a connect error,\n"
+           "                   timeout or 503; a follower's 307 followed to the leader\n"
+           "  ARBITER_TOKEN    a bearer token\n"
+           "  ARBITER_RETRY_S  how long to keep trying the controllers (default 15)\n"
+           "  ARBITER_TRY_S    with several controllers, one try's limit (default 10)\n"
+           "\nexit codes:\n"
+           "  client verbs     0 done; 1 the controller refused (its message is printed);\n"
+           "                   2 usage; 3 no controller reached, or none leading, in ARBITER_RETRY_S\n"
+           "  controller, agent, lb\n"
+           "                   0 stopped by SIGTERM or SIGINT; 1 failed to start or run (message);\n"
+           "                   2 usage or a bad configuration\n"
+           "  other verbs      0 done; 1 failed (message); 2 usage\n");
     return 0;
 }
 

@@ -16,11 +16,16 @@
 
 #include "api/api.h"
 #include "cli/cli.h"
+#include "cli/controller_ha.h"
 
 static int usage(void)
 {
     fprintf(stderr, "usage: arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] "
                     "[--tokens FILE]\n"
+                    "       arbiter controller --listen HOST:PORT --store etcd://HOST:PORT[,...] "
+                    "--name NAME\n"
+                    "           [--store-prefix /arbiter] [--advertise-url URL] [--lease-ttl S] "
+                    "[--max-txn-ops N]   (docs/ha.md)\n"
                     "       arbiter controller --api-doc     (print docs/api.md)\n");
     return 2;
 }
@@ -67,6 +72,7 @@ int cli_controller(int argc, char **argv)
     st_t *st = NULL;
     api_server_t *api = NULL;
     sigset_t set;
+    ctl_ha_args_t ha = {.ttl_s = 5, .max_ops = 128};
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--api-doc") == 0) {
@@ -80,11 +86,40 @@ int cli_controller(int argc, char **argv)
             config = argv[++i];
         } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
             tokfile = argv[++i];
+        } else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
+            ha.store = argv[++i];
+            if (strncmp(ha.store, "etcd://", 7) != 0) { /* sqlite:DIR or DIR */
+                dir = ha.store;
+                ha.store = NULL;
+            }
+        } else if (strcmp(argv[i], "--store-prefix") == 0 && i + 1 < argc) {
+            ha.prefix = argv[++i];
+        } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
+            ha.name = argv[++i];
+        } else if (strcmp(argv[i], "--advertise-url") == 0 && i + 1 < argc) {
+            ha.advertise = argv[++i];
+        } else if ((strcmp(argv[i], "--lease-ttl") == 0 || strcmp(argv[i], "--max-txn-ops") == 0) &&
+                   i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            bool ttl = strcmp(argv[i], "--lease-ttl") == 0;
+            if (*end || end == argv[i + 1] || v < (ttl ? 5 : 2) || v > (ttl ? 3600 : 1000000)) {
+                fprintf(stderr, "arbiter controller: %s '%s': %s\n", argv[i], argv[i + 1],
+                        ttl ? "seconds, 5..3600 (a lease shorter than 5 s would expire during "
+                              "etcd's own leader election)"
+                            : "etcd's --max-txn-ops, 2..1000000 (etcd's default is 128)");
+                return 2;
+            }
+            if (ttl)
+                ha.ttl_s = (int)v;
+            else
+                ha.max_ops = (int)v;
+            i++;
         } else {
             return usage();
         }
     }
-    if (!dir)
+    if (!dir && !ha.store)
         return usage();
     if (parse_listen(listen, host, sizeof host, &port) < 0) {
         fprintf(stderr, "arbiter controller: --listen '%s': use HOST:PORT, e.g. 127.0.0.1:7070\n",
@@ -116,11 +151,21 @@ int cli_controller(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     pthread_sigmask(SIG_BLOCK, &set, NULL);
 
+    if (ha.store) { /* several controllers over etcd, one leading: controller_ha.c */
+        ha.host = host;
+        ha.port = port;
+        ha.tokens = tokfile ? &tokens : NULL;
+        ha.conf = &conf;
+        ha.sigs = &set;
+        rc = cli_controller_ha(&ha);
+        goto out;
+    }
     if (st_open(dir, &conf, &st, &err) < 0 || st_start(st, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         goto out;
     }
-    api_opts_t ao = {.host = host, .port = port, .tokens = tokfile ? &tokens : NULL};
+    api_opts_t ao = {.host = host, .port = port, .tokens = tokfile ? &tokens : NULL,
+                     .name = ha.name};
     if (api_server_start(st, &ao, &api, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         goto out;

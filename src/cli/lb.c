@@ -15,7 +15,7 @@
 
 #define LB_USAGE                                                                                   \
     "usage: arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --backends-file FILE |\n" \
-    "                  --service NAME --controller URL) [--policy P] [options]\n"                  \
+    "                  --service NAME --controller URL[,URL...]) [--policy P] [options]\n"      \
     "\n"                                                                                           \
     "  --policy P            round-robin (default), weighted, least-conn, hash, p2c, feedback\n"   \
     "  --hash-header H       hash policy: key on this request header\n"                            \

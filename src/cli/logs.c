@@ -1,28 +1,38 @@
 /*
  * logs.c: `arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]`:
- * a job's task output.
+ * a job's task output, from any host.
  *
  * Where logs live: each agent writes task I of job J to LOG_DIR/J/I.out
  * and .err on its own node (src/agent/exec.c), and reports its log
- * directory and host name with its inventory. This verb asks the
- * controller where each task ran (the job's `node`, or `last_node` once it
- * ended) and that node's `log_dir` and `hostname`, and reads the file
- * directly. That is all a cluster on one machine needs (the demo, the
- * tests, --emulate), and on a real cluster it works on the node itself; run
- * elsewhere it says which host holds the file instead of guessing. Nothing
- * goes through the controller, which stays off the data path. --log-dir
- * overrides the reported directory (a shared filesystem mounted elsewhere).
+ * directory, host name and, when it serves them, its logs URL with its
+ * inventory. This verb asks the controller where each task ran (the job's
+ * `node`, or `last_node` once it ended) and then reads the output:
  *
- * --follow prints what is appended, following the task if it is requeued
- * to another node, until the job has ended and its output is drained.
+ *   1. from the file, when it is readable here: on the node itself (same
+ *      host name), or under --log-dir DIR (default $ARBITER_LOG_DIR; a
+ *      shared filesystem mounted elsewhere);
+ *   2. else from the node's agent over HTTP (src/agent/logserve.h), the way
+ *      `kubectl logs` goes to the kubelet: a ticket for this job and task
+ *      from the controller (POST /v1/jobs/J/logs-ticket, given only to
+ *      callers who may see the job; it lasts a minute and is renewed), then
+ *      GET LOGS_URL/v1/logs/J/I?stream=out&offset=N with the ticket. The
+ *      bytes go from the agent to here; the controller only vouches.
+ *   3. else (an agent that serves no logs, on another host) it says which
+ *      host and path hold the output rather than guessing.
+ *
+ * --follow prints what is appended (by offset, from the file or the agent),
+ * following the task if it is requeued to another node, until the job has
+ * ended and its output is drained.
  *
  * Exit codes as the other client verbs (client.h): 0, 1 refused or not
  * readable here, 2 usage, 3 the controller unreachable.
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -36,10 +46,19 @@
 
 typedef struct tail {
     int task;
-    char path[PATH_MAX]; /* "" until known */
+    char path[PATH_MAX]; /* the file, or "agent:NODE" when read from the agent; "" until known */
     long off;
     bool headed;
+    /* read from the agent (path starts "agent:") */
+    bool remote;
+    char url[512], ticket[80];
+    int64_t ticket_until; /* CLOCK_MONOTONIC ns */
 } tail_t;
+
+typedef struct buf {
+    char *p;
+    size_t n;
+} buf_t;
 
 static volatile sig_atomic_t interrupted;
 
@@ -55,59 +74,85 @@ static int usage(void)
     return EXIT_USAGE;
 }
 
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static bool terminal(const char *state)
 {
     return state &&
            (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled"));
 }
 
-/* Where task t's log is: path filled, 0; 1 not run yet; <0 an exit code. */
+/*
+ * Where task t's log is: 0 and path filled (a file, or "agent:NODE" with
+ * *url the agent's logs URL); 1 not run yet; <0 an exit code (said).
+ */
 static int locate(const char *job, json_t *task, const char *dir_override, bool err_stream,
-                  char *path, size_t n)
+                  char *path, size_t n, char *url, size_t un)
 {
     const char *node = json_string_value(json_object_get(task, "node"));
     json_t *reply = NULL;
-    char here[256] = "", npath[512];
+    char here[256] = "", npath[512], file[PATH_MAX];
     int t = (int)json_integer_value(json_object_get(task, "index"));
 
     if (!node)
         node = json_string_value(json_object_get(task, "last_node"));
     if (!node)
         return 1;
-    if (!dir_override) {
-        snprintf(npath, sizeof npath, "/v1/nodes/%s", node);
-        long st = cli_http("GET", npath, NULL, 0, NULL, &reply, NULL);
-        if (st < 0)
-            return -EXIT_UNREACHABLE;
-        if (st >= 300) {
-            int rc = cli_refused(st, reply);
-            json_decref(reply);
-            return -rc;
-        }
+    snprintf(npath, sizeof npath, "/v1/nodes/%s", node);
+    long st = cli_http("GET", npath, NULL, 0, NULL, &reply, NULL);
+    if (st < 0)
+        return -EXIT_UNREACHABLE;
+    if (st >= 300 && !dir_override) {
+        int rc = cli_refused(st, reply);
+        json_decref(reply);
+        return -rc;
     }
     json_t *inv = json_object_get(reply, "inventory");
     const char *dir =
         dir_override ? dir_override : json_string_value(json_object_get(inv, "log_dir"));
     const char *host = json_string_value(json_object_get(inv, "hostname"));
+    const char *lurl = json_string_value(json_object_get(inv, "logs_url"));
+    gethostname(here, sizeof here - 1);
+    bool same_host = !host || !host[0] || strcmp(host, here) == 0;
+    if (dir)
+        snprintf(file, sizeof file, "%s/%s/%d.%s", dir, job, t, err_stream ? "err" : "out");
+    /* 1. the file, where it can be read here */
+    if (dir && (dir_override || same_host) && access(file, R_OK) == 0) {
+        snprintf(path, n, "%s", file);
+        json_decref(reply);
+        return 0;
+    }
+    /* 2. the agent */
+    if (lurl && lurl[0]) {
+        snprintf(path, n, "agent:%s", node);
+        snprintf(url, un, "%s", lurl);
+        json_decref(reply);
+        return 0;
+    }
+    /* 3. what is left */
     if (!dir) {
         fprintf(stderr,
-                "arbiter logs: node '%s' did not report its log directory (an older agent?); "
-                "give --log-dir DIR\n",
+                "arbiter logs: node '%s' reported neither its log directory nor a logs URL (an "
+                "older agent?); give --log-dir DIR\n",
                 node);
         json_decref(reply);
         return -EXIT_REFUSED;
     }
-    gethostname(here, sizeof here - 1);
-    if (!dir_override && host && host[0] && strcmp(host, here) != 0) {
+    if (!dir_override && !same_host) {
         fprintf(stderr,
                 "arbiter logs: job %s task %d ran on node '%s', host %s: its output is "
-                "%s:%s/%s/%d.%s; run 'arbiter logs' there (or give --log-dir for a shared "
-                "directory)\n",
+                "%s:%s/%s/%d.%s and its agent serves no logs (--logs-listen off); run "
+                "'arbiter logs' there (or give --log-dir for a shared directory)\n",
                 job, t, node, host, host, dir, job, t, err_stream ? "err" : "out");
         json_decref(reply);
         return -EXIT_REFUSED;
     }
-    snprintf(path, n, "%s/%s/%d.%s", dir, job, t, err_stream ? "err" : "out");
+    snprintf(path, n, "%s", file); /* not there yet, or unreadable: drain says */
     json_decref(reply);
     return 0;
 }
@@ -140,9 +185,136 @@ static long drain(tail_t *tl, bool header, const char *node)
     return got;
 }
 
+static size_t on_body(char *p, size_t s, size_t n, void *arg)
+{
+    buf_t *b = arg;
+    char *q = realloc(b->p, b->n + s * n + 1);
+    if (!q)
+        return 0;
+    memcpy(q + b->n, p, s * n);
+    b->n += s * n;
+    q[b->n] = '\0';
+    b->p = q;
+    return s * n;
+}
+
+/* A ticket for tl from the controller: 0, or an exit code (said). */
+static int get_ticket(tail_t *tl, const char *job)
+{
+    char path[128];
+    json_t *reply = NULL;
+
+    snprintf(path, sizeof path, "/v1/jobs/%s/logs-ticket?task=%d", job, tl->task);
+    long st = cli_http("POST", path, "", 0, NULL, &reply, NULL);
+    if (st < 0)
+        return EXIT_UNREACHABLE;
+    if (st >= 300) {
+        int rc = cli_refused(st, reply);
+        json_decref(reply);
+        return rc;
+    }
+    const char *tk = json_string_value(json_object_get(reply, "ticket"));
+    const char *u = json_string_value(json_object_get(reply, "logs_url"));
+    int64_t ttl = json_integer_value(json_object_get(reply, "ttl_ms"));
+    snprintf(tl->ticket, sizeof tl->ticket, "%s", tk ? tk : "");
+    if (u)
+        snprintf(tl->url, sizeof tl->url, "%s", u);
+    /* renewed 5 s before the controller would refuse it */
+    tl->ticket_until = mono_ns() + (ttl > 5000 ? ttl - 5000 : ttl / 2) * 1000000LL;
+    json_decref(reply);
+    return 0;
+}
+
+/*
+ * Print what the agent has of tl's log past tl->off. Bytes printed; -1 not
+ * there (yet), or (following) the agent cannot be reached now: its node may
+ * be down, and the task may come back elsewhere; -2 - exit code when
+ * refused (said).
+ */
+static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, bool header,
+                         const char *node, bool follow)
+{
+    long got = 0;
+    int retried = 0;
+
+    for (;;) {
+        char url[768], auth[128];
+        struct curl_slist *hd = NULL;
+        buf_t b = {0};
+        long st = 0;
+        if (!tl->ticket[0] || mono_ns() >= tl->ticket_until) {
+            int rc = get_ticket(tl, job);
+            if (rc)
+                return -2 - rc;
+        }
+        snprintf(url, sizeof url, "%s/v1/logs/%s/%d?stream=%s&offset=%ld", tl->url, job, tl->task,
+                 err_stream ? "err" : "out", tl->off);
+        snprintf(auth, sizeof auth, "Authorization: Bearer %s", tl->ticket);
+        hd = curl_slist_append(hd, auth);
+        curl_easy_reset(h);
+        curl_easy_setopt(h, CURLOPT_URL, url);
+        curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
+        curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+        curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
+        curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+        CURLcode cc = curl_easy_perform(h);
+        curl_slist_free_all(hd);
+        if (cc == CURLE_OK)
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+        if (cc != CURLE_OK || st != 200) {
+            json_t *e = b.p && st ? json_loads(b.p, 0, NULL) : NULL;
+            const char *m =
+                json_string_value(json_object_get(json_object_get(e, "error"), "message"));
+            long ret = -1;
+            if (st == 403 && !retried++) { /* expired meanwhile: once more, new ticket */
+                tl->ticket[0] = '\0';
+                json_decref(e);
+                free(b.p);
+                continue;
+            }
+            /* following, an agent out of reach is tried again at the next look,
+             * with a new ticket, which brings its logs URL anew (an agent
+             * restarted on its node may listen on another port) */
+            if (cc != CURLE_OK)
+                tl->ticket[0] = '\0';
+            if (st != 404 && !(follow && cc != CURLE_OK)) {
+                fprintf(stderr, "arbiter logs: the agent of node '%s' at %s: %s\n",
+                        node ? node : "?", tl->url,
+                        cc != CURLE_OK ? curl_easy_strerror(cc)
+                        : m            ? m
+                                       : "refused");
+                ret = -2 - EXIT_REFUSED;
+            }
+            json_decref(e);
+            free(b.p);
+            return got ? got : ret;
+        }
+        if (b.n > 0) {
+            if (header && !tl->headed) {
+                printf("==> task %d (node %s) <==\n", tl->task, node ? node : "?");
+                tl->headed = true;
+            }
+            fwrite(b.p, 1, b.n, stdout);
+            fflush(stdout);
+        }
+        tl->off += (long)b.n;
+        got += (long)b.n;
+        free(b.p);
+        /* a reply is at most 1 MiB: read on while the file is longer */
+        struct curl_header *sz = NULL;
+        long size = -1;
+        if (curl_easy_header(h, "X-Arbiter-Log-Size", 0, CURLH_HEADER, -1, &sz) == CURLHE_OK)
+            size = strtol(sz->value, NULL, 10);
+        if (size < 0 || tl->off >= size || b.n == 0)
+            return got;
+    }
+}
+
 int cli_logs(int argc, char **argv)
 {
-    const char *job = NULL, *dir = NULL;
+    const char *job = NULL, *dir = getenv("ARBITER_LOG_DIR");
     long want = -1;
     bool follow = false, err_stream = false;
     tail_t *tl = NULL;
@@ -169,6 +341,11 @@ int cli_logs(int argc, char **argv)
     }
     if (!job)
         return usage();
+    if (dir && !dir[0])
+        dir = NULL;
+    CURL *h = curl_easy_init(); /* one keep-alive connection to the agents */
+    if (!h)
+        return EXIT_REFUSED;
     snprintf(path, sizeof path, "/v1/jobs/%s", job);
     signal(SIGINT, on_int);
     for (int64_t round = 0;; round++) {
@@ -209,13 +386,13 @@ int cli_logs(int argc, char **argv)
         }
         json_array_foreach(tasks, i, t)
         {
-            char p[PATH_MAX];
+            char p[PATH_MAX], u[512] = "";
             const char *node;
             int lr;
             if ((int)i >= ntl || (want >= 0 && (long)i != want))
                 continue;
             tl[i].task = (int)i;
-            lr = locate(job, t, dir, err_stream, p, sizeof p);
+            lr = locate(job, t, dir, err_stream, p, sizeof p, u, sizeof u);
             if (lr < 0) {
                 rc = -lr;
                 break;
@@ -225,17 +402,35 @@ int cli_logs(int argc, char **argv)
                     fprintf(stderr, "arbiter logs: job %s task %zu has not run yet\n", job, i);
                 continue;
             }
-            if (strcmp(p, tl[i].path) != 0) { /* first look, or requeued to another node */
-                snprintf(tl[i].path, sizeof tl[i].path, "%s", p);
-                tl[i].off = 0;
-                tl[i].headed = false;
-            }
             node = json_string_value(json_object_get(t, "node"));
             if (!node)
                 node = json_string_value(json_object_get(t, "last_node"));
-            long got = drain(&tl[i], want < 0 && ntl > 1, node);
+            /* Once read from a node's agent, stay with it while the task is
+             * there: switching to a file that appeared meanwhile would print
+             * the start again. */
+            bool stay = tl[i].remote && node && !strcmp(tl[i].path + 6, node);
+            if (!stay && strcmp(p, tl[i].path) != 0) { /* first look, or requeued elsewhere */
+                snprintf(tl[i].path, sizeof tl[i].path, "%s", p);
+                tl[i].off = 0;
+                tl[i].headed = false;
+                tl[i].remote = !strncmp(p, "agent:", 6);
+                tl[i].ticket[0] = '\0';
+                snprintf(tl[i].url, sizeof tl[i].url, "%s", u);
+            }
+            long got = tl[i].remote
+                           ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1, node,
+                                          follow)
+                           : drain(&tl[i], want < 0 && ntl > 1, node);
+            if (got <= -2) { /* refused by the controller or the agent: said */
+                rc = (int)(-2 - got);
+                break;
+            }
             if (got < 0 && !follow) {
-                fprintf(stderr, "arbiter logs: %s: %s\n", tl[i].path, strerror(errno));
+                if (tl[i].remote)
+                    fprintf(stderr, "arbiter logs: job %s task %zu: node '%s' has no %s log\n", job,
+                            i, node ? node : "?", err_stream ? "err" : "out");
+                else
+                    fprintf(stderr, "arbiter logs: %s: %s\n", tl[i].path, strerror(errno));
                 rc = EXIT_REFUSED;
             }
             printed += got > 0 ? got : 0;
@@ -247,5 +442,6 @@ int cli_logs(int argc, char **argv)
         nanosleep(&(struct timespec){0, 250000000}, NULL);
     }
     free(tl);
+    curl_easy_cleanup(h);
     return rc;
 }

@@ -26,6 +26,7 @@ arb_job_t *arb_job_new(const char *name, int ngroups)
     j->ngroups = ngroups;
     snprintf(j->name, sizeof j->name, "%s", name ? name : "");
     j->preemptible = true;
+    j->grace_s = -1;
     return j;
 }
 
@@ -63,6 +64,11 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err)
         return arb_errf(err, -EINVAL, "job '%s' has no task groups; add at least one", j->name);
     for (int i = 0; i < j->ngroups; i++) {
         arb_tgroup_t *g = &j->groups[i];
+        if (j->gpu_sharing < 0 && g->gpu_share > 0 && g->gpus == 0) {
+            /* gpuSharing: deny: a GPU of its own, so no other task shares it */
+            g->gpu_share = 0;
+            g->gpus = 1;
+        }
         if (g->replicas <= 0)
             return arb_errf(err, -EINVAL, "job '%s' group %d: replicas %d must be at least 1",
                             j->name, i, g->replicas);
@@ -99,6 +105,14 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err)
                         j->name, j->gang_min, total);
     if (j->gang_min == 0)
         j->gang_min = total;
+    if (j->grace_s < -1 || j->grace_s > ARB_GRACE_MAX_S)
+        return arb_errf(err, -EINVAL, "job '%s': terminationGracePeriodSeconds %d is outside 0..%d",
+                        j->name, j->grace_s, ARB_GRACE_MAX_S);
+    if (j->elastic && j->ngroups != 1)
+        return arb_errf(err, -EINVAL,
+                        "job '%s': replicas {min, max} needs a one-group job (its tasks are "
+                        "interchangeable ranks); drop groups: or give fixed replicas",
+                        j->name);
     if (j->time_limit_s < 0)
         return arb_errf(err, -EINVAL, "job '%s': timeLimit %lld must not be negative", j->name,
                         (long long)j->time_limit_s);
@@ -130,7 +144,7 @@ void arb_job_total(const arb_job_t *j, arb_res_t *out)
 {
     memset(out, 0, sizeof *out);
     for (int i = 0; i < j->ngroups; i++)
-        for (int r = 0; r < j->groups[i].replicas; r++)
+        for (int r = 0; r < (j->elastic ? j->gang_min : j->groups[i].replicas); r++)
             arb_res_add(out, &j->groups[i].req);
 }
 

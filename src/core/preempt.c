@@ -24,6 +24,23 @@
  * then lowest priority, then most recently started, then smallest), until
  * the job fits; then reprieve every victim, last evicted first, whose return
  * still lets it fit. What remains is minimal: no single victim can be spared.
+ *
+ * Elastic jobs (elastic.c): each task above an elastic job's min is a victim
+ * of its own, removable one by one (highest rank first), and these are the
+ * cheapest victims of all, before any job is evicted whole; the min is
+ * then one more victim, a gang. Because removal must keep the job's tasks
+ * a prefix, an extra task is evicted only when it is the job's last and
+ * given back only right above the job's remaining ones; with extras among
+ * the candidates even a one-task job takes the greedy path.
+ *
+ * Deferred mode (conf.preempt_defer, the controller): the set is chosen the
+ * same way, then everything is put back and the victims are only marked
+ * (j->evicting, j->shrink_to); the caller stops their processes and
+ * releases them, and the preemptor, marked waiting, places in a later
+ * cycle. Marked jobs are no candidates, and a waiting job picks no new
+ * victims until every marked one is released; a job that would fit once
+ * the marked jobs are gone waits for them instead of picking victims of
+ * its own (room_being_freed).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +49,8 @@
 
 typedef struct victim {
     arb_job_t *j;
+    int task;    /* -1: the job (what it holds of its first `nalloc` tasks); else one
+                    elastic task above the job's min */
     int reclaim; /* 1: evicted to reclaim quota */
     int nalloc;  /* its allocations, saved for a restore */
     arb_task_alloc_t *saved;
@@ -64,6 +83,10 @@ static int cmp_victim(const void *a, const void *b)
     const victim_t *x = a, *y = b;
     if (x->reclaim != y->reclaim)
         return y->reclaim - x->reclaim;
+    if ((x->task >= 0) != (y->task >= 0)) /* elastic extras are the cheapest */
+        return x->task >= 0 ? -1 : 1;
+    if (x->j == y->j)
+        return x->task > y->task ? -1 : x->task < y->task;
     if (x->j->priority != y->j->priority)
         return x->j->priority < y->j->priority ? -1 : 1;
     if (x->j->start_ns != y->j->start_ns)
@@ -75,15 +98,37 @@ static int cmp_victim(const void *a, const void *b)
 
 static void evict(arb_sched_t *s, victim_t *v)
 {
+    if (v->task >= 0) {
+        if (v->j->nalloc != v->task + 1)
+            return; /* not the job's last task: cannot happen in eviction order */
+        sched_task_charge(s, v->j, v->task, -1);
+        sched_release_task(s, v->j, v->task);
+        v->j->nalloc--;
+        v->evicted = true;
+        return;
+    }
     sched_queue_charge(s, v->j, -1);
     sched_unbind(s, v->j);
     v->evicted = true;
 }
 
-/* Put v's tasks back exactly where they were. */
+/* Put v's tasks back exactly where they were; -EBUSY when an elastic
+ * extra would not sit right above the job's remaining tasks. */
 static int restore(arb_sched_t *s, victim_t *v)
 {
     arb_job_t *j = v->j;
+    if (v->task >= 0) {
+        if (j->nalloc != v->task)
+            return -EBUSY;
+        if (sched_bind_task(s, j, v->task, &v->saved[0]) < 0)
+            return -ENOSPC;
+        j->nalloc++;
+        sched_task_charge(s, j, v->task, +1);
+        v->evicted = false;
+        return 0;
+    }
+    if (j->nalloc != 0)
+        return -EBUSY;
     for (int t = 0; t < v->nalloc; t++) {
         if (sched_bind_task(s, j, t, &v->saved[t]) < 0) {
             sched_unbind(s, j); /* cannot happen: its room was kept free */
@@ -111,6 +156,45 @@ static bool fits_on(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, const ar
     arb_pctx_t pc = {.sched = s, .cluster = s->c, .ctx = ctx, .job = j, .group = &j->groups[0]};
     arb_pick_t pk;
     return sched_filter_node(&pc, n) == ARB_R_OK && sched_pick_bestfit(&pc, n, -1, &pk) == 0;
+}
+
+/* Deferred mode: would j fit once the jobs already marked to stop (for
+ * other preemptors, of this cycle or an earlier one) are gone? Then j
+ * waits for that room and takes no victims of its own: two preemptors in
+ * one cycle never evict twice for what one eviction frees. Nothing changes. */
+static bool room_being_freed(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
+{
+    victim_t *m;
+    int nm = 0, n = 0;
+    bool ok = false;
+
+    for (uint32_t i = 0; i < s->njobs; i++)
+        n += s->jobs[i]->evicting && s->jobs[i]->nalloc > 0 &&
+             (s->jobs[i]->state == ARB_JOB_PLACED || s->jobs[i]->state == ARB_JOB_RUNNING);
+    if (n == 0 || !(m = calloc((size_t)n, sizeof *m)))
+        return false;
+    for (uint32_t i = 0; i < s->njobs && nm < n; i++) {
+        arb_job_t *o = s->jobs[i];
+        if (!o->evicting || o->nalloc == 0 ||
+            (o->state != ARB_JOB_PLACED && o->state != ARB_JOB_RUNNING))
+            continue;
+        m[nm].j = o;
+        m[nm].task = -1;
+        m[nm].nalloc = o->nalloc;
+        m[nm].saved = malloc((size_t)o->nalloc * sizeof *m[nm].saved);
+        if (!m[nm].saved)
+            break;
+        memcpy(m[nm].saved, o->alloc, (size_t)o->nalloc * sizeof *o->alloc);
+        evict(s, &m[nm]);
+        nm++;
+    }
+    ok = nm == n && fits(s, j, ctx);
+    for (int i = nm - 1; i >= 0; i--) {
+        restore(s, &m[i]);
+        free(m[i].saved);
+    }
+    free(m);
+    return ok;
 }
 
 /* ---- several tasks: greedy eviction, then reprieve --------------------- */
@@ -272,17 +356,28 @@ out:
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
                       int *nvictims)
 {
-    victim_t *v = calloc(s->njobs + 1, sizeof *v);
-    int nv = 0, rc = -ENOSPC;
+    victim_t *v;
+    int nv = 0, rc = -ENOSPC, nunits = 0;
+    bool extras = false;
     bool reclaim_ok = under_nominal_after(s, j);
 
+    if (s->conf.preempt_defer && !dry_run && room_being_freed(s, j, ctx)) {
+        j->waiting = true; /* its room is on its way */
+        if (nvictims)
+            *nvictims = 0;
+        return 0;
+    }
+
+    for (uint32_t i = 0; i < s->njobs; i++) /* a victim unit per job and elastic extra */
+        nunits += 1 + (s->jobs[i]->elastic ? s->jobs[i]->nalloc : 0);
+    v = calloc((size_t)nunits + 1, sizeof *v);
     if (!v)
         return -ENOMEM;
     for (uint32_t i = 0; i < s->njobs; i++) {
         arb_job_t *o = s->jobs[i];
         arb_queue_t *oq, *jq;
-        int reclaim = 0;
-        if (o == j || !o->preemptible ||
+        int reclaim = 0, base;
+        if (o == j || !o->preemptible || o->evicting || o->shrink_to > 0 ||
             (o->state != ARB_JOB_PLACED && o->state != ARB_JOB_RUNNING))
             continue;
         oq = sched_queue_get(s, o->queue);
@@ -292,16 +387,33 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             reclaim = 1;
         if (!reclaim && o->priority >= j->priority)
             continue;
+        base = o->elastic && o->nalloc > o->gang_min ? o->gang_min : o->nalloc;
+        for (int t = base; t < o->nalloc; t++) { /* elastic extras, one unit each */
+            v[nv].j = o;
+            v[nv].task = t;
+            v[nv].reclaim = reclaim;
+            v[nv].nalloc = 1;
+            v[nv].saved = malloc(sizeof *v[nv].saved);
+            if (!v[nv].saved) {
+                rc = -ENOMEM;
+                goto out;
+            }
+            v[nv].saved[0] = o->alloc[t];
+            v[nv].gpu = (int64_t)__builtin_popcount(o->alloc[t].gpu_mask) * o->alloc[t].gpu_milli;
+            nv++;
+            extras = true;
+        }
         v[nv].j = o;
+        v[nv].task = -1;
         v[nv].reclaim = reclaim;
-        v[nv].nalloc = o->nalloc;
-        v[nv].saved = malloc((size_t)(o->nalloc > 0 ? o->nalloc : 1) * sizeof *v[nv].saved);
+        v[nv].nalloc = base;
+        v[nv].saved = malloc((size_t)(base > 0 ? base : 1) * sizeof *v[nv].saved);
         if (!v[nv].saved) {
             rc = -ENOMEM;
             goto out;
         }
-        memcpy(v[nv].saved, o->alloc, (size_t)o->nalloc * sizeof *o->alloc);
-        for (int t = 0; t < o->nalloc; t++)
+        memcpy(v[nv].saved, o->alloc, (size_t)base * sizeof *o->alloc);
+        for (int t = 0; t < base; t++)
             v[nv].gpu += (int64_t)__builtin_popcount(o->alloc[t].gpu_mask) * o->alloc[t].gpu_milli;
         nv++;
     }
@@ -309,28 +421,58 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         goto out;
     qsort(v, (size_t)nv, sizeof *v, cmp_victim);
 
-    rc = j->ntasks == 1 ? pick_per_node(s, j, ctx, v, nv) : pick_greedy(s, j, ctx, v, nv);
+    rc =
+        j->ntasks == 1 && !extras ? pick_per_node(s, j, ctx, v, nv) : pick_greedy(s, j, ctx, v, nv);
     if (rc < 0)
         goto out;
+    /* Jobs touched: evicted whole (nothing left bound), or shrunk (counted at
+     * their first evicted extra: a job's extras are adjacent, highest first). */
     int count = 0;
     for (int i = 0; i < nv; i++)
-        count += v[i].evicted;
+        count += v[i].evicted &&
+                 (v[i].task < 0 || (v[i].j->nalloc > 0 && (i == 0 || v[i - 1].j != v[i].j)));
     if (nvictims)
         *nvictims = count;
     if (dry_run)
         goto out; /* rc 0: it would fit; everything goes back below */
+    if (s->conf.preempt_defer) {
+        /* Mark, then put everything back below: the caller stops them. */
+        for (int i = 0; i < nv; i++) {
+            if (!v[i].evicted)
+                continue;
+            v[i].j->preempted_by = j->id;
+            if (v[i].task < 0) {
+                v[i].j->evicting = true;
+                v[i].j->shrink_to = 0;
+            } else if (!v[i].j->evicting &&
+                       (v[i].j->shrink_to == 0 || v[i].task < v[i].j->shrink_to)) {
+                v[i].j->shrink_to = v[i].task;
+            }
+        }
+        for (int i = 0; i < nv; i++)
+            if (v[i].j->evicting)
+                v[i].j->shrink_to = 0;
+        j->waiting = true;
+        goto out;
+    }
     if (sched_place_job(s, j, ctx) < 0) {
         rc = -ENOSPC; /* cannot happen: it fitted a moment ago */
         goto out;
     }
-    for (int i = 0; i < nv; i++) {
-        if (!v[i].evicted)
-            continue;
-        arb_job_transition(v[i].j, ARB_JOB_PREEMPTED, NULL);
-        v[i].j->preempted_by = j->id; /* who made it go, for events and explain */
-        v[i].evicted = false; /* stays evicted: not restored below */
-        v[i].nalloc = 0;
-    }
+    for (int pass = 0; pass < 2; pass++) /* whole jobs first, then the shrunk ones */
+        for (int i = 0; i < nv; i++) {
+            if (!v[i].evicted || (pass == 0) != (v[i].task < 0))
+                continue;
+            if (v[i].task < 0) {
+                arb_job_transition(v[i].j, ARB_JOB_PREEMPTED, NULL);
+                v[i].j->preempted_by = j->id; /* who made it go, for events and explain */
+            } else if (v[i].j->state != ARB_JOB_PREEMPTED) {
+                v[i].j->resize_gen++;
+                s->shrunk++;
+            }
+            v[i].evicted = false; /* stays evicted: not restored below */
+            v[i].nalloc = 0;
+        }
 out:
     /* Anything still marked evicted goes back where it was. */
     for (int i = nv - 1; i >= 0; i--)

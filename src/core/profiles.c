@@ -39,6 +39,10 @@ static const profile_row_t profiles[] = {
     {"dotprod", "the paper's DotProduct baseline", {{"dotprod", 1}}, false},
     {"gpu-clustering", "the paper's GpuClustering baseline", {{"gpu-clustering", 1}}, false},
     {"gpu-packing", "the paper's GpuPacking baseline", {{"gpu-packing", 1}}, false},
+    {"least-loaded",
+     "live load first: GPU utilisation and queue length, aged (GPU-sharing tasks, services)",
+     {{"least-loaded", 4}, {"prefer", 1}, {"thermal", 0.5}},
+     false},
 };
 
 #define NPROFILES (sizeof profiles / sizeof profiles[0])

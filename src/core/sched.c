@@ -617,8 +617,10 @@ static int bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     int rc = sched_place_job(s, j, ctx);
     if (rc < 0)
         return rc;
+    sched_elastic_trim(s, j); /* an elastic job's tasks beyond its queue's quota */
     j->state = ARB_JOB_PLACED;
     j->start_ns = ctx ? ctx->now_ns : 0;
+    j->waiting = false;
     sched_queue_charge(s, j, +1);
     return 0;
 }
@@ -677,6 +679,9 @@ int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t
         sched_queue_charge(s, j, -1);
         sched_unbind(s, j);
     }
+    j->evicting = false; /* whatever was marked for it is settled now */
+    j->shrink_to = 0;
+    j->waiting = false;
     return 0;
 }
 
@@ -686,15 +691,21 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
     arb_job_t **pend;
     int np = 0;
     int64_t shadow = -1; /* EASY: earliest start reserved for the blocked head */
+    bool stopping = false; /* deferred victims still hold their allocations */
 
     if (!st)
         st = &z;
     memset(st, 0, sizeof *st);
+    s->shrunk = 0;
     pend = malloc((s->njobs + 1) * sizeof *pend);
     if (!pend)
         return -ENOMEM;
+    for (uint32_t i = 0; i < s->njobs; i++)
+        stopping |= s->jobs[i]->evicting || s->jobs[i]->shrink_to > 0;
     for (uint32_t i = 0; i < s->njobs; i++) {
         arb_job_t *j = s->jobs[i];
+        if (!stopping) /* every victim released: a preemptor may choose again */
+            j->waiting = false;
         if (j->state == ARB_JOB_PREEMPTED)
             arb_job_transition(j, ARB_JOB_PENDING, NULL);
         if (j->state == ARB_JOB_PENDING)
@@ -722,7 +733,12 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
             st->placed++;
             continue;
         }
-        if (s->conf.preemption && sched_preempt_for(s, j, ctx, false, &nv) == 0) {
+        if (s->conf.preemption && !j->waiting && s->conf.preempt_defer &&
+            sched_preempt_for(s, j, ctx, false, &nv) == 0)
+            st->preempted += nv; /* marked; it places once they have stopped, and
+                                    blocks what is behind it like any job that waits */
+        if (s->conf.preemption && !s->conf.preempt_defer &&
+            sched_preempt_for(s, j, ctx, false, &nv) == 0) {
             j->state = ARB_JOB_PLACED;
             j->start_ns = ctx->now_ns;
             sched_queue_charge(s, j, +1);
@@ -738,6 +754,8 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
         else
             break; /* strict FIFO, or a starving job: nothing overtakes it */
     }
+    st->shrunk = s->shrunk;
+    st->grown = sched_elastic_grow(s, ctx); /* after every pending job had its turn */
     for (uint32_t i = 0; i < s->njobs; i++)
         st->pending += s->jobs[i]->state == ARB_JOB_PENDING;
     free(pend);

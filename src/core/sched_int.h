@@ -64,6 +64,7 @@ struct arb_sched {
     sched_index_t idx;
     bool use_classes; /* profile allows node classes (no ARB_SCORE_PERNODE) */
     bool placed_dep;  /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
+    int shrunk;       /* elastic tasks preemption took back (for the cycle's stats) */
 };
 
 /* Node classes (nodeclass.c). sync: bring the classes up to date with the
@@ -125,6 +126,15 @@ bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
                       int *nvictims);
 
+
+/* Elastic jobs (elastic.c): charge or release one task's request to its
+ * job's queue; grow the held elastic jobs after the pending jobs had their
+ * turn (returns the tasks added; the growth rule is in elastic.c). */
+void sched_task_charge(arb_sched_t *s, const arb_job_t *j, int t, int sign);
+int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx);
+/* Give back j's tasks above its min that its queue's quota (nominal plus
+ * borrowing limit) cannot hold; before j is charged to the queue. */
+void sched_elastic_trim(arb_sched_t *s, arb_job_t *j);
 
 /* Backfill (backfill.c): the earliest time at which blocked job j could
  * start, from running jobs' time limits (EASY reservation). Returns

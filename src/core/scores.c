@@ -137,6 +137,8 @@ static double s_prefer(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick
     return s;
 }
 
+extern const arb_score_ops_t arb_score_least_loaded; /* score_load.c */
+
 #define SCORE(id, fn) const arb_score_ops_t arb_score_##id = {.name = #id, .score = fn}
 SCORE(pack, s_pack);
 SCORE(spread, s_spread);
@@ -152,7 +154,9 @@ const arb_score_ops_t *const arb_scores[] = {
     &arb_score_data,     &arb_score_thermal, &arb_score_freshness,
     &arb_score_prefer,   &arb_score_fgd,     &arb_score_random,
     &arb_score_dotprod,  &arb_score_gpu_clustering, &arb_score_gpu_packing,
-    &arb_score_bestfit,  &arb_score_fgd_la, NULL,
+    &arb_score_bestfit,  &arb_score_fgd_la,
+    &arb_score_least_loaded,
+    NULL,
 };
 
 const arb_score_ops_t *arb_score_lookup(const char *name)

@@ -4,7 +4,8 @@
  *   static      the --backend list, fixed;
  *   file        a file of HOST:PORT[=WEIGHT] lines, re-read on SIGHUP;
  *   controller  the ready replicas of a service job, followed from the
- *               controller (source_ctl.c).
+ *               controller (source_ctl.c; --controller takes one URL or
+ *               several, comma-separated, as every client does).
  */
 #include <arpa/inet.h>
 #include <netdb.h>
@@ -12,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "client/failover.h"
 #include "lb/proxy_int.h"
 
 int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err)

@@ -12,7 +12,11 @@
  *           On an error it retries after a second, keeping the last set.
  *   report  once a second POSTs the in-flight counts the proxy noted
  *           (note) to /v1/services/NAME/load: the autoscaler's input.
- * ARBITER_TOKEN, when set, is sent as a bearer token.
+ * ARBITER_TOKEN, when set, is sent as a bearer token. --controller takes one
+ * URL or several, comma-separated (src/client/failover.h parses them): a
+ * request goes to the one that last answered, and to the next after a
+ * connect error, a timeout or a 503; a follower's 307 to the leader is
+ * followed (libcurl keeps the method and body on a 307).
  */
 #include <curl/curl.h>
 #include <fcntl.h>
@@ -24,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "client/failover.h"
 #include "lb/proxy_int.h"
 
 #define WAIT_S 10
@@ -36,7 +41,8 @@ typedef struct note {
 } note_t;
 
 typedef struct ctl {
-    char url[512], name[128], auth[600];
+    fo_urls_t urls;      /* the controllers; urls.cur answered last */
+    char url[512], name[128], auth[600]; /* url: the list as given, for messages */
     pthread_mutex_t mu;
     pthread_cond_t cv;
     lb_target_t *t;      /* the last set (ready, not draining) */
@@ -86,9 +92,9 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
     return stop; /* non-zero aborts the transfer */
 }
 
-/* One request; *status the HTTP status (0: none); body in *out. */
-static int call(ctl_t *x, const char *method, const char *path, const char *body, long timeout_s,
-                long *status, buf_t *out)
+/* One request to one controller; *status the HTTP status (0: none). */
+static int call_one(ctl_t *x, const char *base, const char *method, const char *path,
+                    const char *body, long timeout_s, long *status, buf_t *out)
 {
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL;
@@ -98,7 +104,7 @@ static int call(ctl_t *x, const char *method, const char *path, const char *body
     *status = 0;
     if (!c)
         return -ENOMEM;
-    snprintf(url, sizeof url, "%s%s", x->url, path);
+    snprintf(url, sizeof url, "%s%s", base, path);
     if (x->auth[0])
         h = curl_slist_append(h, x->auth);
     if (body)
@@ -111,6 +117,8 @@ static int call(ctl_t *x, const char *method, const char *path, const char *body
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
     curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, 5L);
+    curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 1L); /* a follower's 307 to the leader */
+    curl_easy_setopt(c, CURLOPT_MAXREDIRS, 2L);
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
@@ -127,6 +135,32 @@ static int call(ctl_t *x, const char *method, const char *path, const char *body
     curl_slist_free_all(h);
     curl_easy_cleanup(c);
     return cc == CURLE_OK ? 0 : -EIO;
+}
+
+/* One request, with failover over the controllers: from the one that last
+ * answered, on to the next after no answer or a 503 (no leader yet). */
+static int call(ctl_t *x, const char *method, const char *path, const char *body, long timeout_s,
+                long *status, buf_t *out)
+{
+    int rc = -EIO, cur;
+
+    pthread_mutex_lock(&x->mu);
+    cur = x->urls.cur;
+    pthread_mutex_unlock(&x->mu);
+    for (int k = 0; k < x->urls.n; k++) {
+        int i = (cur + k) % x->urls.n;
+        free(out->p);
+        out->p = NULL;
+        out->n = 0;
+        rc = call_one(x, x->urls.url[i], method, path, body, timeout_s, status, out);
+        if (rc == 0 && *status != 503) {
+            pthread_mutex_lock(&x->mu);
+            x->urls.cur = i; /* the next request, of either thread, starts here */
+            pthread_mutex_unlock(&x->mu);
+            return 0;
+        }
+    }
+    return rc;
 }
 
 /* Wait up to ms, or until stopped: true when stopped. */
@@ -367,9 +401,12 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
     const char *tok = getenv("ARBITER_TOKEN");
     size_t ul = strlen(url);
 
+    fo_urls_t urls;
+    int rc;
+
     memset(s, 0, sizeof *s);
-    if (strncmp(url, "http://", 7) != 0 && strncmp(url, "https://", 8) != 0)
-        return arb_errf(err, -EINVAL, "--controller '%s': give http://HOST:PORT", url);
+    if ((rc = fo_urls_parse(url, "--controller", &urls, err)) < 0)
+        return rc;
     if (ul >= sizeof x->url || !name[0] || strlen(name) >= sizeof x->name ||
         strspn(name, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.") !=
             strlen(name))
@@ -380,9 +417,8 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
     if (!x)
         return arb_errf(err, -ENOMEM, "out of memory");
     x->pfd[0] = x->pfd[1] = -1;
+    x->urls = urls;
     snprintf(x->url, sizeof x->url, "%s", url);
-    while (ul > 0 && x->url[ul - 1] == '/')
-        x->url[--ul] = '\0';
     snprintf(x->name, sizeof x->name, "%s", name);
     if (tok && tok[0])
         snprintf(x->auth, sizeof x->auth, "Authorization: Bearer %.500s", tok);

@@ -56,7 +56,9 @@ static const char *const job_keys[] = {
     "name",     "queue",        "priority",  "priorityClassName", "preemptible",
     "gangMin",  "timeLimit",    "dataset",   "nodeSelector",      "affinity",
     "tolerations", "gpuModels", "groups",    "replicas",          "resources",
-    "topology", "count",        NULL};
+    "topology", "count",
+    "terminationGracePeriodSeconds", "gpuSharing", NULL};
+static const char *const elastic_keys[] = {"min", "max", NULL};
 static const char *const group_keys[] = {"name", "replicas", "resources", "topology", NULL};
 static const char *const resources_keys[] = {"requests", "limits", NULL};
 static const char *const topo_keys[] = {"level", "mode", NULL};
@@ -620,19 +622,63 @@ static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
     return 0;
 }
 
-/* A group's fields, from a groups[] item or from the job itself. */
+/* replicas: {min: 2, max: 8}: an elastic group; *min gets the min, the
+ * group's replicas the max. */
+static int parse_elastic(sx_t *x, const sval_t *f, arb_tgroup_t *g, int *min)
+{
+    sval_t a, b;
+    int rc;
+
+    if ((rc = sv_check_keys(x, f, elastic_keys)) < 0)
+        return rc;
+    if (!sv_get(f, "min", &a) || !sv_get(f, "max", &b))
+        return sv_fail(x, f, -EINVAL,
+                       "elastic replicas need both min: and max: (e.g. {min: 2, max: 8})");
+    if ((rc = sv_int32(x, &a, 1, 100000, min)) < 0 ||
+        (rc = sv_int32(x, &b, 1, 100000, &g->replicas)) < 0)
+        return rc;
+    if (*min > g->replicas)
+        return sv_fail(x, &a, -EINVAL, "min %d is above max %d; give min <= max", *min,
+                       g->replicas);
+    return 0;
+}
+
+/* A group's fields, from a groups[] item or from the job itself. *emin
+ * (when not NULL) gets an elastic min, else stays 0. */
+static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
+                          bool named, int *emin);
+
 static int parse_group(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
                        bool named)
 {
+    return parse_group_el(x, v, g, defname, named, NULL);
+}
+
+static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
+                          bool named, int *emin)
+{
     sval_t f;
     int rc;
+    bool is_map = false;
 
     snprintf(g->name, sizeof g->name, "%s", defname);
     if (named && sv_get(v, "name", &f) &&
         (rc = sv_text(x, &f, g->name, sizeof g->name, false)) < 0)
         return rc;
     g->replicas = 1;
-    if (sv_get(v, "replicas", &f) && (rc = sv_int32(x, &f, 1, 100000, &g->replicas)) < 0)
+    if (sv_get(v, "replicas", &f) && !sv_null(&f) && fy_node_is_mapping(f.n)) {
+        int min = 0;
+        if (!emin)
+            return sv_fail(x, &f, -EINVAL,
+                           "elastic replicas {min, max} are for a one-group job; give this "
+                           "group a number");
+        if ((rc = parse_elastic(x, &f, g, &min)) < 0)
+            return rc;
+        *emin = min;
+        is_map = true;
+    }
+    if (!is_map && sv_get(v, "replicas", &f) &&
+        (rc = sv_int32(x, &f, 1, 100000, &g->replicas)) < 0)
         return rc;
     if (sv_get(v, "resources", &f) && (rc = parse_resources(x, &f, g)) < 0)
         return rc;
@@ -830,6 +876,30 @@ static int parse_tolerations(sx_t *x, const sval_t *v, arb_job_t *j)
     return 0;
 }
 
+/* priorityClassName through the caller's table (spec_prio_table_t). */
+static int priority_from_table(sx_t *x, const sval_t *pc, const char *name, arb_job_t *j)
+{
+    const spec_prio_table_t *t = x->classes;
+    char list[512];
+    size_t used = 0;
+
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].name, name) == 0) {
+            j->priority = t->v[i].value;
+            if (t->v[i].preemptible >= 0)
+                j->preemptible = t->v[i].preemptible > 0;
+            return 0;
+        }
+    list[0] = '\0';
+    for (int i = 0; i < t->n && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%d)", i ? ", " : "",
+                                 t->v[i].name, (int)t->v[i].value);
+    return sv_fail(x, pc, -EINVAL,
+                   "unknown priority class '%s'; the defined classes are %s (GET "
+                   "/v1/priorityclasses), or give priority: N",
+                   name, t->n ? list : "none");
+}
+
 static int parse_priority(sx_t *x, const sval_t *v, arb_job_t *j)
 {
     sval_t f, pc;
@@ -845,6 +915,8 @@ static int parse_priority(sx_t *x, const sval_t *v, arb_job_t *j)
         return 0;
     if ((rc = sv_text(x, &pc, buf, sizeof buf, false)) < 0)
         return rc;
+    if (x->classes)
+        return priority_from_table(x, &pc, buf, j);
     if (spec_priority_class(buf, &j->priority) < 0)
         return sv_fail(x, &pc, -EINVAL,
                        "unknown priority class '%s'; use best-effort (0), low (100), normal "
@@ -857,7 +929,7 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
 {
     char buf[SPEC_STR];
     sval_t f, iv;
-    int rc, count;
+    int rc, count, emin = 0;
     bool is;
 
     if (groups) {
@@ -881,8 +953,28 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
                                    j->groups[i].name);
                 }
         }
-    } else if ((rc = parse_group(x, v, &j->groups[0], "main", false)) < 0) {
+    } else if ((rc = parse_group_el(x, v, &j->groups[0], "main", false, &emin)) < 0) {
         return rc;
+    }
+    if (emin > 0) {
+        j->elastic = true;
+        j->gang_min = emin;
+        if (sv_get(v, "gangMin", &f))
+            return sv_fail(x, &f, -EINVAL,
+                           "replicas {min, max} already sets the gang minimum; drop gangMin");
+    }
+    if (sv_get(v, "terminationGracePeriodSeconds", &f) &&
+        (rc = sv_int32(x, &f, 0, ARB_GRACE_MAX_S, &j->grace_s)) < 0)
+        return rc;
+    if (sv_get(v, "gpuSharing", &f)) {
+        /* Isolation: a GPU is shared only by tasks that all allow it. A
+         * GPU-share task that denies sharing gets a GPU of its own (whole
+         * GPUs are never shared), so no other task can land on it. */
+        static const char *const modes[] = {"allow", "deny"};
+        int m = 0;
+        if ((rc = sv_enum(x, &f, modes, 2, &m)) < 0)
+            return rc;
+        j->gpu_sharing = m == 0 ? 1 : -1; /* arb_job_finalize applies it */
     }
     int64_t ntasks = 0;
     for (int i = 0; i < j->ngroups; i++)
@@ -1193,6 +1285,19 @@ int spec_priority_class(const char *name, int32_t *prio)
     return -ENOENT;
 }
 
+int spec_priority_builtins(spec_prio_class_t *out, int max)
+{
+    int n = 0;
+    for (size_t i = 0; i < sizeof prio_classes / sizeof prio_classes[0] && n < max; i++, n++) {
+        memset(&out[n], 0, sizeof out[n]);
+        snprintf(out[n].name, sizeof out[n].name, "%s", prio_classes[i].name);
+        out[n].value = prio_classes[i].prio;
+        out[n].preemptible = -1;
+        snprintf(out[n].description, sizeof out[n].description, "built-in");
+    }
+    return n;
+}
+
 void spec_scenario_free(spec_scenario_t *s)
 {
     if (!s)
@@ -1327,6 +1432,18 @@ int spec_job_from_node(const char *file, struct fy_node *node, const char *path,
                        arb_cluster_t *c, arb_job_t **out, arb_err_t *err)
 {
     sx_t x = {.file = file ? file : "job", .err = err, .c = c, .lone_job = true};
+    sval_t v;
+
+    sv_root(&v, node, path);
+    return parse_job(&x, &v, 0, out);
+}
+
+int spec_job_from_node_classes(const char *file, struct fy_node *node, const char *path,
+                               arb_cluster_t *c, const spec_prio_table_t *classes,
+                               arb_job_t **out, arb_err_t *err)
+{
+    sx_t x = {.file = file ? file : "job", .err = err, .c = c, .lone_job = true,
+              .classes = classes};
     sval_t v;
 
     sv_root(&v, node, path);

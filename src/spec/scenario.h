@@ -126,4 +126,31 @@ int spec_job_from_node(const char *file, struct fy_node *node, const char *path,
  * critical 10000): 0 and *prio set, or -ENOENT. */
 int spec_priority_class(const char *name, int32_t *prio);
 
+/*
+ * Priority classes a caller defines (the controller's config
+ * `priorityClasses:`), passed in rather than kept in a global: a job's
+ * priorityClassName resolves through the table; an unknown name is an
+ * error that lists the table. preemptible, when not -1, is the default of
+ * the jobs of that class (their own `preemptible:` still wins).
+ */
+typedef struct spec_prio_class {
+    char name[64];
+    int32_t value;
+    int8_t preemptible; /* -1: no default; 0 or 1 */
+    char description[160];
+} spec_prio_class_t;
+
+typedef struct spec_prio_table {
+    const spec_prio_class_t *v;
+    int n;
+} spec_prio_table_t;
+
+/* The built-ins into out (at most max): their count. */
+int spec_priority_builtins(spec_prio_class_t *out, int max);
+
+/* spec_job_from_node with a class table (NULL: the built-ins). */
+int spec_job_from_node_classes(const char *file, struct fy_node *node, const char *path,
+                               arb_cluster_t *c, const spec_prio_table_t *classes,
+                               arb_job_t **out, arb_err_t *err);
+
 #endif

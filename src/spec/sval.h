@@ -39,6 +39,7 @@ typedef struct sx {
     const arb_queue_t *queues; /* when nqueues > 0, jobs must name one of them */
     int nqueues;
     int64_t values, tasks;     /* spent of SPEC_MAX_VALUES, SPEC_MAX_TASKS */
+    const struct spec_prio_table *classes; /* priorityClassName's table; NULL: built-ins */
 } sx_t;
 
 /* A value in the tree, the key it hangs from and its field path. */

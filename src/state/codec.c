@@ -160,7 +160,9 @@ int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **jo
     if (rc == 0)
         rc = spec_service_take(&x, root, &svc);
     if (rc == 0) {
-        rc = spec_job_from_node(name, root, "", &s->cluster, job, err);
+        spec_prio_table_t classes = {s->conf.classes, s->conf.nclasses};
+        rc = spec_job_from_node_classes(name, root, "", &s->cluster,
+                                        s->conf.nclasses ? &classes : NULL, job, err);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&
             strlen(err->msg) + 48 < sizeof err->msg)
             strcat(err->msg, " (and the controller's: command, env, restartable, kind)");
@@ -284,6 +286,14 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
         json_array_append_new(groups, group_json(&j->groups[i]));
     json_object_set_new(o, "groups", groups);
     json_object_set_new(o, "gang_min", json_integer(j->gang_min));
+    if (j->elastic)
+        json_object_set_new(o, "elastic", json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min,
+                                                    "max", j->ntasks, "current", j->nalloc,
+                                                    "generation", (int)j->resize_gen));
+    if (j->grace_s >= 0)
+        json_object_set_new(o, "termination_grace_s", json_integer(j->grace_s));
+    if (j->gpu_sharing)
+        json_object_set_new(o, "gpu_sharing", json_string(j->gpu_sharing > 0 ? "allow" : "deny"));
     json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
     if (j->time_limit_s)
         json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));
@@ -345,6 +355,8 @@ char *st_job_record(st_t *s, st_job_t *sj)
         return NULL;
     if (sj->stop && sj->stop_then != ST_THEN_CANCEL)
         json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
+    if (j->resize_gen)
+        json_object_set_new(o, "resize_gen", json_integer(j->resize_gen));
     st_service_record(sj, o);
     txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
@@ -376,9 +388,27 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
                      a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
                      sj->command ? json_incref(sj->command) : json_array(), "env",
                      sj->env ? json_incref(sj->env) : json_object(), "state",
-                     st_task_state_names[sj->tasks[t].state], "stop", sj->stop);
+                     st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+    if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
+        json_object_set_new(o, "grace_s", json_integer(j->grace_s));
+    if (o && j->elastic) {
+        /* The resize notice: a new generation makes the agent rewrite the
+         * task's ARBITER_RESIZE_FILE and send it SIGUSR1 (resize.c). Hosts
+         * for up to 64 ranks (a reply stays O(tasks)); larger jobs find
+         * their peers through the MASTER_ADDR rendezvous. */
+        json_t *hosts = json_array();
+        for (int k = 0; k < j->nalloc && j->nalloc <= 64; k++) {
+            const arb_node_t *hn = &s->cluster.nodes[j->alloc[k].node];
+            const st_node_t *hx = st_node_ext(s, hn);
+            json_array_append_new(
+                hosts, json_string(hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn)));
+        }
+        json_object_set_new(o, "elastic", json_true());
+        json_object_set_new(o, "generation", json_integer(j->resize_gen));
+        json_object_set_new(o, "hosts", hosts);
+    }
     /* A gang: what distributed launchers rendezvous with (task 0 is the master). */
-    if (o && j->nalloc > 1) {
+    if (o && (j->nalloc > 1 || j->elastic)) {
         const arb_node_t *m = &s->cluster.nodes[j->alloc[0].node];
         const st_node_t *mx = st_node_ext(s, m);
         json_object_set_new(o, "rank", json_integer(t));
@@ -446,4 +476,27 @@ char *st_node_record(st_t *s, arb_node_t *n)
     char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return txt;
+}
+
+/* ---- priority classes --------------------------------------------------------------- */
+
+json_t *st_priority_classes(st_t *s)
+{
+    spec_prio_class_t bi[16];
+    const spec_prio_class_t *v = s->conf.classes;
+    int n = s->conf.nclasses;
+    json_t *a = json_array();
+
+    if (!n) { /* no priorityClasses: in the config */
+        n = spec_priority_builtins(bi, 16);
+        v = bi;
+    }
+    for (int i = 0; i < n; i++) {
+        json_t *o = json_pack("{s:s,s:i,s:s}", "name", v[i].name, "value", (int)v[i].value,
+                              "description", v[i].description);
+        if (v[i].preemptible >= 0)
+            json_object_set_new(o, "preemptible", json_boolean(v[i].preemptible));
+        json_array_append_new(a, o);
+    }
+    return json_pack("{s:o}", "priorityClasses", a);
 }

@@ -41,11 +41,16 @@ const st_conf_key_t st_conf_keys[] = {
     {"events.retention", "int", "100000", "events kept in the log"},
     {"admission.rejectUnfittable", "bool", "true",
      "reject jobs no registered node could ever hold"},
+    {"priorityClasses[]", "list", "the built-ins",
+     "name, value (int32), preemptible (the default of the class's jobs), description; "
+     "priorityClassName resolves through them (unknown: 422 listing them); they add to, or "
+     "redefine, the built-ins best-effort 0, low 100, normal 500, high 1000, critical 10000"},
     {NULL, NULL, NULL, NULL},
 };
 
-static const char *const root_keys[] = {"scheduler", "nodes",     "queues", "store",
-                                        "events",    "admission", NULL};
+static const char *const root_keys[] = {"scheduler", "nodes",     "queues",          "store",
+                                        "events",    "admission", "priorityClasses", NULL};
+static const char *const class_keys[] = {"name", "value", "preemptible", "description", NULL};
 static const char *const sched_keys[] = {"policy",     "queue",      "backfill",
                                          "preemption", "starvation", "interval", NULL};
 static const char *const nodes_keys[] = {"lease", "grace", "staleness", NULL};
@@ -72,6 +77,9 @@ void st_conf_init(st_conf_t *c)
 
 void st_conf_free(st_conf_t *c)
 {
+    free(c->classes);
+    c->classes = NULL;
+    c->nclasses = 0;
     free(c->queues);
     c->queues = NULL;
     c->nqueues = 0;
@@ -188,6 +196,65 @@ static int queues(sx_t *x, const sval_t *v, st_conf_t *c)
     return 0;
 }
 
+/* priorityClasses: the built-ins first, each config entry redefining one of
+ * them (same name) or adding one. */
+static int classes(sx_t *x, const sval_t *v, st_conf_t *c)
+{
+    int n = 0, rc = sv_seq(x, v, 1000, &n), nb;
+    spec_prio_class_t *t;
+
+    if (rc < 0)
+        return rc;
+    if (!(t = calloc((size_t)n + 16, sizeof *t)))
+        return sv_oom(x, v);
+    nb = spec_priority_builtins(t, 16);
+    int total = nb;
+    for (int i = 0; i < n && rc == 0; i++) {
+        sval_t iv, f;
+        bool is, b;
+        spec_prio_class_t k = {.preemptible = -1};
+        int64_t val;
+        sv_item(&iv, v, fy_node_sequence_get_by_index(v->n, i), i);
+        if ((rc = sv_map(x, &iv, &is)) < 0 || (rc = sv_check_keys(x, &iv, class_keys)) < 0)
+            break;
+        if (!sv_get(&iv, "name", &f)) {
+            rc = sv_fail(x, &iv, -EINVAL, "a priority class needs a name");
+            break;
+        }
+        if ((rc = sv_text(x, &f, k.name, sizeof k.name, false)) < 0)
+            break;
+        for (int m = nb; m < total; m++)
+            if (strcmp(t[m].name, k.name) == 0)
+                rc = sv_fail(x, &f, -EINVAL, "priority class '%s' is defined twice", k.name);
+        if (rc == 0 && !sv_get(&iv, "value", &f))
+            rc = sv_fail(x, &iv, -EINVAL, "priority class '%s' needs a value (an integer)",
+                         k.name);
+        if (rc == 0 && (rc = sv_int(x, &f, INT32_MIN, INT32_MAX, &val)) == 0)
+            k.value = (int32_t)val;
+        if (rc == 0 && sv_get(&iv, "preemptible", &f) && (rc = sv_bool(x, &f, &b)) == 0)
+            k.preemptible = b;
+        if (rc == 0 && sv_get(&iv, "description", &f))
+            rc = sv_text(x, &f, k.description, sizeof k.description, true);
+        if (rc < 0)
+            break;
+        int at = total;
+        for (int m = 0; m < nb; m++)
+            if (strcmp(t[m].name, k.name) == 0)
+                at = m;
+        t[at] = k;
+        if (at == total)
+            total++;
+    }
+    if (rc < 0) {
+        free(t);
+        return rc;
+    }
+    free(c->classes);
+    c->classes = t;
+    c->nclasses = total;
+    return 0;
+}
+
 int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c,
                      arb_err_t *err)
 {
@@ -202,6 +269,8 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
 
     n.queues = NULL;
     n.nqueues = 0;
+    n.classes = NULL;
+    n.nclasses = 0;
     if ((rc = sv_doc_open(name, buf, len, &d, err)) < 0)
         return rc;
     sv_root(&root, fy_document_root(d.doc), "");
@@ -246,6 +315,8 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
     }
     if (rc == 0 && sv_get(&root, "queues", &sec))
         rc = queues(&x, &sec, &n);
+    if (rc == 0 && sv_get(&root, "priorityClasses", &sec))
+        rc = classes(&x, &sec, &n);
     if (rc == 0 && sv_get(&root, "store", &sec)) {
         if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
             rc = sv_check_keys(&x, &sec, store_keys);
@@ -269,7 +340,14 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
     sv_doc_close(&d);
     if (rc < 0) {
         free(n.queues);
+        free(n.classes);
         return rc;
+    }
+    if (!n.classes) { /* no priorityClasses: section, keep c's */
+        n.classes = c->classes;
+        n.nclasses = c->nclasses;
+    } else {
+        free(c->classes);
     }
     if (!n.queues) { /* no queues: section, keep the ones c had */
         n.queues = c->queues;

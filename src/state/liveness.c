@@ -31,6 +31,16 @@
  * never started them count as ended once the agent was told to stop them
  * (node.c, absent_tasks), and so do all tasks of a job no agent fetched.
  *
+ * A GPU that its agent reports unhealthy (NVML: fallen off the bus) leaves
+ * the scheduler's capacity at once (node.c clears arb_gpu_t.healthy, which
+ * every filter and picker checks). Each job with a live task on it is
+ * stopped whole (st_gpu_lost): its agents SIGTERM every task, and once all
+ * have ended it is requeued whole (or failed, restartable: false) like a
+ * job with a lost task. It is stopped rather than marked lost at once
+ * because its agent is alive and its processes still hold the node's other
+ * GPUs: a new attempt gets GPUs only after the old one has ended. The GPU
+ * returns to capacity when a report says it is healthy again.
+ *
  * Stragglers: in a running gang spread over several nodes, a task whose
  * node's report is older than lease/3, or whose GPUs' utilisation is less
  * than half its peers' median (and at least 30 points below it), is
@@ -64,6 +74,8 @@ void st_job_requeue(st_t *s, st_job_t *sj, const char *why)
     sj->stop = false;
     sj->stop_then = ST_THEN_CANCEL;
     sj->delivered = false;
+    sj->nalloc_seen = 0;
+    sj->shrink_noted = 0;
     snprintf(sj->message, sizeof sj->message, "requeued: %.200s", why);
     s->m_requeued++;
     lam = st_event(s, "job-requeued", sj->id, NULL,
@@ -82,6 +94,7 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
 
     if (!held(j))
         return;
+    st_resize_settle(s, sj); /* an elastic job's stopped tasks above its shrink mark */
     for (int t = 0; t < j->nalloc; t++) {
         uint8_t st = sj->tasks[t].state;
         /* No agent fetched the job: nothing of it can be running anywhere. */
@@ -145,6 +158,77 @@ void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why)
              arb_node_name(&s->cluster, &s->cluster.nodes[sj->j->alloc[t].node]),
              "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, msg);
     st_job_settle(s, sj, msg);
+}
+
+void st_gpu_lost(st_t *s, arb_node_t *n, int gpu)
+{
+    const char *name = arb_node_name(&s->cluster, n);
+
+    for (int i = 0; i < s->nactive; i++) {
+        st_job_t *sj = s->active[i];
+        arb_job_t *j = sj->j;
+        int hit = -1;
+        if (!held(j))
+            continue;
+        for (int t = 0; t < j->nalloc && hit < 0; t++)
+            if (j->alloc[t].node == n->id && (j->alloc[t].gpu_mask & (1u << gpu)) &&
+                sj->tasks[t].state < TK_SUCCEEDED)
+                hit = t;
+        if (hit < 0)
+            continue;
+        s->m_tasks_lost++;
+        st_event(s, "task-gpu-lost", sj->id, name,
+                 "job %llu '%s' task %d: GPU %d on node '%s' is unhealthy (lost from the bus)",
+                 (unsigned long long)sj->id, j->name, hit, gpu, name);
+        if (sj->stop)
+            continue; /* already stopping: it ends as that stop says */
+        sj->stop = true;
+        sj->stop_then = sj->restartable ? ST_THEN_REQUEUE : ST_THEN_FAIL;
+        snprintf(sj->message, sizeof sj->message, "task %d lost: GPU %d on node '%s' is unhealthy",
+                 hit, gpu, name);
+        uint64_t lam = st_event(
+            s, "job-stopping", sj->id, NULL, "job %llu '%s': %s; stopping its %d task%s, then %s",
+            (unsigned long long)sj->id, j->name, sj->message, j->nalloc, j->nalloc == 1 ? "" : "s",
+            sj->restartable ? "requeueing it whole" : "failing it (restartable: false)");
+        st_job_save(s, sj, lam);
+    }
+    s->dirty = true;
+}
+
+void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o)
+{
+    json_t *list = json_array();
+    char txt[1024];
+    size_t used = 0;
+    bool gpus = false;
+
+    for (int g = 0; g < sj->j->ngroups; g++)
+        gpus |= sj->j->groups[g].gpus > 0 || sj->j->groups[g].gpu_share > 0;
+    const char *summary = json_string_value(json_object_get(o, "summary"));
+    used = (size_t)snprintf(txt, sizeof txt, "%s", summary ? summary : "");
+    for (uint32_t i = 0; gpus && i < s->cluster.nnodes; i++) {
+        const arb_node_t *n = &s->cluster.nodes[i];
+        if (n->state == ARB_NODE_LEFT || st_node_ext(s, n)->lost)
+            continue;
+        for (int k = 0; k < n->ngpus; k++) {
+            if (n->gpu[k].healthy)
+                continue;
+            const char *name = arb_node_name(&s->cluster, n);
+            json_array_append_new(list, json_pack("{s:s,s:i}", "node", name, "gpu", k));
+            if (json_array_size(list) <= 8 && used < sizeof txt)
+                used += (size_t)snprintf(
+                    txt + used, sizeof txt - used, "%sGPU %d on node '%s' unhealthy",
+                    json_array_size(list) == 1 ? "; out of capacity: " : ", ", k, name);
+        }
+    }
+    if (json_array_size(list) > 8 && used < sizeof txt)
+        snprintf(txt + used, sizeof txt - used, " and %zu more", json_array_size(list) - 8);
+    if (json_array_size(list)) {
+        json_object_set_new(o, "summary", json_string(txt));
+        json_object_set_new(o, "unhealthy_gpus", list);
+    } else {
+        json_decref(list);
+    }
 }
 
 /* ---- nodes ---------------------------------------------------------------------------- */

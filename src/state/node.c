@@ -42,12 +42,12 @@
 static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
 static const char *const inv_keys[] = {"cpu",      "memory",   "labels",  "taints",   "datasets",
                                        "extended", "gpus",     "address", "hostname", "log_dir",
-                                       NULL};
+                                       "logs_url", NULL};
 static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", "uuid", NULL};
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
 static const char *const tel_keys[] = {"cpu_util",      "memory_used",    "net_rx_bps",
                                        "net_tx_bps",    "disk_read_bps",  "disk_write_bps",
-                                       "gpus",          NULL};
+                                       "gpus",          "queue_length", NULL};
 static const char *const tgpu_keys[] = {"index", "util", "memory_used_mib", "temp_c", "healthy",
                                         NULL};
 static const char *const task_keys[] = {"job", "task", "attempt", "state", "exit_code", NULL};
@@ -130,6 +130,13 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
         char dirbuf[4096];
         if ((rc = jv_str(inv, "log_dir", path, dirbuf, sizeof dirbuf, err)) < 0)
             return rc;
+        /* where the agent serves its task logs (src/agent/logserve.c) */
+        if ((rc = jv_str(inv, "logs_url", path, dirbuf, 512, err)) < 0)
+            return rc;
+        const char *u = json_string_value(json_object_get(inv, "logs_url"));
+        if (u && strncmp(u, "http://", 7) != 0 && strncmp(u, "https://", 8) != 0)
+            return arb_errf(err, -EINVAL, "%s.logs_url: '%.100s' is not an http:// or https:// URL",
+                            path, u);
     }
     if ((rc = jv_member(inv, "gpus", path, JSON_ARRAY, &a, err)) < 0)
         return rc;
@@ -262,10 +269,10 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
 /* ---- reports ------------------------------------------------------------------------- */
 
 /* Do two inventories offer the same resources (all but the agent's
- * address, host name and log directory)? */
+ * address, host name, log directory and logs URL)? */
 static bool same_resources(const json_t *a, const json_t *b)
 {
-    static const char *const meta[] = {"address", "hostname", "log_dir", NULL};
+    static const char *const meta[] = {"address", "hostname", "log_dir", "logs_url", NULL};
     json_t *x = json_copy((json_t *)a), *y = json_copy((json_t *)b);
     bool eq;
 
@@ -306,7 +313,8 @@ static int report_check(const json_t *body, arb_err_t *err)
             (rc = jv_num(tel, "net_tx_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
             (rc = jv_num(tel, "disk_read_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
             (rc = jv_num(tel, "disk_write_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
-            (rc = jv_member(tel, "gpus", "telemetry", JSON_ARRAY, &a, err)) < 0)
+            (rc = jv_member(tel, "gpus", "telemetry", JSON_ARRAY, &a, err)) < 0 ||
+            (rc = jv_int(tel, "queue_length", "telemetry", 0, INT32_MAX, &x, err)) < 0)
             return rc;
         json_array_foreach(a, i, v) {
             bool b;
@@ -499,7 +507,8 @@ static void absent_tasks(st_t *s, arb_node_t *n, const json_t *tasks)
             json_t *v;
             bool listed = false;
             if (j->alloc[t].node != n->id ||
-                !(tk->state == TK_RUNNING || (tk->state == TK_ASSIGNED && sj->stop && tk->stop_sent)))
+                !(tk->state == TK_RUNNING ||
+                  (tk->state == TK_ASSIGNED && st_task_stop(sj, t) && tk->stop_sent)))
                 continue;
             json_array_foreach(tasks, k, v) listed |=
                 (uint64_t)json_integer_value(json_object_get(v, "job")) == sj->id &&
@@ -543,7 +552,7 @@ static json_t *assignments(st_t *s, arb_node_t *n)
         for (int t = 0; t < j->nalloc; t++)
             if (j->alloc[t].node == n->id) {
                 json_array_append_new(arr, st_task_assignment(s, sj, t));
-                sj->tasks[t].stop_sent |= sj->stop;
+                sj->tasks[t].stop_sent |= st_task_stop(sj, t);
                 here = true;
             }
         if (here && !sj->delivered) {
@@ -557,6 +566,12 @@ static json_t *assignments(st_t *s, arb_node_t *n)
 
 int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
                    json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    return st_node_report_if(s, who, name, -1, body, out, ticket, err);
+}
+
+int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                      const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err)
 {
     json_t *inv = json_object_get(body, "inventory");
     json_t *tel = json_object_get(body, "telemetry");
@@ -580,6 +595,21 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
     jv_int(body, "lamport", "", 0, INT64_MAX / 2, &remote, NULL);
     pthread_mutex_lock(&s->mu);
     n = arb_cluster_find_node(&s->cluster, name);
+    if (if_match >= 0 && (!n || st_node_ext(s, n)->version != (uint64_t)if_match)) {
+        /* Checked before anything moves, the clock included. */
+        rc = n ? arb_errf(err, -ESTALE,
+                          "If-Match: node '%s' is at version %llu, not %lld; read it again "
+                          "(GET /v1/nodes/%s) or report without If-Match",
+                          name, (unsigned long long)st_node_ext(s, n)->version,
+                          (long long)if_match, name)
+               : arb_errf(err, -ESTALE,
+                          "If-Match: node '%s' is not registered; its first report goes "
+                          "without If-Match",
+                          name);
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     uint64_t lam = st_tick(s, (uint64_t)remote);
     if ((!n || st_node_ext(s, n)->lost) && !inv) {
         /* Not registered, or declared lost (its tasks requeued): the agent
@@ -689,9 +719,17 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
                 touch = true;
                 st_event(s, json_is_true(f) ? "gpu-healthy" : "gpu-unhealthy", 0, name,
                          "node '%s' GPU %d is %s", name, ix,
-                         json_is_true(f) ? "healthy again" : "unhealthy");
+                         json_is_true(f) ? "healthy again; back in capacity"
+                                         : "unhealthy; out of capacity, its tasks stopped");
                 s->dirty = true;
+                if (!json_is_true(f))
+                    st_gpu_lost(s, n, ix);
             }
+        }
+        json_t *ql = json_object_get(tel, "queue_length"); /* the least-loaded score's */
+        if (json_is_integer(ql) && n->queue_len != (int32_t)json_integer_value(ql)) {
+            n->queue_len = (int32_t)json_integer_value(ql);
+            touch = true;
         }
         json_decref(x->telemetry);
         x->telemetry = json_deep_copy(tel);
@@ -703,9 +741,10 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
     json_array_foreach(tasks, i, v)
         apply_task(s, n, v, lam);
     absent_tasks(s, n, tasks);
-    *out = json_pack("{s:s,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
+    *out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
                      "epoch", (json_int_t)s->epoch, "lease_ms",
-                     (json_int_t)(s->conf.lease_ns / 1000000), "assignments", assignments(s, n));
+                     (json_int_t)(s->conf.lease_ns / 1000000), "version",
+                     (json_int_t)st_node_ext(s, n)->version, "assignments", assignments(s, n));
     if (s->dirty)
         pthread_cond_signal(&s->kick);
 out:

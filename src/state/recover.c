@@ -292,6 +292,8 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             if (state == ARB_JOB_RUNNING)
                 arb_job_transition(j, ARB_JOB_RUNNING, NULL);
             j->start_ns = ctx.now_ns;
+            j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
+            sj->nalloc_seen = j->nalloc;
             sj->epoch = s->epoch; /* re-stamped: see the top of this file */
             st_node_index_job(s, sj);
         } else {
@@ -378,6 +380,8 @@ int st_recover(st_t *s, arb_err_t *err)
     if (s->clock > s->clock_hwm)
         s->clock_hwm = s->clock;
     if ((rc = recover_nodes(s, err)) < 0 || (rc = recover_jobs(s, err)) < 0)
+        return rc;
+    if ((rc = st_idem_recover(s, err)) < 0)
         return rc;
     for (uint64_t id = 1; id < s->next_id; id++) {
         st_job_t *sj = s->jobs[id];

@@ -545,6 +545,18 @@ void st_service_reconcile(st_t *s, int64_t now)
 
 /* ---- who preempted whom ------------------------------------------------------------- */
 
+bool st_service_who(st_t *s, const st_job_t *p, char *buf, size_t n)
+{
+    st_job_t *parent = NULL;
+
+    if (!p->svc_of || !svc_of(s, p, &parent) || !parent)
+        return false;
+    snprintf(buf, n, "job %llu (service '%s', priority %d) placing replica %d (job %llu)",
+             (unsigned long long)parent->id, parent->j->name, p->j->priority, p->replica,
+             (unsigned long long)p->id);
+    return true;
+}
+
 void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n)
 {
     uint32_t by = victim->j->preempted_by;

@@ -116,6 +116,11 @@ int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
     return store_gc_wait(s->gc, ticket, err);
 }
 
+int st_store_status(st_t *s, arb_err_t *err)
+{
+    return store_gc_status(s->gc, err);
+}
+
 void st_inject_store_failure(st_t *s, int n)
 {
     store_gc_inject_failure(s->gc, n);
@@ -264,6 +269,7 @@ static int build_sched(st_t *s, arb_err_t *err)
     sc.backfill = s->conf.backfill;
     sc.preemption = s->conf.preemption;
     sc.starvation_ns = s->conf.starvation_ns;
+    sc.preempt_defer = true; /* victims keep their GPUs until they exited (resize.c) */
     s->sched = arb_sched_new(&s->cluster, &sc, err);
     if (!s->sched)
         return -ENOMEM;
@@ -302,6 +308,18 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
         }
         memcpy(s->conf.queues, conf->queues, (size_t)conf->nqueues * sizeof *s->conf.queues);
         s->conf.nqueues = conf->nqueues;
+    }
+    s->conf.classes = NULL;
+    s->conf.nclasses = 0;
+    if (conf->nclasses > 0) {
+        s->conf.classes = malloc((size_t)conf->nclasses * sizeof *s->conf.classes);
+        if (!s->conf.classes) {
+            free(s->conf.queues);
+            free(s);
+            return arb_errf(err, -ENOMEM, "out of memory");
+        }
+        memcpy(s->conf.classes, conf->classes, (size_t)conf->nclasses * sizeof *s->conf.classes);
+        s->conf.nclasses = conf->nclasses;
     }
     if (s->conf.event_retention < 16)
         s->conf.event_retention = 16;
@@ -397,10 +415,12 @@ void st_close(st_t *s)
     }
     store_batch_free(&s->batch);
     store_close(s->store);
+    st_idem_free(s);
     for (uint64_t i = 0; i < s->capjobs; i++)
         st_job_free(s->jobs[i]);
     free(s->jobs);
     free(s->active);
+    st_tickets_free(s);
     arb_sched_free(s->sched);
     for (uint32_t i = 0; i < s->capnodes && i < s->cluster.nnodes; i++) {
         json_decref(s->nodes[i].inventory);
@@ -414,6 +434,7 @@ void st_close(st_t *s)
     free(s->ring);
     free(s->queues);
     free(s->conf.queues);
+    free(s->conf.classes);
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->ev_cond);
     pthread_cond_destroy(&s->kick);
@@ -438,17 +459,19 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         sj->delivered = false;
         sj->start_ms = st_wall_ms();
         where[0] = '\0';
-        for (int t = 0; t < j->nalloc && used < sizeof where; t++) {
+        for (int t = 0; t < j->nalloc; t++) {
             sj->tasks[t].state = TK_ASSIGNED;
             sj->tasks[t].has_exit = false;
             sj->tasks[t].straggler = ST_STRAG_NONE;
             sj->tasks[t].node1 = j->alloc[t].node + 1;
-            used += (size_t)snprintf(where + used, sizeof where - used, "%s%s",
-                                     t ? "," : "",
-                                     arb_node_name(&s->cluster,
-                                                   &s->cluster.nodes[j->alloc[t].node]));
+            if (used < sizeof where) /* the message may be cut short; every task is marked */
+                used += (size_t)snprintf(
+                    where + used, sizeof where - used, "%s%s", t ? "," : "",
+                    arb_node_name(&s->cluster, &s->cluster.nodes[j->alloc[t].node]));
         }
         sj->message[0] = '\0';
+        sj->nalloc_seen = j->nalloc;
+        sj->shrink_noted = 0;
         st_node_index_job(s, sj);
         lam = st_event(s, "job-placed", sj->id, NULL, "job %llu '%s' placed on %s (attempt %llu, epoch %llu)",
                        (unsigned long long)sj->id, j->name, where,
@@ -492,6 +515,9 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
         for (int i = 0; i < s->nactive; i++)
             if (s->active[i]->j->state != s->active[i]->last)
                 job_after_cycle(s, s->active[i]);
+    if (rc == 0) /* victims to stop, shrink marks, growth */
+        for (int i = 0; i < s->nactive; i++)
+            st_resize_after_cycle(s, s->active[i]);
     st_service_refresh(s); /* replicas just placed get their address */
     if (now - s->m_window_mono >= 5000000000LL) {
         s->m_decisions_per_s = (double)s->m_placed_window * 1e9 / (double)(now - s->m_window_mono);
@@ -560,13 +586,45 @@ static bool may_see(const st_who_t *who, const st_job_t *sj)
 int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
                   json_t **out, int64_t *ticket, arb_err_t *err)
 {
+    bool created;
+    return st_job_submit_key(s, who, NULL, body, n, yaml, out, &created, ticket, err);
+}
+
+int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
+                      bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err)
+{
     arb_job_t *j = NULL;
     json_t *command = NULL, *env = NULL;
     st_job_t *sj = NULL;
     int rc;
     const char *team = who->team ? who->team : "";
 
+    *created = false;
+    if (key && (rc = st_idem_check(key, err)) < 0) {
+        *ticket = 0;
+        return rc;
+    }
     pthread_mutex_lock(&s->mu);
+    uint64_t prev = key ? st_idem_find(s, who, key) : 0;
+    if (prev) {
+        /* A retry: the job this key created, as durable as it was. */
+        st_job_t *pj = st_job_find(s, prev);
+        if (!pj) {
+            rc = arb_errf(err, -ENOENT, "Idempotency-Key: '%s' created job %llu, which is gone",
+                          key, (unsigned long long)prev);
+        } else if (pj->speclen != n || memcmp(pj->spec, body, n) != 0) {
+            rc = arb_errf(err, -EINVAL,
+                          "Idempotency-Key: '%s' was used for job %llu with a different body; "
+                          "send a new key with a new job",
+                          key, (unsigned long long)prev);
+        } else {
+            *out = st_job_json(s, pj, true);
+            rc = 0;
+        }
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     bool restartable = true;
     st_svc_conf_t svc;
     rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, err);
@@ -649,6 +707,9 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
         goto out;
     }
     sj->last = ARB_JOB_PENDING;
+    if (key)
+        (void)st_idem_put(s, who, key, sj->id); /* -ENOMEM: the job stands, unkeyed */
+    *created = true;
     sj->lamport_submit =
         st_event(s, "job-submitted", sj->id, NULL, "job %llu '%s' submitted to queue '%s' by %s",
                  (unsigned long long)sj->id, sj->j->name, arb_str(&s->cluster.strs, sj->j->queue),
@@ -835,6 +896,9 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             json_object_set_new(o, "hint", json_string(ex.hint));
             if (sj->message[0]) /* e.g. who preempted it, and why */
                 json_object_set_new(o, "message", json_string(sj->message));
+            if (sj->j->waiting) /* resize.c: its victims are being stopped */
+                st_resize_explain(s, sj, o);
+            st_explain_unhealthy(s, sj, o);
         } else {
             char txt[600], hint[600] = "";
             json_t *strag = json_array();

@@ -44,6 +44,7 @@
 #include <jansson.h>
 
 #include "arbiter/sched.h"
+#include "spec/scenario.h"
 #include "store/store.h"
 
 typedef struct st st_t;
@@ -74,6 +75,8 @@ typedef struct st_conf {
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
     int nqueues;
     st_queue_conf_t *queues;   /* owned; freed by st_conf_free */
+    int nclasses;              /* priorityClasses: the built-ins, then the config's */
+    spec_prio_class_t *classes; /* owned; NULL: the built-ins only */
 } st_conf_t;
 
 /* Defaults for every key. */
@@ -132,6 +135,12 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket);
  * *out is the new job object. */
 int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
                   json_t **out, int64_t *ticket, arb_err_t *err);
+/* The same with an Idempotency-Key (NULL: none): when this principal's key
+ * already created a job, *out is that job and *created false (200), else
+ * the key is recorded with the new job, durably (201). The same key with a
+ * different body: -EINVAL. */
+int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
+                      bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err);
 int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                arb_err_t *err);
 /* Jobs the caller may see, filtered by state and queue (NULL: any), in id
@@ -145,6 +154,18 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
 int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                    arb_err_t *err);
 
+/* A ticket to read task `task` of job `job` from the agent that ran it
+ * (logticket.c): the caller must be allowed to see the job. *out:
+ * {"job", "task", "node", "logs_url", "ticket", "ttl_ms"}. -ENOENT no such
+ * job or task, or the node serves no logs; -EBUSY the task has not run. */
+int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, json_t **out,
+                   int64_t *ticket, arb_err_t *err);
+/* An agent asks whether ticket id lets someone read job/task on node:
+ * 0 and *out {"ok": true, "ttl_ms"}, or -EACCES (unknown, expired, or for
+ * another job, task or node; err says which). */
+int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, const char *node,
+                         json_t **out, int64_t *ticket, arb_err_t *err);
+
 /* ---- nodes ---------------------------------------------------------------------- */
 
 /* An agent's report (docs/api.md): inventory (first report, or changed),
@@ -152,6 +173,10 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
  * report. *out: {"node", "lamport", "epoch", "assignments": [...]} */
 int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
                    json_t **out, int64_t *ticket, arb_err_t *err);
+/* The same with If-Match (< 0: none): -ESTALE (409), nothing applied, when
+ * the node is not at that version (or not registered). */
+int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                      const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
 /* drain true: READY/NOT_READY -> DRAINING; false: DRAINING -> READY. */
@@ -175,8 +200,15 @@ int st_metrics(st_t *s, char **buf, size_t *len);
 /* Check every invariant: core's cluster check, and that the allocations of
  * the jobs add up to the nodes' usage (no GPU share given twice). */
 int st_check(st_t *s, arb_err_t *err);
+/* {"priorityClasses": [{"name", "value", "preemptible", "description"}]} */
+json_t *st_priority_classes(st_t *s);
 /* {"lamport", "epoch", "revision", "jobs", "nodes"} */
 json_t *st_status(st_t *s);
+
+/* 0 while the store writes; -EIO with the failed commit's text once a
+ * commit failed (the process must stop serving; src/cli/controller_ha.c
+ * steps down). */
+int st_store_status(st_t *s, arb_err_t *err);
 
 /* ---- services (service.c) ------------------------------------------------------------ */
 

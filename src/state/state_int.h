@@ -73,10 +73,19 @@ struct st_job {
     bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
     int active_ix;  /* index in st.active, -1 when terminal */
     char message[256];
+    int nalloc_seen;  /* tasks the controller has assigned (resize.c: growth shows as more) */
+    int shrink_noted; /* the j->shrink_to already announced; 0 none */
     struct st_svc *svc; /* a service (service.h): its replicas (owned); NULL otherwise */
     uint64_t svc_of;    /* a service's replica: the service's job id; 0 otherwise */
     int replica;        /* a service's replica: its index */
 };
+
+/* Must task t of sj stop: its job stops, or it is above an elastic job's
+ * shrink mark (resize.c)? */
+static inline bool st_task_stop(const st_job_t *sj, int t)
+{
+    return sj->stop || (sj->j->shrink_to > 0 && t >= sj->j->shrink_to);
+}
 
 typedef struct st_node {
     json_t *inventory;   /* as last reported (owned) */
@@ -136,6 +145,8 @@ struct st {
     pthread_t probe_thr;       /* service health probes (probe.c) */
     bool probe_running, probe_stop;
 
+    struct st_tickets *tickets; /* log tickets (logticket.c); NULL until the first */
+
     /* metrics */
     uint64_t m_cycles, m_placed, m_preempted, m_submitted, m_cancelled, m_finished;
     uint64_t m_cycle_hist[ST_HIST];
@@ -147,6 +158,7 @@ struct st {
     uint64_t m_placed_window;  /* placements since m_window_mono */
     int64_t m_window_mono;
     double m_decisions_per_s;
+    struct st_idem *idem;      /* Idempotency-Keys of submissions (idem.c) */
 };
 
 /* Clocks. */
@@ -191,9 +203,33 @@ void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why);
 void st_job_settle(st_t *s, st_job_t *sj, const char *why);
 /* Release sj's allocations and queue it again (a new attempt follows). */
 void st_job_requeue(st_t *s, st_job_t *sj, const char *why);
+/* GPU gpu of node n was reported unhealthy (lost from the bus): every job
+ * with a live task on it is stopped whole, then requeued (restartable) or
+ * failed, as if the task were lost. The GPU itself is already out of the
+ * scheduler's capacity (arb_gpu_t.healthy). */
+void st_gpu_lost(st_t *s, arb_node_t *n, int gpu);
+/* For `explain` of a pending job that wants GPUs: list the unhealthy GPUs
+ * of nodes in service in o ("unhealthy_gpus": [{"node", "gpu"}]) and say
+ * so at the end of o's "summary" ("GPU 3 on node 'n1' unhealthy"). */
+void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o);
 /* Flag stragglers of running multi-node gangs (stale report, GPUs far
  * below their peers'): events on changes. */
 void st_check_stragglers(st_t *s, int64_t now);
+
+/* Preemption with a grace period and elastic resizes (resize.c). */
+/* After a cycle, for each active job: stop a victim the scheduler marked
+ * (j->evicting: SIGTERM, the grace, SIGKILL, then requeue; its GPUs stay
+ * held until then), announce a shrink mark, assign tasks a growth added;
+ * events for each. */
+void st_resize_after_cycle(st_t *s, st_job_t *sj);
+/* Once every task above the shrink mark has ended, release them (the job
+ * runs on smaller) and say so; true when it shrank. Called by settle. */
+bool st_resize_settle(st_t *s, st_job_t *sj);
+/* A waiting preemptor's explanation: "waiting_for" (its victims, still
+ * stopping) and a hint that says so, set on o. */
+void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
+/* Log tickets (logticket.c): free the table (st_close). */
+void st_tickets_free(st_t *s);
 
 /* Nodes. */
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n);
@@ -213,6 +249,14 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full);
 char *st_node_record(st_t *s, arb_node_t *n);
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
 
+/* Idempotency-Keys (idem.c): key syntax (-EBADMSG); the job a principal's
+ * key created (0: none); record one in the map and the current batch;
+ * reload them all (recovery); free the map. */
+int st_idem_check(const char *key, arb_err_t *err);
+uint64_t st_idem_find(st_t *s, const st_who_t *who, const char *key);
+int st_idem_put(st_t *s, const st_who_t *who, const char *key, uint64_t id);
+int st_idem_recover(st_t *s, arb_err_t *err);
+void st_idem_free(st_t *s);
 /* Recovery (recover.c). */
 int st_recover(st_t *s, arb_err_t *err);
 
@@ -232,6 +276,9 @@ void st_service_refresh(st_t *s);
 /* A cancel of a service: stop its replicas, end once they all ended.
  * false when sj is no service. */
 bool st_service_cancel(st_t *s, st_job_t *sj, const char *by);
+/* "job 7 (service 'web', priority 1000) placing replica 2 (job 9)" into
+ * buf when p is a service's replica; false otherwise. */
+bool st_service_who(st_t *s, const st_job_t *p, char *buf, size_t n);
 /* The event text for a preempted job: who preempted it, and why. */
 void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n);
 /* Service fields of a job's API object, and of its store record. */

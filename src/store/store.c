@@ -22,7 +22,7 @@
 
 #include "store/store.h"
 
-const store_ops_t *const store_backends[] = {&store_sqlite_ops, NULL};
+const store_ops_t *const store_backends[] = {&store_sqlite_ops, &store_etcd_ops, NULL};
 
 const double store_gc_buckets_ms[11] = {0.25, 0.5, 1, 2, 4, 8, 16, 32, 64, 128, 256};
 
@@ -49,7 +49,7 @@ int store_open(const char *uri, const store_opts_t *o, store_t **out, arb_err_t 
                 memcmp(store_backends[i]->name, uri, n) == 0)
                 ops = store_backends[i];
         if (!ops)
-            return arb_errf(err, -ENOENT, "store '%s': unknown backend '%.*s'; use sqlite:DIR",
+            return arb_errf(err, -ENOENT, "store '%s': unknown backend '%.*s'; use sqlite:DIR or etcd://HOST:PORT[,HOST:PORT...]",
                             uri, (int)n, uri);
         where = colon + 1;
         while (where[0] == '/' && where[1] == '/') /* sqlite://dir */
@@ -364,4 +364,15 @@ void store_gc_inject_failure(store_gc_t *gc, int n)
     pthread_mutex_lock(&gc->mu);
     gc->inject = n;
     pthread_mutex_unlock(&gc->mu);
+}
+
+int store_gc_status(store_gc_t *gc, arb_err_t *err)
+{
+    int rc = 0;
+
+    pthread_mutex_lock(&gc->mu);
+    if (gc->failed)
+        rc = arb_errf(err, -EIO, "store commit failed: %s", gc->fail_err.msg);
+    pthread_mutex_unlock(&gc->mu);
+    return rc;
 }

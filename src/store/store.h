@@ -77,8 +77,9 @@ struct store {
 /* The backends, NULL-terminated. */
 extern const store_ops_t *const store_backends[];
 extern const store_ops_t store_sqlite_ops;
+extern const store_ops_t store_etcd_ops; /* store_etcd.c: etcd://HOST:PORT[,...][/PREFIX] */
 
-/* Open by URI: "sqlite:DIR" or a bare DIR (sqlite). -ENOENT for an unknown
+/* Open by URI: "sqlite:DIR" or a bare DIR (sqlite), or "etcd://..." (store_etcd.c). -ENOENT for an unknown
  * scheme, with the list of backends. Close with store_close. */
 int store_open(const char *uri, const store_opts_t *o, store_t **out, arb_err_t *err);
 void store_close(store_t *s);
@@ -136,6 +137,9 @@ int64_t store_gc_last(store_gc_t *gc);
  * durable: 0, or -EIO with the commit's error text. t <= 0 returns at once. */
 int store_gc_wait(store_gc_t *gc, int64_t t, arb_err_t *err);
 void store_gc_get_stats(store_gc_t *gc, store_gc_stats_t *st);
+/* 0 while every commit succeeded; -EIO, with the failed commit's text in
+ * err, once one failed (the committer then refuses every batch). */
+int store_gc_status(store_gc_t *gc, arb_err_t *err);
 /* Test hook: the next n commits fail with -EIO (fault injection). */
 void store_gc_inject_failure(store_gc_t *gc, int n);
 

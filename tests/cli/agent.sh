@@ -93,9 +93,11 @@ else
     fail "loop exited non-zero: $(cat "$TMP/loop.err")"
 fi
 
-# Bad usage: exit 2.
+# Bad usage: exit 2 (a --logs-listen that is not HOST:PORT included).
 for args in "--fake-gpus 8 --once" "--name x --once -o xml" "--name x --bogus" \
-    "--name x --heartbeat never --once" "--name x --inventory a --fake-gpus 1 --once"; do
+    "--name x --heartbeat never --once" "--name x --inventory a --fake-gpus 1 --once" \
+    "--name x --controller http://127.0.0.1:1 --fake-gpus 1 --logs-listen nonsense" \
+    "--name x --controller http://127.0.0.1:1 --fake-gpus 1 --logs-listen 127.0.0.1:99999"; do
     # shellcheck disable=SC2086
     "$ARB" agent $args >/dev/null 2>&1
     [ $? -eq 2 ] || fail "'agent $args': want exit 2"

@@ -8,7 +8,8 @@
 # the other node only after that: the test records when the first copy
 # died and when the second started, and requires the order. Then the link
 # comes back: the fenced agent registers again, and the job still has one
-# copy. Needs root and `ip netns` (CI runs as root); skipped otherwise.
+# copy. Needs root and `ip netns` (CI runs as root); skipped otherwise, where
+# cluster_fence_port.sh (a blocked port instead of a cut veth) still runs.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
 ARB=$1

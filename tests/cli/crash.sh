@@ -9,6 +9,10 @@ ARB=$1
 T=$(mktemp -d /tmp/arb_crash.XXXXXX)
 PID=""
 ROUNDS=${ARB_CRASH_ROUNDS:-5}
+# One try per request: the restarted controller listens on a new port, so
+# retrying the killed one (ARBITER_RETRY_S, 15 s by default) would only wait.
+ARBITER_RETRY_S=0
+export ARBITER_RETRY_S
 cleanup() {
     touch "$T/stop"
     if [ -n "$PID" ]; then kill -9 "$PID" 2>/dev/null || true; wait "$PID" 2>/dev/null || true; fi

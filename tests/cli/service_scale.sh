@@ -66,10 +66,11 @@ cl_wait "3 replicas wanted" 15 sh -c "$ARB events | grep -q 'service-scale-out .
 cl_wait "training preempted" 15 cl_is "$train" pending
 cl_is "$hi" running || cl_fail "the higher-priority gang was preempted: $($ARB job "$hi")"
 $ARB events > "$T/ev"
-grep -q "job-preempted .*job $svc (service 'web', priority 1000) preempted job $train 'train' (batch, priority 100) to place replica [12] (job [0-9]*); requeued" "$T/ev" ||
+grep -q "job-preempting .*job $train 'train' (priority 100) preempted by job $svc (service 'web', priority 1000) placing replica [12] (job [0-9]*): SIGTERM to its 3 tasks" "$T/ev" ||
     cl_fail "no preemption event naming both: $(grep -i preempt "$T/ev")"
 $ARB explain "$train" -o json > "$T/ex"
-grep -q "preempted job $train 'train'" "$T/ex" || cl_fail "explain: $(cat "$T/ex")"
+grep -q "preempted by job $svc (service 'web', priority 1000) placing replica" "$T/ex" ||
+    cl_fail "explain: $(cat "$T/ex")"
 cl_wait "3 ready replicas" 20 ready 3
 cl_wait "the balancer on 3" 10 sh -c "grep 'backends changed' '$T/lb.log' | tail -1 | grep -q ', 3 backends'"
 wait "$LOADPID" || cl_fail "load: $(cat "$T/load")"
@@ -92,7 +93,7 @@ grep -q '"errors":0' "$T/load_in" || cl_fail "errors while scaling in: $(cat "$T
 grep -q '"ok":[1-9]' "$T/load_in" || cl_fail "no requests while scaling in: $(cat "$T/load_in")"
 cl_wait "training to run again" 20 cl_is "$train" running
 cl_is "$hi" running || cl_fail "train-hi: $($ARB job "$hi")"
-$ARB events | grep "job-preempted" | grep -q "job $hi " && cl_fail "train-hi was preempted: $($ARB events | grep job-preempted)"
+$ARB events | grep "job-preempt" | grep -q "job $hi " && cl_fail "train-hi was preempted: $($ARB events | grep job-preempt)"
 [ "$(rows | awk '$1 == 0 {print $2}')" = "$job0" ] || cl_fail "replica 0 was replaced: $(rows)"
 
 # below its minimum a service is never preempted: this job would need it

@@ -14,6 +14,12 @@
  *   MOCK_NVML_UTIL, MOCK_NVML_TEMP, MOCK_NVML_USED   per-GPU lists (%, C, MiB)
  *   MOCK_NVML_FAIL    "init": nvmlInit_v2 fails (driver not loaded)
  *                     "count": nvmlDeviceGetCount_v2 fails
+ *   MOCK_NVML_LOST_FILE  a file read again on every memory, utilisation and
+ *                     temperature call: a comma list of GPU indices that have
+ *                     "fallen off the bus" (those calls answer
+ *                     NVML_ERROR_GPU_IS_LOST, as after an Xid 79). A test
+ *                     writes it to lose a GPU at run time and empties it to
+ *                     bring the GPU back; no file: every GPU is present.
  *
  * mock_nvml_live() tells tests how many inits were not shut down.
  */
@@ -211,12 +217,43 @@ int nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int len)
     return 0;
 }
 
+#define NVML_ERROR_GPU_IS_LOST 15
+
+/* Is d listed in MOCK_NVML_LOST_FILE right now? Read on every call so that
+ * a test can flip it while the agent runs. */
+static int lost(nvmlDevice_t d)
+{
+    const char *path = getenv("MOCK_NVML_LOST_FILE");
+    char buf[256], *p, *end;
+    size_t k;
+    FILE *f;
+
+    if (!path || !(f = fopen(path, "re")))
+        return 0;
+    k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = '\0';
+    for (p = buf; *p;) {
+        long v = strtol(p, &end, 10);
+        if (end == p) {
+            p++;
+            continue;
+        }
+        if (v == d->index)
+            return 1;
+        p = end;
+    }
+    return 0;
+}
+
 typedef struct {
     unsigned long long total, free, used;
 } nvmlMemory_t;
 
 int nvmlDeviceGetMemoryInfo(nvmlDevice_t d, nvmlMemory_t *m)
 {
+    if (lost(d))
+        return NVML_ERROR_GPU_IS_LOST;
     m->total = M.mem_mib << 20;
     m->used = (unsigned long long)d->used_mib << 20;
     m->free = m->total - m->used;
@@ -229,6 +266,8 @@ typedef struct {
 
 int nvmlDeviceGetUtilizationRates(nvmlDevice_t d, nvmlUtilization_t *u)
 {
+    if (lost(d))
+        return NVML_ERROR_GPU_IS_LOST;
     u->gpu = d->util;
     u->memory = d->util / 2;
     return 0;
@@ -238,6 +277,8 @@ int nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned int *t)
 {
     if (sensor != 0)
         return 2;
+    if (lost(d))
+        return NVML_ERROR_GPU_IS_LOST;
     *t = d->temp;
     return 0;
 }

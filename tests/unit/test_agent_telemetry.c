@@ -414,6 +414,46 @@ static void test_loop(void **st)
     assert_null(agent_exec_find(&a.exec, "5", 0));
     assert_int_equal(a.lease.epoch, 3);
 
+    /* A GPU handed from a task being stopped to a new one: the new one
+     * starts only once the old one has exited (it ignores SIGTERM, so
+     * that is at its SIGKILL, a grace after the stop). */
+    S.reply = "{\"epoch\":3,\"assignments\":[{\"job\":10,\"task\":0,\"attempt\":1,\"epoch\":3,"
+              "\"gpus\":[1],\"command\":[\"sh\",\"-c\",\"trap '' TERM; exec sleep 100\"]}]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    t = agent_exec_find(&a.exec, "10", 0);
+    assert_true(t && t->state == AGENT_TASK_RUNNING);
+    usleep(100000); /* let sh set its trap before the SIGTERM */
+    S.reply = "{\"epoch\":3,\"assignments\":[{\"job\":11,\"task\":0,\"attempt\":1,\"epoch\":3,"
+              "\"gpus\":[1,2],\"command\":[\"sleep\",\"100\"]}]}";
+    S.now += SEC / 4;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_int_equal(t->state, AGENT_TASK_STOPPING);
+    assert_null(agent_exec_find(&a.exec, "11", 0)); /* GPU 1 is still job 10's */
+    S.now += SEC / 4;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_int_equal(t->state, AGENT_TASK_STOPPING); /* SIGTERM ignored, grace not over */
+    assert_null(agent_exec_find(&a.exec, "11", 0));
+    S.now += SEC; /* past the grace: SIGKILL */
+    for (int i = 0; i < 500 && t->state != AGENT_TASK_EXITED; i++) {
+        agent_exec_poll(&a.exec, S.now);
+        usleep(2000);
+    }
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_int_equal(agent_step(&a, &err), 0);
+    t = agent_exec_find(&a.exec, "11", 0);
+    assert_true(t && t->state == AGENT_TASK_RUNNING);
+    S.reply = "{\"epoch\":3,\"assignments\":[]}";
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    for (int i = 0; i < 500 && t->state != AGENT_TASK_EXITED; i++) {
+        agent_exec_poll(&a.exec, S.now + 2 * SEC);
+        usleep(2000);
+    }
+    S.now += SEC;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_null(agent_exec_find(&a.exec, "11", 0));
+
     /* A task, then the controller goes silent: fence at the lease's end. */
     S.reply = "{\"epoch\":3,\"assignments\":[{\"job\":7,\"task\":0,\"attempt\":1,\"epoch\":3,"
               "\"command\":[\"sleep\",\"100\"]}]}";

@@ -352,33 +352,58 @@ static void test_preemption_across_kinds(void **unused)
                             "resources: {requests: {nvidia.com/gpu: 1}}\ncommand: [t]\n",
                             0, NULL, 0);
     cycle(s);
-    assert_string_equal(job_state(s, train), "placed");
-    /* 2 replicas, minimum 1: replica 0 preempts the gang (whole) */
+    char body[512];
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}, "
+             "{\"job\": %llu, \"task\": 1, \"attempt\": 1, \"state\": \"running\"}]}",
+             (unsigned long long)train, (unsigned long long)train);
+    json_decref(report(s, "n1", body)); /* its agent has it: running */
+    assert_string_equal(job_state(s, train), "running");
+    /* 2 replicas, minimum 1: the first preempts the gang (whole); the
+     * second waits for the same room instead of choosing victims */
     uint64_t svc = submit(s,
                           "name: web\nkind: service\nreplicas: 2\nminReplicas: 1\nport: 9000\n"
                           "priority: 1000\nresources: {requests: {nvidia.com/gpu: 1}}\n"
                           "command: [serve]\n",
                           0, NULL, 0);
     cycle(s);
-    assert_string_equal(job_state(s, train), "preempted");
     uint64_t r0 = replica_job(s, "web", 0);
     char want[200];
     snprintf(want, sizeof want,
-             "job %llu (service 'web', priority 1000) preempted job %llu 'train' (batch, "
-             "priority 100) to place replica",
-             (unsigned long long)svc, (unsigned long long)train);
-    assert_true(has_event(s, "job-preempted", want));
-    /* explain carries it too */
+             "job %llu 'train' (priority 100) preempted by job %llu (service 'web', priority "
+             "1000) placing replica 0 (job %llu): SIGTERM to its 2 tasks",
+             (unsigned long long)train, (unsigned long long)svc, (unsigned long long)r0);
+    assert_true(has_event(s, "job-preempting", want));
+    snprintf(want, sizeof want, "preempted by job %llu (service 'web', priority 1000) placing "
+                                "replica 0",
+             (unsigned long long)svc);
     json_t *ex = NULL;
     int64_t t;
     assert_int_equal(st_job_explain(s, &admin, train, &ex, &t, NULL), 0);
+    assert_non_null(strstr(json_string_value(json_object_get(ex, "summary")), want));
+    json_decref(ex);
+    assert_string_equal(job_state(s, r0), "pending"); /* its GPUs are not free yet */
+    /* the gang's tasks exit (SIGTERM): requeued whole, the replicas place */
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"failed\", "
+             "\"exit_code\": 143}, {\"job\": %llu, \"task\": 1, \"attempt\": 1, \"state\": "
+             "\"failed\", \"exit_code\": 143}]}",
+             (unsigned long long)train, (unsigned long long)train);
+    json_decref(report(s, "n1", body));
+    cycle(s);
+    assert_string_equal(job_state(s, train), "pending");
+    assert_string_equal(job_state(s, r0), "placed");
+    assert_string_equal(job_state(s, replica_job(s, "web", 1)), "placed");
+    assert_int_equal(st_job_explain(s, &admin, train, &ex, &t, NULL), 0);
     assert_non_null(strstr(json_string_value(json_object_get(ex, "message")), want));
     json_decref(ex);
-    assert_string_equal(job_state(s, r0), "placed");
     json_t *o = job(s, replica_job(s, "web", 1));
     assert_true(json_is_true(json_object_get(o, "preemptible"))); /* above the minimum */
     json_decref(o);
-    /* a critical batch job may take replica 1 (above min), never replica 0 */
+    o = job(s, r0);
+    assert_false(json_is_true(json_object_get(o, "preemptible"))); /* the minimum */
+    json_decref(o);
+    /* a critical job of 2 GPUs would need replica 0 too: it evicts nothing */
     uint64_t crit = submit(s,
                            "name: crit\npriority: 20000\nreplicas: 2\n"
                            "resources: {requests: {nvidia.com/gpu: 1}}\ncommand: [c]\n",
@@ -388,6 +413,7 @@ static void test_preemption_across_kinds(void **unused)
     assert_string_equal(job_state(s, crit), "pending");
     assert_int_equal(replica_job(s, "web", 0), r0);
     assert_string_equal(job_state(s, r0), "placed");
+    assert_false(has_event(s, "job-preempting", "'crit'")); /* named as the preemptor */
     assert_int_equal(st_check(s, NULL), 0);
     st_close(s);
 }

@@ -607,6 +607,137 @@ static void test_config(void **unused)
     st_conf_free(&c);
 }
 
+/* A GPU reported unhealthy: out of capacity, its job stopped whole and
+ * requeued, then placed on a healthy GPU; healthy again: back. */
+static void test_gpu_lost(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(NULL);
+    add_node(s, "n1", 2);
+    uint64_t a = submit(s, &admin, GPUS(1), 0);
+    cycle(s);
+    json_t *tk = task_of(s, a, 0);
+    int g = (int)json_integer_value(json_array_get(json_object_get(tk, "gpus"), 0));
+    json_decref(tk);
+    char body[400];
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}]}",
+             (unsigned long long)a);
+    json_decref(report(s, "n1", body, 0));
+    assert_string_equal(job_state(s, a), "running");
+    /* GPU g falls off the bus: the reply tells the agent to stop the task */
+    snprintf(body, sizeof body,
+             "{\"telemetry\": {\"gpus\": [{\"index\": %d, \"healthy\": false}]}, "
+             "\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"running\"}]}",
+             g, (unsigned long long)a);
+    json_t *out = report(s, "n1", body, 0);
+    json_t *as = json_array_get(json_object_get(out, "assignments"), 0);
+    assert_true(json_is_true(json_object_get(as, "stop")));
+    json_decref(out);
+    assert_string_equal(job_state(s, a), "running"); /* its GPUs held until it ended */
+    uint64_t b = submit(s, &admin, GPUS(1), 0);
+    cycle(s);
+    assert_string_equal(job_state(s, b), "placed"); /* on the other GPU */
+    tk = task_of(s, b, 0);
+    assert_int_not_equal(json_integer_value(json_array_get(json_object_get(tk, "gpus"), 0)), g);
+    json_decref(tk);
+    /* the task ends (SIGTERM): requeued whole, and nothing fits while g is lost */
+    snprintf(body, sizeof body,
+             "{\"tasks\": [{\"job\": %llu, \"task\": 0, \"attempt\": 1, \"state\": \"failed\", "
+             "\"exit_code\": 143}]}",
+             (unsigned long long)a);
+    json_decref(report(s, "n1", body, 0));
+    cycle(s);
+    assert_true(strcmp(job_state(s, a), "pending") == 0 ||
+                strcmp(job_state(s, a), "preempted") == 0);
+    json_t *ex = NULL;
+    int64_t t;
+    assert_int_equal(st_job_explain(s, &admin, a, &ex, &t, NULL), 0);
+    char want[64];
+    snprintf(want, sizeof want, "GPU %d on node 'n1' unhealthy", g);
+    assert_non_null(strstr(json_string_value(json_object_get(ex, "summary")), want));
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(ex, "unhealthy_gpus"), 0), "gpu")),
+                     g);
+    json_decref(ex);
+    /* healthy again: back in capacity */
+    snprintf(body, sizeof body, "{\"telemetry\": {\"gpus\": [{\"index\": %d, \"healthy\": true}]}}",
+             g);
+    json_decref(report(s, "n1", body, 0));
+    cycle(s);
+    assert_string_equal(job_state(s, a), "placed");
+    assert_int_equal(st_check(s, NULL), 0);
+    st_close(s);
+}
+
+/* Log tickets: issued to who may see the job, bound to job, task and node. */
+static void test_log_tickets(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(NULL);
+    json_t *out = NULL, *chk = NULL;
+    int64_t t;
+    arb_err_t err = {{0}};
+
+    json_decref(report(s, "n1",
+                       "{\"inventory\": {\"cpu\": 8, \"memory\": \"64Gi\", \"logs_url\": "
+                       "\"http://127.0.0.1:7071\", \"gpus\": [{\"model\": \"H100\", \"memory\": "
+                       "\"80Gi\"}, {\"model\": \"H100\", \"memory\": \"80Gi\"}]}}",
+                       0));
+    add_node(s, "n2", 0); /* serves no logs */
+    json_decref(report(s, "n3",
+                       "{\"inventory\": {\"cpu\": 8, \"memory\": \"64Gi\", \"logs_url\": "
+                       "\"ftp://x\"}}",
+                       -EINVAL));
+    uint64_t a = submit(s, &alice, GPUS(1), 0);
+    uint64_t cpu =
+        submit(s, &alice, "{\"name\": \"c\", \"resources\": {\"requests\": {\"cpu\": \"60\"}}}", 0);
+    uint64_t big = submit(s, &alice, GPUS(2), 0);
+    cycle(s);
+    assert_string_equal(job_state(s, big), "pending");
+
+    assert_int_equal(st_logs_ticket(s, &alice, a, 0, &out, &t, &err), 0);
+    const char *id = json_string_value(json_object_get(out, "ticket"));
+    assert_non_null(id);
+    assert_int_equal(strlen(id), 32);
+    assert_string_equal(json_string_value(json_object_get(out, "node")), "n1");
+    assert_string_equal(json_string_value(json_object_get(out, "logs_url")),
+                        "http://127.0.0.1:7071");
+    assert_int_equal(json_integer_value(json_object_get(out, "ttl_ms")), 60000);
+    /* the agent of n1 checks it */
+    assert_int_equal(st_logs_ticket_check(s, id, a, 0, "n1", &chk, &t, &err), 0);
+    assert_true(json_is_true(json_object_get(chk, "ok")));
+    json_decref(chk);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(st_logs_ticket_check(s, id, a, 0, "n2", &chk, &t, &err), -EACCES);
+    assert_non_null(strstr(err.msg, "not job"));
+    assert_int_equal(st_logs_ticket_check(s, id, a, 1, "n1", &chk, &t, &err), -EACCES);
+    assert_int_equal(st_logs_ticket_check(s, id, big, 0, "n1", &chk, &t, &err), -EACCES);
+    memset(&err, 0, sizeof err);
+    assert_int_equal(
+        st_logs_ticket_check(s, "0123456789abcdef0123456789abcdef", a, 0, "n1", &chk, &t, &err),
+        -EACCES);
+    assert_non_null(strstr(err.msg, "unknown or expired"));
+    json_decref(out);
+    /* refused: another team, no such task or job, not run yet, a node without logs */
+    memset(&err, 0, sizeof err);
+    assert_int_equal(st_logs_ticket(s, &bob, a, 0, &out, &t, &err), -EACCES);
+    assert_non_null(strstr(err.msg, "team-a"));
+    assert_int_equal(st_logs_ticket(s, &alice, a, 1, &out, &t, &err), -ENOENT);
+    assert_int_equal(st_logs_ticket(s, &alice, 999, 0, &out, &t, &err), -ENOENT);
+    assert_int_equal(st_logs_ticket(s, &alice, big, 0, &out, &t, &err), -EBUSY);
+    memset(&err, 0, sizeof err);
+    assert_string_equal(job_state(s, cpu), "placed");
+    int rc = st_logs_ticket(s, &alice, cpu, 0, &out, &t, &err);
+    if (rc == 0) { /* placed on n1: fine too; n2 is what is tested */
+        json_decref(out);
+    } else {
+        assert_int_equal(rc, -ENOENT);
+        assert_non_null(strstr(err.msg, "does not serve logs"));
+    }
+    st_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -619,6 +750,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_task_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_and_store_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_gpu_lost, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_log_tickets, setup, teardown),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -100,7 +100,7 @@ static void test_one_controller_per_dir(void **unused)
     store_close(s);
     assert_int_equal(store_open(dir, NULL, &s2, &err), 0);
     store_close(s2);
-    assert_int_equal(store_open("etcd://x", NULL, &s2, &err), -ENOENT);
+    assert_int_equal(store_open("nosuch://x", NULL, &s2, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "unknown backend"));
 }
 

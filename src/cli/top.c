@@ -1,0 +1,406 @@
+/*
+ * top.c: `arbiter top`, a live view of a running controller in the manner
+ * of top(1) and squeue in a loop, made only of the public API:
+ *
+ *   cluster   GET /v1/status (Lamport clock, epoch), GET /v1/nodes (ready
+ *             or not, GPUs allocated of total), GET /metrics
+ *             (fragmentation, decisions per second)
+ *   queues    GET /v1/queues: quota, usage, dominant share, fair share
+ *             (the queue's weight over the weights of all queues), pending
+ *   jobs      GET /v1/jobs?state=running|placed|pending&limit=N; each shown
+ *             pending job with its one-line reason (GET .../explain)
+ *   nodes     from GET /v1/nodes, with each report's age
+ *
+ * --once prints one frame, without escape codes, and exits (what scripts
+ * and tests read). Otherwise the screen is redrawn every --interval (2 s)
+ * until q, Ctrl-C or SIGTERM; the terminal (echo, line mode, cursor, the
+ * main screen) is restored on every way out.
+ *
+ * ARBITER_URL (one or several controllers), ARBITER_TOKEN and
+ * ARBITER_RETRY_S as for the other client verbs (client.c). Exit codes:
+ * 0 done; 1 the controller refused (its message); 2 usage; 3 unreachable
+ * (--once; the live view keeps trying and says so on screen).
+ */
+#include <errno.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+
+typedef struct top_opts {
+    bool once;
+    int64_t interval_ms;
+    int jobs; /* rows per job list */
+} top_opts_t;
+
+typedef struct top_fetch {
+    long status; /* the first failure's HTTP status; -1 unreachable; 0 all fine */
+    json_t *err; /* its reply */
+} top_fetch_t;
+
+static volatile sig_atomic_t top_stop;
+
+static void on_signal(int sig)
+{
+    (void)sig;
+    top_stop = 1;
+}
+
+/* GET path as JSON; NULL on failure (the first failure kept in f). */
+static json_t *fetch(top_fetch_t *f, const char *path, char **raw)
+{
+    json_t *o = NULL;
+    long st;
+
+    if (f->status)
+        return NULL; /* one failure is enough for a frame */
+    st = cli_http("GET", path, NULL, 0, NULL, raw ? NULL : &o, raw);
+    if (st >= 200 && st < 300)
+        return raw ? json_true() : o;
+    f->status = st < 0 ? -1 : st;
+    if (raw && *raw && st >= 300)
+        f->err = json_loads(*raw, 0, NULL);
+    else
+        f->err = o;
+    return NULL;
+}
+
+/* The value of an unlabelled Prometheus sample, or -1. */
+static double metric(const char *text, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = text; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (strncmp(p, name, n) == 0 && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return -1;
+}
+
+static const char *str(json_t *o, const char *k)
+{
+    const char *s = json_string_value(json_object_get(o, k));
+    return s ? s : "-";
+}
+
+static long long num(json_t *o, const char *k)
+{
+    return (long long)json_integer_value(json_object_get(o, k));
+}
+
+static double real(json_t *o, const char *k)
+{
+    return json_number_value(json_object_get(o, k));
+}
+
+static void job_nodes(json_t *j, char *buf, size_t n)
+{
+    json_t *t;
+    size_t i, used = 0;
+
+    buf[0] = '\0';
+    json_array_foreach(json_object_get(j, "tasks"), i, t) {
+        const char *node = json_string_value(json_object_get(t, "node"));
+        if (!node || used >= n || (used && strstr(buf, node)))
+            continue;
+        used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "," : "", node);
+    }
+    if (!buf[0])
+        snprintf(buf, n, "-");
+}
+
+static void jobs_rows(FILE *o, json_t *list, int max, bool *more)
+{
+    json_t *j;
+    size_t i;
+    char where[128];
+
+    json_array_foreach(json_object_get(list, "jobs"), i, j) {
+        if ((int)i >= max) {
+            *more = true;
+            break;
+        }
+        job_nodes(j, where, sizeof where);
+        fprintf(o, "  %-7lld %-20.20s %-12.12s %-8s %6lld %5lld  %s\n", num(j, "id"),
+                str(j, "name"), str(j, "queue"), str(j, "state"), num(j, "priority"),
+                num(j, "gpus"), where);
+    }
+}
+
+/* One frame into o. false when the controller could not be read (f says
+ * why; the frame then holds that message). */
+static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
+{
+    char path[128], *mtext = NULL, when[64];
+    json_t *status = fetch(f, "/v1/status", NULL);
+    json_t *nodes = fetch(f, "/v1/nodes", NULL);
+    json_t *queues = fetch(f, "/v1/queues", NULL);
+    json_t *mok = fetch(f, "/metrics", &mtext);
+    json_t *running, *placed, *pending, *n, *q, *g;
+    size_t i, k;
+    time_t now = time(NULL);
+    struct tm tm;
+    bool more = false;
+
+    snprintf(path, sizeof path, "/v1/jobs?state=running&limit=%d", op->jobs + 1);
+    running = fetch(f, path, NULL);
+    snprintf(path, sizeof path, "/v1/jobs?state=placed&limit=%d", op->jobs + 1);
+    placed = fetch(f, path, NULL);
+    snprintf(path, sizeof path, "/v1/jobs?state=pending&limit=%d", op->jobs + 1);
+    pending = fetch(f, path, NULL);
+    gmtime_r(&now, &tm);
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
+    if (f->status) {
+        const char *m = json_string_value(
+            json_object_get(json_object_get(f->err, "error"), "message"));
+        fprintf(o, "arbiter top  %s\n\n", when);
+        if (f->status < 0)
+            fprintf(o, "  the controller cannot be reached (ARBITER_URL); retrying\n");
+        else
+            fprintf(o, "  the controller refused: %ld: %s\n", f->status, m ? m : "(no message)");
+        goto out;
+    }
+
+    /* cluster */
+    int ready = 0, notready = 0, other = 0;
+    double gtotal = 0, galloc = 0;
+    json_array_foreach(json_object_get(nodes, "nodes"), i, n) {
+        const char *s = str(n, "state");
+        ready += strcmp(s, "Ready") == 0;
+        notready += strcmp(s, "NotReady") == 0;
+        other += strcmp(s, "Ready") != 0 && strcmp(s, "NotReady") != 0;
+        json_array_foreach(json_object_get(n, "gpus"), k, g) {
+            gtotal += 1;
+            galloc += (double)json_integer_value(json_object_get(g, "used_milli")) / 1000.0;
+        }
+    }
+    long long qpending = 0, qrunning = 0;
+    double wsum = 0;
+    json_array_foreach(json_object_get(queues, "queues"), i, q) {
+        qpending += num(q, "pending");
+        qrunning += num(q, "running");
+        wsum += real(q, "weight");
+    }
+    double frag = metric(mtext, "arbiter_gpu_fragmentation_ratio");
+    double dps = metric(mtext, "arbiter_decisions_per_second");
+    fprintf(o, "arbiter top  %s  lamport %lld  epoch %lld\n", when, num(status, "lamport"),
+            num(status, "epoch"));
+    fprintf(o, "cluster  nodes %d ready, %d not ready", ready, notready);
+    if (other)
+        fprintf(o, ", %d other", other);
+    fprintf(o, "  |  GPUs %.4g/%.4g allocated (%.0f%%)  |  fragmentation %.2f  |  queue %lld "
+               "pending, %lld running  |  %.1f decisions/s\n\n",
+            galloc, gtotal, gtotal > 0 ? 100.0 * galloc / gtotal : 0.0, frag < 0 ? 0 : frag,
+            qpending, qrunning, dps < 0 ? 0 : dps);
+
+    /* queues */
+    fprintf(o, "QUEUES\n  %-16s %-12s %10s %10s %7s %7s %8s %8s\n", "NAME", "COHORT",
+            "QUOTA GPU", "USED GPU", "SHARE", "FAIR", "PENDING", "RUNNING");
+    json_array_foreach(json_object_get(queues, "queues"), i, q) {
+        char quota[32] = "-";
+        json_t *nom = json_object_get(q, "nominal");
+        if (nom)
+            snprintf(quota, sizeof quota, "%.4g", real(nom, "nvidia.com/gpu"));
+        fprintf(o, "  %-16.16s %-12.12s %10s %10.4g %7.2f %7.2f %8lld %8lld\n", str(q, "name"),
+                str(q, "cohort"), quota, real(json_object_get(q, "used"), "nvidia.com/gpu"),
+                real(q, "dominant_share"), wsum > 0 ? real(q, "weight") / wsum : 0.0,
+                num(q, "pending"), num(q, "running"));
+    }
+    if (json_array_size(json_object_get(queues, "queues")) == 0)
+        fprintf(o, "  (no queues yet)\n");
+
+    /* jobs */
+    fprintf(o, "\nRUNNING\n  %-7s %-20s %-12s %-8s %6s %5s  %s\n", "ID", "NAME", "QUEUE", "STATE",
+            "PRIO", "GPUS", "NODES");
+    jobs_rows(o, running, op->jobs, &more);
+    jobs_rows(o, placed, op->jobs, &more);
+    if (!json_array_size(json_object_get(running, "jobs")) &&
+        !json_array_size(json_object_get(placed, "jobs")))
+        fprintf(o, "  (none)\n");
+    if (more)
+        fprintf(o, "  ... (%lld running in all)\n", qrunning);
+    fprintf(o, "\nPENDING\n  %-7s %-20s %-12s %6s %5s  %s\n", "ID", "NAME", "QUEUE", "PRIO",
+            "GPUS", "WHY");
+    json_t *j;
+    json_array_foreach(json_object_get(pending, "jobs"), i, j) {
+        if ((int)i >= op->jobs) {
+            fprintf(o, "  ... (%lld pending in all)\n", qpending);
+            break;
+        }
+        json_t *x;
+        snprintf(path, sizeof path, "/v1/jobs/%lld/explain", num(j, "id"));
+        x = fetch(f, path, NULL);
+        fprintf(o, "  %-7lld %-20.20s %-12.12s %6lld %5lld  %s\n", num(j, "id"), str(j, "name"),
+                str(j, "queue"), num(j, "priority"), num(j, "gpus"),
+                x ? str(x, "summary") : "(explain failed)");
+        json_decref(x);
+        if (f->status) { /* a job ended between the list and its explain: fine */
+            json_decref(f->err);
+            f->err = NULL;
+            f->status = 0;
+        }
+    }
+    if (json_array_size(json_object_get(pending, "jobs")) == 0)
+        fprintf(o, "  (none)\n");
+
+    /* nodes */
+    fprintf(o, "\nNODES\n  %-20s %-9s %9s %10s\n", "NAME", "STATE", "GPUS", "REPORT AGE");
+    json_array_foreach(json_object_get(nodes, "nodes"), i, n) {
+        int busy = 0;
+        char cnt[32], age[32] = "-";
+        json_array_foreach(json_object_get(n, "gpus"), k, g)
+            busy += json_array_size(json_object_get(g, "jobs")) > 0;
+        snprintf(cnt, sizeof cnt, "%d/%zu", busy, json_array_size(json_object_get(n, "gpus")));
+        if (json_is_number(json_object_get(n, "report_age_s")))
+            snprintf(age, sizeof age, "%.1fs", real(n, "report_age_s"));
+        fprintf(o, "  %-20.20s %-9s %9s %10s\n", str(n, "name"), str(n, "state"), cnt, age);
+    }
+    if (json_array_size(json_object_get(nodes, "nodes")) == 0)
+        fprintf(o, "  (no nodes; agents register them)\n");
+out:
+    json_decref(status);
+    json_decref(nodes);
+    json_decref(queues);
+    json_decref(running);
+    json_decref(placed);
+    json_decref(pending);
+    if (mok)
+        json_decref(mok);
+    free(mtext);
+    return f->status == 0;
+}
+
+static int parse_interval(const char *s, int64_t *ms)
+{
+    char *end;
+    double v = strtod(s, &end);
+
+    if (end == s || v <= 0)
+        return -1;
+    if (strcmp(end, "ms") == 0)
+        *ms = (int64_t)v;
+    else if (strcmp(end, "s") == 0 || *end == '\0')
+        *ms = (int64_t)(v * 1000);
+    else if (strcmp(end, "m") == 0)
+        *ms = (int64_t)(v * 60000);
+    else
+        return -1;
+    return *ms >= 100 && *ms <= 3600000 ? 0 : -1;
+}
+
+/* The live loop on a terminal (or plain redraws when stdout is not one). */
+static int live(const top_opts_t *op)
+{
+    struct termios saved, raw;
+    bool tty_in = isatty(STDIN_FILENO), tty_out = isatty(STDOUT_FILENO), rawmode = false;
+    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+
+    sigaction(SIGINT, &sa, &old_int); /* no SA_RESTART: poll() wakes up */
+    sigaction(SIGTERM, &sa, &old_term);
+    if (tty_in && tcgetattr(STDIN_FILENO, &saved) == 0) {
+        raw = saved;
+        raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
+        raw.c_cc[VMIN] = 0;
+        raw.c_cc[VTIME] = 0;
+        rawmode = tcsetattr(STDIN_FILENO, TCSANOW, &raw) == 0;
+    }
+    if (tty_out)
+        fputs("\033[?1049h\033[?25l", stdout); /* the other screen, no cursor */
+    while (!top_stop) {
+        char *text = NULL;
+        size_t len = 0;
+        FILE *m = open_memstream(&text, &len);
+        top_fetch_t f = {0};
+        if (!m)
+            break;
+        frame(m, op, &f);
+        json_decref(f.err);
+        fclose(m);
+        if (tty_out)
+            fputs("\033[H\033[2J", stdout);
+        fwrite(text, 1, len, stdout);
+        if (tty_out)
+            fputs("\n(q quits)", stdout);
+        else
+            fputs("\n", stdout);
+        fflush(stdout);
+        free(text);
+        /* Wait for the interval, a key, or a signal. */
+        struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
+        int64_t left = op->interval_ms;
+        while (left > 0 && !top_stop) {
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            int r = poll(&p, tty_in ? 1 : 0, (int)(left > 1000 ? 1000 : left));
+            if (r > 0) {
+                char c;
+                ssize_t k = read(STDIN_FILENO, &c, 1);
+                if (k == 1 && (c == 'q' || c == 'Q' || c == 3))
+                    top_stop = 1;
+                else if (k == 0)
+                    tty_in = false; /* stdin closed: poll only the clock */
+            } else if (r < 0 && errno != EINTR) {
+                break;
+            }
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            left -= (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+        }
+    }
+    if (tty_out)
+        fputs("\033[?25h\033[?1049l", stdout);
+    fflush(stdout);
+    if (rawmode)
+        tcsetattr(STDIN_FILENO, TCSANOW, &saved);
+    sigaction(SIGINT, &old_int, NULL);
+    sigaction(SIGTERM, &old_term, NULL);
+    return 0;
+}
+
+int cli_top(int argc, char **argv)
+{
+    top_opts_t op = {.interval_ms = 2000, .jobs = 10};
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--once") == 0) {
+            op.once = true;
+        } else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
+            if (parse_interval(argv[++i], &op.interval_ms) < 0) {
+                fprintf(stderr, "arbiter top: --interval '%s': give 100ms to 1h, e.g. 2s or "
+                                "500ms\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+        } else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 1000) {
+                fprintf(stderr, "arbiter top: --jobs '%s': give 1..1000 rows per list\n",
+                        argv[i]);
+                return EXIT_USAGE;
+            }
+            op.jobs = (int)n;
+        } else {
+            fprintf(stderr, "usage: arbiter top [--once] [--interval 2s] [--jobs N]\n");
+            return EXIT_USAGE;
+        }
+    }
+    if (op.once) {
+        top_fetch_t f = {0};
+        bool ok = frame(stdout, &op, &f);
+        int rc = ok ? 0 : f.status < 0 ? EXIT_UNREACHABLE : cli_refused(f.status, f.err);
+        json_decref(f.err);
+        return rc;
+    }
+    /* The live view redraws: keep each refresh short when a controller is
+     * away (ARBITER_RETRY_S still wins when set). */
+    setenv("ARBITER_RETRY_S", getenv("ARBITER_RETRY_S") ? getenv("ARBITER_RETRY_S") : "1", 1);
+    return live(&op);
+}

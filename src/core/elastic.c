@@ -1,0 +1,170 @@
+/*
+ * elastic.c: elastic training jobs in the scheduler core: growing a running
+ * job toward its max when capacity frees, and shrinking it toward its min.
+ *
+ * An elastic job (j->elastic, spec `replicas: {min: 2, max: 8}`) has
+ * ntasks = max interchangeable tasks of one group and gang_min = min. It
+ * is placed like a gang whose first gang_min tasks are all or nothing, plus
+ * as many more as fit at that moment (sched.c, sched_place_job). Its tasks
+ * are always the prefix 0..nalloc-1: a rank is a task index.
+ *
+ *   placed with n tasks (min <= n <= max)
+ *        |            grow (cycle, capacity left)       shrink (preemption)
+ *        v          +-------------------------+    +-------------------------+
+ *     HOLDING n ----+  n -> n + k, k <= max-n  +----+  n -> n - k, n - k >= min|
+ *        |          +-------------------------+    +-------------------------+
+ *        | whole-job preemption (the min gang), end, cancel
+ *        v
+ *     released (job.h lifecycle)
+ *
+ * Growth rule (chosen to never starve queued jobs): a cycle grows elastic
+ * jobs only after every pending job had its turn, and only when none is
+ * left pending and no preemption is under way (no victim stopping, no
+ * preemptor waiting). So capacity that a queued job could use, now or once
+ * victims have stopped, is never taken by growth. Jobs grow one task per
+ * round, highest priority first (then oldest), so two elastic jobs share
+ * what is free. A grown task is placed on any node (the group's topology
+ * requirement binds the initial placement only), within the queue's quota.
+ * Quotas: admission counts an elastic job's min (arb_job_total); a first
+ * placement beyond min is trimmed to the queue's nominal plus borrowing
+ * limit (sched_elastic_trim), and growth checks it per task.
+ *
+ * Shrinking is preemption's cheapest move (preempt.c): an elastic job's
+ * tasks above its min are victims one task at a time, highest rank first,
+ * before any job is evicted whole; the min is a gang. Every change of
+ * nalloc while the job holds bumps j->resize_gen, which the controller
+ * turns into a resize event and a resize notice to the job's tasks.
+ *
+ * Invariants: (1) gang_min <= nalloc <= ntasks while an elastic job holds;
+ * (2) its queue's usage is the sum of its nalloc tasks' requests.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sched_int.h"
+
+void sched_task_charge(arb_sched_t *s, const arb_job_t *j, int t, int sign)
+{
+    arb_queue_t *q = sched_queue_get(s, j->queue);
+    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+
+    if (!q || !g)
+        return;
+    if (sign > 0)
+        arb_res_add(&q->used, &g->req);
+    else
+        arb_res_sub(&q->used, &g->req);
+}
+
+static bool held(const arb_job_t *j)
+{
+    return j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
+}
+
+/* May j's queue take one more task of group g (its nominal quota plus the
+ * borrowing limit, in GPUs and CPU)? Queues without a quota always may. */
+static bool quota_allows(arb_sched_t *s, const arb_job_t *j, const arb_tgroup_t *g)
+{
+    const arb_queue_t *q = sched_queue_get(s, j->queue);
+
+    if (!q || !q->has_quota)
+        return true;
+    if (q->nominal.gpu_milli + q->borrow_limit.gpu_milli > 0 &&
+        q->used.gpu_milli + g->req.gpu_milli > q->nominal.gpu_milli + q->borrow_limit.gpu_milli)
+        return false;
+    if (q->nominal.cpu_milli + q->borrow_limit.cpu_milli > 0 &&
+        q->used.cpu_milli + g->req.cpu_milli > q->nominal.cpu_milli + q->borrow_limit.cpu_milli)
+        return false;
+    return true;
+}
+
+void sched_elastic_trim(arb_sched_t *s, arb_job_t *j)
+{
+    const arb_queue_t *q = sched_queue_get(s, j->queue);
+    arb_res_t extra = {0};
+
+    if (!j->elastic || !q || !q->has_quota)
+        return;
+    for (int t = 0; t < j->nalloc; t++)
+        arb_res_add(&extra, &arb_job_task_group(j, t, NULL)->req);
+    while (j->nalloc > j->gang_min) {
+        int64_t lg = q->nominal.gpu_milli + q->borrow_limit.gpu_milli;
+        int64_t lc = q->nominal.cpu_milli + q->borrow_limit.cpu_milli;
+        if ((lg == 0 || q->used.gpu_milli + extra.gpu_milli <= lg) &&
+            (lc == 0 || q->used.cpu_milli + extra.cpu_milli <= lc))
+            break;
+        arb_res_sub(&extra, &arb_job_task_group(j, j->nalloc - 1, NULL)->req);
+        sched_release_task(s, j, --j->nalloc);
+    }
+}
+
+static int cmp_grow(const void *a, const void *b)
+{
+    const arb_job_t *x = *(arb_job_t *const *)a, *y = *(arb_job_t *const *)b;
+    if (x->priority != y->priority)
+        return x->priority > y->priority ? -1 : 1;
+    return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx)
+{
+    arb_job_t **v;
+    int nv = 0, grown = 0;
+    bool progress = true;
+
+    for (uint32_t i = 0; i < s->njobs; i++) {
+        const arb_job_t *j = s->jobs[i];
+        if (j->state == ARB_JOB_PENDING || j->waiting || j->evicting || j->shrink_to > 0)
+            return 0; /* the growth rule: queued jobs and preemptions come first */
+    }
+    v = malloc((s->njobs + 1) * sizeof *v);
+    if (!v)
+        return 0;
+    for (uint32_t i = 0; i < s->njobs; i++) {
+        arb_job_t *j = s->jobs[i];
+        if (j->elastic && held(j) && j->nalloc < j->ntasks)
+            v[nv++] = j;
+    }
+    qsort(v, (size_t)nv, sizeof *v, cmp_grow);
+    while (progress) {
+        progress = false;
+        for (int i = 0; i < nv; i++) {
+            arb_job_t *j = v[i];
+            const arb_tgroup_t *g;
+            if (!j || j->nalloc >= j->ntasks)
+                continue;
+            g = arb_job_task_group(j, j->nalloc, NULL);
+            if (!quota_allows(s, j, g) || sched_place_task(s, j, j->nalloc, NULL, ctx) < 0) {
+                v[i] = NULL; /* nothing more fits it this cycle */
+                continue;
+            }
+            sched_task_charge(s, j, j->nalloc, +1);
+            j->nalloc++;
+            j->resize_gen++;
+            grown++;
+            progress = true;
+        }
+    }
+    free(v);
+    return grown;
+}
+
+int arb_sched_shrink(arb_sched_t *s, arb_job_t *j, int n, arb_err_t *err)
+{
+    if (!held(j))
+        return arb_errf(err, -EPERM, "job '%s' is %s; only a placed or running job shrinks",
+                        j->name, arb_job_state_name(j->state));
+    if (n < j->gang_min || n > j->nalloc)
+        return arb_errf(err, -EINVAL, "job '%s': cannot shrink from %d to %d tasks (its min is %d)",
+                        j->name, j->nalloc, n, j->gang_min);
+    if (n < j->nalloc)
+        j->resize_gen++;
+    while (j->nalloc > n) {
+        int t = j->nalloc - 1;
+        sched_task_charge(s, j, t, -1);
+        sched_release_task(s, j, t);
+        j->nalloc--;
+    }
+    j->shrink_to = 0;
+    return 0;
+}

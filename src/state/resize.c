@@ -1,0 +1,222 @@
+/*
+ * resize.c: the controller's side of preemption with a grace period and of
+ * elastic jobs: what the scheduler decided in a cycle (victims marked,
+ * shrink marks, growth) turned into stops, assignments and events. Every
+ * function expects s->mu held.
+ *
+ * The scheduler runs with deferred preemption (state.c, build_sched): a
+ * victim keeps its allocations until its processes are gone, so a GPU is
+ * never given to the preemptor while a victim may still run on it.
+ *
+ *   victim marked (j->evicting) --not delivered--> requeued now (nothing runs)
+ *        | delivered
+ *        v
+ *   stop (stop_then REQUEUE): agents SIGTERM each task's group, wait the
+ *   job's terminationGracePeriodSeconds (else the agent's grace), SIGKILL
+ *        | every task reported ended (liveness.c, st_job_settle)
+ *        v
+ *   requeued whole: its GPUs are released; the preemptor places next cycle
+ *
+ * An elastic job marked to shrink (j->shrink_to = k) gets "stop" on the
+ * assignments of tasks k..nalloc-1 only; once those have ended,
+ * arb_sched_shrink releases them, the job goes on with k tasks and the
+ * remaining tasks get a resize notice (a new generation in their
+ * assignments: the agent rewrites ARBITER_RESIZE_FILE and sends SIGUSR1).
+ * Growth (the scheduler added tasks) is the same notice for the running
+ * tasks plus new assignments for the added ones. Every resize is an event:
+ *   job 5 'train' resized 4 -> 6: capacity freed on node-c
+ *   job 5 'train' resized 6 -> 4: tasks 4..5 stopped for job 7 'serve'
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "state/state_int.h"
+
+static bool held(const arb_job_t *j)
+{
+    return j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
+}
+
+/* The controller's job for scheduler id sid, or NULL. */
+static st_job_t *by_sched_id(st_t *s, uint32_t sid)
+{
+    for (int i = 0; i < s->nactive; i++)
+        if (s->active[i]->j->id == sid && !s->active[i]->own_j) /* a service has no sched id */
+            return s->active[i];
+    return NULL;
+}
+
+/* "job 7 'serve' (priority 1000)" into buf. */
+static void who_preempts(st_t *s, const arb_job_t *j, char *buf, size_t n)
+{
+    st_job_t *p = by_sched_id(s, j->preempted_by);
+
+    if (p && st_service_who(s, p, buf, n)) /* a service's replica: name the service */
+        return;
+    if (p)
+        snprintf(buf, n, "job %llu '%s' (priority %d)", (unsigned long long)p->id, p->j->name,
+                 p->j->priority);
+    else
+        snprintf(buf, n, "a higher-priority job");
+}
+
+static void grace_text(const arb_job_t *j, char *buf, size_t n)
+{
+    if (j->grace_s >= 0)
+        snprintf(buf, n, "%d s grace", j->grace_s);
+    else
+        snprintf(buf, n, "the agent's grace");
+}
+
+bool st_resize_settle(st_t *s, st_job_t *sj)
+{
+    arb_job_t *j = sj->j;
+    int from = j->nalloc, to = j->shrink_to;
+    char by[160];
+    arb_err_t err;
+
+    if (!held(j) || to <= 0 || to >= from)
+        return false;
+    for (int t = to; t < from; t++) {
+        uint8_t st = sj->tasks[t].state;
+        bool gone = st >= TK_SUCCEEDED || (!sj->delivered && st == TK_ASSIGNED);
+        if (!gone)
+            return false;
+    }
+    who_preempts(s, j, by, sizeof by);
+    if (arb_sched_shrink(s->sched, j, to, &err) < 0)
+        return false;
+    for (int t = to; t < from; t++) {
+        st_task_t *tk = &sj->tasks[t];
+        tk->state = TK_PENDING;
+        tk->has_exit = false;
+        tk->stop_sent = false;
+        tk->straggler = ST_STRAG_NONE;
+    }
+    sj->nalloc_seen = j->nalloc;
+    sj->shrink_noted = 0;
+    uint64_t lam = st_event(s, "job-resized", sj->id, NULL,
+                            "job %llu '%s' resized %d -> %d: task%s %d..%d stopped for %s",
+                            (unsigned long long)sj->id, j->name, from, to,
+                            from - to == 1 ? "" : "s", to, from - 1, by);
+    st_job_save(s, sj, lam);
+    s->dirty = true;
+    pthread_cond_signal(&s->kick);
+    return true;
+}
+
+void st_resize_after_cycle(st_t *s, st_job_t *sj)
+{
+    arb_job_t *j = sj->j;
+    char by[160], grace[32];
+
+    if (sj->active_ix < 0 || !held(j))
+        return;
+    if (sj->nalloc_seen == 0)
+        sj->nalloc_seen = j->nalloc; /* placed in this cycle, or recovered */
+    if (j->evicting && !sj->stop) {
+        who_preempts(s, j, by, sizeof by);
+        grace_text(j, grace, sizeof grace);
+        if (!sj->delivered) { /* no agent has it: nothing runs, release it now */
+            char why[256];
+            snprintf(why, sizeof why, "preempted by %s before it started", by);
+            st_job_requeue(s, sj, why);
+            s->m_preempted++;
+            return;
+        }
+        sj->stop = true;
+        sj->stop_then = ST_THEN_REQUEUE;
+        snprintf(sj->message, sizeof sj->message, "preempted by %s", by);
+        uint64_t lam = st_event(s, "job-preempting", sj->id, NULL,
+                                "job %llu '%s' (priority %d) preempted by %s: SIGTERM to its %d "
+                                "task%s, SIGKILL after %s; its GPUs are handed over once they "
+                                "have exited",
+                                (unsigned long long)sj->id, j->name, j->priority, by, j->nalloc,
+                                j->nalloc == 1 ? "" : "s", grace);
+        st_job_save(s, sj, lam);
+        s->m_preempted++;
+        return;
+    }
+    if (j->shrink_to > 0 && sj->shrink_noted != j->shrink_to && !sj->stop) {
+        who_preempts(s, j, by, sizeof by);
+        grace_text(j, grace, sizeof grace);
+        sj->shrink_noted = j->shrink_to;
+        uint64_t lam =
+            st_event(s, "job-shrinking", sj->id, NULL,
+                     "job %llu '%s' shrinking %d -> %d for %s: SIGTERM to task%s "
+                     "%d..%d, SIGKILL after %s",
+                     (unsigned long long)sj->id, j->name, j->nalloc, j->shrink_to, by,
+                     j->nalloc - j->shrink_to == 1 ? "" : "s", j->shrink_to, j->nalloc - 1, grace);
+        st_job_save(s, sj, lam);
+        st_resize_settle(s, sj); /* tasks no agent has: gone already */
+        return;
+    }
+    if (j->nalloc > sj->nalloc_seen && sj->stop) {
+        /* Grown while its tasks are being stopped (cancel, lost member):
+         * give the new ones straight back, unassigned. */
+        arb_err_t err;
+        arb_sched_shrink(s->sched, j, sj->nalloc_seen, &err);
+        return;
+    }
+    if (j->nalloc > sj->nalloc_seen) { /* grown */
+        char where[256];
+        size_t used = 0;
+        int from = sj->nalloc_seen;
+        where[0] = '\0';
+        for (int t = from; t < j->nalloc; t++) {
+            st_task_t *tk = &sj->tasks[t];
+            const char *nn = arb_node_name(&s->cluster, &s->cluster.nodes[j->alloc[t].node]);
+            bool dup = false;
+            tk->state = TK_ASSIGNED;
+            tk->has_exit = false;
+            tk->stop_sent = false;
+            tk->straggler = ST_STRAG_NONE;
+            tk->node1 = j->alloc[t].node + 1;
+            for (int k = from; k < t && !dup; k++)
+                dup = j->alloc[k].node == j->alloc[t].node;
+            if (!dup && used < sizeof where)
+                used += (size_t)snprintf(where + used, sizeof where - used, "%s%s",
+                                         used ? ", " : "", nn);
+        }
+        sj->nalloc_seen = j->nalloc;
+        st_node_index_job(s, sj);
+        uint64_t lam = st_event(s, "job-resized", sj->id, NULL,
+                                "job %llu '%s' resized %d -> %d: capacity freed on %s",
+                                (unsigned long long)sj->id, j->name, from, j->nalloc, where);
+        st_job_save(s, sj, lam);
+    }
+}
+
+void st_resize_explain(st_t *s, st_job_t *sj, json_t *o)
+{
+    json_t *arr = json_array();
+    char hint[512];
+    size_t used = 0;
+
+    hint[0] = '\0';
+    for (int i = 0; i < s->nactive; i++) {
+        st_job_t *v = s->active[i];
+        const arb_job_t *j = v->j;
+        if (v == sj || j->preempted_by != sj->j->id || !(j->evicting || j->shrink_to > 0) ||
+            !held(j))
+            continue;
+        json_array_append_new(arr,
+                              json_pack("{s:I,s:s,s:s}", "job", (json_int_t)v->id, "name", j->name,
+                                        "action", j->evicting ? "preempted" : "shrinking"));
+        if (used < sizeof hint)
+            used += (size_t)snprintf(hint + used, sizeof hint - used, "%sjob %llu '%s' (%s)",
+                                     used ? ", " : "", (unsigned long long)v->id, j->name,
+                                     j->evicting ? "preempted whole" : "shrinking");
+    }
+    if (json_array_size(arr) > 0) {
+        char txt[700];
+        snprintf(txt, sizeof txt,
+                 "its victims are stopping: %s; it starts once their tasks have exited (SIGTERM, "
+                 "the grace period, SIGKILL)",
+                 hint);
+        json_object_set_new(o, "hint", json_string(txt));
+        json_object_set_new(o, "waiting_for", arr);
+    } else {
+        json_decref(arr);
+    }
+}
