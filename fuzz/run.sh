@@ -3,6 +3,9 @@
 # for SECONDS each (libFuzzer -max_total_time). Each keeps a growing corpus in
 # BUILD_DIR/fuzz/corpus/<target> and writes crash inputs to
 # BUILD_DIR/fuzz/artifacts/<target>/; its log is BUILD_DIR/fuzz/<target>.log.
+# fuzz/seeds/<target>/, where present, holds hand-made seed inputs read as a
+# second corpus (JSON parsers need them: the JSON library is not instrumented,
+# so the fuzzer cannot find JSON's shape by itself).
 # Exits non-zero when any target finds a crash, leak or timeout, or when
 # there is no target to run.
 set -u
@@ -23,9 +26,11 @@ for exe in "$dir"/fuzz_*; do
     artifacts=$dir/artifacts/$name
     log=$dir/$name.log
     mkdir -p "$corpus" "$artifacts"
+    seeds=$(dirname "$0")/seeds/$name
+    [ -d "$seeds" ] || seeds=
     ran=$((ran + 1))
     if "$exe" -max_total_time="$secs" -timeout=10 -print_final_stats=1 \
-        -artifact_prefix="$artifacts/" "$corpus" >"$log" 2>&1; then
+        -artifact_prefix="$artifacts/" "$corpus" $seeds >"$log" 2>&1; then
         runs=$(sed -n 's/^Done \([0-9]*\) runs.*/\1/p' "$log")
         echo "fuzz: $name ok (${runs:-?} runs in ${secs}s, corpus $(ls "$corpus" | wc -l))"
     else
