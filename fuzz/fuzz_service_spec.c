@@ -7,7 +7,7 @@
  * success that says "service" has a port and replica counts in range, and
  * leaves none of the service keys in the mapping.
  *
- * Seed corpus: a service spec such as docs/services.md's.
+ * Seed inputs: fuzz/seeds/fuzz_service_spec/ (a service and a batch spec).
  */
 #include <libfyaml.h>
 #include <stdio.h>
