@@ -272,6 +272,35 @@ static void test_deferred_whole(void **st)
     fx_free(&f);
 }
 
+/* Deferred: two preemptors in one cycle, where the first one's victim
+ * frees room for both: the second waits for that room and marks no victim
+ * of its own (the higher-priority job keeps running). */
+static void test_deferred_room_being_freed(void **st)
+{
+    fx_t f;
+    (void)st;
+    fx_init(&f);
+    fx_node(&f, "a", 6, 1, NULL, 0);
+    esched(&f, true);
+    arb_job_t *low = plain(&f, "low", 3, 0);
+    arb_job_t *mid = plain(&f, "mid", 3, 5);
+    cycle(&f);
+    assert_true(holds(low) && holds(mid));
+    arb_job_t *h1 = plain(&f, "h1", 1, 10);
+    arb_job_t *h2 = plain(&f, "h2", 1, 10);
+    cycle(&f);
+    assert_true(low->evicting);
+    assert_false(mid->evicting); /* low's 3 GPUs are enough for both */
+    assert_true(h1->waiting && h2->waiting);
+    assert_int_equal(h1->state, ARB_JOB_PENDING);
+    assert_int_equal(h2->state, ARB_JOB_PENDING);
+    assert_int_equal(arb_sched_finish(f.s, low, ARB_JOB_PREEMPTED, &f.err), 0);
+    cycle(&f);
+    assert_true(holds(h1) && holds(h2) && holds(mid));
+    assert_int_equal(low->state, ARB_JOB_PENDING);
+    fx_free(&f);
+}
+
 static void test_shrink_errors(void **st)
 {
     fx_t f;
@@ -449,6 +478,7 @@ int main(void)
         cmocka_unit_test(test_quota),
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_gpu_sharing),
+        cmocka_unit_test(test_deferred_room_being_freed),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
