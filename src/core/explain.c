@@ -269,7 +269,12 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
                   "%lld GPUs are free in the cluster but at most %d in any one %s: the free "
                   "GPUs are fragmented. ",
                   (long long)free_gpus, ex->largest_free, domain_text(ex->domain));
-    if (ex->need_gpus > 0 && ex->best_node != UINT32_MAX && best_free < ex->need_gpus)
+    if (ex->need_gpus > 0 && ex->best_node != UINT32_MAX && best_free < ex->need_gpus &&
+        strcmp(domain_text(ex->domain), "node") == 0)
+        off = app(ex->hint, sizeof ex->hint, off,
+                  "Freeing %d more GPU(s) on node '%s' would fit it. ", ex->need_gpus - best_free,
+                  arb_node_name(s->c, &s->c->nodes[ex->best_node]));
+    else if (ex->need_gpus > 0 && ex->best_node != UINT32_MAX && best_free < ex->need_gpus)
         off = app(ex->hint, sizeof ex->hint, off,
                   "Freeing %d more GPU(s) in the %s of node '%s' would fit it. ",
                   ex->need_gpus - best_free, domain_text(ex->domain),
