@@ -279,8 +279,9 @@ static void hold_commit(se_t *q, const pend_t *ops, int from, int to)
             to - from, (long long)q->fence, q->hold, keys, to - from > 4 ? " ..." : "");
     while (access(q->hold, F_OK) == 0)
         nanosleep(&ts, NULL);
-    fprintf(stderr, "arbiter: test hook ARBITER_TEST_HOLD_COMMIT: released; sending the txn "
-                    "fenced by term %lld\n",
+    fprintf(stderr,
+            "arbiter: test hook ARBITER_TEST_HOLD_COMMIT: released; sending the txn "
+            "fenced by term %lld\n",
             (long long)q->fence);
 }
 
