@@ -66,6 +66,6 @@ demo-ha: build
 	@sh examples/demo-ha.sh $(BUILD)/arbiter
 
 .PHONY: bench-ha
-# durable submits/s through the leader over a 3-member etcd cluster, and SQLite; JSON lines.
+# durable submits/s through the leader over a 3-member etcd cluster, and SQLite, then the failover time after kill -9 of the leader; JSON lines.
 bench-ha: build
 	@sh bench/ha.sh $(BUILD)/arbiter $(CURDIR)

@@ -4,11 +4,13 @@
 #   1. a real 3-member etcd cluster on loopback ports (Debian's etcd 3.4);
 #   2. three controllers c1 c2 c3 over it: one wins the leader lease, the
 #      others follow (GET /v1/leader on each);
-#   3. `arbiter lb` in front, which sends agents and the CLI to whoever
-#      serves as leader, and three agents with 4 fake GPUs each;
+#   3. three agents with 4 fake GPUs each, started with
+#      --controller c1,c2,c3, and the CLI with ARBITER_URL=c1,c2,c3: they
+#      find the leader themselves (a follower answers 307 to it);
 #   4. two long training jobs run, and a client keeps submitting;
-#   5. kill -9 of the leader; a follower takes over when the lease runs out;
-#      the timeline of the failover, merged from every controller's log;
+#   5. kill -9 of the leader; a follower takes over when the lease runs out,
+#      and the agents and the CLI move to it by themselves; the timeline of
+#      the failover, merged from every controller's log;
 #   6. what survived: every acknowledged job, the long tasks (same pids,
 #      not restarted), the allocation check.
 # Everything it starts is stopped on exit, and its files removed.
@@ -43,12 +45,13 @@ for c in c1 c2 c3; do
     printf '%s  GET /v1/leader -> %s\n' "$c" "$(curl -s "$(cat "$T/url.$c")/v1/leader")"
 done
 
-act "3. arbiter lb in front (health check: /v1/leader?require=self), three agents"
-ha_lb c1 c2 c3
-ARBITER_URL=$HA_LB
-CL_AGENT_URL=$HA_LB
+act "3. three agents and the CLI, each given every controller's URL"
+ALL=$(cat "$T/url.c1"),$(cat "$T/url.c2"),$(cat "$T/url.c3")
+ARBITER_URL=$ALL
+CL_AGENT_URL=$ALL
 export ARBITER_URL
 echo "ARBITER_URL=$ARBITER_URL"
+echo "arbiter agent --controller $ALL ..."
 for n in n1 n2 n3; do CL_GPUS=4:H100 cl_agent "$n"; done
 for n in n1 n2 n3; do cl_wait "node $n" 15 cl_node_ready "$n"; done
 $ARB nodes
@@ -87,10 +90,11 @@ kill -9 "$OLD_PID"
 wait "$OLD_PID" 2>/dev/null || true
 cl_forget_pid "$OLD_PID"
 rm "$T/url.$OLD"
-cl_wait "a new leader" $((HA_TTL + 5)) ha_leader
+cl_wait "a new leader" 30 ha_leader
 NEW=$(ha_leader)
 stamp "$NEW serves as leader, $(( $(ha_now_ms) - t0 )) ms after the kill (lease TTL ${HA_TTL} s)"
-cl_wait "submissions through the new leader" 20 acked $((before + 10))
+cl_wait "submissions through the new leader" 30 acked $((before + 10))
+stamp "10 more submissions acknowledged, $(( $(ha_now_ms) - t0 )) ms after the kill (the CLI found $NEW in its list)"
 # Jobs the new leader recovered: ids up to N; the first id above is its first acknowledgement.
 N=$(sed -n 's/.*serving as leader.* \([0-9]*\) jobs and.*/\1/p' "$T/$NEW.log" | tail -1)
 first=$(awk -v n="$N" '$2 > n { print; exit }' "$T/acked")
@@ -117,4 +121,4 @@ for n in n1 n2 n3; do cl_wait "node $n on $NEW" 15 cl_node_ready "$n"; done
 echo "allocation check on $NEW: $(curl -s "$(cat "$T/url.$NEW")/v1/check")"
 $ARB nodes
 echo
-echo "stopping everything this demo started (controllers, agents, lb, etcd)"
+echo "stopping everything this demo started (controllers, agents, etcd)"

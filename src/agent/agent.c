@@ -397,6 +397,19 @@ int agent_step(agent_t *a, arb_err_t *err)
         save_state(a);
         return 0;
     }
+    if (reply.stale) {
+        /* Ignored as a replay (an older report of this node was applied
+         * after it was sent): not an acknowledgement. Nothing is forgotten
+         * and the lease is not renewed; the next report says it all again,
+         * with the controller's clock taken in. */
+        say(a, "report ignored by the controller: %s", reply.message);
+        agent_lamport_recv(&a->clock, reply.lamport);
+        agent_reply_free(&reply);
+        if (agent_lease_tick(&a->lease, t) == AGENT_LEASE_FENCE)
+            fence(a, t);
+        save_state(a);
+        return 0;
+    }
     if (a->failing)
         say(a, "reports acknowledged again");
     a->failing = false;

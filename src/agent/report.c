@@ -426,6 +426,7 @@ int agent_reply_parse(const char *text, size_t len, agent_reply_t *out, arb_err_
         }
         r.lease_ns = lease_ms * 1000000;
         r.lost = json_is_true(lost);
+        r.stale = json_is_true(json_object_get(root, "stale"));
         if (json_is_string(msg))
             snprintf(r.message, sizeof r.message, "%s", json_string_value(msg));
     }

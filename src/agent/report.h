@@ -63,6 +63,7 @@ typedef struct agent_reply {
     uint64_t lamport, epoch;
     int64_t lease_ns;      /* the controller's lease for this node; 0 not said */
     bool lost;             /* the controller does not know this node as live: fence */
+    bool stale;            /* the controller took this report for a replay and ignored it */
     bool have_assignments; /* the list below is authoritative for this node */
     char message[256];     /* the controller's word with lost; "" none */
     int nassign;

@@ -476,7 +476,8 @@ const api_route_t api_routes[] = {
      "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
      "\"jobs\"}], \"capacity\", \"allocated\", \"tasks\", \"labels\", \"report_age_s\"}]}`."},
     {"GET", "/v1/nodes/{name}", ADMIN | USER, h_node, "one node, with telemetry and inventory",
-     "Reply: the node object plus `telemetry` and `inventory` as last reported."},
+     "Reply: the node object plus `telemetry` and `inventory` as last reported, and "
+     "`stale_reports` (replayed reports ignored since this controller leads)."},
     {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT, h_report,
      "an agent's report: registers the node, renews its lease",
      "Body: `{\"lamport\": N, \"inventory\": {\"cpu\", \"memory\", \"labels\", \"taints\", "
@@ -500,7 +501,11 @@ const api_route_t api_routes[] = {
      "`lost` (its agent fenced it) counts as lost too. The reply also carries the node's "
      "`version`; header `If-Match: VERSION` (optional) makes the report conditional: 409, "
      "with nothing applied (not even the clock), unless the node is registered and at that "
-     "version."},
+     "version. A report without inventory whose `lamport` is below that of the last report "
+     "applied for the node is a replay (re-sent to another controller after a timeout, "
+     "arriving late): nothing of it is applied, not even the clock, and it is answered 200 "
+     "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"stale\": true, \"message\"}`, "
+     "without assignments (a report without `lamport` is never taken for a replay)."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "

@@ -18,6 +18,22 @@
  * carries the lease (lease_ms) so that the agent's lease is never longer
  * than the controller's.
  *
+ * Replays: with several controllers (or a retry after a timeout) a report
+ * may arrive after a newer one from the same agent was applied: a report
+ * that timed out on one controller is re-sent to the next, while the first
+ * copy still waits in a queue. An agent's Lamport time grows with every
+ * report, so a report without inventory whose "lamport" is below the last
+ * one applied for its node is a replay: nothing of it is applied (its task
+ * list would end tasks started since), the clock does not move, and it is
+ * answered 200 with "stale": true and no assignments (the agent, if it
+ * still listens, gets them with its next report). The same report re-sent
+ * (equal Lamport time) is applied again, harmlessly. A registration (with
+ * inventory) is always applied: a restarted agent's clock starts again; a
+ * report without "lamport" (a client that keeps no clock) is never taken
+ * for a replay.
+ * The last Lamport time is volatile: a new leader accepts each node's next
+ * report.
+ *
  * Body (JSON; docs/api.md has the full reference):
  *   {"lamport": 41,
  *    "inventory": {"cpu": "128", "memory": "1Ti", "labels": {"rack": "r1"},
@@ -610,6 +626,21 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         pthread_mutex_unlock(&s->mu);
         return rc;
     }
+    bool has_lam = json_is_integer(json_object_get(body, "lamport"));
+    if (n && !inv && has_lam && !st_node_ext(s, n)->lost &&
+        remote < st_node_ext(s, n)->agent_lamport) {
+        x = st_node_ext(s, n);
+        x->stale_reports++;
+        *out = json_pack("{s:s,s:I,s:I,s:I,s:b}", "node", name, "lamport", (json_int_t)s->clock,
+                         "epoch", (json_int_t)s->epoch, "lease_ms",
+                         (json_int_t)(s->conf.lease_ns / 1000000), "stale", 1);
+        json_object_set_new(*out, "message",
+                            json_sprintf("a replay: this report (lamport %lld) is older than one "
+                                         "already applied for node '%s' (lamport %lld); nothing "
+                                         "of it was applied",
+                                         (long long)remote, name, (long long)x->agent_lamport));
+        goto out;
+    }
     uint64_t lam = st_tick(s, (uint64_t)remote);
     if ((!n || st_node_ext(s, n)->lost) && !inv) {
         /* Not registered, or declared lost (its tasks requeued): the agent
@@ -668,6 +699,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     x->report_mono = st_mono_ns();
     x->report_ms = st_wall_ms();
     x->lamport = lam;
+    if (has_lam)
+        x->agent_lamport = remote;
     x->reports++;
     /* The scheduler sees report times to the second: nodes that report at
      * different moments of one second stay one node class (nodeclass.c
@@ -792,6 +825,8 @@ int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_er
     } else {
         json_t **by_id = calloc(s->cluster.nnodes, sizeof *by_id);
         *out = st_node_json(s, n, true);
+        json_object_set_new(*out, "stale_reports",
+                            json_integer((json_int_t)st_node_ext(s, n)->stale_reports));
         if (by_id) {
             by_id[n->id] = *out;
             fill_gpu_jobs(s, by_id);

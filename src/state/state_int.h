@@ -95,6 +95,9 @@ typedef struct st_node {
     int64_t report_ms;   /* wall clock of the last report, for people */
     uint64_t lamport;    /* Lamport time of the last report */
     uint64_t reports;
+    int64_t agent_lamport; /* the agent's Lamport time in the last report applied (volatile):
+                              one older is a replay and is ignored (node.c) */
+    uint64_t stale_reports; /* replays ignored */
     bool lost;           /* declared lost (its tasks requeued); cleared by a registration */
     struct st_job **held; /* jobs placed here (owned array, borrowed jobs): a report costs
                              what runs on its node, not what the cluster runs. Entries go

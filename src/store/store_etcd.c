@@ -26,10 +26,19 @@
  * ones, which is what applying them in order would leave).
  *
  * The store's revision is etcd's revision after the last commit or read.
+ *
+ * Test hook (tests/cli/ha_fence.sh): with ARBITER_TEST_HOLD_COMMIT=FILE in
+ * the environment, a fenced commit waits before sending its txn for as
+ * long as FILE exists (polled every 10 ms), with a log line naming the keys
+ * it holds. It freezes a leader between its lease check (the API's guard)
+ * and the txn, so a test can change the term meanwhile and show that etcd's
+ * compare refuses the write. Read once at open; never set it in production.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "store/etcd.h"
 #include "store/store.h"
@@ -55,6 +64,7 @@ typedef struct se {
     uint64_t rev;
     pend_t *ops;
     int nops, cap;
+    char hold[256]; /* ARBITER_TEST_HOLD_COMMIT (a test hook: see the top); "" off */
 } se_t;
 
 static void pend_clear(se_t *q)
@@ -170,6 +180,9 @@ static int se_open(const char *where, const store_opts_t *o, store_t **out, arb_
     if (!q)
         return arb_errf(err, -ENOMEM, "out of memory");
     rc = parse_where(q, where, members, sizeof members, err);
+    const char *hold = getenv("ARBITER_TEST_HOLD_COMMIT");
+    if (hold)
+        snprintf(q->hold, sizeof q->hold, "%s", hold);
     if (rc == 0)
         rc = etcd_open(members, &q->e, err);
     if (rc == 0) { /* reach the cluster now, and check the fence still holds */
@@ -247,12 +260,40 @@ static int pend_cmp(const void *a, const void *b)
     return c ? c : (x->seq > y->seq) - (x->seq < y->seq);
 }
 
+/* The test hook (see the top): wait while q->hold exists, saying what waits. */
+static void hold_commit(se_t *q, const pend_t *ops, int from, int to)
+{
+    struct timespec ts = {0, 10 * 1000000L};
+    char keys[600];
+    size_t used = 0;
+
+    if (!q->hold[0] || access(q->hold, F_OK) != 0)
+        return;
+    keys[0] = '\0';
+    for (int i = from; i < to && i < from + 4 && used < sizeof keys; i++)
+        used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s", i > from ? " " : "",
+                                 ops[i].key);
+    fprintf(stderr,
+            "arbiter: test hook ARBITER_TEST_HOLD_COMMIT: a txn of %d ops fenced by term %lld "
+            "waits while %s exists (keys: %s%s)\n",
+            to - from, (long long)q->fence, q->hold, keys, to - from > 4 ? " ..." : "");
+    while (access(q->hold, F_OK) == 0)
+        nanosleep(&ts, NULL);
+    fprintf(stderr,
+            "arbiter: test hook ARBITER_TEST_HOLD_COMMIT: released; sending the txn "
+            "fenced by term %lld\n",
+            (long long)q->fence);
+}
+
 /* Send ops[from..to) as one txn, fenced. */
 static int send_txn(se_t *q, const pend_t *ops, int from, int to, arb_err_t *err)
 {
     json_t *succ = json_array(), *cmp = NULL, *resp = NULL;
     bool ok = false;
     int rc;
+
+    if (q->fence)
+        hold_commit(q, ops, from, to);
 
     for (int i = from; i < to; i++)
         json_array_append_new(succ, ops[i].val ? etcd_op_put(ops[i].key, ops[i].val, ops[i].n, 0)

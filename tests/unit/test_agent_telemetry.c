@@ -192,6 +192,14 @@ static void test_reply_parse(void **st)
     assert_false(r.have_assignments);
     assert_string_equal(r.message, "register again");
     agent_reply_free(&r);
+    static const char stale[] = "{\"node\":\"n1\",\"lamport\":12,\"epoch\":3,\"lease_ms\":10000,"
+                                "\"stale\":true,\"message\":\"a replay\"}";
+    assert_int_equal(agent_reply_parse(stale, strlen(stale), &r, &err), 0);
+    assert_true(r.stale); /* not an acknowledgement: agent.c forgets nothing on it */
+    assert_false(r.lost);
+    assert_false(r.have_assignments);
+    assert_string_equal(r.message, "a replay");
+    agent_reply_free(&r);
 
     static const struct {
         const char *json, *msg;
