@@ -459,7 +459,9 @@ const api_route_t api_routes[] = {
      "`lost` (its agent fenced it) counts as lost too. The reply also carries the node's "
      "`version`; header `If-Match: VERSION` (optional) makes the report conditional: 409, "
      "with nothing applied (not even the clock), unless the node is registered and at that "
-     "version."},
+     "version. A report without an inventory whose `lamport` is older than that of one "
+     "already applied from the node (a report its agent gave up on, arriving late) is "
+     "refused with 409 and changes nothing."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "

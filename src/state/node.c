@@ -10,6 +10,12 @@
  * and report times are volatile: they are not written to the store, and a
  * restarted controller grants every node a fresh lease.
  *
+ * Order: an agent ticks its Lamport clock for every report and sends one
+ * at a time, so a report whose "lamport" is older than the last applied
+ * one from its node (and carries no inventory) is one its agent gave up on
+ * that arrived late; it is refused (-ESTALE) and changes nothing. (The
+ * same time again is let through: a resend of the same body.)
+ *
  * Leases (liveness.c): a node silent past nodes.lease goes NotReady, past
  * lease + grace it is lost and its tasks with it. A lost node's agent has
  * fenced itself; its next report without an inventory is answered
@@ -610,6 +616,21 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         pthread_mutex_unlock(&s->mu);
         return rc;
     }
+    if (n && !inv && remote > 0 && (uint64_t)remote < st_node_ext(s, n)->agent_lamport) {
+        /* An agent ticks its clock for every report and sends them one at
+         * a time, so this one is older than a report already applied: one
+         * its agent gave up on (its time ran out) that reached us late. Its
+         * task list is stale (a task it had not started yet would count as
+         * gone, and its job as lost): it changes nothing. */
+        rc = arb_errf(err, -ESTALE,
+                      "report: node '%s' sent Lamport time %lld, older than %llu of a "
+                      "report already applied; a late report changes nothing",
+                      name, (long long)remote,
+                      (unsigned long long)st_node_ext(s, n)->agent_lamport);
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     uint64_t lam = st_tick(s, (uint64_t)remote);
     if ((!n || st_node_ext(s, n)->lost) && !inv) {
         /* Not registered, or declared lost (its tasks requeued): the agent
@@ -668,6 +689,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     x->report_mono = st_mono_ns();
     x->report_ms = st_wall_ms();
     x->lamport = lam;
+    if (remote > 0) /* a registration (inventory) may start the agent's clock again */
+        x->agent_lamport = (uint64_t)remote;
     x->reports++;
     /* The scheduler sees report times to the second: nodes that report at
      * different moments of one second stay one node class (nodeclass.c

@@ -91,6 +91,8 @@ typedef struct st_node {
     int64_t report_mono; /* monotonic ns of the last report; 0 never */
     int64_t report_ms;   /* wall clock of the last report, for people */
     uint64_t lamport;    /* Lamport time of the last report */
+    uint64_t agent_lamport; /* the agent's own Lamport time in its last applied report (0:
+                               none): an older one arriving late is refused (node.c) */
     uint64_t reports;
     bool lost;           /* declared lost (its tasks requeued); cleared by a registration */
     struct st_job **held; /* jobs placed here (owned array, borrowed jobs): a report costs
