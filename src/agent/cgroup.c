@@ -3,7 +3,10 @@
  * memory and cpu controllers can be delegated to the agent, v1 where only
  * the v1 memory and cpu hierarchies are writable, none otherwise.
  */
+#include <ctype.h>
 #include <dirent.h>
+#include <limits.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -255,6 +258,48 @@ int agent_cg_init(agent_cg_t *cg, const char *root, const char *mode, const char
         "limits",
         why2, why1);
     return 0;
+}
+
+void agent_cg_scope_name(const char *node, const char *log_dir, char *out, size_t n)
+{
+    char abs[PATH_MAX], name[65];
+    const char *p = log_dir && realpath(log_dir, abs) ? abs : log_dir ? log_dir : "";
+    uint32_t h = 2166136261u; /* FNV-1a */
+    size_t k = 0;
+
+    for (; *p; p++)
+        h = (h ^ (unsigned char)*p) * 16777619u;
+    for (const char *c = node ? node : ""; *c && k < sizeof name - 1; c++)
+        name[k++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
+    name[k] = '\0';
+    if (!k || name[0] == '.') /* never ".", "..", or hidden */
+        snprintf(name, sizeof name, "agent");
+    fmt(out, n, "%s-%08x", name, (unsigned)h);
+}
+
+int agent_cg_scope(agent_cg_t *cg, const char *scope, arb_err_t *err)
+{
+    int n = cg->mode == AGENT_CG_V2 ? 1 : cg->mode == AGENT_CG_V1 ? 2 : 0, rc;
+
+    for (int i = 0; i < n; i++) {
+        char dir[PATH_MAX];
+        fmt(dir, sizeof dir, "%s/%s", cg->base[i], scope);
+        if ((rc = mkdir_ok(dir)) < 0)
+            return arb_errf(err, rc, "cgroup: cannot create %s: %s", dir, strerror(-rc));
+        if (cg->mode == AGENT_CG_V2 && (rc = put(dir, "cgroup.subtree_control", "+memory +cpu")) < 0)
+            return arb_errf(err, rc, "cgroup: %s/cgroup.subtree_control: %s", dir, strerror(-rc));
+        fmt(cg->base[i], sizeof cg->base[i], "%s", dir);
+    }
+    cg->scoped = n > 0;
+    return 0;
+}
+
+void agent_cg_scope_remove(agent_cg_t *cg)
+{
+    int n = cg->mode == AGENT_CG_V2 ? 1 : cg->mode == AGENT_CG_V1 ? 2 : 0;
+
+    for (int i = 0; cg->scoped && i < n; i++)
+        (void)rmdir(cg->base[i]); /* EBUSY: tasks kept running still hold it */
 }
 
 int agent_cg_task_create(agent_cg_t *cg, const char *name, int64_t mem_bytes, int64_t cpu_milli,

@@ -9,6 +9,12 @@
  * agent's own cgroup (from /proc/self/cgroup), in every hierarchy used:
  *   v2  ROOT/OWN/arbiter/JOB.TASK
  *   v1  ROOT/memory/OWN_MEM/arbiter/JOB.TASK and ROOT/cpu/OWN_CPU/arbiter/JOB.TASK
+ * and, with a scope (agent_cg_scope; `arbiter agent` always gives one),
+ * under ROOT/OWN/arbiter/SCOPE/JOB.TASK. Agents sharing a machine share
+ * OWN (often the root): without a scope, two of them running a task of the
+ * same name (job 5 task 0 of two clusters, or of one cluster's two
+ * attempts on two nodes of one host) share its cgroup, and the first to
+ * stop its task kills the other's (agent_cg_task_kill kills the cgroup).
  * The child joins its cgroups itself, before it drops privileges and execs
  * (agent_cg_enter writes "0" to cgroup.procs through descriptors the parent
  * opened), so nothing it forks can escape before it is inside.
@@ -33,6 +39,7 @@ typedef enum agent_cg_mode {
 typedef struct agent_cg {
     agent_cg_mode_t mode;
     char base[2][PATH_MAX]; /* v2: [0] = .../arbiter; v1: [0] memory, [1] cpu */
+    bool scoped;            /* base ends in /SCOPE (agent_cg_scope) */
     char warning[512];      /* why there are no limits (mode NONE), else "" */
 } agent_cg_t;
 
@@ -52,6 +59,18 @@ typedef struct agent_cg_task {
 int agent_cg_init(agent_cg_t *cg, const char *root, const char *mode, const char *self,
                   arb_err_t *err);
 const char *agent_cg_mode_name(agent_cg_mode_t m);
+/* This agent's own subtree: NAME-HASH into out (n bytes), NAME the node
+ * name cut to [A-Za-z0-9._-] (at most 64), HASH of the log directory's
+ * absolute path: distinct for every agent that can run at once on one
+ * machine (no two share a log directory), the same for an agent that
+ * restarts (so it finds the cgroups of the tasks it adopts). */
+void agent_cg_scope_name(const char *node, const char *log_dir, char *out, size_t n);
+/* Move cg's bases into base/scope (made, with the memory and cpu
+ * controllers enabled below it on v2). Mode NONE: nothing. */
+int agent_cg_scope(agent_cg_t *cg, const char *scope, arb_err_t *err);
+/* rmdir the scope's directories (agent exit); those still holding task
+ * cgroups (tasks kept running) stay. */
+void agent_cg_scope_remove(agent_cg_t *cg);
 
 /* Make the task's cgroups and write its limits (0: none). In mode NONE,
  * t->n = 0 and nothing happens. -errno with text on failure, nothing left

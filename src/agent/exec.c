@@ -142,6 +142,12 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
     if ((rc = agent_cg_init(&x->cg, conf->cgroup_root, conf->cgroup_mode, conf->cgroup_self, err)) <
         0)
         return rc;
+    if (conf->cgroup_scoped && x->cg.mode != AGENT_CG_NONE) {
+        char scope[96];
+        agent_cg_scope_name(conf->node_name, conf->log_dir, scope, sizeof scope);
+        if ((rc = agent_cg_scope(&x->cg, scope, err)) < 0)
+            return rc;
+    }
     if (x->cg.warning[0]) {
         size_t used = strlen(x->warning);
         snprintf(x->warning + used, sizeof x->warning - used, "%s", x->cg.warning);
@@ -160,6 +166,7 @@ void agent_exec_free(agent_exec_t *x)
     free(x->tasks);
     x->tasks = NULL;
     x->ntasks = x->cap = 0;
+    agent_cg_scope_remove(&x->cg);
 }
 
 /* ---- the table -------------------------------------------------------------------- */

@@ -105,6 +105,8 @@ typedef struct agent_exec_conf {
     const char *cgroup_mode; /* "auto" (NULL), "v2", "v1", "none" */
     const char *cgroup_self; /* the agent's /proc/self/cgroup text (tests); NULL: read it */
     const char *node_name;   /* ARBITER_NODE */
+    bool cgroup_scoped;      /* task cgroups under arbiter/NAME-HASH (agent_cg_scope_name):
+                                never shared with another agent on the machine */
     bool subreaper;          /* adopt orphaned grandchildren so they are reaped here */
     bool die_with_agent;     /* task leaders get SIGKILL when the agent dies (no restart
                                 state: nothing could adopt them, and the controller will

@@ -7,9 +7,18 @@
  * A request's life in the access handler (libmicrohttpd calls it several
  * times per request):
  *
- *   first call ----> HEADERS: check Content-Length (413 at once if too big)
+ *   first call ----> HEADERS: check Content-Length (too big: 413 at once when
+ *                    the client waits for "100 Continue" or the body is past
+ *                    API_DRAIN_MAX, else read and drop the body first)
  *   upload calls --> BODY: append, or count and drop once past the limit
  *   last call -----> DISPATCH: 413 | 404 | 405 | 401 | 403 | handler
+ *
+ * Why drop a too-big body rather than answer at once: a client that sends
+ * its body without waiting (libcurl with "Expect:" cleared, as the CLI does)
+ * is still writing when the 413 comes and the connection closes; the
+ * unread bytes make the kernel reset the connection, and the client may
+ * see "connection reset" instead of the 413 and its message. Read to the
+ * end, the 413 always arrives.
  */
 #include <arpa/inet.h>
 #include <microhttpd.h>
@@ -17,8 +26,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "api/api_int.h"
+
+#define API_DRAIN_MAX (64ull << 20) /* a too-big body up to this is read (and dropped) */
 
 struct api_server {
     struct MHD_Daemon *d;
@@ -319,10 +331,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
             return MHD_NO;
         *con_cls = cc;
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
-        if (cl && strtoull(cl, NULL, 10) > API_MAX_BODY)
+        const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
+        unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
+        if (len > API_MAX_BODY)
             cc->too_big = true;
-        if (!cc->too_big)
-            return MHD_YES;
+        if (!cc->too_big || (len <= API_DRAIN_MAX && !(ex && strcasecmp(ex, "100-continue") == 0)))
+            return MHD_YES; /* too big: BODY drops it, DISPATCH answers 413 */
         /* fall to DISPATCH now: answer 413 without reading the body */
     } else if (*upload_size > 0) { /* BODY */
         if (!cc->too_big && cc->n + *upload_size > API_MAX_BODY)

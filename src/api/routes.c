@@ -433,7 +433,9 @@ const api_route_t api_routes[] = {
      "(optional; 1..128 of letters, digits and `-_.:`): a retry with the same key from the "
      "same principal (role, team, name) answers 200 with the job the first request created "
      "instead of creating another, also after a restart or a failover (keys are stored with "
-     "their jobs); the same key with a different body is 422; a malformed key is 400. "
+     "their jobs) for `api.idempotencyRetention` (default 24h) after the job's submit "
+     "time; past that the key is deleted and makes a new job. The same key with a "
+     "different body is 422; a malformed key is 400. "
      "`arbiter submit` sends a random key and retries with it."},
     {"GET", "/v1/jobs", ADMIN | USER, h_jobs, "list jobs",
      "Query: `state` (pending, placed, running, preempted, succeeded, failed, cancelled, or "

@@ -271,6 +271,7 @@ int cli_agent(int argc, char **argv)
     snprintf(logdir, sizeof logdir, "/var/log/arbiter");
     c.exec.log_dir = logdir;
     c.exec.subreaper = true;
+    c.exec.cgroup_scoped = true; /* never share a task's cgroup with another agent here */
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool takes = true;

@@ -118,8 +118,63 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
     return 0;
 }
 
+/* The class table a stored job's spec is read with: the config's (or the
+ * built-ins), plus the job's own priorityClassName when the table no
+ * longer has it, resolving to the value it was given at submission (its
+ * name into kept->gone). Into buf (at most max rows); NULL: use the
+ * config's as it is. */
+static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_prio_kept_t *kept,
+                                           spec_prio_class_t *buf, int max,
+                                           spec_prio_table_t *t)
+{
+    struct fy_node *pc = fy_node_mapping_lookup_by_string(root, "priorityClassName", -1);
+    const char *name = pc && fy_node_is_scalar(pc) ? fy_node_get_scalar0(pc) : NULL;
+    int n = 0;
+
+    if (!name || !name[0] || strlen(name) >= sizeof buf[0].name)
+        return NULL;
+    if (s->conf.nclasses) {
+        for (int i = 0; i < s->conf.nclasses && n < max - 1; i++)
+            buf[n++] = s->conf.classes[i];
+    } else {
+        n = spec_priority_builtins(buf, max - 1);
+    }
+    for (int i = 0; i < n; i++)
+        if (strcmp(buf[i].name, name) == 0)
+            return NULL; /* still defined */
+    memset(&buf[n], 0, sizeof buf[n]);
+    snprintf(buf[n].name, sizeof buf[n].name, "%s", name);
+    buf[n].value = kept->priority;
+    buf[n].preemptible = kept->preemptible;
+    snprintf(buf[n].description, sizeof buf[n].description, "gone from the config");
+    snprintf(kept->gone, sizeof kept->gone, "%s", name);
+    t->v = buf;
+    t->n = n + 1;
+    return t;
+}
+
+static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
+                      arb_job_t **job, json_t **command, json_t **env, bool *restartable,
+                      arb_err_t *err);
+
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
                   json_t **command, json_t **env, bool *restartable, arb_err_t *err)
+{
+    return spec_parse(s, body, n, yaml, NULL, job, command, env, restartable, err);
+}
+
+int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
+                       arb_job_t **job, json_t **command, json_t **env, bool *restartable,
+                       arb_err_t *err)
+{
+    if (kept)
+        kept->gone[0] = '\0';
+    return spec_parse(s, body, n, yaml, kept, job, command, env, restartable, err);
+}
+
+static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
+                      arb_job_t **job, json_t **command, json_t **env, bool *restartable,
+                      arb_err_t *err)
 {
     const char *name = yaml ? "job.yaml" : "job.json";
     char *alt = NULL;
@@ -160,9 +215,19 @@ int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **jo
     if (rc == 0)
         rc = spec_service_take(&x, root, &svc);
     if (rc == 0) {
-        spec_prio_table_t classes = {s->conf.classes, s->conf.nclasses};
-        rc = spec_job_from_node_classes(name, root, "", &s->cluster,
-                                        s->conf.nclasses ? &classes : NULL, job, err);
+        spec_prio_table_t classes = {s->conf.classes, s->conf.nclasses}, kt;
+        const spec_prio_table_t *use = s->conf.nclasses ? &classes : NULL;
+        spec_prio_class_t *buf = NULL;
+        int max = s->conf.nclasses + 17;
+        if (kept && (buf = calloc((size_t)max, sizeof *buf)) != NULL &&
+            kept_table(s, root, kept, buf, max, &kt))
+            use = &kt;
+        rc = spec_job_from_node_classes(name, root, "", &s->cluster, use, job, err);
+        if (rc == 0 && kept) { /* what it was given at submission, whatever the table says now */
+            (*job)->priority = kept->priority;
+            (*job)->preemptible = kept->preemptible;
+        }
+        free(buf);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&
             strlen(err->msg) + 48 < sizeof err->msg)
             strcat(err->msg, " (and the controller's: command, env, restartable, kind)");
@@ -353,6 +418,10 @@ char *st_job_record(st_t *s, st_job_t *sj)
                   "alloc", alloc);
     if (!o)
         return NULL;
+    /* The priority resolved at submission: recovery keeps it even when its
+     * priorityClassName has left the config since (recover.c). */
+    json_object_set_new(o, "priority", json_integer(j->priority));
+    json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
     if (sj->stop && sj->stop_then != ST_THEN_CANCEL)
         json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
     if (j->resize_gen)

@@ -14,6 +14,7 @@
  *   store:     {synchronous: full}
  *   events:    {retention: 100000}
  *   admission: {rejectUnfittable: true}
+ *   api:       {idempotencyRetention: 24h}
  */
 #include <libfyaml.h>
 #include <stdio.h>
@@ -41,15 +42,21 @@ const st_conf_key_t st_conf_keys[] = {
     {"events.retention", "int", "100000", "events kept in the log"},
     {"admission.rejectUnfittable", "bool", "true",
      "reject jobs no registered node could ever hold"},
+    {"api.idempotencyRetention", "duration", "24h",
+     "an Idempotency-Key answers with its job this long after the job's submit time (wall "
+     "clock), then it is deleted and the key makes a new job; 0 keeps keys for ever"},
     {"priorityClasses[]", "list", "the built-ins",
      "name, value (int32), preemptible (the default of the class's jobs), description; "
      "priorityClassName resolves through them (unknown: 422 listing them); they add to, or "
-     "redefine, the built-ins best-effort 0, low 100, normal 500, high 1000, critical 10000"},
+     "redefine, the built-ins best-effort 0, low 100, normal 500, high 1000, critical 10000; "
+     "a job keeps the value (and preemptible) it was given at submission across restarts, "
+     "also when its class is changed or removed (event job-priority-kept)"},
     {NULL, NULL, NULL, NULL},
 };
 
 static const char *const root_keys[] = {"scheduler", "nodes",     "queues",          "store",
-                                        "events",    "admission", "priorityClasses", NULL};
+                                        "events",    "admission", "priorityClasses", "api",
+                                        NULL};
 static const char *const class_keys[] = {"name", "value", "preemptible", "description", NULL};
 static const char *const sched_keys[] = {"policy",     "queue",      "backfill",
                                          "preemption", "starvation", "interval", NULL};
@@ -60,6 +67,7 @@ static const char *const res_keys[] = {"nvidia.com/gpu", "cpu", "memory", NULL};
 static const char *const store_keys[] = {"synchronous", NULL};
 static const char *const events_keys[] = {"retention", NULL};
 static const char *const adm_keys[] = {"rejectUnfittable", NULL};
+static const char *const api_keys[] = {"idempotencyRetention", NULL};
 
 void st_conf_init(st_conf_t *c)
 {
@@ -73,6 +81,7 @@ void st_conf_init(st_conf_t *c)
     c->event_retention = 100000;
     c->sync = STORE_SYNC_FULL;
     c->reject_unfittable = true;
+    c->idem_retention_ns = 24 * 3600000000000LL;
 }
 
 void st_conf_free(st_conf_t *c)
@@ -336,6 +345,15 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
             rc = sv_check_keys(&x, &sec, adm_keys);
         if (rc == 0 && sv_get(&sec, "rejectUnfittable", &f))
             rc = sv_bool(&x, &f, &n.reject_unfittable);
+    }
+    if (rc == 0 && sv_get(&root, "api", &sec)) {
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, api_keys);
+        if (rc == 0 && sv_get(&sec, "idempotencyRetention", &f) &&
+            (rc = duration(&x, &f, &n.idem_retention_ns)) == 0 && n.idem_retention_ns > 0 &&
+            n.idem_retention_ns < 1000000000LL)
+            rc = sv_fail(&x, &f, -EINVAL,
+                         "keep keys at least 1s (clients retry for longer); 0 keeps them for ever");
     }
     sv_doc_close(&d);
     if (rc < 0) {

@@ -8,8 +8,20 @@
  * is the caller's role, team and name (two teams may use the same key).
  * Each entry is written to the store in the same batch as the job it names
  * ("idem/HEX(PRINCIPAL)/KEY" -> "ID"), so a key is durable exactly when its
- * job is, and survives restarts (st_idem_recover reloads them). Keys are
- * kept as long as their jobs are: forever, today.
+ * job is, and survives restarts (st_idem_recover reloads them).
+ *
+ * Retention (config api.idempotencyRetention, default 24h as Stripe's; 0
+ * keeps keys for ever): a key expires when its job was submitted that long
+ * ago. The age is measured on the controller's wall clock against the
+ * job's recorded submit time (submit_ms). That time is for people, and
+ * nothing else orders by it; expiring keys is its one other use, and a
+ * clock step only makes a key live a little more or less than the
+ * retention, which a client retrying within minutes never notices. An
+ * expired key is deleted durably, in the batch of the work that found it:
+ *   - a submission with that key (the lookup; the new job takes the key),
+ *   - a sweep, at most once a minute, run by submissions with a key,
+ *   - recovery (st_idem_recover skips it and deletes its record).
+ * A key whose job is gone is expired too.
  *
  * Locking: every function expects the caller to hold st.mu.
  */
@@ -22,6 +34,8 @@
 #define IDEM_KEY_MAX 128
 #define IDEM_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:"
 
+#define IDEM_SWEEP_MS 60000 /* expired keys are swept at most this often */
+
 typedef struct idem_ent {
     char *k; /* principal '\x1f' key (owned); NULL: empty slot */
     uint64_t id;
@@ -30,6 +44,7 @@ typedef struct idem_ent {
 struct st_idem {
     idem_ent_t *v;
     size_t cap, n; /* cap a power of two; open addressing, linear probing */
+    int64_t next_sweep_ms;
 };
 
 int st_idem_check(const char *key, arb_err_t *err)
@@ -103,6 +118,72 @@ static int insert(st_t *s, char *k, uint64_t id)
     return 0;
 }
 
+/* The store key of composed key k ("idem/HEX(PRINCIPAL)/KEY"; malloc'd),
+ * or NULL. The principal is everything before the last '\x1f' (a key never
+ * holds one). */
+static char *store_key(const char *k)
+{
+    const char *key = strrchr(k, '\x1f');
+    size_t pl, n;
+    char *sk;
+
+    if (!key)
+        return NULL;
+    pl = (size_t)(key - k);
+    key++;
+    n = 5 + 2 * pl + 1 + strlen(key) + 1;
+    if (!(sk = malloc(n)))
+        return NULL;
+    memcpy(sk, "idem/", 5);
+    for (size_t i = 0; i < pl; i++)
+        snprintf(sk + 5 + 2 * i, 3, "%02x", (unsigned char)k[i]);
+    snprintf(sk + 5 + 2 * pl, n - 5 - 2 * pl, "/%s", key);
+    return sk;
+}
+
+/* Has the key naming job id outlived the retention at now_ms? */
+static bool expired(st_t *s, uint64_t id, int64_t now_ms)
+{
+    const st_job_t *sj = st_job_find(s, id);
+    int64_t keep_ms = s->conf.idem_retention_ns / 1000000;
+
+    if (!sj)
+        return true;
+    return keep_ms > 0 && now_ms - sj->submit_ms >= keep_ms;
+}
+
+/* Queue the deletion of e's store record. */
+static void forget_durably(st_t *s, const idem_ent_t *e)
+{
+    char *sk = store_key(e->k);
+    if (sk)
+        store_batch_del(&s->batch, sk);
+    free(sk);
+}
+
+/* Take slot i out of m (backward-shift deletion keeps every probe chain
+ * unbroken, so no tombstones). */
+static void remove_at(struct st_idem *m, size_t i)
+{
+    size_t mask = m->cap - 1, j = i;
+
+    free(m->v[i].k);
+    m->v[i].k = NULL;
+    for (;;) {
+        j = (j + 1) & mask;
+        if (!m->v[j].k)
+            break;
+        size_t h = (size_t)fnv(m->v[j].k) & mask;
+        /* j's entry may move to i unless its home lies cyclically in (i, j] */
+        if (i <= j ? (i < h && h <= j) : (i < h || h <= j))
+            continue;
+        m->v[i] = m->v[j];
+        m->v[j].k = NULL;
+        i = j;
+    }
+    m->n--;
+}
+
 uint64_t st_idem_find(st_t *s, const st_who_t *who, const char *key)
 {
     char *k;
@@ -111,32 +192,49 @@ uint64_t st_idem_find(st_t *s, const st_who_t *who, const char *key)
     if (!s->idem || !s->idem->n || !(k = compose(who, key)))
         return 0;
     idem_ent_t *e = slot(s->idem, k);
-    if (e->k)
+    if (e->k && expired(s, e->id, st_wall_ms())) {
+        forget_durably(s, e);
+        remove_at(s->idem, (size_t)(e - s->idem->v));
+    } else if (e->k) {
         id = e->id;
+    }
     free(k);
     return id;
+}
+
+int st_idem_sweep(st_t *s, int64_t now_ms)
+{
+    struct st_idem *m = s->idem;
+    int gone = 0;
+
+    if (!m || !m->n || s->conf.idem_retention_ns <= 0)
+        return 0;
+    for (size_t i = 0; i < m->cap;) {
+        if (m->v[i].k && expired(s, m->v[i].id, now_ms)) {
+            forget_durably(s, &m->v[i]);
+            remove_at(m, i); /* an entry may have shifted into i: look again */
+            gone++;
+        } else {
+            i++;
+        }
+    }
+    return gone;
 }
 
 int st_idem_put(st_t *s, const st_who_t *who, const char *key, uint64_t id)
 {
     char *k = compose(who, key), *sk, v[24];
-    size_t pl, n;
+    int64_t now = st_wall_ms();
     int rc;
 
     if (!k)
         return -ENOMEM;
     /* The store key: the principal in hex (any bytes a tokens file holds),
      * then the key (already restricted to IDEM_CHARS). */
-    pl = strlen(k) - strlen(key) - 1;
-    n = 5 + 2 * pl + 1 + strlen(key) + 1;
-    if (!(sk = malloc(n))) {
+    if (!(sk = store_key(k))) {
         free(k);
         return -ENOMEM;
     }
-    memcpy(sk, "idem/", 5);
-    for (size_t i = 0; i < pl; i++)
-        snprintf(sk + 5 + 2 * i, 3, "%02x", (unsigned char)k[i]);
-    snprintf(sk + 5 + 2 * pl, n - 5 - 2 * pl, "/%s", key);
     snprintf(v, sizeof v, "%llu", (unsigned long long)id);
     rc = store_batch_putstr(&s->batch, sk, v);
     free(sk);
@@ -144,7 +242,11 @@ int st_idem_put(st_t *s, const st_who_t *who, const char *key, uint64_t id)
         free(k);
         return rc;
     }
-    return insert(s, k, id);
+    if ((rc = insert(s, k, id)) == 0 && now >= s->idem->next_sweep_ms) {
+        s->idem->next_sweep_ms = now + IDEM_SWEEP_MS;
+        st_idem_sweep(s, now);
+    }
+    return rc;
 }
 
 static int hexval(char c)
@@ -178,6 +280,11 @@ static int load_one(void *arg, const char *key, const char *val, size_t n, uint6
     }
     k[hl / 2] = '\x1f';
     strcpy(k + hl / 2 + 1, slash + 1);
+    if (expired(s, id, st_wall_ms())) { /* past retention, or its job is gone */
+        store_batch_del(&s->batch, key);
+        free(k);
+        return 0;
+    }
     return insert(s, k, id) < 0 ? -ENOMEM : 0;
 }
 

@@ -10,6 +10,12 @@
  * and report times are volatile: they are not written to the store, and a
  * restarted controller grants every node a fresh lease.
  *
+ * Order: an agent ticks its Lamport clock for every report and sends one
+ * at a time, so a report whose "lamport" is older than the last applied
+ * one from its node (and carries no inventory) is one its agent gave up on
+ * that arrived late; it is refused (-ESTALE) and changes nothing. (The
+ * same time again is let through: a resend of the same body.)
+ *
  * Leases (liveness.c): a node silent past nodes.lease goes NotReady, past
  * lease + grace it is lost and its tasks with it. A lost node's agent has
  * fenced itself; its next report without an inventory is answered

@@ -17,7 +17,10 @@
  *      (agents refuse to start assignments of an older epoch than the
  *      newest they have seen; without the re-stamp a job placed but not
  *      yet started before the restart would never start). Tasks already
- *      running keep their attempt, so their agents keep them;
+ *      running keep their attempt, so their agents keep them. A job keeps
+ *      the priority (and preemptible) it was given at submission, stored in
+ *      its record: a priorityClassName removed from the config since still
+ *      resolves, to that value, and an event (job-priority-kept) says so;
  *   5. the event log (the newest conf.event_retention events).
  * All writes recovery itself makes go in one transaction before st_open
  * returns.
@@ -217,8 +220,13 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         fprintf(stderr, "arbiter: store: a job record is damaged; skipped\n");
         return 0;
     }
-    if (st_spec_parse(s, sj->spec, sj->speclen, sj->yaml, &j, &sj->command, &sj->env,
-                      &sj->restartable, &perr) < 0) {
+    /* The priority it was given at submission (records since it is kept):
+     * a priority class removed from the config since must not fail it. */
+    st_prio_kept_t kept = {.priority = (int32_t)json_integer_value(json_object_get(o, "priority")),
+                           .preemptible = json_is_true(json_object_get(o, "preemptible"))};
+    bool has_kept = json_is_integer(json_object_get(o, "priority"));
+    if (st_spec_parse_kept(s, sj->spec, sj->speclen, sj->yaml, has_kept ? &kept : NULL, &j,
+                           &sj->command, &sj->env, &sj->restartable, &perr) < 0) {
         /* The spec no longer loads (a newer controller is stricter): keep
          * the job visible, ended. */
         j = arb_job_new("unloadable", 1);
@@ -231,6 +239,12 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         if (state < ARB_JOB_SUCCEEDED)
             state = ARB_JOB_FAILED;
     }
+    if (has_kept && kept.gone[0] && state < ARB_JOB_SUCCEEDED)
+        st_event(s, "job-priority-kept", sj->id, NULL,
+                 "job %llu: priority class '%s' is no longer in the config; the job keeps the "
+                 "priority it was given at submission (%d)%s",
+                 (unsigned long long)sj->id, kept.gone, (int)kept.priority,
+                 kept.preemptible ? ", preemptible" : "");
     sj->ntasks = j->ntasks;
     sj->tasks = calloc((size_t)j->ntasks, sizeof *sj->tasks);
     if (!sj->tasks) {

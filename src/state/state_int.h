@@ -190,6 +190,20 @@ void st_queue_seen(st_t *s, uint32_t name);
  * its command/env; -EBADMSG for syntax, -EINVAL for content. */
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
                   json_t **command, json_t **env, bool *restartable, arb_err_t *err);
+/* A stored job's priority as resolved at submission (its record's
+ * "priority" and "preemptible"); gone: set to its priorityClassName when the
+ * config no longer defines that class. */
+typedef struct st_prio_kept {
+    int32_t priority;
+    bool preemptible;
+    char gone[64];
+} st_prio_kept_t;
+/* st_spec_parse for a stored job (recovery): with kept, the job gets kept's
+ * priority and preemptible whatever the class table says now, and a class
+ * gone from the config resolves to it instead of failing the spec. */
+int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
+                       arb_job_t **job, json_t **command, json_t **env, bool *restartable,
+                       arb_err_t *err);
 /* Re-charge tasks' allocations to their nodes (recovery); false on conflict. */
 void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why);
 
@@ -253,12 +267,16 @@ char *st_node_record(st_t *s, arb_node_t *n);
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
 
 /* Idempotency-Keys (idem.c): key syntax (-EBADMSG); the job a principal's
- * key created (0: none); record one in the map and the current batch;
- * reload them all (recovery); free the map. */
+ * key created (0: none, or expired: then deleted in the current batch);
+ * record one in the map and the current batch; reload them all (recovery,
+ * expired ones deleted); free the map. st_idem_sweep deletes every key past
+ * conf.idem_retention_ns at now_ms (wall clock) in the current batch: how
+ * many. */
 int st_idem_check(const char *key, arb_err_t *err);
 uint64_t st_idem_find(st_t *s, const st_who_t *who, const char *key);
 int st_idem_put(st_t *s, const st_who_t *who, const char *key, uint64_t id);
 int st_idem_recover(st_t *s, arb_err_t *err);
+int st_idem_sweep(st_t *s, int64_t now_ms);
 void st_idem_free(st_t *s);
 /* Recovery (recover.c). */
 int st_recover(st_t *s, arb_err_t *err);

@@ -10,18 +10,29 @@ SRC=$2
 NAME=lb_fail
 . "$SRC/tests/lbtest/lib.sh"
 
-backend b1
+# state NAME STATE: /backends shows backend NAME in STATE, an ERE (bounded polling, 10 s)
+state() {
+    n=200
+    until admin /backends | grep -Eq "\"name\":\"$1\",\"state\":\"$2\""; do
+        n=$((n - 1))
+        [ $n -gt 0 ] || { fail "$1 never went $2: $(admin /backends)"; return 1; }
+        sleep 0.05
+    done
+}
+
+backend b1 --die-after 300 # SIGKILLs itself at its 301st request, in the middle of the run
 backend b2
 backend b3
 
 # 1. kill -9 a backend mid-load
 lb --policy round-robin --eject-after 2 --backend 127.0.0.1:$PORT_b1 \
     --backend 127.0.0.1:$PORT_b2 --backend 127.0.0.1:$PORT_b3
-(sleep 0.4 && kill -9 "$PID_b1") &
-load --conns 8 --duration-ms 1500
+load --conns 8 --requests 3000
 echo "kill mid-load: $OUT"
 [ "$(num "$OUT" errors)" = 0 ] || fail "killing a backend mid-load gave client errors: $OUT"
-[ "$(num "$OUT" ok)" -gt 100 ] || fail "too few requests: $OUT"
+[ "$(num "$OUT" ok)" = 3000 ] || fail "not every request answered: $OUT"
+b1=$(num "$OUT" b1)
+[ "${b1:-0}" -gt 0 ] && [ "${b1:-0}" -le 300 ] || fail "b1 answers at most 300, then dies: $OUT"
 admin /metrics >"$TMP/m"
 grep -q "arbiter_lb_backend_ejections_total{backend=\"127.0.0.1:$PORT_b1\"} [1-9]" "$TMP/m" ||
     fail "the dead backend was not ejected: $(grep ejections "$TMP/m")"
@@ -48,13 +59,13 @@ lb --policy round-robin --health-path /healthz --health-interval 100 --rise 1 --
 load --conns 2 --requests 100
 [ "$(num "$OUT" b4)" = 50 ] || fail "healthy b4 should get half: $OUT"
 rm "$TMP/h4"
-sleep 0.5
+state "127.0.0.1:$PORT_b4" down
 load --conns 2 --requests 100
 [ -z "$(num "$OUT" b4)" ] || fail "b4 failed its health check but got traffic: $OUT"
 admin /backends | grep -q "\"name\":\"127.0.0.1:$PORT_b4\",\"state\":\"down\"" ||
     fail "/backends does not show b4 down: $(admin /backends)"
 touch "$TMP/h4"
-sleep 0.5
+state "127.0.0.1:$PORT_b4" "(up|slow-start)" # back in rotation (slow start 0: at full weight)
 load --conns 2 --requests 100
 [ "$(num "$OUT" b4)" = 50 ] || fail "b4 passed its check again but got no traffic: $OUT"
 [ "$(num "$OUT" errors)" = 0 ] || fail "health checks: errors: $OUT"
@@ -65,7 +76,7 @@ printf '127.0.0.1:%s\n' "$PORT_b3" >"$TMP/bf"
 lb --policy least-conn --slow-start 3000 --backends-file "$TMP/bf"
 printf '127.0.0.1:%s\n127.0.0.1:%s\n' "$PORT_b3" "$PORT_b4" >"$TMP/bf"
 kill -HUP "$LB_PID"
-sleep 0.3
+state "127.0.0.1:$PORT_b4" slow-start
 admin /backends | grep -q "\"name\":\"127.0.0.1:$PORT_b4\",\"state\":\"slow-start\",\"weight\":1,\"eff\":0\." ||
     fail "an added backend should start slow: $(admin /backends)"
 load --conns 8 --requests 400

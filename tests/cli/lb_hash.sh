@@ -29,7 +29,7 @@ for kind in ring maglev; do
     cp "$TMP/bf" "$TMP/bf.orig"
     mv "$TMP/bf2" "$TMP/bf"
     kill -HUP "$LB_PID"
-    sleep 0.3
+    wait_for "$TMP/lb.err" "reloaded, 2 backends" # the new set is in force
     load --conns 4 --requests 3000 --keys 300 --map-out "$TMP/m2"
     [ "$(num "$OUT" errors)" = 0 ] || fail "$kind: errors after reload: $OUT"
     [ -z "$(num "$OUT" b2)" ] || fail "$kind: b2 left but still got traffic: $OUT"
@@ -51,8 +51,7 @@ load --conns 1 --requests 600 --keys 100
 # a reload with a bad file keeps the old set
 echo "not-an-address" >"$TMP/bf"
 kill -HUP "$LB_PID"
-sleep 0.3
-grep -q "reload failed, keeping the old backends" "$TMP/lb.err" || fail "bad reload not reported"
+wait_for "$TMP/lb.err" "reload failed, keeping the old backends"
 load --conns 2 --requests 100 --keys 10
 [ "$(num "$OUT" errors)" = 0 ] || fail "after a bad reload: $OUT"
 stop_lb

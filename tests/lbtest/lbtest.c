@@ -4,12 +4,16 @@
  * tests/arb_lbtest; it reuses the proxy's own HTTP parser (src/lb/http.c).
  *
  *   arb_lbtest backend --id NAME (--port-file F | --port P) [--delay-ms D] [--health-file H]
+ *       [--die-after N]
  *       A keep-alive HTTP/1.1 server, one thread per connection, on an
  *       ephemeral port (written to F), or on port P (a service replica's $PORT). Every response carries
  *       "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>".
  *       /healthz answers 200 while file H exists (always, without H), else
  *       503. /echo answers the request body's length. /chunked answers with
- *       a chunked body. Anything else answers "NAME\n" after D ms.
+ *       a chunked body. Anything else answers "NAME\n" after D ms. With
+ *       --die-after, the request after the Nth is never answered: the
+ *       backend SIGKILLs itself (a crash in the middle of a load run,
+ *       whatever the machine's speed).
  *   arb_lbtest load --port P [--conns C] [--requests N | --duration-ms D]
  *       [--keys K] [--header NAME] [--map-out FILE] [--path P]
  *       C keep-alive connections, GET PATH, one request at a time each.
@@ -79,6 +83,8 @@ static const char *b_id = "b";
 static int b_delay_ms;
 static const char *b_health_file;
 static atomic_int b_inflight;
+static long b_die_after; /* 0: never */
+static atomic_long b_served;
 
 static void *b_conn(void *arg)
 {
@@ -100,6 +106,8 @@ static void *b_conn(void *arg)
         }
         if (rc < 0)
             break;
+        if (b_die_after > 0 && atomic_fetch_add(&b_served, 1) >= b_die_after)
+            kill(getpid(), SIGKILL);
         atomic_fetch_add(&b_inflight, 1);
         /* read and count the body */
         http_body_t body;
@@ -189,6 +197,7 @@ static int run_backend(int argc, char **argv)
     b_id = opt(argc, argv, "--id", "b");
     b_delay_ms = atoi(opt(argc, argv, "--delay-ms", "0"));
     b_health_file = opt(argc, argv, "--health-file", NULL);
+    b_die_after = atol(opt(argc, argv, "--die-after", "0"));
     signal(SIGPIPE, SIG_IGN);
     lfd = listen_any(&port);
     if (lfd < 0) {

@@ -22,12 +22,13 @@ fail() {
     failures=$((failures + 1))
 }
 
-# wait_for FILE [WORD]: until FILE exists, is non-empty (and holds WORD); 5 s at most.
+# wait_for FILE [WORD]: until FILE exists, is non-empty (and holds WORD); 20 s at most
+# (an ASan build on a loaded 2-core machine can take seconds to start a process).
 wait_for() {
     i=0
     while [ ! -s "$1" ] || { [ -n "${2:-}" ] && ! grep -q "$2" "$1"; }; do
         i=$((i + 1))
-        if [ $i -gt 100 ]; then
+        if [ $i -gt 400 ]; then
             echo "$NAME: FAIL: gave up waiting for $1" >&2
             [ -f "$TMP/lb.err" ] && cat "$TMP/lb.err" >&2
             exit 1
