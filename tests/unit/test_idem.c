@@ -15,29 +15,10 @@
 #include <unistd.h>
 
 #include "state/state_int.h"
+#include "state_fixture.h"
 
 #define HOUR_MS 3600000LL
 #define SPEC "{\"name\": \"j\", \"resources\": {\"requests\": {\"cpu\": 1}}}"
-
-static char dir[256];
-static const st_who_t alice = {ST_ROLE_USER, "team-a", "alice", NULL};
-
-static int setup(void **unused)
-{
-    (void)unused;
-    snprintf(dir, sizeof dir, "/tmp/arb_test_idem.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static int teardown(void **unused)
-{
-    char cmd[300];
-    (void)unused;
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
-    return 0;
-}
 
 static st_t *open_st(const char *yaml)
 {

@@ -15,10 +15,7 @@
 #include <unistd.h>
 
 #include "state/state_int.h"
-
-static char dir[256];
-static const st_who_t admin = {ST_ROLE_ADMIN, "", "root", NULL};
-static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent", NULL};
+#include "state_fixture.h"
 
 #define WITH_CLASSES                                                                            \
     "priorityClasses:\n"                                                                       \
@@ -27,23 +24,6 @@ static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent", NULL};
 #define WITHOUT_BATCH_LOW                                                                       \
     "priorityClasses:\n"                                                                       \
     "  - {name: prod, value: 9000}\n"
-
-static int setup(void **unused)
-{
-    (void)unused;
-    snprintf(dir, sizeof dir, "/tmp/arb_test_prio_kept.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static int teardown(void **unused)
-{
-    char cmd[300];
-    (void)unused;
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
-    return 0;
-}
 
 static st_t *open_st(const char *yaml)
 {

@@ -15,32 +15,13 @@
 #include <unistd.h>
 
 #include "state/state_int.h"
+#include "state_fixture.h"
 
-static char dir[256];
 static bool last_stale; /* the last report's reply said "stale": true */
-static const st_who_t admin = {ST_ROLE_ADMIN, "", "root", NULL};
-static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent", NULL};
 
 #define INVENTORY                                                                               \
     "\"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"gpus\": [{\"model\": \"H100\", "     \
     "\"memory\": \"80Gi\", \"nvlink\": 0}]}"
-
-static int setup(void **unused)
-{
-    (void)unused;
-    snprintf(dir, sizeof dir, "/tmp/arb_test_report_order.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static int teardown(void **unused)
-{
-    char cmd[300];
-    (void)unused;
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
-    return 0;
-}
 
 /* Send body as node n1's report: the return code; err's text into msg. */
 static int report(st_t *s, const char *body, char *msg, size_t n)

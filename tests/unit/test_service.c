@@ -22,27 +22,7 @@
 
 #include "state/service.h"
 #include "state/state_int.h"
-
-static char dir[256];
-static const st_who_t admin = {ST_ROLE_ADMIN, "", "root", NULL};
-static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent", NULL};
-
-static int setup(void **unused)
-{
-    (void)unused;
-    snprintf(dir, sizeof dir, "/tmp/arb_test_service.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static int teardown(void **unused)
-{
-    char cmd[300];
-    (void)unused;
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
-    return 0;
-}
+#include "state_fixture.h"
 
 static st_t *open_st(bool preemption)
 {

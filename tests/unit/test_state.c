@@ -13,29 +13,7 @@
 #include <unistd.h>
 
 #include "state/state_int.h"
-
-static char dir[256];
-static const st_who_t admin = {ST_ROLE_ADMIN, "", "root", NULL};
-static const st_who_t alice = {ST_ROLE_USER, "team-a", "alice", NULL};
-static const st_who_t bob = {ST_ROLE_USER, "team-b", "bob", NULL};
-static const st_who_t agent = {ST_ROLE_AGENT, "nodes", "agent", NULL};
-
-static int setup(void **unused)
-{
-    (void)unused;
-    snprintf(dir, sizeof dir, "/tmp/arb_test_state.XXXXXX");
-    assert_non_null(mkdtemp(dir));
-    return 0;
-}
-
-static int teardown(void **unused)
-{
-    char cmd[300];
-    (void)unused;
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    assert_int_equal(system(cmd), 0);
-    return 0;
-}
+#include "state_fixture.h"
 
 static st_t *open_st(const char *queue_policy)
 {
