@@ -679,13 +679,7 @@ int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_
     st_job_t *sj;
     int rc = 0;
 
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += wait_ms / 1000;
-    dl.tv_nsec += (wait_ms % 1000) * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
+    dl = st_deadline(wait_ms);
     pthread_mutex_lock(&s->mu);
     for (;;) {
         sj = find_service(s, name);

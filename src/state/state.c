@@ -40,6 +40,19 @@ int64_t st_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+struct timespec st_deadline(int64_t ms)
+{
+    struct timespec dl;
+    clock_gettime(CLOCK_REALTIME, &dl);
+    dl.tv_sec += ms / 1000;
+    dl.tv_nsec += (ms % 1000) * 1000000;
+    if (dl.tv_nsec >= 1000000000) {
+        dl.tv_sec++;
+        dl.tv_nsec -= 1000000000;
+    }
+    return dl;
+}
+
 uint64_t st_tick(st_t *s, uint64_t remote)
 {
     char v[32];
@@ -1005,13 +1018,7 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
 
     if (limit <= 0 || limit > 10000)
         limit = 1000;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += wait_ms / 1000;
-    dl.tv_nsec += (wait_ms % 1000) * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
+    dl = st_deadline(wait_ms);
     pthread_mutex_lock(&s->mu);
     while (wait_ms > 0 && !s->stop &&
            (s->ring_n == 0 || s->ring[(s->ring_head + s->ring_n - 1) % s->ring_cap].lamport <=

@@ -167,6 +167,8 @@ struct st {
 /* Clocks. */
 int64_t st_mono_ns(void);
 int64_t st_wall_ms(void);
+/* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
+struct timespec st_deadline(int64_t ms);
 /* Lamport: clock = max(clock, remote) + 1; returns it (persists the
  * high-water mark when needed). */
 uint64_t st_tick(st_t *s, uint64_t remote);
