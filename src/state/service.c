@@ -176,6 +176,7 @@ static void dress_replica(st_t *s, st_job_t *parent, st_job_t *sj, arb_job_t *j,
     j->priority = parent->j->priority;
     /* Below the minimum a service is never preempted. */
     j->preemptible = i >= parent->svc->conf.min;
+    j->service = true; /* least-loaded placement (score_load.c) */
     sj->svc_of = parent->id;
     sj->replica = i;
     json_decref(sj->env);
