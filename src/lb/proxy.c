@@ -889,6 +889,22 @@ static void note_load(px_t *px)
     free(q);
 }
 
+/* The replicas' agent reports from the source, onto the backends of the
+ * same address (removed ones included: they may still be draining). */
+static void agent_loads(px_t *px)
+{
+    lb_agent_load_t *v = NULL;
+    int n = 0;
+
+    if (px->c->source.ops->reports(px->c->source.st, &v, &n) < 0)
+        return;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < px->nbes; i++)
+            if (strcmp(px->bes[i]->name, v[k].addr) == 0)
+                px_backend_agent_load(px, px->bes[i], &v[k]);
+    free(v);
+}
+
 static int64_t next_wake(px_t *px)
 {
     int64_t t = px->now_ms + 1000;
@@ -1055,7 +1071,7 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
         rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
         goto out;
     }
-    int64_t next_note = 0;
+    int64_t next_note = 0, next_reports = 0;
     rc = write_ready(px, err);
     if (rc < 0)
         goto out;
@@ -1115,6 +1131,10 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
         if (c->source.ops->note && px->now_ms >= next_note) {
             next_note = px->now_ms + 1000;
             note_load(px);
+        }
+        if (c->source.ops->reports && px->now_ms >= next_reports) {
+            next_reports = px->now_ms + 1000;
+            agent_loads(px);
         }
         expire(px);
         px_checks_run(px);
