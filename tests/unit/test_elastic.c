@@ -217,6 +217,39 @@ static void test_growth_keeps_topology(void **st)
     }
 }
 
+/* A one-task preemptor takes only what one node needs: ranks stay 0..n-1,
+ * so a task goes with every rank above it, and the cheapest node counts
+ * those tails. A runs ranks 0..3 on a and 4 on b; B ranks 0..2 on b. A
+ * 2-GPU job: on b, A's rank 4 and B's rank 2 (2 tasks); on a, A's ranks
+ * 2..4 (3 tasks, rank 4 on b freeing nothing there). Greedy over the
+ * cluster took the cheaper job's last ranks, A 4, 3, 2. */
+static void test_shrink_takes_what_one_node_needs(void **st)
+{
+    fx_t f;
+    (void)st;
+    fx_init(&f);
+    uint32_t a = fx_node(&f, "a", 4, 1, NULL, 0);
+    uint32_t b = fx_node(&f, "b", 4, 1, NULL, 0);
+    esched(&f, false);
+    arb_job_t *ja = elastic(&f, "A", 1, 5, 0);
+    assert_int_equal(arb_sched_place(f.s, ja, &f.ctx), 0);
+    arb_job_t *jb = elastic(&f, "B", 1, 6, 0);
+    assert_int_equal(arb_sched_place(f.s, jb, &f.ctx), 0);
+    assert_int_equal(ja->nalloc, 5);
+    assert_int_equal(jb->nalloc, 3);
+    for (int t = 0; t < 4; t++)
+        assert_int_equal(ja->alloc[t].node, a);
+    assert_int_equal(ja->alloc[4].node, b);
+    arb_job_t *hi = plain(&f, "hi", 2, 10);
+    arb_cycle_stats_t cs = cycle(&f);
+    assert_true(holds(hi));
+    assert_int_equal(hi->alloc[0].node, b);
+    assert_int_equal(cs.preempted, 2);
+    assert_int_equal(ja->nalloc, 4); /* rank 4 only */
+    assert_int_equal(jb->nalloc, 2); /* rank 2 only */
+    fx_free(&f);
+}
+
 /* A higher-priority job takes tasks above the min, one by one, the last
  * ranks first: the elastic job keeps running smaller. */
 static void test_shrink_before_preempt(void **st)
@@ -560,6 +593,7 @@ int main(void)
         cmocka_unit_test(test_deferred_room_being_freed),
         cmocka_unit_test(test_growth_ignores_unplaceable),
         cmocka_unit_test(test_growth_keeps_topology),
+        cmocka_unit_test(test_shrink_takes_what_one_node_needs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
