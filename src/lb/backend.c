@@ -454,10 +454,13 @@ void px_backend_load_report(px_t *px, px_backend_t *b, const http_head_t *h)
     l.gpu_util = -1;
     if (http_parse_load(h->load, h->llen, &l.queue, &l.gpu_util, &l.inflight) < 0)
         return;
-    if (l.queue < 0)
+    if (l.queue < 0) {
         l.queue = b->load.queue;
-    else
+    } else {
         b->queue_at_ms = px->now_ms;
+        b->hdr_queue = l.queue;
+        b->hdr_queue_at_ms = px->now_ms;
+    }
     if (l.gpu_util < 0)
         l.gpu_util = b->load.gpu_util;
     else

@@ -876,9 +876,10 @@ static void note_load(px_t *px)
         if (px->bes[i]->removed && px->bes[i]->inflight == 0)
             continue;
         addr[n] = px->bes[i]->name;
-        /* a queue seen on a response more than 2 s ago says nothing now */
-        q[n] = px->bes[i]->load.at_ms && px->now_ms - px->bes[i]->load.at_ms <= 2000
-                   ? px->bes[i]->load.queue
+        /* a queue seen on a response more than 2 s ago says nothing now; the
+         * node's queue from the agent is the controller's own already */
+        q[n] = px->bes[i]->hdr_queue_at_ms && px->now_ms - px->bes[i]->hdr_queue_at_ms <= 2000
+                   ? px->bes[i]->hdr_queue
                    : 0;
         inf[n++] = px->bes[i]->inflight;
     }

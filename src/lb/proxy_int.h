@@ -70,6 +70,8 @@ typedef struct px_backend {
     lb_load_t load;
     int64_t queue_at_ms, gpu_at_ms; /* when load.queue / load.gpu_util were last set, by
                                        either source (header, agent): newest wins */
+    double hdr_queue;       /* the queue the replica's own header said, and when: what */
+    int64_t hdr_queue_at_ms; /* note() forwards to the autoscaler (never the node's) */
     double lat_ms;     /* response time, peak EWMA (lb_peer_latency) */
     int64_t lat_at_ms;
     px_stats_t st;

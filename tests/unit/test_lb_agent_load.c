@@ -4,8 +4,9 @@
  * `arbiter lb --service` fetches from the controller. Field by field, the
  * newest value wins: a header without `gpu` keeps the agent's GPU figure,
  * an agent report older than the header's queue does not overwrite it, a
- * report no newer than the last one changes nothing, and the peer the
- * policy reads follows the backend.
+ * report no newer than the last one changes nothing, the peer the policy
+ * reads follows the backend, and the queue forwarded to the autoscaler is
+ * the header's alone.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -76,8 +77,11 @@ static void test_newest_wins(void **st)
     agent(&px, &b, 0.70, 7, 900);
     assert_true(b.load.gpu_util < 0.101 && b.load.queue == 5);
 
-    /* a newer agent report sets both and the age */
+    /* a newer agent report sets both and the age; what the balancer
+     * forwards to the autoscaler stays the header's own queue */
     agent(&px, &b, 0.50, 1, 2000);
+    assert_true(b.hdr_queue == 5);
+    assert_int_equal(b.hdr_queue_at_ms, 1500);
     assert_true(b.load.gpu_util > 0.499 && b.load.gpu_util < 0.501 && b.load.queue == 1);
     assert_int_equal(b.load.at_ms, 2000);
     assert_int_equal(peer.load.at_ms, 2000);
