@@ -131,6 +131,8 @@ typedef struct arb_job {
                            this long; -1 = the agent's default */
     int8_t gpu_sharing; /* spec gpuSharing: 1 allow, -1 deny (GPU-share tasks then get
                            a GPU of their own), 0 unset: shares share, whole GPUs do not */
+    bool service;       /* a service replica (set by the controller, service.c): the
+                           least-loaded score weighs it, as it does GPU-share tasks */
 
     /* Set by the scheduler. */
     arb_job_state_t state;

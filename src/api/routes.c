@@ -554,7 +554,10 @@ const api_route_t api_routes[] = {
      "`wait` seconds for a change (a long poll). Reply: `{\"service\", \"job\", \"version\", "
      "\"desired\", \"min\", \"port\", \"health\", \"replicas\": [{\"index\", \"job\", "
      "\"state\", \"node\", \"address\": \"HOST:PORT\", \"port\", \"ready\", \"draining\", "
-     "\"inflight\", \"restarts\"}], \"autoscale\": {\"min\", \"max\", \"target_inflight\", "
+     "\"inflight\", \"restarts\", \"load\": {\"gpu_util\", \"queue\", \"age_ms\"} (what the "
+     "agent of the replica's node last reported: utilisation of the replica's GPUs 0..1, queue "
+     "length, the report's age; null before a report)}], \"autoscale\": {\"min\", \"max\", "
+     "\"target_inflight\", "
      "\"target_gpu_util\", \"window_s\", \"cooldown_s\", \"recommended\", \"per_replica\", "
      "\"last\"}}`. A balancer sends to replicas that are `ready` and not `draining`."},
     {"POST", "/v1/services/{name}/load", ADMIN | USER | AGENT, h_service_load,

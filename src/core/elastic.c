@@ -21,10 +21,19 @@
  * jobs only after every pending job had its turn, and only when none is
  * left pending and no preemption is under way (no victim stopping, no
  * preemptor waiting). So capacity that a queued job could use, now or once
- * victims have stopped, is never taken by growth. Jobs grow one task per
- * round, highest priority first (then oldest), so two elastic jobs share
- * what is free. A grown task is placed on any node (the group's topology
- * requirement binds the initial placement only), within the queue's quota.
+ * victims have stopped, is never taken by growth. A pending job that
+ * growth cannot affect does not count: one that would not fit even on the
+ * empty cluster (growth_cannot_matter: every node either fails a filter
+ * that is no matter of free capacity, such as a selector, affinity, taint,
+ * GPU model, a node not ready or too hot, or could not hold the job's
+ * tasks even empty). Growth only takes free capacity, so such a job is no
+ * worse off for it; anything that might fit once capacity frees still
+ * blocks growth. Jobs grow one task per round, highest priority first
+ * (then oldest), so two elastic jobs share what is free. A grown task
+ * keeps the group's required topology (topology: {level, required: true}):
+ * it goes into the domain (NVLink domain, node, rack, block) of the job's
+ * task 0, or not at all; without a requirement it goes to any node. Growth
+ * stays within the queue's quota.
  * Quotas: admission counts an elastic job's min (arb_job_total); a first
  * placement beyond min is trimmed to the queue's nominal plus borrowing
  * limit (sched_elastic_trim), and growth checks it per task.
@@ -98,6 +107,69 @@ void sched_elastic_trim(arb_sched_t *s, arb_job_t *j)
     }
 }
 
+/* How many tasks of group g node n could hold if it were empty (its
+ * allocatable capacity; healthy GPUs only). */
+static int64_t cap_tasks(const arb_node_t *n, const arb_tgroup_t *g)
+{
+    int64_t k = INT64_MAX, gpus = n->cap.gpu_milli / 1000;
+
+    if (g->gpus > 0)
+        k = gpus / g->gpus;
+    else if (g->gpu_share > 0)
+        k = gpus * (1000 / g->gpu_share);
+    if (g->req.cpu_milli > 0 && n->cap.cpu_milli / g->req.cpu_milli < k)
+        k = n->cap.cpu_milli / g->req.cpu_milli;
+    if (g->req.mem_bytes > 0 && n->cap.mem_bytes / g->req.mem_bytes < k)
+        k = n->cap.mem_bytes / g->req.mem_bytes;
+    return k;
+}
+
+/* Is pending job j one that growth cannot affect: would it not fit even on
+ * the empty cluster? Per group: the nodes whose first failing filter is a
+ * matter of free capacity (or that pass) could together hold fewer tasks
+ * than the group needs (an elastic job: its min), even empty. A necessary
+ * test of fit, so "cannot fit" is certain; a job it cannot rule out blocks
+ * growth as before. */
+static bool growth_cannot_matter(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
+{
+    for (int gi = 0; gi < j->ngroups; gi++) {
+        const arb_tgroup_t *g = &j->groups[gi];
+        arb_pctx_t pc = {.sched = s, .cluster = s->c, .ctx = ctx, .job = j, .group = g};
+        int64_t need = j->elastic ? j->gang_min : g->replicas, room = 0;
+        for (uint32_t i = 0; i < s->c->nnodes && room < need; i++) {
+            const arb_node_t *n = &s->c->nodes[i];
+            arb_reason_t r = sched_filter_node(&pc, n);
+            if (r != ARB_R_OK && r < ARB_R_GPUS)
+                continue; /* condition, taints, selector, affinity, model, thermal */
+            int64_t k = cap_tasks(n, g);
+            room = k > need - room ? need : room + k;
+        }
+        if (room < need)
+            return true;
+    }
+    return false;
+}
+
+/* The domain a grown task of j must stay in: that of task 0, at the
+ * group's required topology level. false: no requirement. */
+static bool grow_domain(const arb_sched_t *s, const arb_job_t *j, const arb_tgroup_t *g,
+                        sched_dom_t *d)
+{
+    const arb_task_alloc_t *a = &j->alloc[0];
+    const arb_node_t *n;
+
+    if (!g->topo.required || g->topo.level == ARB_TOPO_ANY || j->nalloc == 0)
+        return false;
+    n = &s->c->nodes[a->node];
+    memset(d, 0, sizeof *d);
+    d->level = g->topo.level;
+    d->node = a->node;
+    d->nvlink = a->gpu_mask ? n->gpu[__builtin_ctz(a->gpu_mask)].nvlink : 0;
+    d->rack = n->rack;
+    d->block = n->block;
+    return true;
+}
+
 static int cmp_grow(const void *a, const void *b)
 {
     const arb_job_t *x = *(arb_job_t *const *)a, *y = *(arb_job_t *const *)b;
@@ -113,10 +185,14 @@ int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx)
     bool progress = true;
 
     for (uint32_t i = 0; i < s->njobs; i++) {
-        const arb_job_t *j = s->jobs[i];
-        if (j->state == ARB_JOB_PENDING || j->waiting || j->evicting || j->shrink_to > 0)
-            return 0; /* the growth rule: queued jobs and preemptions come first */
+        arb_job_t *j = s->jobs[i];
+        if (j->waiting || j->evicting || j->shrink_to > 0)
+            return 0; /* the growth rule: preemptions come first */
     }
+    for (uint32_t i = 0; i < s->njobs; i++)
+        if (s->jobs[i]->state == ARB_JOB_PENDING &&
+            !growth_cannot_matter(s, s->jobs[i], ctx))
+            return 0; /* and queued jobs, unless growth cannot affect them */
     v = malloc((s->njobs + 1) * sizeof *v);
     if (!v)
         return 0;
@@ -131,10 +207,13 @@ int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx)
         for (int i = 0; i < nv; i++) {
             arb_job_t *j = v[i];
             const arb_tgroup_t *g;
+            sched_dom_t d;
             if (!j || j->nalloc >= j->ntasks)
                 continue;
             g = arb_job_task_group(j, j->nalloc, NULL);
-            if (!quota_allows(s, j, g) || sched_place_task(s, j, j->nalloc, NULL, ctx) < 0) {
+            if (!quota_allows(s, j, g) ||
+                sched_place_task(s, j, j->nalloc, grow_domain(s, j, g, &d) ? &d : NULL, ctx) <
+                    0) {
                 v[i] = NULL; /* nothing more fits it this cycle */
                 continue;
             }

@@ -30,8 +30,9 @@
  * cheapest victims of all, before any job is evicted whole; the min is
  * then one more victim, a gang. Because removal must keep the job's tasks
  * a prefix, an extra task is evicted only when it is the job's last and
- * given back only right above the job's remaining ones; with extras among
- * the candidates even a one-task job takes the greedy path.
+ * given back only right above the job's remaining ones. With extras among
+ * the candidates a one-task job goes node by node counting those tails
+ * (pick_per_node_tails); a job of several tasks takes the greedy path.
  *
  * Deferred mode (conf.preempt_defer, the controller): the set is chosen the
  * same way, then everything is put back and the victims are only marked
@@ -353,6 +354,214 @@ out:
     return rc;
 }
 
+/* ---- one task, elastic extras among the victims: node by node, with tails ----
+ * An extra can go only with every extra of its job above it (ranks stay
+ * 0..n-1), and a job whole only with all its extras. For each node: evict
+ * the units that hold something there, cheapest first, each with what must
+ * go before it, until the task fits on the node; reprieve in reverse; cost
+ * the set: jobs evicted whole, then the highest victim priority, then tasks
+ * taken, then GPUs. The cheapest node's set wins; the scan stops early at a
+ * set no node can beat on the first three (no whole job, the lowest
+ * priority of any candidate, and no more tasks than the bound every node
+ * needs: its GPUs short of the task over the largest task among the
+ * candidates), so among such sets the first node's wins. Greedy over the whole
+ * cluster (pick_greedy) instead takes the last ranks of the cheapest jobs
+ * wherever they run, and often more tasks than the node needs. */
+typedef struct tail_key {
+    int wholes;
+    int64_t rank;
+    int tasks;
+    int64_t gpu;
+} tail_key_t;
+
+static bool tail_less(const tail_key_t *a, const tail_key_t *b)
+{
+    if (a->wholes != b->wholes)
+        return a->wholes < b->wholes;
+    if (a->rank != b->rank)
+        return a->rank < b->rank;
+    if (a->tasks != b->tasks)
+        return a->tasks < b->tasks;
+    return a->gpu < b->gpu;
+}
+
+/* Evict unit u and what must go before it (first[u]..: its job's extras
+ * above it, or all of them for a whole job), appending to ev. */
+static void evict_closure(arb_sched_t *s, victim_t *v, const int *first, const int *last, int u,
+                          int *ev, int *nev)
+{
+    int hi = v[u].task >= 0 ? u : last[u];
+    for (int x = first[u]; x >= 0 && x <= hi; x++)
+        if (!v[x].evicted && x != u) {
+            evict(s, &v[x]);
+            if (v[x].evicted)
+                ev[(*nev)++] = x;
+        }
+    if (!v[u].evicted) {
+        evict(s, &v[u]);
+        if (v[u].evicted)
+            ev[(*nev)++] = u;
+    }
+}
+
+/* Extras blocks by job, to find a whole job's block in O(log n). */
+typedef struct blk {
+    const arb_job_t *j;
+    int first, last;
+} blk_t;
+
+static int cmp_blk(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const blk_t *)a)->j, y = (uintptr_t)((const blk_t *)b)->j;
+    return x < y ? -1 : x > y;
+}
+
+/* A node's run of pairs, and how promising it looks: fewer tasks of whole
+ * jobs (their mins) first, then fewer units. */
+typedef struct nrun {
+    int a, b;
+    int64_t score;
+} nrun_t;
+
+static int cmp_nrun(const void *x, const void *y)
+{
+    const nrun_t *p = x, *q = y;
+    if (p->score != q->score)
+        return p->score < q->score ? -1 : 1;
+    return p->a < q->a ? -1 : p->a > q->a;
+}
+
+static int pick_per_node_tails(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v,
+                               int nv)
+{
+    int np = 0, rc = -ENOSPC, nbest = 0;
+    int *first = malloc((size_t)(nv + 1) * sizeof *first);
+    int *last = malloc((size_t)(nv + 1) * sizeof *last);
+    int *ev = malloc((size_t)(nv + 1) * sizeof *ev);
+    int *best = malloc((size_t)(nv + 1) * sizeof *best);
+    int *ord = malloc((size_t)(nv + 1) * sizeof *ord);
+    blk_t *bl = malloc((size_t)(nv + 1) * sizeof *bl);
+    int nbl = 0;
+    tail_key_t bestkey = {0};
+    size_t total = 0;
+    pair_t *p;
+
+    for (int i = 0; i < nv; i++)
+        total += (size_t)v[i].nalloc;
+    p = malloc((total + 1) * sizeof *p);
+    if (!first || !last || !ev || !best || !ord || !p || !bl) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    /* A job's extras are adjacent in v, highest rank first (cmp_victim). */
+    for (int i = 0; i < nv; i++) {
+        first[i] = last[i] = -1;
+        if (v[i].task >= 0)
+            first[i] = i > 0 && v[i - 1].j == v[i].j && v[i - 1].task >= 0 ? first[i - 1] : i;
+    }
+    for (int i = 0; i < nv; i++)
+        if (v[i].task >= 0 && first[i] == i)
+            bl[nbl++] = (blk_t){v[i].j, i, i};
+        else if (v[i].task >= 0)
+            bl[nbl - 1].last = i;
+    qsort(bl, (size_t)nbl, sizeof *bl, cmp_blk);
+    for (int i = 0; i < nv; i++)
+        if (v[i].task < 0) {
+            blk_t key = {v[i].j, 0, 0}, *f = bsearch(&key, bl, (size_t)nbl, sizeof *bl, cmp_blk);
+            if (f) {
+                first[i] = f->first;
+                last[i] = f->last;
+            }
+        }
+    int64_t minrank = INT64_MAX, maxtask = 1, need = j->groups[0].req.gpu_milli, lb = INT64_MAX;
+    for (int i = 0; i < nv; i++) {
+        minrank = rank_of(&v[i]) < minrank ? rank_of(&v[i]) : minrank;
+        for (int t = 0; t < v[i].nalloc; t++) {
+            int64_t g = (int64_t)__builtin_popcount(v[i].saved[t].gpu_mask) * v[i].saved[t].gpu_milli;
+            maxtask = g > maxtask ? g : maxtask;
+            p[np++] = (pair_t){v[i].saved[t].node, i};
+        }
+    }
+    qsort(p, (size_t)np, sizeof *p, cmp_pair);
+    nrun_t *runs = malloc((size_t)(np + 1) * sizeof *runs);
+    int nruns = 0;
+    if (!runs) {
+        rc = -ENOMEM;
+        goto out;
+    }
+    for (int a = 0, b; a < np; a = b) {
+        int64_t whole = 0, units = 0;
+        for (b = a; b < np && p[b].node == p[a].node; b++) {
+            whole += v[p[b].victim].task < 0;
+            units += b == a || p[b].victim != p[b - 1].victim;
+        }
+        runs[nruns++] = (nrun_t){a, b, whole * 1000000 + units};
+    }
+    qsort(runs, (size_t)nruns, sizeof *runs, cmp_nrun); /* promising nodes first */
+    for (uint32_t i = 0; i < s->c->nnodes; i++) { /* tasks any node must give up, at least */
+        int64_t short_by = need - (s->c->nodes[i].cap.gpu_milli - s->c->nodes[i].used.gpu_milli);
+        int64_t k = short_by > 0 ? (short_by + maxtask - 1) / maxtask : 0;
+        lb = k < lb ? k : lb;
+    }
+
+    for (int r = 0; r < nruns; r++) {
+        int a = runs[r].a, b = runs[r].b;
+        const arb_node_t *n = &s->c->nodes[p[a].node];
+        int k = 0, nev = 0;
+        bool fit = false;
+        if (rc == 0 && bestkey.wholes == 0 && bestkey.rank == minrank && bestkey.tasks <= lb)
+            break; /* nothing can beat it on wholes, priority or tasks */
+        for (int x = a; x < b; x++)
+            if (x == a || p[x].victim != p[x - 1].victim)
+                ord[k++] = p[x].victim;
+        if (n->state != ARB_NODE_READY)
+            continue;
+        for (int i = 0; i < k && !fit; i++) {
+            evict_closure(s, v, first, last, ord[i], ev, &nev);
+            fit = fits_on(s, j, ctx, n);
+        }
+        if (fit) {
+            tail_key_t key = {0, INT64_MIN, 0, 0};
+            for (int i = nev - 1; i >= 0; i--) {
+                if (restore(s, &v[ev[i]]) < 0)
+                    continue;
+                if (!fits_on(s, j, ctx, n))
+                    evict(s, &v[ev[i]]);
+            }
+            for (int i = 0; i < nev; i++)
+                if (v[ev[i]].evicted) {
+                    key.wholes += v[ev[i]].task < 0;
+                    key.rank = rank_of(&v[ev[i]]) > key.rank ? rank_of(&v[ev[i]]) : key.rank;
+                    key.tasks += v[ev[i]].nalloc;
+                    key.gpu += v[ev[i]].gpu;
+                }
+            if (rc < 0 || tail_less(&key, &bestkey)) {
+                rc = 0;
+                bestkey = key;
+                nbest = 0;
+                for (int i = 0; i < nev; i++)
+                    if (v[ev[i]].evicted)
+                        best[nbest++] = ev[i];
+            }
+        }
+        for (int i = nev - 1; i >= 0; i--) /* everything back for the next node */
+            if (v[ev[i]].evicted)
+                restore(s, &v[ev[i]]);
+    }
+    free(runs);
+    for (int i = 0; rc == 0 && i < nbest; i++)
+        evict(s, &v[best[i]]);
+out:
+    free(first);
+    free(last);
+    free(ev);
+    free(best);
+    free(ord);
+    free(p);
+    free(bl);
+    return rc;
+}
+
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
                       int *nvictims)
 {
@@ -422,7 +631,8 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
     qsort(v, (size_t)nv, sizeof *v, cmp_victim);
 
     rc =
-        j->ntasks == 1 && !extras ? pick_per_node(s, j, ctx, v, nv) : pick_greedy(s, j, ctx, v, nv);
+        j->ntasks == 1 ? (extras ? pick_per_node_tails(s, j, ctx, v, nv) : pick_per_node(s, j, ctx, v, nv))
+                       : pick_greedy(s, j, ctx, v, nv);
     if (rc < 0)
         goto out;
     /* Jobs touched: evicted whole (nothing left bound), or shrunk (counted at

@@ -573,6 +573,34 @@ static int place_group_in_domain(arb_sched_t *s, arb_job_t *j, int t0, int cnt,
     return -ENOSPC;
 }
 
+/* An elastic job whose required domain holds fewer than all its tasks:
+ * the domain with the most free GPUs that holds at least its min, filled
+ * with as many tasks as fit (growth later stays in it, elastic.c). */
+static int place_elastic_in_domain(arb_sched_t *s, arb_job_t *j, const arb_tgroup_t *g,
+                                   const arb_ctx_t *ctx)
+{
+    dom_cand_t *v;
+    uint32_t *memb;
+    int n = list_domains(s, g->topo.level, &v, &memb);
+
+    if (n < 0)
+        return n;
+    qsort(v, (size_t)n, sizeof *v, cmp_dom);
+    for (int i = n - 1; i >= 0; i--) { /* the most free first */
+        if (v[i].free < g->gpus * j->gang_min)
+            break;
+        while (j->nalloc < g->replicas && sched_place_task(s, j, j->nalloc, &v[i].d, ctx) == 0)
+            j->nalloc++;
+        if (j->nalloc >= j->gang_min)
+            break;
+        while (j->nalloc > 0)
+            sched_release_task(s, j, --j->nalloc);
+    }
+    free(v);
+    free(memb);
+    return j->nalloc >= j->gang_min && j->nalloc > 0 ? 0 : -ENOSPC;
+}
+
 int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
 {
     int t0 = 0;
@@ -586,6 +614,8 @@ int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
 
         if (confine && g->replicas > 1) {
             rc = place_group_in_domain(s, j, t0, g->replicas, g, ctx);
+            if (rc < 0 && g->topo.required && j->elastic && j->ngroups == 1)
+                rc = place_elastic_in_domain(s, j, g, ctx);
             if (rc < 0 && g->topo.required) {
                 if (j->nalloc >= j->gang_min)
                     return 0;

@@ -18,6 +18,13 @@
  * among the GPUs with room, the least utilised (ties: the fuller, to keep others free; then the
  * lowest index). Whole-GPU tasks keep the best-fit pick.
  *
+ * It applies to GPU-sharing tasks and service replicas (job->service, set
+ * by the controller) only: for a whole-GPU batch or training task it gives
+ * every node the same score, so it is neutral there and fragmentation-aware
+ * scoring (FGD, in the default profile) decides alone. That is why the
+ * default profile can list it: whole-GPU placements, and the paper's
+ * figures, do not move.
+ *
  * It reads the node's own fields only (utilisation, queue length, report
  * time; queue length through node_key), so node classes stay valid.
  */
@@ -45,8 +52,17 @@ double arb_least_loaded_estimate(const arb_node_t *n, uint16_t gpu_mask, int64_t
     return w * busy + (1 - w) * 50;
 }
 
+/* Does the least-loaded score weigh this task? GPU-share tasks and service
+ * replicas; not whole-GPU (or CPU-only) batch and training tasks. */
+static bool load_scored(const arb_pctx_t *pc)
+{
+    return (pc->group && pc->group->gpu_share > 0) || (pc->job && pc->job->service);
+}
+
 static double s_least_loaded(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pk)
 {
+    if (!load_scored(pc))
+        return 0; /* neutral: the same for every node */
     return 100 - arb_least_loaded_estimate(n, pk->gpu_mask, pc->ctx ? pc->ctx->now_ns : 0);
 }
 
@@ -73,6 +89,15 @@ static int p_least_loaded(const arb_pctx_t *pc, const arb_node_t *n, arb_pick_t 
     return 0;
 }
 
+/* The score is already on an absolute 0..100 scale: keep it, so a node a
+ * few points busier loses a few points, not the whole range (min-max would
+ * make a 1% difference outweigh fragmentation). Neutral (all 0) stays 0. */
+static void n_least_loaded(double *scores, int n)
+{
+    (void)scores;
+    (void)n;
+}
+
 static uint64_t k_least_loaded(void *state, const arb_node_t *n)
 {
     (void)state;
@@ -83,5 +108,6 @@ const arb_score_ops_t arb_score_least_loaded = {
     .name = "least-loaded",
     .pick = p_least_loaded,
     .score = s_least_loaded,
+    .normalize = n_least_loaded,
     .node_key = k_least_loaded,
 };

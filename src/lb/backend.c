@@ -439,15 +439,57 @@ void px_backend_failed(px_t *px, px_backend_t *b)
         px_bconn_close(px, b->idle);
 }
 
+/* Two sources feed a backend's load: the X-Arbiter-Load header on its
+ * responses (queue, gpu, inflight, whichever it carries) and its agent's
+ * report through the controller (gpu_util, queue; px_backend_agent_load).
+ * Each field keeps the newest value either source gave; load.at_ms, which
+ * the feedback policy ages, is the newest of them. */
 void px_backend_load_report(px_t *px, px_backend_t *b, const http_head_t *h)
 {
     lb_load_t l = b->load;
 
     if (!h->load)
         return;
+    l.queue = -1;
+    l.gpu_util = -1;
     if (http_parse_load(h->load, h->llen, &l.queue, &l.gpu_util, &l.inflight) < 0)
         return;
+    if (l.queue < 0) {
+        l.queue = b->load.queue;
+    } else {
+        b->queue_at_ms = px->now_ms;
+        b->hdr_queue = l.queue;
+        b->hdr_queue_at_ms = px->now_ms;
+    }
+    if (l.gpu_util < 0)
+        l.gpu_util = b->load.gpu_util;
+    else
+        b->gpu_at_ms = px->now_ms;
     l.at_ms = px->now_ms;
+    b->load = l;
+    if (b->peer >= 0)
+        px->peers[b->peer].load = l;
+}
+
+void px_backend_agent_load(px_t *px, px_backend_t *b, const lb_agent_load_t *a)
+{
+    lb_load_t l = b->load;
+    bool newer = false;
+
+    if (a->at_ms > b->gpu_at_ms) {
+        l.gpu_util = a->gpu_util;
+        b->gpu_at_ms = a->at_ms;
+        newer = true;
+    }
+    if (a->at_ms > b->queue_at_ms) {
+        l.queue = a->queue;
+        b->queue_at_ms = a->at_ms;
+        newer = true;
+    }
+    if (!newer)
+        return;
+    if (a->at_ms > l.at_ms)
+        l.at_ms = a->at_ms;
     b->load = l;
     if (b->peer >= 0)
         px->peers[b->peer].load = l;

@@ -876,9 +876,10 @@ static void note_load(px_t *px)
         if (px->bes[i]->removed && px->bes[i]->inflight == 0)
             continue;
         addr[n] = px->bes[i]->name;
-        /* a queue seen on a response more than 2 s ago says nothing now */
-        q[n] = px->bes[i]->load.at_ms && px->now_ms - px->bes[i]->load.at_ms <= 2000
-                   ? px->bes[i]->load.queue
+        /* a queue seen on a response more than 2 s ago says nothing now; the
+         * node's queue from the agent is the controller's own already */
+        q[n] = px->bes[i]->hdr_queue_at_ms && px->now_ms - px->bes[i]->hdr_queue_at_ms <= 2000
+                   ? px->bes[i]->hdr_queue
                    : 0;
         inf[n++] = px->bes[i]->inflight;
     }
@@ -887,6 +888,22 @@ static void note_load(px_t *px)
     free(addr);
     free(inf);
     free(q);
+}
+
+/* The replicas' agent reports from the source, onto the backends of the
+ * same address (removed ones included: they may still be draining). */
+static void agent_loads(px_t *px)
+{
+    lb_agent_load_t *v = NULL;
+    int n = 0;
+
+    if (px->c->source.ops->reports(px->c->source.st, &v, &n) < 0)
+        return;
+    for (int k = 0; k < n; k++)
+        for (int i = 0; i < px->nbes; i++)
+            if (strcmp(px->bes[i]->name, v[k].addr) == 0)
+                px_backend_agent_load(px, px->bes[i], &v[k]);
+    free(v);
 }
 
 static int64_t next_wake(px_t *px)
@@ -1055,7 +1072,7 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
         rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
         goto out;
     }
-    int64_t next_note = 0;
+    int64_t next_note = 0, next_reports = 0;
     rc = write_ready(px, err);
     if (rc < 0)
         goto out;
@@ -1115,6 +1132,10 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
         if (c->source.ops->note && px->now_ms >= next_note) {
             next_note = px->now_ms + 1000;
             note_load(px);
+        }
+        if (c->source.ops->reports && px->now_ms >= next_reports) {
+            next_reports = px->now_ms + 1000;
+            agent_loads(px);
         }
         expire(px);
         px_checks_run(px);

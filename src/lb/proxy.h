@@ -43,6 +43,18 @@ int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err);
  * once a second, this balancer's in-flight requests per backend and the
  * queue each replica reported in the last 2 s (X-Arbiter-Load; else 0), for a
  * source that reports load (the controller's autoscaler). */
+/* What a replica's agent last reported, as a source passes it on (reports
+ * below): at_ms is when the agent reported, on the monotonic clock in ms. */
+typedef struct lb_agent_load {
+    char addr[256];
+    double gpu_util; /* 0..1, the replica's GPUs */
+    double queue;    /* the node's queue length */
+    int64_t at_ms;
+} lb_agent_load_t;
+
+/* reports (may be NULL): once a second, the load the replicas' agents last
+ * reported (allocated; the caller frees *out); the proxy feeds it to the
+ * feedback policy beside the X-Arbiter-Load response header, newest wins. */
 typedef struct lb_source_ops {
     const char *name;
     int (*load)(void *st, lb_target_t **out, int *n, arb_err_t *err);
@@ -50,6 +62,7 @@ typedef struct lb_source_ops {
     void (*fini)(void *st);
     void (*note)(void *st, const char *const *addr, const uint32_t *inflight,
                  const double *queue, int n);
+    int (*reports)(void *st, lb_agent_load_t **out, int *n);
 } lb_source_ops_t;
 
 typedef struct lb_source {

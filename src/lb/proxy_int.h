@@ -68,6 +68,10 @@ typedef struct px_backend {
     uint32_t inflight;
     uint32_t eff;      /* last weight published to the policy */
     lb_load_t load;
+    int64_t queue_at_ms, gpu_at_ms; /* when load.queue / load.gpu_util were last set, by
+                                       either source (header, agent): newest wins */
+    double hdr_queue;       /* the queue the replica's own header said, and when: what */
+    int64_t hdr_queue_at_ms; /* note() forwards to the autoscaler (never the node's) */
     double lat_ms;     /* response time, peak EWMA (lb_peer_latency) */
     int64_t lat_at_ms;
     px_stats_t st;
@@ -187,6 +191,8 @@ void px_bconn_release(px_t *px, px_bconn_t *bc);
 void px_backend_ok(px_t *px, px_backend_t *b);
 void px_backend_failed(px_t *px, px_backend_t *b);
 void px_backend_load_report(px_t *px, px_backend_t *b, const http_head_t *h);
+/* The load the replica's agent reported (lb_source_ops_t.reports). */
+void px_backend_agent_load(px_t *px, px_backend_t *b, const lb_agent_load_t *l);
 void px_backend_latency(px_t *px, px_backend_t *b, double ms);
 void px_inflight(px_t *px, px_backend_t *b, int d);
 void px_backend_unref(px_t *px, px_backend_t *b);

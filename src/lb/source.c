@@ -124,7 +124,7 @@ static void list_fini(void *st)
     free(l);
 }
 
-static const lb_source_ops_t static_ops = {"static", list_load, no_watch, list_fini, NULL};
+static const lb_source_ops_t static_ops = {"static", list_load, no_watch, list_fini, NULL, NULL};
 
 int lb_source_static(lb_source_t *s, const lb_target_t *t, int n, arb_err_t *err)
 {
@@ -196,7 +196,7 @@ static void file_fini(void *st)
     free(st);
 }
 
-static const lb_source_ops_t file_ops = {"file", file_load, no_watch, file_fini, NULL};
+static const lb_source_ops_t file_ops = {"file", file_load, no_watch, file_fini, NULL, NULL};
 
 int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err)
 {

@@ -11,7 +11,12 @@
  *           (watch_fd) and reloads through load(), gracefully, as on SIGHUP.
  *           On an error it retries after a second, keeping the last set.
  *   report  once a second POSTs the in-flight counts the proxy noted
- *           (note) to /v1/services/NAME/load: the autoscaler's input.
+ *           (note) to /v1/services/NAME/load: the autoscaler's input; and
+ *           GETs /v1/services/NAME (no wait) for the load each replica's
+ *           agent last reported (replicas[].load: gpu_util, queue, age_ms),
+ *           which the proxy takes through reports() for the feedback
+ *           policy. The age becomes a time on this process's monotonic
+ *           clock (now - age_ms), so the two hosts' clocks never meet.
  * ARBITER_TOKEN, when set, is sent as a bearer token. --controller takes one
  * URL or several, comma-separated (src/client/failover.h parses them): a
  * request goes to the one that last answered, and to the next after a
@@ -22,6 +27,7 @@
 #include <fcntl.h>
 #include <jansson.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +64,8 @@ typedef struct ctl {
     note_t *notes;
     int nnotes;
     bool noted;
+    lb_agent_load_t *loads; /* the agents' last reports, replica by replica */
+    int nloads;
 } ctl_t;
 
 typedef struct buf {
@@ -276,6 +284,66 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
+static int64_t mono_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The replicas' agent-reported load from an endpoints object; NULL with *n
+ * = 0 when there is none. */
+static lb_agent_load_t *parse_loads(const char *txt, int *n)
+{
+    json_t *o = json_loads(txt, 0, NULL), *e;
+    json_t *reps = json_object_get(o, "replicas");
+    lb_agent_load_t *v = calloc(json_array_size(reps) + 1, sizeof *v);
+    int64_t now = mono_ms();
+    size_t i;
+
+    *n = 0;
+    json_array_foreach(reps, i, e) {
+        const char *a = json_string_value(json_object_get(e, "address"));
+        json_t *l = json_object_get(e, "load");
+        json_t *g = json_object_get(l, "gpu_util"), *q = json_object_get(l, "queue");
+        json_t *age = json_object_get(l, "age_ms");
+        if (!v || !a || strlen(a) >= sizeof v->addr || !json_is_number(g) ||
+            !json_is_number(q) || !json_is_integer(age) || json_integer_value(age) < 0)
+            continue;
+        snprintf(v[*n].addr, sizeof v[*n].addr, "%s", a);
+        v[*n].gpu_util = json_number_value(g);
+        v[*n].queue = json_number_value(q);
+        v[*n].at_ms = now - (int64_t)json_integer_value(age);
+        if (v[*n].at_ms < 1)
+            v[*n].at_ms = 1; /* 0 means no report */
+        (*n)++;
+    }
+    json_decref(o);
+    return v;
+}
+
+/* GET the endpoints now and keep the replicas' agent-reported load. */
+static void fetch_loads(ctl_t *x)
+{
+    char path[256];
+    buf_t b = {0};
+    long st = 0;
+    int n = 0;
+
+    snprintf(path, sizeof path, "/v1/services/%s", x->name);
+    if (call(x, "GET", path, NULL, 5, &st, &b) == 0 && st == 200 && b.p) {
+        lb_agent_load_t *v = parse_loads(b.p, &n);
+        if (v) {
+            pthread_mutex_lock(&x->mu);
+            free(x->loads);
+            x->loads = v;
+            x->nloads = n;
+            pthread_mutex_unlock(&x->mu);
+        }
+    }
+    free(b.p);
+}
+
 static void *report_main(void *arg)
 {
     ctl_t *x = arg;
@@ -305,6 +373,7 @@ static void *report_main(void *arg)
         } else {
             json_decref(arr);
         }
+        fetch_loads(x);
     }
     return NULL;
 }
@@ -368,6 +437,22 @@ static void ctl_note(void *st, const char *const *addr, const uint32_t *inflight
     pthread_mutex_unlock(&x->mu);
 }
 
+static int ctl_reports(void *st, lb_agent_load_t **out, int *n)
+{
+    ctl_t *x = st;
+    int rc = 0;
+
+    pthread_mutex_lock(&x->mu);
+    *n = x->nloads;
+    *out = malloc(((size_t)x->nloads + 1) * sizeof **out);
+    if (!*out)
+        rc = -ENOMEM;
+    else if (x->nloads)
+        memcpy(*out, x->loads, (size_t)x->nloads * sizeof **out);
+    pthread_mutex_unlock(&x->mu);
+    return rc;
+}
+
 static void ctl_fini(void *st)
 {
     ctl_t *x = st;
@@ -390,10 +475,12 @@ static void ctl_fini(void *st)
     pthread_cond_destroy(&x->cv);
     free(x->t);
     free(x->notes);
+    free(x->loads);
     free(x);
 }
 
-static const lb_source_ops_t ctl_ops = {"controller", ctl_load, ctl_watch_fd, ctl_fini, ctl_note};
+static const lb_source_ops_t ctl_ops = {"controller", ctl_load,  ctl_watch_fd,
+                                        ctl_fini,     ctl_note, ctl_reports};
 
 int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err)
 {
@@ -429,11 +516,21 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
         return arb_errf(err, -errno, "lb: pipe: %s", strerror(errno));
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    if (pthread_create(&x->watch, NULL, watch_main, x) != 0) {
+    /* The threads block every signal: SIGTERM and SIGHUP go to the proxy's
+     * signalfd (blocked there only later); a thread that let them through
+     * would die of SIGTERM instead of draining (exit 143, not 0). */
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    rc = pthread_create(&x->watch, NULL, watch_main, x);
+    if (rc == 0 && (rc = pthread_create(&x->report, NULL, report_main, x)) != 0)
+        rc = -1;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
+    if (rc > 0) {
         ctl_fini(x);
         return arb_errf(err, -EAGAIN, "lb: cannot start the watch thread");
     }
-    if (pthread_create(&x->report, NULL, report_main, x) != 0) {
+    if (rc < 0) {
         pthread_mutex_lock(&x->mu);
         x->stop = true;
         pthread_mutex_unlock(&x->mu);

@@ -426,6 +426,7 @@ char *st_job_record(st_t *s, st_job_t *sj)
         json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
     if (j->resize_gen)
         json_object_set_new(o, "resize_gen", json_integer(j->resize_gen));
+    st_resize_record(s, sj, o);
     st_service_record(sj, o);
     txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);

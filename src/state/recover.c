@@ -308,6 +308,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             j->start_ns = ctx.now_ns;
             j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
             sj->nalloc_seen = j->nalloc;
+            st_resize_recover(sj, o); /* a shrink under way goes on */
             sj->epoch = s->epoch; /* re-stamped: see the top of this file */
             st_node_index_job(s, sj);
         } else {
@@ -334,6 +335,8 @@ static int recover_jobs(st_t *s, arb_err_t *err)
         rc = arb_errf(err, -ENOMEM, "out of memory");
     for (size_t i = 0; i < l.n && rc == 0; i++)
         rc = recover_job(s, l.v[i], err);
+    if (rc == 0)
+        st_resize_recover_all(s);
     list_free(&l);
     return rc;
 }

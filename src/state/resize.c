@@ -187,6 +187,51 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
     }
 }
 
+/* ---- the shrink mark across a restart ----------------------------------------------------
+ * A shrink takes a grace period; a controller restarted meanwhile must not
+ * lose it: its agents go on stopping ranks K.. (their SIGTERM was sent),
+ * and without the mark the controller would take those exits for failures
+ * and the preemptor would look for victims anew. */
+void st_resize_record(st_t *s, const st_job_t *sj, json_t *o)
+{
+    const arb_job_t *j = sj->j;
+    st_job_t *p;
+
+    if (j->shrink_to <= 0 || !held(j))
+        return;
+    p = by_sched_id(s, j->preempted_by);
+    json_object_set_new(o, "shrink", json_pack("{s:i,s:I}", "to", j->shrink_to, "for",
+                                               (json_int_t)(p ? p->id : 0)));
+}
+
+void st_resize_recover(st_job_t *sj, const json_t *o)
+{
+    arb_job_t *j = sj->j;
+    const json_t *m = json_object_get(o, "shrink");
+    json_int_t to = json_integer_value(json_object_get(m, "to"));
+
+    if (!m || !held(j) || to < j->gang_min || to <= 0 || to >= j->nalloc)
+        return;
+    j->shrink_to = (int)to;
+    sj->shrink_noted = (int)to; /* announced before the restart */
+    sj->shrink_for = (uint64_t)json_integer_value(json_object_get(m, "for"));
+}
+
+void st_resize_recover_all(st_t *s)
+{
+    for (int i = 0; i < s->nactive; i++) {
+        st_job_t *sj = s->active[i], *p;
+        if (!sj->shrink_for)
+            continue;
+        p = st_job_find(s, sj->shrink_for);
+        if (p && p->active_ix >= 0 && !p->own_j) {
+            sj->j->preempted_by = p->j->id;
+            p->j->waiting = true; /* the room is on its way: no victims of its own */
+        }
+        sj->shrink_for = 0;
+    }
+}
+
 void st_resize_explain(st_t *s, st_job_t *sj, json_t *o)
 {
     json_t *arr = json_array();

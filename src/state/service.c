@@ -176,6 +176,7 @@ static void dress_replica(st_t *s, st_job_t *parent, st_job_t *sj, arb_job_t *j,
     j->priority = parent->j->priority;
     /* Below the minimum a service is never preempted. */
     j->preemptible = i >= parent->svc->conf.min;
+    j->service = true; /* least-loaded placement (score_load.c) */
     sj->svc_of = parent->id;
     sj->replica = i;
     json_decref(sj->env);
@@ -588,6 +589,31 @@ void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n)
 
 /* ---- JSON ------------------------------------------------------------------------------ */
 
+/* What the agent of a replica's node last reported, for the balancers'
+ * feedback policy: the mean utilisation of the replica's GPUs (the node's
+ * mean for a replica without GPUs), 0..1, the node's queue length, and the
+ * report's age (ms, the controller's monotonic clock); NULL before the
+ * node's first report. */
+static json_t *replica_load_json(st_t *s, const st_job_t *c, int64_t now)
+{
+    const arb_node_t *n = &s->cluster.nodes[c->j->alloc[0].node];
+    const st_node_t *x = st_node_ext(s, n);
+    uint16_t mask = c->j->alloc[0].gpu_mask;
+    double util = 0;
+    int k = 0;
+
+    if (!x || x->report_mono <= 0)
+        return json_null();
+    for (int g = 0; g < n->ngpus; g++)
+        if (!mask || (mask & (1u << g))) {
+            util += n->gpu[g].util_pct;
+            k++;
+        }
+    return json_pack("{s:f,s:i,s:I}", "gpu_util", k ? util / k / 100.0 : 0.0, "queue",
+                     n->queue_len > 0 ? n->queue_len : 0, "age_ms",
+                     (json_int_t)((now - x->report_mono) / 1000000));
+}
+
 static json_t *replica_json(st_t *s, st_job_t *parent, int i, int64_t now)
 {
     st_replica_t *r = &parent->svc->rep[i];
@@ -599,9 +625,11 @@ static json_t *replica_json(st_t *s, st_job_t *parent, int i, int64_t now)
         json_object_set_new(o, "node", json_string(arb_node_name(
                                            &s->cluster, &s->cluster.nodes[c->j->alloc[0].node])));
         json_object_set_new(o, "address", json_string(r->addr));
+        json_object_set_new(o, "load", replica_load_json(s, c, now));
     } else {
         json_object_set_new(o, "node", json_null());
         json_object_set_new(o, "address", json_null());
+        json_object_set_new(o, "load", json_null());
     }
     json_object_set_new(o, "port", json_integer(parent->svc->conf.port + i));
     json_object_set_new(o, "inflight", r->load_ns && now - r->load_ns <= LOAD_FRESH_NS

@@ -75,6 +75,7 @@ struct st_job {
     char message[256];
     int nalloc_seen;  /* tasks the controller has assigned (resize.c: growth shows as more) */
     int shrink_noted; /* the j->shrink_to already announced; 0 none */
+    uint64_t shrink_for; /* recovery only: the id of the job a restored shrink mark is for */
     struct st_svc *svc; /* a service (service.h): its replicas (owned); NULL otherwise */
     uint64_t svc_of;    /* a service's replica: the service's job id; 0 otherwise */
     int replica;        /* a service's replica: its index */
@@ -247,6 +248,13 @@ bool st_resize_settle(st_t *s, st_job_t *sj);
 /* A waiting preemptor's explanation: "waiting_for" (its victims, still
  * stopping) and a hint that says so, set on o. */
 void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
+/* The shrink mark in a job record (codec.c): "shrink": {"to": K, "for": ID}
+ * while j->shrink_to is set; and back at recovery (recover.c): the mark
+ * restored (no second announcement), then, once every job is back, the
+ * scheduler id of the job it is for and that job waiting for the room. */
+void st_resize_record(st_t *s, const st_job_t *sj, json_t *o);
+void st_resize_recover(st_job_t *sj, const json_t *o);
+void st_resize_recover_all(st_t *s);
 /* Log tickets (logticket.c): free the table (st_close). */
 void st_tickets_free(st_t *s);
 

@@ -138,6 +138,118 @@ static void test_no_growth_while_pending(void **st)
     fx_free(&f);
 }
 
+/* A pending job that could not fit even on the empty cluster (a task of
+ * 16 GPUs on nodes of 8; a selector no node matches) does not hold growth
+ * back: growth cannot affect it. One that fits the empty cluster still does. */
+static void test_growth_ignores_unplaceable(void **st)
+{
+    fx_t f;
+    (void)st;
+    fx_init(&f);
+    fx_node(&f, "a", 8, 1, NULL, 0);
+    esched(&f, false);
+    arb_job_t *blk = plain(&f, "blocker", 6, 0);
+    assert_int_equal(arb_sched_place(f.s, blk, &f.ctx), 0);
+    arb_job_t *e = elastic(&f, "el", 2, 8, 0);
+    cycle(&f);
+    assert_int_equal(e->nalloc, 2);
+    arb_job_t *huge = plain(&f, "huge", 16, 0);
+    arb_job_t *nowhere = fx_job_new("nowhere", 1, 1, 0);
+    fx_selector(&f, nowhere, "pool", "none-such");
+    fx_submit(&f, nowhere);
+    arb_job_t *gang = fx_job_new("gang", 3, 4, 0); /* 12 GPUs in all: more than the cluster */
+    fx_submit(&f, gang);
+    end(&f, blk);
+    arb_cycle_stats_t cs = cycle(&f);
+    assert_int_equal(huge->state, ARB_JOB_PENDING);
+    assert_int_equal(nowhere->state, ARB_JOB_PENDING);
+    assert_int_equal(gang->state, ARB_JOB_PENDING);
+    assert_int_equal(cs.grown, 6);
+    assert_int_equal(e->nalloc, 8);
+    /* a job that fits the empty cluster (2 GPUs) but not now blocks growth */
+    assert_int_equal(arb_sched_shrink(f.s, e, 7, &f.err), 0);
+    arb_job_t *two = plain(&f, "two", 2, 0);
+    cs = cycle(&f);
+    assert_int_equal(two->state, ARB_JOB_PENDING);
+    assert_int_equal(cs.grown, 0);
+    assert_int_equal(e->nalloc, 7);
+    fx_free(&f);
+}
+
+/* Growth keeps the group's required topology: a job confined to one node
+ * (or one rack) grows there or not at all. */
+static void test_growth_keeps_topology(void **st)
+{
+    for (int level = ARB_TOPO_NODE; level <= ARB_TOPO_RACK; level++) {
+        fx_t f;
+        (void)st;
+        fx_init(&f);
+        uint32_t a = fx_node(&f, "a", 4, 1, NULL, 0);
+        uint32_t b = fx_node(&f, "b", 4, 1, NULL, 0);
+        uint32_t c = fx_node(&f, "c", 4, 1, NULL, 0);
+        fx_label(&f, a, "rack", "r1");
+        fx_label(&f, b, "rack", "r1");
+        fx_label(&f, c, "rack", "r2");
+        esched(&f, false);
+        arb_job_t *blk = plain(&f, "blocker", 3, 0); /* on a: 1 GPU left there */
+        assert_int_equal(arb_sched_place(f.s, blk, &f.ctx), 0);
+        assert_int_equal(blk->alloc[0].node, a);
+        arb_job_t *e = fx_job_new("el", 12, 1, 0);
+        e->elastic = true;
+        e->gang_min = 1;
+        e->groups[0].topo.level = (arb_topo_level_t)level;
+        e->groups[0].topo.required = true;
+        fx_submit(&f, e);
+        assert_int_equal(arb_sched_place(f.s, e, &f.ctx), 0);
+        uint32_t home = e->alloc[0].node;
+        uint32_t rack = N(&f, home)->rack;
+        end(&f, blk);
+        cycle(&f);
+        cycle(&f);
+        for (int t = 0; t < e->nalloc; t++)
+            if (level == ARB_TOPO_NODE)
+                assert_int_equal(e->alloc[t].node, home);
+            else
+                assert_int_equal(N(&f, e->alloc[t].node)->rack, rack);
+        /* it grew as far as its domain allows: the node's 4, the rack's 8 */
+        assert_int_equal(e->nalloc, level == ARB_TOPO_NODE ? 4 : rack == N(&f, a)->rack ? 8 : 4);
+        fx_free(&f);
+    }
+}
+
+/* A one-task preemptor takes only what one node needs: ranks stay 0..n-1,
+ * so a task goes with every rank above it, and the cheapest node counts
+ * those tails. A runs ranks 0..3 on a and 4 on b; B ranks 0..2 on b. A
+ * 2-GPU job: on b, A's rank 4 and B's rank 2 (2 tasks); on a, A's ranks
+ * 2..4 (3 tasks, rank 4 on b freeing nothing there). Greedy over the
+ * cluster took the cheaper job's last ranks, A 4, 3, 2. */
+static void test_shrink_takes_what_one_node_needs(void **st)
+{
+    fx_t f;
+    (void)st;
+    fx_init(&f);
+    uint32_t a = fx_node(&f, "a", 4, 1, NULL, 0);
+    uint32_t b = fx_node(&f, "b", 4, 1, NULL, 0);
+    esched(&f, false);
+    arb_job_t *ja = elastic(&f, "A", 1, 5, 0);
+    assert_int_equal(arb_sched_place(f.s, ja, &f.ctx), 0);
+    arb_job_t *jb = elastic(&f, "B", 1, 6, 0);
+    assert_int_equal(arb_sched_place(f.s, jb, &f.ctx), 0);
+    assert_int_equal(ja->nalloc, 5);
+    assert_int_equal(jb->nalloc, 3);
+    for (int t = 0; t < 4; t++)
+        assert_int_equal(ja->alloc[t].node, a);
+    assert_int_equal(ja->alloc[4].node, b);
+    arb_job_t *hi = plain(&f, "hi", 2, 10);
+    arb_cycle_stats_t cs = cycle(&f);
+    assert_true(holds(hi));
+    assert_int_equal(hi->alloc[0].node, b);
+    assert_int_equal(cs.preempted, 2);
+    assert_int_equal(ja->nalloc, 4); /* rank 4 only */
+    assert_int_equal(jb->nalloc, 2); /* rank 2 only */
+    fx_free(&f);
+}
+
 /* A higher-priority job takes tasks above the min, one by one, the last
  * ranks first: the elastic job keeps running smaller. */
 static void test_shrink_before_preempt(void **st)
@@ -479,6 +591,9 @@ int main(void)
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_gpu_sharing),
         cmocka_unit_test(test_deferred_room_being_freed),
+        cmocka_unit_test(test_growth_ignores_unplaceable),
+        cmocka_unit_test(test_growth_keeps_topology),
+        cmocka_unit_test(test_shrink_takes_what_one_node_needs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,7 +4,9 @@
  * least utilised GPU of it for a GPU-sharing task; a report's weight fades
  * with its age (the scheduler's clock), so an old "idle" report loses to a
  * fresh moderately busy one; nodes alike but for their queue length are
- * not mixed up by the node classes.
+ * not mixed up by the node classes. In the default profile it weighs only
+ * GPU-share tasks and service replicas: a whole-GPU training task lands
+ * where fragmentation-aware scoring (FGD) puts it, load or no load.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -135,6 +137,80 @@ static void test_ageing(void **st)
     fx_free(&f);
 }
 
+/* Two nodes a, b of 4 GPUs; a already runs a 2-GPU job, so the nodes
+ * differ and FGD has a preference. busy (-1: no reports) names the node
+ * that reports 90% utilisation and a queue of 6, the other reports idle,
+ * both fresh. Place one task of the given kind with the default profile
+ * and return its node (0: a, 1: b). */
+static int default_place(int busy, int gpus, int share, bool service)
+{
+    fx_t f;
+    fx_init(&f);
+    uint32_t id[2] = {fx_node(&f, "a", 4, 1, NULL, 0), fx_node(&f, "b", 4, 1, NULL, 0)};
+    f.ctx.now_ns = 20 * SEC;
+    fx_sched(&f, "default");
+    fx_run(&f, "first", 1, 2, 0);
+    assert_int_equal(N(&f, id[0])->used.gpu_milli, 2000); /* ties: the lowest node id */
+    if (busy >= 0) {
+        set_util(&f, id[busy], (const int[]){90, 90, 90, 90}, 20 * SEC, 6);
+        set_util(&f, id[!busy], (const int[]){0, 0, 0, 0}, 20 * SEC, 0);
+    }
+    arb_job_t *j = fx_job_new("t", 1, gpus, share);
+    j->service = service;
+    fx_submit(&f, j);
+    assert_int_equal(arb_sched_place(f.s, j, &f.ctx), 0);
+    uint32_t node = j->alloc[0].node;
+    fx_free(&f);
+    assert_true(node == id[0] || node == id[1]);
+    return node == id[0] ? 0 : 1;
+}
+
+/* Default profile. For each kind, where FGD alone puts it (no reports);
+ * then that node reports busy: a whole-GPU training task stays there
+ * (least-loaded is neutral for it), a whole-GPU service replica and a
+ * GPU-share task go to the idle node. */
+static void test_default_profile_kinds(void **st)
+{
+    (void)st;
+    for (int gpus = 1; gpus <= 2; gpus++) {
+        int fgd = default_place(-1, gpus, 0, false);
+        assert_int_equal(default_place(fgd, gpus, 0, false), fgd);
+        /* the replica goes where FGD would put it, unless that node is busy */
+        assert_int_equal(default_place(-1, gpus, 0, true), fgd);
+        assert_int_equal(default_place(fgd, gpus, 0, true), !fgd);
+        /* the other node busy: nothing moves */
+        assert_int_equal(default_place(!fgd, gpus, 0, false), fgd);
+        assert_int_equal(default_place(!fgd, gpus, 0, true), fgd);
+    }
+    for (int share = 250; share <= 750; share += 250) {
+        int fgd = default_place(-1, 0, share, false);
+        assert_int_equal(default_place(fgd, 0, share, false), !fgd);
+        assert_int_equal(default_place(!fgd, 0, share, false), fgd);
+    }
+}
+
+/* The least-loaded profile too scores only shares and replicas: a whole-GPU
+ * batch task there falls to the other scores (ties: the lowest node id). */
+static void test_neutral_for_whole_gpu(void **st)
+{
+    fx_t f;
+    (void)st;
+    fx_init(&f);
+    uint32_t a = fx_node(&f, "a", 4, 1, NULL, 0);
+    uint32_t b = fx_node(&f, "b", 4, 1, NULL, 0);
+    f.ctx.now_ns = 5 * SEC;
+    set_util(&f, a, (const int[]){95, 95, 95, 95}, 5 * SEC, 9);
+    set_util(&f, b, (const int[]){0, 0, 0, 0}, 5 * SEC, 0);
+    fx_sched(&f, "least-loaded");
+    assert_int_equal(fx_run(&f, "batch", 1, 1, 0)->alloc[0].node, a);
+    arb_job_t *r = fx_job_new("replica", 1, 1, 0);
+    r->service = true;
+    fx_submit(&f, r);
+    assert_int_equal(arb_sched_place(f.s, r, &f.ctx), 0);
+    assert_int_equal(r->alloc[0].node, b);
+    fx_free(&f);
+}
+
 static void test_profile(void **st)
 {
     arb_profile_t p;
@@ -151,7 +227,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_estimate),     cmocka_unit_test(test_node_and_gpu_order),
         cmocka_unit_test(test_queue_length), cmocka_unit_test(test_ageing),
-        cmocka_unit_test(test_profile),
+        cmocka_unit_test(test_profile),      cmocka_unit_test(test_default_profile_kinds),
+        cmocka_unit_test(test_neutral_for_whole_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
