@@ -258,6 +258,19 @@ static void random_key(char *out, size_t n)
         snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
+/* The controller names a submitted body job.yaml or job.json in its messages
+ * ("job.yaml:4:7: kind: ..."); the user knows it as FILE: say that name instead. */
+static int refused_in_file(long status, json_t *reply, const char *file)
+{
+    const char *msg = json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+
+    if (msg && (!strncmp(msg, "job.yaml:", 9) || !strncmp(msg, "job.json:", 9))) {
+        fprintf(stderr, "arbiter: %ld: %s:%s\n", status, file, msg + 9);
+        return EXIT_REFUSED;
+    }
+    return cli_refused(status, reply);
+}
+
 int cli_submit(int argc, char **argv)
 {
     const char *file = NULL, *gpus = NULL, *cpus = NULL, *mem = NULL, *queue = NULL,
@@ -365,7 +378,9 @@ int cli_submit(int argc, char **argv)
     int rc = 0;
     if (st < 0)
         return EXIT_UNREACHABLE;
-    if (st >= 300)
+    if (st >= 300 && file && strcmp(file, "-") != 0)
+        rc = refused_in_file(st, reply, file);
+    else if (st >= 300)
         rc = cli_refused(st, reply);
     else if (want_json)
         json_dumpf(reply, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER), putchar('\n');

@@ -19,7 +19,9 @@ const cli_cmd_t cli_cmds[] = {
      "[--topology FILE] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N]",
      cli_sim},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
-     "arbiter bench sched|cycle|api [--nodes N] [--jobs M] [--seed S] [--policy NAME] [--full-scan] [-o text|json]\n"
+     "arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] [--policy NAME] "
+     "[--queue fifo|priority|drf] [--full-scan] [-o text|json]\n"
+     "       arbiter bench api [--clients 32] [--jobs 20000] [-o json]   (against ARBITER_URL)\n"
      "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]\n"
      "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
      "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]",
@@ -31,7 +33,8 @@ const cli_cmd_t cli_cmds[] = {
     {"shard", "assign data shards to nodes by consistent hashing with bounded loads",
      "arbiter shard --nodes a,b,c --shards N [--replicas R] [-o json]", cli_shard},
     {"agent", "the node agent: discovery, telemetry, task execution, self-fencing",
-     "arbiter agent --name NODE [--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
+     "arbiter agent --name NODE [--controller URL[,URL...]] "
+     "[--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
      "(arbiter agent --help for all)",
      cli_agent},
     {"version", "print the version", "arbiter version", cli_version},
@@ -81,7 +84,7 @@ int cli_help(int argc, char **argv)
     for (c = cli_cmds; c->name; c++)
         printf("  %-10s %s\n", c->name, c->summary);
     printf("\nrun 'arbiter help VERB' for a verb's usage\n");
-    printf("\nenvironment (client verbs: submit queue job explain cancel nodes events logs top):\n"
+    printf("\nenvironment (client verbs: submit queue job explain cancel nodes events logs top service):\n"
            "  ARBITER_URL      the controller, or several comma-separated (http://a:7070,http://b:7070):\n"
            "                   the one that last answered first; the next after a connect error,\n"
            "                   timeout or 503; a follower's 307 followed to the leader\n"

@@ -121,6 +121,12 @@ int cli_controller(int argc, char **argv)
     }
     if (!dir && !ha.store)
         return usage();
+    if (dir && ha.store) { /* one store: etcd holds everything, a data dir would be ignored */
+        fprintf(stderr, "arbiter controller: --data-dir '%s' with --store %s: give one store "
+                        "(--data-dir DIR for SQLite, or --store etcd://... alone)\n",
+                dir, ha.store);
+        return 2;
+    }
     if (parse_listen(listen, host, sizeof host, &port) < 0) {
         fprintf(stderr, "arbiter controller: --listen '%s': use HOST:PORT, e.g. 127.0.0.1:7070\n",
                 listen);

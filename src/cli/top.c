@@ -388,7 +388,10 @@ int cli_top(int argc, char **argv)
             }
             op.jobs = (int)n;
         } else {
-            fprintf(stderr, "usage: arbiter top [--once] [--interval 2s] [--jobs N]\n");
+            bool known = !strcmp(argv[i], "--interval") || !strcmp(argv[i], "--jobs");
+            fprintf(stderr, "arbiter top: %s '%s'; usage: arbiter top [--once] [--interval 2s] "
+                            "[--jobs N]\n",
+                    known ? "needs a value after" : "unknown option", argv[i]);
             return EXIT_USAGE;
         }
     }

@@ -516,21 +516,20 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
         return arb_errf(err, -errno, "lb: pipe: %s", strerror(errno));
     }
     curl_global_init(CURL_GLOBAL_DEFAULT);
-    /* The threads block every signal: SIGTERM and SIGHUP go to the proxy's
-     * signalfd (blocked there only later); a thread that let them through
-     * would die of SIGTERM instead of draining (exit 143, not 0). */
+    /* The threads block every signal: SIGTERM, SIGHUP and SIGINT are the proxy's
+     * (its signalfd); a thread that left them unblocked would take SIGTERM and the
+     * process would die by it instead of draining. */
     sigset_t all, old;
     sigfillset(&all);
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    rc = pthread_create(&x->watch, NULL, watch_main, x);
-    if (rc == 0 && (rc = pthread_create(&x->report, NULL, report_main, x)) != 0)
-        rc = -1;
+    int werr = pthread_create(&x->watch, NULL, watch_main, x);
+    int rerr = werr ? 0 : pthread_create(&x->report, NULL, report_main, x);
     pthread_sigmask(SIG_SETMASK, &old, NULL);
-    if (rc > 0) {
+    if (werr != 0) {
         ctl_fini(x);
         return arb_errf(err, -EAGAIN, "lb: cannot start the watch thread");
     }
-    if (rc < 0) {
+    if (rerr != 0) {
         pthread_mutex_lock(&x->mu);
         x->stop = true;
         pthread_mutex_unlock(&x->mu);

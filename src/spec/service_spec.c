@@ -100,6 +100,10 @@ int spec_service_take(sx_t *x, struct fy_node *root, spec_service_t *c)
         return sv_fail(x, &v, -EINVAL, "kind '%s': use batch (the default) or service", kind);
     c->is = true;
     c->replicas = 1;
+    if (sv_get(&rv, "replicas", &v) && v.n && fy_node_is_mapping(v.n)) /* elastic's form */
+        return sv_fail(x, &v, -EINVAL,
+                       "a service's replicas is a count (replicas: 2); for a range use "
+                       "minReplicas: and autoscale: {maxReplicas: N, targetInflight: T}");
     if (sv_get(&rv, "replicas", &v) && (rc = sv_int32(x, &v, 1, 1000, &c->replicas)) < 0)
         return rc;
     if (!sv_get(&rv, "port", &v))

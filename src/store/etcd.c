@@ -193,6 +193,25 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
     return n;
 }
 
+/* HOST:PORT (LEN bytes at P, a ':' known inside): a host before the last ':' and a
+ * port of digits only, 1..65535 after it. */
+static bool member_port_ok(const char *p, size_t len)
+{
+    const char *colon = p + len - 1;
+    long port = 0;
+
+    while (*colon != ':')
+        colon--;
+    if (colon == p || colon == p + len - 1 || p + len - colon > 6)
+        return false;
+    for (const char *q = colon + 1; q < p + len; q++) {
+        if (*q < '0' || *q > '9')
+            return false;
+        port = port * 10 + (*q - '0');
+    }
+    return port >= 1 && port <= 65535;
+}
+
 int etcd_open(const char *members, etcd_t **out, arb_err_t *err)
 {
     etcd_t *e = calloc(1, sizeof *e);
@@ -214,6 +233,11 @@ int etcd_open(const char *members, etcd_t **out, arb_err_t *err)
             rc = arb_errf(err, -EINVAL,
                           "etcd member '%.*s': use HOST:PORT, e.g. 127.0.0.1:2379 (members are "
                           "separated by commas)",
+                          (int)len, p);
+        else if (!member_port_ok(p, len))
+            rc = arb_errf(err, -EINVAL,
+                          "etcd member '%.*s': the port must be a number 1..65535, e.g. "
+                          "127.0.0.1:2379",
                           (int)len, p);
         else if (e->n == ETCD_MAX_MEMBERS)
             rc = arb_errf(err, -EINVAL, "etcd members: at most %d", ETCD_MAX_MEMBERS);

@@ -78,10 +78,10 @@ $ARB nodes -o json | grep -q '"jobs": \[' || fail "nodes json"
 # malformed and invalid input: exit 1, a message with the place, nothing applied
 printf '{"name": "x",\n "replicas": }' > "$T/bad.json"
 if $ARB submit -f "$T/bad.json" 2>"$T/err"; then fail "malformed JSON accepted"; fi
-grep -q "400: job.json:2:" "$T/err" || fail "malformed: $(cat "$T/err")"
+grep -q "400: $T/bad.json:2:" "$T/err" || fail "malformed: $(cat "$T/err")"
 printf 'name: x\ngpuz: 1\n' > "$T/bad.yaml"
 if $ARB submit -f "$T/bad.yaml" 2>"$T/err"; then fail "unknown field accepted"; fi
-grep -q "422: job.yaml:2:1: unknown field 'gpuz'" "$T/err" || fail "unknown field: $(cat "$T/err")"
+grep -q "422: $T/bad.yaml:2:1: unknown field 'gpuz'" "$T/err" || fail "unknown field: $(cat "$T/err")"
 
 # users see their team only
 ARBITER_TOKEN=$ALICE

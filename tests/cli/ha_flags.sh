@@ -55,4 +55,9 @@ bad "max-txn-ops" --store "etcd://127.0.0.1:$dead" --name x --max-txn-ops 1
 bad "HOST:PORT" --store "etcd://nohostport" --name x
 bad "advertise-url" --store "etcd://127.0.0.1:$dead" --name x --advertise-url 127.0.0.1:1
 bad "store-prefix" --store "etcd://127.0.0.1:$dead" --name x --store-prefix arbiter
-echo "ha_flags: ok (single controller names itself; no etcd: 503 + Retry-After, one log line, clean stop; 6 bad flag sets refused)"
+bad "port must be a number 1..65535" --store "etcd://127.0.0.1:99999" --name x
+bad "port must be a number 1..65535" --store "etcd://127.0.0.1:$dead,127.0.0.1:2379x" --name x
+bad "port must be a number 1..65535" --store "etcd://:2379" --name x
+bad "give one store" --store "etcd://127.0.0.1:$dead" --name x --data-dir "$T/unused"
+[ ! -e "$T/unused" ] || cl_fail "--data-dir with --store etcd: the data dir was created"
+echo "ha_flags: ok (single controller names itself; no etcd: 503 + Retry-After, one log line, clean stop; 10 bad flag sets refused)"

@@ -104,4 +104,12 @@ for r in 0 1 2; do grep -q "\"web-$r\":100" "$T/l3" || cl_fail "web-$r: $(cat "$
 $ARB cancel "$svc" >/dev/null
 cl_wait "the service to end" 20 cl_is "$svc" cancelled
 $ARB queue | grep -q "^(no jobs)$" || cl_fail "replicas left: $($ARB queue)"
+
+# SIGTERM stops the balancer cleanly: exit 0, not death by the signal (its watch
+# threads must block it too)
+kill -TERM "$LBPID"
+rc=0
+wait "$LBPID" || rc=$?
+cl_forget_pid "$LBPID"
+[ "$rc" = 0 ] || cl_fail "lb --service: SIGTERM gave exit $rc, not 0: $(tail -3 "$T/lb.log")"
 echo "service: ok"

@@ -76,6 +76,10 @@ done
 
 rc=0; $ARB top --interval 2parsecs 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || cl_fail "bad --interval: exit $rc"
+rc=0; $ARB top --sort gpus 2>"$T/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "unknown option '--sort'" "$T/err" || cl_fail "unknown flag: exit $rc, $(cat "$T/err")"
+rc=0; $ARB top --once --jobs 2>"$T/err" || rc=$?
+[ "$rc" = 2 ] && grep -q "needs a value after '--jobs'" "$T/err" || cl_fail "--jobs without a value: exit $rc, $(cat "$T/err")"
 rc=0; ARBITER_TOKEN=wrong $ARB top --once >/dev/null 2>"$T/err" || rc=$?
 [ "$rc" = 1 ] && grep -q 401 "$T/err" || cl_fail "bad token: exit $rc $(cat "$T/err")"
 rc=0; ARBITER_URL=http://127.0.0.1:1 ARBITER_RETRY_S=0.2 $ARB top --once >/dev/null 2>&1 || rc=$?

@@ -429,6 +429,9 @@ static void test_bad_input(void **unused)
            "name: a\nkind: service\nport: 9000\ngroups: [{name: g, replicas: 2}]\ncommand: [x]\n",
            -EINVAL, msg, sizeof msg);
     assert_non_null(strstr(msg, "a service replica is one task"));
+    submit(s, "name: a\nkind: service\nport: 9000\nreplicas: {min: 1, max: 3}\ncommand: [x]\n",
+           -EINVAL, msg, sizeof msg);
+    assert_non_null(strstr(msg, "replicas: a service's replicas is a count (replicas: 2)"));
     json_t *out = NULL;
     int64_t t;
     assert_int_equal(st_jobs_list(s, &admin, NULL, NULL, 0, 0, &out, &t, NULL), 0);

@@ -1,0 +1,58 @@
+#!/bin/sh
+# Every long flag a verb's source parses is shown in that verb's usage: `arbiter help VERB`
+# (generated from the command table in src/cli/commands.c) or `arbiter VERB --help`.
+# A flag added to the code without its usage line fails here, naming the verb and the flag.
+# The flags are read from the source (strcmp'd "--flag" strings, getopt_long tables), so
+# the check follows the code without a list kept by hand.
+set -eu
+ARB=$1
+SRC=$2
+T=$(mktemp -d /tmp/arb_help_flags.XXXXXX)
+trap 'rm -rf "$T"' EXIT
+fail=0
+
+# usage text of one or more verbs (help VERB and VERB --help; exit codes do not matter)
+usage_of() {
+    for v in "$@"; do
+        $ARB help "$v" 2>&1 || true
+        timeout 10 $ARB "$v" --help 2>&1 || true
+    done
+}
+
+# check VERBS -- FILES: each flag parsed in FILES appears in the usage of VERBS
+check() {
+    verbs=""
+    while [ "$1" != "--" ]; do verbs="$verbs $1"; shift; done
+    shift
+    # shellcheck disable=SC2086
+    usage_of $verbs >"$T/usage"
+    case "$verbs" in *bench*) timeout 10 $ARB bench api --help >>"$T/usage" 2>&1 || true ;; esac
+    for f in "$@"; do
+        grep -o '"--[a-z][a-z0-9-]*"' "$SRC/$f" | tr -d '"' >>"$T/flags" || true
+        # getopt_long tables: {"name", required_argument, ...}
+        grep -o '{"[a-z][a-z0-9-]*", *[a-z_]*argument' "$SRC/$f" |
+            sed 's/{"\([^"]*\)".*/--\1/' >>"$T/flags" || true
+    done
+    [ -s "$T/flags" ] || { echo "help_flags: no flags found in $*"; fail=1; }
+    for fl in $(sort -u "$T/flags"); do
+        case $fl in --help | --output) continue ;; esac # --output is -o's long spelling
+        if ! grep -q -- "$fl\b" "$T/usage"; then
+            echo "help_flags: arbiter$verbs parses $fl but its usage does not show it"
+            fail=1
+        fi
+    done
+    rm -f "$T/flags"
+}
+
+check place -- src/cli/place.c
+check sim -- src/cli/sim.c
+check bench -- src/cli/bench.c src/cli/bench_api.c src/cli/bench_elastic.c src/cli/bench_sim.c
+check lb -- src/cli/lb.c
+check agent -- src/cli/agent.c
+check controller -- src/cli/controller.c
+check submit queue events -- src/cli/client.c
+check top -- src/cli/top.c
+check logs -- src/cli/logs.c
+
+[ "$fail" = 0 ] || exit 1
+echo "help_flags: ok"
