@@ -623,7 +623,10 @@ static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
 }
 
 /* replicas: {min: 2, max: 8}: an elastic group; *min gets the min, the
- * group's replicas the max. */
+ * group's replicas the max. Every rank up to max is a task record from the
+ * start (the job's size changes, its task table does not), so max is held
+ * to ELASTIC_MAX: 4,096 ranks, 32,768 GPUs at 8 per task. */
+#define ELASTIC_MAX 4096
 static int parse_elastic(sx_t *x, const sval_t *f, arb_tgroup_t *g, int *min)
 {
     sval_t a, b;
@@ -634,8 +637,8 @@ static int parse_elastic(sx_t *x, const sval_t *f, arb_tgroup_t *g, int *min)
     if (!sv_get(f, "min", &a) || !sv_get(f, "max", &b))
         return sv_fail(x, f, -EINVAL,
                        "elastic replicas need both min: and max: (e.g. {min: 2, max: 8})");
-    if ((rc = sv_int32(x, &a, 1, 100000, min)) < 0 ||
-        (rc = sv_int32(x, &b, 1, 100000, &g->replicas)) < 0)
+    if ((rc = sv_int32(x, &a, 1, ELASTIC_MAX, min)) < 0 ||
+        (rc = sv_int32(x, &b, 1, ELASTIC_MAX, &g->replicas)) < 0)
         return rc;
     if (*min > g->replicas)
         return sv_fail(x, &a, -EINVAL, "min %d is above max %d; give min <= max", *min,

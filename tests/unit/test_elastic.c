@@ -517,6 +517,7 @@ static void test_spec(void **st)
     } bad[] = {
         {"name: e\nreplicas: {min: 9, max: 8}\n", "min 9 is above max 8"},
         {"name: e\nreplicas: {min: 2}\n", "need both min: and max:"},
+        {"name: e\nreplicas: {min: 2, max: 100000}\n", "replicas.max"},
         {"name: e\nreplicas: {min: 2, max: 4, step: 1}\n", "step"},
         {"name: e\nreplicas: {min: 2, max: 4}\ngangMin: 2\n", "drop gangMin"},
         {"name: e\nterminationGracePeriodSeconds: 99999\n", "out of range"},
