@@ -156,11 +156,11 @@ int px_backends_load(px_t *px, arb_err_t *err)
     rc = px->c->source.ops->load(px->c->source.st, &t, &n, err);
     if (rc < 0)
         return rc;
-    if (n == 0) {
+    if (n == 0 && !px->c->source.ops->empty_ok) {
         free(t);
         return arb_errf(err, -EINVAL, "no backends; give --backend HOST:PORT or a backends file");
     }
-    fresh = calloc((size_t)n, sizeof *fresh);
+    fresh = calloc((size_t)(n ? n : 1), sizeof *fresh);
     if (!fresh) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
@@ -186,7 +186,7 @@ int px_backends_load(px_t *px, arb_err_t *err)
             goto out;
         }
     }
-    bes = realloc(px->bes, (size_t)(px->nbes + n) * sizeof *bes);
+    bes = realloc(px->bes, (size_t)(px->nbes + n ? px->nbes + n : 1) * sizeof *bes);
     if (!bes) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;

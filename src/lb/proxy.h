@@ -63,6 +63,8 @@ typedef struct lb_source_ops {
     void (*note)(void *st, const char *const *addr, const uint32_t *inflight,
                  const double *queue, int n);
     int (*reports)(void *st, lb_agent_load_t **out, int *n);
+    bool empty_ok; /* an empty set is a state, not an error (a service with no ready
+                      replica: every request gets 503) */
 } lb_source_ops_t;
 
 typedef struct lb_source {

@@ -28,7 +28,8 @@ int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err)
     memcpy(t->addr, s, n);
     t->addr[n] = '\0';
     colon = strrchr(t->addr, ':');
-    if (!colon || colon == t->addr || !colon[1] || strspn(colon + 1, "0123456789") != strlen(colon + 1))
+    if (!colon || colon == t->addr || !colon[1] ||
+        strspn(colon + 1, "0123456789") != strlen(colon + 1))
         return arb_errf(err, -EINVAL, "backend '%s': no port; give HOST:PORT[=WEIGHT]", s);
     if (eq) {
         char *end;
@@ -124,7 +125,8 @@ static void list_fini(void *st)
     free(l);
 }
 
-static const lb_source_ops_t static_ops = {"static", list_load, no_watch, list_fini, NULL, NULL};
+static const lb_source_ops_t static_ops = {"static", list_load, no_watch, list_fini,
+                                           NULL,     NULL,      false};
 
 int lb_source_static(lb_source_t *s, const lb_target_t *t, int n, arb_err_t *err)
 {
@@ -196,7 +198,7 @@ static void file_fini(void *st)
     free(st);
 }
 
-static const lb_source_ops_t file_ops = {"file", file_load, no_watch, file_fini, NULL, NULL};
+static const lb_source_ops_t file_ops = {"file", file_load, no_watch, file_fini, NULL, NULL, false};
 
 int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err)
 {

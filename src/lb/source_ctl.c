@@ -47,20 +47,21 @@ typedef struct note {
 } note_t;
 
 typedef struct ctl {
-    fo_urls_t urls;      /* the controllers; urls.cur answered last */
+    fo_urls_t urls;                      /* the controllers; urls.cur answered last */
     char url[512], name[128], auth[600]; /* url: the list as given, for messages */
     pthread_mutex_t mu;
     pthread_cond_t cv;
-    lb_target_t *t;      /* the last set (ready, not draining) */
+    lb_target_t *t; /* the last set (ready, not draining) */
     int n;
-    bool have;           /* a set came at least once */
+    bool have; /* a set came at least once */
+    bool gone; /* the controller said 404: no such running service */
     uint64_t version;
-    char why[256];       /* the last error, for messages */
+    char why[256]; /* the last error, for messages */
     int pfd[2];
     pthread_t watch, report;
     bool started, stop;
-    bool loaded;         /* load() ran once: later calls never wait */
-    int fails;           /* consecutive failed fetches (the first load gives up at 3) */
+    bool loaded; /* load() ran once: later calls never wait */
+    int fails;   /* consecutive failed fetches (the first load gives up at 3) */
     note_t *notes;
     int nnotes;
     bool noted;
@@ -209,12 +210,13 @@ static int parse_set(const char *txt, lb_target_t **out, int *n, uint64_t *versi
         json_decref(o);
         return -ENOMEM;
     }
-    json_array_foreach(reps, i, e) {
+    json_array_foreach(reps, i, e)
+    {
         const char *a = json_string_value(json_object_get(e, "address"));
         if (!a || !json_is_true(json_object_get(e, "ready")) ||
-            json_is_true(json_object_get(e, "draining")) || strlen(a) >= sizeof (*out)[k].addr)
+            json_is_true(json_object_get(e, "draining")) || strlen(a) >= sizeof(*out)[k].addr)
             continue;
-        snprintf((*out)[k].addr, sizeof (*out)[k].addr, "%s", a);
+        snprintf((*out)[k].addr, sizeof(*out)[k].addr, "%s", a);
         (*out)[k].weight = 1;
         k++;
     }
@@ -246,8 +248,8 @@ static void *watch_main(void *arg)
         int n = 0;
         if (rc == 0 && st == 200 && parse_set(b.p ? b.p : "", &t, &n, &v) == 0) {
             pthread_mutex_lock(&x->mu);
-            bool changed = !x->have || n != x->n ||
-                           (n && memcmp(t, x->t, (size_t)n * sizeof *t) != 0);
+            bool changed =
+                !x->have || n != x->n || (n && memcmp(t, x->t, (size_t)n * sizeof *t) != 0);
             x->version = v;
             if (changed) {
                 free(x->t);
@@ -256,6 +258,7 @@ static void *watch_main(void *arg)
                 t = NULL;
             }
             x->have = true;
+            x->gone = false;
             x->fails = 0;
             pthread_cond_broadcast(&x->cv);
             pthread_mutex_unlock(&x->mu);
@@ -270,7 +273,23 @@ static void *watch_main(void *arg)
             pthread_mutex_lock(&x->mu);
             snprintf(x->why, sizeof x->why, "GET /v1/services/%.40s: HTTP %ld: %.150s", x->name, st,
                      b.p ? b.p : "");
+            /* 404: the service ended (or never was): after a set, the set is
+             * empty now, so the proxy answers 503 rather than trying replicas
+             * that are gone */
+            bool emptied = st == 404 && x->have && x->n > 0;
+            if (st == 404) {
+                x->gone = true;
+                if (emptied) {
+                    free(x->t);
+                    x->t = NULL;
+                    x->n = 0;
+                    x->version = 0;
+                }
+            }
             pthread_mutex_unlock(&x->mu);
+            if (emptied && write(x->pfd[1], "x", 1) < 0) {
+                /* the pipe is full: a reload is pending anyway */
+            }
         }
         free(t);
         free(b.p);
@@ -302,13 +321,14 @@ static lb_agent_load_t *parse_loads(const char *txt, int *n)
     size_t i;
 
     *n = 0;
-    json_array_foreach(reps, i, e) {
+    json_array_foreach(reps, i, e)
+    {
         const char *a = json_string_value(json_object_get(e, "address"));
         json_t *l = json_object_get(e, "load");
         json_t *g = json_object_get(l, "gpu_util"), *q = json_object_get(l, "queue");
         json_t *age = json_object_get(l, "age_ms");
-        if (!v || !a || strlen(a) >= sizeof v->addr || !json_is_number(g) ||
-            !json_is_number(q) || !json_is_integer(age) || json_integer_value(age) < 0)
+        if (!v || !a || strlen(a) >= sizeof v->addr || !json_is_number(g) || !json_is_number(q) ||
+            !json_is_integer(age) || json_integer_value(age) < 0)
             continue;
         snprintf(v[*n].addr, sizeof v[*n].addr, "%s", a);
         v[*n].gpu_util = json_number_value(g);
@@ -356,8 +376,8 @@ static void *report_main(void *arg)
         bool any = x->noted;
         for (int i = 0; i < x->nnotes; i++)
             json_array_append_new(arr, json_pack("{s:s,s:i,s:f}", "address", x->notes[i].addr,
-                                                 "inflight", (int)x->notes[i].inflight,
-                                                 "queue", x->notes[i].queue));
+                                                 "inflight", (int)x->notes[i].inflight, "queue",
+                                                 x->notes[i].queue));
         x->noted = false;
         pthread_mutex_unlock(&x->mu);
         if (any) {
@@ -388,16 +408,30 @@ static int ctl_load(void *st, lb_target_t **out, int *n, arb_err_t *err)
     dl.tv_sec += FIRST_WAIT_S;
     pthread_mutex_lock(&x->mu);
     /* The first time: wait for a ready replica (a service just submitted),
-     * unless the controller fails to answer three times running. */
-    while (!x->loaded && !(x->have && x->n > 0) && !x->stop && x->fails < 3)
+     * unless the controller fails to answer three times running or says
+     * there is no such service. Then start with what there is: a service
+     * with no ready replica yet gives an empty set (the proxy answers 503
+     * until one is ready), like HAProxy with every server down. */
+    while (!x->loaded && !(x->have && x->n > 0) && !x->stop && x->fails < 3 &&
+           !(x->gone && !x->have))
         if (pthread_cond_timedwait(&x->cv, &x->mu, &dl) != 0)
             break;
+    if (!x->loaded && !x->have) {
+        if (x->gone)
+            rc = arb_errf(err, -ENOENT,
+                          "service '%s' at %s: no such running service; check the name with "
+                          "`arbiter service`",
+                          x->name, x->url);
+        else
+            rc = arb_errf(err, -EAGAIN, "service '%s' at %s: no controller answered%s%s",
+                          x->name, x->url, x->why[0] ? ": " : "", x->why);
+        pthread_mutex_unlock(&x->mu);
+        return rc;
+    }
     x->loaded = true;
     if (x->n == 0) {
-        rc = arb_errf(err, -EAGAIN,
-                      "service '%s' at %s has no ready replica%s%s; check `arbiter job` of the "
-                      "service",
-                      x->name, x->url, x->why[0] ? ": " : "", x->why);
+        *out = NULL; /* an empty set: every request gets 503 until a replica is ready */
+        *n = 0;
     } else {
         *out = malloc((size_t)x->n * sizeof **out);
         if (!*out) {
@@ -479,8 +513,8 @@ static void ctl_fini(void *st)
     free(x);
 }
 
-static const lb_source_ops_t ctl_ops = {"controller", ctl_load,  ctl_watch_fd,
-                                        ctl_fini,     ctl_note, ctl_reports};
+static const lb_source_ops_t ctl_ops = {"controller", ctl_load,    ctl_watch_fd, ctl_fini,
+                                        ctl_note,     ctl_reports, true};
 
 int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err)
 {

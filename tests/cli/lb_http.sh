@@ -50,5 +50,5 @@ grep -q '"POST /echo HTTP/1.1" 200 127.0.0.1:' "$TMP/access.log" ||
 "$ARB" lb --listen 127.0.0.1:0 --backend 127.0.0.1:1 --policy hash 2>"$TMP/e"
 [ $? -eq 2 ] && grep -q "needs --hash-header" "$TMP/e" || fail "hash without key: $(cat "$TMP/e")"
 "$ARB" lb --listen 127.0.0.1:0 --service llama --controller http://127.0.0.1:1 2>"$TMP/e"
-[ $? -eq 1 ] && grep -q "service 'llama' at http://127.0.0.1:1 has no ready replica: .*connect" "$TMP/e" || fail "--service: $(cat "$TMP/e")"
+[ $? -eq 1 ] && grep -q "service 'llama' at http://127.0.0.1:1: no controller answered: .*connect" "$TMP/e" || fail "--service: $(cat "$TMP/e")"
 finish

@@ -7,7 +7,8 @@
 # the set, then returns); kill -9 the agent of a node holding a replica: the
 # replica is placed on another node once the node is lost (lease 2 s, grace
 # 1 s), and the balancer follows; bad service specs are refused with the
-# field named; cancelling the service stops every replica.
+# field named; cancelling the service stops every replica and leaves the
+# balancer answering 503; a balancer for no such service refuses to start.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
 ARB=$1
@@ -104,6 +105,15 @@ for r in 0 1 2; do grep -q "\"web-$r\":100" "$T/l3" || cl_fail "web-$r: $(cat "$
 $ARB cancel "$svc" >/dev/null
 cl_wait "the service to end" 20 cl_is "$svc" cancelled
 $ARB queue | grep -q "^(no jobs)$" || cl_fail "replicas left: $($ARB queue)"
+# the balancer empties its set and answers 503 (no backend), not 502 from
+# replicas that are gone
+cl_wait "the balancer with 0 backends" 15 sh -c "grep 'backends changed' '$T/lb.log' | tail -1 | grep -q ', 0 backends'"
+code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$LBPORT/")
+[ "$code" = 503 ] || cl_fail "lb with the service gone answered $code, not 503"
+# a balancer for a service that does not exist refuses to start, naming it
+$ARB lb --listen 127.0.0.1:0 --service nosuch --controller "$ARBITER_URL" 2>"$T/err" &&
+    cl_fail "lb --service nosuch started"
+grep -q "service 'nosuch' at .*: no such running service" "$T/err" || cl_fail "nosuch: $(cat "$T/err")"
 
 # SIGTERM stops the balancer cleanly: exit 0, not death by the signal (its watch
 # threads must block it too)
