@@ -419,14 +419,24 @@ static void show_queue(json_t *reply)
     printf("%-7s %-24s %-12s %-10s %8s %5s  %s\n", "ID", "NAME", "QUEUE", "STATE", "PRIORITY",
            "GPUS", "NODES");
     json_array_foreach(jobs, i, j) {
+        const char *kind = json_string_value(json_object_get(j, "kind"));
+        char gpus[24];
+        snprintf(gpus, sizeof gpus, "%lld",
+                 (long long)json_integer_value(json_object_get(j, "gpus")));
         task_nodes(j, where, sizeof where);
-        printf("%-7lld %-24.24s %-12.12s %-10s %8lld %5lld  %s\n",
+        if (kind && strcmp(kind, "service") == 0) {
+            /* the service holds nothing itself: its replicas (jobs of their own) do */
+            json_t *reps = json_object_get(json_object_get(j, "service"), "replicas");
+            snprintf(gpus, sizeof gpus, "-");
+            snprintf(where, sizeof where, "(service of %zu replicas)",
+                     json_is_array(reps) ? json_array_size(reps) : (size_t)0);
+        }
+        printf("%-7lld %-24.24s %-12.12s %-10s %8lld %5s  %s\n",
                (long long)json_integer_value(json_object_get(j, "id")),
                json_string_value(json_object_get(j, "name")),
                json_string_value(json_object_get(j, "queue")),
                json_string_value(json_object_get(j, "state")),
-               (long long)json_integer_value(json_object_get(j, "priority")),
-               (long long)json_integer_value(json_object_get(j, "gpus")), where);
+               (long long)json_integer_value(json_object_get(j, "priority")), gpus, where);
     }
     if (json_array_size(jobs) == 0)
         printf("(no jobs)\n");
