@@ -331,6 +331,24 @@ static int build_env(const agent_exec_t *x, const agent_task_spec_t *s, envv_t *
     return rc ? -ENOMEM : 0;
 }
 
+/* Finish a file written through tmp: flush (and fsync when durable, else
+ * make it world-readable), close, rename over path. On failure tmp is
+ * removed and path is as it was; 0 or -errno. */
+static int atomic_finish(FILE *f, const char *tmp, const char *path, bool durable)
+{
+    int rc = 0;
+
+    if (fflush(f) != 0 || (durable ? fsync(fileno(f)) : fchmod(fileno(f), 0644)) != 0)
+        rc = -errno;
+    if (fclose(f) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
 /* Write LOG_DIR/JOB/TASK.resize (see exec.h) through a temporary file and
  * a rename, so a task never reads half of it. */
 static int write_resize(const agent_exec_t *x, const char *job, int task, uint32_t gen, int world,
@@ -346,16 +364,8 @@ static int write_resize(const agent_exec_t *x, const char *job, int task, uint32
         return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
     fprintf(f, "generation=%u\nworld_size=%d\nrank=%d\nhosts=%s\n", gen, world, rank,
             hosts ? hosts : "");
-    if (fflush(f) != 0 || fchmod(fileno(f), 0644) != 0)
-        rc = -errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
+    if ((rc = atomic_finish(f, tmp, path, false)) < 0)
         return arb_errf(err, rc, "cannot write %s: %s", path, strerror(-rc));
-    }
     return 0;
 }
 
@@ -992,16 +1002,8 @@ int agent_exec_save(const agent_exec_t *x, const char *path, arb_err_t *err)
                     (unsigned long long)t->start_ticks,
                     (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), t->generation);
     }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0)
-        rc = -errno;
-    if (fclose(f) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc < 0) {
-        unlink(tmp);
+    if ((rc = atomic_finish(f, tmp, path, true)) < 0)
         return arb_errf(err, rc, "cannot save the task table to %s: %s", path, strerror(-rc));
-    }
     return 0;
 }
 
