@@ -62,8 +62,10 @@ static int cli_targets(void)
         const char *u = getenv("ARBITER_URL");
         cli_urls_rc = fo_urls_parse(u && *u ? u : "http://127.0.0.1:7070", "ARBITER_URL",
                                     &cli_urls, &err);
-        if (cli_urls_rc < 0)
+        if (cli_urls_rc < 0) { /* a usage error, not an unreachable controller */
             fprintf(stderr, "arbiter: %s\n", err.msg);
+            exit(EXIT_USAGE);
+        }
     }
     return cli_urls_rc;
 }

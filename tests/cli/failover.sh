@@ -72,7 +72,7 @@ ARBITER_URL="$DEAD" ARBITER_RETRY_S=0.5 $ARB queue 2>"$T/err" || rc=$?
 grep -q "no controller answered" "$T/err" || cl_fail "dead: message: $(cat "$T/err")"
 rc=0
 ARBITER_URL="$LIVE,ftp://x" $ARB queue 2>"$T/err" || rc=$?
-[ "$rc" = 3 ] && grep -q "ARBITER_URL: 'ftp://x' is not an http" "$T/err" ||
+[ "$rc" = 2 ] && grep -q "ARBITER_URL: 'ftp://x' is not an http" "$T/err" ||
     cl_fail "a bad URL in the list: exit $rc: $(cat "$T/err")"
 
 # 3a. ARBITER_RETRY_S bounds the retrying, not one request: a long-poll
