@@ -976,8 +976,8 @@ int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
         int pending = 0, running = 0;
         for (int k = 0; k < s->nactive; k++) {
             const arb_job_t *j = s->active[k]->j;
-            if (j->queue != s->queues[i])
-                continue;
+            if (j->queue != s->queues[i] || s->active[k]->svc)
+                continue; /* a service is a record: its replicas are the jobs that run */
             pending += j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED;
             running += j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
         }

@@ -220,6 +220,14 @@ static void test_replicas_endpoints_restart(void **unused)
     assert_false(json_is_true(json_object_get(rep, "ready")));
     json_decref(e);
     both_running(s, "n1", r0, r1);
+    /* the queue counts the two replicas as running, not the service record */
+    json_t *qs = NULL;
+    int64_t qt;
+    assert_int_equal(st_queues_list(s, &qs, &qt, NULL), 0);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(qs, "queues"), 0), "running")),
+                     2);
+    json_decref(qs);
     probed(s, svc, 0, r0, true);
     e = endpoints(s, "web");
     assert_true(json_is_true(
