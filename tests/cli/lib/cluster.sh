@@ -10,6 +10,11 @@
 #   cl_wait WHAT SECS CMD... poll CMD every 0.1 s until it succeeds, else fail
 #   cl_state ID              a job's state;  cl_field ID KEY  a top-level job field
 #   cl_fail MSG              print MSG, the logs, and exit 1
+#   cl_check_fenced PID CUT_NS HOW
+#                            after node cut was cut off at CUT_NS (date +%s%N): its
+#                            task PID must die (fenced, a FENCED line in its log)
+#                            before the copy on node other starts ($T/start.other);
+#                            prints the timings, HOW naming the cut
 #
 # Every wait is bounded polling; nothing sleeps a fixed time hoping it is
 # enough. Processes are stopped by the pids recorded here, never by name.
@@ -118,4 +123,21 @@ cl_node_ready() {
 
 cl_field() { # a top-level field of the job's JSON: "key": value
     $ARB job "$1" -o json 2>/dev/null | sed -n "s/^  \"$2\": \"\{0,1\}\([^\",]*\)\"\{0,1\},\{0,1\}\$/\1/p"
+}
+
+# Never two live copies: the cut-off node's task dies before the other starts.
+cl_check_fenced() {
+    n=0
+    while kill -0 "$1" 2>/dev/null; do
+        n=$((n + 1)); [ $n -lt 400 ] || cl_fail "the cut-off agent did not fence its task in 20 s"
+        sleep 0.02
+    done
+    dead_at=$(date +%s%N)
+    cl_wait "the job on node other" 20 test -s "$T/start.other"
+    started_at=$(cat "$T/start.other")
+    [ "$started_at" -gt "$dead_at" ] ||
+        cl_fail "the second copy started at $started_at, before the first died at $dead_at"
+    grep -q "FENCED: no acknowledged heartbeat" "$T/agent-cut.log" || cl_fail "no FENCED line"
+    echo "$NAME: $3 at 0 ms; first copy fenced at $(((dead_at - $2) / 1000000)) ms;" \
+        "second copy started at $(((started_at - $2) / 1000000)) ms"
 }
