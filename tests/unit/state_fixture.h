@@ -3,7 +3,7 @@
  * SQLite store) share: a fresh temporary data directory per test, made by
  * setup() and removed by teardown() (cmocka's per-test hooks), and the
  * principals the API would pass in: an admin, two users of two teams and
- * an agent. Header-only; each test executable includes it once, after
+ * an agent; has_event() looks through the event log. Header-only; each test executable includes it once, after
  * <cmocka.h> and "state/state_int.h".
  */
 #ifndef ARB_TEST_STATE_FIXTURE_H
@@ -11,6 +11,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #define SF_UNUSED __attribute__((unused))
 
@@ -35,6 +36,21 @@ static SF_UNUSED int teardown(void **unused)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
     return 0;
+}
+
+/* Whether the event log holds an event of this type whose message contains text. */
+static SF_UNUSED bool has_event(st_t *s, const char *type, const char *text)
+{
+    json_t *out = NULL, *e;
+    int64_t t;
+    size_t i;
+    bool found = false;
+    assert_int_equal(st_events(s, &admin, 0, 10000, 0, &out, &t, NULL), 0);
+    json_array_foreach(json_object_get(out, "events"), i, e) found |=
+        strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
+        strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
+    json_decref(out);
+    return found;
 }
 
 #endif

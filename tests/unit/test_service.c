@@ -129,20 +129,6 @@ static uint64_t replica_job(st_t *s, const char *name, int i)
     return id;
 }
 
-static bool has_event(st_t *s, const char *type, const char *text)
-{
-    json_t *out = NULL, *e;
-    int64_t t;
-    size_t i;
-    bool found = false;
-    assert_int_equal(st_events(s, &admin, 0, 10000, 0, &out, &t, NULL), 0);
-    json_array_foreach(json_object_get(out, "events"), i, e) found |=
-        strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
-        strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
-    json_decref(out);
-    return found;
-}
-
 static void task_report(st_t *s, const char *node, uint64_t id, const char *state, int code)
 {
     char body[256];
