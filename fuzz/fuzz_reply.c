@@ -50,8 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(a->ngpus >= 0 && a->ngpus <= ARB_MAX_GPUS, "GPU count", a->ref.job);
         for (int g = 0; g < a->ngpus; g++)
             check(a->gpus[g] >= 0 && a->gpus[g] < ARB_MAX_GPUS, "GPU index", a->ref.job);
-        check(a->world_size == 0 || (a->rank >= 0 && a->rank < a->world_size), "rank",
-              a->ref.job);
+        check(a->world_size == 0 || (a->rank >= 0 && a->rank < a->world_size), "rank", a->ref.job);
         check(!a->elastic || a->world_size >= 1, "elastic world", a->ref.job);
         check(memchr(a->hosts, 0, sizeof a->hosts) &&
                   memchr(a->master_addr, 0, sizeof a->master_addr),

@@ -45,8 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     int rc = spec_service_take(&x, root, &svc);
     if (rc < 0) {
         check(rc == -EINVAL || rc == -ERANGE || rc == -ENOMEM, "unexpected code", err.msg);
-        check(strncmp(err.msg, NAME, strlen(NAME)) == 0, "message does not name the file",
-              err.msg);
+        check(strncmp(err.msg, NAME, strlen(NAME)) == 0, "message does not name the file", err.msg);
     } else if (svc.is) {
         check(svc.port >= 1 && svc.port <= 65535, "port out of range", NULL);
         check(svc.replicas >= 1 && svc.min >= 0, "replica counts", NULL);

@@ -29,8 +29,7 @@ typedef struct arb_err {
 } arb_err_t;
 
 /* Write a formatted message into e (if not NULL) and return code. */
-int arb_errf(arb_err_t *e, int code, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+int arb_errf(arb_err_t *e, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 /* Prefix the message already in e with a formatted context ("file:3:5: "). */
 void arb_err_prefix(arb_err_t *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -27,20 +27,20 @@
 #define ARB_AS_HIST 256 /* recommendations kept (one per sample) */
 
 typedef struct arb_as_conf {
-    int min, max;           /* replicas, 1 <= min <= max */
-    double target;          /* in-flight (+ queued) requests per replica */
-    double gpu_target;      /* GPU utilisation per replica, 0..1; 0 = not used */
-    double tolerance;       /* default 0.1 */
-    int64_t window_ns;      /* scale-down stabilisation window */
-    int64_t cooldown_ns;    /* no change sooner than this after the last one */
+    int min, max;        /* replicas, 1 <= min <= max */
+    double target;       /* in-flight (+ queued) requests per replica */
+    double gpu_target;   /* GPU utilisation per replica, 0..1; 0 = not used */
+    double tolerance;    /* default 0.1 */
+    int64_t window_ns;   /* scale-down stabilisation window */
+    int64_t cooldown_ns; /* no change sooner than this after the last one */
 } arb_as_conf_t;
 
 /* The live load of one service, summed over the replicas counted. */
 typedef struct arb_as_load {
-    double inflight;  /* requests in progress (balancers' counts) */
-    double queue;     /* requests waiting at the replicas */
-    double gpu_util;  /* mean utilisation of the replicas' GPUs, 0..1; < 0 unknown */
-    int ready;        /* replicas the load is spread over */
+    double inflight; /* requests in progress (balancers' counts) */
+    double queue;    /* requests waiting at the replicas */
+    double gpu_util; /* mean utilisation of the replicas' GPUs, 0..1; < 0 unknown */
+    int ready;       /* replicas the load is spread over */
 } arb_as_load_t;
 
 typedef struct arb_as_state {
@@ -53,8 +53,8 @@ typedef struct arb_as_state {
 } arb_as_state_t;
 
 typedef struct arb_as_decision {
-    int desired;      /* replicas now (== current: no change) */
-    int recommended;  /* this sample's recommendation */
+    int desired;     /* replicas now (== current: no change) */
+    int recommended; /* this sample's recommendation */
     double per_replica;
     double ratio;
     char why[320];

@@ -52,9 +52,9 @@ typedef struct arb_gpu {
     int16_t numa;         /* topology coordinates inside the node; -1 unknown */
     int16_t pcie;
     int16_t nvlink;
-    int16_t temp_c;       /* last reported temperature */
-    uint8_t util_pct;     /* last reported utilisation */
-    uint8_t healthy;      /* 0: excluded from allocation */
+    int16_t temp_c;   /* last reported temperature */
+    uint8_t util_pct; /* last reported utilisation */
+    uint8_t healthy;  /* 0: excluded from allocation */
 } arb_gpu_t;
 
 typedef struct arb_label {
@@ -118,8 +118,8 @@ arb_node_t *arb_cluster_find_node(arb_cluster_t *c, const char *name);
 const char *arb_node_name(const arb_cluster_t *c, const arb_node_t *n);
 
 /* Add a GPU; its capacity joins n->cap. nvlink/pcie/numa may be -1. */
-int arb_node_add_gpu(arb_cluster_t *c, arb_node_t *n, const char *model, int32_t mem_mib,
-                     int numa, int pcie, int nvlink, arb_err_t *err);
+int arb_node_add_gpu(arb_cluster_t *c, arb_node_t *n, const char *model, int32_t mem_mib, int numa,
+                     int pcie, int nvlink, arb_err_t *err);
 /* Set a label (replacing the key's value); "rack", "block" and "zone" also
  * set the node's topology coordinates. */
 int arb_node_set_label(arb_cluster_t *c, arb_node_t *n, const char *key, const char *val);

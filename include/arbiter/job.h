@@ -85,30 +85,30 @@ typedef struct arb_aff_term {
 } arb_aff_term_t;
 
 typedef struct arb_toleration {
-    uint32_t key;   /* 0 with exists: tolerates every taint */
-    uint32_t val;   /* ignored when exists */
-    bool exists;    /* operator Exists instead of Equal */
-    int effect;     /* 0: every effect, else an arb_taint_effect_t */
+    uint32_t key; /* 0 with exists: tolerates every taint */
+    uint32_t val; /* ignored when exists */
+    bool exists;  /* operator Exists instead of Equal */
+    int effect;   /* 0: every effect, else an arb_taint_effect_t */
 } arb_toleration_t;
 
 typedef struct arb_tgroup {
     char name[64];
     int replicas;
-    int gpus;       /* whole GPUs per task; 0 when gpu_share is used */
-    int gpu_share;  /* milli of one GPU per task (1..999), 0 when gpus is used */
-    arb_res_t req;  /* per task; req.gpu_milli = gpus*1000 or gpu_share;
-                       req.gpu_mem_mib = device memory needed on each GPU */
-    arb_res_t lim;  /* per task limits (0 = same as req) */
+    int gpus;      /* whole GPUs per task; 0 when gpu_share is used */
+    int gpu_share; /* milli of one GPU per task (1..999), 0 when gpus is used */
+    arb_res_t req; /* per task; req.gpu_milli = gpus*1000 or gpu_share;
+                      req.gpu_mem_mib = device memory needed on each GPU */
+    arb_res_t lim; /* per task limits (0 = same as req) */
     arb_topo_req_t topo;
 } arb_tgroup_t;
 
 typedef struct arb_job {
     uint32_t id; /* assigned by arb_sched_submit */
     char name[ARB_JOB_NAME_MAX];
-    uint32_t queue;     /* interned queue (team) name; 0 = "default" */
-    int32_t priority;   /* higher runs first and may preempt lower */
+    uint32_t queue;   /* interned queue (team) name; 0 = "default" */
+    int32_t priority; /* higher runs first and may preempt lower */
     bool preemptible;
-    int gang_min;       /* tasks that must start together; 0 = all */
+    int gang_min; /* tasks that must start together; 0 = all */
     int ngroups;
     arb_tgroup_t *groups;
     int nselector;
@@ -119,8 +119,8 @@ typedef struct arb_job {
     int ntolerations;
     arb_toleration_t *tolerations;
     int nmodels;
-    uint32_t *models; /* allowed GPU models; none = any */
-    uint32_t dataset; /* 0 = none */
+    uint32_t *models;     /* allowed GPU models; none = any */
+    uint32_t dataset;     /* 0 = none */
     int64_t time_limit_s; /* 0 = unlimited */
     /* Elastic training (spec replicas: {min, max}; src/core/elastic.c): the
      * job starts with at least gang_min tasks (the min, a gang), grows
@@ -136,8 +136,8 @@ typedef struct arb_job {
 
     /* Set by the scheduler. */
     arb_job_state_t state;
-    uint64_t seq;       /* submission order (a logical clock, not wall time) */
-    int64_t submit_ns;  /* scheduler-clock times */
+    uint64_t seq;      /* submission order (a logical clock, not wall time) */
+    int64_t submit_ns; /* scheduler-clock times */
     int64_t start_ns;
     int ntasks;              /* sum of replicas */
     int nalloc;              /* tasks currently allocated */

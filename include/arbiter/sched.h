@@ -52,12 +52,12 @@ typedef enum arb_reason {
     ARB_R_CPU,
     ARB_R_MEM,
     ARB_R_EXT,
-    ARB_R_TOPOLOGY,  /* outside the domain the gang is confined to */
+    ARB_R_TOPOLOGY, /* outside the domain the gang is confined to */
     ARB_R_COUNT
 } arb_reason_t;
 
-const char *arb_reason_name(arb_reason_t r);     /* "insufficient-gpus" */
-const char *arb_reason_text(arb_reason_t r);     /* "insufficient GPUs" */
+const char *arb_reason_name(arb_reason_t r); /* "insufficient-gpus" */
+const char *arb_reason_text(arb_reason_t r); /* "insufficient GPUs" */
 
 /* ---- placement context and plugins -------------------------------------- */
 
@@ -175,8 +175,8 @@ typedef struct arb_queue {
     bool has_quota;
     arb_res_t nominal;
     arb_res_t borrow_limit;
-    double weight;   /* fair-share weight (DRF); default 1 */
-    arb_res_t used;  /* allocated to this queue's jobs now */
+    double weight;  /* fair-share weight (DRF); default 1 */
+    arb_res_t used; /* allocated to this queue's jobs now */
 } arb_queue_t;
 
 /* ---- the scheduler ------------------------------------------------------- */
@@ -184,17 +184,17 @@ typedef struct arb_queue {
 typedef struct arb_sched_conf {
     arb_profile_t profile;
     arb_queue_policy_t queue_policy;
-    bool backfill;             /* EASY backfill behind a blocked head job */
-    bool preemption;           /* evict lower-priority jobs to fit higher ones */
-    int64_t starvation_ns;     /* a job waiting longer is ordered first; 0 = off */
-    bool full_scan;            /* evaluate every node, never node classes (for
-                                  benchmarks and equivalence tests) */
-    bool preempt_defer;        /* preemption only marks its victims (j->evicting,
-                                  j->shrink_to); the caller stops them and then
-                                  calls arb_sched_finish / arb_sched_shrink, and the
-                                  preemptor places in a later cycle (the controller:
-                                  a victim's GPUs are never handed over while its
-                                  processes may still run) */
+    bool backfill;         /* EASY backfill behind a blocked head job */
+    bool preemption;       /* evict lower-priority jobs to fit higher ones */
+    int64_t starvation_ns; /* a job waiting longer is ordered first; 0 = off */
+    bool full_scan;        /* evaluate every node, never node classes (for
+                              benchmarks and equivalence tests) */
+    bool preempt_defer;    /* preemption only marks its victims (j->evicting,
+                              j->shrink_to); the caller stops them and then
+                              calls arb_sched_finish / arb_sched_shrink, and the
+                              preemptor places in a later cycle (the controller:
+                              a victim's GPUs are never handed over while its
+                              processes may still run) */
 } arb_sched_conf_t;
 
 /* Make a scheduler over cluster c (borrowed; must outlive it). Free with
@@ -215,12 +215,12 @@ arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id);
 uint32_t arb_sched_njobs(const arb_sched_t *s);
 
 typedef struct arb_cycle_stats {
-    int placed;      /* jobs bound this cycle */
-    int backfilled;  /* of which started by backfill */
-    int preempted;   /* victim jobs evicted */
-    int pending;     /* still pending after the cycle */
-    int grown;       /* tasks added to running elastic jobs */
-    int shrunk;      /* elastic tasks taken back (immediate preemption) */
+    int placed;     /* jobs bound this cycle */
+    int backfilled; /* of which started by backfill */
+    int preempted;  /* victim jobs evicted */
+    int pending;    /* still pending after the cycle */
+    int grown;      /* tasks added to running elastic jobs */
+    int shrunk;     /* elastic tasks taken back (immediate preemption) */
 } arb_cycle_stats_t;
 
 /* One scheduling cycle: order the pending jobs, place what fits (gangs all
@@ -252,21 +252,21 @@ int arb_sched_shrink(arb_sched_t *s, arb_job_t *j, int n, arb_err_t *err);
 /* ---- why a job is pending ------------------------------------------------ */
 
 typedef struct arb_explain {
-    int nnodes;                /* nodes considered */
-    int hist[ARB_R_COUNT];     /* nodes rejected per reason (first failing filter) */
-    int group;                 /* the task group that could not be placed; -1 none */
+    int nnodes;            /* nodes considered */
+    int hist[ARB_R_COUNT]; /* nodes rejected per reason (first failing filter) */
+    int group;             /* the task group that could not be placed; -1 none */
     /* fragmentation diagnostic */
-    int64_t free_gpu_milli;    /* free GPU capacity in the cluster */
-    int need_gpus;             /* whole GPUs one task (or domain) needs */
-    arb_topo_level_t domain;   /* the domain they must share */
-    int largest_free;          /* largest free whole-GPU block in one such domain */
+    int64_t free_gpu_milli;  /* free GPU capacity in the cluster */
+    int need_gpus;           /* whole GPUs one task (or domain) needs */
+    arb_topo_level_t domain; /* the domain they must share */
+    int largest_free;        /* largest free whole-GPU block in one such domain */
     /* what would make it fit */
-    bool quota_blocked;        /* the queue's quota, not capacity, holds it */
-    bool preemption_helps;     /* evicting lower-priority jobs would fit it */
-    uint32_t best_node;        /* the node nearest to fitting; UINT32_MAX none */
+    bool quota_blocked;    /* the queue's quota, not capacity, holds it */
+    bool preemption_helps; /* evicting lower-priority jobs would fit it */
+    uint32_t best_node;    /* the node nearest to fitting; UINT32_MAX none */
     arb_reason_t best_node_reason;
-    char summary[512];         /* "0/4 nodes are available: 4 insufficient ..." */
-    char hint[512];            /* "free 4 GPUs on node-1 ..." */
+    char summary[512]; /* "0/4 nodes are available: 4 insufficient ..." */
+    char hint[512];    /* "free 4 GPUs on node-1 ..." */
 } arb_explain_t;
 
 /* Explain why j (pending) cannot be placed now. */

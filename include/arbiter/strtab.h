@@ -10,10 +10,10 @@
 #include "arbiter/arbiter.h"
 
 typedef struct arb_strtab {
-    char **strs;      /* id -> string; strs[0] == "" */
-    uint32_t n, cap;  /* ids in use, capacity of strs */
-    uint32_t *slots;  /* open-addressing hash: slot -> id (0 = empty) */
-    uint32_t nslots;  /* power of two */
+    char **strs;     /* id -> string; strs[0] == "" */
+    uint32_t n, cap; /* ids in use, capacity of strs */
+    uint32_t *slots; /* open-addressing hash: slot -> id (0 = empty) */
+    uint32_t nslots; /* power of two */
 } arb_strtab_t;
 
 void arb_strtab_init(arb_strtab_t *t);

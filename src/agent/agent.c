@@ -159,8 +159,7 @@ int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
         a->hostname[0] = '\0';
     if (!a->conf.fake_busy_pct)
         a->conf.fake_busy_pct = 90;
-    agent_tel_init(&a->tel,
-                   a->conf.tel_proc_root ? a->conf.tel_proc_root : a->conf.disc.proc_root);
+    agent_tel_init(&a->tel, a->conf.tel_proc_root ? a->conf.tel_proc_root : a->conf.disc.proc_root);
     agent_tel_sample(&a->tel, &a->disc, now(a), &a->last, NULL); /* primes the deltas */
     agent_lease_init(&a->lease, a->conf.lease_ns);
     {
@@ -313,10 +312,10 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         } else {
             char gl[64] = "";
             for (int g = 0, used = 0; g < s.ngpus && used < (int)sizeof gl; g++)
-                used += snprintf(gl + used, sizeof gl - (size_t)used, "%s%d", g ? "," : "",
-                                 s.gpus[g]);
-            say(a, "job %s task %d (attempt %llu, epoch %llu) started on GPUs [%s]", s.job,
-                s.task, (unsigned long long)s.attempt, (unsigned long long)s.epoch, gl);
+                used +=
+                    snprintf(gl + used, sizeof gl - (size_t)used, "%s%d", g ? "," : "", s.gpus[g]);
+            say(a, "job %s task %d (attempt %llu, epoch %llu) started on GPUs [%s]", s.job, s.task,
+                (unsigned long long)s.attempt, (unsigned long long)s.epoch, gl);
         }
     }
 }

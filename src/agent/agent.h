@@ -47,12 +47,12 @@ typedef struct agent_conf {
     const char *tel_proc_root; /* telemetry's /proc; NULL: disc.proc_root */
     int fake_busy_pct;         /* fake GPUs held by a task show this utilisation (0: 90;
                                   < 0: leave the fake telemetry alone) */
-    const char *state_file;                 /* NULL: no restart state */
-    const char *queue_file; /* a file holding one integer, the node's queue length (an
-                               inference server or sidecar writes it), read at every
-                               report as telemetry queue_length; NULL: not reported */
-    const char *logs_url;                   /* reported: where its log server is (logserve.h) */
-    int64_t (*now)(void *ctx);              /* NULL: CLOCK_MONOTONIC */
+    const char *state_file;    /* NULL: no restart state */
+    const char *queue_file;    /* a file holding one integer, the node's queue length (an
+                                  inference server or sidecar writes it), read at every
+                                  report as telemetry queue_length; NULL: not reported */
+    const char *logs_url;      /* reported: where its log server is (logserve.h) */
+    int64_t (*now)(void *ctx); /* NULL: CLOCK_MONOTONIC */
     void *now_ctx;
     void (*log)(void *ctx, const char *msg); /* NULL: stderr */
     void *log_ctx;

@@ -286,7 +286,8 @@ int agent_cg_scope(agent_cg_t *cg, const char *scope, arb_err_t *err)
         fmt(dir, sizeof dir, "%s/%s", cg->base[i], scope);
         if ((rc = mkdir_ok(dir)) < 0)
             return arb_errf(err, rc, "cgroup: cannot create %s: %s", dir, strerror(-rc));
-        if (cg->mode == AGENT_CG_V2 && (rc = put(dir, "cgroup.subtree_control", "+memory +cpu")) < 0)
+        if (cg->mode == AGENT_CG_V2 &&
+            (rc = put(dir, "cgroup.subtree_control", "+memory +cpu")) < 0)
             return arb_errf(err, rc, "cgroup: %s/cgroup.subtree_control: %s", dir, strerror(-rc));
         fmt(cg->base[i], sizeof cg->base[i], "%s", dir);
     }

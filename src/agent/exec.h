@@ -92,7 +92,7 @@ typedef struct agent_task {
     agent_cg_task_t cg;
     int64_t grace_ns;    /* its own grace; < 0: conf.grace_ns */
     uint32_t generation; /* elastic: the resize generation it was last told */
-    bool timed; /* no process (conf.timed): it ends at end_at_ns */
+    bool timed;          /* no process (conf.timed): it ends at end_at_ns */
     int64_t end_at_ns;
 } agent_task_t;
 

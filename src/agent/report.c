@@ -417,8 +417,7 @@ int agent_reply_parse(const char *text, size_t len, agent_reply_t *out, arb_err_
     {
         int64_t lease_ms = 0;
         json_t *lost = json_object_get(root, "lost"), *msg = json_object_get(root, "message");
-        if ((rc = get_int(root, "lease_ms", "", 0, INT64_MAX / 1000000, false, &lease_ms, err)) <
-            0)
+        if ((rc = get_int(root, "lease_ms", "", 0, INT64_MAX / 1000000, false, &lease_ms, err)) < 0)
             goto out;
         if (lost && !json_is_boolean(lost)) {
             rc = arb_errf(err, -EINVAL, "reply: lost: expected true or false");

@@ -55,8 +55,8 @@ typedef struct agent_assignment {
     uint32_t generation; /* elastic: bumped by the controller on every resize */
     char hosts[1024];    /* elastic: every rank's host, comma-separated; "" when they do
                             not fit (the controller sends them up to 64 ranks) */
-    char **argv; /* NULL-terminated; owned by the reply */
-    char **env;  /* "KEY=VALUE", NULL-terminated; owned by the reply */
+    char **argv;         /* NULL-terminated; owned by the reply */
+    char **env;          /* "KEY=VALUE", NULL-terminated; owned by the reply */
 } agent_assignment_t;
 
 typedef struct agent_reply {

@@ -84,8 +84,8 @@ static int http_open(const agent_transport_conf_t *c, void **state, arb_err_t *e
     tmp = curl_easy_init();
     esc = tmp ? curl_easy_escape(tmp, c->node, 0) : NULL;
     curl_easy_cleanup(tmp);
-    if (!esc || snprintf(st->path, sizeof st->path, "/v1/nodes/%s/report", esc) >=
-                    (int)sizeof st->path) {
+    if (!esc ||
+        snprintf(st->path, sizeof st->path, "/v1/nodes/%s/report", esc) >= (int)sizeof st->path) {
         rc = arb_errf(err, esc ? -ENAMETOOLONG : -ENOMEM, "--name: too long for a URL");
         goto out;
     }

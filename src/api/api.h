@@ -56,8 +56,8 @@ typedef struct api_ha {
 } api_ha_t;
 
 typedef struct api_opts {
-    const char *host; /* IPv4 address to bind, "127.0.0.1" */
-    int port;         /* 0: an ephemeral port */
+    const char *host;           /* IPv4 address to bind, "127.0.0.1" */
+    int port;                   /* 0: an ephemeral port */
     const api_tokens_t *tokens; /* NULL: no auth (every caller is admin) */
     const api_ha_t *ha;         /* NULL: a single controller (borrowed; outlives the server) */
     const char *name;           /* this controller's name in GET /v1/leader (NULL: "local") */
@@ -79,11 +79,11 @@ typedef struct api_req api_req_t;
 
 typedef struct api_route {
     const char *method;
-    const char *path;     /* "/v1/jobs/{id}": {x} matches one segment */
-    unsigned roles;       /* st_role_t bits allowed; 0: no auth needed */
+    const char *path; /* "/v1/jobs/{id}": {x} matches one segment */
+    unsigned roles;   /* st_role_t bits allowed; 0: no auth needed */
     int (*fn)(api_req_t *r);
     const char *summary;
-    const char *doc;      /* parameters, body and reply, for docs/api.md */
+    const char *doc; /* parameters, body and reply, for docs/api.md */
 } api_route_t;
 
 extern const api_route_t api_routes[];

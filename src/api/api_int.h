@@ -10,24 +10,24 @@
 #define API_MAX_PARAMS 4
 
 struct api_req {
-    void *conn;             /* struct MHD_Connection * */
+    void *conn; /* struct MHD_Connection * */
     const char *method, *url;
-    const char *body;       /* NUL-terminated; n bytes */
+    const char *body; /* NUL-terminated; n bytes */
     size_t n;
-    bool yaml;              /* Content-Type says YAML */
+    bool yaml; /* Content-Type says YAML */
     char params[API_MAX_PARAMS][256];
     st_who_t who;
     st_t *st;
-    const api_ha_t *ha;     /* NULL: a single controller */
+    const api_ha_t *ha; /* NULL: a single controller */
     const char *self_name, *self_url;
     /* the reply */
     int status;
-    json_t *json;           /* owned; sent when text is NULL */
-    char *text;             /* owned; sent as ctype */
+    json_t *json; /* owned; sent when text is NULL */
+    char *text;   /* owned; sent as ctype */
     size_t textlen;
     const char *ctype;
-    const char *location;   /* a Location header (3xx); owned by the request's caller */
-    int retry_after;        /* a Retry-After header when > 0 */
+    const char *location; /* a Location header (3xx); owned by the request's caller */
+    int retry_after;      /* a Retry-After header when > 0 */
 };
 
 /* A query parameter, or NULL. */

@@ -56,18 +56,16 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
         if (k <= 0)
             continue;
         if (k < 3) {
-            rc = arb_errf(err, -EINVAL, "%s:%d: expected 'TOKEN ROLE TEAM [NAME]'", path,
-                          lineno);
+            rc = arb_errf(err, -EINVAL, "%s:%d: expected 'TOKEN ROLE TEAM [NAME]'", path, lineno);
             break;
         }
         if (strlen(tok) < 16 || strlen(tok) >= sizeof n.v->token) {
-            rc = arb_errf(err, -EINVAL, "%s:%d: a token must be 16..127 characters", path,
-                          lineno);
+            rc = arb_errf(err, -EINVAL, "%s:%d: a token must be 16..127 characters", path, lineno);
             break;
         }
         if (strlen(team) >= ST_NAME_MAX || strlen(name) >= ST_NAME_MAX) {
-            rc = arb_errf(err, -EINVAL, "%s:%d: team and name must be under %d bytes", path,
-                          lineno, ST_NAME_MAX);
+            rc = arb_errf(err, -EINVAL, "%s:%d: team and name must be under %d bytes", path, lineno,
+                          ST_NAME_MAX);
             break;
         }
         st_role_t r = strcmp(role, "admin") == 0   ? ST_ROLE_ADMIN
@@ -75,8 +73,8 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
                       : strcmp(role, "agent") == 0 ? ST_ROLE_AGENT
                                                    : 0;
         if (!r) {
-            rc = arb_errf(err, -EINVAL, "%s:%d: role '%s'; use admin, user or agent", path,
-                          lineno, role);
+            rc = arb_errf(err, -EINVAL, "%s:%d: role '%s'; use admin, user or agent", path, lineno,
+                          role);
             break;
         }
         for (int i = 0; i < n.n; i++)

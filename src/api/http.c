@@ -62,17 +62,28 @@ const char *api_header(api_req_t *r, const char *key)
 static const char *reason(int status)
 {
     switch (status) {
-    case 400: return "Bad Request";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "Not Found";
-    case 405: return "Method Not Allowed";
-    case 409: return "Conflict";
-    case 307: return "Temporary Redirect";
-    case 413: return "Payload Too Large";
-    case 422: return "Unprocessable Entity";
-    case 503: return "Service Unavailable";
-    default: return status >= 500 ? "Internal Server Error" : "Error";
+    case 400:
+        return "Bad Request";
+    case 401:
+        return "Unauthorized";
+    case 403:
+        return "Forbidden";
+    case 404:
+        return "Not Found";
+    case 405:
+        return "Method Not Allowed";
+    case 409:
+        return "Conflict";
+    case 307:
+        return "Temporary Redirect";
+    case 413:
+        return "Payload Too Large";
+    case 422:
+        return "Unprocessable Entity";
+    case 503:
+        return "Service Unavailable";
+    default:
+        return status >= 500 ? "Internal Server Error" : "Error";
     }
 }
 
@@ -85,8 +96,8 @@ int api_error(api_req_t *r, int status, const char *fmt, ...)
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     json_decref(r->json);
-    r->json = json_pack("{s:{s:i,s:s,s:s}}", "error", "status", status, "reason",
-                        reason(status), "message", msg);
+    r->json = json_pack("{s:{s:i,s:s,s:s}}", "error", "status", status, "reason", reason(status),
+                        "message", msg);
     r->status = status;
     return status;
 }
@@ -108,14 +119,14 @@ int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_
         return ok_status;
     }
     json_decref(out);
-    int status = rc == -EBADMSG ? 400
-                 : rc == -EINVAL ? 422
-                 : rc == -ENOENT ? 404
-                 : rc == -EACCES ? 403
+    int status = rc == -EBADMSG                                                   ? 400
+                 : rc == -EINVAL                                                  ? 422
+                 : rc == -ENOENT                                                  ? 404
+                 : rc == -EACCES                                                  ? 403
                  : rc == -ESTALE || rc == -EPERM || rc == -EBUSY || rc == -EEXIST ? 409
-                 : rc == -E2BIG  ? 413
-                 : rc == -EIO    ? 503
-                                 : 500;
+                 : rc == -E2BIG                                                   ? 413
+                 : rc == -EIO                                                     ? 503
+                                                                                  : 500;
     return api_error(r, status, "%s", err->msg[0] ? err->msg : strerror(-rc));
 }
 
@@ -171,8 +182,7 @@ static void qb_add(qbuf_t *q, const char *s, bool esc)
     q->p[q->n] = '\0';
 }
 
-static enum MHD_Result q_arg(void *cls, enum MHD_ValueKind kind, const char *key,
-                             const char *value)
+static enum MHD_Result q_arg(void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
     qbuf_t *q = cls;
     (void)kind;
@@ -191,19 +201,23 @@ static int to_leader(api_req_t *r, char *loc, size_t locsz)
 {
     char name[128], url[256];
     int64_t term = 0;
-    int rc = r->ha ? r->ha->leader(r->ha->arg, name, sizeof name, url, sizeof url, &term)
-                   : -ENOENT;
+    int rc = r->ha ? r->ha->leader(r->ha->arg, name, sizeof name, url, sizeof url, &term) : -ENOENT;
 
     r->retry_after = 1;
     if (rc == 1)
-        return api_error(r, 503, "this controller (%s) won the election and is loading the "
-                                 "state; retry in a moment", r->self_name);
+        return api_error(r, 503,
+                         "this controller (%s) won the election and is loading the "
+                         "state; retry in a moment",
+                         r->self_name);
     if (rc < 0 && r->st)
-        return api_error(r, 503, "this controller (%s) cannot renew its leader lease; it is "
-                                 "stepping down; retry, or ask GET /v1/leader", r->self_name);
+        return api_error(r, 503,
+                         "this controller (%s) cannot renew its leader lease; it is "
+                         "stepping down; retry, or ask GET /v1/leader",
+                         r->self_name);
     if (rc < 0 || !url[0])
-        return api_error(r, 503, "no leader is known yet (an election is under way); retry, or "
-                                 "ask GET /v1/leader");
+        return api_error(r, 503,
+                         "no leader is known yet (an election is under way); retry, or "
+                         "ask GET /v1/leader");
     qbuf_t q = {loc, 0, locsz};
     loc[0] = '\0';
     qb_add(&q, url, false);
@@ -214,8 +228,7 @@ static int to_leader(api_req_t *r, char *loc, size_t locsz)
         loc[--q.n] = '\0';
     r->location = loc;
     r->retry_after = 0;
-    api_error(r, 307, "%s leads (term %lld): send this request to %s", name, (long long)term,
-              url);
+    api_error(r, 307, "%s leads (term %lld): send this request to %s", name, (long long)term, url);
     return 307;
 }
 
@@ -253,8 +266,9 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, char *loc, 
         if (auth && strncasecmp(auth, "Bearer ", 7) == 0)
             t = api_tokens_find(a->tokens, auth + 7);
         if (!t)
-            return api_error(r, 401, "%s: a valid bearer token is required (Authorization: "
-                                     "Bearer TOKEN; the CLI reads ARBITER_TOKEN)",
+            return api_error(r, 401,
+                             "%s: a valid bearer token is required (Authorization: "
+                             "Bearer TOKEN; the CLI reads ARBITER_TOKEN)",
                              r->url);
         r->who.role = t->role;
         r->who.team = t->team;
@@ -386,8 +400,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
             inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, peer,
                       sizeof peer);
         else if (sa && sa->sa_family == AF_INET6)
-            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr,
-                      peer, sizeof peer);
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, peer,
+                      sizeof peer);
         r.who.addr = peer[0] ? peer : NULL;
     }
     char loc[2048];
@@ -436,13 +450,12 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     a->tokens = o->tokens;
     a->ha = o->ha;
     snprintf(a->name, sizeof a->name, "%s", o->name ? o->name : "local");
-    a->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
-                                MHD_USE_ERROR_LOG,
-                            0, NULL, NULL, handler, a, MHD_OPTION_SOCK_ADDR,
-                            (struct sockaddr *)&sin, MHD_OPTION_NOTIFY_COMPLETED, completed, NULL,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    a->d = MHD_start_daemon(
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
+        NULL, NULL, handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_LISTENING_ADDRESS_REUSE,
+        (unsigned)1, MHD_OPTION_END);
     if (!a->d) {
         free(a);
         return arb_errf(err, -EADDRINUSE,

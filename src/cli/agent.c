@@ -58,12 +58,12 @@
 #include "cli/cli.h"
 
 #define AGENT_USAGE                                                                                \
-    "usage: arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]\n"               \
-    "                     [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]\n"         \
-    "                     [--gpu-source auto|nvml|inventory|fake]\n"                              \
+    "usage: arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]\n"              \
+    "                     [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]\n"          \
+    "                     [--gpu-source auto|nvml|inventory|fake]\n"                               \
     "                     [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]\n"    \
-    "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"         \
-    "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"          \
+    "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"          \
+    "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"           \
     "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]\n"              \
     "                      [--emulate-tasks real|timed]]\n"                                        \
     "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \

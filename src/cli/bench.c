@@ -118,8 +118,7 @@ int cli_bench(int argc, char **argv)
                 fprintf(stderr, "arbiter bench: --queue: %s\n", err.msg);
                 return 2;
             }
-        }
-        else if (strcmp(argv[i], "-o") == 0)
+        } else if (strcmp(argv[i], "-o") == 0)
             out = argv[++i];
         else if (strcmp(argv[i], "--full-scan") == 0)
             conf.full_scan = true; /* a flag: takes no value */
@@ -229,13 +228,14 @@ int cli_bench(int argc, char **argv)
         double rss = (double)ru.ru_maxrss / 1024.0;
         double apct = 100.0 * (double)alloc / (double)cap_milli;
         if (strcmp(out, "json") == 0)
-            printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,\"jobs\":%ld,\"seed\":%llu,"
+            printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,\"jobs\":"
+                   "%ld,\"seed\":%llu,"
                    "\"placed\":%ld,\"decisions_per_s\":%.0f,\"placements_per_s\":%.0f,"
                    "\"p50_us\":%.2f,\"p99_us\":%.2f,\"rss_mb\":%.1f,"
                    "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f}\n",
                    conf.full_scan ? "full-scan" : "node-classes", conf.profile.name, nodes, njobs,
-                   seed, placed, (double)njobs / secs,
-                   (double)placed / secs, p50, p99, rss, rss * 1048576.0 / (double)njobs, apct);
+                   seed, placed, (double)njobs / secs, (double)placed / secs, p50, p99, rss,
+                   rss * 1048576.0 / (double)njobs, apct);
         else
             printf("bench sched: %ld nodes, %ld jobs, policy %s\n"
                    "  placed %ld, %.0f decisions/s, %.0f placements/s\n"

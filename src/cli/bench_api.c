@@ -18,9 +18,9 @@
 #include "client/failover.h"
 
 typedef struct bclient {
-    int jobs;      /* to submit */
+    int jobs; /* to submit */
     int ok, failed;
-    int64_t *lat;  /* ns per submission */
+    int64_t *lat;     /* ns per submission */
     const char *base; /* the controller measured: the first of ARBITER_URL's list */
 } bclient_t;
 
@@ -107,8 +107,8 @@ int cli_bench_api(int argc, char **argv)
     fo_urls_t urls;
     arb_err_t uerr = {{0}};
     const char *env = getenv("ARBITER_URL");
-    if (fo_urls_parse(env && *env ? env : "http://127.0.0.1:7070", "ARBITER_URL", &urls,
-                      &uerr) < 0) {
+    if (fo_urls_parse(env && *env ? env : "http://127.0.0.1:7070", "ARBITER_URL", &urls, &uerr) <
+        0) {
         fprintf(stderr, "arbiter bench api: %s\n", uerr.msg);
         return 2;
     }

@@ -139,8 +139,8 @@ int cli_bench_sim(int argc, char **argv)
         printf("{\"bench\":\"sim\",\"workload\":\"%s\",\"policy\":\"%s\",\"seeds\":%d,"
                "\"tasks\":%ld,\"placed\":%ld,\"place_s\":%.3f,\"tasks_per_s\":%.0f,"
                "\"placed_per_s\":%.0f,\"run_s_mean\":%.3f}\n",
-               workload, policy, nseeds, decided, placed, place, decided / place,
-               placed / place, run / nseeds);
+               workload, policy, nseeds, decided, placed, place, decided / place, placed / place,
+               run / nseeds);
     else
         printf("bench sim: workload %s, policy %s, %d seed%s (%llu-%llu)\n"
                "  %ld tasks decided, %ld placed, in %.3f CPU s of arrival loop\n"

@@ -28,10 +28,10 @@ int cli_explain(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
 int cli_nodes(int argc, char **argv);
 int cli_events(int argc, char **argv);
-int cli_bench_api(int argc, char **argv); /* `arbiter bench api` (bench_api.c) */
-int cli_bench_sim(int argc, char **argv); /* `arbiter bench sim` (bench_sim.c) */
+int cli_bench_api(int argc, char **argv);     /* `arbiter bench api` (bench_api.c) */
+int cli_bench_sim(int argc, char **argv);     /* `arbiter bench sim` (bench_sim.c) */
 int cli_bench_elastic(int argc, char **argv); /* `arbiter bench elastic` (bench_elastic.c) */
-int cli_bench_agents(int argc, char **argv); /* `arbiter bench agents` (bench_agents.c) */
+int cli_bench_agents(int argc, char **argv);  /* `arbiter bench agents` (bench_agents.c) */
 int cli_place(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 /* the load balancer and shard maps (lb.c, shard.c) */
@@ -39,8 +39,8 @@ int cli_lb(int argc, char **argv);
 int cli_shard(int argc, char **argv);
 /* the node agent (agent.c) */
 int cli_agent(int argc, char **argv);
-int cli_logs(int argc, char **argv); /* a job's task output (logs.c) */
-int cli_top(int argc, char **argv);  /* the live view (top.c) */
+int cli_logs(int argc, char **argv);    /* a job's task output (logs.c) */
+int cli_top(int argc, char **argv);     /* the live view (top.c) */
 int cli_service(int argc, char **argv); /* a service's replicas (service.c) */
 
 #endif

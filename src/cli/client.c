@@ -60,8 +60,8 @@ static int cli_targets(void)
 
     if (cli_urls_rc == 1) {
         const char *u = getenv("ARBITER_URL");
-        cli_urls_rc = fo_urls_parse(u && *u ? u : "http://127.0.0.1:7070", "ARBITER_URL",
-                                    &cli_urls, &err);
+        cli_urls_rc =
+            fo_urls_parse(u && *u ? u : "http://127.0.0.1:7070", "ARBITER_URL", &cli_urls, &err);
         if (cli_urls_rc < 0) { /* a usage error, not an unreachable controller */
             fprintf(stderr, "arbiter: %s\n", err.msg);
             exit(EXIT_USAGE);
@@ -150,15 +150,15 @@ long cli_http_hdr(const char *method, const char *path, const char *body, size_t
                    .budget_ms = retry_budget_ms()};
     if (fo_do(&cli_urls, c, &rq, &r, &err) < 0) {
         fprintf(stderr, "arbiter: cannot reach the controller (ARBITER_URL=%s): %s\n",
-                getenv("ARBITER_URL") ? getenv("ARBITER_URL") : "http://127.0.0.1:7070",
-                err.msg);
+                getenv("ARBITER_URL") ? getenv("ARBITER_URL") : "http://127.0.0.1:7070", err.msg);
     } else if (r.status == 503) {
         /* Every controller said 503 until the budget ran out: no leader
          * (an election), or a controller that failed and restarts. */
         json_t *o = r.body ? json_loads(r.body, 0, NULL) : NULL;
         const char *m = json_string_value(json_object_get(json_object_get(o, "error"), "message"));
-        fprintf(stderr, "arbiter: no controller can serve this yet: %s: 503: %s (tried %d "
-                        "times; set ARBITER_RETRY_S to wait longer)\n",
+        fprintf(stderr,
+                "arbiter: no controller can serve this yet: %s: 503: %s (tried %d "
+                "times; set ARBITER_RETRY_S to wait longer)\n",
                 r.url, m ? m : "service unavailable", r.tries);
         json_decref(o);
     } else {
@@ -177,8 +177,8 @@ long cli_http_hdr(const char *method, const char *path, const char *body, size_t
 
 /* One request. *out gets the parsed JSON reply (or NULL); returns the HTTP
  * status, or -1 when the controller cannot be reached (message printed). */
-long cli_http(const char *method, const char *path, const char *body, size_t n,
-              const char *ctype, json_t **out, char **raw)
+long cli_http(const char *method, const char *path, const char *body, size_t n, const char *ctype,
+              json_t **out, char **raw)
 {
     return cli_http_hdr(method, path, body, n, ctype, NULL, out, raw);
 }
@@ -186,7 +186,8 @@ long cli_http(const char *method, const char *path, const char *body, size_t n,
 /* Print the controller's error message; the exit code. */
 int cli_refused(long status, json_t *reply)
 {
-    const char *msg = json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+    const char *msg =
+        json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
     fprintf(stderr, "arbiter: %ld: %s\n", status, msg ? msg : "(no message)");
     return EXIT_REFUSED;
 }
@@ -252,8 +253,10 @@ static void random_key(char *out, size_t n)
 
     if (getrandom(b, sizeof b, 0) != (ssize_t)sizeof b) {
         clock_gettime(CLOCK_REALTIME, &ts);
-        uint64_t x = (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 44);
-        for (size_t i = 0; i < sizeof b; i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
+        uint64_t x =
+            (uint64_t)ts.tv_nsec ^ ((uint64_t)ts.tv_sec << 20) ^ ((uint64_t)getpid() << 44);
+        for (size_t i = 0; i < sizeof b;
+             i++, x = x * 6364136223846793005ULL + 1442695040888963407ULL)
             b[i] = (unsigned char)(x >> 56);
     }
     for (size_t i = 0; i < sizeof b && 2 * i + 2 < n; i++)
@@ -264,7 +267,8 @@ static void random_key(char *out, size_t n)
  * ("job.yaml:4:7: kind: ..."); the user knows it as FILE: say that name instead. */
 static int refused_in_file(long status, json_t *reply, const char *file)
 {
-    const char *msg = json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
+    const char *msg =
+        json_string_value(json_object_get(json_object_get(reply, "error"), "message"));
 
     if (msg && (!strncmp(msg, "job.yaml:", 9) || !strncmp(msg, "job.json:", 9))) {
         fprintf(stderr, "arbiter: %ld: %s:%s\n", status, file, msg + 9);
@@ -275,8 +279,8 @@ static int refused_in_file(long status, json_t *reply, const char *file)
 
 int cli_submit(int argc, char **argv)
 {
-    const char *file = NULL, *gpus = NULL, *cpus = NULL, *mem = NULL, *queue = NULL,
-               *prio = NULL, *name = NULL, *key = NULL;
+    const char *file = NULL, *gpus = NULL, *cpus = NULL, *mem = NULL, *queue = NULL, *prio = NULL,
+               *name = NULL, *key = NULL;
     long nodes = 1;
     bool want_json = false;
     int i;
@@ -363,8 +367,10 @@ int cli_submit(int argc, char **argv)
      * or a controller failover): the controller creates the job once. */
     char idem[160], rnd[40];
     if (key && (!*key || strlen(key) > 128 || strspn(key, IDEM_CHARS) != strlen(key))) {
-        fprintf(stderr, "arbiter submit: --idempotency-key '%s': give 1..128 letters, digits "
-                        "or -_.:\n", key);
+        fprintf(stderr,
+                "arbiter submit: --idempotency-key '%s': give 1..128 letters, digits "
+                "or -_.:\n",
+                key);
         free(body);
         return EXIT_USAGE;
     }
@@ -400,7 +406,8 @@ static void task_nodes(json_t *job, char *buf, size_t n)
     size_t i, used = 0;
 
     buf[0] = '\0';
-    json_array_foreach(tasks, i, t) {
+    json_array_foreach(tasks, i, t)
+    {
         const char *node = json_string_value(json_object_get(t, "node"));
         if (!node || used >= n)
             continue;
@@ -420,7 +427,8 @@ static void show_queue(json_t *reply)
 
     printf("%-7s %-24s %-12s %-10s %8s %5s  %s\n", "ID", "NAME", "QUEUE", "STATE", "PRIORITY",
            "GPUS", "NODES");
-    json_array_foreach(jobs, i, j) {
+    json_array_foreach(jobs, i, j)
+    {
         const char *kind = json_string_value(json_object_get(j, "kind"));
         char gpus[24];
         snprintf(gpus, sizeof gpus, "%lld",
@@ -534,19 +542,22 @@ static void show_job(json_t *j)
                json_string_value(json_object_get(svc, "name")),
                (long long)json_integer_value(json_object_get(svc, "job")));
     printf("  tasks\n");
-    json_array_foreach(tasks, i, t) {
+    json_array_foreach(tasks, i, t)
+    {
         char gl[128] = "";
         size_t k, used = 0;
         json_t *g;
-        json_array_foreach(json_object_get(t, "gpus"), k, g)
-            used += (size_t)snprintf(gl + used, sizeof gl - used, "%s%lld", k ? "," : "",
-                                     (long long)json_integer_value(g));
+        json_array_foreach(json_object_get(t, "gpus"), k, g) used += (size_t)snprintf(
+            gl + used, sizeof gl - used, "%s%lld", k ? "," : "", (long long)json_integer_value(g));
         json_t *ec = json_object_get(t, "exit_code");
         const char *node = json_string_value(json_object_get(t, "node"));
         const char *last = json_string_value(json_object_get(t, "last_node"));
         const char *strag = json_string_value(json_object_get(t, "straggler"));
         char where[80];
-        snprintf(where, sizeof where, "%s%s", node ? node : last ? last : "-",
+        snprintf(where, sizeof where, "%s%s",
+                 node   ? node
+                 : last ? last
+                        : "-",
                  !node && last ? " (ran)" : "");
         printf("    %-4zu %-12s %-10s node %-16s gpus [%s]%s%s%s", i,
                json_string_value(json_object_get(t, "group")),
@@ -669,12 +680,14 @@ static void show_nodes(json_t *reply)
 
     printf("%-16s %-9s %-9s %-8s %s\n", "NODE", "STATE", "GPUS", "AGE",
            "GPU MAP (job id per GPU; . free, X unhealthy)");
-    json_array_foreach(nodes, i, n) {
+    json_array_foreach(nodes, i, n)
+    {
         json_t *gpus = json_object_get(n, "gpus");
         char map[512] = "", age[32];
         size_t used = 0;
         int busy = 0;
-        json_array_foreach(gpus, k, g) {
+        json_array_foreach(gpus, k, g)
+        {
             json_t *jobs = json_object_get(g, "jobs");
             bool sick = json_is_false(json_object_get(g, "healthy")); /* out of capacity */
             if (json_array_size(jobs) == 0) {
@@ -747,7 +760,8 @@ int cli_events(int argc, char **argv)
             json_decref(reply);
             return rc;
         }
-        json_array_foreach(json_object_get(reply, "events"), i, e) {
+        json_array_foreach(json_object_get(reply, "events"), i, e)
+        {
             if (want_json) {
                 json_dumpf(e, stdout, JSON_COMPACT | JSON_PRESERVE_ORDER);
                 putchar('\n');

@@ -22,7 +22,8 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] [--policy NAME] "
      "[--queue fifo|priority|drf] [--full-scan] [-o text|json]\n"
      "       arbiter bench api [--clients 32] [--jobs 20000] [-o json]   (against ARBITER_URL)\n"
-     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] [-o text|json]\n"
+     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] "
+     "[-o text|json]\n"
      "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
      "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]",
      cli_bench},
@@ -84,21 +85,24 @@ int cli_help(int argc, char **argv)
     for (c = cli_cmds; c->name; c++)
         printf("  %-10s %s\n", c->name, c->summary);
     printf("\nrun 'arbiter help VERB' for a verb's usage\n");
-    printf("\nenvironment (client verbs: submit queue job explain cancel nodes events logs top service):\n"
-           "  ARBITER_URL      the controller, or several comma-separated (http://a:7070,http://b:7070):\n"
-           "                   the one that last answered first; the next after a connect error,\n"
-           "                   timeout or 503; a follower's 307 followed to the leader\n"
-           "  ARBITER_TOKEN    a bearer token\n"
-           "  ARBITER_RETRY_S  how long to keep trying the controllers (default 15)\n"
-           "  ARBITER_TRY_S    with several controllers, one try's limit (default 10)\n"
-           "\nexit codes:\n"
-           "  client verbs     0 done; 1 the controller refused (its message is printed);\n"
-           "                   2 usage (a bad ARBITER_URL too); 3 no controller reached, or none\n"
-           "                   leading, in ARBITER_RETRY_S\n"
-           "  controller, agent, lb\n"
-           "                   0 stopped by SIGTERM or SIGINT; 1 failed to start or run (message);\n"
-           "                   2 usage or a bad configuration\n"
-           "  other verbs      0 done; 1 failed (message); 2 usage\n");
+    printf(
+        "\nenvironment (client verbs: submit queue job explain cancel nodes events logs top "
+        "service):\n"
+        "  ARBITER_URL      the controller, or several comma-separated "
+        "(http://a:7070,http://b:7070):\n"
+        "                   the one that last answered first; the next after a connect error,\n"
+        "                   timeout or 503; a follower's 307 followed to the leader\n"
+        "  ARBITER_TOKEN    a bearer token\n"
+        "  ARBITER_RETRY_S  how long to keep trying the controllers (default 15)\n"
+        "  ARBITER_TRY_S    with several controllers, one try's limit (default 10)\n"
+        "\nexit codes:\n"
+        "  client verbs     0 done; 1 the controller refused (its message is printed);\n"
+        "                   2 usage (a bad ARBITER_URL too); 3 no controller reached, or none\n"
+        "                   leading, in ARBITER_RETRY_S\n"
+        "  controller, agent, lb\n"
+        "                   0 stopped by SIGTERM or SIGINT; 1 failed to start or run (message);\n"
+        "                   2 usage or a bad configuration\n"
+        "  other verbs      0 done; 1 failed (message); 2 usage\n");
     return 0;
 }
 

@@ -122,8 +122,9 @@ int cli_controller(int argc, char **argv)
     if (!dir && !ha.store)
         return usage();
     if (dir && ha.store) { /* one store: etcd holds everything, a data dir would be ignored */
-        fprintf(stderr, "arbiter controller: --data-dir '%s' with --store %s: give one store "
-                        "(--data-dir DIR for SQLite, or --store etcd://... alone)\n",
+        fprintf(stderr,
+                "arbiter controller: --data-dir '%s' with --store %s: give one store "
+                "(--data-dir DIR for SQLite, or --store etcd://... alone)\n",
                 dir, ha.store);
         return 2;
     }
@@ -170,8 +171,8 @@ int cli_controller(int argc, char **argv)
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         goto out;
     }
-    api_opts_t ao = {.host = host, .port = port, .tokens = tokfile ? &tokens : NULL,
-                     .name = ha.name};
+    api_opts_t ao = {
+        .host = host, .port = port, .tokens = tokfile ? &tokens : NULL, .name = ha.name};
     if (api_server_start(st, &ao, &api, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         goto out;

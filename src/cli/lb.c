@@ -15,7 +15,7 @@
 
 #define LB_USAGE                                                                                   \
     "usage: arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --backends-file FILE |\n" \
-    "                  --service NAME --controller URL[,URL...]) [--policy P] [options]\n"      \
+    "                  --service NAME --controller URL[,URL...]) [--policy P] [options]\n"         \
     "\n"                                                                                           \
     "  --policy P            round-robin (default), weighted, least-conn, hash, p2c, feedback\n"   \
     "  --hash-header H       hash policy: key on this request header\n"                            \
@@ -39,9 +39,36 @@
     "SIGHUP re-reads --backends-file; SIGTERM drains and stops.\n"
 
 enum {
-    O_LISTEN = 256, O_BACKEND, O_BFILE, O_SERVICE, O_CONTROLLER, O_POLICY, O_HHDR, O_HCOOKIE,
-    O_HKIND, O_HBAL, O_HPATH, O_HINT, O_HTO, O_RISE, O_FALL, O_CTO, O_STO, O_CLTO, O_POOL,
-    O_RETRIES, O_EJA, O_EJB, O_EJM, O_SLOW, O_MAXC, O_ADMIN, O_LOG, O_READY, O_SEED, O_HELP
+    O_LISTEN = 256,
+    O_BACKEND,
+    O_BFILE,
+    O_SERVICE,
+    O_CONTROLLER,
+    O_POLICY,
+    O_HHDR,
+    O_HCOOKIE,
+    O_HKIND,
+    O_HBAL,
+    O_HPATH,
+    O_HINT,
+    O_HTO,
+    O_RISE,
+    O_FALL,
+    O_CTO,
+    O_STO,
+    O_CLTO,
+    O_POOL,
+    O_RETRIES,
+    O_EJA,
+    O_EJB,
+    O_EJM,
+    O_SLOW,
+    O_MAXC,
+    O_ADMIN,
+    O_LOG,
+    O_READY,
+    O_SEED,
+    O_HELP
 };
 
 static const struct option lb_opts[] = {
@@ -84,8 +111,8 @@ static bool int_arg(const char *flag, const char *s, long lo, long hi, int *out)
     char *end;
     long v = strtol(s, &end, 10);
     if (end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "arbiter lb: --%s '%s': give a whole number from %ld to %ld\n", flag, s,
-                lo, hi);
+        fprintf(stderr, "arbiter lb: --%s '%s': give a whole number from %ld to %ld\n", flag, s, lo,
+                hi);
         return false;
     }
     *out = (int)v;
@@ -111,7 +138,9 @@ int cli_lb(int argc, char **argv)
         const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
         bool ok = true;
         switch (opt) {
-        case O_LISTEN: c.listen = optarg; break;
+        case O_LISTEN:
+            c.listen = optarg;
+            break;
         case O_BACKEND:
             if (lb_target_parse(optarg, &t[nt], &err) < 0) {
                 fprintf(stderr, "arbiter lb: %s\n", err.msg);
@@ -119,9 +148,15 @@ int cli_lb(int argc, char **argv)
             }
             nt++;
             break;
-        case O_BFILE: bfile = optarg; break;
-        case O_SERVICE: service = optarg; break;
-        case O_CONTROLLER: controller = optarg; break;
+        case O_BFILE:
+            bfile = optarg;
+            break;
+        case O_SERVICE:
+            service = optarg;
+            break;
+        case O_CONTROLLER:
+            controller = optarg;
+            break;
         case O_POLICY:
             c.policy = lb_find(optarg);
             if (!c.policy) {
@@ -130,8 +165,12 @@ int cli_lb(int argc, char **argv)
                 goto out;
             }
             break;
-        case O_HHDR: c.hash_header = optarg; break;
-        case O_HCOOKIE: c.hash_cookie = optarg; break;
+        case O_HHDR:
+            c.hash_header = optarg;
+            break;
+        case O_HCOOKIE:
+            c.hash_cookie = optarg;
+            break;
         case O_HKIND:
             if (strcmp(optarg, "ring") == 0) {
                 c.opts.kind = LB_HASH_RING;
@@ -160,24 +199,60 @@ int cli_lb(int argc, char **argv)
             }
             c.health_path = optarg;
             break;
-        case O_HINT: ok = int_arg("health-interval", optarg, 10, DAY, &c.health_interval_ms); break;
-        case O_HTO: ok = int_arg("health-timeout", optarg, 1, DAY, &c.health_timeout_ms); break;
-        case O_RISE: ok = int_arg("rise", optarg, 1, 100, &c.rise); break;
-        case O_FALL: ok = int_arg("fall", optarg, 1, 100, &c.fall); break;
-        case O_CTO: ok = int_arg("connect-timeout", optarg, 1, DAY, &c.connect_timeout_ms); break;
-        case O_STO: ok = int_arg("server-timeout", optarg, 1, DAY, &c.server_timeout_ms); break;
-        case O_CLTO: ok = int_arg("client-timeout", optarg, 1, DAY, &c.client_timeout_ms); break;
-        case O_POOL: ok = int_arg("pool-idle", optarg, 1, DAY, &c.pool_idle_ms); break;
-        case O_RETRIES: ok = int_arg("retries", optarg, 0, 7, &c.retries); break;
-        case O_EJA: ok = int_arg("eject-after", optarg, 0, 1000, &c.eject_after); break;
-        case O_EJB: ok = int_arg("eject-base", optarg, 1, DAY, &c.eject_base_ms); break;
-        case O_EJM: ok = int_arg("eject-max", optarg, 1, DAY, &c.eject_max_ms); break;
-        case O_SLOW: ok = int_arg("slow-start", optarg, 0, DAY, &c.slow_start_ms); break;
-        case O_MAXC: ok = int_arg("max-conns", optarg, 1, 1000000, &c.max_conns); break;
-        case O_ADMIN: c.admin = optarg; break;
-        case O_LOG: c.access_log = optarg; break;
-        case O_READY: c.ready_file = optarg; break;
-        case O_SEED: c.seed = strtoull(optarg, NULL, 10); break;
+        case O_HINT:
+            ok = int_arg("health-interval", optarg, 10, DAY, &c.health_interval_ms);
+            break;
+        case O_HTO:
+            ok = int_arg("health-timeout", optarg, 1, DAY, &c.health_timeout_ms);
+            break;
+        case O_RISE:
+            ok = int_arg("rise", optarg, 1, 100, &c.rise);
+            break;
+        case O_FALL:
+            ok = int_arg("fall", optarg, 1, 100, &c.fall);
+            break;
+        case O_CTO:
+            ok = int_arg("connect-timeout", optarg, 1, DAY, &c.connect_timeout_ms);
+            break;
+        case O_STO:
+            ok = int_arg("server-timeout", optarg, 1, DAY, &c.server_timeout_ms);
+            break;
+        case O_CLTO:
+            ok = int_arg("client-timeout", optarg, 1, DAY, &c.client_timeout_ms);
+            break;
+        case O_POOL:
+            ok = int_arg("pool-idle", optarg, 1, DAY, &c.pool_idle_ms);
+            break;
+        case O_RETRIES:
+            ok = int_arg("retries", optarg, 0, 7, &c.retries);
+            break;
+        case O_EJA:
+            ok = int_arg("eject-after", optarg, 0, 1000, &c.eject_after);
+            break;
+        case O_EJB:
+            ok = int_arg("eject-base", optarg, 1, DAY, &c.eject_base_ms);
+            break;
+        case O_EJM:
+            ok = int_arg("eject-max", optarg, 1, DAY, &c.eject_max_ms);
+            break;
+        case O_SLOW:
+            ok = int_arg("slow-start", optarg, 0, DAY, &c.slow_start_ms);
+            break;
+        case O_MAXC:
+            ok = int_arg("max-conns", optarg, 1, 1000000, &c.max_conns);
+            break;
+        case O_ADMIN:
+            c.admin = optarg;
+            break;
+        case O_LOG:
+            c.access_log = optarg;
+            break;
+        case O_READY:
+            c.ready_file = optarg;
+            break;
+        case O_SEED:
+            c.seed = strtoull(optarg, NULL, 10);
+            break;
         case 'h':
         case O_HELP:
             fputs(LB_USAGE, stdout);

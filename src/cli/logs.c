@@ -417,10 +417,9 @@ int cli_logs(int argc, char **argv)
                 tl[i].ticket[0] = '\0';
                 snprintf(tl[i].url, sizeof tl[i].url, "%s", u);
             }
-            long got = tl[i].remote
-                           ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1, node,
-                                          follow)
-                           : drain(&tl[i], want < 0 && ntl > 1, node);
+            long got = tl[i].remote ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1,
+                                                   node, follow)
+                                    : drain(&tl[i], want < 0 && ntl > 1, node);
             if (got <= -2) { /* refused by the controller or the agent: said */
                 rc = (int)(-2 - got);
                 break;

@@ -21,8 +21,7 @@
 #include "cli/cli.h"
 #include "spec/scenario.h"
 
-#define PLACE_USAGE                                                                                \
-    "usage: arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N]\n"
+#define PLACE_USAGE "usage: arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N]\n"
 
 /* Write s as a JSON string. */
 static void json_str(FILE *out, const char *s)

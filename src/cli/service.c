@@ -20,16 +20,17 @@ static void show_one(json_t *o)
     json_t *reps = json_object_get(o, "replicas"), *r, *a = json_object_get(o, "autoscale");
     size_t i;
 
-    printf("service %s (job %lld): %lld replicas (min %lld), port %lld, health %s, endpoints v%lld\n",
-           json_string_value(json_object_get(o, "service")),
-           (long long)json_integer_value(json_object_get(o, "job")),
-           (long long)json_integer_value(json_object_get(o, "desired")),
-           (long long)json_integer_value(json_object_get(o, "min")),
-           (long long)json_integer_value(json_object_get(o, "port")),
-           json_string_value(json_object_get(o, "health"))[0]
-               ? json_string_value(json_object_get(o, "health"))
-               : "-",
-           (long long)json_integer_value(json_object_get(o, "version")));
+    printf(
+        "service %s (job %lld): %lld replicas (min %lld), port %lld, health %s, endpoints v%lld\n",
+        json_string_value(json_object_get(o, "service")),
+        (long long)json_integer_value(json_object_get(o, "job")),
+        (long long)json_integer_value(json_object_get(o, "desired")),
+        (long long)json_integer_value(json_object_get(o, "min")),
+        (long long)json_integer_value(json_object_get(o, "port")),
+        json_string_value(json_object_get(o, "health"))[0]
+            ? json_string_value(json_object_get(o, "health"))
+            : "-",
+        (long long)json_integer_value(json_object_get(o, "version")));
     if (a)
         printf("autoscale %lld..%lld, target %.2f in flight per replica%s%s\n",
                (long long)json_integer_value(json_object_get(a, "min")),
@@ -39,7 +40,8 @@ static void show_one(json_t *o)
                json_object_get(a, "last") ? json_string_value(json_object_get(a, "last")) : "");
     printf("%-6s %-6s %-10s %-10s %-22s %-6s %-9s %-9s %s\n", "INDEX", "JOB", "STATE", "NODE",
            "ADDRESS", "READY", "DRAINING", "INFLIGHT", "RESTARTS");
-    json_array_foreach(reps, i, r) {
+    json_array_foreach(reps, i, r)
+    {
         json_t *inf = json_object_get(r, "inflight");
         char infl[32] = "-";
         if (json_is_number(inf))
@@ -92,7 +94,8 @@ int cli_service(int argc, char **argv)
     } else {
         json_t *s;
         size_t i;
-        json_array_foreach(json_object_get(reply, "services"), i, s) {
+        json_array_foreach(json_object_get(reply, "services"), i, s)
+        {
             if (i)
                 putchar('\n');
             show_one(s);

@@ -36,10 +36,14 @@ static int split_nodes(char *s, const char ***out)
 int cli_shard(int argc, char **argv)
 {
     static const struct option opts[] = {
-        {"nodes", required_argument, 0, 'n'},   {"shards", required_argument, 0, 's'},
-        {"replicas", required_argument, 0, 'r'}, {"hash-kind", required_argument, 0, 'k'},
-        {"balance", required_argument, 0, 'b'}, {"join", required_argument, 0, 'j'},
-        {"output", required_argument, 0, 'o'},  {"help", no_argument, 0, 'h'},
+        {"nodes", required_argument, 0, 'n'},
+        {"shards", required_argument, 0, 's'},
+        {"replicas", required_argument, 0, 'r'},
+        {"hash-kind", required_argument, 0, 'k'},
+        {"balance", required_argument, 0, 'b'},
+        {"join", required_argument, 0, 'j'},
+        {"output", required_argument, 0, 'o'},
+        {"help", no_argument, 0, 'h'},
         {0, 0, 0, 0},
     };
     char *nodes_arg = NULL;
@@ -56,7 +60,9 @@ int cli_shard(int argc, char **argv)
     while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
         char *end = NULL;
         switch (opt) {
-        case 'n': nodes_arg = optarg; break;
+        case 'n':
+            nodes_arg = optarg;
+            break;
         case 's':
             nshards = (int)strtol(optarg, &end, 10);
             if (*end || nshards < 1) {
@@ -88,7 +94,9 @@ int cli_shard(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'j': join = optarg; break;
+        case 'j':
+            join = optarg;
+            break;
         case 'o':
             if (strcmp(optarg, "json") == 0)
                 json = true;
@@ -97,7 +105,9 @@ int cli_shard(int argc, char **argv)
                 return 2;
             }
             break;
-        case 'h': fputs(SHARD_USAGE, stdout); return 0;
+        case 'h':
+            fputs(SHARD_USAGE, stdout);
+            return 0;
         default:
             fprintf(stderr, "arbiter shard: bad option '%s'\n%s", argv[optind - 1], SHARD_USAGE);
             return 2;

@@ -35,12 +35,15 @@ static const struct sim_opt {
     {"--online", NULL, NULL, "paper mode: submit each task just before placing it"},
     {"--queue", NULL, "Q[,Q...]", "events mode: fifo (default), priority, drf"},
     {"--compress", NULL, "X", "events mode: trace creation times divided by X (load x X)"},
-    {"--cycle", NULL, "SECONDS", "events mode: schedule every SECONDS of virtual time (default: "
-                                 "at every event)"},
-    {"--arrivals", NULL, "poisson:RATE", "events mode: Poisson arrivals, RATE tasks/s (or /min, /h)"},
+    {"--cycle", NULL, "SECONDS",
+     "events mode: schedule every SECONDS of virtual time (default: "
+     "at every event)"},
+    {"--arrivals", NULL, "poisson:RATE",
+     "events mode: Poisson arrivals, RATE tasks/s (or /min, /h)"},
     {"--durations", NULL, "FILE", "with --arrivals: run times (duration column, or a task list)"},
     {"--tasks", NULL, "N", "with --arrivals: tasks to draw (default: the task list's count)"},
-    {"--gangs", NULL, "G:N:LEVEL", "events mode: tasks of >= G whole GPUs become gangs of N in one LEVEL"},
+    {"--gangs", NULL, "G:N:LEVEL",
+     "events mode: tasks of >= G whole GPUs become gangs of N in one LEVEL"},
     {"--topology", NULL, "FILE", "racks, blocks and NVLink domains of the nodes (docs/sim.md)"},
     {"-o", "--output", "FMT", "json (default), csv, or compare (paper mode, with --expected)"},
     {"--expected", NULL, "DIR", "the artifact's expected/ directory, or one *_discrete.csv"},
@@ -144,8 +147,7 @@ static int parse_gangs(const char *s, sim_opts_t *o)
     if (sscanf(s, "%d:%d:%31s", &g, &n, lv) != 3 || g < 1 || g > 16 || n < 2 || n > 1024)
         return -1;
     o->gang_required = strncmp(lv, "prefer-", 7) != 0;
-    if (arb_topo_level_parse(o->gang_required ? lv : lv + 7, &level) < 0 ||
-        level == ARB_TOPO_ANY)
+    if (arb_topo_level_parse(o->gang_required ? lv : lv + 7, &level) < 0 || level == ARB_TOPO_ANY)
         return -1;
     o->gang_gpus = g;
     o->gang_size = n;
@@ -161,8 +163,7 @@ static bool is(const char *a, const char *name)
 int cli_sim(int argc, char **argv)
 {
     const char *nodes_path = NULL, *pods[SIM_MAX_WORKLOADS], *out = "json", *svg = NULL,
-               *expected = NULL, *policies[SIM_MAX_POLICIES], *durations = NULL,
-               *topology = NULL;
+               *expected = NULL, *policies[SIM_MAX_POLICIES], *durations = NULL, *topology = NULL;
     char *policy_arg = NULL, *queue_arg = NULL;
     int npods = 0, npol = 0, nseeds = 1, nqueues = 1, jobs = 0, rc = 0, nres = 0;
     uint64_t *seeds = calloc(SIM_MAX_SEEDS, sizeof *seeds);

@@ -107,7 +107,8 @@ static void job_nodes(json_t *j, char *buf, size_t n)
     size_t i, used = 0;
 
     buf[0] = '\0';
-    json_array_foreach(json_object_get(j, "tasks"), i, t) {
+    json_array_foreach(json_object_get(j, "tasks"), i, t)
+    {
         const char *node = json_string_value(json_object_get(t, "node"));
         if (!node || used >= n || (used && strstr(buf, node)))
             continue;
@@ -123,7 +124,8 @@ static void jobs_rows(FILE *o, json_t *list, int max, bool *more)
     size_t i;
     char where[128];
 
-    json_array_foreach(json_object_get(list, "jobs"), i, j) {
+    json_array_foreach(json_object_get(list, "jobs"), i, j)
+    {
         if ((int)i >= max) {
             *more = true;
             break;
@@ -159,8 +161,8 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
     gmtime_r(&now, &tm);
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S UTC", &tm);
     if (f->status) {
-        const char *m = json_string_value(
-            json_object_get(json_object_get(f->err, "error"), "message"));
+        const char *m =
+            json_string_value(json_object_get(json_object_get(f->err, "error"), "message"));
         fprintf(o, "arbiter top  %s\n\n", when);
         if (f->status < 0)
             fprintf(o, "  the controller cannot be reached (ARBITER_URL); retrying\n");
@@ -172,19 +174,22 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
     /* cluster */
     int ready = 0, notready = 0, other = 0;
     double gtotal = 0, galloc = 0;
-    json_array_foreach(json_object_get(nodes, "nodes"), i, n) {
+    json_array_foreach(json_object_get(nodes, "nodes"), i, n)
+    {
         const char *s = str(n, "state");
         ready += strcmp(s, "Ready") == 0;
         notready += strcmp(s, "NotReady") == 0;
         other += strcmp(s, "Ready") != 0 && strcmp(s, "NotReady") != 0;
-        json_array_foreach(json_object_get(n, "gpus"), k, g) {
+        json_array_foreach(json_object_get(n, "gpus"), k, g)
+        {
             gtotal += 1;
             galloc += (double)json_integer_value(json_object_get(g, "used_milli")) / 1000.0;
         }
     }
     long long qpending = 0, qrunning = 0;
     double wsum = 0;
-    json_array_foreach(json_object_get(queues, "queues"), i, q) {
+    json_array_foreach(json_object_get(queues, "queues"), i, q)
+    {
         qpending += num(q, "pending");
         qrunning += num(q, "running");
         wsum += real(q, "weight");
@@ -196,15 +201,17 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
     fprintf(o, "cluster  nodes %d ready, %d not ready", ready, notready);
     if (other)
         fprintf(o, ", %d other", other);
-    fprintf(o, "  |  GPUs %.4g/%.4g allocated (%.0f%%)  |  fragmentation %.2f  |  queue %lld "
-               "pending, %lld running  |  %.1f decisions/s\n\n",
+    fprintf(o,
+            "  |  GPUs %.4g/%.4g allocated (%.0f%%)  |  fragmentation %.2f  |  queue %lld "
+            "pending, %lld running  |  %.1f decisions/s\n\n",
             galloc, gtotal, gtotal > 0 ? 100.0 * galloc / gtotal : 0.0, frag < 0 ? 0 : frag,
             qpending, qrunning, dps < 0 ? 0 : dps);
 
     /* queues */
-    fprintf(o, "QUEUES\n  %-16s %-12s %10s %10s %7s %7s %8s %8s\n", "NAME", "COHORT",
-            "QUOTA GPU", "USED GPU", "SHARE", "FAIR", "PENDING", "RUNNING");
-    json_array_foreach(json_object_get(queues, "queues"), i, q) {
+    fprintf(o, "QUEUES\n  %-16s %-12s %10s %10s %7s %7s %8s %8s\n", "NAME", "COHORT", "QUOTA GPU",
+            "USED GPU", "SHARE", "FAIR", "PENDING", "RUNNING");
+    json_array_foreach(json_object_get(queues, "queues"), i, q)
+    {
         char quota[32] = "-";
         json_t *nom = json_object_get(q, "nominal");
         if (nom)
@@ -227,10 +234,11 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
         fprintf(o, "  (none)\n");
     if (more)
         fprintf(o, "  ... (%lld running in all)\n", qrunning);
-    fprintf(o, "\nPENDING\n  %-7s %-20s %-12s %6s %5s  %s\n", "ID", "NAME", "QUEUE", "PRIO",
-            "GPUS", "WHY");
+    fprintf(o, "\nPENDING\n  %-7s %-20s %-12s %6s %5s  %s\n", "ID", "NAME", "QUEUE", "PRIO", "GPUS",
+            "WHY");
     json_t *j;
-    json_array_foreach(json_object_get(pending, "jobs"), i, j) {
+    json_array_foreach(json_object_get(pending, "jobs"), i, j)
+    {
         if ((int)i >= op->jobs) {
             fprintf(o, "  ... (%lld pending in all)\n", qpending);
             break;
@@ -253,11 +261,12 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
 
     /* nodes */
     fprintf(o, "\nNODES\n  %-20s %-9s %9s %10s\n", "NAME", "STATE", "GPUS", "REPORT AGE");
-    json_array_foreach(json_object_get(nodes, "nodes"), i, n) {
+    json_array_foreach(json_object_get(nodes, "nodes"), i, n)
+    {
         int busy = 0;
         char cnt[32], age[32] = "-";
-        json_array_foreach(json_object_get(n, "gpus"), k, g)
-            busy += json_array_size(json_object_get(g, "jobs")) > 0;
+        json_array_foreach(json_object_get(n, "gpus"), k, g) busy +=
+            json_array_size(json_object_get(g, "jobs")) > 0;
         snprintf(cnt, sizeof cnt, "%d/%zu", busy, json_array_size(json_object_get(n, "gpus")));
         if (json_is_number(json_object_get(n, "report_age_s")))
             snprintf(age, sizeof age, "%.1fs", real(n, "report_age_s"));
@@ -373,8 +382,9 @@ int cli_top(int argc, char **argv)
             op.once = true;
         } else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
             if (parse_interval(argv[++i], &op.interval_ms) < 0) {
-                fprintf(stderr, "arbiter top: --interval '%s': give 100ms to 1h, e.g. 2s or "
-                                "500ms\n",
+                fprintf(stderr,
+                        "arbiter top: --interval '%s': give 100ms to 1h, e.g. 2s or "
+                        "500ms\n",
                         argv[i]);
                 return EXIT_USAGE;
             }
@@ -382,15 +392,15 @@ int cli_top(int argc, char **argv)
             char *end;
             long n = strtol(argv[++i], &end, 10);
             if (*end || n < 1 || n > 1000) {
-                fprintf(stderr, "arbiter top: --jobs '%s': give 1..1000 rows per list\n",
-                        argv[i]);
+                fprintf(stderr, "arbiter top: --jobs '%s': give 1..1000 rows per list\n", argv[i]);
                 return EXIT_USAGE;
             }
             op.jobs = (int)n;
         } else {
             bool known = !strcmp(argv[i], "--interval") || !strcmp(argv[i], "--jobs");
-            fprintf(stderr, "arbiter top: %s '%s'; usage: arbiter top [--once] [--interval 2s] "
-                            "[--jobs N]\n",
+            fprintf(stderr,
+                    "arbiter top: %s '%s'; usage: arbiter top [--once] [--interval 2s] "
+                    "[--jobs N]\n",
                     known ? "needs a value after" : "unknown option", argv[i]);
             return EXIT_USAGE;
         }

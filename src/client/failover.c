@@ -52,8 +52,9 @@ int fo_urls_parse(const char *list, const char *what, fo_urls_t *u, arb_err_t *e
 
     memset(u, 0, sizeof *u);
     if (!list || !*list)
-        return arb_errf(err, -EINVAL, "%s: empty; give the controller's URL, e.g. "
-                                      "http://127.0.0.1:7070 (several: comma-separated)",
+        return arb_errf(err, -EINVAL,
+                        "%s: empty; give the controller's URL, e.g. "
+                        "http://127.0.0.1:7070 (several: comma-separated)",
                         what);
     while (*p) {
         const char *q = strchr(p, ',');
@@ -63,8 +64,9 @@ int fo_urls_parse(const char *list, const char *what, fo_urls_t *u, arb_err_t *e
         while (len && (isspace((unsigned char)p[len - 1]) || p[len - 1] == '/'))
             len--;
         if (len == 0)
-            return arb_errf(err, -EINVAL, "%s '%s': an empty URL in the list; give "
-                                          "http://HOST:PORT[,http://HOST:PORT...]",
+            return arb_errf(err, -EINVAL,
+                            "%s '%s': an empty URL in the list; give "
+                            "http://HOST:PORT[,http://HOST:PORT...]",
                             what, list);
         if (u->n == FO_MAX_URLS)
             return arb_errf(err, -EINVAL, "%s '%s': more than %d URLs", what, list, FO_MAX_URLS);
@@ -75,12 +77,14 @@ int fo_urls_parse(const char *list, const char *what, fo_urls_t *u, arb_err_t *e
         u->url[u->n][len] = '\0';
         if ((strncmp(u->url[u->n], "http://", 7) != 0 || len == 7) &&
             (strncmp(u->url[u->n], "https://", 8) != 0 || len == 8))
-            return arb_errf(err, -EINVAL, "%s: '%s' is not an http:// or https:// URL; give e.g. "
-                                          "http://127.0.0.1:7070",
+            return arb_errf(err, -EINVAL,
+                            "%s: '%s' is not an http:// or https:// URL; give e.g. "
+                            "http://127.0.0.1:7070",
                             what, u->url[u->n]);
         if (strpbrk(u->url[u->n], " \t\r\n?#"))
-            return arb_errf(err, -EINVAL, "%s: '%s': a base URL has no spaces, query or "
-                                          "fragment",
+            return arb_errf(err, -EINVAL,
+                            "%s: '%s': a base URL has no spaces, query or "
+                            "fragment",
                             what, u->url[u->n]);
         u->n++;
         if (!q)
@@ -244,7 +248,9 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
                 if (cc != CURLE_OK) {
                     last_rc = b.too_big ? -EIO : map_curl(cc);
                     snprintf(last, sizeof last, "%.200s: %.300s", url,
-                             b.too_big ? "reply too large" : cerr[0] ? cerr : curl_easy_strerror(cc));
+                             b.too_big ? "reply too large"
+                             : cerr[0] ? cerr
+                                       : curl_easy_strerror(cc));
                     break;
                 }
                 if (status == 307 || status == 308) {
@@ -269,8 +275,9 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
                     b.p = NULL;
                     retry_ms = b.retry_ms;
                     last_rc = -EAGAIN;
-                    snprintf(last, sizeof last, "%.200s: 503 (no leader yet, or the controller "
-                                                "failed)",
+                    snprintf(last, sizeof last,
+                             "%.200s: 503 (no leader yet, or the controller "
+                             "failed)",
                              url);
                     break;
                 }

@@ -41,8 +41,8 @@
 #define FO_MAX_REDIRECTS 2
 
 typedef struct fo_urls {
-    int n;   /* 1..FO_MAX_URLS */
-    int cur; /* the one that last answered: tried first */
+    int n;                             /* 1..FO_MAX_URLS */
+    int cur;                           /* the one that last answered: tried first */
     char url[FO_MAX_URLS][FO_URL_MAX]; /* base URLs, no trailing '/' */
 } fo_urls_t;
 
@@ -52,26 +52,26 @@ typedef struct fo_urls {
 int fo_urls_parse(const char *list, const char *what, fo_urls_t *u, arb_err_t *err);
 
 typedef struct fo_req {
-    const char *method;       /* "GET", "POST", ... */
-    const char *path;         /* "/v1/jobs?state=active": appended to a base URL */
-    const char *body;         /* NULL: no body */
+    const char *method; /* "GET", "POST", ... */
+    const char *path;   /* "/v1/jobs?state=active": appended to a base URL */
+    const char *body;   /* NULL: no body */
     size_t n;
-    struct curl_slist *hdr;   /* borrowed; sent on every try */
-    int64_t connect_ms;       /* one try's connect limit (0: 2000) */
-    int64_t attempt_ms;       /* one try's whole limit (0: 120000) */
-    int64_t budget_ms;        /* keep trying this long in all (0: one pass over the URLs) */
-    bool hard_budget;         /* true: no try runs past the budget (an agent's lease);
-                                 false: a try begun within it may take its attempt_ms
-                                 (a CLI's long-poll) */
-    size_t max_reply;         /* 0: 64 MiB */
+    struct curl_slist *hdr; /* borrowed; sent on every try */
+    int64_t connect_ms;     /* one try's connect limit (0: 2000) */
+    int64_t attempt_ms;     /* one try's whole limit (0: 120000) */
+    int64_t budget_ms;      /* keep trying this long in all (0: one pass over the URLs) */
+    bool hard_budget;       /* true: no try runs past the budget (an agent's lease);
+                               false: a try begun within it may take its attempt_ms
+                               (a CLI's long-poll) */
+    size_t max_reply;       /* 0: 64 MiB */
 } fo_req_t;
 
 typedef struct fo_resp {
-    long status;              /* the answer's HTTP status; 0: none */
-    char *body;               /* malloc'd, NUL-terminated (free it); NULL when empty */
+    long status; /* the answer's HTTP status; 0: none */
+    char *body;  /* malloc'd, NUL-terminated (free it); NULL when empty */
     size_t n;
-    int tries;                /* requests sent, redirects included */
-    int redirects;            /* 307/308 followed */
+    int tries;                  /* requests sent, redirects included */
+    int redirects;              /* 307/308 followed */
     char url[FO_URL_MAX + 512]; /* the URL that answered, or the last one tried */
 } fo_resp_t;
 

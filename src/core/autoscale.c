@@ -23,8 +23,8 @@ void arb_as_conf_default(arb_as_conf_t *c)
 int arb_as_conf_check(const arb_as_conf_t *c, char *msg, size_t n)
 {
     if (c->min < 1 || c->max < c->min) {
-        snprintf(msg, n, "autoscale: minReplicas %d, maxReplicas %d: need 1 <= min <= max",
-                 c->min, c->max);
+        snprintf(msg, n, "autoscale: minReplicas %d, maxReplicas %d: need 1 <= min <= max", c->min,
+                 c->max);
         return -EINVAL;
     }
     if (!(c->target > 0) && !(c->gpu_target > 0)) {

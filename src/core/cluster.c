@@ -73,8 +73,8 @@ const char *arb_node_name(const arb_cluster_t *c, const arb_node_t *n)
     return arb_str(&c->strs, n->name);
 }
 
-int arb_node_add_gpu(arb_cluster_t *c, arb_node_t *n, const char *model, int32_t mem_mib,
-                     int numa, int pcie, int nvlink, arb_err_t *err)
+int arb_node_add_gpu(arb_cluster_t *c, arb_node_t *n, const char *model, int32_t mem_mib, int numa,
+                     int pcie, int nvlink, arb_err_t *err)
 {
     arb_gpu_t *g;
 

@@ -190,8 +190,7 @@ int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx)
             return 0; /* the growth rule: preemptions come first */
     }
     for (uint32_t i = 0; i < s->njobs; i++)
-        if (s->jobs[i]->state == ARB_JOB_PENDING &&
-            !growth_cannot_matter(s, s->jobs[i], ctx))
+        if (s->jobs[i]->state == ARB_JOB_PENDING && !growth_cannot_matter(s, s->jobs[i], ctx))
             return 0; /* and queued jobs, unless growth cannot affect them */
     v = malloc((s->njobs + 1) * sizeof *v);
     if (!v)
@@ -212,8 +211,7 @@ int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx)
                 continue;
             g = arb_job_task_group(j, j->nalloc, NULL);
             if (!quota_allows(s, j, g) ||
-                sched_place_task(s, j, j->nalloc, grow_domain(s, j, g, &d) ? &d : NULL, ctx) <
-                    0) {
+                sched_place_task(s, j, j->nalloc, grow_domain(s, j, g, &d) ? &d : NULL, ctx) < 0) {
                 v[i] = NULL; /* nothing more fits it this cycle */
                 continue;
             }

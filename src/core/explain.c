@@ -13,7 +13,6 @@
 
 #include "sched_int.h"
 
-
 static const struct {
     const char *name, *text;
 } reasons[ARB_R_COUNT] = {
@@ -254,12 +253,12 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
         if (ex->hist[r] < 0)
             ex->hist[r] = -ex->hist[r];
     if (whole_gang)
-        off = app(ex->summary, sizeof ex->summary, off,
-                  "%sbut the group '%s' (%d tasks x %d GPUs, topology %s%s) does not fit all "
-                  "at once",
-                  fit_nodes ? "; each node may take one task, " : "; ", g->name, g->replicas,
-                  g->gpus, arb_topo_level_name(g->topo.level),
-                  g->topo.required ? ", required" : "");
+        off =
+            app(ex->summary, sizeof ex->summary, off,
+                "%sbut the group '%s' (%d tasks x %d GPUs, topology %s%s) does not fit all "
+                "at once",
+                fit_nodes ? "; each node may take one task, " : "; ", g->name, g->replicas, g->gpus,
+                arb_topo_level_name(g->topo.level), g->topo.required ? ", required" : "");
 
     /* What would make it fit. */
     off = 0;
@@ -331,9 +330,9 @@ int arb_explain_json(const arb_sched_t *s, const arb_explain_t *ex, char *buf, s
     off = app(buf, n, off,
               "},\"fragmentation\":{\"free_gpus\":%.3f,\"need_gpus\":%d,\"domain\":\"%s\","
               "\"largest_free\":%d},\"quota_blocked\":%s,\"preemption_helps\":%s,\"best_node\":",
-              (double)ex->free_gpu_milli / 1000.0, ex->need_gpus,
-              arb_topo_level_name(ex->domain), ex->largest_free,
-              ex->quota_blocked ? "true" : "false", ex->preemption_helps ? "true" : "false");
+              (double)ex->free_gpu_milli / 1000.0, ex->need_gpus, arb_topo_level_name(ex->domain),
+              ex->largest_free, ex->quota_blocked ? "true" : "false",
+              ex->preemption_helps ? "true" : "false");
     if (ex->best_node != UINT32_MAX && ex->best_node < s->c->nnodes)
         off = json_str(buf, n, off, arb_node_name(s->c, &s->c->nodes[ex->best_node]));
     else

@@ -265,8 +265,9 @@ static const arb_filter_ops_t filter_nvlink = {"nvlink", f_nvlink};
 
 /* Run order: cheap and decisive first. */
 const arb_filter_ops_t *const arb_filters[] = {
-    &filter_condition, &filter_taints, &filter_selector, &filter_affinity, &filter_gpu_model,
-    &filter_thermal,   &filter_fit,    &filter_nvlink,   NULL,
+    &filter_condition, &filter_taints,    &filter_selector,
+    &filter_affinity,  &filter_gpu_model, &filter_thermal,
+    &filter_fit,       &filter_nvlink,    NULL,
 };
 
 const arb_filter_ops_t *arb_filter_lookup(const char *name)

@@ -90,8 +90,7 @@ int arb_job_finalize(arb_job_t *j, arb_err_t *err)
         if (g->req.cpu_milli < 0 || g->req.mem_bytes < 0 || g->req.gpu_mem_mib < 0)
             return arb_errf(err, -EINVAL, "job '%s' group %d: negative request", j->name, i);
         g->req.gpu_milli = g->gpus ? (int64_t)g->gpus * 1000 : g->gpu_share;
-        if (g->topo.level == ARB_TOPO_NVLINK && g->replicas > 1 && g->topo.required &&
-            g->gpus == 0)
+        if (g->topo.level == ARB_TOPO_NVLINK && g->replicas > 1 && g->topo.required && g->gpus == 0)
             return arb_errf(err, -EINVAL,
                             "job '%s' group %d: an NVLink requirement needs whole GPUs", j->name,
                             i);

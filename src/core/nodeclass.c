@@ -64,8 +64,8 @@ static uint64_t node_key(const sched_index_t *x, const arb_node_t *n)
         const arb_gpu_t *g = &n->gpu[i];
         h = mix(h, g->model);
         h = mix(h, (uint64_t)g->mem_mib << 32 | (uint32_t)g->used_milli);
-        h = mix(h, (uint64_t)(uint32_t)g->mem_used_mib << 32 |
-                       (uint64_t)(uint16_t)g->numa << 16 | (uint64_t)(uint16_t)g->pcie);
+        h = mix(h, (uint64_t)(uint32_t)g->mem_used_mib << 32 | (uint64_t)(uint16_t)g->numa << 16 |
+                       (uint64_t)(uint16_t)g->pcie);
         h = mix(h, (uint64_t)(uint16_t)g->nvlink << 32 | (uint64_t)(uint16_t)g->temp_c << 16 |
                        (uint64_t)g->util_pct << 8 | (uint64_t)g->healthy);
     }
@@ -123,8 +123,7 @@ static bool node_equiv(const sched_index_t *x, const arb_node_t *a, const arb_no
             return false;
     for (int k = 0; x->s && k < x->s->conf.profile.nscores; k++) {
         const arb_score_ops_t *ops = x->s->conf.profile.score[k].ops;
-        if (ops->node_key &&
-            ops->node_key(x->s->pstate[k], a) != ops->node_key(x->s->pstate[k], b))
+        if (ops->node_key && ops->node_key(x->s->pstate[k], a) != ops->node_key(x->s->pstate[k], b))
             return false;
     }
     return true;

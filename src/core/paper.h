@@ -68,7 +68,7 @@ typedef struct fgd_shape_info {
     int64_t cpu_milli; /* never 0: kube-scheduler's default of 100 */
     int32_t gpu_milli; /* per GPU: 1000 whole, 1..999 a share, 0 none */
     int32_t gpus;
-    int32_t nmodels;   /* allowed GPU models; 0 any */
+    int32_t nmodels; /* allowed GPU models; 0 any */
     uint32_t models[8];
     double count;
     double mem_bytes;

@@ -477,7 +477,8 @@ static int pick_per_node_tails(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ct
     for (int i = 0; i < nv; i++) {
         minrank = rank_of(&v[i]) < minrank ? rank_of(&v[i]) : minrank;
         for (int t = 0; t < v[i].nalloc; t++) {
-            int64_t g = (int64_t)__builtin_popcount(v[i].saved[t].gpu_mask) * v[i].saved[t].gpu_milli;
+            int64_t g =
+                (int64_t)__builtin_popcount(v[i].saved[t].gpu_mask) * v[i].saved[t].gpu_milli;
             maxtask = g > maxtask ? g : maxtask;
             p[np++] = (pair_t){v[i].saved[t].node, i};
         }
@@ -498,7 +499,7 @@ static int pick_per_node_tails(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ct
         runs[nruns++] = (nrun_t){a, b, whole * 1000000 + units};
     }
     qsort(runs, (size_t)nruns, sizeof *runs, cmp_nrun); /* promising nodes first */
-    for (uint32_t i = 0; i < s->c->nnodes; i++) { /* tasks any node must give up, at least */
+    for (uint32_t i = 0; i < s->c->nnodes; i++) {       /* tasks any node must give up, at least */
         int64_t short_by = need - (s->c->nodes[i].cap.gpu_milli - s->c->nodes[i].used.gpu_milli);
         int64_t k = short_by > 0 ? (short_by + maxtask - 1) / maxtask : 0;
         lb = k < lb ? k : lb;
@@ -630,9 +631,9 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         goto out;
     qsort(v, (size_t)nv, sizeof *v, cmp_victim);
 
-    rc =
-        j->ntasks == 1 ? (extras ? pick_per_node_tails(s, j, ctx, v, nv) : pick_per_node(s, j, ctx, v, nv))
-                       : pick_greedy(s, j, ctx, v, nv);
+    rc = j->ntasks == 1
+             ? (extras ? pick_per_node_tails(s, j, ctx, v, nv) : pick_per_node(s, j, ctx, v, nv))
+             : pick_greedy(s, j, ctx, v, nv);
     if (rc < 0)
         goto out;
     /* Jobs touched: evicted whole (nothing left bound), or shrunk (counted at

@@ -50,8 +50,7 @@ arb_sched_t *arb_sched_new(arb_cluster_t *c, const arb_sched_conf_t *conf, arb_e
     s->c = c;
     s->conf = *conf;
     s->picker = -1;
-    if (s->conf.profile.nscores == 0 &&
-        arb_profile_lookup("default", &s->conf.profile, err) < 0) {
+    if (s->conf.profile.nscores == 0 && arb_profile_lookup("default", &s->conf.profile, err) < 0) {
         free(s);
         return NULL;
     }
@@ -444,8 +443,8 @@ static int list_domains(const arb_sched_t *s, arb_topo_level_t l, dom_cand_t **o
                         uint32_t **members)
 {
     uint32_t nn = s->c->nnodes, hsz = 64, *ht = NULL, *memb = NULL, *dom_of = NULL;
-    dom_cand_t *v = malloc((size_t)(nn * (l == ARB_TOPO_NVLINK ? ARB_MAX_GPUS : 1) + 1) *
-                           sizeof *v);
+    dom_cand_t *v =
+        malloc((size_t)(nn * (l == ARB_TOPO_NVLINK ? ARB_MAX_GPUS : 1) + 1) * sizeof *v);
     int n = 0, rc = -ENOMEM;
 
     while (hsz < 2 * nn)
@@ -457,8 +456,7 @@ static int list_domains(const arb_sched_t *s, arb_topo_level_t l, dom_cand_t **o
         goto out;
     for (uint32_t i = 0; i < nn; i++) {
         const arb_node_t *nd = &s->c->nodes[i];
-        sched_dom_t d = {.level = l, .node = i, .nvlink = -1, .rack = nd->rack,
-                         .block = nd->block};
+        sched_dom_t d = {.level = l, .node = i, .nvlink = -1, .rack = nd->rack, .block = nd->block};
         uint32_t key = l == ARB_TOPO_RACK ? nd->rack : l == ARB_TOPO_BLOCK ? nd->block : 0;
         int free_gpus = arb_node_free_gpus(nd);
 
@@ -475,8 +473,8 @@ static int list_domains(const arb_sched_t *s, arb_topo_level_t l, dom_cand_t **o
                 if (seen)
                     continue;
                 for (int k = g; k < nd->ngpus; k++)
-                    f += (k == g || (nd->gpu[g].nvlink >= 0 &&
-                                     nd->gpu[k].nvlink == nd->gpu[g].nvlink)) &&
+                    f += (k == g ||
+                          (nd->gpu[g].nvlink >= 0 && nd->gpu[k].nvlink == nd->gpu[g].nvlink)) &&
                          nd->gpu[k].used_milli == 0 && nd->gpu[k].healthy;
                 d.nvlink = nd->gpu[g].nvlink;
                 v[n].d = d;
@@ -488,7 +486,8 @@ static int list_domains(const arb_sched_t *s, arb_topo_level_t l, dom_cand_t **o
         }
         if (key) {
             uint32_t p = (key * 2654435761u) & (hsz - 1);
-            while (ht[p] && (l == ARB_TOPO_RACK ? v[ht[p] - 1].d.rack : v[ht[p] - 1].d.block) != key)
+            while (ht[p] &&
+                   (l == ARB_TOPO_RACK ? v[ht[p] - 1].d.rack : v[ht[p] - 1].d.block) != key)
                 p = (p + 1) & (hsz - 1);
             if (ht[p]) {
                 dom_cand_t *c = &v[ht[p] - 1];
@@ -608,8 +607,8 @@ int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     j->nalloc = 0;
     for (int gi = 0; gi < j->ngroups; gi++) {
         const arb_tgroup_t *g = &j->groups[gi];
-        bool confine = g->topo.level >= ARB_TOPO_NODE ||
-                       (g->topo.level == ARB_TOPO_NVLINK && g->replicas > 1);
+        bool confine =
+            g->topo.level >= ARB_TOPO_NODE || (g->topo.level == ARB_TOPO_NVLINK && g->replicas > 1);
         int rc = -ENOSPC;
 
         if (confine && g->replicas > 1) {
@@ -666,8 +665,8 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
                       const arb_ctx_t *ctx, arb_err_t *err)
 {
     if (j->state != ARB_JOB_PENDING)
-        return arb_errf(err, -EPERM, "job '%s' is %s; only a pending job can be restored",
-                        j->name, arb_job_state_name(j->state));
+        return arb_errf(err, -EPERM, "job '%s' is %s; only a pending job can be restored", j->name,
+                        arb_job_state_name(j->state));
     if (n < j->gang_min || n > j->ntasks)
         return arb_errf(err, -EINVAL, "job '%s': %d allocations for %d tasks (gang minimum %d)",
                         j->name, n, j->ntasks, j->gang_min);
@@ -720,7 +719,7 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
     arb_cycle_stats_t z = {0};
     arb_job_t **pend;
     int np = 0;
-    int64_t shadow = -1; /* EASY: earliest start reserved for the blocked head */
+    int64_t shadow = -1;   /* EASY: earliest start reserved for the blocked head */
     bool stopping = false; /* deferred victims still hold their allocations */
 
     if (!st)

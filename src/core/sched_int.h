@@ -10,10 +10,10 @@
 
 /* A topology domain a gang group is confined to while it is placed. */
 typedef struct sched_dom {
-    arb_topo_level_t level; /* ARB_TOPO_ANY: no confinement */
-    uint32_t node;          /* NVLINK, NODE */
-    int16_t nvlink;         /* NVLINK */
-    uint32_t rack, block;   /* RACK, BLOCK (interned label values) */
+    arb_topo_level_t level;  /* ARB_TOPO_ANY: no confinement */
+    uint32_t node;           /* NVLINK, NODE */
+    int16_t nvlink;          /* NVLINK */
+    uint32_t rack, block;    /* RACK, BLOCK (interned label values) */
     const uint32_t *members; /* optional: the domain's node ids, to scan only them */
     uint32_t nmembers;
 } sched_dom_t;
@@ -32,7 +32,7 @@ typedef struct sched_index {
     uint64_t seen_version; /* cluster.version the classes reflect */
     uint32_t nnodes;
     uint32_t *node_cls; /* per node: its class */
-    uint64_t *node_ver;            /* per node: node.version when keyed */
+    uint64_t *node_ver; /* per node: node.version when keyed */
     sched_class_t *cls;
     uint32_t ncls, capcls, nlive, free_head;
     uint32_t *ht; /* class slot + 1 by key, linear probing */
@@ -125,7 +125,6 @@ bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
  * -ENOSPC with nothing changed. dry_run: only report whether it would. */
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
                       int *nvictims);
-
 
 /* Elastic jobs (elastic.c): charge or release one task's request to its
  * job's queue; grow the held elastic jobs after the pending jobs had their

@@ -558,8 +558,8 @@ static int share_score(fgd_state_t *st, fgd_view_t *v, double f0, int i)
 
 /* Score of the memoised GPU share on each GPU of n (-1 where it cannot go);
  * returns the first GPU with the best score, or -1. */
-static int share_scores(const arb_pctx_t *pc, fgd_state_t *st, const arb_node_t *n,
-                        fgd_view_t *v, double f0, int8_t *out)
+static int share_scores(const arb_pctx_t *pc, fgd_state_t *st, const arb_node_t *n, fgd_view_t *v,
+                        double f0, int8_t *out)
 {
     int32_t seen[ARB_MAX_GPUS];
     int seen_score[ARB_MAX_GPUS], nseen = 0, best = -1;
@@ -690,8 +690,7 @@ int fgd_gpu_scores(const arb_pctx_t *pc, const arb_node_t *n, int8_t gpu_scores[
     if (score < 0 || gpu < 0)
         return score;
     view_of(n, &v);
-    share_scores(pc, st, n, &v, node_f0(st, n, &v, st->shape >= 0 && caches_fit(st)),
-                 gpu_scores);
+    share_scores(pc, st, n, &v, node_f0(st, n, &v, st->shape >= 0 && caches_fit(st)), gpu_scores);
     return score;
 }
 

@@ -47,7 +47,7 @@
 #include "core/paper.h"
 #include "sched_int.h"
 
-#define LA_DEFAULT_CPU 100 /* kube-scheduler's CPU request for a pod that sets none */
+#define LA_DEFAULT_CPU 100  /* kube-scheduler's CPU request for a pod that sets none */
 #define LA_SEC_SCALE 4000.0 /* dF2 per unit of the sigmoid (F2 counts ~4x F's milli) */
 
 /* A weighted shape of the look-ahead. */

@@ -10,7 +10,6 @@
 #include "sched_int.h"
 #include "core/paper.h"
 
-
 static int popcount16(uint16_t m)
 {
     return __builtin_popcount(m);
@@ -115,8 +114,8 @@ static double s_thermal(const arb_pctx_t *pc, const arb_node_t *n, const arb_pic
  * (or at 60 s when the profile sets none). */
 static double s_freshness(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pk)
 {
-    int64_t lim = pc->sched->conf.profile.stale_ns ? pc->sched->conf.profile.stale_ns
-                                                    : 60LL * 1000000000;
+    int64_t lim =
+        pc->sched->conf.profile.stale_ns ? pc->sched->conf.profile.stale_ns : 60LL * 1000000000;
     int64_t age = (pc->ctx ? pc->ctx->now_ns : 0) - n->report_ns;
     if (age <= 0)
         return 100;
@@ -150,13 +149,10 @@ SCORE(freshness, s_freshness);
 SCORE(prefer, s_prefer);
 
 const arb_score_ops_t *const arb_scores[] = {
-    &arb_score_pack,     &arb_score_spread,  &arb_score_topology,
-    &arb_score_data,     &arb_score_thermal, &arb_score_freshness,
-    &arb_score_prefer,   &arb_score_fgd,     &arb_score_random,
-    &arb_score_dotprod,  &arb_score_gpu_clustering, &arb_score_gpu_packing,
-    &arb_score_bestfit,  &arb_score_fgd_la,
-    &arb_score_least_loaded,
-    NULL,
+    &arb_score_pack,    &arb_score_spread,    &arb_score_topology,       &arb_score_data,
+    &arb_score_thermal, &arb_score_freshness, &arb_score_prefer,         &arb_score_fgd,
+    &arb_score_random,  &arb_score_dotprod,   &arb_score_gpu_clustering, &arb_score_gpu_packing,
+    &arb_score_bestfit, &arb_score_fgd_la,    &arb_score_least_loaded,   NULL,
 };
 
 const arb_score_ops_t *arb_score_lookup(const char *name)

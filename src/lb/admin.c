@@ -96,16 +96,16 @@ static void metrics(px_t *px, sbuf_t *b)
 {
     static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
-    sb_printf(b, "# HELP arbiter_lb_connections_accepted_total Client connections accepted.\n"
-                 "# TYPE arbiter_lb_connections_accepted_total counter\n"
-                 "arbiter_lb_connections_accepted_total %llu\n",
+    sb_printf(b,
+              "# HELP arbiter_lb_connections_accepted_total Client connections accepted.\n"
+              "# TYPE arbiter_lb_connections_accepted_total counter\n"
+              "arbiter_lb_connections_accepted_total %llu\n",
               (unsigned long long)px->accepted);
     sb_printf(b, "# TYPE arbiter_lb_client_connections gauge\narbiter_lb_client_connections %d\n",
               px->nclients);
     sb_printf(b, "# TYPE arbiter_lb_retries_total counter\narbiter_lb_retries_total %llu\n",
               (unsigned long long)px->retries);
-    sb_printf(b,
-              "# TYPE arbiter_lb_no_backend_total counter\narbiter_lb_no_backend_total %llu\n",
+    sb_printf(b, "# TYPE arbiter_lb_no_backend_total counter\narbiter_lb_no_backend_total %llu\n",
               (unsigned long long)px->no_backend);
     sb_printf(b,
               "# TYPE arbiter_lb_bad_requests_total counter\narbiter_lb_bad_requests_total %llu\n",
@@ -174,9 +174,9 @@ static void backends_json(px_t *px, sbuf_t *b)
                   "\"inflight\":%u,\"requests\":%llu,\"fails\":%d,\"ejections\":%llu,"
                   "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}}",
                   i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, e->inflight,
-                  (unsigned long long)e->st.requests, e->fails,
-                  (unsigned long long)e->st.ejections, e->load.queue, e->load.gpu_util,
-                  e->load.inflight, e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
+                  (unsigned long long)e->st.requests, e->fails, (unsigned long long)e->st.ejections,
+                  e->load.queue, e->load.gpu_util, e->load.inflight,
+                  e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
     }
     sb_printf(b, "]}\n");
 }

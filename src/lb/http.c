@@ -25,9 +25,9 @@ static const struct {
     const char *s;
     http_method_t m;
 } methods[] = {
-    {"GET", HTTP_GET},         {"HEAD", HTTP_HEAD},   {"POST", HTTP_POST},
-    {"PUT", HTTP_PUT},         {"DELETE", HTTP_DELETE}, {"OPTIONS", HTTP_OPTIONS},
-    {"TRACE", HTTP_TRACE},     {"PATCH", HTTP_PATCH}, {"CONNECT", HTTP_CONNECT},
+    {"GET", HTTP_GET},     {"HEAD", HTTP_HEAD},     {"POST", HTTP_POST},
+    {"PUT", HTTP_PUT},     {"DELETE", HTTP_DELETE}, {"OPTIONS", HTTP_OPTIONS},
+    {"TRACE", HTTP_TRACE}, {"PATCH", HTTP_PATCH},   {"CONNECT", HTTP_CONNECT},
 };
 
 bool http_idempotent(http_method_t m)
@@ -216,8 +216,7 @@ int http_parse_request(const char *buf, size_t n, const http_want_t *want, http_
     while (p < lend && (unsigned char)*p > ' ' && *p != 0x7f)
         p++;
     h->tlen = (size_t)(p - h->target);
-    if (h->tlen == 0 || lend - p != 9 || memcmp(p, " HTTP/1.", 8) != 0 || p[8] < '0' ||
-        p[8] > '9')
+    if (h->tlen == 0 || lend - p != 9 || memcmp(p, " HTTP/1.", 8) != 0 || p[8] < '0' || p[8] > '9')
         return -EINVAL;
     h->minor = p[8] - '0';
     if (lend[1] != '\n')
@@ -295,8 +294,16 @@ void http_body_response(http_body_t *b, const http_head_t *resp, bool head_req)
 }
 
 enum {
-    CS_SIZE = 0, CS_EXT, CS_SIZE_LF, CS_DATA, CS_DATA_CR, CS_DATA_LF, CS_TR_START, CS_TR_LINE,
-    CS_TR_LF, CS_END_LF
+    CS_SIZE = 0,
+    CS_EXT,
+    CS_SIZE_LF,
+    CS_DATA,
+    CS_DATA_CR,
+    CS_DATA_LF,
+    CS_TR_START,
+    CS_TR_LINE,
+    CS_TR_LF,
+    CS_END_LF
 };
 
 static int hexval(char c)

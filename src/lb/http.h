@@ -20,8 +20,16 @@
 #include "arbiter/arbiter.h"
 
 typedef enum http_method {
-    HTTP_OTHER = 0, HTTP_GET, HTTP_HEAD, HTTP_POST, HTTP_PUT, HTTP_DELETE, HTTP_OPTIONS,
-    HTTP_TRACE, HTTP_PATCH, HTTP_CONNECT
+    HTTP_OTHER = 0,
+    HTTP_GET,
+    HTTP_HEAD,
+    HTTP_POST,
+    HTTP_PUT,
+    HTTP_DELETE,
+    HTTP_OPTIONS,
+    HTTP_TRACE,
+    HTTP_PATCH,
+    HTTP_CONNECT
 } http_method_t;
 
 /* Which header values to capture besides the framing ones. */
@@ -34,21 +42,21 @@ typedef struct http_head {
     http_method_t method; /* requests */
     const char *mstr;     /* method text */
     size_t mlen;
-    const char *target;   /* request target */
+    const char *target; /* request target */
     size_t tlen;
-    int minor;            /* HTTP/1.<minor> */
-    int status;           /* responses */
-    int64_t clen;         /* Content-Length, -1 when absent */
-    bool chunked;         /* Transfer-Encoding: chunked */
-    bool te_other;        /* a Transfer-Encoding that is not chunked */
-    bool conn_close;      /* Connection: close */
-    bool conn_keep;       /* Connection: keep-alive */
-    bool upgrade;         /* Connection: upgrade */
-    const char *key;      /* the wanted header's, or cookie's, value; NULL */
+    int minor;       /* HTTP/1.<minor> */
+    int status;      /* responses */
+    int64_t clen;    /* Content-Length, -1 when absent */
+    bool chunked;    /* Transfer-Encoding: chunked */
+    bool te_other;   /* a Transfer-Encoding that is not chunked */
+    bool conn_close; /* Connection: close */
+    bool conn_keep;  /* Connection: keep-alive */
+    bool upgrade;    /* Connection: upgrade */
+    const char *key; /* the wanted header's, or cookie's, value; NULL */
     size_t klen;
-    const char *load;     /* X-Arbiter-Load value; NULL */
+    const char *load; /* X-Arbiter-Load value; NULL */
     size_t llen;
-    size_t len;           /* head bytes, final CRLF CRLF included */
+    size_t len; /* head bytes, final CRLF CRLF included */
 } http_head_t;
 
 int http_parse_request(const char *buf, size_t n, const http_want_t *want, http_head_t *h);
@@ -69,9 +77,9 @@ typedef enum http_body_mode {
 
 typedef struct http_body {
     http_body_mode_t mode;
-    uint64_t left;  /* LENGTH: bytes to go; CHUNKED: data bytes left in this chunk */
-    int cs;         /* chunked parser state */
-    int digits;     /* hex digits in the size line so far */
+    uint64_t left; /* LENGTH: bytes to go; CHUNKED: data bytes left in this chunk */
+    int cs;        /* chunked parser state */
+    int digits;    /* hex digits in the size line so far */
     bool done;
 } http_body_t;
 

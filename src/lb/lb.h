@@ -57,14 +57,14 @@ void lb_peer_latency(lb_peer_t *p, double ms, int64_t now_ms);
 typedef enum lb_hash_kind { LB_HASH_RING = 0, LB_HASH_MAGLEV = 1 } lb_hash_kind_t;
 
 typedef struct lb_opts {
-    double balance;      /* bounded-load factor c (>= 1); 0 = unbounded. Default 1.25 */
-    lb_hash_kind_t kind; /* hash table kind; default ring */
-    uint32_t vnodes;     /* ring points per unit of weight; default 100 */
-    uint32_t maglev_m;   /* Maglev table size, a prime; default 65537 */
+    double balance;       /* bounded-load factor c (>= 1); 0 = unbounded. Default 1.25 */
+    lb_hash_kind_t kind;  /* hash table kind; default ring */
+    uint32_t vnodes;      /* ring points per unit of weight; default 100 */
+    uint32_t maglev_m;    /* Maglev table size, a prime; default 65537 */
     int64_t half_life_ms; /* feedback: a report's weight halves every this; default 1000 */
     int64_t max_age_ms;   /* feedback: reports older than this are ignored; default 10000 */
-    double w_queue;      /* feedback: cost of one queued request; default 1 */
-    double w_gpu;        /* feedback: cost of a fully busy GPU, in requests; default 4 */
+    double w_queue;       /* feedback: cost of one queued request; default 1 */
+    double w_gpu;         /* feedback: cost of a fully busy GPU, in requests; default 4 */
 } lb_opts_t;
 
 /* One pick's inputs. */
@@ -95,7 +95,7 @@ struct lb_policy {
     lb_opts_t opt;
     lb_peer_t *peers; /* borrowed from the caller, n entries */
     int n;
-    void *st;      /* the policy's own state */
+    void *st;        /* the policy's own state */
     uint64_t cursor; /* round-robin position, tie-breaking */
 };
 

@@ -37,7 +37,7 @@ typedef struct ring_pt {
 typedef struct chash_st {
     ring_pt_t *pts; /* ring: sorted by h */
     size_t npts;
-    int32_t *slot;  /* maglev: slot -> peer */
+    int32_t *slot; /* maglev: slot -> peer */
     uint32_t m;
 } chash_st_t;
 

@@ -48,8 +48,7 @@ static double cost(const lb_policy_t *p, const lb_peer_t *e, double lat, int64_t
 
     if (d * l->inflight > busy)
         busy = d * l->inflight;
-    return (busy + 1 + d * (p->opt.w_queue * l->queue + p->opt.w_gpu * l->gpu_util)) * lat /
-           e->eff;
+    return (busy + 1 + d * (p->opt.w_queue * l->queue + p->opt.w_gpu * l->gpu_util)) * lat / e->eff;
 }
 
 /* The latency estimates of a and b. An estimate whose last sample has aged

@@ -837,8 +837,7 @@ static void on_signal(px_t *px)
         if (si.ssi_signo == SIGHUP) {
             arb_err_t e;
             if (px_backends_load(px, &e) < 0)
-                fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n",
-                        e.msg);
+                fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n", e.msg);
             else
                 fprintf(stderr, "arbiter lb: reloaded, %d backends\n", px->npeers);
         } else {

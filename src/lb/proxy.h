@@ -60,8 +60,8 @@ typedef struct lb_source_ops {
     int (*load)(void *st, lb_target_t **out, int *n, arb_err_t *err);
     int (*watch_fd)(void *st);
     void (*fini)(void *st);
-    void (*note)(void *st, const char *const *addr, const uint32_t *inflight,
-                 const double *queue, int n);
+    void (*note)(void *st, const char *const *addr, const uint32_t *inflight, const double *queue,
+                 int n);
     int (*reports)(void *st, lb_agent_load_t **out, int *n);
     bool empty_ok; /* an empty set is a state, not an error (a service with no ready
                       replica: every request gets 503) */
@@ -84,24 +84,24 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
 void lb_source_fini(lb_source_t *s);
 
 typedef struct lb_proxy_conf {
-    const char *listen;       /* "127.0.0.1:8080"; port 0 picks one */
-    const char *admin;        /* NULL, or the admin listener's address */
+    const char *listen; /* "127.0.0.1:8080"; port 0 picks one */
+    const char *admin;  /* NULL, or the admin listener's address */
     lb_source_t source;
     const lb_ops_t *policy;
     lb_opts_t opts;
-    const char *hash_header;  /* hash policy key: this header's value ... */
-    const char *hash_cookie;  /* ... or this cookie's */
-    const char *health_path;  /* NULL: no active checks */
+    const char *hash_header; /* hash policy key: this header's value ... */
+    const char *hash_cookie; /* ... or this cookie's */
+    const char *health_path; /* NULL: no active checks */
     int health_interval_ms, health_timeout_ms, rise, fall;
     int connect_timeout_ms, client_timeout_ms, server_timeout_ms, pool_idle_ms;
-    int eject_after;          /* consecutive failures that eject; 0: never */
+    int eject_after; /* consecutive failures that eject; 0: never */
     int eject_base_ms, eject_max_ms;
-    int slow_start_ms;        /* 0: none */
-    int retries;              /* other backends tried after a failed connect */
+    int slow_start_ms; /* 0: none */
+    int retries;       /* other backends tried after a failed connect */
     int max_conns;
-    const char *access_log;   /* NULL, a path, or "-" for stdout */
-    const char *ready_file;   /* NULL, or where to write the bound addresses */
-    uint64_t seed;            /* randomness for p2c, feedback; 0: from the clock */
+    const char *access_log; /* NULL, a path, or "-" for stdout */
+    const char *ready_file; /* NULL, or where to write the bound addresses */
+    uint64_t seed;          /* randomness for p2c, feedback; 0: from the clock */
 } lb_proxy_conf_t;
 
 void lb_proxy_conf_default(lb_proxy_conf_t *c);

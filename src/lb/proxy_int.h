@@ -20,7 +20,13 @@
 
 /* The kind of object behind an epoll event; the first member of each. */
 typedef enum px_kind {
-    PX_DEAD = 0, PX_LISTEN, PX_ADMIN_LISTEN, PX_SIGNAL, PX_CLIENT, PX_BACKEND, PX_CHECK,
+    PX_DEAD = 0,
+    PX_LISTEN,
+    PX_ADMIN_LISTEN,
+    PX_SIGNAL,
+    PX_CLIENT,
+    PX_BACKEND,
+    PX_CHECK,
     PX_WATCH
 } px_kind_t;
 
@@ -30,8 +36,8 @@ typedef struct px_tlist px_tlist_t;
 typedef struct px_tnode {
     struct px_tnode *prev, *next;
     px_tlist_t *list;
-    int64_t at;   /* deadline, ms */
-    void *owner;  /* the object (its first member is a px_kind_t) */
+    int64_t at;  /* deadline, ms */
+    void *owner; /* the object (its first member is a px_kind_t) */
 } px_tnode_t;
 struct px_tlist {
     px_tnode_t *head, *tail;
@@ -62,20 +68,20 @@ typedef struct px_backend {
     int fails;         /* consecutive failures (passive) */
     int ejections;     /* consecutive ejections, for the backoff */
     int64_t eject_until;
-    int64_t up_since;  /* slow start origin; 0 = none */
-    px_bconn_t *idle;  /* pooled connections, LIFO */
+    int64_t up_since; /* slow start origin; 0 = none */
+    px_bconn_t *idle; /* pooled connections, LIFO */
     int nidle;
     uint32_t inflight;
-    uint32_t eff;      /* last weight published to the policy */
+    uint32_t eff; /* last weight published to the policy */
     lb_load_t load;
     int64_t queue_at_ms, gpu_at_ms; /* when load.queue / load.gpu_util were last set, by
                                        either source (header, agent): newest wins */
-    double hdr_queue;       /* the queue the replica's own header said, and when: what */
-    int64_t hdr_queue_at_ms; /* note() forwards to the autoscaler (never the node's) */
-    double lat_ms;     /* response time, peak EWMA (lb_peer_latency) */
+    double hdr_queue;               /* the queue the replica's own header said, and when: what */
+    int64_t hdr_queue_at_ms;        /* note() forwards to the autoscaler (never the node's) */
+    double lat_ms;                  /* response time, peak EWMA (lb_peer_latency) */
     int64_t lat_at_ms;
     px_stats_t st;
-    int refs;          /* busy + idle connections + the check */
+    int refs; /* busy + idle connections + the check */
 } px_backend_t;
 
 struct px_bconn {
@@ -86,7 +92,7 @@ struct px_bconn {
     bool rd, wr, hup, connected, reused;
     px_bconn_t *next, *prev; /* pool links; next: graveyard link once dead */
     bool pooled;
-    px_tnode_t t;      /* pool idle timer */
+    px_tnode_t t; /* pool idle timer */
 };
 
 struct px_check {
@@ -110,30 +116,30 @@ typedef enum px_state {
 typedef struct px_sess {
     px_kind_t kind; /* PX_CLIENT */
     int fd;
-    bool admin;        /* on the admin listener */
+    bool admin; /* on the admin listener */
     px_state_t state;
-    bool rd, wr, hup;  /* client readiness */
+    bool rd, wr, hup; /* client readiness */
     px_tnode_t t;
-    char *in;          /* client bytes; the current request starts at in[0] */
+    char *in; /* client bytes; the current request starts at in[0] */
     uint32_t in_len, req_end, req_sent;
-    bool replayable;   /* in[0..req_end) is the whole request so far */
+    bool replayable; /* in[0..req_end) is the whole request so far */
     http_head_t req;
     http_body_t reqb;
-    char *out;         /* bytes for the client */
+    char *out; /* bytes for the client */
     uint32_t out_cap, out_len, out_sent, resp_off;
     bool resp_started; /* a response byte reached the client buffer */
     bool resp_head;    /* the final response head is parsed */
     http_head_t resp;
     http_body_t respb;
     bool bc_reusable;
-    bool keep;         /* keep the client connection after this reply */
-    bool out_malloc;   /* out is an admin reply from malloc, not a pool buffer */
+    bool keep;       /* keep the client connection after this reply */
+    bool out_malloc; /* out is an admin reply from malloc, not a pool buffer */
     px_bconn_t *bc;
     px_backend_t *tried[8];
     int ntried, reuse_retries;
     int64_t t0_ns, t_att_ns; /* request head parsed; attached to a backend */
     int status;
-    char what[128];    /* "METHOD target" for the access log (the head may be gone) */
+    char what[128]; /* "METHOD target" for the access log (the head may be gone) */
     struct sockaddr_storage peer;
     struct px_sess *next; /* graveyard */
 } px_sess_t;
@@ -144,7 +150,7 @@ typedef struct px {
     int64_t now_ms, now_ns;
     uint64_t rng;
     lb_policy_t pol;
-    lb_peer_t *peers;    /* the policy's view: backends not removed */
+    lb_peer_t *peers; /* the policy's view: backends not removed */
     int npeers;
     uint8_t *skip;       /* npeers flags, scratch for picks */
     px_backend_t **pmap; /* peer index -> backend */
@@ -157,7 +163,7 @@ typedef struct px {
     px_sess_t *dead_s;
     px_bconn_t *dead_b;
     px_check_t *dead_c;
-    char **freebufs;     /* PX_BUF buffers for reuse */
+    char **freebufs; /* PX_BUF buffers for reuse */
     int nfree, capfree;
     FILE *log;
     bool log_dirty;

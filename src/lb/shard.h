@@ -15,8 +15,8 @@
 
 typedef struct lb_shard_map {
     int nnodes, nshards, replicas;
-    int *owner; /* nshards * replicas node indexes; owner[s * replicas + r] */
-    int *count; /* per node: replicas held */
+    int *owner;   /* nshards * replicas node indexes; owner[s * replicas + r] */
+    int *count;   /* per node: replicas held */
     int *primary; /* per node: shards whose first replica it holds */
 } lb_shard_map_t;
 

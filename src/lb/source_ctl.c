@@ -423,8 +423,8 @@ static int ctl_load(void *st, lb_target_t **out, int *n, arb_err_t *err)
                           "`arbiter service`",
                           x->name, x->url);
         else
-            rc = arb_errf(err, -EAGAIN, "service '%s' at %s: no controller answered%s%s",
-                          x->name, x->url, x->why[0] ? ": " : "", x->why);
+            rc = arb_errf(err, -EAGAIN, "service '%s' at %s: no controller answered%s%s", x->name,
+                          x->url, x->why[0] ? ": " : "", x->why);
         pthread_mutex_unlock(&x->mu);
         return rc;
     }

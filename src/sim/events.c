@@ -60,7 +60,7 @@ typedef struct ev_heap {
     struct ev_item {
         int64_t t;
         uint32_t id;
-    } *v;
+    } * v;
     int n, cap;
 } ev_heap_t;
 
@@ -94,8 +94,8 @@ static struct ev_item heap_pop(ev_heap_t *h)
         int c = 2 * i + 1;
         if (c >= h->n)
             break;
-        if (c + 1 < h->n &&
-            (h->v[c + 1].t < h->v[c].t || (h->v[c + 1].t == h->v[c].t && h->v[c + 1].id < h->v[c].id)))
+        if (c + 1 < h->n && (h->v[c + 1].t < h->v[c].t ||
+                             (h->v[c + 1].t == h->v[c].t && h->v[c + 1].id < h->v[c].id)))
             c++;
         if (last.t < h->v[c].t || (last.t == h->v[c].t && last.id <= h->v[c].id))
             break;
@@ -209,7 +209,7 @@ typedef struct fit_memo {
         int gpus, share, replicas, level, required, nmodels;
         uint32_t models[8];
         int8_t fits;
-    } *v;
+    } * v;
     int n, cap;
 } fit_memo_t;
 
@@ -319,8 +319,8 @@ typedef struct ev_run {
     int64_t *gpu_milli; /* held while running */
     uint32_t *pending;  /* ids of PENDING jobs, submission order */
     int npending;
-    ev_heap_t done;     /* running jobs by end time */
-    ev_heap_t dead;     /* waiting jobs by deadline */
+    ev_heap_t done; /* running jobs by end time */
+    ev_heap_t dead; /* waiting jobs by deadline */
     int64_t used_milli, total_milli;
     double *waits, *jcts, *gwaits;
     int nwaits, njcts, ngwaits;
@@ -328,9 +328,9 @@ typedef struct ev_run {
     int nsteps, capsteps;
     double racks_sum, nodes_sum;
     /* Since the last scheduling decision. */
-    bool freed;         /* resources were freed */
-    int nnew;           /* jobs arrived */
-    uint32_t last_new;  /* the last of them */
+    bool freed;          /* resources were freed */
+    int nnew;            /* jobs arrived */
+    uint32_t last_new;   /* the last of them */
     uint32_t head_tried; /* fifo: the head tried last (UINT32_MAX none) */
 } ev_run_t;
 
@@ -495,8 +495,8 @@ static int apply(ev_run_t *r, int64_t now, int *next_arrival, fit_memo_t *fm, ar
     /* Arrivals. */
     for (; *next_arrival < r->narr && r->arr[*next_arrival].t <= now; (*next_arrival)++) {
         const ev_arrival_t *a = &r->arr[*next_arrival];
-        arb_job_t *j = sim_make_job(&r->c, &r->tasks->v[a->task], a->replicas, a->level,
-                                    a->required, err);
+        arb_job_t *j =
+            sim_make_job(&r->c, &r->tasks->v[a->task], a->replicas, a->level, a->required, err);
         const sim_task_t *k = &r->tasks->v[a->task];
         if (!j)
             return -EINVAL;
@@ -579,7 +579,9 @@ int sim_run_events(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim
     snprintf(res->workload, sizeof res->workload, "%s", tasks->workload);
     snprintf(res->policy, sizeof res->policy, "%s", o->policy);
     snprintf(res->ev.queue, sizeof res->ev.queue, "%s",
-             o->queue == ARB_QP_FIFO ? "fifo" : o->queue == ARB_QP_PRIORITY ? "priority" : "drf");
+             o->queue == ARB_QP_FIFO       ? "fifo"
+             : o->queue == ARB_QP_PRIORITY ? "priority"
+                                           : "drf");
     res->mode = SIM_MODE_EVENTS;
     res->seed = o->seed;
     for (int k = 0; k < SIM_NPCT; k++)
@@ -626,8 +628,7 @@ int sim_run_events(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim
     r.waits = calloc((size_t)r.narr + 1, sizeof *r.waits);
     r.jcts = calloc((size_t)r.narr + 1, sizeof *r.jcts);
     r.gwaits = calloc((size_t)r.narr + 1, sizeof *r.gwaits);
-    if (!r.arr_of || !r.start || !r.gpu_milli || !r.pending || !r.waits || !r.jcts ||
-        !r.gwaits) {
+    if (!r.arr_of || !r.start || !r.gpu_milli || !r.pending || !r.waits || !r.jcts || !r.gwaits) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
     }
@@ -636,8 +637,8 @@ int sim_run_events(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim
     /* Until nothing can happen any more: jobs still waiting then (no
      * deadline, nothing left to free room) wait forever. With a scheduling
      * period, decisions are taken at its multiples only. */
-    while (next < r.narr || r.done.n > 0 || (r.dead.n > 0 && r.npending > 0) ||
-           r.freed || r.nnew > 0) {
+    while (next < r.narr || r.done.n > 0 || (r.dead.n > 0 && r.npending > 0) || r.freed ||
+           r.nnew > 0) {
         int64_t now = INT64_MAX, tick;
         bool dirty = r.freed || r.nnew > 0;
         if (next < r.narr)

@@ -45,8 +45,8 @@ static void json_array(FILE *f, const char *key, const double *v, int prec)
 
 static void json_dist(FILE *f, const char *key, const sim_dist_t *d)
 {
-    fprintf(f, ",\"%s\":{\"n\":%d,\"mean\":%.1f,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}", key,
-            d->n, d->mean, d->p50, d->p99, d->max);
+    fprintf(f, ",\"%s\":{\"n\":%d,\"mean\":%.1f,\"p50\":%.1f,\"p99\":%.1f,\"max\":%.1f}", key, d->n,
+            d->mean, d->p50, d->p99, d->max);
 }
 
 static void print_events_json(FILE *f, const sim_result_t *r)
@@ -91,11 +91,13 @@ void sim_print_events_csv(FILE *f, const sim_result_t *r, bool header)
               "waiting_at_end,pending_max,gpu_util_pct,wait_mean_s,wait_p50_s,wait_p99_s,"
               "jct_mean_s,jct_p50_s,jct_p99_s,gangs,gangs_started,gang_wait_mean_s,gang_racks\n",
               f);
-    fprintf(f, "%s,%s,%s,%llu,%d,%d,%d,%d,%d,%d,%d,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%d,%.1f,%.2f\n",
-            r->workload, r->policy, e->queue, (unsigned long long)r->seed, e->jobs, e->started,
-            e->completed, e->abandoned, e->unschedulable, e->waiting_end, e->pending_max,
-            e->gpu_util_pct, e->wait.mean, e->wait.p50, e->wait.p99, e->jct.mean, e->jct.p50,
-            e->jct.p99, e->gangs, e->gangs_started, e->gang_wait.mean, e->gang_racks);
+    fprintf(
+        f,
+        "%s,%s,%s,%llu,%d,%d,%d,%d,%d,%d,%d,%.2f,%.1f,%.1f,%.1f,%.1f,%.1f,%.1f,%d,%d,%.1f,%.2f\n",
+        r->workload, r->policy, e->queue, (unsigned long long)r->seed, e->jobs, e->started,
+        e->completed, e->abandoned, e->unschedulable, e->waiting_end, e->pending_max,
+        e->gpu_util_pct, e->wait.mean, e->wait.p50, e->wait.p99, e->jct.mean, e->jct.p50,
+        e->jct.p99, e->gangs, e->gangs_started, e->gang_wait.mean, e->gang_racks);
 }
 
 void sim_print_json(FILE *f, const sim_result_t *r)
@@ -400,7 +402,8 @@ int sim_write_events_svg(const char *path, const sim_result_t *r, int n, arb_err
             double span = 0, ymax = panel ? 1 : 100;
             for (int i = 0; i < n; i++)
                 if (strcmp(r[i].workload, wls[w]) == 0 && r[i].rc == 0) {
-                    span = r[i].ev.t_s[SIM_NSERIES - 1] > span ? r[i].ev.t_s[SIM_NSERIES - 1] : span;
+                    span =
+                        r[i].ev.t_s[SIM_NSERIES - 1] > span ? r[i].ev.t_s[SIM_NSERIES - 1] : span;
                     for (int k = 0; panel && k < SIM_NSERIES; k++)
                         ymax = r[i].ev.pending[k] > ymax ? r[i].ev.pending[k] : ymax;
                 }

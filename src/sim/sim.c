@@ -64,8 +64,7 @@ static double round2(double x)
 
 /* ---- the cluster and the jobs ------------------------------------------------ */
 
-int sim_build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *order,
-                      arb_err_t *err)
+int sim_build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *order, arb_err_t *err)
 {
     int rc = 0;
 
@@ -153,8 +152,8 @@ static int task_group(arb_cluster_t *c, const sim_task_t *t, arb_tgroup_t *g, ui
     return 0;
 }
 
-arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas,
-                        arb_topo_level_t level, bool required, arb_err_t *err)
+arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas, arb_topo_level_t level,
+                        bool required, arb_err_t *err)
 {
     arb_job_t *j = arb_job_new(t->name, 1);
     uint32_t models[SIM_MAX_MODELS];

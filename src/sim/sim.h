@@ -77,23 +77,23 @@ typedef struct sim_dist {
 /* Events mode's outcome (part of sim_result_t). */
 typedef struct sim_events {
     char queue[12];
-    int jobs;             /* jobs submitted (a gang is one job) */
-    int started;          /* jobs that got their place */
-    int completed;        /* jobs that ran to their end */
-    int abandoned;        /* withdrawn while waiting (the trace's never-scheduled tasks) */
-    int unschedulable;    /* fit no node even on an empty cluster: never queued */
-    int waiting_end;      /* still waiting when the last event was processed */
+    int jobs;          /* jobs submitted (a gang is one job) */
+    int started;       /* jobs that got their place */
+    int completed;     /* jobs that ran to their end */
+    int abandoned;     /* withdrawn while waiting (the trace's never-scheduled tasks) */
+    int unschedulable; /* fit no node even on an empty cluster: never queued */
+    int waiting_end;   /* still waiting when the last event was processed */
     int pending_max;
-    int cycles;           /* scheduling cycles run */
-    double span_s;        /* virtual seconds from the first arrival to the last event */
-    double gpu_util_pct;  /* time-weighted mean GPU allocation, first to last arrival */
-    sim_dist_t wait;      /* start - arrival, of jobs that started */
-    sim_dist_t jct;       /* end - arrival, of jobs that completed */
+    int cycles;          /* scheduling cycles run */
+    double span_s;       /* virtual seconds from the first arrival to the last event */
+    double gpu_util_pct; /* time-weighted mean GPU allocation, first to last arrival */
+    sim_dist_t wait;     /* start - arrival, of jobs that started */
+    sim_dist_t jct;      /* end - arrival, of jobs that completed */
     /* Gangs (jobs of more than one task). */
     int gangs, gangs_started;
     sim_dist_t gang_wait;
-    double gang_racks;    /* mean distinct racks per started gang (0: no rack labels) */
-    double gang_nodes;    /* mean distinct nodes per started gang */
+    double gang_racks; /* mean distinct racks per started gang (0: no rack labels) */
+    double gang_nodes; /* mean distinct nodes per started gang */
     /* Time series: SIM_NSERIES points evenly from the first to the last arrival. */
     double t_s[SIM_NSERIES];
     double alloc_pct[SIM_NSERIES];
@@ -115,8 +115,8 @@ typedef struct sim_result {
     double frag_pct[SIM_NPCT];       /* fragmented GPU milli / capacity */
     double frag_ratio_pct[SIM_NPCT]; /* fragmented / idle GPU milli */
     sim_mode_t mode;
-    sim_events_t ev;                 /* events mode */
-    int rc;                          /* 0, or the run's error */
+    sim_events_t ev; /* events mode */
+    int rc;          /* 0, or the run's error */
     char err[256];
 } sim_result_t;
 
@@ -143,14 +143,13 @@ int sim_sweep(const sim_nodes_t *nodes, const sim_tasks_t *workloads, int nworkl
 
 /* Build cluster c from nodes in the order given (node ids follow it), with
  * topology labels and NVLink domains when the nodes carry them. */
-int sim_build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *order,
-                      arb_err_t *err);
+int sim_build_cluster(arb_cluster_t *c, const sim_nodes_t *nodes, const int *order, arb_err_t *err);
 /* The name-sorted nodes in a seeded random order (malloc'd; NULL on ENOMEM). */
 int *sim_node_order(const sim_nodes_t *nodes, arb_rng_t *rng);
 /* A job for task t: replicas tasks of its request (gang when more than one,
  * confined to level when level is not ANY). NULL with text on failure. */
-arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas,
-                        arb_topo_level_t level, bool required, arb_err_t *err);
+arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas, arb_topo_level_t level,
+                        bool required, arb_err_t *err);
 double sim_clock_s(int id); /* CLOCK_MONOTONIC or CLOCK_PROCESS_CPUTIME_ID */
 
 /* The artifact's directory name of a paper policy ("fgd" -> "06-FGD"), or

@@ -71,8 +71,9 @@ int sim_sweep(const sim_nodes_t *nodes, const sim_tasks_t *workloads, int nworkl
               const sim_opts_t *base, int jobs, bool progress, sim_result_t *results,
               arb_err_t *err)
 {
-    sweep_t w = {nodes, workloads, policies, npolicies, seeds, nseeds,
-                 base,  nworkloads * npolicies * nseeds, NULL, NULL};
+    sweep_t w = {nodes, workloads, policies, npolicies,
+                 seeds, nseeds,    base,     nworkloads * npolicies * nseeds,
+                 NULL,  NULL};
     size_t bytes = sizeof(sweep_shared_t) + (size_t)w.nruns * sizeof(sim_result_t);
     void *map;
     int nkids = 0, rc = 0;

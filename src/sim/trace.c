@@ -314,13 +314,26 @@ void sim_nodes_free(sim_nodes_t *n)
 /* ---- tasks -------------------------------------------------------------------- */
 
 enum {
-    T_NAME, T_CPU, T_MEM, T_NGPU, T_MILLI, T_SPEC, T_CREATE, T_DELETE, T_SCHED,
-    T_QOS, T_QUEUE, T_PRIO, T_REPL, T_TOPO, T_NCOLS
+    T_NAME,
+    T_CPU,
+    T_MEM,
+    T_NGPU,
+    T_MILLI,
+    T_SPEC,
+    T_CREATE,
+    T_DELETE,
+    T_SCHED,
+    T_QOS,
+    T_QUEUE,
+    T_PRIO,
+    T_REPL,
+    T_TOPO,
+    T_NCOLS
 };
 
 /* The topology column: a level (required), or prefer-LEVEL. */
-static int get_topo(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c,
-                    sim_task_t *t, arb_err_t *err)
+static int get_topo(const csv_reader_t *r, const csv_line_t *l, const csv_col_t *c, sim_task_t *t,
+                    arb_err_t *err)
 {
     char v[32];
     const char *lv = v;
@@ -389,8 +402,8 @@ int sim_tasks_parse(const char *buf, size_t len, const char *fname, sim_tasks_t 
             (rc = get_int(&r, &l, &cols[T_SCHED], 0, INT64_MAX, -1, &t->scheduled_s, err)) < 0 ||
             (rc = get_str(&r, &l, &cols[T_QOS], t->qos, sizeof t->qos, false, err)) < 0 ||
             (rc = get_str(&r, &l, &cols[T_QUEUE], t->queue, sizeof t->queue, false, err)) < 0 ||
-            (rc = get_signed(&r, &l, &cols[T_PRIO], -1000000000, 1000000000, SIM_PRIO_UNSET,
-                             &prio, err)) < 0 ||
+            (rc = get_signed(&r, &l, &cols[T_PRIO], -1000000000, 1000000000, SIM_PRIO_UNSET, &prio,
+                             err)) < 0 ||
             (rc = get_int(&r, &l, &cols[T_REPL], 1, 4096, 1, &repl, err)) < 0 ||
             (rc = get_topo(&r, &l, &cols[T_TOPO], t, err)) < 0)
             break;
@@ -450,14 +463,13 @@ int sim_durations_parse(const char *buf, size_t len, const char *fname, sim_dura
     while ((rc = csv_next(&r, &l, err)) > 0) {
         int64_t d = -1, del, sch;
         if (cols[D_DUR].at >= 0) {
-            if ((rc = get_int(&r, &l, &cols[D_DUR], 0, INT64_MAX / 4000000000LL, -1, &d, err)) <
-                0)
+            if ((rc = get_int(&r, &l, &cols[D_DUR], 0, INT64_MAX / 4000000000LL, -1, &d, err)) < 0)
                 break;
         } else {
             if ((rc = get_int(&r, &l, &cols[D_DELETE], 0, INT64_MAX / 4000000000LL, -1, &del,
                               err)) < 0 ||
-                (rc = get_int(&r, &l, &cols[D_SCHED], 0, INT64_MAX / 4000000000LL, -1, &sch,
-                              err)) < 0)
+                (rc = get_int(&r, &l, &cols[D_SCHED], 0, INT64_MAX / 4000000000LL, -1, &sch, err)) <
+                    0)
                 break;
             if (del >= 0 && sch >= 0 && del >= sch)
                 d = del - sch;
@@ -524,8 +536,9 @@ static int nvlink_spec(const csv_reader_t *r, const csv_line_t *l, const csv_col
     for (const char *p = v; *p; p++)
         ntok += *p == '|';
     if (ntok != ng) {
-        snprintf(why, sizeof why, "lists %d GPU domains, but node '%s' (line %d of the node list) "
-                                  "has %d GPUs",
+        snprintf(why, sizeof why,
+                 "lists %d GPU domains, but node '%s' (line %d of the node list) "
+                 "has %d GPUs",
                  ntok, n->name, n->line, ng);
         return bad(r, l, c, v, (int)strlen(v), why, err);
     }
@@ -588,8 +601,7 @@ int sim_topo_parse(const char *buf, size_t len, const char *fname, sim_nodes_t *
             break;
         if (!matched) {
             rc = bad(&r, &l, &cols[P_NODE], pat, (int)strlen(pat),
-                     "matches no node of the node list (names, or globs such as 'node-1*')",
-                     err);
+                     "matches no node of the node list (names, or globs such as 'node-1*')", err);
             break;
         }
         rows++;

@@ -48,12 +48,12 @@ typedef struct sim_task {
     char gpu_spec[SIM_SPEC_MAX];                 /* allowed models, '|'-separated; "" any */
     int64_t creation_s, deletion_s, scheduled_s; /* -1 when absent */
     /* Optional columns (events mode and gangs). */
-    char qos[16];                /* the trace's QoS class: LS, BE, Guaranteed, Burstable */
-    char queue[SIM_LABEL_MAX];   /* "" : the QoS class is the queue */
-    int32_t priority;            /* SIM_PRIO_UNSET: from the QoS class */
-    int replicas;                /* tasks of one gang job; 1 */
-    int8_t topo_level;           /* arb_topo_level_t the gang's tasks share; 0 none */
-    bool topo_required;          /* false: only preferred */
+    char qos[16];              /* the trace's QoS class: LS, BE, Guaranteed, Burstable */
+    char queue[SIM_LABEL_MAX]; /* "" : the QoS class is the queue */
+    int32_t priority;          /* SIM_PRIO_UNSET: from the QoS class */
+    int replicas;              /* tasks of one gang job; 1 */
+    int8_t topo_level;         /* arb_topo_level_t the gang's tasks share; 0 none */
+    bool topo_required;        /* false: only preferred */
     int line;
 } sim_task_t;
 

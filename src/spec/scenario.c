@@ -45,19 +45,23 @@ static const char *const sched_keys[] = {"policy",     "queue",      "backfill",
                                          "preemption", "starvation", NULL};
 static const char *const queue_keys[] = {"name",    "cohort",         "weight",
                                          "nominal", "borrowingLimit", NULL};
-static const char *const node_keys[] = {"name",      "count",     "labels",      "taints",
-                                        "datasets",  "condition", "allocatable", "gpus", NULL};
-static const char *const gpus_keys[] = {"count",         "model",        "memory", "nvlinkDomains",
+static const char *const node_keys[] = {"name",      "count",       "labels", "taints", "datasets",
+                                        "condition", "allocatable", "gpus",   NULL};
+static const char *const gpus_keys[] = {"count",        "model",     "memory", "nvlinkDomains",
                                         "pcieSwitches", "numaNodes", NULL};
 static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", NULL};
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
 /* A job in a scenario; a lone job spec has the same fields but count. */
-static const char *const job_keys[] = {
-    "name",     "queue",        "priority",  "priorityClassName", "preemptible",
-    "gangMin",  "timeLimit",    "dataset",   "nodeSelector",      "affinity",
-    "tolerations", "gpuModels", "groups",    "replicas",          "resources",
-    "topology", "count",
-    "terminationGracePeriodSeconds", "gpuSharing", NULL};
+static const char *const job_keys[] = {"name",         "queue",
+                                       "priority",     "priorityClassName",
+                                       "preemptible",  "gangMin",
+                                       "timeLimit",    "dataset",
+                                       "nodeSelector", "affinity",
+                                       "tolerations",  "gpuModels",
+                                       "groups",       "replicas",
+                                       "resources",    "topology",
+                                       "count",        "terminationGracePeriodSeconds",
+                                       "gpuSharing",   NULL};
 static const char *const elastic_keys[] = {"min", "max", NULL};
 static const char *const group_keys[] = {"name", "replicas", "resources", "topology", NULL};
 static const char *const resources_keys[] = {"requests", "limits", NULL};
@@ -68,8 +72,9 @@ static const char *const expr_keys[] = {"key", "operator", "values", NULL};
 static const char *const tol_keys[] = {"key", "operator", "value", "effect", NULL};
 
 static const char *const op_names[] = {
-    [ARB_OP_IN] = "In", [ARB_OP_NOT_IN] = "NotIn", [ARB_OP_EXISTS] = "Exists",
-    [ARB_OP_DOES_NOT_EXIST] = "DoesNotExist", [ARB_OP_GT] = "Gt", [ARB_OP_LT] = "Lt",
+    [ARB_OP_IN] = "In",         [ARB_OP_NOT_IN] = "NotIn",
+    [ARB_OP_EXISTS] = "Exists", [ARB_OP_DOES_NOT_EXIST] = "DoesNotExist",
+    [ARB_OP_GT] = "Gt",         [ARB_OP_LT] = "Lt",
 };
 
 /* Resource names, as in Kubernetes (plus Arbiter's GPU share). */
@@ -151,8 +156,9 @@ static int parse_rmap(sx_t *x, const sval_t *v, rmode_t mode, rmap_t *r)
         sv_pair(&f, v, p);
         if (!k || len >= sizeof name) {
             f.n = fy_node_pair_key(p) ? fy_node_pair_key(p) : f.n;
-            return sv_fail(x, &f, -EINVAL, "resource names are plain names of at most %d "
-                                           "characters",
+            return sv_fail(x, &f, -EINVAL,
+                           "resource names are plain names of at most %d "
+                           "characters",
                            ARB_EXT_NAME_MAX - 1);
         }
         memcpy(name, k, len);
@@ -178,8 +184,8 @@ static int parse_rmap(sx_t *x, const sval_t *v, rmode_t mode, rmap_t *r)
         } else if (!strcmp(name, RES_GPU_SHARE)) {
             if (mode != RM_REQUEST)
                 return sv_fail(x, &f, -EINVAL,
-                               "%s is a per-task request; give whole GPUs (%s) here",
-                               RES_GPU_SHARE, RES_GPU);
+                               "%s is a per-task request; give whole GPUs (%s) here", RES_GPU_SHARE,
+                               RES_GPU);
             if ((rc = sv_qty(x, &f, ARB_QTY_MILLI, &r->share)) < 0)
                 return rc;
             if (r->share < 1 || r->share > 999)
@@ -219,8 +225,8 @@ static int parse_rmap(sx_t *x, const sval_t *v, rmode_t mode, rmap_t *r)
                 f.n = fy_node_pair_key(p);
                 if (ext_names_list(x->c, offered, sizeof offered))
                     return sv_fail(x, &f, -EINVAL,
-                                   "no node offers extended resource '%s'; nodes offer: %s",
-                                   shown, offered);
+                                   "no node offers extended resource '%s'; nodes offer: %s", shown,
+                                   offered);
                 return sv_fail(x, &f, -EINVAL,
                                "no node offers extended resource '%s'; nodes offer none "
                                "(declare it in a node's allocatable)",
@@ -435,7 +441,8 @@ static int parse_node(sx_t *x, const sval_t *v, int k)
     if (sv_get(v, "condition", &f)) {
         if ((rc = sv_enum(x, &f, conds, 3, &cond)) < 0)
             return rc;
-        if (cstate[cond] != n->state && (rc = arb_node_transition(x->c, n, cstate[cond], x->err)) < 0)
+        if (cstate[cond] != n->state &&
+            (rc = arb_node_transition(x->c, n, cstate[cond], x->err)) < 0)
             return sv_prefix(x, &f, rc, true);
     }
     if (sv_get(v, "allocatable", &f)) {
@@ -566,8 +573,7 @@ static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
             return sv_fail(x, &lv, -EINVAL, "the limit of %s is below its request", nm);
         } else if ((i == RF_GPU || i == RF_SHARE || i >= RF_EXT0) && *lm[i] != *rq[i]) {
             return sv_fail(x, &lv, -EINVAL,
-                           "the limit of %s must equal its request (it is not overcommitted)",
-                           nm);
+                           "the limit of %s must equal its request (it is not overcommitted)", nm);
         }
     }
     if ((req.has & (1u << RF_GPU)) && (req.has & (1u << RF_SHARE)) && req.gpu)
@@ -576,8 +582,8 @@ static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
                        RES_GPU_SHARE);
     if (req.gpumem && !req.gpu && !req.share)
         return sv_fail(x, &rv, -EINVAL,
-                       "%s is memory on each GPU the task gets; ask for %s or %s too",
-                       RES_GPU_MEM, RES_GPU, RES_GPU_SHARE);
+                       "%s is memory on each GPU the task gets; ask for %s or %s too", RES_GPU_MEM,
+                       RES_GPU, RES_GPU_SHARE);
     g->gpus = (int)req.gpu;
     g->gpu_share = (int)req.share;
     g->req.gpu_milli = req.gpu ? req.gpu * 1000 : req.share;
@@ -595,8 +601,10 @@ static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
 
 static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
 {
-    static const char *const levels[] = {[ARB_TOPO_NVLINK] = "nvlink", [ARB_TOPO_NODE] = "node",
-                                         [ARB_TOPO_RACK] = "rack", [ARB_TOPO_BLOCK] = "block"};
+    static const char *const levels[] = {[ARB_TOPO_NVLINK] = "nvlink",
+                                         [ARB_TOPO_NODE] = "node",
+                                         [ARB_TOPO_RACK] = "rack",
+                                         [ARB_TOPO_BLOCK] = "block"};
     static const char *const modes[] = {"preferred", "required"};
     int level, mode = 1, rc = sv_no_alias(x, v);
     sval_t f;
@@ -651,8 +659,7 @@ static int parse_elastic(sx_t *x, const sval_t *f, arb_tgroup_t *g, int *min)
 static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
                           bool named, int *emin);
 
-static int parse_group(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
-                       bool named)
+static int parse_group(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname, bool named)
 {
     return parse_group_el(x, v, g, defname, named, NULL);
 }
@@ -665,8 +672,7 @@ static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char 
     bool is_map = false;
 
     snprintf(g->name, sizeof g->name, "%s", defname);
-    if (named && sv_get(v, "name", &f) &&
-        (rc = sv_text(x, &f, g->name, sizeof g->name, false)) < 0)
+    if (named && sv_get(v, "name", &f) && (rc = sv_text(x, &f, g->name, sizeof g->name, false)) < 0)
         return rc;
     g->replicas = 1;
     if (sv_get(v, "replicas", &f) && !sv_null(&f) && fy_node_is_mapping(f.n)) {
@@ -680,16 +686,15 @@ static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char 
         *emin = min;
         is_map = true;
     }
-    if (!is_map && sv_get(v, "replicas", &f) &&
-        (rc = sv_int32(x, &f, 1, 100000, &g->replicas)) < 0)
+    if (!is_map && sv_get(v, "replicas", &f) && (rc = sv_int32(x, &f, 1, 100000, &g->replicas)) < 0)
         return rc;
     if (sv_get(v, "resources", &f) && (rc = parse_resources(x, &f, g)) < 0)
         return rc;
     if (sv_get(v, "topology", &f) && (rc = parse_topology(x, &f, &g->topo)) < 0)
         return rc;
     if (g->topo.level == ARB_TOPO_NVLINK && g->topo.required && g->gpus == 0)
-        return sv_fail(x, &f, -EINVAL,
-                       "an NVLink requirement needs whole GPUs (%s) in the request", RES_GPU);
+        return sv_fail(x, &f, -EINVAL, "an NVLink requirement needs whole GPUs (%s) in the request",
+                       RES_GPU);
     return 0;
 }
 
@@ -711,7 +716,8 @@ static int parse_expr(sx_t *x, const sval_t *v, arb_match_expr_t *e)
     if ((rc = sv_text(x, &f, key, sizeof key, false)) < 0 || (rc = intern(x, &f, key, &e->key)))
         return rc;
     if (!sv_get(v, "operator", &f))
-        return sv_fail(x, v, -EINVAL, "missing operator: (In, NotIn, Exists, DoesNotExist, Gt, Lt)");
+        return sv_fail(x, v, -EINVAL,
+                       "missing operator: (In, NotIn, Exists, DoesNotExist, Gt, Lt)");
     if ((rc = sv_enum(x, &f, op_names, 6, &op)) < 0)
         return rc;
     e->op = (arb_sel_op_t)op;
@@ -764,8 +770,9 @@ static int parse_term(sx_t *x, const sval_t *v, arb_aff_term_t *t)
     if (rc < 0)
         return rc;
     if (count == 0)
-        return sv_fail(x, v, -EINVAL, "a term needs at least one expression "
-                                      "[{key: zone, operator: In, values: [z1]}]");
+        return sv_fail(x, v, -EINVAL,
+                       "a term needs at least one expression "
+                       "[{key: zone, operator: In, values: [z1]}]");
     t->expr = calloc((size_t)count, sizeof *t->expr);
     if (!t->expr)
         return sv_oom(x, v);
@@ -1246,8 +1253,9 @@ static int parse_queues(sx_t *x, const sval_t *v, spec_scenario_t *s)
             (rc = intern(x, &f, buf, &q->name)) < 0)
             return rc;
         if (!strcmp(buf, "default"))
-            return sv_fail(x, &f, -EINVAL, "'default' is the queue of jobs that name none; "
-                                           "choose another name");
+            return sv_fail(x, &f, -EINVAL,
+                           "'default' is the queue of jobs that name none; "
+                           "choose another name");
         for (int k = 0; k < s->nqueues; k++)
             if (s->queues[k].name == q->name)
                 return sv_fail(x, &f, -EINVAL, "queue '%s' is defined twice", buf);
@@ -1266,8 +1274,9 @@ static int parse_queues(sx_t *x, const sval_t *v, spec_scenario_t *s)
         }
         if (sv_get(&qv, "borrowingLimit", &f)) {
             if (!q->has_quota)
-                return sv_fail(x, &f, -EINVAL, "borrowingLimit: needs nominal: (the quota it "
-                                               "borrows above)");
+                return sv_fail(x, &f, -EINVAL,
+                               "borrowingLimit: needs nominal: (the quota it "
+                               "borrows above)");
             if ((rc = parse_rmap(x, &f, RM_QUOTA, &r)) < 0)
                 return rc;
             rmap_to_res(&r, &q->borrow_limit);
@@ -1431,8 +1440,8 @@ int spec_scenario_conf(const spec_scenario_t *s, const char *policy, arb_sched_c
     return 0;
 }
 
-int spec_job_from_node(const char *file, struct fy_node *node, const char *path,
-                       arb_cluster_t *c, arb_job_t **out, arb_err_t *err)
+int spec_job_from_node(const char *file, struct fy_node *node, const char *path, arb_cluster_t *c,
+                       arb_job_t **out, arb_err_t *err)
 {
     sx_t x = {.file = file ? file : "job", .err = err, .c = c, .lone_job = true};
     sval_t v;
@@ -1442,11 +1451,11 @@ int spec_job_from_node(const char *file, struct fy_node *node, const char *path,
 }
 
 int spec_job_from_node_classes(const char *file, struct fy_node *node, const char *path,
-                               arb_cluster_t *c, const spec_prio_table_t *classes,
-                               arb_job_t **out, arb_err_t *err)
+                               arb_cluster_t *c, const spec_prio_table_t *classes, arb_job_t **out,
+                               arb_err_t *err)
 {
-    sx_t x = {.file = file ? file : "job", .err = err, .c = c, .lone_job = true,
-              .classes = classes};
+    sx_t x = {
+        .file = file ? file : "job", .err = err, .c = c, .lone_job = true, .classes = classes};
     sval_t v;
 
     sv_root(&v, node, path);

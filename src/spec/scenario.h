@@ -62,23 +62,23 @@ struct fy_node;
 /* Bounds that keep a hostile file from asking for unbounded memory. */
 #define SPEC_MAX_NODES 10000
 #define SPEC_MAX_JOBS 100000
-#define SPEC_MAX_JOB_TASKS 100000  /* tasks (sum of replicas) of one job */
-#define SPEC_MAX_TASKS 5000000     /* tasks of all jobs of a scenario */
-#define SPEC_MAX_VALUES 5000000    /* YAML values read, count: copies included */
+#define SPEC_MAX_JOB_TASKS 100000 /* tasks (sum of replicas) of one job */
+#define SPEC_MAX_TASKS 5000000    /* tasks of all jobs of a scenario */
+#define SPEC_MAX_VALUES 5000000   /* YAML values read, count: copies included */
 #define SPEC_MAX_FILE (64 << 20)
 
 typedef struct spec_scenario {
-    arb_cluster_t cluster;  /* owned; the scheduler borrows it */
+    arb_cluster_t cluster; /* owned; the scheduler borrows it */
     int njobs;
-    arb_job_t **jobs;       /* owned, finalized, in arrival order; set a slot
-                               to NULL when handing the job to arb_sched_submit */
-    char policy[32];        /* scheduler.policy, "" when the file names none */
+    arb_job_t **jobs;                /* owned, finalized, in arrival order; set a slot
+                                        to NULL when handing the job to arb_sched_submit */
+    char policy[32];                 /* scheduler.policy, "" when the file names none */
     arb_queue_policy_t queue_policy; /* scheduler.queue, FIFO by default */
-    bool backfill;          /* scheduler.backfill, default false */
-    bool preemption;        /* scheduler.preemption, default false */
-    int64_t starvation_ns;  /* scheduler.starvation, default 0 (off) */
+    bool backfill;                   /* scheduler.backfill, default false */
+    bool preemption;                 /* scheduler.preemption, default false */
+    int64_t starvation_ns;           /* scheduler.starvation, default 0 (off) */
     int nqueues;
-    arb_queue_t *queues;    /* owned; names interned in cluster.strs */
+    arb_queue_t *queues; /* owned; names interned in cluster.strs */
 } spec_scenario_t;
 
 /*
@@ -119,8 +119,8 @@ int spec_job_load_mem(const char *name, const char *buf, size_t len, arb_cluster
  * and path ("" for the root) are used in messages. Lines and columns come
  * from the node's tokens.
  */
-int spec_job_from_node(const char *file, struct fy_node *node, const char *path,
-                       arb_cluster_t *c, arb_job_t **out, arb_err_t *err);
+int spec_job_from_node(const char *file, struct fy_node *node, const char *path, arb_cluster_t *c,
+                       arb_job_t **out, arb_err_t *err);
 
 /* Built-in priority classes (best-effort 0, low 100, normal 500, high 1000,
  * critical 10000): 0 and *prio set, or -ENOENT. */
@@ -150,7 +150,7 @@ int spec_priority_builtins(spec_prio_class_t *out, int max);
 
 /* spec_job_from_node with a class table (NULL: the built-ins). */
 int spec_job_from_node_classes(const char *file, struct fy_node *node, const char *path,
-                               arb_cluster_t *c, const spec_prio_table_t *classes,
-                               arb_job_t **out, arb_err_t *err);
+                               arb_cluster_t *c, const spec_prio_table_t *classes, arb_job_t **out,
+                               arb_err_t *err);
 
 #endif

@@ -23,9 +23,8 @@ static void drop_key(struct fy_node *map, const char *key)
 
 static int take_autoscale(sx_t *x, const sval_t *v, spec_service_t *c)
 {
-    static const char *const keys[] = {"maxReplicas", "targetInflight", "targetGpuUtil",
-                                       "window",      "cooldown",       "tolerance",
-                                       "drainTimeout", NULL};
+    static const char *const keys[] = {"maxReplicas", "targetInflight", "targetGpuUtil", "window",
+                                       "cooldown",    "tolerance",      "drainTimeout",  NULL};
     sval_t f;
     bool is = false;
     int64_t secs;
@@ -115,8 +114,7 @@ int spec_service_take(sx_t *x, struct fy_node *root, spec_service_t *c)
         if ((rc = sv_text(x, &v, c->health, sizeof c->health, false)) < 0)
             return rc;
         if (c->health[0] != '/' || strpbrk(c->health, " \r\n"))
-            return sv_fail(x, &v, -EINVAL, "health '%s': give a path such as /healthz",
-                           c->health);
+            return sv_fail(x, &v, -EINVAL, "health '%s': give a path such as /healthz", c->health);
     }
     c->min = c->replicas;
     if (sv_get(&rv, "autoscale", &v) && (rc = take_autoscale(x, &v, c)) < 0)
@@ -142,10 +140,9 @@ int spec_service_take(sx_t *x, struct fy_node *root, spec_service_t *c)
     if (c->port + (c->autoscale ? c->as.max : c->replicas) - 1 > 65535)
         return sv_fail(x, &rv, -EINVAL, "port %d + replicas runs past 65535; pick a lower port",
                        c->port);
-    static const char *const keys[] = {"kind", "replicas", "port", "health", "minReplicas",
-                                       "autoscale", NULL};
+    static const char *const keys[] = {"kind",        "replicas",  "port", "health",
+                                       "minReplicas", "autoscale", NULL};
     for (int i = 0; keys[i]; i++)
         drop_key(root, keys[i]);
     return 0;
 }
-

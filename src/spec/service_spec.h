@@ -9,14 +9,14 @@
 #include "spec/sval.h"
 
 typedef struct spec_service {
-    bool is;              /* kind: service */
-    int replicas;         /* the count asked for (initial, when autoscaled) */
-    int port;             /* replica i listens on port + i */
-    char health[128];     /* health path, "" none (ready once running) */
-    int min;              /* never preempted below this many */
+    bool is;          /* kind: service */
+    int replicas;     /* the count asked for (initial, when autoscaled) */
+    int port;         /* replica i listens on port + i */
+    char health[128]; /* health path, "" none (ready once running) */
+    int min;          /* never preempted below this many */
     bool autoscale;
-    arb_as_conf_t as;     /* min/max mirror min and the max replicas */
-    int64_t drain_ns;     /* how long a draining replica may take to go idle */
+    arb_as_conf_t as; /* min/max mirror min and the max replicas */
+    int64_t drain_ns; /* how long a draining replica may take to go idle */
 } spec_service_t;
 
 /* Take the service keys (kind, replicas when kind is service, port, health,

@@ -126,8 +126,8 @@ void sv_pair(sval_t *out, const sval_t *map, struct fy_node_pair *p)
     out->n = fy_node_pair_value(p);
     out->hint = fy_node_pair_key(p);
     if (k)
-        sv_strf(out->path, sizeof out->path, "%s%s%.*s", map->path, dot,
-                 (int)(len > 96 ? 96 : len), k);
+        sv_strf(out->path, sizeof out->path, "%s%s%.*s", map->path, dot, (int)(len > 96 ? 96 : len),
+                k);
     else
         sv_strf(out->path, sizeof out->path, "%s%s?", map->path, dot);
 }
@@ -160,8 +160,7 @@ bool sv_null(const sval_t *v)
 
     if (!v->n)
         return true;
-    if (!fy_node_is_scalar(v->n) || fy_node_is_alias(v->n) ||
-        fy_node_get_style(v->n) != FYNS_PLAIN)
+    if (!fy_node_is_scalar(v->n) || fy_node_is_alias(v->n) || fy_node_get_style(v->n) != FYNS_PLAIN)
         return false;
     s = fy_node_get_scalar(v->n, &len);
     if (!s || len == 0)
@@ -309,7 +308,7 @@ int sv_check_keys(sx_t *x, const sval_t *map, const char *const *valid)
 
     while ((p = fy_node_mapping_iterate(map->n, &it))) {
         size_t len = 0;
-        const char *k = sv_key_text(fy_node_pair_key(p), &len), *const *v, *near;
+        const char *k = sv_key_text(fy_node_pair_key(p), &len), *const * v, *near;
         char names[320], shown[64];
         sval_t kv;
 
@@ -408,8 +407,7 @@ int sv_int(sx_t *x, const sval_t *v, int64_t lo, int64_t hi, int64_t *out)
     errno = 0;
     val = strtoll(buf, &end, 10);
     if (errno == ERANGE || val < lo || val > hi)
-        return sv_fail(x, v, -ERANGE, "%s is out of range; use %" PRId64 "..%" PRId64, buf, lo,
-                       hi);
+        return sv_fail(x, v, -ERANGE, "%s is out of range; use %" PRId64 "..%" PRId64, buf, lo, hi);
     *out = val;
     return 0;
 }
@@ -453,7 +451,8 @@ int sv_double(sx_t *x, const sval_t *v, double lo, double hi, double *out)
         return rc;
     errno = 0;
     d = strtod(buf, &end);
-    if (*end || end == buf || errno == ERANGE || !isfinite(d) || isdigit((unsigned char)buf[0]) == 0)
+    if (*end || end == buf || errno == ERANGE || !isfinite(d) ||
+        isdigit((unsigned char)buf[0]) == 0)
         return sv_fail(x, v, -EINVAL, "'%s' is not a number (write it like 1 or 2.5)", buf);
     if (d < lo || d > hi)
         return sv_fail(x, v, -ERANGE, "%s is out of range; use %g..%g", buf, lo, hi);
@@ -500,11 +499,24 @@ int sv_duration(sx_t *x, const sval_t *v, int64_t *secs)
                 goto bad; /* a bare number (seconds) must stand alone */
             unit = 1;
             break;
-        case 's': unit = 1; p++; break;
-        case 'm': unit = 60; p++; break;
-        case 'h': unit = 3600; p++; break;
-        case 'd': unit = 86400; p++; break;
-        default: goto bad;
+        case 's':
+            unit = 1;
+            p++;
+            break;
+        case 'm':
+            unit = 60;
+            p++;
+            break;
+        case 'h':
+            unit = 3600;
+            p++;
+            break;
+        case 'd':
+            unit = 86400;
+            p++;
+            break;
+        default:
+            goto bad;
         }
         total += n * unit;
         if (total > max)
@@ -705,11 +717,13 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
         const struct fy_mark *m = sv_node_mark(fy_document_root(more), 0);
         if (m)
             rc = arb_errf(err, -EINVAL,
-                          "%s:%d:%d: a second YAML document ('---'); put everything in one",
-                          name, m->line + 1, m->column + 1);
+                          "%s:%d:%d: a second YAML document ('---'); put everything in one", name,
+                          m->line + 1, m->column + 1);
         else
-            rc = arb_errf(err, -EINVAL, "%s: more than one YAML document ('---'); put "
-                                        "everything in one", name);
+            rc = arb_errf(err, -EINVAL,
+                          "%s: more than one YAML document ('---'); put "
+                          "everything in one",
+                          name);
         fy_parse_document_destroy(d->fyp, more);
         goto out;
     }
@@ -719,8 +733,9 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
     }
     if (!fy_node_is_mapping(root) || fy_node_is_alias(root)) {
         const struct fy_mark *m = sv_node_mark(root, 0);
-        rc = arb_errf(err, -EINVAL, "%s:%d:%d: expected a mapping (key: value lines) at the top, "
-                                    "got %s",
+        rc = arb_errf(err, -EINVAL,
+                      "%s:%d:%d: expected a mapping (key: value lines) at the top, "
+                      "got %s",
                       name, m ? m->line + 1 : 1, m ? m->column + 1 : 1, sv_kind(root));
         goto out;
     }

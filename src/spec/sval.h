@@ -38,7 +38,7 @@ typedef struct sx {
     bool lone_job;             /* spec_job_*: count: is not allowed */
     const arb_queue_t *queues; /* when nqueues > 0, jobs must name one of them */
     int nqueues;
-    int64_t values, tasks;     /* spent of SPEC_MAX_VALUES, SPEC_MAX_TASKS */
+    int64_t values, tasks;                 /* spent of SPEC_MAX_VALUES, SPEC_MAX_TASKS */
     const struct spec_prio_table *classes; /* priorityClassName's table; NULL: built-ins */
 } sx_t;
 

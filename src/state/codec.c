@@ -124,8 +124,7 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
  * name into kept->gone). Into buf (at most max rows); NULL: use the
  * config's as it is. */
 static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_prio_kept_t *kept,
-                                           spec_prio_class_t *buf, int max,
-                                           spec_prio_table_t *t)
+                                           spec_prio_class_t *buf, int max, spec_prio_table_t *t)
 {
     struct fy_node *pc = fy_node_mapping_lookup_by_string(root, "priorityClassName", -1);
     const char *name = pc && fy_node_is_scalar(pc) ? fy_node_get_scalar0(pc) : NULL;
@@ -157,8 +156,8 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_ke
                       arb_job_t **job, json_t **command, json_t **env, bool *restartable,
                       arb_err_t *err);
 
-int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
-                  json_t **command, json_t **env, bool *restartable, arb_err_t *err)
+int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
+                  json_t **env, bool *restartable, arb_err_t *err)
 {
     return spec_parse(s, body, n, yaml, NULL, job, command, env, restartable, err);
 }
@@ -187,8 +186,8 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_ke
         json_error_t je;
         json_t *v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
         if (!v)
-            return arb_errf(err, -EBADMSG, "%s:%d:%d: malformed JSON: %s", name, je.line,
-                            je.column, je.text);
+            return arb_errf(err, -EBADMSG, "%s:%d:%d: malformed JSON: %s", name, je.line, je.column,
+                            je.text);
         bool obj = json_is_object(v);
         if (obj && (rc = sv_doc_open(name, body, n, &d, NULL)) < 0) {
             /* Valid JSON that libfyaml reads differently (tabs as
@@ -268,8 +267,8 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
 
     if (held) {
         const arb_task_alloc_t *a = &j->alloc[t];
-        json_object_set_new(o, "node", json_string(arb_node_name(
-                                           &s->cluster, &s->cluster.nodes[a->node])));
+        json_object_set_new(o, "node",
+                            json_string(arb_node_name(&s->cluster, &s->cluster.nodes[a->node])));
         json_object_set_new(o, "gpus", gpu_list(a->gpu_mask));
         if (a->gpu_mask)
             json_object_set_new(o, "gpu_milli", json_integer(a->gpu_milli));
@@ -279,13 +278,14 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
     }
     /* Where it last ran (its logs are there), after it ended too. */
     if (tk->node1 && tk->node1 <= s->cluster.nnodes)
-        json_object_set_new(o, "last_node", json_string(arb_node_name(
-                                                &s->cluster, &s->cluster.nodes[tk->node1 - 1])));
+        json_object_set_new(
+            o, "last_node",
+            json_string(arb_node_name(&s->cluster, &s->cluster.nodes[tk->node1 - 1])));
     json_object_set_new(o, "exit_code", tk->has_exit ? json_integer(tk->exit_code) : json_null());
     if (held && tk->straggler != ST_STRAG_NONE)
-        json_object_set_new(o, "straggler",
-                            json_string(tk->straggler == ST_STRAG_STALE ? "stale-report"
-                                                                        : "low-gpu-utilization"));
+        json_object_set_new(
+            o, "straggler",
+            json_string(tk->straggler == ST_STRAG_STALE ? "stale-report" : "low-gpu-utilization"));
     return o;
 }
 
@@ -319,10 +319,10 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
 
     for (int i = 0; i < j->ngroups; i++)
         gpus += j->groups[i].gpus * j->groups[i].replicas;
-    o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "id",
-                  (json_int_t)sj->id, "name", j->name, "queue", arb_str(&s->cluster.strs, j->queue),
-                  "team", sj->team, "owner", sj->owner, "state", arb_job_state_name(j->state),
-                  "priority", j->priority, "gpus", gpus, "version", (json_int_t)sj->version,
+    o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "id", (json_int_t)sj->id,
+                  "name", j->name, "queue", arb_str(&s->cluster.strs, j->queue), "team", sj->team,
+                  "owner", sj->owner, "state", arb_job_state_name(j->state), "priority",
+                  j->priority, "gpus", gpus, "version", (json_int_t)sj->version,
                   "submitted_lamport", (json_int_t)sj->lamport_submit, "updated_lamport",
                   (json_int_t)sj->lamport_update, "attempt", (json_int_t)sj->attempt, "epoch",
                   (json_int_t)sj->epoch);
@@ -352,9 +352,9 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
     json_object_set_new(o, "groups", groups);
     json_object_set_new(o, "gang_min", json_integer(j->gang_min));
     if (j->elastic)
-        json_object_set_new(o, "elastic", json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min,
-                                                    "max", j->ntasks, "current", j->nalloc,
-                                                    "generation", (int)j->resize_gen));
+        json_object_set_new(o, "elastic",
+                            json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min, "max", j->ntasks,
+                                      "current", j->nalloc, "generation", (int)j->resize_gen));
     if (j->grace_s >= 0)
         json_object_set_new(o, "termination_grace_s", json_integer(j->grace_s));
     if (j->gpu_sharing)
@@ -392,8 +392,8 @@ char *st_job_record(st_t *s, st_job_t *sj)
 
     for (int t = 0; t < sj->ntasks; t++) {
         const st_task_t *tk = &sj->tasks[t];
-        json_t *e = json_pack("[i,o]", tk->state,
-                              tk->has_exit ? json_integer(tk->exit_code) : json_null());
+        json_t *e =
+            json_pack("[i,o]", tk->state, tk->has_exit ? json_integer(tk->exit_code) : json_null());
         if (tk->node1 && tk->node1 <= s->cluster.nnodes)
             json_array_append_new(
                 e, json_string(arb_node_name(&s->cluster, &s->cluster.nodes[tk->node1 - 1])));
@@ -402,20 +402,20 @@ char *st_job_record(st_t *s, st_job_t *sj)
     if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING)
         for (int t = 0; t < j->nalloc; t++) {
             const arb_task_alloc_t *a = &j->alloc[t];
-            json_array_append_new(
-                alloc, json_pack("[s,i,i,i]", arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
-                                 a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
+            json_array_append_new(alloc,
+                                  json_pack("[s,i,i,i]",
+                                            arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
+                                            a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
         }
     o = json_pack("{s:I,s:s,s:s,s:b,s:s%,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:o,s:o}",
-                  "id", (json_int_t)sj->id, "team", sj->team, "owner", sj->owner, "yaml",
-                  sj->yaml, "spec", sj->spec, sj->speclen, "state", arb_job_state_name(j->state),
-                  "version", (json_int_t)sj->version, "lamport_submit",
-                  (json_int_t)sj->lamport_submit, "lamport_update",
-                  (json_int_t)sj->lamport_update, "attempt", (json_int_t)sj->attempt, "epoch",
-                  (json_int_t)sj->epoch, "submit_ms", (json_int_t)sj->submit_ms, "start_ms",
-                  (json_int_t)sj->start_ms, "end_ms", (json_int_t)sj->end_ms, "delivered",
-                  sj->delivered, "stop", sj->stop, "message", sj->message, "tasks", tasks,
-                  "alloc", alloc);
+                  "id", (json_int_t)sj->id, "team", sj->team, "owner", sj->owner, "yaml", sj->yaml,
+                  "spec", sj->spec, sj->speclen, "state", arb_job_state_name(j->state), "version",
+                  (json_int_t)sj->version, "lamport_submit", (json_int_t)sj->lamport_submit,
+                  "lamport_update", (json_int_t)sj->lamport_update, "attempt",
+                  (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "submit_ms",
+                  (json_int_t)sj->submit_ms, "start_ms", (json_int_t)sj->start_ms, "end_ms",
+                  (json_int_t)sj->end_ms, "delivered", sj->delivered, "stop", sj->stop, "message",
+                  sj->message, "tasks", tasks, "alloc", alloc);
     if (!o)
         return NULL;
     /* The priority resolved at submission: recovery keeps it even when its
@@ -452,13 +452,13 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
     arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
     arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
     o = json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job",
-                     (json_int_t)sj->id, "name", j->name, "task", t, "ntasks", j->nalloc,
-                     "attempt", (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
-                     gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
-                     a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
-                     sj->command ? json_incref(sj->command) : json_array(), "env",
-                     sj->env ? json_incref(sj->env) : json_object(), "state",
-                     st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+                  (json_int_t)sj->id, "name", j->name, "task", t, "ntasks", j->nalloc, "attempt",
+                  (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
+                  gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
+                  a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
+                  sj->command ? json_incref(sj->command) : json_array(), "env",
+                  sj->env ? json_incref(sj->env) : json_object(), "state",
+                  st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
     if (o && j->elastic) {
@@ -502,11 +502,11 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
     for (int g = 0; g < n->ngpus; g++) {
         const arb_gpu_t *d = &n->gpu[g];
         json_array_append_new(
-            gpus, json_pack("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:[]}", "index", g, "model",
-                            arb_str(&s->cluster.strs, d->model), "memory_mib", d->mem_mib,
-                            "used_milli", d->used_milli, "nvlink", d->nvlink, "pcie", d->pcie,
-                            "numa", d->numa, "util", d->util_pct, "temp_c", d->temp_c, "healthy",
-                            d->healthy != 0, "jobs"));
+            gpus,
+            json_pack("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:[]}", "index", g, "model",
+                      arb_str(&s->cluster.strs, d->model), "memory_mib", d->mem_mib, "used_milli",
+                      d->used_milli, "nvlink", d->nvlink, "pcie", d->pcie, "numa", d->numa, "util",
+                      d->util_pct, "temp_c", d->temp_c, "healthy", d->healthy != 0, "jobs"));
     }
     for (int i = 0; i < n->nlabels; i++)
         json_object_set_new(labels, arb_str(&s->cluster.strs, n->labels[i].key),
@@ -516,11 +516,11 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
     arb_qty_format(n->used.cpu_milli, ARB_QTY_MILLI, ucpu, sizeof ucpu);
     arb_qty_format(n->used.mem_bytes, ARB_QTY_BYTES, umem, sizeof umem);
     o = json_pack("{s:s,s:s,s:I,s:o,s:{s:i,s:s,s:s},s:{s:f,s:s,s:s},s:i,s:o}", "name",
-                  arb_node_name(&s->cluster, n), "state", arb_node_state_name(n->state),
-                  "version", (json_int_t)x->version, "gpus", gpus, "capacity", "gpus",
-                  (int)(n->cap.gpu_milli / 1000), "cpu", cpu, "memory", mem, "allocated",
-                  "gpus", (double)n->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem,
-                  "tasks", n->ntasks, "labels", labels);
+                  arb_node_name(&s->cluster, n), "state", arb_node_state_name(n->state), "version",
+                  (json_int_t)x->version, "gpus", gpus, "capacity", "gpus",
+                  (int)(n->cap.gpu_milli / 1000), "cpu", cpu, "memory", mem, "allocated", "gpus",
+                  (double)n->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem, "tasks",
+                  n->ntasks, "labels", labels);
     if (x->report_mono) {
         json_object_set_new(o, "report_age_s", json_real((double)(now - x->report_mono) / 1e9));
         jv_time(x->report_ms, tbuf, sizeof tbuf);
@@ -539,10 +539,10 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
 char *st_node_record(st_t *s, arb_node_t *n)
 {
     st_node_t *x = st_node_ext(s, n);
-    json_t *o = json_pack("{s:s,s:i,s:I,s:b,s:O}", "name", arb_node_name(&s->cluster, n), "idx",
-                          (int)n->id, "version", (json_int_t)x->version, "drained",
-                          n->state == ARB_NODE_DRAINING, "inventory",
-                          x->inventory ? x->inventory : json_null());
+    json_t *o =
+        json_pack("{s:s,s:i,s:I,s:b,s:O}", "name", arb_node_name(&s->cluster, n), "idx", (int)n->id,
+                  "version", (json_int_t)x->version, "drained", n->state == ARB_NODE_DRAINING,
+                  "inventory", x->inventory ? x->inventory : json_null());
     char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return txt;

@@ -54,12 +54,11 @@ const st_conf_key_t st_conf_keys[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const char *const root_keys[] = {"scheduler", "nodes",     "queues",          "store",
-                                        "events",    "admission", "priorityClasses", "api",
-                                        NULL};
+static const char *const root_keys[] = {"scheduler", "nodes",           "queues", "store", "events",
+                                        "admission", "priorityClasses", "api",    NULL};
 static const char *const class_keys[] = {"name", "value", "preemptible", "description", NULL};
-static const char *const sched_keys[] = {"policy",     "queue",      "backfill",
-                                         "preemption", "starvation", "interval", NULL};
+static const char *const sched_keys[] = {"policy",     "queue",    "backfill", "preemption",
+                                         "starvation", "interval", NULL};
 static const char *const nodes_keys[] = {"lease", "grace", "staleness", NULL};
 static const char *const queue_keys[] = {"name",    "cohort",         "weight",
                                          "nominal", "borrowingLimit", NULL};
@@ -236,8 +235,7 @@ static int classes(sx_t *x, const sval_t *v, st_conf_t *c)
             if (strcmp(t[m].name, k.name) == 0)
                 rc = sv_fail(x, &f, -EINVAL, "priority class '%s' is defined twice", k.name);
         if (rc == 0 && !sv_get(&iv, "value", &f))
-            rc = sv_fail(x, &iv, -EINVAL, "priority class '%s' needs a value (an integer)",
-                         k.name);
+            rc = sv_fail(x, &iv, -EINVAL, "priority class '%s' needs a value (an integer)", k.name);
         if (rc == 0 && (rc = sv_int(x, &f, INT32_MIN, INT32_MAX, &val)) == 0)
             k.value = (int32_t)val;
         if (rc == 0 && sv_get(&iv, "preemptible", &f) && (rc = sv_bool(x, &f, &b)) == 0)
@@ -264,8 +262,7 @@ static int classes(sx_t *x, const sval_t *v, st_conf_t *c)
     return 0;
 }
 
-int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c,
-                     arb_err_t *err)
+int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c, arb_err_t *err)
 {
     static const char *const qp[] = {"fifo", "priority", "drf"};
     static const char *const syncs[] = {"full", "normal"};
@@ -301,8 +298,8 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
             rc = sv_bool(&x, &f, &n.preemption);
         if (rc == 0 && sv_get(&sec, "starvation", &f))
             rc = duration(&x, &f, &n.starvation_ns);
-        if (rc == 0 && sv_get(&sec, "interval", &f) && (rc = duration(&x, &f, &n.interval_ns)) == 0 &&
-            n.interval_ns < 1000000)
+        if (rc == 0 && sv_get(&sec, "interval", &f) &&
+            (rc = duration(&x, &f, &n.interval_ns)) == 0 && n.interval_ns < 1000000)
             rc = sv_fail(&x, &f, -EINVAL, "the interval must be at least 1ms");
     }
     if (rc == 0 && sv_get(&root, "nodes", &sec)) {

@@ -50,9 +50,9 @@ int jv_object(const json_t *v, const char *path, const char *const *valid, arb_e
     json_t *m;
 
     if (!json_is_object(v))
-        return arb_errf(err, -EINVAL, "%s: expected an object, got %s", where(path),
-                        type_name(v));
-    json_object_foreach((json_t *)v, k, m) {
+        return arb_errf(err, -EINVAL, "%s: expected an object, got %s", where(path), type_name(v));
+    json_object_foreach((json_t *)v, k, m)
+    {
         bool ok = false;
         for (int i = 0; valid[i] && !ok; i++)
             ok = strcmp(valid[i], k) == 0;
@@ -77,8 +77,8 @@ static json_t *get(const json_t *o, const char *key)
     return json_is_null(v) ? NULL : v;
 }
 
-int jv_int(const json_t *o, const char *key, const char *path, int64_t lo, int64_t hi,
-           int64_t *out, arb_err_t *err)
+int jv_int(const json_t *o, const char *key, const char *path, int64_t lo, int64_t hi, int64_t *out,
+           arb_err_t *err)
 {
     json_t *v = get(o, key);
     char p[JV_PATH];
@@ -128,8 +128,7 @@ int jv_num(const json_t *o, const char *key, const char *path, double lo, double
     return 0;
 }
 
-int jv_str(const json_t *o, const char *key, const char *path, char *buf, size_t n,
-           arb_err_t *err)
+int jv_str(const json_t *o, const char *key, const char *path, char *buf, size_t n, arb_err_t *err)
 {
     json_t *v = get(o, key);
     char p[JV_PATH];
@@ -165,8 +164,8 @@ int jv_qty(const json_t *o, const char *key, const char *path, arb_qty_kind_t ki
     } else if (json_is_string(v) && json_string_length(v) < sizeof txt) {
         snprintf(txt, sizeof txt, "%s", json_string_value(v));
     } else {
-        return arb_errf(err, -EINVAL, "%s: expected a quantity (\"256Gi\", \"8\" or 8), got %s",
-                        p, json_is_string(v) ? "a long string" : type_name(v));
+        return arb_errf(err, -EINVAL, "%s: expected a quantity (\"256Gi\", \"8\" or 8), got %s", p,
+                        json_is_string(v) ? "a long string" : type_name(v));
     }
     rc = arb_qty_parse(txt, kind, p, out, err); /* the message starts with p */
     return rc < 0 ? -EINVAL : 0;
@@ -184,7 +183,9 @@ int jv_member(const json_t *o, const char *key, const char *path, json_type t, j
     if (json_typeof(v) != t) {
         jv_path_key(p, path, key);
         return arb_errf(err, -EINVAL, "%s: expected %s, got %s", p,
-                        t == JSON_OBJECT ? "an object" : t == JSON_ARRAY ? "a list" : "a value",
+                        t == JSON_OBJECT  ? "an object"
+                        : t == JSON_ARRAY ? "a list"
+                                          : "a value",
                         type_name(v));
     }
     *out = v;

@@ -23,14 +23,13 @@ void jv_path_idx(char *out, const char *base, size_t i);
 /* v must be an object whose keys are all in valid (NULL-terminated). */
 int jv_object(const json_t *v, const char *path, const char *const *valid, arb_err_t *err);
 /* Optional typed members of object o (path is o's path). */
-int jv_int(const json_t *o, const char *key, const char *path, int64_t lo, int64_t hi,
-           int64_t *out, arb_err_t *err);
+int jv_int(const json_t *o, const char *key, const char *path, int64_t lo, int64_t hi, int64_t *out,
+           arb_err_t *err);
 int jv_bool(const json_t *o, const char *key, const char *path, bool *out, arb_err_t *err);
 int jv_num(const json_t *o, const char *key, const char *path, double lo, double hi, double *out,
            arb_err_t *err);
 /* A string of at most n-1 bytes, no control characters. */
-int jv_str(const json_t *o, const char *key, const char *path, char *buf, size_t n,
-           arb_err_t *err);
+int jv_str(const json_t *o, const char *key, const char *path, char *buf, size_t n, arb_err_t *err);
 /* A Kubernetes quantity given as a string ("256Gi") or a JSON integer. */
 int jv_qty(const json_t *o, const char *key, const char *path, arb_qty_kind_t kind, int64_t *out,
            arb_err_t *err);

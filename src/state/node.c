@@ -62,16 +62,16 @@
 #include "state/state_int.h"
 
 static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
-static const char *const inv_keys[] = {"cpu",      "memory",   "labels",  "taints",   "datasets",
-                                       "extended", "gpus",     "address", "hostname", "log_dir",
-                                       "logs_url", NULL};
+static const char *const inv_keys[] = {"cpu",      "memory",   "labels",   "taints",
+                                       "datasets", "extended", "gpus",     "address",
+                                       "hostname", "log_dir",  "logs_url", NULL};
 static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", "uuid", NULL};
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
-static const char *const tel_keys[] = {"cpu_util",      "memory_used",    "net_rx_bps",
-                                       "net_tx_bps",    "disk_read_bps",  "disk_write_bps",
-                                       "gpus",          "queue_length", NULL};
-static const char *const tgpu_keys[] = {"index", "util", "memory_used_mib", "temp_c", "healthy",
-                                        NULL};
+static const char *const tel_keys[] = {"cpu_util",   "memory_used",   "net_rx_bps",
+                                       "net_tx_bps", "disk_read_bps", "disk_write_bps",
+                                       "gpus",       "queue_length",  NULL};
+static const char *const tgpu_keys[] = {"index",  "util",    "memory_used_mib",
+                                        "temp_c", "healthy", NULL};
 static const char *const task_keys[] = {"job", "task", "attempt", "state", "exit_code", NULL};
 
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n)
@@ -120,7 +120,8 @@ static int str_map(const json_t *inv, const char *key, const char *path, arb_err
     if (rc < 0 || !m)
         return rc;
     jv_path_key(p, path, key);
-    json_object_foreach(m, k, v) {
+    json_object_foreach(m, k, v)
+    {
         if (!k[0] || strlen(k) >= 256)
             return arb_errf(err, -EINVAL, "%s: keys must be 1..255 bytes", p);
         if ((rc = jv_str(m, k, p, buf, sizeof buf, err)) < 0)
@@ -164,9 +165,10 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
         return rc;
     jv_path_key(p, path, "gpus");
     if (a && json_array_size(a) > ARB_MAX_GPUS)
-        return arb_errf(err, -EINVAL, "%s: %zu GPUs; a node has at most %d", p,
-                        json_array_size(a), ARB_MAX_GPUS);
-    json_array_foreach(a, i, v) {
+        return arb_errf(err, -EINVAL, "%s: %zu GPUs; a node has at most %d", p, json_array_size(a),
+                        ARB_MAX_GPUS);
+    json_array_foreach(a, i, v)
+    {
         jv_path_idx(q, p, i);
         if ((rc = jv_object(v, q, gpu_keys, err)) < 0 ||
             (rc = jv_str(v, "model", q, buf, 64, err)) < 0 ||
@@ -182,7 +184,8 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
     if ((rc = jv_member(inv, "taints", path, JSON_ARRAY, &a, err)) < 0)
         return rc;
     jv_path_key(p, path, "taints");
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         jv_path_idx(q, p, i);
         buf[0] = '\0';
         if ((rc = jv_object(v, q, taint_keys, err)) < 0 ||
@@ -196,13 +199,14 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
         if ((rc = jv_str(v, "effect", q, buf, sizeof buf, err)) < 0)
             return rc;
         if (strcmp(buf, "NoSchedule") && strcmp(buf, "PreferNoSchedule"))
-            return arb_errf(err, -EINVAL,
-                            "%s.effect: '%s'; use NoSchedule or PreferNoSchedule", q, buf);
+            return arb_errf(err, -EINVAL, "%s.effect: '%s'; use NoSchedule or PreferNoSchedule", q,
+                            buf);
     }
     if ((rc = jv_member(inv, "datasets", path, JSON_ARRAY, &a, err)) < 0)
         return rc;
     jv_path_key(p, path, "datasets");
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         jv_path_idx(q, p, i);
         if (!json_is_string(v) || !json_string_length(v) || json_string_length(v) > 255)
             return arb_errf(err, -EINVAL, "%s: expected a dataset name (a string)", q);
@@ -212,7 +216,8 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
     jv_path_key(p, path, "extended");
     if (m && json_object_size(m) > ARB_MAX_EXT)
         return arb_errf(err, -EINVAL, "%s: at most %d extended resources", p, ARB_MAX_EXT);
-    json_object_foreach(m, k, v) {
+    json_object_foreach(m, k, v)
+    {
         if (!strchr(k, '/') || strlen(k) >= ARB_EXT_NAME_MAX)
             return arb_errf(err, -EINVAL,
                             "%s: '%s' is not an extended resource name; use domain/name "
@@ -239,7 +244,8 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
     jv_qty(inv, "cpu", "", ARB_QTY_MILLI, &n->cap.cpu_milli, NULL);
     jv_qty(inv, "memory", "", ARB_QTY_BYTES, &n->cap.mem_bytes, NULL);
     a = json_object_get(inv, "gpus");
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         int64_t mem = 0, nv = -1, pc = -1, nu = -1;
         char model[64] = "";
         jv_str(v, "model", "", model, sizeof model, NULL);
@@ -247,33 +253,34 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
         jv_int(v, "nvlink", "", -1, 255, &nv, NULL);
         jv_int(v, "pcie", "", -1, 255, &pc, NULL);
         jv_int(v, "numa", "", -1, 255, &nu, NULL);
-        if ((rc = arb_node_add_gpu(c, n, model, (int32_t)mem, (int)nu, (int)pc, (int)nv, err)) <
-            0)
+        if ((rc = arb_node_add_gpu(c, n, model, (int32_t)mem, (int)nu, (int)pc, (int)nv, err)) < 0)
             return rc;
     }
     m = json_object_get(inv, "labels");
-    json_object_foreach(m, k, v) {
+    json_object_foreach(m, k, v)
+    {
         if (arb_node_set_label(c, n, k, json_string_value(v)) < 0)
             return arb_errf(err, -ENOMEM, "out of memory");
     }
     a = json_object_get(inv, "taints");
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         const char *eff = json_string_value(json_object_get(v, "effect"));
         const char *val = json_string_value(json_object_get(v, "value"));
-        if (arb_node_add_taint(c, n, json_string_value(json_object_get(v, "key")),
-                               val ? val : "",
+        if (arb_node_add_taint(c, n, json_string_value(json_object_get(v, "key")), val ? val : "",
                                strcmp(eff, "NoSchedule") == 0 ? ARB_TAINT_NO_SCHEDULE
-                                                              : ARB_TAINT_PREFER_NO_SCHEDULE) <
-            0)
+                                                              : ARB_TAINT_PREFER_NO_SCHEDULE) < 0)
             return arb_errf(err, -ENOMEM, "out of memory");
     }
     a = json_object_get(inv, "datasets");
-    json_array_foreach(a, i, v) {
+    json_array_foreach(a, i, v)
+    {
         if (arb_node_add_dataset(c, n, json_string_value(v)) < 0)
             return arb_errf(err, -ENOMEM, "out of memory");
     }
     m = json_object_get(inv, "extended");
-    json_object_foreach(m, k, v) {
+    json_object_foreach(m, k, v)
+    {
         int64_t x = 0;
         int ix = arb_extnames_index(&c->ext, k, true);
         if (ix < 0)
@@ -338,7 +345,8 @@ static int report_check(const json_t *body, arb_err_t *err)
             (rc = jv_member(tel, "gpus", "telemetry", JSON_ARRAY, &a, err)) < 0 ||
             (rc = jv_int(tel, "queue_length", "telemetry", 0, INT32_MAX, &x, err)) < 0)
             return rc;
-        json_array_foreach(a, i, v) {
+        json_array_foreach(a, i, v)
+        {
             bool b;
             jv_path_idx(p, "telemetry.gpus", i);
             if ((rc = jv_object(v, p, tgpu_keys, err)) < 0 ||
@@ -352,7 +360,8 @@ static int report_check(const json_t *body, arb_err_t *err)
                 return arb_errf(err, -EINVAL, "%s.index: required", p);
         }
     }
-    json_array_foreach(tasks, i, v) {
+    json_array_foreach(tasks, i, v)
+    {
         jv_path_idx(p, "tasks", i);
         buf[0] = '\0';
         if ((rc = jv_object(v, p, task_keys, err)) < 0 ||
@@ -368,8 +377,8 @@ static int report_check(const json_t *body, arb_err_t *err)
         while (rtask_states[k] && strcmp(rtask_states[k], buf))
             k++;
         if (!rtask_states[k])
-            return arb_errf(err, -EINVAL,
-                            "%s.state: '%s'; use running, succeeded, failed or lost", p, buf);
+            return arb_errf(err, -EINVAL, "%s.state: '%s'; use running, succeeded, failed or lost",
+                            p, buf);
     }
     return 0;
 }
@@ -491,8 +500,8 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     if (j->state == ARB_JOB_PLACED && running + ended == j->nalloc && running > 0) {
         arb_job_transition(j, ARB_JOB_RUNNING, NULL);
         lam = st_event(s, "job-running", sj->id, arb_node_name(&s->cluster, n),
-                       "job %llu '%s': all %d tasks running", (unsigned long long)sj->id,
-                       j->name, j->nalloc);
+                       "job %llu '%s': all %d tasks running", (unsigned long long)sj->id, j->name,
+                       j->nalloc);
     }
     st_job_save(s, sj, lam);
 }
@@ -586,8 +595,8 @@ static json_t *assignments(st_t *s, arb_node_t *n)
     return arr;
 }
 
-int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
-                   json_t **out, int64_t *ticket, arb_err_t *err)
+int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body, json_t **out,
+                   int64_t *ticket, arb_err_t *err)
 {
     return st_node_report_if(s, who, name, -1, body, out, ticket, err);
 }
@@ -622,8 +631,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         rc = n ? arb_errf(err, -ESTALE,
                           "If-Match: node '%s' is at version %llu, not %lld; read it again "
                           "(GET /v1/nodes/%s) or report without If-Match",
-                          name, (unsigned long long)st_node_ext(s, n)->version,
-                          (long long)if_match, name)
+                          name, (unsigned long long)st_node_ext(s, n)->version, (long long)if_match,
+                          name)
                : arb_errf(err, -ESTALE,
                           "If-Match: node '%s' is not registered; its first report goes "
                           "without If-Match",
@@ -651,8 +660,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     if ((!n || st_node_ext(s, n)->lost) && !inv) {
         /* Not registered, or declared lost (its tasks requeued): the agent
          * must fence (it has, if its clock kept time) and register again. */
-        *out = json_pack("{s:s,s:I,s:I,s:I,s:b,s:s}", "node", name, "lamport",
-                         (json_int_t)s->clock, "epoch", (json_int_t)s->epoch, "lease_ms",
+        *out = json_pack("{s:s,s:I,s:I,s:I,s:b,s:s}", "node", name, "lamport", (json_int_t)s->clock,
+                         "epoch", (json_int_t)s->epoch, "lease_ms",
                          (json_int_t)(s->conf.lease_ns / 1000000), "lost", 1, "message",
                          n ? "this node was declared lost and its tasks requeued; fence and "
                              "register again with the inventory"
@@ -729,8 +738,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     }
     if (x->lost) { /* registered again after it was declared lost */
         x->lost = false;
-        st_event(s, "node-rejoined", 0, name, "node '%s' registered again after it was lost",
-                 name);
+        st_event(s, "node-rejoined", 0, name, "node '%s' registered again after it was lost", name);
         s->dirty = true;
     }
     if (n->state == ARB_NODE_NOT_READY &&
@@ -740,7 +748,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     }
     if (tel) {
         json_t *g = json_object_get(tel, "gpus");
-        json_array_foreach(g, i, v) {
+        json_array_foreach(g, i, v)
+        {
             int ix = (int)json_integer_value(json_object_get(v, "index"));
             json_t *f;
             if (ix >= n->ngpus)
@@ -777,8 +786,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
      * makes the node "changed" for its indexes. */
     if (touch)
         arb_node_touch(&s->cluster, n);
-    json_array_foreach(tasks, i, v)
-        apply_task(s, n, v, lam);
+    json_array_foreach(tasks, i, v) apply_task(s, n, v, lam);
     absent_tasks(s, n, tasks);
     *out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
                      "epoch", (json_int_t)s->epoch, "lease_ms",
@@ -879,8 +887,8 @@ int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_
     }
     st_node_t *x = st_node_ext(s, n);
     if (if_match >= 0 && (uint64_t)if_match != x->version) {
-        rc = arb_errf(err, -ESTALE, "node '%s' is at version %llu, not %lld; read it again",
-                      name, (unsigned long long)x->version, (long long)if_match);
+        rc = arb_errf(err, -ESTALE, "node '%s' is at version %llu, not %lld; read it again", name,
+                      (unsigned long long)x->version, (long long)if_match);
         goto out;
     }
     arb_node_state_t to = drain ? ARB_NODE_DRAINING : ARB_NODE_READY;
@@ -902,8 +910,7 @@ out:
     return rc;
 }
 
-int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket,
-                        arb_err_t *err)
+int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err)
 {
     int rc = 0;
 

@@ -69,8 +69,9 @@ static bool http_ok(const char *addr, const char *path)
     socklen_t sl = sizeof soerr;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &soerr, &sl) < 0 || soerr)
         goto out;
-    int n = snprintf(req, sizeof req, "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: arbiter-probe\r\n\r\n",
-                     path, addr);
+    int n =
+        snprintf(req, sizeof req,
+                 "GET %s HTTP/1.0\r\nHost: %s\r\nUser-Agent: arbiter-probe\r\n\r\n", path, addr);
     if (n <= 0 || (size_t)n >= sizeof req || send(fd, req, (size_t)n, MSG_NOSIGNAL) != n)
         goto out;
     while (got < 12) {

@@ -196,8 +196,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     sj->yaml = json_is_true(json_object_get(o, "yaml"));
     sj->spec = strdup(spec ? spec : "");
     sj->speclen = spec ? json_string_length(json_object_get(o, "spec")) : 0;
-    snprintf(sj->team, sizeof sj->team, "%s",
-             json_string_value(json_object_get(o, "team")) ?: "");
+    snprintf(sj->team, sizeof sj->team, "%s", json_string_value(json_object_get(o, "team")) ?: "");
     snprintf(sj->owner, sizeof sj->owner, "%s",
              json_string_value(json_object_get(o, "owner")) ?: "");
     snprintf(sj->message, sizeof sj->message, "%s",
@@ -309,7 +308,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
             sj->nalloc_seen = j->nalloc;
             st_resize_recover(sj, o); /* a shrink under way goes on */
-            sj->epoch = s->epoch; /* re-stamped: see the top of this file */
+            sj->epoch = s->epoch;     /* re-stamped: see the top of this file */
             st_node_index_job(s, sj);
         } else {
             for (int t = 0; t < sj->ntasks; t++)
@@ -407,8 +406,8 @@ int st_recover(st_t *s, arb_err_t *err)
     }
     st_event(s, "controller-started", 0, NULL,
              "controller started: epoch %llu, %u nodes, %llu jobs (%d active) recovered",
-             (unsigned long long)s->epoch, s->cluster.nnodes,
-             (unsigned long long)(s->next_id - 1), s->nactive);
+             (unsigned long long)s->epoch, s->cluster.nnodes, (unsigned long long)(s->next_id - 1),
+             s->nactive);
     rc = store_apply(s->store, &s->batch, NULL, err);
     store_batch_free(&s->batch);
     s->dirty = true;

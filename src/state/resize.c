@@ -200,8 +200,9 @@ void st_resize_record(st_t *s, const st_job_t *sj, json_t *o)
     if (j->shrink_to <= 0 || !held(j))
         return;
     p = by_sched_id(s, j->preempted_by);
-    json_object_set_new(o, "shrink", json_pack("{s:i,s:I}", "to", j->shrink_to, "for",
-                                               (json_int_t)(p ? p->id : 0)));
+    json_object_set_new(
+        o, "shrink",
+        json_pack("{s:i,s:I}", "to", j->shrink_to, "for", (json_int_t)(p ? p->id : 0)));
 }
 
 void st_resize_recover(st_job_t *sj, const json_t *o)

@@ -48,8 +48,8 @@ static int spec_conf(st_t *s, const char *body, size_t n, bool yaml, st_svc_conf
         free(alt);
         return rc;
     }
-    sx_t x = {.file = yaml ? "job.yaml" : "job.json", .err = err, .c = &s->cluster,
-              .lone_job = true};
+    sx_t x = {
+        .file = yaml ? "job.yaml" : "job.json", .err = err, .c = &s->cluster, .lone_job = true};
     rc = spec_service_take(&x, fy_document_root(d.doc), c);
     sv_doc_close(&d);
     free(alt);
@@ -193,8 +193,8 @@ static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
     bool rs = true;
     arb_err_t err = {{0}};
     st_job_t *sj = NULL;
-    int rc = st_spec_parse(s, parent->spec, parent->speclen, parent->yaml, &j, &cmd, &env, &rs,
-                           &err);
+    int rc =
+        st_spec_parse(s, parent->spec, parent->speclen, parent->yaml, &j, &cmd, &env, &rs, &err);
 
     if (rc < 0)
         return rc;
@@ -237,10 +237,9 @@ static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
     v->rep[i].draining = false;
     v->rep[i].inflight = 0;
     v->rep[i].load_ns = 0;
-    sj->lamport_submit = st_event(s, "replica-started", sj->id, NULL,
-                                  "service '%s' (job %llu): replica %d is job %llu (%s)",
-                                  parent->j->name, (unsigned long long)parent->id, i,
-                                  (unsigned long long)sj->id, why);
+    sj->lamport_submit = st_event(
+        s, "replica-started", sj->id, NULL, "service '%s' (job %llu): replica %d is job %llu (%s)",
+        parent->j->name, (unsigned long long)parent->id, i, (unsigned long long)sj->id, why);
     st_job_save(s, sj, sj->lamport_submit);
     s->m_submitted++;
     return 0;
@@ -400,10 +399,10 @@ static void autoscale(st_t *s, st_job_t *parent, int64_t now)
     v->last = d;
     if (d.desired == v->desired)
         return;
-    uint64_t lam = st_event(s, d.desired > v->desired ? "service-scale-out" : "service-scale-in",
-                            parent->id, NULL, "service '%s' (job %llu): %d -> %d replicas: %s",
-                            parent->j->name, (unsigned long long)parent->id, v->desired,
-                            d.desired, d.why);
+    uint64_t lam =
+        st_event(s, d.desired > v->desired ? "service-scale-out" : "service-scale-in", parent->id,
+                 NULL, "service '%s' (job %llu): %d -> %d replicas: %s", parent->j->name,
+                 (unsigned long long)parent->id, v->desired, d.desired, d.why);
     v->desired = d.desired;
     arb_as_note_change(&v->as, now);
     grow(v, v->desired);
@@ -481,9 +480,8 @@ static void reconcile_one(st_t *s, st_job_t *parent, int64_t now)
                 snprintf(ex, sizeof ex, ", exit %d", tk->exit_code);
             st_event(s, "replica-restarting", c->id, NULL,
                      "service '%s' (job %llu): replica %d (job %llu) %s%s; restart %d in %.1f s",
-                     parent->j->name, (unsigned long long)parent->id, i,
-                     (unsigned long long)c->id, arb_job_state_name(c->j->state), ex,
-                     r->restarts, (double)b / 1e9);
+                     parent->j->name, (unsigned long long)parent->id, i, (unsigned long long)c->id,
+                     arb_job_state_name(c->j->state), ex, r->restarts, (double)b / 1e9);
         }
         if (c && now < r->retry_ns)
             continue;
@@ -622,8 +620,9 @@ static json_t *replica_json(st_t *s, st_job_t *parent, int i, int64_t now)
                           "state", c ? arb_job_state_name(c->j->state) : "starting", "ready",
                           r->ready, "draining", r->draining, "restarts", r->restarts);
     if (holds(c)) {
-        json_object_set_new(o, "node", json_string(arb_node_name(
-                                           &s->cluster, &s->cluster.nodes[c->j->alloc[0].node])));
+        json_object_set_new(
+            o, "node",
+            json_string(arb_node_name(&s->cluster, &s->cluster.nodes[c->j->alloc[0].node])));
         json_object_set_new(o, "address", json_string(r->addr));
         json_object_set_new(o, "load", replica_load_json(s, c, now));
     } else {
@@ -632,9 +631,9 @@ static json_t *replica_json(st_t *s, st_job_t *parent, int i, int64_t now)
         json_object_set_new(o, "load", json_null());
     }
     json_object_set_new(o, "port", json_integer(parent->svc->conf.port + i));
-    json_object_set_new(o, "inflight", r->load_ns && now - r->load_ns <= LOAD_FRESH_NS
-                                           ? json_real(r->inflight)
-                                           : json_null());
+    json_object_set_new(o, "inflight",
+                        r->load_ns && now - r->load_ns <= LOAD_FRESH_NS ? json_real(r->inflight)
+                                                                        : json_null());
     return o;
 }
 
@@ -676,10 +675,9 @@ void st_service_job_json(st_t *s, st_job_t *sj, json_t *o)
     } else if (sj->svc_of) {
         svc_of(s, sj, &parent);
         json_object_set_new(o, "kind", json_string("replica"));
-        json_object_set_new(o, "service", json_pack("{s:I,s:s,s:i}", "job",
-                                                     (json_int_t)sj->svc_of, "name",
-                                                     parent ? parent->j->name : "", "replica",
-                                                     sj->replica));
+        json_object_set_new(o, "service",
+                            json_pack("{s:I,s:s,s:i}", "job", (json_int_t)sj->svc_of, "name",
+                                      parent ? parent->j->name : "", "replica", sj->replica));
     }
 }
 
@@ -730,8 +728,7 @@ int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_
     return rc;
 }
 
-int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket,
-                     arb_err_t *err)
+int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket, arb_err_t *err)
 {
     json_t *arr = json_array();
 
@@ -757,7 +754,8 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
         return arb_errf(err, -EINVAL,
                         "body: give {\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": "
                         "N}]}");
-    json_array_foreach(reps, k, e) {
+    json_array_foreach(reps, k, e)
+    {
         json_t *a = json_object_get(e, "address"), *f = json_object_get(e, "inflight");
         json_t *q = json_object_get(e, "queue");
         if (!json_is_string(a) || !json_is_number(f) || json_number_value(f) < 0 ||
@@ -786,7 +784,8 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
                 r->load_ns = now;
             }
         }
-        json_array_foreach(reps, k, e) {
+        json_array_foreach(reps, k, e)
+        {
             const char *a = json_string_value(json_object_get(e, "address"));
             for (int i = 0; i < sj->svc->nrep; i++)
                 if (strcmp(sj->svc->rep[i].addr, a) == 0) {
@@ -869,8 +868,8 @@ void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok)
         if (r->ready)
             r->restarts = 0; /* it works: the next failure starts the backoff over */
         st_event(s, r->ready ? "replica-ready" : "replica-unready", child, NULL,
-                 "service '%s' (job %llu): replica %d (job %llu) at %s is %s",
-                 p->j->name, (unsigned long long)p->id, i, (unsigned long long)child, r->addr,
+                 "service '%s' (job %llu): replica %d (job %llu) at %s is %s", p->j->name,
+                 (unsigned long long)p->id, i, (unsigned long long)child, r->addr,
                  r->ready ? "ready" : "not ready (health check failing)");
         publish(s, p);
     }

@@ -48,31 +48,29 @@ struct st;
 typedef spec_service_t st_svc_conf_t; /* the spec's settings (spec/service_spec.h) */
 
 typedef struct st_replica {
-    uint64_t job;          /* its child job; 0 none yet */
-    bool counted;          /* its ending was counted (restart scheduled) */
+    uint64_t job; /* its child job; 0 none yet */
+    bool counted; /* its ending was counted (restart scheduled) */
     bool ready, draining;
-    int probe_fails;       /* consecutive failed health probes */
-    int64_t drain_ns;      /* when draining started (mono) */
-    int restarts;          /* consecutive failures */
-    int64_t retry_ns;      /* mono: no restart before */
-    double inflight;       /* balancers' in-flight count */
-    double queue;          /* requests waiting at the replica (its own report) */
-    int64_t load_ns;       /* mono of the last load report; 0 none */
-    char addr[80];         /* "host:port" while placed, "" otherwise */
+    int probe_fails;  /* consecutive failed health probes */
+    int64_t drain_ns; /* when draining started (mono) */
+    int restarts;     /* consecutive failures */
+    int64_t retry_ns; /* mono: no restart before */
+    double inflight;  /* balancers' in-flight count */
+    double queue;     /* requests waiting at the replica (its own report) */
+    int64_t load_ns;  /* mono of the last load report; 0 none */
+    char addr[80];    /* "host:port" while placed, "" otherwise */
 } st_replica_t;
 
 typedef struct st_svc {
     st_svc_conf_t conf;
     int desired;
-    int nrep;              /* entries in rep (>= desired while draining) */
+    int nrep; /* entries in rep (>= desired while draining) */
     st_replica_t *rep;
-    uint64_t version;      /* endpoints version */
-    uint64_t sig;          /* hash of the endpoints last published */
+    uint64_t version; /* endpoints version */
+    uint64_t sig;     /* hash of the endpoints last published */
     arb_as_state_t as;
-    int64_t as_next_ns;    /* next autoscale sample */
+    int64_t as_next_ns;     /* next autoscale sample */
     arb_as_decision_t last; /* the last autoscale decision */
 } st_svc_t;
-
-
 
 #endif

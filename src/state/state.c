@@ -66,8 +66,7 @@ uint64_t st_tick(st_t *s, uint64_t remote)
     return s->clock;
 }
 
-uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt,
-                  ...)
+uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt, ...)
 {
     char msg[512], key[40], tbuf[40];
     va_list ap;
@@ -253,11 +252,12 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
     sj->stop = false;
     sj->stop_then = ST_THEN_CANCEL;
     snprintf(sj->message, sizeof sj->message, "%s", why);
-    uint64_t lam = st_event(s, to == ARB_JOB_CANCELLED   ? "job-cancelled"
-                               : to == ARB_JOB_SUCCEEDED ? "job-succeeded"
-                                                         : "job-failed",
-                            sj->id, NULL, "job %llu '%s': %s", (unsigned long long)sj->id,
-                            sj->j->name, why);
+    uint64_t lam =
+        st_event(s,
+                 to == ARB_JOB_CANCELLED   ? "job-cancelled"
+                 : to == ARB_JOB_SUCCEEDED ? "job-succeeded"
+                                           : "job-failed",
+                 sj->id, NULL, "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, why);
     st_job_save(s, sj, lam);
     st_job_retire(s, sj);
     if (to == ARB_JOB_CANCELLED)
@@ -486,9 +486,10 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         sj->nalloc_seen = j->nalloc;
         sj->shrink_noted = 0;
         st_node_index_job(s, sj);
-        lam = st_event(s, "job-placed", sj->id, NULL, "job %llu '%s' placed on %s (attempt %llu, epoch %llu)",
-                       (unsigned long long)sj->id, j->name, where,
-                       (unsigned long long)sj->attempt, (unsigned long long)sj->epoch);
+        lam = st_event(s, "job-placed", sj->id, NULL,
+                       "job %llu '%s' placed on %s (attempt %llu, epoch %llu)",
+                       (unsigned long long)sj->id, j->name, where, (unsigned long long)sj->attempt,
+                       (unsigned long long)sj->epoch);
         st_job_save(s, sj, lam);
         s->m_placed++;
         s->m_placed_window++;
@@ -567,7 +568,9 @@ static int check_fittable(st_t *s, const arb_job_t *j, arb_err_t *err)
                 gpus += n->gpu[k].mem_mib >= g->req.gpu_mem_mib;
             if (gpus > best_gpus)
                 best_gpus = gpus;
-            ok = gpus >= (g->gpus ? g->gpus : g->gpu_share ? 1 : 0) &&
+            ok = gpus >= (g->gpus        ? g->gpus
+                          : g->gpu_share ? 1
+                                         : 0) &&
                  n->cap.cpu_milli >= g->req.cpu_milli && n->cap.mem_bytes >= g->req.mem_bytes;
             for (int e = 0; e < ARB_MAX_EXT && ok; e++)
                 ok = n->cap.ext[e] >= g->req.ext[e];
@@ -596,8 +599,8 @@ static bool may_see(const st_who_t *who, const st_job_t *sj)
     return who->role != ST_ROLE_USER || strcmp(who->team ? who->team : "", sj->team) == 0;
 }
 
-int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
-                  json_t **out, int64_t *ticket, arb_err_t *err)
+int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml, json_t **out,
+                  int64_t *ticket, arb_err_t *err)
 {
     bool created;
     return st_job_submit_key(s, who, NULL, body, n, yaml, out, &created, ticket, err);
@@ -775,8 +778,8 @@ int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t 
     return rc;
 }
 
-int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue,
-                 uint64_t after, int limit, json_t **out, int64_t *ticket, arb_err_t *err)
+int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue, uint64_t after,
+                 int limit, json_t **out, int64_t *ticket, arb_err_t *err)
 {
     arb_job_state_t want = ARB_JOB_PENDING;
     json_t *arr;
@@ -831,8 +834,7 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         goto out;
     if (if_match >= 0 && (uint64_t)if_match != sj->version) {
         rc = arb_errf(err, -ESTALE, "job %llu is at version %llu, not %lld; read it again",
-                      (unsigned long long)id, (unsigned long long)sj->version,
-                      (long long)if_match);
+                      (unsigned long long)id, (unsigned long long)sj->version, (long long)if_match);
         goto out;
     }
     if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name)) {
@@ -869,7 +871,8 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         __attribute__((fallthrough));
     default: {
         char why[128];
-        snprintf(why, sizeof why, "cancelled by %s", who->name && who->name[0] ? who->name : "user");
+        snprintf(why, sizeof why, "cancelled by %s",
+                 who->name && who->name[0] ? who->name : "user");
         st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
     }
     }
@@ -916,9 +919,8 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             char txt[600], hint[600] = "";
             json_t *strag = json_array();
             size_t used = 0;
-            snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s",
-                     (unsigned long long)sj->id, arb_job_state_name(sj->j->state),
-                     sj->message[0] ? ": " : "", sj->message);
+            snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s", (unsigned long long)sj->id,
+                     arb_job_state_name(sj->j->state), sj->message[0] ? ": " : "", sj->message);
             for (int t = 0; t < sj->j->nalloc && held_job(sj->j); t++) {
                 const st_task_t *tk = &sj->tasks[t];
                 const char *node =
@@ -930,12 +932,12 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
                                      tk->straggler == ST_STRAG_STALE ? "stale-report"
                                                                      : "low-gpu-utilization"));
                 if (used < sizeof hint)
-                    used += (size_t)snprintf(
-                        hint + used, sizeof hint - used, "%stask %d on node '%s' is a straggler: %s",
-                        used ? "; " : "", t, node,
-                        tk->straggler == ST_STRAG_STALE
-                            ? "its node's reports are late"
-                            : "its GPUs are far less busy than its peers'");
+                    used += (size_t)snprintf(hint + used, sizeof hint - used,
+                                             "%stask %d on node '%s' is a straggler: %s",
+                                             used ? "; " : "", t, node,
+                                             tk->straggler == ST_STRAG_STALE
+                                                 ? "its node's reports are late"
+                                                 : "its GPUs are far less busy than its peers'");
             }
             json_object_set_new(o, "summary", json_string(txt));
             json_object_set_new(o, "hint", json_string(hint));
@@ -958,8 +960,8 @@ static json_t *res_json(const arb_res_t *r)
     char cpu[32], mem[32];
     arb_qty_format(r->cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
     arb_qty_format(r->mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
-    return json_pack("{s:f,s:s,s:s}", "nvidia.com/gpu", (double)r->gpu_milli / 1000.0, "cpu",
-                     cpu, "memory", mem);
+    return json_pack("{s:f,s:s,s:s}", "nvidia.com/gpu", (double)r->gpu_milli / 1000.0, "cpu", cpu,
+                     "memory", mem);
 }
 
 int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
@@ -990,10 +992,10 @@ int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
             share = (double)used->cpu_milli / (double)total.cpu_milli;
         if (total.mem_bytes > 0 && (double)used->mem_bytes / (double)total.mem_bytes > share)
             share = (double)used->mem_bytes / (double)total.mem_bytes;
-        json_t *o = json_pack("{s:s,s:o,s:i,s:i,s:f,s:f}", "name",
-                              arb_str(&s->cluster.strs, s->queues[i]), "used", res_json(used),
-                              "pending", pending, "running", running, "weight",
-                              q ? q->weight : 1.0, "dominant_share", share);
+        json_t *o =
+            json_pack("{s:s,s:o,s:i,s:i,s:f,s:f}", "name", arb_str(&s->cluster.strs, s->queues[i]),
+                      "used", res_json(used), "pending", pending, "running", running, "weight",
+                      q ? q->weight : 1.0, "dominant_share", share);
         if (q && q->cohort)
             json_object_set_new(o, "cohort", json_string(arb_str(&s->cluster.strs, q->cohort)));
         if (q && q->has_quota) {
@@ -1020,9 +1022,9 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
         limit = 1000;
     dl = st_deadline(wait_ms);
     pthread_mutex_lock(&s->mu);
-    while (wait_ms > 0 && !s->stop &&
-           (s->ring_n == 0 || s->ring[(s->ring_head + s->ring_n - 1) % s->ring_cap].lamport <=
-                                  since))
+    while (
+        wait_ms > 0 && !s->stop &&
+        (s->ring_n == 0 || s->ring[(s->ring_head + s->ring_n - 1) % s->ring_cap].lamport <= since))
         if (pthread_cond_timedwait(&s->ev_cond, &s->mu, &dl) != 0)
             break;
     /* Binary search for the first event after since: lamports increase. */
@@ -1101,9 +1103,8 @@ json_t *st_status(st_t *s)
 {
     pthread_mutex_lock(&s->mu);
     json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)s->clock, "epoch",
-                          (json_int_t)s->epoch, "revision",
-                          (json_int_t)store_revision(s->store), "jobs",
-                          (json_int_t)(s->next_id - 1), "active_jobs", s->nactive, "nodes",
+                          (json_int_t)s->epoch, "revision", (json_int_t)store_revision(s->store),
+                          "jobs", (json_int_t)(s->next_id - 1), "active_jobs", s->nactive, "nodes",
                           (int)s->cluster.nnodes);
     pthread_mutex_unlock(&s->mu);
     return o;

@@ -62,7 +62,7 @@ typedef struct st_queue_conf {
 } st_queue_conf_t;
 
 typedef struct st_conf {
-    char policy[32];           /* scoring profile ("default", "pack", ...) */
+    char policy[32]; /* scoring profile ("default", "pack", ...) */
     arb_queue_policy_t queue_policy;
     bool backfill, preemption;
     int64_t starvation_ns;
@@ -75,8 +75,8 @@ typedef struct st_conf {
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
     int64_t idem_retention_ns; /* api.idempotencyRetention: keys kept (default 24 h; 0: for ever) */
     int nqueues;
-    st_queue_conf_t *queues;   /* owned; freed by st_conf_free */
-    int nclasses;              /* priorityClasses: the built-ins, then the config's */
+    st_queue_conf_t *queues;    /* owned; freed by st_conf_free */
+    int nclasses;               /* priorityClasses: the built-ins, then the config's */
     spec_prio_class_t *classes; /* owned; NULL: the built-ins only */
 } st_conf_t;
 
@@ -85,8 +85,7 @@ void st_conf_init(st_conf_t *c);
 /* Load a controller config (YAML, docs/api.md "Configuration") over the
  * defaults in c. Messages: "FILE:LINE:COL: PATH: what; fix". */
 int st_conf_load_file(const char *path, st_conf_t *c, arb_err_t *err);
-int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c,
-                     arb_err_t *err);
+int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c, arb_err_t *err);
 void st_conf_free(st_conf_t *c);
 
 /* The configuration keys, one row each (help and docs are made from it). */
@@ -134,8 +133,8 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket);
 /* Submit a job spec (JSON when !yaml, else YAML; the Kubernetes-style
  * fields of docs/scenario.md plus "command" and "env"). 201 semantics:
  * *out is the new job object. */
-int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
-                  json_t **out, int64_t *ticket, arb_err_t *err);
+int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml, json_t **out,
+                  int64_t *ticket, arb_err_t *err);
 /* The same with an Idempotency-Key (NULL: none): when this principal's key
  * already created a job, *out is that job and *created false (200), else
  * the key is recorded with the new job, durably (201). The same key with a
@@ -146,8 +145,8 @@ int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t 
                arb_err_t *err);
 /* Jobs the caller may see, filtered by state and queue (NULL: any), in id
  * order after `after`, at most limit (0: no limit). *out: {"jobs": [...]} */
-int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue,
-                 uint64_t after, int limit, json_t **out, int64_t *ticket, arb_err_t *err);
+int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue, uint64_t after,
+                 int limit, json_t **out, int64_t *ticket, arb_err_t *err);
 /* Cancel; if_match < 0: no version check. */
 int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, json_t **out,
                   int64_t *ticket, arb_err_t *err);
@@ -172,8 +171,8 @@ int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, co
 /* An agent's report (docs/api.md): inventory (first report, or changed),
  * telemetry, task states, its Lamport clock. Creates the node on first
  * report. *out: {"node", "lamport", "epoch", "assignments": [...]} */
-int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body,
-                   json_t **out, int64_t *ticket, arb_err_t *err);
+int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body, json_t **out,
+                   int64_t *ticket, arb_err_t *err);
 /* The same with If-Match (< 0: none): -ESTALE (409), nothing applied, when
  * the node is not at that version (or not registered). */
 int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
@@ -184,14 +183,14 @@ int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_t **out,
                   int64_t *ticket, arb_err_t *err);
 /* The tasks assigned to node name, with epochs (marks them delivered). */
-int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket,
-                        arb_err_t *err);
+int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 
 /* ---- queues, events, metrics, checks --------------------------------------------------- */
 
 int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
 /* Events with lamport > since, oldest first, at most limit (users do not
- * see events of other teams' jobs); when none, wait up to wait_ms for one. *out: {"events": [...], "last": N, "oldest": N} */
+ * see events of other teams' jobs); when none, wait up to wait_ms for one. *out: {"events": [...],
+ * "last": N, "oldest": N} */
 int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
               json_t **out, int64_t *ticket, arb_err_t *err);
 /* Record how long the API took to handle one agent report (metrics). */
@@ -219,8 +218,7 @@ int st_store_status(st_t *s, arb_err_t *err);
  * one, waits up to wait_ms for a change (a long poll). */
 int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_t version,
                          int64_t wait_ms, json_t **out, int64_t *ticket, arb_err_t *err);
-int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket,
-                     arb_err_t *err);
+int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket, arb_err_t *err);
 /* A balancer's in-flight counts per replica address: {"replicas":
  * [{"address": "HOST:PORT", "inflight": N}]}, input to autoscaling. */
 int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t *body,

@@ -39,7 +39,7 @@ enum { TK_PENDING, TK_ASSIGNED, TK_RUNNING, TK_SUCCEEDED, TK_FAILED, TK_LOST, TK
 extern const char *const st_task_state_names[];
 
 enum { ST_THEN_CANCEL, ST_THEN_FAIL, ST_THEN_REQUEUE }; /* st_job_t.stop_then */
-enum { ST_STRAG_NONE, ST_STRAG_STALE, ST_STRAG_SLOW }; /* st_task_t.straggler */
+enum { ST_STRAG_NONE, ST_STRAG_STALE, ST_STRAG_SLOW };  /* st_task_t.straggler */
 
 typedef struct st_task {
     uint8_t state;
@@ -54,31 +54,31 @@ typedef struct st_job st_job_t;
 
 struct st_job {
     uint64_t id;
-    arb_job_t *j;   /* the scheduler's job (owned by it unless own_j) */
-    bool own_j;     /* recovered terminal job, never handed to the scheduler */
+    arb_job_t *j; /* the scheduler's job (owned by it unless own_j) */
+    bool own_j;   /* recovered terminal job, never handed to the scheduler */
     char team[ST_NAME_MAX], owner[ST_NAME_MAX];
-    char *spec;     /* the spec as submitted (owned), re-parsed on recovery */
+    char *spec; /* the spec as submitted (owned), re-parsed on recovery */
     size_t speclen;
     bool yaml;
     json_t *command, *env; /* owned references, may be NULL */
     uint64_t version, lamport_submit, lamport_update;
-    uint64_t attempt, epoch; /* of the current assignment */
+    uint64_t attempt, epoch;             /* of the current assignment */
     int64_t submit_ms, start_ms, end_ms; /* wall clock, for people */
-    arb_job_state_t last;    /* the state last persisted */
+    arb_job_state_t last;                /* the state last persisted */
     int ntasks;
     st_task_t *tasks;
-    bool delivered; /* an agent has fetched the current assignment */
-    bool stop;      /* its tasks are being stopped (cancel, lost gang member) */
+    bool delivered;    /* an agent has fetched the current assignment */
+    bool stop;         /* its tasks are being stopped (cancel, lost gang member) */
     uint8_t stop_then; /* ST_THEN_*: what follows once every task ended */
     bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
-    int active_ix;  /* index in st.active, -1 when terminal */
+    int active_ix;     /* index in st.active, -1 when terminal */
     char message[256];
-    int nalloc_seen;  /* tasks the controller has assigned (resize.c: growth shows as more) */
-    int shrink_noted; /* the j->shrink_to already announced; 0 none */
+    int nalloc_seen;     /* tasks the controller has assigned (resize.c: growth shows as more) */
+    int shrink_noted;    /* the j->shrink_to already announced; 0 none */
     uint64_t shrink_for; /* recovery only: the id of the job a restored shrink mark is for */
-    struct st_svc *svc; /* a service (service.h): its replicas (owned); NULL otherwise */
-    uint64_t svc_of;    /* a service's replica: the service's job id; 0 otherwise */
-    int replica;        /* a service's replica: its index */
+    struct st_svc *svc;  /* a service (service.h): its replicas (owned); NULL otherwise */
+    uint64_t svc_of;     /* a service's replica: the service's job id; 0 otherwise */
+    int replica;         /* a service's replica: its index */
 };
 
 /* Must task t of sj stop: its job stops, or it is above an elastic job's
@@ -96,16 +96,16 @@ typedef struct st_node {
     int64_t report_ms;   /* wall clock of the last report, for people */
     uint64_t lamport;    /* Lamport time of the last report */
     uint64_t reports;
-    int64_t agent_lamport; /* the agent's Lamport time in the last report applied (volatile):
-                              one older is a replay and is ignored (node.c) */
+    int64_t agent_lamport;  /* the agent's Lamport time in the last report applied (volatile):
+                               one older is a replay and is ignored (node.c) */
     uint64_t stale_reports; /* replays ignored */
-    bool lost;           /* declared lost (its tasks requeued); cleared by a registration */
-    struct st_job **held; /* jobs placed here (owned array, borrowed jobs): a report costs
-                             what runs on its node, not what the cluster runs. Entries go
-                             stale when a job stops holding; readers drop them. */
+    bool lost;              /* declared lost (its tasks requeued); cleared by a registration */
+    struct st_job **held;   /* jobs placed here (owned array, borrowed jobs): a report costs
+                               what runs on its node, not what the cluster runs. Entries go
+                               stale when a job stops holding; readers drop them. */
     int nheld, capheld;
-    char addr[64];       /* where its tasks are reached: inventory "address", else the
-                            address its last report came from; "" unknown */
+    char addr[64]; /* where its tasks are reached: inventory "address", else the
+                      address its last report came from; "" unknown */
 } st_node_t;
 
 typedef struct st_event {
@@ -120,33 +120,33 @@ extern const double st_cycle_buckets_ms[ST_HIST - 1];
 struct st {
     st_conf_t conf;
     pthread_mutex_t mu;
-    pthread_cond_t ev_cond;    /* an event was appended */
-    pthread_cond_t kick;       /* something changed: run a cycle */
+    pthread_cond_t ev_cond; /* an event was appended */
+    pthread_cond_t kick;    /* something changed: run a cycle */
     store_t *store;
     store_gc_t *gc;
-    store_batch_t batch;       /* ops of the mutation in progress */
+    store_batch_t batch; /* ops of the mutation in progress */
 
     arb_cluster_t cluster;
     arb_sched_t *sched;
     arb_rng_t rng;
 
-    st_job_t **jobs;           /* by id; jobs[0] unused */
+    st_job_t **jobs; /* by id; jobs[0] unused */
     uint64_t capjobs, next_id;
-    st_job_t **active;         /* non-terminal jobs */
+    st_job_t **active; /* non-terminal jobs */
     int nactive, capactive;
-    st_node_t *nodes;          /* parallel to cluster.nodes */
+    st_node_t *nodes; /* parallel to cluster.nodes */
     uint32_t capnodes;
-    uint32_t *queues;          /* interned names of every queue seen */
+    uint32_t *queues; /* interned names of every queue seen */
     int nqueues;
 
-    bool held_oom;             /* a node's job index could not grow: walk every job */
+    bool held_oom; /* a node's job index could not grow: walk every job */
     uint64_t clock, clock_hwm, epoch;
-    st_event_t *ring;          /* the last conf.event_retention events */
+    st_event_t *ring;                /* the last conf.event_retention events */
     int ring_cap, ring_n, ring_head; /* head: index of the oldest */
 
     bool dirty, stop, running;
     pthread_t thr;
-    pthread_t probe_thr;       /* service health probes (probe.c) */
+    pthread_t probe_thr; /* service health probes (probe.c) */
     bool probe_running, probe_stop;
 
     struct st_tickets *tickets; /* log tickets (logticket.c); NULL until the first */
@@ -159,10 +159,10 @@ struct st {
     uint64_t m_nodes_lost, m_tasks_lost, m_requeued, m_reports;
     uint64_t m_report_hist[ST_HIST];
     double m_report_sum_s;
-    uint64_t m_placed_window;  /* placements since m_window_mono */
+    uint64_t m_placed_window; /* placements since m_window_mono */
     int64_t m_window_mono;
     double m_decisions_per_s;
-    struct st_idem *idem;      /* Idempotency-Keys of submissions (idem.c) */
+    struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
 };
 
 /* Clocks. */
@@ -174,8 +174,8 @@ struct timespec st_deadline(int64_t ms);
  * high-water mark when needed). */
 uint64_t st_tick(st_t *s, uint64_t remote);
 /* Append an event (type like "job-placed"; job 0 / node NULL when none). */
-uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt,
-                  ...) __attribute__((format(printf, 5, 6)));
+uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
 /* Queue the current batch: the ticket for st_wait. */
 int64_t st_flush(st_t *s);
 /* A read: the ticket of everything seen. */
@@ -191,8 +191,8 @@ void st_job_free(st_job_t *sj);
 void st_queue_seen(st_t *s, uint32_t name);
 /* Parse a spec body into a new finalized job (interned in s->cluster) and
  * its command/env; -EBADMSG for syntax, -EINVAL for content. */
-int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
-                  json_t **command, json_t **env, bool *restartable, arb_err_t *err);
+int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
+                  json_t **env, bool *restartable, arb_err_t *err);
 /* A stored job's priority as resolved at submission (its record's
  * "priority" and "preemptible"); gone: set to its priorityClassName when the
  * config no longer defines that class. */

@@ -49,7 +49,9 @@ int store_open(const char *uri, const store_opts_t *o, store_t **out, arb_err_t 
                 memcmp(store_backends[i]->name, uri, n) == 0)
                 ops = store_backends[i];
         if (!ops)
-            return arb_errf(err, -ENOENT, "store '%s': unknown backend '%.*s'; use sqlite:DIR or etcd://HOST:PORT[,HOST:PORT...]",
+            return arb_errf(err, -ENOENT,
+                            "store '%s': unknown backend '%.*s'; use sqlite:DIR or "
+                            "etcd://HOST:PORT[,HOST:PORT...]",
                             uri, (int)n, uri);
         where = colon + 1;
         while (where[0] == '/' && where[1] == '/') /* sqlite://dir */
@@ -71,8 +73,7 @@ void store_close(store_t *s)
     s->ops->close(s);
 }
 
-int store_get(store_t *s, const char *key, char **val, size_t *n, uint64_t *mod_rev,
-              arb_err_t *err)
+int store_get(store_t *s, const char *key, char **val, size_t *n, uint64_t *mod_rev, arb_err_t *err)
 {
     pthread_mutex_lock(&s->mu);
     int rc = s->ops->get(s, key, val, n, mod_rev, err);
@@ -190,7 +191,7 @@ struct store_gc {
     int64_t last;        /* ticket of the last batch queued */
     int64_t durable;     /* every ticket <= durable is committed */
     bool failed, stop;
-    int inject;          /* fault injection: commits left to fail */
+    int inject; /* fault injection: commits left to fail */
     arb_err_t fail_err;
     store_gc_stats_t st;
 };

@@ -79,8 +79,8 @@ extern const store_ops_t *const store_backends[];
 extern const store_ops_t store_sqlite_ops;
 extern const store_ops_t store_etcd_ops; /* store_etcd.c: etcd://HOST:PORT[,...][/PREFIX] */
 
-/* Open by URI: "sqlite:DIR" or a bare DIR (sqlite), or "etcd://..." (store_etcd.c). -ENOENT for an unknown
- * scheme, with the list of backends. Close with store_close. */
+/* Open by URI: "sqlite:DIR" or a bare DIR (sqlite), or "etcd://..." (store_etcd.c). -ENOENT for an
+ * unknown scheme, with the list of backends. Close with store_close. */
 int store_open(const char *uri, const store_opts_t *o, store_t **out, arb_err_t *err);
 void store_close(store_t *s);
 int store_get(store_t *s, const char *key, char **val, size_t *n, uint64_t *mod_rev,

@@ -26,7 +26,7 @@ typedef struct sq {
     store_t base;
     sqlite3 *db;
     int lockfd;
-    uint64_t rev;     /* committed revision */
+    uint64_t rev; /* committed revision */
     bool in_txn;
     sqlite3_stmt *put, *del, *get, *scan, *setrev;
 } sq_t;
@@ -80,8 +80,7 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
     snprintf(path, sizeof path, "%s/LOCK", dir);
     q->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (q->lockfd < 0) {
-        rc = arb_errf(err, -errno, "data dir '%s': cannot open %s: %s", dir, path,
-                      strerror(errno));
+        rc = arb_errf(err, -errno, "data dir '%s': cannot open %s: %s", dir, path, strerror(errno));
         goto out;
     }
     if (flock(q->lockfd, LOCK_EX | LOCK_NB) < 0) {
@@ -114,13 +113,12 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
         goto out;
     if (sqlite3_prepare_v2(q->db, "INSERT OR REPLACE INTO kv(key,val,rev) VALUES(?1,?2,?3)", -1,
                            &q->put, NULL) != SQLITE_OK ||
-        sqlite3_prepare_v2(q->db, "DELETE FROM kv WHERE key=?1", -1, &q->del, NULL) !=
-            SQLITE_OK ||
+        sqlite3_prepare_v2(q->db, "DELETE FROM kv WHERE key=?1", -1, &q->del, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(q->db, "SELECT val,rev FROM kv WHERE key=?1", -1, &q->get, NULL) !=
             SQLITE_OK ||
         sqlite3_prepare_v2(q->db,
-                           "SELECT key,val,rev FROM kv WHERE key>=?1 AND key<?2 ORDER BY key",
-                           -1, &q->scan, NULL) != SQLITE_OK ||
+                           "SELECT key,val,rev FROM kv WHERE key>=?1 AND key<?2 ORDER BY key", -1,
+                           &q->scan, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(q->db, "UPDATE meta SET v=?1 WHERE k='revision'", -1, &q->setrev,
                            NULL) != SQLITE_OK) {
         rc = sq_fail(q, err, "prepare");

@@ -6,11 +6,10 @@
  *   arb_lbtest backend --id NAME (--port-file F | --port P) [--delay-ms D] [--health-file H]
  *       [--die-after N]
  *       A keep-alive HTTP/1.1 server, one thread per connection, on an
- *       ephemeral port (written to F), or on port P (a service replica's $PORT). Every response carries
- *       "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>".
- *       /healthz answers 200 while file H exists (always, without H), else
- *       503. /echo answers the request body's length. /chunked answers with
- *       a chunked body. Anything else answers "NAME\n" after D ms. With
+ *       ephemeral port (written to F), or on port P (a service replica's $PORT). Every response
+ * carries "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>". /healthz answers 200
+ * while file H exists (always, without H), else 503. /echo answers the request body's length.
+ * /chunked answers with a chunked body. Anything else answers "NAME\n" after D ms. With
  *       --die-after, the request after the Nth is never answered: the
  *       backend SIGKILLs itself (a crash in the middle of a load run,
  *       whatever the machine's speed).
@@ -175,7 +174,8 @@ done:
 
 static int listen_any(int *port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_addr.s_addr = htonl(INADDR_LOOPBACK),
                              .sin_port = htons((uint16_t)*port)};
     socklen_t len = sizeof sa;
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
@@ -232,7 +232,8 @@ static int run_backend(int argc, char **argv)
 
 static int dial(int port)
 {
-    struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons((uint16_t)port),
+    struct sockaddr_in sa = {.sin_family = AF_INET,
+                             .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
     struct timeval tv = {.tv_sec = 10};
@@ -366,9 +367,9 @@ static void *l_worker(void *arg)
         else
             n = snprintf(req, sizeof req, "GET %s HTTP/1.1\r\nHost: t\r\n\r\n", l_path);
         double t0 = now_ms();
-        int st = write_all(fd, req, (size_t)n) < 0 ? -1
-                                                   : read_response(fd, rb, false, be, sizeof be,
-                                                                   NULL, 0);
+        int st = write_all(fd, req, (size_t)n) < 0
+                     ? -1
+                     : read_response(fd, rb, false, be, sizeof be, NULL, 0);
         double dt = now_ms() - t0;
         if (st < 200 || st >= 300) {
             atomic_fetch_add(&l_err, 1);

@@ -176,8 +176,8 @@ static void serve(int fd, const char *to, const char *drop, FILE *log)
     if (drop) {
         char status[16];
         forward(drop, req, n, status, sizeof status);
-        fprintf(log, "%s %s %ld idem=%s forwarded=%s reply=dropped\n", method, target, body,
-                idem, status);
+        fprintf(log, "%s %s %ld idem=%s forwarded=%s reply=dropped\n", method, target, body, idem,
+                status);
         fflush(log);
         return; /* the caller closes: the client never hears back */
     }

@@ -3,8 +3,8 @@
  * SQLite store) share: a fresh temporary data directory per test, made by
  * setup() and removed by teardown() (cmocka's per-test hooks), and the
  * principals the API would pass in: an admin, two users of two teams and
- * an agent; has_event() looks through the event log. Header-only; each test executable includes it once, after
- * <cmocka.h> and "state/state_int.h".
+ * an agent; has_event() looks through the event log. Header-only; each test executable includes it
+ * once, after <cmocka.h> and "state/state_int.h".
  */
 #ifndef ARB_TEST_STATE_FIXTURE_H
 #define ARB_TEST_STATE_FIXTURE_H

@@ -46,8 +46,8 @@ static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
     return k;
 }
 
-static resp_t req(const char *method, const char *path, const char *tok, const char *body,
-                  size_t n, const char *ctype)
+static resp_t req(const char *method, const char *path, const char *tok, const char *body, size_t n,
+                  const char *ctype)
 {
     resp_t r = {0};
     CURL *c = curl_easy_init();
@@ -103,8 +103,9 @@ static int setup(void **unused)
     assert_non_null(mkdtemp(dir));
     snprintf(path, sizeof path, "%s/tokens", dir);
     f = fopen(path, "w");
-    fprintf(f, "# test tokens\n%s admin ops root\n%s user team-a alice\n%s user team-b bob\n"
-               "%s agent nodes agent\n",
+    fprintf(f,
+            "# test tokens\n%s admin ops root\n%s user team-a alice\n%s user team-b bob\n"
+            "%s agent nodes agent\n",
             ADMIN_TOK, ALICE_TOK, BOB_TOK, AGENT_TOK);
     fclose(f);
     chmod(path, 0600);
@@ -134,7 +135,8 @@ static int teardown(void **unused)
     return 0;
 }
 
-#define NODE "{\"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"gpus\": [" \
+#define NODE                                                                                       \
+    "{\"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"gpus\": ["                             \
     "{\"model\": \"H100\", \"memory\": \"80Gi\"}, {\"model\": \"H100\", \"memory\": \"80Gi\"}]}}"
 #define JOB "{\"name\": \"t\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}}"
 
@@ -157,8 +159,7 @@ static void test_auth_and_codes(void **unused)
     assert_int_equal(call("POST", "/v1/nodes/n1/drain", ALICE_TOK, "", NULL), 403);
     assert_int_equal(call("POST", "/v1/nodes/n1/drain", ADMIN_TOK, "", "Draining"), 200);
     assert_int_equal(call("POST", "/v1/nodes/n1/undrain", ADMIN_TOK, "", "Ready"), 200);
-    assert_int_equal(call("GET", "/v1/jobs?state=bogus", ADMIN_TOK, NULL, "not a job state"),
-                     400);
+    assert_int_equal(call("GET", "/v1/jobs?state=bogus", ADMIN_TOK, NULL, "not a job state"), 400);
     assert_int_equal(call("GET", "/v1/status", BOB_TOK, NULL, "\"team\":\"team-b\""), 200);
     assert_int_equal(call("GET", "/v1/check", ADMIN_TOK, NULL, "\"ok\":true"), 200);
 }
@@ -193,9 +194,9 @@ static void test_validation(void **unused)
     assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, "{\"name\": \"x\", \"gpus\": 2}",
                           "unknown field 'gpus'"),
                      422);
-    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK,
-                          "{\"name\": \"x\", \"replicas\": -2}", "replicas"),
-                     422);
+    assert_int_equal(
+        call("POST", "/v1/jobs", ADMIN_TOK, "{\"name\": \"x\", \"replicas\": -2}", "replicas"),
+        422);
     assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, "", "empty body"), 400);
     r = req("POST", "/v1/jobs", ADMIN_TOK, "name: y\nreplicas: [\n", 20, "application/yaml");
     assert_int_equal(r.status, 400);

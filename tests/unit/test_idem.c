@@ -207,9 +207,8 @@ static void test_config_errors(void **unused)
         st_conf_free(&c);
     }
     st_conf_init(&c);
-    assert_int_equal(st_conf_load_mem("c.yaml", "api: {idempotencyRetention: 1h30m}\n", 35, &c,
-                                      &err),
-                     0);
+    assert_int_equal(
+        st_conf_load_mem("c.yaml", "api: {idempotencyRetention: 1h30m}\n", 35, &c, &err), 0);
     assert_int_equal(c.idem_retention_ns, 5400000000000LL);
     st_conf_free(&c);
 }

@@ -102,8 +102,7 @@ static void test_maglev_within_2x(void **state)
     double spread;
     for (int n = 5; n <= 20; n += 5) {
         double f = moved_when_leaving(LB_HASH_MAGLEV, n, n / 2, &spread);
-        print_message("maglev n=%d: moved %.4f (1/n %.4f), max/mean %.3f\n", n, f, 1.0 / n,
-                      spread);
+        print_message("maglev n=%d: moved %.4f (1/n %.4f), max/mean %.3f\n", n, f, 1.0 / n, spread);
         assert_true(f >= 0.9 / n && f <= 2.0 / n);
         assert_true(spread < 1.05); /* M/N slots each, to within one */
     }
@@ -244,9 +243,12 @@ static void test_hash_stable(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_ring_moves_one_nth), cmocka_unit_test(test_maglev_within_2x),
-        cmocka_unit_test(test_bounded_loads),      cmocka_unit_test(test_key_sticks),
-        cmocka_unit_test(test_weights),            cmocka_unit_test(test_shard_map),
+        cmocka_unit_test(test_ring_moves_one_nth),
+        cmocka_unit_test(test_maglev_within_2x),
+        cmocka_unit_test(test_bounded_loads),
+        cmocka_unit_test(test_key_sticks),
+        cmocka_unit_test(test_weights),
+        cmocka_unit_test(test_shard_map),
         cmocka_unit_test(test_hash_stable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

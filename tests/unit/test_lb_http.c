@@ -88,7 +88,8 @@ static void test_response(void **state)
 {
     http_head_t h;
     http_body_t b;
-    const char *s = "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Arbiter-Load: q=3,gpu=0.5\r\n\r\nhello";
+    const char *s =
+        "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Arbiter-Load: q=3,gpu=0.5\r\n\r\nhello";
     assert_int_equal(http_parse_response(s, strlen(s), &h), (int)strlen(s) - 5);
     assert_int_equal(h.status, 200);
     http_body_response(&b, &h, false);
@@ -145,8 +146,8 @@ static void test_chunked(void **state)
     assert_true(c.done);
     assert_int_equal(used, total);
 
-    static const char *bad[] = {"g\r\n", "\r\n", "4\r\nWikiX\r\n", "4\nWiki", "1234567890abcdef0\r\n",
-                                "0\r\nTrailer\n"};
+    static const char *bad[] = {
+        "g\r\n", "\r\n", "4\r\nWikiX\r\n", "4\nWiki", "1234567890abcdef0\r\n", "0\r\nTrailer\n"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         http_body_t d = {.mode = HTTP_BODY_CHUNKED};
         assert_int_equal(http_body_feed(&d, bad[i], strlen(bad[i])), -EINVAL);
@@ -156,7 +157,7 @@ static void test_chunked(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_request_ok),   cmocka_unit_test(test_request_incomplete),
+        cmocka_unit_test(test_request_ok),      cmocka_unit_test(test_request_incomplete),
         cmocka_unit_test(test_request_refused), cmocka_unit_test(test_response),
         cmocka_unit_test(test_chunked),
     };

@@ -178,8 +178,10 @@ static double slow_share(const lb_ops_t *ops, bool reports)
         }
         if (reports && t % 50 == 0)
             for (int i = 0; i < NP; i++)
-                p[i].load = (lb_load_t){.queue = p[i].inflight, .gpu_util = i == 0 ? 1.0 : 0.2,
-                                        .inflight = p[i].inflight, .at_ms = t};
+                p[i].load = (lb_load_t){.queue = p[i].inflight,
+                                        .gpu_util = i == 0 ? 1.0 : 0.2,
+                                        .inflight = p[i].inflight,
+                                        .at_ms = t};
     }
     lb_policy_fini(&pol);
     return (double)served[0] / total;

@@ -225,9 +225,12 @@ static void test_profile(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_estimate),     cmocka_unit_test(test_node_and_gpu_order),
-        cmocka_unit_test(test_queue_length), cmocka_unit_test(test_ageing),
-        cmocka_unit_test(test_profile),      cmocka_unit_test(test_default_profile_kinds),
+        cmocka_unit_test(test_estimate),
+        cmocka_unit_test(test_node_and_gpu_order),
+        cmocka_unit_test(test_queue_length),
+        cmocka_unit_test(test_ageing),
+        cmocka_unit_test(test_profile),
+        cmocka_unit_test(test_default_profile_kinds),
         cmocka_unit_test(test_neutral_for_whole_gpu),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

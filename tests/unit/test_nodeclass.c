@@ -29,8 +29,8 @@ static void build(fx_t *f)
         char name[16], rack[8];
         snprintf(name, sizeof name, "n%02d", i);
         snprintf(rack, sizeof rack, "r%d", i / 8);
-        uint32_t id = fx_node(f, name, i % 5 == 4 ? 4 : 8, i % 3 == 0 ? 1 : 2,
-                              i % 7 == 0 ? "T4" : "A100", 0);
+        uint32_t id =
+            fx_node(f, name, i % 5 == 4 ? 4 : 8, i % 3 == 0 ? 1 : 2, i % 7 == 0 ? "T4" : "A100", 0);
         fx_label(f, id, "rack", rack);
         if (i % 4 == 0)
             fx_label(f, id, "pool", "batch");
@@ -54,7 +54,11 @@ static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
         char name[16];
         uint64_t k = arb_rng_below(&wl, 10);
         snprintf(name, sizeof name, "j%d", i);
-        arb_job_t *j = fx_job_new(name, k == 9 ? 2 : 1, k < 4 ? 1 : k < 6 ? 0 : k < 8 ? 4 : 8,
+        arb_job_t *j = fx_job_new(name, k == 9 ? 2 : 1,
+                                  k < 4   ? 1
+                                  : k < 6 ? 0
+                                  : k < 8 ? 4
+                                          : 8,
                                   k >= 4 && k < 6 ? 100 * (int)(1 + arb_rng_below(&wl, 9)) : 0);
         if (k == 3)
             fx_selector(&f, j, "pool", "batch");

@@ -17,12 +17,12 @@
 #include "state/state_int.h"
 #include "state_fixture.h"
 
-#define WITH_CLASSES                                                                            \
-    "priorityClasses:\n"                                                                       \
-    "  - {name: batch-low, value: 50, preemptible: true}\n"                                    \
+#define WITH_CLASSES                                                                               \
+    "priorityClasses:\n"                                                                           \
+    "  - {name: batch-low, value: 50, preemptible: true}\n"                                        \
     "  - {name: prod, value: 7000, preemptible: false}\n"
-#define WITHOUT_BATCH_LOW                                                                       \
-    "priorityClasses:\n"                                                                       \
+#define WITHOUT_BATCH_LOW                                                                          \
+    "priorityClasses:\n"                                                                           \
     "  - {name: prod, value: 9000}\n"
 
 static st_t *open_st(const char *yaml)
@@ -96,7 +96,8 @@ static int events_of(st_t *s, const char *type, uint64_t id)
     int n = 0;
 
     assert_int_equal(st_events(s, &admin, 0, 0, 0, &out, &t, NULL), 0);
-    json_array_foreach(json_object_get(out, "events"), i, e) {
+    json_array_foreach(json_object_get(out, "events"), i, e)
+    {
         if (strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
             (uint64_t)json_integer_value(json_object_get(e, "job")) == id)
             n++;

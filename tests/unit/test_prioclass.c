@@ -57,9 +57,9 @@ static void test_table(void **state)
     assert_int_equal(load("{name: a, priorityClassName: scavenger}", &table, &p, &pre, &err), 0);
     assert_int_equal(p, -10);
     assert_true(pre);
-    assert_int_equal(load("{name: a, priorityClassName: scavenger, preemptible: false}", &table,
-                          &p, &pre, &err),
-                     0);
+    assert_int_equal(
+        load("{name: a, priorityClassName: scavenger, preemptible: false}", &table, &p, &pre, &err),
+        0);
     assert_false(pre); /* the spec's own word wins */
     assert_int_equal(load("{name: a, priority: 7}", &table, &p, &pre, &err), 0);
     assert_int_equal(p, 7);

@@ -19,8 +19,8 @@
 
 static bool last_stale; /* the last report's reply said "stale": true */
 
-#define INVENTORY                                                                               \
-    "\"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"gpus\": [{\"model\": \"H100\", "     \
+#define INVENTORY                                                                                  \
+    "\"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"gpus\": [{\"model\": \"H100\", "        \
     "\"memory\": \"80Gi\", \"nvlink\": 0}]}"
 
 /* Send body as node n1's report: the return code; err's text into msg. */
@@ -35,10 +35,11 @@ static int report(st_t *s, const char *body, char *msg, size_t n)
     if (t)
         assert_int_equal(st_wait(s, t, NULL), 0);
     if (msg)
-        snprintf(msg, n, "%s", rc == 0 && out ? json_string_value(json_object_get(out, "message"))
-                                                  ? json_string_value(json_object_get(out, "message"))
-                                                  : ""
-                                            : err.msg);
+        snprintf(msg, n, "%s",
+                 rc == 0 && out ? json_string_value(json_object_get(out, "message"))
+                                      ? json_string_value(json_object_get(out, "message"))
+                                      : ""
+                                : err.msg);
     last_stale = rc == 0 && json_is_true(json_object_get(out, "stale"));
     json_decref(out);
     json_decref(b);

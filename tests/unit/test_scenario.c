@@ -262,30 +262,31 @@ typedef struct bad {
 } bad_t;
 
 static const bad_t bad_cases[] = {
-    {"unknown key, with a suggestion", JOB "    replica: 4\n", "t.yaml:7:5: jobs[0]: ",
-     "unknown field 'replica'; did you mean 'replicas'?"},
-    {"unknown key, the valid list", JOB "    colour: red\n", "t.yaml:7:5: jobs[0]: ",
-     "valid fields: name, queue, priority"},
+    {"unknown key, with a suggestion", JOB "    replica: 4\n",
+     "t.yaml:7:5: jobs[0]: ", "unknown field 'replica'; did you mean 'replicas'?"},
+    {"unknown key, the valid list", JOB "    colour: red\n",
+     "t.yaml:7:5: jobs[0]: ", "valid fields: name, queue, priority"},
     {"unknown top-level key", NODES "job: []\n", "t.yaml:5:1: ", "did you mean 'jobs'?"},
     {"bad quantity", JOB "    resources:\n      requests: {memory: 256Gx}\n",
      "t.yaml:8:26: jobs[0].resources.requests.memory: ", "'256Gx': unknown unit"},
-    {"wrong type: list for a number", JOB "    replicas: [1]\n", "t.yaml:7:16: jobs[0].replicas: ",
-     "expected a single value, got a list"},
-    {"wrong type: mapping for a list", NODES "jobs: {name: j}\n", "t.yaml:5:8: jobs: ",
-     "expected a list"},
-    {"wrong type: quoted integer", JOB "    replicas: \"4\"\n", "t.yaml:7:16: jobs[0].replicas: ",
-     "drop the quotes"},
-    {"wrong type: boolean", JOB "    preemptible: yes\n", "t.yaml:7:18: jobs[0].preemptible: ",
-     "expected true or false"},
-    {"missing node name", "nodes:\n  - labels: {a: b}\n", "t.yaml:2:5: nodes[0]: ", "missing name:"},
-    {"missing job name", NODES "jobs:\n  - replicas: 2\n", "t.yaml:6:5: jobs[0]: ",
-     "missing name:"},
-    {"duplicate node name", "nodes:\n  - name: a\n  - name: a\n", "t.yaml:3:11: nodes[1].name: ",
-     "node 'a' already exists"},
+    {"wrong type: list for a number", JOB "    replicas: [1]\n",
+     "t.yaml:7:16: jobs[0].replicas: ", "expected a single value, got a list"},
+    {"wrong type: mapping for a list", NODES "jobs: {name: j}\n",
+     "t.yaml:5:8: jobs: ", "expected a list"},
+    {"wrong type: quoted integer", JOB "    replicas: \"4\"\n",
+     "t.yaml:7:16: jobs[0].replicas: ", "drop the quotes"},
+    {"wrong type: boolean", JOB "    preemptible: yes\n",
+     "t.yaml:7:18: jobs[0].preemptible: ", "expected true or false"},
+    {"missing node name", "nodes:\n  - labels: {a: b}\n",
+     "t.yaml:2:5: nodes[0]: ", "missing name:"},
+    {"missing job name", NODES "jobs:\n  - replicas: 2\n",
+     "t.yaml:6:5: jobs[0]: ", "missing name:"},
+    {"duplicate node name", "nodes:\n  - name: a\n  - name: a\n",
+     "t.yaml:3:11: nodes[1].name: ", "node 'a' already exists"},
     {"duplicate node name through count", "nodes:\n  - name: a-2\n  - {name: a, count: 2}\n",
      "t.yaml:3:12: nodes[1].name: ", "node 'a-2' already exists"},
-    {"duplicate job name", NODES "jobs:\n  - name: j\n  - name: j\n", "t.yaml:7:11: jobs[1].name: ",
-     "job name 'j' is used twice"},
+    {"duplicate job name", NODES "jobs:\n  - name: j\n  - name: j\n",
+     "t.yaml:7:11: jobs[1].name: ", "job name 'j' is used twice"},
     {"GPU share above 999m", JOB "    resources:\n      requests: {arbiter.io/gpu-share: 1500m}\n",
      "t.yaml:8:40: jobs[0].resources.requests.arbiter.io/gpu-share: ",
      "must be 1m..999m of one GPU (e.g. 500m or 0.5); use nvidia.com/gpu for whole GPUs"},
@@ -296,10 +297,12 @@ static const bad_t bad_cases[] = {
      "'0.5' is not a whole number of GPUs; for a share of one GPU use arbiter.io/gpu-share: 500m"},
     {"too many GPUs per task", JOB "    resources:\n      requests: {nvidia.com/gpu: 17}\n",
      "t.yaml:8:34: jobs[0].resources.requests.nvidia.com/gpu: ", "ask for more replicas"},
-    {"GPUs and a share", JOB "    resources:\n      requests: {nvidia.com/gpu: 1, "
-                             "arbiter.io/gpu-share: 500m}\n",
+    {"GPUs and a share",
+     JOB "    resources:\n      requests: {nvidia.com/gpu: 1, "
+         "arbiter.io/gpu-share: 500m}\n",
      "t.yaml:8:18: jobs[0].resources.requests: ", "choose one"},
-    {"GPU memory without a GPU", JOB "    resources:\n      requests: {nvidia.com/gpu-memory: 8Gi}\n",
+    {"GPU memory without a GPU",
+     JOB "    resources:\n      requests: {nvidia.com/gpu-memory: 8Gi}\n",
      "t.yaml:8:18: jobs[0].resources.requests: ", "ask for nvidia.com/gpu or arbiter.io/gpu-share"},
     {"unknown resource", JOB "    resources:\n      requests: {gpus: 1}\n",
      "t.yaml:8:18: jobs[0].resources.requests.gpus: ",
@@ -307,30 +310,34 @@ static const bad_t bad_cases[] = {
     {"unknown extended resource", JOB "    resources:\n      requests: {rdma/hcb: 1}\n",
      "t.yaml:8:18: jobs[0].resources.requests.rdma/hcb: ",
      "no node offers extended resource 'rdma/hcb'; nodes offer: rdma/hca"},
-    {"limit below request", JOB "    resources:\n      requests: {cpu: 4}\n      limits: {cpu: 2}\n",
+    {"limit below request",
+     JOB "    resources:\n      requests: {cpu: 4}\n      limits: {cpu: 2}\n",
      "t.yaml:9:16: jobs[0].resources.limits: ", "the limit of cpu is below its request"},
     {"unknown topology level", JOB "    topology: {level: rackz}\n",
-     "t.yaml:7:23: jobs[0].topology.level: ", "unknown value 'rackz'; use one of: nvlink, node, rack, block"},
-    {"NVLink topology with a GPU share", JOB "    topology: nvlink\n    resources:\n"
-                                            "      requests: {arbiter.io/gpu-share: 500m}\n",
+     "t.yaml:7:23: jobs[0].topology.level: ",
+     "unknown value 'rackz'; use one of: nvlink, node, rack, block"},
+    {"NVLink topology with a GPU share",
+     JOB "    topology: nvlink\n    resources:\n"
+         "      requests: {arbiter.io/gpu-share: 500m}\n",
      "t.yaml:7:15: jobs[0].topology: ", "needs whole GPUs"},
     {"unknown policy", "scheduler: {policy: spreed}\n" NODES,
      "t.yaml:1:21: scheduler.policy: ", "unknown policy 'spreed'; use one of:"},
-    {"unknown queue policy", "scheduler: {queue: lifo}\n" NODES, "t.yaml:1:20: scheduler.queue: ",
-     "lifo"},
-    {"negative replicas", JOB "    replicas: -1\n", "t.yaml:7:15: jobs[0].replicas: ",
-     "-1 is out of range; use 1..100000"},
+    {"unknown queue policy", "scheduler: {queue: lifo}\n" NODES,
+     "t.yaml:1:20: scheduler.queue: ", "lifo"},
+    {"negative replicas", JOB "    replicas: -1\n",
+     "t.yaml:7:15: jobs[0].replicas: ", "-1 is out of range; use 1..100000"},
     {"gangMin above the task count", JOB "    replicas: 2\n    gangMin: 3\n",
      "t.yaml:8:14: jobs[0].gangMin: ", "gangMin must be 0..2"},
     {"priority and a class", JOB "    priority: 5\n    priorityClassName: high\n",
      "t.yaml:8:24: jobs[0].priorityClassName: ", "not both"},
     {"unknown priority class", JOB "    priorityClassName: urgent\n",
      "t.yaml:7:24: jobs[0].priorityClassName: ", "unknown priority class 'urgent'"},
-    {"bad duration", JOB "    timeLimit: 1x\n", "t.yaml:7:16: jobs[0].timeLimit: ",
-     "'1x' is not a duration"},
+    {"bad duration", JOB "    timeLimit: 1x\n",
+     "t.yaml:7:16: jobs[0].timeLimit: ", "'1x' is not a duration"},
     {"In without values", JOB "    affinity: {required: [[{key: zone, operator: In}]]}\n",
      "t.yaml:7:29: jobs[0].affinity.required[0][0]: ", "In needs values:"},
-    {"unknown operator", JOB "    affinity: {required: [[{key: zone, operator: in, values: [a]}]]}\n",
+    {"unknown operator",
+     JOB "    affinity: {required: [[{key: zone, operator: in, values: [a]}]]}\n",
      "t.yaml:7:50: jobs[0].affinity.required[0][0].operator: ", "unknown value 'in'"},
     {"toleration without key", JOB "    tolerations: [{value: x}]\n",
      "t.yaml:7:20: jobs[0].tolerations[0]: ", "missing key:"},
@@ -349,13 +356,16 @@ static const bad_t bad_cases[] = {
      "unknown value 'NoExecute'; use one of: NoSchedule, PreferNoSchedule"},
     {"unknown condition", "nodes:\n  - name: a\n    condition: Up\n",
      "t.yaml:3:16: nodes[0].condition: ", "use one of: Ready, NotReady, Draining"},
-    {"alias", "nodes:\n  - name: &x a\n  - name: *x\n", "t.yaml:3:12: nodes[1].name: ",
-     "anchors and aliases"},
-    {"control character", "nodes:\n  - name: \"a\\x01b\"\n", "t.yaml:2:12: nodes[0].name: ",
-     "control character"},
+    {"alias", "nodes:\n  - name: &x a\n  - name: *x\n",
+     "t.yaml:3:12: nodes[1].name: ", "anchors and aliases"},
+    {"control character", "nodes:\n  - name: \"a\\x01b\"\n",
+     "t.yaml:2:12: nodes[0].name: ", "control character"},
     {"empty key", "nodes:\n  - name: a\n    : x\n", "t.yaml:3:7: nodes[0]: ", "a key is empty"},
     {"empty value", "nodes:\n  - name:\n", "t.yaml:2:5: nodes[0].name: ", "has no value"},
-    {"no nodes", NODES "jobs: []\n" "scheduler: {}\n", NULL, NULL}, /* fine: control case */
+    {"no nodes",
+     NODES "jobs: []\n"
+           "scheduler: {}\n",
+     NULL, NULL}, /* fine: control case */
     {"missing nodes", "jobs: []\n", "t.yaml:1:1: ", "missing nodes:"},
     {"empty node list", "nodes: []\n", "t.yaml:1:1: nodes: ", "at least one node"},
     {"empty file", "", "t.yaml: ", "the file is empty"},
@@ -470,8 +480,9 @@ static void test_limits(void **st)
     arb_err_t err = {{0}};
 
     /* 100000 jobs of about 65 values each: over the 5M-value budget. */
-    off = (size_t)snprintf(yaml, sizeof yaml, NODES "jobs:\n  - name: j\n    count: 100000\n"
-                                                    "    nodeSelector: {");
+    off = (size_t)snprintf(yaml, sizeof yaml,
+                           NODES "jobs:\n  - name: j\n    count: 100000\n"
+                                 "    nodeSelector: {");
     for (int i = 0; i < 30; i++)
         off += (size_t)snprintf(yaml + off, sizeof yaml - off, "%sk%d: v", i ? ", " : "", i);
     snprintf(yaml + off, sizeof yaml - off, "}\n");
@@ -526,9 +537,8 @@ static void test_fuzz_regressions(void **st)
         spec_scenario_t sc;
         arb_err_t err = {{0}};
         memset(&sc, 0, sizeof sc);
-        assert_int_equal(spec_scenario_load_mem("crash.yaml", inputs[i], strlen(inputs[i]), &sc,
-                                                &err),
-                         -EINVAL);
+        assert_int_equal(
+            spec_scenario_load_mem("crash.yaml", inputs[i], strlen(inputs[i]), &sc, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "crash.yaml:1:"));
         assert_non_null(strstr(err.msg, "tab"));
     }
@@ -537,9 +547,12 @@ static void test_fuzz_regressions(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_examples), cmocka_unit_test(test_full),
-        cmocka_unit_test(test_bad),      cmocka_unit_test(test_job_spec),
-        cmocka_unit_test(test_limits),   cmocka_unit_test(test_mangled),
+        cmocka_unit_test(test_examples),
+        cmocka_unit_test(test_full),
+        cmocka_unit_test(test_bad),
+        cmocka_unit_test(test_job_spec),
+        cmocka_unit_test(test_limits),
+        cmocka_unit_test(test_mangled),
         cmocka_unit_test(test_fuzz_regressions),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

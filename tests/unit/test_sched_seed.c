@@ -79,7 +79,8 @@ static void test_spread_fragments(void **st)
     arb_explain_t ex;
     assert_int_equal(run("spread", &ex), -ENOSPC);
     assert_non_null(strstr(ex.summary, "0/4 nodes are available"));
-    assert_non_null(strstr(ex.summary, "insufficient GPUs in one NVLink domain (needs 8, largest free 4)"));
+    assert_non_null(
+        strstr(ex.summary, "insufficient GPUs in one NVLink domain (needs 8, largest free 4)"));
     assert_int_equal(ex.hist[ARB_R_NVLINK], 4);
     assert_int_equal(ex.largest_free, 4);
     assert_int_equal(ex.free_gpu_milli, 16000);

@@ -162,9 +162,9 @@ static void probed(st_t *s, uint64_t svc, int i, uint64_t child, bool ok)
     pthread_mutex_unlock(&s->mu);
 }
 
-#define WEB                                                                                       \
-    "name: web\nkind: service\nreplicas: 2\nport: 18000\nhealth: /healthz\n"                      \
-    "priorityClassName: high\n"                                                                   \
+#define WEB                                                                                        \
+    "name: web\nkind: service\nreplicas: 2\nport: 18000\nhealth: /healthz\n"                       \
+    "priorityClassName: high\n"                                                                    \
     "resources: {requests: {nvidia.com/gpu: 1}}\ncommand: [serve]\nenv: {MODEL: m}\n"
 
 static void test_replicas_endpoints_restart(void **unused)
@@ -216,8 +216,8 @@ static void test_replicas_endpoints_restart(void **unused)
     json_decref(qs);
     probed(s, svc, 0, r0, true);
     e = endpoints(s, "web");
-    assert_true(json_is_true(
-        json_object_get(json_array_get(json_object_get(e, "replicas"), 0), "ready")));
+    assert_true(
+        json_is_true(json_object_get(json_array_get(json_object_get(e, "replicas"), 0), "ready")));
     assert_true((uint64_t)json_integer_value(json_object_get(e, "version")) > v0);
     uint64_t v1 = (uint64_t)json_integer_value(json_object_get(e, "version"));
     json_decref(e);
@@ -348,8 +348,9 @@ static void test_preemption_across_kinds(void **unused)
              "1000) placing replica 0 (job %llu): SIGTERM to its 2 tasks",
              (unsigned long long)train, (unsigned long long)svc, (unsigned long long)r0);
     assert_true(has_event(s, "job-preempting", want));
-    snprintf(want, sizeof want, "preempted by job %llu (service 'web', priority 1000) placing "
-                                "replica 0",
+    snprintf(want, sizeof want,
+             "preempted by job %llu (service 'web', priority 1000) placing "
+             "replica 0",
              (unsigned long long)svc);
     json_t *ex = NULL;
     int64_t t;

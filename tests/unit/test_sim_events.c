@@ -68,8 +68,7 @@ static void run(const sim_nodes_t *n, const sim_tasks_t *t, const sim_opts_t *o,
     }
 }
 
-static void check_waits(arb_queue_policy_t q, double mean, double p50, double p99,
-                        double jct_mean)
+static void check_waits(arb_queue_policy_t q, double mean, double p50, double p99, double jct_mean)
 {
     sim_nodes_t n;
     sim_tasks_t t;
@@ -122,8 +121,8 @@ static void test_abandoned_unschedulable(void **state)
     const char *csv =
         "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time,scheduled_time\n"
         "a,1000,1024,2,1000,0,100,0\n"
-        "f,1000,1024,1,1000,50,60,\n"   /* waits from 50, gone at 60 */
-        "g,1000,1024,4,1000,55,70,55\n" /* 4 GPUs: no node has them */
+        "f,1000,1024,1,1000,50,60,\n"    /* waits from 50, gone at 60 */
+        "g,1000,1024,4,1000,55,70,55\n"  /* 4 GPUs: no node has them */
         "h,1000,1024,1,1000,70,80,70\n"; /* waits for a: 100-110 */
     sim_nodes_t n;
     sim_tasks_t t;
@@ -179,8 +178,12 @@ static void test_poisson(void **state)
     sim_durations_t d;
     sim_result_t *r = calloc(3, sizeof *r);
     arb_err_t err = {{0}};
-    sim_opts_t o = {.policy = "fgd", .seed = 7, .mode = SIM_MODE_EVENTS, .poisson_rate = 0.2,
-                    .ntasks = 4000, .durations = &d};
+    sim_opts_t o = {.policy = "fgd",
+                    .seed = 7,
+                    .mode = SIM_MODE_EVENTS,
+                    .poisson_rate = 0.2,
+                    .ntasks = 4000,
+                    .durations = &d};
 
     assert_non_null(r);
     load(big, shapes, &n, &t);
@@ -319,8 +322,13 @@ static void test_gangs_in_rack(void **state)
     sim_tasks_t t;
     sim_result_t *r = calloc(1, sizeof *r);
     arb_err_t err = {{0}};
-    sim_opts_t o = {.policy = "default", .seed = 3, .mode = SIM_MODE_EVENTS, .gang_gpus = 8,
-                    .gang_size = 2, .gang_level = ARB_TOPO_RACK, .gang_required = true};
+    sim_opts_t o = {.policy = "default",
+                    .seed = 3,
+                    .mode = SIM_MODE_EVENTS,
+                    .gang_gpus = 8,
+                    .gang_size = 2,
+                    .gang_level = ARB_TOPO_RACK,
+                    .gang_required = true};
 
     assert_non_null(r);
     for (int pass = 0; pass < 2; pass++) {

@@ -97,8 +97,9 @@ static void test_submit_place_recover(void **unused)
     st_t *s = open_st(NULL);
     add_node(s, "n1", 8);
     uint64_t a = submit(s, &admin, GPUS(4), 0);
-    uint64_t b = submit(s, &admin, "name: y\nresources:\n  requests: {nvidia.com/gpu: 4}\n"
-                                   "command: [sleep, '10']\nenv: {A: b}\n",
+    uint64_t b = submit(s, &admin,
+                        "name: y\nresources:\n  requests: {nvidia.com/gpu: 4}\n"
+                        "command: [sleep, '10']\nenv: {A: b}\n",
                         0);
     uint64_t c = submit(s, &admin, GPUS(2), 0);
     assert_int_equal(a, 1);
@@ -147,7 +148,7 @@ static void test_rejects_change_nothing(void **unused)
     submit(s, &admin, "{\"name\": \"x\",", -EBADMSG);
     submit(s, &admin, "{\"name\": \"x\", \"bogus\": 1}", -EINVAL);
     submit(s, &admin, "{\"name\": \"x\", \"replicas\": \"many\"}", -EINVAL);
-    submit(s, &admin, GPUS(16), -EINVAL);  /* no node has 16 GPUs */
+    submit(s, &admin, GPUS(16), -EINVAL); /* no node has 16 GPUs */
     submit(s, &admin, GPUS(-1), -EINVAL);
     submit(s, &admin, "{\"name\": \"x\", \"command\": \"not a list\"}", -EINVAL);
     submit(s, &admin, "[1, 2]", -EBADMSG);
@@ -162,7 +163,8 @@ static void test_rejects_change_nothing(void **unused)
     json_t *out = NULL;
     int64_t t;
     arb_err_t err = {{0}};
-    const char *bad = "{\n  \"name\": \"x\",\n  \"resources\": {\"requests\": {\"memory\": \"1Gx\"}}\n}";
+    const char *bad =
+        "{\n  \"name\": \"x\",\n  \"resources\": {\"requests\": {\"memory\": \"1Gx\"}}\n}";
     assert_int_equal(st_job_submit(s, &admin, bad, strlen(bad), false, &out, &t, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "job.json:3:"));
     assert_non_null(strstr(err.msg, "resources.requests.memory"));

@@ -162,8 +162,8 @@ static void test_group_commit(void **unused)
     store_gc_stop(gc);
     assert_int_equal(store_scan(s, "k/", count, &n, &err), 0);
     assert_int_equal(n, 800);
-    print_message("group commit: %llu batches in %llu commits\n",
-                  (unsigned long long)st.batches, (unsigned long long)st.commits);
+    print_message("group commit: %llu batches in %llu commits\n", (unsigned long long)st.batches,
+                  (unsigned long long)st.commits);
     store_close(s);
 }
 
