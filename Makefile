@@ -8,11 +8,12 @@
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
+#   make check-format  fail if any tracked C file differs from .clang-format
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format clean
+.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format clean
 
 all: build
 
@@ -56,6 +57,10 @@ fuzz:
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# the formatting gate CI runs: every tracked C file as .clang-format says
+check-format: deps
+	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && echo "check-format: ok"
 
 clean:
 	rm -rf $(BUILD) build-asan build-fuzz
