@@ -9,11 +9,12 @@
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 #   make check-format  fail if any tracked C file differs from .clang-format
+#   make lint   the habits as checks: monotonic timed waits, a pure src/core
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format clean
+.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format lint clean
 
 all: build
 
@@ -57,6 +58,10 @@ fuzz:
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# the habits STYLE.md asks for, as checks (scripts/lint.sh)
+lint:
+	@sh scripts/lint.sh
 
 # the formatting gate CI runs: every tracked C file as .clang-format says
 check-format: deps
