@@ -43,9 +43,12 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
      "[--config FILE] [--tokens FILE] (HA: docs/ha.md)",
      cli_controller},
-    {"submit", "submit a job to the controller; prints its id",
-     "arbiter submit -f job.yaml | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
-     "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]",
+    {"submit", "submit a job (an Arbiter spec, a Kubernetes manifest, a Slurm script); prints ids",
+     "arbiter submit -f FILE [--dry-run] | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
+     "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]\n"
+     "       FILE: job.yaml (docs/scenario.md), a Kubernetes manifest (Pod, Job, Deployment,\n"
+     "       PyTorchJob, MPIJob, JobSet, LeaderWorkerSet, ...) or an #SBATCH script\n"
+     "       (docs/compat.md); --dry-run -o json prints the jobs it would make, no controller",
      cli_submit},
     {"queue", "list pending and running jobs", "arbiter queue [--all] [--queue Q] [-o json]",
      cli_queue},
