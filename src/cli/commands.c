@@ -65,8 +65,30 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter service [NAME] [-o json]", cli_service},
     {"logs", "a job's task output, from the file or over HTTP from its agent",
      "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
+    {"sbatch", "submit a Slurm batch script as sbatch reads it (also installed as `sbatch`)",
+     "arbiter sbatch [SBATCH OPTIONS] [script [ARGS]] [--parsable] [--test-only] [--wrap CMD]\n"
+     "       the binary named squeue, scancel, sinfo or sbatch acts as that command:\n"
+     "       squeue [-u USER] [-j IDS] [-p PART] [-t STATES] [-o FORMAT] [--start] [-h];\n"
+     "       scancel [ID...] [-u USER] [--state S] [-n NAME]; sinfo [-N] [-p PART] "
+     "(docs/compat.md)",
+     cli_sbatch},
+    {"squeue", "Slurm's squeue over Arbiter's jobs", "arbiter squeue [squeue options]", cli_squeue},
+    {"scancel", "Slurm's scancel over Arbiter's jobs", "arbiter scancel [scancel options] [ID...]",
+     cli_scancel},
+    {"sinfo", "Slurm's sinfo over Arbiter's nodes", "arbiter sinfo [-N] [-p PART]", cli_sinfo},
     {NULL, NULL, NULL, NULL},
 };
+
+const cli_cmd_t *cli_personality(const char *name)
+{
+    static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(name, names[i]))
+            for (const cli_cmd_t *c = cli_cmds; c->name; c++)
+                if (!strcmp(c->name, name))
+                    return c;
+    return NULL;
+}
 
 int cli_help(int argc, char **argv)
 {

@@ -284,7 +284,9 @@ static int kjob_done(kx_t *k, kjob_t *j, kopts_t *o, const sval_t *at)
         goto out;
     }
     j->spec = NULL;
-    rc = wl_add_job(k->w, spec);
+    rc = wl_add_job(k->w, spec,
+                    json_pack("{s:s,s:s,s:s,s:I}", "kind", k->kind, "apiVersion", k->api, "name",
+                              j->name, "pods", (json_int_t)j->tasks));
 out:
     kjob_free(j);
     return rc;
@@ -536,7 +538,9 @@ static int kind_service(kx_t *k, kdoc_t *d)
     json_t *spec = j->spec;
     j->spec = NULL;
     kjob_free(j);
-    return wl_add_job(k->w, spec);
+    return wl_add_job(k->w, spec,
+                      json_pack("{s:s,s:s,s:s,s:I}", "kind", k->kind, "apiVersion", k->api, "name",
+                                d->name, "pods", (json_int_t)replicas));
 }
 
 /* Kubeflow training jobs: one map of replica specs, one gang. */

@@ -979,3 +979,33 @@ out:
     free(job);
     return rc;
 }
+
+int wl_sbatch_nopts(int argc, char **argv)
+{
+    int i;
+
+    for (i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (a[0] != '-' || !a[1])
+            break;
+        if (!strcmp(a, "--"))
+            return i;
+        if (a[1] == '-') {
+            bool amb;
+            const char *eq = strchr(a, '=');
+            const sb_opt_t *o = find_long(a + 2, eq ? (size_t)(eq - a - 2) : strlen(a + 2), &amb);
+            if (o && !eq && o->arg == A_REQ)
+                i++;
+            continue;
+        }
+        for (const char *p = a + 1; *p; p++) {
+            const sb_opt_t *o = find_short(*p);
+            if (o && o->arg == A_REQ) {
+                if (!p[1])
+                    i++;
+                break;
+            }
+        }
+    }
+    return i > argc ? argc : i;
+}

@@ -686,7 +686,18 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
             snprintf(v, sizeof v, "%d", nids > 1 ? ids[1] - ids[0] : 1);
             json_object_set_new(env, "SLURM_ARRAY_TASK_STEP", json_string(v));
         }
-        rc = wl_add_job(w, one);
+        json_t *src = json_pack("{s:s,s:i,s:i,s:i}", "kind", "sbatch", "nodes", total_nodes,
+                                "ntasks", comps[0].ntasks, "cpus_per_task", comps[0].cpt);
+        int nt = 0;
+        for (int c = 0; c < j->ncomp; c++)
+            nt += comps[c].ntasks;
+        json_object_set_new(src, "ntasks", json_integer(nt));
+        json_object_set_new(src, "ntasks_per_node", json_integer(comps[0].tpn));
+        if (j->ncomp > 1)
+            json_object_set_new(src, "components", json_integer(j->ncomp));
+        if (j->array[0])
+            json_object_set_new(src, "array_task_id", json_integer(ids[k]));
+        rc = wl_add_job(w, one, src);
     }
 out:
     free(ids);

@@ -129,7 +129,8 @@ int wl_init(wl_t *w, const char *file, arb_err_t *err)
     w->err = err;
     w->jobs = json_array();
     w->warnings = json_array();
-    if (!w->jobs || !w->warnings) {
+    w->sources = json_array();
+    if (!w->jobs || !w->warnings || !w->sources) {
         wl_free(w);
         return arb_errf(err, -ENOMEM, "out of memory");
     }
@@ -140,7 +141,8 @@ void wl_free(wl_t *w)
 {
     json_decref(w->jobs);
     json_decref(w->warnings);
-    w->jobs = w->warnings = NULL;
+    json_decref(w->sources);
+    w->jobs = w->warnings = w->sources = NULL;
 }
 
 void wl_warn(wl_t *w, const char *fmt, ...)
@@ -161,10 +163,13 @@ void wl_warn(wl_t *w, const char *fmt, ...)
     json_array_append_new(w->warnings, json_string(msg));
 }
 
-int wl_add_job(wl_t *w, json_t *spec)
+int wl_add_job(wl_t *w, json_t *spec, json_t *src)
 {
-    if (!spec)
+    if (!spec) {
+        json_decref(src);
         return arb_errf(w->err, -ENOMEM, "out of memory");
+    }
+    json_array_append_new(w->sources, src ? src : json_object());
     if (json_array_size(w->jobs) >= WL_MAX_JOBS) {
         json_decref(spec);
         return arb_errf(w->err, -ENOSPC, "%s: more than %d jobs from one file; split it", w->file,

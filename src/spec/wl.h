@@ -51,6 +51,8 @@ typedef struct wl {
     arb_err_t *err;
     json_t *jobs;     /* native specs, in submission order */
     json_t *warnings; /* strings */
+    json_t *sources;  /* parallel to jobs: what each came from ({kind, name, ...}), for
+                         --dry-run; never sent */
     int nwarn_lost;   /* warnings past WL_MAX_WARNINGS */
 } wl_t;
 
@@ -58,8 +60,9 @@ int wl_init(wl_t *w, const char *file, arb_err_t *err);
 void wl_free(wl_t *w);
 /* A warning (printf format); duplicates are kept once. */
 void wl_warn(wl_t *w, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* Append a spec (stolen); -ENOSPC past WL_MAX_JOBS with w->err set. */
-int wl_add_job(wl_t *w, json_t *spec);
+/* Append a spec and what it came from (both stolen; src may be NULL);
+ * -ENOSPC past WL_MAX_JOBS with w->err set. */
+int wl_add_job(wl_t *w, json_t *spec, json_t *src);
 
 /*
  * sbatch's command line (sbatch.c): the options before the script, the
@@ -71,6 +74,10 @@ typedef struct wl_sbatch_cli {
     int nargs;
     char **args; /* the script's arguments */
 } wl_sbatch_cli_t;
+
+/* How many of argv's words are sbatch options (and their values), by
+ * sbatch's table: the script name follows them (sbatch.c). */
+int wl_sbatch_nopts(int argc, char **argv);
 
 /* Kubernetes manifest -> w->jobs (k8s.c). 0, or -EINVAL with w->err. */
 int wl_k8s(wl_t *w, const char *buf, size_t len);

@@ -189,6 +189,9 @@ int wl_dry(wl_t *w, json_t **out)
         free(text);
         if (rc < 0)
             break;
+        json_t *src = json_array_get(w->sources, i);
+        if (src && json_object_size(src))
+            json_object_set(o, "source", src);
         json_array_append_new(jobs, o);
     }
     if (rc < 0) {

@@ -50,6 +50,30 @@ static void remove_key(struct fy_node *map, const char *key)
         fy_node_pair_free(p);
 }
 
+/* A command argument or env value: any text but NUL and control characters
+ * other than newline, tab and carriage return (a script is an argument). */
+static int arg_text(sx_t *x, const sval_t *v, char *buf, size_t n)
+{
+    size_t len = 0;
+    const char *s;
+
+    buf[0] = '\0';
+    if (sv_null(v))
+        return 0;
+    if (!v->n || !fy_node_is_scalar(v->n) || fy_node_is_alias(v->n))
+        return sv_fail(x, v, -EINVAL, "expected a string, got %s", sv_kind(v->n));
+    if (!(s = fy_node_get_scalar(v->n, &len)))
+        return sv_oom(x, v);
+    if (len >= n)
+        return sv_fail(x, v, -EINVAL, "is too long (%zu bytes; the most is %zu)", len, n - 1);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
+            return sv_fail(x, v, -EINVAL, "contains a control character at offset %zu", i);
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return 0;
+}
+
 /* Take "command", "env" and "restartable" out of the root mapping. */
 static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t **env,
                        bool *restartable)
@@ -73,7 +97,7 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
         for (int i = 0; i < cnt; i++) {
             sval_t iv;
             sv_item(&iv, &v, fy_node_sequence_get_by_index(v.n, i), i);
-            if ((rc = sv_text(x, &iv, buf, sizeof buf, true)) < 0) {
+            if ((rc = arg_text(x, &iv, buf, sizeof buf)) < 0) {
                 json_decref(arr);
                 return rc;
             }
@@ -108,7 +132,7 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
                 return sv_fail(x, &pv, -EINVAL,
                                "'%s' is not a variable name; use letters, digits and _", key);
             }
-            if ((rc = sv_text(x, &pv, buf, sizeof buf, true)) < 0) {
+            if ((rc = arg_text(x, &pv, buf, sizeof buf)) < 0) {
                 json_decref(obj);
                 return rc;
             }
