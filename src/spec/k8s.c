@@ -103,6 +103,16 @@ static int kjob_group(kx_t *k, kjob_t *j, const sval_t *v, const char *name, int
     snprintf(j->gname[j->ngroups], sizeof j->gname[0], "%s", name);
     for (char *c = j->gname[j->ngroups]; *c; c++)
         *c = (char)tolower((unsigned char)*c);
+    for (int g = 0; g < j->ngroups; g++) /* pods of a pod group may share a name */
+        if (!strcmp(j->gname[g], j->gname[j->ngroups])) {
+            char num[16];
+            snprintf(num, sizeof num, "-%d", j->ngroups);
+            size_t l = strlen(j->gname[j->ngroups]);
+            if (l + strlen(num) >= sizeof j->gname[0])
+                l = sizeof j->gname[0] - strlen(num) - 1;
+            snprintf(j->gname[j->ngroups] + l, sizeof j->gname[0] - l, "%s", num);
+            g = -1;
+        }
     j->replicas[j->ngroups] = (int)replicas;
     j->at[j->ngroups] = *v;
     j->tasks += replicas;

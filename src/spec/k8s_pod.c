@@ -31,6 +31,30 @@ int k8s_text(kx_t *k, const sval_t *v, char *buf, size_t n)
     return sv_text(&k->x, v, buf, n, true);
 }
 
+/* A command argument or env value: newlines and tabs are fine (scripts). */
+static int arg_text(kx_t *k, const sval_t *v, char *buf, size_t n)
+{
+    size_t len = 0;
+    const char *s;
+
+    buf[0] = '\0';
+    if (sv_null(v))
+        return 0;
+    if (!v->n || !fy_node_is_scalar(v->n) || fy_node_is_alias(v->n))
+        return sv_fail(&k->x, v, -EINVAL, "expected a string, got %s", sv_kind(v->n));
+    if (!(s = fy_node_get_scalar(v->n, &len)))
+        return sv_oom(&k->x, v);
+    if (len >= n)
+        return sv_fail(&k->x, v, -EINVAL, "is too long (%zu bytes; the most is %zu)", len, n - 1);
+    for (size_t i = 0; i < len; i++)
+        if (((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t' && s[i] != '\r') ||
+            s[i] == WL_REF_OPEN || s[i] == WL_REF_CLOSE)
+            return sv_fail(&k->x, v, -EINVAL, "contains a control character at offset %zu", i);
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return 0;
+}
+
 int k8s_int(kx_t *k, const sval_t *v, int64_t lo, int64_t hi, int64_t *out)
 {
     char buf[64], *end;
@@ -541,7 +565,7 @@ static int read_env(kx_t *k, const sval_t *v, const json_t *ctx, k8s_pod_t *p, c
                 continue;
             }
         } else if (sv_get(&e, "value", &f)) {
-            if ((rc = sv_text(&k->x, &f, val, sizeof val, true)) < 0)
+            if ((rc = arg_text(k, &f, val, sizeof val)) < 0)
                 break;
             marked = val;
         } else {
@@ -583,7 +607,7 @@ static int read_argv(kx_t *k, const sval_t *c, const json_t *ctx, k8s_pod_t *p)
         for (int i = 0; i < n; i++) {
             static char val[WL_MAX_SCRIPT];
             sv_item(&iv, &f, fy_node_sequence_iterate(f.n, &it), i);
-            if ((rc = sv_text(&k->x, &iv, val, sizeof val, true)) < 0)
+            if ((rc = arg_text(k, &iv, val, sizeof val)) < 0)
                 break;
             char *x = expand_refs(val, vars, NULL, &p->expand);
             if (!x) {

@@ -10,7 +10,29 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libfyaml.h>
+
+#include "spec/sval.h"
 #include "spec/wl.h"
+
+/* Any YAML document of buf whose root has apiVersion: a manifest written in
+ * flow style or indented, which a look at the lines misses. */
+static bool yaml_has_api(const char *buf, size_t len)
+{
+    sv_doc_t d;
+    bool found = false;
+    int docs = 0;
+
+    if (sv_docs_open("detect", buf, len, &d, NULL) < 0)
+        return false;
+    while (!found && docs++ < 64 && sv_docs_next(&d, "detect", NULL) > 0) {
+        struct fy_node *root = fy_document_root(d.doc);
+        found = root && fy_node_is_mapping(root) &&
+                fy_node_mapping_lookup_by_string(root, "apiVersion", FY_NT) != NULL;
+    }
+    sv_doc_close(&d);
+    return found;
+}
 
 /* ---- what a file is ------------------------------------------------------------ */
 
@@ -101,10 +123,10 @@ wl_kind_t wl_detect(const char *buf, size_t len)
         if (i == n || l[i] == '#' || starts(l + i, n - i, "---"))
             continue;
         if (l[i] == '{')
-            return WL_NATIVE;
+            return yaml_has_api(buf, len) ? WL_K8S : WL_NATIVE;
         for (size_t k = i; k < n; k++) {
             if (l[k] == ':' && (k + 1 == n || l[k + 1] == ' ' || l[k + 1] == '\r'))
-                return WL_NATIVE;
+                return i > 0 && yaml_has_api(buf, len) ? WL_K8S : WL_NATIVE;
             if (l[k] == ' ' || l[k] == '=' || l[k] == '(' || l[k] == ';')
                 break;
         }
