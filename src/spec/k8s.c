@@ -534,6 +534,10 @@ static int kind_service(kx_t *k, kdoc_t *d)
     }
     if (json_array_size(tol))
         json_object_set(j->spec, "tolerations", tol);
+    if (json_array_size(p->argv) == 0)
+        kx_warn(k, &tmpl,
+                "the replicas have no command: Arbiter runs no images, so they would fail; give "
+                "the container command:");
     wl_run_t run = {.group = "replica",
                     .replicas = 1,
                     .argv = p->argv,
