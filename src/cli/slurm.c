@@ -630,7 +630,7 @@ static const char *node_state(json_t *nd)
         return tasks ? "drng" : "drain";
     if (st && strcasecmp(st, "ready"))
         return "down";
-    if (gpus ? used <= 0 : tasks == 0)
+    if (tasks == 0 && used <= 0)
         return "idle";
     if (gpus && used >= (double)gpus)
         return "alloc";
@@ -709,6 +709,18 @@ int cli_sinfo(int argc, char **argv)
                                       json_string(json_string_value(json_object_get(nd, "name"))));
             if (json_array_size(names)) {
                 char hl[1024];
+                json_t *sorted = json_array();
+                while (json_array_size(names)) { /* by name, digits as numbers */
+                    size_t best = 0;
+                    for (size_t x = 1; x < json_array_size(names); x++)
+                        if (strverscmp(json_string_value(json_array_get(names, x)),
+                                       json_string_value(json_array_get(names, best))) < 0)
+                            best = x;
+                    json_array_append(sorted, json_array_get(names, best));
+                    json_array_remove(names, best);
+                }
+                json_decref(names);
+                names = sorted;
                 hostlist(names, hl, sizeof hl);
                 printf("%-9.9s %5s %10s %6zu %6s %s\n", shown, "up", "infinite",
                        json_array_size(names), states[s], hl);
