@@ -408,7 +408,7 @@ static void sq_row(const char *fmt, json_t *j, bool header, bool start)
         if (*p == '.')
             trunc = true, p++;
         while (isdigit((unsigned char)*p))
-            width = width * 10 + (*p++ - '0');
+            width = width < 1000 ? width * 10 + (*p++ - '0') : (p++, width);
         if (!*p)
             break;
         char buf[512];

@@ -737,7 +737,7 @@ static int read_containers(kx_t *k, const sval_t *spec, const json_t *ctx, k8s_p
                 p->port = (int)port;
         }
         if (sv_get(&c, "readinessProbe", &f)) {
-            sval_t hg, hp;
+            sval_t hg = {0}, hp;
             if (sv_get(&f, "httpGet", &hg) && sv_get(&hg, "path", &hp))
                 k8s_text(k, &hp, p->health, sizeof p->health);
             int64_t port;

@@ -21,6 +21,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -51,7 +52,7 @@ int sb_time(const char *s, int64_t *secs)
         if (dash == s || !isdigit((unsigned char)s[0]))
             return -EINVAL;
         d = strtoll(s, &end, 10);
-        if (end != dash)
+        if (end != dash || d > 36500)
             return -EINVAL;
         p = dash + 1;
     }
@@ -583,7 +584,7 @@ int sb_option(sbx_t *s, const char *opt, const char *val, const sb_where_t *w)
         const char *dash = strchr(val, '-');
         char lo[32];
         copy(lo, sizeof lo, val);
-        if (dash)
+        if (dash && dash - val < (ptrdiff_t)sizeof lo)
             lo[dash - val] = '\0';
         if ((rc = count_arg(s, w, "--nodes", lo, 1, 100000, &c->nodes)) < 0)
             return rc;

@@ -243,7 +243,7 @@ static void pattern(wl_buf_t *b, const char *pat, const char *name)
         int width = 0;
         const char *q = p + 1;
         while (isdigit((unsigned char)*q))
-            width = width * 10 + (*q++ - '0');
+            width = width < 100 ? width * 10 + (*q++ - '0') : (q++, width);
         const char *var = NULL;
         switch (*q) {
         case '%':
