@@ -748,7 +748,7 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
                                         NULL};
     const char *rd[16];
     int nrd = 0;
-    for (; read[nrd] && nrd < 14; nrd++)
+    for (; read[nrd]; nrd++) /* 6 names: rd has room */
         rd[nrd] = read[nrd];
     rd[nrd++] = kf->specs;
     rd[nrd] = NULL;
