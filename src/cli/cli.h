@@ -52,5 +52,12 @@ int cli_agent(int argc, char **argv);
 int cli_logs(int argc, char **argv);    /* a job's task output (logs.c) */
 int cli_top(int argc, char **argv);     /* the live view (top.c) */
 int cli_service(int argc, char **argv); /* a service's replicas (service.c) */
+/* the Slurm commands (slurm.c): also the binary's names sbatch, squeue, scancel, sinfo */
+int cli_sbatch(int argc, char **argv);
+int cli_squeue(int argc, char **argv);
+int cli_scancel(int argc, char **argv);
+int cli_sinfo(int argc, char **argv);
+/* the verb a binary named name stands for (argv[0] personalities), or NULL */
+const cli_cmd_t *cli_personality(const char *name);
 
 #endif

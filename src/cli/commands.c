@@ -43,9 +43,12 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
      "[--config FILE] [--tokens FILE] (HA: docs/ha.md)",
      cli_controller, true},
-    {"submit", "submit a job to the controller; prints its id",
-     "arbiter submit -f job.yaml | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
-     "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]",
+    {"submit", "submit a job (an Arbiter spec, a Kubernetes manifest, a Slurm script); prints ids",
+     "arbiter submit -f FILE [--dry-run] | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
+     "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]\n"
+     "       FILE: job.yaml (docs/scenario.md), a Kubernetes manifest (Pod, Job, Deployment,\n"
+     "       PyTorchJob, MPIJob, JobSet, LeaderWorkerSet, ...) or an #SBATCH script\n"
+     "       (docs/compat.md); --dry-run -o json prints the jobs it would make, no controller",
      cli_submit, false},
     {"queue", "list pending and running jobs", "arbiter queue [--all] [--queue Q] [-o json]",
      cli_queue, false},
@@ -62,8 +65,32 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter service [NAME] [-o json]", cli_service, false},
     {"logs", "a job's task output, from the file or over HTTP from its agent",
      "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs, false},
+    {"sbatch", "submit a Slurm batch script as sbatch reads it (also installed as `sbatch`)",
+     "arbiter sbatch [SBATCH OPTIONS] [script [ARGS]] [--parsable] [--test-only] [--wrap CMD]\n"
+     "       the binary named squeue, scancel, sinfo or sbatch acts as that command:\n"
+     "       squeue [-u USER] [-j IDS] [-p PART] [-t STATES] [-o FORMAT] [--start] [-h];\n"
+     "       scancel [ID...] [-u USER] [--state S] [-n NAME]; sinfo [-N] [-p PART] "
+     "(docs/compat.md)",
+     cli_sbatch, true},
+    {"squeue", "Slurm's squeue over Arbiter's jobs", "arbiter squeue [squeue options]", cli_squeue,
+     true},
+    {"scancel", "Slurm's scancel over Arbiter's jobs", "arbiter scancel [scancel options] [ID...]",
+     cli_scancel, true},
+    {"sinfo", "Slurm's sinfo over Arbiter's nodes", "arbiter sinfo [-N] [-p PART]", cli_sinfo,
+     true},
     {NULL, NULL, NULL, NULL, false},
 };
+
+const cli_cmd_t *cli_personality(const char *name)
+{
+    static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(name, names[i]))
+            for (const cli_cmd_t *c = cli_cmds; c->name; c++)
+                if (!strcmp(c->name, name))
+                    return c;
+    return NULL;
+}
 
 const cli_cmd_t *cli_find(const char *name)
 {

@@ -886,3 +886,62 @@ out:
         sv_doc_close(d);
     return rc;
 }
+
+/* ---- several documents (Kubernetes manifests) ----------------------------------- */
+
+int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
+{
+    struct fy_diag_cfg dc;
+    struct fy_parse_cfg pc;
+    size_t bad;
+    int line, col;
+
+    memset(d, 0, sizeof *d);
+    if (len == 0)
+        return arb_errf(err, -EINVAL, "%s: the file is empty", name);
+    bad = utf8_bad(buf, len, &line, &col);
+    if (bad < len) {
+        if (buf[bad] == '\t')
+            return arb_errf(err, -EINVAL,
+                            "%s:%d:%d: a tab character; YAML indents with spaces: replace tabs "
+                            "with spaces (inside a quoted value write \\t)",
+                            name, line, col);
+        return arb_errf(err, -EINVAL, "%s:%d:%d: byte 0x%02x is not %s; save the file as UTF-8",
+                        name, line, col, (unsigned char)buf[bad],
+                        buf[bad] ? "valid UTF-8" : "allowed (NUL)");
+    }
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.output_fn = diag_discard;
+    dc.colorize = false;
+    d->diag = fy_diag_create(&dc);
+    if (!d->diag)
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    fy_diag_set_collect_errors(d->diag, true);
+    memset(&pc, 0, sizeof pc);
+    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2;
+    pc.diag = d->diag;
+    d->fyp = fy_parser_create(&pc);
+    if (!d->fyp || fy_parser_set_string(d->fyp, buf, len) != 0) {
+        sv_doc_close(d);
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    }
+    return 0;
+}
+
+int sv_docs_next(sv_doc_t *d, const char *name, arb_err_t *err)
+{
+    if (d->doc) {
+        fy_parse_document_destroy(d->fyp, d->doc);
+        d->doc = NULL;
+    }
+    d->doc = fy_parse_load_document(d->fyp);
+    if (fy_diag_got_error(d->diag) || fy_diag_errors_iterate(d->diag, &(void *){NULL})) {
+        int rc = diag_error(name, d, err);
+        if (d->doc)
+            fy_parse_document_destroy(d->fyp, d->doc);
+        d->doc = NULL;
+        return rc;
+    }
+    return d->doc ? 1 : 0;
+}

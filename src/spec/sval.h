@@ -137,4 +137,11 @@ typedef struct sv_doc {
 int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err);
 void sv_doc_close(sv_doc_t *d);
 
+/* Several documents ('---'): open checks the text as sv_doc_open does and
+ * sets up the parser; next loads the following document into d->doc
+ * (freeing the previous one): 1, 0 at the end, or -EINVAL with the syntax
+ * error. Close with sv_doc_close. A document's root may be anything. */
+int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err);
+int sv_docs_next(sv_doc_t *d, const char *name, arb_err_t *err);
+
 #endif

@@ -15,7 +15,7 @@ for v in $verbs; do
     for form in "$v --help" "help $v"; do
         # shellcheck disable=SC2086
         out=$(timeout 10 $ARB $form 2>/dev/null) || { echo "help: 'arbiter $form' exited non-zero"; exit 1; }
-        echo "$out" | grep -q "arbiter $v" || { echo "help: 'arbiter $form' printed no usage: $out"; exit 1; }
+        echo "$out" | grep -Eq "(arbiter |usage: )$v" || { echo "help: 'arbiter $form' printed no usage: $out"; exit 1; }
     done
 done
 # after "--" a --help belongs to the job's command, not to the verb
