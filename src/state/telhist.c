@@ -29,7 +29,7 @@ typedef struct tel_gpu {
 } tel_gpu_t;
 
 typedef struct tel_node {
-    int64_t mono; /* CLOCK_MONOTONIC ns of the report */
+    int64_t mono;                                   /* CLOCK_MONOTONIC ns of the report */
     float cpu_util, net_rx, net_tx, disk_r, disk_w; /* < 0 unknown */
     double mem_used;                                /* bytes; < 0 unknown */
 } tel_node_t;
@@ -132,7 +132,8 @@ static json_t *telhist_json(const st_telhist_t *h, int64_t now)
         json_t *gpus = json_array();
         for (int i = 0; i < h->ngpus; i++) {
             json_t *e = json_object();
-            json_object_set_new(e, "util", sg[i].util == 255 ? json_null() : json_integer(sg[i].util));
+            json_object_set_new(e, "util",
+                                sg[i].util == 255 ? json_null() : json_integer(sg[i].util));
             json_object_set_new(e, "memory_used_mib",
                                 sg[i].mem_mib == UINT32_MAX ? json_null()
                                                             : json_integer(sg[i].mem_mib));

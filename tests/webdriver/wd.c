@@ -195,22 +195,22 @@ int main(int argc, char **argv)
         snprintf(ud, sizeof ud, "--user-data-dir=%s", argv[3]);
         snprintf(ws, sizeof ws, "--window-size=%s,%s", argv[4], argv[5]);
         /* As root in a closed network: no sandbox, no GPU, nothing fetched. */
-        json_t *args = json_pack("[s,s,s,s,s,s,s,s,s,s,s,s]", "--headless", "--no-sandbox",
-                                 "--disable-gpu", "--disable-quic", "--no-first-run",
-                                 "--disable-background-networking", "--disable-component-update",
-                                 "--disable-sync", "--disable-extensions",
-                                 "--disable-dev-shm-usage", ud, ws);
-        json_t *body = json_pack(
-            "{s:{s:{s:s,s:{s:s,s:o},s:{s:s}}}}", "capabilities", "alwaysMatch", "browserName",
-            "chrome", "goog:chromeOptions", "binary",
-            getenv("ARB_CHROMIUM") ? getenv("ARB_CHROMIUM") : "/usr/bin/chromium", "args", args,
-            "goog:loggingPrefs", "browser", "ALL");
+        json_t *args =
+            json_pack("[s,s,s,s,s,s,s,s,s,s,s,s]", "--headless", "--no-sandbox", "--disable-gpu",
+                      "--disable-quic", "--no-first-run", "--disable-background-networking",
+                      "--disable-component-update", "--disable-sync", "--disable-extensions",
+                      "--disable-dev-shm-usage", ud, ws);
+        json_t *body =
+            json_pack("{s:{s:{s:s,s:{s:s,s:o},s:{s:s}}}}", "capabilities", "alwaysMatch",
+                      "browserName", "chrome", "goog:chromeOptions", "binary",
+                      getenv("ARB_CHROMIUM") ? getenv("ARB_CHROMIUM") : "/usr/bin/chromium", "args",
+                      args, "goog:loggingPrefs", "browser", "ALL");
         snprintf(url, sizeof url, "%s/session", ep);
         v = wd("POST", url, body, &rc);
         json_decref(body);
         const char *id = json_string_value(json_object_get(v, "sessionId"));
-        json_int_t pid =
-            json_integer_value(json_object_get(json_object_get(v, "capabilities"), "goog:processID"));
+        json_int_t pid = json_integer_value(
+            json_object_get(json_object_get(v, "capabilities"), "goog:processID"));
         if (!rc && id)
             printf("%s/session/%s\n%lld\n", ep, id, (long long)pid);
         else if (!rc)
@@ -259,8 +259,9 @@ int main(int argc, char **argv)
         json_decref(body);
         json_t *e;
         size_t i;
-        json_array_foreach(v, i, e) printf("%s %s\n", json_string_value(json_object_get(e, "level")),
-                                           json_string_value(json_object_get(e, "message")));
+        json_array_foreach(v, i, e)
+            printf("%s %s\n", json_string_value(json_object_get(e, "level")),
+                   json_string_value(json_object_get(e, "message")));
     } else if (strcmp(cmd, "quit") == 0 && argc == 3) {
         v = wd("DELETE", ep, NULL, &rc);
     } else {
