@@ -415,7 +415,17 @@ const api_route_t api_routes[] = {
      "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
      "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
      "store commits and their latency, agent report handling time "
-     "(`arbiter_node_report_seconds`), lost nodes and tasks, requeued jobs."},
+     "(`arbiter_node_report_seconds`), lost nodes and tasks, requeued jobs. Per GPU (labels "
+     "`node`, `gpu` (the index), `model`), as its agent last reported, named after DCGM's "
+     "exporter fields: `arbiter_gpu_utilization_ratio` (DCGM_FI_DEV_GPU_UTIL / 100), "
+     "`arbiter_gpu_memory_used_bytes` (FB_USED), `arbiter_gpu_memory_total_bytes`, "
+     "`arbiter_gpu_temperature_celsius` (GPU_TEMP), `arbiter_gpu_healthy` (1 or 0), "
+     "`arbiter_gpu_allocated_ratio` (the share allocated to jobs). Per node (label `node`): "
+     "`arbiter_node_cpu_utilization_ratio`, `arbiter_node_memory_used_bytes`, "
+     "`arbiter_node_memory_allocatable_bytes`, `arbiter_node_network_receive_bytes_per_second`, "
+     "`..._transmit_bytes_per_second`, `arbiter_node_disk_read_bytes_per_second`, "
+     "`..._write_bytes_per_second`. A value an agent did not report has no sample. Every "
+     "family has HELP and TYPE (`promtool check metrics` passes)."},
     {"GET", "/v1/status", ADMIN | USER | AGENT, h_status,
      "the controller's Lamport clock, epoch, store revision, counts, and who you are",
      "Reply: `{\"lamport\", \"epoch\", \"revision\", \"jobs\", \"active_jobs\", \"nodes\", "

@@ -3,7 +3,11 @@
  * (version 0.0.4): jobs by state, queue lengths, pending jobs by reason,
  * GPU allocation and fragmentation, node report ages, the scheduling-cycle
  * latency histogram, agent report handling time, lost nodes and tasks,
- * requeues, placements, and the store's group-commit figures.
+ * requeues, placements, and the store's group-commit figures; per GPU
+ * and per node, what the agents last reported (utilisation, memory,
+ * temperature, health, allocation; CPU, memory, network and disk rates),
+ * copied under the lock and written after it, so a scrape of 40,000 GPUs
+ * holds the scheduler up for a copy, not for the formatting.
  *
  * Fragmentation: the share of free whole GPUs that sit on nodes which
  * already run something (1.0 in the seed's case study, where 16 free GPUs

@@ -16,7 +16,7 @@
 // last event applied).
 
 import { call, takeTokenFromUrl, setToken, token, ApiError, logTail } from './api.js';
-import { GpuMap, nodeLabel } from './map.js';
+import { GpuMap, nodeLabel, titleFor } from './map.js';
 import * as P from './panels.js';
 import { esc, gpus, jobColour, queueColour } from './util.js';
 
@@ -143,7 +143,14 @@ function decorate() {
   });
 }
 
+let autoDense = false;
+
 function drawMap() {
+  if (!autoDense && S.nodes.length) {
+    // Large clusters open in the density view (before the first drawing).
+    autoDense = true;
+    if (S.nodes.length > 200) $('dense').checked = true;
+  }
   const dense = $('dense').checked;
   $('map').classList.toggle('dense', dense);
   map.render(S.nodes, { jobs: S.jobs, colourBy: S.colourBy });
@@ -184,6 +191,7 @@ function refresh() {
       again = false;
       try {
         const [nodes, queues, jobs] = await Promise.all([call('/v1/nodes'), call('/v1/queues'), call('/v1/jobs?state=active')]);
+        if (!C.ready) performance.mark('arbiter-fetched');
         S.nodes = nodes.nodes;
         S.queues = queues.queues;
         S.jobs = new Map(jobs.jobs.map((j) => [j.id, j]));
@@ -191,6 +199,7 @@ function refresh() {
         S.fetchedAt = performance.now();
         C.refreshes++;
         draw();
+        if (!C.ready) performance.mark('arbiter-drawn');
         explainPending();
       } catch (e) {
         if (e instanceof ApiError && e.status === 401) return login(e.message);
@@ -394,6 +403,10 @@ function doSearch() {
 // ---- wiring -----------------------------------------------------------------------------------------
 
 function wire() {
+  $('map').addEventListener('mouseover', (ev) => {
+    const e = ev.target.closest('.g, .node');
+    if (e) titleFor(e, S.nodes, { jobs: S.jobs, colourBy: S.colourBy });
+  });
   $('map').addEventListener('click', (ev) => {
     const cell = ev.target.closest('.g');
     const node = ev.target.closest('.node');
@@ -463,10 +476,6 @@ async function start() {
   await refresh();
   setLive('on', 'live');
   if (!C.ready) {
-    if (S.nodes.length > 200 && !$('dense').checked) {
-      $('dense').checked = true;
-      drawMap();
-    }
     // After the next frame is painted: the first full map on screen.
     requestAnimationFrame(() =>
       setTimeout(() => {

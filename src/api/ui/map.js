@@ -69,7 +69,9 @@ function cellHtml(n, g, view) {
     cls += ' free';
   }
   const dj = jobs.length ? ` data-job="${jobs.join(' ')}"` : '';
-  return `<div class="${cls}" data-node="${esc(n.name)}" data-gpu="${g.index}"${dj} title="${esc(cellTitle(n, g, view))}">${inner}</div>`;
+  // No title here: 8,000 of them would double the HTML; titleFor() makes
+  // one when the pointer reaches the cell.
+  return `<div class="${cls}" data-node="${esc(n.name)}" data-gpu="${g.index}"${dj}>${inner}</div>`;
 }
 
 // GPUs grouped by NVLink domain, then PCIe switch, each in index order.
@@ -97,9 +99,24 @@ function nodeHtml(n, view) {
     body += `<div class="nv${nv === 'none' ? ' nonv' : ''}" title="${nv === 'none' ? 'no NVLink' : 'NVLink domain ' + nv}">${inner}</div>`;
   }
   if (!(n.gpus || []).length) body = '<div class="nogpu">no GPUs</div>';
+  return `<div class="node st-${esc(label)}" data-node="${esc(n.name)}" data-state="${esc(label)}"><div class="nh"><b class="nn">${esc(n.name)}</b><span class="ns">${esc(label)}</span><span class="na"></span></div><div class="topo">${body}</div></div>`;
+}
+
+function nodeTitle(n) {
   const labels = Object.entries(n.labels || {}).map(([k, v]) => `${k}=${v}`).join(', ');
-  const title = `${n.name}: ${label}, ${n.allocated ? n.allocated.gpus : 0}/${n.capacity ? n.capacity.gpus : 0} GPUs allocated, ${n.tasks} task(s)${labels ? '; ' + labels : ''}`;
-  return `<div class="node st-${esc(label)}" data-node="${esc(n.name)}" data-state="${esc(label)}" title="${esc(title)}"><div class="nh"><b class="nn">${esc(n.name)}</b><span class="ns">${esc(label)}</span><span class="na"></span></div><div class="topo">${body}</div></div>`;
+  return `${n.name}: ${nodeLabel(n)}, ${n.allocated ? n.allocated.gpus : 0}/${n.capacity ? n.capacity.gpus : 0} GPUs allocated, ${n.tasks} task(s)${labels ? '; ' + labels : ''}`;
+}
+
+// The tooltip of a cell or a node box under the pointer (set on demand).
+export function titleFor(el, nodes, view) {
+  const n = nodes.find((x) => x.name === el.dataset.node);
+  if (!n) return;
+  if (el.dataset.gpu != null) {
+    const g = (n.gpus || [])[Number(el.dataset.gpu)];
+    if (g) el.title = cellTitle(n, g, view);
+  } else {
+    el.title = nodeTitle(n) + (el.dataset.fit ? ` · for the highlighted job: ${el.dataset.fit}` : '');
+  }
 }
 
 function signature(n, view) {
@@ -164,6 +181,9 @@ export class GpuMap {
   //   d.toFree: {node, gpus: Set} (GPUs to free for a pending job), or null
   //   d.selectedJob, d.selectedNode
   decorate(d) {
+    const any = !!(d.search || d.fit || d.toFree || d.selectedJob || d.selectedNode);
+    if (!any && !this.decorated) return; // nothing to set, nothing to clear
+    this.decorated = any;
     for (const [name, e] of this.nodeEls) {
       const hitNode = d.search ? d.search.nodes.has(name) : false;
       e.classList.toggle('hit', hitNode);
