@@ -85,6 +85,7 @@ int main(int argc, char **argv)
     pid_t pid = forkpty(&master, NULL, NULL, &ws);
     if (pid < 0) {
         perror("arb_pty: forkpty");
+        fclose(out);
         return 70;
     }
     if (pid == 0) {
