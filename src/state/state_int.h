@@ -277,6 +277,8 @@ int st_inventory_check(const json_t *inv, arb_err_t *err);
  * telemetry, validated) when its interval passed; free the ring. */
 void st_telhist_note(st_node_t *x, int ngpus, const json_t *tel, int64_t now);
 void st_telhist_free(st_node_t *x);
+/* {"interval_s", "capacity", "samples": [...]} oldest first, ages from now. */
+json_t *st_telhist_json(const st_node_t *x, int64_t now);
 
 /* JSON (codec.c). */
 json_t *st_job_json(st_t *s, st_job_t *sj, bool full);

@@ -121,8 +121,9 @@ static json_t *num_json(double v)
 /* {"interval_s", "samples": [{"age_s", "cpu_util", "memory_used_bytes",
  * "net_rx_bps", "net_tx_bps", "disk_read_bps", "disk_write_bps", "gpus":
  * [{"util", "memory_used_mib", "temp_c", "healthy"}]}]}, oldest first. */
-static json_t *telhist_json(const st_telhist_t *h, int64_t now)
+json_t *st_telhist_json(const st_node_t *x, int64_t now)
 {
+    const st_telhist_t *h = x->hist;
     json_t *arr = json_array();
 
     for (int k = 0; h && k < h->n; k++) {
@@ -166,7 +167,7 @@ int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, 
     if (!n) {
         rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
     } else {
-        *out = telhist_json(st_node_ext(s, n)->hist, st_mono_ns());
+        *out = st_telhist_json(st_node_ext(s, n), st_mono_ns());
         json_object_set_new(*out, "node", json_string(name));
     }
     *ticket = st_seen(s);

@@ -58,6 +58,13 @@ for f in cpu_utilization_ratio memory_used_bytes memory_allocatable_bytes networ
     has "^arbiter_node_$f\\{node=\"n1\"\\} [0-9.e+]+$" "$T/controller.prom" "node_$f"
 done
 
+# The same telemetry over the last minutes (the console's charts), and a clear 404.
+curl -sf "$ARBITER_URL/v1/nodes/n1/telemetry" > "$T/tel.json" || cl_fail "GET /v1/nodes/n1/telemetry"
+grep -q '"node":"n1"' "$T/tel.json" && grep -q '"samples":\[{"age_s":' "$T/tel.json" &&
+    grep -q '"cpu_util":' "$T/tel.json" || cl_fail "telemetry history: $(cat "$T/tel.json")"
+code=$(curl -s -o "$T/tel404" -w '%{http_code}' "$ARBITER_URL/v1/nodes/nope/telemetry")
+[ "$code" = 404 ] && grep -q "node 'nope': no such node" "$T/tel404" || cl_fail "unknown node: $code $(cat "$T/tel404")"
+
 # arbiter lb: one backend up, one refusing connections (down after its checks).
 LBT=$(dirname "$ARB")/tests/arb_lbtest
 "$LBT" backend --id b1 --port-file "$T/b1.port" 2>>"$T/lbtest.log" &
