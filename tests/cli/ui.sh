@@ -3,12 +3,14 @@
 # chromium-driver (tests/cli/lib/browser.sh), against a live controller with
 # tokens and three agents (4 GPUs each):
 #  - without a token the page asks for one and shows no cluster data; with
-#    #token= it signs in and takes the token out of the address bar;
+#    #token= it signs in and takes the token out of the address bar; a
+#    user's token shows what that user may see (no other team's jobs);
 #  - the GPU map has every GPU (data-node, data-gpu) with the job the CLI
 #    says holds it (data-job), free ones without;
 #  - a pending job's explanation is the text of `arbiter explain`, with its
 #    structure (reasons, fragmentation, nearest node); one click highlights
 #    the nodes it could use (none) and the GPUs to free (on the nearest node);
+#  - search (a job id, a node name) and colour by job or by queue;
 #  - job detail (tasks, events in Lamport order, the log tail, read from the
 #    agent with a ticket) and node detail (labels, topology, charts);
 #  - live: a cancel and a node loss (kill -9 of an agent) show on the map
@@ -28,7 +30,8 @@ br_need
 cl_init
 
 ADMIN=admin-token-0123456789
-printf '%s admin ops root\n' "$ADMIN" > "$T/tokens"
+USER_A=alice-token-0123456789
+printf '%s admin ops root\n%s user team-a alice\n' "$ADMIN" "$USER_A" > "$T/tokens"
 chmod 600 "$T/tokens"
 cat > "$T/c.yaml" <<'YAML'
 scheduler: {interval: 200ms}
@@ -127,6 +130,21 @@ br_wait "the GPUs to free" 20 'return document.querySelectorAll("#map .g.tofree"
 br_shot ui-map
 br_js 'document.querySelector("#banner button[data-act=clear]").click()'
 
+# Search: a job id finds its node; a node name finds that node; the rest dims.
+search() { br_js "const i = document.getElementById('search'); i.value = arguments[0]; i.dispatchEvent(new Event('input')); return [...document.querySelectorAll('#map .node.hit')].map(n => n.dataset.node).join(',')" "$1"; }
+[ "$(search "$b")" = "$(held "$b" | sed -n '1s/ .*//p')" ] || cl_fail "search $b: $(search "$b")"
+[ "$(br_js "return document.querySelectorAll('#map .g.hit').length")" = 3 ] || cl_fail "search $b: not its 3 GPUs"
+[ "$(search n3)" = n3 ] || cl_fail "search n3: $(search n3)"
+[ "$(br_js 'return document.querySelectorAll("#map .node.dim").length')" = 2 ] || cl_fail "search n3: the others not dimmed"
+search "" >/dev/null
+# Colour by queue: beta and gamma (team-b) share a colour, alpha (team-a) has another.
+colour() { br_js "const c = document.querySelector('#map .g[data-job=\"' + arguments[0] + '\"]'); return [...c.classList].filter(k => /^c[0-9]+\$|^cq\$/.test(k)).join()" "$1"; }
+br_js 'const s = document.getElementById("colour-by"); s.value = "queue"; s.dispatchEvent(new Event("change"))'
+[ "$(colour "$b")" = "$(colour "$c")" ] && [ "$(colour "$a")" != "$(colour "$b")" ] ||
+    cl_fail "colour by queue: $a $(colour "$a"), $b $(colour "$b"), $c $(colour "$c")"
+br_js 'const s = document.getElementById("colour-by"); s.value = "job"; s.dispatchEvent(new Event("change"))'
+[ "$(colour "$b")" != "$(colour "$c")" ] || cl_fail "colour by job: $b and $c alike"
+
 # Job detail: tasks, events in Lamport order, the log tail from the agent.
 br_js "location.hash = 'job=$b'"
 br_wait "job $b's detail" 20 "return document.querySelector('#detail h3') && document.querySelector('#detail h3').textContent.includes(\"job $b 'beta'\")" >/dev/null
@@ -187,6 +205,14 @@ echo "ui: node loss: NotReady shown $(($(at NotReady) - nr)) ms and Lost $(($(at
 br_wait "the lost node's GPUs free on the map" 30 "return document.querySelectorAll('#map [data-node=\"$node_c\"][data-job]').length === 0" >/dev/null
 [ "$(br_js "return document.querySelector('#map .node[data-node=\"$node_c\"]').dataset.state")" = Lost ] || cl_fail "node not Lost"
 br_shot ui-live
+
+# ---- a user's token: the same page, what the role may see ---------------------------------
+"$WD" "$BR" go "$U/ui/#token=$USER_A"
+br_wait "the page as alice (team-a)" 30 'const c = window.arbiterConsole; return c && c.ready && c.you && c.you.name === "alice"' >/dev/null
+[ "$(br_js 'return document.querySelectorAll("#map .node").length')" = 3 ] || cl_fail "alice sees no nodes"
+[ "$(br_js 'return document.querySelectorAll("#pending .pjob").length')" = 0 ] || cl_fail "alice sees team-b's pending jobs"
+br_js 'return document.getElementById("queues").textContent' | grep -q team-a || cl_fail "alice sees no queues"
+br_js "return document.getElementById('summary').textContent" | grep -q "alice (user)" || cl_fail "not signed in as alice"
 
 # ---- the console log: no error ------------------------------------------------------------------------
 br_log > "$T/log.end"

@@ -43,6 +43,7 @@ const S = {
 
 const C = (window.arbiterConsole = {
   ready: false, // the first map is drawn
+  you: null, // {role, team, name} of the token in use (GET /v1/status)
   mapDrawnMs: null, // performance.now() after the first map was painted
   nodes: 0,
   gpus: 0,
@@ -330,11 +331,15 @@ async function openDetail(sel, switchTab = true) {
 
 function route() {
   if (/(^#|&)token=/.test(location.hash)) {
-    // A link with a token opened in this tab: sign in with it.
+    // A link with a token opened in this tab: sign in with it (another
+    // token than the one in use: start again as that principal).
+    const before = token();
     takeTokenFromUrl();
     if (!$('login').hidden) {
       $('login').hidden = true;
       start();
+    } else if (token() !== before) {
+      location.reload();
     }
     return;
   }
@@ -392,7 +397,8 @@ function doSearch() {
   for (const j of S.jobs.values()) if ((idm && String(j.id) === idm[1]) || (!idm && j.name.toLowerCase().includes(low))) jobs.add(String(j.id));
   if (idm) jobs.add(idm[1]);
   for (const n of S.nodes) {
-    if (n.name.toLowerCase().includes(low)) nodes.add(n.name);
+    // A number is a job id (and a node only by its whole name); else a part of a name.
+    if (idm ? n.name === s : n.name.toLowerCase().includes(low)) nodes.add(n.name);
     for (const g of n.gpus || []) if ((g.jobs || []).some((id) => jobs.has(String(id)))) nodes.add(n.name);
   }
   S.search = { nodes, jobs };
@@ -471,7 +477,7 @@ async function start() {
     setTimeout(start, 2000);
     return;
   }
-  S.you = status.you;
+  S.you = C.you = status.you;
   S.since = status.lamport;
   await refresh();
   setLive('on', 'live');
