@@ -18,10 +18,10 @@
 
 static json_t *tel(int cpu_pct, int util, int temp)
 {
-    return json_pack("{s:f,s:s,s:f,s:[{s:i,s:i,s:i,s:i,s:b},{s:i,s:b}]}", "cpu_util", cpu_pct / 100.0,
-                     "memory_used", "2Gi", "net_rx_bps", 1e6, "gpus", "index", 0, "util", util,
-                     "temp_c", temp, "memory_used_mib", 1000, "healthy", 1, "index", 1, "healthy",
-                     0);
+    return json_pack("{s:f,s:s,s:f,s:[{s:i,s:i,s:i,s:i,s:b},{s:i,s:b}]}", "cpu_util",
+                     cpu_pct / 100.0, "memory_used", "2Gi", "net_rx_bps", 1e6, "gpus", "index", 0,
+                     "util", util, "temp_c", temp, "memory_used_mib", 1000, "healthy", 1, "index",
+                     1, "healthy", 0);
 }
 
 static void test_sampling_and_ring(void **unused)
@@ -50,7 +50,8 @@ static void test_sampling_and_ring(void **unused)
         assert_int_equal(json_integer_value(json_object_get(g0, "util")), t % 101);
     }
     json_t *last = json_array_get(smp, 59);
-    assert_true(fabs(json_real_value(json_object_get(last, "cpu_util")) - 0.0) < 1e-6); /* 400 % 100 */
+    assert_true(fabs(json_real_value(json_object_get(last, "cpu_util")) - 0.0) <
+                1e-6); /* 400 % 100 */
     assert_true(json_real_value(json_object_get(last, "memory_used_bytes")) == 2147483648.0);
     assert_true(json_real_value(json_object_get(last, "net_rx_bps")) == 1e6);
     /* not reported: null */
@@ -72,7 +73,9 @@ static void test_sampling_and_ring(void **unused)
     json_decref(v);
     o = st_telhist_json(&x, 401 * S);
     assert_int_equal(json_array_size(json_object_get(o, "samples")), 1);
-    assert_int_equal(json_array_size(json_object_get(json_array_get(json_object_get(o, "samples"), 0), "gpus")), 4);
+    assert_int_equal(
+        json_array_size(json_object_get(json_array_get(json_object_get(o, "samples"), 0), "gpus")),
+        4);
     json_decref(o);
     st_telhist_free(&x);
     assert_null(x.hist);
