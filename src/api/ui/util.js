@@ -51,7 +51,7 @@ const SVG = 'http://www.w3.org/2000/svg';
 // the same x range (samples oldest first); max: the top of the y axis
 // (null: the largest value). Returns an <svg> element.
 export function chart(series, max, label) {
-  const w = 240,
+  const w = 230,
     h = 44;
   const svg = document.createElementNS(SVG, 'svg');
   svg.setAttribute('viewBox', `0 0 ${w} ${h}`);
@@ -81,6 +81,17 @@ export function chart(series, max, label) {
       pts.push(x.toFixed(1) + ',' + y.toFixed(1));
     });
     if (!pts.length) continue;
+    if (pts.length === 1) {
+      // one sample so far: a dot where the line will start
+      const [x, y] = pts[0].split(',');
+      const dot = document.createElementNS(SVG, 'circle');
+      dot.setAttribute('cx', x);
+      dot.setAttribute('cy', y);
+      dot.setAttribute('r', '2');
+      dot.setAttribute('class', 'dot ' + (s.cls || ''));
+      svg.appendChild(dot);
+      continue;
+    }
     const line = document.createElementNS(SVG, 'polyline');
     line.setAttribute('points', pts.join(' '));
     line.setAttribute('class', 'line ' + (s.cls || ''));
