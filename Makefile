@@ -2,6 +2,7 @@
 #   make        build build/arbiter
 #   make test   build and run every test (CTest)
 #   make asan   run the tests under ASan+UBSan (build-asan/)
+#   make tsan   run the threaded tests under ThreadSanitizer (build-tsan/)
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
@@ -16,7 +17,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api bench-ui demo demo-hybrid fuzz format check-format lint cppcheck clean
+.PHONY: all deps build test asan bench bench-lb bench-api bench-ui demo demo-hybrid fuzz format check-format lint cppcheck tsan clean
 
 all: build
 
@@ -34,6 +35,10 @@ asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DASAN=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# the threaded tests under ThreadSanitizer (build-tsan/; scripts/tsan.sh)
+tsan: deps
+	@sh scripts/tsan.sh
 
 bench: build
 	@sh bench/run.sh $(BUILD)/arbiter
@@ -78,7 +83,7 @@ check-format: deps
 	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && echo "check-format: ok"
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
 
 .PHONY: demo-ha
 # several controllers over a real 3-member etcd cluster; kill -9 of the leader, live.

@@ -15,9 +15,13 @@ int main(int argc, char **argv)
         return cli_help(1, argv) == 0 ? 2 : 2;
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
         return cli_help(1, argv);
-    for (c = cli_cmds; c->name; c++)
-        if (strcmp(c->name, argv[1]) == 0)
-            return c->run(argc - 1, argv + 1);
+    if ((c = cli_find(argv[1]))) {
+        /* VERB --help anywhere before "--" (after it: the job's own command) */
+        for (int i = 2; i < argc && strcmp(argv[i], "--") != 0; i++)
+            if (strcmp(argv[i], "--help") == 0)
+                return cli_verb_help(c);
+        return c->run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "arbiter: unknown verb '%s'; run 'arbiter help' for the list\n", argv[1]);
     return 2;
 }

@@ -6,12 +6,22 @@
 #ifndef ARB_CLI_H
 #define ARB_CLI_H
 
+#include <stdbool.h>
+
 typedef struct cli_cmd {
     const char *name;
     const char *summary;
     const char *usage;
     int (*run)(int argc, char **argv); /* argv[0] is the verb; returns exit code */
+    bool own_help;                     /* run prints its full usage on --help and exits 0; else the
+                                          dispatcher prints usage for `VERB --help` (cli_verb_help) */
 } cli_cmd_t;
+
+/* `arbiter VERB --help` and `arbiter help VERB`: the verb's usage on stdout,
+ * exit 0 (the verb's own, fuller text where it has one). */
+int cli_verb_help(const cli_cmd_t *c);
+/* The row of verb name; NULL when there is none. */
+const cli_cmd_t *cli_find(const char *name);
 
 /* The table, terminated by a row with name == NULL. */
 extern const cli_cmd_t cli_cmds[];

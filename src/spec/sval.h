@@ -113,6 +113,12 @@ int sv_duration(sx_t *x, const sval_t *v, int64_t *secs);
 /* One of names[0..n) (NULL entries skipped); *out is its index. */
 int sv_enum(sx_t *x, const sval_t *v, const char *const *names, int n, int *out);
 
+/* The text of scalar node n and its length (*len), valid while its
+ * document is open: what fy_node_get_scalar gives, without libfyaml
+ * 0.7.12's leak on single-quoted scalars with '' (see sval.c). Every read
+ * of a scalar's text from a document sv_doc_open made goes through here. */
+const char *sv_scalar(struct fy_node *n, size_t *len);
+
 /* ---- documents --------------------------------------------------------------- */
 
 typedef struct sv_doc {

@@ -127,11 +127,16 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
                                            spec_prio_class_t *buf, int max, spec_prio_table_t *t)
 {
     struct fy_node *pc = fy_node_mapping_lookup_by_string(root, "priorityClassName", -1);
-    const char *name = pc && fy_node_is_scalar(pc) ? fy_node_get_scalar0(pc) : NULL;
+    char name[sizeof buf[0].name];
+    size_t len = 0;
+    const char *text =
+        pc && fy_node_is_scalar(pc) && !fy_node_is_alias(pc) ? sv_scalar(pc, &len) : NULL;
     int n = 0;
 
-    if (!name || !name[0] || strlen(name) >= sizeof buf[0].name)
+    if (!text || len == 0 || len >= sizeof name || memchr(text, '\0', len))
         return NULL;
+    memcpy(name, text, len);
+    name[len] = '\0';
     if (s->conf.nclasses) {
         for (int i = 0; i < s->conf.nclasses && n < max - 1; i++)
             buf[n++] = s->conf.classes[i];
