@@ -115,8 +115,12 @@ static void collect(emu_thread_t *th, int nth, bool whole, bool clear, double se
     int64_t *v;
 
     memset(st, 0, sizeof *st);
-    for (int i = 0; i < nth; i++)
-        total += whole ? th[i].all.n : th[i].win.n;
+    for (int i = 0; i < nth; i++) { /* the threads push while we count: under their locks */
+        samples_t *s = whole ? &th[i].all : &th[i].win;
+        pthread_mutex_lock(&s->mu);
+        total += s->n;
+        pthread_mutex_unlock(&s->mu);
+    }
     v = malloc((total + 1) * sizeof *v);
     for (int i = 0; i < nth; i++) {
         samples_t *s = whole ? &th[i].all : &th[i].win;
