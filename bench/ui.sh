@@ -23,7 +23,7 @@ cl_init
 printf 'scheduler: {interval: 500ms}\nnodes: {lease: 30s}\n' > "$T/c.yaml"
 cl_controller --config "$T/c.yaml"
 $ARB agent --name emu --controller "$ARBITER_URL" --emulate 1000 --emulate-tasks timed \
-    --fake-gpus 8:H100 --heartbeat 5s --log-dir "$T/logs/emu" --allow-root 2>>"$T/emu.log" &
+    --fake-gpus 8:H100 --heartbeat 2s --log-dir "$T/logs/emu" --allow-root 2>>"$T/emu.log" &
 CL_PIDS="$CL_PIDS $!"
 cl_wait "1,000 nodes" 120 sh -c "curl -sf '$ARBITER_URL/v1/status' | grep -q '\"nodes\":1000[,}]'"
 # Work on the map: 40 gangs of 4 nodes x 8 GPUs, 200 jobs of 1 to 4 GPUs.
