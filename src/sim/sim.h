@@ -48,6 +48,10 @@ typedef enum sim_mode {
 
 #define SIM_NSERIES 101 /* points of the events-mode time series */
 
+/* The pseudo-policy of the offline bound (bound.c): a run of it reports the
+ * upper bound on GPU allocation at 100% arrived demand as alloc_pct[100]. */
+#define SIM_BOUND_POLICY "bound"
+
 typedef struct sim_opts {
     const char *policy; /* a scheduling profile (arb_profile_lookup) */
     uint64_t seed;
@@ -169,6 +173,12 @@ int sim_write_events_svg(const char *path, const sim_result_t *r, int n, arb_err
  * frag_ratio), columns metric,workload,policy,seed,inflate,total_gpus,
  * tasks_arrived,tasks_failed,0..130. */
 void sim_print_csv(FILE *f, const sim_result_t *r, bool header);
+/* Markdown, one row per workload: mean alloc@100 of the first policy, and
+ * of each other one with its difference, the share of unallocated GPUs it
+ * saves, the seeds where it allocates more and its worst seed; the bound
+ * (SIM_BOUND_POLICY runs) and its headroom over the best policy when
+ * present; a mean row. */
+void sim_print_table(FILE *f, const sim_result_t *r, int n);
 /* Markdown comparison with the published means: per workload and paper
  * policy, the mean over the runs' seeds of alloc_pct at 100 and 130 against
  * the artifact's mean over the same seeds; FGD's lead over BestFit. */
