@@ -30,7 +30,9 @@ static const struct sim_opt {
 } opts[] = {
     {"--nodes", NULL, "FILE", "node list: sn,cpu_milli,memory_mib,gpu,model"},
     {"--pods", NULL, "FILE", "task list (repeat for several workloads)"},
-    {"--policy", NULL, "P[,P...]", "scheduling profiles, or 'paper' for the paper's six"},
+    {"--policy", NULL, "P[,P...]",
+     "scheduling profiles, 'paper' for the paper's six, or 'bound' (paper mode: an offline upper "
+     "bound at 100% arrived)"},
     {"--seed", "--seeds", "S", "42, 42-51, or a comma list of both (default 42)"},
     {"--mode", NULL, "MODE", "paper (default: the FGD artifact's experiment) or events"},
     {"--inflate", NULL, "X", "paper mode: GPU demand to reach, x cluster GPUs (default 1.3)"},
@@ -411,6 +413,13 @@ int cli_sim(int argc, char **argv)
     }
     for (int i = 0; i < npol; i++) {
         arb_profile_t prof;
+        if (is(policies[i], SIM_BOUND_POLICY)) {
+            if (base.mode == SIM_MODE_EVENTS) {
+                rc = usage_err("%s", "--policy bound (the offline bound) is for paper mode");
+                goto out;
+            }
+            continue;
+        }
         if (arb_profile_lookup(policies[i], &prof, &err) < 0) {
             fprintf(stderr, "arbiter sim: --policy: %s\n", err.msg);
             rc = 2;

@@ -370,8 +370,16 @@ static int step_multigpu(tlist_t *l, double pct, arb_rng_t *r, arb_err_t *err)
         free(im);
         return 0;
     }
+    int limit = 20 * l->n + 1000;
     while (d <= 0 || dm / d < x) {
         sim_task_t t = l->v[im[arb_rng_below(r, (uint64_t)nm)]];
+        if (l->n >= limit) {
+            free(im);
+            return arb_errf(err, -EINVAL,
+                            "multigpu:%g: more than %d tasks would be needed (20x the list); "
+                            "give a lower percent",
+                            pct, limit);
+        }
         if (tl_push(l, &t) < 0) {
             free(im);
             return arb_errf(err, -ENOMEM, "multigpu: out of memory");
@@ -480,6 +488,13 @@ static int step_cpu(tlist_t *l, double pct, arb_rng_t *r, arb_err_t *err)
     if (!ic)
         return arb_errf(err, rc, "cpu: out of memory");
     ng = l->n - nc;
+    if (pct / (100 - pct) * ng > 20.0 * l->n + 1000) {
+        free(ic);
+        return arb_errf(err, -EINVAL,
+                        "cpu:%g: more than %d tasks would be needed (20x the list); give a lower "
+                        "percent",
+                        pct, 20 * l->n + 1000);
+    }
     want = (int)lround(pct / (100 - pct) * ng);
     if (want > 0 && nc == 0) {
         free(ic);
