@@ -11,6 +11,8 @@ PKGS="pkg-config libcmocka-dev libfyaml-dev"
 PKGS="$PKGS clang-format cppcheck"
 # the controller: store, HTTP server, JSON, HTTP client (CLI verbs, tests).
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
+# the simulator's offline bound: an LP solved with GLPK.
+PKGS="$PKGS libglpk-dev"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
 PKGS="$PKGS libhwloc-dev iproute2"
 # high availability: the HA tests and `make demo-ha` start real etcd clusters (etcd 3.4).
