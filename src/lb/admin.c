@@ -1,7 +1,9 @@
 /*
  * admin.c: what the proxy tells about itself: /metrics (Prometheus text),
  * /backends (JSON), /healthz on the admin listener; the access log; the
- * per-backend and total response counters and latency histograms.
+ * per-backend and total response counters and latency histograms; for
+ * inference requests, time to first byte, the admission queue and what each
+ * model server's own metrics said.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,6 +26,15 @@ void px_stats_response(px_stats_t *st, int status, double secs)
         b++;
     st->lat_bucket[b]++;
     st->lat_sum += secs;
+}
+
+void px_stats_ttft(px_admit_stats_t *st, double secs)
+{
+    int b = 0;
+    while (b < 14 && secs > px_lat_le[b])
+        b++;
+    st->ttft_bucket[b]++;
+    st->ttft_sum += secs;
 }
 
 /* A growing text buffer. */
@@ -119,6 +130,55 @@ static void metrics(px_t *px, sbuf_t *b)
                  "response byte.\n# TYPE arbiter_lb_request_duration_seconds histogram\n");
     hist(b, "arbiter_lb_request_duration_seconds", "", &px->total);
 
+    if (px->c->openai) {
+        static const char *kinds[3] = {"", "completions", "chat"};
+        const px_admit_stats_t *a = &px->ad;
+        sb_printf(b,
+                  "# HELP arbiter_lb_inference_requests_total OpenAI API requests, by endpoint.\n"
+                  "# TYPE arbiter_lb_inference_requests_total counter\n");
+        for (int i = 1; i < 3; i++)
+            sb_printf(b, "arbiter_lb_inference_requests_total{endpoint=\"%s\"} %llu\n", kinds[i],
+                      (unsigned long long)a->infer_requests[i]);
+        sb_printf(b,
+                  "# TYPE arbiter_lb_inference_unparsed_total counter\n"
+                  "arbiter_lb_inference_unparsed_total %llu\n"
+                  "# TYPE arbiter_lb_inference_bad_body_total counter\n"
+                  "arbiter_lb_inference_bad_body_total %llu\n",
+                  (unsigned long long)a->unparsed, (unsigned long long)a->parse_errors);
+        sb_printf(b,
+                  "# HELP arbiter_lb_queued_requests Requests held while every replica is "
+                  "saturated.\n# TYPE arbiter_lb_queued_requests gauge\n"
+                  "arbiter_lb_queued_requests %d\n",
+                  px->nqueued);
+        sb_printf(b,
+                  "# TYPE arbiter_lb_queue_admitted_total counter\n"
+                  "arbiter_lb_queue_admitted_total %llu\n"
+                  "# TYPE arbiter_lb_queue_dispatched_total counter\n"
+                  "arbiter_lb_queue_dispatched_total %llu\n",
+                  (unsigned long long)a->queued, (unsigned long long)a->dispatched);
+        sb_printf(b,
+                  "# HELP arbiter_lb_rejected_total Requests answered 429, by reason.\n"
+                  "# TYPE arbiter_lb_rejected_total counter\n"
+                  "arbiter_lb_rejected_total{reason=\"queue_full\"} %llu\n"
+                  "arbiter_lb_rejected_total{reason=\"fair_share\"} %llu\n"
+                  "arbiter_lb_rejected_total{reason=\"slo\"} %llu\n"
+                  "arbiter_lb_rejected_total{reason=\"expired\"} %llu\n",
+                  (unsigned long long)a->rejected_full, (unsigned long long)a->rejected_share,
+                  (unsigned long long)a->rejected_slo, (unsigned long long)a->expired);
+        if (px->pindex)
+            sb_printf(b,
+                      "# TYPE arbiter_lb_prefix_index_blocks gauge\n"
+                      "arbiter_lb_prefix_index_blocks %u\n",
+                      lb_pindex_size(px->pindex));
+        px_stats_t t = {0};
+        memcpy(t.lat_bucket, a->ttft_bucket, sizeof t.lat_bucket);
+        t.lat_sum = a->ttft_sum;
+        sb_printf(b, "# HELP arbiter_lb_ttft_seconds Inference requests: time from request head "
+                     "to the first response body byte (the first token when streamed).\n"
+                     "# TYPE arbiter_lb_ttft_seconds histogram\n");
+        hist(b, "arbiter_lb_ttft_seconds", "", &t);
+    }
+
     sb_printf(b, "# TYPE arbiter_lb_backend_up gauge\n# TYPE arbiter_lb_backend_weight gauge\n"
                  "# TYPE arbiter_lb_backend_inflight gauge\n"
                  "# TYPE arbiter_lb_backend_idle_connections gauge\n"
@@ -130,6 +190,12 @@ static void metrics(px_t *px, sbuf_t *b)
                  "# TYPE arbiter_lb_backend_reported_queue gauge\n"
                  "# TYPE arbiter_lb_backend_reported_gpu_util gauge\n"
                  "# TYPE arbiter_lb_backend_request_duration_seconds histogram\n");
+    if (px->c->scrape_path)
+        sb_printf(b, "# TYPE arbiter_lb_backend_engine_waiting gauge\n"
+                     "# TYPE arbiter_lb_backend_engine_running gauge\n"
+                     "# TYPE arbiter_lb_backend_engine_kv_cache_usage gauge\n"
+                     "# TYPE arbiter_lb_backend_engine_lora_adapters gauge\n"
+                     "# TYPE arbiter_lb_backend_scrapes_total counter\n");
     for (int i = 0; i < px->nbes; i++) {
         const px_backend_t *e = px->bes[i];
         char lab[300];
@@ -160,6 +226,19 @@ static void metrics(px_t *px, sbuf_t *b)
             sb_printf(b, "arbiter_lb_backend_reported_queue{%s} %g\n", lab, e->load.queue);
             sb_printf(b, "arbiter_lb_backend_reported_gpu_util{%s} %g\n", lab, e->load.gpu_util);
         }
+        if (px->c->scrape_path) {
+            sb_printf(b, "arbiter_lb_backend_scrapes_total{%s,result=\"ok\"} %llu\n", lab,
+                      (unsigned long long)e->scrapes_ok);
+            sb_printf(b, "arbiter_lb_backend_scrapes_total{%s,result=\"bad\"} %llu\n", lab,
+                      (unsigned long long)e->scrapes_bad);
+        }
+        if (e->eng.at_ms) {
+            sb_printf(b, "arbiter_lb_backend_engine_waiting{%s} %g\n", lab, e->eng.waiting);
+            sb_printf(b, "arbiter_lb_backend_engine_running{%s} %g\n", lab, e->eng.running);
+            if (e->eng.kv >= 0)
+                sb_printf(b, "arbiter_lb_backend_engine_kv_cache_usage{%s} %g\n", lab, e->eng.kv);
+            sb_printf(b, "arbiter_lb_backend_engine_lora_adapters{%s} %d\n", lab, e->eng.nlora);
+        }
         hist(b, "arbiter_lb_backend_request_duration_seconds", lab, &e->st);
     }
 }
@@ -172,13 +251,20 @@ static void backends_json(px_t *px, sbuf_t *b)
         sb_printf(b,
                   "%s{\"name\":\"%s\",\"state\":\"%s\",\"weight\":%u,\"eff\":%.3f,"
                   "\"inflight\":%u,\"requests\":%llu,\"fails\":%d,\"ejections\":%llu,"
-                  "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}}",
+                  "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}",
                   i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, e->inflight,
                   (unsigned long long)e->st.requests, e->fails, (unsigned long long)e->st.ejections,
                   e->load.queue, e->load.gpu_util, e->load.inflight,
                   e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
+        if (e->eng.at_ms)
+            sb_printf(b,
+                      ",\"engine\":{\"kind\":\"%s\",\"waiting\":%g,\"running\":%g,\"kv\":%g,"
+                      "\"lora\":%d,\"max_lora\":%d,\"age_ms\":%lld,\"ttft_ms\":%.1f}",
+                      e->engine, e->eng.waiting, e->eng.running, e->eng.kv, e->eng.nlora,
+                      e->eng.max_lora, (long long)(px->now_ms - e->eng.at_ms), e->ttft_ms);
+        sb_printf(b, "}");
     }
-    sb_printf(b, "]}\n");
+    sb_printf(b, "],\"queued\":%d}\n", px->nqueued);
 }
 
 char *px_admin_reply(px_t *px, const http_head_t *req, size_t *len)

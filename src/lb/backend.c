@@ -98,6 +98,7 @@ static int rebuild_peers(px_t *px)
         peers[k].load = b->load;
         peers[k].lat_ms = b->lat_ms;
         peers[k].lat_at_ms = b->lat_at_ms;
+        peers[k].eng = b->eng;
         k++;
     }
     rc = lb_policy_set(&px->pol, peers, n);
@@ -222,6 +223,8 @@ int px_backends_load(px_t *px, arb_err_t *err)
         b->hc_up = true;
         b->up_since = first ? 0 : px->now_ms; /* added on reload: slow start */
         b->hc_next = px->now_ms;
+        b->sc_next = px->now_ms;
+        b->eng.kv = -1;
         px->bes[px->nbes++] = b;
         fresh[j] = NULL;
     }
@@ -279,6 +282,12 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
     if (s->req.key) {
         r.key = lb_hash64(s->req.key, s->req.klen, 0);
         r.has_key = true;
+    }
+    if (s->inf.kind != OAI_NONE) {
+        r.blocks = s->inf.blocks;
+        r.nblocks = s->inf.nblocks;
+        r.model = s->inf.model;
+        r.admit = px->c->max_queue > 0;
     }
     px->rng += 0x9e3779b97f4a7c15ULL;
     r.rnd = lb_mix64(px->rng);

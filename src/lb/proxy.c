@@ -56,6 +56,7 @@ enum { F_CONNECT, F_CONNECT_TIMEOUT, F_IO, F_BAD_RESPONSE, F_SERVER_TIMEOUT };
 
 static void sess_run(px_t *px, px_sess_t *s);
 static void sess_assign(px_t *px, px_sess_t *s);
+static void sess_route(px_t *px, px_sess_t *s);
 
 void lb_proxy_conf_default(lb_proxy_conf_t *c)
 {
@@ -76,6 +77,13 @@ void lb_proxy_conf_default(lb_proxy_conf_t *c)
     c->slow_start_ms = 5000;
     c->retries = 2;
     c->max_conns = 10000;
+    c->body_max = 1 << 20;
+    c->block_bytes = 64;
+    c->max_blocks = 1024;
+    c->scrape_interval_ms = 250;
+    c->tenant_header = "X-Tenant";
+    c->max_queue = 256;
+    c->queue_timeout_ms = 30000;
 }
 
 /* ---- clock, timers, buffers ------------------------------------------------- */
@@ -153,15 +161,30 @@ static int ep_add(px_t *px, int fd, void *obj)
 
 static void do_accept(px_t *px);
 
+/* Give back the input buffer: a pool buffer, or one grown for a body. */
+static void in_free(px_t *px, px_sess_t *s)
+{
+    if (s->in_malloc)
+        free(s->in);
+    else
+        px_buf_put(px, s->in);
+    s->in = NULL;
+    s->in_malloc = false;
+}
+
 static void sess_close(px_t *px, px_sess_t *s)
 {
+    if (s->state == S_QUEUED)
+        px_admit_remove(px, s);
     px_timer_del(&s->t);
     if (s->bc) {
         px_bconn_close(px, s->bc);
         s->bc = NULL;
     }
     close(s->fd);
-    px_buf_put(px, s->in);
+    in_free(px, s);
+    free(s->inf.blocks);
+    s->inf.blocks = NULL;
     if (s->out_malloc)
         free(s->out);
     else
@@ -194,6 +217,7 @@ static void sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage
     }
     s->kind = PX_CLIENT;
     s->fd = fd;
+    s->in_cap = PX_BUF;
     s->admin = admin;
     s->t.owner = s;
     s->peer = *peer;
@@ -203,8 +227,10 @@ static void sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage
     px_timer_set(px, &px->t_client, &s->t);
 }
 
-/* A reply of our own; the connection closes after it. */
-static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg)
+/* A reply of our own; the connection closes after it. extra: header lines
+ * ("Retry-After: 2\r\n") or "". */
+void px_sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *ctype,
+                   const char *extra, const char *body)
 {
     if (s->bc) {
         px_bconn_close(px, s->bc);
@@ -218,10 +244,14 @@ static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, con
             return;
         }
     }
+    if (s->state == S_QUEUED)
+        px_admit_remove(px, s);
     int n = snprintf(s->out, PX_BUF,
-                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
                      "Connection: close\r\n\r\n%s\n",
-                     code, reason, strlen(msg) + 1, msg);
+                     code, reason, ctype, strlen(body) + 1, extra, body);
+    if (n < 0 || n >= PX_BUF)
+        n = snprintf(s->out, PX_BUF, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n\r\n", code, reason);
     s->out_len = s->resp_off = (uint32_t)n;
     s->out_sent = 0;
     s->status = code;
@@ -232,6 +262,19 @@ static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, con
         px_log(px, s, NULL);
     }
     px_timer_set(px, &px->t_client, &s->t);
+}
+
+/* A plain-text reply of our own; for an OpenAI request, its JSON error. */
+static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg)
+{
+    if (s->inf.kind != OAI_NONE) {
+        char body[640];
+        snprintf(body, sizeof body, "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"code\":%d}}",
+                 msg, code >= 500 ? "server_error" : "invalid_request_error", code);
+        px_sess_reply(px, s, code, reason, "application/json", "", body);
+    } else {
+        px_sess_reply(px, s, code, reason, "text/plain", "", msg);
+    }
 }
 
 /* May the request go to another backend? When the connection failed the
@@ -317,28 +360,31 @@ static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
     }
 }
 
-/* Pick a backend and get a connection to it; on failure retry or reply. */
-static void sess_assign(px_t *px, px_sess_t *s)
+/* Pick a backend and get a connection to it; on failure retry or reply.
+ * -EBUSY: every replica is saturated and s is as it was (admit.c queues it). */
+int px_sess_assign(px_t *px, px_sess_t *s)
 {
     for (;;) {
         px_backend_t *b;
         px_bconn_t *bc;
-        int err = 0;
+        int err = 0, rc = px_pick(px, s, &b);
 
-        if (px_pick(px, s, &b) < 0) {
+        if (rc == -EBUSY)
+            return rc;
+        if (rc < 0) {
             px->no_backend++;
             if (s->ntried)
                 sess_reply(px, s, 502, "Bad Gateway", "every backend tried failed");
             else
                 sess_reply(px, s, 503, "Service Unavailable", "no backend available");
-            return;
+            return 0;
         }
         bc = px_pool_take(px, b);
         if (!bc)
             bc = px_bconn_open(px, b, &err);
         if (bc) {
             sess_attach(px, s, bc);
-            return;
+            return 0;
         }
         b->st.connect_fail++;
         px_backend_failed(px, b);
@@ -346,11 +392,158 @@ static void sess_assign(px_t *px, px_sess_t *s)
             s->tried[s->ntried++] = b;
         if (!can_retry(px, s, true)) {
             sess_reply(px, s, 502, "Bad Gateway", "could not connect to a backend");
-            return;
+            return 0;
         }
         px->retries++;
         b->st.retries++;
     }
+}
+
+/* A retry: to another backend now, or back into the queue when all are saturated. */
+static void sess_assign(px_t *px, px_sess_t *s)
+{
+    if (px_sess_assign(px, s) == -EBUSY)
+        px_admit(px, s);
+}
+
+/* ---- OpenAI requests: the body before routing ---------------------------- */
+
+/* The tenant: the tenant header, else the API key (Authorization), else none. */
+static uint64_t tenant_of(const http_head_t *h)
+{
+    if (h->tenant && h->tnlen)
+        return lb_hash64(h->tenant, h->tnlen, 0x74656eULL);
+    if (h->auth && h->alen)
+        return lb_hash64(h->auth, h->alen, 0x74656eULL);
+    return 0;
+}
+
+static void inf_start(px_t *px, px_sess_t *s)
+{
+    free(s->inf.blocks);
+    memset(&s->inf, 0, sizeof s->inf);
+    if (!px->c->openai || s->req.method != HTTP_POST)
+        return;
+    s->inf.kind = oai_route(s->req.target, s->req.tlen);
+    if (s->inf.kind == OAI_NONE)
+        return;
+    px->ad.infer_requests[s->inf.kind]++;
+    s->inf.tenant = tenant_of(&s->req);
+}
+
+/* Is the body small enough to read before routing? Grows the input buffer
+ * to hold it (a length known) or by doubling (chunked), up to body_max. */
+static bool body_wanted(px_t *px, px_sess_t *s)
+{
+    uint64_t want;
+
+    if (s->req.chunked)
+        want = s->in_cap < px->c->body_max ? (uint64_t)s->in_cap * 2 : 0;
+    else
+        want = s->req.clen >= 0 ? s->req.len + (uint64_t)s->req.clen : 0;
+    if (want == 0 || want > (uint64_t)px->c->body_max + s->req.len) {
+        if (!s->req.chunked || s->in_len < s->in_cap)
+            px->ad.unparsed += want > 0;
+        return s->req.chunked && s->in_len < s->in_cap; /* chunked: room left, keep reading */
+    }
+    if (want <= s->in_cap)
+        return true;
+    char *n = malloc((size_t)want);
+    if (!n)
+        return false;
+    memcpy(n, s->in, s->in_len);
+    in_free(px, s);
+    s->in = n;
+    s->in_cap = (uint32_t)want;
+    s->in_malloc = true;
+    return true;
+}
+
+/* The body is in (or as much of it as will be read): parse, then route. */
+static void inf_parse(px_t *px, px_sess_t *s)
+{
+    const char *body = s->in + s->req.len;
+    size_t n = s->req_end - s->req.len;
+    char *plain = NULL;
+    oai_req_t o;
+    arb_err_t err;
+
+    if (!s->reqb.done) {
+        px->ad.unparsed++;
+        return; /* too big to read first: routed without its prompt */
+    }
+    if (s->req.chunked) {
+        plain = malloc(n ? n : 1);
+        if (!plain)
+            return;
+        n = http_dechunk(body, n, plain);
+        body = plain;
+    }
+    s->inf.blocks = malloc((size_t)px->c->max_blocks * sizeof *s->inf.blocks);
+    if (s->inf.blocks && oai_parse(body, n, s->inf.kind, px->c->block_bytes, s->inf.blocks,
+                                   px->c->max_blocks, &o, &err) == 0) {
+        s->inf.parsed = true;
+        s->inf.stream = o.stream;
+        s->inf.nblocks = o.nblocks;
+        s->inf.model = o.model[0] ? lb_hash64(o.model, strlen(o.model), 0) : 0;
+    } else if (s->inf.blocks) {
+        px->ad.parse_errors++;
+        px->bad_requests++;
+        sess_reply(px, s, 400, "Bad Request", err.msg);
+    }
+    free(plain);
+}
+
+/* Route a request whose body is read as far as it will be. */
+static void sess_route(px_t *px, px_sess_t *s)
+{
+    if (s->inf.kind != OAI_NONE) {
+        inf_parse(px, s);
+        if (s->kind == PX_DEAD || s->state == S_REPLY)
+            return;
+        px_admit(px, s);
+        return;
+    }
+    sess_assign(px, s);
+}
+
+/* S_BODY: read the rest of an OpenAI request's body. */
+static void sess_body(px_t *px, px_sess_t *s)
+{
+    while (!s->reqb.done) {
+        if (s->in_len == s->in_cap && !(s->req.chunked && body_wanted(px, s))) {
+            sess_route(px, s); /* a chunked body past body_max: route without the prompt */
+            return;
+        }
+        if (!s->rd)
+            return;
+        size_t want = s->in_cap - s->in_len;
+        ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
+        if (n > 0) {
+            size_t old = s->in_len;
+            s->in_len += (uint32_t)n;
+            if ((size_t)n < want && !s->hup)
+                s->rd = false;
+            if (s->req_end == old) {
+                ssize_t k = http_body_feed(&s->reqb, s->in + old, (size_t)n);
+                if (k < 0) {
+                    px->bad_requests++;
+                    sess_reply(px, s, 400, "Bad Request", "malformed chunked request body");
+                    return;
+                }
+                s->req_end += (uint32_t)k;
+            }
+            px_timer_set(px, &px->t_client, &s->t);
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            s->rd = false;
+            return;
+        }
+        sess_close(px, s); /* the client left mid-body */
+        return;
+    }
+    sess_route(px, s);
 }
 
 /* A complete request head is in in[0..head): set up and dispatch it. */
@@ -396,6 +589,7 @@ static void sess_start(px_t *px, px_sess_t *s)
         sess_reply(px, s, 405, "Method Not Allowed", "CONNECT is not proxied");
         return;
     }
+    inf_start(px, s);
     http_body_request(&s->reqb, &s->req);
     k = http_body_feed(&s->reqb, s->in + s->req.len, s->in_len - s->req.len);
     if (k < 0) {
@@ -404,7 +598,15 @@ static void sess_start(px_t *px, px_sess_t *s)
         return;
     }
     s->req_end = (uint32_t)(s->req.len + (size_t)k);
-    sess_assign(px, s);
+    if (s->inf.kind != OAI_NONE && !s->reqb.done && body_wanted(px, s)) {
+        /* read the whole body first: routing needs the prompt */
+        if (s->req.expect_continue)
+            (void)!send(s->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL);
+        s->state = S_BODY;
+        px_timer_set(px, &px->t_client, &s->t);
+        return;
+    }
+    sess_route(px, s);
 }
 
 /* The response is complete and written: account, recycle, next request. */
@@ -423,6 +625,12 @@ static void sess_finish(px_t *px, px_sess_t *s)
         px_bconn_release(px, bc);
     else
         px_bconn_close(px, bc);
+    if (s->inf.kind != OAI_NONE) {
+        free(s->inf.blocks);
+        memset(&s->inf, 0, sizeof s->inf);
+        px_admit_done(px);
+        px_admit_pump(px); /* a replica may have room now */
+    }
     if (!s->keep || !s->reqb.done) {
         sess_close(px, s);
         return;
@@ -432,6 +640,16 @@ static void sess_finish(px_t *px, px_sess_t *s)
     memmove(s->in, s->in + s->req_end, s->in_len - s->req_end);
     s->in_len -= s->req_end;
     s->req_end = s->req_sent = 0;
+    if (s->in_malloc && s->in_len <= PX_BUF) {
+        char *nb = px_buf_get(px);
+        if (nb) {
+            memcpy(nb, s->in, s->in_len);
+            free(s->in);
+            s->in = nb;
+            s->in_cap = PX_BUF;
+            s->in_malloc = false;
+        }
+    }
     s->state = S_HEAD;
     px_timer_set(px, &px->t_client, &s->t);
 }
@@ -482,6 +700,16 @@ static int resp_parse(px_t *px, px_sess_t *s)
                 sess_backend_failed(px, s, F_BAD_RESPONSE);
                 return -1;
             }
+            if (k > 0 && s->inf.kind != OAI_NONE && !s->inf.first_byte) {
+                /* the first token (streamed) or the whole answer: time to first byte */
+                double ms = (double)(px->now_ns - s->t0_ns) / 1e6;
+                s->inf.first_byte = true;
+                if (s->resp.status >= 200 && s->resp.status < 300) {
+                    px_stats_ttft(&px->ad, ms / 1e3);
+                    px_backend_t *b = s->bc->be;
+                    b->ttft_ms = b->ttft_ms > 0 ? b->ttft_ms + 0.2 * (ms - b->ttft_ms) : ms;
+                }
+            }
             s->resp_off += (uint32_t)k;
             if (s->respb.done) {
                 if (s->resp_off < s->out_len) {
@@ -507,15 +735,15 @@ static int sess_pump(px_t *px, px_sess_t *s)
 
     /* 1. client -> in: the rest of the request body */
     if (!s->reqb.done && s->rd) {
-        if (s->in_len == PX_BUF && s->req_sent > 0) {
+        if (s->in_len == s->in_cap && s->req_sent > 0) {
             memmove(s->in, s->in + s->req_sent, s->in_len - s->req_sent);
             s->in_len -= s->req_sent;
             s->req_end -= s->req_sent;
             s->req_sent = 0;
             s->replayable = false;
         }
-        if (s->in_len < PX_BUF) {
-            size_t want = PX_BUF - s->in_len;
+        if (s->in_len < s->in_cap) {
+            size_t want = s->in_cap - s->in_len;
             n = recv(s->fd, s->in + s->in_len, want, 0);
             if (n > 0) {
                 size_t old = s->in_len;
@@ -646,7 +874,7 @@ static void sess_run(px_t *px, px_sess_t *s)
                         return;
                     continue;
                 }
-                if (rc < 0 || s->in_len == PX_BUF) {
+                if (rc < 0 || s->in_len == s->in_cap) {
                     px->bad_requests++;
                     s->t0_ns = px->now_ns;
                     s->what[0] = '\0';
@@ -665,7 +893,7 @@ static void sess_run(px_t *px, px_sess_t *s)
             }
             if (!s->rd)
                 return;
-            size_t want = PX_BUF - s->in_len;
+            size_t want = s->in_cap - s->in_len;
             ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
             if (n > 0) {
                 s->in_len += (uint32_t)n;
@@ -681,6 +909,15 @@ static void sess_run(px_t *px, px_sess_t *s)
             sess_close(px, s);
             return;
         }
+        case S_BODY:
+            sess_body(px, s);
+            if (s->kind == PX_DEAD || s->state == S_BODY || s->state == S_QUEUED)
+                return;
+            continue;
+        case S_QUEUED:
+            if (s->hup) /* the client left while waiting its turn */
+                sess_close(px, s);
+            return;
         case S_CONNECT:
             return; /* the backend connection's event moves us on */
         case S_FWD: {
@@ -819,6 +1056,10 @@ static void stop(px_t *px)
         close(px->afd);
         px->afd = -1;
     }
+    /* queued requests will not be routed now: tell them */
+    while (px->t_queue.head)
+        sess_reply(px, px->t_queue.head->owner, 503, "Service Unavailable",
+                   "the balancer is stopping");
     /* idle keep-alive clients have nothing to drain: close them now */
     for (px_tnode_t *n = px->t_client.head, *next; n; n = next) {
         px_sess_t *s = n->owner;
@@ -880,6 +1121,13 @@ static void note_load(px_t *px)
         q[n] = px->bes[i]->hdr_queue_at_ms && px->now_ms - px->bes[i]->hdr_queue_at_ms <= 2000
                    ? px->bes[i]->hdr_queue
                    : 0;
+        /* the engine's own queue, when scraped lately, and a share of the
+         * requests this balancer holds because every replica is saturated */
+        const lb_engine_t *e = &px->bes[i]->eng;
+        if (e->at_ms && px->now_ms - e->at_ms <= 2000 && e->waiting > q[n])
+            q[n] = e->waiting;
+        if (px->nqueued > 0 && px->npeers > 0 && !px->bes[i]->removed)
+            q[n] += (double)px->nqueued / px->npeers;
         inf[n++] = px->bes[i]->inflight;
     }
     if (addr && inf && q)
@@ -908,13 +1156,19 @@ static void agent_loads(px_t *px)
 static int64_t next_wake(px_t *px)
 {
     int64_t t = px->now_ms + 1000;
-    px_tlist_t *ls[5] = {&px->t_client, &px->t_connect, &px->t_server, &px->t_pool, &px->t_check};
-    for (int i = 0; i < 5; i++)
+    px_tlist_t *ls[7] = {&px->t_client, &px->t_connect, &px->t_server, &px->t_pool,
+                         &px->t_check,  &px->t_scrape,  &px->t_queue};
+    for (int i = 0; i < 7; i++)
         if (ls[i]->head && ls[i]->head->at < t)
             t = ls[i]->head->at;
     int64_t c = px_checks_next(px);
     if (c > 0 && c < t)
         t = c;
+    c = px_scrapes_next(px);
+    if (c > 0 && c < t)
+        t = c;
+    if (px->nqueued > 0 && px->next_pump < t)
+        t = px->next_pump;
     return t;
 }
 
@@ -953,6 +1207,14 @@ static void expire(px_t *px)
         px_timer_del(n);
         px_check_timeout(px, n->owner);
     }
+    while ((n = px->t_scrape.head) && n->at <= px->now_ms) {
+        px_timer_del(n);
+        px_scrape_timeout(px, n->owner);
+    }
+    while ((n = px->t_queue.head) && n->at <= px->now_ms) {
+        px_timer_del(n);
+        px_admit_expired(px, n->owner);
+    }
 }
 
 static void bury(px_t *px)
@@ -971,6 +1233,12 @@ static void bury(px_t *px)
     while (px->dead_c) {
         px_check_t *c = px->dead_c;
         px->dead_c = c->next;
+        free(c);
+    }
+    while (px->dead_sc) {
+        px_scrape_t *c = px->dead_sc;
+        px->dead_sc = c->next;
+        free(c->buf);
         free(c);
     }
 }
@@ -1012,12 +1280,28 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
     px->rng = c->seed ? c->seed : (uint64_t)px->now_ns ^ ((uint64_t)getpid() << 32);
     px->want.hdr = c->hash_header;
     px->want.cookie = c->hash_cookie;
+    if (c->openai) {
+        px->want.tenant = c->tenant_header;
+        px->want.auth = true;
+    }
     px->t_client.len_ms = c->client_timeout_ms;
     px->t_connect.len_ms = c->connect_timeout_ms;
     px->t_server.len_ms = c->server_timeout_ms;
     px->t_pool.len_ms = c->pool_idle_ms;
     px->t_check.len_ms = c->health_timeout_ms;
-    lb_policy_init(&px->pol, c->policy, &c->opts);
+    px->t_scrape.len_ms = c->scrape_interval_ms > 2000 ? c->scrape_interval_ms : 2000;
+    px->t_queue.len_ms = c->queue_timeout_ms;
+    lb_opts_t opts = c->opts;
+    if (c->policy == &lb_prefix_ops || c->policy == &lb_inference_ops) {
+        /* one prefix index, whatever happens to the peer set */
+        px->pindex = lb_pindex_new(opts.prefix_entries);
+        if (!px->pindex) {
+            rc = arb_errf(err, -ENOMEM, "lb: out of memory for the prefix index");
+            goto out;
+        }
+        opts.pindex = px->pindex;
+    }
+    lb_policy_init(&px->pol, c->policy, &opts);
     if (c->access_log) {
         px->log = strcmp(c->access_log, "-") == 0 ? stdout : fopen(c->access_log, "a");
         if (!px->log) {
@@ -1121,6 +1405,11 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
             case PX_CHECK:
                 px_check_event(px, (px_check_t *)k, ev);
                 break;
+            case PX_SCRAPE:
+                px_scrape_event(px, (px_scrape_t *)k, ev);
+                break;
+            case PX_WAKE:
+                break;
             case PX_WATCH:
                 on_watch(px, wfd);
                 break;
@@ -1138,6 +1427,12 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
         }
         expire(px);
         px_checks_run(px);
+        px_scrapes_run(px);
+        if (px->nqueued > 0 && px->now_ms >= px->next_pump) {
+            /* saturation also ends with time (reports age): look again */
+            px->next_pump = px->now_ms + 20;
+            px_admit_pump(px);
+        }
         bury(px);
         if (px->log_dirty) {
             fflush(px->log);
@@ -1160,11 +1455,22 @@ out:
             px_timer_del(n);
             px_check_timeout(px, n->owner);
         }
+        while (px->t_scrape.head) {
+            px_tnode_t *n = px->t_scrape.head;
+            px_timer_del(n);
+            px_scrape_timeout(px, n->owner);
+        }
+        while (px->t_queue.head)
+            sess_close(px, px->t_queue.head->owner);
         bury(px);
     }
     px_backends_free(px);
     bury(px);
     lb_policy_fini(&px->pol);
+    lb_pindex_free(px->pindex);
+    for (int i = 0; i < px->ntenants; i++)
+        free(px->tenants[i]);
+    free(px->tenants);
     if (px->lfd >= 0)
         close(px->lfd);
     if (px->afd >= 0)

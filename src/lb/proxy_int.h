@@ -14,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "lb/http.h"
+#include "lb/oai.h"
 #include "lb/proxy.h"
 
 #define PX_BUF 16384 /* per-direction buffer; a request or response head must fit */
@@ -27,7 +28,9 @@ typedef enum px_kind {
     PX_CLIENT,
     PX_BACKEND,
     PX_CHECK,
-    PX_WATCH
+    PX_WATCH,
+    PX_SCRAPE,
+    PX_WAKE
 } px_kind_t;
 
 /* Timers: one list per timeout length. Re-arming moves a node to the tail,
@@ -53,6 +56,7 @@ typedef struct px_stats {
 
 typedef struct px_bconn px_bconn_t;
 typedef struct px_check px_check_t;
+typedef struct px_scrape px_scrape_t;
 
 typedef struct px_backend {
     char name[256];
@@ -80,6 +84,12 @@ typedef struct px_backend {
     int64_t hdr_queue_at_ms;        /* note() forwards to the autoscaler (never the node's) */
     double lat_ms;                  /* response time, peak EWMA (lb_peer_latency) */
     int64_t lat_at_ms;
+    lb_engine_t eng; /* the model server's /metrics, last scrape (scrape.c) */
+    char engine[16]; /* whose metric names it speaks ("vllm"), "" unknown */
+    px_scrape_t *sc; /* the scrape in flight */
+    int64_t sc_next; /* ms */
+    uint64_t scrapes_ok, scrapes_bad;
+    double ttft_ms; /* time to the first response byte of inference requests, EWMA */
     px_stats_t st;
     int refs; /* busy + idle connections + the check */
 } px_backend_t;
@@ -95,6 +105,18 @@ struct px_bconn {
     px_tnode_t t; /* pool idle timer */
 };
 
+/* A scrape of a backend's metrics (scrape.c): GET, read to close. */
+struct px_scrape {
+    px_kind_t kind; /* PX_SCRAPE */
+    int fd;
+    px_backend_t *be;
+    bool connected, reading;
+    char *buf; /* the request, then the reply */
+    uint32_t sent, len, cap;
+    px_tnode_t t;
+    px_scrape_t *next; /* graveyard */
+};
+
 struct px_check {
     px_kind_t kind; /* PX_CHECK */
     int fd;
@@ -108,10 +130,27 @@ struct px_check {
 
 typedef enum px_state {
     S_HEAD = 0, /* reading a request head */
+    S_BODY,     /* an OpenAI request: reading its body before routing it */
+    S_QUEUED,   /* every replica saturated: waiting in the admission queue (admit.c) */
     S_CONNECT,  /* waiting for a backend connection */
     S_FWD,      /* request and response streaming */
     S_REPLY,    /* writing a reply of our own, then close or keep */
 } px_state_t;
+
+typedef struct px_tenant px_tenant_t;
+
+/* What routing knows of an OpenAI request (oai.h), per session. */
+typedef struct px_infer {
+    oai_kind_t kind; /* OAI_NONE: not an inference request */
+    bool parsed;     /* the body was read and parsed */
+    bool stream;
+    bool first_byte;  /* a response body byte reached the client (TTFT taken) */
+    uint64_t model;   /* lb_hash64 of the model name; 0 none */
+    uint64_t tenant;  /* lb_hash64 of the tenant header or the API key; 0 anonymous */
+    uint64_t *blocks; /* the prompt's block chain (malloc, c->max_blocks) */
+    int nblocks;
+    int64_t queued_ns; /* when it entered the admission queue */
+} px_infer_t;
 
 typedef struct px_sess {
     px_kind_t kind; /* PX_CLIENT */
@@ -121,7 +160,8 @@ typedef struct px_sess {
     bool rd, wr, hup; /* client readiness */
     px_tnode_t t;
     char *in; /* client bytes; the current request starts at in[0] */
-    uint32_t in_len, req_end, req_sent;
+    uint32_t in_len, in_cap, req_end, req_sent;
+    bool in_malloc;  /* in was grown past PX_BUF to hold an OpenAI body (malloc) */
     bool replayable; /* in[0..req_end) is the whole request so far */
     http_head_t req;
     http_body_t reqb;
@@ -141,8 +181,25 @@ typedef struct px_sess {
     int status;
     char what[128]; /* "METHOD target" for the access log (the head may be gone) */
     struct sockaddr_storage peer;
-    struct px_sess *next; /* graveyard */
+    px_infer_t inf;
+    struct px_sess *qnext; /* admission queue, per tenant (admit.c) */
+    struct px_sess *next;  /* graveyard */
 } px_sess_t;
+
+/* A tenant with requests in the admission queue (admit.c). */
+struct px_tenant {
+    uint64_t id;
+    px_sess_t *head, *tail;
+    int n;
+};
+
+typedef struct px_admit_stats {
+    uint64_t queued, dispatched, rejected_full, rejected_share, rejected_slo, expired;
+    uint64_t ttft_bucket[15];
+    double ttft_sum;
+    uint64_t infer_requests[3]; /* by oai_kind_t */
+    uint64_t parse_errors, unparsed;
+} px_admit_stats_t;
 
 typedef struct px {
     const lb_proxy_conf_t *c;
@@ -156,7 +213,7 @@ typedef struct px {
     px_backend_t **pmap; /* peer index -> backend */
     px_backend_t **bes;  /* every backend, removed ones until drained */
     int nbes;
-    px_tlist_t t_client, t_connect, t_server, t_pool, t_check;
+    px_tlist_t t_client, t_connect, t_server, t_pool, t_check, t_scrape, t_queue;
     int nsess, nclients;
     bool accept_paused, stopping;
     int64_t stop_deadline;
@@ -170,6 +227,16 @@ typedef struct px {
     http_want_t want;
     uint64_t accepted, retries, no_backend, bad_requests;
     px_stats_t total;
+    /* inference (oai.h, scrape.c, admit.c) */
+    lb_pindex_t *pindex;   /* the prefix index the policy uses (shared by the loops) */
+    px_tenant_t **tenants; /* those with queued requests; ntenants of them */
+    int ntenants, captenants, tcursor, nqueued;
+    int64_t next_pump;
+    double done_rate; /* inference requests finished per second, EWMA (Retry-After, SLO) */
+    uint64_t done_count;
+    int64_t rate_at;
+    px_admit_stats_t ad;
+    px_scrape_t *dead_sc;
 } px_t;
 
 /* addresses (source.c): "host:port"; passive allows an empty host. */
@@ -208,9 +275,31 @@ void px_check_event(px_t *px, px_check_t *hc, uint32_t ev);
 void px_check_timeout(px_t *px, px_check_t *hc);
 int64_t px_checks_next(const px_t *px);
 
+/* scrapes of the model servers' metrics (scrape.c) */
+void px_scrapes_run(px_t *px);
+int64_t px_scrapes_next(const px_t *px);
+void px_scrape_event(px_t *px, px_scrape_t *sc, uint32_t ev);
+void px_scrape_timeout(px_t *px, px_scrape_t *sc);
+
+/* admission (admit.c). px_admit: s is routed now, or queued, or answered 429;
+ * px_admit_pump: dispatch what the queue may now (after a completion, a
+ * scrape, on a timer); px_admit_remove: s leaves the queue (closed). */
+void px_admit(px_t *px, px_sess_t *s);
+void px_admit_pump(px_t *px);
+void px_admit_remove(px_t *px, px_sess_t *s);
+void px_admit_expired(px_t *px, px_sess_t *s);
+void px_admit_done(px_t *px); /* an inference request finished (the drain rate) */
+
+/* proxy.c, for admit.c: route s now (0), or -EBUSY when every replica is
+ * saturated (s untouched); a reply of our own with extra header lines. */
+int px_sess_assign(px_t *px, px_sess_t *s);
+void px_sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *ctype,
+                   const char *extra, const char *body);
+
 /* admin, log (admin.c) */
 char *px_admin_reply(px_t *px, const http_head_t *req, size_t *len);
 void px_log(px_t *px, px_sess_t *s, px_backend_t *b);
 void px_stats_response(px_stats_t *st, int status, double secs);
+void px_stats_ttft(px_admit_stats_t *st, double secs);
 
 #endif
