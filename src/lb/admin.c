@@ -250,12 +250,13 @@ static void backends_json(px_t *px, sbuf_t *b)
         const px_backend_t *e = px->bes[i];
         sb_printf(b,
                   "%s{\"name\":\"%s\",\"state\":\"%s\",\"weight\":%u,\"eff\":%.3f,"
-                  "\"inflight\":%u,\"requests\":%llu,\"fails\":%d,\"ejections\":%llu,"
+                  "\"inflight\":%u,\"prefill_blocks\":%u,\"requests\":%llu,\"fails\":%d,"
+                  "\"ejections\":%llu,"
                   "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}",
                   i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, e->inflight,
-                  (unsigned long long)e->st.requests, e->fails, (unsigned long long)e->st.ejections,
-                  e->load.queue, e->load.gpu_util, e->load.inflight,
-                  e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
+                  e->prefill, (unsigned long long)e->st.requests, e->fails,
+                  (unsigned long long)e->st.ejections, e->load.queue, e->load.gpu_util,
+                  e->load.inflight, e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
         if (e->eng.at_ms)
             sb_printf(b,
                       ",\"engine\":{\"kind\":\"%s\",\"waiting\":%g,\"running\":%g,\"kv\":%g,"

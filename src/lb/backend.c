@@ -99,6 +99,7 @@ static int rebuild_peers(px_t *px)
         peers[k].lat_ms = b->lat_ms;
         peers[k].lat_at_ms = b->lat_at_ms;
         peers[k].eng = b->eng;
+        peers[k].prefill = b->prefill;
         k++;
     }
     rc = lb_policy_set(&px->pol, peers, n);
@@ -283,11 +284,13 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
         r.key = lb_hash64(s->req.key, s->req.klen, 0);
         r.has_key = true;
     }
+    int matched = 0;
     if (s->inf.kind != OAI_NONE) {
         r.blocks = s->inf.blocks;
         r.nblocks = s->inf.nblocks;
         r.model = s->inf.model;
         r.admit = px->c->max_queue > 0;
+        r.matched = &matched;
     }
     px->rng += 0x9e3779b97f4a7c15ULL;
     r.rnd = lb_mix64(px->rng);
@@ -295,7 +298,18 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
     if (i < 0)
         return i;
     *out = px->pmap[i];
+    s->inf.charge = (uint32_t)(s->inf.nblocks > matched ? s->inf.nblocks - matched : 0);
     return 0;
+}
+
+void px_prefill_done(px_t *px, px_sess_t *s, px_backend_t *b)
+{
+    if (!s->inf.charged)
+        return;
+    b->prefill = b->prefill > s->inf.charged ? b->prefill - s->inf.charged : 0;
+    if (b->peer >= 0)
+        px->peers[b->peer].prefill = b->prefill;
+    s->inf.charged = 0;
 }
 
 void px_inflight(px_t *px, px_backend_t *b, int d)
@@ -368,6 +382,7 @@ void px_bconn_close(px_t *px, px_bconn_t *bc)
 
     if (bc->s) {
         px_inflight(px, b, -1);
+        px_prefill_done(px, bc->s, b);
         bc->s = NULL;
     }
     pool_unlink(bc);
@@ -384,6 +399,8 @@ void px_bconn_release(px_t *px, px_bconn_t *bc)
     px_backend_t *b = bc->be;
 
     px_inflight(px, b, -1);
+    if (bc->s)
+        px_prefill_done(px, bc->s, b);
     bc->s = NULL;
     if (bc->hup) {
         px_bconn_close(px, bc);

@@ -44,7 +44,7 @@ void lb_opts_default(lb_opts_t *o)
     o->w_wait = 1;
     o->w_kv = 4;
     o->w_prefix = 8;
-    o->w_lora = 4;
+    o->w_lora = 16;
     o->prefix_entries = 131072;
 }
 
@@ -215,5 +215,7 @@ bool lb_saturated(const lb_policy_t *p, int i, int64_t now)
     lb_engine_load(p, i, now, &t, &w);
     if (w > p->opt.sat_queue)
         return true;
-    return e->eng.kv >= 0 && d * e->eng.kv > p->opt.sat_kv;
+    /* a full cache saturates when requests wait for it: vLLM fills its
+     * blocks under load, and a new request that finds room is not held */
+    return e->eng.kv >= 0 && d * e->eng.kv > p->opt.sat_kv && w >= 1;
 }

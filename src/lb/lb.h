@@ -71,6 +71,8 @@ typedef struct lb_peer {
     double lat_ms;     /* response time this balancer saw (peak EWMA); 0 = none yet */
     int64_t lat_at_ms; /* when lat_ms last took a sample */
     lb_engine_t eng;   /* the model server's own metrics (inference policies) */
+    uint32_t prefill;  /* prompt blocks this balancer sent there that are not prefilled yet
+                          (no answer byte back): the work ahead of a new request */
 } lb_peer_t;
 
 /* Fold one response-time sample into a peer's lat_ms ("peak EWMA": a
@@ -91,14 +93,16 @@ typedef struct lb_opts {
     double w_queue;       /* feedback: cost of one queued request; default 1 */
     double w_gpu;         /* feedback: cost of a fully busy GPU, in requests; default 4 */
     /* inference policies (prefix, kv, inference) */
-    double sat_queue;         /* saturated: more than this queued at the engine; default 4 */
-    double sat_kv;            /* ... or KV-cache use above this, 0..1; default 0.9 */
-    uint32_t max_inflight;    /* ... or this many of ours in flight there; 0 = no bound */
-    double w_wait;            /* kv: a queued request costs 1 + this; default 1 */
-    double w_kv;              /* kv: a full KV cache costs this many requests; default 4 */
-    double w_prefix;          /* inference: a whole prompt cached is worth this many
-                                 requests of load; default 8 */
-    double w_lora;            /* inference: the adapter loaded is worth this many; default 4 */
+    double sat_queue;      /* saturated: more than this queued at the engine; default 4 */
+    double sat_kv;         /* ... or KV-cache use above this (0..1) with requests
+                              waiting there; default 0.9 */
+    uint32_t max_inflight; /* ... or this many of ours in flight there; 0 = no bound */
+    double w_wait;         /* kv: a queued request costs 1 + this; default 1 */
+    double w_kv;           /* kv: a full KV cache costs this many requests; default 4 */
+    double w_prefix;       /* inference: a prompt block cached there saves this many blocks of
+                              prefill; default 1 */
+    double w_lora;         /* inference: the adapter loaded is worth this many blocks of prefill (a
+                              free slot half); default 16 */
     uint32_t prefix_entries;  /* prefix index bound, in blocks; default 131072 */
     struct lb_pindex *pindex; /* a prefix index shared by several policies (threads);
                                  NULL: the policy makes its own. Borrowed. */
@@ -116,6 +120,7 @@ typedef struct lb_req {
     int nblocks;
     uint64_t model; /* lb_hash64 of the model (or LoRA adapter) asked for; 0: none */
     bool admit;     /* -EBUSY rather than a saturated peer (the caller queues) */
+    int *matched;   /* out (NULL: not wanted): leading blocks the chosen peer was sent before */
 } lb_req_t;
 
 typedef struct lb_policy lb_policy_t;
@@ -194,7 +199,8 @@ void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, dou
  * so that equal peers cost their load in requests and a peer of half the
  * weight (or half-way through slow start) twice that. */
 double lb_kv_cost(const lb_policy_t *p, int i, int64_t now, double ref_eff);
-/* Is peer i saturated: queue above sat_queue, KV use above sat_kv, or
+/* Is peer i saturated: queue above sat_queue, KV use above sat_kv while
+ * something waits there, or
  * max_inflight of ours there? */
 bool lb_saturated(const lb_policy_t *p, int i, int64_t now);
 

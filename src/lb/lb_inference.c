@@ -1,32 +1,38 @@
 /*
  * lb_inference.c: the default policy for LLM replicas: prefix-cache
- * affinity, sticky until the replica is saturated, weighed against load;
- * LoRA-adapter affinity when the request names an adapter.
+ * affinity weighed against the prefill work queued at each replica, sticky
+ * until the replica is saturated; LoRA-adapter affinity when the request
+ * names an adapter.
  *
- *   1. Saturated replicas (lb_saturated: engine queue above sat_queue, KV
- *      use above sat_kv, or max_inflight of ours) are left out: affinity is
- *      released there, and the request goes where it can start. When every
- *      replica is saturated: -EBUSY if the caller queues (r->admit), else
- *      all of them are candidates.
- *   2. Each candidate's cost, in requests of load:
+ * What makes a request's time to first token is the prefill ahead of it at
+ * the replica plus its own, and its own is only the part of the prompt the
+ * replica's cache does not hold. So the cost of replica i, in prompt blocks
+ * (oai.h: 64 bytes, ~16 tokens):
  *
- *        cost = kv cost (lb_kv.c: total, queue, KV use; per unit of weight)
- *               - w_prefix * matched / blocks     (the prefix index, lb_prefix.c)
- *               - w_lora * lora
+ *   cost_i = prefill_i                          blocks this balancer sent there, not yet
+ *                                               prefilled (no answer byte back)
+ *          + (blocks - w_prefix * matched_i)    this prompt's blocks not cached there, as far
+ *                                               as the prefix index knows (lb_prefix.c)
+ *          + kv_cost_i                          the load the engine reports, the kv policy's
+ *                                               cost in requests (lb_kv.c: in flight, queued,
+ *                                               KV use), each request worth one block: a
+ *                                               tie-breaker beside prefill work
+ *          - w_lora * lora_i                    the adapter loaded (1), or a free slot (0.5);
+ *                                               w_lora = 16 blocks, about one adapter load
  *
- *      matched/blocks: the share of the prompt's blocks this replica was
- *      sent (1: the whole prompt, its prefill all but free); lora: 1 when
- *      the replica has the adapter loaded, 0.5 when it has a free adapter
- *      slot, 0 else, counted only when some replica lists the adapter (a
- *      name no replica lists is a base model). With w_prefix = 8, a replica
- *      holding the whole prompt wins against one with 8 fewer requests: the
- *      saved prefill is worth that much queueing, and step 1 bounds how far
- *      it goes.
- *   3. The cheapest wins (ties round robin from a moving start), and the
- *      prompt's chain is recorded for it: the next request of that prefix
- *      finds it there, and a released prefix now has two homes.
+ * all per unit of weight. A tenant's requests stay with the replica that has
+ * its context until the questions queued there cost more than prefilling the
+ * whole context elsewhere; then the next goes where it can start sooner, and
+ * that replica holds the prefix too (the chain is recorded for the pick).
  *
- * With no prompt blocks and no scraped metrics it is least-conn.
+ *   Saturated replicas (lb_saturated: engine queue above sat_queue, KV use
+ *   above sat_kv, or max_inflight of ours) are left out: affinity is released
+ *   there whatever the cost says. When every replica is saturated: -EBUSY if
+ *   the caller queues (r->admit), else all of them are candidates.
+ *
+ * lora_i counts only when some replica lists the adapter (a model name no
+ * replica lists is a base model). Ties go round robin from a moving start.
+ * With no prompt blocks and no metrics it is least-conn.
  */
 #include "lb/lb.h"
 
@@ -70,26 +76,30 @@ static int inf_pick(lb_policy_t *p, const lb_req_t *r)
         return -EBUSY;
     for (int k = 0; k < p->n; k++) {
         int i = start + k < p->n ? start + k : start + k - p->n;
+        const lb_peer_t *e = &p->peers[i];
         if (!lb_ok(p, r, i) || (any_free && lb_saturated(p, i, r->now_ms)))
             continue;
-        double c = lb_kv_cost(p, i, r->now_ms, ref);
-        if (m)
-            c -= p->opt.w_prefix * (double)m[i] / (double)r->nblocks;
+        double scale = ref / (double)e->eff;
+        double own = r->nblocks - (m ? p->opt.w_prefix * m[i] : 0);
+        double c = ((double)e->prefill + own + lb_kv_cost(p, i, r->now_ms, (double)e->eff)) * scale;
         if (lora)
-            c -= p->opt.w_lora * lora_of(&p->peers[i], r->model);
+            c -= p->opt.w_lora * lora_of(e, r->model);
         if (best < 0 || c < bc) {
             best = i;
             bc = c;
         }
     }
-    if (best >= 0)
+    if (best >= 0) {
+        if (r->matched)
+            *r->matched = m ? m[best] : 0;
         lb_prefix_chose(p, r, best);
+    }
     return best;
 }
 
 const lb_ops_t lb_inference_ops = {
     .name = "inference",
-    .summary = "prefix affinity until saturated, KV use and queue, LoRA affinity",
+    .summary = "prefix affinity against queued prefill work, until saturated; LoRA affinity",
     .update = lb_prefix_update,
     .fini = lb_prefix_fini,
     .pick = inf_pick,

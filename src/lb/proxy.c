@@ -350,6 +350,13 @@ static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
     bc->s = s;
     s->t_att_ns = px->now_ns;
     px_inflight(px, bc->be, +1);
+    if (s->inf.charge) {
+        px_backend_t *b = bc->be;
+        s->inf.charged = s->inf.charge;
+        b->prefill += s->inf.charged;
+        if (b->peer >= 0)
+            px->peers[b->peer].prefill = b->prefill;
+    }
     bc->be->st.requests++;
     if (bc->connected) {
         s->state = S_FWD;
@@ -704,6 +711,7 @@ static int resp_parse(px_t *px, px_sess_t *s)
                 /* the first token (streamed) or the whole answer: time to first byte */
                 double ms = (double)(px->now_ns - s->t0_ns) / 1e6;
                 s->inf.first_byte = true;
+                px_prefill_done(px, s, s->bc->be);
                 if (s->resp.status >= 200 && s->resp.status < 300) {
                     px_stats_ttft(&px->ad, ms / 1e3);
                     px_backend_t *b = s->bc->be;

@@ -89,7 +89,8 @@ typedef struct px_backend {
     px_scrape_t *sc; /* the scrape in flight */
     int64_t sc_next; /* ms */
     uint64_t scrapes_ok, scrapes_bad;
-    double ttft_ms; /* time to the first response byte of inference requests, EWMA */
+    double ttft_ms;   /* time to the first response byte of inference requests, EWMA */
+    uint32_t prefill; /* prompt blocks sent here not prefilled yet (lb_peer_t.prefill) */
     px_stats_t st;
     int refs; /* busy + idle connections + the check */
 } px_backend_t;
@@ -149,6 +150,8 @@ typedef struct px_infer {
     uint64_t tenant;  /* lb_hash64 of the tenant header or the API key; 0 anonymous */
     uint64_t *blocks; /* the prompt's block chain (malloc, c->max_blocks) */
     int nblocks;
+    uint32_t charge;   /* blocks the picked backend has to prefill for it (px_prefill) */
+    uint32_t charged;  /* of which added to the attached backend's prefill count */
     int64_t queued_ns; /* when it entered the admission queue */
 } px_infer_t;
 
@@ -268,6 +271,8 @@ void px_backend_load_report(px_t *px, px_backend_t *b, const http_head_t *h);
 void px_backend_agent_load(px_t *px, px_backend_t *b, const lb_agent_load_t *l);
 void px_backend_latency(px_t *px, px_backend_t *b, double ms);
 void px_inflight(px_t *px, px_backend_t *b, int d);
+/* s's prompt is prefilled at its backend, or s leaves it: its charge off the count. */
+void px_prefill_done(px_t *px, px_sess_t *s, px_backend_t *b);
 void px_backend_unref(px_t *px, px_backend_t *b);
 void px_backends_sweep(px_t *px);
 void px_checks_run(px_t *px);

@@ -10,7 +10,7 @@
  *              the prompt; chat: "<|role|>\n" + content + "\n" per message)
  *   KV cache   --kv-blocks blocks of --block-tokens tokens; a block holding a
  *              full prompt block is registered under its chain hash once
- *              prefilled, and stays cached (LRU, evictable) when its request
+ *              computed (chunk by chunk), and stays cached (LRU, evictable) when its request
  *              ends; a new request reuses its longest cached prefix (vLLM's
  *              automatic prefix caching), always computing at least one
  *              token; a request reserves blocks for prompt and output at
@@ -462,8 +462,11 @@ static void schedule(void)
         }
         E.nwait--;
         r->running = true;
-        r->next = E.run;
-        E.run = r;
+        r->next = NULL;
+        req_t **tail = &E.run; /* in admission order: the oldest prefill goes first */
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = r;
         E.nrun++;
     }
     if (E.nrun == 0) {
@@ -502,13 +505,13 @@ static void step_done(void)
         } else if (r->chunk > 0) {
             r->done += r->chunk;
             E.prompt_tokens += r->chunk;
-            if (r->done >= r->ptok) {
-                tok = true;
-                /* the prompt's full blocks are in the cache now */
-                for (int i = 0; i < r->nfull && i < r->nblk; i++)
-                    if (!E.reg[r->blk[i]] && lookup(r->hash[i]) == NIL)
-                        reg_add(r->blk[i], r->hash[i]);
-            }
+            /* the full blocks computed so far are in the cache now (vLLM caches a
+             * block once it is full and computed, chunk by chunk) */
+            for (int i = 0; i < r->nfull && i < r->nblk && (i + 1) * cf.block_tokens <= r->done;
+                 i++)
+                if (!E.reg[r->blk[i]] && lookup(r->hash[i]) == NIL)
+                    reg_add(r->blk[i], r->hash[i]);
+            tok = r->done >= r->ptok;
         }
         if (tok && r->c) {
             r->gen++;

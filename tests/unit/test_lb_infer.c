@@ -158,10 +158,13 @@ static void test_kv_costs(void **state)
     r.now_ms = 10000;
     p[2].inflight = 0;
     p[2].eng.kv = 0.95;
+    p[2].eng.waiting = 1;                   /* a full cache saturates once requests wait for it */
     assert_int_equal(lb_pick(&pol, &r), 1); /* 0 saturated by queue, 2 by KV use */
     pol.opt.sat_kv = 0.9;
     r.admit = true;
     p[1].eng.kv = p[2].eng.kv = 0.99;
+    assert_int_equal(lb_pick(&pol, &r), 1); /* full, but nothing waits there yet */
+    p[1].eng.waiting = 1;
     assert_int_equal(lb_pick(&pol, &r), -EBUSY);
     r.admit = false;
     assert_true(lb_pick(&pol, &r) >= 0);
