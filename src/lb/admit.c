@@ -176,6 +176,7 @@ static void enqueue(px_t *px, px_sess_t *s)
         px_sess_t *victim = big->tail; /* the newest of the greediest tenant */
         px->ad.rejected_share++;
         reject(px, victim, "the tenant is over its fair share of the queue");
+        px_sess_kick(px, victim);
         t = tenant_find(px, s->inf.tenant, NULL);
     }
     if (!t) {
@@ -218,11 +219,21 @@ void px_admit(px_t *px, px_sess_t *s)
         return;
     enqueue(px, s);
     if (px->nqueued > 0)
-        px_admit_pump(px);
+        px_admit_pump_but(px, s); /* s's own state machine is running: not kicked */
 }
 
 void px_admit_pump(px_t *px)
 {
+    px_admit_pump_but(px, NULL);
+}
+
+void px_admit_pump_but(px_t *px, px_sess_t *self)
+{
+    /* a kicked session may finish at once and pump again: the loop below
+     * goes on anyway, so the inner call has nothing to do */
+    if (px->pumping)
+        return;
+    px->pumping = true;
     while (px->nqueued > 0 && !px->stopping) {
         if (px->tcursor >= px->ntenants)
             px->tcursor = 0;
@@ -248,6 +259,7 @@ void px_admit_pump(px_t *px)
             t->n++;
             px->nqueued++;
             s->state = S_QUEUED;
+            px->pumping = false;
             return;
         }
         px->ad.dispatched++;
@@ -255,11 +267,15 @@ void px_admit_pump(px_t *px)
             tenant_drop(px, i); /* the last one moved into its place takes the turn */
         else
             px->tcursor = i + 1;
+        if (s != self)
+            px_sess_kick(px, s); /* a pooled connection's edge came long ago */
     }
+    px->pumping = false;
 }
 
 void px_admit_expired(px_t *px, px_sess_t *s)
 {
     px->ad.expired++;
     reject(px, s, "queued past the queue timeout or TTFT SLO");
+    px_sess_kick(px, s);
 }

@@ -406,6 +406,12 @@ int px_sess_assign(px_t *px, px_sess_t *s)
     }
 }
 
+void px_sess_kick(px_t *px, px_sess_t *s)
+{
+    if (s->kind == PX_CLIENT)
+        sess_run(px, s);
+}
+
 /* A retry: to another backend now, or back into the queue when all are saturated. */
 static void sess_assign(px_t *px, px_sess_t *s)
 {
@@ -448,11 +454,8 @@ static bool body_wanted(px_t *px, px_sess_t *s)
         want = s->in_cap < px->c->body_max ? (uint64_t)s->in_cap * 2 : 0;
     else
         want = s->req.clen >= 0 ? s->req.len + (uint64_t)s->req.clen : 0;
-    if (want == 0 || want > (uint64_t)px->c->body_max + s->req.len) {
-        if (!s->req.chunked || s->in_len < s->in_cap)
-            px->ad.unparsed += want > 0;
+    if (want == 0 || want > (uint64_t)px->c->body_max + s->req.len)
         return s->req.chunked && s->in_len < s->in_cap; /* chunked: room left, keep reading */
-    }
     if (want <= s->in_cap)
         return true;
     char *n = malloc((size_t)want);
@@ -475,7 +478,7 @@ static void inf_parse(px_t *px, px_sess_t *s)
     oai_req_t o;
     arb_err_t err;
 
-    if (!s->reqb.done) {
+    if (!s->reqb.done || n > px->c->body_max) {
         px->ad.unparsed++;
         return; /* too big to read first: routed without its prompt */
     }
@@ -1065,9 +1068,11 @@ static void stop(px_t *px)
         px->afd = -1;
     }
     /* queued requests will not be routed now: tell them */
-    while (px->t_queue.head)
-        sess_reply(px, px->t_queue.head->owner, 503, "Service Unavailable",
-                   "the balancer is stopping");
+    while (px->t_queue.head) {
+        px_sess_t *q = px->t_queue.head->owner;
+        sess_reply(px, q, 503, "Service Unavailable", "the balancer is stopping");
+        sess_run(px, q);
+    }
     /* idle keep-alive clients have nothing to drain: close them now */
     for (px_tnode_t *n = px->t_client.head, *next; n; n = next) {
         px_sess_t *s = n->owner;

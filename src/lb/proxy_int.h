@@ -234,6 +234,7 @@ typedef struct px {
     lb_pindex_t *pindex;   /* the prefix index the policy uses (shared by the loops) */
     px_tenant_t **tenants; /* those with queued requests; ntenants of them */
     int ntenants, captenants, tcursor, nqueued;
+    bool pumping; /* px_admit_pump is running (a kicked session must not re-enter it) */
     int64_t next_pump;
     double done_rate; /* inference requests finished per second, EWMA (Retry-After, SLO) */
     uint64_t done_count;
@@ -291,6 +292,7 @@ void px_scrape_timeout(px_t *px, px_scrape_t *sc);
  * scrape, on a timer); px_admit_remove: s leaves the queue (closed). */
 void px_admit(px_t *px, px_sess_t *s);
 void px_admit_pump(px_t *px);
+void px_admit_pump_but(px_t *px, px_sess_t *self);
 void px_admit_remove(px_t *px, px_sess_t *s);
 void px_admit_expired(px_t *px, px_sess_t *s);
 void px_admit_done(px_t *px); /* an inference request finished (the drain rate) */
@@ -298,6 +300,9 @@ void px_admit_done(px_t *px); /* an inference request finished (the drain rate) 
 /* proxy.c, for admit.c: route s now (0), or -EBUSY when every replica is
  * saturated (s untouched); a reply of our own with extra header lines. */
 int px_sess_assign(px_t *px, px_sess_t *s);
+/* Run s's state machine now: it was moved on from outside its own events
+ * (routed from the queue, answered 429), and its sockets' edges are spent. */
+void px_sess_kick(px_t *px, px_sess_t *s);
 void px_sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *ctype,
                    const char *extra, const char *body);
 
