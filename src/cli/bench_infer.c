@@ -786,7 +786,8 @@ static char self_exe[PATH_MAX];
 static int split_args(char *s, char **v, int max)
 {
     int n = 0;
-    for (char *t = strtok(s, " "); t && n < max; t = strtok(NULL, " "))
+    char *save = NULL;
+    for (char *t = strtok_r(s, " ", &save); t && n < max; t = strtok_r(NULL, " ", &save))
         v[n++] = t;
     return n;
 }
