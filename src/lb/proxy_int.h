@@ -248,6 +248,18 @@ int px_resolve(const char *addr, bool passive, struct sockaddr_storage *sa, sock
                arb_err_t *err);
 void px_addr_text(const struct sockaddr_storage *sa, char *buf, size_t n);
 
+/* sessions (proxy.c), for the loop (loop.c) */
+enum { F_CONNECT, F_CONNECT_TIMEOUT, F_IO, F_BAD_RESPONSE, F_SERVER_TIMEOUT };
+void px_sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *peer);
+void px_sess_close(px_t *px, px_sess_t *s);
+void px_sess_run(px_t *px, px_sess_t *s);
+void px_sess_backend_failed(px_t *px, px_sess_t *s, int why);
+void px_sess_reply_text(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg);
+void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev);
+/* the loop (loop.c): accept what is pending (accepting resumes after a close) */
+void px_accept(px_t *px);
+void px_clock_now(px_t *px);
+
 /* timers (proxy.c) */
 void px_timer_set(px_t *px, px_tlist_t *l, px_tnode_t *n);
 void px_timer_del(px_tnode_t *n);
