@@ -37,6 +37,7 @@
     "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
     "  --ready-file FILE     write the bound addresses there once listening\n"                     \
     "  --seed N              randomness for p2c and feedback (default: from the clock)\n"          \
+    "  --threads N           event loops, one listener each on the port (SO_REUSEPORT) (1)\n"      \
     "LLM replicas (OpenAI API; on with --openai or --policy prefix, kv, inference):\n"             \
     "  --openai              read /v1/completions and /v1/chat/completions bodies to route them\n" \
     "  --body-max BYTES      bodies read whole before routing, at most (1048576)\n"                \
@@ -100,6 +101,7 @@ enum {
     O_MAXQ,
     O_QTO,
     O_SLO,
+    O_THREADS,
     O_HELP
 };
 
@@ -148,6 +150,7 @@ static const struct option lb_opts[] = {
     {"max-queue", required_argument, 0, O_MAXQ},
     {"queue-timeout", required_argument, 0, O_QTO},
     {"ttft-slo", required_argument, 0, O_SLO},
+    {"threads", required_argument, 0, O_THREADS},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -374,6 +377,9 @@ int cli_lb(int argc, char **argv)
             break;
         case O_SLO:
             ok = int_arg("ttft-slo", optarg, 0, DAY, &c.ttft_slo_ms);
+            break;
+        case O_THREADS:
+            ok = int_arg("threads", optarg, 1, 64, &c.threads);
             break;
         case 'h':
         case O_HELP:

@@ -103,36 +103,62 @@ static void hist(sbuf_t *b, const char *name, const char *labels, const px_stats
               (unsigned long long)n);
 }
 
+/* This loop's counters, or with several loops their sums (hub.c). */
+static void totals(px_t *px, px_snap_t *t)
+{
+    if (px->hub) {
+        px_hub_sync(px);
+        px_hub_totals(px, t);
+        return;
+    }
+    t->total = px->total;
+    t->ad = px->ad;
+    t->accepted = px->accepted;
+    t->retries = px->retries;
+    t->no_backend = px->no_backend;
+    t->bad_requests = px->bad_requests;
+    t->nclients = px->nclients;
+    t->nqueued = px->nqueued;
+}
+
+static uint32_t inflight_of(const px_backend_t *e)
+{
+    return e->sh ? atomic_load(&e->sh->inflight) : e->inflight;
+}
+
 static void metrics(px_t *px, sbuf_t *b)
 {
     static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    px_snap_t T;
+
+    totals(px, &T);
 
     sb_printf(b,
               "# HELP arbiter_lb_connections_accepted_total Client connections accepted.\n"
               "# TYPE arbiter_lb_connections_accepted_total counter\n"
               "arbiter_lb_connections_accepted_total %llu\n",
-              (unsigned long long)px->accepted);
+              (unsigned long long)T.accepted);
     sb_printf(b, "# TYPE arbiter_lb_client_connections gauge\narbiter_lb_client_connections %d\n",
-              px->nclients);
+              T.nclients);
     sb_printf(b, "# TYPE arbiter_lb_retries_total counter\narbiter_lb_retries_total %llu\n",
-              (unsigned long long)px->retries);
+              (unsigned long long)T.retries);
     sb_printf(b, "# TYPE arbiter_lb_no_backend_total counter\narbiter_lb_no_backend_total %llu\n",
-              (unsigned long long)px->no_backend);
+              (unsigned long long)T.no_backend);
     sb_printf(b,
               "# TYPE arbiter_lb_bad_requests_total counter\narbiter_lb_bad_requests_total %llu\n",
-              (unsigned long long)px->bad_requests);
+              (unsigned long long)T.bad_requests);
     sb_printf(b, "# HELP arbiter_lb_responses_total Responses to clients, by class.\n"
                  "# TYPE arbiter_lb_responses_total counter\n");
     for (int i = 1; i < 6; i++)
         sb_printf(b, "arbiter_lb_responses_total{code=\"%s\"} %llu\n", cls[i],
-                  (unsigned long long)px->total.resp[i]);
+                  (unsigned long long)T.total.resp[i]);
     sb_printf(b, "# HELP arbiter_lb_request_duration_seconds Time from request head to last "
                  "response byte.\n# TYPE arbiter_lb_request_duration_seconds histogram\n");
-    hist(b, "arbiter_lb_request_duration_seconds", "", &px->total);
+    hist(b, "arbiter_lb_request_duration_seconds", "", &T.total);
 
     if (px->c->openai) {
         static const char *kinds[3] = {"", "completions", "chat"};
-        const px_admit_stats_t *a = &px->ad;
+        const px_admit_stats_t *a = &T.ad;
         sb_printf(b,
                   "# HELP arbiter_lb_inference_requests_total OpenAI API requests, by endpoint.\n"
                   "# TYPE arbiter_lb_inference_requests_total counter\n");
@@ -149,7 +175,7 @@ static void metrics(px_t *px, sbuf_t *b)
                   "# HELP arbiter_lb_queued_requests Requests held while every replica is "
                   "saturated.\n# TYPE arbiter_lb_queued_requests gauge\n"
                   "arbiter_lb_queued_requests %d\n",
-                  px->nqueued);
+                  T.nqueued);
         sb_printf(b,
                   "# TYPE arbiter_lb_queue_admitted_total counter\n"
                   "arbiter_lb_queue_admitted_total %llu\n"
@@ -198,30 +224,32 @@ static void metrics(px_t *px, sbuf_t *b)
                      "# TYPE arbiter_lb_backend_scrapes_total counter\n");
     for (int i = 0; i < px->nbes; i++) {
         const px_backend_t *e = px->bes[i];
+        px_stats_t est;
         char lab[300];
+        px_hub_backend_stats(px, e, &est);
         snprintf(lab, sizeof lab, "backend=\"%s\"", e->name);
         sb_printf(b, "arbiter_lb_backend_up{%s,state=\"%s\"} %d\n", lab, state_of(px, e),
                   e->eff > 0);
         sb_printf(b, "arbiter_lb_backend_weight{%s} %.3f\n", lab, e->eff / 16.0);
-        sb_printf(b, "arbiter_lb_backend_inflight{%s} %u\n", lab, e->inflight);
+        sb_printf(b, "arbiter_lb_backend_inflight{%s} %u\n", lab, inflight_of(e));
         sb_printf(b, "arbiter_lb_backend_idle_connections{%s} %d\n", lab, e->nidle);
         sb_printf(b, "arbiter_lb_backend_requests_total{%s} %llu\n", lab,
-                  (unsigned long long)e->st.requests);
+                  (unsigned long long)est.requests);
         for (int c = 1; c < 6; c++)
             sb_printf(b, "arbiter_lb_backend_responses_total{%s,code=\"%s\"} %llu\n", lab, cls[c],
-                      (unsigned long long)e->st.resp[c]);
+                      (unsigned long long)est.resp[c]);
         sb_printf(b, "arbiter_lb_backend_failures_total{%s,kind=\"connect\"} %llu\n", lab,
-                  (unsigned long long)e->st.connect_fail);
+                  (unsigned long long)est.connect_fail);
         sb_printf(b, "arbiter_lb_backend_failures_total{%s,kind=\"io\"} %llu\n", lab,
-                  (unsigned long long)e->st.io_fail);
+                  (unsigned long long)est.io_fail);
         sb_printf(b, "arbiter_lb_backend_failures_total{%s,kind=\"timeout\"} %llu\n", lab,
-                  (unsigned long long)e->st.timeouts);
+                  (unsigned long long)est.timeouts);
         sb_printf(b, "arbiter_lb_backend_ejections_total{%s} %llu\n", lab,
-                  (unsigned long long)e->st.ejections);
+                  (unsigned long long)est.ejections);
         sb_printf(b, "arbiter_lb_backend_checks_total{%s,result=\"ok\"} %llu\n", lab,
-                  (unsigned long long)e->st.checks_ok);
+                  (unsigned long long)est.checks_ok);
         sb_printf(b, "arbiter_lb_backend_checks_total{%s,result=\"bad\"} %llu\n", lab,
-                  (unsigned long long)e->st.checks_bad);
+                  (unsigned long long)est.checks_bad);
         if (e->load.at_ms) {
             sb_printf(b, "arbiter_lb_backend_reported_queue{%s} %g\n", lab, e->load.queue);
             sb_printf(b, "arbiter_lb_backend_reported_gpu_util{%s} %g\n", lab, e->load.gpu_util);
@@ -239,7 +267,7 @@ static void metrics(px_t *px, sbuf_t *b)
                 sb_printf(b, "arbiter_lb_backend_engine_kv_cache_usage{%s} %g\n", lab, e->eng.kv);
             sb_printf(b, "arbiter_lb_backend_engine_lora_adapters{%s} %d\n", lab, e->eng.nlora);
         }
-        hist(b, "arbiter_lb_backend_request_duration_seconds", lab, &e->st);
+        hist(b, "arbiter_lb_backend_request_duration_seconds", lab, &est);
     }
 }
 
@@ -248,14 +276,16 @@ static void backends_json(px_t *px, sbuf_t *b)
     sb_printf(b, "{\"policy\":\"%s\",\"backends\":[", px->c->policy->name);
     for (int i = 0; i < px->nbes; i++) {
         const px_backend_t *e = px->bes[i];
+        px_stats_t est;
+        px_hub_backend_stats(px, e, &est);
         sb_printf(b,
                   "%s{\"name\":\"%s\",\"state\":\"%s\",\"weight\":%u,\"eff\":%.3f,"
                   "\"inflight\":%u,\"prefill_blocks\":%u,\"requests\":%llu,\"fails\":%d,"
                   "\"ejections\":%llu,"
                   "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}",
-                  i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, e->inflight,
-                  e->prefill, (unsigned long long)e->st.requests, e->fails,
-                  (unsigned long long)e->st.ejections, e->load.queue, e->load.gpu_util,
+                  i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, inflight_of(e),
+                  e->prefill, (unsigned long long)est.requests, e->fails,
+                  (unsigned long long)est.ejections, e->load.queue, e->load.gpu_util,
                   e->load.inflight, e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
         if (e->eng.at_ms)
             sb_printf(b,
@@ -265,7 +295,19 @@ static void backends_json(px_t *px, sbuf_t *b)
                       e->eng.max_lora, (long long)(px->now_ms - e->eng.at_ms), e->ttft_ms);
         sb_printf(b, "}");
     }
-    sb_printf(b, "],\"queued\":%d}\n", px->nqueued);
+    px_snap_t T;
+    totals(px, &T);
+    sb_printf(b, "],\"queued\":%d,\"loops\":%d,\"accepted_by_loop\":[", T.nqueued,
+              px->hub ? px->hub->nloops : 1);
+    if (px->hub) {
+        pthread_mutex_lock(&px->hub->mu);
+        for (int k = 0; k < px->hub->nloops; k++)
+            sb_printf(b, "%s%llu", k ? "," : "", (unsigned long long)px->hub->snap[k].accepted);
+        pthread_mutex_unlock(&px->hub->mu);
+    } else {
+        sb_printf(b, "%llu", (unsigned long long)px->accepted);
+    }
+    sb_printf(b, "]}\n");
 }
 
 char *px_admin_reply(px_t *px, const http_head_t *req, size_t *len)

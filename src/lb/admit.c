@@ -151,8 +151,10 @@ static void enqueue(px_t *px, px_sess_t *s)
     const lb_proxy_conf_t *c = px->c;
     px_tenant_t *t = tenant_find(px, s->inf.tenant, NULL);
     double w;
+    /* several loops: each holds its share of the bound */
+    int maxq = px->hub ? (c->max_queue + px->hub->nloops - 1) / px->hub->nloops : c->max_queue;
 
-    if (c->max_queue <= 0) {
+    if (maxq <= 0) {
         px->ad.rejected_full++;
         reject(px, s, "no admission queue");
         return;
@@ -162,8 +164,8 @@ static void enqueue(px_t *px, px_sess_t *s)
         reject(px, s, "the expected wait exceeds the TTFT SLO");
         return;
     }
-    if (px->nqueued >= c->max_queue) {
-        int share = c->max_queue / (px->ntenants + (t ? 0 : 1));
+    if (px->nqueued >= maxq) {
+        int share = maxq / (px->ntenants + (t ? 0 : 1));
         px_tenant_t *big = NULL;
         for (int i = 0; i < px->ntenants; i++)
             if (!big || px->tenants[i]->n > big->n)

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
+#include <pthread.h>
 #include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
@@ -88,7 +89,9 @@ void px_accept(px_t *px)
         do_accept_on(px, px->lfd, false);
 }
 
-static int listen_on(const char *addr, arb_err_t *err)
+/* reuseport: several loops listen on the one port (SO_REUSEPORT; the
+ * kernel spreads the connections over them). */
+static int listen_on(const char *addr, bool reuseport, arb_err_t *err)
 {
     struct sockaddr_storage sa;
     socklen_t len;
@@ -101,6 +104,8 @@ static int listen_on(const char *addr, arb_err_t *err)
     if (fd < 0)
         return arb_errf(err, -errno, "socket: %s", strerror(errno));
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (reuseport)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
     if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 1024) < 0) {
         rc = -errno;
         close(fd);
@@ -125,6 +130,8 @@ static void stop(px_t *px)
         return;
     px->stopping = true;
     px->stop_deadline = px->now_ms + 5000;
+    if (px->hub && px->id == 0)
+        px_hub_stop(px->hub); /* the workers drain too */
     if (px->lfd >= 0) {
         close(px->lfd);
         px->lfd = -1;
@@ -146,7 +153,8 @@ static void stop(px_t *px)
         if (s->state == S_HEAD && s->in_len == 0)
             px_sess_close(px, s);
     }
-    fprintf(stderr, "arbiter lb: stopping; draining %d connections\n", px->nclients);
+    if (px->id == 0)
+        fprintf(stderr, "arbiter lb: stopping; draining %d connections\n", px->nclients);
 }
 
 static void on_signal(px_t *px)
@@ -174,11 +182,15 @@ static void on_watch(px_t *px, int fd)
 
     while (read(fd, buf, sizeof buf) > 0)
         ;
+    if (px->hub && px->id != 0 && atomic_load(&px->hub->stop)) {
+        stop(px); /* a worker: loop 0 stops */
+        return;
+    }
     if (px->stopping)
         return;
     if (px_backends_load(px, &e) < 0)
         fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n", e.msg);
-    else
+    else if (px->id == 0)
         fprintf(stderr, "arbiter lb: backends changed, %d backends\n", px->npeers);
 }
 
@@ -186,6 +198,13 @@ static void on_watch(px_t *px, int fd)
  * ones still draining included (a replica being scaled in waits for them). */
 static void note_load(px_t *px)
 {
+    int queued = px->nqueued;
+    if (px->hub) { /* every loop's queue */
+        px_snap_t t;
+        px_hub_sync(px);
+        px_hub_totals(px, &t);
+        queued = t.nqueued;
+    }
     const char **addr = calloc((size_t)px->nbes + 1, sizeof *addr);
     uint32_t *inf = calloc((size_t)px->nbes + 1, sizeof *inf);
     double *q = calloc((size_t)px->nbes + 1, sizeof *q);
@@ -205,9 +224,9 @@ static void note_load(px_t *px)
         const lb_engine_t *e = &px->bes[i]->eng;
         if (e->at_ms && px->now_ms - e->at_ms <= 2000 && e->waiting > q[n])
             q[n] = e->waiting;
-        if (px->nqueued > 0 && px->npeers > 0 && !px->bes[i]->removed)
-            q[n] += (double)px->nqueued / px->npeers;
-        inf[n++] = px->bes[i]->inflight;
+        if (queued > 0 && px->npeers > 0 && !px->bes[i]->removed)
+            q[n] += (double)queued / px->npeers;
+        inf[n++] = px->bes[i]->sh ? atomic_load(&px->bes[i]->sh->inflight) : px->bes[i]->inflight;
     }
     if (addr && inf && q)
         px->c->source.ops->note(px->c->source.st, addr, inf, q, n);
@@ -248,6 +267,8 @@ static int64_t next_wake(px_t *px)
         t = c;
     if (px->nqueued > 0 && px->next_pump < t)
         t = px->next_pump;
+    if (px->hub && px->pub_dirty && px->next_pub < t)
+        t = px->next_pub;
     return t;
 }
 
@@ -330,8 +351,9 @@ static int write_ready(px_t *px, arb_err_t *err)
     bound_text(px->lfd, l, sizeof l);
     if (px->afd >= 0)
         bound_text(px->afd, a, sizeof a);
-    fprintf(stderr, "arbiter lb: listening on %s%s%s, policy %s, %d backends\n", l,
-            px->afd >= 0 ? ", admin on " : "", a, px->c->policy->name, px->npeers);
+    fprintf(stderr, "arbiter lb: listening on %s%s%s, policy %s, %d backends, %d loop%s\n", l,
+            px->afd >= 0 ? ", admin on " : "", a, px->c->policy->name, px->npeers,
+            px->hub ? px->hub->nloops : 1, px->hub ? "s" : "");
     if (!px->c->ready_file)
         return 0;
     f = fopen(px->c->ready_file, "w");
@@ -344,19 +366,22 @@ static int write_ready(px_t *px, arb_err_t *err)
     return 0;
 }
 
-int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
-{
-    px_t *px = calloc(1, sizeof *px);
-    struct epoll_event evs[256];
-    sigset_t mask, old;
-    int rc = 0;
+/* ---- one loop: set up, run, tear down ------------------------------------------ */
 
-    if (!px)
-        return arb_errf(err, -ENOMEM, "lb: out of memory");
+/* Set up loop `id` (0: the main one: signals, admin, the source; a worker
+ * listens on loop 0's bound address). */
+static int px_setup(px_t *px, const lb_proxy_conf_t *c, px_hub_t *hub, int id, const char *bound,
+                    arb_err_t *err)
+{
+    int rc;
+
     px->c = c;
+    px->hub = hub;
+    px->id = id;
     px->ep = px->lfd = px->afd = px->sfd = -1;
     px_clock_now(px);
-    px->rng = c->seed ? c->seed : (uint64_t)px->now_ns ^ ((uint64_t)getpid() << 32);
+    px->rng = c->seed ? c->seed + (uint64_t)id * 0x9e3779b97f4a7c15ULL
+                      : (uint64_t)px->now_ns ^ ((uint64_t)getpid() << 32) ^ (uint64_t)id << 48;
     px->want.hdr = c->hash_header;
     px->want.cookie = c->hash_cookie;
     if (c->openai) {
@@ -372,74 +397,89 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
     px->t_queue.len_ms = c->queue_timeout_ms;
     lb_opts_t opts = c->opts;
     if (c->policy == &lb_prefix_ops || c->policy == &lb_inference_ops) {
-        /* one prefix index, whatever happens to the peer set */
-        px->pindex = lb_pindex_new(opts.prefix_entries);
-        if (!px->pindex) {
-            rc = arb_errf(err, -ENOMEM, "lb: out of memory for the prefix index");
-            goto out;
+        /* one prefix index, whatever happens to the peer set, for every loop */
+        if (hub && hub->pindex) {
+            opts.pindex = hub->pindex;
+        } else {
+            px->pindex = lb_pindex_new(opts.prefix_entries);
+            if (!px->pindex)
+                return arb_errf(err, -ENOMEM, "lb: out of memory for the prefix index");
+            opts.pindex = px->pindex;
+            if (hub)
+                hub->pindex = px->pindex; /* loop 0 owns it */
         }
-        opts.pindex = px->pindex;
     }
     lb_policy_init(&px->pol, c->policy, &opts);
     if (c->access_log) {
-        px->log = strcmp(c->access_log, "-") == 0 ? stdout : fopen(c->access_log, "a");
-        if (!px->log) {
-            rc = arb_errf(err, -errno, "--access-log %s: %s", c->access_log, strerror(errno));
-            goto out;
-        }
+        /* each loop its own stream on the file (O_APPEND: whole writes) */
+        px->log = strcmp(c->access_log, "-") == 0 ? (hub ? fdopen(dup(STDOUT_FILENO), "a") : stdout)
+                                                  : fopen(c->access_log, "a");
+        if (!px->log)
+            return arb_errf(err, -errno, "--access-log %s: %s", c->access_log, strerror(errno));
         setvbuf(px->log, NULL, _IOFBF, 1 << 16);
     }
+    if (id != 0)
+        px_hub_source(hub, id, &px->hsrc);
     rc = px_backends_load(px, err);
     if (rc < 0)
-        goto out;
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigprocmask(SIG_BLOCK, &mask, &old);
-    px->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+        return rc;
     px->ep = epoll_create1(EPOLL_CLOEXEC);
-    if (px->sfd < 0 || px->ep < 0) {
-        rc = arb_errf(err, -errno, "lb: epoll/signalfd: %s", strerror(errno));
-        goto out;
+    if (px->ep < 0)
+        return arb_errf(err, -errno, "lb: epoll: %s", strerror(errno));
+    if (id == 0) {
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGHUP);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        px->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+        if (px->sfd < 0)
+            return arb_errf(err, -errno, "lb: signalfd: %s", strerror(errno));
     }
-    rc = listen_on(c->listen, err);
+    rc = listen_on(id == 0 ? c->listen : bound, hub != NULL, err);
     if (rc < 0)
-        goto out;
+        return rc;
     px->lfd = rc;
-    if (c->admin) {
-        rc = listen_on(c->admin, err);
+    if (c->admin && id == 0) {
+        rc = listen_on(c->admin, false, err);
         if (rc < 0) {
             arb_err_prefix(err, "--admin: ");
-            goto out;
+            return rc;
         }
         px->afd = rc;
     }
     static px_kind_t k_listen = PX_LISTEN, k_admin = PX_ADMIN_LISTEN, k_sig = PX_SIGNAL;
+    static px_kind_t k_watch = PX_WATCH;
     struct epoll_event e1 = {.events = EPOLLIN | EPOLLET, .data.ptr = &k_listen};
     struct epoll_event e2 = {.events = EPOLLIN | EPOLLET, .data.ptr = &k_admin};
     struct epoll_event e3 = {.events = EPOLLIN, .data.ptr = &k_sig};
+    struct epoll_event e4 = {.events = EPOLLIN, .data.ptr = &k_watch};
+    const lb_source_t *src = id == 0 ? &c->source : &px->hsrc;
+    /* a source that follows changes (the controller; a worker's hub): reload on its fd */
+    int wfd = src->ops && src->ops->watch_fd ? src->ops->watch_fd(src->st) : -1;
     if (epoll_ctl(px->ep, EPOLL_CTL_ADD, px->lfd, &e1) < 0 ||
         (px->afd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, px->afd, &e2) < 0) ||
-        epoll_ctl(px->ep, EPOLL_CTL_ADD, px->sfd, &e3) < 0) {
-        rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
-        goto out;
-    }
-    /* A source that follows changes (the controller): reload on its fd. */
-    static px_kind_t k_watch = PX_WATCH;
-    int wfd = c->source.ops->watch_fd ? c->source.ops->watch_fd(c->source.st) : -1;
-    struct epoll_event e4 = {.events = EPOLLIN, .data.ptr = &k_watch};
-    if (wfd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, wfd, &e4) < 0) {
-        rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
-        goto out;
-    }
-    int64_t next_note = 0, next_reports = 0;
-    rc = write_ready(px, err);
-    if (rc < 0)
-        goto out;
-    px_checks_run(px);
+        (px->sfd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, px->sfd, &e3) < 0) ||
+        (wfd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, wfd, &e4) < 0))
+        return arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
+    return 0;
+}
 
+static const lb_source_t *px_source(const px_t *px)
+{
+    return px->id == 0 ? &px->c->source : &px->hsrc;
+}
+
+static int px_loop(px_t *px, arb_err_t *err)
+{
+    const lb_source_t *src = px_source(px);
+    int wfd = src->ops->watch_fd ? src->ops->watch_fd(src->st) : -1;
+    struct epoll_event evs[256];
+    int64_t next_note = 0, next_reports = 0;
+    bool main = px->id == 0;
+    int rc = 0;
+
+    px_checks_run(px);
     while (!(px->stopping && (px->nsess == 0 || px->now_ms >= px->stop_deadline))) {
         int64_t wake = next_wake(px);
         int timeout = wake > px->now_ms ? (int)(wake - px->now_ms) : 0;
@@ -453,6 +493,14 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
         px_clock_now(px);
         if (px->now_ms != before)
             px_backends_refresh(px);
+        if (n > 0)
+            px->pub_dirty = true;
+        if (px->hub && px->pub_dirty && px->now_ms >= px->next_pub) {
+            /* at most every 100 ms, and 100 ms after the last event at the latest */
+            px->next_pub = px->now_ms + 100;
+            px->pub_dirty = false;
+            px_hub_sync(px);
+        }
         for (int i = 0; i < n; i++) {
             px_kind_t *k = evs[i].data.ptr;
             uint32_t ev = evs[i].events;
@@ -496,17 +544,19 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
                 break;
             }
         }
-        if (c->source.ops->note && px->now_ms >= next_note) {
+        if (main && src->ops->note && px->now_ms >= next_note) {
             next_note = px->now_ms + 1000;
             note_load(px);
         }
-        if (c->source.ops->reports && px->now_ms >= next_reports) {
+        if (main && src->ops->reports && px->now_ms >= next_reports) {
             next_reports = px->now_ms + 1000;
             agent_loads(px);
         }
         expire(px);
-        px_checks_run(px);
-        px_scrapes_run(px);
+        if (main) { /* loop 0 checks and scrapes for all (hub.c) */
+            px_checks_run(px);
+            px_scrapes_run(px);
+        }
         if (px->nqueued > 0 && px->now_ms >= px->next_pump) {
             /* saturation also ends with time (reports age): look again */
             px->next_pump = px->now_ms + 20;
@@ -518,9 +568,11 @@ int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
             px->log_dirty = false;
         }
     }
-    if (rc > 0)
-        rc = 0;
-out:
+    return rc > 0 ? 0 : rc;
+}
+
+static void px_teardown(px_t *px)
+{
     if (px->ep >= 0) {
         /* close what is left (drain deadline passed) */
         for (int pass = 0; pass < 2; pass++) {
@@ -546,7 +598,8 @@ out:
     px_backends_free(px);
     bury(px);
     lb_policy_fini(&px->pol);
-    lb_pindex_free(px->pindex);
+    if (px->hsrc.ops)
+        px->hsrc.ops->fini(px->hsrc.st);
     for (int i = 0; i < px->ntenants; i++)
         free(px->tenants[i]);
     free(px->tenants);
@@ -554,10 +607,8 @@ out:
         close(px->lfd);
     if (px->afd >= 0)
         close(px->afd);
-    if (px->sfd >= 0) {
+    if (px->sfd >= 0)
         close(px->sfd);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-    }
     if (px->ep >= 0)
         close(px->ep);
     if (px->log) {
@@ -568,6 +619,94 @@ out:
     for (int i = 0; i < px->nfree; i++)
         free(px->freebufs[i]);
     free(px->freebufs);
+}
+
+/* ---- the run: one loop, or N sharing a hub --------------------------------------- */
+
+typedef struct worker {
+    px_t *px;
+    arb_err_t err;
+    int rc;
+} worker_t;
+
+static void *worker_main(void *arg)
+{
+    worker_t *w = arg;
+    w->rc = px_loop(w->px, &w->err);
+    return NULL;
+}
+
+int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
+{
+    int n = c->threads > 1 ? c->threads : 1, rc, started = 0;
+    px_t *px = calloc((size_t)n, sizeof *px);
+    worker_t *w = calloc((size_t)n, sizeof *w);
+    pthread_t *th = calloc((size_t)n, sizeof *th);
+    px_hub_t *hub = NULL;
+    sigset_t mask, old;
+    char bound[128] = "";
+
+    /* the signals go to loop 0's signalfd: blocked in every thread */
+    signal(SIGPIPE, SIG_IGN);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGHUP);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGINT);
+    pthread_sigmask(SIG_BLOCK, &mask, &old);
+    if (!px || !w || !th) {
+        rc = arb_errf(err, -ENOMEM, "lb: out of memory");
+        goto out;
+    }
+    if (n > PX_MAX_LOOPS) {
+        rc = arb_errf(err, -EINVAL, "--threads %d: at most %d", n, PX_MAX_LOOPS);
+        goto out;
+    }
+    if (n > 1 && (rc = px_hub_new(&hub, n, err)) < 0)
+        goto out;
+    for (int i = 0; i < n; i++) {
+        px[i].ep = px[i].lfd = px[i].afd = px[i].sfd = -1;
+        if (hub)
+            hub->loops[i] = &px[i];
+    }
+    rc = px_setup(&px[0], c, hub, 0, NULL, err);
+    if (rc < 0)
+        goto out;
+    bound_text(px[0].lfd, bound, sizeof bound); /* port 0 picked one: the workers take it too */
+    for (int i = 1; i < n; i++) {
+        rc = px_setup(&px[i], c, hub, i, bound, err);
+        if (rc < 0)
+            goto out;
+    }
+    rc = write_ready(&px[0], err);
+    if (rc < 0)
+        goto out;
+    for (int i = 1; i < n; i++) {
+        w[i].px = &px[i];
+        if (pthread_create(&th[i], NULL, worker_main, &w[i]) != 0) {
+            rc = arb_errf(err, -EAGAIN, "lb: cannot start event loop %d", i);
+            goto out;
+        }
+        started = i;
+    }
+    rc = px_loop(&px[0], err);
+out:
+    if (hub)
+        px_hub_stop(hub);
+    for (int i = 1; i <= started; i++) {
+        pthread_join(th[i], NULL);
+        if (rc == 0 && w[i].rc < 0) {
+            rc = w[i].rc;
+            *err = w[i].err;
+        }
+    }
+    for (int i = n - 1; px && i >= 0; i--)
+        px_teardown(&px[i]); /* loop 0 last: it owns the prefix index */
+    if (px)
+        lb_pindex_free(px[0].pindex);
+    px_hub_free(hub);
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     free(px);
+    free(w);
+    free(th);
     return rc;
 }

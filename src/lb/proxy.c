@@ -309,11 +309,8 @@ static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
     s->t_att_ns = px->now_ns;
     px_inflight(px, bc->be, +1);
     if (s->inf.charge) {
-        px_backend_t *b = bc->be;
         s->inf.charged = s->inf.charge;
-        b->prefill += s->inf.charged;
-        if (b->peer >= 0)
-            px->peers[b->peer].prefill = b->prefill;
+        px_prefill_add(px, bc->be, s->inf.charged);
     }
     bc->be->st.requests++;
     if (bc->connected) {

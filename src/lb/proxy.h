@@ -122,6 +122,7 @@ typedef struct lb_proxy_conf {
     int max_queue;             /* requests held when every replica is saturated; 0: none */
     int ttft_slo_ms;           /* shed when the expected wait exceeds this; 0: no SLO */
     int queue_timeout_ms;      /* a queued request is shed (429) after this */
+    int threads;               /* event loops (SO_REUSEPORT, shared state: hub.c); 1 default */
 } lb_proxy_conf_t;
 
 void lb_proxy_conf_default(lb_proxy_conf_t *c);

@@ -10,6 +10,8 @@
 #ifndef ARB_LB_PROXY_INT_H
 #define ARB_LB_PROXY_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/socket.h>
 
@@ -57,6 +59,26 @@ typedef struct px_stats {
 typedef struct px_bconn px_bconn_t;
 typedef struct px_check px_check_t;
 typedef struct px_scrape px_scrape_t;
+typedef struct px_hub px_hub_t;
+
+#define PX_MAX_LOOPS 64
+
+/* One backend as every event loop shares it (hub.c, --threads N > 1): what
+ * a loop must see of the others' doing to pick consistently. The atomics
+ * any loop updates; the rest under hub->mu. */
+typedef struct px_shared_be {
+    char name[256];
+    atomic_uint inflight;             /* requests in flight there, all loops */
+    atomic_uint prefill;              /* prompt blocks not yet prefilled there, all loops */
+    atomic_bool hc_up;                /* the active checks' verdict (loop 0 checks) */
+    atomic_llong eject_until;         /* the latest ejection by any loop, ms */
+    atomic_ullong eng_ver;            /* bumped with each scrape (loop 0 scrapes) */
+    lb_engine_t eng;                  /* hub->mu */
+    char engine[16];                  /* hub->mu */
+    uint64_t scrapes_ok, scrapes_bad; /* hub->mu */
+    px_stats_t st[PX_MAX_LOOPS];      /* each loop's counters for it, published (hub->mu) */
+    int refs;                         /* loops holding it (hub->mu) */
+} px_shared_be_t;
 
 typedef struct px_backend {
     char name[256];
@@ -92,7 +114,11 @@ typedef struct px_backend {
     double ttft_ms;   /* time to the first response byte of inference requests, EWMA */
     uint32_t prefill; /* prompt blocks sent here not prefilled yet (lb_peer_t.prefill) */
     px_stats_t st;
-    int refs; /* busy + idle connections + the check */
+    int refs;           /* busy + idle connections + the check */
+    px_shared_be_t *sh; /* its shared record (several loops), or NULL */
+    int64_t eject_seen; /* sh->eject_until last acted on (slow start after it) */
+    bool hc_seen;       /* sh->hc_up last seen (slow start when it turns up) */
+    uint64_t eng_ver;   /* sh->eng_ver last copied */
 } px_backend_t;
 
 struct px_bconn {
@@ -241,7 +267,54 @@ typedef struct px {
     int64_t rate_at;
     px_admit_stats_t ad;
     px_scrape_t *dead_sc;
+    /* several loops (hub.c): NULL with one */
+    px_hub_t *hub;
+    int id;           /* 0: the main loop (signals, admin, checks, scrapes, the source) */
+    int64_t next_pub; /* when this loop next publishes its counters */
+    bool pub_dirty;   /* events since the last publication */
+    lb_source_t hsrc; /* a worker's backend source: the hub's copy of the main loop's set */
 } px_t;
+
+/* What a loop's counters say, published for the admin listener (hub.c). */
+typedef struct px_snap {
+    px_stats_t total;
+    px_admit_stats_t ad;
+    uint64_t accepted, retries, no_backend, bad_requests;
+    int nclients, nqueued;
+} px_snap_t;
+
+struct px_hub {
+    pthread_mutex_t mu;
+    int nloops;
+    px_t *loops[PX_MAX_LOOPS];
+    int wake[PX_MAX_LOOPS]; /* eventfds: a worker's backend set changed, or stop */
+    atomic_bool stop;
+    lb_target_t *targets; /* the main loop's set, for the workers (mu) */
+    int ntargets;
+    px_shared_be_t **bes; /* (mu) */
+    int nbes, capbes;
+    px_snap_t snap[PX_MAX_LOOPS]; /* (mu) */
+    lb_pindex_t *pindex;
+};
+
+/* hub.c */
+int px_hub_new(px_hub_t **out, int nloops, arb_err_t *err);
+void px_hub_free(px_hub_t *h);
+/* The shared record of backend `name` (made on first use), and letting it go. */
+px_shared_be_t *px_hub_be(px_hub_t *h, const char *name);
+void px_hub_be_put(px_hub_t *h, px_shared_be_t *sb);
+/* The main loop's set changed: keep a copy, wake the workers. */
+void px_hub_publish(px_hub_t *h, const lb_target_t *t, int n);
+/* A worker's backend source (reads the hub's copy; watch_fd its eventfd). */
+void px_hub_source(px_hub_t *h, int id, lb_source_t *s);
+/* Tell every worker to stop. */
+void px_hub_stop(px_hub_t *h);
+/* Publish this loop's counters (every 100 ms, and before the admin answers);
+ * copy what the main loop scraped into this loop's backends. */
+void px_hub_sync(px_t *px);
+/* Sums over the loops, for the admin: totals, one backend's counters. */
+void px_hub_totals(px_t *px, px_snap_t *out);
+void px_hub_backend_stats(px_t *px, const px_backend_t *b, px_stats_t *out);
 
 /* addresses (source.c): "host:port"; passive allows an empty host. */
 int px_resolve(const char *addr, bool passive, struct sockaddr_storage *sa, socklen_t *len,
@@ -286,6 +359,7 @@ void px_backend_latency(px_t *px, px_backend_t *b, double ms);
 void px_inflight(px_t *px, px_backend_t *b, int d);
 /* s's prompt is prefilled at its backend, or s leaves it: its charge off the count. */
 void px_prefill_done(px_t *px, px_sess_t *s, px_backend_t *b);
+void px_prefill_add(px_t *px, px_backend_t *b, int64_t d);
 void px_backend_unref(px_t *px, px_backend_t *b);
 void px_backends_sweep(px_t *px);
 void px_checks_run(px_t *px);

@@ -54,12 +54,22 @@ static void scrape_done(px_t *px, px_scrape_t *sc, bool ok)
     }
     if (ok) {
         e.at_ms = px->now_ms;
-        e.inflight_at = b->inflight;
+        /* in flight from this balancer at that moment: every loop's */
+        e.inflight_at = b->sh ? atomic_load(&b->sh->inflight) : b->inflight;
         b->eng = e;
         snprintf(b->engine, sizeof b->engine, "%s", res.engine);
         if (b->peer >= 0)
             px->peers[b->peer].eng = e;
         b->scrapes_ok++;
+        if (b->sh) { /* for the other loops (hub.c copies it into theirs) */
+            pthread_mutex_lock(&px->hub->mu);
+            b->sh->eng = e;
+            memcpy(b->sh->engine, b->engine, sizeof b->engine);
+            b->sh->scrapes_ok = b->scrapes_ok;
+            b->sh->scrapes_bad = b->scrapes_bad;
+            atomic_fetch_add(&b->sh->eng_ver, 1);
+            pthread_mutex_unlock(&px->hub->mu);
+        }
         b->sc_next = px->now_ms + c->scrape_interval_ms;
         if (px->nqueued > 0)
             px_admit_pump(px); /* a replica may have left saturation */
