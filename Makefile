@@ -9,6 +9,7 @@
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
+#   make demo-compat  a published PyTorchJob manifest and sbatch script, run as-is
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 #   make check-format  fail if any tracked C file differs from .clang-format
 #   make lint   the habits as checks: monotonic timed waits, a pure src/core
@@ -94,3 +95,8 @@ demo-ha: build
 # durable submits/s through the leader over a 3-member etcd cluster, and SQLite, then the failover time after kill -9 of the leader; JSON lines.
 bench-ha: build
 	@sh bench/ha.sh $(BUILD)/arbiter $(CURDIR)
+
+.PHONY: demo-compat
+# a published PyTorchJob manifest and Slurm job-array script, submitted as-is to a live cluster
+demo-compat: build
+	@sh examples/demo-compat.sh $(BUILD)/arbiter
