@@ -5,6 +5,7 @@
 #   make tsan   run the threaded tests under ThreadSanitizer (build-tsan/)
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
+#   make bench-infer  LLM routing: every lb policy vs HAProxy on emulated replicas, JSON on stdout
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
 #   make bench-ui  the web console's first paint at 1,000 nodes in chromium, JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
@@ -18,7 +19,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api bench-ui demo demo-hybrid fuzz format check-format lint cppcheck tsan clean
+.PHONY: all deps build test asan bench bench-lb bench-infer bench-api bench-ui demo demo-hybrid fuzz format check-format lint cppcheck tsan clean
 
 all: build
 
@@ -47,6 +48,10 @@ bench: build
 # arbiter lb vs HAProxy 2.6 and NGINX (installs haproxy, nginx, wrk as root); JSON lines.
 bench-lb: build
 	@sh bench/lb.sh $(BUILD)/arbiter $(BUILD)/tests/arb_lbtest
+
+# LLM request routing on emulated replicas: every arbiter lb policy vs HAProxy (installs haproxy as root).
+bench-infer: build
+	@sh bench/infer.sh $(BUILD)/arbiter
 
 # arbiter bench api vs sbatch into a local slurmctld (installs slurm-wlm and munge as root).
 bench-api: build
