@@ -155,6 +155,10 @@ static json_t *tasks(const agent_exec_t *x)
                               "attempt", (json_int_t)t->attempt, "state", agent_task_wire_state(t));
         if (e && t->state == AGENT_TASK_EXITED && (t->exit_code >= 0 || t->signal > 0))
             set(e, "exit_code", json_integer(t->exit_code >= 0 ? t->exit_code : 128 + t->signal));
+        /* Who fenced it: the agent itself, or its supervisor because the
+         * lease passed while the agent did not run. */
+        if (e && t->state == AGENT_TASK_EXITED && !strcmp(t->reason, "fenced"))
+            set(e, "fenced_by", json_string(t->fenced_by_sup ? "supervisor" : "agent"));
         if (!e || json_array_append_new(a, e) != 0) {
             json_decref(a);
             return NULL;

@@ -28,8 +28,11 @@
  * --token-file or ARBITER_TOKEN); without, the stdout row prints one report
  * body per line. Between heartbeats it reaps tasks and fences the moment
  * its lease runs out (agent_tick, every 50 ms). SIGINT/SIGTERM stop it; its
- * tasks are killed unless --keep-tasks (then a restart with the same
- * --state adopts them).
+ * tasks are killed unless --keep-tasks (then they run on under their
+ * supervisors for at most the lease, and a restart with the same --log-dir
+ * adopts them, with or without --state). Each task runs under a supervisor,
+ * this binary as `arbiter supervise` (src/agent/supervise.h), which kills
+ * it when the lease passes whatever becomes of the agent.
  *
  * --emulate K plays K nodes NAME-1 .. NAME-K in this one process
  * (src/agent/emulate.h) and prints report rates and round trips; their
@@ -401,8 +404,10 @@ int cli_agent(int argc, char **argv)
         snprintf(token, sizeof token, "%s", getenv("ARBITER_TOKEN"));
         c.token = token;
     }
-    /* Nothing could adopt its tasks after a crash: they die with it. */
-    c.exec.die_with_agent = !c.state_file && !keep;
+    /* Each task under a supervisor (this binary, `arbiter supervise`) that
+     * holds the lease: a task never outlives it, whatever becomes of us. */
+    c.exec.supervisor = "/proc/self/exe";
+    c.exec.leased = true;
     if ((nthreads || duration || c.exec.timed) && !nemu) {
         fprintf(stderr,
                 "arbiter agent: --threads, --duration and --emulate-tasks go with --emulate K\n");

@@ -39,8 +39,9 @@ int cli_lb(int argc, char **argv);
 int cli_shard(int argc, char **argv);
 /* the node agent (agent.c) */
 int cli_agent(int argc, char **argv);
-int cli_logs(int argc, char **argv);    /* a job's task output (logs.c) */
-int cli_top(int argc, char **argv);     /* the live view (top.c) */
-int cli_service(int argc, char **argv); /* a service's replicas (service.c) */
+int cli_supervise(int argc, char **argv); /* the per-task supervisor the agent starts */
+int cli_logs(int argc, char **argv);      /* a job's task output (logs.c) */
+int cli_top(int argc, char **argv);       /* the live view (top.c) */
+int cli_service(int argc, char **argv);   /* a service's replicas (service.c) */
 
 #endif

@@ -38,6 +38,10 @@ const cli_cmd_t cli_cmds[] = {
      "[--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
      "(arbiter agent --help for all)",
      cli_agent},
+    {"supervise", "internal: the per-task supervisor the agent starts (it holds the lease)",
+     "arbiter supervise --task-pid PID --exit FILE [--lease FILE] [--cgroup-v2 DIR | "
+     "--cgroup-v1 DIR ...] [--time-limit-at NS --grace NS]",
+     cli_supervise},
     {"version", "print the version", "arbiter version", cli_version},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
      "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "

@@ -72,7 +72,8 @@ static const char *const tel_keys[] = {"cpu_util",   "memory_used",   "net_rx_bp
                                        "gpus",       "queue_length",  NULL};
 static const char *const tgpu_keys[] = {"index",  "util",    "memory_used_mib",
                                         "temp_c", "healthy", NULL};
-static const char *const task_keys[] = {"job", "task", "attempt", "state", "exit_code", NULL};
+static const char *const task_keys[] = {"job",       "task",      "attempt", "state",
+                                        "exit_code", "fenced_by", NULL};
 
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n)
 {
@@ -379,6 +380,11 @@ static int report_check(const json_t *body, arb_err_t *err)
         if (!rtask_states[k])
             return arb_errf(err, -EINVAL, "%s.state: '%s'; use running, succeeded, failed or lost",
                             p, buf);
+        buf[0] = '\0';
+        if ((rc = jv_str(v, "fenced_by", p, buf, sizeof buf, err)) < 0)
+            return rc;
+        if (buf[0] && strcmp(buf, "agent") && strcmp(buf, "supervisor"))
+            return arb_errf(err, -EINVAL, "%s.fenced_by: '%s'; use agent or supervisor", p, buf);
     }
     return 0;
 }
@@ -454,14 +460,29 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     char why[160];
     arb_job_t *j;
 
-    if (!sj || sj->active_ix < 0)
+    const char *by = json_string_value(json_object_get(v, "fenced_by"));
+    bool sup = by && strcmp(by, "supervisor") == 0;
+
+    bool mine = sj && sj->active_ix >= 0 &&
+                (sj->j->state == ARB_JOB_PLACED || sj->j->state == ARB_JOB_RUNNING) && t >= 0 &&
+                t < sj->j->nalloc && sj->j->alloc[t].node == n->id &&
+                (!att || (uint64_t)json_integer_value(att) == sj->attempt);
+
+    if (!mine) {
+        /* Not (or no longer) a task of this node: a fenced one is what
+         * really happened to an attempt the controller gave up on (the
+         * node was lost): say how it ended. */
+        if (by && sj)
+            st_event(s, "task-fenced", sj->id, arb_node_name(&s->cluster, n),
+                     "job %llu task %lld (attempt %lld) on node '%s' was killed by its %s when "
+                     "the node's lease ran out%s",
+                     (unsigned long long)sj->id, (long long)t,
+                     (long long)(att ? json_integer_value(att) : 0), arb_node_name(&s->cluster, n),
+                     sup ? "supervisor" : "agent",
+                     sup ? ", without its agent (stopped, hung or dead)" : "");
         return;
+    }
     j = sj->j;
-    if ((j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING) || t < 0 || t >= j->nalloc ||
-        j->alloc[t].node != n->id)
-        return;
-    if (att && (uint64_t)json_integer_value(att) != sj->attempt)
-        return;
     st_task_t *tk = &sj->tasks[t];
     uint8_t to = strcmp(state, "running") == 0     ? TK_RUNNING
                  : strcmp(state, "succeeded") == 0 ? TK_SUCCEEDED
@@ -470,8 +491,9 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     if (tk->state == to || tk->state >= TK_SUCCEEDED)
         return;
     sj->delivered = true;
-    if (to == TK_LOST) { /* its agent fenced it: it lost its lease */
-        snprintf(why, sizeof why, "its agent on node '%s' fenced it (the node lost its lease)",
+    if (to == TK_LOST) { /* fenced: its node lost its lease */
+        snprintf(why, sizeof why, "%s on node '%s' fenced it (the node lost its lease)",
+                 sup ? "its supervisor (not its agent, which did not run)" : "its agent",
                  arb_node_name(&s->cluster, n));
         st_task_lost(s, sj, (int)t, why);
         return;

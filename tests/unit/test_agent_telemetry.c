@@ -312,6 +312,8 @@ static void test_loop(void **st)
     c.disc.fake = "8:H100";
     c.disc.no_hwloc = true;
     c.exec.log_dir = logs;
+    c.exec.supervisor = ARB_BIN;
+    c.exec.leased = true;
     c.exec.allow_root = true;
     c.exec.cgroup_mode = "none";
     c.exec.grace_ns = SEC;

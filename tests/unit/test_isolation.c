@@ -155,6 +155,7 @@ static int setup(void **st)
 
     memset(&c, 0, sizeof c);
     c.log_dir = logs;
+    c.supervisor = ARB_BIN;
     c.allow_root = true;
     c.node_name = "iso";
     c.grace_ns = SEC / 5;
@@ -191,6 +192,7 @@ int main(void)
     snprintf(logs, sizeof logs, "%s/logs", tmpdir);
     memset(&c, 0, sizeof c);
     c.log_dir = logs;
+    c.supervisor = ARB_BIN;
     c.allow_root = true;
     rc = agent_exec_init(&probe, &c, &err);
     if (rc == 0 && probe.cg.mode != AGENT_CG_NONE) {

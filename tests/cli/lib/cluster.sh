@@ -15,6 +15,15 @@
 #                            task PID must die (fenced, a FENCED line in its log)
 #                            before the copy on node other starts ($T/start.other);
 #                            prints the timings, HOW naming the cut
+#   cl_witness_task [TAG]    a task command (for `submit -- sh -c "$(cl_witness_task)"`)
+#                            that proves, at its own start, that no other copy of it is
+#                            alive: it takes a lock on $T/TAG.witness that every copy holds
+#                            while it lives (the kernel drops it with the last process),
+#                            and checks that the pid of every earlier copy is gone; either
+#                            failing goes to $T/TAG.overlap. Each start appends "NODE PID"
+#                            to $T/TAG.starts; pid and start time (date +%s%N) go to
+#                            $T/TAG.tpid.NODE and $T/TAG.start.NODE. TAG defaults to w.
+#   cl_check_one_copy N [TAG]  no overlap was seen and exactly N copies started
 #
 # Every wait is bounded polling; nothing sleeps a fixed time hoping it is
 # enough. Processes are stopped by the pids recorded here, never by name.
@@ -140,4 +149,19 @@ cl_check_fenced() {
     grep -q "FENCED: no acknowledged heartbeat" "$T/agent-cut.log" || cl_fail "no FENCED line"
     echo "$NAME: $3 at 0 ms; first copy fenced at $(((dead_at - $2) / 1000000)) ms;" \
         "second copy started at $(((started_at - $2) / 1000000)) ms"
+}
+
+# The witness: what a copy sees at its own start, so the check needs no timing.
+cl_witness_task() {
+    w=$T/${1:-w}
+    printf '%s' "exec 9>>$w.witness; flock -n 9 || echo \"\$ARBITER_NODE: the lock is held by a live copy\" >>$w.overlap; \
+for f in $w.tpid.*; do [ -f \"\$f\" ] || continue; p=\$(cat \"\$f\"); \
+[ -r /proc/\$p/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/\$p/stat && echo \"\$ARBITER_NODE: pid \$p of \$f is alive\" >>$w.overlap; done; \
+echo \$\$ > $w.tpid.\$ARBITER_NODE; date +%s%N > $w.start.\$ARBITER_NODE; echo \"\$ARBITER_NODE \$\$\" >> $w.starts; exec sleep 300"
+}
+
+cl_check_one_copy() { # N [TAG]
+    w=$T/${2:-w}
+    [ ! -s "$w.overlap" ] || cl_fail "two live copies of one task: $(cat "$w.overlap")"
+    [ "$(wc -l < "$w.starts")" -eq "$1" ] || cl_fail "$(wc -l < "$w.starts") starts, not $1: $(cat "$w.starts")"
 }
