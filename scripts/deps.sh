@@ -11,6 +11,8 @@ PKGS="pkg-config libcmocka-dev libfyaml-dev"
 PKGS="$PKGS clang-format"
 # the controller: store, HTTP server, JSON, HTTP client (CLI verbs, tests).
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
+# tests: sqlite3 edits a stopped controller's store (cluster_lamport.sh)
+PKGS="$PKGS sqlite3"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
 PKGS="$PKGS libhwloc-dev iproute2"
 # high availability: the HA tests and `make demo-ha` start real etcd clusters (etcd 3.4).

@@ -458,6 +458,17 @@ int agent_step(agent_t *a, arb_err_t *err)
     free(body);
     t = now(a);
     a->reports++;
+    if (rc == -ERANGE) {
+        /* Our clock ran ahead of the controller's by more than it takes
+         * (its store was rewound or renumbered, or reports went unanswered
+         * for very long): take its time and register again, which resets
+         * what the controller holds as our last report. */
+        say(a, "%s; taking the controller's clock (%llu) and registering again", terr.msg,
+            (unsigned long long)reply.lamport);
+        a->clock.t = reply.lamport;
+        a->inventory_acked = false;
+        a->urgent = true;
+    }
     if (rc < 0) {
         a->failures++;
         if (!a->failing)

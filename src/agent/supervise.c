@@ -60,7 +60,8 @@ int agent_leasefile_open(const char *path, bool create, agent_leasefile_t *lf, a
         return arb_errf(err, -EINVAL, "lease file %s: %lld bytes, not a lease file", path,
                         (long long)st.st_size);
     }
-    void *m = mmap(NULL, LEASE_SIZE, create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    void *m =
+        mmap(NULL, LEASE_SIZE, create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
     if (m == MAP_FAILED) {
         int e = errno;
         close(fd);
@@ -195,8 +196,7 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
             a->cg[a->ncg++] = v;
         } else if (!strcmp(o, "--time-limit-at") || !strcmp(o, "--grace")) {
             if (parse_i64(v, &x) < 0)
-                return arb_errf(err, -EINVAL, "%s '%s': nanoseconds, a non-negative integer", o,
-                                v);
+                return arb_errf(err, -EINVAL, "%s '%s': nanoseconds, a non-negative integer", o, v);
             *(!strcmp(o, "--grace") ? &a->limit_grace_ns : &a->limit_at_ns) = x;
         } else {
             return arb_errf(err, -EINVAL, "unknown option '%s'", o);

@@ -59,9 +59,9 @@
 #include "agent/cgroup.h"
 #include "arbiter/arbiter.h"
 
-#define AGENT_SUP_DIR ".arbiter"         /* under the agent's log directory */
-#define AGENT_SUP_POLL_NS 100000000LL    /* the lease is re-read at least this often */
-#define AGENT_SUP_REKILL_NS 200000000LL  /* once killing: SIGKILL again this often */
+#define AGENT_SUP_DIR ".arbiter"        /* under the agent's log directory */
+#define AGENT_SUP_POLL_NS 100000000LL   /* the lease is re-read at least this often */
+#define AGENT_SUP_REKILL_NS 200000000LL /* once killing: SIGKILL again this often */
 
 /* ---- the lease file ------------------------------------------------------------ */
 
@@ -96,7 +96,7 @@ typedef enum agent_sup_why {
 } agent_sup_why_t;
 
 typedef struct agent_sup_exit {
-    int status;          /* the task leader's wait status */
+    int status; /* the task leader's wait status */
     agent_sup_why_t why;
     int64_t ended_ns;    /* CLOCK_MONOTONIC: when it was reaped */
     int64_t killed_ns;   /* when the supervisor killed it (LEASE, TIMELIMIT, STOPPED); 0 */
@@ -111,14 +111,14 @@ int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e);
 /* ---- the supervisor process ------------------------------------------------------- */
 
 typedef struct agent_sup_args {
-    pid_t task;         /* its child, the task leader (process group id) */
-    const char *lease;  /* the lease file; NULL: no lease (the executor used alone) */
+    pid_t task;        /* its child, the task leader (process group id) */
+    const char *lease; /* the lease file; NULL: no lease (the executor used alone) */
     const char *exit_path;
     agent_cg_mode_t cg_mode;
     int ncg;
-    const char *cg[2];       /* the task's cgroup directories */
-    int64_t limit_at_ns;     /* the time limit (CLOCK_MONOTONIC); 0 none */
-    int64_t limit_grace_ns;  /* SIGTERM -> SIGKILL at the time limit */
+    const char *cg[2];      /* the task's cgroup directories */
+    int64_t limit_at_ns;    /* the time limit (CLOCK_MONOTONIC); 0 none */
+    int64_t limit_grace_ns; /* SIGTERM -> SIGKILL at the time limit */
 } agent_sup_args_t;
 
 /* `arbiter supervise` arguments (the executor writes them): 0 or -EINVAL. */

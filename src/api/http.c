@@ -120,7 +120,7 @@ int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_
     }
     json_decref(out);
     int status = rc == -EBADMSG                                                   ? 400
-                 : rc == -EINVAL                                                  ? 422
+                 : rc == -EINVAL || rc == -ERANGE                                 ? 422
                  : rc == -ENOENT                                                  ? 404
                  : rc == -EACCES                                                  ? 403
                  : rc == -ESTALE || rc == -EPERM || rc == -EBUSY || rc == -EEXIST ? 409

@@ -250,7 +250,11 @@ static int h_report(api_req_t *r)
                          je.text);
     int rc = st_node_report_if(r->st, &r->who, r->params[0], im, body, &out, &t, &err);
     json_decref(body);
+    /* A Lamport time too far ahead: the refusal carries the clock. */
+    json_t *lam = rc == -ERANGE ? json_incref(json_object_get(out, "lamport")) : NULL;
     rc = api_finish(r, rc, out, t, &err, 200);
+    if (lam) /* jansson drops lam when there is no error object */
+        json_object_set_new(json_object_get(r->json, "error"), "lamport", lam);
     st_note_report(r->st, mono_ns() - t0);
     return rc;
 }
@@ -498,7 +502,13 @@ const api_route_t api_routes[] = {
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
      "\"epoch\", \"lease_ms\", \"version\", \"assignments\": [...]}` (as below). The controller's "
      "clock "
-     "becomes max(its own, `lamport`) + 1. The agent's lease must not be longer than "
+     "becomes max(its own, `lamport`) + 1, and a report may move it at most 1048576 (2^20) "
+     "beyond its own time: a `lamport` further ahead (or above 2^62 - 1) is refused whole, 422, "
+     "with the controller's clock in `error.lamport`, which an agent takes before it registers "
+     "again (DESIGN.md invariant 9); a controller that starts with its clock past 2^61 "
+     "renumbers it, every order kept (event `clock-rebased`). A task reported `lost` may say "
+     "`fenced_by`: `agent` or `supervisor` (killed when the lease ran out, without its agent). "
+     "The agent's lease must not be longer than "
      "`lease_ms`: a node silent past it goes NotReady, and past it plus `nodes.grace` it is "
      "lost, its tasks requeued (or failed, `restartable: false`). A report from a node the "
      "controller does not know, or declared lost, without an inventory is answered "

@@ -328,7 +328,7 @@ static int report_check(const json_t *body, arb_err_t *err)
     int rc;
 
     if ((rc = jv_object(body, "", report_keys, err)) < 0 ||
-        (rc = jv_int(body, "lamport", "", 0, INT64_MAX / 2, &x, err)) < 0 ||
+        (rc = jv_int(body, "lamport", "", 0, (int64_t)ST_LAMPORT_MAX, &x, err)) < 0 ||
         (rc = jv_member(body, "inventory", "", JSON_OBJECT, &inv, err)) < 0 ||
         (rc = jv_member(body, "telemetry", "", JSON_OBJECT, &tel, err)) < 0 ||
         (rc = jv_member(body, "tasks", "", JSON_ARRAY, &tasks, err)) < 0)
@@ -645,7 +645,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         inv = NULL;
     if (json_is_null(tel))
         tel = NULL;
-    jv_int(body, "lamport", "", 0, INT64_MAX / 2, &remote, NULL);
+    jv_int(body, "lamport", "", 0, (int64_t)ST_LAMPORT_MAX, &remote, NULL);
     pthread_mutex_lock(&s->mu);
     n = arb_cluster_find_node(&s->cluster, name);
     if (if_match >= 0 && (!n || st_node_ext(s, n)->version != (uint64_t)if_match)) {
@@ -664,6 +664,24 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         return rc;
     }
     bool has_lam = json_is_integer(json_object_get(body, "lamport"));
+    if (has_lam && (uint64_t)remote > s->clock + ST_LAMPORT_STEP) {
+        /* DESIGN.md invariant 9: no input moves the clock more than a
+         * bounded step. Refused whole, before anything moves; the reply
+         * carries the clock so that an honest agent that ran ahead (its
+         * reports went unanswered, the controller's store was rewound)
+         * takes it and registers again. */
+        rc = arb_errf(err, -ERANGE,
+                      "lamport %lld is %llu ahead of the controller's clock %llu: a report may "
+                      "move it at most %llu beyond its own time (DESIGN.md invariant 9); nothing "
+                      "was applied. An agent takes the controller's time (\"lamport\" in this "
+                      "reply) and registers again",
+                      (long long)remote, (unsigned long long)((uint64_t)remote - s->clock),
+                      (unsigned long long)s->clock, (unsigned long long)ST_LAMPORT_STEP);
+        *out = json_pack("{s:I}", "lamport", (json_int_t)s->clock);
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     if (n && !inv && has_lam && !st_node_ext(s, n)->lost &&
         remote < st_node_ext(s, n)->agent_lamport) {
         x = st_node_ext(s, n);

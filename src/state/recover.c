@@ -21,7 +21,9 @@
  *      the priority (and preemptible) it was given at submission, stored in
  *      its record: a priorityClassName removed from the config since still
  *      resolves, to that value, and an event (job-priority-kept) says so;
- *   5. the event log (the newest conf.event_retention events).
+ *   5. the event log (the newest conf.event_retention events);
+ *   6. a clock past ST_LAMPORT_REBASE is renumbered, every order kept
+ *      (rebase_clock).
  * All writes recovery itself makes go in one transaction before st_open
  * returns.
  */
@@ -381,6 +383,106 @@ static int load_event(void *arg, const char *key, const char *val, size_t n, uin
     return 0;
 }
 
+/* ---- the clock near its limit -------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* v's rank among the sorted distinct values u[0..n): 1-based. */
+static uint64_t rank_of(const uint64_t *u, size_t n, uint64_t v)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (u[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint64_t)lo + 1;
+}
+
+/*
+ * A clock past ST_LAMPORT_REBASE (a store written before reports were
+ * bounded, or years of hostile ones) is renumbered before anything is
+ * served: every Lamport time the controller keeps (the retained events'
+ * keys and texts, the jobs' submitted and updated times) is replaced by
+ * its rank among them, which keeps every order between them, and the clock
+ * goes on from the highest rank. Agents whose clocks are far ahead are
+ * told so at their next report and take the new time (node.c); event
+ * cursors from before are answered from the oldest event (st_events).
+ * Everything is written in the recovery transaction.
+ */
+static int rebase_clock(st_t *s, arb_err_t *err)
+{
+    size_t n = 0, cap = (size_t)s->ring_n + 2 * (size_t)s->next_id, k = 0;
+    uint64_t *u, old = s->clock;
+    char key[40], v[32];
+
+    if (s->clock < ST_LAMPORT_REBASE)
+        return 0;
+    if (!(u = malloc((cap + 1) * sizeof *u)))
+        return arb_errf(err, -ENOMEM, "out of memory");
+    for (int i = 0; i < s->ring_n; i++)
+        u[n++] = s->ring[(s->ring_head + i) % s->ring_cap].lamport;
+    for (uint64_t id = 1; id < s->next_id; id++) {
+        st_job_t *sj = s->jobs[id];
+        if (sj && sj->lamport_submit)
+            u[n++] = sj->lamport_submit;
+        if (sj && sj->lamport_update)
+            u[n++] = sj->lamport_update;
+    }
+    qsort(u, n, sizeof *u, cmp_u64);
+    for (size_t i = 0; i < n; i++) /* distinct values */
+        if (k == 0 || u[i] != u[k - 1])
+            u[k++] = u[i];
+    /* Oldest first: each new key is at most its old one and above the
+     * previous new one, so no put lands on a key still to be deleted. */
+    for (int i = 0; i < s->ring_n; i++) {
+        st_event_t *e = &s->ring[(s->ring_head + i) % s->ring_cap];
+        uint64_t nl = rank_of(u, k, e->lamport);
+        json_t *o = json_loads(e->json, 0, NULL);
+        char *txt;
+        snprintf(key, sizeof key, "events/%020llu", (unsigned long long)e->lamport);
+        store_batch_del(&s->batch, key);
+        e->lamport = nl;
+        if (o) {
+            json_object_set_new(o, "lamport", json_integer((json_int_t)nl));
+            if ((txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
+                free(e->json);
+                e->json = txt;
+            }
+            json_decref(o);
+        }
+        snprintf(key, sizeof key, "events/%020llu", (unsigned long long)nl);
+        store_batch_putstr(&s->batch, key, e->json);
+    }
+    for (uint64_t id = 1; id < s->next_id; id++) {
+        st_job_t *sj = s->jobs[id];
+        if (!sj)
+            continue;
+        if (sj->lamport_submit)
+            sj->lamport_submit = rank_of(u, k, sj->lamport_submit);
+        if (sj->lamport_update)
+            sj->lamport_update = rank_of(u, k, sj->lamport_update);
+        st_job_save(s, sj, 0);
+    }
+    free(u);
+    s->clock = s->clock_hwm = (uint64_t)k;
+    snprintf(v, sizeof v, "%llu", (unsigned long long)s->clock);
+    store_batch_putstr(&s->batch, "meta/clock", v);
+    st_event(s, "clock-rebased", 0, NULL,
+             "the Lamport clock was %llu, past half its limit (%llu): renumbered to %llu, every "
+             "order kept (%zu times of events and jobs); agents take the new time at their next "
+             "report",
+             (unsigned long long)old, (unsigned long long)ST_LAMPORT_MAX,
+             (unsigned long long)s->clock, k);
+    return 0;
+}
+
 int st_recover(st_t *s, arb_err_t *err)
 {
     char v[32];
@@ -404,6 +506,8 @@ int st_recover(st_t *s, arb_err_t *err)
         if (sj && sj->lamport_update > s->clock)
             s->clock = sj->lamport_update;
     }
+    if ((rc = rebase_clock(s, err)) < 0)
+        return rc;
     st_event(s, "controller-started", 0, NULL,
              "controller started: epoch %llu, %u nodes, %llu jobs (%d active) recovered",
              (unsigned long long)s->epoch, s->cluster.nnodes, (unsigned long long)(s->next_id - 1),

@@ -58,6 +58,8 @@ uint64_t st_tick(st_t *s, uint64_t remote)
     char v[32];
 
     s->clock = (remote > s->clock ? remote : s->clock) + 1;
+    if (s->clock >= ST_LAMPORT_MAX)
+        s->clock_spent = true; /* st_store_status says so: the process exits, a start renumbers */
     if (s->clock >= s->clock_hwm) {
         s->clock_hwm = s->clock + CLOCK_BLOCK;
         snprintf(v, sizeof v, "%llu", (unsigned long long)s->clock_hwm);
@@ -130,6 +132,10 @@ int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
 
 int st_store_status(st_t *s, arb_err_t *err)
 {
+    if (__atomic_load_n(&s->clock_spent, __ATOMIC_RELAXED))
+        return arb_errf(err, -ERANGE,
+                        "the Lamport clock reached its limit (%llu); a restart renumbers it",
+                        (unsigned long long)ST_LAMPORT_MAX);
     return store_gc_status(s->gc, err);
 }
 
@@ -1022,6 +1028,8 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
         limit = 1000;
     dl = st_deadline(wait_ms);
     pthread_mutex_lock(&s->mu);
+    if (since > s->clock) /* a cursor from before the clock was renumbered (recover.c) */
+        since = 0;
     while (
         wait_ms > 0 && !s->stop &&
         (s->ring_n == 0 || s->ring[(s->ring_head + s->ring_n - 1) % s->ring_cap].lamport <= since))

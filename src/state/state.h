@@ -10,7 +10,11 @@
  *   - nodes from agents' reports (inventory, telemetry, report age), drain;
  *   - a Lamport clock: every event takes max(local, remote) + 1, so the
  *     event log (GET /v1/events?since=N) is ordered causally, never by wall
- *     clocks; wall-clock times are kept for people only;
+ *     clocks; wall-clock times are kept for people only. No input moves it
+ *     more than ST_LAMPORT_STEP beyond its own time (DESIGN.md invariant 9):
+ *     a report further ahead is refused whole. It never passes
+ *     ST_LAMPORT_MAX; a start that finds it past ST_LAMPORT_REBASE renumbers
+ *     it (recover.c), keeping every order;
  *   - an epoch, bumped on every controller start and stamped on every
  *     assignment (DESIGN.md invariant 4: an agent refuses assignments older
  *     than the newest epoch it has seen);
@@ -205,10 +209,20 @@ json_t *st_priority_classes(st_t *s);
 /* {"lamport", "epoch", "revision", "jobs", "nodes"} */
 json_t *st_status(st_t *s);
 
-/* 0 while the store writes; -EIO with the failed commit's text once a
- * commit failed (the process must stop serving; src/cli/controller_ha.c
- * steps down). */
+/* 0 while the state may be served; -EIO with the failed commit's text
+ * once a commit failed, -ERANGE once the Lamport clock reached
+ * ST_LAMPORT_MAX: the process must stop serving and exit (src/cli/
+ * controller.c exits 3; controller_ha.c steps down); a restart recovers
+ * what was committed (and renumbers the clock). */
 int st_store_status(st_t *s, arb_err_t *err);
+
+/* The Lamport clock's bounds (docs/api.md). A report's "lamport" may be at
+ * most the controller's clock + ST_LAMPORT_STEP (an honest agent is ahead
+ * only by the reports the controller did not answer); never above
+ * ST_LAMPORT_MAX (2^62 - 1: every value fits a JSON integer with room). */
+#define ST_LAMPORT_MAX ((uint64_t)INT64_MAX / 2)
+#define ST_LAMPORT_STEP ((uint64_t)1 << 20)
+#define ST_LAMPORT_REBASE (ST_LAMPORT_MAX / 2)
 
 /* ---- services (service.c) ------------------------------------------------------------ */
 

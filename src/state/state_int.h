@@ -141,7 +141,8 @@ struct st {
 
     bool held_oom; /* a node's job index could not grow: walk every job */
     uint64_t clock, clock_hwm, epoch;
-    st_event_t *ring;                /* the last conf.event_retention events */
+    bool clock_spent; /* the clock reached ST_LAMPORT_MAX: stop serving (st_store_status) */
+    st_event_t *ring; /* the last conf.event_retention events */
     int ring_cap, ring_n, ring_head; /* head: index of the oldest */
 
     bool dirty, stop, running;

@@ -182,7 +182,10 @@ static void test_lease_file_and_records(void **st)
     char path[256];
     agent_leasefile_t w, r;
     arb_err_t err;
-    agent_sup_exit_t e = {.status = 9, .why = AGENT_SUP_LEASE, .ended_ns = 5, .killed_ns = 4,
+    agent_sup_exit_t e = {.status = 9,
+                          .why = AGENT_SUP_LEASE,
+                          .ended_ns = 5,
+                          .killed_ns = 4,
                           .deadline_ns = 3},
                      back;
 
