@@ -9,11 +9,13 @@
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 #   make check-format  fail if any tracked C file differs from .clang-format
+#   make lint   the habits as checks: monotonic timed waits, a pure src/core
+#   make cppcheck  static analysis over the tree
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format clean
+.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format lint cppcheck clean
 
 all: build
 
@@ -57,6 +59,14 @@ fuzz:
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# the habits STYLE.md asks for, as checks (scripts/lint.sh)
+lint:
+	@sh scripts/lint.sh
+
+# static analysis (cppcheck; scripts/cppcheck.sh)
+cppcheck: deps
+	@sh scripts/cppcheck.sh && echo "cppcheck: ok"
 
 # the formatting gate CI runs: every tracked C file as .clang-format says
 check-format: deps

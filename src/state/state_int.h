@@ -169,7 +169,8 @@ struct st {
 /* Clocks. */
 int64_t st_mono_ns(void);
 int64_t st_wall_ms(void);
-/* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
+/* The CLOCK_MONOTONIC instant ms from now, for arb_cond_wait_until on
+ * s->ev_cond or s->kick (both made by arb_cond_init). */
 struct timespec st_deadline(int64_t ms);
 /* Lamport: clock = max(clock, remote) + 1; returns it (persists the
  * high-water mark when needed). */
