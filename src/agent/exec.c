@@ -1265,6 +1265,7 @@ int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended)
         *ended = 0;
     if (!d)
         return 0;
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
     while ((e = readdir(d))) {
         char path[PATH_MAX];
         size_t n = strlen(e->d_name);

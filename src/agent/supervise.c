@@ -223,6 +223,7 @@ static void close_inherited(void)
         return;
     }
     keep = dirfd(d);
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
     while ((e = readdir(d))) {
         int fd = atoi(e->d_name);
         if (fd > 2 && fd != keep)
