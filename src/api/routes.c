@@ -401,7 +401,9 @@ static int h_service_load(api_req_t *r)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const api_route_t api_routes[] = {
-    {"GET", "/healthz", ANYONE, h_healthz, "liveness: `ok`", "No auth. Plain text `ok`."},
+    {"GET", "/healthz", ANYONE, h_healthz, "liveness: `ok`",
+     "No auth. Plain text `ok`; 503 (like every route) once a store commit failed or the "
+     "Lamport clock reached its limit, for the moment before the controller exits 3."},
     {"GET", "/metrics", ADMIN | USER | AGENT, h_metrics, "Prometheus metrics (text format 0.0.4)",
      "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
      "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
@@ -625,6 +627,19 @@ void api_doc_markdown(FILE *f)
                "`version`s. Wall-clock fields (`time`, `submitted_at`) are for people and never "
                "order anything. Every assignment carries the controller's `epoch`, bumped at each "
                "start.\n\n"
+               "## Store faults\n\n"
+               "A commit that fails (disk full, an I/O error) stops the controller serving at "
+               "once: every request, `/healthz` included, is answered 503, and within 100 ms it "
+               "exits with status 3 and the reason on stderr, for a supervisor to restart it "
+               "(systemd `Restart=on-failure`); over etcd it steps down and a follower takes "
+               "over. Nothing that was not committed was acknowledged or is counted after the "
+               "restart. One controller per data dir: the lock is taken on `arbiter.db` itself; "
+               "one per port: the listening socket never shares its port. A data dir that looks "
+               "rewound (its database below the revision recorded in `arbiter.db.marker` beside "
+               "it: the WAL deleted or damaged, an old copy put back) is refused at start with "
+               "what is missing, unless `--accept-rewind` (then event `store-rewound`). Records "
+               "that cannot be loaded are named by key on stderr and in event `store-damaged`, "
+               "are not counted, and a damaged job's id is never handed out again.\n\n"
                "## Several controllers (clients)\n\n"
                "Clients take a comma-separated list of controller URLs (`ARBITER_URL`, "
                "`arbiter agent --controller`, `arbiter lb --controller`). The contract with "

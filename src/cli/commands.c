@@ -45,7 +45,7 @@ const cli_cmd_t cli_cmds[] = {
     {"version", "print the version", "arbiter version", cli_version},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
      "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
-     "[--config FILE] [--tokens FILE] (HA: docs/ha.md)",
+     "[--config FILE] [--tokens FILE] [--accept-rewind] (HA: docs/ha.md)",
      cli_controller},
     {"submit", "submit a job to the controller; prints its id",
      "arbiter submit -f job.yaml | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "

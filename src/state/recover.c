@@ -35,10 +35,36 @@
 #include "state/state_int.h"
 
 typedef struct rec_list {
-    json_t **v;
+    st_t *s;
+    json_t **v; /* each with its store key as "_key" */
     size_t n, cap;
     bool oom;
 } rec_list_t;
+
+/*
+ * A record that cannot be recovered: named by its key, counted, never
+ * counted as recovered. A damaged job's id is never handed out again (its
+ * key says it was used). st_recover says how many at the end, in the log
+ * and as an event.
+ */
+static void damaged(st_t *s, const char *key, const char *why)
+{
+    fprintf(stderr, "arbiter: store: record '%s' is damaged (%s); skipped: what it held is lost\n",
+            key, why);
+    if (s->ndamaged < (int)(sizeof s->damaged / sizeof s->damaged[0]))
+        snprintf(s->damaged[s->ndamaged], sizeof s->damaged[0], "%s", key);
+    s->ndamaged++;
+    if (strncmp(key, "jobs/", 5) == 0) {
+        uint64_t id = strtoull(key + 5, NULL, 10);
+        if (id >= s->next_id && id < UINT64_MAX / 2)
+            s->next_id = id + 1;
+    }
+}
+
+static const char *key_of(const json_t *o)
+{
+    return json_string_value(json_object_get(o, "_key")) ?: "?";
+}
 
 static int collect(void *arg, const char *key, const char *val, size_t n, uint64_t rev)
 {
@@ -46,10 +72,12 @@ static int collect(void *arg, const char *key, const char *val, size_t n, uint64
     json_t *o = json_loadb(val, n, 0, NULL);
 
     (void)rev;
-    if (!o) {
-        fprintf(stderr, "arbiter: store record '%s' is not JSON; skipped\n", key);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        damaged(l->s, key, "not a JSON object");
         return 0;
     }
+    json_object_set_new(o, "_key", json_string(key));
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 256;
         json_t **v = realloc(l->v, cap * sizeof *v);
@@ -99,7 +127,7 @@ static int64_t meta_get(st_t *s, const char *key)
 
 static int recover_nodes(st_t *s, arb_err_t *err)
 {
-    rec_list_t l = {0};
+    rec_list_t l = {.s = s};
     int rc = store_scan(s->store, "nodes/", collect, &l, err);
 
     if (rc < 0 || l.oom) {
@@ -114,7 +142,7 @@ static int recover_nodes(st_t *s, arb_err_t *err)
         arb_node_t *n;
         arb_err_t e2;
         if (!name || !json_is_object(inv) || st_inventory_check(inv, &e2) < 0) {
-            fprintf(stderr, "arbiter: store: node record %zu is damaged; skipped\n", i);
+            damaged(s, key_of(o), !name ? "no name" : "its inventory does not load");
             continue;
         }
         if ((rc = st_nodes_grow(s)) < 0 ||
@@ -216,9 +244,9 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     sj->stop_then = sj->stop ? (uint8_t)get_u64(o, "stop_then") : ST_THEN_CANCEL;
     if (sj->stop_then > ST_THEN_REQUEUE)
         sj->stop_then = ST_THEN_FAIL;
-    if (!sj->spec || sj->id == 0 || state < 0) {
+    if (!sj->spec || !spec || sj->id == 0 || state < 0) {
         st_job_free(sj);
-        fprintf(stderr, "arbiter: store: a job record is damaged; skipped\n");
+        damaged(s, key_of(o), sj->id == 0 ? "no id" : state < 0 ? "no known state" : "no spec");
         return 0;
     }
     /* The priority it was given at submission (records since it is kept):
@@ -329,7 +357,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
 
 static int recover_jobs(st_t *s, arb_err_t *err)
 {
-    rec_list_t l = {0};
+    rec_list_t l = {.s = s};
     int rc = store_scan(s->store, "jobs/", collect, &l, err);
 
     if (rc == 0 && l.oom)
@@ -508,10 +536,27 @@ int st_recover(st_t *s, arb_err_t *err)
     }
     if ((rc = rebase_clock(s, err)) < 0)
         return rc;
+    if (s->store->rewound_from)
+        st_event(s, "store-rewound", 0, NULL,
+                 "the store was at revision %llu, its marker says; it opened at revision %llu: "
+                 "%llu committed transactions are lost (started with --accept-rewind)",
+                 (unsigned long long)s->store->rewound_from,
+                 (unsigned long long)store_revision(s->store),
+                 (unsigned long long)(s->store->rewound_from - store_revision(s->store)));
+    if (s->ndamaged) {
+        char list[600] = "";
+        size_t used = 0;
+        for (int i = 0; i < s->ndamaged && i < 8 && used < sizeof list; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                                     s->damaged[i]);
+        st_event(s, "store-damaged", 0, NULL,
+                 "%d damaged store record%s skipped at recovery, what they held lost: %s%s",
+                 s->ndamaged, s->ndamaged == 1 ? "" : "s", list, s->ndamaged > 8 ? ", ..." : "");
+    }
     st_event(s, "controller-started", 0, NULL,
-             "controller started: epoch %llu, %u nodes, %llu jobs (%d active) recovered",
-             (unsigned long long)s->epoch, s->cluster.nnodes, (unsigned long long)(s->next_id - 1),
-             s->nactive);
+             "controller started: epoch %llu, %u nodes, %llu jobs (%d active) recovered%s",
+             (unsigned long long)s->epoch, s->cluster.nnodes, (unsigned long long)s->njobs,
+             s->nactive, s->ndamaged ? "; damaged records skipped (event store-damaged)" : "");
     rc = store_apply(s->store, &s->batch, NULL, err);
     store_batch_free(&s->batch);
     s->dirty = true;

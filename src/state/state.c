@@ -181,6 +181,8 @@ int st_job_add(st_t *s, st_job_t *sj)
         sj->active_ix = s->nactive;
         s->active[s->nactive++] = sj;
     }
+    if (!s->jobs[sj->id])
+        s->njobs++;
     s->jobs[sj->id] = sj;
     if (sj->id >= s->next_id)
         s->next_id = sj->id + 1;
@@ -341,6 +343,7 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
     s->ring_cap = s->conf.event_retention;
     s->ring = calloc((size_t)s->ring_cap, sizeof *s->ring);
     so.sync = s->conf.sync;
+    so.accept_rewind = s->conf.accept_rewind;
     if (!s->ring) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto fail;
@@ -1095,10 +1098,10 @@ int st_check(st_t *s, arb_err_t *err)
 json_t *st_status(st_t *s)
 {
     pthread_mutex_lock(&s->mu);
-    json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)s->clock, "epoch",
-                          (json_int_t)s->epoch, "revision", (json_int_t)store_revision(s->store),
-                          "jobs", (json_int_t)(s->next_id - 1), "active_jobs", s->nactive, "nodes",
-                          (int)s->cluster.nnodes);
+    json_t *o =
+        json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)s->clock, "epoch",
+                  (json_int_t)s->epoch, "revision", (json_int_t)store_revision(s->store), "jobs",
+                  (json_int_t)s->njobs, "active_jobs", s->nactive, "nodes", (int)s->cluster.nnodes);
     pthread_mutex_unlock(&s->mu);
     return o;
 }

@@ -76,6 +76,7 @@ typedef struct st_conf {
     int64_t stale_ns;          /* filter nodes whose report is older (default 30 s; 0 off) */
     int event_retention;       /* events kept (default 100000) */
     store_sync_t sync;         /* store.synchronous: full (default) or normal */
+    bool accept_rewind;        /* not a config key: `controller --accept-rewind` (store.h) */
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
     int64_t idem_retention_ns; /* api.idempotencyRetention: keys kept (default 24 h; 0: for ever) */
     int nqueues;

@@ -132,7 +132,10 @@ struct st {
 
     st_job_t **jobs; /* by id; jobs[0] unused */
     uint64_t capjobs, next_id;
-    st_job_t **active; /* non-terminal jobs */
+    uint64_t njobs;      /* jobs held (next_id - 1 less damaged records' ids) */
+    int ndamaged;        /* store records recovery could not load (recover.c) */
+    char damaged[8][64]; /* the first ones' keys */
+    st_job_t **active;   /* non-terminal jobs */
     int nactive, capactive;
     st_node_t *nodes; /* parallel to cluster.nodes */
     uint32_t capnodes;

@@ -21,8 +21,9 @@
 #                            while it lives (the kernel drops it with the last process),
 #                            and checks that the pid of every earlier copy is gone; either
 #                            failing goes to $T/TAG.overlap. Each start appends "NODE PID"
-#                            to $T/TAG.starts; pid and start time (date +%s%N) go to
-#                            $T/TAG.tpid.NODE and $T/TAG.start.NODE. TAG defaults to w.
+#                            to $T/TAG.starts; then its pid and start time (date +%s%N)
+#                            go to $T/TAG.tpid.NODE and, last, $T/TAG.start.NODE (wait
+#                            for that one: the others are written by then). TAG: w.
 #   cl_check_one_copy N [TAG]  no overlap was seen and exactly N copies started
 #
 # Every wait is bounded polling; nothing sleeps a fixed time hoping it is
@@ -157,7 +158,7 @@ cl_witness_task() {
     printf '%s' "exec 9>>$w.witness; flock -n 9 || echo \"\$ARBITER_NODE: the lock is held by a live copy\" >>$w.overlap; \
 for f in $w.tpid.*; do [ -f \"\$f\" ] || continue; p=\$(cat \"\$f\"); \
 [ -r /proc/\$p/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/\$p/stat && echo \"\$ARBITER_NODE: pid \$p of \$f is alive\" >>$w.overlap; done; \
-echo \$\$ > $w.tpid.\$ARBITER_NODE; date +%s%N > $w.start.\$ARBITER_NODE; echo \"\$ARBITER_NODE \$\$\" >> $w.starts; exec sleep 300"
+echo \"\$ARBITER_NODE \$\$\" >> $w.starts; echo \$\$ > $w.tpid.\$ARBITER_NODE; date +%s%N > $w.start.\$ARBITER_NODE; exec sleep 300"
 }
 
 cl_check_one_copy() { # N [TAG]
