@@ -60,6 +60,20 @@ static json_t *inventory(const agent_inv_t *inv)
     for (int i = 0; i < inv->nlabels; i++)
         bad |= set(labels, inv->labels[i].key, json_string(inv->labels[i].val));
     bad |= set(o, "labels", labels);
+    if (inv->ntaints) {
+        json_t *t = json_array();
+        for (int i = 0; t && i < inv->ntaints; i++)
+            bad |= json_array_append_new(t, json_pack("{s:s,s:s,s:s}", "key", inv->taints[i].key,
+                                                      "value", inv->taints[i].val, "effect",
+                                                      inv->taints[i].effect));
+        bad |= set(o, "taints", t);
+    }
+    if (inv->ndatasets) {
+        json_t *d = json_array();
+        for (int i = 0; d && i < inv->ndatasets; i++)
+            bad |= json_array_append_new(d, json_string(inv->datasets[i]));
+        bad |= set(o, "datasets", d);
+    }
     for (int i = 0; i < inv->ngpus; i++) {
         const agent_gpu_info_t *g = &inv->gpu[i];
         char mem[32];

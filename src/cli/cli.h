@@ -37,6 +37,13 @@ int cli_job(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
 int cli_nodes(int argc, char **argv);
+/* node operations, as kubectl and scontrol (node.c) */
+int cli_node(int argc, char **argv);
+int cli_cordon(int argc, char **argv);
+int cli_uncordon(int argc, char **argv);
+int cli_drain(int argc, char **argv);
+int cli_taint(int argc, char **argv);
+int cli_label(int argc, char **argv);
 int cli_events(int argc, char **argv);
 int cli_bench_api(int argc, char **argv);     /* `arbiter bench api` (bench_api.c) */
 int cli_bench_sim(int argc, char **argv);     /* `arbiter bench sim` (bench_sim.c) */

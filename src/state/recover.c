@@ -156,6 +156,11 @@ static int recover_nodes(st_t *s, arb_err_t *err)
         snprintf(x->addr, sizeof x->addr, "%s",
                  json_string_value(json_object_get(inv, "address")) ?: "");
         x->version = get_u64(o, "version");
+        json_t *op = json_object_get(o, "operator");
+        x->op = json_is_object(op) ? json_deep_copy(op) : NULL;
+        snprintf(x->reason, sizeof x->reason, "%s",
+                 json_string_value(json_object_get(o, "reason")) ?: "");
+        st_node_apply_meta(s, n);      /* its labels and taints, operators' word on top */
         x->report_mono = st_mono_ns(); /* a fresh lease */
         n->report_ns = x->report_mono;
         if (json_is_true(json_object_get(o, "drained")))

@@ -432,6 +432,7 @@ void st_close(st_t *s)
     for (uint32_t i = 0; i < s->capnodes && i < s->cluster.nnodes; i++) {
         json_decref(s->nodes[i].inventory);
         json_decref(s->nodes[i].telemetry);
+        json_decref(s->nodes[i].op);
         free(s->nodes[i].held);
     }
     free(s->nodes);
@@ -1101,7 +1102,7 @@ json_t *st_status(st_t *s)
     json_t *o =
         json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)s->clock, "epoch",
                   (json_int_t)s->epoch, "revision", (json_int_t)store_revision(s->store), "jobs",
-                  (json_int_t)s->njobs, "active_jobs", s->nactive, "nodes", (int)s->cluster.nnodes);
+                  (json_int_t)s->njobs, "active_jobs", s->nactive, "nodes", st_nodes_live(s));
     pthread_mutex_unlock(&s->mu);
     return o;
 }

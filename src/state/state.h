@@ -184,9 +184,26 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                       const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
-/* drain true: READY/NOT_READY -> DRAINING; false: DRAINING -> READY. */
-int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_t **out,
-                  int64_t *ticket, arb_err_t *err);
+/* Node names are DNS-1123 labels (as Kubernetes names nodes): -EINVAL
+ * with the rule otherwise. */
+int st_node_name_check(const char *name, arb_err_t *err);
+/* Cordon (READY/NOT_READY -> DRAINING: no new tasks), drain (cordon, then
+ * evict every job with a task there: stopped, requeued whole), uncordon
+ * (DRAINING -> READY). body: NULL or {"reason": TEXT}. *out: the node,
+ * with "evicted": jobs stopped. */
+typedef enum st_cordon { ST_CORDON, ST_DRAIN, ST_UNCORDON } st_cordon_t;
+int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
+                   const json_t *body, int64_t if_match, json_t **out, int64_t *ticket,
+                   arb_err_t *err);
+/* Labels and taints (docs/api.md PATCH /v1/nodes/{name}); kept in the
+ * node's record over what its inventory says. A NoExecute taint evicts
+ * what does not tolerate it. */
+int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+                  int64_t if_match, json_t **out, int64_t *ticket, arb_err_t *err);
+/* Remove a NotReady node with nothing left that may run (or a Lost one):
+ * its record and its GPUs leave every total; -EBUSY saying why not. */
+int st_node_delete(st_t *s, const char *name, int64_t if_match, json_t **out, int64_t *ticket,
+                   arb_err_t *err);
 /* The tasks assigned to node name, with epochs (marks them delivered). */
 int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 

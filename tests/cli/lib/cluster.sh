@@ -6,7 +6,8 @@
 #   cl_controller [ARGS]     start `arbiter controller` on 127.0.0.1 (a free port, or
 #                            CL_PORT once known); sets ARBITER_URL, CPID
 #   cl_agent NODE [ARGS]     start `arbiter agent --name NODE` against ARBITER_URL with
-#                            fake GPUs, logs in $T/logs/NODE; its pid in $T/pid.NODE
+#                            fake GPUs (CL_GPUS, default 4:H100; none: ARGS say, e.g.
+#                            --inventory), logs in $T/logs/NODE; its pid in $T/pid.NODE
 #   cl_wait WHAT SECS CMD... poll CMD every 0.1 s until it succeeds, else fail
 #   cl_state ID              a job's state;  cl_field ID KEY  a top-level job field
 #   cl_fail MSG              print MSG, the logs, and exit 1
@@ -112,7 +113,10 @@ cl_controller() {
 cl_agent() {
     node=$1
     shift
-    $ARB agent --name "$node" --controller "${CL_AGENT_URL:-$ARBITER_URL}" --fake-gpus "${CL_GPUS:-4:H100}" \
+    gpus="--fake-gpus ${CL_GPUS:-4:H100}"
+    [ "${CL_GPUS:-}" = none ] && gpus="" # the args say where its GPUs come from (--inventory)
+    # shellcheck disable=SC2086
+    $ARB agent --name "$node" --controller "${CL_AGENT_URL:-$ARBITER_URL}" $gpus \
         --log-dir "$T/logs/$node" --allow-root --cgroups none --heartbeat 250ms --grace 2s "$@" \
         2>>"$T/agent-$node.log" &
     echo $! > "$T/pid.$node"
