@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "api/api_int.h"
+#include "util/duration.h"
 
 #define ANYONE 0u
 #define ADMIN ST_ROLE_ADMIN
@@ -763,6 +764,10 @@ void api_doc_markdown(FILE *f)
                "| key | type | default | what |\n|---|---|---|---|\n");
     for (const st_conf_key_t *k = st_conf_keys; k->key; k++)
         fprintf(f, "| `%s` | %s | %s | %s |\n", k->key, k->type, k->def, k->help);
+    fprintf(f,
+            "\nA duration, here as in job specs and scenarios: %s; units ns, us, ms, s, m, h, "
+            "d add up (`1h30m`) and may carry a fraction (`2.5h`).\n",
+            ARB_DURATION_HELP);
     fprintf(f, "\nExample:\n\n```yaml\n"
                "scheduler: {policy: fgd, queue: drf, preemption: true, interval: 500ms}\n"
                "nodes: {lease: 10s, staleness: 30s}\n"

@@ -36,6 +36,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "util/duration.h"
 
 typedef struct top_opts {
     bool once;
@@ -289,19 +290,11 @@ out:
 
 static int parse_interval(const char *s, int64_t *ms)
 {
-    char *end;
-    double v = strtod(s, &end);
+    int64_t ns;
 
-    if (end == s || v <= 0)
+    if (arb_duration_parse(s, &ns, NULL) < 0)
         return -1;
-    if (strcmp(end, "ms") == 0)
-        *ms = (int64_t)v;
-    else if (strcmp(end, "s") == 0 || *end == '\0')
-        *ms = (int64_t)(v * 1000);
-    else if (strcmp(end, "m") == 0)
-        *ms = (int64_t)(v * 60000);
-    else
-        return -1;
+    *ms = ns / 1000000;
     return *ms >= 100 && *ms <= 3600000 ? 0 : -1;
 }
 
