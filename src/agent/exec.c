@@ -1220,27 +1220,20 @@ int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_
     return 0;
 }
 
-/* A task record (write_task_record) parsed; false when it is not one. */
-static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *sup,
-                              uint64_t *sup_ticks)
+int agent_task_record_parse(const char *line, agent_task_record_t *r, pid_t *sup,
+                            uint64_t *sup_ticks)
 {
-    char line[512], job[AGENT_JOB_MAX + 1];
+    char job[AGENT_JOB_MAX + 1];
     unsigned long long attempt, epoch, sticks, ticks;
     long long grace_ms;
     unsigned gen;
     int task, spid, pid;
-    FILE *f = fopen(path, "re");
-    bool ok;
 
-    if (!f)
-        return false;
-    ok = fgets(line, sizeof line, f) &&
-         sscanf(line, "%128s %d %llu %llu %d %llu %d %llu %lld %u", job, &task, &attempt, &epoch,
-                &spid, &sticks, &pid, &ticks, &grace_ms, &gen) == 10 &&
-         agent_job_id_ok(job) && task >= 0 && spid > 1 && pid > 1 && grace_ms >= -1;
-    fclose(f);
-    if (!ok)
-        return false;
+    if (sscanf(line, "%128s %d %llu %llu %d %llu %d %llu %lld %u", job, &task, &attempt, &epoch,
+               &spid, &sticks, &pid, &ticks, &grace_ms, &gen) != 10 ||
+        !agent_job_id_ok(job) || task < 0 || spid <= 1 || pid <= 1 || grace_ms < -1 ||
+        grace_ms > 3600000LL)
+        return -EINVAL;
     memset(r, 0, sizeof *r);
     fmt(r->job, sizeof r->job, "%s", job);
     r->task = task;
@@ -1252,7 +1245,22 @@ static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *s
     r->generation = gen;
     *sup = spid;
     *sup_ticks = sticks;
-    return true;
+    return 0;
+}
+
+/* A task record file (write_task_record) read; false when it is not one. */
+static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *sup,
+                              uint64_t *sup_ticks)
+{
+    char line[512];
+    FILE *f = fopen(path, "re");
+    bool ok;
+
+    if (!f)
+        return false;
+    ok = fgets(line, sizeof line, f) && agent_task_record_parse(line, r, sup, sup_ticks) == 0;
+    fclose(f);
+    return ok;
 }
 
 int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended)

@@ -244,6 +244,11 @@ int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_
  * adopted live.
  */
 int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended);
+/* One line of a supervised task's record (LOG_DIR/.arbiter/JOB.TASK.task):
+ * "job task attempt epoch sup_pid sup_ticks pid ticks grace_ms generation".
+ * 0, or -EINVAL when it is not one. */
+int agent_task_record_parse(const char *line, agent_task_record_t *r, pid_t *sup,
+                            uint64_t *sup_ticks);
 
 /* The start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
 int agent_proc_start_ticks(pid_t pid, uint64_t *out);

@@ -133,9 +133,8 @@ int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e)
 
 int agent_sup_exit_read(const char *path, agent_sup_exit_t *out)
 {
-    char buf[256], why[32];
-    long long ended, killed, deadline;
-    int fd, status;
+    char buf[256];
+    int fd;
     ssize_t got;
 
     if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
@@ -145,6 +144,15 @@ int agent_sup_exit_read(const char *path, agent_sup_exit_t *out)
     if (got <= 0)
         return -EINVAL;
     buf[got] = '\0';
+    return agent_sup_exit_parse(buf, out);
+}
+
+int agent_sup_exit_parse(const char *buf, agent_sup_exit_t *out)
+{
+    char why[32];
+    long long ended, killed, deadline;
+    int status;
+
     if (sscanf(buf, "status=%d why=%31s ended=%lld killed=%lld deadline=%lld", &status, why, &ended,
                &killed, &deadline) != 5)
         return -EINVAL;

@@ -106,6 +106,8 @@ typedef struct agent_sup_exit {
 const char *agent_sup_why_name(agent_sup_why_t w);
 /* 0, -ENOENT (none yet), -EINVAL (damaged). */
 int agent_sup_exit_read(const char *path, agent_sup_exit_t *out);
+/* The record's text (NUL-terminated): 0 or -EINVAL. */
+int agent_sup_exit_parse(const char *text, agent_sup_exit_t *out);
 int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e);
 
 /* ---- the supervisor process ------------------------------------------------------- */

@@ -254,6 +254,18 @@ static int emulate(agent_conf_t *c, long nodes, long threads, int64_t duration, 
     return 0;
 }
 
+/* A DNS-1123 label: what the controller takes as a node name. */
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 int cli_agent(int argc, char **argv)
 {
     agent_conf_t c;
@@ -379,6 +391,14 @@ int cli_agent(int argc, char **argv)
     }
     if (!c.disc.node_name) {
         fprintf(stderr, "arbiter agent: --name NODE is required\n" AGENT_USAGE);
+        return 2;
+    }
+    if (!dns_label(c.disc.node_name)) { /* the controller would refuse every report */
+        fprintf(stderr,
+                "arbiter agent: --name '%s': node names are DNS-1123 labels, as Kubernetes has "
+                "them: 1..63 lowercase letters, digits and '-', starting and ending with a "
+                "letter or digit (with --emulate, the names get -1, -2, ... added)\n",
+                c.disc.node_name);
         return 2;
     }
     if (c.disc.inventory && c.disc.fake) {
