@@ -184,7 +184,7 @@ static int parse_i64(const char *s, int64_t *out)
 int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
 {
     memset(a, 0, sizeof *a);
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         int64_t x = 0;
         if (!v)
@@ -209,7 +209,6 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
         } else {
             return arb_errf(err, -EINVAL, "unknown option '%s'", o);
         }
-        i++;
     }
     if (!a->task || !a->exit_path)
         return arb_errf(err, -EINVAL, "--task-pid and --exit are required");
