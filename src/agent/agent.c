@@ -89,8 +89,9 @@ static void note_ended(agent_t *a)
         if (k->fenced_by_sup)
             say(a,
                 "job %s task %d (attempt %llu): killed by its supervisor %.1f ms after the lease "
-                "ran out, which this agent had not renewed (it was stopped, hung or not running)",
-                k->job, k->task, (unsigned long long)k->attempt, (double)k->late_ns / 1e6);
+                "ran out unrenewed; this agent learnt so %.1f s after it",
+                k->job, k->task, (unsigned long long)k->attempt, (double)k->late_ns / 1e6,
+                (double)k->seen_late_ns / 1e9);
         else if (k->exit_code >= 0)
             say(a, "job %s task %d (attempt %llu) ended: exit code %d (%s)", k->job, k->task,
                 (unsigned long long)k->attempt, k->exit_code, k->reason);

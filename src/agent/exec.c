@@ -1045,6 +1045,7 @@ static void sup_done(agent_exec_t *x, agent_task_t *t, int64_t now)
         t->fenced_by_sup = true;
         t->late_ns =
             e.killed_ns > e.deadline_ns && e.deadline_ns > 0 ? e.killed_ns - e.deadline_ns : 0;
+        t->seen_late_ns = e.deadline_ns > 0 ? agent_sup_mono_ns() - e.deadline_ns : 0;
         if (!t->reason[0])
             snprintf(t->reason, sizeof t->reason, "fenced");
     } else if (e.why == AGENT_SUP_TIMELIMIT && !t->reason[0]) {

@@ -119,7 +119,8 @@ typedef struct agent_task {
     uint32_t generation; /* elastic: the resize generation it was last told */
     bool timed;          /* no process (conf.timed): it ends at end_at_ns */
     int64_t end_at_ns;
-    int64_t late_ns; /* fenced_by_sup: how long after the lease deadline it was killed */
+    int64_t late_ns;      /* fenced_by_sup: how long after the lease deadline it was killed */
+    int64_t seen_late_ns; /* ... and how long after it this executor learnt so */
 } agent_task_t;
 
 typedef struct agent_exec_conf {

@@ -573,7 +573,7 @@ const api_route_t api_routes[] = {
      "with the controller's clock in `error.lamport`, which an agent takes before it registers "
      "again (DESIGN.md invariant 9); a controller that starts with its clock past 2^61 "
      "renumbers it, every order kept (event `clock-rebased`). A task reported `lost` may say "
-     "`fenced_by`: `agent` or `supervisor` (killed when the lease ran out, without its agent). "
+     "`fenced_by`: `agent` or `supervisor` (who killed it when the lease ran out unrenewed). "
      "The agent's lease must not be longer than "
      "`lease_ms`: a node silent past it goes NotReady, and past it plus `nodes.grace` it is "
      "lost, its tasks requeued (or failed, `restartable: false`). A report from a node the "

@@ -477,11 +477,10 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
         if (by && sj)
             st_event(s, "task-fenced", sj->id, arb_node_name(&s->cluster, n),
                      "job %llu task %lld (attempt %lld) on node '%s' was killed by its %s when "
-                     "the node's lease ran out%s",
+                     "the node's lease ran out unrenewed",
                      (unsigned long long)sj->id, (long long)t,
                      (long long)(att ? json_integer_value(att) : 0), arb_node_name(&s->cluster, n),
-                     sup ? "supervisor" : "agent",
-                     sup ? ", without its agent (stopped, hung or dead)" : "");
+                     sup ? "supervisor" : "agent");
         return;
     }
     j = sj->j;
@@ -495,8 +494,7 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     sj->delivered = true;
     if (to == TK_LOST) { /* fenced: its node lost its lease */
         snprintf(why, sizeof why, "%s on node '%s' fenced it (the node lost its lease)",
-                 sup ? "its supervisor (not its agent, which did not run)" : "its agent",
-                 arb_node_name(&s->cluster, n));
+                 sup ? "its supervisor" : "its agent", arb_node_name(&s->cluster, n));
         st_task_lost(s, sj, (int)t, why);
         return;
     }
