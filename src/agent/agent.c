@@ -261,6 +261,15 @@ void agent_close(agent_t *a, bool kill_tasks)
     if (kill_tasks && agent_exec_live(&a->exec) > 0) {
         agent_exec_fence(&a->exec, now(a));
         agent_exec_wait(&a->exec, 5000000000LL);
+        /* What this stop killed is no task's own ending: its records go, so
+         * that a next run does not report it failed (SIGKILL); the
+         * controller, no longer hearing of it, counts it lost and requeues
+         * it. Tasks that ended by themselves keep theirs, to be reported. */
+        for (int i = 0; i < a->exec.ntasks; i++)
+            if (a->exec.tasks[i]->state == AGENT_TASK_EXITED &&
+                strcmp(a->exec.tasks[i]->reason, "fenced") == 0 &&
+                agent_exec_forget(&a->exec, a->exec.tasks[i]->job, a->exec.tasks[i]->task) == 0)
+                i--;
     }
     save_state(a);
     if (kill_tasks) /* a deliberate stop: nothing may live on under this lease */

@@ -296,7 +296,7 @@ int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t w
     if (change && (rc = arb_node_transition(&s->cluster, n, to, err)) < 0)
         goto out;
     if (on)
-        snprintf(x->reason, sizeof x->reason, "%s by %s%s%s",
+        snprintf(x->reason, sizeof x->reason, "%s by %.40s%s%.100s",
                  what == ST_DRAIN ? "drained" : "cordoned", by, reason[0] ? ": " : "", reason);
     else
         x->reason[0] = '\0';
