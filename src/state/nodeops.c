@@ -180,13 +180,13 @@ void st_node_apply_meta(st_t *s, arb_node_t *n)
         arb_node_set_label(c, n, k, json_string_value(v));
     json_array_foreach(taints, i, v)
     {
+        const char *key = json_string_value(json_object_get(v, "key"));
         const char *val = json_string_value(json_object_get(v, "value"));
         int e = st_taint_effect(json_string_value(json_object_get(v, "effect")));
-        if (e)
-            arb_node_add_taint(c, n, json_string_value(json_object_get(v, "key")), val ? val : "",
-                               (arb_taint_effect_t)e);
+        if (e && key) /* (a damaged record's entry is skipped) */
+            arb_node_add_taint(c, n, key, val ? val : "", (arb_taint_effect_t)e);
     }
-    json_array_foreach(json_object_get(x->inventory, "datasets"), i, v)
+    json_array_foreach(json_object_get(x->inventory, "datasets"), i, v) if (json_is_string(v))
         arb_node_add_dataset(c, n, json_string_value(v));
     json_decref(taints);
     arb_node_touch(c, n);
@@ -391,8 +391,9 @@ static int patch_check(const st_node_t *x, const arb_node_t *n, st_t *s, const j
                 json_t *t, *eff_t = effective_taints(x);
                 size_t j;
                 json_array_foreach(eff_t, j, t) found |=
-                    strcmp(json_string_value(json_object_get(t, "key")), key) == 0 &&
-                    (!eff[0] || strcmp(json_string_value(json_object_get(t, "effect")), eff) == 0);
+                    strcmp(json_string_value(json_object_get(t, "key")) ?: "", key) == 0 &&
+                    (!eff[0] ||
+                     strcmp(json_string_value(json_object_get(t, "effect")) ?: "", eff) == 0);
                 json_decref(eff_t);
                 if (!found)
                     return arb_errf(err, -ENOENT, "taint '%s%s%s': node '%s' has no such taint",
@@ -409,8 +410,8 @@ static void drop_taints(json_t *arr, const char *key, const char *eff)
     for (size_t i = json_array_size(arr); i-- > 0;) {
         json_t *t = json_array_get(arr, i);
         const char *te = json_string_value(json_object_get(t, "effect"));
-        if (strcmp(json_string_value(json_object_get(t, "key")), key) == 0 &&
-            (!eff || !te || strcmp(te, eff) == 0))
+        const char *tk = json_string_value(json_object_get(t, "key"));
+        if ((!tk || strcmp(tk, key) == 0) && (!eff || !te || strcmp(te, eff) == 0))
             json_array_remove(arr, i);
     }
 }
