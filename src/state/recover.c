@@ -250,8 +250,8 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     if (sj->stop_then > ST_THEN_REQUEUE)
         sj->stop_then = ST_THEN_FAIL;
     if (!sj->spec || !spec || sj->id == 0 || state < 0) {
-        st_job_free(sj);
         damaged(s, key_of(o), sj->id == 0 ? "no id" : state < 0 ? "no known state" : "no spec");
+        st_job_free(sj);
         return 0;
     }
     /* The priority it was given at submission (records since it is kept):
