@@ -760,10 +760,11 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
             sargv[k++] = x->cg.mode == AGENT_CG_V2 ? "--cgroup-v2" : "--cgroup-v1";
             sargv[k++] = t->cg.dir[i];
         }
-        if (s->time_limit_ns > 0) {
+        if (s->deadline_ns > 0) { /* on the supervisors' clock: what is left of it */
             int64_t g = t->grace_ns >= 0 ? t->grace_ns : x->conf.grace_ns;
             snprintf(limbuf, sizeof limbuf, "%lld",
-                     (long long)(agent_sup_mono_ns() + s->time_limit_ns));
+                     (long long)(agent_sup_mono_ns() +
+                                 (s->deadline_ns > now_ns ? s->deadline_ns - now_ns : 1)));
             snprintf(gracebuf, sizeof gracebuf, "%lld", (long long)g);
             sargv[k++] = "--time-limit-at";
             sargv[k++] = limbuf;
@@ -1049,7 +1050,7 @@ static void sup_done(agent_exec_t *x, agent_task_t *t, int64_t now)
         if (!t->reason[0])
             snprintf(t->reason, sizeof t->reason, "fenced");
     } else if (e.why == AGENT_SUP_TIMELIMIT && !t->reason[0]) {
-        snprintf(t->reason, sizeof t->reason, "time-limit");
+        snprintf(t->reason, sizeof t->reason, "timeout");
     }
     finish_task(x, t, e.status, true, true, now);
 }

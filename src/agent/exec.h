@@ -42,7 +42,7 @@
  *                |  \--fence (SIGKILL now)----------------------------------------^
  *                +--- the leader exits (the rest of its group and cgroup are killed) ---^
  *                +--- its supervisor kills it: the lease passed (fenced_by_sup), or
- *                     its time limit (reason "time-limit") -------------------------^
+ *                     its time limit (reason "timeout") ---- -------------------------^
  *
  * Invariants: (1) a task's processes are gone (group and cgroup killed)
  * before it is reported EXITED, except processes that left both the group
@@ -83,9 +83,10 @@ typedef struct agent_task_spec {
     int64_t grace_ns;
     bool elastic; /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
     uint32_t generation;
-    const char *hosts;     /* elastic: every rank's host, comma-separated; may be NULL */
-    int64_t time_limit_ns; /* > 0: the supervisor ends the task this long after its start
-                              (SIGTERM, its grace, SIGKILL), whatever the agent does */
+    const char *hosts;   /* elastic: every rank's host, comma-separated; may be NULL */
+    int64_t deadline_ns; /* its time limit on the caller's clock (now_ns's), 0: none: its
+                            supervisor then sends SIGTERM, SIGKILL a grace later, whatever
+                            the agent does (reason "timeout") */
 } agent_task_spec_t;
 
 typedef enum agent_task_state {
@@ -110,7 +111,7 @@ typedef struct agent_task {
     int64_t start_ns, kill_at_ns, end_ns;
     int exit_code;   /* 0..255 when it exited; -1 killed by a signal or unknown */
     int signal;      /* the signal that ended it, else 0 */
-    char reason[16]; /* "exited", "cancelled", "fenced", "killed", "lost", "time-limit" */
+    char reason[16]; /* "exited", "cancelled", "fenced", "killed", "lost", "timeout" */
     int ngpus;
     int gpus[ARB_MAX_GPUS];
     char out_path[PATH_MAX], err_path[PATH_MAX];

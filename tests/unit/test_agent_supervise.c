@@ -149,7 +149,7 @@ static started_t agent_dies(bool leased, int64_t deadline, char *const *argv, in
         s.attempt = 1;
         s.epoch = 1;
         s.argv = argv;
-        s.time_limit_ns = limit_ns;
+        s.deadline_ns = limit_ns > 0 ? now() + limit_ns : 0;
         if (agent_exec_start(&x, &s, now(), &t, &err) < 0)
             _exit(4);
         started_t out = {t->pid, t->sup_pid};
