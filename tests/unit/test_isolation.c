@@ -158,6 +158,8 @@ static int setup(void **st)
     c.supervisor = ARB_BIN;
     c.allow_root = true;
     c.node_name = "iso";
+    c.cgroup_scoped = true; /* its own subtree: test_agent_exec's job "train" runs at the same
+                               time under ctest -j, and its cancel kills its cgroup */
     c.grace_ns = SEC / 5;
     if (agent_exec_init(&x, &c, &err) < 0) {
         fprintf(stderr, "isolation: executor: %s\n", err.msg);
