@@ -11,6 +11,8 @@ PKGS="pkg-config libcmocka-dev libfyaml-dev"
 PKGS="$PKGS clang-format cppcheck"
 # the controller: store, HTTP server, JSON, HTTP client (CLI verbs, tests).
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
+# tests: sqlite3 edits a stopped controller's store (cluster_lamport.sh)
+PKGS="$PKGS sqlite3"
 # the simulator's offline bound: an LP solved with GLPK.
 PKGS="$PKGS libglpk-dev"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).

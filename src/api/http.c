@@ -21,7 +21,10 @@
  * end, the 413 always arrives.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,7 +132,7 @@ int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_
     }
     json_decref(out);
     int status = rc == -EBADMSG                                                   ? 400
-                 : rc == -EINVAL                                                  ? 422
+                 : rc == -EINVAL || rc == -ERANGE                                 ? 422
                  : rc == -ENOENT                                                  ? 404
                  : rc == -EACCES                                                  ? 403
                  : rc == -ESTALE || rc == -EPERM || rc == -EBUSY || rc == -EEXIST ? 409
@@ -269,6 +272,19 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, char *loc, 
          * send the client on rather than answer from memory that may be stale. */
         if (!r->st || (r->ha && r->ha->leader(r->ha->arg, n, sizeof n, u, sizeof u, &term) != 1))
             return to_leader(r, loc, locsz);
+    }
+    if (r->st && strcmp(hit->path, "/v1/leader") != 0) {
+        /* A failed commit: what memory holds may never have been written.
+         * Nothing is answered from it (not /healthz: it says so), and the
+         * controller exits (cli/controller.c) for a supervisor to restart. */
+        arb_err_t serr = {{0}};
+        if (st_store_status(r->st, &serr) < 0) {
+            r->retry_after = 1;
+            return api_error(r, 503,
+                             "this controller stops serving: %s; it exits and a restart "
+                             "recovers what was committed",
+                             serr.msg);
+        }
     }
     if (hit->roles && a->tokens) {
         const api_token_t *t = NULL;
@@ -475,21 +491,38 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     a->tokens = o->tokens;
     a->ha = o->ha;
     snprintf(a->name, sizeof a->name, "%s", o->name ? o->name : "local");
+    /* The listening socket is made here so that what it allows is plain:
+     * SO_REUSEADDR (a restart binds at once, past TIME_WAIT) and never
+     * SO_REUSEPORT, with which a second controller bound the same port and
+     * the kernel split the clients between two states. A port in use fails
+     * the bind. */
+    int one = 1, lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(lfd, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(lfd, 1024) != 0) {
+        int e = errno;
+        if (lfd >= 0)
+            close(lfd);
+        free(a);
+        return arb_errf(err, -e, "cannot listen on %s:%d: %s%s", o->host, o->port, strerror(e),
+                        e == EADDRINUSE ? " (another process, perhaps another controller, has it)"
+                                        : "");
+    }
     a->d = MHD_start_daemon(
         MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
             MHD_USE_ITC, /* ITC: api_server_stop can quiesce the listener first */
-        0, NULL, NULL, handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
-        MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
-        MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_LISTENING_ADDRESS_REUSE,
-        (unsigned)1, MHD_OPTION_END);
+        0, NULL, NULL, handler, a, MHD_OPTION_LISTEN_SOCKET, lfd, MHD_OPTION_NOTIFY_COMPLETED,
+        completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120, MHD_OPTION_CONNECTION_LIMIT,
+        (unsigned)1000, MHD_OPTION_END);
     if (!a->d) {
+        close(lfd);
         free(a);
-        return arb_errf(err, -EADDRINUSE,
-                        "cannot listen on %s:%d (in use, or not an address of this machine)",
-                        o->host, o->port);
+        return arb_errf(err, -EIO, "cannot serve on %s:%d (libmicrohttpd would not start)", o->host,
+                        o->port);
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_BIND_PORT);
-    a->port = di ? di->port : o->port;
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    a->port =
+        getsockname(lfd, (struct sockaddr *)&bound, &blen) == 0 ? ntohs(bound.sin_port) : o->port;
     snprintf(a->url, sizeof a->url, "http://%s:%d", o->host, a->port);
     *out = a;
     return 0;
