@@ -497,7 +497,7 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
     st_node_t *x = st_node_ext(s, n);
     json_t *gpus = json_array(), *labels = json_object(), *o;
     char cpu[32], mem[32], ucpu[32], umem[32], tbuf[40];
-    int64_t now = st_mono_ns();
+    int64_t now = st_now_ns(s);
 
     for (int g = 0; g < n->ngpus; g++) {
         const arb_gpu_t *d = &n->gpu[g];

@@ -79,7 +79,7 @@ int st_metrics(st_t *s, char **out, size_t *len)
     mbuf_t b = {0};
     store_gc_stats_t gs;
     char lbl[256];
-    int64_t now = st_mono_ns();
+    int64_t now = st_now_ns(s);
 
     b.cap = 16384;
     b.p = malloc(b.cap);

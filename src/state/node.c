@@ -711,8 +711,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         }
     }
     x = st_node_ext(s, n);
-    x->report_mono = st_mono_ns();
-    x->report_ms = st_wall_ms();
+    x->report_mono = st_now_ns(s);
+    x->report_ms = st_now_ms(s);
     x->lamport = lam;
     if (has_lam)
         x->agent_lamport = remote;

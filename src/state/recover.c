@@ -126,7 +126,7 @@ static int recover_nodes(st_t *s, arb_err_t *err)
         snprintf(x->addr, sizeof x->addr, "%s",
                  json_string_value(json_object_get(inv, "address")) ?: "");
         x->version = get_u64(o, "version");
-        x->report_mono = st_mono_ns(); /* a fresh lease */
+        x->report_mono = st_now_ns(s); /* a fresh lease */
         n->report_ns = x->report_mono;
         if (json_is_true(json_object_get(o, "drained")))
             arb_node_transition(&s->cluster, n, ARB_NODE_DRAINING, NULL);
@@ -289,13 +289,13 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             j->queue = arb_intern(&s->cluster.strs, "default");
         return st_job_add(s, sj);
     }
-    arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+    arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
     if ((rc = arb_sched_submit(s->sched, j, &ctx, err)) < 0) {
         arb_job_free(j);
         st_job_free(sj);
         return rc;
     }
-    j->submit_ns = ctx.now_ns - (st_wall_ms() - sj->submit_ms) * 1000000LL;
+    j->submit_ns = ctx.now_ns - (st_now_ms(s) - sj->submit_ms) * 1000000LL;
     sj->j = j;
     if ((rc = st_job_add(s, sj)) < 0)
         return rc;

@@ -40,6 +40,16 @@ int64_t st_wall_ms(void)
     return (int64_t)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+int64_t st_now_ns(const st_t *s)
+{
+    return s->conf.clock.mono_ns ? s->conf.clock.mono_ns(s->conf.clock.arg) : st_mono_ns();
+}
+
+int64_t st_now_ms(const st_t *s)
+{
+    return s->conf.clock.wall_ms ? s->conf.clock.wall_ms(s->conf.clock.arg) : st_wall_ms();
+}
+
 struct timespec st_deadline(int64_t ms)
 {
     struct timespec dl;
@@ -77,7 +87,7 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    jv_time(st_wall_ms(), tbuf, sizeof tbuf);
+    jv_time(st_now_ms(s), tbuf, sizeof tbuf);
     o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)lam, "time", tbuf, "type", type,
                   "message", msg);
     if (!o)
@@ -248,7 +258,7 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
                                  : to == ARB_JOB_FAILED  ? TK_FAILED
                                                          : TK_CANCELLED;
     (void)nalloc;
-    sj->end_ms = st_wall_ms();
+    sj->end_ms = st_now_ms(s);
     sj->stop = false;
     sj->stop_then = ST_THEN_CANCEL;
     snprintf(sj->message, sizeof sj->message, "%s", why);
@@ -342,7 +352,7 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
     arb_cluster_init(&s->cluster);
     arb_rng_seed(&s->rng, 1);
     s->next_id = 1;
-    s->m_start_mono = s->m_window_mono = st_mono_ns();
+    s->m_start_mono = s->m_window_mono = st_now_ns(s);
     s->ring_cap = s->conf.event_retention;
     s->ring = calloc((size_t)s->ring_cap, sizeof *s->ring);
     so.sync = s->conf.sync;
@@ -470,7 +480,7 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         sj->attempt++;
         sj->epoch = s->epoch;
         sj->delivered = false;
-        sj->start_ms = st_wall_ms();
+        sj->start_ms = st_now_ms(s);
         where[0] = '\0';
         for (int t = 0; t < j->nalloc; t++) {
             sj->tasks[t].state = TK_ASSIGNED;
@@ -508,7 +518,7 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
 int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 {
     arb_cycle_stats_t st = {0};
-    int64_t now = st_mono_ns(), t;
+    int64_t now = st_now_ns(s), t0 = st_mono_ns(), t;
     arb_ctx_t ctx = {.now_ns = now, .rng = &s->rng};
     int rc;
 
@@ -518,7 +528,7 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
     st_service_reconcile(s, now);
     s->dirty = false;
     rc = arb_sched_cycle(s->sched, &ctx, &st);
-    double ms = (double)(st_mono_ns() - now) / 1e6;
+    double ms = (double)(st_mono_ns() - t0) / 1e6;
     int k = 0;
     while (k < ST_HIST - 1 && ms > st_cycle_buckets_ms[k])
         k++;
@@ -703,8 +713,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     sj->env = env;
     sj->restartable = restartable;
     command = env = NULL;
-    sj->submit_ms = st_wall_ms();
-    arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+    sj->submit_ms = st_now_ms(s);
+    arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
     if (svc.is) { /* a service: the scheduler sees its replicas, never it (service.h) */
         sj->own_j = true;
         j->state = ARB_JOB_RUNNING;
@@ -896,7 +906,7 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
                               "state", arb_job_state_name(sj->j->state));
         if (sj->j->state == ARB_JOB_PENDING || sj->j->state == ARB_JOB_PREEMPTED) {
             arb_explain_t ex;
-            arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+            arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
             memset(&ex, 0, sizeof ex);
             arb_sched_explain(s->sched, sj->j, &ctx, &ex);
             int need = arb_explain_json(s->sched, &ex, NULL, 0);

@@ -53,6 +53,18 @@ typedef struct st st_t;
 
 #define ST_NAME_MAX 64
 
+/* Where the controller's time comes from. Both NULL: the system clocks
+ * (CLOCK_MONOTONIC for leases, ages and the scheduler, CLOCK_REALTIME for
+ * the times shown to people). The deterministic simulation test and
+ * `arbiter place` pass a virtual clock, so the very same state machine runs
+ * on simulated time (st_now_ns, st_now_ms). Waits of threads (long polls,
+ * the scheduler thread's interval, health probes) stay on real time. */
+typedef struct st_clock {
+    int64_t (*mono_ns)(void *arg);
+    int64_t (*wall_ms)(void *arg);
+    void *arg;
+} st_clock_t;
+
 typedef struct st_queue_conf {
     char name[ST_NAME_MAX];
     char cohort[ST_NAME_MAX];
@@ -78,6 +90,7 @@ typedef struct st_conf {
     st_queue_conf_t *queues;    /* owned; freed by st_conf_free */
     int nclasses;               /* priorityClasses: the built-ins, then the config's */
     spec_prio_class_t *classes; /* owned; NULL: the built-ins only */
+    st_clock_t clock;           /* {0}: the system clocks */
 } st_conf_t;
 
 /* Defaults for every key. */

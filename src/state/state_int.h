@@ -165,9 +165,14 @@ struct st {
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
 };
 
-/* Clocks. */
+/* Clocks. st_mono_ns/st_wall_ms read the system clocks (for real waits
+ * and durations); st_now_ns/st_now_ms read the controller's clock
+ * (conf.clock: the system's, or a virtual one), which is what every
+ * decision, lease, age and timestamp of the state uses. */
 int64_t st_mono_ns(void);
 int64_t st_wall_ms(void);
+int64_t st_now_ns(const st_t *s);
+int64_t st_now_ms(const st_t *s);
 /* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
 struct timespec st_deadline(int64_t ms);
 /* Lamport: clock = max(clock, remote) + 1; returns it (persists the
