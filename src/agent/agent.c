@@ -294,6 +294,9 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         s.cpu_milli = as->cpu_milli;
         s.has_grace = as->grace_ns >= 0;
         s.grace_ns = as->grace_ns;
+        /* its time limit, counted on this agent's clock from now (the
+         * controller sent what was left of it) */
+        s.deadline_ns = as->limit_ns >= 0 ? t + (as->limit_ns > 0 ? as->limit_ns : 1) : 0;
         s.elastic = as->elastic;
         s.generation = as->generation;
         s.hosts = as->hosts;

@@ -503,6 +503,7 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     t->timed = true;
     t->start_ns = now_ns;
     t->end_at_ns = now_ns + sleep_ns(s->argv);
+    t->deadline_ns = s->deadline_ns;
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
     t->ngpus = s->ngpus;
     memcpy(t->gpus, s->gpus, sizeof t->gpus);
@@ -570,6 +571,7 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     cwd = s->cwd ? s->cwd : jobdir;
     t->grace_ns = s->has_grace ? s->grace_ns : -1;
     t->generation = s->generation;
+    t->deadline_ns = s->deadline_ns;
     if (s->elastic && (rc = write_resize(x, s->job, s->task, s->generation, s->world_size, s->rank,
                                          s->hosts, err)) < 0)
         goto fail;
@@ -817,6 +819,17 @@ static bool adopted_alive(const agent_task_t *t)
     return state[0] != 'Z' && state[0] != 'X';
 }
 
+/* Its time limit passed: stop it as a cancel does (SIGTERM, its grace,
+ * SIGKILL), reason "timeout". The controller does the same from its side;
+ * this one holds when it cannot be reached. */
+static void time_limit(agent_exec_t *x, agent_task_t *t, int64_t now_ns)
+{
+    if (t->state != AGENT_TASK_RUNNING || t->deadline_ns <= 0 || now_ns < t->deadline_ns)
+        return;
+    agent_exec_cancel(x, t->job, t->task, now_ns);
+    snprintf(t->reason, sizeof t->reason, "timeout");
+}
+
 int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
 {
     int changed = 0, status;
@@ -824,6 +837,7 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
 
     for (int i = 0; i < x->ntasks; i++) {
         agent_task_t *t = x->tasks[i];
+        time_limit(x, t, now_ns);
         if (t->state == AGENT_TASK_EXITED) {
             if (t->cg.n)
                 agent_cg_task_remove(&t->cg); /* processes were still leaving */

@@ -21,6 +21,11 @@
  * An elastic task must catch or ignore SIGUSR1: its default action ends
  * the process.
  *
+ * A task with a time limit (spec deadline_ns, from the assignment's
+ * time_limit_ms counted from when it arrived) is stopped here at that
+ * instant like a cancel, reason "timeout", whether or not the controller
+ * can be reached.
+ *
  * Time is passed in (monotonic ns read at the edge); nothing here sleeps
  * except agent_exec_wait, which tests and shutdown use.
  *
@@ -63,7 +68,8 @@ typedef struct agent_task_spec {
     const char *cwd;   /* NULL: LOG_DIR/JOB */
     bool has_grace;    /* grace_ns is this task's SIGTERM -> SIGKILL grace */
     int64_t grace_ns;
-    bool elastic; /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
+    int64_t deadline_ns; /* its time limit, on the agent's clock: SIGTERM then (0: none) */
+    bool elastic;        /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
     uint32_t generation;
     const char *hosts; /* elastic: every rank's host, comma-separated; may be NULL */
 } agent_task_spec_t;
@@ -94,6 +100,8 @@ typedef struct agent_task {
     uint32_t generation; /* elastic: the resize generation it was last told */
     bool timed;          /* no process (conf.timed): it ends at end_at_ns */
     int64_t end_at_ns;
+    int64_t deadline_ns; /* its time limit (0: none): SIGTERM, the grace, SIGKILL; reason
+                            "timeout" (agent_exec_poll, time_limit) */
 } agent_task_t;
 
 typedef struct agent_exec_conf {

@@ -564,13 +564,15 @@ out:
 }
 
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
-                      int *nvictims)
+                      int *nvictims, int *nreclaim)
 {
     victim_t *v;
     int nv = 0, rc = -ENOSPC, nunits = 0;
     bool extras = false;
     bool reclaim_ok = under_nominal_after(s, j);
 
+    if (nreclaim)
+        *nreclaim = 0;
     if (s->conf.preempt_defer && !dry_run && room_being_freed(s, j, ctx)) {
         j->waiting = true; /* its room is on its way */
         if (nvictims)
@@ -644,6 +646,8 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
                  (v[i].task < 0 || (v[i].j->nalloc > 0 && (i == 0 || v[i - 1].j != v[i].j)));
     if (nvictims)
         *nvictims = count;
+    for (int i = 0; nreclaim && i < nv; i++)
+        *nreclaim += v[i].evicted && v[i].reclaim && v[i].task < 0;
     if (dry_run)
         goto out; /* rc 0: it would fit; everything goes back below */
     if (s->conf.preempt_defer) {
@@ -652,6 +656,8 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             if (!v[i].evicted)
                 continue;
             v[i].j->preempted_by = j->id;
+            v[i].j->reclaimed = v[i].reclaim;
+            v[i].j->yield_to = j->id + 1;
             if (v[i].task < 0) {
                 v[i].j->evicting = true;
                 v[i].j->shrink_to = 0;
@@ -677,6 +683,8 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             if (v[i].task < 0) {
                 arb_job_transition(v[i].j, ARB_JOB_PREEMPTED, NULL);
                 v[i].j->preempted_by = j->id; /* who made it go, for events and explain */
+                v[i].j->reclaimed = v[i].reclaim;
+                v[i].j->yield_to = j->id + 1; /* and it goes first (queue.c) */
             } else if (v[i].j->state != ARB_JOB_PREEMPTED) {
                 v[i].j->resize_gen++;
                 s->shrunk++;

@@ -421,6 +421,8 @@ char *st_job_record(st_t *s, st_job_t *sj)
     /* The priority resolved at submission: recovery keeps it even when its
      * priorityClassName has left the config since (recover.c). */
     json_object_set_new(o, "priority", json_integer(j->priority));
+    /* and its time limit as resolved then (a queue's default may have given it) */
+    json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));
     json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
     if (sj->stop && sj->stop_then != ST_THEN_CANCEL)
         json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
@@ -461,6 +463,12 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
                   st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
+    if (o && j->time_limit_s > 0) {
+        /* What is left of its time limit: the agent stops it then by
+         * itself, on its own clock, should the controller be out of reach. */
+        int64_t left = j->start_ns + j->time_limit_s * 1000000000LL - st_now_ns(s);
+        json_object_set_new(o, "time_limit_ms", json_integer(left > 0 ? left / 1000000 : 0));
+    }
     if (o && j->elastic) {
         /* The resize notice: a new generation makes the agent rewrite the
          * task's ARBITER_RESIZE_FILE and send it SIGUSR1 (resize.c). Hosts

@@ -139,7 +139,7 @@ static int recover_nodes(st_t *s, arb_err_t *err)
 
 static int job_state_of(const char *name)
 {
-    for (int k = 0; k <= ARB_JOB_CANCELLED; k++)
+    for (int k = 0; k < ARB_JOB_NSTATES; k++)
         if (name && strcmp(arb_job_state_name((arb_job_state_t)k), name) == 0)
             return k;
     return -1;
@@ -212,7 +212,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     sj->delivered = json_is_true(json_object_get(o, "delivered"));
     sj->stop = json_is_true(json_object_get(o, "stop"));
     sj->stop_then = sj->stop ? (uint8_t)get_u64(o, "stop_then") : ST_THEN_CANCEL;
-    if (sj->stop_then > ST_THEN_REQUEUE)
+    if (sj->stop_then > ST_THEN_TIMEOUT)
         sj->stop_then = ST_THEN_FAIL;
     if (!sj->spec || sj->id == 0 || state < 0) {
         st_job_free(sj);
@@ -238,6 +238,8 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         if (state < ARB_JOB_SUCCEEDED)
             state = ARB_JOB_FAILED;
     }
+    if (json_is_integer(json_object_get(o, "time_limit_s"))) /* as resolved at submission */
+        j->time_limit_s = json_integer_value(json_object_get(o, "time_limit_s"));
     if (has_kept && kept.gone[0] && state < ARB_JOB_SUCCEEDED)
         st_event(s, "job-priority-kept", sj->id, NULL,
                  "job %llu: priority class '%s' is no longer in the config; the job keeps the "
@@ -290,6 +292,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         return st_job_add(s, sj);
     }
     arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
+    j->ext_id = sj->id; /* messages of the core name it by its public id */
     if ((rc = arb_sched_submit(s->sched, j, &ctx, err)) < 0) {
         arb_job_free(j);
         st_job_free(sj);
@@ -304,7 +307,10 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         if (restore_alloc(s, j, json_object_get(o, "alloc"), &ctx, &aerr) == 0) {
             if (state == ARB_JOB_RUNNING)
                 arb_job_transition(j, ARB_JOB_RUNNING, NULL);
-            j->start_ns = ctx.now_ns;
+            /* its start on this run's clock, from the wall clock of its
+             * placement (this machine's): its time limit keeps counting */
+            j->start_ns =
+                sj->start_ms ? ctx.now_ns - (st_now_ms(s) - sj->start_ms) * 1000000LL : ctx.now_ns;
             j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
             sj->nalloc_seen = j->nalloc;
             st_resize_recover(sj, o); /* a shrink under way goes on */

@@ -68,8 +68,7 @@ static st_svc_t *svc_of(st_t *s, const st_job_t *child, st_job_t **parent)
 
 static bool ended(const st_job_t *sj)
 {
-    return !sj || sj->j->state == ARB_JOB_SUCCEEDED || sj->j->state == ARB_JOB_FAILED ||
-           sj->j->state == ARB_JOB_CANCELLED;
+    return !sj || sj->j->state >= ARB_JOB_SUCCEEDED;
 }
 
 static bool holds(const st_job_t *sj)
@@ -220,6 +219,7 @@ static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
     sj->restartable = true;
     sj->submit_ms = st_now_ms(s);
     dress_replica(s, parent, sj, j, i);
+    j->ext_id = sj->id;
     arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
     if ((rc = arb_sched_submit(s->sched, j, &ctx, &err)) < 0)
         goto fail;

@@ -71,6 +71,8 @@ typedef struct st_queue_conf {
     bool has_quota;
     arb_res_t nominal, borrow_limit;
     double weight;
+    int64_t default_limit_s; /* defaultTimeLimit: a job without timeLimit gets it (0: none) */
+    int64_t max_limit_s;     /* maxTimeLimit: no longer timeLimit (0: none) */
 } st_queue_conf_t;
 
 typedef struct st_conf {
@@ -78,10 +80,12 @@ typedef struct st_conf {
     arb_queue_policy_t queue_policy;
     bool backfill, preemption;
     int64_t starvation_ns;
+    int64_t default_limit_s;   /* scheduler.defaultTimeLimit, for queues without their own */
+    int64_t max_limit_s;       /* scheduler.maxTimeLimit, likewise */
     int64_t interval_ns;       /* scheduler cycle at least this often (default 1 s) */
     int64_t lease_ns;          /* node silent longer: NotReady (default 10 s) */
     int64_t grace_ns;          /* then this long more: its tasks are lost (default 5 s) */
-    int64_t stale_ns;          /* filter nodes whose report is older (default 30 s; 0 off) */
+    int64_t stale_ns;          /* filter nodes whose report is older (default lease / 2; 0 off) */
     int event_retention;       /* events kept (default 100000) */
     store_sync_t sync;         /* store.synchronous: full (default) or normal */
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
