@@ -2,18 +2,22 @@
 #   make        build build/arbiter
 #   make test   build and run every test (CTest)
 #   make asan   run the tests under ASan+UBSan (build-asan/)
+#   make tsan   run the threaded tests under ThreadSanitizer (build-tsan/)
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
+#   make demo-compat  a published PyTorchJob manifest and sbatch script, run as-is
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 #   make check-format  fail if any tracked C file differs from .clang-format
+#   make lint   the habits as checks: monotonic timed waits, a pure src/core
+#   make cppcheck  static analysis over the tree
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format clean
+.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format lint cppcheck tsan clean
 
 all: build
 
@@ -31,6 +35,10 @@ asan: deps
 	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DASAN=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# the threaded tests under ThreadSanitizer (build-tsan/; scripts/tsan.sh)
+tsan: deps
+	@sh scripts/tsan.sh
 
 bench: build
 	@sh bench/run.sh $(BUILD)/arbiter
@@ -58,12 +66,20 @@ fuzz:
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
 
+# the habits STYLE.md asks for, as checks (scripts/lint.sh)
+lint:
+	@sh scripts/lint.sh
+
+# static analysis (cppcheck; scripts/cppcheck.sh)
+cppcheck: deps
+	@sh scripts/cppcheck.sh && echo "cppcheck: ok"
+
 # the formatting gate CI runs: every tracked C file as .clang-format says
 check-format: deps
 	@clang-format --dry-run -Werror $$(git ls-files '*.c' '*.h') && echo "check-format: ok"
 
 clean:
-	rm -rf $(BUILD) build-asan build-fuzz
+	rm -rf $(BUILD) build-asan build-tsan build-fuzz
 
 .PHONY: demo-ha
 # several controllers over a real 3-member etcd cluster; kill -9 of the leader, live.
@@ -74,3 +90,8 @@ demo-ha: build
 # durable submits/s through the leader over a 3-member etcd cluster, and SQLite, then the failover time after kill -9 of the leader; JSON lines.
 bench-ha: build
 	@sh bench/ha.sh $(BUILD)/arbiter $(CURDIR)
+
+.PHONY: demo-compat
+# a published PyTorchJob manifest and Slurm job-array script, submitted as-is to a live cluster
+demo-compat: build
+	@sh examples/demo-compat.sh $(BUILD)/arbiter

@@ -7,8 +7,8 @@
 set -eu
 
 PKGS="pkg-config libcmocka-dev libfyaml-dev"
-# the formatting gate in .ci/run (make check-format).
-PKGS="$PKGS clang-format"
+# the gates in .ci/run: formatting (make check-format), static analysis (make cppcheck).
+PKGS="$PKGS clang-format cppcheck"
 # the controller: store, HTTP server, JSON, HTTP client (CLI verbs, tests).
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).

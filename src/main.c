@@ -1,6 +1,8 @@
 /*
  * main.c: entry point of the one `arbiter` binary. It only dispatches the
- * verb to its row in the command table (src/cli/commands.c).
+ * verb to its row in the command table (src/cli/commands.c); installed
+ * under a Slurm command's name (sbatch, squeue, scancel, sinfo: a link),
+ * it is that command, as busybox does.
  */
 #include <stdio.h>
 #include <string.h>
@@ -10,14 +12,23 @@
 int main(int argc, char **argv)
 {
     const cli_cmd_t *c;
+    const char *base = strrchr(argv[0], '/');
 
+    if ((c = cli_personality(base ? base + 1 : argv[0])))
+        return c->run(argc, argv);
     if (argc < 2)
         return cli_help(1, argv) == 0 ? 2 : 2;
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
         return cli_help(1, argv);
-    for (c = cli_cmds; c->name; c++)
-        if (strcmp(c->name, argv[1]) == 0)
-            return c->run(argc - 1, argv + 1);
+    if ((c = cli_find(argv[1]))) {
+        /* VERB --help anywhere before "--" (after it: the job's own command);
+         * a verb with its own help reads its arguments itself (sbatch: what
+         * follows the script is the script's) */
+        for (int i = 2; !c->own_help && i < argc && strcmp(argv[i], "--") != 0; i++)
+            if (strcmp(argv[i], "--help") == 0)
+                return cli_verb_help(c);
+        return c->run(argc - 1, argv + 1);
+    }
     fprintf(stderr, "arbiter: unknown verb '%s'; run 'arbiter help' for the list\n", argv[1]);
     return 2;
 }

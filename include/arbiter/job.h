@@ -104,6 +104,8 @@ typedef struct arb_tgroup {
                       req.gpu_mem_mib = device memory needed on each GPU */
     arb_res_t lim; /* per task limits (0 = same as req) */
     arb_topo_req_t topo;
+    int64_t ephemeral_bytes; /* ephemeral-storage asked for: shown, not placed on (nodes
+                                report no scratch disk) */
 } arb_tgroup_t;
 
 typedef struct arb_job {

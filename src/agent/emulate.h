@@ -21,22 +21,23 @@
 #define ARB_AGENT_EMULATE_H
 
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "agent/agent.h"
 
 typedef struct agent_emu_conf {
-    agent_conf_t base;            /* every node's template; disc.node_name is the prefix,
-                                     exec.log_dir the parent of the nodes' log dirs */
-    int nodes;                    /* K >= 1 */
-    int threads;                  /* 0: min(K, 4) */
-    int64_t duration_ns;          /* 0: until *stop */
-    int64_t stats_ns;             /* a line this often; 0: 10 s */
-    volatile sig_atomic_t *stop;  /* set by a signal handler */
-    volatile sig_atomic_t *reset; /* set by a signal handler: the totals start
-                                     again from now (`bench agents` measures a
-                                     window after every node has registered) */
-    FILE *out;                    /* stats lines; NULL: stderr */
+    agent_conf_t base;   /* every node's template; disc.node_name is the prefix,
+                            exec.log_dir the parent of the nodes' log dirs */
+    int nodes;           /* K >= 1 */
+    int threads;         /* 0: min(K, 4) */
+    int64_t duration_ns; /* 0: until *stop */
+    int64_t stats_ns;    /* a line this often; 0: 10 s */
+    atomic_int *stop;    /* set by a signal handler, read by every thread */
+    atomic_int *reset;   /* set by a signal handler: the totals start
+                            again from now (`bench agents` measures a
+                            window after every node has registered) */
+    FILE *out;           /* stats lines; NULL: stderr */
 } agent_emu_conf_t;
 
 typedef struct agent_emu_stats {

@@ -105,7 +105,8 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
 
     if (geteuid() == 0 && !conf->allow_root) {
         const char *name = conf->run_as ? conf->run_as : "nobody";
-        struct passwd *pw = getpwnam(name);
+        /* start-up, before the executor's threads: getpwnam's static buffer is safe */
+        struct passwd *pw = getpwnam(name); // cppcheck-suppress getpwnamCalled
         int n = (int)(sizeof x->groups / sizeof x->groups[0]);
 
         if (!pw)
@@ -127,7 +128,7 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
             n = (int)(sizeof x->groups / sizeof x->groups[0]); /* cut to what fits */
         x->ngroups = n;
     } else {
-        struct passwd *pw = getpwuid(geteuid());
+        struct passwd *pw = getpwuid(geteuid()); // cppcheck-suppress getpwuidCalled
         x->uid = geteuid();
         x->gid = getegid();
         snprintf(x->user, sizeof x->user, "%s", pw ? pw->pw_name : "?");

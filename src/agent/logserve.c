@@ -283,16 +283,17 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     int64_t len = sb.st_size > off ? sb.st_size - off : 0;
     if (len > LS_MAX_REPLY)
         len = LS_MAX_REPLY;
-    struct MHD_Response *r =
-        len > 0 ? MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)off)
-                : MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
-    if (len <= 0)
-        close(fd);
-    if (!r) {
-        if (len > 0)
+    struct MHD_Response *r;
+    if (len > 0) { /* the response owns fd once made */
+        r = MHD_create_response_from_fd_at_offset64((uint64_t)len, fd, (uint64_t)off);
+        if (!r)
             close(fd);
-        return MHD_NO;
+    } else {
+        close(fd);
+        r = MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
     }
+    if (!r)
+        return MHD_NO;
     char size[32];
     snprintf(size, sizeof size, "%lld", (long long)sb.st_size);
     MHD_add_response_header(r, "Content-Type", "application/octet-stream");

@@ -42,4 +42,8 @@ int api_error(api_req_t *r, int status, const char *fmt, ...) __attribute__((for
 int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
                int ok_status);
 
+/* POST /v1/jobs of a Kubernetes manifest or a Slurm script (submit_wl.c). */
+bool api_is_workload(const api_req_t *r);
+int api_submit_workload(api_req_t *r);
+
 #endif

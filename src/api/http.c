@@ -27,8 +27,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "api/api_int.h"
+#include "util/mtime.h"
 
 #define API_DRAIN_MAX (64ull << 20) /* a too-big body up to this is read (and dropped) */
 
@@ -39,9 +42,11 @@ struct api_server {
     const api_ha_t *ha;
     int port;
     char name[64], url[300];
+    int busy; /* requests between their first byte and their reply sent (atomic) */
 };
 
 typedef struct conn_ctx {
+    api_server_t *a; /* whose busy count this request is in */
     char *body;
     size_t n, cap;
     bool too_big;
@@ -344,6 +349,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         if (!cc)
             return MHD_NO;
         *con_cls = cc;
+        cc->a = a;
+        __atomic_add_fetch(&a->busy, 1, __ATOMIC_ACQ_REL);
         const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Length");
         const char *ex = MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Expect");
         unsigned long long len = cl ? strtoull(cl, NULL, 10) : 0;
@@ -425,6 +432,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     (void)conn;
     (void)toe;
     if (cc) {
+        __atomic_sub_fetch(&cc->a->busy, 1, __ATOMIC_ACQ_REL);
         free(cc->body);
         free(cc);
         *con_cls = NULL;
@@ -451,8 +459,9 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     a->ha = o->ha;
     snprintf(a->name, sizeof a->name, "%s", o->name ? o->name : "local");
     a->d = MHD_start_daemon(
-        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG, 0,
-        NULL, NULL, handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
+        MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG |
+            MHD_USE_ITC, /* ITC: api_server_stop can quiesce the listener first */
+        0, NULL, NULL, handler, a, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
         MHD_OPTION_NOTIFY_COMPLETED, completed, NULL, MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
         MHD_OPTION_CONNECTION_LIMIT, (unsigned)1000, MHD_OPTION_LISTENING_ADDRESS_REUSE,
         (unsigned)1, MHD_OPTION_END);
@@ -479,10 +488,22 @@ int api_server_port(const api_server_t *a)
     return a->port;
 }
 
+/* Stop accepting, give the requests already in progress up to DRAIN_MS to
+ * send their replies (a leader stepping down answers the writes it could
+ * not commit with their 503, instead of dropping the connection under
+ * them), then close everything. */
+#define DRAIN_MS 2000
+
 void api_server_stop(api_server_t *a)
 {
     if (!a)
         return;
+    MHD_socket ls = MHD_quiesce_daemon(a->d);
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
+    for (int64_t until = arb_mono_ms() + DRAIN_MS;
+         __atomic_load_n(&a->busy, __ATOMIC_ACQUIRE) > 0 && arb_mono_ms() < until;)
+        nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
     MHD_stop_daemon(a->d);
     free(a);
 }

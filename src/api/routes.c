@@ -146,6 +146,8 @@ static int h_submit(api_req_t *r)
         return api_error(r, 400,
                          "empty body; send a job spec (JSON, or YAML with "
                          "Content-Type: application/yaml)");
+    if (api_is_workload(r)) /* a Kubernetes manifest or a Slurm script (submit_wl.c) */
+        return api_submit_workload(r);
     bool created = false;
     int rc = st_job_submit_key(r->st, &r->who, api_header(r, "Idempotency-Key"), r->body, r->n,
                                r->yaml, &out, &created, &t, &err);
@@ -438,7 +440,11 @@ const api_route_t api_routes[] = {
      "their jobs) for `api.idempotencyRetention` (default 24h) after the job's submit "
      "time; past that the key is deleted and makes a new job. The same key with a "
      "different body is 422; a malformed key is 400. "
-     "`arbiter submit` sends a random key and retries with it."},
+     "`arbiter submit` sends a random key and retries with it. A Kubernetes manifest (one or "
+     "more documents) or a Slurm batch script as a YAML body is read as-is (docs/compat.md): "
+     "each workload becomes a job, submitted together (one refused: none stands), job i with "
+     "key `KEY-i`; the reply is the job (one) or `{\"jobs\": [...], \"warnings\": [...]}`, "
+     "with `warnings` naming every field not honoured."},
     {"GET", "/v1/jobs", ADMIN | USER, h_jobs, "list jobs",
      "Query: `state` (pending, placed, running, preempted, succeeded, failed, cancelled, or "
      "`active`), `queue`, `after` (a job id: page from there), `limit`. Users see their team's "

@@ -45,6 +45,7 @@
  */
 #include <errno.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,7 +70,9 @@
     "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
     "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off] [--queue-file FILE]\n"
 
-static volatile sig_atomic_t stop_flag, reset_flag;
+/* set by the signal handler, read by the heartbeat loop and the emulator's
+ * threads: lock-free atomics, safe in a handler and across threads */
+static atomic_int stop_flag, reset_flag;
 
 static void on_signal(int sig)
 {

@@ -6,12 +6,22 @@
 #ifndef ARB_CLI_H
 #define ARB_CLI_H
 
+#include <stdbool.h>
+
 typedef struct cli_cmd {
     const char *name;
     const char *summary;
     const char *usage;
     int (*run)(int argc, char **argv); /* argv[0] is the verb; returns exit code */
+    bool own_help;                     /* run prints its full usage on --help and exits 0; else the
+                                          dispatcher prints usage for `VERB --help` (cli_verb_help) */
 } cli_cmd_t;
+
+/* `arbiter VERB --help` and `arbiter help VERB`: the verb's usage on stdout,
+ * exit 0 (the verb's own, fuller text where it has one). */
+int cli_verb_help(const cli_cmd_t *c);
+/* The row of verb name; NULL when there is none. */
+const cli_cmd_t *cli_find(const char *name);
 
 /* The table, terminated by a row with name == NULL. */
 extern const cli_cmd_t cli_cmds[];
@@ -42,5 +52,12 @@ int cli_agent(int argc, char **argv);
 int cli_logs(int argc, char **argv);    /* a job's task output (logs.c) */
 int cli_top(int argc, char **argv);     /* the live view (top.c) */
 int cli_service(int argc, char **argv); /* a service's replicas (service.c) */
+/* the Slurm commands (slurm.c): also the binary's names sbatch, squeue, scancel, sinfo */
+int cli_sbatch(int argc, char **argv);
+int cli_squeue(int argc, char **argv);
+int cli_scancel(int argc, char **argv);
+int cli_sinfo(int argc, char **argv);
+/* the verb a binary named name stands for (argv[0] personalities), or NULL */
+const cli_cmd_t *cli_personality(const char *name);
 
 #endif

@@ -26,6 +26,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/wlsubmit.h"
 #include "client/failover.h"
 
 typedef struct buf {
@@ -282,7 +283,7 @@ int cli_submit(int argc, char **argv)
     const char *file = NULL, *gpus = NULL, *cpus = NULL, *mem = NULL, *queue = NULL, *prio = NULL,
                *name = NULL, *key = NULL;
     long nodes = 1;
-    bool want_json = false;
+    bool want_json = false, dry = false;
     int i;
     char *body = NULL;
     size_t n = 0;
@@ -314,6 +315,8 @@ int cli_submit(int argc, char **argv)
             key = argv[++i];
         } else if (strcmp(a, "-o") == 0 && has) {
             want_json = opt_json(&i, argc, argv);
+        } else if (strcmp(a, "--dry-run") == 0) {
+            dry = true;
         } else {
             fprintf(stderr, "arbiter submit: unknown option '%s'; run 'arbiter help submit'\n", a);
             return EXIT_USAGE;
@@ -327,6 +330,19 @@ int cli_submit(int argc, char **argv)
         }
         size_t fl = strlen(file);
         yaml = !(fl > 5 && strcmp(file + fl - 5, ".json") == 0);
+        /* Kubernetes manifests and Slurm scripts are translated here; a dry
+         * run reads any file here, without the controller. */
+        if (dry || wl_detect(body, n) != WL_NATIVE) {
+            char rnd[40];
+            random_key(rnd, sizeof rnd);
+            cli_wl_opts_t o = {.dry_run = dry, .want_json = want_json, .key = key ? key : rnd};
+            int rc = cli_wl_submit(strcmp(file, "-") ? file : "stdin", body, n, &o);
+            free(body);
+            return rc;
+        }
+    } else if (dry) {
+        fprintf(stderr, "arbiter submit: --dry-run reads a file: give -f FILE\n");
+        return EXIT_USAGE;
     } else {
         json_t *o = json_object(), *req = json_object(), *cmd = json_array();
         char nm[64];

@@ -9,15 +9,15 @@
 #include "cli/cli.h"
 
 const cli_cmd_t cli_cmds[] = {
-    {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help},
+    {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help, false},
     {"place", "place a scenario's jobs one at a time and explain the pending ones",
-     "arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N]", cli_place},
+     "arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N]", cli_place, true},
     {"sim", "replay a GPU trace through the scheduler (the FGD paper's experiment, or events)",
      "arbiter sim --nodes NODES.csv --pods PODS.csv --policy POLICY[,...] [--seed N | --seeds A-B] "
      "[--mode paper|events] [--inflate 1.3] [--online] [--queue fifo|priority|drf] [--compress X] "
      "[--cycle S] [--arrivals poisson:RATE --durations FILE [--tasks N]] [--gangs G:N:LEVEL] "
      "[--topology FILE] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N]",
-     cli_sim},
+     cli_sim, false},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] [--policy NAME] "
      "[--queue fifo|priority|drf] [--full-scan] [-o text|json]\n"
@@ -26,56 +26,97 @@ const cli_cmd_t cli_cmds[] = {
      "[-o text|json]\n"
      "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
      "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]",
-     cli_bench},
+     cli_bench, false},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
      "arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --service NAME --controller "
      "URL) [--policy P] [--hash-header H] [--health-path /healthz] (arbiter lb --help for all)",
-     cli_lb},
+     cli_lb, true},
     {"shard", "assign data shards to nodes by consistent hashing with bounded loads",
-     "arbiter shard --nodes a,b,c --shards N [--replicas R] [-o json]", cli_shard},
+     "arbiter shard --nodes a,b,c --shards N [--replicas R] [-o json]", cli_shard, true},
     {"agent", "the node agent: discovery, telemetry, task execution, self-fencing",
      "arbiter agent --name NODE [--controller URL[,URL...]] "
      "[--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
      "(arbiter agent --help for all)",
-     cli_agent},
-    {"version", "print the version", "arbiter version", cli_version},
+     cli_agent, true},
+    {"version", "print the version", "arbiter version", cli_version, false},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
      "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
      "[--config FILE] [--tokens FILE] (HA: docs/ha.md)",
-     cli_controller},
-    {"submit", "submit a job to the controller; prints its id",
-     "arbiter submit -f job.yaml | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
-     "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]",
-     cli_submit},
+     cli_controller, true},
+    {"submit", "submit a job (an Arbiter spec, a Kubernetes manifest, a Slurm script); prints ids",
+     "arbiter submit -f FILE [--dry-run] | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
+     "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]\n"
+     "       FILE: job.yaml (docs/scenario.md), a Kubernetes manifest (Pod, Job, Deployment,\n"
+     "       PyTorchJob, MPIJob, JobSet, LeaderWorkerSet, ...) or an #SBATCH script\n"
+     "       (docs/compat.md); --dry-run -o json prints the jobs it would make, no controller",
+     cli_submit, false},
     {"queue", "list pending and running jobs", "arbiter queue [--all] [--queue Q] [-o json]",
-     cli_queue},
-    {"job", "show one job: state, tasks, GPUs, events", "arbiter job ID [-o json]", cli_job},
-    {"explain", "say why a job is pending", "arbiter explain ID [-o json]", cli_explain},
-    {"cancel", "cancel jobs", "arbiter cancel ID...", cli_cancel},
+     cli_queue, false},
+    {"job", "show one job: state, tasks, GPUs, events", "arbiter job ID [-o json]", cli_job, false},
+    {"explain", "say why a job is pending", "arbiter explain ID [-o json]", cli_explain, false},
+    {"cancel", "cancel jobs", "arbiter cancel ID...", cli_cancel, false},
     {"nodes", "the GPU map: each node's GPUs and the job on each", "arbiter nodes [-o json]",
-     cli_nodes},
+     cli_nodes, false},
     {"events", "the event log in Lamport order", "arbiter events [--since N] [--watch] [-o json]",
-     cli_events},
+     cli_events, false},
     {"top", "a live view of the cluster, its queues, jobs and nodes (q quits)",
-     "arbiter top [--once] [--interval 2s] [--jobs N]", cli_top},
+     "arbiter top [--once] [--interval 2s] [--jobs N]", cli_top, false},
     {"service", "a service job's replicas: address, ready, draining, in-flight load",
-     "arbiter service [NAME] [-o json]", cli_service},
+     "arbiter service [NAME] [-o json]", cli_service, false},
     {"logs", "a job's task output, from the file or over HTTP from its agent",
-     "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs},
-    {NULL, NULL, NULL, NULL},
+     "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs, false},
+    {"sbatch", "submit a Slurm batch script as sbatch reads it (also installed as `sbatch`)",
+     "arbiter sbatch [SBATCH OPTIONS] [script [ARGS]] [--parsable] [--test-only] [--wrap CMD]\n"
+     "       the binary named squeue, scancel, sinfo or sbatch acts as that command:\n"
+     "       squeue [-u USER] [-j IDS] [-p PART] [-t STATES] [-o FORMAT] [--start] [-h];\n"
+     "       scancel [ID...] [-u USER] [--state S] [-n NAME]; sinfo [-N] [-p PART] "
+     "(docs/compat.md)",
+     cli_sbatch, true},
+    {"squeue", "Slurm's squeue over Arbiter's jobs", "arbiter squeue [squeue options]", cli_squeue,
+     true},
+    {"scancel", "Slurm's scancel over Arbiter's jobs", "arbiter scancel [scancel options] [ID...]",
+     cli_scancel, true},
+    {"sinfo", "Slurm's sinfo over Arbiter's nodes", "arbiter sinfo [-N] [-p PART]", cli_sinfo,
+     true},
+    {NULL, NULL, NULL, NULL, false},
 };
+
+const cli_cmd_t *cli_personality(const char *name)
+{
+    static const char *const names[] = {"sbatch", "squeue", "scancel", "sinfo", NULL};
+    for (int i = 0; names[i]; i++)
+        if (!strcmp(name, names[i]))
+            for (const cli_cmd_t *c = cli_cmds; c->name; c++)
+                if (!strcmp(c->name, name))
+                    return c;
+    return NULL;
+}
+
+const cli_cmd_t *cli_find(const char *name)
+{
+    for (const cli_cmd_t *c = cli_cmds; c->name; c++)
+        if (strcmp(c->name, name) == 0)
+            return c;
+    return NULL;
+}
+
+int cli_verb_help(const cli_cmd_t *c)
+{
+    if (c->own_help) {
+        char *argv[] = {(char *)c->name, (char *)"--help", NULL};
+        return c->run(2, argv);
+    }
+    printf("usage: %s\n\n  %s\n", c->usage, c->summary);
+    return 0;
+}
 
 int cli_help(int argc, char **argv)
 {
     const cli_cmd_t *c;
 
     if (argc > 1) {
-        for (c = cli_cmds; c->name; c++) {
-            if (strcmp(c->name, argv[1]) == 0) {
-                printf("%s\n\n  %s\n", c->usage, c->summary);
-                return 0;
-            }
-        }
+        if ((c = cli_find(argv[1])))
+            return cli_verb_help(c);
         fprintf(stderr, "arbiter: unknown verb '%s'; run 'arbiter help' for the list\n", argv[1]);
         return 2;
     }

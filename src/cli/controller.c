@@ -18,16 +18,21 @@
 #include "cli/cli.h"
 #include "cli/controller_ha.h"
 
+static int usage_to(FILE *f, int rc)
+{
+    fprintf(f, "usage: arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] "
+               "[--tokens FILE]\n"
+               "       arbiter controller --listen HOST:PORT --store etcd://HOST:PORT[,...] "
+               "--name NAME\n"
+               "           [--store-prefix /arbiter] [--advertise-url URL] [--lease-ttl S] "
+               "[--max-txn-ops N]   (docs/ha.md)\n"
+               "       arbiter controller --api-doc     (print docs/api.md)\n");
+    return rc;
+}
+
 static int usage(void)
 {
-    fprintf(stderr, "usage: arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] "
-                    "[--tokens FILE]\n"
-                    "       arbiter controller --listen HOST:PORT --store etcd://HOST:PORT[,...] "
-                    "--name NAME\n"
-                    "           [--store-prefix /arbiter] [--advertise-url URL] [--lease-ttl S] "
-                    "[--max-txn-ops N]   (docs/ha.md)\n"
-                    "       arbiter controller --api-doc     (print docs/api.md)\n");
-    return 2;
+    return usage_to(stderr, 2);
 }
 
 static int parse_listen(const char *s, char *host, size_t n, int *port)
@@ -78,6 +83,8 @@ int cli_controller(int argc, char **argv)
         if (strcmp(argv[i], "--api-doc") == 0) {
             api_doc_markdown(stdout);
             return 0;
+        } else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+            return usage_to(stdout, 0);
         } else if (strcmp(argv[i], "--listen") == 0 && i + 1 < argc) {
             listen = argv[++i];
         } else if (strcmp(argv[i], "--data-dir") == 0 && i + 1 < argc) {

@@ -147,6 +147,8 @@ int cli_controller_ha(const ctl_ha_args_t *a)
             break;
         }
     }
+    if (st)
+        st_quiesce(st); /* long polls answer now; the API drains what is in flight */
     api_server_stop(api);
     st_close(st);
     ha_stop(h);

@@ -26,7 +26,8 @@ static int split_nodes(char *s, const char ***out)
     const char **v = calloc((size_t)n, sizeof *v);
     if (!v)
         return -1;
-    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ","))
+    char *save = NULL;
+    for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save))
         if (*tok)
             v[k++] = tok;
     *out = v;

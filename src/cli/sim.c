@@ -101,8 +101,9 @@ static int parse_seeds(const char *s, uint64_t *v, int *n)
 
 static int parse_policies(char *s, const char **v, int *n)
 {
+    char *save = NULL;
     *n = 0;
-    for (char *tok = strtok(s, ","); tok; tok = strtok(NULL, ",")) {
+    for (char *tok = strtok_r(s, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
         if (strcmp(tok, "paper") == 0) {
             for (size_t i = 0; i < sizeof paper_policies / sizeof *paper_policies; i++)
                 if (*n < SIM_MAX_POLICIES)
@@ -234,7 +235,8 @@ int cli_sim(int argc, char **argv)
             free(queue_arg);
             queue_arg = strdup(v);
             nqueues = 0;
-            for (char *q = strtok(queue_arg, ","); q; q = strtok(NULL, ",")) {
+            char *save = NULL;
+            for (char *q = strtok_r(queue_arg, ",", &save); q; q = strtok_r(NULL, ",", &save)) {
                 if (nqueues == SIM_MAX_QUEUES ||
                     arb_queue_policy_parse(q, &queues[nqueues++], &err) < 0) {
                     rc = usage_err("--queue '%s': use fifo, priority or drf (a comma list of "

@@ -29,6 +29,7 @@
 
 #include "ha/election.h"
 #include "store/etcd.h"
+#include "util/mtime.h"
 
 /* Safety margin on lease times: etcd's clock may run a little ahead of ours,
  * and its TTL countdown starts somewhere between our send and its answer. */
@@ -55,13 +56,6 @@ struct ha_elect {
     bool read_failing; /* the last read of the leader key failed (said once) */
     char why[700];
 };
-
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* One timeline line on stderr: wall time, name, what happened. */
 static void vsay(ha_elect_t *h, const char *fmt, va_list ap)
@@ -97,13 +91,10 @@ void ha_log(ha_elect_t *h, const char *fmt, ...)
 /* Sleep up to ms, or until ha_stop. Caller holds mu. Returns h->stop. */
 static bool nap(ha_elect_t *h, int ms)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    int64_t ns = ts.tv_nsec + (int64_t)ms * 1000000;
-    ts.tv_sec += ns / 1000000000;
-    ts.tv_nsec = ns % 1000000000;
+    struct timespec ts =
+        arb_deadline_ms(ms); /* monotonic: a wall-clock step cannot stall renewal */
     if (!h->stop)
-        pthread_cond_timedwait(&h->cv, &h->mu, &ts);
+        arb_cond_wait_until(&h->cv, &h->mu, &ts);
     return h->stop;
 }
 
@@ -186,7 +177,7 @@ static void campaign(ha_elect_t *h)
     int rc;
 
     pthread_mutex_unlock(&h->mu);
-    int64_t sent = mono_ms(); /* etcd starts the TTL after this */
+    int64_t sent = arb_mono_ms(); /* etcd starts the TTL after this */
     rc = etcd_lease_grant(h->e, h->ttl_s, &lease, &err);
     if (rc == 0) {
         json_t *v = json_pack("{s:s,s:s}", "name", h->name, "url", h->url);
@@ -246,10 +237,10 @@ static void lead(ha_elect_t *h)
     char why[600];
 
     pthread_mutex_unlock(&h->mu);
-    int64_t sent = mono_ms();
+    int64_t sent = arb_mono_ms();
     int rc = etcd_lease_keepalive(h->e, lease, &ttl, &err);
     int rk = rc == 0 && ttl > 0 ? etcd_get(h->e, h->key, &kv, NULL, &err) : 0;
-    int64_t now = mono_ms();
+    int64_t now = arb_mono_ms();
     pthread_mutex_lock(&h->mu);
     if (h->role != HA_LEADER) {
         etcd_kv_free(&kv);
@@ -333,7 +324,7 @@ int ha_start(const ha_conf_t *c, ha_elect_t **out, arb_err_t *err)
     h->poll_ms = c->poll_ms > 0 ? c->poll_ms : 200;
     h->watch_ms = 1000;
     pthread_mutex_init(&h->mu, NULL);
-    pthread_cond_init(&h->cv, NULL);
+    arb_cond_init(&h->cv);
     if (!h->members || !h->prefix || !h->name || !h->url) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto fail;
@@ -405,7 +396,7 @@ int ha_leader(ha_elect_t *h, char *name, size_t nn, char *url, size_t un, int64_
     int rc;
 
     pthread_mutex_lock(&h->mu);
-    if (h->role == HA_LEADER && mono_ms() < h->valid_until)
+    if (h->role == HA_LEADER && arb_mono_ms() < h->valid_until)
         rc = 1;
     else if (h->role == HA_LEADER) /* overdue renewal (paused?): perhaps no longer */
         rc = -ENOENT;

@@ -36,6 +36,7 @@
 
 #include "client/failover.h"
 #include "lb/proxy_int.h"
+#include "util/mtime.h"
 
 #define WAIT_S 10
 #define FIRST_WAIT_S 30
@@ -175,15 +176,11 @@ static int call(ctl_t *x, const char *method, const char *path, const char *body
 /* Wait up to ms, or until stopped: true when stopped. */
 static bool nap(ctl_t *x, int ms)
 {
-    struct timespec ts;
+    struct timespec ts = arb_deadline_ms(ms);
     bool stop;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    ts.tv_nsec += (long)(ms % 1000) * 1000000L;
-    ts.tv_sec += ms / 1000 + ts.tv_nsec / 1000000000L;
-    ts.tv_nsec %= 1000000000L;
     pthread_mutex_lock(&x->mu);
     if (!x->stop)
-        pthread_cond_timedwait(&x->cv, &x->mu, &ts);
+        arb_cond_wait_until(&x->cv, &x->mu, &ts);
     stop = x->stop;
     pthread_mutex_unlock(&x->mu);
     return stop;
@@ -303,13 +300,6 @@ static void *watch_main(void *arg)
     return NULL;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* The replicas' agent-reported load from an endpoints object; NULL with *n
  * = 0 when there is none. */
 static lb_agent_load_t *parse_loads(const char *txt, int *n)
@@ -317,7 +307,7 @@ static lb_agent_load_t *parse_loads(const char *txt, int *n)
     json_t *o = json_loads(txt, 0, NULL), *e;
     json_t *reps = json_object_get(o, "replicas");
     lb_agent_load_t *v = calloc(json_array_size(reps) + 1, sizeof *v);
-    int64_t now = mono_ms();
+    int64_t now = arb_mono_ms();
     size_t i;
 
     *n = 0;
@@ -401,11 +391,9 @@ static void *report_main(void *arg)
 static int ctl_load(void *st, lb_target_t **out, int *n, arb_err_t *err)
 {
     ctl_t *x = st;
-    struct timespec dl;
+    struct timespec dl = arb_deadline_ms(FIRST_WAIT_S * 1000LL);
     int rc = 0;
 
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += FIRST_WAIT_S;
     pthread_mutex_lock(&x->mu);
     /* The first time: wait for a ready replica (a service just submitted),
      * unless the controller fails to answer three times running or says
@@ -414,7 +402,7 @@ static int ctl_load(void *st, lb_target_t **out, int *n, arb_err_t *err)
      * until one is ready), like HAProxy with every server down. */
     while (!x->loaded && !(x->have && x->n > 0) && !x->stop && x->fails < 3 &&
            !(x->gone && !x->have))
-        if (pthread_cond_timedwait(&x->cv, &x->mu, &dl) != 0)
+        if (arb_cond_wait_until(&x->cv, &x->mu, &dl) != 0)
             break;
     if (!x->loaded && !x->have) {
         if (x->gone)
@@ -544,7 +532,7 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
     if (tok && tok[0])
         snprintf(x->auth, sizeof x->auth, "Authorization: Bearer %.500s", tok);
     pthread_mutex_init(&x->mu, NULL);
-    pthread_cond_init(&x->cv, NULL);
+    arb_cond_init(&x->cv);
     if (pipe2(x->pfd, O_NONBLOCK | O_CLOEXEC) < 0) {
         ctl_fini(x);
         return arb_errf(err, -errno, "lb: pipe: %s", strerror(errno));

@@ -82,6 +82,7 @@ int sim_sweep(const sim_nodes_t *nodes, const sim_tasks_t *workloads, int nworkl
         jobs = w.nruns;
     if (jobs > 64)
         jobs = 64;
+    /* cppcheck-suppress invalidFunctionArg ; fd -1 is what MAP_ANONYMOUS takes */
     map = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (map == MAP_FAILED)
         return arb_errf(err, -errno, "sweep: cannot map %zu bytes: %s", bytes, strerror(errno));

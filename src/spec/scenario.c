@@ -81,8 +81,9 @@ static const char *const op_names[] = {
 #define RES_GPU "nvidia.com/gpu"
 #define RES_GPU_MEM "nvidia.com/gpu-memory"
 #define RES_GPU_SHARE "arbiter.io/gpu-share"
+#define RES_EPH "ephemeral-storage"
 #define RES_LIST                                                                                   \
-    "cpu, memory, " RES_GPU ", " RES_GPU_MEM ", " RES_GPU_SHARE                                    \
+    "cpu, memory, " RES_EPH ", " RES_GPU ", " RES_GPU_MEM ", " RES_GPU_SHARE                       \
     ", or an extended resource with a domain (rdma/hca)"
 
 /* Intern s into the cluster's table. */
@@ -105,6 +106,7 @@ enum { RF_GPU, RF_SHARE, RF_GPUMEM, RF_CPU, RF_MEM, RF_EXT0 };
 typedef struct rmap {
     unsigned has; /* bit RF_* (extended i: RF_EXT0 + i) */
     int64_t gpu, share, gpumem, cpu, mem;
+    int64_t eph; /* ephemeral-storage (requests only: recorded, not placed on) */
     int64_t ext[ARB_MAX_EXT];
 } rmap_t;
 
@@ -150,7 +152,8 @@ static int parse_rmap(sx_t *x, const sval_t *v, rmode_t mode, rmap_t *r)
         size_t len = 0;
         const char *k = sv_key_text(fy_node_pair_key(p), &len);
         char name[ARB_EXT_NAME_MAX + 8], shown[64];
-        const char *const all[] = {"cpu", "memory", RES_GPU, RES_GPU_MEM, RES_GPU_SHARE, NULL};
+        const char *const all[] = {"cpu",         "memory", RES_GPU, RES_GPU_MEM,
+                                   RES_GPU_SHARE, RES_EPH,  NULL};
         sval_t f;
 
         sv_pair(&f, v, p);
@@ -212,6 +215,19 @@ static int parse_rmap(sx_t *x, const sval_t *v, rmode_t mode, rmap_t *r)
             if ((rc = sv_qty(x, &f, ARB_QTY_BYTES, &r->mem)) < 0)
                 return rc;
             r->has |= 1u << RF_MEM;
+        } else if (!strcmp(name, RES_EPH)) {
+            if (mode != RM_REQUEST)
+                return sv_fail(x, &f, -EINVAL,
+                               "%s is not scheduled on (nodes report no scratch disk); leave it "
+                               "out here",
+                               RES_EPH);
+            if ((rc = sv_qty(x, &f, ARB_QTY_BYTES, &r->eph)) < 0)
+                return rc;
+        } else if (strchr(name, '/') && sv_suggest(k, len, all) &&
+                   strcmp(sv_suggest(k, len, all), name)) {
+            f.n = fy_node_pair_key(p);
+            return sv_fail(x, &f, -EINVAL, "unknown resource '%s'; did you mean '%s'?", shown,
+                           sv_suggest(k, len, all));
         } else if (strchr(name, '/')) {
             char offered[256];
             if (len >= ARB_EXT_NAME_MAX)
@@ -586,6 +602,7 @@ static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
                        RES_GPU, RES_GPU_SHARE);
     g->gpus = (int)req.gpu;
     g->gpu_share = (int)req.share;
+    g->ephemeral_bytes = req.eph ? req.eph : lim.eph;
     g->req.gpu_milli = req.gpu ? req.gpu * 1000 : req.share;
     g->req.gpu_mem_mib = req.gpumem;
     g->req.cpu_milli = req.cpu;

@@ -89,12 +89,18 @@ int spec_service_take(sx_t *x, struct fy_node *root, spec_service_t *c)
                                svc_only[i]);
         return 0;
     }
-    if ((rc = sv_plain(x, &v, kind, sizeof kind, "a job kind")) < 0)
+    if ((rc = sv_text(x, &v, kind, sizeof kind, false)) < 0) /* "service" in JSON too */
         return rc;
     if (strcmp(kind, "batch") == 0) {
         drop_key(root, "kind");
         return spec_service_take(x, root, c);
     }
+    if (strcmp(kind, "service") != 0 && kind[0] >= 'A' && kind[0] <= 'Z')
+        return sv_fail(x, &v, -EINVAL,
+                       "kind '%s' is a Kubernetes kind: give the manifest with its apiVersion "
+                       "(arbiter submit -f reads it as-is, docs/compat.md), or use kind: batch "
+                       "(the default) or service for Arbiter's own spec",
+                       kind);
     if (strcmp(kind, "service") != 0)
         return sv_fail(x, &v, -EINVAL, "kind '%s': use batch (the default) or service", kind);
     c->is = true;

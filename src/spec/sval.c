@@ -50,6 +50,147 @@ static const struct fy_mark *sv_mark(const sval_t *v)
     return m ? m : sv_node_mark(v->hint, 0);
 }
 
+/* ---- scalar text ------------------------------------------------------------- */
+
+/*
+ * libfyaml 0.7.12 leaks the buffer it unescapes a single-quoted scalar into
+ * when the scalar holds a few '' escapes (512 bytes at 5, 8 KiB at 100, on
+ * every read of its text): any user could grow the controller with such
+ * specs. So no single-quoted scalar with '' reaches the library's text
+ * path: when a document is opened, sq_prepare computes the text of each
+ * one from the source itself (YAML 1.2, 7.3.2: '' is ', line breaks fold)
+ * and hangs it on the node as its meta, freed with the node; sv_scalar
+ * returns it. The length is checked against the library's own count
+ * (fy_node_get_scalar_length, which does not leak); a mismatch leaves the
+ * node to the library.
+ */
+typedef struct sq_text {
+    size_t len;
+    char s[]; /* NUL-terminated */
+} sq_text_t;
+
+static bool sq_ws(char c)
+{
+    return c == ' ' || c == '\t';
+}
+
+/* The value of the single-quoted scalar whose source is raw[0..n) (between
+ * the quotes), into out (room for n + 1); its length. */
+static size_t sq_unfold(const char *raw, size_t n, char *out)
+{
+    size_t o = 0, i = 0;
+    bool first = true;
+
+    while (i <= n) {
+        size_t e = i; /* the end of this line */
+        while (e < n && raw[e] != '\n' && raw[e] != '\r')
+            e++;
+        size_t b = i, t = e;
+        if (!first)
+            while (b < t && sq_ws(raw[b])) /* a continuation line's indent */
+                b++;
+        bool last = e >= n;
+        if (!last)
+            while (t > b && sq_ws(raw[t - 1])) /* white space before a break */
+                t--;
+        for (size_t k = b; k < t; k++) {
+            out[o++] = raw[k];
+            if (raw[k] == '\'' && k + 1 < t && raw[k + 1] == '\'')
+                k++; /* '' is one quote */
+        }
+        if (last)
+            break;
+        /* the break: count the empty lines after it */
+        size_t j = e + (raw[e] == '\r' && e + 1 < n && raw[e + 1] == '\n' ? 2 : 1), empty = 0;
+        for (;;) {
+            size_t k = j;
+            while (k < n && sq_ws(raw[k]))
+                k++;
+            if (k < n && (raw[k] == '\n' || raw[k] == '\r')) {
+                empty++;
+                j = k + (raw[k] == '\r' && k + 1 < n && raw[k + 1] == '\n' ? 2 : 1);
+                continue;
+            }
+            break;
+        }
+        if (empty == 0)
+            out[o++] = ' ';
+        for (size_t k = 0; k < empty; k++)
+            out[o++] = '\n';
+        i = j;
+        first = false;
+    }
+    out[o] = '\0';
+    return o;
+}
+
+static void sq_clear(struct fy_node *n, void *meta, void *user)
+{
+    (void)n;
+    (void)user;
+    free(meta);
+}
+
+/* Hang the computed text on every single-quoted scalar with '' under n. */
+static void sq_walk(struct fy_node *n, const char *buf, size_t len, int depth)
+{
+    void *it = NULL;
+
+    if (!n || depth > 512 || fy_node_is_alias(n))
+        return;
+    if (fy_node_is_mapping(n)) {
+        struct fy_node_pair *p;
+        while ((p = fy_node_mapping_iterate(n, &it))) {
+            sq_walk(fy_node_pair_key(p), buf, len, depth + 1);
+            sq_walk(fy_node_pair_value(p), buf, len, depth + 1);
+        }
+        return;
+    }
+    if (fy_node_is_sequence(n)) {
+        struct fy_node *c;
+        while ((c = fy_node_sequence_iterate(n, &it)))
+            sq_walk(c, buf, len, depth + 1);
+        return;
+    }
+    if (fy_node_get_style(n) != FYNS_SINGLE_QUOTED)
+        return;
+    struct fy_token *t = fy_node_get_scalar_token(n);
+    const struct fy_mark *a = t ? fy_token_start_mark(t) : NULL,
+                         *z = t ? fy_token_end_mark(t) : NULL;
+    /* the token's marks span the text inside the quotes */
+    if (!a || !z || a->input_pos < 1 || a->input_pos > z->input_pos || z->input_pos >= len ||
+        buf[a->input_pos - 1] != '\'' || buf[z->input_pos] != '\'')
+        return;
+    const char *raw = buf + a->input_pos;
+    size_t rn = z->input_pos - a->input_pos;
+    if (!memmem(raw, rn, "''", 2))
+        return; /* no escape: the library's path does not leak */
+    sq_text_t *q = malloc(sizeof *q + rn + 1);
+    if (!q)
+        return;
+    q->len = sq_unfold(raw, rn, q->s);
+    if (q->len != fy_node_get_scalar_length(n) || fy_node_set_meta(n, q) != 0)
+        free(q);
+}
+
+/* Prepare doc (parsed from buf[0..len)) for sv_scalar. */
+static void sq_prepare(struct fy_document *doc, const char *buf, size_t len)
+{
+    if (doc && fy_document_register_meta(doc, sq_clear, NULL) == 0)
+        sq_walk(fy_document_root(doc), buf, len, 0);
+}
+
+const char *sv_scalar(struct fy_node *n, size_t *len)
+{
+    const sq_text_t *q = n ? fy_node_get_meta(n) : NULL;
+
+    if (q) {
+        *len = q->len;
+        return q->s;
+    }
+    return fy_node_get_scalar(n, len);
+}
+
 /* Put "FILE:LINE:COL: PATH: " in front of the text already in x->err. */
 int sv_prefix(sx_t *x, const sval_t *v, int code, bool with_path)
 {
@@ -113,7 +254,7 @@ const char *sv_key_text(struct fy_node *k, size_t *len)
 
     if (!k || !fy_node_is_scalar(k) || fy_node_is_alias(k))
         return NULL;
-    s = fy_node_get_scalar(k, len);
+    s = sv_scalar(k, len);
     return s && *len && !memchr(s, '\0', *len) ? s : NULL;
 }
 
@@ -162,7 +303,7 @@ bool sv_null(const sval_t *v)
         return true;
     if (!fy_node_is_scalar(v->n) || fy_node_is_alias(v->n) || fy_node_get_style(v->n) != FYNS_PLAIN)
         return false;
-    s = fy_node_get_scalar(v->n, &len);
+    s = sv_scalar(v->n, &len);
     if (!s || len == 0)
         return true;
     return (len == 1 && s[0] == '~') ||
@@ -363,7 +504,7 @@ int sv_text(sx_t *x, const sval_t *v, char *buf, size_t n, bool allow_empty)
     }
     if (!fy_node_is_scalar(v->n))
         return sv_fail(x, v, -EINVAL, "expected a single value, got %s", sv_kind(v->n));
-    s = fy_node_get_scalar(v->n, &len);
+    s = sv_scalar(v->n, &len);
     if (!s)
         return sv_oom(x, v);
     if (len == 0 && !allow_empty)
@@ -703,6 +844,7 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
         goto out;
     }
     d->doc = fy_parse_load_document(d->fyp);
+    sq_prepare(d->doc, buf, len);
     if (fy_diag_got_error(d->diag) || fy_diag_errors_iterate(d->diag, &(void *){NULL})) {
         rc = diag_error(name, d, err);
         goto out;
@@ -743,4 +885,63 @@ out:
     if (rc < 0)
         sv_doc_close(d);
     return rc;
+}
+
+/* ---- several documents (Kubernetes manifests) ----------------------------------- */
+
+int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
+{
+    struct fy_diag_cfg dc;
+    struct fy_parse_cfg pc;
+    size_t bad;
+    int line, col;
+
+    memset(d, 0, sizeof *d);
+    if (len == 0)
+        return arb_errf(err, -EINVAL, "%s: the file is empty", name);
+    bad = utf8_bad(buf, len, &line, &col);
+    if (bad < len) {
+        if (buf[bad] == '\t')
+            return arb_errf(err, -EINVAL,
+                            "%s:%d:%d: a tab character; YAML indents with spaces: replace tabs "
+                            "with spaces (inside a quoted value write \\t)",
+                            name, line, col);
+        return arb_errf(err, -EINVAL, "%s:%d:%d: byte 0x%02x is not %s; save the file as UTF-8",
+                        name, line, col, (unsigned char)buf[bad],
+                        buf[bad] ? "valid UTF-8" : "allowed (NUL)");
+    }
+    fy_diag_cfg_default(&dc);
+    dc.fp = NULL;
+    dc.output_fn = diag_discard;
+    dc.colorize = false;
+    d->diag = fy_diag_create(&dc);
+    if (!d->diag)
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    fy_diag_set_collect_errors(d->diag, true);
+    memset(&pc, 0, sizeof pc);
+    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2;
+    pc.diag = d->diag;
+    d->fyp = fy_parser_create(&pc);
+    if (!d->fyp || fy_parser_set_string(d->fyp, buf, len) != 0) {
+        sv_doc_close(d);
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    }
+    return 0;
+}
+
+int sv_docs_next(sv_doc_t *d, const char *name, arb_err_t *err)
+{
+    if (d->doc) {
+        fy_parse_document_destroy(d->fyp, d->doc);
+        d->doc = NULL;
+    }
+    d->doc = fy_parse_load_document(d->fyp);
+    if (fy_diag_got_error(d->diag) || fy_diag_errors_iterate(d->diag, &(void *){NULL})) {
+        int rc = diag_error(name, d, err);
+        if (d->doc)
+            fy_parse_document_destroy(d->fyp, d->doc);
+        d->doc = NULL;
+        return rc;
+    }
+    return d->doc ? 1 : 0;
 }

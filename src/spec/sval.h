@@ -113,6 +113,12 @@ int sv_duration(sx_t *x, const sval_t *v, int64_t *secs);
 /* One of names[0..n) (NULL entries skipped); *out is its index. */
 int sv_enum(sx_t *x, const sval_t *v, const char *const *names, int n, int *out);
 
+/* The text of scalar node n and its length (*len), valid while its
+ * document is open: what fy_node_get_scalar gives, without libfyaml
+ * 0.7.12's leak on single-quoted scalars with '' (see sval.c). Every read
+ * of a scalar's text from a document sv_doc_open made goes through here. */
+const char *sv_scalar(struct fy_node *n, size_t *len);
+
 /* ---- documents --------------------------------------------------------------- */
 
 typedef struct sv_doc {
@@ -130,5 +136,12 @@ typedef struct sv_doc {
  */
 int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err);
 void sv_doc_close(sv_doc_t *d);
+
+/* Several documents ('---'): open checks the text as sv_doc_open does and
+ * sets up the parser; next loads the following document into d->doc
+ * (freeing the previous one): 1, 0 at the end, or -EINVAL with the syntax
+ * error. Close with sv_doc_close. A document's root may be anything. */
+int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err);
+int sv_docs_next(sv_doc_t *d, const char *name, arb_err_t *err);
 
 #endif

@@ -18,8 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "spec/job_json.h"
 #include "spec/scenario.h"
 #include "spec/sval.h"
+#include "spec/wl.h"
 #include "state/jv.h"
 #include "state/service.h"
 #include "state/state_int.h"
@@ -48,12 +50,36 @@ static void remove_key(struct fy_node *map, const char *key)
         fy_node_pair_free(p);
 }
 
+/* A command argument or env value: any text but NUL and control characters
+ * other than newline, tab and carriage return (a script is an argument). */
+static int arg_text(sx_t *x, const sval_t *v, char *buf, size_t n)
+{
+    size_t len = 0;
+    const char *s;
+
+    buf[0] = '\0';
+    if (sv_null(v))
+        return 0;
+    if (!v->n || !fy_node_is_scalar(v->n) || fy_node_is_alias(v->n))
+        return sv_fail(x, v, -EINVAL, "expected a string, got %s", sv_kind(v->n));
+    if (!(s = fy_node_get_scalar(v->n, &len)))
+        return sv_oom(x, v);
+    if (len >= n)
+        return sv_fail(x, v, -EINVAL, "is too long (%zu bytes; the most is %zu)", len, n - 1);
+    for (size_t i = 0; i < len; i++)
+        if ((unsigned char)s[i] < 0x20 && s[i] != '\n' && s[i] != '\t' && s[i] != '\r')
+            return sv_fail(x, v, -EINVAL, "contains a control character at offset %zu", i);
+    memcpy(buf, s, len);
+    buf[len] = '\0';
+    return 0;
+}
+
 /* Take "command", "env" and "restartable" out of the root mapping. */
 static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t **env,
                        bool *restartable)
 {
     sval_t rv, v;
-    char buf[4096];
+    static _Thread_local char buf[WL_MAX_SCRIPT + 1]; /* a batch script is one argument */
     int rc = 0, cnt = 0;
 
     sv_root(&rv, root, "");
@@ -71,7 +97,7 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
         for (int i = 0; i < cnt; i++) {
             sval_t iv;
             sv_item(&iv, &v, fy_node_sequence_get_by_index(v.n, i), i);
-            if ((rc = sv_text(x, &iv, buf, sizeof buf, true)) < 0) {
+            if ((rc = arg_text(x, &iv, buf, sizeof buf)) < 0) {
                 json_decref(arr);
                 return rc;
             }
@@ -106,7 +132,7 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
                 return sv_fail(x, &pv, -EINVAL,
                                "'%s' is not a variable name; use letters, digits and _", key);
             }
-            if ((rc = sv_text(x, &pv, buf, sizeof buf, true)) < 0) {
+            if ((rc = arg_text(x, &pv, buf, sizeof buf)) < 0) {
                 json_decref(obj);
                 return rc;
             }
@@ -127,11 +153,16 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
                                            spec_prio_class_t *buf, int max, spec_prio_table_t *t)
 {
     struct fy_node *pc = fy_node_mapping_lookup_by_string(root, "priorityClassName", -1);
-    const char *name = pc && fy_node_is_scalar(pc) ? fy_node_get_scalar0(pc) : NULL;
+    char name[sizeof buf[0].name];
+    size_t len = 0;
+    const char *text =
+        pc && fy_node_is_scalar(pc) && !fy_node_is_alias(pc) ? sv_scalar(pc, &len) : NULL;
     int n = 0;
 
-    if (!name || !name[0] || strlen(name) >= sizeof buf[0].name)
+    if (!text || len == 0 || len >= sizeof name || memchr(text, '\0', len))
         return NULL;
+    memcpy(name, text, len);
+    name[len] = '\0';
     if (s->conf.nclasses) {
         for (int i = 0; i < s->conf.nclasses && n < max - 1; i++)
             buf[n++] = s->conf.classes[i];
@@ -289,27 +320,6 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
     return o;
 }
 
-static json_t *group_json(const arb_tgroup_t *g)
-{
-    char cpu[32], mem[32], gmem[32];
-    json_t *o;
-
-    arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
-    arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
-    arb_qty_format(g->req.gpu_mem_mib * 1024 * 1024, ARB_QTY_BYTES, gmem, sizeof gmem);
-    o = json_pack("{s:s,s:i,s:i,s:s,s:s}", "name", g->name, "replicas", g->replicas, "gpus",
-                  g->gpus, "cpu", cpu, "memory", mem);
-    if (g->gpu_share)
-        json_object_set_new(o, "gpu_share_milli", json_integer(g->gpu_share));
-    if (g->req.gpu_mem_mib)
-        json_object_set_new(o, "gpu_memory", json_string(gmem));
-    if (g->topo.level != ARB_TOPO_ANY)
-        json_object_set_new(o, "topology",
-                            json_pack("{s:s,s:s}", "level", arb_topo_level_name(g->topo.level),
-                                      "mode", g->topo.required ? "required" : "preferred"));
-    return o;
-}
-
 json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
 {
     const arb_job_t *j = sj->j;
@@ -346,22 +356,16 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
     st_service_job_json(s, sj, o);
     if (!full)
         return o;
-    json_t *groups = json_array();
-    for (int i = 0; i < j->ngroups; i++)
-        json_array_append_new(groups, group_json(&j->groups[i]));
-    json_object_set_new(o, "groups", groups);
-    json_object_set_new(o, "gang_min", json_integer(j->gang_min));
+    /* What it asks for and where it may run: the same object a dry run
+     * prints (src/spec/job_json.c), plus the elastic job's live size. */
+    json_t *asks = spec_job_json(&s->cluster, j);
+    json_object_del(asks, "gpus");
+    json_object_update(o, asks);
+    json_decref(asks);
     if (j->elastic)
         json_object_set_new(o, "elastic",
                             json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min, "max", j->ntasks,
                                       "current", j->nalloc, "generation", (int)j->resize_gen));
-    if (j->grace_s >= 0)
-        json_object_set_new(o, "termination_grace_s", json_integer(j->grace_s));
-    if (j->gpu_sharing)
-        json_object_set_new(o, "gpu_sharing", json_string(j->gpu_sharing > 0 ? "allow" : "deny"));
-    json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
-    if (j->time_limit_s)
-        json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));
     json_object_set_new(o, "command", sj->command ? json_incref(sj->command) : json_array());
     if (sj->env)
         json_object_set_new(o, "env", json_incref(sj->env));

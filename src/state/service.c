@@ -18,6 +18,7 @@
 #include "state/jv.h"
 #include "state/service.h"
 #include "state/state_int.h"
+#include "util/mtime.h"
 
 #define BACKOFF_MIN_NS 1000000000LL
 #define BACKOFF_MAX_NS 30000000000LL
@@ -718,7 +719,7 @@ int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_
         }
         if (wait_ms <= 0 || sj->svc->version != version || s->stop)
             break;
-        if (pthread_cond_timedwait(&s->ev_cond, &s->mu, &dl) != 0)
+        if (arb_cond_wait_until(&s->ev_cond, &s->mu, &dl) != 0)
             break;
     }
     if (rc == 0)

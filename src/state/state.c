@@ -17,6 +17,7 @@
 #include "state/jv.h"
 #include "state/service.h"
 #include "state/state_int.h"
+#include "util/mtime.h"
 
 const char *const st_task_state_names[] = {"pending", "assigned", "running",  "succeeded",
                                            "failed",  "lost",     "cancelled"};
@@ -28,16 +29,12 @@ const double st_cycle_buckets_ms[ST_HIST - 1] = {0.1, 0.5, 1, 2.5, 5, 10, 25, 50
 
 int64_t st_mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return arb_mono_ns();
 }
 
 int64_t st_wall_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+    return arb_wall_ms();
 }
 
 int64_t st_now_ns(const st_t *s)
@@ -52,15 +49,7 @@ int64_t st_now_ms(const st_t *s)
 
 struct timespec st_deadline(int64_t ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_REALTIME, &dl);
-    dl.tv_sec += ms / 1000;
-    dl.tv_nsec += (ms % 1000) * 1000000;
-    if (dl.tv_nsec >= 1000000000) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000;
-    }
-    return dl;
+    return arb_deadline_ms(ms);
 }
 
 uint64_t st_tick(st_t *s, uint64_t remote)
@@ -349,8 +338,8 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
     if (s->conf.event_retention < 16)
         s->conf.event_retention = 16;
     pthread_mutex_init(&s->mu, NULL);
-    pthread_cond_init(&s->ev_cond, NULL);
-    pthread_cond_init(&s->kick, NULL);
+    arb_cond_init(&s->ev_cond); /* both waited on with monotonic deadlines */
+    arb_cond_init(&s->kick);
     arb_cluster_init(&s->cluster);
     arb_rng_seed(&s->rng, 1);
     s->next_id = 1;
@@ -383,13 +372,9 @@ static void *sched_main(void *arg)
 
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        int64_t ns = ts.tv_nsec + s->conf.interval_ns;
-        ts.tv_sec += ns / 1000000000LL;
-        ts.tv_nsec = ns % 1000000000LL;
+        struct timespec ts = arb_deadline_ns(s->conf.interval_ns);
         if (!s->dirty)
-            pthread_cond_timedwait(&s->kick, &s->mu, &ts);
+            arb_cond_wait_until(&s->kick, &s->mu, &ts);
         if (s->stop)
             break;
         pthread_mutex_unlock(&s->mu);
@@ -1066,7 +1051,7 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
     while (
         wait_ms > 0 && !s->stop &&
         (s->ring_n == 0 || s->ring[(s->ring_head + s->ring_n - 1) % s->ring_cap].lamport <= since))
-        if (pthread_cond_timedwait(&s->ev_cond, &s->mu, &dl) != 0)
+        if (arb_cond_wait_until(&s->ev_cond, &s->mu, &dl) != 0)
             break;
     /* Binary search for the first event after since: lamports increase. */
     int lo = 0, hi = s->ring_n;

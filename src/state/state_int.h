@@ -174,7 +174,8 @@ int64_t st_mono_ns(void);
 int64_t st_wall_ms(void);
 int64_t st_now_ns(const st_t *s);
 int64_t st_now_ms(const st_t *s);
-/* The CLOCK_REALTIME instant ms from now, for pthread_cond_timedwait. */
+/* The CLOCK_MONOTONIC instant ms from now, for arb_cond_wait_until on
+ * s->ev_cond or s->kick (both made by arb_cond_init). */
 struct timespec st_deadline(int64_t ms);
 /* Lamport: clock = max(clock, remote) + 1; returns it (persists the
  * high-water mark when needed). */

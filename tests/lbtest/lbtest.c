@@ -183,8 +183,10 @@ static int listen_any(int *port)
         return -1;
     setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
     if (bind(fd, (struct sockaddr *)&sa, sizeof sa) < 0 || listen(fd, 1024) < 0 ||
-        getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
+        getsockname(fd, (struct sockaddr *)&sa, &len) < 0) {
+        close(fd);
         return -1;
+    }
     *port = ntohs(sa.sin_port);
     return fd;
 }
@@ -390,9 +392,13 @@ static void *l_worker(void *arg)
         }
         if (l_nlat == l_caplat) {
             l_caplat = l_caplat ? l_caplat * 2 : 4096;
-            l_lat = realloc(l_lat, (size_t)l_caplat * sizeof *l_lat);
+            double *grown = realloc(l_lat, (size_t)l_caplat * sizeof *l_lat);
+            if (!grown) /* keep what was measured; stop recording */
+                l_caplat = l_nlat;
+            else
+                l_lat = grown;
         }
-        if (l_lat)
+        if (l_lat && l_nlat < l_caplat)
             l_lat[l_nlat++] = dt;
         pthread_mutex_unlock(&l_mu);
     }

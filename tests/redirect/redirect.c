@@ -234,10 +234,13 @@ int main(int argc, char **argv)
         bind(ls, (struct sockaddr *)&a, sizeof a) < 0 || listen(ls, 64) < 0 ||
         getsockname(ls, (struct sockaddr *)&a, &al) < 0) {
         perror("arb_redirect: listen");
+        if (ls >= 0)
+            close(ls);
         return 1;
     }
     if (!(log = fopen(logf, "a"))) {
         perror(logf);
+        close(ls);
         return 1;
     }
     /* Write the port file last and atomically: its presence means ready. */
@@ -246,6 +249,8 @@ int main(int argc, char **argv)
     if (!(f = fopen(tmp, "w")) || fprintf(f, "%u\n", ntohs(a.sin_port)) < 0 || fclose(f) != 0 ||
         rename(tmp, pf) != 0) {
         perror(pf);
+        close(ls);
+        fclose(log);
         return 1;
     }
     while (!stop) {

@@ -185,7 +185,9 @@ static inline arb_aff_term_t *fx_term(arb_job_t *j, bool required, int weight)
 {
     arb_aff_term_t **v = required ? &j->required : &j->preferred;
     int *n = required ? &j->nrequired : &j->npreferred;
-    *v = realloc(*v, (size_t)(*n + 1) * sizeof **v);
+    arb_aff_term_t *grown = realloc(*v, (size_t)(*n + 1) * sizeof **v);
+    assert_non_null(grown);
+    *v = grown;
     (*v)[*n] = (arb_aff_term_t){.nexpr = 0, .expr = NULL, .weight = weight};
     return &(*v)[(*n)++];
 }
