@@ -114,7 +114,11 @@ typedef struct arb_job {
     uint32_t queue;   /* interned queue (team) name; 0 = "default" */
     int32_t priority; /* higher runs first and may preempt lower */
     bool preemptible;
-    int gang_min; /* tasks that must start together; 0 = all */
+    int gang_min;     /* tasks that must start together; 0 = all. Below the task count
+                         (and not elastic): the first gang_min start together, the rest
+                         as room frees (cycle.c), each ended task's room freed at once
+                         (arb_sched_task_done); the job succeeds when all have run */
+    bool gang_closed; /* no more of its tasks start (a task failed, it is stopping) */
     int ngroups;
     arb_tgroup_t *groups;
     int nselector;
@@ -160,7 +164,10 @@ typedef struct arb_job {
                               borrowing, not for priority (events and explain say so) */
     uint32_t yield_to;     /* evicted for job yield_to - 1 (0: none): while that job is
                               pending, this one is tried right after it (queue.c) */
-    uint32_t resize_gen;   /* bumped when nalloc changes while the job holds (elastic) */
+    uint32_t *claim;       /* a preemptor: the nodes its victims held (owned); they are
+                              its until it is placed or has had its turn with them free */
+    int nclaim;
+    uint32_t resize_gen; /* bumped when nalloc changes while the job holds (elastic) */
     /* Set by the scheduling cycle (src/core/cycle.c) for a job it tried and
      * did not place: why it waits (arb_wait_t) and the job that holds it
      * back (a scheduler id; the fifo head, a starving job, the reserved job). */

@@ -228,6 +228,7 @@ typedef enum arb_wait {
     ARB_WAIT_RESERVED, /* would delay wait_for's backfill reservation */
     ARB_WAIT_VICTIMS,  /* its victims are stopping (or are chosen at the next cycle) */
     ARB_WAIT_CLAIMED,  /* fits only where preemptor wait_for's victims are making room */
+    ARB_WAIT_TAKEN,    /* it would be placed, then taken back by wait_for in that cycle */
 } arb_wait_t;
 
 const char *arb_wait_name(arb_wait_t w); /* "held-by-order", ... */
@@ -239,6 +240,7 @@ typedef struct arb_cycle_stats {
     int pending;    /* still pending after the cycle */
     int grown;      /* tasks added to running elastic jobs */
     int shrunk;     /* elastic tasks taken back (immediate preemption) */
+    int continued;  /* tasks of started gangs (gangMin below their size) started */
 } arb_cycle_stats_t;
 
 /* One scheduling cycle: order the pending jobs, place what fits (gangs all
@@ -260,6 +262,14 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
 /* The job ended (state: SUCCEEDED, FAILED, CANCELLED) or was preempted
  * (PREEMPTED): release its allocations. */
 int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err);
+
+/* Task t of held job j (a gang whose gangMin is below its size, not
+ * elastic) has ended: its allocation is released now (the slot holds
+ * ARB_NO_NODE) so the job's tasks not yet started, or other jobs, can use
+ * the room. -EINVAL for another kind of job or a slot not held. */
+int arb_sched_task_done(arb_sched_t *s, arb_job_t *j, int t, arb_err_t *err);
+/* Does j start its tasks beyond gang_min as room frees (cycle.c)? */
+bool arb_job_partial_gang(const arb_job_t *j);
 
 /* Elastic jobs (elastic.c): release tasks n..nalloc-1 of held elastic job
  * j (n >= gang_min), e.g. once the tasks a deferred preemption marked

@@ -65,8 +65,8 @@ out:
     for (int i = released - 1; i >= 0; i--) {
         arb_job_t *o = e[i].j;
         for (int t = 0; t < e[i].nalloc; t++)
-            if (sched_bind_task(s, o, t, &e[i].saved[t]) == 0) /* its room was kept free */
-                o->nalloc = t + 1;
+            sched_restore_task(s, o, t, &e[i].saved[t]);
+        o->nalloc = e[i].nalloc;
     }
     for (int i = 0; i < ne; i++)
         free(e[i].saved);

@@ -17,6 +17,8 @@
  *       starving      (waited past starvation_ns) it reserves the nodes
  *                     it could use; jobs behind it may start elsewhere
  *       priority, drf no barrier: smaller jobs behind it go on
+ *   a started gang whose gangMin is below its size starts its remaining
+ *   tasks, in its own place in that order, as room frees
  *   then elastic jobs grow (elastic.c)
  *
  * Invariants (tests/unit/test_cycle.c has a test named after each):
@@ -68,7 +70,8 @@ const char *arb_wait_name(arb_wait_t w)
                                     "held-by-starving-job",
                                     "backfill-reservation",
                                     "preempting",
-                                    "held-by-preemptor"};
+                                    "held-by-preemptor",
+                                    "taken-back"};
     return (unsigned)w < sizeof n / sizeof n[0] ? n[w] : "?";
 }
 
@@ -193,7 +196,8 @@ static bool could_hold(const arb_pctx_t *pc, const arb_node_t *n)
         if (g->req.ext[e] > n->cap.ext[e])
             return false;
     for (int i = 0; i < n->ngpus; i++)
-        gpus += n->gpu[i].healthy && (n->gpu[i].mem_mib <= 0 || n->gpu[i].mem_mib >= g->req.gpu_mem_mib);
+        gpus += n->gpu[i].healthy &&
+                (n->gpu[i].mem_mib <= 0 || n->gpu[i].mem_mib >= g->req.gpu_mem_mib);
     return gpus >= (g->gpus ? g->gpus : g->gpu_share ? 1 : 0);
 }
 
@@ -208,42 +212,51 @@ void sched_fence_add(arb_sched_t *s, const arb_job_t *j, const arb_ctx_t *ctx, u
             pc.group = &j->groups[g];
             if (could_hold(&pc, &s->c->nodes[i])) {
                 s->fence[i] |= bit;
+                if (s->fence_owner[i] == UINT32_MAX)
+                    s->fence_owner[i] = j->id;
                 break;
             }
         }
     }
 }
 
-/* Fence the nodes where j's victims (marked, still stopping) hold what is
- * to be freed for it: that room is j's. Whether there were any. */
-static bool fence_victims(arb_sched_t *s, const arb_job_t *j)
+/* Fence the room j's victims free (its claim: the nodes they held when it
+ * chose them): that room is j's. Whether there was any. */
+static bool fence_claim(arb_sched_t *s, const arb_job_t *j)
 {
-    bool any = false;
-
-    for (uint32_t i = 0; i < s->njobs; i++) {
-        const arb_job_t *o = s->jobs[i];
-        if (o == j || o->preempted_by != j->id || !(o->evicting || o->shrink_to > 0) ||
-            (o->state != ARB_JOB_PLACED && o->state != ARB_JOB_RUNNING))
+    for (int k = 0; k < j->nclaim; k++) {
+        uint32_t n = j->claim[k];
+        if (n >= s->nfence)
             continue;
-        for (int t = o->evicting ? 0 : o->shrink_to; t < o->nalloc; t++)
-            if (o->alloc[t].node < s->nfence) {
-                s->fence[o->alloc[t].node] |= SCHED_FENCE_HARD;
-                any = true;
-            }
+        s->fence[n] |= SCHED_FENCE_HARD;
+        if (s->fence_owner[n] == UINT32_MAX)
+            s->fence_owner[n] = j->id;
     }
-    return any;
+    return j->nclaim > 0;
+}
+
+void sched_claim_drop(arb_job_t *j)
+{
+    free(j->claim);
+    j->claim = NULL;
+    j->nclaim = 0;
 }
 
 static int fence_reset(arb_sched_t *s)
 {
     if (s->nfence < s->c->nnodes) {
         uint8_t *f = realloc(s->fence, s->c->nnodes);
-        if (!f)
+        if (f)
+            s->fence = f;
+        uint32_t *o = realloc(s->fence_owner, s->c->nnodes * sizeof *o);
+        if (o)
+            s->fence_owner = o;
+        if (!f || !o)
             return -ENOMEM;
-        s->fence = f;
         s->nfence = s->c->nnodes;
     }
     memset(s->fence, 0, s->nfence);
+    memset(s->fence_owner, 0xff, s->nfence * sizeof *s->fence_owner);
     s->fence_on = false;
     s->fence_mask = 0;
     return 0;
@@ -256,6 +269,8 @@ typedef struct marks {
     bool waiting, evicting, reclaimed;
     int shrink_to;
     uint32_t preempted_by, yield_to;
+    uint32_t *claim; /* a copy (owned by the trial) */
+    int nclaim;
 } marks_t;
 
 typedef struct cyc {
@@ -264,9 +279,14 @@ typedef struct cyc {
     arb_cycle_stats_t *st;
     arb_job_t *target; /* a trial: stop after it, undo everything */
     sched_outcome_t *out;
-    bool stopping;       /* deferred victims still hold their allocations */
-    arb_job_t **placed;  /* trial: what it placed, to undo */
+    bool stopping;      /* deferred victims still hold their allocations */
+    arb_job_t **placed; /* trial: what it placed, to undo */
     int nplaced;
+    struct {
+        arb_job_t *j;
+        int n;
+    } * cont; /* trial: tasks of started gangs it started, to undo */
+    int ncont;
     marks_t *marks;      /* trial: every job's marks before it */
     int64_t shadow;      /* the backfill reservation's start; -1 none */
     uint32_t shadow_for; /* the job it is for */
@@ -274,6 +294,7 @@ typedef struct cyc {
     bool hard_fenced;    /* ... by a starving job or a preemptor: no time limit passes */
     uint32_t fence_for;  /* the first job that reserved nodes hard; UINT32_MAX none */
     bool fence_starving; /* ... because it starves (else: it preempts) */
+    uint32_t owners_one; /* the one job every fence is for; UINT32_MAX several */
     bool held;           /* fifo: a blocked head holds every job behind it */
     uint32_t held_by;
     uint64_t shape; /* shape_key, once needed */
@@ -296,6 +317,7 @@ static int place(cyc_t *c, arb_job_t *j, uint8_t mask)
 
     c->s->fence_on = mask != 0;
     c->s->fence_mask = mask;
+    c->s->fence_self = j->id;
     rc = sched_bind_job(c->s, j, c->ctx);
     c->s->fence_on = false;
     c->s->fence_mask = 0;
@@ -344,8 +366,17 @@ static void behind_reason(cyc_t *c, arb_job_t *j)
     }
 }
 
+static void note_owner(cyc_t *c, const arb_job_t *j)
+{
+    if (!c->fenced)
+        c->owners_one = j->id;
+    else if (c->owners_one != j->id)
+        c->owners_one = UINT32_MAX; /* several */
+}
+
 static void fence_hard(cyc_t *c, const arb_job_t *j, bool starving)
 {
+    note_owner(c, j);
     if (!c->hard_fenced) {
         c->fence_for = j->id;
         c->fence_starving = starving;
@@ -353,12 +384,84 @@ static void fence_hard(cyc_t *c, const arb_job_t *j, bool starving)
     c->fenced = c->hard_fenced = true;
 }
 
+/* Does held job j have tasks to start (a gang whose gangMin is below its
+ * size, started with fewer than all)? */
+static bool continues(const arb_job_t *j)
+{
+    return arb_job_partial_gang(j) && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING) &&
+           j->nalloc < j->ntasks && !j->gang_closed && !j->evicting;
+}
+
+/* The domain task t of j must go into: that of a placed task of its group
+ * when the group's topology is required (node, rack, block). */
+static bool continue_domain(const arb_sched_t *s, const arb_job_t *j, int t, sched_dom_t *d)
+{
+    int gi, t0 = 0;
+    const arb_tgroup_t *g = arb_job_task_group(j, t, &gi);
+
+    for (int k = 0; k < gi; k++)
+        t0 += j->groups[k].replicas;
+    if (!g->topo.required || g->topo.level < ARB_TOPO_NODE)
+        return false;
+    for (int k = t0; k < t && k < j->nalloc; k++)
+        if (j->alloc[k].node != ARB_NO_NODE) {
+            const arb_node_t *n = &s->c->nodes[j->alloc[k].node];
+            memset(d, 0, sizeof *d);
+            d->level = g->topo.level;
+            d->node = n->id;
+            d->rack = n->rack;
+            d->block = n->block;
+            return true;
+        }
+    return false;
+}
+
+/* A started job's remaining tasks, in its place in the queue: as many as
+ * fit now, one by one (they start as room frees: no gang, no preemption,
+ * no barrier, and nowhere a job ahead holds). Returns how many started. */
+static int continue_job(cyc_t *c, arb_job_t *j)
+{
+    arb_sched_t *s = c->s;
+    int n = 0;
+
+    if (c->held)
+        return 0;
+    s->fence_on = c->fenced;
+    s->fence_mask = SCHED_FENCE_HARD | SCHED_FENCE_BACKFILL;
+    s->fence_self = j->id;
+    while (j->nalloc < j->ntasks) {
+        sched_dom_t d;
+        int t = j->nalloc;
+        if (sched_place_task(s, j, t, continue_domain(s, j, t, &d) ? &d : NULL, c->ctx) < 0)
+            break;
+        sched_task_charge(s, j, t, +1);
+        j->nalloc++;
+        n++;
+    }
+    s->fence_on = false;
+    s->fence_mask = 0;
+    if (n && c->target) { /* a trial puts them back at the end */
+        c->cont[c->ncont].j = j;
+        c->cont[c->ncont++].n = n;
+    }
+    return n;
+}
+
 /* One pending job's turn. Sets j->wait; returns true when it was placed. */
 static bool turn(cyc_t *c, arb_job_t *j)
 {
     arb_sched_t *s = c->s;
-    bool barrier = c->held || c->shadow >= 0 || c->fenced, waiting;
+    /* fences raised only for j itself (the room its victims free) hold it
+     * back from nothing */
+    bool own = c->fenced && !c->held && c->shadow < 0 && c->owners_one == j->id;
+    bool barrier = !own && (c->held || c->shadow >= 0 || c->fenced), waiting;
     int nv = 0;
+
+    if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING) {
+        int k = continue_job(c, j);
+        c->st->continued += k > 0 ? k : 0;
+        return false;
+    }
 
     j->wait = ARB_WAIT_NONE;
     j->wait_for = UINT32_MAX;
@@ -381,7 +484,7 @@ static bool turn(cyc_t *c, arb_job_t *j)
             sched_fence_add(s, j, c->ctx, SCHED_FENCE_HARD);
             fence_hard(c, j, true);
         }
-        if (j->waiting && c->stopping && fence_victims(s, j)) /* its room is its own */
+        if (fence_claim(s, j)) /* its room is its own */
             fence_hard(c, j, false);
         return false;
     }
@@ -418,7 +521,7 @@ static bool turn(cyc_t *c, arb_job_t *j)
         /* Its victims are stopping: the room they free is its own, and
          * nobody behind it is placed there (no livelock). */
         j->wait = ARB_WAIT_VICTIMS;
-        if (fence_victims(s, j))
+        if (fence_claim(s, j))
             fence_hard(c, j, false);
     }
     /* It waits. What it holds back, by the policy. */
@@ -426,6 +529,7 @@ static bool turn(cyc_t *c, arb_job_t *j)
         c->shadow = sched_reservation(s, j, c->ctx);
         c->shadow_for = j->id;
         sched_fence_add(s, j, c->ctx, SCHED_FENCE_BACKFILL);
+        note_owner(c, j);
         c->fenced = true;
     } else if (is_starving(c, j)) {
         sched_fence_add(s, j, c->ctx, SCHED_FENCE_HARD);
@@ -449,6 +553,14 @@ static void undo(cyc_t *c)
         j->state = ARB_JOB_PENDING;
     }
     c->nplaced = 0;
+    for (int i = c->ncont - 1; i >= 0; i--) {
+        arb_job_t *j = c->cont[i].j;
+        for (int k = 0; k < c->cont[i].n; k++) {
+            sched_task_charge(s, j, j->nalloc - 1, -1);
+            sched_release_task(s, j, --j->nalloc);
+        }
+    }
+    c->ncont = 0;
     for (uint32_t i = 0; c->marks && i < s->njobs; i++) {
         arb_job_t *j = s->jobs[i];
         const marks_t *m = &c->marks[i];
@@ -458,6 +570,9 @@ static void undo(cyc_t *c)
         j->shrink_to = m->shrink_to;
         j->preempted_by = m->preempted_by;
         j->yield_to = m->yield_to;
+        sched_claim_drop(j);
+        j->claim = m->claim; /* the copy goes back */
+        j->nclaim = m->nclaim;
     }
 }
 
@@ -468,7 +583,8 @@ static int run(cyc_t *c)
     int np = 0, rc = 0;
 
     if (!pend || (c->target && (!(c->placed = malloc((s->njobs + 1) * sizeof *c->placed)) ||
-                                !(c->marks = malloc((s->njobs + 1) * sizeof *c->marks))))) {
+                                !(c->marks = malloc((s->njobs + 1) * sizeof *c->marks)) ||
+                                !(c->cont = malloc((s->njobs + 1) * sizeof *c->cont))))) {
         rc = -ENOMEM;
         goto out;
     }
@@ -479,9 +595,14 @@ static int run(cyc_t *c)
     for (uint32_t i = 0; i < s->njobs; i++) {
         arb_job_t *j = s->jobs[i];
         c->stopping |= j->evicting || j->shrink_to > 0;
-        if (c->marks)
-            c->marks[i] = (marks_t){j->waiting,   j->evicting,     j->reclaimed,
-                                    j->shrink_to, j->preempted_by, j->yield_to};
+        if (c->marks) {
+            c->marks[i] = (marks_t){j->waiting,      j->evicting, j->reclaimed, j->shrink_to,
+                                    j->preempted_by, j->yield_to, NULL,         0};
+            if (j->nclaim && (c->marks[i].claim = malloc((size_t)j->nclaim * sizeof(uint32_t)))) {
+                memcpy(c->marks[i].claim, j->claim, (size_t)j->nclaim * sizeof(uint32_t));
+                c->marks[i].nclaim = j->nclaim;
+            }
+        }
     }
     for (uint32_t i = 0; i < s->njobs; i++) {
         arb_job_t *j = s->jobs[i];
@@ -489,15 +610,32 @@ static int run(cyc_t *c)
             j->waiting = false;
         if (!c->target && j->state == ARB_JOB_PREEMPTED)
             arb_job_transition(j, ARB_JOB_PENDING, NULL);
-        if (j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED)
+        if (j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED || continues(j))
             pend[np++] = j;
     }
     sched_order(s, pend, np, c->ctx);
+    /* A preemptor owns the room its victims free from the start of the
+     * cycle, until it is placed or has had its turn with that room free: no
+     * job, ahead of it or behind, goes there (invariant 1: else the room is
+     * taken and it preempts again). */
+    for (int i = 0; i < np; i++)
+        if (pend[i]->nclaim && pend[i]->state != ARB_JOB_PLACED &&
+            pend[i]->state != ARB_JOB_RUNNING && fence_claim(s, pend[i]))
+            fence_hard(c, pend[i], false);
     for (int i = 0; i < np; i++) {
         arb_job_t *j = pend[i];
         uint8_t w = j->wait;
         uint32_t wf = j->wait_for;
         bool placed = turn(c, j);
+        if (placed && c->hard_fenced) /* what it reserved is no longer held for it */
+            for (uint32_t n = 0; n < s->nfence; n++)
+                if (s->fence_owner[n] == j->id) {
+                    s->fence[n] &= (uint8_t)~SCHED_FENCE_HARD;
+                    s->fence_owner[n] = UINT32_MAX;
+                }
+        if (!placed && !c->target && j->nclaim && !j->waiting && j->state != ARB_JOB_PLACED &&
+            j->state != ARB_JOB_RUNNING)
+            sched_claim_drop(j); /* it had its turn with the room free */
         if (j != c->target) {
             if (c->target) { /* a trial records nothing of the others */
                 j->wait = w;
@@ -512,7 +650,16 @@ static int run(cyc_t *c)
         c->out->grace_ns = grace_of(s, j);
         j->wait = w;
         j->wait_for = wf;
-        break;
+        if (!placed)
+            break;
+        /* Placed: the rest of the cycle may still take it back (a reclaim
+         * or a preemption by a job behind it), so the trial goes on. */
+    }
+    if (c->target && c->out->placed && c->target->evicting) {
+        c->out->placed = false;
+        c->out->wait = ARB_WAIT_TAKEN;
+        c->out->wait_for = c->target->preempted_by;
+        c->out->reclaim = c->target->reclaimed;
     }
     if (c->target)
         undo(c);
@@ -521,6 +668,7 @@ out:
     free(pend);
     free(c->placed);
     free(c->marks);
+    free(c->cont);
     return rc;
 }
 

@@ -715,6 +715,12 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
                                 : "held back",
                   who, ex->placeable ? "" : "; and ");
         break;
+    case ARB_WAIT_TAKEN:
+        off = app(ex->summary, sizeof ex->summary, off,
+                  "it fits now, but %s would take that room back in the same cycle (%s); it "
+                  "waits",
+                  who, out.reclaim ? "reclaiming the quota its queue borrows" : "it preempts it");
+        break;
     case ARB_WAIT_RESERVED: {
         int64_t room = out.shadow_ns - ctx->now_ns - out.grace_ns;
         dur_text(out.shadow_ns - ctx->now_ns, a, sizeof a);

@@ -51,6 +51,7 @@ void arb_job_free(arb_job_t *j)
     free(j->tolerations);
     free(j->models);
     free(j->alloc);
+    free(j->claim);
     free(j);
 }
 

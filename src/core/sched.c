@@ -86,6 +86,7 @@ void arb_sched_free(arb_sched_t *s)
     free(s->raw);
     free(s->total);
     free(s->fence);
+    free(s->fence_owner);
     sched_index_free(&s->idx);
     free(s);
 }
@@ -165,6 +166,8 @@ void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign)
     }
     for (int t = 0; t < j->nalloc; t++) {
         const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+        if (j->alloc[t].node == ARB_NO_NODE)
+            continue;
         if (sign > 0)
             arb_res_add(&q->used, &g->req);
         else
@@ -282,7 +285,13 @@ int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t 
 {
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     uint64_t before = s->c->version;
-    int rc = arb_node_alloc(s->c, &g->req, a, NULL);
+    int rc;
+
+    if (a->node == ARB_NO_NODE) { /* an ended task's slot: nothing to charge */
+        j->alloc[t] = *a;
+        return 0;
+    }
+    rc = arb_node_alloc(s->c, &g->req, a, NULL);
 
     if (rc < 0)
         return rc;
@@ -294,11 +303,28 @@ int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t 
     return 0;
 }
 
+void sched_restore_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a)
+{
+    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+    uint64_t before = s->c->version;
+
+    j->alloc[t] = *a;
+    if (a->node == ARB_NO_NODE)
+        return;
+    arb_node_recharge(s->c, &g->req, a);
+    for (int k = 0; k < s->conf.profile.nscores; k++)
+        if (s->conf.profile.score[k].ops->bound)
+            s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, a, +1);
+    sched_index_touch(s, a->node, before);
+}
+
 void sched_release_task(arb_sched_t *s, arb_job_t *j, int t)
 {
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     uint64_t before = s->c->version;
 
+    if (j->alloc[t].node == ARB_NO_NODE)
+        return;
     arb_node_release(s->c, &g->req, &j->alloc[t]);
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
@@ -337,7 +363,8 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         } else {
             n = &s->c->nodes[d && d->members ? d->members[u] : u];
             if (!sched_in_domain(n, d) ||
-                (s->fence_on && n->id < s->nfence && (s->fence[n->id] & s->fence_mask)))
+                (s->fence_on && n->id < s->nfence && (s->fence[n->id] & s->fence_mask) &&
+                 s->fence_owner[n->id] != s->fence_self))
                 continue;
         }
         if (quick_reject(pc.group, n) || sched_filter_node(&pc, n) != ARB_R_OK)
@@ -715,6 +742,8 @@ int sched_bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     j->start_ns = ctx ? ctx->now_ns : 0;
     j->waiting = false;
     j->yield_to = 0; /* placed again: it yields to nobody any more */
+    sched_claim_drop(j);
+    j->gang_closed = false;
     j->wait = ARB_WAIT_NONE;
     sched_queue_charge(s, j, +1);
     return 0;
@@ -738,7 +767,8 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
                         j->name, n, j->ntasks, j->gang_min);
     j->nalloc = 0;
     for (int t = 0; t < n; t++) {
-        if (a[t].node >= s->c->nnodes || sched_bind_task(s, j, t, &a[t]) < 0) {
+        if ((a[t].node >= s->c->nnodes && a[t].node != ARB_NO_NODE) ||
+            sched_bind_task(s, j, t, &a[t]) < 0) {
             int rc = arb_errf(err, -ENOSPC,
                               "job '%s' task %d: its recorded place no longer fits (node %u)",
                               j->name, t, a[t].node);
@@ -750,6 +780,25 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
     j->state = ARB_JOB_PLACED;
     j->start_ns = ctx ? ctx->now_ns : 0;
     sched_queue_charge(s, j, +1);
+    return 0;
+}
+
+bool arb_job_partial_gang(const arb_job_t *j)
+{
+    return !j->elastic && j->gang_min > 0 && j->gang_min < j->ntasks;
+}
+
+int arb_sched_task_done(arb_sched_t *s, arb_job_t *j, int t, arb_err_t *err)
+{
+    if (!arb_job_partial_gang(j) || (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING) ||
+        t < 0 || t >= j->nalloc || j->alloc[t].node == ARB_NO_NODE)
+        return arb_errf(err, -EINVAL,
+                        "job '%s' task %d: only a held task of a gang whose gangMin is below "
+                        "its size ends on its own",
+                        j->name, t);
+    sched_task_charge(s, j, t, -1);
+    sched_release_task(s, j, t);
+    j->alloc[t] = (arb_task_alloc_t){.node = ARB_NO_NODE};
     return 0;
 }
 

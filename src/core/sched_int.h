@@ -64,11 +64,13 @@ struct arb_sched {
     sched_index_t idx;
     uint8_t *fence; /* cycle.c: per node, SCHED_FENCE_* bits: reserved by a job ahead */
     uint32_t nfence;
-    bool fence_on; /* while set, placement skips nodes with a bit of fence_mask */
+    uint32_t *fence_owner; /* per node, the job whose fence it is (the first); UINT32_MAX none */
+    bool fence_on;         /* while set, placement skips nodes with a bit of fence_mask, */
     uint8_t fence_mask;
-    bool use_classes; /* profile allows node classes (no ARB_SCORE_PERNODE) */
-    bool placed_dep;  /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
-    int shrunk;       /* elastic tasks preemption took back (for the cycle's stats) */
+    uint32_t fence_self; /* ... but not those fenced for this job itself */
+    bool use_classes;    /* profile allows node classes (no ARB_SCORE_PERNODE) */
+    bool placed_dep;     /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
+    int shrunk;          /* elastic tasks preemption took back (for the cycle's stats) */
 };
 
 /* Node classes (nodeclass.c). sync: bring the classes up to date with the
@@ -120,6 +122,10 @@ void sched_unbind(arb_sched_t *s, arb_job_t *j);
  * does not change j->nalloc; the caller does. */
 int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a);
 void sched_release_task(arb_sched_t *s, arb_job_t *j, int t);
+/* Put back a task a trial released a moment ago (backfill's reservation,
+ * preemption's candidates), exactly, without the capacity checks of a new
+ * allocation: a GPU that left capacity since is still held by it. */
+void sched_restore_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a);
 /* Charge / uncharge j's allocated tasks to its queue's usage. */
 void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign);
 arb_queue_t *sched_queue_get(arb_sched_t *s, uint32_t name);
@@ -157,6 +163,7 @@ typedef struct sched_outcome {
     uint32_t wait_for; /* the job that holds it back (scheduler id); UINT32_MAX none */
     int64_t shadow_ns; /* the backfill reservation's start when one was made; -1 none */
     int64_t grace_ns;  /* the job's grace past its time limit */
+    bool reclaim;      /* ARB_WAIT_TAKEN: by a quota reclaim (else for priority) */
 } sched_outcome_t;
 /* Place pending job j as the cycle does (all or nothing, at least its gang
  * minimum; quota usage charged, state PLACED). 0 or -ENOSPC. */
@@ -173,6 +180,8 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
 #define SCHED_FENCE_BACKFILL 1u
 #define SCHED_FENCE_HARD 2u
 void sched_fence_add(arb_sched_t *s, const arb_job_t *j, const arb_ctx_t *ctx, uint8_t bit);
+/* Forget preemptor j's claim on its victims' room (placed, or it had its turn). */
+void sched_claim_drop(arb_job_t *j);
 
 /* Backfill (backfill.c): the earliest time at which blocked job j could
  * start, from running jobs' time limits (EASY reservation). Returns

@@ -79,6 +79,8 @@ static double s_topology(const arb_pctx_t *pc, const arb_node_t *n, const arb_pi
     if (j->nalloc > 0) {
         int near = 0;
         for (int t = 0; t < j->nalloc; t++) {
+            if (j->alloc[t].node == ARB_NO_NODE)
+                continue;
             const arb_node_t *o = &pc->cluster->nodes[j->alloc[t].node];
             if (o->id == n->id)
                 near = 60 > near ? 60 : near;

@@ -294,7 +294,8 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
     const st_task_t *tk = &sj->tasks[t];
     json_t *o = json_pack("{s:i,s:s,s:s}", "index", t, "group", g ? g->name : "", "state",
                           st_task_state_names[tk->state]);
-    bool held = t < j->nalloc && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING);
+    bool held = t < j->nalloc && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING) &&
+                j->alloc[t].node != ARB_NO_NODE;
 
     if (held) {
         const arb_task_alloc_t *a = &j->alloc[t];
@@ -406,10 +407,13 @@ char *st_job_record(st_t *s, st_job_t *sj)
     if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING)
         for (int t = 0; t < j->nalloc; t++) {
             const arb_task_alloc_t *a = &j->alloc[t];
-            json_array_append_new(alloc,
-                                  json_pack("[s,i,i,i]",
-                                            arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
-                                            a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
+            if (a->node == ARB_NO_NODE) /* ended, its room already freed */
+                json_array_append_new(alloc, json_pack("[n,i,i,i]", 0, 0, 0));
+            else
+                json_array_append_new(
+                    alloc,
+                    json_pack("[s,i,i,i]", arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
+                              a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
         }
     o = json_pack("{s:I,s:s,s:s,s:b,s:s%,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:o,s:o}",
                   "id", (json_int_t)sj->id, "team", sj->team, "owner", sj->owner, "yaml", sj->yaml,
@@ -457,14 +461,14 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
 
     arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
     arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
-    o = json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job",
-                  (json_int_t)sj->id, "name", j->name, "task", t, "ntasks", j->nalloc, "attempt",
-                  (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
-                  gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
-                  a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
-                  sj->command ? json_incref(sj->command) : json_array(), "env",
-                  sj->env ? json_incref(sj->env) : json_object(), "state",
-                  st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+    o = json_pack(
+        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id,
+        "name", j->name, "task", t, "ntasks", arb_job_partial_gang(j) ? j->ntasks : j->nalloc,
+        "attempt", (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
+        gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib", a->gpu_mem_mib, "cpu",
+        cpu, "memory", mem, "command", sj->command ? json_incref(sj->command) : json_array(), "env",
+        sj->env ? json_incref(sj->env) : json_object(), "state",
+        st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
     if (o && j->time_limit_s > 0) {
@@ -490,11 +494,15 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         json_object_set_new(o, "hosts", hosts);
     }
     /* A gang: what distributed launchers rendezvous with (task 0 is the master). */
-    if (o && (j->nalloc > 1 || j->elastic)) {
-        const arb_node_t *m = &s->cluster.nodes[j->alloc[0].node];
+    if (o && (j->nalloc > 1 || j->elastic || arb_job_partial_gang(j))) {
+        int mt = 0; /* the master: task 0, or the first still holding (task 0 ended) */
+        while (mt < j->nalloc - 1 && j->alloc[mt].node == ARB_NO_NODE)
+            mt++;
+        const arb_node_t *m = &s->cluster.nodes[j->alloc[mt].node];
         const st_node_t *mx = st_node_ext(s, m);
         json_object_set_new(o, "rank", json_integer(t));
-        json_object_set_new(o, "world_size", json_integer(j->nalloc));
+        json_object_set_new(o, "world_size", /* a gang that starts as room frees: all of it */
+                            json_integer(arb_job_partial_gang(j) ? j->ntasks : j->nalloc));
         json_object_set_new(o, "master_addr",
                             json_string(mx->addr[0] ? mx->addr : arb_node_name(&s->cluster, m)));
         json_object_set_new(o, "master_port", json_integer(master_port(sj)));

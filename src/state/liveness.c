@@ -95,6 +95,19 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
     if (!held(j))
         return;
     st_resize_settle(s, sj); /* an elastic job's stopped tasks above its shrink mark */
+    if (arb_job_partial_gang(j) && !sj->stop)
+        for (int t = 0; t < j->nalloc; t++) {
+            /* A gang that starts as room frees: an ended task's room is freed
+             * at once; a failed one lets no more of its tasks start. */
+            if (sj->tasks[t].state == TK_SUCCEEDED && j->alloc[t].node != ARB_NO_NODE)
+                arb_sched_task_done(s->sched, j, t, NULL);
+            if (sj->tasks[t].state == TK_FAILED && !j->gang_closed) {
+                j->gang_closed = true;
+                s->dirty = true;
+            }
+            if (sj->tasks[t].state == TK_SUCCEEDED)
+                s->dirty = true;
+        }
     for (int t = 0; t < j->nalloc; t++) {
         uint8_t st = sj->tasks[t].state;
         /* No agent fetched the job: nothing of it can be running anywhere. */
@@ -102,6 +115,12 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
         ended += gone;
         ok += st == TK_SUCCEEDED;
         lost += st == TK_LOST;
+    }
+    if (ended == j->nalloc && ok == ended && !sj->stop && j->nalloc < j->ntasks &&
+        arb_job_partial_gang(j) && !j->gang_closed) {
+        /* every task so far succeeded; the rest start as room frees */
+        st_job_save(s, sj, 0);
+        return;
     }
     if (ended == j->nalloc) {
         if (sj->stop && sj->stop_then == ST_THEN_CANCEL) {
@@ -354,6 +373,8 @@ static int cmp_int(const void *a, const void *b)
 static int task_util(st_t *s, const arb_job_t *j, int t)
 {
     const arb_task_alloc_t *a = &j->alloc[t];
+    if (a->node == ARB_NO_NODE)
+        return -1;
     const arb_node_t *n = &s->cluster.nodes[a->node];
     int sum = 0, k = 0;
 
@@ -375,8 +396,8 @@ void st_check_stragglers(st_t *s, int64_t now)
         int util[64], sorted[64], nu = 0, median = -1;
         bool multi = false;
 
-        if (j->state != ARB_JOB_RUNNING || j->nalloc < 2 || sj->stop)
-            continue;
+        if (j->state != ARB_JOB_RUNNING || j->nalloc < 2 || sj->stop || arb_job_partial_gang(j))
+            continue; /* (a gang that starts as room frees has no peers in step) */
         for (int t = 1; t < j->nalloc && !multi; t++)
             multi = j->alloc[t].node != j->alloc[0].node;
         if (!multi)

@@ -402,6 +402,8 @@ void st_node_index_job(st_t *s, st_job_t *sj)
     const arb_job_t *j = sj->j;
 
     for (int t = 0; t < j->nalloc; t++) {
+        if (j->alloc[t].node == ARB_NO_NODE)
+            continue;
         st_node_t *x = &s->nodes[j->alloc[t].node];
         int k = 0;
         while (k < x->nheld && x->held[k] != sj)
@@ -808,7 +810,7 @@ static void fill_gpu_jobs(st_t *s, json_t **by_id)
         if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
             continue;
         for (int t = 0; t < j->nalloc; t++) {
-            json_t *node = by_id[j->alloc[t].node];
+            json_t *node = j->alloc[t].node == ARB_NO_NODE ? NULL : by_id[j->alloc[t].node];
             if (!node)
                 continue;
             json_t *gpus = json_object_get(node, "gpus");

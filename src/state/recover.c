@@ -163,6 +163,10 @@ static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_c
         const json_t *a = json_array_get(alloc, t);
         const char *node = json_string_value(json_array_get(a, 0));
         arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
+        if (json_is_null(json_array_get(a, 0))) { /* an ended task's slot, holding nothing */
+            ta[t].node = ARB_NO_NODE;
+            continue;
+        }
         if (!nd) {
             rc = arb_errf(err, -ENOENT, "task %zu: node '%s' is gone", t, node ? node : "?");
             break;
@@ -313,6 +317,8 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
                 sj->start_ms ? ctx.now_ns - (st_now_ms(s) - sj->start_ms) * 1000000LL : ctx.now_ns;
             j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
             sj->nalloc_seen = j->nalloc;
+            for (int t = 0; t < j->nalloc; t++) /* a failed task: no more of its gang start */
+                j->gang_closed |= sj->tasks[t].state == TK_FAILED;
             st_resize_recover(sj, o); /* a shrink under way goes on */
             sj->epoch = s->epoch;     /* re-stamped: see the top of this file */
             st_node_index_job(s, sj);

@@ -79,7 +79,7 @@ typedef struct vc_node {
     int64_t next_report;
     uint64_t fences;
     uint16_t sick; /* GPUs its telemetry reports unhealthy (fallen off the bus) */
-    vc_task_t *t; /* owned */
+    vc_task_t *t;  /* owned */
     int nt, cap;
     char *prev_body, *last_body; /* the last two report bodies sent (replays) */
     void *lease;                 /* agent_lease_t, owned */

@@ -232,7 +232,7 @@ static int tick(run_t *r, int step, int64_t dt)
         const char *sum = json_string_value(json_object_get(out, "summary"));
         if (json_is_true(fn) || (!fn && sum && strstr(sum, "fits now;"))) /* older explains */
             fits[nfits++] = sj->id;
-        if (verbose > 1) {
+        if (verbose > 2) {
             char *txt = json_dumps(out, JSON_COMPACT);
             fprintf(stderr, "  explain %llu: %s\n", (unsigned long long)sj->id, txt);
             free(txt);
@@ -478,9 +478,9 @@ static int run(const dst_world_t *w, const dst_op_t *ops, int nops, bool drain, 
             int64_t t;
             size_t i;
             st_events(S(&r), &admin, 0, 10000, 0, &out, &t, NULL);
-            json_array_foreach(json_object_get(out, "events"), i, e) fprintf(
-                stderr, "  event %s: %s\n", json_string_value(json_object_get(e, "type")),
-                json_string_value(json_object_get(e, "message")));
+            json_array_foreach(json_object_get(out, "events"), i, e)
+                fprintf(stderr, "  event %s: %s\n", json_string_value(json_object_get(e, "type")),
+                        json_string_value(json_object_get(e, "message")));
             json_decref(out);
         }
     }

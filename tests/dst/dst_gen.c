@@ -16,8 +16,8 @@
 #include "dst.h"
 
 const char *const dst_op_names[OP_NKINDS] = {
-    "tick", "submit", "cancel", "join",    "down",   "up",
-    "cut",  "heal",   "drain",  "undrain", "replay", "restart", "gpu",
+    "tick", "submit", "cancel",  "join",   "down",    "up",  "cut",
+    "heal", "drain",  "undrain", "replay", "restart", "gpu",
 };
 
 static uint64_t below(arb_rng_t *r, uint64_t n)

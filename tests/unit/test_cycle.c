@@ -87,8 +87,8 @@ static void reclaim_once(arb_queue_policy_t qp, bool defer)
     fx_node(&f, "n1", 8, 1, NULL, 0);
     sched(&f, qp, false, true, defer, 0);
     for (int i = 0; i < 2; i++) {
-        arb_queue_t q = {.name = S(&f, i ? "b" : "a"), .cohort = S(&f, "c"), .has_quota = true,
-                         .weight = 1};
+        arb_queue_t q = {
+            .name = S(&f, i ? "b" : "a"), .cohort = S(&f, "c"), .has_quota = true, .weight = 1};
         q.nominal.gpu_milli = 4000;
         q.borrow_limit.gpu_milli = 4000;
         assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
@@ -108,8 +108,8 @@ static void reclaim_once(arb_queue_policy_t qp, bool defer)
     cycle(&f);
     assert_true(holds(b));
     assert_false(holds(a));
-    assert_true(a->reclaimed);                      /* named as a reclaim */
-    assert_int_equal(a->wait, ARB_WAIT_QUOTA);      /* b's 4 GPUs leave a 4: 8 do not fit */
+    assert_true(a->reclaimed);                 /* named as a reclaim */
+    assert_int_equal(a->wait, ARB_WAIT_QUOTA); /* b's 4 GPUs leave a 4: 8 do not fit */
     if (defer)
         assert_int_equal(evictions, 1);
     fx_free(&f);
@@ -246,7 +246,8 @@ static void test_3_starving_reserves_its_nodes(void **st)
     fx_free(&f);
 }
 
-/* ---- 4: backfill ------------------------------------------------------------------------------ */
+/* ---- 4: backfill ------------------------------------------------------------------------------
+ */
 
 static void test_4_backfill_limits(void **st)
 {
@@ -287,7 +288,8 @@ static void test_4_backfill_limits(void **st)
     fx_free(&f);
 }
 
-/* ---- 5: quota holds nobody back ---------------------------------------------------------------- */
+/* ---- 5: quota holds nobody back ----------------------------------------------------------------
+ */
 
 static void test_5_quota_holds_nobody(void **st)
 {
@@ -307,7 +309,8 @@ static void test_5_quota_holds_nobody(void **st)
     fx_free(&f);
 }
 
-/* ---- 6: a preemptor's room is its own ------------------------------------------------------------ */
+/* ---- 6: a preemptor's room is its own
+ * ------------------------------------------------------------ */
 
 static void test_6_preemptor_room(void **st)
 {
@@ -339,7 +342,51 @@ static void test_6_preemptor_room(void **st)
     fx_free(&f);
 }
 
-/* ---- 8: explain is the cycle ------------------------------------------------------------------- */
+/* ---- gangs whose gangMin is below their size ------------------------------------------------ */
+
+/* gangMin 2 of 4 tasks on room for 2: two start together, each ended
+ * task's room goes to the next, the job holds all four only in turn. */
+static void test_gang_min_below_size(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 2, 1, NULL, 0);
+    sched(&f, ARB_QP_FIFO, false, false, false, 0);
+    arb_job_t *g = fx_job_new("g", 4, 1, 0);
+    g->gang_min = 2;
+    fx_submit(&f, g);
+    arb_job_t *behind = job(&f, "behind", 1, 1, 0, NULL, 0);
+    cycle(&f);
+    assert_true(holds(g));
+    assert_int_equal(g->nalloc, 2);
+    assert_true(arb_job_partial_gang(g));
+    cycle(&f);
+    assert_int_equal(g->nalloc, 2); /* no room */
+    assert_int_equal(arb_sched_task_done(f.s, g, 0, &f.err), 0);
+    assert_int_equal(g->alloc[0].node, ARB_NO_NODE);
+    assert_int_equal(arb_sched_task_done(f.s, g, 0, &f.err), -EINVAL);
+    cycle(&f); /* the job is ahead of 'behind': its task 2 takes the room */
+    assert_int_equal(g->nalloc, 3);
+    assert_false(holds(behind));
+    assert_int_equal(arb_sched_task_done(f.s, g, 1, &f.err), 0);
+    assert_int_equal(arb_sched_task_done(f.s, g, 2, &f.err), 0);
+    cycle(&f);
+    assert_int_equal(g->nalloc, 4);
+    assert_true(holds(behind));
+    /* a failure closes it: nothing more would start */
+    arb_job_t *h = fx_job_new("h", 3, 1, 0);
+    h->gang_min = 1;
+    fx_submit(&f, h);
+    g->gang_closed = true;
+    assert_int_equal(arb_sched_finish(f.s, g, ARB_JOB_FAILED, NULL), 0);
+    cycle(&f);
+    assert_true(holds(h));
+    assert_int_equal(h->nalloc, 1); /* 'behind' holds the other GPU */
+    fx_free(&f);
+}
+
+/* ---- 8: explain is the cycle -------------------------------------------------------------------
+ */
 
 static void test_8_explain_is_the_cycle(void **st)
 {
@@ -461,6 +508,7 @@ int main(void)
         cmocka_unit_test(test_4_backfill_limits),
         cmocka_unit_test(test_5_quota_holds_nobody),
         cmocka_unit_test(test_6_preemptor_room),
+        cmocka_unit_test(test_gang_min_below_size),
         cmocka_unit_test(test_8_explain_is_the_cycle),
         cmocka_unit_test(test_8_explain_no_nodes),
         cmocka_unit_test(test_8_explain_stale),
