@@ -13,6 +13,8 @@ PKGS="$PKGS clang-format cppcheck"
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
 PKGS="$PKGS libhwloc-dev iproute2"
+# the scheduling live tests (tests/cli/sched_*.sh, place_live.sh) read the API's JSON with jq.
+PKGS="$PKGS jq"
 # high availability: the HA tests and `make demo-ha` start real etcd clusters (etcd 3.4).
 PKGS="$PKGS etcd-server"
 # clang and its runtime are needed only for `make fuzz`.

@@ -648,6 +648,7 @@ static int run(cyc_t *c)
         c->out->wait_for = j->wait_for;
         c->out->shadow_ns = c->shadow;
         c->out->grace_ns = grace_of(s, j);
+        c->out->reserved = !placed && c->shadow >= 0 && c->shadow_for == j->id;
         j->wait = w;
         j->wait_for = wf;
         if (!placed)

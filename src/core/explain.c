@@ -749,6 +749,17 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
                   j->name);
         break;
     default:
+        if (out.reserved && out.shadow_ns > ctx->now_ns) {
+            dur_text(out.shadow_ns - ctx->now_ns, a, sizeof a);
+            off = app(ex->summary, sizeof ex->summary, off,
+                      "it holds the backfill reservation: it starts in %s at the latest, when "
+                      "the time limits of the jobs in its way run out; ",
+                      a);
+        } else if (out.reserved) {
+            off = app(ex->summary, sizeof ex->summary, off,
+                      "it is first in line (jobs behind it may start only where they delay it "
+                      "not); ");
+        }
         break;
     }
     if (out.wait == ARB_WAIT_VICTIMS || !ex->placeable || ex->never)

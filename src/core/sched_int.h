@@ -164,6 +164,7 @@ typedef struct sched_outcome {
     int64_t shadow_ns; /* the backfill reservation's start when one was made; -1 none */
     int64_t grace_ns;  /* the job's grace past its time limit */
     bool reclaim;      /* ARB_WAIT_TAKEN: by a quota reclaim (else for priority) */
+    bool reserved;     /* it holds the backfill reservation (from shadow_ns) */
 } sched_outcome_t;
 /* Place pending job j as the cycle does (all or nothing, at least its gang
  * minimum; quota usage charged, state PLACED). 0 or -ENOSPC. */

@@ -451,24 +451,60 @@ static int master_port(const st_job_t *sj)
     return 20000 + (int)((h >> 17) % 40000);
 }
 
+/* The GPU memory task t may use on each of its GPUs, MiB: what it asked
+ * for with a share (nvidia.com/gpu-memory), else its share of the
+ * smallest of its devices, else (whole GPUs) that device's memory. Nothing
+ * enforces it in hardware: the task is told (ARBITER_GPU_MEMORY_MIB). */
+static int64_t granted_gpu_mib(st_t *s, const arb_job_t *j, int t)
+{
+    const arb_task_alloc_t *a = &j->alloc[t];
+    const arb_node_t *n = &s->cluster.nodes[a->node];
+    int64_t dev = INT64_MAX;
+
+    if (!a->gpu_mask)
+        return 0;
+    if (a->gpu_mem_mib > 0)
+        return a->gpu_mem_mib;
+    for (int g = 0; g < n->ngpus; g++)
+        if ((a->gpu_mask & (1u << g)) && n->gpu[g].mem_mib > 0 && n->gpu[g].mem_mib < dev)
+            dev = n->gpu[g].mem_mib;
+    if (dev == INT64_MAX)
+        return 0; /* devices of unknown size */
+    return a->gpu_milli >= 1000 ? dev : dev * a->gpu_milli / 1000;
+}
+
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
 {
     const arb_job_t *j = sj->j;
     const arb_task_alloc_t *a = &j->alloc[t];
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
-    char cpu[32], mem[32];
-    json_t *o;
+    char cpu[32], mem[32], mib[32];
+    json_t *o, *env = sj->env ? json_copy(sj->env) : json_object();
+    int64_t cpu_cap = g->lim.cpu_milli, mem_cap = g->lim.mem_bytes, gmib = granted_gpu_mib(s, j, t);
 
-    arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
-    arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
+    /* Kubernetes' rule: requests are what the scheduler reserves; limits
+     * are the caps (cgroups on the agent). A request without a limit is no
+     * cap, unless resources.capRequests says so. */
+    if (s->conf.cap_requests) {
+        cpu_cap = cpu_cap ? cpu_cap : g->req.cpu_milli;
+        mem_cap = mem_cap ? mem_cap : g->req.mem_bytes;
+    }
+    arb_qty_format(cpu_cap, ARB_QTY_MILLI, cpu, sizeof cpu);
+    arb_qty_format(mem_cap, ARB_QTY_BYTES, mem, sizeof mem);
+    snprintf(mib, sizeof mib, "%lld", (long long)gmib);
+    if (gmib > 0)
+        json_object_set_new(env, "ARBITER_GPU_MEMORY_MIB", json_string(mib));
     o = json_pack(
-        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id,
-        "name", j->name, "task", t, "ntasks", arb_job_partial_gang(j) ? j->ntasks : j->nalloc,
-        "attempt", (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
-        gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib", a->gpu_mem_mib, "cpu",
-        cpu, "memory", mem, "command", sj->command ? json_incref(sj->command) : json_array(), "env",
-        sj->env ? json_incref(sj->env) : json_object(), "state",
+        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id, "name",
+        j->name, "task", t, "ntasks", arb_job_partial_gang(j) ? j->ntasks : j->nalloc, "attempt",
+        (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus", gpu_list(a->gpu_mask),
+        "gpu_milli", a->gpu_milli, "gpu_memory_mib", a->gpu_mem_mib, "command",
+        sj->command ? json_incref(sj->command) : json_array(), "env", env, "state",
         st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+    if (o && cpu_cap) /* the caps: absent, none */
+        json_object_set_new(o, "cpu", json_string(cpu));
+    if (o && mem_cap)
+        json_object_set_new(o, "memory", json_string(mem));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
     if (o && j->time_limit_s > 0) {

@@ -51,6 +51,9 @@ const st_conf_key_t st_conf_keys[] = {
     {"events.retention", "int", "100000", "events kept in the log"},
     {"admission.rejectUnfittable", "bool", "true",
      "reject jobs no registered node could ever hold"},
+    {"resources.capRequests", "bool", "false",
+     "cap a task's CPU and memory at its request when it gives no limit (as in Kubernetes, "
+     "limits are the caps and a request alone caps nothing)"},
     {"api.idempotencyRetention", "duration", "24h",
      "an Idempotency-Key answers with its job this long after the job's submit time (wall "
      "clock), then it is deleted and the key makes a new job; 0 keeps keys for ever"},
@@ -63,8 +66,10 @@ const st_conf_key_t st_conf_keys[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const char *const root_keys[] = {"scheduler", "nodes",           "queues", "store", "events",
-                                        "admission", "priorityClasses", "api",    NULL};
+static const char *const root_keys[] = {"scheduler", "nodes",     "queues",          "store",
+                                        "events",    "admission", "priorityClasses", "api",
+                                        "resources", NULL};
+static const char *const resources_keys[] = {"capRequests", NULL};
 static const char *const class_keys[] = {"name", "value", "preemptible", "description", NULL};
 static const char *const sched_keys[] = {"policy",           "queue",        "backfill",
                                          "preemption",       "starvation",   "interval",
@@ -398,6 +403,12 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
             rc = sv_check_keys(&x, &sec, adm_keys);
         if (rc == 0 && sv_get(&sec, "rejectUnfittable", &f))
             rc = sv_bool(&x, &f, &n.reject_unfittable);
+    }
+    if (rc == 0 && sv_get(&root, "resources", &sec)) {
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, resources_keys);
+        if (rc == 0 && sv_get(&sec, "capRequests", &f))
+            rc = sv_bool(&x, &f, &n.cap_requests);
     }
     if (rc == 0 && sv_get(&root, "api", &sec)) {
         if ((rc = sv_map(&x, &sec, &is)) == 0 && is)

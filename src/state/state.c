@@ -341,7 +341,7 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
     arb_cond_init(&s->ev_cond); /* both waited on with monotonic deadlines */
     arb_cond_init(&s->kick);
     arb_cluster_init(&s->cluster);
-    arb_rng_seed(&s->rng, 1);
+    arb_rng_seed(&s->rng, conf->seed ? conf->seed : 1);
     s->next_id = 1;
     s->m_start_mono = s->m_window_mono = st_now_ns(s);
     s->ring_cap = s->conf.event_retention;

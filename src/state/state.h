@@ -89,12 +89,14 @@ typedef struct st_conf {
     int event_retention;       /* events kept (default 100000) */
     store_sync_t sync;         /* store.synchronous: full (default) or normal */
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
+    bool cap_requests;         /* resources.capRequests: a request without a limit is its cap */
     int64_t idem_retention_ns; /* api.idempotencyRetention: keys kept (default 24 h; 0: for ever) */
     int nqueues;
     st_queue_conf_t *queues;    /* owned; freed by st_conf_free */
     int nclasses;               /* priorityClasses: the built-ins, then the config's */
     spec_prio_class_t *classes; /* owned; NULL: the built-ins only */
     st_clock_t clock;           /* {0}: the system clocks */
+    uint64_t seed;              /* the scheduler's random tie-breaking (0: 1) */
 } st_conf_t;
 
 /* Defaults for every key. */
