@@ -381,6 +381,11 @@ int agent_step(agent_t *a, arb_err_t *err)
         timeout = a->lease.expires_ns - t; /* active, or adopted tasks' old lease */
     if (a->conf.report_timeout_ns > 0 && a->conf.report_timeout_ns < timeout)
         timeout = a->conf.report_timeout_ns;
+    /* nor a task's time limit (or the SIGKILL after its grace): they are
+     * kept here, controller or not */
+    int64_t due = agent_exec_next_deadline(&a->exec);
+    if (due > 0 && due - t < timeout)
+        timeout = due - t > 1000000 ? due - t : 1000000;
     sent = t;
     memset(&terr, 0, sizeof terr);
     memset(&reply, 0, sizeof reply);

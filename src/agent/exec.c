@@ -831,6 +831,21 @@ static void time_limit(agent_exec_t *x, agent_task_t *t, int64_t now_ns)
     snprintf(t->reason, sizeof t->reason, "timeout");
 }
 
+int64_t agent_exec_next_deadline(const agent_exec_t *x)
+{
+    int64_t next = 0;
+
+    for (int i = 0; i < x->ntasks; i++) {
+        const agent_task_t *t = x->tasks[i];
+        int64_t d = t->state == AGENT_TASK_RUNNING    ? t->deadline_ns
+                    : t->state == AGENT_TASK_STOPPING ? t->kill_at_ns
+                                                      : 0;
+        if (d > 0 && (next == 0 || d < next))
+            next = d;
+    }
+    return next;
+}
+
 int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
 {
     int changed = 0, status;

@@ -187,6 +187,10 @@ int agent_exec_wait(agent_exec_t *x, int64_t timeout_ns);
 agent_task_t *agent_exec_find(agent_exec_t *x, const char *job, int task);
 /* Drop an EXITED task from the table (its report reached the controller). */
 int agent_exec_forget(agent_exec_t *x, const char *job, int task);
+/* The next instant a task is due to be stopped or killed by the executor
+ * itself (a time limit, the end of a grace period); 0 none. A caller that
+ * blocks (a report to a controller) must not block past it. */
+int64_t agent_exec_next_deadline(const agent_exec_t *x);
 /* Live tasks (RUNNING or STOPPING). */
 int agent_exec_live(const agent_exec_t *x);
 

@@ -29,7 +29,7 @@ sc_explain() {
 }
 
 sc_last_event() {
-    $ARB events -o json 2>/dev/null | jq -r '.events | last | .lamport // 0'
+    $ARB events -o json 2>/dev/null | tail -n 1 | jq -r '.lamport // 0'
 }
 
 # (sh has no local variables: every helper's own are named sc_*)
@@ -64,5 +64,5 @@ sc_settle() {
 }
 
 sc_events_n() {
-    $ARB events -o json | jq "[.events[] | select(.type == \"$1\" and .job == $2)] | length"
+    $ARB events -o json | jq -s "[.[] | select(.type == \"$1\" and .job == $2)] | length"
 }
