@@ -678,8 +678,9 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             if (v[i].j->evicting)
                 v[i].j->shrink_to = 0;
         j->waiting = true;
-        /* Its claim: every node a victim of it holds (cycle.c fences them). */
-        sched_claim_drop(j);
+        /* Its claim: every node a victim of it holds (cycle.c fences them),
+         * added to what it claimed in earlier rounds (a gang may need
+         * victims in several rounds; the room of the first must stay its). */
         for (int i = 0; i < nv; i++)
             for (int t = 0; v[i].evicted && t < v[i].nalloc; t++) {
                 uint32_t n = v[i].saved[t].node;
