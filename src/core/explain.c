@@ -466,12 +466,11 @@ static void diagnose(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_exp
         for (int k = 0; k < nstale_named; k++) { /* until they report again */
             const arb_node_t *n = &s->c->nodes[stale_ids[k]];
             dur_text(ctx->now_ns - n->report_ns, a, sizeof a);
-            off = app(ex->summary, sizeof ex->summary, off, "%s%s, last report %s ago",
-                      k ? "; " : " (left out for a stale report: ", arb_node_name(s->c, n), a);
+            off = app(ex->summary, sizeof ex->summary, off, "%s%s (last report %s ago)",
+                      k ? ", " : "; left out for a stale report: ", arb_node_name(s->c, n), a);
         }
-        if (nstale_named)
-            off = app(ex->summary, sizeof ex->summary, off, "%s)",
-                      nstale_named < ex->nstale ? "; ..." : "");
+        if (nstale_named && nstale_named < ex->nstale)
+            off = app(ex->summary, sizeof ex->summary, off, ", ...");
     } else {
         /* Kubernetes-style: "0/N nodes are available: ...", with numbers. */
         off = app(ex->summary, sizeof ex->summary, off, "%d/%d nodes are available", fit_nodes,

@@ -97,7 +97,7 @@ x "$mem" | grep -q "1 insufficient memory (needs 30Gi, the most free on one node
     { $ARB nodes >&2; sc_explain "$mem" >&2; sc_explain "$g" >&2; kill -CONT "$(cat "$T/pid.n2")"; cl_fail "stale explain: $(x "$mem")"; }
 [ "$(sc_explain "$mem" | jq -r .explain.stale_nodes)" = 1 ] ||
     { kill -CONT "$(cat "$T/pid.n2")"; cl_fail "stale json: $(sc_explain "$mem")"; }
-x "$g" | grep -q "can never start as it is: .*(left out for a stale report: n2, last report [0-9]* s ago)" ||
+x "$g" | grep -q "can never start as it is: .*; left out for a stale report: n2 (last report [0-9]* s ago)" ||
     { kill -CONT "$(cat "$T/pid.n2")"; cl_fail "gang with a stale node: $(x "$g")"; }
 kill -CONT "$(cat "$T/pid.n2")"
 echo "$NAME: ok"
