@@ -57,6 +57,7 @@
 #include "agent/emulate.h"
 #include "agent/logserve.h"
 #include "cli/cli.h"
+#include "util/duration.h"
 
 #define AGENT_USAGE                                                                                \
     "usage: arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]\n"              \
@@ -86,21 +87,12 @@ static void on_usr1(int sig)
     reset_flag = 1;
 }
 
-/* "250ms", "1s", "2m", or plain seconds; ns, or -1. */
+/* A positive duration in the one grammar (src/util/duration.h); ns, or -1. */
 static int64_t duration_ns(const char *s)
 {
-    char *end;
-    double v = strtod(s, &end);
+    int64_t ns;
 
-    if (end == s || v <= 0)
-        return -1;
-    if (!strcmp(end, "ms"))
-        return (int64_t)(v * 1e6);
-    if (!*end || !strcmp(end, "s"))
-        return (int64_t)(v * 1e9);
-    if (!strcmp(end, "m"))
-        return (int64_t)(v * 60e9);
-    return -1;
+    return arb_duration_parse(s, &ns, NULL) == 0 && ns > 0 ? ns : -1;
 }
 
 static void human_bytes(double b, char *buf, size_t n)

@@ -17,7 +17,8 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter sim --nodes NODES.csv --pods PODS.csv --policy POLICY[,...] [--seed N | --seeds A-B] "
      "[--mode paper|events] [--inflate 1.3] [--online] [--queue fifo|priority|drf] [--compress X] "
      "[--cycle S] [--arrivals poisson:RATE --durations FILE [--tasks N]] [--gangs G:N:LEVEL] "
-     "[--topology FILE] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N]",
+     "[--topology FILE] [--gen POINTS [--gen-seed S] [--spec-from FILE] [--gen-out DIR]] "
+     "[-o json|csv|compare|table] [--expected DIR] [--svg FILE] [--jobs N]",
      cli_sim, false},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] [--policy NAME] "
@@ -26,7 +27,9 @@ const cli_cmd_t cli_cmds[] = {
      "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] "
      "[-o text|json]\n"
      "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
-     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]",
+     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]\n"
+     "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] [--rates R,R,R] "
+     "[--policies P,..] [-o json]",
      cli_bench, false},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
      "arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --service NAME --controller "

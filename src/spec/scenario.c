@@ -1210,7 +1210,6 @@ static int parse_scheduler(sx_t *x, const sval_t *v, spec_scenario_t *s)
 {
     arb_profile_t prof;
     sval_t f;
-    int64_t secs;
     bool is;
     int rc = sv_map(x, v, &is);
     char buf[64];
@@ -1234,9 +1233,8 @@ static int parse_scheduler(sx_t *x, const sval_t *v, spec_scenario_t *s)
     if (sv_get(v, "preemption", &f) && (rc = sv_bool(x, &f, &s->preemption)) < 0)
         return rc;
     if (sv_get(v, "starvation", &f)) {
-        if ((rc = sv_duration(x, &f, &secs)) < 0)
+        if ((rc = sv_duration_ns(x, &f, &s->starvation_ns)) < 0)
             return rc;
-        s->starvation_ns = secs * 1000000000LL;
     }
     return 0;
 }

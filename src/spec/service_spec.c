@@ -27,7 +27,6 @@ static int take_autoscale(sx_t *x, const sval_t *v, spec_service_t *c)
                                        "cooldown",    "tolerance",      "drainTimeout",  NULL};
     sval_t f;
     bool is = false;
-    int64_t secs;
     int rc;
 
     if ((rc = sv_map(x, v, &is)) < 0)
@@ -55,19 +54,16 @@ static int take_autoscale(sx_t *x, const sval_t *v, spec_service_t *c)
     if (sv_get(v, "tolerance", &f) && (rc = sv_double(x, &f, 0, 0.99, &c->as.tolerance)) < 0)
         return rc;
     if (sv_get(v, "window", &f)) {
-        if ((rc = sv_duration(x, &f, &secs)) < 0)
+        if ((rc = sv_duration_ns(x, &f, &c->as.window_ns)) < 0)
             return rc;
-        c->as.window_ns = secs * 1000000000LL;
     }
     if (sv_get(v, "cooldown", &f)) {
-        if ((rc = sv_duration(x, &f, &secs)) < 0)
+        if ((rc = sv_duration_ns(x, &f, &c->as.cooldown_ns)) < 0)
             return rc;
-        c->as.cooldown_ns = secs * 1000000000LL;
     }
     if (sv_get(v, "drainTimeout", &f)) {
-        if ((rc = sv_duration(x, &f, &secs)) < 0)
+        if ((rc = sv_duration_ns(x, &f, &c->drain_ns)) < 0)
             return rc;
-        c->drain_ns = secs * 1000000000LL;
     }
     return 0;
 }

@@ -14,6 +14,7 @@
 #include <libfyaml.h>
 
 #include "spec/sval.h"
+#include "util/duration.h"
 
 /* ---- positions and messages ----------------------------------------------- */
 
@@ -613,64 +614,30 @@ int sv_qty(sx_t *x, const sval_t *v, arb_qty_kind_t kind, int64_t *out)
     return rc < 0 ? sv_prefix(x, v, rc, false) : 0;
 }
 
-/* A duration: whole seconds ("3600") or units s, m, h, d ("90m", "1h30m"). */
-int sv_duration(sx_t *x, const sval_t *v, int64_t *secs)
+/* A duration in the one grammar (src/util/duration.h), into ns. */
+int sv_duration_ns(sx_t *x, const sval_t *v, int64_t *ns)
 {
-    static const int64_t max = 100LL * 366 * 86400;
     char buf[64];
-    const char *p;
-    int64_t total = 0;
     int rc = sv_text(x, v, buf, sizeof buf, false);
 
     if (rc < 0)
         return rc;
-    for (p = buf; *p;) {
-        const char *start = p;
-        int64_t n = 0, unit;
-        if (!isdigit((unsigned char)*p))
-            goto bad;
-        while (isdigit((unsigned char)*p)) {
-            n = n * 10 + (*p++ - '0');
-            if (n > max)
-                goto range;
-        }
-        switch (*p) {
-        case '\0':
-            if (start != buf)
-                goto bad; /* a bare number (seconds) must stand alone */
-            unit = 1;
-            break;
-        case 's':
-            unit = 1;
-            p++;
-            break;
-        case 'm':
-            unit = 60;
-            p++;
-            break;
-        case 'h':
-            unit = 3600;
-            p++;
-            break;
-        case 'd':
-            unit = 86400;
-            p++;
-            break;
-        default:
-            goto bad;
-        }
-        total += n * unit;
-        if (total > max)
-            goto range;
-    }
-    *secs = total;
+    rc = arb_duration_parse(buf, ns, x->err);
+    return rc < 0 ? sv_prefix(x, v, rc, true) : 0;
+}
+
+/* A duration in whole seconds (a field stored in seconds, as timeLimit). */
+int sv_duration(sx_t *x, const sval_t *v, int64_t *secs)
+{
+    int64_t ns;
+    int rc = sv_duration_ns(x, v, &ns);
+
+    if (rc < 0)
+        return rc;
+    if (ns % 1000000000LL)
+        return sv_fail(x, v, -EINVAL, "is counted in whole seconds; give 1s or more (as 90s, 2m)");
+    *secs = ns / 1000000000LL;
     return 0;
-bad:
-    return sv_fail(x, v, -EINVAL,
-                   "'%s' is not a duration; use seconds (3600) or units s, m, h, d (90m, 1h30m)",
-                   buf);
-range:
-    return sv_fail(x, v, -ERANGE, "'%s' is too long; the most is 100 years", buf);
 }
 
 /* One of names[0..n) (NULL entries skipped); *out is its index. */

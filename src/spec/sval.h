@@ -108,7 +108,10 @@ int sv_bool(sx_t *x, const sval_t *v, bool *out);
 int sv_double(sx_t *x, const sval_t *v, double lo, double hi, double *out);
 /* A Kubernetes quantity, quoted or not; the message names v's path. */
 int sv_qty(sx_t *x, const sval_t *v, arb_qty_kind_t kind, int64_t *out);
-/* Whole seconds ("3600") or units s, m, h, d ("90m", "1h30m"). */
+/* A duration in the one grammar (src/util/duration.h: "500ms", "90s",
+ * "1h30m", "1d", whole seconds "3600"): into ns, or whole seconds (a value
+ * with a fraction of a second is refused there). */
+int sv_duration_ns(sx_t *x, const sval_t *v, int64_t *ns);
 int sv_duration(sx_t *x, const sval_t *v, int64_t *secs);
 /* One of names[0..n) (NULL entries skipped); *out is its index. */
 int sv_enum(sx_t *x, const sval_t *v, const char *const *names, int n, int *out);

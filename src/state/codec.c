@@ -12,6 +12,13 @@
  * taken out before the spec reader sees the mapping: "command" (a list of
  * strings), "env" (a map of names to strings) and "restartable" (a bool,
  * default true: a task lost with its node requeues the job; false fails it).
+ *
+ * What the state holds (a job's command and env, a node's telemetry and
+ * inventory) goes into a reply as a deep copy, never shared by reference:
+ * the reply is encoded and freed by the API's thread after the state lock
+ * is released, and jansson's reference counts are not safe to share across
+ * threads (its decrement releases without an acquire before the free; a
+ * TSan report of a node's telemetry freed under a reply being read).
  */
 #include <libfyaml.h>
 #include <stdio.h>
@@ -367,9 +374,9 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
         json_object_set_new(o, "elastic",
                             json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min, "max", j->ntasks,
                                       "current", j->nalloc, "generation", (int)j->resize_gen));
-    json_object_set_new(o, "command", sj->command ? json_incref(sj->command) : json_array());
+    json_object_set_new(o, "command", sj->command ? json_deep_copy(sj->command) : json_array());
     if (sj->env)
-        json_object_set_new(o, "env", json_incref(sj->env));
+        json_object_set_new(o, "env", json_deep_copy(sj->env));
     /* The job's recent events, oldest first. */
     json_t *evs = json_array();
     int found = 0, idx[32];
@@ -479,7 +486,7 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
     const arb_task_alloc_t *a = &j->alloc[t];
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     char cpu[32], mem[32], mib[32];
-    json_t *o, *env = sj->env ? json_copy(sj->env) : json_object();
+    json_t *o, *env = sj->env ? json_deep_copy(sj->env) : json_object();
     int64_t cpu_cap = g->lim.cpu_milli, mem_cap = g->lim.mem_bytes, gmib = granted_gpu_mib(s, j, t);
 
     /* Kubernetes' rule: requests are what the scheduler reserves; limits
@@ -499,7 +506,7 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         j->name, "task", t, "ntasks", arb_job_partial_gang(j) ? j->ntasks : j->nalloc, "attempt",
         (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus", gpu_list(a->gpu_mask),
         "gpu_milli", a->gpu_milli, "gpu_memory_mib", a->gpu_mem_mib, "command",
-        sj->command ? json_incref(sj->command) : json_array(), "env", env, "state",
+        sj->command ? json_deep_copy(sj->command) : json_array(), "env", env, "state",
         st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
     if (o && cpu_cap) /* the caps: absent, none */
         json_object_set_new(o, "cpu", json_string(cpu));
@@ -577,6 +584,8 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
                   (int)(n->cap.gpu_milli / 1000), "cpu", cpu, "memory", mem, "allocated", "gpus",
                   (double)n->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem, "tasks",
                   n->ntasks, "labels", labels);
+    if (x->lost) /* silent past lease + grace; its tasks were requeued */
+        json_object_set_new(o, "lost", json_true());
     if (x->report_mono) {
         json_object_set_new(o, "report_age_s", json_real((double)(now - x->report_mono) / 1e9));
         jv_time(x->report_ms, tbuf, sizeof tbuf);
@@ -586,9 +595,9 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
         json_object_set_new(o, "report_age_s", json_null());
     }
     if (full && x->telemetry)
-        json_object_set_new(o, "telemetry", json_incref(x->telemetry));
+        json_object_set_new(o, "telemetry", json_deep_copy(x->telemetry));
     if (full && x->inventory)
-        json_object_set_new(o, "inventory", json_incref(x->inventory));
+        json_object_set_new(o, "inventory", json_deep_copy(x->inventory));
     return o;
 }
 

@@ -109,45 +109,10 @@ void st_conf_free(st_conf_t *c)
     c->nqueues = 0;
 }
 
-/* "250ms", "10s", "5m", "1h", "1h30m", or whole seconds; into ns. */
+/* A duration in the one grammar (src/util/duration.h), into ns. */
 static int duration(sx_t *x, const sval_t *v, int64_t *ns)
 {
-    char buf[64], *p;
-    int64_t total = 0;
-    int rc = sv_plain(x, v, buf, sizeof buf, "a duration");
-
-    if (rc < 0)
-        return rc;
-    p = buf;
-    if (!*p)
-        return sv_fail(x, v, -EINVAL, "empty duration; write e.g. 500ms, 10s, 5m, 1h");
-    while (*p) {
-        char *end;
-        long long n = strtoll(p, &end, 10);
-        int64_t unit;
-        if (end == p || n < 0 || n > 100000000LL)
-            return sv_fail(x, v, -EINVAL, "'%s' is not a duration; write e.g. 500ms, 10s, 5m, 1h",
-                           buf);
-        if (strncmp(end, "ms", 2) == 0) {
-            unit = 1000000LL;
-            end += 2;
-        } else if (*end == 's' || *end == '\0') {
-            unit = 1000000000LL;
-            end += *end == 's';
-        } else if (*end == 'm') {
-            unit = 60000000000LL;
-            end++;
-        } else if (*end == 'h') {
-            unit = 3600000000000LL;
-            end++;
-        } else {
-            return sv_fail(x, v, -EINVAL, "'%s': unknown unit; use ms, s, m or h", buf);
-        }
-        total += n * unit;
-        p = end;
-    }
-    *ns = total;
-    return 0;
+    return sv_duration_ns(x, v, ns);
 }
 
 static int resmap(sx_t *x, const sval_t *v, arb_res_t *r)
