@@ -157,9 +157,16 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
     }
     s->fence_on = true; /* every node, one by one (the classes are of the busy cluster) */
     s->fence_mask = 0;
+    /* Feasibility only: no score plugin sees this trial (their state and
+     * caches stay those of the real cluster), GPUs picked best-fit. */
+    int nscores = s->conf.profile.nscores, picker = s->picker;
+    s->conf.profile.nscores = 0;
+    s->picker = -1;
     fits = sched_place_job(s, j, &c) == 0;
     if (fits)
         sched_unbind(s, j);
+    s->conf.profile.nscores = nscores;
+    s->picker = picker;
     for (uint32_t i = 0; i < s->c->nnodes; i++) {
         arb_node_t *n = &s->c->nodes[i];
         n->used = u[i].used;

@@ -552,8 +552,6 @@ static void diagnose(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_exp
     /* What would make it fit. */
     off = strlen(ex->hint);
     int64_t free_gpus = ex->free_gpu_milli / 1000;
-    bool domain_req =
-        ex->need_gpus > g->gpus || (g->topo.required && g->topo.level == ARB_TOPO_NVLINK);
     if (ex->never) {
         if (g->topo.required && g->topo.level != ARB_TOPO_ANY && dom_cap < ex->need_gpus)
             off = app(ex->hint, sizeof ex->hint, off,
@@ -565,8 +563,7 @@ static void diagnose(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_exp
                       "Lower the request (or split it into more tasks), or add a node that can "
                       "hold it; it waits until then and holds no job behind it back. ");
     } else {
-        if (ex->need_gpus > 0 && domain_req && ex->largest_free < ex->need_gpus &&
-            free_gpus >= ex->need_gpus)
+        if (ex->need_gpus > 1 && ex->largest_free < ex->need_gpus && free_gpus >= ex->need_gpus)
             off = app(ex->hint, sizeof ex->hint, off,
                       "%lld GPUs are free in the cluster but at most %d in any one %s: the free "
                       "GPUs are fragmented. ",
