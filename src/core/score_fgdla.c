@@ -44,6 +44,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "core/fgdla_plan.h"
 #include "core/paper.h"
 #include "sched_int.h"
 
@@ -51,6 +52,8 @@
 #define LA_SEC_SCALE 4000.0 /* dF2 per unit of the sigmoid (F2 counts ~4x F's milli) */
 #define LA_MAX_POOLS 16     /* GPU models the pool balance tells apart */
 #define LA_MAX_CLASSES 64   /* distinct allowed-model lists it tracks */
+#define LA_PLAN_GROWTH 1.5  /* re-plan when the observed tasks grew by half */
+#define LA_LOSS_MAX 1e6     /* plan losses (milli) are capped here for the score */
 
 /* Tasks restricted to the same set of GPU models, and what they asked. */
 typedef struct la_class {
@@ -79,11 +82,12 @@ typedef struct la_key {
 typedef struct la_entry {
     uint64_t ver;
     uint32_t gen, fgen;
-    int8_t gpu; /* the share's GPU; -1 none */
-    int8_t ok;  /* 0: FGD says it does not fit */
-    int8_t fs;  /* FGD's integer */
-    double sec; /* the second key */
-    double df;  /* FGD's raw delta F for gpu; NAN until needed */
+    int8_t gpu;  /* the share's GPU; -1 none */
+    int8_t ok;   /* 0: FGD says it does not fit */
+    int8_t fs;   /* FGD's integer */
+    double sec;  /* the second key */
+    double df;   /* FGD's raw delta F for gpu; NAN until needed */
+    double loss; /* the plan's loss, whole milli */
 } la_entry_t;
 
 typedef struct la_ncache {
@@ -125,6 +129,11 @@ typedef struct la_state {
     double share[LA_MAX_CLASSES][LA_MAX_POOLS]; /* a class's part of pool_need */
     double loss[LA_MAX_POOLS];                  /* for the task being placed */
     bool any_loss;
+    /* The plan (fgdla_plan.c): prices from the LP of the observed mix. */
+    la_plan_t *plan;
+    double plan_tasks;    /* observed tasks at the last solve */
+    la_plan_task_t ptask; /* the task being placed, as the plan sees it */
+    double pbase;         /* its least cost anywhere */
 } la_state_t;
 
 /* ---- the weighted shapes ---------------------------------------------------- */
@@ -473,9 +482,11 @@ static void *la_init(const arb_sched_t *s)
     st->c = s->c;
     st->fgd = arb_score_fgd.init(s);
     st->tab = fgd_table_new(&s->c->strs);
-    if (!st->fgd || !st->tab) {
+    st->plan = la_plan_new();
+    if (!st->fgd || !st->tab || !st->plan) {
         arb_score_fgd.fini(st->fgd);
         fgd_table_free(st->tab);
+        la_plan_free(st->plan);
         free(st);
         return NULL;
     }
@@ -497,6 +508,7 @@ static void la_fini(void *state)
     free(st->keys);
     free(st->f0);
     free(st->w);
+    la_plan_free(st->plan);
     fgd_table_free(st->tab);
     arb_score_fgd.fini(st->fgd);
     free(st);
@@ -573,11 +585,22 @@ static la_state_t *prepare(const arb_pctx_t *pc, arb_pctx_t *fp)
 
     *fp = *pc;
     fp->state = st->fgd;
+    /* Nodes joined since the plan was made: price them too. */
+    if (la_plan_ok(st->plan) && la_plan_nodes(st->plan) != st->c->nnodes)
+        st->dirty = true;
     if (st->dirty) {
         if (la_build(st) == 0) {
             double t = fgd_table_tasks(st->tab);
+            /* A solve costs a few hundred ms on openb: on a geometric
+             * schedule, and when the nodes changed. Failure leaves it off
+             * (fgd-la is then FGD with its look-ahead and pool balance). */
+            if (t >= st->plan_tasks * LA_PLAN_GROWTH || la_plan_nodes(st->plan) != st->c->nnodes) {
+                la_plan_solve(st->plan, st->c, st->tab, NULL);
+                st->plan_tasks = t;
+            }
             st->gen++;
             st->next_build = t + (t / 8 > 1 ? t / 8 : 1);
+            st->job = NULL; /* the memoised task's base price is stale */
         }
         st->dirty = false;
     }
@@ -599,6 +622,13 @@ static la_state_t *prepare(const arb_pctx_t *pc, arb_pctx_t *fp)
         st->grp = g;
         st->key = cache_slot(st, k);
         pools_prepare(st, j, g);
+        st->ptask.cpu = k->cpu;
+        st->ptask.mem = (double)k->mem;
+        st->ptask.milli = k->milli;
+        st->ptask.num = k->num;
+        st->ptask.nmodels = k->nmodels;
+        st->ptask.models = k->models;
+        st->pbase = la_plan_base(st->plan, &st->ptask);
     }
     return st;
 }
@@ -658,10 +688,30 @@ static double with_loss(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *
     return (adj < fs ? adj : fs) + sec;
 }
 
+/* The plan's loss of the memoised task on n, its share from a GPU with
+ * free_before milli free: whole milli, 0 when the plan is off. */
+static double plan_loss(const la_state_t *st, const arb_node_t *n, int free_before)
+{
+    double l;
+
+    if (!la_plan_ok(st->plan))
+        return 0;
+    l = nearbyint(la_plan_cost(st->plan, n, &st->ptask, free_before) - st->pbase);
+    return l < 0 ? 0 : l > LA_LOSS_MAX ? LA_LOSS_MAX : l;
+}
+
+/* The score from its keys: the plan's loss first (when there is a plan),
+ * then FGD's integer with the pool loss, then the second key. */
+static double compose(const la_state_t *st, double loss, double fgd_and_sec)
+{
+    return la_plan_ok(st->plan) ? (LA_LOSS_MAX - loss) * 100 + fgd_and_sec : fgd_and_sec;
+}
+
 /*
- * The composite score of the memoised task on n (FGD's integer plus the
- * second key) and, for a share, its GPU. want >= 0 scores that GPU instead
- * of choosing one (another plugin picked it). false when FGD finds no fit.
+ * The composite score of the memoised task on n and, for a share, its GPU:
+ * the GPU with the least plan loss, among those FGD's integer best, among
+ * those the one where F2 grows least. want >= 0 scores that GPU instead of
+ * choosing one (another plugin picked it). false when FGD finds no fit.
  */
 static bool la_eval(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, int want,
                     double *score, int *gpu)
@@ -670,12 +720,12 @@ static bool la_eval(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, i
     la_entry_t *e = st->key >= 0 && want < 0 ? &st->ent[st->key][n->id] : NULL;
     int8_t per[ARB_MAX_GPUS];
     la_view_t v;
-    double f0, best_df = 0;
+    double f0, best_df = 0, best_loss = 0;
     int fs, best = -1;
 
     if (e && e->ver == n->version && e->gen == st->gen && e->fgen == fgen) {
         *gpu = e->gpu;
-        *score = e->ok ? with_loss(fp, st, n, e, e->fs, e->gpu, e->sec) : 0;
+        *score = e->ok ? compose(st, e->loss, with_loss(fp, st, n, e, e->fs, e->gpu, e->sec)) : 0;
         return e->ok;
     }
     fs = fgd_gpu_scores(fp, n, per);
@@ -684,13 +734,16 @@ static bool la_eval(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, i
     if (fs >= 0 && st->cur.milli > 0 && st->cur.milli < 1000) {
         int32_t seen[ARB_MAX_GPUS];
         double seen_df[ARB_MAX_GPUS];
-        int nseen = 0;
-        if (want >= 0 && want < v.ng && per[want] >= 0)
-            fs = per[want];
+        int nseen = 0, best_fs = -1;
         for (int i = 0; i < v.ng; i++) {
-            double df = NAN;
-            if (per[i] != fs || (want >= 0 && i != want))
+            double df = NAN, loss;
+            if (per[i] < 0 || (want >= 0 && i != want))
                 continue;
+            loss = plan_loss(st, n, v.free[i]);
+            if (best >= 0 && (loss > best_loss || (loss == best_loss && per[i] < best_fs)))
+                continue;
+            if (best >= 0 && (loss < best_loss || per[i] > best_fs))
+                best = -1; /* a better key: F2 starts over */
             /* GPUs with the same free share give the same F2. */
             for (int s = 0; s < nseen && isnan(df); s++)
                 if (seen[s] == v.free[i])
@@ -703,12 +756,14 @@ static bool la_eval(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, i
             if (best < 0 || df < best_df - 1e-9) {
                 best = i;
                 best_df = df;
+                best_fs = per[i];
+                best_loss = loss;
             }
         }
-        if (best < 0)
-            fs = -1;
+        fs = best < 0 ? -1 : best_fs;
     } else if (fs >= 0) {
         best_df = f2_after(st, v, -1) - f0;
+        best_loss = plan_loss(st, n, 1000);
     }
     *gpu = best;
     if (e) {
@@ -720,8 +775,10 @@ static bool la_eval(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, i
         e->fs = (int8_t)(fs >= 0 ? fs : 0);
         e->sec = sec_key(best_df);
         e->df = NAN;
+        e->loss = best_loss;
     }
-    *score = fs >= 0 ? with_loss(fp, st, n, e, fs, best, sec_key(best_df)) : 0;
+    *score =
+        fs >= 0 ? compose(st, best_loss, with_loss(fp, st, n, e, fs, best, sec_key(best_df))) : 0;
     return fs >= 0;
 }
 
