@@ -11,6 +11,8 @@ PKGS="pkg-config libcmocka-dev libfyaml-dev"
 PKGS="$PKGS clang-format cppcheck"
 # the controller: store, HTTP server, JSON, HTTP client (CLI verbs, tests).
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
+# TLS: certificates and the cluster CA of `arbiter init` (libmicrohttpd's TLS is GnuTLS too).
+PKGS="$PKGS libgnutls28-dev"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
 PKGS="$PKGS libhwloc-dev iproute2"
 # high availability: the HA tests and `make demo-ha` start real etcd clusters (etcd 3.4).

@@ -1,30 +1,56 @@
 /*
- * auth.c: bearer tokens for the API, from a tokens file:
+ * auth.c: who is calling. Two kinds of credentials name a principal (a
+ * role, a team, a name, and for agents the node they act as):
  *
- *   # TOKEN                ROLE   TEAM     [NAME]
- *   3f9c2a...              admin  ops      alice
- *   b71e04...              user   team-a   bob
- *   5d8e11...              agent  nodes    node-agent
+ *   bearer tokens, from a tokens file:
+ *
+ *     # TOKEN                ROLE   TEAM     [NAME | NODE]
+ *     3f9c2a...              admin  ops      alice
+ *     b71e04...              user   team-a   bob
+ *     5d8e11...              agent  nodes    gpu-node-7
+ *
+ *   client certificates signed by the cluster CA (`arbiter init`), checked
+ *   by the TLS layer (src/tls): CN the name (an agent's node), O the role,
+ *   OU the team.
  *
  * admin: everything. user: submit to the team's queue, see and cancel the
- * team's jobs, read nodes, queues and events. agent: report nodes and fetch
- * assignments. The file should be readable by the controller only; a
- * group- or world-readable file is accepted with a warning.
+ * team's jobs, read nodes, queues and events. agent: report as, fetch the
+ * assignments of and check log tickets for its own node only (the fourth
+ * column of its token, or its certificate's CN): an agent token without a
+ * node may reach the service routes (a balancer) but acts as no node.
+ *
+ * Tokens are kept as SHA-256 digests only, and a presented token is hashed
+ * and compared with every entry's digest in full: the time taken says
+ * neither where a guess differs nor how long the real token is. The file
+ * should be readable by the controller only; a group- or world-readable
+ * file is accepted with a warning.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 
 #include "api/api.h"
+#include "tls/tls.h"
 
 const char *api_role_name(st_role_t r)
 {
     return r == ST_ROLE_ADMIN ? "admin" : r == ST_ROLE_USER ? "user" : "agent";
 }
 
+static st_role_t role_of(const char *s)
+{
+    return strcmp(s, "admin") == 0   ? ST_ROLE_ADMIN
+           : strcmp(s, "user") == 0  ? ST_ROLE_USER
+           : strcmp(s, "agent") == 0 ? ST_ROLE_AGENT
+                                     : 0;
+}
+
 void api_tokens_free(api_tokens_t *t)
 {
+    if (t->v)
+        memset(t->v, 0, (size_t)t->n * sizeof *t->v);
     free(t->v);
     t->v = NULL;
     t->n = 0;
@@ -59,7 +85,7 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
             rc = arb_errf(err, -EINVAL, "%s:%d: expected 'TOKEN ROLE TEAM [NAME]'", path, lineno);
             break;
         }
-        if (strlen(tok) < 16 || strlen(tok) >= sizeof n.v->token) {
+        if (strlen(tok) < 16 || strlen(tok) > 127) {
             rc = arb_errf(err, -EINVAL, "%s:%d: a token must be 16..127 characters", path, lineno);
             break;
         }
@@ -68,17 +94,17 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
                           ST_NAME_MAX);
             break;
         }
-        st_role_t r = strcmp(role, "admin") == 0   ? ST_ROLE_ADMIN
-                      : strcmp(role, "user") == 0  ? ST_ROLE_USER
-                      : strcmp(role, "agent") == 0 ? ST_ROLE_AGENT
-                                                   : 0;
+        st_role_t r = role_of(role);
         if (!r) {
             rc = arb_errf(err, -EINVAL, "%s:%d: role '%s'; use admin, user or agent", path, lineno,
                           role);
             break;
         }
+        unsigned char h[32];
+        tls_sha256(tok, strlen(tok), h);
+        memset(tok, 0, sizeof tok);
         for (int i = 0; i < n.n; i++)
-            if (strcmp(n.v[i].token, tok) == 0)
+            if (tls_mem_equal(n.v[i].hash, h, sizeof h))
                 rc = arb_errf(err, -EINVAL, "%s:%d: this token is already on line of another entry",
                               path, lineno);
         if (rc)
@@ -90,13 +116,21 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
         }
         n.v = v;
         memset(&n.v[n.n], 0, sizeof n.v[n.n]);
-        snprintf(n.v[n.n].token, sizeof n.v[n.n].token, "%.127s", tok);
+        memcpy(n.v[n.n].hash, h, sizeof h);
         n.v[n.n].role = r;
         snprintf(n.v[n.n].team, sizeof n.v[n.n].team, "%.63s", team);
         snprintf(n.v[n.n].name, sizeof n.v[n.n].name, "%.63s", name[0] ? name : team);
+        if (r == ST_ROLE_AGENT && name[0])
+            snprintf(n.v[n.n].node, sizeof n.v[n.n].node, "%.63s", name);
+        else if (r == ST_ROLE_AGENT)
+            fprintf(stderr,
+                    "arbiter: warning: %s:%d: an agent token without a node (TOKEN agent TEAM "
+                    "NODE) may not report as any node\n",
+                    path, lineno);
         n.n++;
     }
     fclose(f);
+    memset(line, 0, sizeof line);
     if (rc == 0 && n.n == 0)
         rc = arb_errf(err, -EINVAL, "tokens file '%s' holds no token", path);
     if (rc < 0) {
@@ -110,16 +144,71 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
 const api_token_t *api_tokens_find(const api_tokens_t *t, const char *token)
 {
     const api_token_t *hit = NULL;
-    size_t n = strlen(token);
+    unsigned char h[32];
 
-    for (int i = 0; i < t->n; i++) {
-        const char *a = t->v[i].token;
-        size_t m = strlen(a);
-        unsigned char diff = (unsigned char)(m != n);
-        for (size_t k = 0; k < n && k < m; k++)
-            diff |= (unsigned char)(a[k] ^ token[k]);
-        if (!diff)
+    tls_sha256(token, strlen(token), h);
+    for (int i = 0; i < t->n; i++) /* every entry, whole: no early exit */
+        if (tls_mem_equal(t->v[i].hash, h, sizeof h))
             hit = &t->v[i];
-    }
     return hit;
+}
+
+int api_authenticate(const api_auth_conf_t *c, const char *authz, const api_cert_t *cert,
+                     api_principal_t *p, char *msg, size_t n)
+{
+    memset(p, 0, sizeof *p);
+    msg[0] = '\0';
+    if (c->require_cert && (!cert || cert->state != API_CERT_OK)) {
+        snprintf(msg, n,
+                 "a client certificate signed by this cluster's CA is required "
+                 "(--client-cert-auth)%s%s",
+                 cert && cert->state == API_CERT_BAD ? ": " : "; the CLI reads ARBITER_CERT_FILE",
+                 cert && cert->state == API_CERT_BAD ? cert->why : "");
+        return 401;
+    }
+    if (authz && c->tokens) {
+        const api_token_t *t = NULL;
+        if (strncasecmp(authz, "Bearer ", 7) == 0)
+            t = api_tokens_find(c->tokens, authz + 7);
+        if (!t) {
+            snprintf(msg, n, "the bearer token is not known here");
+            return 401;
+        }
+        p->role = t->role;
+        p->team = t->team;
+        p->name = t->name;
+        p->node = t->role == ST_ROLE_AGENT && t->node[0] ? t->node : NULL;
+        return 0;
+    }
+    if (cert && cert->state == API_CERT_BAD) {
+        snprintf(msg, n, "%s", cert->why);
+        return 401;
+    }
+    if (cert && cert->state == API_CERT_OK) {
+        st_role_t r = role_of(cert->peer.o);
+        if (!r) {
+            snprintf(msg, n,
+                     "client certificate '%s': its O (organization) is '%s', not a role; "
+                     "certificates from `arbiter init node|user` say admin, user or agent",
+                     cert->peer.cn, cert->peer.o);
+            return 403;
+        }
+        p->role = r;
+        p->team = cert->peer.ou[0] ? cert->peer.ou : (r == ST_ROLE_AGENT ? "nodes" : "");
+        p->name = cert->peer.cn;
+        p->node = r == ST_ROLE_AGENT ? cert->peer.cn : NULL;
+        return 0;
+    }
+    if (c->tokens || c->certs) {
+        snprintf(msg, n,
+                 "a valid bearer token%s is required (Authorization: Bearer TOKEN; the "
+                 "CLI reads ARBITER_TOKEN)",
+                 c->certs ? " or client certificate" : "");
+        return 401;
+    }
+    /* no authentication configured: every caller is admin (loopback only) */
+    p->role = ST_ROLE_ADMIN;
+    p->team = "";
+    p->name = "local";
+    return 0;
 }

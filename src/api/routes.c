@@ -17,6 +17,7 @@
 #define ADMIN ST_ROLE_ADMIN
 #define USER ST_ROLE_USER
 #define AGENT ST_ROLE_AGENT
+#define SELF API_SELF /* an agent for its own node only */
 
 /* ---- parameter parsing --------------------------------------------------------------- */
 
@@ -86,9 +87,11 @@ static int h_metrics(api_req_t *r)
 static int h_status(api_req_t *r)
 {
     json_t *o = st_status(r->st);
-    json_object_set_new(o, "you",
-                        json_pack("{s:s,s:s,s:s}", "role", api_role_name(r->who.role), "team",
-                                  r->who.team, "name", r->who.name));
+    json_t *you = json_pack("{s:s,s:s,s:s}", "role", api_role_name(r->who.role), "team",
+                            r->who.team, "name", r->who.name);
+    if (r->node)
+        json_object_set_new(you, "node", json_string(r->node));
+    json_object_set_new(o, "you", you);
     return api_finish(r, 0, o, 0, NULL, 200);
 }
 
@@ -312,7 +315,15 @@ static int h_events(api_req_t *r)
         return api_error(r, 400, "limit: '%s'; use 1..10000", p);
     if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
-    int rc = st_events(r->st, &r->who, since, (int)limit, (int64_t)wait * 1000, &out, &t, &err);
+    /* The answer now; when there is none yet, the connection waits without
+     * a thread (api_poll) and this runs again when the state changes. */
+    int rc = st_events(r->st, &r->who, since, (int)limit, 0, &out, &t, &err);
+    if (rc == 0 && json_array_size(json_object_get(out, "events")) == 0 &&
+        (uint64_t)json_integer_value(json_object_get(out, "last")) == since &&
+        api_poll(r, (int64_t)wait * 1000)) {
+        json_decref(out);
+        return 0;
+    }
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -376,8 +387,13 @@ static int h_service(api_req_t *r)
         return api_error(r, 400, "version: '%s' is not an endpoints version", p);
     if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
-    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, (int64_t)wait * 1000, &out,
-                                  &t, &err);
+    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, 0, &out, &t, &err);
+    if (rc == 0 && wait > 0 &&
+        (uint64_t)json_integer_value(json_object_get(out, "version")) == version &&
+        api_poll(r, (int64_t)wait * 1000)) { /* no change yet: wait without a thread */
+        json_decref(out);
+        return 0;
+    }
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -478,7 +494,7 @@ const api_route_t api_routes[] = {
      "`Authorization: Bearer TICKET` (docs/agent.md). The ticket is bound to this job, task "
      "and node and lasts `ttl_ms` (60 s). 404 no such job or task, or the node serves no logs "
      "(its agent runs with `--logs-listen off`); 409 the task has not run yet."},
-    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT, h_logs_ticket_check,
+    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT | SELF, h_logs_ticket_check,
      "an agent checks a log ticket",
      "Query: `job`, `task`, `node` (the agent's own). 200 `{\"ok\": true, \"ttl_ms\"}` (what is "
      "left of its life), 403 unknown, expired, or bound to another job, task or node."},
@@ -489,7 +505,7 @@ const api_route_t api_routes[] = {
     {"GET", "/v1/nodes/{name}", ADMIN | USER, h_node, "one node, with telemetry and inventory",
      "Reply: the node object plus `telemetry` and `inventory` as last reported, and "
      "`stale_reports` (replayed reports ignored since this controller leads)."},
-    {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT, h_report,
+    {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT | SELF, h_report,
      "an agent's report: registers the node, renews its lease",
      "Body: `{\"lamport\": N, \"inventory\": {\"cpu\", \"memory\", \"labels\", \"taints\", "
      "\"datasets\", \"extended\", \"gpus\": [{\"model\", \"memory\", \"nvlink\", \"pcie\", "
@@ -519,7 +535,7 @@ const api_route_t api_routes[] = {
      "arriving late): nothing of it is applied, not even the clock, and it is answered 200 "
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"stale\": true, \"message\"}`, "
      "without assignments (a report without `lamport` is never taken for a replay)."},
-    {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
+    {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT | SELF, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "
      "\"task\", \"ntasks\", \"attempt\", \"epoch\", \"gpus\", \"gpu_milli\", "
@@ -587,7 +603,8 @@ static void roles_text(unsigned roles, char *buf, size_t n)
     }
     snprintf(buf, n, "%s%s%s%s%s", roles & ADMIN ? "admin" : "",
              (roles & ADMIN) && (roles & (USER | AGENT)) ? ", " : "", roles & USER ? "user" : "",
-             (roles & USER) && (roles & AGENT) ? ", " : "", roles & AGENT ? "agent" : "");
+             (roles & USER) && (roles & AGENT) ? ", " : "",
+             roles & AGENT ? (roles & SELF ? "agent (own node)" : "agent") : "");
 }
 
 void api_doc_markdown(FILE *f)

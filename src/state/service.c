@@ -315,7 +315,7 @@ static void publish(st_t *s, st_job_t *parent)
     if (h != v->sig) {
         v->sig = h;
         v->version++;
-        pthread_cond_broadcast(&s->ev_cond);
+        st_changed(s);
     }
 }
 

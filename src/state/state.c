@@ -94,7 +94,7 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
     e->job = job;
     e->json = txt;
     s->ring_n++;
-    pthread_cond_broadcast(&s->ev_cond);
+    st_changed(s);
     return lam;
 }
 
@@ -108,6 +108,29 @@ int64_t st_flush(st_t *s)
 int64_t st_seen(st_t *s)
 {
     return store_gc_last(s->gc);
+}
+
+void st_changed(st_t *s)
+{
+    pthread_cond_broadcast(&s->ev_cond);
+    if (s->chg_fn)
+        s->chg_fn(s->chg_arg);
+}
+
+void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    s->chg_fn = fn;
+    s->chg_arg = arg;
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool st_stopping(st_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
 }
 
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
@@ -388,7 +411,7 @@ void st_quiesce(st_t *s)
     pthread_mutex_lock(&s->mu);
     s->stop = true;
     pthread_cond_broadcast(&s->kick);
-    pthread_cond_broadcast(&s->ev_cond);
+    st_changed(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -401,7 +424,7 @@ void st_close(st_t *s)
         pthread_mutex_lock(&s->mu);
         s->stop = true;
         pthread_cond_broadcast(&s->kick);
-        pthread_cond_broadcast(&s->ev_cond);
+        st_changed(s);
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->thr, NULL);
     }

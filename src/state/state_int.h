@@ -120,8 +120,10 @@ extern const double st_cycle_buckets_ms[ST_HIST - 1];
 struct st {
     st_conf_t conf;
     pthread_mutex_t mu;
-    pthread_cond_t ev_cond; /* an event was appended */
-    pthread_cond_t kick;    /* something changed: run a cycle */
+    pthread_cond_t ev_cond; /* an event was appended (st_changed) */
+    void (*chg_fn)(void *); /* st_set_change_hook: told with every ev_cond broadcast */
+    void *chg_arg;
+    pthread_cond_t kick; /* something changed: run a cycle */
     store_t *store;
     store_gc_t *gc;
     store_batch_t batch; /* ops of the mutation in progress */
@@ -326,5 +328,9 @@ void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok)
 /* The health prober thread. */
 int st_probe_start(st_t *s);
 void st_probe_stop(st_t *s);
+
+/* A long poll may have a new answer: wake the waiters on s->ev_cond and
+ * tell the change hook (the API's suspended long polls). Caller holds s->mu. */
+void st_changed(st_t *s);
 
 #endif

@@ -98,7 +98,8 @@ static void test_loaders_agree(void **st)
         st_conf_free(&c);
 
         n = snprintf(buf, sizeof buf,
-                     "scheduler: {starvation: %s}\nnodes: [{name: a, gpus: {count: 1, memory: 80Gi}}]\njobs: []\n",
+                     "scheduler: {starvation: %s}\nnodes: [{name: a, gpus: {count: 1, memory: "
+                     "80Gi}}]\njobs: []\n",
                      values[i]);
         if (spec_scenario_load_mem("s.yaml", buf, (size_t)n, &s, &err) != 0)
             fail_msg("scenario: %s: %s", values[i], err.msg);
@@ -108,8 +109,9 @@ static void test_loaders_agree(void **st)
     /* a field counted in whole seconds says so, naming the field */
     spec_scenario_t s;
     arb_err_t err = {{0}};
-    const char *y = "nodes: [{name: a, gpus: {count: 1, memory: 80Gi}}]\njobs: [{name: j, timeLimit: 1500ms,\n"
-                    "  resources: {requests: {cpu: 1}}}]\n";
+    const char *y =
+        "nodes: [{name: a, gpus: {count: 1, memory: 80Gi}}]\njobs: [{name: j, timeLimit: 1500ms,\n"
+        "  resources: {requests: {cpu: 1}}}]\n";
     assert_int_not_equal(spec_scenario_load_mem("s.yaml", y, strlen(y), &s, &err), 0);
     assert_non_null(strstr(err.msg, "timeLimit"));
     assert_non_null(strstr(err.msg, "whole seconds"));
