@@ -156,8 +156,7 @@ out:
 }
 
 /* Read DIR/ca.crt and DIR/ca.key. */
-static int load_ca(const char *dir, gnutls_x509_crt_t *c, gnutls_x509_privkey_t *k,
-                   arb_err_t *err)
+static int load_ca(const char *dir, gnutls_x509_crt_t *c, gnutls_x509_privkey_t *k, arb_err_t *err)
 {
     char path[4096];
     gnutls_datum_t d = {0};
@@ -167,8 +166,8 @@ static int load_ca(const char *dir, gnutls_x509_crt_t *c, gnutls_x509_privkey_t 
     *k = NULL;
     snprintf(path, sizeof path, "%s/ca.crt", dir);
     if ((rc = gnutls_load_file(path, &d)) < 0)
-        return arb_errf(err, -ENOENT, "%s: cannot read it (make the cluster first: arbiter init %s)",
-                        path, dir);
+        return arb_errf(err, -ENOENT,
+                        "%s: cannot read it (make the cluster first: arbiter init %s)", path, dir);
     if ((rc = gt(gnutls_x509_crt_init(c), "certificate", err)) == 0)
         rc = gt(gnutls_x509_crt_import(*c, &d, GNUTLS_X509_FMT_PEM), path, err);
     gnutls_free(d.data);
@@ -217,8 +216,8 @@ int pki_leaf_make(const char *dir, const pki_leaf_t *l, arb_err_t *err)
             rc = gnutls_x509_crt_set_subject_alt_name(c, GNUTLS_SAN_IPADDRESS, &a, sizeof a,
                                                       GNUTLS_FSAN_APPEND);
         else
-            rc = gnutls_x509_crt_set_subject_alt_name(c, GNUTLS_SAN_DNSNAME, h,
-                                                      (unsigned)strlen(h), GNUTLS_FSAN_APPEND);
+            rc = gnutls_x509_crt_set_subject_alt_name(c, GNUTLS_SAN_DNSNAME, h, (unsigned)strlen(h),
+                                                      GNUTLS_FSAN_APPEND);
         if ((rc = gt(rc, "subject alternative name", err)) < 0)
             goto out;
     }
