@@ -6,6 +6,7 @@
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
+#   make bench-ui  the web console's first paint at 1,000 nodes in chromium, JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
 #   make demo-compat  a published PyTorchJob manifest and sbatch script, run as-is
@@ -17,7 +18,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api demo demo-hybrid fuzz format check-format lint cppcheck tsan clean
+.PHONY: all deps build test asan bench bench-lb bench-api bench-ui demo demo-hybrid fuzz format check-format lint cppcheck tsan clean
 
 all: build
 
@@ -50,6 +51,10 @@ bench-lb: build
 # arbiter bench api vs sbatch into a local slurmctld (installs slurm-wlm and munge as root).
 bench-api: build
 	@sh bench/api.sh $(BUILD)/arbiter
+
+# the console (/ui/) at 1,000 emulated nodes: first paint in Debian's chromium, 5 runs; JSON line.
+bench-ui: build
+	@sh bench/ui.sh $(BUILD)/arbiter $(CURDIR) 5
 
 demo: build
 	@sh examples/demo.sh $(BUILD)/arbiter

@@ -13,6 +13,8 @@
 #          (fgd; a second controller run): the 8-GPU job is placed on one
 #          node, its task prints CUDA_VISIBLE_DEVICES to its log (`arbiter
 #          logs`), and `arbiter nodes` draws the GPU map.
+#   Last   the URL of the fgd cluster's web console (/ui/); on a terminal
+#          the cluster stays up until Enter.
 #
 # Everything it starts is stopped on exit (trap), and its files removed.
 set -eu
@@ -148,4 +150,18 @@ wait_for "its output" 10 sh -c "$ARB logs $TP | grep -q CUDA_VISIBLE_DEVICES"
 run queue
 run logs "$TP"
 run nodes
-act "Done: stopping the controller and the agents"
+
+# ---- the console ---------------------------------------------------------------------
+# The fgd cluster's web console: its URL (with the token, when the controller
+# wants one), checked to be served before it is printed. On a terminal the
+# cluster stays up until Enter; otherwise (CI, a pipe) it stops at once.
+console="$ARBITER_URL/ui/${ARBITER_TOKEN:+#token=$ARBITER_TOKEN}"
+curl -sf -o /dev/null "$ARBITER_URL/ui/" || { echo "demo: the console is not served at $console" >&2; exit 1; }
+act "Done: the console of this live cluster is at $console"
+[ -n "${ARBITER_TOKEN:-}" ] || echo "(no token needed: this controller runs without --tokens)"
+if [ -t 0 ] && [ -t 1 ]; then
+    printf 'open it in a browser; press Enter to stop the controller and the agents '
+    read -r _ || true
+else
+    echo "stopping the controller and the agents"
+fi

@@ -11,4 +11,4 @@ cd "$(dirname "$0")/.."
 exec cppcheck --enable=warning,performance,portability --std=c11 --inline-suppr -q \
     --library=posix --library=scripts/cppcheck/jansson.cfg -I include -I src -D_GNU_SOURCE \
     --suppress=missingIncludeSystem --error-exitcode=1 -j "${JOBS:-2}" \
-    src fuzz tests/unit tests/lbtest tests/redirect tests/mock
+    src fuzz tests/unit tests/lbtest tests/redirect tests/mock tests/webdriver tests/pty

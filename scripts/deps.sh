@@ -13,10 +13,17 @@ PKGS="$PKGS clang-format cppcheck"
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
 # TLS: certificates and the cluster CA of `arbiter init` (libmicrohttpd's TLS is GnuTLS too).
 PKGS="$PKGS libgnutls28-dev"
+# the simulator's offline bound: an LP solved with GLPK.
+PKGS="$PKGS libglpk-dev"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
 PKGS="$PKGS libhwloc-dev iproute2"
 # high availability: the HA tests and `make demo-ha` start real etcd clusters (etcd 3.4).
 PKGS="$PKGS etcd-server"
+# the console's browser tests (tests/cli/ui*.sh): Debian's chromium, driven by
+# chromium-driver (same source package, so the versions always match).
+PKGS="$PKGS chromium chromium-driver"
+# `promtool check metrics` over every daemon's /metrics (tests/cli/metrics.sh).
+PKGS="$PKGS prometheus"
 # clang and its runtime are needed only for `make fuzz`.
 if [ "${ARB_FUZZ:-0}" = 1 ]; then
     PKGS="$PKGS clang libclang-rt-14-dev"

@@ -271,6 +271,12 @@ typedef struct arb_explain {
 
 /* Explain why j (pending) cannot be placed now. */
 int arb_sched_explain(arb_sched_t *s, const arb_job_t *j, const arb_ctx_t *ctx, arb_explain_t *ex);
+/* Each node's verdict for task group `group` of j (ex->group, or 0 when
+ * that is -1): out[i] is the first filter node i fails, ARB_R_OK when it
+ * could take one of the group's tasks now. out holds s's node count.
+ * -EINVAL for a group j does not have. */
+int arb_sched_explain_nodes(arb_sched_t *s, const arb_job_t *j, const arb_ctx_t *ctx, int group,
+                            arb_reason_t *out);
 /* The explanation as one JSON object (no trailing newline). Returns the
  * length it needed, like snprintf. */
 int arb_explain_json(const arb_sched_t *s, const arb_explain_t *ex, char *buf, size_t n);

@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "agent/cgroup.h"
+#include "util/hash.h"
 
 #define CPU_PERIOD_US 100000
 
@@ -264,11 +265,10 @@ void agent_cg_scope_name(const char *node, const char *log_dir, char *out, size_
 {
     char abs[PATH_MAX], name[65];
     const char *p = log_dir && realpath(log_dir, abs) ? abs : log_dir ? log_dir : "";
-    uint32_t h = 2166136261u; /* FNV-1a */
+    uint64_t h64 = arb_hash_str(ARB_HASH_SEED, p);
+    uint32_t h = (uint32_t)(h64 ^ (h64 >> 32));
     size_t k = 0;
 
-    for (; *p; p++)
-        h = (h ^ (unsigned char)*p) * 16777619u;
     for (const char *c = node ? node : ""; *c && k < sizeof name - 1; c++)
         name[k++] = (isalnum((unsigned char)*c) || *c == '.' || *c == '_' || *c == '-') ? *c : '_';
     name[k] = '\0';

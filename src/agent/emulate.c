@@ -26,6 +26,8 @@ typedef struct emu_thread {
     pthread_t thr;
     samples_t win, all; /* this stats window; the whole run */
     int64_t start, end;
+    int registered;  /* its nodes with an active lease (under all.mu) */
+    uint64_t fences; /* fences of its nodes (under all.mu) */
 } emu_thread_t;
 
 static int64_t mono(void)
@@ -85,12 +87,19 @@ static void *run(void *arg)
         if (stopped(t->c, t->end))
             break;
         for (int again = 0; again < 2; again++) { /* once more when a task started or ended */
+            bool was = a->lease.state == AGENT_LEASE_ACTIVE;
+            uint64_t fenced = a->lease.fences;
             fails = a->failures;
             t0 = mono();
             agent_step(a, &err);
             now = mono();
             push(&t->win, now - t0, a->failures != fails);
             push(&t->all, now - t0, a->failures != fails);
+            /* the node counts the main thread prints, kept where it may read them */
+            pthread_mutex_lock(&t->all.mu);
+            t->registered += (a->lease.state == AGENT_LEASE_ACTIVE) - was;
+            t->fences += a->lease.fences - fenced;
+            pthread_mutex_unlock(&t->all.mu);
             if (!a->urgent)
                 break;
         }
@@ -115,8 +124,12 @@ static void collect(emu_thread_t *th, int nth, bool whole, bool clear, double se
     int64_t *v;
 
     memset(st, 0, sizeof *st);
-    for (int i = 0; i < nth; i++)
-        total += whole ? th[i].all.n : th[i].win.n;
+    for (int i = 0; i < nth; i++) { /* the threads push while we count: under their locks */
+        samples_t *s = whole ? &th[i].all : &th[i].win;
+        pthread_mutex_lock(&s->mu);
+        total += s->n;
+        pthread_mutex_unlock(&s->mu);
+    }
     v = malloc((total + 1) * sizeof *v);
     for (int i = 0; i < nth; i++) {
         samples_t *s = whole ? &th[i].all : &th[i].win;
@@ -147,12 +160,12 @@ static void count_nodes(emu_thread_t *th, int nth, agent_emu_stats_t *st)
 {
     st->registered = 0;
     st->fences = 0;
-    for (int i = 0; i < nth; i++)
-        for (int k = 0; k < th[i].n; k++) {
-            /* read without a lock: a figure for people, a heartbeat old at worst */
-            st->registered += th[i].nodes[k].lease.state == AGENT_LEASE_ACTIVE;
-            st->fences += th[i].nodes[k].lease.fences;
-        }
+    for (int i = 0; i < nth; i++) { /* each thread's own counts, under its lock */
+        pthread_mutex_lock(&th[i].all.mu);
+        st->registered += th[i].registered;
+        st->fences += th[i].fences;
+        pthread_mutex_unlock(&th[i].all.mu);
+    }
 }
 
 int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *err)

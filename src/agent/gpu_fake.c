@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "agent/discovery.h"
+#include "util/hash.h"
 
 typedef struct fake_state {
     int n;
@@ -29,13 +30,6 @@ static const struct {
     {"A100-80G", 81920}, {"A100-40G", 40960}, {"V100", 32768},  {"L40S", 46068},
     {"B200", 183359},    {NULL, 0},
 };
-
-static uint64_t fnv1a(const char *s, uint64_t h)
-{
-    for (; *s; s++)
-        h = (h ^ (unsigned char)*s) * 1099511628211ULL;
-    return h;
-}
 
 int agent_fake_parse(const char *spec, const char *node, agent_inv_t *inv, arb_err_t *err)
 {
@@ -79,7 +73,7 @@ int agent_fake_parse(const char *spec, const char *node, agent_inv_t *inv, arb_e
     out.ngpus = (int)n;
     for (int i = 0; i < out.ngpus; i++) {
         agent_gpu_info_t *g = &out.gpu[i];
-        uint64_t h = fnv1a(node ? node : "", 14695981039346656037ULL);
+        uint64_t h = arb_hash_str(ARB_HASH_SEED, node ? node : "");
         h = (h ^ (uint64_t)i) * 1099511628211ULL;
         memset(g, 0, sizeof *g);
         g->index = i;

@@ -58,6 +58,15 @@ static int64_t mono(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* The console (the controller's /ui/, another origin) reads logs here with
+ * fetch(): let any origin send the ticket and read the size. The ticket,
+ * not the origin, is what grants access. */
+static void cors(struct MHD_Response *r)
+{
+    MHD_add_response_header(r, "Access-Control-Allow-Origin", "*");
+    MHD_add_response_header(r, "Access-Control-Expose-Headers", "X-Arbiter-Log-Size");
+}
+
 static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
@@ -79,6 +88,7 @@ static enum MHD_Result reply(struct MHD_Connection *c, unsigned status, const ch
         return MHD_NO;
     }
     MHD_add_response_header(r, "Content-Type", "application/json");
+    cors(r);
     if (status == 401)
         MHD_add_response_header(r, "WWW-Authenticate", "Bearer realm=\"arbiter-logs\"");
     enum MHD_Result ret = MHD_queue_response(c, status, r);
@@ -243,6 +253,19 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     }
     if (*upload_n) /* a GET has no body: ignore one */
         return *upload_n = 0, MHD_YES;
+    if (strcmp(method, "OPTIONS") == 0) { /* a browser's CORS preflight */
+        struct MHD_Response *p =
+            MHD_create_response_from_buffer(0, (char *)"", MHD_RESPMEM_PERSISTENT);
+        if (!p)
+            return MHD_NO;
+        cors(p);
+        MHD_add_response_header(p, "Access-Control-Allow-Methods", "GET");
+        MHD_add_response_header(p, "Access-Control-Allow-Headers", "Authorization");
+        MHD_add_response_header(p, "Access-Control-Max-Age", "600");
+        enum MHD_Result ret = MHD_queue_response(c, 204, p);
+        MHD_destroy_response(p);
+        return ret;
+    }
     if (strcmp(method, "GET") != 0)
         return reply(c, 405, "%s: only GET is served here", method);
     int st = agent_log_request_parse(
@@ -300,6 +323,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     snprintf(size, sizeof size, "%lld", (long long)sb.st_size);
     MHD_add_response_header(r, "Content-Type", "application/octet-stream");
     MHD_add_response_header(r, "X-Arbiter-Log-Size", size);
+    cors(r);
     enum MHD_Result ret = MHD_queue_response(c, 200, r);
     MHD_destroy_response(r);
     return ret;

@@ -95,6 +95,10 @@ static const char *reason(int status)
         return "Method Not Allowed";
     case 409:
         return "Conflict";
+    case 302:
+        return "Found";
+    case 304:
+        return "Not Modified";
     case 307:
         return "Temporary Redirect";
     case 413:
@@ -367,12 +371,25 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, api_req_t *r, boo
         }
         ctype = "application/json";
     }
-    resp = MHD_create_response_from_buffer(len, txt ? txt : (char *)"", MHD_RESPMEM_MUST_FREE);
+    resp = MHD_create_response_from_buffer(
+        len, txt ? txt : (char *)"", r->asset ? MHD_RESPMEM_PERSISTENT : MHD_RESPMEM_MUST_FREE);
     if (!resp) {
-        free(txt);
+        if (!r->asset)
+            free(txt);
+        r->text = NULL;
         return MHD_NO;
     }
     MHD_add_response_header(resp, "Content-Type", ctype);
+    if (r->asset) { /* a console file (ui.c) */
+        MHD_add_response_header(resp, "ETag", r->etag);
+        MHD_add_response_header(resp, "Cache-Control", "no-cache");
+        MHD_add_response_header(resp, "X-Content-Type-Options", "nosniff");
+        MHD_add_response_header(resp, "Referrer-Policy", "no-referrer");
+        MHD_add_response_header(resp, "Content-Security-Policy",
+                                "default-src 'self'; script-src 'self'; style-src 'self'; "
+                                "img-src 'self' data:; connect-src 'self' http: https:; "
+                                "frame-ancestors 'none'; base-uri 'none'; form-action 'none'");
+    }
     if (r->status == 401)
         MHD_add_response_header(resp, "WWW-Authenticate", "Bearer realm=\"arbiter\"");
     if (r->location)

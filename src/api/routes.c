@@ -210,9 +210,13 @@ static int h_explain(api_req_t *r)
     int64_t t = 0;
     uint64_t id;
 
+    const char *nodes = api_query(r, "nodes");
     if (job_id(r, &id))
         return r->status;
-    int rc = st_job_explain(r->st, &r->who, id, &out, &t, &err);
+    if (nodes && strcmp(nodes, "true") != 0 && strcmp(nodes, "false") != 0)
+        return api_error(r, 400, "nodes: '%s'; use true or false", nodes);
+    int rc =
+        st_job_explain_ex(r->st, &r->who, id, nodes && strcmp(nodes, "true") == 0, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -231,6 +235,15 @@ static int h_node(api_req_t *r)
     json_t *out = NULL;
     int64_t t = 0;
     int rc = st_node_get(r->st, r->params[0], &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_node_telemetry(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_node_telemetry(r->st, r->params[0], &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -421,7 +434,17 @@ const api_route_t api_routes[] = {
      "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
      "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
      "store commits and their latency, agent report handling time "
-     "(`arbiter_node_report_seconds`), lost nodes and tasks, requeued jobs."},
+     "(`arbiter_node_report_seconds`), lost nodes and tasks, requeued jobs. Per GPU (labels "
+     "`node`, `gpu` (the index), `model`), as its agent last reported, named after DCGM's "
+     "exporter fields: `arbiter_gpu_utilization_ratio` (DCGM_FI_DEV_GPU_UTIL / 100), "
+     "`arbiter_gpu_memory_used_bytes` (FB_USED), `arbiter_gpu_memory_total_bytes`, "
+     "`arbiter_gpu_temperature_celsius` (GPU_TEMP), `arbiter_gpu_healthy` (1 or 0), "
+     "`arbiter_gpu_allocated_ratio` (the share allocated to jobs). Per node (label `node`): "
+     "`arbiter_node_cpu_utilization_ratio`, `arbiter_node_memory_used_bytes`, "
+     "`arbiter_node_memory_allocatable_bytes`, `arbiter_node_network_receive_bytes_per_second`, "
+     "`..._transmit_bytes_per_second`, `arbiter_node_disk_read_bytes_per_second`, "
+     "`..._write_bytes_per_second`. A value an agent did not report has no sample. Every "
+     "family has HELP and TYPE (`promtool check metrics` passes)."},
     {"GET", "/v1/status", ADMIN | USER | AGENT, h_status,
      "the controller's Lamport clock, epoch, store revision, counts, and who you are",
      "Reply: `{\"lamport\", \"epoch\", \"revision\", \"jobs\", \"active_jobs\", \"nodes\", "
@@ -485,7 +508,10 @@ const api_route_t api_routes[] = {
      "`explain` is the scheduler's structured explanation (nodes rejected per reason, the "
      "fragmentation diagnostic, quota, preemption, the nearest node). For a running gang over "
      "several nodes, `stragglers`: `[{\"task\", \"node\", \"reason\": \"stale-report\" | "
-     "\"low-gpu-utilization\"}]`, also said in `hint`."},
+     "\"low-gpu-utilization\"}]`, also said in `hint`. Query `nodes=true` (pending jobs): also "
+     "`node_reasons`: `{NODE: REASON}`, each node's first failing filter for the task group "
+     "`node_reasons_group` (`ok` where one of its tasks fits now; the console highlights "
+     "them)."},
     {"POST", "/v1/jobs/{id}/logs-ticket", ADMIN | USER, h_logs_ticket,
      "a short-lived ticket to read a task's log from its agent",
      "Query: `task` (default 0). The caller must be allowed to see the job. Reply: `{\"job\", "
@@ -505,6 +531,14 @@ const api_route_t api_routes[] = {
     {"GET", "/v1/nodes/{name}", ADMIN | USER, h_node, "one node, with telemetry and inventory",
      "Reply: the node object plus `telemetry` and `inventory` as last reported, and "
      "`stale_reports` (replayed reports ignored since this controller leads)."},
+    {"GET", "/v1/nodes/{name}/telemetry", ADMIN | USER, h_node_telemetry,
+     "a node's telemetry over the last minutes",
+     "Reply: `{\"node\", \"interval_s\", \"capacity\", \"samples\": [{\"age_s\", "
+     "\"cpu_util\", \"memory_used_bytes\", \"net_rx_bps\", \"net_tx_bps\", "
+     "\"disk_read_bps\", \"disk_write_bps\", \"gpus\": [{\"util\", \"memory_used_mib\", "
+     "\"temp_c\", \"healthy\"}]}]}`, oldest first: one sample per `interval_s` (5 s) of the "
+     "agent's reports, at most `capacity` (60: five minutes). A value the agent did not report "
+     "is null. Kept in memory only: empty after a restart or a failover."},
     {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT | SELF, h_report,
      "an agent's report: registers the node, renews its lease",
      "Body: `{\"lamport\": N, \"inventory\": {\"cpu\", \"memory\", \"labels\", \"taints\", "
@@ -592,6 +626,21 @@ const api_route_t api_routes[] = {
      "Body: `{\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": N, \"queue\": Q}]}` "
      "(`queue` optional: what the replica reports waiting). Reply: "
      "`{\"service\", \"matched\", \"version\"}`. Counts older than 5 s are ignored."},
+    {"GET", "/", ANYONE, api_ui_redirect, "sends a browser to the console",
+     "No auth. 302 to `/ui/` (a URL fragment such as `#token=...` is kept by the browser)."},
+    {"GET", "/ui", ANYONE, api_ui_redirect, "sends a browser to the console",
+     "No auth. 302 to `/ui/`."},
+    {"GET", "/ui/", ANYONE, api_ui_index, "the web console",
+     "No auth for the page and its files (`/ui/NAME`): they are the same for everyone and "
+     "hold no cluster data. The page shows the GPU map, queues, pending jobs with their "
+     "explanation, job and node detail, kept live by `GET /v1/events?wait=`; it reads them "
+     "from the routes above with the token it is given, under the same roles: open "
+     "`/ui/#token=TOKEN` (the fragment never leaves the browser; the page keeps it in the "
+     "tab's sessionStorage) or type the token when asked. Without `--tokens` no token is "
+     "needed. Files are compiled into the binary; replies carry an `ETag` (304 on "
+     "`If-None-Match`) and a `Content-Security-Policy`."},
+    {"GET", "/ui/{file}", ANYONE, api_ui_file, "the console's scripts and styles",
+     "No auth (see `/ui/`). 404 for a name that is not one of the console's files."},
     {NULL, NULL, 0, NULL, NULL, NULL},
 };
 

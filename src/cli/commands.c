@@ -16,7 +16,8 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter sim --nodes NODES.csv --pods PODS.csv --policy POLICY[,...] [--seed N | --seeds A-B] "
      "[--mode paper|events] [--inflate 1.3] [--online] [--queue fifo|priority|drf] [--compress X] "
      "[--cycle S] [--arrivals poisson:RATE --durations FILE [--tasks N]] [--gangs G:N:LEVEL] "
-     "[--topology FILE] [-o json|csv|compare] [--expected DIR] [--svg FILE] [--jobs N]",
+     "[--topology FILE] [--gen POINTS [--gen-seed S] [--spec-from FILE] [--gen-out DIR]] "
+     "[-o json|csv|compare|table] [--expected DIR] [--svg FILE] [--jobs N]",
      cli_sim, false},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] [--policy NAME] "

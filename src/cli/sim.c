@@ -5,6 +5,7 @@
  * queue policy, with sim_sweep, and prints JSON lines, CSV, or a comparison
  * with the FGD artifact's published results; optionally draws an SVG chart.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,9 +13,10 @@
 
 #include "arbiter/sched.h"
 #include "cli/cli.h"
+#include "sim/gen.h"
 #include "sim/sim.h"
 
-#define SIM_MAX_WORKLOADS 16
+#define SIM_MAX_WORKLOADS SIM_GEN_MAX_POINTS
 #define SIM_MAX_POLICIES 16
 #define SIM_MAX_SEEDS 1000
 #define SIM_MAX_QUEUES 3
@@ -28,7 +30,9 @@ static const struct sim_opt {
 } opts[] = {
     {"--nodes", NULL, "FILE", "node list: sn,cpu_milli,memory_mib,gpu,model"},
     {"--pods", NULL, "FILE", "task list (repeat for several workloads)"},
-    {"--policy", NULL, "P[,P...]", "scheduling profiles, or 'paper' for the paper's six"},
+    {"--policy", NULL, "P[,P...]",
+     "scheduling profiles, 'paper' for the paper's six, or 'bound' (paper mode: an offline upper "
+     "bound at 100% arrived)"},
     {"--seed", "--seeds", "S", "42, 42-51, or a comma list of both (default 42)"},
     {"--mode", NULL, "MODE", "paper (default: the FGD artifact's experiment) or events"},
     {"--inflate", NULL, "X", "paper mode: GPU demand to reach, x cluster GPUs (default 1.3)"},
@@ -45,7 +49,16 @@ static const struct sim_opt {
     {"--gangs", NULL, "G:N:LEVEL",
      "events mode: tasks of >= G whole GPUs become gangs of N in one LEVEL"},
     {"--topology", NULL, "FILE", "racks, blocks and NVLink domains of the nodes (docs/sim.md)"},
-    {"-o", "--output", "FMT", "json (default), csv, or compare (paper mode, with --expected)"},
+    {"--gen", NULL, "POINTS",
+     "workloads built from the one --pods: gpushare:P, multigpu:P, gpuspec:P, cpu:P, joined by "
+     "'+', comma-separated, or 'family' (docs/sim.md)"},
+    {"--gen-seed", NULL, "S", "with --gen: the generator's seed (default 1)"},
+    {"--spec-from", NULL, "FILE", "with --gen gpuspec: a task list whose gpu_spec values to draw"},
+    {"--gen-out", NULL, "DIR",
+     "with --gen: write each workload as DIR/NAME.csv (--policy optional)"},
+    {"-o", "--output", "FMT",
+     "json (default), csv, compare (paper mode, with --expected), or table (paper mode: "
+     "alloc@100 per workload and policy against the first policy)"},
     {"--expected", NULL, "DIR", "the artifact's expected/ directory, or one *_discrete.csv"},
     {"--svg", NULL, "FILE", "draw the results (paper: Fig. 9a; events: allocation, waiting)"},
     {"--jobs", "-j", "N", "worker processes (default: the CPUs online)"},
@@ -161,10 +174,62 @@ static bool is(const char *a, const char *name)
     return strcmp(a, name) == 0;
 }
 
+/* --gen: replace wl[0] (the base) by the generated workloads wl[0..n),
+ * each written to gen_out/NAME.csv when gen_out is set. pool receives
+ * the --spec-from list (caller frees). 0 or -errno with text. */
+static int make_workloads(const sim_nodes_t *nodes, sim_tasks_t *wl, const sim_gen_point_t *points,
+                          int n, const char *spec_from, sim_tasks_t *pool, uint64_t seed,
+                          const char *gen_out, arb_err_t *err)
+{
+    sim_tasks_t base = wl[0];
+    int rc = 0, made = 0;
+
+    memset(&wl[0], 0, sizeof wl[0]);
+    if (spec_from && (rc = sim_tasks_load(spec_from, pool, err)) < 0)
+        goto out;
+    for (; made < n; made++) {
+        if ((rc = sim_gen_make(&base, &points[made], spec_from ? pool : NULL, nodes, seed,
+                               &wl[made], err)) < 0)
+            goto out;
+        if (gen_out) {
+            char path[4096];
+            FILE *f;
+            if (snprintf(path, sizeof path, "%.3800s/%s.csv", gen_out, wl[made].workload) >=
+                (int)sizeof path) {
+                rc = arb_errf(err, -ENAMETOOLONG, "--gen-out: the directory name is too long");
+                made++;
+                goto out;
+            }
+            if (!(f = fopen(path, "w"))) {
+                rc = arb_errf(err, -errno, "--gen-out: cannot write %s: %s", path, strerror(errno));
+                made++;
+                goto out;
+            }
+            rc = sim_tasks_write(f, &wl[made]);
+            if (fclose(f) != 0 || rc < 0) {
+                rc = arb_errf(err, -EIO, "--gen-out: writing %s failed (disk full?)", path);
+                made++;
+                goto out;
+            }
+        }
+    }
+out:
+    if (rc < 0)
+        for (int i = 0; i < made; i++)
+            sim_tasks_free(&wl[i]);
+    sim_tasks_free(&base);
+    return rc;
+}
+
 int cli_sim(int argc, char **argv)
 {
     const char *nodes_path = NULL, *pods[SIM_MAX_WORKLOADS], *out = "json", *svg = NULL,
-               *expected = NULL, *policies[SIM_MAX_POLICIES], *durations = NULL, *topology = NULL;
+               *expected = NULL, *policies[SIM_MAX_POLICIES], *durations = NULL, *topology = NULL,
+               *gen_arg = NULL, *spec_from = NULL, *gen_out = NULL;
+    uint64_t gen_seed = 1;
+    sim_gen_point_t *points = NULL;
+    sim_tasks_t spec_pool = {0};
+    int npoints = 0;
     char *policy_arg = NULL, *queue_arg = NULL;
     int npods = 0, npol = 0, nseeds = 1, nqueues = 1, jobs = 0, rc = 0, nres = 0;
     uint64_t *seeds = calloc(SIM_MAX_SEEDS, sizeof *seeds);
@@ -201,7 +266,7 @@ int cli_sim(int argc, char **argv)
             nodes_path = v;
         } else if (is(o->name, "--pods")) {
             if (npods == SIM_MAX_WORKLOADS) {
-                rc = usage_err("at most 16 --pods files, got more at '%s'", v);
+                rc = usage_err("at most 64 --pods files, got more at '%s'", v);
                 goto out;
             }
             pods[npods++] = v;
@@ -289,10 +354,23 @@ int cli_sim(int argc, char **argv)
             }
         } else if (is(o->name, "--topology")) {
             topology = v;
+        } else if (is(o->name, "--gen")) {
+            gen_arg = v;
+        } else if (is(o->name, "--gen-seed")) {
+            char *end;
+            gen_seed = strtoull(v, &end, 10);
+            if (*end || end == v) {
+                rc = usage_err("--gen-seed '%s': give a whole number", v);
+                goto out;
+            }
+        } else if (is(o->name, "--spec-from")) {
+            spec_from = v;
+        } else if (is(o->name, "--gen-out")) {
+            gen_out = v;
         } else if (is(o->name, "-o")) {
             out = v;
-            if (!is(out, "json") && !is(out, "csv") && !is(out, "compare")) {
-                rc = usage_err("-o '%s': use json, csv or compare", v);
+            if (!is(out, "json") && !is(out, "csv") && !is(out, "compare") && !is(out, "table")) {
+                rc = usage_err("-o '%s': use json, csv, compare or table", v);
                 goto out;
             }
         } else if (is(o->name, "--svg")) {
@@ -307,16 +385,43 @@ int cli_sim(int argc, char **argv)
             }
         }
     }
-    if (!nodes_path || npods == 0 || !policy_arg) {
-        rc = usage_err("%s", "--nodes, --pods and --policy are required");
+    if (!nodes_path || npods == 0 || (!policy_arg && !(gen_arg && gen_out))) {
+        rc = usage_err("%s", "--nodes, --pods and --policy are required (--policy may go with "
+                             "--gen and --gen-out: then the workloads are only written)");
         goto out;
     }
-    if (parse_policies(policy_arg, policies, &npol) < 0) {
+    if ((spec_from || gen_out) && !gen_arg) {
+        rc = usage_err("%s", "--spec-from and --gen-out go with --gen");
+        goto out;
+    }
+    if (gen_arg) {
+        if (npods != 1) {
+            rc = usage_err("%s", "--gen builds its workloads from one --pods file (the base); "
+                                 "give exactly one");
+            goto out;
+        }
+        if (!(points = calloc(SIM_GEN_MAX_POINTS, sizeof *points))) {
+            rc = 1;
+            goto out;
+        }
+        if (sim_gen_parse(gen_arg, points, SIM_GEN_MAX_POINTS, &npoints, &err) < 0) {
+            rc = usage_err("%s", err.msg);
+            goto out;
+        }
+    }
+    if (policy_arg && parse_policies(policy_arg, policies, &npol) < 0) {
         rc = usage_err("--policy: give 1..16 names separated by commas%s", "");
         goto out;
     }
     for (int i = 0; i < npol; i++) {
         arb_profile_t prof;
+        if (is(policies[i], SIM_BOUND_POLICY)) {
+            if (base.mode == SIM_MODE_EVENTS) {
+                rc = usage_err("%s", "--policy bound (the offline bound) is for paper mode");
+                goto out;
+            }
+            continue;
+        }
         if (arb_profile_lookup(policies[i], &prof, &err) < 0) {
             fprintf(stderr, "arbiter sim: --policy: %s\n", err.msg);
             rc = 2;
@@ -330,8 +435,9 @@ int cli_sim(int argc, char **argv)
                              "--gangs need --mode events");
         goto out;
     }
-    if (base.mode == SIM_MODE_EVENTS && is(out, "compare")) {
-        rc = usage_err("%s", "-o compare is for paper mode; events mode prints json or csv");
+    if (base.mode == SIM_MODE_EVENTS && (is(out, "compare") || is(out, "table"))) {
+        rc = usage_err("%s", "-o compare and -o table are for paper mode; events mode prints "
+                             "json or csv");
         goto out;
     }
     if ((base.poisson_rate > 0) != (durations != NULL)) {
@@ -349,6 +455,13 @@ int cli_sim(int argc, char **argv)
     for (int i = 0; i < npods; i++)
         if (sim_tasks_load(pods[i], &wl[i], &err) < 0)
             goto fail;
+    if (gen_arg && make_workloads(&nodes, wl, points, npoints, spec_from, &spec_pool, gen_seed,
+                                  gen_out, &err) < 0)
+        goto fail;
+    if (gen_arg)
+        npods = npoints;
+    if (!policy_arg)
+        goto out; /* --gen-out alone: the files are written */
     if (durations) {
         if (sim_durations_load(durations, &durs, &err) < 0)
             goto fail;
@@ -393,6 +506,8 @@ int cli_sim(int argc, char **argv)
     }
     if (is(out, "compare"))
         sim_print_compare(stdout, res, nres, &ex);
+    if (is(out, "table"))
+        sim_print_table(stdout, res, nres);
     if (svg && (base.mode == SIM_MODE_EVENTS ? sim_write_events_svg(svg, res, nres, &err)
                                              : sim_write_svg(svg, res, nres, &err)) < 0)
         goto fail;
@@ -406,6 +521,8 @@ out:
     sim_nodes_free(&nodes);
     sim_durations_free(&durs);
     sim_expect_free(&ex);
+    sim_tasks_free(&spec_pool);
+    free(points);
     free(policy_arg);
     free(queue_arg);
     free(seeds);

@@ -14,7 +14,10 @@
  * --once prints one frame, without escape codes, and exits (what scripts
  * and tests read). Otherwise the screen is redrawn every --interval (2 s)
  * until q, Ctrl-C or SIGTERM; the terminal (echo, line mode, cursor, the
- * main screen) is restored on every way out.
+ * main screen) is restored on every way out. On a terminal each frame fits
+ * the window (rows and columns, read again on every frame and redrawn at
+ * once on SIGWINCH): the sections share its rows (see "fitting the
+ * window"), a cut list ends in "... N more", a cut line in '>'.
  *
  * ARBITER_URL (one or several controllers), ARBITER_TOKEN and
  * ARBITER_RETRY_S as for the other client verbs (client.c). Exit codes:
@@ -41,7 +44,8 @@
 typedef struct top_opts {
     bool once;
     int64_t interval_ms;
-    int jobs; /* rows per job list */
+    int jobs;      /* rows per job list */
+    bool jobs_set; /* --jobs given; else a terminal's height is the limit */
 } top_opts_t;
 
 typedef struct top_fetch {
@@ -49,12 +53,19 @@ typedef struct top_fetch {
     json_t *err; /* its reply */
 } top_fetch_t;
 
-static volatile sig_atomic_t top_stop;
+static volatile sig_atomic_t top_stop, top_resized;
 
 static void on_signal(int sig)
 {
     (void)sig;
     top_stop = 1;
+}
+
+/* SIGWINCH: the terminal changed size; draw again at once, to fit it. */
+static void on_winch(int sig)
+{
+    (void)sig;
+    top_resized = 1;
 }
 
 /* GET path as JSON; NULL on failure (the first failure kept in f). */
@@ -119,7 +130,75 @@ static void job_nodes(json_t *j, char *buf, size_t n)
         snprintf(buf, n, "-");
 }
 
-static void jobs_rows(FILE *o, json_t *list, int max, bool *more)
+/* ---- fitting the window ---------------------------------------------------------------
+ *
+ * A frame is a head (title, cluster line) and four sections (queues,
+ * running, pending, nodes), each a title, a column header and rows. On a
+ * terminal of R rows the sections share what the head, the titles and the
+ * footer leave: a section that wants fewer rows than an equal share gets
+ * them all, the rest is shared again among the others (water-filling), so
+ * one long list cannot push the others off the screen. A cut section's last
+ * row says how many rows were left out; a line wider than the terminal is
+ * cut at its edge and ends in '>'. rows == 0: no limit (--once, a pipe).
+ */
+
+enum { SEC_QUEUES, SEC_RUNNING, SEC_PENDING, SEC_NODES, SEC_COUNT };
+
+#define TOP_HEAD_ROWS 3 /* title, cluster line, blank */
+#define TOP_SEC_FIXED 2 /* a section's title and column header */
+
+/* got[i] rows for section i out of avail, wants[i] asked. */
+static void top_share(const int wants[SEC_COUNT], int avail, int got[SEC_COUNT])
+{
+    bool done[SEC_COUNT] = {false};
+    int left = SEC_COUNT, sum = 0;
+
+    for (int i = 0; i < SEC_COUNT; i++)
+        sum += wants[i];
+    if (avail < 0)
+        avail = 0;
+    for (int i = 0; i < SEC_COUNT; i++)
+        got[i] = sum <= avail ? wants[i] : 0;
+    if (sum <= avail)
+        return;
+    for (bool moved = true; moved && left > 0;) {
+        moved = false;
+        int share = avail / left;
+        for (int i = 0; i < SEC_COUNT; i++)
+            if (!done[i] && wants[i] <= share) {
+                got[i] = wants[i];
+                avail -= wants[i];
+                done[i] = true;
+                left--;
+                moved = true;
+            }
+    }
+    for (int i = 0, extra = left ? avail % left : 0; i < SEC_COUNT; i++)
+        if (!done[i]) {
+            got[i] = avail / left + (extra > 0);
+            extra--;
+        }
+}
+
+/* The rows of one section: up to `rows` of `have` fetched lines (out of
+ * `total` in all), the last one saying what was left out when cut. */
+typedef struct top_sec {
+    int have, total, rows;
+} top_sec_t;
+
+static int shown(const top_sec_t *s)
+{
+    return s->have <= s->rows ? s->have : s->rows > 0 ? s->rows - 1 : 0;
+}
+
+static void cut_line(FILE *o, const top_sec_t *s, const char *what)
+{
+    int n = shown(s);
+    if (n < s->have || s->total > s->have)
+        fprintf(o, "  ... %d more %s (%d in all)\n", s->total - n, what, s->total);
+}
+
+static void jobs_rows(FILE *o, json_t *list, int *left)
 {
     json_t *j;
     size_t i;
@@ -127,10 +206,9 @@ static void jobs_rows(FILE *o, json_t *list, int max, bool *more)
 
     json_array_foreach(json_object_get(list, "jobs"), i, j)
     {
-        if ((int)i >= max) {
-            *more = true;
+        if (*left <= 0)
             break;
-        }
+        (*left)--;
         job_nodes(j, where, sizeof where);
         fprintf(o, "  %-7lld %-20.20s %-12.12s %-8s %6lld %5lld  %s\n", num(j, "id"),
                 str(j, "name"), str(j, "queue"), str(j, "state"), num(j, "priority"),
@@ -138,9 +216,10 @@ static void jobs_rows(FILE *o, json_t *list, int max, bool *more)
     }
 }
 
-/* One frame into o. false when the controller could not be read (f says
- * why; the frame then holds that message). */
-static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
+/* One frame into o, fitted to rows x cols (0: no limit; cols is applied by
+ * the caller, top_fit). false when the controller could not be read (f
+ * says why; the frame then holds that message). */
+static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f, int rows)
 {
     char path[128], *mtext = NULL, when[64];
     json_t *status = fetch(f, "/v1/status", NULL);
@@ -151,7 +230,6 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
     size_t i, k;
     time_t now = time(NULL);
     struct tm tm;
-    bool more = false;
 
     snprintf(path, sizeof path, "/v1/jobs?state=running&limit=%d", op->jobs + 1);
     running = fetch(f, path, NULL);
@@ -208,6 +286,28 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
             galloc, gtotal, gtotal > 0 ? 100.0 * galloc / gtotal : 0.0, frag < 0 ? 0 : frag,
             qpending, qrunning, dps < 0 ? 0 : dps);
 
+    /* the layout: what each section has, and the rows it gets */
+    int nq = (int)json_array_size(json_object_get(queues, "queues"));
+    int nr = (int)(json_array_size(json_object_get(running, "jobs")) +
+                   json_array_size(json_object_get(placed, "jobs")));
+    int np = (int)json_array_size(json_object_get(pending, "jobs"));
+    int nn = (int)json_array_size(json_object_get(nodes, "nodes"));
+    top_sec_t sec[SEC_COUNT] = {
+        [SEC_QUEUES] = {nq, nq, 0},
+        [SEC_RUNNING] = {nr < op->jobs ? nr : op->jobs, (int)qrunning > nr ? (int)qrunning : nr, 0},
+        [SEC_PENDING] = {np < op->jobs ? np : op->jobs, (int)qpending > np ? (int)qpending : np, 0},
+        [SEC_NODES] = {nn, nn, 0},
+    };
+    int wants[SEC_COUNT], got[SEC_COUNT];
+    for (int s = 0; s < SEC_COUNT; s++) /* a cut list, or an empty one, needs one more line */
+        wants[s] = sec[s].have + (sec[s].total > sec[s].have || sec[s].have == 0);
+    top_share(wants,
+              rows > 0 ? rows - TOP_HEAD_ROWS - 1 - SEC_COUNT * TOP_SEC_FIXED - (SEC_COUNT - 1)
+                       : 1 << 30,
+              got);
+    for (int s = 0; s < SEC_COUNT; s++)
+        sec[s].rows = got[s];
+
     /* queues */
     fprintf(o, "QUEUES\n  %-16s %-12s %10s %10s %7s %7s %8s %8s\n", "NAME", "COHORT", "QUOTA GPU",
             "USED GPU", "SHARE", "FAIR", "PENDING", "RUNNING");
@@ -215,6 +315,8 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
     {
         char quota[32] = "-";
         json_t *nom = json_object_get(q, "nominal");
+        if ((int)i >= shown(&sec[SEC_QUEUES]))
+            break;
         if (nom)
             snprintf(quota, sizeof quota, "%.4g", real(nom, "nvidia.com/gpu"));
         fprintf(o, "  %-16.16s %-12.12s %10s %10.4g %7.2f %7.2f %8lld %8lld\n", str(q, "name"),
@@ -222,28 +324,26 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
                 real(q, "dominant_share"), wsum > 0 ? real(q, "weight") / wsum : 0.0,
                 num(q, "pending"), num(q, "running"));
     }
-    if (json_array_size(json_object_get(queues, "queues")) == 0)
+    if (nq == 0 && sec[SEC_QUEUES].rows > 0)
         fprintf(o, "  (no queues yet)\n");
+    cut_line(o, &sec[SEC_QUEUES], "queues");
 
     /* jobs */
     fprintf(o, "\nRUNNING\n  %-7s %-20s %-12s %-8s %6s %5s  %s\n", "ID", "NAME", "QUEUE", "STATE",
             "PRIO", "GPUS", "NODES");
-    jobs_rows(o, running, op->jobs, &more);
-    jobs_rows(o, placed, op->jobs, &more);
-    if (!json_array_size(json_object_get(running, "jobs")) &&
-        !json_array_size(json_object_get(placed, "jobs")))
+    int left = shown(&sec[SEC_RUNNING]);
+    jobs_rows(o, running, &left);
+    jobs_rows(o, placed, &left);
+    if (nr == 0 && sec[SEC_RUNNING].rows > 0)
         fprintf(o, "  (none)\n");
-    if (more)
-        fprintf(o, "  ... (%lld running in all)\n", qrunning);
+    cut_line(o, &sec[SEC_RUNNING], "running");
     fprintf(o, "\nPENDING\n  %-7s %-20s %-12s %6s %5s  %s\n", "ID", "NAME", "QUEUE", "PRIO", "GPUS",
             "WHY");
     json_t *j;
     json_array_foreach(json_object_get(pending, "jobs"), i, j)
     {
-        if ((int)i >= op->jobs) {
-            fprintf(o, "  ... (%lld pending in all)\n", qpending);
+        if ((int)i >= shown(&sec[SEC_PENDING]))
             break;
-        }
         json_t *x;
         snprintf(path, sizeof path, "/v1/jobs/%lld/explain", num(j, "id"));
         x = fetch(f, path, NULL);
@@ -257,8 +357,9 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
             f->status = 0;
         }
     }
-    if (json_array_size(json_object_get(pending, "jobs")) == 0)
+    if (np == 0 && sec[SEC_PENDING].rows > 0)
         fprintf(o, "  (none)\n");
+    cut_line(o, &sec[SEC_PENDING], "pending");
 
     /* nodes */
     fprintf(o, "\nNODES\n  %-20s %-9s %9s %10s\n", "NAME", "STATE", "GPUS", "REPORT AGE");
@@ -266,6 +367,8 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
     {
         int busy = 0;
         char cnt[32], age[32] = "-";
+        if ((int)i >= shown(&sec[SEC_NODES]))
+            break;
         json_array_foreach(json_object_get(n, "gpus"), k, g) busy +=
             json_array_size(json_object_get(g, "jobs")) > 0;
         snprintf(cnt, sizeof cnt, "%d/%zu", busy, json_array_size(json_object_get(n, "gpus")));
@@ -273,8 +376,9 @@ static bool frame(FILE *o, const top_opts_t *op, top_fetch_t *f)
             snprintf(age, sizeof age, "%.1fs", real(n, "report_age_s"));
         fprintf(o, "  %-20.20s %-9s %9s %10s\n", str(n, "name"), str(n, "state"), cnt, age);
     }
-    if (json_array_size(json_object_get(nodes, "nodes")) == 0)
+    if (nn == 0 && sec[SEC_NODES].rows > 0)
         fprintf(o, "  (no nodes; agents register them)\n");
+    cut_line(o, &sec[SEC_NODES], "nodes");
 out:
     json_decref(status);
     json_decref(nodes);
@@ -286,6 +390,40 @@ out:
         json_decref(mok);
     free(mtext);
     return f->status == 0;
+}
+
+/* Write text to out fitted to rows x cols (0: no limit): a line wider than
+ * cols is cut and ends in '>'; past rows lines, the last one that fits says
+ * how many were left out (a terminal too small for even the sections'
+ * titles). No newline after the last line. */
+static void top_fit(FILE *out, const char *text, int rows, int cols)
+{
+    int nlines = 0, line = 0;
+
+    for (const char *p = text; *p; p++)
+        nlines += *p == '\n';
+    if (text[0] && text[strlen(text) - 1] != '\n')
+        nlines++;
+    for (const char *p = text; *p && (rows <= 0 || line < rows); line++) {
+        const char *e = strchr(p, '\n');
+        int len = e ? (int)(e - p) : (int)strlen(p);
+        if (line)
+            fputc('\n', out);
+        if (rows > 0 && line == rows - 1 && nlines > rows) {
+            char m[64];
+            int k =
+                snprintf(m, sizeof m, "... %d more lines: enlarge the terminal", nlines - rows + 1);
+            fprintf(out, "%.*s", cols > 0 && k > cols ? cols : k, m);
+            break;
+        }
+        if (cols > 0 && len > cols)
+            fprintf(out, "%.*s>", cols - 1, p);
+        else
+            fwrite(p, 1, (size_t)len, out);
+        if (!e)
+            break;
+        p = e + 1;
+    }
 }
 
 static int parse_interval(const char *s, int64_t *ms)
@@ -303,10 +441,12 @@ static int live(const top_opts_t *op)
 {
     struct termios saved, raw;
     bool tty_in = isatty(STDIN_FILENO), tty_out = isatty(STDOUT_FILENO), rawmode = false;
-    struct sigaction sa = {.sa_handler = on_signal}, old_int, old_term;
+    struct sigaction sa = {.sa_handler = on_signal}, sw = {.sa_handler = on_winch}, old_int,
+                     old_term, old_winch;
 
     sigaction(SIGINT, &sa, &old_int); /* no SA_RESTART: poll() wakes up */
     sigaction(SIGTERM, &sa, &old_term);
+    sigaction(SIGWINCH, &sw, &old_winch);
     if (tty_in && tcgetattr(STDIN_FILENO, &saved) == 0) {
         raw = saved;
         raw.c_lflag &= (tcflag_t) ~(ICANON | ECHO);
@@ -321,24 +461,37 @@ static int live(const top_opts_t *op)
         size_t len = 0;
         FILE *m = open_memstream(&text, &len);
         top_fetch_t f = {0};
+        struct winsize ws = {0};
+        int rows = 0, cols = 0;
         if (!m)
             break;
-        frame(m, op, &f);
+        top_resized = 0;
+        if (tty_out && ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 0) {
+            rows = ws.ws_row;
+            cols = ws.ws_col;
+        }
+        top_opts_t fo = *op; /* a tall window may show more than 10 rows a list */
+        if (!op->jobs_set && rows > fo.jobs)
+            fo.jobs = rows;
+        frame(m, &fo, &f, rows);
         json_decref(f.err);
         fclose(m);
-        if (tty_out)
+        if (tty_out) {
+            /* the frame, then the footer on the last row: rows - 1 for the frame */
             fputs("\033[H\033[2J", stdout);
-        fwrite(text, 1, len, stdout);
-        if (tty_out)
+            if (text)
+                top_fit(stdout, text, rows > 1 ? rows - 1 : rows, cols);
             fputs("\n(q quits)", stdout);
-        else
+        } else {
+            fwrite(text, 1, len, stdout);
             fputs("\n", stdout);
+        }
         fflush(stdout);
         free(text);
         /* Wait for the interval, a key, or a signal. */
         struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
         int64_t left = op->interval_ms;
-        while (left > 0 && !top_stop) {
+        while (left > 0 && !top_stop && !top_resized) {
             struct timespec a, b;
             clock_gettime(CLOCK_MONOTONIC, &a);
             int r = poll(&p, tty_in ? 1 : 0, (int)(left > 1000 ? 1000 : left));
@@ -363,6 +516,7 @@ static int live(const top_opts_t *op)
         tcsetattr(STDIN_FILENO, TCSANOW, &saved);
     sigaction(SIGINT, &old_int, NULL);
     sigaction(SIGTERM, &old_term, NULL);
+    sigaction(SIGWINCH, &old_winch, NULL);
     return 0;
 }
 
@@ -389,6 +543,7 @@ int cli_top(int argc, char **argv)
                 return EXIT_USAGE;
             }
             op.jobs = (int)n;
+            op.jobs_set = true;
         } else {
             bool known = !strcmp(argv[i], "--interval") || !strcmp(argv[i], "--jobs");
             fprintf(stderr,
@@ -400,7 +555,7 @@ int cli_top(int argc, char **argv)
     }
     if (op.once) {
         top_fetch_t f = {0};
-        bool ok = frame(stdout, &op, &f);
+        bool ok = frame(stdout, &op, &f, 0);
         int rc = ok ? 0 : f.status < 0 ? EXIT_UNREACHABLE : cli_refused(f.status, f.err);
         json_decref(f.err);
         return rc;

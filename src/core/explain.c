@@ -297,6 +297,18 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
     return 0;
 }
 
+int arb_sched_explain_nodes(arb_sched_t *s, const arb_job_t *j, const arb_ctx_t *ctx, int group,
+                            arb_reason_t *out)
+{
+    if (group < 0 || group >= j->ngroups)
+        return -EINVAL;
+    arb_pctx_t pc = {
+        .sched = s, .cluster = s->c, .ctx = ctx, .job = (arb_job_t *)j, .group = &j->groups[group]};
+    for (uint32_t i = 0; i < s->c->nnodes; i++)
+        out[i] = sched_filter_node(&pc, &s->c->nodes[i]);
+    return 0;
+}
+
 static size_t json_str(char *buf, size_t n, size_t off, const char *s)
 {
     off = app(buf, n, off, "\"");

@@ -82,6 +82,10 @@ void fgd_table_shape(const fgd_table_t *t, int i, fgd_shape_info_t *out);
  * also each GPU's score in gpu_scores (-1 where the share cannot go).
  * pc->state must be an FGD state (arb_score_fgd.init). */
 int fgd_gpu_scores(const arb_pctx_t *pc, const arb_node_t *n, int8_t gpu_scores[ARB_MAX_GPUS]);
+/* For the task of pc (state as above): F_after - F_before on n, in GPU
+ * milli, of its share on GPU gpu, or of its whole GPUs (gpu ignored); NAN
+ * when it does not fit there. FGD's score is int(100 sigmoid(-delta/1000)). */
+double fgd_delta(const arb_pctx_t *pc, const arb_node_t *n, int gpu);
 /* For the task of pc (state as above): a number bumped whenever FGD's
  * scores may change for an unchanged node (its table was rebuilt), for
  * caches of them to key on. */

@@ -674,6 +674,36 @@ static double fgd_score(const arb_pctx_t *pc, const arb_node_t *n, const arb_pic
     return score < 0 ? 0 : score;
 }
 
+double fgd_delta(const arb_pctx_t *pc, const arb_node_t *n, int gpu)
+{
+    fgd_state_t *st = prepare(pc);
+    const fgd_shape_t *s = &st->cur;
+    fgd_view_t v;
+    double f0;
+
+    view_of(n, &v);
+    f0 = node_f0(st, n, &v, st->shape >= 0 && caches_fit(st));
+    if (s->num == 1 && s->milli > 0 && s->milli < 1000) {
+        if (gpu < 0 || gpu >= v.ng || v.free[gpu] < s->milli)
+            return NAN;
+        v.free[gpu] -= s->milli;
+    } else if (v.cpu_left < s->cpu || v.ng < s->num) {
+        return 0; /* as fgd_eval: the artifact's Sub fails and leaves F as is */
+    } else {
+        /* Whole GPUs: F depends only on how many free GPUs are taken. */
+        int need = s->num;
+        for (int i = 0; i < v.ng && need > 0; i++)
+            if (v.free[i] >= s->milli) {
+                v.free[i] -= s->milli;
+                need--;
+            }
+        if (need > 0)
+            return NAN;
+    }
+    v.cpu_left -= s->cpu;
+    return frag_eval(st->tab, &v) - f0;
+}
+
 uint32_t fgd_generation(const arb_pctx_t *pc)
 {
     return prepare(pc)->gen;

@@ -49,6 +49,15 @@
 
 #define LA_DEFAULT_CPU 100  /* kube-scheduler's CPU request for a pod that sets none */
 #define LA_SEC_SCALE 4000.0 /* dF2 per unit of the sigmoid (F2 counts ~4x F's milli) */
+#define LA_MAX_POOLS 16     /* GPU models the pool balance tells apart */
+#define LA_MAX_CLASSES 64   /* distinct allowed-model lists it tracks */
+
+/* Tasks restricted to the same set of GPU models, and what they asked. */
+typedef struct la_class {
+    int32_t nmodels;
+    uint32_t models[8]; /* sorted, no repeats */
+    double demand;      /* GPU milli observed */
+} la_class_t;
 
 /* A weighted shape of the look-ahead. */
 typedef struct la_shape {
@@ -72,7 +81,9 @@ typedef struct la_entry {
     uint32_t gen, fgen;
     int8_t gpu; /* the share's GPU; -1 none */
     int8_t ok;  /* 0: FGD says it does not fit */
-    double score;
+    int8_t fs;  /* FGD's integer */
+    double sec; /* the second key */
+    double df;  /* FGD's raw delta F for gpu; NAN until needed */
 } la_entry_t;
 
 typedef struct la_ncache {
@@ -103,6 +114,17 @@ typedef struct la_state {
     const arb_tgroup_t *grp;
     la_key_t cur;
     int key; /* index in keys, -1 uncached */
+    /* Model pools: the observed demand by allowed-model class, and for the
+     * task being placed the expected loss of using each pool. */
+    la_class_t cls[LA_MAX_CLASSES];
+    int ncls;
+    double demand; /* GPU milli observed, all tasks */
+    int npools;
+    uint32_t pool_model[LA_MAX_POOLS];
+    double pool_free[LA_MAX_POOLS], pool_need[LA_MAX_POOLS];
+    double share[LA_MAX_CLASSES][LA_MAX_POOLS]; /* a class's part of pool_need */
+    double loss[LA_MAX_POOLS];                  /* for the task being placed */
+    bool any_loss;
 } la_state_t;
 
 /* ---- the weighted shapes ---------------------------------------------------- */
@@ -227,6 +249,219 @@ static double sec_key(double df2)
     return (double)(int64_t)(s * 100.0) / 100.0; /* s < 1: at most 0.99 */
 }
 
+/* ---- model pools -------------------------------------------------------------
+ *
+ * Nodes of one GPU model form a pool. A task restricted to some models can
+ * only use their pools; a task that may use any model can go anywhere. When
+ * the restricted tasks of the mix need more of a pool than it has, every
+ * GPU milli an unrestricted task takes there is one a restricted task will
+ * miss, and the restricted task then fails while other pools stay idle
+ * (gpuspec33: 240 GPUs of T4-only tasks fail with 490 G2 GPUs idle). FGD's
+ * F cannot see this: it measures one node against the mix, not the pools
+ * against each other.
+ *
+ * So, for each task: the cluster's free GPU milli F, and pool M's, free_M.
+ * The restricted demand still to come is taken to be each class's share of
+ * the observed GPU demand times F (the cluster filling up with the mix, the
+ * regime where placement matters). It is poured into the pools the class
+ * may use, most restricted classes first, levelling need / free among them
+ * (water-filling), which gives need_M and each class's part of it. A task of
+ * class c (or of none) that takes g milli in pool M then loses
+ *
+ *   loss_M = max(0, g - max(0, free_M - need_M + part_c,M))
+ *
+ * milli of someone else's planned room: 0 while the pool has room beyond
+ * what restricted tasks will need. loss_M is added to FGD's dF (both GPU
+ * milli that future tasks cannot use) before FGD's sigmoid, so a pool
+ * without room to spare scores lower exactly where it matters, and not at
+ * all in a mix without restricted tasks, where fgd-la is FGD with its look-
+ * ahead tie-break.
+ */
+
+static int cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* j's allowed models as a class key (sorted, unique); 0 when any. */
+static int class_key(const arb_job_t *j, uint32_t *m)
+{
+    int n = 0;
+
+    for (int i = 0; i < j->nmodels && n < 8; i++)
+        m[n++] = j->models[i];
+    qsort(m, (size_t)n, sizeof *m, cmp_u32);
+    int k = 0;
+    for (int i = 0; i < n; i++)
+        if (k == 0 || m[k - 1] != m[i])
+            m[k++] = m[i];
+    return k;
+}
+
+/* Index of j's class (added when new and room is left), -1 when j may use
+ * any model or the table is full. */
+static int class_of(la_state_t *st, const arb_job_t *j, bool add)
+{
+    uint32_t m[8];
+    int n = class_key(j, m);
+
+    if (n == 0)
+        return -1;
+    for (int c = 0; c < st->ncls; c++)
+        if (st->cls[c].nmodels == n && memcmp(st->cls[c].models, m, (size_t)n * sizeof *m) == 0)
+            return c;
+    if (!add || st->ncls == LA_MAX_CLASSES)
+        return -1;
+    st->cls[st->ncls].nmodels = n;
+    memcpy(st->cls[st->ncls].models, m, (size_t)n * sizeof *m);
+    st->cls[st->ncls].demand = 0;
+    return st->ncls++;
+}
+
+/* GPU milli one task of group g takes. */
+static double task_gpu(const arb_tgroup_t *g)
+{
+    return g->gpus > 0 ? 1000.0 * g->gpus : (double)g->gpu_share;
+}
+
+static void pools_observe(la_state_t *st, const arb_job_t *j)
+{
+    double d = 0;
+    int c;
+
+    for (int i = 0; i < j->ngroups; i++)
+        d += task_gpu(&j->groups[i]) * (j->groups[i].replicas > 0 ? j->groups[i].replicas : 1);
+    if (d <= 0)
+        return;
+    st->demand += d;
+    if ((c = class_of(st, j, true)) >= 0)
+        st->cls[c].demand += d;
+}
+
+static int pool_of(const la_state_t *st, uint32_t model)
+{
+    for (int p = 0; p < st->npools; p++)
+        if (st->pool_model[p] == model)
+            return p;
+    return -1;
+}
+
+/* Pour r milli of class c into the pools in mask, levelling need / free. */
+static void pour(la_state_t *st, int c, const bool *in, double r)
+{
+    int ord[LA_MAX_POOLS], n = 0;
+    double lvl, sum_need = 0, sum_free = 0;
+
+    for (int p = 0; p < st->npools; p++)
+        if (in[p] && st->pool_free[p] > 0)
+            ord[n++] = p;
+    if (n == 0 || r <= 0)
+        return;
+    for (int i = 1; i < n; i++) { /* by need / free, ascending */
+        int x = ord[i], k = i;
+        double rx = st->pool_need[x] / st->pool_free[x];
+        while (k > 0 && st->pool_need[ord[k - 1]] / st->pool_free[ord[k - 1]] > rx) {
+            ord[k] = ord[k - 1];
+            k--;
+        }
+        ord[k] = x;
+    }
+    /* The level: the first k pools share r so that all reach need/free = lvl,
+     * lvl not above the (k+1)th pool's ratio. */
+    int k = 0;
+    for (;;) {
+        sum_need += st->pool_need[ord[k]];
+        sum_free += st->pool_free[ord[k]];
+        k++;
+        lvl = (r + sum_need) / sum_free;
+        if (k == n || lvl <= st->pool_need[ord[k]] / st->pool_free[ord[k]])
+            break;
+    }
+    for (int i = 0; i < k; i++) {
+        int p = ord[i];
+        double x = lvl * st->pool_free[p] - st->pool_need[p];
+        if (x > 0) {
+            st->pool_need[p] += x;
+            st->share[c][p] += x;
+        }
+    }
+}
+
+/* The loss of each pool for the task of job j, group g (st->loss). */
+static void pools_prepare(la_state_t *st, const arb_job_t *j, const arb_tgroup_t *g)
+{
+    const arb_cluster_t *cl = st->c;
+    int ord[LA_MAX_CLASSES], n = 0, mine;
+    double total = 0, want = task_gpu(g);
+
+    st->any_loss = false;
+    st->npools = 0;
+    memset(st->pool_free, 0, sizeof st->pool_free);
+    memset(st->pool_need, 0, sizeof st->pool_need);
+    memset(st->loss, 0, sizeof st->loss);
+    if (want <= 0 || st->ncls == 0 || st->demand <= 0)
+        return;
+    for (uint32_t i = 0; i < cl->nnodes; i++) {
+        const arb_node_t *nd = &cl->nodes[i];
+        int p;
+        if (nd->ngpus == 0 || nd->state != ARB_NODE_READY)
+            continue;
+        if ((p = pool_of(st, nd->gpu[0].model)) < 0) {
+            if (st->npools == LA_MAX_POOLS)
+                return; /* too many models to tell apart: no balance */
+            p = st->npools++;
+            st->pool_model[p] = nd->gpu[0].model;
+        }
+        st->pool_free[p] += (double)(nd->cap.gpu_milli - nd->used.gpu_milli);
+    }
+    for (int p = 0; p < st->npools; p++)
+        total += st->pool_free[p];
+    if (total <= 0)
+        return;
+    /* Classes by how many pools they may use, fewest first. */
+    int reach[LA_MAX_CLASSES];
+    for (int c = 0; c < st->ncls; c++) {
+        reach[c] = 0;
+        for (int p = 0; p < st->npools; p++)
+            reach[c] += model_ok(st->cls[c].models, st->cls[c].nmodels, st->pool_model[p]);
+        memset(st->share[c], 0, sizeof st->share[c]);
+        if (reach[c] == 0 || reach[c] == st->npools)
+            continue; /* nowhere, or anywhere: no pool is reserved for it */
+        int k = n++;
+        while (k > 0 && reach[ord[k - 1]] > reach[c]) {
+            ord[k] = ord[k - 1];
+            k--;
+        }
+        ord[k] = c;
+    }
+    for (int i = 0; i < n; i++) {
+        int c = ord[i];
+        bool in[LA_MAX_POOLS];
+        for (int p = 0; p < st->npools; p++)
+            in[p] = model_ok(st->cls[c].models, st->cls[c].nmodels, st->pool_model[p]);
+        pour(st, c, in, st->cls[c].demand / st->demand * total);
+    }
+    mine = class_of(st, j, false);
+    for (int p = 0; p < st->npools; p++) {
+        double room = st->pool_free[p] - st->pool_need[p] + (mine >= 0 ? st->share[mine][p] : 0);
+        st->loss[p] = want - (room > 0 ? room : 0);
+        if (st->loss[p] < 0)
+            st->loss[p] = 0;
+        st->any_loss |= st->loss[p] > 0;
+    }
+}
+
+/* The loss of placing the current task on n (0 outside a known pool). */
+static double node_loss(const la_state_t *st, const arb_node_t *n)
+{
+    int p;
+
+    if (!st->any_loss || n->ngpus == 0 || (p = pool_of(st, n->gpu[0].model)) < 0)
+        return 0;
+    return st->loss[p];
+}
+
 /* ---- state and caches --------------------------------------------------------- */
 
 static void *la_init(const arb_sched_t *s)
@@ -272,6 +507,7 @@ static void la_observe(void *state, const arb_job_t *j)
     la_state_t *st = state;
 
     arb_score_fgd.observe(st->fgd, j);
+    pools_observe(st, j);
     if (fgd_table_count(st->tab, j) == 0 && fgd_table_tasks(st->tab) >= st->next_build)
         st->dirty = true;
 }
@@ -362,6 +598,7 @@ static la_state_t *prepare(const arb_pctx_t *pc, arb_pctx_t *fp)
         st->job_seq = j->seq;
         st->grp = g;
         st->key = cache_slot(st, k);
+        pools_prepare(st, j, g);
     }
     return st;
 }
@@ -401,6 +638,26 @@ static double f2_after(const la_state_t *st, la_view_t v, int gpu)
     return f2_eval(st, &v);
 }
 
+/* FGD's integer fs with the pool loss of n added to its dF (the same
+ * sigmoid and rounding), plus the second key. e (may be NULL) caches FGD's
+ * raw dF for the node's state. */
+static double with_loss(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, la_entry_t *e,
+                        int fs, int gpu, double sec)
+{
+    double loss = node_loss(st, n), df;
+
+    if (loss <= 0)
+        return fs + sec;
+    df = e && !isnan(e->df) ? e->df : fgd_delta(fp, n, gpu);
+    if (e)
+        e->df = df;
+    if (isnan(df))
+        return fs + sec;
+    double s = 1.0 / (1.0 + exp((df + loss) / 1000));
+    int adj = (int)(int64_t)(s * 100.0);
+    return (adj < fs ? adj : fs) + sec;
+}
+
 /*
  * The composite score of the memoised task on n (FGD's integer plus the
  * second key) and, for a share, its GPU. want >= 0 scores that GPU instead
@@ -417,8 +674,8 @@ static bool la_eval(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, i
     int fs, best = -1;
 
     if (e && e->ver == n->version && e->gen == st->gen && e->fgen == fgen) {
-        *score = e->score;
         *gpu = e->gpu;
+        *score = e->ok ? with_loss(fp, st, n, e, e->fs, e->gpu, e->sec) : 0;
         return e->ok;
     }
     fs = fgd_gpu_scores(fp, n, per);
@@ -454,15 +711,17 @@ static bool la_eval(const arb_pctx_t *fp, la_state_t *st, const arb_node_t *n, i
         best_df = f2_after(st, v, -1) - f0;
     }
     *gpu = best;
-    *score = fs >= 0 ? fs + sec_key(best_df) : 0;
     if (e) {
         e->ver = n->version;
         e->gen = st->gen;
         e->fgen = fgen;
         e->gpu = (int8_t)best;
         e->ok = fs >= 0;
-        e->score = *score;
+        e->fs = (int8_t)(fs >= 0 ? fs : 0);
+        e->sec = sec_key(best_df);
+        e->df = NAN;
     }
+    *score = fs >= 0 ? with_loss(fp, st, n, e, fs, best, sec_key(best_df)) : 0;
     return fs >= 0;
 }
 

@@ -92,76 +92,159 @@ static void hist(sbuf_t *b, const char *name, const char *labels, const px_stats
               (unsigned long long)n);
 }
 
+/* HELP and TYPE of one family (promtool check metrics wants both). */
+static void fam(sbuf_t *b, const char *name, const char *type, const char *help)
+{
+    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+}
+
+/* The states state_of() names, for the one-series-per-state family. */
+static const char *const px_states[] = {"up", "slow-start", "ejected", "down", "draining"};
+
+/* The per-backend families: each family's HELP and TYPE once, then its
+ * samples for every backend (a family's samples must not be interleaved
+ * with another's). */
+enum {
+    BF_UP,
+    BF_STATE,
+    BF_WEIGHT,
+    BF_INFLIGHT,
+    BF_IDLE,
+    BF_REQUESTS,
+    BF_RESPONSES,
+    BF_FAILURES,
+    BF_EJECTIONS,
+    BF_CHECKS,
+    BF_QUEUE,
+    BF_GPU,
+    BF_DURATION,
+    BF_COUNT
+};
+
+static const struct {
+    const char *name, *type, *help;
+} px_bfam[BF_COUNT] = {
+    [BF_UP] = {"arbiter_lb_backend_up", "gauge",
+               "1 when the backend takes new requests (up or slow-start), else 0."},
+    [BF_STATE] = {"arbiter_lb_backend_state", "gauge",
+                  "The backend's state: 1 for the state it is in, 0 for the others."},
+    [BF_WEIGHT] = {"arbiter_lb_backend_weight", "gauge",
+                   "The backend's effective weight (configured weight, slow start, feedback)."},
+    [BF_INFLIGHT] = {"arbiter_lb_backend_inflight", "gauge",
+                     "Requests sent to the backend and not yet answered."},
+    [BF_IDLE] = {"arbiter_lb_backend_idle_connections", "gauge",
+                 "Idle keep-alive connections to the backend."},
+    [BF_REQUESTS] = {"arbiter_lb_backend_requests_total", "counter",
+                     "Requests sent to the backend."},
+    [BF_RESPONSES] = {"arbiter_lb_backend_responses_total", "counter",
+                      "Responses from the backend, by class."},
+    [BF_FAILURES] = {"arbiter_lb_backend_failures_total", "counter",
+                     "Failed requests to the backend, by kind (connect, io, timeout)."},
+    [BF_EJECTIONS] = {"arbiter_lb_backend_ejections_total", "counter",
+                      "Times the backend was ejected after consecutive failures."},
+    [BF_CHECKS] = {"arbiter_lb_backend_checks_total", "counter",
+                   "Health checks of the backend, by result."},
+    [BF_QUEUE] = {"arbiter_lb_backend_reported_queue", "gauge",
+                  "Queue length the backend (or its node's agent) last reported."},
+    [BF_GPU] = {"arbiter_lb_backend_reported_gpu_util", "gauge",
+                "GPU utilisation (0..1) the backend's node last reported."},
+    [BF_DURATION] = {"arbiter_lb_backend_request_duration_seconds", "histogram",
+                     "Time from request head to last response byte, per backend."},
+};
+
+static void backend_family(px_t *px, sbuf_t *b, int f)
+{
+    static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+
+    fam(b, px_bfam[f].name, px_bfam[f].type, px_bfam[f].help);
+    for (int i = 0; i < px->nbes; i++) {
+        const px_backend_t *e = px->bes[i];
+        const char *n = px_bfam[f].name;
+        char lab[300];
+        snprintf(lab, sizeof lab, "backend=\"%s\"", e->name);
+        switch (f) {
+        case BF_UP:
+            sb_printf(b, "%s{%s} %d\n", n, lab, e->eff > 0);
+            break;
+        case BF_STATE:
+            for (size_t k = 0; k < sizeof px_states / sizeof px_states[0]; k++)
+                sb_printf(b, "%s{%s,state=\"%s\"} %d\n", n, lab, px_states[k],
+                          strcmp(px_states[k], state_of(px, e)) == 0);
+            break;
+        case BF_WEIGHT:
+            sb_printf(b, "%s{%s} %.3f\n", n, lab, e->eff / 16.0);
+            break;
+        case BF_INFLIGHT:
+            sb_printf(b, "%s{%s} %u\n", n, lab, e->inflight);
+            break;
+        case BF_IDLE:
+            sb_printf(b, "%s{%s} %d\n", n, lab, e->nidle);
+            break;
+        case BF_REQUESTS:
+            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)e->st.requests);
+            break;
+        case BF_RESPONSES:
+            for (int c = 1; c < 6; c++)
+                sb_printf(b, "%s{%s,code=\"%s\"} %llu\n", n, lab, cls[c],
+                          (unsigned long long)e->st.resp[c]);
+            break;
+        case BF_FAILURES:
+            sb_printf(b, "%s{%s,kind=\"connect\"} %llu\n", n, lab,
+                      (unsigned long long)e->st.connect_fail);
+            sb_printf(b, "%s{%s,kind=\"io\"} %llu\n", n, lab, (unsigned long long)e->st.io_fail);
+            sb_printf(b, "%s{%s,kind=\"timeout\"} %llu\n", n, lab,
+                      (unsigned long long)e->st.timeouts);
+            break;
+        case BF_EJECTIONS:
+            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)e->st.ejections);
+            break;
+        case BF_CHECKS:
+            sb_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab,
+                      (unsigned long long)e->st.checks_ok);
+            sb_printf(b, "%s{%s,result=\"bad\"} %llu\n", n, lab,
+                      (unsigned long long)e->st.checks_bad);
+            break;
+        case BF_QUEUE:
+            if (e->load.at_ms)
+                sb_printf(b, "%s{%s} %g\n", n, lab, e->load.queue);
+            break;
+        case BF_GPU:
+            if (e->load.at_ms)
+                sb_printf(b, "%s{%s} %g\n", n, lab, e->load.gpu_util);
+            break;
+        case BF_DURATION:
+            hist(b, n, lab, &e->st);
+            break;
+        }
+    }
+}
+
 static void metrics(px_t *px, sbuf_t *b)
 {
     static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
-    sb_printf(b,
-              "# HELP arbiter_lb_connections_accepted_total Client connections accepted.\n"
-              "# TYPE arbiter_lb_connections_accepted_total counter\n"
-              "arbiter_lb_connections_accepted_total %llu\n",
-              (unsigned long long)px->accepted);
-    sb_printf(b, "# TYPE arbiter_lb_client_connections gauge\narbiter_lb_client_connections %d\n",
-              px->nclients);
-    sb_printf(b, "# TYPE arbiter_lb_retries_total counter\narbiter_lb_retries_total %llu\n",
-              (unsigned long long)px->retries);
-    sb_printf(b, "# TYPE arbiter_lb_no_backend_total counter\narbiter_lb_no_backend_total %llu\n",
-              (unsigned long long)px->no_backend);
-    sb_printf(b,
-              "# TYPE arbiter_lb_bad_requests_total counter\narbiter_lb_bad_requests_total %llu\n",
-              (unsigned long long)px->bad_requests);
-    sb_printf(b, "# HELP arbiter_lb_responses_total Responses to clients, by class.\n"
-                 "# TYPE arbiter_lb_responses_total counter\n");
+    fam(b, "arbiter_lb_connections_accepted_total", "counter", "Client connections accepted.");
+    sb_printf(b, "arbiter_lb_connections_accepted_total %llu\n", (unsigned long long)px->accepted);
+    fam(b, "arbiter_lb_client_connections", "gauge", "Client connections open now.");
+    sb_printf(b, "arbiter_lb_client_connections %d\n", px->nclients);
+    fam(b, "arbiter_lb_retries_total", "counter",
+        "Requests sent again to another backend after a failure.");
+    sb_printf(b, "arbiter_lb_retries_total %llu\n", (unsigned long long)px->retries);
+    fam(b, "arbiter_lb_no_backend_total", "counter",
+        "Requests no backend could take (answered 502 or 503).");
+    sb_printf(b, "arbiter_lb_no_backend_total %llu\n", (unsigned long long)px->no_backend);
+    fam(b, "arbiter_lb_bad_requests_total", "counter",
+        "Client requests refused as malformed (400, 431).");
+    sb_printf(b, "arbiter_lb_bad_requests_total %llu\n", (unsigned long long)px->bad_requests);
+    fam(b, "arbiter_lb_responses_total", "counter", "Responses to clients, by class.");
     for (int i = 1; i < 6; i++)
         sb_printf(b, "arbiter_lb_responses_total{code=\"%s\"} %llu\n", cls[i],
                   (unsigned long long)px->total.resp[i]);
-    sb_printf(b, "# HELP arbiter_lb_request_duration_seconds Time from request head to last "
-                 "response byte.\n# TYPE arbiter_lb_request_duration_seconds histogram\n");
+    fam(b, "arbiter_lb_request_duration_seconds", "histogram",
+        "Time from request head to last response byte.");
     hist(b, "arbiter_lb_request_duration_seconds", "", &px->total);
-
-    sb_printf(b, "# TYPE arbiter_lb_backend_up gauge\n# TYPE arbiter_lb_backend_weight gauge\n"
-                 "# TYPE arbiter_lb_backend_inflight gauge\n"
-                 "# TYPE arbiter_lb_backend_idle_connections gauge\n"
-                 "# TYPE arbiter_lb_backend_requests_total counter\n"
-                 "# TYPE arbiter_lb_backend_responses_total counter\n"
-                 "# TYPE arbiter_lb_backend_failures_total counter\n"
-                 "# TYPE arbiter_lb_backend_ejections_total counter\n"
-                 "# TYPE arbiter_lb_backend_checks_total counter\n"
-                 "# TYPE arbiter_lb_backend_reported_queue gauge\n"
-                 "# TYPE arbiter_lb_backend_reported_gpu_util gauge\n"
-                 "# TYPE arbiter_lb_backend_request_duration_seconds histogram\n");
-    for (int i = 0; i < px->nbes; i++) {
-        const px_backend_t *e = px->bes[i];
-        char lab[300];
-        snprintf(lab, sizeof lab, "backend=\"%s\"", e->name);
-        sb_printf(b, "arbiter_lb_backend_up{%s,state=\"%s\"} %d\n", lab, state_of(px, e),
-                  e->eff > 0);
-        sb_printf(b, "arbiter_lb_backend_weight{%s} %.3f\n", lab, e->eff / 16.0);
-        sb_printf(b, "arbiter_lb_backend_inflight{%s} %u\n", lab, e->inflight);
-        sb_printf(b, "arbiter_lb_backend_idle_connections{%s} %d\n", lab, e->nidle);
-        sb_printf(b, "arbiter_lb_backend_requests_total{%s} %llu\n", lab,
-                  (unsigned long long)e->st.requests);
-        for (int c = 1; c < 6; c++)
-            sb_printf(b, "arbiter_lb_backend_responses_total{%s,code=\"%s\"} %llu\n", lab, cls[c],
-                      (unsigned long long)e->st.resp[c]);
-        sb_printf(b, "arbiter_lb_backend_failures_total{%s,kind=\"connect\"} %llu\n", lab,
-                  (unsigned long long)e->st.connect_fail);
-        sb_printf(b, "arbiter_lb_backend_failures_total{%s,kind=\"io\"} %llu\n", lab,
-                  (unsigned long long)e->st.io_fail);
-        sb_printf(b, "arbiter_lb_backend_failures_total{%s,kind=\"timeout\"} %llu\n", lab,
-                  (unsigned long long)e->st.timeouts);
-        sb_printf(b, "arbiter_lb_backend_ejections_total{%s} %llu\n", lab,
-                  (unsigned long long)e->st.ejections);
-        sb_printf(b, "arbiter_lb_backend_checks_total{%s,result=\"ok\"} %llu\n", lab,
-                  (unsigned long long)e->st.checks_ok);
-        sb_printf(b, "arbiter_lb_backend_checks_total{%s,result=\"bad\"} %llu\n", lab,
-                  (unsigned long long)e->st.checks_bad);
-        if (e->load.at_ms) {
-            sb_printf(b, "arbiter_lb_backend_reported_queue{%s} %g\n", lab, e->load.queue);
-            sb_printf(b, "arbiter_lb_backend_reported_gpu_util{%s} %g\n", lab, e->load.gpu_util);
-        }
-        hist(b, "arbiter_lb_backend_request_duration_seconds", lab, &e->st);
-    }
+    for (int f = 0; f < BF_COUNT; f++)
+        backend_family(px, b, f);
 }
 
 static void backends_json(px_t *px, sbuf_t *b)

@@ -2,10 +2,12 @@
  * events.c: the simulator's events mode. Time is virtual: tasks arrive (at
  * their trace creation_time, or by a seeded Poisson process), wait in the
  * scheduler core's queue while they do not fit, run for their duration and
- * leave. Every placement is the core's: arb_sched_cycle orders the waiting
- * jobs by the queue policy (fifo, priority, drf) and places what fits,
- * with ctx.now_ns the virtual clock. This file only keeps the clock, the
- * events and the statistics.
+ * leave. Every placement is the core's: a cycle orders the waiting jobs by
+ * the queue policy (fifo, priority, drf) and places what fits, with
+ * ctx.now_ns the virtual clock. Cycles go through the core's pending-job
+ * index (arbiter/pendq.h: arb_pendq_cycle places what arb_sched_cycle would,
+ * but costs what can be placed, not the whole backlog). This file only keeps
+ * the clock, the events and the statistics.
  *
  * A job's life here (its core state in brackets):
  *
@@ -16,7 +18,7 @@
  *   unschedulable       abandoned [CANCELLED]               completed [SUCCEEDED]
  *   (never submitted)
  *
- * Invariants: (1) a job is in `pending` exactly while PENDING in the core;
+ * Invariants: (1) a job is in the index `pq` exactly while PENDING in the core;
  * (2) the completion heap holds exactly the running jobs; (3) used_milli is
  * the GPU milli held by running jobs.
  *
@@ -38,6 +40,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "arbiter/pendq.h"
 #include "arbiter/sched.h"
 #include "sim/sim.h"
 
@@ -317,10 +320,10 @@ typedef struct ev_run {
     int *arr_of;        /* arrival index */
     int64_t *start;     /* -1 until started */
     int64_t *gpu_milli; /* held while running */
-    uint32_t *pending;  /* ids of PENDING jobs, submission order */
-    int npending;
-    ev_heap_t done; /* running jobs by end time */
-    ev_heap_t dead; /* waiting jobs by deadline */
+    arb_pendq_t *pq;    /* the PENDING jobs (the core's pending-job index) */
+    int npending;       /* arb_pendq_len(pq) */
+    ev_heap_t done;     /* running jobs by end time */
+    ev_heap_t dead;     /* waiting jobs by deadline */
     int64_t used_milli, total_milli;
     double *waits, *jcts, *gwaits;
     int nwaits, njcts, ngwaits;
@@ -334,21 +337,17 @@ typedef struct ev_run {
     uint32_t head_tried; /* fifo: the head tried last (UINT32_MAX none) */
 } ev_run_t;
 
-/* Start the jobs the core has just placed: RUNNING, end time, stats. */
-static int start_placed(ev_run_t *r, int64_t now)
+/* Start the jobs v[0..n) the core has just placed: RUNNING, end time,
+ * stats. */
+static int start_placed(ev_run_t *r, int64_t now, arb_job_t *const *v, int count)
 {
-    int k = 0;
-    for (int i = 0; i < r->npending; i++) {
-        uint32_t id = r->pending[i];
-        arb_job_t *j = arb_sched_job(r->s, id);
+    for (int i = 0; i < count; i++) {
+        arb_job_t *j = v[i];
+        uint32_t id = j->id;
         const ev_arrival_t *a = &r->arr[r->arr_of[id]];
         int64_t end;
-        if (j->state == ARB_JOB_PENDING) {
-            r->pending[k++] = id;
-            continue;
-        }
         if (j->state != ARB_JOB_PLACED)
-            continue; /* withdrawn */
+            continue;
         arb_job_transition(j, ARB_JOB_RUNNING, NULL);
         r->start[id] = now;
         r->gpu_milli[id] = 0;
@@ -385,7 +384,7 @@ static int start_placed(ev_run_t *r, int64_t now)
         if (heap_push(&r->done, end, id) < 0)
             return -ENOMEM;
     }
-    r->npending = k;
+    r->npending = arb_pendq_len(r->pq);
     return 0;
 }
 
@@ -447,23 +446,42 @@ static void finish_stats(ev_run_t *r)
     }
 }
 
-static int cycle(ev_run_t *r, bool *placed, arb_err_t *err)
+/* A full cycle through the pending-job index: arb_sched_cycle's outcome
+ * (events mode sets no preemption, backfill or elastic job), at the cost of
+ * what can be placed rather than of the backlog. */
+static int cycle(ev_run_t *r, arb_err_t *err)
 {
     arb_cycle_stats_t st;
-    int rc = arb_sched_cycle(r->s, &r->ctx, &st);
+    arb_job_t *const *v;
+    int rc = arb_pendq_cycle(r->pq, &r->ctx, &st), n;
 
     if (rc < 0)
         return arb_errf(err, rc, "scheduling cycle failed: %s", strerror(-rc));
     r->res->ev.cycles++;
-    *placed |= st.placed > 0;
-    return 0;
+    n = arb_pendq_placed(r->pq, &v);
+    return start_placed(r, r->ctx.now_ns, v, n) < 0 ? arb_errf(err, -ENOMEM, "out of memory") : 0;
+}
+
+/* Try one job alone (arb_sched_place); started when it goes. 1 placed, 0
+ * not, or -errno with text. */
+static int try_one(ev_run_t *r, arb_job_t *j, arb_err_t *err)
+{
+    int rc = arb_sched_place(r->s, j, &r->ctx);
+
+    if (rc == -ENOSPC)
+        return 0;
+    if (rc < 0)
+        return arb_errf(err, rc, "placing a job failed: %s", strerror(-rc));
+    arb_pendq_remove(r->pq, j);
+    if (start_placed(r, r->ctx.now_ns, &j, 1) < 0)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    return 1;
 }
 
 /* Apply everything due at time `now`: completions, withdrawals, arrivals.
  * What they change for scheduling accumulates in r->freed and r->nnew. */
 static int apply(ev_run_t *r, int64_t now, int *next_arrival, fit_memo_t *fm, arb_err_t *err)
 {
-    bool left = false;
     int rc = 0;
 
     r->ctx.now_ns = now;
@@ -485,13 +503,12 @@ static int apply(ev_run_t *r, int64_t now, int *next_arrival, fit_memo_t *fm, ar
         arb_job_t *j = arb_sched_job(r->s, it.id);
         if (j->state != ARB_JOB_PENDING)
             continue;
+        arb_pendq_remove(r->pq, j);
         if ((rc = arb_sched_finish(r->s, j, ARB_JOB_CANCELLED, err)) < 0)
             return rc;
         r->res->ev.abandoned++;
-        left = true;
+        r->npending = arb_pendq_len(r->pq);
     }
-    if (left && (rc = start_placed(r, now)) < 0) /* drops them from pending */
-        return arb_errf(err, rc, "out of memory");
     /* Arrivals. */
     for (; *next_arrival < r->narr && r->arr[*next_arrival].t <= now; (*next_arrival)++) {
         const ev_arrival_t *a = &r->arr[*next_arrival];
@@ -517,7 +534,9 @@ static int apply(ev_run_t *r, int64_t now, int *next_arrival, fit_memo_t *fm, ar
         }
         r->arr_of[j->id] = *next_arrival;
         r->start[j->id] = -1;
-        r->pending[r->npending++] = j->id;
+        if ((rc = arb_pendq_add(r->pq, j)) < 0)
+            return arb_errf(err, rc, "out of memory");
+        r->npending = arb_pendq_len(r->pq);
         r->res->ev.jobs++;
         if (a->deadline >= 0 && (rc = heap_push(&r->dead, a->deadline, j->id)) < 0)
             return rc;
@@ -530,35 +549,29 @@ static int apply(ev_run_t *r, int64_t now, int *next_arrival, fit_memo_t *fm, ar
 /* Schedule at time `now` (see the comment at the top of the file). */
 static int schedule(ev_run_t *r, int64_t now, arb_err_t *err)
 {
-    bool placed = false;
+    arb_job_t *head;
     int rc = 0;
 
     r->ctx.now_ns = now;
     if (r->o->queue == ARB_QP_FIFO) {
         /* Strict FIFO: only the head can go first; the cycle stops at it. */
-        bool head_left = false;
-        if (r->npending > 0 && (r->freed || r->pending[0] != r->head_tried)) {
-            r->head_tried = r->pending[0];
-            rc = arb_sched_place(r->s, arb_sched_job(r->s, r->pending[0]), &r->ctx);
-            if (rc < 0 && rc != -ENOSPC)
-                return arb_errf(err, rc, "placing a job failed: %s", strerror(-rc));
-            placed = head_left = rc == 0;
+        head = arb_pendq_first(r->pq);
+        if (head && (r->freed || head->id != r->head_tried)) {
+            r->head_tried = head->id;
+            if ((rc = try_one(r, head, err)) < 0)
+                return rc;
+            if (rc == 1 && r->npending > 0 && (rc = cycle(r, err)) < 0)
+                return rc;
         }
-        if (head_left && r->npending > 1 && (rc = cycle(r, &placed, err)) < 0)
-            return rc;
     } else if (r->npending > 0 && (r->freed || r->nnew > 1)) {
-        if ((rc = cycle(r, &placed, err)) < 0)
+        if ((rc = cycle(r, err)) < 0)
             return rc;
     } else if (r->nnew == 1 && arb_sched_job(r->s, r->last_new)->state == ARB_JOB_PENDING) {
-        rc = arb_sched_place(r->s, arb_sched_job(r->s, r->last_new), &r->ctx);
-        if (rc < 0 && rc != -ENOSPC)
-            return arb_errf(err, rc, "placing a job failed: %s", strerror(-rc));
-        placed = rc == 0;
+        if ((rc = try_one(r, arb_sched_job(r->s, r->last_new), err)) < 0)
+            return rc;
     }
     r->freed = false;
     r->nnew = 0;
-    if (placed && (rc = start_placed(r, now)) < 0)
-        return arb_errf(err, rc, "out of memory");
     return 0;
 }
 
@@ -624,11 +637,11 @@ int sim_run_events(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim
     r.arr_of = calloc((size_t)r.narr + 1, sizeof *r.arr_of);
     r.start = calloc((size_t)r.narr + 1, sizeof *r.start);
     r.gpu_milli = calloc((size_t)r.narr + 1, sizeof *r.gpu_milli);
-    r.pending = calloc((size_t)r.narr + 1, sizeof *r.pending);
+    r.pq = arb_pendq_new(r.s);
     r.waits = calloc((size_t)r.narr + 1, sizeof *r.waits);
     r.jcts = calloc((size_t)r.narr + 1, sizeof *r.jcts);
     r.gwaits = calloc((size_t)r.narr + 1, sizeof *r.gwaits);
-    if (!r.arr_of || !r.start || !r.gpu_milli || !r.pending || !r.waits || !r.jcts || !r.gwaits) {
+    if (!r.arr_of || !r.start || !r.gpu_milli || !r.pq || !r.waits || !r.jcts || !r.gwaits) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
     }
@@ -680,7 +693,7 @@ out:
     free(r.arr_of);
     free(r.start);
     free(r.gpu_milli);
-    free(r.pending);
+    arb_pendq_free(r.pq);
     free(r.done.v);
     free(r.dead.v);
     free(r.waits);

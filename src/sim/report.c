@@ -240,6 +240,103 @@ void sim_print_compare(FILE *f, const sim_result_t *r, int n, const sim_expect_t
     }
 }
 
+/* ---- the family table ------------------------------------------------------------ */
+
+/* alloc@100 of (workload, policy, seed), NaN when not run. */
+static double run_at(const sim_result_t *r, int n, const char *wl, const char *pol, uint64_t seed)
+{
+    for (int i = 0; i < n; i++)
+        if (r[i].rc == 0 && r[i].seed == seed && strcmp(r[i].workload, wl) == 0 &&
+            strcmp(r[i].policy, pol) == 0)
+            return r[i].alloc_pct[100];
+    return NAN;
+}
+
+void sim_print_table(FILE *f, const sim_result_t *r, int n)
+{
+    const char *pols[32], *ref;
+    int np = 0, nwl = 0;
+    double sum_fewer[32] = {0}, sum_d[32] = {0}, min_d[32], sum_a[32] = {0};
+    bool has_bound = false;
+
+    for (int i = 0; i < n; i++) {
+        bool seen = false;
+        for (int k = 0; k < np && !seen; k++)
+            seen = strcmp(pols[k], r[i].policy) == 0;
+        if (strcmp(r[i].policy, SIM_BOUND_POLICY) == 0) {
+            has_bound = true;
+            continue;
+        }
+        if (!seen && np < 32)
+            pols[np++] = r[i].policy;
+    }
+    if (np == 0)
+        return;
+    ref = pols[0];
+    for (int k = 0; k < np; k++)
+        min_d[k] = INFINITY;
+    fprintf(f, "| workload | seeds | %s", ref);
+    for (int k = 1; k < np; k++)
+        fprintf(f, " | %s | delta | fewer unallocated | seeds better | worst seed", pols[k]);
+    fputs(has_bound ? " | bound | headroom |\n|---|---:|---:" : " |\n|---|---:|---:", f);
+    for (int k = 1; k < np; k++)
+        fputs("|---:|---:|---:|---:|---:", f);
+    fputs(has_bound ? "|---:|---:|\n" : "|\n", f);
+    for (int i = 0; i < n; i++) {
+        const char *wl = r[i].workload;
+        bool first = true;
+        int ns;
+        double a0, best;
+        for (int k = 0; k < i && first; k++)
+            first = strcmp(r[k].workload, wl) != 0;
+        if (!first)
+            continue;
+        a0 = our_mean(r, n, wl, ref, 100, &ns);
+        if (ns == 0)
+            continue;
+        best = a0;
+        nwl++;
+        sum_a[0] += a0;
+        fprintf(f, "| %s | %d | %.2f", wl, ns, a0);
+        for (int k = 1; k < np; k++) {
+            double a = our_mean(r, n, wl, pols[k], 100, NULL), worst = INFINITY;
+            int better = 0, paired = 0;
+            for (int s = 0; s < n; s++) {
+                double x, y;
+                if (strcmp(r[s].workload, wl) != 0 || strcmp(r[s].policy, ref) != 0)
+                    continue;
+                x = r[s].alloc_pct[100];
+                y = run_at(r, n, wl, pols[k], r[s].seed);
+                if (isnan(x) || isnan(y))
+                    continue;
+                paired++;
+                better += y > x;
+                worst = y - x < worst ? y - x : worst;
+            }
+            double fewer = 100 * (1 - (100 - a) / (100 - a0));
+            sum_a[k] += a;
+            sum_d[k] += a - a0;
+            sum_fewer[k] += fewer;
+            min_d[k] = a - a0 < min_d[k] ? a - a0 : min_d[k];
+            best = a > best ? a : best;
+            fprintf(f, " | %.2f | %+.2f | %.1f%% | %d/%d | %+.2f", a, a - a0, fewer, better, paired,
+                    worst);
+        }
+        if (has_bound) {
+            double b = our_mean(r, n, wl, SIM_BOUND_POLICY, 100, NULL);
+            fprintf(f, " | %.2f | %.2f", b, b - best);
+        }
+        fputs(" |\n", f);
+    }
+    if (nwl > 1) {
+        fprintf(f, "| mean of %d | | %.2f", nwl, sum_a[0] / nwl);
+        for (int k = 1; k < np; k++)
+            fprintf(f, " | %.2f | %+.2f | %.1f%% | | min %+.2f", sum_a[k] / nwl, sum_d[k] / nwl,
+                    sum_fewer[k] / nwl, min_d[k]);
+        fputs(has_bound ? " | | |\n" : " |\n", f);
+    }
+}
+
 /* ---- SVG --------------------------------------------------------------------------- */
 
 #define PW 720 /* panel size */

@@ -44,8 +44,7 @@ double sim_clock_s(int id)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* GPU milli a task asks in total (the artifact's TotalMilliGpu). */
-static int64_t task_gpu_total(const sim_task_t *t)
+int64_t sim_task_gpu(const sim_task_t *t)
 {
     return t->num_gpu > 0 ? (int64_t)t->num_gpu * t->gpu_milli : 0;
 }
@@ -223,9 +222,8 @@ static int by_name(const void *a, const void *b, void *arg)
     return c ? c : (x > y) - (x < y);
 }
 
-/* Fill *ev with the arrival order: shuffled, then inflated. ev is malloc'd. */
-static int arrival_order(const sim_tasks_t *tasks, int64_t cap_milli, double inflate,
-                         arb_rng_t *rng, int **ev, int *nev)
+int sim_arrival_order(const sim_tasks_t *tasks, int64_t cap_milli, double inflate, arb_rng_t *rng,
+                      int **ev, int *nev)
 {
     int n = tasks->n, len = n, cap = n + n / 2 + 16;
     int *named = malloc((size_t)n * sizeof *named), *v = malloc((size_t)cap * sizeof *v);
@@ -238,7 +236,7 @@ static int arrival_order(const sim_tasks_t *tasks, int64_t cap_milli, double inf
     }
     for (int i = 0; i < n; i++) {
         named[i] = i;
-        demand += task_gpu_total(&tasks->v[i]);
+        demand += sim_task_gpu(&tasks->v[i]);
     }
     qsort_r(named, (size_t)n, sizeof *named, by_name, (void *)tasks);
     memcpy(v, named, (size_t)n * sizeof *v);
@@ -254,7 +252,7 @@ static int arrival_order(const sim_tasks_t *tasks, int64_t cap_milli, double inf
                 int k = named[arb_rng_below(rng, (uint64_t)n)];
                 if ((double)(demand + task_gpu_each(&tasks->v[k])) > target)
                     break;
-                demand += task_gpu_total(&tasks->v[k]);
+                demand += sim_task_gpu(&tasks->v[k]);
                 if (len == cap) {
                     int *p = realloc(v, (size_t)(cap *= 2) * sizeof *v);
                     if (!p) {
@@ -269,7 +267,7 @@ static int arrival_order(const sim_tasks_t *tasks, int64_t cap_milli, double inf
         } else {
             while ((double)demand > target && len > 0) {
                 int i = (int)arb_rng_below(rng, (uint64_t)len);
-                demand -= task_gpu_total(&tasks->v[v[i]]);
+                demand -= sim_task_gpu(&tasks->v[v[i]]);
                 memmove(v + i, v + i + 1, (size_t)(len - i - 1) * sizeof *v);
                 len--;
             }
@@ -351,6 +349,10 @@ int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t
     int *ev = NULL, *norder = NULL, nev = 0, rc;
     int64_t arrived = 0, used = 0;
 
+    if (strcmp(o->policy, SIM_BOUND_POLICY) == 0) {
+        free(b);
+        return sim_run_bound(nodes, tasks, o, res, err);
+    }
     memset(res, 0, sizeof *res);
     snprintf(res->workload, sizeof res->workload, "%s", tasks->workload);
     snprintf(res->policy, sizeof res->policy, "%s", o->policy);
@@ -374,8 +376,8 @@ int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t
     }
     b->total_gpus = res->total_gpus;
     /* The artifact's order of draws: tasks shuffled, inflated, then nodes. */
-    if ((rc = arrival_order(tasks, (int64_t)res->total_gpus * 1000, o->inflate, &rng, &ev, &nev)) <
-            0 ||
+    if ((rc = sim_arrival_order(tasks, (int64_t)res->total_gpus * 1000, o->inflate, &rng, &ev,
+                                &nev)) < 0 ||
         !(norder = sim_node_order(nodes, &rng))) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
@@ -429,7 +431,7 @@ int sim_run(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t
                 goto out;
             }
         }
-        arrived += task_gpu_total(t);
+        arrived += sim_task_gpu(t);
         rc = arb_sched_place(s, j, &ctx);
         if (rc == 0) {
             for (int k = 0; k < j->nalloc; k++) {

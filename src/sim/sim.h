@@ -48,6 +48,10 @@ typedef enum sim_mode {
 
 #define SIM_NSERIES 101 /* points of the events-mode time series */
 
+/* The pseudo-policy of the offline bound (bound.c): a run of it reports the
+ * upper bound on GPU allocation at 100% arrived demand as alloc_pct[100]. */
+#define SIM_BOUND_POLICY "bound"
+
 typedef struct sim_opts {
     const char *policy; /* a scheduling profile (arb_profile_lookup) */
     uint64_t seed;
@@ -151,6 +155,37 @@ int *sim_node_order(const sim_nodes_t *nodes, arb_rng_t *rng);
 arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas, arb_topo_level_t level,
                         bool required, arb_err_t *err);
 double sim_clock_s(int id); /* CLOCK_MONOTONIC or CLOCK_PROCESS_CPUTIME_ID */
+/* GPU milli a task asks in total (the artifact's TotalMilliGpu). */
+int64_t sim_task_gpu(const sim_task_t *t);
+/* The arrival order of a paper-mode run (steps 1-2 of the method): task
+ * indices, shuffled with rng and inflated to inflate x cap_milli (0: as
+ * is). *ev is malloc'd. 0 or -ENOMEM. */
+int sim_arrival_order(const sim_tasks_t *tasks, int64_t cap_milli, double inflate, arb_rng_t *rng,
+                      int **ev, int *nev);
+
+/* ---- the offline bound (bound.c) ------------------------------------------- */
+
+/* What a bound computation found. */
+typedef struct sim_bound_info {
+    double bound_milli;  /* upper bound on allocated GPU milli */
+    double demand_milli; /* GPU milli of the tasks in the instance */
+    int shapes, types;   /* distinct task shapes (with GPUs), node types */
+    int rows, cols;      /* of the final LP */
+    int rounds;          /* column-generation rounds */
+    int patterns;        /* GPU share patterns generated */
+} sim_bound_info_t;
+
+/* An upper bound on the GPU milli any placement of a subset of tasks
+ * t[0..n) on nodes can allocate: the LP relaxation of section "The offline
+ * bound" of docs/sim.md, solved by column generation with GLPK. 0 or
+ * -EINVAL/-ENOMEM with text. */
+int sim_bound(const sim_nodes_t *nodes, const sim_task_t *const *t, int n, sim_bound_info_t *info,
+              arb_err_t *err);
+/* The pseudo-policy SIM_BOUND_POLICY as a run: the seed's arrivals (as
+ * sim_run draws them) up to 100% arrived demand, bounded; alloc_pct[100]
+ * is the bound in % of the cluster's GPUs, other points NaN. */
+int sim_run_bound(const sim_nodes_t *nodes, const sim_tasks_t *tasks, const sim_opts_t *o,
+                  sim_result_t *res, arb_err_t *err);
 
 /* The artifact's directory name of a paper policy ("fgd" -> "06-FGD"), or
  * NULL for Arbiter's own profiles. */
@@ -169,6 +204,12 @@ int sim_write_events_svg(const char *path, const sim_result_t *r, int n, arb_err
  * frag_ratio), columns metric,workload,policy,seed,inflate,total_gpus,
  * tasks_arrived,tasks_failed,0..130. */
 void sim_print_csv(FILE *f, const sim_result_t *r, bool header);
+/* Markdown, one row per workload: mean alloc@100 of the first policy, and
+ * of each other one with its difference, the share of unallocated GPUs it
+ * saves, the seeds where it allocates more and its worst seed; the bound
+ * (SIM_BOUND_POLICY runs) and its headroom over the best policy when
+ * present; a mean row. */
+void sim_print_table(FILE *f, const sim_result_t *r, int n);
 /* Markdown comparison with the published means: per workload and paper
  * policy, the mean over the runs' seeds of alloc_pct at 100 and 130 against
  * the artifact's mean over the same seeds; FGD's lead over BestFit. */

@@ -525,6 +525,8 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
                   (int)(n->cap.gpu_milli / 1000), "cpu", cpu, "memory", mem, "allocated", "gpus",
                   (double)n->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem, "tasks",
                   n->ntasks, "labels", labels);
+    if (x->lost) /* silent past lease + grace; its tasks were requeued */
+        json_object_set_new(o, "lost", json_true());
     if (x->report_mono) {
         json_object_set_new(o, "report_age_s", json_real((double)(now - x->report_mono) / 1e9));
         jv_time(x->report_ms, tbuf, sizeof tbuf);

@@ -30,6 +30,7 @@
 #include <string.h>
 
 #include "state/state_int.h"
+#include "util/hash.h"
 
 #define IDEM_KEY_MAX 128
 #define IDEM_CHARS "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_.:"
@@ -60,10 +61,7 @@ int st_idem_check(const char *key, arb_err_t *err)
 
 static uint64_t fnv(const char *p)
 {
-    uint64_t h = 1469598103934665603ULL;
-    for (; *p; p++)
-        h = (h ^ (unsigned char)*p) * 1099511628211ULL;
-    return h;
+    return arb_hash_str(ARB_HASH_SEED, p);
 }
 
 static char *compose(const st_who_t *who, const char *key)

@@ -3,7 +3,11 @@
  * (version 0.0.4): jobs by state, queue lengths, pending jobs by reason,
  * GPU allocation and fragmentation, node report ages, the scheduling-cycle
  * latency histogram, agent report handling time, lost nodes and tasks,
- * requeues, placements, and the store's group-commit figures.
+ * requeues, placements, and the store's group-commit figures; per GPU
+ * and per node, what the agents last reported (utilisation, memory,
+ * temperature, health, allocation; CPU, memory, network and disk rates),
+ * copied under the lock and written after it, so a scrape of 40,000 GPUs
+ * holds the scheduler up for a copy, not for the formatting.
  *
  * Fragmentation: the share of free whole GPUs that sit on nodes which
  * already run something (1.0 in the seed's case study, where 16 free GPUs
@@ -12,6 +16,7 @@
  * (explaining is a filter pass over every node, so it is bounded).
  */
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -72,6 +77,149 @@ static void esc(char *out, size_t n, const char *s)
         }
     }
     out[k] = '\0';
+}
+
+/* ---- per node and per GPU: a snapshot taken under the lock, written after ---------------- */
+
+typedef struct gpu_snap {
+    char model[48];
+    int util, temp, healthy, alloc_milli; /* util, temp < 0: unknown */
+    int64_t mem_total_mib, mem_used_mib;  /* used < 0: unknown */
+} gpu_snap_t;
+
+typedef struct node_snap {
+    char name[ST_NAME_MAX * 2];
+    double cpu, mem_used, mem_total, rx, tx, dr, dw; /* < 0: unknown */
+    int ngpus;
+    gpu_snap_t gpu[ARB_MAX_GPUS];
+} node_snap_t;
+
+static double tel_num(const json_t *tel, const char *k)
+{
+    json_t *v = json_object_get(tel, k);
+    return json_is_number(v) ? json_number_value(v) : -1;
+}
+
+/* Under s->mu: what the per-node families need, for every node not left. */
+static node_snap_t *snap_nodes(st_t *s, int *count)
+{
+    node_snap_t *v = calloc(s->cluster.nnodes + 1, sizeof *v);
+    int k = 0;
+
+    *count = 0;
+    if (!v)
+        return NULL;
+    for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
+        const arb_node_t *n = &s->cluster.nodes[i];
+        const json_t *tel = s->nodes[i].telemetry;
+        node_snap_t *o = &v[k];
+        arb_err_t err = {{0}};
+        int64_t b;
+        if (n->state == ARB_NODE_LEFT)
+            continue;
+        esc(o->name, sizeof o->name, arb_node_name(&s->cluster, n));
+        o->cpu = tel_num(tel, "cpu_util");
+        o->rx = tel_num(tel, "net_rx_bps");
+        o->tx = tel_num(tel, "net_tx_bps");
+        o->dr = tel_num(tel, "disk_read_bps");
+        o->dw = tel_num(tel, "disk_write_bps");
+        const char *mu = json_string_value(json_object_get(tel, "memory_used"));
+        o->mem_used =
+            mu && arb_qty_parse(mu, ARB_QTY_BYTES, "memory_used", &b, &err) == 0 ? (double)b : -1;
+        o->mem_total = (double)n->cap.mem_bytes;
+        o->ngpus = n->ngpus;
+        for (int g = 0; g < n->ngpus; g++) {
+            const arb_gpu_t *d = &n->gpu[g];
+            gpu_snap_t *e = &o->gpu[g];
+            esc(e->model, sizeof e->model, d->model ? arb_str(&s->cluster.strs, d->model) : "");
+            e->util = tel ? d->util_pct : -1; /* no telemetry yet: unknown, not idle */
+            e->temp = tel ? d->temp_c : -1;
+            e->healthy = d->healthy != 0;
+            e->alloc_milli = d->used_milli;
+            e->mem_total_mib = d->mem_mib;
+            e->mem_used_mib = -1;
+        }
+        json_t *gv;
+        size_t gi;
+        json_array_foreach(json_object_get(tel, "gpus"), gi, gv)
+        {
+            json_int_t ix = json_integer_value(json_object_get(gv, "index"));
+            json_t *m = json_object_get(gv, "memory_used_mib");
+            if (ix >= 0 && ix < n->ngpus && json_is_integer(m))
+                o->gpu[ix].mem_used_mib = json_integer_value(m);
+        }
+        k++;
+    }
+    *count = k;
+    return v;
+}
+
+/* The families of one value per node (NODE_FAMILIES) and per GPU
+ * (GPU_FAMILIES), as the agents last reported; names follow DCGM's
+ * exporter where it has one (DCGM_FI_DEV_GPU_UTIL, _FB_USED, _GPU_TEMP). */
+static const struct {
+    const char *name, *help;
+    size_t off; /* of a double in node_snap_t */
+} node_families[] = {
+    {"arbiter_node_cpu_utilization_ratio", "Node CPU utilisation (0..1), as its agent reported.",
+     offsetof(node_snap_t, cpu)},
+    {"arbiter_node_memory_used_bytes", "Node memory in use (total less available), bytes.",
+     offsetof(node_snap_t, mem_used)},
+    {"arbiter_node_memory_allocatable_bytes", "Node memory the scheduler may allocate, bytes.",
+     offsetof(node_snap_t, mem_total)},
+    {"arbiter_node_network_receive_bytes_per_second", "Node network receive rate, bytes/s.",
+     offsetof(node_snap_t, rx)},
+    {"arbiter_node_network_transmit_bytes_per_second", "Node network transmit rate, bytes/s.",
+     offsetof(node_snap_t, tx)},
+    {"arbiter_node_disk_read_bytes_per_second", "Node disk read rate, bytes/s.",
+     offsetof(node_snap_t, dr)},
+    {"arbiter_node_disk_write_bytes_per_second", "Node disk write rate, bytes/s.",
+     offsetof(node_snap_t, dw)},
+};
+
+static void node_metrics(mbuf_t *b, const node_snap_t *v, int count)
+{
+    for (size_t f = 0; f < sizeof node_families / sizeof node_families[0]; f++) {
+        help(b, node_families[f].name, "gauge", node_families[f].help);
+        for (int i = 0; i < count; i++) {
+            double x = *(const double *)(const void *)((const char *)&v[i] + node_families[f].off);
+            if (x >= 0)
+                mp(b, "%s{node=\"%s\"} %.15g\n", node_families[f].name, v[i].name, x);
+        }
+    }
+    static const char *const gname[] = {
+        "arbiter_gpu_utilization_ratio",
+        "arbiter_gpu_memory_used_bytes",
+        "arbiter_gpu_memory_total_bytes",
+        "arbiter_gpu_temperature_celsius",
+        "arbiter_gpu_healthy",
+        "arbiter_gpu_allocated_ratio",
+    };
+    static const char *const ghelp[] = {
+        "GPU utilisation (0..1; DCGM_FI_DEV_GPU_UTIL / 100), as its node's agent reported.",
+        "GPU framebuffer memory in use, bytes (DCGM_FI_DEV_FB_USED).",
+        "GPU framebuffer memory, bytes (DCGM_FI_DEV_FB_TOTAL).",
+        "GPU temperature, degrees Celsius (DCGM_FI_DEV_GPU_TEMP).",
+        "1 when the GPU is healthy, 0 when its agent reports it unhealthy (out of capacity).",
+        "Share of the GPU allocated to jobs (0..1; a shared GPU holds fractions).",
+    };
+    for (int f = 0; f < 6; f++) {
+        help(b, gname[f], "gauge", ghelp[f]);
+        for (int i = 0; i < count; i++)
+            for (int g = 0; g < v[i].ngpus; g++) {
+                const gpu_snap_t *e = &v[i].gpu[g];
+                double x = f == 0 ? (e->util < 0 ? -1 : e->util / 100.0)
+                           : f == 1
+                               ? (e->mem_used_mib < 0 ? -1 : (double)e->mem_used_mib * 1048576.0)
+                           : f == 2 ? (double)e->mem_total_mib * 1048576.0
+                           : f == 3 ? e->temp
+                           : f == 4 ? e->healthy
+                                    : e->alloc_milli / 1000.0;
+                if (x >= 0)
+                    mp(b, "%s{node=\"%s\",gpu=\"%d\",model=\"%s\"} %.15g\n", gname[f], v[i].name, g,
+                       e->model, x);
+            }
+    }
 }
 
 int st_metrics(st_t *s, char **out, size_t *len)
@@ -229,7 +377,12 @@ int st_metrics(st_t *s, char **out, size_t *len)
     mp(&b, "arbiter_lamport_clock %llu\n", (unsigned long long)s->clock);
     help(&b, "arbiter_epoch", "gauge", "The controller's epoch (bumped at every start).");
     mp(&b, "arbiter_epoch %llu\n", (unsigned long long)s->epoch);
+    int nsnap = 0;
+    node_snap_t *snap = snap_nodes(s, &nsnap);
     pthread_mutex_unlock(&s->mu);
+    if (snap)
+        node_metrics(&b, snap, nsnap);
+    free(snap);
 
     /* store */
     help(&b, "arbiter_store_commits_total", "counter", "Store transactions (group commits).");

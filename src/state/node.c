@@ -781,6 +781,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         }
         json_decref(x->telemetry);
         x->telemetry = json_deep_copy(tel);
+        st_telhist_note(x, n->ngpus, tel, x->report_mono);
     }
     /* Only what the scheduler reads (report time, utilisation, health)
      * makes the node "changed" for its indexes. */

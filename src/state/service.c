@@ -19,6 +19,7 @@
 #include "state/service.h"
 #include "state/state_int.h"
 #include "util/mtime.h"
+#include "util/hash.h"
 
 #define BACKOFF_MIN_NS 1000000000LL
 #define BACKOFF_MAX_NS 30000000000LL
@@ -290,28 +291,20 @@ static void replica_addr(st_t *s, const st_job_t *parent, const st_job_t *c, int
              parent->svc->conf.port + i);
 }
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 0x100000001b3ULL;
-    return h;
-}
-
 /* Bump the endpoints version when what a balancer sees changed. */
 static void publish(st_t *s, st_job_t *parent)
 {
     st_svc_t *v = parent->svc;
-    uint64_t h = 0xcbf29ce484222325ULL;
+    uint64_t h = ARB_HASH_SEED;
 
     for (int i = 0; i < v->nrep; i++) {
         st_replica_t *r = &v->rep[i];
-        h = fnv(h, &r->job, sizeof r->job);
-        h = fnv(h, r->addr, strlen(r->addr));
-        h = fnv(h, &r->ready, sizeof r->ready);
-        h = fnv(h, &r->draining, sizeof r->draining);
+        h = arb_hash(h, &r->job, sizeof r->job);
+        h = arb_hash(h, r->addr, strlen(r->addr));
+        h = arb_hash(h, &r->ready, sizeof r->ready);
+        h = arb_hash(h, &r->draining, sizeof r->draining);
     }
-    h = fnv(h, &v->desired, sizeof v->desired);
+    h = arb_hash(h, &v->desired, sizeof v->desired);
     if (h != v->sig) {
         v->sig = h;
         v->version++;

@@ -446,6 +446,7 @@ void st_close(st_t *s)
     for (uint32_t i = 0; i < s->capnodes && i < s->cluster.nnodes; i++) {
         json_decref(s->nodes[i].inventory);
         json_decref(s->nodes[i].telemetry);
+        st_telhist_free(&s->nodes[i]);
         free(s->nodes[i].held);
     }
     free(s->nodes);
@@ -891,8 +892,34 @@ out:
     return rc;
 }
 
+/* "node_reasons": {NODE: reason} for the group explain found stuck (the
+ * console highlights the nodes that could take a task). */
+static void explain_nodes(st_t *s, st_job_t *sj, const arb_ctx_t *ctx, int group, json_t *o)
+{
+    arb_reason_t *why = calloc(s->cluster.nnodes + 1, sizeof *why);
+    json_t *m = json_object();
+    int g = group < 0 ? 0 : group;
+
+    if (why && m && arb_sched_explain_nodes(s->sched, sj->j, ctx, g, why) == 0) {
+        for (uint32_t i = 0; i < s->cluster.nnodes; i++)
+            json_object_set_new(m, arb_node_name(&s->cluster, &s->cluster.nodes[i]),
+                                json_string(arb_reason_name(why[i])));
+        json_object_set_new(o, "node_reasons", m);
+        json_object_set_new(o, "node_reasons_group", json_string(sj->j->groups[g].name));
+        m = NULL;
+    }
+    json_decref(m);
+    free(why);
+}
+
 int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                    arb_err_t *err)
+{
+    return st_job_explain_ex(s, who, id, false, out, ticket, err);
+}
+
+int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, json_t **out,
+                      int64_t *ticket, arb_err_t *err)
 {
     st_job_t *sj;
     int rc;
@@ -918,6 +945,8 @@ int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int6
             }
             json_object_set_new(o, "summary", json_string(ex.summary));
             json_object_set_new(o, "hint", json_string(ex.hint));
+            if (nodes)
+                explain_nodes(s, sj, &ctx, ex.group, o);
             if (sj->message[0]) /* e.g. who preempted it, and why */
                 json_object_set_new(o, "message", json_string(sj->message));
             if (sj->j->waiting) /* resize.c: its victims are being stopped */

@@ -160,6 +160,10 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
 /* Why is it pending: {"job", "state", "explain": {...core's JSON...}, "summary", "hint"} */
 int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                    arb_err_t *err);
+/* The same; with nodes, also "node_reasons": {NODE: reason} (each node's
+ * first failing filter for the stuck group, "ok" where a task fits now). */
+int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, json_t **out,
+                      int64_t *ticket, arb_err_t *err);
 
 /* A ticket to read task `task` of job `job` from the agent that ran it
  * (logticket.c): the caller must be allowed to see the job. *out:
@@ -186,6 +190,9 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                       const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
+/* A node's telemetry over the last minutes (telhist.c): *out {"node",
+ * "interval_s", "capacity", "samples": [...]} oldest first. */
+int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 /* drain true: READY/NOT_READY -> DRAINING; false: DRAINING -> READY. */
 int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_t **out,
                   int64_t *ticket, arb_err_t *err);

@@ -88,6 +88,8 @@ static inline bool st_task_stop(const st_job_t *sj, int t)
     return sj->stop || (sj->j->shrink_to > 0 && t >= sj->j->shrink_to);
 }
 
+typedef struct st_telhist st_telhist_t; /* telhist.c */
+
 typedef struct st_node {
     json_t *inventory;   /* as last reported (owned) */
     json_t *telemetry;   /* last telemetry (owned, volatile) */
@@ -104,8 +106,9 @@ typedef struct st_node {
                                what runs on its node, not what the cluster runs. Entries go
                                stale when a job stops holding; readers drop them. */
     int nheld, capheld;
-    char addr[64]; /* where its tasks are reached: inventory "address", else the
-                      address its last report came from; "" unknown */
+    char addr[64];      /* where its tasks are reached: inventory "address", else the
+                           address its last report came from; "" unknown */
+    st_telhist_t *hist; /* telemetry of the last minutes (owned; volatile; telhist.c) */
 } st_node_t;
 
 typedef struct st_event {
@@ -271,6 +274,13 @@ void st_node_index_job(st_t *s, st_job_t *sj);
 int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t *err);
 /* Validate an inventory object without changing anything. */
 int st_inventory_check(const json_t *inv, arb_err_t *err);
+
+/* Telemetry history (telhist.c): keep a sample of tel (a report's
+ * telemetry, validated) when its interval passed; free the ring. */
+void st_telhist_note(st_node_t *x, int ngpus, const json_t *tel, int64_t now);
+void st_telhist_free(st_node_t *x);
+/* {"interval_s", "capacity", "samples": [...]} oldest first, ages from now. */
+json_t *st_telhist_json(const st_node_t *x, int64_t now);
 
 /* JSON (codec.c). */
 json_t *st_job_json(st_t *s, st_job_t *sj, bool full);

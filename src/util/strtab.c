@@ -7,13 +7,12 @@
 #include <string.h>
 
 #include "arbiter/strtab.h"
+#include "util/hash.h"
 
 static uint32_t hash(const char *s)
 {
-    uint32_t h = 2166136261u;
-    while (*s)
-        h = (h ^ (unsigned char)*s++) * 16777619u;
-    return h;
+    uint64_t h = arb_hash_str(ARB_HASH_SEED, s);
+    return (uint32_t)(h ^ (h >> 32));
 }
 
 void arb_strtab_init(arb_strtab_t *t)

@@ -17,6 +17,8 @@ sed -n '/Act 2/,/Act 3/p' "$OUT" | grep -q "the free GPUs are fragmented" || fai
 sed -n '/Act 3/,$p' "$OUT" | grep -q "^5 *tp-8gpu .*running .*node-[1-4]$" || fail "act 3: tp-8gpu not running"
 sed -n '/Act 3/,$p' "$OUT" | grep -q "^CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7$" || fail "act 3: no CUDA_VISIBLE_DEVICES"
 sed -n '/Act 3/,$p' "$OUT" | grep -Eq "^node-[1-4] +Ready +8/8 +[0-9.]+s( +5){8}$" || fail "act 3: no node with job 5 on all 8 GPUs"
+tail -5 "$OUT" | grep -Eq "^==== Done: the console of this live cluster is at http://127\.0\.0\.1:[0-9]+/ui/$" ||
+    fail "the demo does not end with the console's URL"
 ls -d /tmp/arbiter-demo.* 2>/dev/null | while read -r d; do
     # a demo run of this test must have removed its directory
     [ "$(stat -c %Y "$d")" -lt "$(stat -c %Y "$OUT")" ] || fail "left $d behind"

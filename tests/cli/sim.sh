@@ -66,4 +66,29 @@ if $ARB sim --nodes "$NODES" --pods "$PODS" --policy no-such-policy 2>"$T/err"; 
     fail "an unknown policy was accepted"
 fi
 grep -q "unknown policy 'no-such-policy'" "$T/err" || fail "unknown policy message: $(cat "$T/err")"
+
+# The generator: --gen-out writes the workloads under the artifact's names,
+# readable by --pods; a table with the bound beside two policies.
+mkdir -p "$T/gen"
+$ARB sim --nodes "$NODES" --pods "$PODS" --gen gpushare:60,cpu:5+gpuspec:20 --gen-out "$T/gen" \
+    --spec-from "$D/openb_pod_list_gpuspec10.csv"
+[ -s "$T/gen/openb_pod_list_gpushare60.csv" ] || fail "--gen-out did not write gpushare60"
+[ -s "$T/gen/openb_pod_list_cpu050+gpuspec20.csv" ] || fail "--gen-out did not write the combination"
+head -1 "$T/gen/openb_pod_list_gpushare60.csv" | grep -q '^name,cpu_milli,memory_mib,num_gpu,gpu_milli,gpu_spec' ||
+    fail "generated header: $(head -1 "$T/gen/openb_pod_list_gpushare60.csv")"
+head -41 "$NODES" >"$T/nodes40.csv"
+$ARB sim --nodes "$T/nodes40.csv" --pods "$T/gen/openb_pod_list_gpushare60.csv" \
+    --policy fgd,fgd-la,bound --seeds 42-43 --jobs 1 -o table >"$T/table.md"
+grep -q '^| workload | seeds | fgd | fgd-la | delta | fewer unallocated | seeds better | worst seed | bound | headroom |$' \
+    "$T/table.md" || fail "table header: $(head -1 "$T/table.md")"
+grep -q '^| openb_pod_list_gpushare60 | 2 |' "$T/table.md" || fail "table row: $(cat "$T/table.md")"
+set +e
+$ARB sim --nodes "$NODES" --pods "$PODS" --pods "$PODS" --gen cpu:5 --policy fgd 2>"$T/err"
+rc=$?
+$ARB sim --nodes "$NODES" --pods "$PODS" --gen gpushare:1x --policy fgd 2>>"$T/err"
+rc2=$?
+set -e
+[ "$rc" -eq 2 ] && [ "$rc2" -eq 2 ] || fail "--gen usage errors should exit 2 ($rc, $rc2)"
+grep -q "exactly one" "$T/err" || fail "two --pods with --gen: $(cat "$T/err")"
+grep -q "gpushare:1x: give a percent" "$T/err" || fail "bad --gen percent: $(cat "$T/err")"
 echo "sim: ok"

@@ -3,8 +3,9 @@
 # (cluster line, queues with quota and fair share, a running job on its
 # node, a pending one with its reason from explain, nodes with report age,
 # and no terminal escape codes); the live loop redraws and stops cleanly on
-# SIGTERM; on a pty, q and Ctrl-C quit and restore the terminal; the
-# documented exit codes (2 usage, 3 unreachable, 1 refused).
+# SIGTERM; on a pty, q and Ctrl-C quit and restore the terminal; the frame
+# fits the terminal and follows its resizes (SIGWINCH); the documented exit
+# codes (2 usage, 3 unreachable, 1 refused).
 set -eu
 ARB=$1
 SRC=$2
@@ -73,6 +74,49 @@ for key in q ctrl-c; do
     tail -c 20 "$T/pty" | grep -q "$(printf '\033')\[?25h$(printf '\033')\[?1049l" ||
         cl_fail "$key: the terminal was not restored: $(tail -c 40 "$T/pty" | od -c | tail -4)"
 done
+
+# Fitting the terminal (arb_pty: a pty of a given size, resized on command):
+# with 21 pending jobs an 80x24 window shows every section, the title on
+# top and the nodes at the bottom, the pending list cut with "... N more",
+# long lines cut at 80 columns ending in '>'; resized to 40x120 (SIGWINCH)
+# it draws again at once (the interval is 30 s) and shows every pending job.
+for i in $(seq 20); do $ARB submit --gpus 2 --queue team-b --name "wait$i" -- true >/dev/null; done
+PTY=$(dirname "$ARB")/tests/arb_pty
+rm -f "$T/ctl"
+mkfifo "$T/ctl"
+$PTY 24 80 "$T/tty" -- $ARB top --interval 30s < "$T/ctl" 2>"$T/pty.err" &
+PTPID=$!
+CL_PIDS="$CL_PIDS $PTPID"
+exec 4>"$T/ctl"
+frames() { awk -v RS='\033\\[H\033\\[2J' '/\(q quits\)/ { n++ } END { print n + 0 }' "$T/tty"; }
+has_frames() { [ "$(frames)" -ge "$1" ]; }
+last_frame() { awk -v RS='\033\\[H\033\\[2J' '/\(q quits\)/ { f = $0 } END { printf "%s", f }' "$T/tty" | tr -d '\r'; }
+fits() { # ROWS COLS: the last frame fits, title first, footer last, nodes shown
+    last_frame > "$T/frame.tty"
+    lines=$(($(wc -l < "$T/frame.tty") + 1))
+    width=$(awk '{ if (length($0) > m) m = length($0) } END { print m + 0 }' "$T/frame.tty")
+    [ "$lines" -le "$1" ] || cl_fail "$1x$2: $lines lines: $(cat "$T/frame.tty")"
+    [ "$width" -le "$2" ] || cl_fail "$1x$2: a line of $width columns: $(cat "$T/frame.tty")"
+    head -1 "$T/frame.tty" | grep -q '^arbiter top ' || cl_fail "$1x$2: the title scrolled away: $(cat "$T/frame.tty")"
+    tail -1 "$T/frame.tty" | grep -q '^(q quits)$' || cl_fail "$1x$2: no footer last: $(cat "$T/frame.tty")"
+    grep -q '^  n1 ' "$T/frame.tty" || cl_fail "$1x$2: the nodes are cut off: $(cat "$T/frame.tty")"
+}
+cl_wait "a frame on the 80x24 pty" 20 has_frames 1
+fits 24 80
+grep -Eq '^  \.\.\. 17 more pending \(21 in all\)$' "$T/frame.tty" || cl_fail "80x24: no cut mark: $(cat "$T/frame.tty")"
+[ "$(grep -c '^  [0-9]* *wait' "$T/frame.tty")" = 4 ] || cl_fail "80x24: pending rows: $(cat "$T/frame.tty")"
+grep -q "^cluster .\{71\}>\$" "$T/frame.tty" || cl_fail "80x24: the cluster line is not cut with '>': $(cat "$T/frame.tty")"
+echo "resize 40 120" >&4
+cl_wait "a frame after the resize (SIGWINCH)" 20 has_frames 2
+fits 40 120
+[ "$(grep -c '^  [0-9]* *wait' "$T/frame.tty")" = 21 ] || cl_fail "40x120: pending rows: $(cat "$T/frame.tty")"
+grep -q 'more pending' "$T/frame.tty" && cl_fail "40x120: cut although it fits: $(cat "$T/frame.tty")"
+echo "key q" >&4
+rc=0
+wait "$PTPID" || rc=$?
+exec 4>&-
+cl_forget_pid "$PTPID"
+[ "$rc" = 0 ] || cl_fail "top on arb_pty: exit $rc $(cat "$T/pty.err")"
 
 rc=0; $ARB top --interval 2parsecs 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || cl_fail "bad --interval: exit $rc"
