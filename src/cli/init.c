@@ -168,8 +168,9 @@ int cli_init(int argc, char **argv)
     for (; i < argc; i++) {
         if (!strcmp(argv[i], "--host") && i + 1 < argc) {
             if (!host_ok(argv[i + 1]) || nhosts == INIT_MAX_HOSTS) {
-                fprintf(stderr, "arbiter init: --host '%s': a DNS name or an IPv4 address (at "
-                                "most %d)\n",
+                fprintf(stderr,
+                        "arbiter init: --host '%s': a DNS name or an IPv4 address (at "
+                        "most %d)\n",
                         argv[i + 1], INIT_MAX_HOSTS);
                 return 2;
             }
@@ -223,7 +224,9 @@ int cli_init(int argc, char **argv)
     pki_leaf_t l = {.base = base,
                     .cn = name,
                     .o = node ? "agent" : role,
-                    .ou = node ? "nodes" : team ? team : "default",
+                    .ou = node   ? "nodes"
+                          : team ? team
+                                 : "default",
                     .server = node,
                     .client = true,
                     .hosts = names,
@@ -239,8 +242,9 @@ int cli_init(int argc, char **argv)
                "\\\n      --cert-file %s/%s.crt --key-file %s/%s.key\n",
                dir, base, name, name, dir, dir, base, dir, base);
     else
-        printf("arbiter init: %s/%s.crt and .key: %s '%s' of team '%s'\n"
-               "  ARBITER_CACERT=%s/ca.crt ARBITER_CERT_FILE=%s/%s.crt ARBITER_KEY_FILE=%s/%s.key\n",
-               dir, base, role, name, l.ou, dir, dir, base, dir, base);
+        printf(
+            "arbiter init: %s/%s.crt and .key: %s '%s' of team '%s'\n"
+            "  ARBITER_CACERT=%s/ca.crt ARBITER_CERT_FILE=%s/%s.crt ARBITER_KEY_FILE=%s/%s.key\n",
+            dir, base, role, name, l.ou, dir, dir, base, dir, base);
     return 0;
 }
