@@ -671,6 +671,39 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     }
 }
 
+/* libmicrohttpd's own messages (a connection reset, a TLS handshake gone
+ * wrong): what a hostile client provokes at will, so at most LOG_BURST of
+ * them a minute reach stderr, then one line saying how many were dropped. */
+#define LOG_BURST 20
+
+static void mhd_log(void *cls, const char *fmt, va_list ap)
+{
+    static int64_t window;
+    static int n, dropped;
+    static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+    int64_t now = arb_mono_ms();
+    char line[512];
+
+    (void)cls;
+    vsnprintf(line, sizeof line, fmt, ap);
+    pthread_mutex_lock(&mu);
+    if (now - window > 60000) {
+        if (dropped)
+            fprintf(stderr,
+                    "arbiter: api: %d more libmicrohttpd messages in the last minute "
+                    "were not shown\n",
+                    dropped);
+        window = now;
+        n = dropped = 0;
+    }
+    if (n++ < LOG_BURST)
+        fprintf(stderr, "arbiter: api: %s%s", line,
+                line[0] && line[strlen(line) - 1] == '\n' ? "" : "\n");
+    else
+        dropped++;
+    pthread_mutex_unlock(&mu);
+}
+
 /* Raise the open-file limit to its hard limit (each connection is a
  * descriptor); the connections that fit in what it allows. */
 static unsigned conn_budget(int want)
@@ -746,6 +779,7 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     if (a->tls.cert)
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL}, /* first: all messages */
         {MHD_OPTION_SOCK_ADDR, 0, &sin},
         {MHD_OPTION_THREAD_POOL_SIZE, threads, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, a},

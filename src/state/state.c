@@ -643,7 +643,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
                           "send a new key with a new job",
                           key, (unsigned long long)prev);
         } else {
-            *out = st_job_json(s, pj, true);
+            *out = st_job_json_for(s, pj, who);
             rc = 0;
         }
         *ticket = st_seen(s);
@@ -745,7 +745,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     s->m_submitted++;
     s->dirty = true;
     pthread_cond_signal(&s->kick);
-    *out = st_job_json(s, sj, true);
+    *out = st_job_json_for(s, sj, who);
     sj = NULL;
 out:
     if (sj) {
@@ -781,7 +781,7 @@ int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t 
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc == 0)
-        *out = st_job_json(s, sj, true);
+        *out = st_job_json_for(s, sj, who);
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -847,7 +847,7 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         goto out;
     }
     if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name)) {
-        *out = st_job_json(s, sj, true);
+        *out = st_job_json_for(s, sj, who);
         goto out;
     }
     switch (sj->j->state) {
@@ -885,7 +885,7 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
     }
     }
-    *out = st_job_json(s, sj, true);
+    *out = st_job_json_for(s, sj, who);
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);

@@ -343,4 +343,15 @@ void st_probe_stop(st_t *s);
  * tell the change hook (the API's suspended long polls). Caller holds s->mu. */
 void st_changed(st_t *s);
 
+/* Secret env values (codec.c). A job's env maps names to strings, or to
+ * {"value": TEXT, "secret": true}. st_env_plain: names to strings, what a
+ * task gets (the node's own agent only). st_env_view: what the API shows,
+ * a secret as {"secret": true} unless reveal (then {"value", "secret"}).
+ * st_job_json_for: the full job as who may see it: secrets revealed to
+ * admins and the job's submitter only (st_may_see_secrets). */
+json_t *st_env_plain(const json_t *env);
+json_t *st_env_view(const json_t *env, bool reveal);
+bool st_may_see_secrets(const st_who_t *who, const st_job_t *sj);
+json_t *st_job_json_for(st_t *s, st_job_t *sj, const st_who_t *who);
+
 #endif

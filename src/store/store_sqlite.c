@@ -90,6 +90,20 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
                       dir, path);
         goto out;
     }
+    /* Job specs hold env values (secrets among them): the data is the
+     * controller's alone. SQLite makes its -wal and -shm files with the
+     * database file's mode, so the file is made 0600 before SQLite opens it;
+     * files of an older data dir are narrowed to 0600 (the dir to 0700). */
+    chmod(dir, 0700);
+    static const char *const files[] = {"arbiter.db", "arbiter.db-wal", "arbiter.db-shm"};
+    for (int i = 0; i < 3; i++) {
+        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
+        int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (i == 0 ? O_CREAT : 0), 0600);
+        if (fd >= 0) {
+            fchmod(fd, 0600);
+            close(fd);
+        }
+    }
     snprintf(path, sizeof path, "%s/arbiter.db", dir);
     if (sqlite3_open_v2(path, &q->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
