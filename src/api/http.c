@@ -774,7 +774,10 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     if (o->threads <= 0)
         threads = threads < 8 ? 8 : threads > 64 ? 64 : threads;
     unsigned limit = conn_budget(o->max_conns > 0 ? o->max_conns : 16384);
+    /* one address may not take the whole budget, whatever the fd limit left */
     unsigned per_ip = (unsigned)(o->max_conns_per_client > 0 ? o->max_conns_per_client : 256);
+    if (o->max_conns_per_client <= 0 && per_ip > limit / 4)
+        per_ip = limit / 4 > 0 ? limit / 4 : 1;
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (a->tls.cert)
         flags |= MHD_USE_TLS;

@@ -94,16 +94,16 @@ static void test_authenticate(void **unused)
     api_auth_conf_t tok = {.tokens = &t};
     assert_int_equal(api_authenticate(&tok, NULL, NULL, &p, msg, sizeof msg), 401);
     assert_non_null(strstr(msg, "bearer token"));
-    assert_int_equal(api_authenticate(&tok, "Bearer wrong-token-01234567", NULL, &p, msg, sizeof msg),
-                     401);
-    assert_int_equal(api_authenticate(&tok, "Basic n1-agent-token-0123456", NULL, &p, msg, sizeof msg),
-                     401);
-    assert_int_equal(api_authenticate(&tok, "Bearer n1-agent-token-0123456", NULL, &p, msg, sizeof msg),
-                     0);
+    assert_int_equal(
+        api_authenticate(&tok, "Bearer wrong-token-01234567", NULL, &p, msg, sizeof msg), 401);
+    assert_int_equal(
+        api_authenticate(&tok, "Basic n1-agent-token-0123456", NULL, &p, msg, sizeof msg), 401);
+    assert_int_equal(
+        api_authenticate(&tok, "Bearer n1-agent-token-0123456", NULL, &p, msg, sizeof msg), 0);
     assert_int_equal(p.role, ST_ROLE_AGENT);
     assert_string_equal(p.node, "n1");
-    assert_int_equal(api_authenticate(&tok, "bearer lb-agent-token-0123456", NULL, &p, msg, sizeof msg),
-                     0);
+    assert_int_equal(
+        api_authenticate(&tok, "bearer lb-agent-token-0123456", NULL, &p, msg, sizeof msg), 0);
     assert_null(p.node);
 
     /* certificates: CN the name, O the role, OU the team */
@@ -124,9 +124,8 @@ static void test_authenticate(void **unused)
     assert_string_equal(p.team, "team-b");
     assert_null(p.node);
     /* a token, when given, is the principal */
-    assert_int_equal(api_authenticate(&cert, "Bearer alice-token-0123456789", &node, &p, msg,
-                                      sizeof msg),
-                     0);
+    assert_int_equal(
+        api_authenticate(&cert, "Bearer alice-token-0123456789", &node, &p, msg, sizeof msg), 0);
     assert_string_equal(p.name, "alice");
     api_cert_t odd = {.state = API_CERT_OK};
     snprintf(odd.peer.cn, sizeof odd.peer.cn, "controller");
@@ -142,13 +141,11 @@ static void test_authenticate(void **unused)
 
     /* --client-cert-auth: a token alone is not enough */
     api_auth_conf_t req = {.tokens = &t, .certs = true, .require_cert = true};
-    assert_int_equal(api_authenticate(&req, "Bearer admin-token-0123456789", &absent, &p, msg,
-                                      sizeof msg),
-                     401);
+    assert_int_equal(
+        api_authenticate(&req, "Bearer admin-token-0123456789", &absent, &p, msg, sizeof msg), 401);
     assert_non_null(strstr(msg, "--client-cert-auth"));
-    assert_int_equal(api_authenticate(&req, "Bearer admin-token-0123456789", &node, &p, msg,
-                                      sizeof msg),
-                     0);
+    assert_int_equal(
+        api_authenticate(&req, "Bearer admin-token-0123456789", &node, &p, msg, sizeof msg), 0);
     assert_int_equal(p.role, ST_ROLE_ADMIN);
     api_tokens_free(&t);
 }
@@ -156,10 +153,10 @@ static void test_authenticate(void **unused)
 static void test_secret_equal(void **unused)
 {
     (void)unused;
-    assert_true(tls_secret_equal("0123456789abcdef0123456789abcdef",
-                                 "0123456789abcdef0123456789abcdef"));
-    assert_false(tls_secret_equal("0123456789abcdef0123456789abcdef",
-                                  "0123456789abcdef0123456789abcdee"));
+    assert_true(
+        tls_secret_equal("0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdef"));
+    assert_false(
+        tls_secret_equal("0123456789abcdef0123456789abcdef", "0123456789abcdef0123456789abcdee"));
     assert_false(tls_secret_equal("0123456789abcdef", "0123456789abcdef0"));
     assert_false(tls_secret_equal("", "x"));
     assert_true(tls_secret_equal("", ""));
