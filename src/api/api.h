@@ -30,20 +30,26 @@ typedef struct api_token {
     char team[ST_NAME_MAX];
     char name[ST_NAME_MAX];
     char node[ST_NAME_MAX]; /* agents: the node it acts as ("" none) */
+    int line;               /* in the tokens file */
 } api_token_t;
 
 typedef struct api_tokens {
     int n;
     api_token_t *v;
+    int unbound; /* agent tokens without a node */
 } api_tokens_t;
 
 /* Load a tokens file: one token a line, "TOKEN ROLE TEAM [NAME]", ROLE one
  * of admin, user, agent (for an agent NAME is its node); '#' starts a
  * comment. Messages name FILE:LINE. Free with api_tokens_free. */
 int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err);
+/* The same over the file's text (len bytes; path names it in messages).
+ * Pure: fuzz/fuzz_tokens.c. */
+int api_tokens_parse(const char *text, size_t len, const char *path, api_tokens_t *t,
+                     arb_err_t *err);
 void api_tokens_free(api_tokens_t *t);
-/* The token's entry, or NULL (its SHA-256 compared with every entry's in
- * full: time independent of where a guess differs and of the length). */
+/* The token's entry, or NULL (found by its SHA-256: time independent of
+ * where a guess differs from a real token and of that token's length). */
 const api_token_t *api_tokens_find(const api_tokens_t *t, const char *token);
 const char *api_role_name(st_role_t r);
 

@@ -9,6 +9,16 @@
 
 #define API_MAX_PARAMS 4
 
+/* A reply waiting for its store ticket (api_finish). */
+typedef struct api_defer {
+    bool on;
+    int64_t ticket;
+    int rc, ok;
+    json_t *out; /* owned */
+    char msg[512];
+    int64_t report_t0; /* a report: when it began (arbiter_node_report_seconds), 0 none */
+} api_defer_t;
+
 struct api_req {
     void *conn; /* struct MHD_Connection * */
     const char *method, *url;
@@ -33,6 +43,7 @@ struct api_req {
     int64_t poll_until_ms; /* CLOCK_MONOTONIC deadline once waiting; 0 not yet */
     bool poll_over;        /* the deadline passed, or the server stops: answer now */
     bool suspend;          /* set by api_poll: no reply yet, run again later */
+    api_defer_t defer;     /* set by api_finish: the reply waits for its ticket */
     bool asset;            /* a console file (ui.c): text is static, not freed; ETag, CSP */
     char etag[24];
 };
@@ -95,6 +106,8 @@ typedef struct api_park {
     uint64_t gen;
     int64_t until_ms;
     bool parked;
+    st_t *st; /* a reply after a commit: whose ticket */
+    int64_t ticket;
 } api_park_t;
 
 typedef struct api_hk api_hk_t;
@@ -118,6 +131,11 @@ void api_conn_close(api_hk_t *hk, api_conn_t *c);
 void api_conn_phase(api_hk_t *hk, api_conn_t *c, api_phase_t ph);
 /* Connections closed for each deadline so far: idle, head, body. */
 void api_hk_counts(api_hk_t *hk, uint64_t out[3]);
+/* Resume conn (suspended) once ticket of s is durable: one waiter thread
+ * waits for the newest ticket of all those parked (group commit makes
+ * them durable together) and resumes each. p is the caller's (it lives in
+ * the request). false: the server stops; the caller resumes it itself. */
+bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64_t ticket);
 
 /* A query parameter, or NULL. */
 const char *api_query(api_req_t *r, const char *key);
@@ -126,8 +144,9 @@ const char *api_header(api_req_t *r, const char *key);
 
 /* Set an error reply: {"error": {"status", "reason", "message"}}; returns status. */
 int api_error(api_req_t *r, int status, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-/* Finish a state call: wait for its ticket, then reply ok_status with out
- * (taken), or the error that rc and err map to. */
+/* Finish a state call: once its ticket is durable, reply ok_status with out
+ * (taken), or the error that rc and err map to. When the ticket is not
+ * durable yet the reply is parked (r->defer) and sent after the commit. */
 int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
                int ok_status);
 

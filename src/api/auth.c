@@ -19,12 +19,15 @@
  * column of its token, or its certificate's CN): an agent token without a
  * node may reach the service routes (a balancer) but acts as no node.
  *
- * Tokens are kept as SHA-256 digests only, and a presented token is hashed
- * and compared with every entry's digest in full: the time taken says
- * neither where a guess differs nor how long the real token is. The file
+ * Tokens are kept as SHA-256 digests only, sorted; a presented token is
+ * hashed and its digest looked up (a binary search over digests, then a
+ * constant-time comparison in full): the time taken depends on the guess's
+ * digest alone, never on where a guess differs from a real token or how
+ * long that one is, and a file of 10,000 node tokens costs 14 steps. The file
  * should be readable by the controller only; a group- or world-readable
  * file is accepted with a warning.
  */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +50,12 @@ static st_role_t role_of(const char *s)
                                      : 0;
 }
 
+static int by_hash(const void *a, const void *b)
+{
+    return memcmp(((const api_token_t *)a)->hash, ((const api_token_t *)b)->hash,
+                  sizeof((const api_token_t *)a)->hash);
+}
+
 void api_tokens_free(api_tokens_t *t)
 {
     if (t->v)
@@ -56,25 +65,34 @@ void api_tokens_free(api_tokens_t *t)
     t->n = 0;
 }
 
-int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
+int api_tokens_parse(const char *text, size_t len, const char *path, api_tokens_t *t,
+                     arb_err_t *err)
 {
-    FILE *f = fopen(path, "r");
     char line[1024];
     int lineno = 0, rc = 0;
     api_tokens_t n = {0};
-    struct stat sb;
+    size_t off = 0;
 
-    if (!f)
-        return arb_errf(err, -errno, "tokens file '%s': %s", path, strerror(errno));
-    if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
-        fprintf(stderr,
-                "arbiter: warning: tokens file '%s' is readable by others (mode %03o); "
-                "chmod 600 it\n",
-                path, (unsigned)(sb.st_mode & 0777));
-    while (rc == 0 && fgets(line, sizeof line, f)) {
+    while (rc == 0 && off < len) {
         char tok[256], role[32], team[256], name[256];
-        char *hash = strchr(line, '#');
+        size_t end = off;
+        while (end < len && text[end] != '\n')
+            end++;
+        size_t ll = end - off;
         lineno++;
+        if (ll >= sizeof line) {
+            rc = arb_errf(err, -EINVAL, "%s:%d: a line longer than %zu bytes", path, lineno,
+                          sizeof line - 1);
+            break;
+        }
+        memcpy(line, text + off, ll);
+        line[ll] = '\0';
+        off = end + 1;
+        if (strlen(line) != ll) {
+            rc = arb_errf(err, -EINVAL, "%s:%d: a NUL byte in the line", path, lineno);
+            break;
+        }
+        char *hash = strchr(line, '#');
         if (hash)
             *hash = '\0';
         name[0] = '\0';
@@ -103,12 +121,6 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
         unsigned char h[32];
         tls_sha256(tok, strlen(tok), h);
         memset(tok, 0, sizeof tok);
-        for (int i = 0; i < n.n; i++)
-            if (tls_mem_equal(n.v[i].hash, h, sizeof h))
-                rc = arb_errf(err, -EINVAL, "%s:%d: this token is already on line of another entry",
-                              path, lineno);
-        if (rc)
-            break;
         api_token_t *v = realloc(n.v, (size_t)(n.n + 1) * sizeof *v);
         if (!v) {
             rc = arb_errf(err, -ENOMEM, "out of memory");
@@ -117,22 +129,27 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
         n.v = v;
         memset(&n.v[n.n], 0, sizeof n.v[n.n]);
         memcpy(n.v[n.n].hash, h, sizeof h);
+        n.v[n.n].line = lineno;
         n.v[n.n].role = r;
         snprintf(n.v[n.n].team, sizeof n.v[n.n].team, "%.63s", team);
         snprintf(n.v[n.n].name, sizeof n.v[n.n].name, "%.63s", name[0] ? name : team);
         if (r == ST_ROLE_AGENT && name[0])
             snprintf(n.v[n.n].node, sizeof n.v[n.n].node, "%.63s", name);
         else if (r == ST_ROLE_AGENT)
-            fprintf(stderr,
-                    "arbiter: warning: %s:%d: an agent token without a node (TOKEN agent TEAM "
-                    "NODE) may not report as any node\n",
-                    path, lineno);
+            n.unbound++;
         n.n++;
     }
-    fclose(f);
     memset(line, 0, sizeof line);
     if (rc == 0 && n.n == 0)
         rc = arb_errf(err, -EINVAL, "tokens file '%s' holds no token", path);
+    if (rc == 0) { /* by digest, for api_tokens_find; a token twice is an error */
+        qsort(n.v, (size_t)n.n, sizeof *n.v, by_hash);
+        for (int i = 1; i < n.n && rc == 0; i++)
+            if (memcmp(n.v[i - 1].hash, n.v[i].hash, sizeof n.v[i].hash) == 0)
+                rc = arb_errf(err, -EINVAL, "%s:%d: this token is already on line %d", path,
+                              n.v[i - 1].line > n.v[i].line ? n.v[i - 1].line : n.v[i].line,
+                              n.v[i - 1].line < n.v[i].line ? n.v[i - 1].line : n.v[i].line);
+    }
     if (rc < 0) {
         api_tokens_free(&n);
         return rc;
@@ -141,16 +158,60 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
     return 0;
 }
 
+int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
+{
+    FILE *f = fopen(path, "r");
+    char *text = NULL;
+    size_t n = 0;
+    struct stat sb;
+    int rc;
+
+    if (!f)
+        return arb_errf(err, -errno, "tokens file '%s': %s", path, strerror(errno));
+    if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
+        fprintf(stderr,
+                "arbiter: warning: tokens file '%s' is readable by others (mode %03o); "
+                "chmod 600 it\n",
+                path, (unsigned)(sb.st_mode & 0777));
+    if (!(text = malloc((4u << 20) + 1))) {
+        fclose(f);
+        return arb_errf(err, -ENOMEM, "out of memory");
+    }
+    n = fread(text, 1, 4u << 20, f);
+    bool whole = feof(f) && !ferror(f);
+    fclose(f);
+    rc = whole ? api_tokens_parse(text, n, path, t, err)
+               : arb_errf(err, -EFBIG, "tokens file '%s': unreadable, or over 4 MiB", path);
+    memset(text, 0, n);
+    free(text);
+    if (rc == 0 && t->unbound)
+        fprintf(stderr,
+                "arbiter: warning: %s: %d agent token%s without a node (TOKEN agent TEAM NODE) "
+                "may not report as any node\n",
+                path, t->unbound, t->unbound == 1 ? "" : "s");
+    return rc;
+}
+
 const api_token_t *api_tokens_find(const api_tokens_t *t, const char *token)
 {
-    const api_token_t *hit = NULL;
     unsigned char h[32];
+    int lo = 0, hi = t->n;
 
+    /* By the presented token's digest: the steps taken depend on that digest
+     * only, which says nothing of any real token; the match is confirmed
+     * whole, in constant time. */
     tls_sha256(token, strlen(token), h);
-    for (int i = 0; i < t->n; i++) /* every entry, whole: no early exit */
-        if (tls_mem_equal(t->v[i].hash, h, sizeof h))
-            hit = &t->v[i];
-    return hit;
+    while (lo < hi) {
+        int mid = lo + (hi - lo) / 2;
+        int c = memcmp(t->v[mid].hash, h, sizeof h);
+        if (c == 0)
+            return tls_mem_equal(t->v[mid].hash, h, sizeof h) ? &t->v[mid] : NULL;
+        if (c < 0)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
 }
 
 int api_authenticate(const api_auth_conf_t *c, const char *authz, const api_cert_t *cert,

@@ -15,6 +15,13 @@
  *                its event-loop thread. No thread waits for a long poll,
  *                so a thousand of them cost a thousand small records.
  *
+ *   commits      suspended replies waiting for their store ticket (a write,
+ *                or a read that saw what is not durable yet): one thread
+ *                waits for the newest ticket among them (group commit makes
+ *                them durable together) and resumes them all. An event-loop
+ *                thread never waits for the disk, so a commit holds up only
+ *                the replies that need it.
+ *
  * Lock order: the state's lock, then this one (api_hk_changed is called
  * with the state's lock held); nothing here takes the state's lock or calls
  * libmicrohttpd with this lock held.
@@ -32,9 +39,12 @@
 
 struct api_hk {
     pthread_mutex_t mu;
-    pthread_cond_t cv; /* CLOCK_MONOTONIC */
+    pthread_cond_t cv;  /* CLOCK_MONOTONIC */
+    pthread_cond_t ccv; /* a reply joined commits */
     api_conn_t *conns;
     api_park_t *parked;
+    api_park_t *commits;
+    pthread_t cth;
     uint64_t gen; /* state changes seen */
     bool stopping, quit;
     pthread_t th;
@@ -101,6 +111,79 @@ static void *hk_main(void *arg)
     return NULL;
 }
 
+static void *commit_main(void *arg)
+{
+    api_hk_t *hk = arg;
+    void **wake = NULL;
+    size_t cap = 0;
+
+    pthread_mutex_lock(&hk->mu);
+    while (!hk->quit || hk->commits) {
+        if (!hk->commits) {
+            pthread_cond_wait(&hk->ccv, &hk->mu);
+            continue;
+        }
+        api_park_t *list = hk->commits;
+        hk->commits = NULL;
+        pthread_mutex_unlock(&hk->mu);
+        size_t n = 0;
+        for (api_park_t *p = list; p; p = p->next)
+            n++;
+        if (n > cap) {
+            void **w = realloc(wake, n * sizeof *w);
+            if (w) {
+                wake = w;
+                cap = n;
+            }
+        }
+        /* the newest ticket of each state (one, but for a failover) */
+        for (api_park_t *p = list; p; p = p->next) {
+            int64_t top = p->ticket;
+            for (api_park_t *q = list; q; q = q->next)
+                if (q->st == p->st && q->ticket > top)
+                    top = q->ticket;
+            if (top == p->ticket && !st_done(p->st, top))
+                st_wait(p->st, top, NULL);
+        }
+        size_t k = 0;
+        for (api_park_t *p = list, *nx; p; p = nx) {
+            nx = p->next;
+            p->parked = false;
+            if (k < cap)
+                wake[k++] = p->conn;
+            else
+                MHD_resume_connection(p->conn); /* no room to collect: at once */
+        }
+        /* p is gone once its connection runs again: only the collected pointers */
+        for (size_t i = 0; i < k; i++)
+            MHD_resume_connection(wake[i]);
+        pthread_mutex_lock(&hk->mu);
+    }
+    pthread_mutex_unlock(&hk->mu);
+    free(wake);
+    return NULL;
+}
+
+bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64_t ticket)
+{
+    bool ok = false;
+
+    pthread_mutex_lock(&hk->mu);
+    if (!hk->quit) {
+        p->conn = conn;
+        p->st = s;
+        p->ticket = ticket;
+        p->prev = NULL;
+        p->next = hk->commits;
+        hk->commits = p;
+        p->parked = true;
+        pthread_cond_signal(&hk->ccv);
+        ok = true;
+    }
+    pthread_mutex_unlock(&hk->mu);
+    return ok;
+}
+
 int api_hk_start(api_hk_t **out, int idle_ms, int head_ms, int body_ms, arb_err_t *err)
 {
     api_hk_t *hk = calloc(1, sizeof *hk);
@@ -109,14 +192,28 @@ int api_hk_start(api_hk_t **out, int idle_ms, int head_ms, int body_ms, arb_err_
         return arb_errf(err, -ENOMEM, "out of memory");
     pthread_mutex_init(&hk->mu, NULL);
     arb_cond_init(&hk->cv);
+    pthread_cond_init(&hk->ccv, NULL);
     hk->limit_ms[API_PH_IDLE] = idle_ms;
     hk->limit_ms[API_PH_HEAD] = head_ms;
     hk->limit_ms[API_PH_BODY] = body_ms;
     if (pthread_create(&hk->th, NULL, hk_main, hk) != 0) {
         pthread_cond_destroy(&hk->cv);
+        pthread_cond_destroy(&hk->ccv);
         pthread_mutex_destroy(&hk->mu);
         free(hk);
         return arb_errf(err, -EAGAIN, "cannot start the API's housekeeping thread");
+    }
+    if (pthread_create(&hk->cth, NULL, commit_main, hk) != 0) {
+        pthread_mutex_lock(&hk->mu);
+        hk->quit = true;
+        pthread_cond_signal(&hk->cv);
+        pthread_mutex_unlock(&hk->mu);
+        pthread_join(hk->th, NULL);
+        pthread_cond_destroy(&hk->cv);
+        pthread_cond_destroy(&hk->ccv);
+        pthread_mutex_destroy(&hk->mu);
+        free(hk);
+        return arb_errf(err, -EAGAIN, "cannot start the API's commit-waiter thread");
     }
     *out = hk;
     return 0;
@@ -131,7 +228,7 @@ void api_hk_wake_all(api_hk_t *hk)
     /* the thread resumes them; wait until none is parked */
     for (int64_t until = arb_mono_ms() + 2000; arb_mono_ms() < until;) {
         pthread_mutex_lock(&hk->mu);
-        bool left = hk->parked != NULL;
+        bool left = hk->parked != NULL || hk->commits != NULL;
         pthread_mutex_unlock(&hk->mu);
         if (!left)
             break;
@@ -146,14 +243,17 @@ void api_hk_stop(api_hk_t *hk)
     pthread_mutex_lock(&hk->mu);
     hk->quit = true;
     pthread_cond_signal(&hk->cv);
+    pthread_cond_signal(&hk->ccv);
     pthread_mutex_unlock(&hk->mu);
     pthread_join(hk->th, NULL);
+    pthread_join(hk->cth, NULL);
     while (hk->conns) { /* the daemon is stopped: none is open any more */
         api_conn_t *c = hk->conns;
         hk->conns = c->next;
         free(c);
     }
     pthread_cond_destroy(&hk->cv);
+    pthread_cond_destroy(&hk->ccv);
     pthread_mutex_destroy(&hk->mu);
     free(hk);
 }

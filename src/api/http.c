@@ -64,8 +64,10 @@ typedef struct conn_ctx {
     char *body;
     size_t n, cap;
     bool too_big;
-    api_park_t park;       /* a suspended long poll */
-    int64_t poll_until_ms; /* its deadline, kept across runs */
+    api_park_t park;       /* a suspended long poll, or a reply after its commit */
+    int64_t poll_until_ms; /* the long poll's deadline, kept across runs */
+    api_defer_t defer;     /* the reply waiting for its commit */
+    st_t *defer_st;
 } conn_ctx_t;
 
 /* ---- helpers for handlers ------------------------------------------------------------ */
@@ -127,8 +129,9 @@ int api_error(api_req_t *r, int status, const char *fmt, ...)
     return status;
 }
 
-int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
-               int ok_status)
+/* The reply of a state call whose ticket is durable (or failed). */
+static int finish_now(api_req_t *r, int rc, json_t *out, int64_t ticket, const char *msg,
+                      int ok_status)
 {
     arb_err_t werr = {{0}};
 
@@ -152,7 +155,25 @@ int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_
                  : rc == -E2BIG                                                   ? 413
                  : rc == -EIO                                                     ? 503
                                                                                   : 500;
-    return api_error(r, status, "%s", err->msg[0] ? err->msg : strerror(-rc));
+    return api_error(r, status, "%s", msg && msg[0] ? msg : strerror(-rc));
+}
+
+int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
+               int ok_status)
+{
+    /* Not durable yet: the reply waits for its commit without holding this
+     * event-loop thread (its other connections go on); see conn.c. */
+    if (r->st && ticket > 0 && !st_done(r->st, ticket)) {
+        api_defer_t *d = &r->defer;
+        d->on = true;
+        d->ticket = ticket;
+        d->rc = rc;
+        d->ok = ok_status;
+        d->out = out;
+        snprintf(d->msg, sizeof d->msg, "%s", err ? err->msg : "");
+        return ok_status;
+    }
+    return finish_now(r, rc, out, ticket, err ? err->msg : NULL, ok_status);
 }
 
 /* ---- routing ------------------------------------------------------------------------------- */
@@ -611,9 +632,22 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         *upload_size = 0;
         return MHD_YES;
     }
-    /* DISPATCH (again, for a long poll resumed) */
+    /* DISPATCH (again, for a long poll resumed, or a reply after its commit) */
     api_conn_phase(a->hk, ac, API_PH_BUSY);
     memset(&r, 0, sizeof r);
+    if (cc->defer.on) { /* the commit it waited for is done (or failed) */
+        api_defer_t *d = &cc->defer;
+        r.st = cc->defer_st;
+        finish_now(&r, d->rc, d->out, d->ticket, d->msg, d->ok);
+        if (d->report_t0)
+            st_note_report(r.st, arb_mono_ns() - d->report_t0);
+        d->on = false;
+        d->out = NULL;
+        ret = send_reply(conn, &r, false);
+        json_decref(r.json);
+        free(r.text);
+        return ret;
+    }
     r.conn = conn;
     r.method = method;
     r.url = url;
@@ -640,6 +674,16 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     else
         dispatch(a, &r, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
                  conn_cert(a, ac, conn), loc, sizeof loc);
+    if (r.defer.on) { /* the reply waits for its commit, this thread does not */
+        json_decref(r.json);
+        free(r.text);
+        cc->defer = r.defer;
+        cc->defer_st = r.st;
+        MHD_suspend_connection(conn);
+        if (!api_hk_after_commit(a->hk, &cc->park, conn, r.st, r.defer.ticket))
+            MHD_resume_connection(conn);
+        return MHD_YES;
+    }
     if (r.suspend) { /* a long poll with nothing to say yet */
         json_decref(r.json);
         free(r.text);
@@ -665,6 +709,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     api_conn_phase(a->hk, conn_of(conn), API_PH_IDLE);
     if (cc) {
         __atomic_sub_fetch(&cc->a->busy, 1, __ATOMIC_ACQ_REL);
+        json_decref(cc->defer.out); /* a reply never sent (the connection died) */
         free(cc->body);
         free(cc);
         *con_cls = NULL;
@@ -791,6 +836,9 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
         {MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)on_unescape, a},
         {MHD_OPTION_CONNECTION_TIMEOUT, 120, NULL}, /* inactivity; conn.c has the deadlines */
         {MHD_OPTION_CONNECTION_LIMIT, limit, NULL},
+        /* a request's head and the read buffer: 16 KiB (libmicrohttpd's 32 KiB
+         * default made 10,000 idle agents cost 320 MB) */
+        {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
         {MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
         {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},

@@ -270,7 +270,10 @@ static int h_report(api_req_t *r)
     int rc = st_node_report_if(r->st, &r->who, r->params[0], im, body, &out, &t, &err);
     json_decref(body);
     rc = api_finish(r, rc, out, t, &err, 200);
-    st_note_report(r->st, mono_ns() - t0);
+    if (r->defer.on)
+        r->defer.report_t0 = t0; /* noted when the reply goes, after its commit */
+    else
+        st_note_report(r->st, mono_ns() - t0);
     return rc;
 }
 

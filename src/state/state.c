@@ -133,6 +133,11 @@ bool st_stopping(st_t *s)
     return stop;
 }
 
+bool st_done(st_t *s, int64_t ticket)
+{
+    return ticket <= 0 || store_gc_done(s->gc, ticket);
+}
+
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
 {
     if (ticket < 0)

@@ -130,6 +130,8 @@ void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg);
 
 /* Wait until everything up to ticket is durable: 0 or -EIO. */
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err);
+/* Would st_wait return at once? (Durable already, or the store failed.) */
+bool st_done(st_t *s, int64_t ticket);
 
 /* One scheduling cycle now (also run by the thread): node leases, then
  * placement; decisions are queued in one batch. *ticket as above. */

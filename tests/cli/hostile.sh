@@ -6,6 +6,8 @@
 #     agents keep reporting (Ready), a third agent registers, `arbiter queue`
 #     answers; every slow connection is closed by the server once its head
 #     has taken 10 s (none is left open), and the controller still serves;
+#   - 2,500 keep-alive agents (node ka-I each, reporting every 2 s) all
+#     register and every report is answered;
 #   - one address gets at most --max-conns-per-client connections at a
 #     time (the rest are closed at once), and the controller still serves;
 #   - request smuggling and framing: Content-Length with Transfer-Encoding
@@ -41,6 +43,11 @@ for n in n1 n2 n3; do
     printf 'agent-%s-token-%s-0123456789 agent nodes %s\n' "$n" "$$" "$n" >> "$T/tokens"
     printf 'agent-%s-token-%s-0123456789\n' "$n" "$$" > "$T/$n.token"
 done
+i=0
+while [ $i -lt 2500 ]; do # the keep-alive agents ka-I below, each with its own node token
+    echo "ka-token-$i-0123456789abcdef agent nodes ka-$i"
+    i=$((i + 1))
+done >> "$T/tokens"
 chmod 600 "$T/tokens" "$T"/*.token
 ARBITER_TOKEN=$ADMIN
 export ARBITER_TOKEN
@@ -80,6 +87,15 @@ last=$(sed -n 's/.*"last_close_s": \([0-9]*\).*/\1/p' "$T/slow.json")
 [ "$last" -lt 30 ] || cl_fail "a slow head lasted ${last}s (the deadline is 10 s)"
 serves || cl_fail "the controller does not serve after slowloris"
 for n in n1 n2 n3; do cl_node_ready "$n" || cl_fail "$n not Ready after slowloris"; done
+
+# ---- many keep-alive agents (2,500: beyond the thread-per-connection server's 1,000) --------------
+"$HOS" agents --to "$HOSTPORT" --conns 2500 --from 127.0.0.80:20 --every 2000 --for 10 \
+    --token-fmt 'ka-token-%d-0123456789abcdef' > "$T/agents.json"
+cat "$T/agents.json"
+grep -q '"conns": 2500, "reported": 2500, "open_at_end": 2500,' "$T/agents.json" ||
+    cl_fail "keep-alive agents: $(cat "$T/agents.json")"
+grep -q '"failed": 0,' "$T/agents.json" || cl_fail "keep-alive agents failed: $(cat "$T/agents.json")"
+serves || cl_fail "the controller does not serve after 2,500 agents"
 
 # ---- idle holders, and the cap on one address ---------------------------------------------
 "$HOS" hold --to "$HOSTPORT" --conns 400 --from 127.0.0.40 --for 4 > "$T/hold.json"

@@ -43,7 +43,7 @@ ARBITER_TOKEN=$ADMIN
 export ARBITER_TOKEN
 printf 'scheduler: {interval: 200ms}\nnodes: {lease: 3s, grace: 2s}\n' > "$T/config.yaml"
 cl_controller --config "$T/config.yaml" --tokens "$T/tokens"
-grep -q "agent token without a node" "$T/controller.log" || cl_fail "no warning for the unbound agent token"
+grep -q "1 agent token without a node" "$T/controller.log" || cl_fail "no warning for the unbound agent token"
 CL_GPUS=2:H100
 cl_agent n1 --token-file "$T/n1.token"
 cl_wait "n1 ready" 10 cl_node_ready n1

@@ -14,6 +14,15 @@
  *   arb_hostile hold --to HOST:PORT --conns N [--from ...] [--for S]
  *       The same with nothing sent at all (a TLS handshake never begun, a
  *       keep-alive connection left idle).
+ *   arb_hostile agents --to HOST:PORT --conns N [--from ...] [--every MS] [--for S]
+ *       N well-behaved agents, each on its own keep-alive connection: node
+ *       ka-I registers (a report with an inventory), then reports every MS
+ *       (default 5000, the first ones spread over that interval), for S
+ *       seconds; --token-fmt F (a printf format with one %d, the index) sends
+ *       each node's bearer token. Prints one JSON line: connections that reported, requests
+ *       answered 200, failures (another status, a closed connection), the
+ *       registrations' p50 and p99, and the heartbeats' p50, p99 and max in
+ *       ms (`make bench-conns`).
  *   arb_hostile send --to HOST:PORT [--wait MS]
  *       Bytes from stdin sent as they are on one connection; what comes back
  *       (until the server closes, or MS of silence, default 2000) goes to
@@ -52,7 +61,8 @@ static double now_s(void)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: arb_hostile slowloris|hold --to HOST:PORT --conns N [--from ADDR[:K]] "
+    fprintf(stderr, "usage: arb_hostile slowloris|hold|agents --to HOST:PORT --conns N "
+                    "[--from ADDR[:K]] "
                     "[--every MS] [--for S]\n"
                     "       arb_hostile send --to HOST:PORT [--wait MS]\n");
     return 2;
@@ -113,10 +123,203 @@ rd:
     return 0;
 }
 
+/* ---- agents: keep-alive reporters -------------------------------------------------------- */
+
+typedef struct rep {
+    int fd;
+    int state; /* 0 connecting, 1 idle, 2 writing, 3 reading, 4 dead */
+    bool registered;
+    double due, sent;
+    char out[1024];
+    size_t on, off;
+    char in[8192];
+    size_t inn;
+} rep_t;
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* A whole response in r->in? Its status, and how many bytes it took; 0 none yet. */
+static int response(const rep_t *r, size_t *used)
+{
+    const char *end = memmem(r->in, r->inn, "\r\n\r\n", 4);
+    if (!end)
+        return 0;
+    size_t head = (size_t)(end - r->in) + 4, cl = 0;
+    const char *p = memmem(r->in, head, "Content-Length:", 15);
+    if (!p)
+        p = memmem(r->in, head, "content-length:", 15);
+    if (p)
+        cl = (size_t)strtoul(p + 15, NULL, 10);
+    if (r->inn < head + cl)
+        return 0;
+    *used = head + cl;
+    return atoi(r->in + 9);
+}
+
+static int run_agents(const struct sockaddr_in *to, const struct sockaddr_in *from, int nfrom,
+                      int conns, int every_ms, double for_s, const char *token_fmt)
+{
+    rep_t *c = calloc((size_t)conns, sizeof *c);
+    struct pollfd *pf = calloc((size_t)conns, sizeof *pf);
+    int *ix = calloc((size_t)conns, sizeof *ix);
+    size_t lcap = 1 << 16, ln = 0, rcap = 1 << 14, rn = 0;
+    double *lat = malloc(lcap * sizeof *lat), t0 = now_s(), every = every_ms / 1000.0;
+    double *rlat = malloc(rcap * sizeof *rlat); /* registrations, apart */
+    long ok = 0, bad = 0;
+    int reported = 0;
+
+    for (int i = 0; i < conns; i++) {
+        c[i].fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+        if (from) {
+            struct sockaddr_in src = *from;
+            src.sin_addr.s_addr = htonl(ntohl(from->sin_addr.s_addr) + (uint32_t)(i % nfrom));
+            if (bind(c[i].fd, (struct sockaddr *)&src, sizeof src) < 0) {
+                perror("arb_hostile: bind --from");
+                return 1;
+            }
+        }
+        if (c[i].fd < 0 || (connect(c[i].fd, (const struct sockaddr *)to, sizeof *to) < 0 &&
+                            errno != EINPROGRESS)) {
+            c[i].state = 4;
+            bad++;
+        }
+        c[i].due = t0 + every * i / conns; /* spread over one interval */
+    }
+    while (now_s() - t0 < for_s) {
+        double t = now_s();
+        int n = 0;
+        for (int i = 0; i < conns; i++) {
+            rep_t *r = &c[i];
+            if (r->state == 4)
+                continue;
+            if (r->state == 1 && t >= r->due) {
+                char body[160];
+                int bl = r->registered ? snprintf(body, sizeof body, "{\"tasks\": []}")
+                                       : snprintf(body, sizeof body,
+                                                  "{\"inventory\": {\"cpu\": 4, \"memory\": "
+                                                  "\"8Gi\", \"gpus\": []}, \"tasks\": []}");
+                char auth[300] = "";
+                if (token_fmt) {
+                    int k = snprintf(auth, sizeof auth, "Authorization: Bearer ");
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+                    k += snprintf(auth + k, sizeof auth - (size_t)k - 2, token_fmt, i);
+#pragma GCC diagnostic pop
+                    snprintf(auth + k, sizeof auth - (size_t)k, "\r\n");
+                }
+                r->on = (size_t)snprintf(r->out, sizeof r->out,
+                                         "POST /v1/nodes/ka-%d/report HTTP/1.1\r\nHost: x\r\n"
+                                         "%sContent-Type: application/json\r\n"
+                                         "Content-Length: %d\r\n\r\n%s",
+                                         i, auth, bl, body);
+                r->off = 0;
+                r->state = 2;
+                r->sent = t;
+            }
+            if (r->state == 1)
+                continue;
+            pf[n].fd = r->fd;
+            pf[n].events = r->state == 0 || r->state == 2 ? POLLOUT : POLLIN;
+            pf[n].revents = 0;
+            ix[n++] = i;
+        }
+        poll(pf, (nfds_t)n, 20);
+        t = now_s();
+        for (int k = 0; k < n; k++) {
+            rep_t *r = &c[ix[k]];
+            short re = pf[k].revents;
+            if (!re)
+                continue;
+            if (re & (POLLERR | POLLHUP) && r->state != 3) {
+                r->state = 4;
+                bad++;
+                close(r->fd);
+                continue;
+            }
+            if (r->state == 0) {
+                r->state = 1;
+            } else if (r->state == 2) {
+                ssize_t w = write(r->fd, r->out + r->off, r->on - r->off);
+                if (w < 0 && errno != EAGAIN) {
+                    r->state = 4;
+                    bad++;
+                    close(r->fd);
+                } else if (w > 0 && (r->off += (size_t)w) == r->on) {
+                    r->state = 3;
+                }
+            } else if (r->state == 3) {
+                ssize_t got = read(r->fd, r->in + r->inn, sizeof r->in - r->inn);
+                if (got <= 0 && !(got < 0 && errno == EAGAIN)) {
+                    r->state = 4;
+                    bad++;
+                    close(r->fd);
+                    continue;
+                }
+                if (got > 0)
+                    r->inn += (size_t)got;
+                size_t used = 0;
+                int st = response(r, &used);
+                if (!st)
+                    continue;
+                memmove(r->in, r->in + used, r->inn - used);
+                r->inn -= used;
+                bool reg = !r->registered;
+                if (st == 200) {
+                    ok++;
+                    if (!r->registered)
+                        reported++;
+                    r->registered = true;
+                } else {
+                    bad++;
+                }
+                if (reg) {
+                    if (rn == rcap) {
+                        rcap *= 2;
+                        rlat = realloc(rlat, rcap * sizeof *rlat);
+                    }
+                    rlat[rn++] = (t - r->sent) * 1000.0;
+                } else {
+                    if (ln == lcap) {
+                        lcap *= 2;
+                        lat = realloc(lat, lcap * sizeof *lat);
+                    }
+                    lat[ln++] = (t - r->sent) * 1000.0;
+                }
+                r->due = r->sent + every;
+                r->state = 1;
+            }
+        }
+    }
+    qsort(lat, ln, sizeof *lat, cmp_d);
+    qsort(rlat, rn, sizeof *rlat, cmp_d);
+    int open_end = 0;
+    for (int i = 0; i < conns; i++)
+        if (c[i].state != 4) {
+            open_end++;
+            close(c[i].fd);
+        }
+    printf("{\"conns\": %d, \"reported\": %d, \"open_at_end\": %d, \"ok\": %ld, "
+           "\"failed\": %ld, \"register_p50_ms\": %.2f, \"register_p99_ms\": %.2f, "
+           "\"p50_ms\": %.2f, \"p99_ms\": %.2f, \"max_ms\": %.2f, \"ran_s\": %.1f}\n",
+           conns, reported, open_end, ok, bad, rn ? rlat[rn / 2] : -1.0,
+           rn ? rlat[(size_t)(rn * 0.99)] : -1.0, ln ? lat[ln / 2] : -1.0,
+           ln ? lat[(size_t)(ln * 0.99)] : -1.0, ln ? lat[ln - 1] : -1.0, now_s() - t0);
+    free(rlat);
+    free(c);
+    free(pf);
+    free(ix);
+    free(lat);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
-    const char *mode = argc > 1 ? argv[1] : "", *to_s = NULL, *from_s = NULL;
-    int conns = 0, every_ms = 1000, wait_ms = 2000, nfrom = 1;
+    const char *mode = argc > 1 ? argv[1] : "", *to_s = NULL, *from_s = NULL, *token_fmt = NULL;
+    int conns = 0, every_ms = 0, wait_ms = 2000, nfrom = 1;
     double for_s = 30;
     struct sockaddr_in to, from;
 
@@ -136,6 +339,8 @@ int main(int argc, char **argv)
             for_s = atof(v);
         else if (!strcmp(argv[i], "--wait"))
             wait_ms = atoi(v);
+        else if (!strcmp(argv[i], "--token-fmt"))
+            token_fmt = v;
         else
             return usage();
         i++;
@@ -144,8 +349,10 @@ int main(int argc, char **argv)
         return usage();
     if (!strcmp(mode, "send"))
         return run_send(&to, wait_ms);
-    bool talk = !strcmp(mode, "slowloris");
-    if ((!talk && strcmp(mode, "hold")) || conns < 1 || every_ms < 1)
+    bool talk = !strcmp(mode, "slowloris"), agents = !strcmp(mode, "agents");
+    if (every_ms == 0)
+        every_ms = agents ? 5000 : 1000;
+    if ((!talk && !agents && strcmp(mode, "hold")) || conns < 1 || every_ms < 1)
         return usage();
     if (from_s) {
         char tmp[80];
@@ -159,6 +366,8 @@ int main(int argc, char **argv)
     }
     raise_nofile();
     signal(SIGPIPE, SIG_IGN);
+    if (agents)
+        return run_agents(&to, from_s ? &from : NULL, nfrom, conns, every_ms, for_s, token_fmt);
     hconn_t *c = calloc((size_t)conns, sizeof *c);
     struct pollfd *pf = calloc((size_t)conns, sizeof *pf);
     double t0 = now_s();
