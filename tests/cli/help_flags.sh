@@ -50,6 +50,7 @@ check bench -- src/cli/bench.c src/cli/bench_api.c src/cli/bench_elastic.c src/c
 check lb -- src/cli/lb.c
 check agent -- src/cli/agent.c
 check controller -- src/cli/controller.c
+check init -- src/cli/init.c
 check submit queue events -- src/cli/client.c
 check top -- src/cli/top.c
 check logs -- src/cli/logs.c
