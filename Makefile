@@ -5,6 +5,7 @@
 #   make tsan   run the threaded tests under ThreadSanitizer (build-tsan/)
 #   make bench  run the benchmarks, JSON on stdout
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
+#   make bench-infer  LLM routing: every lb policy vs HAProxy on emulated replicas, JSON on stdout
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
 #   make bench-conns  the controller with 10,000 keep-alive agents (and a slowloris), JSON
 #   make bench-ui  the web console's first paint at 1,000 nodes in chromium, JSON on stdout
@@ -19,7 +20,7 @@ JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
 
-.PHONY: all deps build test asan bench bench-lb bench-api bench-ui demo demo-hybrid fuzz format check-format lint cppcheck tsan clean
+.PHONY: all deps build test asan bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
 
 all: build
 
@@ -29,6 +30,15 @@ deps:
 build: deps
 	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 	@cmake --build $(BUILD) -j $(JOBS)
+
+# the same build without its noise, for the demos and benchmarks (their
+# output is a story or JSON lines): the compiler's output goes to
+# $(BUILD)/build.log and is shown only when the build fails
+quiet-build: deps
+	@mkdir -p $(BUILD)
+	@echo "building (log: $(BUILD)/build.log) ..." >&2
+	@{ cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo && cmake --build $(BUILD) -j $(JOBS); } \
+		>$(BUILD)/build.log 2>&1 || { tail -n 60 $(BUILD)/build.log >&2; exit 1; }
 
 test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -42,30 +52,34 @@ asan: deps
 tsan: deps
 	@sh scripts/tsan.sh
 
-bench: build
+bench: quiet-build
 	@sh bench/run.sh $(BUILD)/arbiter
 
 # arbiter lb vs HAProxy 2.6 and NGINX (installs haproxy, nginx, wrk as root); JSON lines.
-bench-lb: build
+bench-lb: quiet-build
 	@sh bench/lb.sh $(BUILD)/arbiter $(BUILD)/tests/arb_lbtest
 
+# LLM request routing on emulated replicas: every arbiter lb policy vs HAProxy (installs haproxy as root).
+bench-infer: quiet-build
+	@sh bench/infer.sh $(BUILD)/arbiter
+
 # arbiter bench api vs sbatch into a local slurmctld (installs slurm-wlm and munge as root).
-bench-api: build
+bench-api: quiet-build
 	@sh bench/api.sh $(BUILD)/arbiter
 
 # the console (/ui/) at 1,000 emulated nodes: first paint in Debian's chromium, 5 runs; JSON line.
-bench-ui: build
+bench-ui: quiet-build
 	@sh bench/ui.sh $(BUILD)/arbiter $(CURDIR) 5
 
 # the controller serving 10,000 keep-alive agent connections, then again beside a slowloris
-bench-conns: build
+bench-conns: quiet-build
 	@sh bench/conns.sh $(BUILD)/arbiter $(BUILD)/tests/arb_hostile 10000 40
 	@SLOWLORIS=1 sh bench/conns.sh $(BUILD)/arbiter $(BUILD)/tests/arb_hostile 10000 40
 
-demo: build
+demo: quiet-build
 	@sh examples/demo.sh $(BUILD)/arbiter
 
-demo-hybrid: build
+demo-hybrid: quiet-build
 	@sh examples/demo-hybrid.sh $(BUILD)/arbiter $(BUILD)/tests/arb_lbtest
 
 fuzz:
@@ -94,15 +108,15 @@ clean:
 
 .PHONY: demo-ha
 # several controllers over a real 3-member etcd cluster; kill -9 of the leader, live.
-demo-ha: build
+demo-ha: quiet-build
 	@sh examples/demo-ha.sh $(BUILD)/arbiter
 
 .PHONY: bench-ha
 # durable submits/s through the leader over a 3-member etcd cluster, and SQLite, then the failover time after kill -9 of the leader; JSON lines.
-bench-ha: build
+bench-ha: quiet-build
 	@sh bench/ha.sh $(BUILD)/arbiter $(CURDIR)
 
 .PHONY: demo-compat
 # a published PyTorchJob manifest and Slurm job-array script, submitted as-is to a live cluster
-demo-compat: build
+demo-compat: quiet-build
 	@sh examples/demo-compat.sh $(BUILD)/arbiter

@@ -14,11 +14,14 @@
 #
 # Needs haproxy, nginx and wrk (Debian packages); as root it installs them.
 # Knobs (environment): DURATION (s, default 10), SCENARIOS ("equal slow"),
-# PROXIES ("haproxy nginx arbiter"), POLICIES (arbiter's, default all four).
+# PROXIES ("haproxy nginx arbiter"), POLICIES (arbiter's, default all four),
+# THREADS (1: HAProxy nbthread and arbiter lb --threads; wrk -t as many;
+# NGINX stays at one worker, master_process off allows no more).
 set -eu
 ARB=$1
 LBT=${2:-$(dirname "$ARB")/tests/arb_lbtest}
 DURATION=${DURATION:-10}
+THREADS=${THREADS:-1}
 
 need=""
 command -v haproxy >/dev/null 2>&1 || need="$need haproxy"
@@ -112,9 +115,9 @@ to_ms() {
 # run NAME POLICY SCENARIO PID: drive the proxy on $PX, print one JSON line.
 run() {
     name=$1 policy=$2 scen=$3 pid=$4
-    wrk -t1 -c64 -d1s "http://127.0.0.1:$PX/" >/dev/null 2>&1 || true # warm up
+    wrk -t"$THREADS" -c64 -d1s "http://127.0.0.1:$PX/" >/dev/null 2>&1 || true # warm up
     c0=$(cpu_ticks "$pid")
-    wrk -t1 -c64 -d"${DURATION}s" --latency "http://127.0.0.1:$PX/" >"$TMP/wrk.out" 2>&1
+    wrk -t"$THREADS" -c64 -d"${DURATION}s" --latency "http://127.0.0.1:$PX/" >"$TMP/wrk.out" 2>&1
     c1=$(cpu_ticks "$pid")
     rps=$(awk '/^Requests\/sec:/{print $2}' "$TMP/wrk.out")
     reqs=$(awk '/requests in/{print $1}' "$TMP/wrk.out")
@@ -122,10 +125,12 @@ run() {
     p99=$(to_ms "$(awk '$1=="99%"{print $2}' "$TMP/wrk.out")")
     non2xx=$(awk '/Non-2xx/{print $5}' "$TMP/wrk.out")
     serr=$(awk '/Socket errors/{gsub(",",""); print $4+$6+$8+$10}' "$TMP/wrk.out")
-    awk -v n="$name" -v pol="$policy" -v sc="$scen" -v rps="$rps" -v reqs="$reqs" -v p50="$p50" \
+    th=$THREADS
+    [ "$name" = nginx ] && th=1
+    awk -v n="$name" -v pol="$policy" -v sc="$scen" -v rps="$rps" -v reqs="$reqs" -v p50="$p50" -v th="$th" \
         -v p99="$p99" -v c="$((c1 - c0))" -v tick="$TICK" -v e1="${non2xx:-0}" -v e2="${serr:-0}" \
         'BEGIN { cpu = c / tick;
-                 printf "{\"bench\":\"lb\",\"proxy\":\"%s\",\"policy\":\"%s\",\"backends\":\"%s\",", n, pol, sc;
+                 printf "{\"bench\":\"lb\",\"proxy\":\"%s\",\"threads\":%d,\"policy\":\"%s\",\"backends\":\"%s\",", n, th, pol, sc;
                  printf "\"rps\":%.0f,\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"cpu_s\":%.2f,", rps, p50, p99, cpu;
                  printf "\"req_per_cpu_s\":%.0f,\"requests\":%d,\"errors\":%d}\n", (cpu > 0 ? reqs / cpu : 0), reqs, e1 + e2 }'
 }
@@ -133,7 +138,7 @@ run() {
 haproxy_run() { # POLICY SCENARIO B4PORT
     cat >"$TMP/haproxy.cfg" <<CONF
 global
-    nbthread 1
+    nbthread $THREADS
     maxconn 4096
 defaults
     mode http
@@ -195,7 +200,7 @@ CONF
 }
 
 arbiter_run() { # POLICY SCENARIO B4PORT
-    "$ARB" lb --listen 127.0.0.1:$PX --policy "$1" --backend 127.0.0.1:$B1 \
+    "$ARB" lb --listen 127.0.0.1:$PX --threads "$THREADS" --policy "$1" --backend 127.0.0.1:$B1 \
         --backend 127.0.0.1:$B2 --backend 127.0.0.1:$B3 --backend 127.0.0.1:$3 2>"$TMP/arb.log" &
     p=$!
     CUR=$p

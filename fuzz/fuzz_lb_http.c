@@ -4,7 +4,8 @@
  * pieces, and X-Arbiter-Load values. The parser is compiled into this
  * target (the fuzz build links the core libraries only). Invariants
  * checked: a parsed head's length is within the input and ends in CRLF
- * CRLF; feeding a body in two pieces consumes what feeding it whole does.
+ * CRLF; feeding a body in two pieces consumes what feeding it whole does; a
+ * complete chunked body de-chunks to no more bytes, the same in place.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -44,6 +45,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     if (whole >= 0 && k1 >= 0 && k2 >= 0 && (size_t)k1 == cut && !(k1 < (ssize_t)cut)) {
         if (a.done != b.done || (a.done && whole != k1 + k2))
             abort();
+    }
+    /* a complete chunked body de-chunks into no more than it was, in place too */
+    if (whole > 0 && a.done) {
+        char *copy = malloc((size_t)whole), *out = malloc((size_t)whole);
+        if (copy && out) {
+            memcpy(copy, p, (size_t)whole);
+            size_t n1 = http_dechunk(p, (size_t)whole, out);
+            size_t n2 = http_dechunk(copy, (size_t)whole, copy);
+            if (n1 > (size_t)whole || n1 != n2 || memcmp(out, copy, n1) != 0)
+                abort();
+        }
+        free(copy);
+        free(out);
     }
     return 0;
 }

@@ -25,7 +25,7 @@ for i in $(seq 1 "$runs"); do
     bash .ci/run >"ci-under-load.$i.log" 2>&1
     rc=$?
     echo "run $i: exit $rc, $(($(date +%s) - t0)) s, load $(cut -d' ' -f1-3 /proc/loadavg) (ci-under-load.$i.log)"
-    grep -A3 '=== .ci/run: summary' "ci-under-load.$i.log" | tail -n +2
+    sed -n '/^=== .ci\/run: summary/,$p' "ci-under-load.$i.log" | tail -n +2
     [ "$rc" -eq 0 ] || bad=$((bad + 1))
 done
 echo "ci-under-load: $((runs - bad)) of $runs runs green with stress-ng --cpu $hogs beside them"

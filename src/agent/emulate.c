@@ -71,6 +71,14 @@ static void *run(void *arg)
     int64_t hb = t->nodes[0].conf.heartbeat_ns;
     int64_t gap = hb / (t->n ? t->n : 1), next = t->start;
 
+    /* libcurl handles are one thread's each: a node handed another thread's
+     * would crash both (this check would have caught it at once) */
+    for (int i = 0; i < t->n; i++)
+        if (t->nodes[i].conf.conn != t->conn) {
+            fprintf(stderr, "emulate: node %d runs on a thread that does not own its connection\n",
+                    i);
+            abort();
+        }
     for (int i = 0; !stopped(t->c, t->end); i = (i + 1) % t->n) {
         agent_t *a = &t->nodes[i];
         arb_err_t err;
@@ -168,6 +176,18 @@ static void count_nodes(emu_thread_t *th, int nth, agent_emu_stats_t *st)
     }
 }
 
+/* The thread (of nth) that runs node i (of k): the t whose range
+ * [t*k/nth, (t+1)*k/nth) holds i, the ranges the threads are given below. */
+static int thread_of(int i, int k, int nth)
+{
+    int t = (int)((int64_t)i * nth / k);
+    while (t + 1 < nth && (int64_t)(t + 1) * k / nth <= i)
+        t++;
+    while (t > 0 && (int64_t)t * k / nth > i)
+        t--;
+    return t;
+}
+
 int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *err)
 {
     int k = c->nodes, nth = c->threads > 0 ? c->threads : (k < 4 ? k : 4);
@@ -208,7 +228,11 @@ int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *
         nc.exec.cgroup_mode = "none";
         nc.tel_proc_root = "/nonexistent/arbiter-emulated";
         nc.state_file = NULL;
-        nc.conn = th[(int)((int64_t)i * nth / k)].conn;
+        /* the libcurl handle of the thread that will run node i (threads
+         * take nodes [t*k/nth, (t+1)*k/nth)): a handle is never used by two
+         * threads (i*nth/k, rounded down, named the wrong thread for some
+         * nodes at a range's start; the two threads then crashed in curl) */
+        nc.conn = th[thread_of(i, k, nth)].conn;
         if (!nc.log)
             nc.log = quiet;
         if ((rc = agent_open(&nodes[i], &nc, err)) < 0)

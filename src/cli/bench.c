@@ -76,7 +76,9 @@ static int usage(void)
                     "       arbiter bench sim [--workload default] [--policy fgd] "
                     "[--seeds 42-44] [--traces DIR] [-o text|json]\n"
                     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] "
-                    "[-o text|json]\n");
+                    "[-o text|json]\n"
+                    "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] "
+                    "[--rates R,R] [-o text|json]\n");
     return 2;
 }
 
@@ -99,6 +101,8 @@ int cli_bench(int argc, char **argv)
         return cli_bench_elastic(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "agents") == 0)
         return cli_bench_agents(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "infer") == 0)
+        return cli_bench_infer(argc - 1, argv + 1);
     bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
     if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
         return usage();

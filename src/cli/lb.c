@@ -17,7 +17,8 @@
     "usage: arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --backends-file FILE |\n" \
     "                  --service NAME --controller URL[,URL...]) [--policy P] [options]\n"         \
     "\n"                                                                                           \
-    "  --policy P            round-robin (default), weighted, least-conn, hash, p2c, feedback\n"   \
+    "  --policy P            round-robin (default), weighted, least-conn, hash, p2c, feedback,\n"  \
+    "                        prefix, kv, inference (the default with --openai)\n"                  \
     "  --hash-header H       hash policy: key on this request header\n"                            \
     "  --hash-cookie C       hash policy: key on this cookie\n"                                    \
     "  --hash-kind K         ring (default) or maglev\n"                                           \
@@ -36,6 +37,23 @@
     "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
     "  --ready-file FILE     write the bound addresses there once listening\n"                     \
     "  --seed N              randomness for p2c and feedback (default: from the clock)\n"          \
+    "  --threads N           event loops, one listener each on the port (SO_REUSEPORT) (1)\n"      \
+    "LLM replicas (OpenAI API; on with --openai or --policy prefix, kv, inference):\n"             \
+    "  --openai              read /v1/completions and /v1/chat/completions bodies to route them\n" \
+    "  --body-max BYTES      bodies read whole before routing, at most (1048576)\n"                \
+    "  --prefix-block BYTES  prompt block size for prefix affinity (64, ~16 tokens)\n"             \
+    "  --prefix-cache N      prompt blocks the prefix index remembers (131072)\n"                  \
+    "  --scrape-path PATH    the replicas' Prometheus metrics (/metrics; 'off' = none)\n"          \
+    "  --scrape-interval MS  between scrapes of a replica (250)\n"                                 \
+    "  --saturate-queue N    saturated: more than N waiting at the engine (4)\n"                   \
+    "  --saturate-kv F       ... or KV-cache use above F, 0..1 (0.9)\n"                            \
+    "  --max-inflight N      ... or N of ours in flight there (0 = no bound)\n"                    \
+    "  --prefix-weight W     a whole prompt cached is worth W requests of load (8)\n"              \
+    "  --lora-weight W       the LoRA adapter loaded is worth W requests (4)\n"                    \
+    "  --tenant-header H     the tenant for fair queueing (X-Tenant; else the API key)\n"          \
+    "  --max-queue N         requests held while every replica is saturated (256; 0 = none)\n"     \
+    "  --queue-timeout MS    a held request is answered 429 after MS (30000)\n"                    \
+    "  --ttft-slo MS         answer 429 at once when the expected wait exceeds MS (0 = off)\n"     \
     "SIGHUP re-reads --backends-file; SIGTERM drains and stops.\n"
 
 enum {
@@ -68,6 +86,22 @@ enum {
     O_LOG,
     O_READY,
     O_SEED,
+    O_OPENAI,
+    O_BODYMAX,
+    O_PBLOCK,
+    O_PCACHE,
+    O_SCRAPE,
+    O_SCRAPE_INT,
+    O_SATQ,
+    O_SATKV,
+    O_MAXINF,
+    O_WPREFIX,
+    O_WLORA,
+    O_TENANT,
+    O_MAXQ,
+    O_QTO,
+    O_SLO,
+    O_THREADS,
     O_HELP
 };
 
@@ -101,6 +135,22 @@ static const struct option lb_opts[] = {
     {"access-log", required_argument, 0, O_LOG},
     {"ready-file", required_argument, 0, O_READY},
     {"seed", required_argument, 0, O_SEED},
+    {"openai", no_argument, 0, O_OPENAI},
+    {"body-max", required_argument, 0, O_BODYMAX},
+    {"prefix-block", required_argument, 0, O_PBLOCK},
+    {"prefix-cache", required_argument, 0, O_PCACHE},
+    {"scrape-path", required_argument, 0, O_SCRAPE},
+    {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
+    {"saturate-queue", required_argument, 0, O_SATQ},
+    {"saturate-kv", required_argument, 0, O_SATKV},
+    {"max-inflight", required_argument, 0, O_MAXINF},
+    {"prefix-weight", required_argument, 0, O_WPREFIX},
+    {"lora-weight", required_argument, 0, O_WLORA},
+    {"tenant-header", required_argument, 0, O_TENANT},
+    {"max-queue", required_argument, 0, O_MAXQ},
+    {"queue-timeout", required_argument, 0, O_QTO},
+    {"ttft-slo", required_argument, 0, O_SLO},
+    {"threads", required_argument, 0, O_THREADS},
     {"help", no_argument, 0, O_HELP},
     {0, 0, 0, 0},
 };
@@ -119,12 +169,28 @@ static bool int_arg(const char *flag, const char *s, long lo, long hi, int *out)
     return true;
 }
 
+/* A number flag in [lo, hi]; on error prints and returns false. */
+static bool num_arg(const char *flag, const char *s, double lo, double hi, double *out)
+{
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "arbiter lb: --%s '%s': give a number from %g to %g\n", flag, s, lo, hi);
+        return false;
+    }
+    *out = v;
+    return true;
+}
+
 int cli_lb(int argc, char **argv)
 {
     lb_proxy_conf_t c;
     lb_target_t *t = NULL;
     int nt = 0, opt, rc = 2;
-    const char *bfile = NULL, *service = NULL, *controller = NULL;
+    const char *bfile = NULL, *service = NULL, *controller = NULL, *scrape = NULL;
+    bool policy_given = false;
+    int iv;
+    double dv;
     arb_err_t err = {{0}};
     const long DAY = 86400000;
 
@@ -158,6 +224,7 @@ int cli_lb(int argc, char **argv)
             controller = optarg;
             break;
         case O_POLICY:
+            policy_given = true;
             c.policy = lb_find(optarg);
             if (!c.policy) {
                 fprintf(stderr, "arbiter lb: --policy '%s': unknown; use one of %s\n", optarg,
@@ -253,6 +320,67 @@ int cli_lb(int argc, char **argv)
         case O_SEED:
             c.seed = strtoull(optarg, NULL, 10);
             break;
+        case O_OPENAI:
+            c.openai = true;
+            break;
+        case O_BODYMAX:
+            if ((ok = int_arg("body-max", optarg, 1024, 64 << 20, &iv)))
+                c.body_max = (uint32_t)iv;
+            break;
+        case O_PBLOCK:
+            if ((ok = int_arg("prefix-block", optarg, 4, 4096, &iv)))
+                c.block_bytes = (uint32_t)iv;
+            break;
+        case O_PCACHE:
+            if ((ok = int_arg("prefix-cache", optarg, 16, 1 << 26, &iv)))
+                c.opts.prefix_entries = (uint32_t)iv;
+            break;
+        case O_SCRAPE:
+            if (strcmp(optarg, "off") != 0 && optarg[0] != '/') {
+                fprintf(stderr, "arbiter lb: --scrape-path '%s': give a path (/metrics) or off\n",
+                        optarg);
+                goto out;
+            }
+            scrape = optarg;
+            break;
+        case O_SCRAPE_INT:
+            ok = int_arg("scrape-interval", optarg, 10, DAY, &c.scrape_interval_ms);
+            break;
+        case O_SATQ:
+            if ((ok = num_arg("saturate-queue", optarg, 0, 1e6, &dv)))
+                c.opts.sat_queue = dv;
+            break;
+        case O_SATKV:
+            if ((ok = num_arg("saturate-kv", optarg, 0, 1, &dv)))
+                c.opts.sat_kv = dv;
+            break;
+        case O_MAXINF:
+            if ((ok = int_arg("max-inflight", optarg, 0, 1000000, &iv)))
+                c.opts.max_inflight = (uint32_t)iv;
+            break;
+        case O_WPREFIX:
+            if ((ok = num_arg("prefix-weight", optarg, 0, 1e6, &dv)))
+                c.opts.w_prefix = dv;
+            break;
+        case O_WLORA:
+            if ((ok = num_arg("lora-weight", optarg, 0, 1e6, &dv)))
+                c.opts.w_lora = dv;
+            break;
+        case O_TENANT:
+            c.tenant_header = optarg;
+            break;
+        case O_MAXQ:
+            ok = int_arg("max-queue", optarg, 0, 1000000, &c.max_queue);
+            break;
+        case O_QTO:
+            ok = int_arg("queue-timeout", optarg, 1, DAY, &c.queue_timeout_ms);
+            break;
+        case O_SLO:
+            ok = int_arg("ttft-slo", optarg, 0, DAY, &c.ttft_slo_ms);
+            break;
+        case O_THREADS:
+            ok = int_arg("threads", optarg, 1, 64, &c.threads);
+            break;
         case 'h':
         case O_HELP:
             fputs(LB_USAGE, stdout);
@@ -285,6 +413,15 @@ int cli_lb(int argc, char **argv)
     }
     if (c.eject_max_ms < c.eject_base_ms)
         c.eject_max_ms = c.eject_base_ms;
+    /* LLM replicas: the inference policy by default, prompts read, metrics scraped */
+    if (c.openai && !policy_given)
+        c.policy = &lb_inference_ops;
+    if (c.policy == &lb_prefix_ops || c.policy == &lb_kv_ops || c.policy == &lb_inference_ops)
+        c.openai = true;
+    if (scrape)
+        c.scrape_path = strcmp(scrape, "off") == 0 ? NULL : scrape;
+    else if (c.policy == &lb_kv_ops || c.policy == &lb_inference_ops)
+        c.scrape_path = "/metrics";
     rc = 1;
     if (service || controller) {
         if (!service || !controller) {

@@ -1,7 +1,9 @@
 /*
  * admin.c: what the proxy tells about itself: /metrics (Prometheus text),
  * /backends (JSON), /healthz on the admin listener; the access log; the
- * per-backend and total response counters and latency histograms.
+ * per-backend and total response counters and latency histograms; for
+ * inference requests, time to first byte, the admission queue and what each
+ * model server's own metrics said.
  */
 #include <stdarg.h>
 #include <stdlib.h>
@@ -24,6 +26,15 @@ void px_stats_response(px_stats_t *st, int status, double secs)
         b++;
     st->lat_bucket[b]++;
     st->lat_sum += secs;
+}
+
+void px_stats_ttft(px_admit_stats_t *st, double secs)
+{
+    int b = 0;
+    while (b < 14 && secs > px_lat_le[b])
+        b++;
+    st->ttft_bucket[b]++;
+    st->ttft_sum += secs;
 }
 
 /* A growing text buffer. */
@@ -92,6 +103,29 @@ static void hist(sbuf_t *b, const char *name, const char *labels, const px_stats
               (unsigned long long)n);
 }
 
+/* This loop's counters, or with several loops their sums (hub.c). */
+static void totals(px_t *px, px_snap_t *t)
+{
+    if (px->hub) {
+        px_hub_sync(px);
+        px_hub_totals(px, t);
+        return;
+    }
+    t->total = px->total;
+    t->ad = px->ad;
+    t->accepted = px->accepted;
+    t->retries = px->retries;
+    t->no_backend = px->no_backend;
+    t->bad_requests = px->bad_requests;
+    t->nclients = px->nclients;
+    t->nqueued = px->nqueued;
+}
+
+static uint32_t inflight_of(const px_backend_t *e)
+{
+    return e->sh ? atomic_load(&e->sh->inflight) : e->inflight;
+}
+
 /* HELP and TYPE of one family (promtool check metrics wants both). */
 static void fam(sbuf_t *b, const char *name, const char *type, const char *help)
 {
@@ -117,6 +151,11 @@ enum {
     BF_CHECKS,
     BF_QUEUE,
     BF_GPU,
+    BF_SCRAPES,
+    BF_ENG_WAITING,
+    BF_ENG_RUNNING,
+    BF_ENG_KV,
+    BF_ENG_LORA,
     BF_DURATION,
     BF_COUNT
 };
@@ -148,6 +187,16 @@ static const struct {
                   "Queue length the backend (or its node's agent) last reported."},
     [BF_GPU] = {"arbiter_lb_backend_reported_gpu_util", "gauge",
                 "GPU utilisation (0..1) the backend's node last reported."},
+    [BF_SCRAPES] = {"arbiter_lb_backend_scrapes_total", "counter",
+                    "Scrapes of the backend's own /metrics (--scrape-path), by result."},
+    [BF_ENG_WAITING] = {"arbiter_lb_backend_engine_waiting", "gauge",
+                        "Requests waiting in the model server, as it last reported."},
+    [BF_ENG_RUNNING] = {"arbiter_lb_backend_engine_running", "gauge",
+                        "Requests running in the model server, as it last reported."},
+    [BF_ENG_KV] = {"arbiter_lb_backend_engine_kv_cache_usage", "gauge",
+                   "The model server's KV-cache use (0..1), as it last reported."},
+    [BF_ENG_LORA] = {"arbiter_lb_backend_engine_lora_adapters", "gauge",
+                     "LoRA adapters loaded in the model server, as it last reported."},
     [BF_DURATION] = {"arbiter_lb_backend_request_duration_seconds", "histogram",
                      "Time from request head to last response byte, per backend."},
 };
@@ -156,11 +205,17 @@ static void backend_family(px_t *px, sbuf_t *b, int f)
 {
     static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
+    if (f == BF_SCRAPES && !px->c->scrape_path)
+        return;
+    if (f >= BF_ENG_WAITING && f <= BF_ENG_LORA && !px->c->scrape_path)
+        return;
     fam(b, px_bfam[f].name, px_bfam[f].type, px_bfam[f].help);
     for (int i = 0; i < px->nbes; i++) {
         const px_backend_t *e = px->bes[i];
         const char *n = px_bfam[f].name;
         char lab[300];
+        px_stats_t est; /* the backend's counters, summed over the event loops */
+        px_hub_backend_stats(px, e, &est);
         snprintf(lab, sizeof lab, "backend=\"%s\"", e->name);
         switch (f) {
         case BF_UP:
@@ -175,34 +230,33 @@ static void backend_family(px_t *px, sbuf_t *b, int f)
             sb_printf(b, "%s{%s} %.3f\n", n, lab, e->eff / 16.0);
             break;
         case BF_INFLIGHT:
-            sb_printf(b, "%s{%s} %u\n", n, lab, e->inflight);
+            sb_printf(b, "%s{%s} %u\n", n, lab, inflight_of(e));
             break;
         case BF_IDLE:
             sb_printf(b, "%s{%s} %d\n", n, lab, e->nidle);
             break;
         case BF_REQUESTS:
-            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)e->st.requests);
+            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.requests);
             break;
         case BF_RESPONSES:
             for (int c = 1; c < 6; c++)
                 sb_printf(b, "%s{%s,code=\"%s\"} %llu\n", n, lab, cls[c],
-                          (unsigned long long)e->st.resp[c]);
+                          (unsigned long long)est.resp[c]);
             break;
         case BF_FAILURES:
             sb_printf(b, "%s{%s,kind=\"connect\"} %llu\n", n, lab,
-                      (unsigned long long)e->st.connect_fail);
-            sb_printf(b, "%s{%s,kind=\"io\"} %llu\n", n, lab, (unsigned long long)e->st.io_fail);
+                      (unsigned long long)est.connect_fail);
+            sb_printf(b, "%s{%s,kind=\"io\"} %llu\n", n, lab, (unsigned long long)est.io_fail);
             sb_printf(b, "%s{%s,kind=\"timeout\"} %llu\n", n, lab,
-                      (unsigned long long)e->st.timeouts);
+                      (unsigned long long)est.timeouts);
             break;
         case BF_EJECTIONS:
-            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)e->st.ejections);
+            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.ejections);
             break;
         case BF_CHECKS:
-            sb_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab,
-                      (unsigned long long)e->st.checks_ok);
+            sb_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab, (unsigned long long)est.checks_ok);
             sb_printf(b, "%s{%s,result=\"bad\"} %llu\n", n, lab,
-                      (unsigned long long)e->st.checks_bad);
+                      (unsigned long long)est.checks_bad);
             break;
         case BF_QUEUE:
             if (e->load.at_ms)
@@ -212,8 +266,29 @@ static void backend_family(px_t *px, sbuf_t *b, int f)
             if (e->load.at_ms)
                 sb_printf(b, "%s{%s} %g\n", n, lab, e->load.gpu_util);
             break;
+        case BF_SCRAPES:
+            sb_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab, (unsigned long long)e->scrapes_ok);
+            sb_printf(b, "%s{%s,result=\"bad\"} %llu\n", n, lab,
+                      (unsigned long long)e->scrapes_bad);
+            break;
+        case BF_ENG_WAITING:
+            if (e->eng.at_ms)
+                sb_printf(b, "%s{%s} %g\n", n, lab, e->eng.waiting);
+            break;
+        case BF_ENG_RUNNING:
+            if (e->eng.at_ms)
+                sb_printf(b, "%s{%s} %g\n", n, lab, e->eng.running);
+            break;
+        case BF_ENG_KV:
+            if (e->eng.at_ms && e->eng.kv >= 0)
+                sb_printf(b, "%s{%s} %g\n", n, lab, e->eng.kv);
+            break;
+        case BF_ENG_LORA:
+            if (e->eng.at_ms)
+                sb_printf(b, "%s{%s} %d\n", n, lab, e->eng.nlora);
+            break;
         case BF_DURATION:
-            hist(b, n, lab, &e->st);
+            hist(b, n, lab, &est);
             break;
         }
     }
@@ -222,27 +297,75 @@ static void backend_family(px_t *px, sbuf_t *b, int f)
 static void metrics(px_t *px, sbuf_t *b)
 {
     static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
+    px_snap_t T;
 
+    totals(px, &T);
     fam(b, "arbiter_lb_connections_accepted_total", "counter", "Client connections accepted.");
-    sb_printf(b, "arbiter_lb_connections_accepted_total %llu\n", (unsigned long long)px->accepted);
+    sb_printf(b, "arbiter_lb_connections_accepted_total %llu\n", (unsigned long long)T.accepted);
     fam(b, "arbiter_lb_client_connections", "gauge", "Client connections open now.");
-    sb_printf(b, "arbiter_lb_client_connections %d\n", px->nclients);
+    sb_printf(b, "arbiter_lb_client_connections %d\n", T.nclients);
     fam(b, "arbiter_lb_retries_total", "counter",
         "Requests sent again to another backend after a failure.");
-    sb_printf(b, "arbiter_lb_retries_total %llu\n", (unsigned long long)px->retries);
+    sb_printf(b, "arbiter_lb_retries_total %llu\n", (unsigned long long)T.retries);
     fam(b, "arbiter_lb_no_backend_total", "counter",
         "Requests no backend could take (answered 502 or 503).");
-    sb_printf(b, "arbiter_lb_no_backend_total %llu\n", (unsigned long long)px->no_backend);
+    sb_printf(b, "arbiter_lb_no_backend_total %llu\n", (unsigned long long)T.no_backend);
     fam(b, "arbiter_lb_bad_requests_total", "counter",
         "Client requests refused as malformed (400, 431).");
-    sb_printf(b, "arbiter_lb_bad_requests_total %llu\n", (unsigned long long)px->bad_requests);
+    sb_printf(b, "arbiter_lb_bad_requests_total %llu\n", (unsigned long long)T.bad_requests);
     fam(b, "arbiter_lb_responses_total", "counter", "Responses to clients, by class.");
     for (int i = 1; i < 6; i++)
         sb_printf(b, "arbiter_lb_responses_total{code=\"%s\"} %llu\n", cls[i],
-                  (unsigned long long)px->total.resp[i]);
+                  (unsigned long long)T.total.resp[i]);
     fam(b, "arbiter_lb_request_duration_seconds", "histogram",
         "Time from request head to last response byte.");
-    hist(b, "arbiter_lb_request_duration_seconds", "", &px->total);
+    hist(b, "arbiter_lb_request_duration_seconds", "", &T.total);
+
+    if (px->c->openai) {
+        static const char *kinds[3] = {"", "completions", "chat"};
+        const px_admit_stats_t *a = &T.ad;
+        fam(b, "arbiter_lb_inference_requests_total", "counter",
+            "OpenAI API requests, by endpoint.");
+        for (int i = 1; i < 3; i++)
+            sb_printf(b, "arbiter_lb_inference_requests_total{endpoint=\"%s\"} %llu\n", kinds[i],
+                      (unsigned long long)a->infer_requests[i]);
+        fam(b, "arbiter_lb_inference_unparsed_total", "counter",
+            "Inference requests routed without reading their prompt (body over --body-max).");
+        sb_printf(b, "arbiter_lb_inference_unparsed_total %llu\n", (unsigned long long)a->unparsed);
+        fam(b, "arbiter_lb_inference_bad_body_total", "counter",
+            "Inference requests whose body was not the JSON the API takes (answered 400).");
+        sb_printf(b, "arbiter_lb_inference_bad_body_total %llu\n",
+                  (unsigned long long)a->parse_errors);
+        fam(b, "arbiter_lb_queued_requests", "gauge",
+            "Requests held while every replica is saturated.");
+        sb_printf(b, "arbiter_lb_queued_requests %d\n", T.nqueued);
+        fam(b, "arbiter_lb_queue_admitted_total", "counter",
+            "Requests admitted to the saturation queue.");
+        sb_printf(b, "arbiter_lb_queue_admitted_total %llu\n", (unsigned long long)a->queued);
+        fam(b, "arbiter_lb_queue_dispatched_total", "counter",
+            "Queued requests sent on to a replica.");
+        sb_printf(b, "arbiter_lb_queue_dispatched_total %llu\n", (unsigned long long)a->dispatched);
+        fam(b, "arbiter_lb_rejected_total", "counter", "Requests answered 429, by reason.");
+        sb_printf(b,
+                  "arbiter_lb_rejected_total{reason=\"queue_full\"} %llu\n"
+                  "arbiter_lb_rejected_total{reason=\"fair_share\"} %llu\n"
+                  "arbiter_lb_rejected_total{reason=\"slo\"} %llu\n"
+                  "arbiter_lb_rejected_total{reason=\"expired\"} %llu\n",
+                  (unsigned long long)a->rejected_full, (unsigned long long)a->rejected_share,
+                  (unsigned long long)a->rejected_slo, (unsigned long long)a->expired);
+        if (px->pindex) {
+            fam(b, "arbiter_lb_prefix_index_blocks", "gauge",
+                "Prompt blocks the prefix index remembers (bounded LRU).");
+            sb_printf(b, "arbiter_lb_prefix_index_blocks %u\n", lb_pindex_size(px->pindex));
+        }
+        px_stats_t t = {0};
+        memcpy(t.lat_bucket, a->ttft_bucket, sizeof t.lat_bucket);
+        t.lat_sum = a->ttft_sum;
+        fam(b, "arbiter_lb_ttft_seconds", "histogram",
+            "Inference requests: time from request head to the first response body byte (the "
+            "first token when streamed).");
+        hist(b, "arbiter_lb_ttft_seconds", "", &t);
+    }
     for (int f = 0; f < BF_COUNT; f++)
         backend_family(px, b, f);
 }
@@ -252,14 +375,36 @@ static void backends_json(px_t *px, sbuf_t *b)
     sb_printf(b, "{\"policy\":\"%s\",\"backends\":[", px->c->policy->name);
     for (int i = 0; i < px->nbes; i++) {
         const px_backend_t *e = px->bes[i];
+        px_stats_t est;
+        px_hub_backend_stats(px, e, &est);
         sb_printf(b,
                   "%s{\"name\":\"%s\",\"state\":\"%s\",\"weight\":%u,\"eff\":%.3f,"
-                  "\"inflight\":%u,\"requests\":%llu,\"fails\":%d,\"ejections\":%llu,"
-                  "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}}",
-                  i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, e->inflight,
-                  (unsigned long long)e->st.requests, e->fails, (unsigned long long)e->st.ejections,
-                  e->load.queue, e->load.gpu_util, e->load.inflight,
-                  e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
+                  "\"inflight\":%u,\"prefill_blocks\":%u,\"requests\":%llu,\"fails\":%d,"
+                  "\"ejections\":%llu,"
+                  "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}",
+                  i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, inflight_of(e),
+                  e->prefill, (unsigned long long)est.requests, e->fails,
+                  (unsigned long long)est.ejections, e->load.queue, e->load.gpu_util,
+                  e->load.inflight, e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
+        if (e->eng.at_ms)
+            sb_printf(b,
+                      ",\"engine\":{\"kind\":\"%s\",\"waiting\":%g,\"running\":%g,\"kv\":%g,"
+                      "\"lora\":%d,\"max_lora\":%d,\"age_ms\":%lld,\"ttft_ms\":%.1f}",
+                      e->engine, e->eng.waiting, e->eng.running, e->eng.kv, e->eng.nlora,
+                      e->eng.max_lora, (long long)(px->now_ms - e->eng.at_ms), e->ttft_ms);
+        sb_printf(b, "}");
+    }
+    px_snap_t T;
+    totals(px, &T);
+    sb_printf(b, "],\"queued\":%d,\"loops\":%d,\"accepted_by_loop\":[", T.nqueued,
+              px->hub ? px->hub->nloops : 1);
+    if (px->hub) {
+        pthread_mutex_lock(&px->hub->mu);
+        for (int k = 0; k < px->hub->nloops; k++)
+            sb_printf(b, "%s%llu", k ? "," : "", (unsigned long long)px->hub->snap[k].accepted);
+        pthread_mutex_unlock(&px->hub->mu);
+    } else {
+        sb_printf(b, "%llu", (unsigned long long)px->accepted);
     }
     sb_printf(b, "]}\n");
 }

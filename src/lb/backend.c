@@ -43,6 +43,8 @@ static void backend_free(px_t *px, px_backend_t *b)
             break;
         }
     }
+    if (px->hub)
+        px_hub_be_put(px->hub, b->sh);
     free(b);
 }
 
@@ -98,6 +100,8 @@ static int rebuild_peers(px_t *px)
         peers[k].load = b->load;
         peers[k].lat_ms = b->lat_ms;
         peers[k].lat_at_ms = b->lat_at_ms;
+        peers[k].eng = b->eng;
+        peers[k].prefill = b->prefill;
         k++;
     }
     rc = lb_policy_set(&px->pol, peers, n);
@@ -116,13 +120,40 @@ static uint32_t eff_of(const px_t *px, px_backend_t *b)
     const lb_proxy_conf_t *c = px->c;
     uint64_t w = (uint64_t)b->weight * WSCALE;
 
-    if (b->removed || !b->hc_up)
+    if (b->removed)
         return 0;
-    if (b->eject_until) {
-        if (px->now_ms < b->eject_until)
+    if (b->sh && px->id != 0) {
+        /* a worker loop: loop 0's checks say up or down, any loop ejects */
+        bool up = atomic_load(&b->sh->hc_up);
+        int64_t ej = atomic_load(&b->sh->eject_until);
+        if (!up) {
+            b->hc_seen = false;
             return 0;
-        b->eject_until = 0; /* back from ejection: ramp up again */
-        b->up_since = px->now_ms;
+        }
+        if (!b->hc_seen) {
+            b->hc_seen = true; /* back up: ramp up again */
+            b->up_since = px->now_ms;
+        }
+        if (ej && px->now_ms < ej)
+            return 0;
+        if (ej && ej != b->eject_seen) {
+            b->eject_seen = ej; /* back from ejection: ramp up again */
+            b->up_since = px->now_ms;
+        }
+    } else {
+        if (!b->hc_up)
+            return 0;
+        int64_t ej = b->eject_until;
+        int64_t shared = b->sh ? atomic_load(&b->sh->eject_until) : 0;
+        if (shared > ej && shared != b->eject_seen)
+            ej = b->eject_until = shared; /* a worker loop ejected it */
+        if (ej) {
+            if (px->now_ms < ej)
+                return 0;
+            b->eject_seen = ej;
+            b->eject_until = 0; /* back from ejection: ramp up again */
+            b->up_since = px->now_ms;
+        }
     }
     if (c->slow_start_ms > 0 && b->up_since > 0) {
         int64_t el = px->now_ms - b->up_since;
@@ -153,10 +184,11 @@ int px_backends_load(px_t *px, arb_err_t *err)
     int n = 0, nfresh = 0, rc;
     bool first = px->nbes == 0 && px->peers == NULL;
 
-    rc = px->c->source.ops->load(px->c->source.st, &t, &n, err);
+    const lb_source_t *src = px->id == 0 ? &px->c->source : &px->hsrc;
+    rc = src->ops->load(src->st, &t, &n, err);
     if (rc < 0)
         return rc;
-    if (n == 0 && !px->c->source.ops->empty_ok) {
+    if (n == 0 && !src->ops->empty_ok) {
         free(t);
         return arb_errf(err, -EINVAL, "no backends; give --backend HOST:PORT or a backends file");
     }
@@ -220,8 +252,13 @@ int px_backends_load(px_t *px, arb_err_t *err)
         if (!b)
             continue;
         b->hc_up = true;
+        b->hc_seen = true;
+        if (px->hub)
+            b->sh = px_hub_be(px->hub, b->name);
         b->up_since = first ? 0 : px->now_ms; /* added on reload: slow start */
         b->hc_next = px->now_ms;
+        b->sc_next = px->now_ms;
+        b->eng.kv = -1;
         px->bes[px->nbes++] = b;
         fresh[j] = NULL;
     }
@@ -231,6 +268,8 @@ int px_backends_load(px_t *px, arb_err_t *err)
     rc = rebuild_peers(px);
     if (rc < 0)
         arb_errf(err, rc, "out of memory rebuilding the policy");
+    else if (px->hub && px->id == 0)
+        px_hub_publish(px->hub, t, n); /* the workers follow */
 out:
     if (fresh)
         for (int j = 0; j < nfresh; j++)
@@ -248,8 +287,11 @@ void px_backends_free(px_t *px)
         while (b->idle)
             px_bconn_close(px, b->idle);
     }
-    for (int i = 0; i < px->nbes; i++)
+    for (int i = 0; i < px->nbes; i++) {
+        if (px->hub)
+            px_hub_be_put(px->hub, px->bes[i]->sh);
         free(px->bes[i]);
+    }
     free(px->bes);
     free(px->peers);
     free(px->pmap);
@@ -271,6 +313,12 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
 
     if (px->npeers == 0)
         return -ENOENT;
+    if (px->hub) /* the other loops' requests count as ours */
+        for (i = 0; i < px->npeers; i++)
+            if (px->pmap[i]->sh) {
+                px->peers[i].inflight = atomic_load(&px->pmap[i]->sh->inflight);
+                px->peers[i].prefill = atomic_load(&px->pmap[i]->sh->prefill);
+            }
     memset(px->skip, 0, (size_t)px->npeers);
     for (int k = 0; k < s->ntried; k++)
         for (i = 0; i < px->npeers; i++)
@@ -280,20 +328,50 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
         r.key = lb_hash64(s->req.key, s->req.klen, 0);
         r.has_key = true;
     }
+    int matched = 0;
+    if (s->inf.kind != OAI_NONE) {
+        r.blocks = s->inf.blocks;
+        r.nblocks = s->inf.nblocks;
+        r.model = s->inf.model;
+        r.admit = px->c->max_queue > 0;
+        r.matched = &matched;
+    }
     px->rng += 0x9e3779b97f4a7c15ULL;
     r.rnd = lb_mix64(px->rng);
     i = lb_pick(&px->pol, &r);
     if (i < 0)
         return i;
     *out = px->pmap[i];
+    s->inf.charge = (uint32_t)(s->inf.nblocks > matched ? s->inf.nblocks - matched : 0);
     return 0;
+}
+
+void px_prefill_add(px_t *px, px_backend_t *b, int64_t d)
+{
+    int64_t v = (int64_t)b->prefill + d;
+    b->prefill = (uint32_t)(v > 0 ? v : 0);
+    if (b->sh) /* the peers show every loop's total */
+        v = (int64_t)atomic_fetch_add(&b->sh->prefill, (unsigned)d) + d;
+    if (b->peer >= 0)
+        px->peers[b->peer].prefill = (uint32_t)(v > 0 ? v : 0);
+}
+
+void px_prefill_done(px_t *px, px_sess_t *s, px_backend_t *b)
+{
+    if (!s->inf.charged)
+        return;
+    px_prefill_add(px, b, -(int64_t)s->inf.charged);
+    s->inf.charged = 0;
 }
 
 void px_inflight(px_t *px, px_backend_t *b, int d)
 {
-    b->inflight = (uint32_t)((int64_t)b->inflight + d);
+    int64_t v = (int64_t)b->inflight + d;
+    b->inflight = (uint32_t)v;
+    if (b->sh)
+        v = (int64_t)atomic_fetch_add(&b->sh->inflight, (unsigned)d) + d;
     if (b->peer >= 0)
-        px->peers[b->peer].inflight = b->inflight;
+        px->peers[b->peer].inflight = (uint32_t)v;
 }
 
 /* ---- connections and the pool ---------------------------------------------- */
@@ -359,6 +437,7 @@ void px_bconn_close(px_t *px, px_bconn_t *bc)
 
     if (bc->s) {
         px_inflight(px, b, -1);
+        px_prefill_done(px, bc->s, b);
         bc->s = NULL;
     }
     pool_unlink(bc);
@@ -375,6 +454,8 @@ void px_bconn_release(px_t *px, px_bconn_t *bc)
     px_backend_t *b = bc->be;
 
     px_inflight(px, b, -1);
+    if (bc->s)
+        px_prefill_done(px, bc->s, b);
     bc->s = NULL;
     if (bc->hup) {
         px_bconn_close(px, bc);
@@ -431,6 +512,12 @@ void px_backend_failed(px_t *px, px_backend_t *b)
     b->ejections++;
     b->fails = 0;
     b->eject_until = px->now_ms + (backoff > 0 ? backoff : 1);
+    if (b->sh) {
+        long long cur = atomic_load(&b->sh->eject_until);
+        while (cur < b->eject_until &&
+               !atomic_compare_exchange_weak(&b->sh->eject_until, &cur, b->eject_until))
+            ;
+    }
     b->st.ejections++;
     b->eff = 0;
     if (b->peer >= 0)
@@ -528,6 +615,8 @@ static void check_done(px_t *px, px_check_t *hc, bool ok, const http_head_t *h)
             px_backend_load_report(px, b, h);
         if (!b->hc_up && ++b->hc_ok >= c->rise) {
             b->hc_up = true;
+            if (b->sh)
+                atomic_store(&b->sh->hc_up, true);
             b->up_since = px->now_ms;
             b->fails = 0;
             b->eject_until = 0;
@@ -537,6 +626,8 @@ static void check_done(px_t *px, px_check_t *hc, bool ok, const http_head_t *h)
         b->hc_ok = 0;
         if (b->hc_up && ++b->hc_bad >= c->fall) {
             b->hc_up = false;
+            if (b->sh)
+                atomic_store(&b->sh->hc_up, false);
             b->eff = 0;
             if (b->peer >= 0)
                 px->peers[b->peer].eff = 0;

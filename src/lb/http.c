@@ -167,6 +167,22 @@ static int parse_fields(const char *p, const char *end, bool request, const http
         } else if (!request && ieq(name, nl, "x-arbiter-load")) {
             h->load = v;
             h->llen = vl;
+        } else if (request && ieq(name, nl, "expect")) {
+            h->expect_continue = ieq(v, vl, "100-continue");
+        } else if (request && want && want->tenant && !h->tenant && ieq(name, nl, want->tenant)) {
+            h->tenant = v;
+            h->tnlen = vl;
+            if (want->hdr && !h->key && ieq(name, nl, want->hdr)) {
+                h->key = v;
+                h->klen = vl;
+            }
+        } else if (request && want && want->auth && !h->auth && ieq(name, nl, "authorization")) {
+            h->auth = v;
+            h->alen = vl;
+            if (want->hdr && !h->key && ieq(name, nl, want->hdr)) {
+                h->key = v;
+                h->klen = vl;
+            }
         } else if (request && want && want->hdr && !h->key && ieq(name, nl, want->hdr)) {
             h->key = v;
             h->klen = vl;
@@ -420,6 +436,29 @@ ssize_t http_body_feed(http_body_t *b, const char *p, size_t n)
         }
     }
     return (ssize_t)i;
+}
+
+size_t http_dechunk(const char *p, size_t n, char *out)
+{
+    size_t i = 0, o = 0;
+
+    while (i < n) {
+        uint64_t len = 0;
+        int v;
+        while (i < n && (v = hexval(p[i])) >= 0) {
+            len = len * 16 + (uint64_t)v;
+            i++;
+        }
+        while (i < n && p[i] != '\n') /* extensions, CR */
+            i++;
+        i++;
+        if (len == 0 || len > n - (i < n ? i : n))
+            break; /* the last chunk (trailers follow), or not what feed accepted */
+        memmove(out + o, p + i, (size_t)len); /* out may be p (in place) */
+        o += (size_t)len;
+        i += (size_t)len + 2; /* data CRLF */
+    }
+    return o;
 }
 
 int http_parse_load(const char *s, size_t n, double *queue, double *gpu, double *inflight)

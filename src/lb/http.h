@@ -36,6 +36,8 @@ typedef enum http_method {
 typedef struct http_want {
     const char *hdr;    /* e.g. the hash header ("X-User"); NULL: none */
     const char *cookie; /* a cookie's name in Cookie:; NULL: none */
+    const char *tenant; /* the tenant header ("X-Tenant"); NULL: none */
+    bool auth;          /* capture Authorization (the tenant when no tenant header) */
 } http_want_t;
 
 typedef struct http_head {
@@ -56,7 +58,12 @@ typedef struct http_head {
     size_t klen;
     const char *load; /* X-Arbiter-Load value; NULL */
     size_t llen;
-    size_t len; /* head bytes, final CRLF CRLF included */
+    const char *tenant; /* the wanted tenant header's value; NULL */
+    size_t tnlen;
+    const char *auth; /* Authorization's value when wanted; NULL */
+    size_t alen;
+    bool expect_continue; /* Expect: 100-continue */
+    size_t len;           /* head bytes, final CRLF CRLF included */
 } http_head_t;
 
 int http_parse_request(const char *buf, size_t n, const http_want_t *want, http_head_t *h);
@@ -91,6 +98,11 @@ void http_body_response(http_body_t *b, const http_head_t *resp, bool head_req);
  * belong to the body (all of them, or fewer when it ended inside), or
  * -EINVAL on a malformed chunk. b->done tells when the body is complete. */
 ssize_t http_body_feed(http_body_t *b, const char *p, size_t n);
+
+/* The data of a complete, valid chunked body p[0..n) (http_body_feed said
+ * so) into out (room for n bytes; out == p works, in place): returns the
+ * data's length. */
+size_t http_dechunk(const char *p, size_t n, char *out);
 
 /* Parse "q=3,gpu=0.82,inflight=5" (X-Arbiter-Load) into its fields; the
  * ones absent stay as they were. Returns 0, or -EINVAL. */

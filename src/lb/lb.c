@@ -1,15 +1,18 @@
 /*
  * lb.c: the table of load-balancing policies and what they share: the
- * policy object's life cycle, a stable 64-bit hash, and drawing two random
- * distinct peers (p2c, feedback). See lb.h.
+ * policy object's life cycle, a stable 64-bit hash, drawing two random
+ * distinct peers (p2c, feedback), and how the inference policies read a
+ * model server's load (kv, inference). See lb.h.
  */
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lb/lb.h"
 
 const lb_ops_t *const lb_policies[] = {
-    &lb_rr_ops, &lb_wrr_ops, &lb_leastconn_ops, &lb_chash_ops, &lb_p2c_ops, &lb_feedback_ops, NULL,
+    &lb_rr_ops,       &lb_wrr_ops,    &lb_leastconn_ops, &lb_chash_ops,     &lb_p2c_ops,
+    &lb_feedback_ops, &lb_prefix_ops, &lb_kv_ops,        &lb_inference_ops, NULL,
 };
 
 const lb_ops_t *lb_find(const char *name)
@@ -22,7 +25,7 @@ const lb_ops_t *lb_find(const char *name)
 
 const char *lb_names(void)
 {
-    return "round-robin, weighted, least-conn, hash, p2c, feedback";
+    return "round-robin, weighted, least-conn, hash, p2c, feedback, prefix, kv, inference";
 }
 
 void lb_opts_default(lb_opts_t *o)
@@ -36,6 +39,13 @@ void lb_opts_default(lb_opts_t *o)
     o->max_age_ms = 10000;
     o->w_queue = 1.0;
     o->w_gpu = 4.0;
+    o->sat_queue = 4;
+    o->sat_kv = 0.9;
+    o->w_wait = 1;
+    o->w_kv = 4;
+    o->w_prefix = 8;
+    o->w_lora = 16;
+    o->prefix_entries = 131072;
 }
 
 void lb_policy_init(lb_policy_t *p, const lb_ops_t *ops, const lb_opts_t *opts)
@@ -149,4 +159,63 @@ void lb_peer_latency(lb_peer_t *p, double ms, int64_t now_ms)
     else
         p->lat_ms += 0.2 * (ms - p->lat_ms);
     p->lat_at_ms = now_ms;
+}
+
+/* ---- what the inference policies share ------------------------------------ */
+
+double lb_decay(const lb_opts_t *o, int64_t at, int64_t now)
+{
+    int64_t age = now - at;
+
+    if (at == 0)
+        return 0;
+    if (age < 0)
+        age = 0;
+    if (age > o->max_age_ms)
+        return 0;
+    return o->half_life_ms > 0 ? exp2(-(double)age / (double)o->half_life_ms) : 1;
+}
+
+void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, double *waiting)
+{
+    const lb_peer_t *e = &p->peers[i];
+    double d = lb_decay(&p->opt, e->eng.at_ms, now);
+    double delta = (double)e->inflight - (double)e->eng.inflight_at;
+    double t = e->eng.running + e->eng.waiting + delta, w = e->eng.waiting + delta;
+
+    if (t < (double)e->inflight)
+        t = (double)e->inflight; /* ours are there, whatever the engine said */
+    if (w < 0)
+        w = 0;
+    *total = d * t + (1 - d) * (double)e->inflight;
+    *waiting = d * w;
+}
+
+double lb_kv_cost(const lb_policy_t *p, int i, int64_t now, double ref_eff)
+{
+    const lb_peer_t *e = &p->peers[i];
+    double t, w, kv = 0;
+
+    lb_engine_load(p, i, now, &t, &w);
+    if (e->eng.kv > 0)
+        kv = lb_decay(&p->opt, e->eng.at_ms, now) * e->eng.kv;
+    return (t + 1 + p->opt.w_wait * w + p->opt.w_kv * kv) * ref_eff / (double)e->eff;
+}
+
+bool lb_saturated(const lb_policy_t *p, int i, int64_t now)
+{
+    const lb_peer_t *e = &p->peers[i];
+    double t, w, d;
+
+    if (p->opt.max_inflight && e->inflight >= p->opt.max_inflight)
+        return true;
+    d = lb_decay(&p->opt, e->eng.at_ms, now);
+    if (d <= 0)
+        return false;
+    lb_engine_load(p, i, now, &t, &w);
+    if (w > p->opt.sat_queue)
+        return true;
+    /* a full cache saturates when requests wait for it: vLLM fills its
+     * blocks under load, and a new request that finds room is not held */
+    return e->eng.kv >= 0 && d * e->eng.kv > p->opt.sat_kv && w >= 1;
 }

@@ -1,8 +1,13 @@
 /*
  * lb.h: load-balancing policies, one small file each behind one ops struct
  * (HAProxy's model): lb_rr.c, lb_wrr.c, lb_leastconn.c, lb_chash.c, lb_p2c.c,
- * lb_feedback.c. The table of policies is in lb.c; adding a policy is adding
- * a file and a row there.
+ * lb_feedback.c, lb_prefix.c, lb_kv.c, lb_inference.c. The table of policies is in lb.c; adding a
+ * policy is adding a file and a row there.
+ *
+ * Inference policies (lb_prefix.c, lb_kv.c, lb_inference.c) also read what each
+ * model server says of itself (lb_engine_t: queue, batch, KV-cache use, LoRA
+ * adapters, scraped from its /metrics) and what the request carries
+ * (lb_req_t: the prompt as a chain of block hashes, the model or adapter).
  *
  * A policy is pure: no I/O, no clock, no globals. It sees an array of peers
  * that the caller owns (lb_peer_t: weight, current weight, requests in
@@ -38,6 +43,25 @@ typedef struct lb_load {
     int64_t at_ms;   /* when the report was taken, caller's clock */
 } lb_load_t;
 
+/* What a model server says of itself on its Prometheus /metrics (vLLM,
+ * SGLang, llama.cpp names: prom.h), as the caller last scraped it.
+ * at_ms == 0: nothing scraped yet. inflight_at is this balancer's in-flight
+ * count at the replica when the scrape was taken: requests sent since then
+ * (inflight - inflight_at > 0) are counted as queued on top of `waiting`,
+ * so picks between two scrapes do not all herd onto the replica that
+ * looked idle at the last one. */
+#define LB_MAX_LORA 16
+typedef struct lb_engine {
+    double waiting;             /* requests queued at the engine */
+    double running;             /* requests in its running batch */
+    double kv;                  /* KV-cache use, 0..1; -1 unknown */
+    int max_lora;               /* adapters it can hold at once; 0 unknown */
+    int nlora;                  /* adapters loaded now */
+    uint64_t lora[LB_MAX_LORA]; /* their names, lb_hash64(name, len, 0) */
+    uint32_t inflight_at;       /* this balancer's in flight there at the scrape */
+    int64_t at_ms;              /* when it was scraped, caller's clock */
+} lb_engine_t;
+
 typedef struct lb_peer {
     const char *name;  /* identity for hashing ("10.0.0.7:8000"); borrowed */
     uint32_t weight;   /* configured weight, >= 1 */
@@ -46,6 +70,9 @@ typedef struct lb_peer {
     lb_load_t load;    /* last report (feedback policy) */
     double lat_ms;     /* response time this balancer saw (peak EWMA); 0 = none yet */
     int64_t lat_at_ms; /* when lat_ms last took a sample */
+    lb_engine_t eng;   /* the model server's own metrics (inference policies) */
+    uint32_t prefill;  /* prompt blocks this balancer sent there that are not prefilled yet
+                          (no answer byte back): the work ahead of a new request */
 } lb_peer_t;
 
 /* Fold one response-time sample into a peer's lat_ms ("peak EWMA": a
@@ -65,6 +92,20 @@ typedef struct lb_opts {
     int64_t max_age_ms;   /* feedback: reports older than this are ignored; default 10000 */
     double w_queue;       /* feedback: cost of one queued request; default 1 */
     double w_gpu;         /* feedback: cost of a fully busy GPU, in requests; default 4 */
+    /* inference policies (prefix, kv, inference) */
+    double sat_queue;      /* saturated: more than this queued at the engine; default 4 */
+    double sat_kv;         /* ... or KV-cache use above this (0..1) with requests
+                              waiting there; default 0.9 */
+    uint32_t max_inflight; /* ... or this many of ours in flight there; 0 = no bound */
+    double w_wait;         /* kv: a queued request costs 1 + this; default 1 */
+    double w_kv;           /* kv: a full KV cache costs this many requests; default 4 */
+    double w_prefix;       /* inference: a prompt block cached there saves this many blocks of
+                              prefill; default 1 */
+    double w_lora;         /* inference: the adapter loaded is worth this many blocks of prefill (a
+                              free slot half); default 16 */
+    uint32_t prefix_entries;  /* prefix index bound, in blocks; default 131072 */
+    struct lb_pindex *pindex; /* a prefix index shared by several policies (threads);
+                                 NULL: the policy makes its own. Borrowed. */
 } lb_opts_t;
 
 /* One pick's inputs. */
@@ -74,6 +115,12 @@ typedef struct lb_req {
     uint64_t rnd;        /* a fresh uniform random 64-bit value */
     int64_t now_ms;      /* the caller's clock, for report ages */
     const uint8_t *skip; /* NULL, or one flag per peer: non-zero = leave out */
+    /* inference requests (oai.h) */
+    const uint64_t *blocks; /* the prompt's block chain: blocks[i] hashes blocks 0..i */
+    int nblocks;
+    uint64_t model; /* lb_hash64 of the model (or LoRA adapter) asked for; 0: none */
+    bool admit;     /* -EBUSY rather than a saturated peer (the caller queues) */
+    int *matched;   /* out (NULL: not wanted): leading blocks the chosen peer was sent before */
 } lb_req_t;
 
 typedef struct lb_policy lb_policy_t;
@@ -103,7 +150,7 @@ struct lb_policy {
 extern const lb_ops_t *const lb_policies[];
 
 /* Find a policy by name ("round-robin", "weighted", "least-conn", "hash",
- * "p2c", "feedback"); NULL when unknown. */
+ * "p2c", "feedback", "prefix", "kv", "inference"); NULL when unknown. */
 const lb_ops_t *lb_find(const char *name);
 /* "round-robin, weighted, ..." for messages. */
 const char *lb_names(void);
@@ -116,7 +163,8 @@ void lb_policy_init(lb_policy_t *p, const lb_ops_t *ops, const lb_opts_t *opts);
  * and rebuild its state. -ENOMEM leaves the policy with no peers. */
 int lb_policy_set(lb_policy_t *p, lb_peer_t *peers, int n);
 void lb_policy_fini(lb_policy_t *p);
-/* The policy's pick for r: a peer index, or -ENOENT. */
+/* The policy's pick for r: a peer index, or -ENOENT; -EBUSY when r->admit
+ * and every pickable peer is saturated (lb_saturated; kv and inference). */
 int lb_pick(lb_policy_t *p, const lb_req_t *r);
 
 /* 64-bit hash of bytes (stable across runs and machines). */
@@ -135,7 +183,53 @@ static inline bool lb_ok(const lb_policy_t *p, const lb_req_t *r, int i)
  * only one is pickable). Returns -ENOENT when none is. */
 int lb_two_choices(const lb_policy_t *p, const lb_req_t *r, int *a, int *b);
 
+/* ---- what the inference policies share (lb.c) ------------------------------ */
+
+/* How much a report taken at `at` still counts at `now`: 2^(-age/half_life),
+ * 0 past max_age_ms or when at == 0. */
+double lb_decay(const lb_opts_t *o, int64_t at, int64_t now);
+/* Peer i's load as the inference policies see it: its requests in total
+ * (*total) and those queued at the engine (*waiting). With a fresh scrape,
+ * the engine's running + waiting, plus what this balancer sent since (and
+ * less what finished since); with none, this balancer's in-flight count,
+ * none of it known to be queued. A half-aged scrape counts half. */
+void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, double *waiting);
+/* kv's cost of peer i in requests: (total + 1 + w_wait * waiting + w_kv *
+ * kv) x ref_eff / eff, ref_eff being the largest eff among the candidates,
+ * so that equal peers cost their load in requests and a peer of half the
+ * weight (or half-way through slow start) twice that. */
+double lb_kv_cost(const lb_policy_t *p, int i, int64_t now, double ref_eff);
+/* Is peer i saturated: queue above sat_queue, KV use above sat_kv while
+ * something waits there, or
+ * max_inflight of ours there? */
+bool lb_saturated(const lb_policy_t *p, int i, int64_t now);
+
+/* The prefix index (lb_prefix.c): which replicas were sent which prompt
+ * block chains, a bounded LRU of blocks. Thread-safe (a mutex inside), so
+ * the event loops of one balancer share it. */
+typedef struct lb_pindex lb_pindex_t;
+/* NULL when out of memory. cap: blocks remembered (>= 16). */
+lb_pindex_t *lb_pindex_new(uint32_t cap);
+void lb_pindex_free(lb_pindex_t *x);
+/* match[k] = how many leading blocks of the chain peer ids[k] was sent. */
+void lb_pindex_match(lb_pindex_t *x, const uint64_t *blocks, int nb, const uint64_t *ids, int n,
+                     int *match);
+/* The chain blocks[0..nb) went to `id` at now_ms; the shortest prefixes are
+ * touched last, so eviction takes chains from their tails (as a KV cache does). */
+void lb_pindex_record(lb_pindex_t *x, const uint64_t *blocks, int nb, uint64_t id, int64_t now_ms);
+/* Blocks remembered now. */
+uint32_t lb_pindex_size(lb_pindex_t *x);
+
+/* For the policies that use the index (lb_prefix.c; prefix, inference): its
+ * update and fini; the leading blocks each peer was sent (a borrowed array of
+ * p->n, valid until the next call; NULL when r has no blocks); recording the
+ * pick of peer i. */
+int lb_prefix_update(lb_policy_t *p);
+void lb_prefix_fini(lb_policy_t *p);
+const int *lb_prefix_match(lb_policy_t *p, const lb_req_t *r);
+void lb_prefix_chose(lb_policy_t *p, const lb_req_t *r, int i);
+
 extern const lb_ops_t lb_rr_ops, lb_wrr_ops, lb_leastconn_ops, lb_chash_ops, lb_p2c_ops,
-    lb_feedback_ops;
+    lb_feedback_ops, lb_prefix_ops, lb_kv_ops, lb_inference_ops;
 
 #endif

@@ -1,7 +1,7 @@
 /*
- * proxy.c: the event loop of `arbiter lb` and the client session machine.
- * Backends, pools and health checks are in backend.c; /metrics and the
- * access log in admin.c. See proxy.h for what the proxy does.
+ * proxy.c: the client session machine of `arbiter lb`. The event loops are
+ * in loop.c; backends, pools and health checks in backend.c; /metrics and
+ * the access log in admin.c. See proxy.h for what the proxy does.
  *
  * Sockets are registered once, edge-triggered, for in, out and peer-close;
  * each object keeps its own "readable"/"writable" flags, set by events and
@@ -46,47 +46,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
-#include <sys/signalfd.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "lb/proxy_int.h"
 
-enum { F_CONNECT, F_CONNECT_TIMEOUT, F_IO, F_BAD_RESPONSE, F_SERVER_TIMEOUT };
-
-static void sess_run(px_t *px, px_sess_t *s);
 static void sess_assign(px_t *px, px_sess_t *s);
-
-void lb_proxy_conf_default(lb_proxy_conf_t *c)
-{
-    memset(c, 0, sizeof *c);
-    lb_opts_default(&c->opts);
-    c->policy = &lb_rr_ops;
-    c->health_interval_ms = 2000;
-    c->health_timeout_ms = 1000;
-    c->rise = 2;
-    c->fall = 3;
-    c->connect_timeout_ms = 2000;
-    c->client_timeout_ms = 60000;
-    c->server_timeout_ms = 60000;
-    c->pool_idle_ms = 10000;
-    c->eject_after = 3;
-    c->eject_base_ms = 1000;
-    c->eject_max_ms = 30000;
-    c->slow_start_ms = 5000;
-    c->retries = 2;
-    c->max_conns = 10000;
-}
+static void sess_route(px_t *px, px_sess_t *s);
 
 /* ---- clock, timers, buffers ------------------------------------------------- */
-
-static void clock_now(px_t *px)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    px->now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
-    px->now_ms = px->now_ns / 1000000;
-}
 
 void px_timer_del(px_tnode_t *n)
 {
@@ -151,17 +119,30 @@ static int ep_add(px_t *px, int fd, void *obj)
 
 /* ---- sessions ------------------------------------------------------------- */
 
-static void do_accept(px_t *px);
-
-static void sess_close(px_t *px, px_sess_t *s)
+/* Give back the input buffer: a pool buffer, or one grown for a body. */
+static void in_free(px_t *px, px_sess_t *s)
 {
+    if (s->in_malloc)
+        free(s->in);
+    else
+        px_buf_put(px, s->in);
+    s->in = NULL;
+    s->in_malloc = false;
+}
+
+void px_sess_close(px_t *px, px_sess_t *s)
+{
+    if (s->state == S_QUEUED)
+        px_admit_remove(px, s);
     px_timer_del(&s->t);
     if (s->bc) {
         px_bconn_close(px, s->bc);
         s->bc = NULL;
     }
     close(s->fd);
-    px_buf_put(px, s->in);
+    in_free(px, s);
+    free(s->inf.blocks);
+    s->inf.blocks = NULL;
     if (s->out_malloc)
         free(s->out);
     else
@@ -175,11 +156,11 @@ static void sess_close(px_t *px, px_sess_t *s)
         px->nclients--;
     if (px->accept_paused && !px->stopping) {
         px->accept_paused = false;
-        do_accept(px);
+        px_accept(px);
     }
 }
 
-static void sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *peer)
+void px_sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *peer)
 {
     px_sess_t *s = calloc(1, sizeof *s);
 
@@ -194,6 +175,7 @@ static void sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage
     }
     s->kind = PX_CLIENT;
     s->fd = fd;
+    s->in_cap = PX_BUF;
     s->admin = admin;
     s->t.owner = s;
     s->peer = *peer;
@@ -203,8 +185,10 @@ static void sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage
     px_timer_set(px, &px->t_client, &s->t);
 }
 
-/* A reply of our own; the connection closes after it. */
-static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg)
+/* A reply of our own; the connection closes after it. extra: header lines
+ * ("Retry-After: 2\r\n") or "". */
+void px_sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *ctype,
+                   const char *extra, const char *body)
 {
     if (s->bc) {
         px_bconn_close(px, s->bc);
@@ -214,14 +198,18 @@ static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, con
         s->out = px_buf_get(px);
         s->out_cap = PX_BUF;
         if (!s->out) {
-            sess_close(px, s);
+            px_sess_close(px, s);
             return;
         }
     }
+    if (s->state == S_QUEUED)
+        px_admit_remove(px, s);
     int n = snprintf(s->out, PX_BUF,
-                     "HTTP/1.1 %d %s\r\nContent-Type: text/plain\r\nContent-Length: %zu\r\n"
+                     "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s"
                      "Connection: close\r\n\r\n%s\n",
-                     code, reason, strlen(msg) + 1, msg);
+                     code, reason, ctype, strlen(body) + 1, extra, body);
+    if (n < 0 || n >= PX_BUF)
+        n = snprintf(s->out, PX_BUF, "HTTP/1.1 %d %s\r\nContent-Length: 0\r\n\r\n", code, reason);
     s->out_len = s->resp_off = (uint32_t)n;
     s->out_sent = 0;
     s->status = code;
@@ -232,6 +220,19 @@ static void sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, con
         px_log(px, s, NULL);
     }
     px_timer_set(px, &px->t_client, &s->t);
+}
+
+/* A plain-text reply of our own; for an OpenAI request, its JSON error. */
+void px_sess_reply_text(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg)
+{
+    if (s->inf.kind != OAI_NONE) {
+        char body[640];
+        snprintf(body, sizeof body, "{\"error\":{\"message\":\"%s\",\"type\":\"%s\",\"code\":%d}}",
+                 msg, code >= 500 ? "server_error" : "invalid_request_error", code);
+        px_sess_reply(px, s, code, reason, "application/json", "", body);
+    } else {
+        px_sess_reply(px, s, code, reason, "text/plain", "", msg);
+    }
 }
 
 /* May the request go to another backend? When the connection failed the
@@ -255,7 +256,7 @@ static void resp_reset(px_sess_t *s)
 
 /* The backend failed this request before the client saw any of the
  * response, or in the middle of it. */
-static void sess_backend_failed(px_t *px, px_sess_t *s, int why)
+void px_sess_backend_failed(px_t *px, px_sess_t *s, int why)
 {
     px_bconn_t *bc = s->bc;
     px_backend_t *b = bc->be;
@@ -290,15 +291,15 @@ static void sess_backend_failed(px_t *px, px_sess_t *s, int why)
         return;
     }
     if (s->resp_started) {
-        sess_close(px, s); /* half a response went out: only closing tells the client */
+        px_sess_close(px, s); /* half a response went out: only closing tells the client */
         return;
     }
     if (why == F_SERVER_TIMEOUT)
-        sess_reply(px, s, 504, "Gateway Timeout", "backend did not answer in time");
+        px_sess_reply_text(px, s, 504, "Gateway Timeout", "backend did not answer in time");
     else if (why == F_BAD_RESPONSE)
-        sess_reply(px, s, 502, "Bad Gateway", "backend sent a malformed response");
+        px_sess_reply_text(px, s, 502, "Bad Gateway", "backend sent a malformed response");
     else
-        sess_reply(px, s, 502, "Bad Gateway", "backend failed before answering");
+        px_sess_reply_text(px, s, 502, "Bad Gateway", "backend failed before answering");
 }
 
 static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
@@ -307,6 +308,10 @@ static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
     bc->s = s;
     s->t_att_ns = px->now_ns;
     px_inflight(px, bc->be, +1);
+    if (s->inf.charge) {
+        s->inf.charged = s->inf.charge;
+        px_prefill_add(px, bc->be, s->inf.charged);
+    }
     bc->be->st.requests++;
     if (bc->connected) {
         s->state = S_FWD;
@@ -317,40 +322,193 @@ static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
     }
 }
 
-/* Pick a backend and get a connection to it; on failure retry or reply. */
-static void sess_assign(px_t *px, px_sess_t *s)
+/* Pick a backend and get a connection to it; on failure retry or reply.
+ * -EBUSY: every replica is saturated and s is as it was (admit.c queues it). */
+int px_sess_assign(px_t *px, px_sess_t *s)
 {
     for (;;) {
         px_backend_t *b;
         px_bconn_t *bc;
-        int err = 0;
+        int err = 0, rc = px_pick(px, s, &b);
 
-        if (px_pick(px, s, &b) < 0) {
+        if (rc == -EBUSY)
+            return rc;
+        if (rc < 0) {
             px->no_backend++;
             if (s->ntried)
-                sess_reply(px, s, 502, "Bad Gateway", "every backend tried failed");
+                px_sess_reply_text(px, s, 502, "Bad Gateway", "every backend tried failed");
             else
-                sess_reply(px, s, 503, "Service Unavailable", "no backend available");
-            return;
+                px_sess_reply_text(px, s, 503, "Service Unavailable", "no backend available");
+            return 0;
         }
         bc = px_pool_take(px, b);
         if (!bc)
             bc = px_bconn_open(px, b, &err);
         if (bc) {
             sess_attach(px, s, bc);
-            return;
+            return 0;
         }
         b->st.connect_fail++;
         px_backend_failed(px, b);
         if (s->ntried < (int)(sizeof s->tried / sizeof s->tried[0]))
             s->tried[s->ntried++] = b;
         if (!can_retry(px, s, true)) {
-            sess_reply(px, s, 502, "Bad Gateway", "could not connect to a backend");
-            return;
+            px_sess_reply_text(px, s, 502, "Bad Gateway", "could not connect to a backend");
+            return 0;
         }
         px->retries++;
         b->st.retries++;
     }
+}
+
+void px_sess_kick(px_t *px, px_sess_t *s)
+{
+    if (s->kind == PX_CLIENT)
+        px_sess_run(px, s);
+}
+
+/* A retry: to another backend now, or back into the queue when all are saturated. */
+static void sess_assign(px_t *px, px_sess_t *s)
+{
+    if (px_sess_assign(px, s) == -EBUSY)
+        px_admit(px, s);
+}
+
+/* ---- OpenAI requests: the body before routing ---------------------------- */
+
+/* The tenant: the tenant header, else the API key (Authorization), else none. */
+static uint64_t tenant_of(const http_head_t *h)
+{
+    if (h->tenant && h->tnlen)
+        return lb_hash64(h->tenant, h->tnlen, 0x74656eULL);
+    if (h->auth && h->alen)
+        return lb_hash64(h->auth, h->alen, 0x74656eULL);
+    return 0;
+}
+
+static void inf_start(px_t *px, px_sess_t *s)
+{
+    free(s->inf.blocks);
+    memset(&s->inf, 0, sizeof s->inf);
+    if (!px->c->openai || s->req.method != HTTP_POST)
+        return;
+    s->inf.kind = oai_route(s->req.target, s->req.tlen);
+    if (s->inf.kind == OAI_NONE)
+        return;
+    px->ad.infer_requests[s->inf.kind]++;
+    s->inf.tenant = tenant_of(&s->req);
+}
+
+/* Is the body small enough to read before routing? Grows the input buffer
+ * to hold it (a length known) or by doubling (chunked), up to body_max. */
+static bool body_wanted(px_t *px, px_sess_t *s)
+{
+    uint64_t want;
+
+    if (s->req.chunked)
+        want = s->in_cap < px->c->body_max ? (uint64_t)s->in_cap * 2 : 0;
+    else
+        want = s->req.clen >= 0 ? s->req.len + (uint64_t)s->req.clen : 0;
+    if (want == 0 || want > (uint64_t)px->c->body_max + s->req.len)
+        return s->req.chunked && s->in_len < s->in_cap; /* chunked: room left, keep reading */
+    if (want <= s->in_cap)
+        return true;
+    char *n = malloc((size_t)want);
+    if (!n)
+        return false;
+    memcpy(n, s->in, s->in_len);
+    in_free(px, s);
+    s->in = n;
+    s->in_cap = (uint32_t)want;
+    s->in_malloc = true;
+    return true;
+}
+
+/* The body is in (or as much of it as will be read): parse, then route. */
+static void inf_parse(px_t *px, px_sess_t *s)
+{
+    const char *body = s->in + s->req.len;
+    size_t n = s->req_end - s->req.len;
+    char *plain = NULL;
+    oai_req_t o;
+    arb_err_t err;
+
+    if (!s->reqb.done || n > px->c->body_max) {
+        px->ad.unparsed++;
+        return; /* too big to read first: routed without its prompt */
+    }
+    if (s->req.chunked) {
+        plain = malloc(n ? n : 1);
+        if (!plain)
+            return;
+        n = http_dechunk(body, n, plain);
+        body = plain;
+    }
+    s->inf.blocks = malloc((size_t)px->c->max_blocks * sizeof *s->inf.blocks);
+    if (s->inf.blocks && oai_parse(body, n, s->inf.kind, px->c->block_bytes, s->inf.blocks,
+                                   px->c->max_blocks, &o, &err) == 0) {
+        s->inf.parsed = true;
+        s->inf.stream = o.stream;
+        s->inf.nblocks = o.nblocks;
+        s->inf.model = o.model[0] ? lb_hash64(o.model, strlen(o.model), 0) : 0;
+    } else if (s->inf.blocks) {
+        px->ad.parse_errors++;
+        px->bad_requests++;
+        px_sess_reply_text(px, s, 400, "Bad Request", err.msg);
+    }
+    free(plain);
+}
+
+/* Route a request whose body is read as far as it will be. */
+static void sess_route(px_t *px, px_sess_t *s)
+{
+    if (s->inf.kind != OAI_NONE) {
+        inf_parse(px, s);
+        if (s->kind == PX_DEAD || s->state == S_REPLY)
+            return;
+        px_admit(px, s);
+        return;
+    }
+    sess_assign(px, s);
+}
+
+/* S_BODY: read the rest of an OpenAI request's body. */
+static void sess_body(px_t *px, px_sess_t *s)
+{
+    while (!s->reqb.done) {
+        if (s->in_len == s->in_cap && !(s->req.chunked && body_wanted(px, s))) {
+            sess_route(px, s); /* a chunked body past body_max: route without the prompt */
+            return;
+        }
+        if (!s->rd)
+            return;
+        size_t want = s->in_cap - s->in_len;
+        ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
+        if (n > 0) {
+            size_t old = s->in_len;
+            s->in_len += (uint32_t)n;
+            if ((size_t)n < want && !s->hup)
+                s->rd = false;
+            if (s->req_end == old) {
+                ssize_t k = http_body_feed(&s->reqb, s->in + old, (size_t)n);
+                if (k < 0) {
+                    px->bad_requests++;
+                    px_sess_reply_text(px, s, 400, "Bad Request", "malformed chunked request body");
+                    return;
+                }
+                s->req_end += (uint32_t)k;
+            }
+            px_timer_set(px, &px->t_client, &s->t);
+            continue;
+        }
+        if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+            s->rd = false;
+            return;
+        }
+        px_sess_close(px, s); /* the client left mid-body */
+        return;
+    }
+    sess_route(px, s);
 }
 
 /* A complete request head is in in[0..head): set up and dispatch it. */
@@ -372,7 +530,7 @@ static void sess_start(px_t *px, px_sess_t *s)
         s->out = px_buf_get(px);
         s->out_cap = PX_BUF;
         if (!s->out) {
-            sess_close(px, s);
+            px_sess_close(px, s);
             return;
         }
     }
@@ -381,7 +539,7 @@ static void sess_start(px_t *px, px_sess_t *s)
         size_t len;
         char *r = px_admin_reply(px, &s->req, &len);
         if (!r) {
-            sess_close(px, s);
+            px_sess_close(px, s);
             return;
         }
         px_buf_put(px, s->out);
@@ -393,18 +551,27 @@ static void sess_start(px_t *px, px_sess_t *s)
         return;
     }
     if (s->req.method == HTTP_CONNECT) {
-        sess_reply(px, s, 405, "Method Not Allowed", "CONNECT is not proxied");
+        px_sess_reply_text(px, s, 405, "Method Not Allowed", "CONNECT is not proxied");
         return;
     }
+    inf_start(px, s);
     http_body_request(&s->reqb, &s->req);
     k = http_body_feed(&s->reqb, s->in + s->req.len, s->in_len - s->req.len);
     if (k < 0) {
         px->bad_requests++;
-        sess_reply(px, s, 400, "Bad Request", "malformed chunked request body");
+        px_sess_reply_text(px, s, 400, "Bad Request", "malformed chunked request body");
         return;
     }
     s->req_end = (uint32_t)(s->req.len + (size_t)k);
-    sess_assign(px, s);
+    if (s->inf.kind != OAI_NONE && !s->reqb.done && body_wanted(px, s)) {
+        /* read the whole body first: routing needs the prompt */
+        if (s->req.expect_continue)
+            (void)!send(s->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL);
+        s->state = S_BODY;
+        px_timer_set(px, &px->t_client, &s->t);
+        return;
+    }
+    sess_route(px, s);
 }
 
 /* The response is complete and written: account, recycle, next request. */
@@ -423,8 +590,14 @@ static void sess_finish(px_t *px, px_sess_t *s)
         px_bconn_release(px, bc);
     else
         px_bconn_close(px, bc);
+    if (s->inf.kind != OAI_NONE) {
+        free(s->inf.blocks);
+        memset(&s->inf, 0, sizeof s->inf);
+        px_admit_done(px);
+        px_admit_pump(px); /* a replica may have room now */
+    }
     if (!s->keep || !s->reqb.done) {
-        sess_close(px, s);
+        px_sess_close(px, s);
         return;
     }
     px_buf_put(px, s->out);
@@ -432,6 +605,16 @@ static void sess_finish(px_t *px, px_sess_t *s)
     memmove(s->in, s->in + s->req_end, s->in_len - s->req_end);
     s->in_len -= s->req_end;
     s->req_end = s->req_sent = 0;
+    if (s->in_malloc && s->in_len <= PX_BUF) {
+        char *nb = px_buf_get(px);
+        if (nb) {
+            memcpy(nb, s->in, s->in_len);
+            free(s->in);
+            s->in = nb;
+            s->in_cap = PX_BUF;
+            s->in_malloc = false;
+        }
+    }
     s->state = S_HEAD;
     px_timer_set(px, &px->t_client, &s->t);
 }
@@ -451,7 +634,7 @@ static int resp_parse(px_t *px, px_sess_t *s)
             }
             if (rc < 0) {
                 s->bc_reusable = false;
-                sess_backend_failed(px, s, F_BAD_RESPONSE);
+                px_sess_backend_failed(px, s, F_BAD_RESPONSE);
                 return -1;
             }
             s->resp_off += (uint32_t)rc;
@@ -479,8 +662,19 @@ static int resp_parse(px_t *px, px_sess_t *s)
             ssize_t k = http_body_feed(&s->respb, s->out + s->resp_off, s->out_len - s->resp_off);
             if (k < 0) {
                 s->bc_reusable = false;
-                sess_backend_failed(px, s, F_BAD_RESPONSE);
+                px_sess_backend_failed(px, s, F_BAD_RESPONSE);
                 return -1;
+            }
+            if (k > 0 && s->inf.kind != OAI_NONE && !s->inf.first_byte) {
+                /* the first token (streamed) or the whole answer: time to first byte */
+                double ms = (double)(px->now_ns - s->t0_ns) / 1e6;
+                s->inf.first_byte = true;
+                px_prefill_done(px, s, s->bc->be);
+                if (s->resp.status >= 200 && s->resp.status < 300) {
+                    px_stats_ttft(&px->ad, ms / 1e3);
+                    px_backend_t *b = s->bc->be;
+                    b->ttft_ms = b->ttft_ms > 0 ? b->ttft_ms + 0.2 * (ms - b->ttft_ms) : ms;
+                }
             }
             s->resp_off += (uint32_t)k;
             if (s->respb.done) {
@@ -507,15 +701,15 @@ static int sess_pump(px_t *px, px_sess_t *s)
 
     /* 1. client -> in: the rest of the request body */
     if (!s->reqb.done && s->rd) {
-        if (s->in_len == PX_BUF && s->req_sent > 0) {
+        if (s->in_len == s->in_cap && s->req_sent > 0) {
             memmove(s->in, s->in + s->req_sent, s->in_len - s->req_sent);
             s->in_len -= s->req_sent;
             s->req_end -= s->req_sent;
             s->req_sent = 0;
             s->replayable = false;
         }
-        if (s->in_len < PX_BUF) {
-            size_t want = PX_BUF - s->in_len;
+        if (s->in_len < s->in_cap) {
+            size_t want = s->in_cap - s->in_len;
             n = recv(s->fd, s->in + s->in_len, want, 0);
             if (n > 0) {
                 size_t old = s->in_len;
@@ -523,7 +717,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
                 if (s->req_end == old) {
                     ssize_t k = http_body_feed(&s->reqb, s->in + old, (size_t)n);
                     if (k < 0) {
-                        sess_close(px, s);
+                        px_sess_close(px, s);
                         return -1;
                     }
                     s->req_end += (uint32_t)k;
@@ -532,7 +726,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
                     s->rd = false;
                 prog = true;
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-                sess_close(px, s); /* the client left mid-request */
+                px_sess_close(px, s); /* the client left mid-request */
                 return -1;
             } else {
                 s->rd = false;
@@ -551,7 +745,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             bc->wr = false;
         } else {
-            sess_backend_failed(px, s, F_IO);
+            px_sess_backend_failed(px, s, F_IO);
             return -1;
         }
     }
@@ -581,7 +775,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
                 s->bc_reusable = false;
                 prog = true;
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-                sess_backend_failed(px, s, F_IO);
+                px_sess_backend_failed(px, s, F_IO);
                 return -1;
             } else {
                 bc->rd = false;
@@ -601,7 +795,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             s->wr = false;
         } else {
-            sess_close(px, s);
+            px_sess_close(px, s);
             return -1;
         }
     }
@@ -623,17 +817,17 @@ static int sess_write_reply(px_t *px, px_sess_t *s)
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             s->wr = false;
         } else {
-            sess_close(px, s);
+            px_sess_close(px, s);
             return -1;
         }
     }
     if (s->out_sent < s->out_len)
         return 0;
-    sess_close(px, s); /* our replies always close */
+    px_sess_close(px, s); /* our replies always close */
     return -1;
 }
 
-static void sess_run(px_t *px, px_sess_t *s)
+void px_sess_run(px_t *px, px_sess_t *s)
 {
     for (;;) {
         switch (s->state) {
@@ -646,26 +840,27 @@ static void sess_run(px_t *px, px_sess_t *s)
                         return;
                     continue;
                 }
-                if (rc < 0 || s->in_len == PX_BUF) {
+                if (rc < 0 || s->in_len == s->in_cap) {
                     px->bad_requests++;
                     s->t0_ns = px->now_ns;
                     s->what[0] = '\0';
                     if (rc < 0)
-                        sess_reply(px, s, 400, "Bad Request", "malformed HTTP/1.x request head");
+                        px_sess_reply_text(px, s, 400, "Bad Request",
+                                           "malformed HTTP/1.x request head");
                     else
-                        sess_reply(px, s, 431, "Request Header Fields Too Large",
-                                   "request head over 16 KiB");
+                        px_sess_reply_text(px, s, 431, "Request Header Fields Too Large",
+                                           "request head over 16 KiB");
                     if (s->kind == PX_DEAD)
                         return;
                     continue;
                 }
             } else if (px->stopping) {
-                sess_close(px, s);
+                px_sess_close(px, s);
                 return;
             }
             if (!s->rd)
                 return;
-            size_t want = PX_BUF - s->in_len;
+            size_t want = s->in_cap - s->in_len;
             ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
             if (n > 0) {
                 s->in_len += (uint32_t)n;
@@ -678,9 +873,18 @@ static void sess_run(px_t *px, px_sess_t *s)
                 s->rd = false;
                 return;
             }
-            sess_close(px, s);
+            px_sess_close(px, s);
             return;
         }
+        case S_BODY:
+            sess_body(px, s);
+            if (s->kind == PX_DEAD || s->state == S_BODY || s->state == S_QUEUED)
+                return;
+            continue;
+        case S_QUEUED:
+            if (s->hup) /* the client left while waiting its turn */
+                px_sess_close(px, s);
+            return;
         case S_CONNECT:
             return; /* the backend connection's event moves us on */
         case S_FWD: {
@@ -704,7 +908,7 @@ static void sess_run(px_t *px, px_sess_t *s)
 }
 
 /* An event on a backend connection. */
-static void bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev)
+void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev)
 {
     px_sess_t *s = bc->s;
 
@@ -728,461 +932,14 @@ static void bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev)
         if (getsockopt(bc->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
             soerr = errno;
         if (soerr || (ev & (EPOLLERR | EPOLLHUP))) {
-            sess_backend_failed(px, s, F_CONNECT);
+            px_sess_backend_failed(px, s, F_CONNECT);
             if (s->kind != PX_DEAD)
-                sess_run(px, s);
+                px_sess_run(px, s);
             return;
         }
         bc->connected = true;
         s->state = S_FWD;
         px_timer_set(px, &px->t_server, &s->t);
     }
-    sess_run(px, s);
-}
-
-/* ---- listeners, signals, the loop ------------------------------------------- */
-
-static void do_accept_on(px_t *px, int lfd, bool admin)
-{
-    for (;;) {
-        struct sockaddr_storage sa;
-        socklen_t len = sizeof sa;
-        int one = 1, fd;
-
-        if (!admin && px->nclients >= px->c->max_conns) {
-            px->accept_paused = true;
-            return;
-        }
-        fd = accept4(lfd, (struct sockaddr *)&sa, &len, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0) {
-            if (errno == EINTR || errno == ECONNABORTED)
-                continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                px->accept_paused = !admin;
-            return;
-        }
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (!admin)
-            px->accepted++;
-        sess_new(px, fd, admin, &sa);
-    }
-}
-
-static void do_accept(px_t *px)
-{
-    if (px->lfd >= 0)
-        do_accept_on(px, px->lfd, false);
-}
-
-static int listen_on(const char *addr, arb_err_t *err)
-{
-    struct sockaddr_storage sa;
-    socklen_t len;
-    int fd, one = 1, rc;
-
-    rc = px_resolve(addr, true, &sa, &len, err);
-    if (rc < 0)
-        return rc;
-    fd = socket(sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return arb_errf(err, -errno, "socket: %s", strerror(errno));
-    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    if (bind(fd, (struct sockaddr *)&sa, len) < 0 || listen(fd, 1024) < 0) {
-        rc = -errno;
-        close(fd);
-        return arb_errf(err, rc, "listen on %s: %s; is the port in use?", addr, strerror(-rc));
-    }
-    return fd;
-}
-
-static void bound_text(int fd, char *buf, size_t n)
-{
-    struct sockaddr_storage sa;
-    socklen_t len = sizeof sa;
-    if (getsockname(fd, (struct sockaddr *)&sa, &len) < 0)
-        snprintf(buf, n, "?");
-    else
-        px_addr_text(&sa, buf, n);
-}
-
-static void stop(px_t *px)
-{
-    if (px->stopping)
-        return;
-    px->stopping = true;
-    px->stop_deadline = px->now_ms + 5000;
-    if (px->lfd >= 0) {
-        close(px->lfd);
-        px->lfd = -1;
-    }
-    if (px->afd >= 0) {
-        close(px->afd);
-        px->afd = -1;
-    }
-    /* idle keep-alive clients have nothing to drain: close them now */
-    for (px_tnode_t *n = px->t_client.head, *next; n; n = next) {
-        px_sess_t *s = n->owner;
-        next = n->next;
-        if (s->state == S_HEAD && s->in_len == 0)
-            sess_close(px, s);
-    }
-    fprintf(stderr, "arbiter lb: stopping; draining %d connections\n", px->nclients);
-}
-
-static void on_signal(px_t *px)
-{
-    struct signalfd_siginfo si;
-
-    while (read(px->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
-        if (si.ssi_signo == SIGHUP) {
-            arb_err_t e;
-            if (px_backends_load(px, &e) < 0)
-                fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n", e.msg);
-            else
-                fprintf(stderr, "arbiter lb: reloaded, %d backends\n", px->npeers);
-        } else {
-            stop(px);
-        }
-    }
-}
-
-/* The source's set changed: read its fd empty, reload gracefully. */
-static void on_watch(px_t *px, int fd)
-{
-    char buf[64];
-    arb_err_t e;
-
-    while (read(fd, buf, sizeof buf) > 0)
-        ;
-    if (px->stopping)
-        return;
-    if (px_backends_load(px, &e) < 0)
-        fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n", e.msg);
-    else
-        fprintf(stderr, "arbiter lb: backends changed, %d backends\n", px->npeers);
-}
-
-/* Tell the source this balancer's in-flight count per backend, removed
- * ones still draining included (a replica being scaled in waits for them). */
-static void note_load(px_t *px)
-{
-    const char **addr = calloc((size_t)px->nbes + 1, sizeof *addr);
-    uint32_t *inf = calloc((size_t)px->nbes + 1, sizeof *inf);
-    double *q = calloc((size_t)px->nbes + 1, sizeof *q);
-    int n = 0;
-
-    for (int i = 0; addr && inf && q && i < px->nbes; i++) {
-        if (px->bes[i]->removed && px->bes[i]->inflight == 0)
-            continue;
-        addr[n] = px->bes[i]->name;
-        /* a queue seen on a response more than 2 s ago says nothing now; the
-         * node's queue from the agent is the controller's own already */
-        q[n] = px->bes[i]->hdr_queue_at_ms && px->now_ms - px->bes[i]->hdr_queue_at_ms <= 2000
-                   ? px->bes[i]->hdr_queue
-                   : 0;
-        inf[n++] = px->bes[i]->inflight;
-    }
-    if (addr && inf && q)
-        px->c->source.ops->note(px->c->source.st, addr, inf, q, n);
-    free(addr);
-    free(inf);
-    free(q);
-}
-
-/* The replicas' agent reports from the source, onto the backends of the
- * same address (removed ones included: they may still be draining). */
-static void agent_loads(px_t *px)
-{
-    lb_agent_load_t *v = NULL;
-    int n = 0;
-
-    if (px->c->source.ops->reports(px->c->source.st, &v, &n) < 0)
-        return;
-    for (int k = 0; k < n; k++)
-        for (int i = 0; i < px->nbes; i++)
-            if (strcmp(px->bes[i]->name, v[k].addr) == 0)
-                px_backend_agent_load(px, px->bes[i], &v[k]);
-    free(v);
-}
-
-static int64_t next_wake(px_t *px)
-{
-    int64_t t = px->now_ms + 1000;
-    px_tlist_t *ls[5] = {&px->t_client, &px->t_connect, &px->t_server, &px->t_pool, &px->t_check};
-    for (int i = 0; i < 5; i++)
-        if (ls[i]->head && ls[i]->head->at < t)
-            t = ls[i]->head->at;
-    int64_t c = px_checks_next(px);
-    if (c > 0 && c < t)
-        t = c;
-    return t;
-}
-
-static void expire(px_t *px)
-{
-    px_tnode_t *n;
-
-    while ((n = px->t_client.head) && n->at <= px->now_ms) {
-        px_timer_del(n);
-        sess_close(px, n->owner);
-    }
-    while ((n = px->t_connect.head) && n->at <= px->now_ms) {
-        px_sess_t *s = n->owner;
-        px_timer_del(n);
-        sess_backend_failed(px, s, F_CONNECT_TIMEOUT);
-        if (s->kind != PX_DEAD)
-            sess_run(px, s);
-    }
-    while ((n = px->t_server.head) && n->at <= px->now_ms) {
-        px_sess_t *s = n->owner;
-        px_timer_del(n);
-        if (s->resp_started) {
-            s->bc->be->st.timeouts++;
-            sess_close(px, s);
-        } else {
-            sess_backend_failed(px, s, F_SERVER_TIMEOUT);
-            if (s->kind != PX_DEAD)
-                sess_run(px, s);
-        }
-    }
-    while ((n = px->t_pool.head) && n->at <= px->now_ms) {
-        px_timer_del(n);
-        px_bconn_close(px, n->owner);
-    }
-    while ((n = px->t_check.head) && n->at <= px->now_ms) {
-        px_timer_del(n);
-        px_check_timeout(px, n->owner);
-    }
-}
-
-static void bury(px_t *px)
-{
-    px_backends_sweep(px);
-    while (px->dead_s) {
-        px_sess_t *s = px->dead_s;
-        px->dead_s = s->next;
-        free(s);
-    }
-    while (px->dead_b) {
-        px_bconn_t *b = px->dead_b;
-        px->dead_b = b->next;
-        free(b);
-    }
-    while (px->dead_c) {
-        px_check_t *c = px->dead_c;
-        px->dead_c = c->next;
-        free(c);
-    }
-}
-
-static int write_ready(px_t *px, arb_err_t *err)
-{
-    char l[128], a[128] = "";
-    FILE *f;
-
-    bound_text(px->lfd, l, sizeof l);
-    if (px->afd >= 0)
-        bound_text(px->afd, a, sizeof a);
-    fprintf(stderr, "arbiter lb: listening on %s%s%s, policy %s, %d backends\n", l,
-            px->afd >= 0 ? ", admin on " : "", a, px->c->policy->name, px->npeers);
-    if (!px->c->ready_file)
-        return 0;
-    f = fopen(px->c->ready_file, "w");
-    if (!f)
-        return arb_errf(err, -errno, "--ready-file %s: %s", px->c->ready_file, strerror(errno));
-    fprintf(f, "listen %s\n", l);
-    if (px->afd >= 0)
-        fprintf(f, "admin %s\n", a);
-    fclose(f);
-    return 0;
-}
-
-int lb_proxy_run(const lb_proxy_conf_t *c, arb_err_t *err)
-{
-    px_t *px = calloc(1, sizeof *px);
-    struct epoll_event evs[256];
-    sigset_t mask, old;
-    int rc = 0;
-
-    if (!px)
-        return arb_errf(err, -ENOMEM, "lb: out of memory");
-    px->c = c;
-    px->ep = px->lfd = px->afd = px->sfd = -1;
-    clock_now(px);
-    px->rng = c->seed ? c->seed : (uint64_t)px->now_ns ^ ((uint64_t)getpid() << 32);
-    px->want.hdr = c->hash_header;
-    px->want.cookie = c->hash_cookie;
-    px->t_client.len_ms = c->client_timeout_ms;
-    px->t_connect.len_ms = c->connect_timeout_ms;
-    px->t_server.len_ms = c->server_timeout_ms;
-    px->t_pool.len_ms = c->pool_idle_ms;
-    px->t_check.len_ms = c->health_timeout_ms;
-    lb_policy_init(&px->pol, c->policy, &c->opts);
-    if (c->access_log) {
-        px->log = strcmp(c->access_log, "-") == 0 ? stdout : fopen(c->access_log, "a");
-        if (!px->log) {
-            rc = arb_errf(err, -errno, "--access-log %s: %s", c->access_log, strerror(errno));
-            goto out;
-        }
-        setvbuf(px->log, NULL, _IOFBF, 1 << 16);
-    }
-    rc = px_backends_load(px, err);
-    if (rc < 0)
-        goto out;
-    signal(SIGPIPE, SIG_IGN);
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGHUP);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGINT);
-    sigprocmask(SIG_BLOCK, &mask, &old);
-    px->sfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-    px->ep = epoll_create1(EPOLL_CLOEXEC);
-    if (px->sfd < 0 || px->ep < 0) {
-        rc = arb_errf(err, -errno, "lb: epoll/signalfd: %s", strerror(errno));
-        goto out;
-    }
-    rc = listen_on(c->listen, err);
-    if (rc < 0)
-        goto out;
-    px->lfd = rc;
-    if (c->admin) {
-        rc = listen_on(c->admin, err);
-        if (rc < 0) {
-            arb_err_prefix(err, "--admin: ");
-            goto out;
-        }
-        px->afd = rc;
-    }
-    static px_kind_t k_listen = PX_LISTEN, k_admin = PX_ADMIN_LISTEN, k_sig = PX_SIGNAL;
-    struct epoll_event e1 = {.events = EPOLLIN | EPOLLET, .data.ptr = &k_listen};
-    struct epoll_event e2 = {.events = EPOLLIN | EPOLLET, .data.ptr = &k_admin};
-    struct epoll_event e3 = {.events = EPOLLIN, .data.ptr = &k_sig};
-    if (epoll_ctl(px->ep, EPOLL_CTL_ADD, px->lfd, &e1) < 0 ||
-        (px->afd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, px->afd, &e2) < 0) ||
-        epoll_ctl(px->ep, EPOLL_CTL_ADD, px->sfd, &e3) < 0) {
-        rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
-        goto out;
-    }
-    /* A source that follows changes (the controller): reload on its fd. */
-    static px_kind_t k_watch = PX_WATCH;
-    int wfd = c->source.ops->watch_fd ? c->source.ops->watch_fd(c->source.st) : -1;
-    struct epoll_event e4 = {.events = EPOLLIN, .data.ptr = &k_watch};
-    if (wfd >= 0 && epoll_ctl(px->ep, EPOLL_CTL_ADD, wfd, &e4) < 0) {
-        rc = arb_errf(err, -errno, "lb: epoll_ctl: %s", strerror(errno));
-        goto out;
-    }
-    int64_t next_note = 0, next_reports = 0;
-    rc = write_ready(px, err);
-    if (rc < 0)
-        goto out;
-    px_checks_run(px);
-
-    while (!(px->stopping && (px->nsess == 0 || px->now_ms >= px->stop_deadline))) {
-        int64_t wake = next_wake(px);
-        int timeout = wake > px->now_ms ? (int)(wake - px->now_ms) : 0;
-        int n = epoll_wait(px->ep, evs, 256, timeout);
-        int64_t before = px->now_ms;
-
-        if (n < 0 && errno != EINTR) {
-            rc = arb_errf(err, -errno, "lb: epoll_wait: %s", strerror(errno));
-            break;
-        }
-        clock_now(px);
-        if (px->now_ms != before)
-            px_backends_refresh(px);
-        for (int i = 0; i < n; i++) {
-            px_kind_t *k = evs[i].data.ptr;
-            uint32_t ev = evs[i].events;
-            switch (*k) {
-            case PX_LISTEN:
-                do_accept(px);
-                break;
-            case PX_ADMIN_LISTEN:
-                if (px->afd >= 0)
-                    do_accept_on(px, px->afd, true);
-                break;
-            case PX_SIGNAL:
-                on_signal(px);
-                break;
-            case PX_CLIENT: {
-                px_sess_t *s = (px_sess_t *)k;
-                if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-                    s->rd = true;
-                if (ev & (EPOLLOUT | EPOLLERR | EPOLLHUP))
-                    s->wr = true;
-                if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
-                    s->hup = true;
-                sess_run(px, s);
-                break;
-            }
-            case PX_BACKEND:
-                bconn_event(px, (px_bconn_t *)k, ev);
-                break;
-            case PX_CHECK:
-                px_check_event(px, (px_check_t *)k, ev);
-                break;
-            case PX_WATCH:
-                on_watch(px, wfd);
-                break;
-            case PX_DEAD:
-                break;
-            }
-        }
-        if (c->source.ops->note && px->now_ms >= next_note) {
-            next_note = px->now_ms + 1000;
-            note_load(px);
-        }
-        if (c->source.ops->reports && px->now_ms >= next_reports) {
-            next_reports = px->now_ms + 1000;
-            agent_loads(px);
-        }
-        expire(px);
-        px_checks_run(px);
-        bury(px);
-        if (px->log_dirty) {
-            fflush(px->log);
-            px->log_dirty = false;
-        }
-    }
-    if (rc > 0)
-        rc = 0;
-out:
-    if (px->ep >= 0) {
-        /* close what is left (drain deadline passed) */
-        for (int pass = 0; pass < 2; pass++) {
-            px_tlist_t *ls[3] = {&px->t_client, &px->t_connect, &px->t_server};
-            for (int i = 0; i < 3; i++)
-                while (ls[i]->head)
-                    sess_close(px, ls[i]->head->owner);
-        }
-        while (px->t_check.head) {
-            px_tnode_t *n = px->t_check.head;
-            px_timer_del(n);
-            px_check_timeout(px, n->owner);
-        }
-        bury(px);
-    }
-    px_backends_free(px);
-    bury(px);
-    lb_policy_fini(&px->pol);
-    if (px->lfd >= 0)
-        close(px->lfd);
-    if (px->afd >= 0)
-        close(px->afd);
-    if (px->sfd >= 0) {
-        close(px->sfd);
-        sigprocmask(SIG_SETMASK, &old, NULL);
-    }
-    if (px->ep >= 0)
-        close(px->ep);
-    if (px->log) {
-        fflush(px->log);
-        if (px->log != stdout)
-            fclose(px->log);
-    }
-    for (int i = 0; i < px->nfree; i++)
-        free(px->freebufs[i]);
-    free(px->freebufs);
-    free(px);
-    return rc;
+    px_sess_run(px, s);
 }

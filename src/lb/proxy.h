@@ -16,6 +16,15 @@
  * Observability: an access log, and /metrics (Prometheus), /backends (JSON),
  * /healthz on a separate admin listener.
  *
+ * For LLM replicas (openai): POST /v1/completions and /v1/chat/completions
+ * bodies are read whole (up to body_max) and parsed (oai.h) before routing:
+ * the prompt's block chain and the model go to the policy (prefix, kv,
+ * inference); responses, server-sent events included, stream through as
+ * they come. Each backend's Prometheus metrics are scraped (scrape.c, the
+ * names in prom.h) for the policies. When every replica is saturated the
+ * request waits in an admission queue (admit.c: bounded, fair across
+ * tenants, shed with 429 and Retry-After past its bound or SLO).
+ *
  * Where the backends come from is a backend source (lb_source_ops_t): a
  * static list, a file re-read on SIGHUP (graceful: in-flight requests to a
  * removed backend finish, its idle connections close), or the controller,
@@ -102,6 +111,18 @@ typedef struct lb_proxy_conf {
     const char *access_log; /* NULL, a path, or "-" for stdout */
     const char *ready_file; /* NULL, or where to write the bound addresses */
     uint64_t seed;          /* randomness for p2c, feedback; 0: from the clock */
+    /* inference (OpenAI API requests, model-server metrics, admission) */
+    bool openai;               /* read /v1/completions and /v1/chat/completions bodies */
+    uint32_t body_max;         /* bodies up to this are read whole before routing */
+    uint32_t block_bytes;      /* prompt block size for the prefix index */
+    int max_blocks;            /* blocks hashed per prompt at most */
+    const char *scrape_path;   /* NULL: no scraping; else GET this on each backend */
+    int scrape_interval_ms;    /* between scrapes of one backend */
+    const char *tenant_header; /* the tenant is this header, else the API key */
+    int max_queue;             /* requests held when every replica is saturated; 0: none */
+    int ttft_slo_ms;           /* shed when the expected wait exceeds this; 0: no SLO */
+    int queue_timeout_ms;      /* a queued request is shed (429) after this */
+    int threads;               /* event loops (SO_REUSEPORT, shared state: hub.c); 1 default */
 } lb_proxy_conf_t;
 
 void lb_proxy_conf_default(lb_proxy_conf_t *c);

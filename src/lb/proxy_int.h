@@ -10,10 +10,13 @@
 #ifndef ARB_LB_PROXY_INT_H
 #define ARB_LB_PROXY_INT_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <sys/socket.h>
 
 #include "lb/http.h"
+#include "lb/oai.h"
 #include "lb/proxy.h"
 
 #define PX_BUF 16384 /* per-direction buffer; a request or response head must fit */
@@ -27,7 +30,9 @@ typedef enum px_kind {
     PX_CLIENT,
     PX_BACKEND,
     PX_CHECK,
-    PX_WATCH
+    PX_WATCH,
+    PX_SCRAPE,
+    PX_WAKE
 } px_kind_t;
 
 /* Timers: one list per timeout length. Re-arming moves a node to the tail,
@@ -53,6 +58,27 @@ typedef struct px_stats {
 
 typedef struct px_bconn px_bconn_t;
 typedef struct px_check px_check_t;
+typedef struct px_scrape px_scrape_t;
+typedef struct px_hub px_hub_t;
+
+#define PX_MAX_LOOPS 64
+
+/* One backend as every event loop shares it (hub.c, --threads N > 1): what
+ * a loop must see of the others' doing to pick consistently. The atomics
+ * any loop updates; the rest under hub->mu. */
+typedef struct px_shared_be {
+    char name[256];
+    atomic_uint inflight;             /* requests in flight there, all loops */
+    atomic_uint prefill;              /* prompt blocks not yet prefilled there, all loops */
+    atomic_bool hc_up;                /* the active checks' verdict (loop 0 checks) */
+    atomic_llong eject_until;         /* the latest ejection by any loop, ms */
+    atomic_ullong eng_ver;            /* bumped with each scrape (loop 0 scrapes) */
+    lb_engine_t eng;                  /* hub->mu */
+    char engine[16];                  /* hub->mu */
+    uint64_t scrapes_ok, scrapes_bad; /* hub->mu */
+    px_stats_t st[PX_MAX_LOOPS];      /* each loop's counters for it, published (hub->mu) */
+    int refs;                         /* loops holding it (hub->mu) */
+} px_shared_be_t;
 
 typedef struct px_backend {
     char name[256];
@@ -80,8 +106,19 @@ typedef struct px_backend {
     int64_t hdr_queue_at_ms;        /* note() forwards to the autoscaler (never the node's) */
     double lat_ms;                  /* response time, peak EWMA (lb_peer_latency) */
     int64_t lat_at_ms;
+    lb_engine_t eng; /* the model server's /metrics, last scrape (scrape.c) */
+    char engine[16]; /* whose metric names it speaks ("vllm"), "" unknown */
+    px_scrape_t *sc; /* the scrape in flight */
+    int64_t sc_next; /* ms */
+    uint64_t scrapes_ok, scrapes_bad;
+    double ttft_ms;   /* time to the first response byte of inference requests, EWMA */
+    uint32_t prefill; /* prompt blocks sent here not prefilled yet (lb_peer_t.prefill) */
     px_stats_t st;
-    int refs; /* busy + idle connections + the check */
+    int refs;           /* busy + idle connections + the check */
+    px_shared_be_t *sh; /* its shared record (several loops), or NULL */
+    int64_t eject_seen; /* sh->eject_until last acted on (slow start after it) */
+    bool hc_seen;       /* sh->hc_up last seen (slow start when it turns up) */
+    uint64_t eng_ver;   /* sh->eng_ver last copied */
 } px_backend_t;
 
 struct px_bconn {
@@ -93,6 +130,18 @@ struct px_bconn {
     px_bconn_t *next, *prev; /* pool links; next: graveyard link once dead */
     bool pooled;
     px_tnode_t t; /* pool idle timer */
+};
+
+/* A scrape of a backend's metrics (scrape.c): GET, read to close. */
+struct px_scrape {
+    px_kind_t kind; /* PX_SCRAPE */
+    int fd;
+    px_backend_t *be;
+    bool connected, reading;
+    char *buf; /* the request, then the reply */
+    uint32_t sent, len, cap;
+    px_tnode_t t;
+    px_scrape_t *next; /* graveyard */
 };
 
 struct px_check {
@@ -108,10 +157,29 @@ struct px_check {
 
 typedef enum px_state {
     S_HEAD = 0, /* reading a request head */
+    S_BODY,     /* an OpenAI request: reading its body before routing it */
+    S_QUEUED,   /* every replica saturated: waiting in the admission queue (admit.c) */
     S_CONNECT,  /* waiting for a backend connection */
     S_FWD,      /* request and response streaming */
     S_REPLY,    /* writing a reply of our own, then close or keep */
 } px_state_t;
+
+typedef struct px_tenant px_tenant_t;
+
+/* What routing knows of an OpenAI request (oai.h), per session. */
+typedef struct px_infer {
+    oai_kind_t kind; /* OAI_NONE: not an inference request */
+    bool parsed;     /* the body was read and parsed */
+    bool stream;
+    bool first_byte;  /* a response body byte reached the client (TTFT taken) */
+    uint64_t model;   /* lb_hash64 of the model name; 0 none */
+    uint64_t tenant;  /* lb_hash64 of the tenant header or the API key; 0 anonymous */
+    uint64_t *blocks; /* the prompt's block chain (malloc, c->max_blocks) */
+    int nblocks;
+    uint32_t charge;   /* blocks the picked backend has to prefill for it (px_prefill) */
+    uint32_t charged;  /* of which added to the attached backend's prefill count */
+    int64_t queued_ns; /* when it entered the admission queue */
+} px_infer_t;
 
 typedef struct px_sess {
     px_kind_t kind; /* PX_CLIENT */
@@ -121,7 +189,8 @@ typedef struct px_sess {
     bool rd, wr, hup; /* client readiness */
     px_tnode_t t;
     char *in; /* client bytes; the current request starts at in[0] */
-    uint32_t in_len, req_end, req_sent;
+    uint32_t in_len, in_cap, req_end, req_sent;
+    bool in_malloc;  /* in was grown past PX_BUF to hold an OpenAI body (malloc) */
     bool replayable; /* in[0..req_end) is the whole request so far */
     http_head_t req;
     http_body_t reqb;
@@ -141,8 +210,25 @@ typedef struct px_sess {
     int status;
     char what[128]; /* "METHOD target" for the access log (the head may be gone) */
     struct sockaddr_storage peer;
-    struct px_sess *next; /* graveyard */
+    px_infer_t inf;
+    struct px_sess *qnext; /* admission queue, per tenant (admit.c) */
+    struct px_sess *next;  /* graveyard */
 } px_sess_t;
+
+/* A tenant with requests in the admission queue (admit.c). */
+struct px_tenant {
+    uint64_t id;
+    px_sess_t *head, *tail;
+    int n;
+};
+
+typedef struct px_admit_stats {
+    uint64_t queued, dispatched, rejected_full, rejected_share, rejected_slo, expired;
+    uint64_t ttft_bucket[15];
+    double ttft_sum;
+    uint64_t infer_requests[3]; /* by oai_kind_t */
+    uint64_t parse_errors, unparsed;
+} px_admit_stats_t;
 
 typedef struct px {
     const lb_proxy_conf_t *c;
@@ -156,7 +242,7 @@ typedef struct px {
     px_backend_t **pmap; /* peer index -> backend */
     px_backend_t **bes;  /* every backend, removed ones until drained */
     int nbes;
-    px_tlist_t t_client, t_connect, t_server, t_pool, t_check;
+    px_tlist_t t_client, t_connect, t_server, t_pool, t_check, t_scrape, t_queue;
     int nsess, nclients;
     bool accept_paused, stopping;
     int64_t stop_deadline;
@@ -170,12 +256,82 @@ typedef struct px {
     http_want_t want;
     uint64_t accepted, retries, no_backend, bad_requests;
     px_stats_t total;
+    /* inference (oai.h, scrape.c, admit.c) */
+    lb_pindex_t *pindex;   /* the prefix index the policy uses (shared by the loops) */
+    px_tenant_t **tenants; /* those with queued requests; ntenants of them */
+    int ntenants, captenants, tcursor, nqueued;
+    bool pumping; /* px_admit_pump is running (a kicked session must not re-enter it) */
+    int64_t next_pump;
+    double done_rate; /* inference requests finished per second, EWMA (Retry-After, SLO) */
+    uint64_t done_count;
+    int64_t rate_at;
+    px_admit_stats_t ad;
+    px_scrape_t *dead_sc;
+    /* several loops (hub.c): NULL with one */
+    px_hub_t *hub;
+    int id;           /* 0: the main loop (signals, admin, checks, scrapes, the source) */
+    int64_t next_pub; /* when this loop next publishes its counters */
+    bool pub_dirty;   /* events since the last publication */
+    lb_source_t hsrc; /* a worker's backend source: the hub's copy of the main loop's set */
 } px_t;
+
+/* What a loop's counters say, published for the admin listener (hub.c). */
+typedef struct px_snap {
+    px_stats_t total;
+    px_admit_stats_t ad;
+    uint64_t accepted, retries, no_backend, bad_requests;
+    int nclients, nqueued;
+} px_snap_t;
+
+struct px_hub {
+    pthread_mutex_t mu;
+    int nloops;
+    px_t *loops[PX_MAX_LOOPS];
+    int wake[PX_MAX_LOOPS]; /* eventfds: a worker's backend set changed, or stop */
+    atomic_bool stop;
+    lb_target_t *targets; /* the main loop's set, for the workers (mu) */
+    int ntargets;
+    px_shared_be_t **bes; /* (mu) */
+    int nbes, capbes;
+    px_snap_t snap[PX_MAX_LOOPS]; /* (mu) */
+    lb_pindex_t *pindex;
+};
+
+/* hub.c */
+int px_hub_new(px_hub_t **out, int nloops, arb_err_t *err);
+void px_hub_free(px_hub_t *h);
+/* The shared record of backend `name` (made on first use), and letting it go. */
+px_shared_be_t *px_hub_be(px_hub_t *h, const char *name);
+void px_hub_be_put(px_hub_t *h, px_shared_be_t *sb);
+/* The main loop's set changed: keep a copy, wake the workers. */
+void px_hub_publish(px_hub_t *h, const lb_target_t *t, int n);
+/* A worker's backend source (reads the hub's copy; watch_fd its eventfd). */
+void px_hub_source(px_hub_t *h, int id, lb_source_t *s);
+/* Tell every worker to stop. */
+void px_hub_stop(px_hub_t *h);
+/* Publish this loop's counters (every 100 ms, and before the admin answers);
+ * copy what the main loop scraped into this loop's backends. */
+void px_hub_sync(px_t *px);
+/* Sums over the loops, for the admin: totals, one backend's counters. */
+void px_hub_totals(px_t *px, px_snap_t *out);
+void px_hub_backend_stats(px_t *px, const px_backend_t *b, px_stats_t *out);
 
 /* addresses (source.c): "host:port"; passive allows an empty host. */
 int px_resolve(const char *addr, bool passive, struct sockaddr_storage *sa, socklen_t *len,
                arb_err_t *err);
 void px_addr_text(const struct sockaddr_storage *sa, char *buf, size_t n);
+
+/* sessions (proxy.c), for the loop (loop.c) */
+enum { F_CONNECT, F_CONNECT_TIMEOUT, F_IO, F_BAD_RESPONSE, F_SERVER_TIMEOUT };
+void px_sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *peer);
+void px_sess_close(px_t *px, px_sess_t *s);
+void px_sess_run(px_t *px, px_sess_t *s);
+void px_sess_backend_failed(px_t *px, px_sess_t *s, int why);
+void px_sess_reply_text(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg);
+void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev);
+/* the loop (loop.c): accept what is pending (accepting resumes after a close) */
+void px_accept(px_t *px);
+void px_clock_now(px_t *px);
 
 /* timers (proxy.c) */
 void px_timer_set(px_t *px, px_tlist_t *l, px_tnode_t *n);
@@ -201,6 +357,9 @@ void px_backend_load_report(px_t *px, px_backend_t *b, const http_head_t *h);
 void px_backend_agent_load(px_t *px, px_backend_t *b, const lb_agent_load_t *l);
 void px_backend_latency(px_t *px, px_backend_t *b, double ms);
 void px_inflight(px_t *px, px_backend_t *b, int d);
+/* s's prompt is prefilled at its backend, or s leaves it: its charge off the count. */
+void px_prefill_done(px_t *px, px_sess_t *s, px_backend_t *b);
+void px_prefill_add(px_t *px, px_backend_t *b, int64_t d);
 void px_backend_unref(px_t *px, px_backend_t *b);
 void px_backends_sweep(px_t *px);
 void px_checks_run(px_t *px);
@@ -208,9 +367,35 @@ void px_check_event(px_t *px, px_check_t *hc, uint32_t ev);
 void px_check_timeout(px_t *px, px_check_t *hc);
 int64_t px_checks_next(const px_t *px);
 
+/* scrapes of the model servers' metrics (scrape.c) */
+void px_scrapes_run(px_t *px);
+int64_t px_scrapes_next(const px_t *px);
+void px_scrape_event(px_t *px, px_scrape_t *sc, uint32_t ev);
+void px_scrape_timeout(px_t *px, px_scrape_t *sc);
+
+/* admission (admit.c). px_admit: s is routed now, or queued, or answered 429;
+ * px_admit_pump: dispatch what the queue may now (after a completion, a
+ * scrape, on a timer); px_admit_remove: s leaves the queue (closed). */
+void px_admit(px_t *px, px_sess_t *s);
+void px_admit_pump(px_t *px);
+void px_admit_pump_but(px_t *px, px_sess_t *self);
+void px_admit_remove(px_t *px, px_sess_t *s);
+void px_admit_expired(px_t *px, px_sess_t *s);
+void px_admit_done(px_t *px); /* an inference request finished (the drain rate) */
+
+/* proxy.c, for admit.c: route s now (0), or -EBUSY when every replica is
+ * saturated (s untouched); a reply of our own with extra header lines. */
+int px_sess_assign(px_t *px, px_sess_t *s);
+/* Run s's state machine now: it was moved on from outside its own events
+ * (routed from the queue, answered 429), and its sockets' edges are spent. */
+void px_sess_kick(px_t *px, px_sess_t *s);
+void px_sess_reply(px_t *px, px_sess_t *s, int code, const char *reason, const char *ctype,
+                   const char *extra, const char *body);
+
 /* admin, log (admin.c) */
 char *px_admin_reply(px_t *px, const http_head_t *req, size_t *len);
 void px_log(px_t *px, px_sess_t *s, px_backend_t *b);
 void px_stats_response(px_stats_t *st, int status, double secs);
+void px_stats_ttft(px_admit_stats_t *st, double secs);
 
 #endif

@@ -13,6 +13,13 @@
  * strings), "env" (a map of names to strings, or to {value, secret: true}
  * for a secret: see st_env_view) and "restartable" (a bool, default true: a
  * task lost with its node requeues the job; false fails it).
+ *
+ * What the state holds (a job's command and env, a node's telemetry and
+ * inventory) goes into a reply as a deep copy, never shared by reference:
+ * the reply is encoded and freed by the API's thread after the state lock
+ * is released, and jansson's reference counts are not safe to share across
+ * threads (its decrement releases without an acquire before the free; a
+ * TSan report of a node's telemetry freed under a reply being read).
  */
 #include <libfyaml.h>
 #include <stdio.h>
@@ -433,8 +440,8 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
         json_object_set_new(o, "elastic",
                             json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min, "max", j->ntasks,
                                       "current", j->nalloc, "generation", (int)j->resize_gen));
-    json_object_set_new(o, "command", sj->command ? json_incref(sj->command) : json_array());
-    if (sj->env) /* secrets hidden: st_job_json_for shows them to whom they belong */
+    json_object_set_new(o, "command", sj->command ? json_deep_copy(sj->command) : json_array());
+    if (sj->env) /* fresh copies; secrets hidden: st_job_json_for shows them to whom they belong */
         json_object_set_new(o, "env", st_env_view(sj->env, false));
     /* The job's recent events, oldest first. */
     json_t *evs = json_array();
@@ -527,7 +534,7 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         "name", j->name, "task", t, "ntasks", j->nalloc, "attempt", (json_int_t)sj->attempt,
         "epoch", (json_int_t)sj->epoch, "gpus", gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli,
         "gpu_memory_mib", a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
-        sj->command ? json_incref(sj->command) : json_array(), "env", st_env_plain(sj->env),
+        sj->command ? json_deep_copy(sj->command) : json_array(), "env", st_env_plain(sj->env),
         "state", st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
@@ -602,9 +609,9 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
         json_object_set_new(o, "report_age_s", json_null());
     }
     if (full && x->telemetry)
-        json_object_set_new(o, "telemetry", json_incref(x->telemetry));
+        json_object_set_new(o, "telemetry", json_deep_copy(x->telemetry));
     if (full && x->inventory)
-        json_object_set_new(o, "inventory", json_incref(x->inventory));
+        json_object_set_new(o, "inventory", json_deep_copy(x->inventory));
     return o;
 }
 

@@ -82,7 +82,7 @@ $ARB job "$f" | grep -q "GPU $lost2 on node 'g1' is unhealthy" || cl_fail "job $
 
 # 3. the requeued job runs on the two GPUs left, never on a lost one
 cl_wait "job $r to run again" 15 cl_is "$r" running
-[ "$(cl_field "$r" attempt)" = 2 ] || cl_fail "attempt $(cl_field "$r" attempt), not 2"
+[ "$(cl_field "$r" attempt)" = 2 ] || cl_fail "attempt $(cl_field "$r" attempt), not 2; events: $($ARB events | tail -40)"
 for g in $(gpus_of "$r"); do
     [ "$g" != "$lost1" ] && [ "$g" != "$lost2" ] || cl_fail "job $r placed on lost GPU $g"
 done

@@ -92,5 +92,28 @@ has "^arbiter_lb_backend_up\\{backend=\"$b1\"\\} 1$" "$T/lb.prom" backend_up
     cl_fail "lb: backend_state series: $(grep backend_state "$T/lb.prom")"
 [ "$(grep -c "^arbiter_lb_backend_state{backend=\"$dead\",state=\"[a-z-]*\"} 1$" "$T/lb.prom")" = 1 ] ||
     cl_fail "lb: one state at a time: $(grep backend_state "$T/lb.prom")"
+
+# arbiter lb in front of an LLM replica (--openai, scraping its /metrics):
+# the inference and engine families pass too, after a request went through
+EMU=$(dirname "$ARB")/tests/arb_llmemu
+"$EMU" --port-file "$T/emu.port" --id e1 --speedup 10 2>>"$T/emu.log" &
+CL_PIDS="$CL_PIDS $!"
+cl_wait "the replica" 20 test -s "$T/emu.port"
+rm -f "$T/lb2.ready"
+$ARB lb --listen 127.0.0.1:0 --admin 127.0.0.1:0 --ready-file "$T/lb2.ready" --openai \
+    --scrape-interval 100 --backend "127.0.0.1:$(cat "$T/emu.port")" 2>>"$T/lb2.log" &
+CL_PIDS="$CL_PIDS $!"
+cl_wait "the inference balancer" 20 grep -q '^admin ' "$T/lb2.ready"
+admin2=$(sed -n 's/^admin //p' "$T/lb2.ready")
+port2=$(sed -n 's/^listen .*:\([0-9]*\)$/\1/p' "$T/lb2.ready")
+curl -sf -m 20 "http://127.0.0.1:$port2/v1/completions" -H 'Content-Type: application/json' \
+    -d '{"model":"m","prompt":"hello","max_tokens":4}' >/dev/null || cl_fail "lb --openai: no answer"
+scraped() { curl -sf "http://$admin2/metrics" | grep -q '^arbiter_lb_backend_engine_running{'; }
+cl_wait "the replica's metrics scraped" 20 scraped
+curl -sf "http://$admin2/metrics" > "$T/lb2.prom"
+lint "$T/lb2.prom" "arbiter lb --openai"
+[ "$(grep -c '^# HELP arbiter_lb_' "$T/lb2.prom")" = "$(grep -c '^# TYPE arbiter_lb_' "$T/lb2.prom")" ] ||
+    cl_fail "lb --openai: HELP and TYPE counts differ"
+has '^arbiter_lb_inference_requests_total\{endpoint="completions"\} 1$' "$T/lb2.prom" inference_requests
 $ARB cancel "$j" >/dev/null
 echo "metrics: ok"

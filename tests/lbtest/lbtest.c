@@ -21,6 +21,17 @@
  *       than one backend; --map-out writes "key backend" per key.
  *   arb_lbtest req --port P [--method M] [--path P] [--body-bytes N] [--chunked]
  *       One request; prints the status line's code and the body.
+ *   arb_lbtest llm --port P [--chat] [--conns C] [--requests N] [--tenants K]
+ *       [--context-bytes B] [--question-bytes Q] [--max-tokens M] [--model NAME]
+ *       [--stream] [--body TEXT] [--tenant-prefix S]
+ *       OpenAI requests (a completion, or a chat with the context as the system
+ *       message), C threads, one new connection per request; request i is of
+ *       tenant i % K (X-Tenant: S<k>), whose context is B bytes of its own
+ *       text, then a question of Q bytes of its own. --body sends TEXT as is.
+ *       Prints one JSON line: counts by status class (429 apart), the last
+ *       Retry-After seen, tokens received (streamed: "data: {" events), cached
+ *       prompt tokens the replicas reported (usage, not streamed), and for
+ *       streams the smallest spread between a request's first and last token.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -232,13 +243,15 @@ static int run_backend(int argc, char **argv)
 
 /* ---- client ---------------------------------------------------------------- */
 
+static long dial_timeout_s = 10; /* llm: 600 (a request may wait in a queue) */
+
 static int dial(int port)
 {
     struct sockaddr_in sa = {.sin_family = AF_INET,
                              .sin_port = htons((uint16_t)port),
                              .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     int fd = socket(AF_INET, SOCK_STREAM, 0), one = 1;
-    struct timeval tv = {.tv_sec = 10};
+    struct timeval tv = {.tv_sec = dial_timeout_s};
     if (fd < 0)
         return -1;
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -512,14 +525,226 @@ static int run_req(int argc, char **argv)
     return st > 0 ? 0 : 1;
 }
 
+/* ---- OpenAI requests ---------------------------------------------------------- */
+
+static int m_port, m_tenants, m_maxtok;
+static long m_ctx, m_q;
+static bool m_chat, m_stream;
+static const char *m_model, *m_body, *m_tprefix;
+static atomic_long m_next, m_limit, m_ok, m_429, m_4xx, m_5xx, m_err, m_tokens, m_cached;
+static atomic_long m_retry, m_spread_min = 1L << 40, m_ttft_max;
+
+static void filler(char *out, long n, unsigned seed)
+{
+    for (long i = 0; i < n; i++) {
+        seed = seed * 1103515245u + 12345u;
+        out[i] = (seed >> 16) % 7 == 0 ? ' ' : (char)('a' + (seed >> 16) % 26);
+    }
+}
+
+/* One request on a new connection; returns 0 or -1 (connection error). */
+static int m_one(long i)
+{
+    int t = (int)(i % m_tenants), fd, n;
+    char *body = NULL, *msg = NULL, *ctx = NULL, *q = NULL;
+    static __thread char buf[1 << 16];
+    size_t len = 0, blen;
+    int rc = -1;
+
+    if (m_body) {
+        body = strdup(m_body);
+    } else {
+        ctx = malloc((size_t)m_ctx + 64);
+        q = malloc((size_t)m_q + 64);
+        if (!ctx || !q)
+            goto out;
+        int k = snprintf(ctx, 64, "tenant %d context ", t);
+        filler(ctx + k, m_ctx > k ? m_ctx - k : 0, (unsigned)t * 7919u + 1);
+        ctx[m_ctx > k ? m_ctx : k] = '\0';
+        k = snprintf(q, 64, "question %ld ", i);
+        filler(q + k, m_q > k ? m_q - k : 0, (unsigned)i * 104729u + 7);
+        q[m_q > k ? m_q : k] = '\0';
+        blen = strlen(ctx) + strlen(q) + 512;
+        body = malloc(blen);
+        if (!body)
+            goto out;
+        if (m_chat)
+            snprintf(body, blen,
+                     "{\"model\":\"%s\",\"stream\":%s,\"max_tokens\":%d,\"messages\":[{\"role\":"
+                     "\"system\",\"content\":\"%s\"},{\"role\":\"user\",\"content\":\"%s\"}]}",
+                     m_model, m_stream ? "true" : "false", m_maxtok, ctx, q);
+        else
+            snprintf(body, blen,
+                     "{\"model\":\"%s\",\"stream\":%s,\"max_tokens\":%d,\"prompt\":\"%s %s\"}",
+                     m_model, m_stream ? "true" : "false", m_maxtok, ctx, q);
+    }
+    if (!body)
+        goto out;
+    blen = strlen(body) + 512;
+    msg = malloc(blen);
+    if (!msg)
+        goto out;
+    n = snprintf(
+        msg, blen,
+        "POST %s HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\nX-Tenant: %s%d\r\n"
+        "Content-Length: %zu\r\nConnection: close\r\n\r\n%s",
+        m_chat ? "/v1/chat/completions" : "/v1/completions", m_tprefix, t, strlen(body), body);
+    fd = dial(m_port);
+    if (fd < 0)
+        goto out;
+    double t0 = now_ms(), first = 0, last = 0;
+    if (write_all(fd, msg, (size_t)n) < 0) {
+        close(fd);
+        goto out;
+    }
+    http_head_t h;
+    int hl = 0;
+    for (;;) {
+        hl = http_parse_response(buf, len, &h);
+        if (hl > 0 && h.status >= 100 && h.status < 200) {
+            memmove(buf, buf + hl, len - (size_t)hl);
+            len -= (size_t)hl;
+            continue;
+        }
+        if (hl != 0)
+            break;
+        ssize_t k = recv(fd, buf + len, sizeof buf - len, 0);
+        if (k <= 0)
+            break;
+        len += (size_t)k;
+    }
+    if (hl <= 0) {
+        close(fd);
+        goto out;
+    }
+    const char *ra = memmem(buf, (size_t)hl, "Retry-After: ", 13);
+    if (ra)
+        atomic_store(&m_retry, atol(ra + 13));
+    http_body_t b;
+    http_body_response(&b, &h, false);
+    size_t off = (size_t)hl;
+    int match = 0, toks = 0;
+    static const char pat[] = "data: {";
+    static __thread char whole[8192];
+    size_t wl = 0;
+    whole[0] = '\0';
+    for (;;) {
+        ssize_t used = http_body_feed(&b, buf + off, len - off);
+        if (used < 0)
+            break;
+        double now = now_ms();
+        for (ssize_t j = 0; j < used; j++) {
+            char c = buf[off + (size_t)j];
+            match = c == pat[match] ? match + 1 : c == 'd';
+            if (match == 7) {
+                match = 0;
+                if (toks++ == 0)
+                    first = now;
+                last = now;
+            }
+        }
+        /* keep the start of the body: a whole answer's usage is in it */
+        size_t take = (size_t)used < sizeof whole - 1 - wl ? (size_t)used : sizeof whole - 1 - wl;
+        memcpy(whole + wl, buf + off, take);
+        wl += take;
+        whole[wl] = '\0';
+        if (b.done)
+            break;
+        off = len = 0;
+        ssize_t k = recv(fd, buf, sizeof buf, 0);
+        if (k <= 0)
+            break;
+        len = (size_t)k;
+    }
+    close(fd);
+    if (!b.done && b.mode != HTTP_BODY_CLOSE)
+        goto out;
+    rc = 0;
+    const char *ct = strstr(whole, "\"cached_tokens\":");
+    if (ct)
+        atomic_fetch_add(&m_cached, atol(ct + 16));
+    atomic_fetch_add(&m_tokens, toks);
+    if (h.status >= 200 && h.status < 300)
+        atomic_fetch_add(&m_ok, 1);
+    else if (h.status == 429)
+        atomic_fetch_add(&m_429, 1);
+    else if (h.status < 500)
+        atomic_fetch_add(&m_4xx, 1);
+    else
+        atomic_fetch_add(&m_5xx, 1);
+    if (toks > 0) {
+        long ttft = (long)(first - t0), sp = (long)(last - first);
+        if (ttft > atomic_load(&m_ttft_max))
+            atomic_store(&m_ttft_max, ttft);
+        if (toks > 1 && sp < atomic_load(&m_spread_min))
+            atomic_store(&m_spread_min, sp);
+    }
+out:
+    free(ctx);
+    free(q);
+    free(body);
+    free(msg);
+    return rc;
+}
+
+static void *m_thread(void *arg)
+{
+    (void)arg;
+    for (;;) {
+        long i = atomic_fetch_add(&m_next, 1);
+        if (i >= m_limit)
+            break;
+        if (m_one(i) < 0)
+            atomic_fetch_add(&m_err, 1);
+    }
+    return NULL;
+}
+
+static int run_llm(int argc, char **argv)
+{
+    int conns = atoi(opt(argc, argv, "--conns", "1"));
+    pthread_t th[256];
+
+    m_port = atoi(opt(argc, argv, "--port", "0"));
+    m_chat = flag(argc, argv, "--chat");
+    m_stream = flag(argc, argv, "--stream");
+    m_limit = atol(opt(argc, argv, "--requests", "1"));
+    m_tenants = atoi(opt(argc, argv, "--tenants", "1"));
+    m_ctx = atol(opt(argc, argv, "--context-bytes", "4000"));
+    m_q = atol(opt(argc, argv, "--question-bytes", "200"));
+    m_maxtok = atoi(opt(argc, argv, "--max-tokens", "4"));
+    m_model = opt(argc, argv, "--model", "emu-7b");
+    m_body = opt(argc, argv, "--body", NULL);
+    m_tprefix = opt(argc, argv, "--tenant-prefix", "t");
+    if (conns < 1 || conns > 256 || m_tenants < 1 || m_ctx < 0 || m_q < 0 || m_ctx > (64 << 20)) {
+        fprintf(stderr, "arb_lbtest llm: a value out of range\n");
+        return 2;
+    }
+    signal(SIGPIPE, SIG_IGN);
+    dial_timeout_s = 600;
+    for (int i = 0; i < conns; i++)
+        pthread_create(&th[i], NULL, m_thread, NULL);
+    for (int i = 0; i < conns; i++)
+        pthread_join(th[i], NULL);
+    long sp = atomic_load(&m_spread_min);
+    printf("{\"ok\":%ld,\"s429\":%ld,\"s4xx\":%ld,\"s5xx\":%ld,\"errors\":%ld,"
+           "\"retry_after\":%ld,\"tokens\":%ld,\"cached\":%ld,\"spread_min_ms\":%ld,"
+           "\"ttft_max_ms\":%ld}\n",
+           (long)m_ok, (long)m_429, (long)m_4xx, (long)m_5xx, (long)m_err, (long)m_retry,
+           (long)m_tokens, (long)m_cached, sp == 1L << 40 ? -1 : sp, (long)m_ttft_max);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strcmp(argv[1], "llm") == 0)
+        return run_llm(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "backend") == 0)
         return run_backend(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "load") == 0)
         return run_load(argc - 1, argv + 1);
     if (argc > 1 && strcmp(argv[1], "req") == 0)
         return run_req(argc - 1, argv + 1);
-    fprintf(stderr, "usage: arb_lbtest backend|load|req ...\n");
+    fprintf(stderr, "usage: arb_lbtest backend|load|req|llm ...\n");
     return 2;
 }

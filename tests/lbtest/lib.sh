@@ -48,6 +48,48 @@ backend() {
     eval "PORT_$id=$(cat "$TMP/$id.port")"
 }
 
+# emu ID [ARGS...]: start an emulated LLM replica (arb_llmemu); sets PORT_<ID>, PID_<ID>.
+EMU=$(dirname "$ARB")/tests/arb_llmemu
+emu() {
+    id=$1
+    shift
+    rm -f "$TMP/$id.port"
+    "$EMU" --port-file "$TMP/$id.port" --id "$id" "$@" 2>"$TMP/$id.err" &
+    eval "PID_$id=$!"
+    PIDS="$PIDS $!"
+    wait_for "$TMP/$id.port"
+    eval "PORT_$id=$(cat "$TMP/$id.port")"
+}
+
+# stop_pid PID: stop one process we started, and wait for it.
+stop_pid() {
+    kill "$1" 2>/dev/null
+    wait "$1" 2>/dev/null
+}
+
+# llm ARGS...: OpenAI requests through the proxy (arb_lbtest llm); JSON in $OUT.
+llm() {
+    OUT=$("$LBT" llm --port "$LB_PORT" "$@")
+}
+
+# metric PORT NAME: the sum of a metric's series at a Prometheus endpoint.
+metric() {
+    "$LBT" req --port "$1" --path /metrics | awk -v n="$2" \
+        'index($1, n "{") == 1 || $1 == n { s += $NF } END { print s + 0 }'
+}
+
+# until_true SECONDS CMD...: retry CMD every 50 ms for up to SECONDS.
+until_true() {
+    secs=$1
+    shift
+    i=0
+    while ! "$@"; do
+        i=$((i + 1))
+        [ $i -gt $((secs * 20)) ] && return 1
+        sleep 0.05
+    done
+}
+
 # lb ARGS...: start `arbiter lb` on ephemeral ports; sets LB_PORT, ADMIN_PORT, LB_PID.
 lb() {
     rm -f "$TMP/ready"

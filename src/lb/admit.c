@@ -1,0 +1,283 @@
+/*
+ * admit.c: admission control for inference requests. A replica is
+ * saturated when its engine queue or KV-cache use is above the policy's
+ * thresholds (lb_saturated; kv and inference policies); when every replica
+ * is, a request sent on would only wait at a replica chosen now, for a
+ * prefix that may be elsewhere by the time it runs. So the balancer holds
+ * it (bounded, fair across tenants) and routes it when a replica has room,
+ * with the policy's choice made then; what cannot wait is answered at once
+ * with 429 and a Retry-After the client can act on.
+ *
+ *   px_admit(s) --no one waiting, policy picks a replica----------> routed (px_sess_assign)
+ *       | the policy says -EBUSY (all saturated), or others wait already
+ *       v
+ *   expected wait (queued + 1) / drain rate > --ttft-slo ---------> 429 "slo"
+ *   queue at --max-queue: s's tenant under its fair share
+ *       (max_queue / tenants queued): the newest request of the
+ *       tenant with most queued is shed ("share"), s queued; else --> 429 "full"
+ *       v
+ *   S_QUEUED, per tenant FIFO --px_admit_pump: tenants in turn,
+ *       each its oldest first, while the policy finds room---------> routed
+ *       | queued past --queue-timeout (or the SLO, if shorter)
+ *       +----------------------------------------------------------> 429 "expired"
+ *
+ * Invariants:
+ *  1. A session is in exactly one tenant's FIFO while S_QUEUED, and in none
+ *     otherwise; px->nqueued is the sum of the FIFOs' lengths.
+ *  2. A queued session's timer is on t_queue; nothing is read from its
+ *     client until it is routed (a client that hangs up is dropped).
+ *  3. The pump stops at the first -EBUSY: saturation is the replicas'
+ *     state, not the request's, so no later request would fare better.
+ *
+ * The tenant is the --tenant-header's value, else the API key (the
+ * Authorization header), else one anonymous tenant. The drain rate is the
+ * rate at which inference requests finish (an EWMA, per second); the
+ * controller's autoscaler learns of the queue through the backend source's
+ * note() (proxy.c: note_load spreads it over the replicas).
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lb/proxy_int.h"
+
+static double drain_rate(px_t *px)
+{
+    int64_t dt = px->now_ms - px->rate_at;
+    if (px->rate_at == 0) {
+        px->rate_at = px->now_ms;
+        return 0;
+    }
+    if (dt >= 1000) {
+        double r = (double)px->done_count * 1000.0 / (double)dt;
+        px->done_rate = px->done_rate > 0 ? 0.5 * px->done_rate + 0.5 * r : r;
+        px->done_count = 0;
+        px->rate_at = px->now_ms;
+    }
+    return px->done_rate;
+}
+
+void px_admit_done(px_t *px)
+{
+    px->done_count++;
+    drain_rate(px);
+}
+
+/* Seconds until a request queued now may start, as far as we can tell; 0 unknown. */
+static double expected_wait(px_t *px)
+{
+    double r = drain_rate(px);
+    return r > 0 ? (double)(px->nqueued + 1) / r : 0;
+}
+
+static void reject(px_t *px, px_sess_t *s, const char *why)
+{
+    char extra[64], body[512];
+    double w = expected_wait(px);
+    int after = w > 0 ? (int)ceil(w) : 1;
+
+    if (after < 1)
+        after = 1;
+    if (after > 60)
+        after = 60;
+    snprintf(extra, sizeof extra, "Retry-After: %d\r\n", after);
+    snprintf(body, sizeof body,
+             "{\"error\":{\"message\":\"every replica is busy: %s; retry after %d s\","
+             "\"type\":\"rate_limit_exceeded\",\"code\":429}}",
+             why, after);
+    px_sess_reply(px, s, 429, "Too Many Requests", "application/json", extra, body);
+}
+
+static px_tenant_t *tenant_find(px_t *px, uint64_t id, int *idx)
+{
+    for (int i = 0; i < px->ntenants; i++)
+        if (px->tenants[i]->id == id) {
+            if (idx)
+                *idx = i;
+            return px->tenants[i];
+        }
+    return NULL;
+}
+
+static void tenant_drop(px_t *px, int i)
+{
+    free(px->tenants[i]);
+    px->tenants[i] = px->tenants[--px->ntenants];
+    if (px->tcursor > i)
+        px->tcursor--; /* keep the turn order of the others */
+}
+
+void px_admit_remove(px_t *px, px_sess_t *s)
+{
+    int i;
+    px_tenant_t *t = tenant_find(px, s->inf.tenant, &i);
+    px_sess_t **pp;
+
+    if (s->state != S_QUEUED)
+        return;
+    s->state = S_HEAD; /* the caller sets what comes next */
+    px_timer_del(&s->t);
+    if (!t)
+        return;
+    for (pp = &t->head; *pp && *pp != s; pp = &(*pp)->qnext)
+        ;
+    if (!*pp)
+        return;
+    *pp = s->qnext;
+    if (t->tail == s) {
+        t->tail = NULL;
+        for (px_sess_t *x = t->head; x; x = x->qnext)
+            t->tail = x;
+    }
+    s->qnext = NULL;
+    t->n--;
+    px->nqueued--;
+    if (t->n == 0)
+        tenant_drop(px, i);
+}
+
+static int queue_len_limit(const px_t *px)
+{
+    int ms = px->c->queue_timeout_ms;
+    if (px->c->ttft_slo_ms > 0 && px->c->ttft_slo_ms < ms)
+        ms = px->c->ttft_slo_ms;
+    return ms;
+}
+
+/* Into s's tenant FIFO, or a 429. */
+static void enqueue(px_t *px, px_sess_t *s)
+{
+    const lb_proxy_conf_t *c = px->c;
+    px_tenant_t *t = tenant_find(px, s->inf.tenant, NULL);
+    double w;
+    /* several loops: each holds its share of the bound */
+    int maxq = px->hub ? (c->max_queue + px->hub->nloops - 1) / px->hub->nloops : c->max_queue;
+
+    if (maxq <= 0) {
+        px->ad.rejected_full++;
+        reject(px, s, "no admission queue");
+        return;
+    }
+    if (c->ttft_slo_ms > 0 && (w = expected_wait(px)) * 1000 > c->ttft_slo_ms) {
+        px->ad.rejected_slo++;
+        reject(px, s, "the expected wait exceeds the TTFT SLO");
+        return;
+    }
+    if (px->nqueued >= maxq) {
+        int share = maxq / (px->ntenants + (t ? 0 : 1));
+        px_tenant_t *big = NULL;
+        for (int i = 0; i < px->ntenants; i++)
+            if (!big || px->tenants[i]->n > big->n)
+                big = px->tenants[i];
+        if ((t ? t->n : 0) >= share || !big || big == t) {
+            px->ad.rejected_full++;
+            reject(px, s, "the admission queue is full");
+            return;
+        }
+        px_sess_t *victim = big->tail; /* the newest of the greediest tenant */
+        px->ad.rejected_share++;
+        reject(px, victim, "the tenant is over its fair share of the queue");
+        px_sess_kick(px, victim);
+        t = tenant_find(px, s->inf.tenant, NULL);
+    }
+    if (!t) {
+        if (px->ntenants == px->captenants) {
+            int cap = px->captenants ? px->captenants * 2 : 16;
+            px_tenant_t **v = realloc(px->tenants, (size_t)cap * sizeof *v);
+            if (!v) {
+                reject(px, s, "out of memory");
+                return;
+            }
+            px->tenants = v;
+            px->captenants = cap;
+        }
+        t = calloc(1, sizeof *t);
+        if (!t) {
+            reject(px, s, "out of memory");
+            return;
+        }
+        t->id = s->inf.tenant;
+        px->tenants[px->ntenants++] = t;
+    }
+    s->qnext = NULL;
+    if (t->tail)
+        t->tail->qnext = s;
+    else
+        t->head = s;
+    t->tail = s;
+    t->n++;
+    px->nqueued++;
+    px->ad.queued++;
+    s->state = S_QUEUED;
+    s->inf.queued_ns = px->now_ns;
+    px->t_queue.len_ms = queue_len_limit(px);
+    px_timer_set(px, &px->t_queue, &s->t);
+}
+
+void px_admit(px_t *px, px_sess_t *s)
+{
+    if (px->nqueued == 0 && px_sess_assign(px, s) != -EBUSY)
+        return;
+    enqueue(px, s);
+    if (px->nqueued > 0)
+        px_admit_pump_but(px, s); /* s's own state machine is running: not kicked */
+}
+
+void px_admit_pump(px_t *px)
+{
+    px_admit_pump_but(px, NULL);
+}
+
+void px_admit_pump_but(px_t *px, px_sess_t *self)
+{
+    /* a kicked session may finish at once and pump again: the loop below
+     * goes on anyway, so the inner call has nothing to do */
+    if (px->pumping)
+        return;
+    px->pumping = true;
+    while (px->nqueued > 0 && !px->stopping) {
+        if (px->tcursor >= px->ntenants)
+            px->tcursor = 0;
+        int i = px->tcursor;
+        px_tenant_t *t = px->tenants[i];
+        px_sess_t *s = t->head;
+
+        /* out of the line, so that routing owns it; its timer stays on
+         * t_queue until routing moves it */
+        t->head = s->qnext;
+        if (!t->head)
+            t->tail = NULL;
+        s->qnext = NULL;
+        t->n--;
+        px->nqueued--;
+        s->state = S_HEAD;
+        if (px_sess_assign(px, s) == -EBUSY) {
+            /* back at the head of its tenant's line; its turn and its age kept */
+            s->qnext = t->head;
+            t->head = s;
+            if (!t->tail)
+                t->tail = s;
+            t->n++;
+            px->nqueued++;
+            s->state = S_QUEUED;
+            px->pumping = false;
+            return;
+        }
+        px->ad.dispatched++;
+        if (t->n == 0)
+            tenant_drop(px, i); /* the last one moved into its place takes the turn */
+        else
+            px->tcursor = i + 1;
+        if (s != self)
+            px_sess_kick(px, s); /* a pooled connection's edge came long ago */
+    }
+    px->pumping = false;
+}
+
+void px_admit_expired(px_t *px, px_sess_t *s)
+{
+    px->ad.expired++;
+    reject(px, s, "queued past the queue timeout or TTFT SLO");
+    px_sess_kick(px, s);
+}
