@@ -6,9 +6,11 @@
  * (bind failed, backend unresolvable), 2 on bad usage.
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli/cli.h"
 #include "lb/proxy.h"
@@ -32,7 +34,11 @@
     "  --eject-base MS       first ejection's length, doubling per repeat (1000), up to\n"         \
     "  --eject-max MS        (30000)\n"                                                            \
     "  --slow-start MS       ramp a returning backend's weight up over MS (5000; 0 = off)\n"       \
-    "  --max-conns N         client connections (10000)\n"                                         \
+    "  --max-conns N         client connections (default: what the open-file limit allows, "       \
+    "raised\n"                                                                                     \
+    "                        to its hard limit at start: two descriptors each)\n"                  \
+    "  --maxconn N           requests in flight per backend (HAProxy's maxconn; 0 = no cap):\n"    \
+    "                        more wait in the queue (--max-queue, --queue-timeout), then 429\n"    \
     "  --admin ADDR          serve /metrics, /backends, /healthz there\n"                          \
     "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
     "  --ready-file FILE     write the bound addresses there once listening\n"                     \
@@ -55,6 +61,41 @@
     "  --queue-timeout MS    a held request is answered 429 after MS (30000)\n"                    \
     "  --ttft-slo MS         answer 429 at once when the expected wait exceeds MS (0 = off)\n"     \
     "SIGHUP re-reads --backends-file; SIGTERM drains and stops.\n"
+
+/* The open-file limit raised to its hard limit, and --max-conns sized from
+ * it: a client connection costs two descriptors (it and its backend's),
+ * and listeners, pools, checks and scrapes need some more. A --max-conns
+ * the limit cannot hold is kept, with a warning: what runs out then is
+ * answered 503 and logged, and never blamed on a backend (proxy.c). */
+static void size_conns(lb_proxy_conf_t *c, bool given)
+{
+    struct rlimit rl;
+    long have = 1024;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rlim_t cur = rl.rlim_cur;
+            rl.rlim_cur = rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+                rl.rlim_cur = cur;
+        }
+        have = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 4000000 ? 4000000 : (long)rl.rlim_cur;
+    }
+    long room = have > 256 ? (have - 128) / 2 : have / 4;
+    if (room < 1)
+        room = 1;
+    if (room > 1000000)
+        room = 1000000;
+    if (!given) {
+        c->max_conns = (int)room;
+    } else if (c->max_conns > room) { /* the operator's word; said, and kept */
+        fprintf(stderr,
+                "arbiter lb: warning: --max-conns %d: the open-file limit (%ld) holds %ld "
+                "client connections (two descriptors each); past that, clients are refused "
+                "with 503 (raise ulimit -n)\n",
+                c->max_conns, have, room);
+    }
+}
 
 enum {
     O_LISTEN = 256,
@@ -82,6 +123,7 @@ enum {
     O_EJM,
     O_SLOW,
     O_MAXC,
+    O_MAXCONN,
     O_ADMIN,
     O_LOG,
     O_READY,
@@ -131,6 +173,7 @@ static const struct option lb_opts[] = {
     {"eject-max", required_argument, 0, O_EJM},
     {"slow-start", required_argument, 0, O_SLOW},
     {"max-conns", required_argument, 0, O_MAXC},
+    {"maxconn", required_argument, 0, O_MAXCONN},
     {"admin", required_argument, 0, O_ADMIN},
     {"access-log", required_argument, 0, O_LOG},
     {"ready-file", required_argument, 0, O_READY},
@@ -188,7 +231,7 @@ int cli_lb(int argc, char **argv)
     lb_target_t *t = NULL;
     int nt = 0, opt, rc = 2;
     const char *bfile = NULL, *service = NULL, *controller = NULL, *scrape = NULL;
-    bool policy_given = false;
+    bool policy_given = false, max_conns_given = false;
     int iv;
     double dv;
     arb_err_t err = {{0}};
@@ -307,6 +350,10 @@ int cli_lb(int argc, char **argv)
             break;
         case O_MAXC:
             ok = int_arg("max-conns", optarg, 1, 1000000, &c.max_conns);
+            max_conns_given = true;
+            break;
+        case O_MAXCONN:
+            ok = int_arg("maxconn", optarg, 0, 1000000, &c.maxconn);
             break;
         case O_ADMIN:
             c.admin = optarg;
@@ -413,6 +460,7 @@ int cli_lb(int argc, char **argv)
     }
     if (c.eject_max_ms < c.eject_base_ms)
         c.eject_max_ms = c.eject_base_ms;
+    size_conns(&c, max_conns_given);
     /* LLM replicas: the inference policy by default, prompts read, metrics scraped */
     if (c.openai && !policy_given)
         c.policy = &lb_inference_ops;

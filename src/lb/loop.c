@@ -72,8 +72,10 @@ static void do_accept_on(px_t *px, int lfd, bool admin)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                px->accept_paused = !admin;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                px->accept_paused = !admin; /* until a session ends and frees a descriptor */
+                px_own_failure(px, -errno, "accepting a client");
+            }
             return;
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);

@@ -43,8 +43,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +55,41 @@
 
 static void sess_assign(px_t *px, px_sess_t *s);
 static void sess_route(px_t *px, px_sess_t *s);
+
+bool px_own_errno(int err)
+{
+    err = err < 0 ? -err : err;
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM ||
+           err == EADDRNOTAVAIL;
+}
+
+void px_own_failure(px_t *px, int err, const char *doing)
+{
+    px->own_failures++;
+    px->own_unsaid++;
+    if (px->own_said_ms && px->now_ms - px->own_said_ms < 10000)
+        return;
+    fprintf(stderr,
+            "arbiter lb: out of resources %s: %s (%llu time%s since the last word); no backend "
+            "is blamed for it: raise the open-file limit (ulimit -n, LimitNOFILE=) or lower "
+            "--max-conns\n",
+            doing, strerror(err < 0 ? -err : err), (unsigned long long)px->own_unsaid,
+            px->own_unsaid == 1 ? "" : "s");
+    px->own_said_ms = px->now_ms;
+    px->own_unsaid = 0;
+}
+
+/* Has the client of a session waiting for its response gone? Its socket
+ * says end of stream (or an error), with nothing left to read: a request
+ * sent and then the connection closed. Pipelined bytes waiting mean no. */
+static bool client_gone(px_sess_t *s)
+{
+    char c;
+    if (!s->hup)
+        return false;
+    ssize_t n = recv(s->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
 
 /* ---- clock, timers, buffers ------------------------------------------------- */
 
@@ -348,6 +385,12 @@ int px_sess_assign(px_t *px, px_sess_t *s)
             sess_attach(px, s, bc);
             return 0;
         }
+        if (px_own_errno(err)) { /* ours, not the backend's: no ejection, no retry */
+            px_own_failure(px, err, "connecting to a backend");
+            px_sess_reply_text(px, s, 503, "Service Unavailable",
+                               "the balancer is out of resources (open files); retry");
+            return 0;
+        }
         b->st.connect_fail++;
         px_backend_failed(px, b);
         if (s->ntried < (int)(sizeof s->tried / sizeof s->tried[0]))
@@ -595,6 +638,8 @@ static void sess_finish(px_t *px, px_sess_t *s)
         memset(&s->inf, 0, sizeof s->inf);
         px_admit_done(px);
         px_admit_pump(px); /* a replica may have room now */
+    } else if (px->nqueued > 0 && px->c->maxconn > 0) {
+        px_admit_pump(px); /* a backend slot under --maxconn is free now */
     }
     if (!s->keep || !s->reqb.done) {
         px_sess_close(px, s);
@@ -619,6 +664,39 @@ static void sess_finish(px_t *px, px_sess_t *s)
     px_timer_set(px, &px->t_client, &s->t);
 }
 
+/* The response head at out[at..resp_off), from a backend that closes its
+ * connection after it (HTTP/1.0, Connection: close), told as the client's
+ * connection stays open (its framing is a length or chunks): the status
+ * line gets the request's HTTP/1.x, and the hop-by-hop Connection and
+ * Keep-Alive lines go, so that a client with requests pipelined behind this
+ * one reads on. The head only shrinks, in place, before any of it is sent. */
+static void head_for_client(px_sess_t *s, uint32_t at)
+{
+    char *h = s->out + at;
+    uint32_t len = s->resp_off - at, i = 0;
+
+    if (len > 8 && memcmp(h, "HTTP/1.", 7) == 0 && s->req.minor == 1)
+        h[7] = '1';
+    while (i < len && h[i] != '\n') /* past the status line */
+        i++;
+    i++;
+    while (i + 2 <= len && !(h[i] == '\r' && h[i + 1] == '\n')) {
+        uint32_t e = i;
+        while (e < len && h[e] != '\n')
+            e++;
+        e = e < len ? e + 1 : len;
+        if ((e - i > 11 && strncasecmp(h + i, "connection:", 11) == 0) ||
+            (e - i > 11 && strncasecmp(h + i, "keep-alive:", 11) == 0)) {
+            memmove(h + i, h + e, s->out_len - (at + e));
+            s->out_len -= e - i;
+            s->resp_off -= e - i;
+            len -= e - i;
+            continue;
+        }
+        i = e;
+    }
+}
+
 /* Parse what arrived from the backend: out[resp_off..out_len). Returns -1
  * when the session was failed. */
 static int resp_parse(px_t *px, px_sess_t *s)
@@ -637,6 +715,7 @@ static int resp_parse(px_t *px, px_sess_t *s)
                 px_sess_backend_failed(px, s, F_BAD_RESPONSE);
                 return -1;
             }
+            uint32_t head_at = s->resp_off;
             s->resp_off += (uint32_t)rc;
             if (s->resp.status >= 100 && s->resp.status < 200 && s->resp.status != 101)
                 continue; /* 100 Continue and friends: pass on, a final head follows */
@@ -653,11 +732,13 @@ static int resp_parse(px_t *px, px_sess_t *s)
                 s->reqb.done = false;
                 s->req_end = s->in_len;
             }
-            if (s->resp.conn_close || (s->resp.minor == 0 && !s->resp.conn_keep) ||
-                s->respb.mode == HTTP_BODY_CLOSE) {
+            bool backend_closes = s->resp.conn_close || (s->resp.minor == 0 && !s->resp.conn_keep);
+            if (backend_closes || s->respb.mode == HTTP_BODY_CLOSE)
                 s->bc_reusable = false;
-                s->keep = false;
-            }
+            if (s->respb.mode == HTTP_BODY_CLOSE)
+                s->keep = false; /* only the end of the stream ends this body */
+            else if (backend_closes && s->keep)
+                head_for_client(s, head_at); /* the client's connection outlives the backend's */
         } else {
             ssize_t k = http_body_feed(&s->respb, s->out + s->resp_off, s->out_len - s->resp_off);
             if (k < 0) {
@@ -886,8 +967,18 @@ void px_sess_run(px_t *px, px_sess_t *s)
                 px_sess_close(px, s);
             return;
         case S_CONNECT:
+            if (s->reqb.done && client_gone(s)) { /* no one will read the answer */
+                px->client_aborts++;
+                px_sess_close(px, s); /* closes the backend connection too, at once */
+                return;
+            }
             return; /* the backend connection's event moves us on */
         case S_FWD: {
+            if (s->reqb.done && client_gone(s)) {
+                px->client_aborts++;
+                px_sess_close(px, s);
+                return;
+            }
             int rc = sess_pump(px, s);
             if (rc < 0) {
                 if (s->kind == PX_DEAD)

@@ -107,7 +107,9 @@ typedef struct lb_proxy_conf {
     int eject_base_ms, eject_max_ms;
     int slow_start_ms; /* 0: none */
     int retries;       /* other backends tried after a failed connect */
-    int max_conns;
+    int max_conns;     /* client connections at once (lb.c sizes it from the open-file limit) */
+    int maxconn;       /* requests in flight per backend (HAProxy's maxconn); more wait in
+                          the admission queue (max_queue, queue_timeout_ms); 0: no cap */
     const char *access_log; /* NULL, a path, or "-" for stdout */
     const char *ready_file; /* NULL, or where to write the bound addresses */
     uint64_t seed;          /* randomness for p2c, feedback; 0: from the clock */

@@ -255,6 +255,10 @@ typedef struct px {
     bool log_dirty;
     http_want_t want;
     uint64_t accepted, retries, no_backend, bad_requests;
+    uint64_t own_failures;  /* our own resource failures (EMFILE, ...): no backend blamed */
+    uint64_t client_aborts; /* clients gone before their response: backend connection closed */
+    int64_t own_said_ms;    /* when the last own failure was logged */
+    uint64_t own_unsaid;    /* own failures since then */
     px_stats_t total;
     /* inference (oai.h, scrape.c, admit.c) */
     lb_pindex_t *pindex;   /* the prefix index the policy uses (shared by the loops) */
@@ -328,6 +332,12 @@ void px_sess_close(px_t *px, px_sess_t *s);
 void px_sess_run(px_t *px, px_sess_t *s);
 void px_sess_backend_failed(px_t *px, px_sess_t *s, int why);
 void px_sess_reply_text(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg);
+/* Is -err a failure of this process's own resources (open files, buffers,
+ * memory, local ports) rather than of the peer? Such failures are logged
+ * (px_own_failure, at most one line per 10 s) and never count against a
+ * backend. */
+bool px_own_errno(int err);
+void px_own_failure(px_t *px, int err, const char *doing);
 void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev);
 /* the loop (loop.c): accept what is pending (accepting resumes after a close) */
 void px_accept(px_t *px);

@@ -23,10 +23,11 @@
  *       answered 200, failures (another status, a closed connection), the
  *       registrations' p50 and p99, and the heartbeats' p50, p99 and max in
  *       ms (`make bench-conns`).
- *   arb_hostile send --to HOST:PORT [--wait MS]
- *       Bytes from stdin sent as they are on one connection; what comes back
- *       (until the server closes, or MS of silence, default 2000) goes to
- *       stdout. For framing tests: the bytes no client library would send.
+ *   arb_hostile send --to HOST:PORT [--wait MS] [--half-close]
+ *       Bytes from stdin sent as they are on one connection (then its write
+ *       side shut with --half-close); what comes back (until the server
+ *       closes, or MS of silence, default 2000) goes to stdout; then it
+ *       closes. For framing tests: the bytes no client library would send.
  *
  * Exit 0 when it ran (the test judges the figures), 2 on usage errors.
  */
@@ -62,9 +63,9 @@ static double now_s(void)
 static int usage(void)
 {
     fprintf(stderr, "usage: arb_hostile slowloris|hold|agents --to HOST:PORT --conns N "
-                    "[--from ADDR[:K]] "
+                    "[--from ADDR[:K]] [--token-fmt F] "
                     "[--every MS] [--for S]\n"
-                    "       arb_hostile send --to HOST:PORT [--wait MS]\n");
+                    "       arb_hostile send --to HOST:PORT [--wait MS] [--half-close]\n");
     return 2;
 }
 
@@ -91,7 +92,7 @@ static void raise_nofile(void)
     }
 }
 
-static int run_send(const struct sockaddr_in *to, int wait_ms)
+static int run_send(const struct sockaddr_in *to, int wait_ms, bool half_close)
 {
     int fd = socket(AF_INET, SOCK_STREAM, 0);
     char buf[65536];
@@ -108,7 +109,8 @@ static int run_send(const struct sockaddr_in *to, int wait_ms)
                 goto rd;
             off += k;
         }
-    shutdown(fd, SHUT_WR); /* all sent; the server may still answer */
+    if (half_close)
+        shutdown(fd, SHUT_WR); /* all sent; the server may still answer */
 rd:
     for (;;) {
         struct pollfd p = {fd, POLLIN, 0};
@@ -320,11 +322,16 @@ int main(int argc, char **argv)
 {
     const char *mode = argc > 1 ? argv[1] : "", *to_s = NULL, *from_s = NULL, *token_fmt = NULL;
     int conns = 0, every_ms = 0, wait_ms = 2000, nfrom = 1;
+    bool half_close = false;
     double for_s = 30;
     struct sockaddr_in to, from;
 
     for (int i = 2; i < argc; i++) {
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+        if (!strcmp(argv[i], "--half-close")) { /* the one flag without a value */
+            half_close = true;
+            continue;
+        }
         if (!v)
             return usage();
         if (!strcmp(argv[i], "--to"))
@@ -341,6 +348,7 @@ int main(int argc, char **argv)
             wait_ms = atoi(v);
         else if (!strcmp(argv[i], "--token-fmt"))
             token_fmt = v;
+
         else
             return usage();
         i++;
@@ -348,7 +356,7 @@ int main(int argc, char **argv)
     if (!to_s || parse_addr(to_s, &to) < 0)
         return usage();
     if (!strcmp(mode, "send"))
-        return run_send(&to, wait_ms);
+        return run_send(&to, wait_ms, half_close);
     bool talk = !strcmp(mode, "slowloris"), agents = !strcmp(mode, "agents");
     if (every_ms == 0)
         every_ms = agents ? 5000 : 1000;
