@@ -48,7 +48,7 @@ const cli_cmd_t cli_cmds[] = {
      cli_controller, true},
     {"init", "make a cluster's CA, certificates and admin token (TLS across machines)",
      "arbiter init DIR [--host NAME ...] | init node NAME DIR [--host NAME ...] | "
-     "init user NAME DIR [--role R] [--team T]",
+     "init user NAME DIR [--role R] [--team T] | init server NAME DIR [--host NAME ...]",
      cli_init, true},
     {"submit", "submit a job (an Arbiter spec, a Kubernetes manifest, a Slurm script); prints ids",
      "arbiter submit -f FILE [--dry-run] | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "

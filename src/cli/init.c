@@ -16,6 +16,9 @@
  *                                   127.0.0.1)
  *   arbiter init user NAME DIR [--role user|admin|agent] [--team TEAM]
  *       DIR/user-NAME.crt, .key     a client certificate for the CLI or a balancer
+ *   arbiter init server NAME DIR [--host NAME ...]
+ *       DIR/server-NAME.crt, .key   a TLS server certificate (no role): what
+ *                                   `arbiter lb --cert-file` serves
  *
  * Keys are written 0600, nothing is ever overwritten, and DIR is made 0700
  * when it does not exist.
@@ -37,6 +40,7 @@ static int usage_to(FILE *f, int rc)
     fprintf(f, "usage: arbiter init DIR [--host NAME ...]\n"
                "       arbiter init node NAME DIR [--host NAME ...]\n"
                "       arbiter init user NAME DIR [--role user|admin|agent] [--team TEAM]\n"
+               "       arbiter init server NAME DIR [--host NAME ...]\n"
                "\n"
                "  DIR               the cluster's credentials: ca.crt (give it to every client: "
                "--cacert,\n"
@@ -48,6 +52,8 @@ static int usage_to(FILE *f, int rc)
                "                    report as NAME only) and its log server\n"
                "  user NAME DIR     user-NAME.crt/.key: a client certificate (default role user, "
                "team default)\n"
+               "  server NAME DIR   server-NAME.crt/.key: a TLS server certificate (arbiter lb "
+               "--cert-file)\n"
                "  --host NAME       a DNS name or IPv4 address the certificate is valid for "
                "(repeat; localhost\n"
                "                    and 127.0.0.1 are always in)\n"
@@ -152,7 +158,8 @@ int cli_init(int argc, char **argv)
 
     if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
         return usage_to(stdout, 0);
-    if (argc > 1 && (!strcmp(argv[1], "node") || !strcmp(argv[1], "user"))) {
+    if (argc > 1 &&
+        (!strcmp(argv[1], "node") || !strcmp(argv[1], "user") || !strcmp(argv[1], "server"))) {
         kind = argv[1];
         if (argc < 4)
             return usage_to(stderr, 2);
@@ -199,7 +206,7 @@ int cli_init(int argc, char **argv)
                 kind, name);
         return 2;
     }
-    if (!kind || !strcmp(kind, "node")) { /* server certificates: local names always */
+    if (!kind || strcmp(kind, "user")) { /* server certificates: local names always */
         hosts[nhosts++] = "localhost";
         hosts[nhosts++] = "127.0.0.1";
     }
@@ -213,9 +220,9 @@ int cli_init(int argc, char **argv)
     char base[80];
     const char *names[INIT_MAX_HOSTS + 3];
     int nn = 0;
-    bool node = !strcmp(kind, "node");
+    bool node = !strcmp(kind, "node"), server = !strcmp(kind, "server");
     snprintf(base, sizeof base, "%s-%s", kind, name);
-    if (node) { /* its log server is reached by its name, too */
+    if (node || server) { /* reached by its name, too (a node: its log server) */
         names[nn++] = name;
         for (int k = 0; k < nhosts; k++)
             if (strcmp(hosts[k], name))
@@ -223,12 +230,15 @@ int cli_init(int argc, char **argv)
     }
     pki_leaf_t l = {.base = base,
                     .cn = name,
-                    .o = node ? "agent" : role,
-                    .ou = node   ? "nodes"
+                    .o = server ? NULL
+                         : node ? "agent"
+                                : role,
+                    .ou = server ? NULL
+                          : node ? "nodes"
                           : team ? team
                                  : "default",
-                    .server = node,
-                    .client = true,
+                    .server = node || server,
+                    .client = !server,
                     .hosts = names,
                     .nhosts = nn,
                     .days = 825};
@@ -236,7 +246,12 @@ int cli_init(int argc, char **argv)
         fprintf(stderr, "arbiter init: %s\n", err.msg);
         return 1;
     }
-    if (node)
+    if (server)
+        printf(
+            "arbiter init: %s/%s.crt and .key: a TLS server certificate for %s\n"
+            "  arbiter lb --listen 0.0.0.0:8443 --cert-file %s/%s.crt --key-file %s/%s.key ...\n",
+            dir, base, name, dir, base, dir, base);
+    else if (node)
         printf("arbiter init: %s/%s.crt and .key: node '%s' (acts as that node only)\n"
                "  arbiter agent --name %s --controller https://CONTROLLER:7070 --cacert %s/ca.crt "
                "\\\n      --cert-file %s/%s.crt --key-file %s/%s.key\n",

@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "lb/proxy.h"
+#include "tls/tls.h"
 
 #define LB_USAGE                                                                                   \
     "usage: arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --backends-file FILE |\n" \
@@ -39,6 +40,8 @@
     "                        to its hard limit at start: two descriptors each)\n"                  \
     "  --maxconn N           requests in flight per backend (HAProxy's maxconn; 0 = no cap):\n"    \
     "                        more wait in the queue (--max-queue, --queue-timeout), then 429\n"    \
+    "  --cert-file F --key-file K  terminate TLS on --listen (HTTPS; arbiter init server NAME "    \
+    "DIR)\n"                                                                                       \
     "  --admin ADDR          serve /metrics, /backends, /healthz there\n"                          \
     "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
     "  --ready-file FILE     write the bound addresses there once listening\n"                     \
@@ -124,6 +127,8 @@ enum {
     O_SLOW,
     O_MAXC,
     O_MAXCONN,
+    O_CERT,
+    O_KEY,
     O_ADMIN,
     O_LOG,
     O_READY,
@@ -174,6 +179,8 @@ static const struct option lb_opts[] = {
     {"slow-start", required_argument, 0, O_SLOW},
     {"max-conns", required_argument, 0, O_MAXC},
     {"maxconn", required_argument, 0, O_MAXCONN},
+    {"cert-file", required_argument, 0, O_CERT},
+    {"key-file", required_argument, 0, O_KEY},
     {"admin", required_argument, 0, O_ADMIN},
     {"access-log", required_argument, 0, O_LOG},
     {"ready-file", required_argument, 0, O_READY},
@@ -355,6 +362,12 @@ int cli_lb(int argc, char **argv)
         case O_MAXCONN:
             ok = int_arg("maxconn", optarg, 0, 1000000, &c.maxconn);
             break;
+        case O_CERT:
+            c.tls_cert_file = optarg;
+            break;
+        case O_KEY:
+            c.tls_key_file = optarg;
+            break;
         case O_ADMIN:
             c.admin = optarg;
             break;
@@ -461,6 +474,15 @@ int cli_lb(int argc, char **argv)
     if (c.eject_max_ms < c.eject_base_ms)
         c.eject_max_ms = c.eject_base_ms;
     size_conns(&c, max_conns_given);
+    if (c.tls_cert_file || c.tls_key_file) { /* checked now: a clear word before listening */
+        tls_files_t tf = {.cert_file = c.tls_cert_file, .key_file = c.tls_key_file};
+        tls_server_t ts = {0};
+        if (tls_server_load(&tf, &ts, &err) < 0) {
+            fprintf(stderr, "arbiter lb: %s\n", err.msg);
+            goto out;
+        }
+        tls_server_free(&ts);
+    }
     /* LLM replicas: the inference policy by default, prompts read, metrics scraped */
     if (c.openai && !policy_given)
         c.policy = &lb_inference_ops;

@@ -10,7 +10,9 @@
  * touching epoll: one epoll_ctl per socket for its whole life.
  *
  * A client session, one request at a time (pipelined requests wait in the
- * input buffer for their turn):
+ * input buffer for their turn; with --cert-file the TLS handshake runs in
+ * S_HEAD before the first byte of a head, and the client is read and
+ * written through px_crecv/px_csend, ltls.c):
  *
  *        +-----------+  head parsed, picked, pooled conn   +-------+
  *   ---->|  S_HEAD   |------------------------------------>| S_FWD |--+
@@ -176,6 +178,7 @@ void px_sess_close(px_t *px, px_sess_t *s)
         px_bconn_close(px, s->bc);
         s->bc = NULL;
     }
+    px_tls_end(s);
     close(s->fd);
     in_free(px, s);
     free(s->inf.blocks);
@@ -216,6 +219,13 @@ void px_sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *pe
     s->admin = admin;
     s->t.owner = s;
     s->peer = *peer;
+    if (px_tls_session(px, s) < 0) { /* --cert-file: a TLS server session (ltls.c) */
+        epoll_ctl(px->ep, EPOLL_CTL_DEL, fd, NULL);
+        px_buf_put(px, s->in);
+        free(s);
+        close(fd);
+        return;
+    }
     px->nsess++;
     if (!admin)
         px->nclients++;
@@ -526,11 +536,11 @@ static void sess_body(px_t *px, px_sess_t *s)
         if (!s->rd)
             return;
         size_t want = s->in_cap - s->in_len;
-        ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
+        ssize_t n = px_crecv(s, s->in + s->in_len, want);
         if (n > 0) {
             size_t old = s->in_len;
             s->in_len += (uint32_t)n;
-            if ((size_t)n < want && !s->hup)
+            if (px_cdrained(s, (size_t)n, want))
                 s->rd = false;
             if (s->req_end == old) {
                 ssize_t k = http_body_feed(&s->reqb, s->in + old, (size_t)n);
@@ -609,7 +619,7 @@ static void sess_start(px_t *px, px_sess_t *s)
     if (s->inf.kind != OAI_NONE && !s->reqb.done && body_wanted(px, s)) {
         /* read the whole body first: routing needs the prompt */
         if (s->req.expect_continue)
-            (void)!send(s->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL);
+            (void)!px_csend(s, "HTTP/1.1 100 Continue\r\n\r\n", 25);
         s->state = S_BODY;
         px_timer_set(px, &px->t_client, &s->t);
         return;
@@ -791,7 +801,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
         }
         if (s->in_len < s->in_cap) {
             size_t want = s->in_cap - s->in_len;
-            n = recv(s->fd, s->in + s->in_len, want, 0);
+            n = px_crecv(s, s->in + s->in_len, want);
             if (n > 0) {
                 size_t old = s->in_len;
                 s->in_len += (uint32_t)n;
@@ -803,7 +813,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
                     }
                     s->req_end += (uint32_t)k;
                 }
-                if ((size_t)n < want && !s->hup)
+                if (px_cdrained(s, (size_t)n, want))
                     s->rd = false;
                 prog = true;
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -866,7 +876,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
     /* 4. out -> client */
     if (s->out_sent < s->resp_off && s->wr) {
         size_t want = s->resp_off - s->out_sent;
-        n = send(s->fd, s->out + s->out_sent, want, MSG_NOSIGNAL);
+        n = px_csend(s, s->out + s->out_sent, want);
         if (n > 0) {
             s->out_sent += (uint32_t)n;
             s->resp_started = true;
@@ -892,7 +902,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
 static int sess_write_reply(px_t *px, px_sess_t *s)
 {
     while (s->out_sent < s->out_len && s->wr) {
-        ssize_t n = send(s->fd, s->out + s->out_sent, s->out_len - s->out_sent, MSG_NOSIGNAL);
+        ssize_t n = px_csend(s, s->out + s->out_sent, s->out_len - s->out_sent);
         if (n > 0) {
             s->out_sent += (uint32_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -939,13 +949,18 @@ void px_sess_run(px_t *px, px_sess_t *s)
                 px_sess_close(px, s);
                 return;
             }
-            if (!s->rd)
+            int hs = px_tls_handshake(s); /* TLS first (ltls.c), either way it waits */
+            if (hs < 0) {
+                px_sess_close(px, s);
+                return;
+            }
+            if (hs == 0 || !s->rd)
                 return;
             size_t want = s->in_cap - s->in_len;
-            ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
+            ssize_t n = px_crecv(s, s->in + s->in_len, want);
             if (n > 0) {
                 s->in_len += (uint32_t)n;
-                if ((size_t)n < want && !s->hup)
+                if (px_cdrained(s, (size_t)n, want))
                     s->rd = false;
                 px_timer_set(px, &px->t_client, &s->t);
                 continue;

@@ -93,8 +93,9 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
 void lb_source_fini(lb_source_t *s);
 
 typedef struct lb_proxy_conf {
-    const char *listen; /* "127.0.0.1:8080"; port 0 picks one */
-    const char *admin;  /* NULL, or the admin listener's address */
+    const char *listen;                       /* "127.0.0.1:8080"; port 0 picks one */
+    const char *tls_cert_file, *tls_key_file; /* serve HTTPS on listen (NULL: plain) */
+    const char *admin;                        /* NULL, or the admin listener's address */
     lb_source_t source;
     const lb_ops_t *policy;
     lb_opts_t opts;

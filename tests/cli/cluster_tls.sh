@@ -17,7 +17,9 @@
 #   - a node's certificate cannot report as another node (403, nothing
 #     applied);
 #   - a service of two replicas, and `arbiter lb --service` following it
-#     over TLS with the balancer's certificate: requests reach both.
+#     over TLS with the balancer's client certificate, terminating TLS on its
+#     own listener with a server certificate (init server): HTTPS requests
+#     reach both replicas; plain HTTP to that port gets nothing.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
 ARB=$1
@@ -33,6 +35,7 @@ $ARB init "$P" --host 127.0.0.1 > "$T/init.out" || cl_fail "init: $(cat "$T/init
 for n in 1 2 3 4; do $ARB init node "node-$n" "$P" >/dev/null || cl_fail "init node-$n"; done
 $ARB init user alice "$P" --team team-a >/dev/null || cl_fail "init user alice"
 $ARB init user balancer "$P" --team team-a >/dev/null || cl_fail "init user balancer"
+$ARB init server lb "$P" >/dev/null || cl_fail "init server lb"
 for k in ca controller admin node-node-1 user-alice; do
     [ "$(stat -c %a "$P/$k.key")" = 600 ] || cl_fail "$k.key is mode $(stat -c %a "$P/$k.key")"
 done
@@ -133,6 +136,7 @@ alice logs "$TP" --log-dir "$T/elsewhere" | grep -q "^ARBITER_NODE=$node$" || cl
 
 # ---- a node's certificate is its identity --------------------------------------------------
 v2=$(admin nodes -o json | tr -d ' \n' | sed -n 's/.*"name":"node-2","state":"[A-Za-z]*","version":\([0-9]*\).*/\1/p')
+row2=$(admin nodes | awk '$1 == "node-2" {print $2, $3}')
 [ "$(code --cacert "$P/ca.crt" --cert "$P/node-node-1.crt" --key "$P/node-node-1.key" -X POST \
     -d '{"tasks": [], "inventory": {"cpu": 1, "memory": "1Gi", "gpus": []}}' \
     "$ARBITER_URL/v1/nodes/node-2/report")" = 403 ] || cl_fail "node-1 reported as node-2: $(cat "$T/body")"
@@ -141,7 +145,8 @@ grep -q "acts as node 'node-1' only" "$T/body" || cl_fail "$(cat "$T/body")"
     "$ARBITER_URL/v1/nodes/node-2/assignments")" = 403 ] || cl_fail "node-1 read node-2's assignments"
 v2b=$(admin nodes -o json | tr -d ' \n' | sed -n 's/.*"name":"node-2","state":"[A-Za-z]*","version":\([0-9]*\).*/\1/p')
 [ -n "$v2" ] && [ "$v2" = "$v2b" ] || cl_fail "node-2 changed: version $v2 -> $v2b"
-admin nodes | grep -Eq "^node-2 +Ready +8/8 " || cl_fail "node-2 lost its GPUs: $(admin nodes)"
+[ "$(admin nodes | awk '$1 == "node-2" {print $2, $3}')" = "$row2" ] ||
+    cl_fail "node-2 changed: $row2 -> $(admin nodes)"
 
 # ---- a service and a balancer with its own certificate --------------------------------------
 PORT0=$((20000 + $$ % 1200 * 10 + 3))
@@ -159,11 +164,17 @@ ready2() { [ "$(alice service web | awk '$1 ~ /^[0-9]+$/ && $6 == "yes"' | wc -l
 cl_wait "2 ready replicas" 30 ready2
 ARBITER_CERT_FILE=$P/user-balancer.crt ARBITER_KEY_FILE=$P/user-balancer.key \
     $ARB lb --listen 127.0.0.1:0 --service web --controller "$ARBITER_URL" --ready-file "$T/lb.ready" \
-    2>>"$T/lb.log" &
+    --cert-file "$P/server-lb.crt" --key-file "$P/server-lb.key" 2>>"$T/lb.log" &
 CL_PIDS="$CL_PIDS $!"
 cl_wait "the balancer" 20 test -s "$T/lb.ready"
 LBPORT=$(sed -n 's/^listen .*:\([0-9]*\)$/\1/p' "$T/lb.ready")
-"$LBT" load --port "$LBPORT" --conns 2 --requests 100 > "$T/load" || cl_fail "load: $(cat "$T/load")"
-grep -q '"ok":100,"errors":0' "$T/load" || cl_fail "load: $(cat "$T/load")"
-for r in 0 1; do grep -q "\"web-$r\":[1-9]" "$T/load" || cl_fail "web-$r unused: $(cat "$T/load")"; done
+: > "$T/via-lb"
+i=0
+while [ $i -lt 40 ]; do
+    curl -sf --cacert "$P/ca.crt" "https://127.0.0.1:$LBPORT/" >> "$T/via-lb" || cl_fail "HTTPS via the balancer"
+    i=$((i + 1))
+done
+[ "$(grep -c '^web-[01]$' "$T/via-lb")" = 40 ] || cl_fail "via the balancer: $(sort "$T/via-lb" | uniq -c)"
+for r in 0 1; do grep -q "^web-$r$" "$T/via-lb" || cl_fail "web-$r unused: $(sort "$T/via-lb" | uniq -c)"; done
+if curl -sf -m 5 "http://127.0.0.1:$LBPORT/" >/dev/null 2>&1; then cl_fail "plain HTTP to the TLS listener"; fi
 echo "$NAME: ok (TLS everywhere; tp-8gpu on $node; node identity held; balancer over TLS)"
