@@ -136,15 +136,27 @@ static void *commit_main(void *arg)
                 cap = n;
             }
         }
-        /* the newest ticket of each state (one, but for a failover) */
+        /* the newest ticket of each state (one, but for a failover): waiting
+         * for it covers every older one (tickets commit in order) */
+        struct top {
+            st_t *st;
+            int64_t top;
+        } tops[4];
+        int nt = 0;
         for (api_park_t *p = list; p; p = p->next) {
-            int64_t top = p->ticket;
-            for (api_park_t *q = list; q; q = q->next)
-                if (q->st == p->st && q->ticket > top)
-                    top = q->ticket;
-            if (top == p->ticket && !st_done(p->st, top))
-                st_wait(p->st, top, NULL);
+            int k = 0;
+            while (k < nt && tops[k].st != p->st)
+                k++;
+            if (k == nt && nt < 4)
+                tops[nt++] = (struct top){p->st, p->ticket};
+            else if (k < nt && p->ticket > tops[k].top)
+                tops[k].top = p->ticket;
+            else if (k == nt && !st_done(p->st, p->ticket)) /* more states than slots */
+                st_wait(p->st, p->ticket, NULL);
         }
+        for (int k = 0; k < nt; k++)
+            if (!st_done(tops[k].st, tops[k].top))
+                st_wait(tops[k].st, tops[k].top, NULL);
         size_t k = 0;
         for (api_park_t *p = list, *nx; p; p = nx) {
             nx = p->next;

@@ -492,7 +492,8 @@ static enum MHD_Result frame_hdr(void *cls, enum MHD_ValueKind kind, const char 
 /* A request whose framing two parsers could read two ways (a proxy in front
  * and this server): RFC 9112's ambiguities, refused rather than guessed.
  * NULL when it is sound, else what is wrong. */
-static const char *frame_check(struct MHD_Connection *conn, api_conn_t *ac, const char *version)
+static const char *frame_check(struct MHD_Connection *conn, api_conn_t *ac, const char *url,
+                               const char *version)
 {
     frame_t f = {0};
 
@@ -512,10 +513,12 @@ static const char *frame_check(struct MHD_Connection *conn, api_conn_t *ac, cons
     if (ac && ac->nul_in_target)
         return "a NUL (%00) in the request target";
     /* A raw NUL byte ends the target early as libmicrohttpd hands it on;
-     * the version follows the target in its buffer, right after the space
-     * that ended it, so a gap means bytes were hidden behind a NUL. */
-    if (ac && ac->raw_uri && version && ac->raw_uri + ac->raw_len + 1 != version &&
-        version > ac->raw_uri && version - ac->raw_uri < 65536)
+     * the version follows the target in its buffer (url, decoded in place,
+     * starts where the raw target did), right after the space that ended
+     * it, so a gap between the raw target's length and the version means
+     * bytes were hidden behind a NUL. */
+    if (ac && ac->raw_uri && url && version && version > url && version - url < 65536 &&
+        url + ac->raw_len + 1 != version)
         return "a NUL byte in the request target";
     return NULL;
 }
@@ -596,7 +599,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         cc->a = a;
         __atomic_add_fetch(&a->busy, 1, __ATOMIC_ACQ_REL);
         api_conn_phase(a->hk, ac, API_PH_BODY);
-        const char *bad = frame_check(conn, ac, version);
+        const char *bad = frame_check(conn, ac, url, version);
         if (bad) {
             memset(&r, 0, sizeof r);
             api_error(&r, 400, "%s; nothing was applied, and this connection is closed", bad);

@@ -5,7 +5,7 @@
 #     certificate and token; init node NAME one per agent; init user for a
 #     user of team-a and for the balancer; keys 0600, nothing overwritten;
 #   - plain HTTP beyond loopback is refused without --insecure-plain-http
-#     (the controller with tokens, an agent's log server);
+#     (the controller with tokens; an agent's log server, below);
 #   - the controller serves HTTPS with --client-cert-auth: no certificate,
 #     or one of another CA, or the controller's own (not a client's), is 401;
 #   - four agents (the seed's nodes: 8 GPUs in one NVLink domain) report
@@ -103,6 +103,11 @@ four() { [ "$(admin nodes | grep -c ' Ready ')" -eq 4 ]; }
 cl_wait "four nodes over TLS" 20 four
 grep -q "task logs served at https://127.0.0.1:" "$T/agent-node-1.log" ||
     cl_fail "node-1's log server is not HTTPS: $(cat "$T/agent-node-1.log")"
+# an agent whose log server would listen beyond loopback in clear: refused
+if timeout 20 $ARB agent --name node-9 --controller "$ARBITER_URL" --fake-gpus 1 --cacert "$P/ca.crt" \
+    --log-dir "$T/logs/node-9" --allow-root --cgroups none --logs-listen 0.0.0.0:0 --count 1 \
+    2>"$T/err"; then cl_fail "a plain log server on 0.0.0.0 started"; fi
+grep -q "without TLS.*--insecure-plain-http" "$T/err" || cl_fail "plain log server: $(cat "$T/err")"
 
 # ---- the README's main job: the seed's case study under fgd ---------------------------------
 cat > "$T/train-4gpu.yaml" <<'EOF'
