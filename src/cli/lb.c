@@ -41,6 +41,8 @@
     "  --maxconn N           requests in flight per backend (HAProxy's maxconn; 0 = no cap):\n"    \
     "                        more wait in the queue (--max-queue, --queue-timeout), then 429\n"    \
     "  --cert-file F --key-file K  terminate TLS on --listen (HTTPS; arbiter init server NAME "    \
+    "  --cacert FILE         the CA an https:// --controller is checked with (ARBITER_CACERT;\n"   \
+    "                        its client certificate: ARBITER_CERT_FILE, ARBITER_KEY_FILE)\n"       \
     "DIR)\n"                                                                                       \
     "  --admin ADDR          serve /metrics, /backends, /healthz there\n"                          \
     "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
@@ -129,6 +131,7 @@ enum {
     O_MAXCONN,
     O_CERT,
     O_KEY,
+    O_CACERT,
     O_ADMIN,
     O_LOG,
     O_READY,
@@ -181,6 +184,7 @@ static const struct option lb_opts[] = {
     {"maxconn", required_argument, 0, O_MAXCONN},
     {"cert-file", required_argument, 0, O_CERT},
     {"key-file", required_argument, 0, O_KEY},
+    {"cacert", required_argument, 0, O_CACERT},
     {"admin", required_argument, 0, O_ADMIN},
     {"access-log", required_argument, 0, O_LOG},
     {"ready-file", required_argument, 0, O_READY},
@@ -239,6 +243,7 @@ int cli_lb(int argc, char **argv)
     int nt = 0, opt, rc = 2;
     const char *bfile = NULL, *service = NULL, *controller = NULL, *scrape = NULL;
     bool policy_given = false, max_conns_given = false;
+    tls_client_t ctl_tls = {0}; /* the controller's CA (--cacert); the rest from the env */
     int iv;
     double dv;
     arb_err_t err = {{0}};
@@ -367,6 +372,9 @@ int cli_lb(int argc, char **argv)
             break;
         case O_KEY:
             c.tls_key_file = optarg;
+            break;
+        case O_CACERT:
+            ctl_tls.cacert = optarg;
             break;
         case O_ADMIN:
             c.admin = optarg;
@@ -499,7 +507,7 @@ int cli_lb(int argc, char **argv)
             rc = 2;
             goto out;
         }
-        if (lb_source_controller(&c.source, controller, service, &err) < 0) {
+        if (lb_source_controller(&c.source, controller, service, &ctl_tls, &err) < 0) {
             fprintf(stderr, "arbiter lb: %s\n", err.msg);
             goto out;
         }

@@ -35,6 +35,7 @@
 #define ARB_LB_PROXY_H
 
 #include "lb/lb.h"
+#include "tls/tls.h"
 
 /* One backend as a source names it. */
 typedef struct lb_target {
@@ -88,8 +89,12 @@ int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err);
 /* The ready, not draining replicas of service `name` from the controller
  * at url (source_ctl.c): long-polls GET /v1/services/NAME and reports
  * in-flight counts to POST /v1/services/NAME/load. The first load() waits
- * up to 30 s for a ready replica. */
-int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err);
+ * up to 30 s for a ready replica. tls (borrowed for the process's life):
+ * the CA an https:// controller is checked with and a client certificate;
+ * what it leaves NULL comes from ARBITER_CACERT, ARBITER_CERT_FILE and
+ * ARBITER_KEY_FILE. */
+int lb_source_controller(lb_source_t *s, const char *url, const char *name, const tls_client_t *tls,
+                         arb_err_t *err);
 void lb_source_fini(lb_source_t *s);
 
 typedef struct lb_proxy_conf {

@@ -18,7 +18,7 @@
  *           policy. The age becomes a time on this process's monotonic
  *           clock (now - age_ms), so the two hosts' clocks never meet.
  * ARBITER_TOKEN, when set, is sent as a bearer token; an https:// controller
- * is checked against ARBITER_CACERT (the cluster's ca.crt), and the client
+ * is checked against --cacert or ARBITER_CACERT (the cluster's ca.crt), and the client
  * certificate of ARBITER_CERT_FILE and ARBITER_KEY_FILE, when set, is the
  * balancer's identity (arbiter init user). --controller takes one
  * URL or several, comma-separated (src/client/failover.h parses them): a
@@ -71,7 +71,7 @@ typedef struct ctl {
     bool noted;
     lb_agent_load_t *loads; /* the agents' last reports, replica by replica */
     int nloads;
-    tls_client_t tls; /* from the environment (its strings live there) */
+    tls_client_t tls; /* --cacert, else the environment (their strings live on) */
 } ctl_t;
 
 typedef struct buf {
@@ -509,7 +509,8 @@ static void ctl_fini(void *st)
 static const lb_source_ops_t ctl_ops = {"controller", ctl_load,    ctl_watch_fd, ctl_fini,
                                         ctl_note,     ctl_reports, true};
 
-int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err)
+int lb_source_controller(lb_source_t *s, const char *url, const char *name, const tls_client_t *tls,
+                         arb_err_t *err)
 {
     ctl_t *x;
     const char *tok = getenv("ARBITER_TOKEN");
@@ -536,6 +537,8 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
     snprintf(x->name, sizeof x->name, "%s", name);
     if (tok && tok[0])
         snprintf(x->auth, sizeof x->auth, "Authorization: Bearer %.500s", tok);
+    if (tls)
+        x->tls = *tls;
     tls_client_from_env(&x->tls);
     if ((rc = tls_client_check(&x->tls, err)) < 0) {
         free(x);

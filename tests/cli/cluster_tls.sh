@@ -167,8 +167,9 @@ EOF2
 alice submit -f "$T/web.yaml" >/dev/null || cl_fail "submit the service"
 ready2() { [ "$(alice service web | awk '$1 ~ /^[0-9]+$/ && $6 == "yes"' | wc -l)" -eq 2 ]; }
 cl_wait "2 ready replicas" 30 ready2
-ARBITER_CERT_FILE=$P/user-balancer.crt ARBITER_KEY_FILE=$P/user-balancer.key \
+env -u ARBITER_CACERT ARBITER_CERT_FILE=$P/user-balancer.crt ARBITER_KEY_FILE=$P/user-balancer.key \
     $ARB lb --listen 127.0.0.1:0 --service web --controller "$ARBITER_URL" --ready-file "$T/lb.ready" \
+    --cacert "$P/ca.crt" \
     --cert-file "$P/server-lb.crt" --key-file "$P/server-lb.key" 2>>"$T/lb.log" &
 CL_PIDS="$CL_PIDS $!"
 cl_wait "the balancer" 20 test -s "$T/lb.ready"
