@@ -40,10 +40,10 @@
     "                        to its hard limit at start: two descriptors each)\n"                  \
     "  --maxconn N           requests in flight per backend (HAProxy's maxconn; 0 = no cap):\n"    \
     "                        more wait in the queue (--max-queue, --queue-timeout), then 429\n"    \
-    "  --cert-file F --key-file K  terminate TLS on --listen (HTTPS; arbiter init server NAME "    \
+    "  --cert-file F         serve HTTPS on --listen with this certificate (arbiter init\n"        \
+    "  --key-file K          server NAME DIR) and its key\n"                                       \
     "  --cacert FILE         the CA an https:// --controller is checked with (ARBITER_CACERT;\n"   \
     "                        its client certificate: ARBITER_CERT_FILE, ARBITER_KEY_FILE)\n"       \
-    "DIR)\n"                                                                                       \
     "  --admin ADDR          serve /metrics, /backends, /healthz there\n"                          \
     "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
     "  --ready-file FILE     write the bound addresses there once listening\n"                     \
