@@ -13,6 +13,8 @@ PKGS="$PKGS clang-format cppcheck"
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
 # TLS: certificates and the cluster CA of `arbiter init` (libmicrohttpd's TLS is GnuTLS too).
 PKGS="$PKGS libgnutls28-dev"
+# tests: sqlite3 edits a stopped controller's store (cluster_lamport.sh)
+PKGS="$PKGS sqlite3"
 # the simulator's offline bound: an LP solved with GLPK.
 PKGS="$PKGS libglpk-dev"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).

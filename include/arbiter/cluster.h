@@ -64,6 +64,8 @@ typedef struct arb_label {
 typedef enum arb_taint_effect {
     ARB_TAINT_NO_SCHEDULE = 1,
     ARB_TAINT_PREFER_NO_SCHEDULE = 2,
+    ARB_TAINT_NO_EXECUTE = 3, /* as NoSchedule, and what runs there without a toleration is
+                                 evicted (the controller's doing: src/state/nodeops.c) */
 } arb_taint_effect_t;
 
 typedef struct arb_taint {

@@ -157,6 +157,9 @@ typedef struct arb_job {
 
 /* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with
  * arb_job_free, which frees every array the job points to. */
+/* How many of n's taints of effect e job j does not tolerate. */
+int arb_job_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e);
+
 arb_job_t *arb_job_new(const char *name, int ngroups);
 void arb_job_free(arb_job_t *j);
 

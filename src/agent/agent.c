@@ -41,9 +41,31 @@ static void say(agent_t *a, const char *fmt, ...)
         fprintf(stderr, "arbiter agent %s: %s\n", a->disc.inv.name, msg);
 }
 
+/*
+ * Tell every supervisor the lease as it stands (supervise.h): the expiry
+ * while ACTIVE, the old expiry covering adopted tasks until the agent has
+ * registered again, else 0 (kill now). Called after every change of the
+ * lease, and before any task starts under it. Supervisors read
+ * CLOCK_MONOTONIC; a test's clock (conf.now) is mapped by what is left.
+ */
+static void publish_lease(agent_t *a)
+{
+    const agent_lease_t *l = &a->lease;
+    int64_t dl = 0;
+
+    if (l->state == AGENT_LEASE_ACTIVE ||
+        (l->state == AGENT_LEASE_UNREGISTERED && l->expires_ns != 0))
+        dl = l->expires_ns;
+    if (dl > 0 && a->conf.now != agent_mono_ns) {
+        int64_t left = dl - now(a);
+        dl = left > 0 ? agent_mono_ns(NULL) + left : 0;
+    }
+    agent_exec_set_deadline(&a->exec, dl);
+}
+
 static void fence(agent_t *a, int64_t t)
 {
-    int n = agent_exec_fence(&a->exec, t);
+    int n = agent_exec_fence(&a->exec, t); /* publishes 0: every supervisor kills too */
     /* SIGKILL is on its way; reap now, so that nothing of them is left, not
      * even a zombie, by the time the controller may place them elsewhere. */
     if (n > 0 && agent_exec_wait(&a->exec, 1000000000LL) < 0)
@@ -54,12 +76,40 @@ static void fence(agent_t *a, int64_t t)
     a->inventory_acked = false; /* register anew, inventory and all */
 }
 
+/* Say once how each task ended; above all, which ones a supervisor killed
+ * because the lease had passed while this agent did not run (it was
+ * stopped, hung or dead), so that the log tells what really happened. */
+static void note_ended(agent_t *a)
+{
+    for (int i = 0; i < a->exec.ntasks; i++) {
+        agent_task_t *k = a->exec.tasks[i];
+        if (k->state != AGENT_TASK_EXITED || k->noted)
+            continue;
+        k->noted = true;
+        if (k->fenced_by_sup)
+            say(a,
+                "job %s task %d (attempt %llu): killed by its supervisor %.1f ms after the lease "
+                "ran out unrenewed; this agent learnt so %.1f s after it",
+                k->job, k->task, (unsigned long long)k->attempt, (double)k->late_ns / 1e6,
+                (double)k->seen_late_ns / 1e9);
+        else if (k->exit_code >= 0)
+            say(a, "job %s task %d (attempt %llu) ended: exit code %d (%s)", k->job, k->task,
+                (unsigned long long)k->attempt, k->exit_code, k->reason);
+        else
+            say(a, "job %s task %d (attempt %llu) ended: %s%s%s (%s)", k->job, k->task,
+                (unsigned long long)k->attempt, k->signal ? "signal " : "no exit status",
+                k->signal ? strsignal(k->signal) : "", "", k->reason);
+    }
+}
+
 int agent_tick(agent_t *a)
 {
     int64_t t = now(a);
 
-    if (agent_exec_poll(&a->exec, t) > 0)
+    if (agent_exec_poll(&a->exec, t) > 0) {
         a->urgent = true;
+        note_ended(a);
+    }
     if (agent_lease_tick(&a->lease, t) == AGENT_LEASE_FENCE)
         fence(a, t);
     return agent_exec_live(&a->exec);
@@ -78,6 +128,7 @@ static void save_state(agent_t *a)
     arb_err_t err;
     FILE *f;
 
+    publish_lease(a);
     if (!a->conf.state_file)
         return;
     if (agent_exec_save(&a->exec, a->conf.state_file, &err) < 0)
@@ -93,6 +144,14 @@ static void save_state(agent_t *a)
     }
 }
 
+/*
+ * A restarted agent takes over what its previous run left: every task
+ * whose supervisor still runs (found through the supervisors' task records
+ * in the log directory, with or without --state), the ended ones to
+ * report, and tasks of an old state file that had no supervisor. They are
+ * covered by the lease the previous run last published (the supervisors
+ * hold it) until this agent registers again; past it they are fenced.
+ */
 static void adopt_survivors(agent_t *a, int64_t t)
 {
     agent_task_record_t rec[256];
@@ -100,31 +159,44 @@ static void adopt_survivors(agent_t *a, int64_t t)
     unsigned long long epoch = 0;
     long long expires = 0;
     arb_err_t err;
-    int n, adopted = 0;
+    int n = 0, adopted, ended = 0;
     FILE *f;
 
-    n = agent_exec_load(a->conf.state_file, rec, 256, &err);
-    if (n < 0) {
-        say(a, "%s; starting without the previous run's tasks", err.msg);
-        return;
+    adopted = agent_exec_adopt_all(&a->exec, t, &ended);
+    if (a->conf.state_file) {
+        n = agent_exec_load(a->conf.state_file, rec, 256, &err);
+        if (n < 0)
+            say(a, "%s; starting without the previous run's state file", err.msg);
+        for (int i = 0; i < n; i++) /* already adopted through a supervisor: -EEXIST */
+            if (agent_exec_adopt(&a->exec, &rec[i], t, &err) == 0)
+                adopted++;
+        lease_path(a, path, sizeof path);
+        if ((f = fopen(path, "re"))) {
+            if (fscanf(f, "%llu %lld", &epoch, &expires) != 2)
+                epoch = 0, expires = 0;
+            fclose(f);
+        }
     }
-    for (int i = 0; i < n; i++)
-        if (agent_exec_adopt(&a->exec, &rec[i], t, &err) == 0)
-            adopted++;
+    if (ended) {
+        note_ended(a);
+        a->urgent = true;
+    }
     if (!adopted)
         return;
-    lease_path(a, path, sizeof path);
-    if ((f = fopen(path, "re"))) {
-        if (fscanf(f, "%llu %lld", &epoch, &expires) != 2)
-            epoch = 0, expires = 0;
-        fclose(f);
-    }
-    /* Without a recorded expiry nothing covers them: the first tick fences. */
-    agent_lease_restore(&a->lease, epoch, expires > 0 ? expires : t);
+    /* The deadline the supervisors hold is the previous run's last word
+     * (CLOCK_MONOTONIC is the machine's: it survives the restart). */
+    int64_t dl = agent_exec_deadline(&a->exec);
+    if (dl > 0 && a->conf.now != agent_mono_ns)
+        dl = t + (dl - agent_mono_ns(NULL));
+    if (dl <= 0)
+        dl = expires > 0 ? expires : t; /* nothing covers them: the first tick fences */
+    agent_lease_restore(&a->lease, epoch, dl);
     say(a,
-        "adopted %d task%s of the previous run; they are killed unless the controller "
-        "confirms them within the old lease",
-        adopted, adopted == 1 ? "" : "s");
+        "adopted %d task%s of the previous run through %s; they are killed unless the "
+        "controller confirms them within the old lease (%.1f s left)",
+        adopted, adopted == 1 ? "" : "s",
+        n > 0 ? "their supervisors and the state file" : "their supervisors",
+        dl > t ? (double)(dl - t) / 1e9 : 0.0);
 }
 
 /* ---- open / close ------------------------------------------------------------------------- */
@@ -175,8 +247,8 @@ int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
         say(a, "%s", a->disc.note);
     if (a->exec.warning[0])
         say(a, "%s", a->exec.warning);
-    if (a->conf.state_file)
-        adopt_survivors(a, now(a));
+    adopt_survivors(a, now(a));
+    publish_lease(a); /* 0 unless adopted tasks are covered: strays of this log dir die */
     return 0;
 fail_exec:
     agent_exec_free(&a->exec);
@@ -190,8 +262,19 @@ void agent_close(agent_t *a, bool kill_tasks)
     if (kill_tasks && agent_exec_live(&a->exec) > 0) {
         agent_exec_fence(&a->exec, now(a));
         agent_exec_wait(&a->exec, 5000000000LL);
+        /* What this stop killed is no task's own ending: its records go, so
+         * that a next run does not report it failed (SIGKILL); the
+         * controller, no longer hearing of it, counts it lost and requeues
+         * it. Tasks that ended by themselves keep theirs, to be reported. */
+        for (int i = 0; i < a->exec.ntasks; i++)
+            if (a->exec.tasks[i]->state == AGENT_TASK_EXITED &&
+                strcmp(a->exec.tasks[i]->reason, "fenced") == 0 &&
+                agent_exec_forget(&a->exec, a->exec.tasks[i]->job, a->exec.tasks[i]->task) == 0)
+                i--;
     }
     save_state(a);
+    if (kill_tasks) /* a deliberate stop: nothing may live on under this lease */
+        agent_exec_set_deadline(&a->exec, 0);
     if (a->tr && a->tstate)
         a->tr->close(a->tstate);
     agent_exec_free(&a->exec);
@@ -386,6 +469,17 @@ int agent_step(agent_t *a, arb_err_t *err)
     free(body);
     t = now(a);
     a->reports++;
+    if (rc == -ERANGE) {
+        /* Our clock ran ahead of the controller's by more than it takes
+         * (its store was rewound or renumbered, or reports went unanswered
+         * for very long): take its time and register again, which resets
+         * what the controller holds as our last report. */
+        say(a, "%s; taking the controller's clock (%llu) and registering again", terr.msg,
+            (unsigned long long)reply.lamport);
+        a->clock.t = reply.lamport;
+        a->inventory_acked = false;
+        a->urgent = true;
+    }
     if (rc < 0) {
         a->failures++;
         if (!a->failing)
@@ -416,6 +510,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     agent_lamport_recv(&a->clock, reply.lamport);
     if (reply.lease_ns > 0) {
         agent_lease_set_length(&a->lease, a->conf.lease_ns, reply.lease_ns);
+        publish_lease(a); /* a shorter lease reaches the supervisors at once */
         if (reply.lease_ns <= a->conf.heartbeat_ns && !a->warned_lease) {
             say(a,
                 "the controller's lease (%lld ms) is not longer than the heartbeat (%lld ms): "
@@ -455,6 +550,7 @@ int agent_step(agent_t *a, arb_err_t *err)
         else
             a->inventory_acked = true;
     }
+    publish_lease(a); /* before any task starts under this lease */
     if (reply.have_assignments && a->lease.state == AGENT_LEASE_ACTIVE)
         apply(a, &reply, t);
     else if (!reply.have_assignments)

@@ -29,6 +29,8 @@
 #include "arbiter/cluster.h"
 
 #define AGENT_MAX_LABELS 16
+#define AGENT_MAX_TAINTS 16
+#define AGENT_MAX_DATASETS 32
 #define AGENT_NAME_MAX 128 /* node names, models, label keys and values */
 
 typedef struct agent_gpu_info {
@@ -43,6 +45,11 @@ typedef struct agent_gpu_info {
 typedef struct agent_label {
     char key[AGENT_NAME_MAX], val[AGENT_NAME_MAX];
 } agent_label_t;
+
+typedef struct agent_taint {
+    char key[AGENT_NAME_MAX], val[AGENT_NAME_MAX];
+    char effect[20]; /* NoSchedule, PreferNoSchedule or NoExecute */
+} agent_taint_t;
 
 /* One GPU's live state. A field the source cannot read is -1. */
 typedef struct agent_gpu_sample {
@@ -66,6 +73,10 @@ typedef struct agent_inv {
     agent_gpu_info_t gpu[ARB_MAX_GPUS];
     int nlabels;
     agent_label_t labels[AGENT_MAX_LABELS];
+    int ntaints; /* from the inventory file: the node's own (operators add theirs) */
+    agent_taint_t taints[AGENT_MAX_TAINTS];
+    int ndatasets; /* datasets cached on the node (data-locality scoring) */
+    char datasets[AGENT_MAX_DATASETS][AGENT_NAME_MAX];
 } agent_inv_t;
 
 typedef struct agent_disc_opts {

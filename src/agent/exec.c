@@ -87,6 +87,48 @@ static int mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
+/* ---- supervisor records ------------------------------------------------------------ */
+
+static void kill_all(agent_exec_t *x, agent_task_t *t);
+
+static void record_path(const agent_exec_t *x, const char *job, int task, const char *ext,
+                        char *buf, size_t n)
+{
+    fmt(buf, n, "%s/%s.%d.%s", x->sup_dir, job, task, ext);
+}
+
+/* LOG_DIR/.arbiter/JOB.TASK.task, atomically: what a restarted agent needs
+ * to find the task's supervisor (agent_exec_adopt_all). */
+static int write_task_record(const agent_exec_t *x, const agent_task_t *t)
+{
+    char path[PATH_MAX], tmp[PATH_MAX + 8];
+    FILE *f;
+
+    record_path(x, t->job, t->task, "task", path, sizeof path);
+    fmt(tmp, sizeof tmp, "%s.tmp", path);
+    if (!(f = fopen(tmp, "we")))
+        return -errno;
+    fprintf(f, "%s %d %llu %llu %d %llu %d %llu %lld %u\n", t->job, t->task,
+            (unsigned long long)t->attempt, (unsigned long long)t->epoch, (int)t->sup_pid,
+            (unsigned long long)t->sup_ticks, (int)t->pid, (unsigned long long)t->start_ticks,
+            (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), t->generation);
+    if (fclose(f) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -errno;
+    }
+    return 0;
+}
+
+static void remove_records(const agent_exec_t *x, const char *job, int task)
+{
+    char path[PATH_MAX];
+
+    record_path(x, job, task, "task", path, sizeof path);
+    unlink(path);
+    record_path(x, job, task, "exit", path, sizeof path);
+    unlink(path);
+}
+
 /* ---- setup ---------------------------------------------------------------------- */
 
 int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *err)
@@ -155,7 +197,38 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
     }
     if (conf->subreaper)
         prctl(PR_SET_CHILD_SUBREAPER, 1);
+    x->lease.fd = -1;
+    if (conf->timed)
+        return 0; /* no processes, no supervisors */
+    if (!conf->supervisor || !conf->supervisor[0])
+        return arb_errf(err, -EINVAL,
+                        "executor: no supervisor program (the arbiter binary, run as `arbiter "
+                        "supervise` for each task)");
+    {
+        char abs[PATH_MAX]; /* the supervisors' paths do not depend on anyone's cwd */
+        fmt(x->sup_dir, sizeof x->sup_dir, "%s/%s",
+            realpath(conf->log_dir, abs) ? abs : conf->log_dir, AGENT_SUP_DIR);
+    }
+    if (mkdir(x->sup_dir, 0700) != 0 && errno != EEXIST)
+        return arb_errf(err, -errno, "executor: cannot create %s: %s", x->sup_dir, strerror(errno));
+    if (conf->leased) {
+        char lp[PATH_MAX];
+        fmt(lp, sizeof lp, "%s/lease", x->sup_dir);
+        if ((rc = agent_leasefile_open(lp, true, &x->lease, err)) < 0)
+            return rc;
+    }
     return 0;
+}
+
+void agent_exec_set_deadline(agent_exec_t *x, int64_t deadline_ns)
+{
+    if (agent_leasefile_get(&x->lease) != deadline_ns)
+        agent_leasefile_set(&x->lease, deadline_ns);
+}
+
+int64_t agent_exec_deadline(const agent_exec_t *x)
+{
+    return agent_leasefile_get(&x->lease);
 }
 
 void agent_exec_free(agent_exec_t *x)
@@ -168,6 +241,7 @@ void agent_exec_free(agent_exec_t *x)
     x->tasks = NULL;
     x->ntasks = x->cap = 0;
     agent_cg_scope_remove(&x->cg);
+    agent_leasefile_close(&x->lease);
 }
 
 /* ---- the table -------------------------------------------------------------------- */
@@ -180,10 +254,11 @@ agent_task_t *agent_exec_find(agent_exec_t *x, const char *job, int task)
     return NULL;
 }
 
-static agent_task_t *find_pid(agent_exec_t *x, pid_t pid)
+/* The task whose supervisor (our child) is pid. */
+static agent_task_t *find_sup(agent_exec_t *x, pid_t pid)
 {
     for (int i = 0; i < x->ntasks; i++)
-        if (x->tasks[i]->pid == pid && !x->tasks[i]->adopted &&
+        if (x->tasks[i]->sup_pid == pid && !x->tasks[i]->adopted &&
             x->tasks[i]->state != AGENT_TASK_EXITED)
             return x->tasks[i];
     return NULL;
@@ -206,6 +281,8 @@ int agent_exec_forget(agent_exec_t *x, const char *job, int task)
         if (t->state != AGENT_TASK_EXITED)
             return -EBUSY;
         agent_cg_task_remove(&t->cg);
+        if (t->sup_pid > 0)
+            remove_records(x, t->job, t->task);
         free(t);
         memmove(&x->tasks[i], &x->tasks[i + 1], sizeof x->tasks[0] * (size_t)(x->ntasks - i - 1));
         x->ntasks--;
@@ -454,21 +531,49 @@ static int check_spec(const agent_task_spec_t *s, arb_err_t *err)
     return 0;
 }
 
-/* What the child reports through the pipe when it cannot exec. */
-typedef struct child_fail {
-    int step, err;
-} child_fail_t;
+/* What the supervisor-to-be and the task write to the start pipe: the
+ * task's pid (the supervisor), or the step that failed and its errno. */
+enum { MSG_FAIL = 1, MSG_PID = 2 };
+typedef struct child_msg {
+    int kind, a, b;
+} child_msg_t;
 
-static const char *const step_name[] = {
-    "setsid",         "joining its cgroups", "redirecting output",
-    "switching user", "changing directory",  "exec"};
+enum {
+    STEP_SETSID,
+    STEP_CGROUP,
+    STEP_OUTPUT,
+    STEP_USER,
+    STEP_CHDIR,
+    STEP_EXEC,
+    STEP_FORK,
+    STEP_SUPERVISOR,
+    STEP_N
+};
+static const char *const step_name[STEP_N] = {
+    "setsid",           "joining its cgroups",    "redirecting output",
+    "switching user",   "changing directory",     "exec",
+    "forking the task", "starting its supervisor"};
 
 static void child_report(int fd, int step, int e)
 {
-    child_fail_t f = {step, e};
-    ssize_t w = write(fd, &f, sizeof f);
+    child_msg_t m = {MSG_FAIL, step, e};
+    ssize_t w = write(fd, &m, sizeof m);
     (void)w;
     _exit(127);
+}
+
+/* Decimal digits of v into buf (async-signal-safe: between fork and exec). */
+static void utoa(char *buf, unsigned long long v)
+{
+    char tmp[24];
+    int n = 0;
+
+    do
+        tmp[n++] = (char)('0' + v % 10);
+    while ((v /= 10) && n < 23);
+    while (n)
+        *buf++ = tmp[--n];
+    *buf = '\0';
 }
 
 /* `sleep N` (N seconds, a decimal, an optional s): N in ns; else 0. */
@@ -524,10 +629,53 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     return 0;
 }
 
+/* The task, between fork and exec: async-signal-safe calls only (the
+ * agent may have threads). Reports a failed step through fd; never
+ * returns. sup is its supervisor, whose death it does not outlive. */
+static void task_child(const agent_exec_t *x, const agent_task_spec_t *s, const agent_task_t *t,
+                       const char *path, char **envv, const char *cwd, int fd, int nullfd,
+                       int outfd, int errfd, pid_t sup) __attribute__((noreturn));
+static void task_child(const agent_exec_t *x, const agent_task_spec_t *s, const agent_task_t *t,
+                       const char *path, char **envv, const char *cwd, int fd, int nullfd,
+                       int outfd, int errfd, pid_t sup)
+{
+    sigset_t none;
+    struct sigaction dfl;
+
+    if (setsid() < 0)
+        child_report(fd, STEP_SETSID, errno);
+    if (agent_cg_enter(&t->cg) < 0)
+        child_report(fd, STEP_CGROUP, errno);
+    if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errfd, 2) < 0)
+        child_report(fd, STEP_OUTPUT, errno);
+    if (x->drop && (setgroups((size_t)x->ngroups, x->groups) != 0 || setgid(x->gid) != 0 ||
+                    setuid(x->uid) != 0 || getuid() == 0 || geteuid() == 0))
+        child_report(fd, STEP_USER, errno ? errno : EPERM);
+    if (chdir(cwd) != 0)
+        child_report(fd, STEP_CHDIR, errno);
+    /* It dies with its supervisor (nothing would fence it then). After the
+     * user switch, which clears it; the check closes the window in which
+     * the supervisor died before it was set. */
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != sup)
+        _exit(137);
+    memset(&dfl, 0, sizeof dfl);
+    dfl.sa_handler = SIG_DFL;
+    for (int sig = 1; sig < 32; sig++) /* ignored signals survive exec: reset them */
+        if (sig != SIGKILL && sig != SIGSTOP)
+            sigaction(sig, &dfl, NULL);
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, NULL);
+    execve(path, s->argv, envv);
+    child_report(fd, STEP_EXEC, errno);
+    _exit(127);
+}
+
 int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err)
 {
     char cg_name[AGENT_JOB_MAX + 16], jobdir[PATH_MAX], path[PATH_MAX];
+    char exit_path[PATH_MAX], lease_path[PATH_MAX], pidbuf[24] = "", limbuf[24], gracebuf[24];
+    char *sargv[20];
     const char *cwd;
     envv_t env = {0};
     agent_task_t *t = NULL, *old;
@@ -588,13 +736,49 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     if ((rc = agent_cg_task_create(&x->cg, cg_name, s->mem_bytes, s->cpu_milli, &t->cg, err)) < 0)
         goto fail;
     cg_made = true;
+    if (old) /* the EXITED run before this one: its records go before the new ones */
+        agent_exec_forget(x, s->job, s->task);
+    old = NULL;
+    /* The supervisor's command line, prepared here: nothing between fork
+     * and exec allocates. pidbuf is filled in by the supervisor-to-be. */
+    fmt(exit_path, sizeof exit_path, "%s/%s.%d.exit", x->sup_dir, s->job, s->task);
+    fmt(lease_path, sizeof lease_path, "%s/lease", x->sup_dir);
+    unlink(exit_path);
+    {
+        int k = 0;
+        sargv[k++] = "arbiter"; /* as ps shows it; the program is conf.supervisor */
+        sargv[k++] = "supervise";
+        sargv[k++] = "--task-pid";
+        sargv[k++] = pidbuf;
+        sargv[k++] = "--exit";
+        sargv[k++] = exit_path;
+        if (x->conf.leased) {
+            sargv[k++] = "--lease";
+            sargv[k++] = lease_path;
+        }
+        for (int i = 0; i < t->cg.n; i++) {
+            sargv[k++] = x->cg.mode == AGENT_CG_V2 ? "--cgroup-v2" : "--cgroup-v1";
+            sargv[k++] = t->cg.dir[i];
+        }
+        if (s->deadline_ns > 0) { /* on the supervisors' clock: what is left of it */
+            int64_t g = t->grace_ns >= 0 ? t->grace_ns : x->conf.grace_ns;
+            snprintf(limbuf, sizeof limbuf, "%lld",
+                     (long long)(agent_sup_mono_ns() +
+                                 (s->deadline_ns > now_ns ? s->deadline_ns - now_ns : 1)));
+            snprintf(gracebuf, sizeof gracebuf, "%lld", (long long)g);
+            sargv[k++] = "--time-limit-at";
+            sargv[k++] = limbuf;
+            sargv[k++] = "--grace";
+            sargv[k++] = gracebuf;
+        }
+        sargv[k] = NULL;
+    }
     if (pipe2(pipefd, O_CLOEXEC) != 0) {
         rc = -errno;
         arb_errf(err, rc, "pipe: %s", strerror(errno));
         goto fail;
     }
 
-    pid_t agent_pid = getpid();
     pid = fork();
     if (pid < 0) {
         rc = -errno;
@@ -602,81 +786,88 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         goto fail;
     }
     if (pid == 0) {
-        sigset_t none;
-        if (setsid() < 0)
-            child_report(pipefd[1], 0, errno);
-        if (agent_cg_enter(&t->cg) < 0)
-            child_report(pipefd[1], 1, errno);
-        if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errfd, 2) < 0)
-            child_report(pipefd[1], 2, errno);
-        if (x->drop && (setgroups((size_t)x->ngroups, x->groups) != 0 || setgid(x->gid) != 0 ||
-                        setuid(x->uid) != 0 || getuid() == 0 || geteuid() == 0))
-            child_report(pipefd[1], 3, errno ? errno : EPERM);
-        if (chdir(cwd) != 0)
-            child_report(pipefd[1], 4, errno);
-        /* After the user switch, which clears it; the check closes the
-         * window in which the agent died before it was set. */
-        if (x->conf.die_with_agent &&
-            (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != agent_pid))
-            _exit(137);
-        struct sigaction dfl;
-        memset(&dfl, 0, sizeof dfl);
-        dfl.sa_handler = SIG_DFL;
-        for (int sig = 1; sig < 32; sig++) /* ignored signals survive exec: reset them */
-            if (sig != SIGKILL && sig != SIGSTOP)
-                sigaction(sig, &dfl, NULL);
-        sigemptyset(&none);
-        sigprocmask(SIG_SETMASK, &none, NULL);
-        execve(path, s->argv, env.v);
-        child_report(pipefd[1], 5, errno);
+        /* The supervisor-to-be: a session of its own, so that nothing sent
+         * to the agent's process group (a terminal's ^Z, kill -STOP -PGID)
+         * reaches it; it forks the task, says its pid, and becomes
+         * `arbiter supervise`. */
+        pid_t me = getpid(), tp;
+        setsid();
+        if ((tp = fork()) == 0)
+            task_child(x, s, t, path, env.v, cwd, pipefd[1], nullfd, outfd, errfd, me);
+        if (tp < 0)
+            child_report(pipefd[1], STEP_FORK, errno);
+        utoa(pidbuf, (unsigned long long)tp);
+        child_msg_t m = {MSG_PID, (int)tp, 0};
+        if (write(pipefd[1], &m, sizeof m) != (ssize_t)sizeof m)
+            _exit(127);
+        dup2(nullfd, 0);
+        dup2(nullfd, 1);
+        dup2(nullfd, 2);
+        char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
+        execve(x->conf.supervisor, sargv, senv);
+        int e = errno;
+        kill(-tp, SIGKILL);
+        kill(tp, SIGKILL);
+        child_report(pipefd[1], STEP_SUPERVISOR, e);
     }
 
-    /* Parent. */
+    /* Parent: read until both have exec'd (the pipe closes on exec). */
     close(pipefd[1]);
     pipefd[1] = -1;
     agent_cg_task_close_fds(&t->cg);
     {
-        child_fail_t f;
+        child_msg_t m, f = {0};
+        pid_t tpid = 0;
         ssize_t got;
-        do
-            got = read(pipefd[0], &f, sizeof f);
-        while (got < 0 && errno == EINTR);
-        if (got == (ssize_t)sizeof f) {
-            int status;
+        for (;;) {
+            got = read(pipefd[0], &m, sizeof m);
+            if (got < 0 && errno == EINTR)
+                continue;
+            if (got != (ssize_t)sizeof m)
+                break;
+            if (m.kind == MSG_PID)
+                tpid = m.a;
+            else if (m.kind == MSG_FAIL && !f.kind)
+                f = m;
+        }
+        if (f.kind || tpid <= 1) {
+            int status, step = f.kind && f.a >= 0 && f.a < STEP_N ? f.a : STEP_SUPERVISOR;
+            /* The supervisor reaps the task (which exited) and exits. */
             while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
                 ;
-            rc = -f.err;
+            unlink(exit_path);
+            rc = f.kind && f.b > 0 ? -f.b : -ECHILD;
             arb_errf(err, rc, "job %s task %d: cannot start '%.64s' (%s%s%s): %s", s->job, s->task,
-                     s->argv[0], step_name[f.step < 6 && f.step >= 0 ? f.step : 5],
-                     f.step == 3   ? " to "
-                     : f.step == 4 ? " to "
-                                   : "",
-                     f.step == 3   ? x->user
-                     : f.step == 4 ? cwd
-                                   : "",
-                     strerror(f.err));
+                     s->argv[0], step_name[step],
+                     step == STEP_USER || step == STEP_CHDIR ? " to " : "",
+                     step == STEP_USER    ? x->user
+                     : step == STEP_CHDIR ? cwd
+                                          : "",
+                     f.kind ? strerror(f.b) : "the supervisor died at its start");
             goto fail;
         }
+        t->pid = tpid;
     }
     snprintf(t->job, sizeof t->job, "%s", s->job);
     t->task = s->task;
     t->attempt = s->attempt;
     t->epoch = s->epoch;
-    t->pid = pid;
+    t->sup_pid = pid;
     t->state = AGENT_TASK_RUNNING;
     t->start_ns = now_ns;
     t->exit_code = -1;
     t->ngpus = s->ngpus;
     memcpy(t->gpus, s->gpus, sizeof t->gpus);
-    if (agent_proc_start_ticks(pid, &t->start_ticks) < 0)
+    if (agent_proc_start_ticks(t->pid, &t->start_ticks) < 0)
         t->start_ticks = 0;
-    if (old)
-        agent_exec_forget(x, s->job, s->task); /* the EXITED run before this one */
+    if (agent_proc_start_ticks(pid, &t->sup_ticks) < 0)
+        t->sup_ticks = 0;
+    write_task_record(x, t); /* for a restarted agent; without it the lease still ends it */
     if ((rc = table_add(x, t)) < 0) {
-        kill(-pid, SIGKILL);
-        agent_cg_task_kill(&x->cg, &t->cg);
+        kill_all(x, t);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
+        remove_records(x, t->job, t->task);
         arb_errf(err, rc, "out of memory");
         goto fail;
     }
@@ -744,9 +935,17 @@ static void kill_all(agent_exec_t *x, agent_task_t *t)
     agent_cg_task_kill(&x->cg, &t->cg);
 }
 
-static void finish(agent_exec_t *x, agent_task_t *t, int status, bool have_status, int64_t now)
+/* t ended. have_status: status is its leader's wait status. A supervisor
+ * that wrote an exit record killed the task's group before it reaped the
+ * leader (sup_killed): its pid may name another process by now, so only
+ * the cgroups are killed again. */
+static void finish_task(agent_exec_t *x, agent_task_t *t, int status, bool have_status,
+                        bool sup_killed, int64_t now)
 {
-    kill_all(x, t); /* invariant (1): nothing of the task outlives its report */
+    if (sup_killed)
+        agent_cg_task_kill(&x->cg, &t->cg);
+    else
+        kill_all(x, t); /* invariant (1): nothing of the task outlives its report */
     if (have_status && WIFEXITED(status)) {
         t->exit_code = WEXITSTATUS(status);
         t->signal = 0;
@@ -764,6 +963,11 @@ static void finish(agent_exec_t *x, agent_task_t *t, int status, bool have_statu
     t->state = AGENT_TASK_EXITED;
     t->end_ns = now;
     agent_cg_task_remove(&t->cg);
+}
+
+static void finish(agent_exec_t *x, agent_task_t *t, int status, bool have_status, int64_t now)
+{
+    finish_task(x, t, status, have_status, false, now);
 }
 
 int agent_proc_start_ticks(pid_t pid, uint64_t *out)
@@ -795,18 +999,19 @@ int agent_proc_start_ticks(pid_t pid, uint64_t *out)
     return 0;
 }
 
-static bool adopted_alive(const agent_task_t *t)
+/* Is pid still the process that started at ticks, and not a zombie? */
+static bool proc_alive(pid_t pid, uint64_t start_ticks)
 {
     uint64_t ticks;
     char path[64], state[8] = "";
     FILE *f;
 
-    if (kill(t->pid, 0) != 0 && errno == ESRCH)
+    if (pid <= 1 || (kill(pid, 0) != 0 && errno == ESRCH))
         return false;
-    if (agent_proc_start_ticks(t->pid, &ticks) < 0 || ticks != t->start_ticks)
+    if (agent_proc_start_ticks(pid, &ticks) < 0 || ticks != start_ticks)
         return false;
     /* A zombie (its parent has not reaped it yet) is gone for us. */
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)t->pid);
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
     if ((f = fopen(path, "re"))) {
         char buf[512], *p;
         size_t got = fread(buf, 1, sizeof buf - 1, f);
@@ -816,6 +1021,38 @@ static bool adopted_alive(const agent_task_t *t)
         fclose(f);
     }
     return state[0] != 'Z' && state[0] != 'X';
+}
+
+static bool adopted_alive(const agent_task_t *t)
+{
+    return t->sup_pid > 0 ? proc_alive(t->sup_pid, t->sup_ticks)
+                          : proc_alive(t->pid, t->start_ticks);
+}
+
+/* t's supervisor is gone (reaped here, or, adopted, no longer there): what
+ * its exit record says is how the task ended. No record: the supervisor
+ * died without writing one (killed itself), and the task with it. */
+static void sup_done(agent_exec_t *x, agent_task_t *t, int64_t now)
+{
+    char path[PATH_MAX];
+    agent_sup_exit_t e;
+
+    record_path(x, t->job, t->task, "exit", path, sizeof path);
+    if (agent_sup_exit_read(path, &e) < 0) {
+        finish(x, t, 0, false, now);
+        return;
+    }
+    if (e.why == AGENT_SUP_LEASE) {
+        t->fenced_by_sup = true;
+        t->late_ns =
+            e.killed_ns > e.deadline_ns && e.deadline_ns > 0 ? e.killed_ns - e.deadline_ns : 0;
+        t->seen_late_ns = e.deadline_ns > 0 ? agent_sup_mono_ns() - e.deadline_ns : 0;
+        if (!t->reason[0])
+            snprintf(t->reason, sizeof t->reason, "fenced");
+    } else if (e.why == AGENT_SUP_TIMELIMIT && !t->reason[0]) {
+        snprintf(t->reason, sizeof t->reason, "timeout");
+    }
+    finish_task(x, t, e.status, true, true, now);
 }
 
 int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
@@ -845,21 +1082,20 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
         }
         if (t->adopted) {
             if (!adopted_alive(t)) {
-                finish(x, t, 0, false, now_ns);
-                if (strcmp(t->reason, "lost") == 0) /* it ended by itself, how we cannot know */
-                    snprintf(t->reason, sizeof t->reason, "exited");
+                if (t->sup_pid > 0) {
+                    sup_done(x, t, now_ns);
+                } else {
+                    finish(x, t, 0, false, now_ns);
+                    if (strcmp(t->reason, "lost") == 0) /* it ended by itself, how we cannot know */
+                        snprintf(t->reason, sizeof t->reason, "exited");
+                }
                 changed++;
                 continue;
             }
         } else {
-            r = waitpid(t->pid, &status, WNOHANG);
-            if (r == t->pid) {
-                finish(x, t, status, true, now_ns);
-                changed++;
-                continue;
-            }
-            if (r < 0 && errno == ECHILD) { /* reaped elsewhere: we cannot know how */
-                finish(x, t, 0, false, now_ns);
+            r = waitpid(t->sup_pid, &status, WNOHANG);
+            if (r == t->sup_pid || (r < 0 && errno == ECHILD)) {
+                sup_done(x, t, now_ns); /* reaped elsewhere: the record still says */
                 changed++;
                 continue;
             }
@@ -867,12 +1103,12 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
         if (t->state == AGENT_TASK_STOPPING && now_ns >= t->kill_at_ns)
             kill_all(x, t);
     }
-    /* As subreaper, orphaned grandchildren are ours to reap; a task leader
+    /* As subreaper, orphaned grandchildren are ours to reap; a supervisor
      * that exited since the loop above is recorded here. */
     while (x->conf.subreaper && (r = waitpid(-1, &status, WNOHANG)) > 0) {
-        agent_task_t *t = find_pid(x, r);
+        agent_task_t *t = find_sup(x, r);
         if (t) {
-            finish(x, t, status, true, now_ns);
+            sup_done(x, t, now_ns);
             changed++;
         }
     }
@@ -899,6 +1135,8 @@ int agent_exec_fence(agent_exec_t *x, int64_t now_ns)
 {
     int n = 0;
 
+    if (x->conf.leased) /* every supervisor kills too, whatever happens to us now */
+        agent_exec_set_deadline(x, 0);
     for (int i = 0; i < x->ntasks; i++) {
         agent_task_t *t = x->tasks[i];
         if (t->state == AGENT_TASK_EXITED)
@@ -982,6 +1220,122 @@ int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_
         return arb_errf(err, rc, "out of memory");
     }
     return 0;
+}
+
+int agent_task_record_parse(const char *line, agent_task_record_t *r, pid_t *sup,
+                            uint64_t *sup_ticks)
+{
+    char job[AGENT_JOB_MAX + 1];
+    unsigned long long attempt, epoch, sticks, ticks;
+    long long grace_ms;
+    unsigned gen;
+    int task, spid, pid;
+
+    if (sscanf(line, "%128s %d %llu %llu %d %llu %d %llu %lld %u", job, &task, &attempt, &epoch,
+               &spid, &sticks, &pid, &ticks, &grace_ms, &gen) != 10 ||
+        !agent_job_id_ok(job) || task < 0 || spid <= 1 || pid <= 1 || grace_ms < -1 ||
+        grace_ms > 3600000LL)
+        return -EINVAL;
+    memset(r, 0, sizeof *r);
+    fmt(r->job, sizeof r->job, "%s", job);
+    r->task = task;
+    r->attempt = attempt;
+    r->epoch = epoch;
+    r->pid = pid;
+    r->start_ticks = ticks;
+    r->grace_ns = grace_ms >= 0 ? grace_ms * 1000000 : -1;
+    r->generation = gen;
+    *sup = spid;
+    *sup_ticks = sticks;
+    return 0;
+}
+
+/* A task record file (write_task_record) read; false when it is not one. */
+static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *sup,
+                              uint64_t *sup_ticks)
+{
+    char line[512];
+    FILE *f = fopen(path, "re");
+    bool ok;
+
+    if (!f)
+        return false;
+    ok = fgets(line, sizeof line, f) && agent_task_record_parse(line, r, sup, sup_ticks) == 0;
+    fclose(f);
+    return ok;
+}
+
+int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended)
+{
+    DIR *d = x->sup_dir[0] ? opendir(x->sup_dir) : NULL;
+    struct dirent *e;
+    int live = 0, gone = 0;
+
+    if (ended)
+        *ended = 0;
+    if (!d)
+        return 0;
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
+    while ((e = readdir(d))) {
+        char path[PATH_MAX];
+        size_t n = strlen(e->d_name);
+        agent_task_record_t r;
+        pid_t sup;
+        uint64_t sup_ticks;
+        agent_task_t *t;
+
+        if (n < 6 || strcmp(e->d_name + n - 5, ".task") != 0)
+            continue;
+        fmt(path, sizeof path, "%s/%s", x->sup_dir, e->d_name);
+        if (!parse_task_record(path, &r, &sup, &sup_ticks)) {
+            unlink(path); /* not ours, or half of one: nothing can be done with it */
+            continue;
+        }
+        if (agent_exec_find(x, r.job, r.task) || !(t = calloc(1, sizeof *t)))
+            continue;
+        snprintf(t->job, sizeof t->job, "%s", r.job);
+        t->task = r.task;
+        t->attempt = r.attempt;
+        t->epoch = r.epoch;
+        t->pid = r.pid;
+        t->start_ticks = r.start_ticks;
+        t->sup_pid = sup;
+        t->sup_ticks = sup_ticks;
+        t->grace_ns = r.grace_ns;
+        t->generation = r.generation;
+        t->state = AGENT_TASK_RUNNING;
+        t->adopted = true;
+        t->start_ns = now_ns;
+        t->exit_code = -1;
+        t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+        fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, r.job, r.task);
+        fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, r.job, r.task);
+        for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
+            struct stat st;
+            fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], r.job, r.task);
+            if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
+                break;
+            t->cg.n = i + 1;
+        }
+        if (table_add(x, t) < 0) {
+            free(t);
+            continue;
+        }
+        if (adopted_alive(t)) {
+            live++;
+        } else {
+            /* Ended while no agent watched: how, its exit record says
+             * (sup_done kills whatever might be left first). */
+            if (proc_alive(t->pid, t->start_ticks))
+                kill(-t->pid, SIGKILL);
+            sup_done(x, t, now_ns);
+            gone++;
+        }
+    }
+    closedir(d);
+    if (ended)
+        *ended = gone;
+    return live;
 }
 
 int agent_exec_save(const agent_exec_t *x, const char *path, arb_err_t *err)

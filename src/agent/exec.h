@@ -1,5 +1,7 @@
 /*
- * exec.h: the task executor. Starts each task as the leader of its own
+ * exec.h: the task executor. Starts each task under a supervisor of its own
+ * (supervise.h: a small process that kills the task when the agent's lease
+ * passes, whatever state the agent is in), as the leader of its own
  * session and process group, in its own cgroups (cgroup.h), as the --run-as
  * user when the agent is root (never as root unless allowed), with a clean
  * environment plus CUDA_VISIBLE_DEVICES, ARBITER_* and, for gangs, the
@@ -24,16 +26,31 @@
  * Time is passed in (monotonic ns read at the edge); nothing here sleeps
  * except agent_exec_wait, which tests and shutdown use.
  *
+ * Supervisors: the executor forks a supervisor per task, which forks the
+ * task and then execs conf.supervisor (`arbiter supervise`, so that it
+ * carries nothing of the agent's memory); the task gets SIGKILL when its
+ * supervisor dies. With conf.leased, the executor keeps the lease file
+ * LOG_DIR/.arbiter/lease, where agent_exec_set_deadline publishes the
+ * agent's lease expiry to every supervisor; each kills its task when it
+ * has passed. The executor records each task in LOG_DIR/.arbiter/JOB.TASK.task
+ * (agent_exec_adopt_all finds them after a restart, with or without a
+ * state file) and reads how it ended from the supervisor's exit record.
+ *
  * A task's life (reason says why it ended):
  *
  *   start --> RUNNING --cancel--> STOPPING --exit, or SIGKILL at the deadline--> EXITED
  *                |  \--fence (SIGKILL now)----------------------------------------^
  *                +--- the leader exits (the rest of its group and cgroup are killed) ---^
+ *                +--- its supervisor kills it: the lease passed (fenced_by_sup), or
+ *                     its time limit (reason "timeout") ---- -------------------------^
  *
  * Invariants: (1) a task's processes are gone (group and cgroup killed)
  * before it is reported EXITED, except processes that left both the group
  * and the cgroup where there are no cgroups; (2) a task never runs as root
- * unless allow_root; (3) at most one live task per (job, task index).
+ * unless allow_root; (3) at most one live task per (job, task index);
+ * (4) with conf.leased, no task outlives the deadline last published with
+ * agent_exec_set_deadline, whether this process runs, is stopped or dead
+ * (its supervisor kills it); and none outlives its supervisor.
  */
 #ifndef ARB_AGENT_EXEC_H
 #define ARB_AGENT_EXEC_H
@@ -42,6 +59,7 @@
 #include <sys/types.h>
 
 #include "agent/cgroup.h"
+#include "agent/supervise.h"
 #include "arbiter/cluster.h"
 
 #define AGENT_JOB_MAX 128
@@ -65,7 +83,10 @@ typedef struct agent_task_spec {
     int64_t grace_ns;
     bool elastic; /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
     uint32_t generation;
-    const char *hosts; /* elastic: every rank's host, comma-separated; may be NULL */
+    const char *hosts;   /* elastic: every rank's host, comma-separated; may be NULL */
+    int64_t deadline_ns; /* its time limit on the caller's clock (now_ns's), 0: none: its
+                            supervisor then sends SIGTERM, SIGKILL a grace later, whatever
+                            the agent does (reason "timeout") */
 } agent_task_spec_t;
 
 typedef enum agent_task_state {
@@ -80,12 +101,17 @@ typedef struct agent_task {
     uint64_t attempt, epoch;
     pid_t pid;            /* the leader = process group id = session id */
     uint64_t start_ticks; /* /proc/PID/stat starttime: recognises the pid after a restart */
+    pid_t sup_pid;        /* its supervisor (0: none, a task adopted from an old state file) */
+    uint64_t sup_ticks;
     agent_task_state_t state;
-    bool adopted; /* found running after a restart: not our child, no exit code */
+    bool adopted;       /* found running after a restart: not our child (a supervisor still
+                           reports its exit code; a task without one has none) */
+    bool fenced_by_sup; /* its supervisor killed it: the lease had passed */
+    bool noted;         /* its end was logged (agent.c) */
     int64_t start_ns, kill_at_ns, end_ns;
     int exit_code;   /* 0..255 when it exited; -1 killed by a signal or unknown */
     int signal;      /* the signal that ended it, else 0 */
-    char reason[16]; /* "exited", "cancelled", "fenced", "killed", "lost" */
+    char reason[16]; /* "exited", "cancelled", "fenced", "killed", "lost", "timeout" */
     int ngpus;
     int gpus[ARB_MAX_GPUS];
     char out_path[PATH_MAX], err_path[PATH_MAX];
@@ -94,6 +120,8 @@ typedef struct agent_task {
     uint32_t generation; /* elastic: the resize generation it was last told */
     bool timed;          /* no process (conf.timed): it ends at end_at_ns */
     int64_t end_at_ns;
+    int64_t late_ns;      /* fenced_by_sup: how long after the lease deadline it was killed */
+    int64_t seen_late_ns; /* ... and how long after it this executor learnt so */
 } agent_task_t;
 
 typedef struct agent_exec_conf {
@@ -108,9 +136,10 @@ typedef struct agent_exec_conf {
     bool cgroup_scoped;      /* task cgroups under arbiter/NAME-HASH (agent_cg_scope_name):
                                 never shared with another agent on the machine */
     bool subreaper;          /* adopt orphaned grandchildren so they are reaped here */
-    bool die_with_agent;     /* task leaders get SIGKILL when the agent dies (no restart
-                                state: nothing could adopt them, and the controller will
-                                run them elsewhere) */
+    const char *supervisor;  /* the arbiter binary, run as `SUPERVISOR supervise ...` for
+                                each task (the agent: /proc/self/exe); required unless timed */
+    bool leased;             /* supervisors hold the lease deadline (agent_exec_set_deadline);
+                                false: no lease (the executor on its own, in tests) */
     bool timed;              /* --emulate-tasks timed: no process at all; a task whose
                                 command is `sleep N` runs N seconds, any other ends at
                                 once, both with exit 0; a stop ends it at once (143) */
@@ -126,8 +155,10 @@ typedef struct agent_exec {
     char user[64], home[256];
     agent_cg_t cg;
     int ntasks, cap;
-    agent_task_t **tasks; /* owned */
-    char warning[640];    /* cgroup and user notes to log at start; "" none */
+    agent_task_t **tasks;   /* owned */
+    char warning[640];      /* cgroup and user notes to log at start; "" none */
+    char sup_dir[PATH_MAX]; /* LOG_DIR/.arbiter: the lease file, task and exit records */
+    agent_leasefile_t lease;
 } agent_exec_t;
 
 /* Set up: the tasks' user, the log dir, cgroups. Free with agent_exec_free. */
@@ -168,9 +199,16 @@ int agent_exec_resize(agent_exec_t *x, const char *job, int task, uint32_t gener
  * tasks became EXITED. */
 int agent_exec_poll(agent_exec_t *x, int64_t now_ns);
 
-/* Self-fencing: SIGKILL every live task's group and cgroups now; reason
- * "fenced". Returns how many tasks were live. Reap with agent_exec_poll. */
+/* Self-fencing: SIGKILL every live task's group and cgroups now, and
+ * publish deadline 0 to their supervisors; reason "fenced". Returns how
+ * many tasks were live. Reap with agent_exec_poll. */
 int agent_exec_fence(agent_exec_t *x, int64_t now_ns);
+
+/* conf.leased: publish the lease deadline (CLOCK_MONOTONIC ns; 0: kill
+ * now) to every supervisor, and read the one last published (a restarted
+ * agent: its predecessor's, which covers the tasks it left running). */
+void agent_exec_set_deadline(agent_exec_t *x, int64_t deadline_ns);
+int64_t agent_exec_deadline(const agent_exec_t *x);
 
 /* Poll until no task is live or timeout_ns passes (sleeping 5 ms between
  * polls; now() read with CLOCK_MONOTONIC). 0 or -ETIMEDOUT. */
@@ -197,6 +235,22 @@ typedef struct agent_task_record {
     uint32_t generation; /* elastic: its resize generation; 0 unknown */
 } agent_task_record_t;
 int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err);
+
+/*
+ * After a restart: take over every task a previous run of this executor
+ * (same log directory) left, through the task records of its supervisors:
+ * a live supervisor's task is adopted RUNNING; a task whose supervisor has
+ * gone is added EXITED with what its exit record says (exit code, signal,
+ * or fenced by its supervisor when the lease passed), so that it is
+ * reported. *ended (optional) gets how many ended; returns how many were
+ * adopted live.
+ */
+int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended);
+/* One line of a supervised task's record (LOG_DIR/.arbiter/JOB.TASK.task):
+ * "job task attempt epoch sup_pid sup_ticks pid ticks grace_ms generation".
+ * 0, or -EINVAL when it is not one. */
+int agent_task_record_parse(const char *line, agent_task_record_t *r, pid_t *sup,
+                            uint64_t *sup_ticks);
 
 /* The start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
 int agent_proc_start_ticks(pid_t pid, uint64_t *out);

@@ -6,6 +6,9 @@
  *   cpu: 64                       # optional: logical CPUs (else /proc, sysfs)
  *   memory: 512Gi                 # optional (else /proc/meminfo)
  *   labels: {rack: r1, zone: z1}  # optional, at most 16
+ *   taints:                       # optional, at most 16 (operators add theirs: arbiter taint)
+ *     - {key: maintenance, value: "2024-06", effect: NoExecute}  # or NoSchedule, PreferNoSchedule
+ *   datasets: [imagenet, c4]      # optional: cached here, at most 32
  *   gpus:                         # optional; the scenario format's two forms:
  *     - {model: H100, memory: 80Gi, nvlink: 0, pcie: 0, numa: 0,
  *        uuid: GPU-5f1c..., pciBusId: "0000:17:00.0"}   # uuid, pciBusId optional
@@ -31,7 +34,10 @@
 #define INV_MAX_FILE (1 << 20)
 #define INV_MAX_VALUES 10000
 
-static const char *const top_keys[] = {"name", "cpu", "memory", "labels", "gpus", NULL};
+static const char *const top_keys[] = {"name",   "cpu",      "memory", "labels",
+                                       "taints", "datasets", "gpus",   NULL};
+static const char *const taint_keys[] = {"key", "value", "effect", NULL};
+static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
 static const char *const gpu_keys[] = {"model", "memory", "nvlink",   "pcie",
                                        "numa",  "uuid",   "pciBusId", NULL};
 static const char *const gpus_keys[] = {"count",        "model",     "memory", "nvlinkDomains",
@@ -207,6 +213,53 @@ static int parse_labels(sx_t *x, const sval_t *v, agent_inv_t *inv)
     return 0;
 }
 
+static int parse_taints(sx_t *x, const sval_t *v, agent_inv_t *inv)
+{
+    void *it = NULL;
+    int n, rc = sv_seq(x, v, AGENT_MAX_TAINTS, &n);
+
+    for (int i = 0; rc == 0 && i < n; i++) {
+        agent_taint_t *t = &inv->taints[i];
+        sval_t tv, f;
+        bool is;
+        int e = 0;
+        sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
+        if ((rc = sv_map(x, &tv, &is)) < 0 || (rc = sv_check_keys(x, &tv, taint_keys)) < 0)
+            return rc;
+        if (!is || !sv_get(&tv, "key", &f))
+            return sv_fail(x, &tv, -EINVAL, "a taint needs key: and effect:");
+        if ((rc = sv_text(x, &f, t->key, sizeof t->key, false)) < 0)
+            return rc;
+        t->val[0] = '\0';
+        if (sv_get(&tv, "value", &f) && (rc = sv_text(x, &f, t->val, sizeof t->val, true)) < 0)
+            return rc;
+        if (!sv_get(&tv, "effect", &f))
+            return sv_fail(x, &tv, -EINVAL,
+                           "missing effect: (NoSchedule, PreferNoSchedule or NoExecute)");
+        if ((rc = sv_enum(x, &f, effects, 3, &e)) < 0)
+            return rc;
+        snprintf(t->effect, sizeof t->effect, "%s", effects[e]);
+    }
+    if (rc == 0)
+        inv->ntaints = n;
+    return rc;
+}
+
+static int parse_datasets(sx_t *x, const sval_t *v, agent_inv_t *inv)
+{
+    void *it = NULL;
+    int n, rc = sv_seq(x, v, AGENT_MAX_DATASETS, &n);
+
+    for (int i = 0; rc == 0 && i < n; i++) {
+        sval_t dv;
+        sv_item(&dv, v, fy_node_sequence_iterate(v->n, &it), i);
+        rc = sv_text(x, &dv, inv->datasets[i], sizeof inv->datasets[i], false);
+    }
+    if (rc == 0)
+        inv->ndatasets = n;
+    return rc;
+}
+
 int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_inv_t *inv,
                           arb_err_t *err)
 {
@@ -228,6 +281,8 @@ int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_i
     }
     *out = *inv;
     out->nlabels = 0;
+    out->ntaints = 0;
+    out->ndatasets = 0;
     out->ngpus = 0;
     sv_root(&root, fy_document_root(d.doc), "");
     if (sv_tree_size(root.n, 0, INV_MAX_VALUES) > INV_MAX_VALUES) {
@@ -252,6 +307,10 @@ int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_i
         out->mem_bytes = bytes;
     }
     if (sv_get(&root, "labels", &f) && (rc = parse_labels(&x, &f, out)) < 0)
+        goto out;
+    if (sv_get(&root, "taints", &f) && !sv_null(&f) && (rc = parse_taints(&x, &f, out)) < 0)
+        goto out;
+    if (sv_get(&root, "datasets", &f) && !sv_null(&f) && (rc = parse_datasets(&x, &f, out)) < 0)
         goto out;
     if (sv_get(&root, "gpus", &f) && !sv_null(&f)) {
         if ((rc = sv_no_alias(&x, &f)) < 0)

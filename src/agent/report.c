@@ -60,6 +60,20 @@ static json_t *inventory(const agent_inv_t *inv)
     for (int i = 0; i < inv->nlabels; i++)
         bad |= set(labels, inv->labels[i].key, json_string(inv->labels[i].val));
     bad |= set(o, "labels", labels);
+    if (inv->ntaints) {
+        json_t *t = json_array();
+        for (int i = 0; t && i < inv->ntaints; i++)
+            bad |= json_array_append_new(t, json_pack("{s:s,s:s,s:s}", "key", inv->taints[i].key,
+                                                      "value", inv->taints[i].val, "effect",
+                                                      inv->taints[i].effect));
+        bad |= set(o, "taints", t);
+    }
+    if (inv->ndatasets) {
+        json_t *d = json_array();
+        for (int i = 0; d && i < inv->ndatasets; i++)
+            bad |= json_array_append_new(d, json_string(inv->datasets[i]));
+        bad |= set(o, "datasets", d);
+    }
     for (int i = 0; i < inv->ngpus; i++) {
         const agent_gpu_info_t *g = &inv->gpu[i];
         char mem[32];
@@ -155,6 +169,10 @@ static json_t *tasks(const agent_exec_t *x)
                               "attempt", (json_int_t)t->attempt, "state", agent_task_wire_state(t));
         if (e && t->state == AGENT_TASK_EXITED && (t->exit_code >= 0 || t->signal > 0))
             set(e, "exit_code", json_integer(t->exit_code >= 0 ? t->exit_code : 128 + t->signal));
+        /* Who fenced it: the agent itself, or its supervisor because the
+         * lease passed while the agent did not run. */
+        if (e && t->state == AGENT_TASK_EXITED && !strcmp(t->reason, "fenced"))
+            set(e, "fenced_by", json_string(t->fenced_by_sup ? "supervisor" : "agent"));
         if (!e || json_array_append_new(a, e) != 0) {
             json_decref(a);
             return NULL;

@@ -11,7 +11,9 @@
  * only then may the lease be renewed. Anything else is -errno and the lease
  * just keeps running down: -ECONNREFUSED / -ETIMEDOUT / -EHOSTUNREACH (no
  * controller there), -EIO (a 5xx: the controller failed), -EACCES (401 or
- * 403: the token), -EPROTO (another 4xx, or a reply that does not parse).
+ * 403: the token), -ERANGE (the report's Lamport time was too far ahead of
+ * the controller's clock, which is in reply->lamport, the only field set),
+ * -EPROTO (another 4xx, or a reply that does not parse).
  * A reply that says the node is unknown or lost is 0 with reply->lost set.
  * A report takes at most timeout_ns (the caller passes what is left of
  * its lease, so a hung controller cannot delay the fence).

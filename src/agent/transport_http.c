@@ -141,6 +141,20 @@ static void their_words(const fo_resp_t *r, char *out, size_t n)
     json_decref(o);
 }
 
+/* A refusal of the report's Lamport time carries the controller's clock
+ * (error.lamport): true, and *out set, when r is one. */
+static bool clock_of_refusal(const fo_resp_t *r, uint64_t *out)
+{
+    json_t *o = r->body ? json_loadb(r->body, r->n, 0, NULL) : NULL;
+    json_t *l = json_object_get(json_object_get(o, "error"), "lamport");
+    bool yes = json_is_integer(l) && json_integer_value(l) >= 0;
+
+    if (yes)
+        *out = (uint64_t)json_integer_value(l);
+    json_decref(o);
+    return yes;
+}
+
 static int http_report(void *state, const char *body, size_t len, int64_t timeout_ns,
                        agent_reply_t *reply, arb_err_t *err)
 {
@@ -177,6 +191,10 @@ static int http_report(void *state, const char *body, size_t len, int64_t timeou
         goto out;
     }
     their_words(&r, words, sizeof words);
+    if (r.status == 422 && clock_of_refusal(&r, &reply->lamport)) {
+        rc = arb_errf(err, -ERANGE, "%s: %ld: %s", r.url, r.status, words);
+        goto out;
+    }
     if (r.status == 401 || r.status == 403)
         rc = arb_errf(err, -EACCES, "%s: %ld: %s (--token-file: an agent token)", r.url, r.status,
                       words);

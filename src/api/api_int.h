@@ -44,6 +44,7 @@ struct api_req {
     bool poll_over;        /* the deadline passed, or the server stops: answer now */
     bool suspend;          /* set by api_poll: no reply yet, run again later */
     api_defer_t defer;     /* set by api_finish: the reply waits for its ticket */
+    bool no_defer;         /* the handler edits the reply after api_finish: wait here */
     bool asset;            /* a console file (ui.c): text is static, not freed; ETag, CSP */
     char etag[24];
 };

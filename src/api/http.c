@@ -31,8 +31,10 @@
  * end, the 413 always arrives.
  */
 #include <arpa/inet.h>
+#include <errno.h>
 #include <microhttpd.h>
 #include <pthread.h>
+#include <sys/socket.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -148,7 +150,7 @@ static int finish_now(api_req_t *r, int rc, json_t *out, int64_t ticket, const c
     }
     json_decref(out);
     int status = rc == -EBADMSG                                                   ? 400
-                 : rc == -EINVAL                                                  ? 422
+                 : rc == -EINVAL || rc == -ERANGE                                 ? 422
                  : rc == -ENOENT                                                  ? 404
                  : rc == -EACCES                                                  ? 403
                  : rc == -ESTALE || rc == -EPERM || rc == -EBUSY || rc == -EEXIST ? 409
@@ -163,7 +165,7 @@ int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_
 {
     /* Not durable yet: the reply waits for its commit without holding this
      * event-loop thread (its other connections go on); see conn.c. */
-    if (r->st && ticket > 0 && !st_done(r->st, ticket)) {
+    if (r->st && ticket > 0 && !r->no_defer && !st_done(r->st, ticket)) {
         api_defer_t *d = &r->defer;
         d->on = true;
         d->ticket = ticket;
@@ -333,6 +335,19 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, const api_c
          * send the client on rather than answer from memory that may be stale. */
         if (!r->st || (r->ha && r->ha->leader(r->ha->arg, n, sizeof n, u, sizeof u, &term) != 1))
             return to_leader(r, loc, locsz);
+    }
+    if (r->st && strcmp(hit->path, "/v1/leader") != 0) {
+        /* A failed commit: what memory holds may never have been written.
+         * Nothing is answered from it (not /healthz: it says so), and the
+         * controller exits (cli/controller.c) for a supervisor to restart. */
+        arb_err_t serr = {{0}};
+        if (st_store_status(r->st, &serr) < 0) {
+            r->retry_after = 1;
+            return api_error(r, 503,
+                             "this controller stops serving: %s; it exits and a restart "
+                             "recovers what was committed",
+                             serr.msg);
+        }
     }
     if (hit->roles || a->auth.require_cert) {
         api_principal_t p;
@@ -826,12 +841,28 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     unsigned per_ip = (unsigned)(o->max_conns_per_client > 0 ? o->max_conns_per_client : 256);
     if (o->max_conns_per_client <= 0 && per_ip > limit / 4)
         per_ip = limit / 4 > 0 ? limit / 4 : 1;
+    /* The listening socket is made here so that what it allows is plain:
+     * SO_REUSEADDR (a restart binds at once, past TIME_WAIT) and never
+     * SO_REUSEPORT, with which a second controller bound the same port and
+     * the kernel split the clients between two states. A port in use fails
+     * the bind. */
+    int one = 1, lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (lfd < 0 || setsockopt(lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) != 0 ||
+        bind(lfd, (struct sockaddr *)&sin, sizeof sin) != 0 || listen(lfd, 1024) != 0) {
+        int e = errno;
+        if (lfd >= 0)
+            close(lfd);
+        rc = arb_errf(err, -e, "cannot listen on %s:%d: %s%s", o->host, o->port, strerror(e),
+                      e == EADDRINUSE ? " (another process, perhaps another controller, has it)"
+                                      : "");
+        goto fail;
+    }
     unsigned flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
     if (a->tls.cert)
         flags |= MHD_USE_TLS;
     struct MHD_OptionItem opts[] = {
         {MHD_OPTION_EXTERNAL_LOGGER, (intptr_t)mhd_log, NULL}, /* first: all messages */
-        {MHD_OPTION_SOCK_ADDR, 0, &sin},
+        {MHD_OPTION_LISTEN_SOCKET, lfd, NULL},
         {MHD_OPTION_THREAD_POOL_SIZE, threads, NULL},
         {MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)completed, a},
         {MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)on_connection, a},
@@ -843,8 +874,6 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
          * default made 10,000 idle agents cost 320 MB) */
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 16 * 1024, NULL},
         {MHD_OPTION_PER_IP_CONNECTION_LIMIT, per_ip, NULL},
-        {MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
-        {MHD_OPTION_LISTEN_BACKLOG_SIZE, 1024, NULL},
         /* TLS last: without a certificate the list ends here, without a CA below */
         {a->tls.cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, a->tls.cert},
         {MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls.key},
@@ -855,13 +884,15 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     a->d =
         MHD_start_daemon(flags, 0, NULL, NULL, handler, a, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!a->d) {
-        rc = arb_errf(err, -EADDRINUSE,
-                      "cannot listen on %s:%d (in use, or not an address of this machine%s)",
-                      o->host, o->port, a->tls.cert ? ", or the TLS files were refused" : "");
+        close(lfd);
+        rc = arb_errf(err, -EIO, "cannot serve on %s:%d (libmicrohttpd would not start%s)",
+                      o->host, o->port, a->tls.cert ? "; the TLS files were refused?" : "");
         goto fail;
     }
-    const union MHD_DaemonInfo *di = MHD_get_daemon_info(a->d, MHD_DAEMON_INFO_BIND_PORT);
-    a->port = di ? di->port : o->port;
+    struct sockaddr_in bound;
+    socklen_t blen = sizeof bound;
+    a->port =
+        getsockname(lfd, (struct sockaddr *)&bound, &blen) == 0 ? ntohs(bound.sin_port) : o->port;
     snprintf(a->url, sizeof a->url, "%s://%s:%d", a->tls.cert ? "https" : "http", o->host, a->port);
     if (s)
         st_set_change_hook(s, api_hk_changed, a->hk);

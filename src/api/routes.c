@@ -269,7 +269,12 @@ static int h_report(api_req_t *r)
                          je.text);
     int rc = st_node_report_if(r->st, &r->who, r->params[0], im, body, &out, &t, &err);
     json_decref(body);
+    /* A Lamport time too far ahead: the refusal carries the clock. */
+    json_t *lam = rc == -ERANGE ? json_incref(json_object_get(out, "lamport")) : NULL;
+    r->no_defer = lam != NULL; /* the refusal carries the clock: made here, now */
     rc = api_finish(r, rc, out, t, &err, 200);
+    if (lam) /* jansson drops lam when there is no error object */
+        json_object_set_new(json_object_get(r->json, "error"), "lamport", lam);
     if (r->defer.on)
         r->defer.report_t0 = t0; /* noted when the reply goes, after its commit */
     else
@@ -286,26 +291,76 @@ static int h_assignments(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
-static int drain(api_req_t *r, bool on)
+/* Node operations (src/state/nodeops.c): the node name is checked first,
+ * the body (when there is one) is JSON. */
+static int node_body(api_req_t *r, bool need, json_t **body)
+{
+    json_error_t je;
+    arb_err_t err = {{0}};
+
+    *body = NULL;
+    if (st_node_name_check(r->params[0], &err) < 0)
+        return api_error(r, 404, "%s", err.msg);
+    if (r->n == 0 && !need)
+        return 0;
+    if (!(*body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je)))
+        return api_error(r, 400, "node.json:%d:%d: malformed JSON: %s", je.line, je.column,
+                         je.text);
+    return 0;
+}
+
+static int cordon(api_req_t *r, st_cordon_t what)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    json_t *out = NULL, *body;
     int64_t t = 0, im;
 
-    if (if_match(r, &im))
+    if (if_match(r, &im) || node_body(r, false, &body))
         return r->status;
-    int rc = st_node_drain(r->st, r->params[0], on, im, &out, &t, &err);
+    int rc = st_node_cordon(r->st, &r->who, r->params[0], what, body, im, &out, &t, &err);
+    json_decref(body);
     return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_cordon(api_req_t *r)
+{
+    return cordon(r, ST_CORDON);
 }
 
 static int h_drain(api_req_t *r)
 {
-    return drain(r, true);
+    return cordon(r, ST_DRAIN);
 }
 
-static int h_undrain(api_req_t *r)
+static int h_uncordon(api_req_t *r)
 {
-    return drain(r, false);
+    return cordon(r, ST_UNCORDON);
+}
+
+static int h_node_patch(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL, *body;
+    int64_t t = 0, im;
+
+    if (if_match(r, &im) || node_body(r, true, &body))
+        return r->status;
+    int rc = st_node_patch(r->st, &r->who, r->params[0], body, im, &out, &t, &err);
+    json_decref(body);
+    return api_finish(r, rc, out, t, &err, 200);
+}
+
+static int h_node_delete(api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    json_t *out = NULL, *body;
+    int64_t t = 0, im;
+
+    if (if_match(r, &im) || node_body(r, false, &body))
+        return r->status;
+    json_decref(body);
+    int rc = st_node_delete(r->st, r->params[0], im, &out, &t, &err);
+    return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_queues(api_req_t *r)
@@ -432,7 +487,9 @@ static int h_service_load(api_req_t *r)
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const api_route_t api_routes[] = {
-    {"GET", "/healthz", ANYONE, h_healthz, "liveness: `ok`", "No auth. Plain text `ok`."},
+    {"GET", "/healthz", ANYONE, h_healthz, "liveness: `ok`",
+     "No auth. Plain text `ok`; 503 (like every route) once a store commit failed or the "
+     "Lamport clock reached its limit, for the moment before the controller exits 3."},
     {"GET", "/metrics", ADMIN | USER | AGENT, h_metrics, "Prometheus metrics (text format 0.0.4)",
      "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
      "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
@@ -534,10 +591,17 @@ const api_route_t api_routes[] = {
     {"GET", "/v1/nodes", ADMIN | USER, h_nodes, "list nodes (the GPU map)",
      "Reply: `{\"nodes\": [{\"name\", \"state\", \"version\", \"gpus\": [{\"index\", "
      "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
-     "\"jobs\"}], \"capacity\", \"allocated\", \"tasks\", \"labels\", \"report_age_s\"}]}`."},
+     "\"jobs\"}], \"capacity\", \"allocated\", \"tasks\", \"labels\", \"taints\", "
+     "\"datasets\", \"schedulable\", \"reason\", \"report_age_s\"}]}`. `state`: `Ready`, "
+     "`NotReady` (silent past its lease), `Lost` (past lease and grace: its tasks requeued), "
+     "`Draining` (cordoned or drained: no new tasks). Node names are DNS-1123 labels (as "
+     "Kubernetes has them: 1..63 of lowercase letters, digits and `-`); a report under another "
+     "name is 422."},
     {"GET", "/v1/nodes/{name}", ADMIN | USER, h_node, "one node, with telemetry and inventory",
-     "Reply: the node object plus `telemetry` and `inventory` as last reported, and "
-     "`stale_reports` (replayed reports ignored since this controller leads)."},
+     "Reply: the node object plus `telemetry` and `inventory` as last reported, `topology` "
+     "(`rack`, `block`, `zone`), `operator` (what operators set over the inventory), `running` "
+     "(each task placed there: `job`, `name`, `task`, `attempt`, `state`, `gpus`, `stopping`) "
+     "and `stale_reports` (replayed reports ignored since this controller leads)."},
     {"GET", "/v1/nodes/{name}/telemetry", ADMIN | USER, h_node_telemetry,
      "a node's telemetry over the last minutes",
      "Reply: `{\"node\", \"interval_s\", \"capacity\", \"samples\": [{\"age_s\", "
@@ -562,7 +626,13 @@ const api_route_t api_routes[] = {
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
      "\"epoch\", \"lease_ms\", \"version\", \"assignments\": [...]}` (as below). The controller's "
      "clock "
-     "becomes max(its own, `lamport`) + 1. The agent's lease must not be longer than "
+     "becomes max(its own, `lamport`) + 1, and a report may move it at most 1048576 (2^20) "
+     "beyond its own time: a `lamport` further ahead (or above 2^62 - 1) is refused whole, 422, "
+     "with the controller's clock in `error.lamport`, which an agent takes before it registers "
+     "again (DESIGN.md invariant 9); a controller that starts with its clock past 2^61 "
+     "renumbers it, every order kept (event `clock-rebased`). A task reported `lost` may say "
+     "`fenced_by`: `agent` or `supervisor` (who killed it when the lease ran out unrenewed). "
+     "The agent's lease must not be longer than "
      "`lease_ms`: a node silent past it goes NotReady, and past it plus `nodes.grace` it is "
      "lost, its tasks requeued (or failed, `restartable: false`). A report from a node the "
      "controller does not know, or declared lost, without an inventory is answered "
@@ -593,10 +663,38 @@ const api_route_t api_routes[] = {
      "have `stop`. Allocations restored when the controller restarts are re-stamped with its "
      "new epoch. A task whose agent was sent `stop` before it started it, and that its agent's "
      "next report does not list, has ended."},
-    {"POST", "/v1/nodes/{name}/drain", ADMIN, h_drain, "stop placing tasks on a node",
-     "Header `If-Match: VERSION` (optional). Running tasks stay. Reply: the node object."},
-    {"POST", "/v1/nodes/{name}/undrain", ADMIN, h_undrain, "put a drained node back in service",
+    {"PATCH", "/v1/nodes/{name}", ADMIN, h_node_patch, "set or remove a node's labels and taints",
+     "Body: `{\"labels\": {\"KEY\": \"VALUE\" | null}, \"taints\": {\"add\": [{\"key\", "
+     "\"value\", \"effect\": \"NoSchedule\" | \"PreferNoSchedule\" | \"NoExecute\"}], "
+     "\"remove\": [{\"key\", \"effect\"}]}}` (`kubectl label` / `kubectl taint`): keys as "
+     "Kubernetes has them (`[PREFIX/]NAME`, NAME 1..63 of letters, digits, `-_.`), values "
+     "empty or 1..63 of the same; null removes a label, a remove without `effect` every effect "
+     "of its key; removing what the node does not have is 404. What operators set is kept apart "
+     "from the agent's inventory (labels, taints and datasets it reports, e.g. from its "
+     "inventory file) and wins over it, also after the agent restarts. A NoExecute taint evicts "
+     "every job with a task there that does not tolerate it (stopped with its grace, requeued "
+     "whole, or failed when `restartable: false`); NoSchedule and NoExecute keep new tasks "
+     "off. Header `If-Match: VERSION` (optional; 409 when another change came first). Reply: "
+     "the node object as `GET /v1/nodes/{name}`."},
+    {"DELETE", "/v1/nodes/{name}", ADMIN, h_node_delete, "remove a NotReady or Lost node",
+     "Only a node whose agent stopped: Lost, or NotReady with no task that may still run (409 "
+     "otherwise, saying when it can be: a NotReady node's tasks are lost, and placed elsewhere, "
+     "only after `nodes.grace`). Its record goes and its GPUs leave every total; an agent that "
+     "reports under the name later registers it anew. Header `If-Match: VERSION` (optional). "
+     "Reply: the node object as it was."},
+    {"POST", "/v1/nodes/{name}/cordon", ADMIN, h_cordon, "stop placing tasks on a node",
+     "Body (optional): `{\"reason\": TEXT}` (`scontrol update state=drain reason=...`). Running "
+     "tasks stay; state `Draining`, `schedulable` false, `reason` says by whom and why (kept in "
+     "the store). Header `If-Match: VERSION` (optional). Reply: the node object."},
+    {"POST", "/v1/nodes/{name}/drain", ADMIN, h_drain, "cordon a node and evict what runs there",
+     "As `kubectl drain`: cordon (body `{\"reason\"}` optional), then every job with a task "
+     "there is stopped (SIGTERM, its grace, SIGKILL: its GPUs stay held until its tasks ended) "
+     "and requeued whole elsewhere, or failed when its spec says `restartable: false`. Header "
+     "`If-Match: VERSION` (optional). Reply: the node object with `evicted`: jobs stopped."},
+    {"POST", "/v1/nodes/{name}/uncordon", ADMIN, h_uncordon, "put a cordoned node back in service",
      "Header `If-Match: VERSION` (optional). Reply: the node object."},
+    {"POST", "/v1/nodes/{name}/undrain", ADMIN, h_uncordon, "the same as uncordon",
+     "Kept for older clients. Header `If-Match: VERSION` (optional). Reply: the node object."},
     {"GET", "/v1/queues", ADMIN | USER, h_queues, "queues with quota, usage and fair share",
      "Reply: `{\"queues\": [{\"name\", \"cohort\", \"weight\", \"nominal\", "
      "\"borrowing_limit\", \"used\", \"pending\", \"running\", \"dominant_share\"}]}`."},
@@ -714,6 +812,19 @@ void api_doc_markdown(FILE *f)
             "`version`s. Wall-clock fields (`time`, `submitted_at`) are for people and never "
             "order anything. Every assignment carries the controller's `epoch`, bumped at each "
             "start.\n\n"
+            "## Store faults\n\n"
+            "A commit that fails (disk full, an I/O error) stops the controller serving at "
+            "once: every request, `/healthz` included, is answered 503, and within 100 ms it "
+            "exits with status 3 and the reason on stderr, for a supervisor to restart it "
+            "(systemd `Restart=on-failure`); over etcd it steps down and a follower takes "
+            "over. Nothing that was not committed was acknowledged or is counted after the "
+            "restart. One controller per data dir: the lock is taken on `arbiter.db` itself; "
+            "one per port: the listening socket never shares its port. A data dir that looks "
+            "rewound (its database below the revision recorded in `arbiter.db.marker` beside "
+            "it: the WAL deleted or damaged, an old copy put back) is refused at start with "
+            "what is missing, unless `--accept-rewind` (then event `store-rewound`). Records "
+            "that cannot be loaded are named by key on stderr and in event `store-damaged`, "
+            "are not counted, and a damaged job's id is never handed out again.\n\n"
             "## Several controllers (clients)\n\n"
             "Clients take a comma-separated list of controller URLs (`ARBITER_URL`, "
             "`arbiter agent --controller`, `arbiter lb --controller`). The contract with "

@@ -28,8 +28,11 @@
  * --token-file or ARBITER_TOKEN); without, the stdout row prints one report
  * body per line. Between heartbeats it reaps tasks and fences the moment
  * its lease runs out (agent_tick, every 50 ms). SIGINT/SIGTERM stop it; its
- * tasks are killed unless --keep-tasks (then a restart with the same
- * --state adopts them).
+ * tasks are killed unless --keep-tasks (then they run on under their
+ * supervisors for at most the lease, and a restart with the same --log-dir
+ * adopts them, with or without --state). Each task runs under a supervisor,
+ * this binary as `arbiter supervise` (src/agent/supervise.h), which kills
+ * it when the lease passes whatever becomes of the agent.
  *
  * --emulate K plays K nodes NAME-1 .. NAME-K in this one process
  * (src/agent/emulate.h) and prints report rates and round trips; their
@@ -258,6 +261,18 @@ static int emulate(agent_conf_t *c, long nodes, long threads, int64_t duration, 
     return 0;
 }
 
+/* A DNS-1123 label: what the controller takes as a node name. */
+static bool dns_label(const char *s)
+{
+    size_t n = strlen(s);
+    if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+            return false;
+    return true;
+}
+
 int cli_agent(int argc, char **argv)
 {
     agent_conf_t c;
@@ -395,6 +410,14 @@ int cli_agent(int argc, char **argv)
         fprintf(stderr, "arbiter agent: --name NODE is required\n" AGENT_USAGE);
         return 2;
     }
+    if (!dns_label(c.disc.node_name)) { /* the controller would refuse every report */
+        fprintf(stderr,
+                "arbiter agent: --name '%s': node names are DNS-1123 labels, as Kubernetes has "
+                "them: 1..63 lowercase letters, digits and '-', starting and ending with a "
+                "letter or digit (with --emulate, the names get -1, -2, ... added)\n",
+                c.disc.node_name);
+        return 2;
+    }
     if (c.disc.inventory && c.disc.fake) {
         fprintf(stderr, "arbiter agent: give --inventory or --fake-gpus, not both\n");
         return 2;
@@ -419,8 +442,10 @@ int cli_agent(int argc, char **argv)
         return 2;
     }
     c.tls = &tls;
-    /* Nothing could adopt its tasks after a crash: they die with it. */
-    c.exec.die_with_agent = !c.state_file && !keep;
+    /* Each task under a supervisor (this binary, `arbiter supervise`) that
+     * holds the lease: a task never outlives it, whatever becomes of us. */
+    c.exec.supervisor = "/proc/self/exe";
+    c.exec.leased = true;
     if ((nthreads || duration || c.exec.timed) && !nemu) {
         fprintf(stderr,
                 "arbiter agent: --threads, --duration and --emulate-tasks go with --emulate K\n");

@@ -990,7 +990,7 @@ int cli_bench_infer(int argc, char **argv)
     char emu[PATH_MAX + 32];
     double la[3] = {0};
 
-    for (int i = 1; i < argc; i++) {
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         bool ok = v != NULL;
         if (strcmp(a, "-o") == 0 && v) {
@@ -1061,7 +1061,6 @@ int cli_bench_infer(int argc, char **argv)
                     v ? v : "");
             return usage();
         }
-        i++;
     }
     if (c.nrates == 0) {
         static const double def[3][3] = {{20, 30, 40}, {12, 24, 36}, {16, 24, 32}};

@@ -38,6 +38,13 @@ int cli_job(int argc, char **argv);
 int cli_explain(int argc, char **argv);
 int cli_cancel(int argc, char **argv);
 int cli_nodes(int argc, char **argv);
+/* node operations, as kubectl and scontrol (node.c) */
+int cli_node(int argc, char **argv);
+int cli_cordon(int argc, char **argv);
+int cli_uncordon(int argc, char **argv);
+int cli_drain(int argc, char **argv);
+int cli_taint(int argc, char **argv);
+int cli_label(int argc, char **argv);
 int cli_events(int argc, char **argv);
 int cli_bench_api(int argc, char **argv);     /* `arbiter bench api` (bench_api.c) */
 int cli_bench_sim(int argc, char **argv);     /* `arbiter bench sim` (bench_sim.c) */
@@ -51,9 +58,10 @@ int cli_lb(int argc, char **argv);
 int cli_shard(int argc, char **argv);
 /* the node agent (agent.c) */
 int cli_agent(int argc, char **argv);
-int cli_logs(int argc, char **argv);    /* a job's task output (logs.c) */
-int cli_top(int argc, char **argv);     /* the live view (top.c) */
-int cli_service(int argc, char **argv); /* a service's replicas (service.c) */
+int cli_supervise(int argc, char **argv); /* the per-task supervisor the agent starts */
+int cli_logs(int argc, char **argv);      /* a job's task output (logs.c) */
+int cli_top(int argc, char **argv);       /* the live view (top.c) */
+int cli_service(int argc, char **argv);   /* a service's replicas (service.c) */
 /* the Slurm commands (slurm.c): also the binary's names sbatch, squeue, scancel, sinfo */
 int cli_sbatch(int argc, char **argv);
 int cli_squeue(int argc, char **argv);

@@ -41,10 +41,14 @@ const cli_cmd_t cli_cmds[] = {
      "[--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
      "(arbiter agent --help for all)",
      cli_agent, true},
+    {"supervise", "internal: the per-task supervisor the agent starts (it holds the lease)",
+     "arbiter supervise --task-pid PID --exit FILE [--lease FILE] [--cgroup-v2 DIR | "
+     "--cgroup-v1 DIR ...] [--time-limit-at NS --grace NS]",
+     cli_supervise, true},
     {"version", "print the version", "arbiter version", cli_version, false},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
      "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
-     "[--config FILE] [--tokens FILE] (HA: docs/ha.md)",
+     "[--config FILE] [--tokens FILE] [--accept-rewind] (HA: docs/ha.md)",
      cli_controller, true},
     {"init", "make a cluster's CA, certificates and admin token (TLS across machines)",
      "arbiter init DIR [--host NAME ...] | init node NAME DIR [--host NAME ...] | "
@@ -64,6 +68,22 @@ const cli_cmd_t cli_cmds[] = {
     {"cancel", "cancel jobs", "arbiter cancel ID...", cli_cancel, false},
     {"nodes", "the GPU map: each node's GPUs and the job on each", "arbiter nodes [-o json]",
      cli_nodes, false},
+    {"node", "one node in detail (labels, taints, telemetry, what runs); or delete it",
+     "arbiter node NAME [-o json]\n       arbiter node delete NAME [-o json]   (NotReady or Lost "
+     "only)",
+     cli_node, false},
+    {"cordon", "stop placing tasks on a node", "arbiter cordon NAME [--reason TEXT] [-o json]",
+     cli_cordon, false},
+    {"uncordon", "put a cordoned or drained node back in service",
+     "arbiter uncordon NAME [-o json]", cli_uncordon, false},
+    {"drain", "cordon a node and evict its jobs (stopped with their grace, requeued elsewhere)",
+     "arbiter drain NAME [--reason TEXT] [-o json]", cli_drain, false},
+    {"taint", "add or remove node taints (NoExecute evicts what does not tolerate it)",
+     "arbiter taint NAME KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute ... | "
+     "KEY[:EFFECT]- ... [-o json]",
+     cli_taint, false},
+    {"label", "set or remove node labels",
+     "arbiter label NAME KEY=VALUE ... | KEY- ... [--overwrite] [-o json]", cli_label, false},
     {"events", "the event log in Lamport order", "arbiter events [--since N] [--watch] [-o json]",
      cli_events, false},
     {"top", "a live view of the cluster, its queues, jobs and nodes (q quits)",
@@ -134,8 +154,9 @@ int cli_help(int argc, char **argv)
         printf("  %-10s %s\n", c->name, c->summary);
     printf("\nrun 'arbiter help VERB' for a verb's usage\n");
     printf(
-        "\nenvironment (client verbs: submit queue job explain cancel nodes events logs top "
-        "service):\n"
+        "\nenvironment (client verbs: submit queue job explain cancel nodes node cordon uncordon "
+        "drain\n"
+        "  taint label events logs top service):\n"
         "  ARBITER_URL      the controller, or several comma-separated "
         "(http://a:7070,http://b:7070):\n"
         "                   the one that last answered first; the next after a connect error,\n"

@@ -3,11 +3,17 @@
  * config and tokens, opens (and recovers) the resource manager over the
  * data directory, starts the scheduler thread and the HTTP API, writes the
  * URL it listens on to DIR/url, and runs until SIGINT or SIGTERM, when it
- * stops accepting requests, writes what is queued and exits 0.
+ * stops accepting requests, writes what is queued and exits 0. A failed
+ * store commit (disk full, an I/O error) or a Lamport clock at its limit
+ * makes it stop serving at once (every request, /healthz included, 503)
+ * and exit 3 with the reason on stderr, within 100 ms, for a supervisor to
+ * restart (systemd Restart=on-failure): a restart recovers what was
+ * committed, which is all that was acknowledged.
  *
  * Crash-only: a kill -9 at any moment is safe; the next start recovers
  * from the store everything that was acknowledged.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,7 +28,7 @@
 static int usage_to(FILE *f, int rc)
 {
     fprintf(f, "usage: arbiter controller --listen HOST:PORT --data-dir DIR [--config FILE] "
-               "[--tokens FILE]\n"
+               "[--tokens FILE] [--accept-rewind]\n"
                "       arbiter controller --listen HOST:PORT --store etcd://HOST:PORT[,...] "
                "--name NAME\n"
                "           [--store-prefix /arbiter] [--advertise-url URL] [--lease-ttl S] "
@@ -73,11 +79,14 @@ static void write_url(const char *dir, const char *scheme, const char *host, int
     snprintf(path, sizeof path, "%s/url", dir);
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     f = fopen(tmp, "w");
-    if (!f)
-        return;
-    fprintf(f, "%s://%s:%d\n", scheme, host, port);
-    if (fclose(f) == 0)
-        rename(tmp, path);
+    if (f) {
+        fprintf(f, "%s://%s:%d\n", scheme, host, port);
+        if (fclose(f) == 0 && rename(tmp, path) == 0)
+            return;
+    }
+    fprintf(stderr, "arbiter controller: cannot write %s: %s (the API serves all the same)\n", path,
+            strerror(errno));
+    unlink(tmp);
 }
 
 int cli_controller(int argc, char **argv)
@@ -96,6 +105,7 @@ int cli_controller(int argc, char **argv)
     tls_server_t tls = {0};
     bool plain_ok = false;
     int max_conns = 0, per_client = 0;
+    bool accept_rewind = false;
 
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--api-doc") == 0) {
@@ -111,6 +121,8 @@ int cli_controller(int argc, char **argv)
             config = argv[++i];
         } else if (strcmp(argv[i], "--tokens") == 0 && i + 1 < argc) {
             tokfile = argv[++i];
+        } else if (strcmp(argv[i], "--accept-rewind") == 0) {
+            accept_rewind = true; /* a data dir below its marker: go on from what is there */
         } else if (strcmp(argv[i], "--store") == 0 && i + 1 < argc) {
             ha.store = argv[++i];
             if (strncmp(ha.store, "etcd://", 7) != 0) { /* sqlite:DIR or DIR */
@@ -188,6 +200,7 @@ int cli_controller(int argc, char **argv)
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         return 2;
     }
+    conf.accept_rewind = accept_rewind;
     if (tokfile && api_tokens_load(tokfile, &tokens, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         st_conf_free(&conf);
@@ -267,10 +280,26 @@ int cli_controller(int argc, char **argv)
             (long long)json_integer_value(json_object_get(status, "nodes")), dir, scheme, host,
             api_server_port(api), how);
     json_decref(status);
-    int sig = 0;
-    sigwait(&set, &sig);
-    fprintf(stderr, "arbiter controller: signal %d: stopping\n", sig);
-    rc = 0;
+    for (;;) {
+        struct timespec to = {0, 100 * 1000000L};
+        int sig = sigtimedwait(&set, NULL, &to);
+        if (sig > 0) {
+            fprintf(stderr, "arbiter controller: signal %d: stopping\n", sig);
+            rc = 0;
+            break;
+        }
+        if (st_store_status(st, &err) < 0) {
+            /* Fail loudly, never a 503 loop behind a healthy /healthz: stop
+             * serving and exit, for a supervisor to restart; the restart
+             * recovers exactly what was committed (and acknowledged). */
+            fprintf(stderr,
+                    "arbiter controller: FATAL: %s; stopping with exit status 3: nothing "
+                    "uncommitted was acknowledged, a restart recovers what was committed\n",
+                    err.msg);
+            rc = 3;
+            break;
+        }
+    }
 out:
     if (st)
         st_quiesce(st); /* long polls (events, service endpoints) answer now */

@@ -49,9 +49,17 @@ int sched_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_
     return c;
 }
 
+int arb_job_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e)
+{
+    return sched_untolerated(j, n, e);
+}
+
 static arb_reason_t f_taints(const arb_pctx_t *pc, const arb_node_t *n)
 {
-    return sched_untolerated(pc->job, n, ARB_TAINT_NO_SCHEDULE) ? ARB_R_TAINT : ARB_R_OK;
+    return sched_untolerated(pc->job, n, ARB_TAINT_NO_SCHEDULE) ||
+                   sched_untolerated(pc->job, n, ARB_TAINT_NO_EXECUTE)
+               ? ARB_R_TAINT
+               : ARB_R_OK;
 }
 
 /* ---- selector and affinity --------------------------------------------- */

@@ -303,7 +303,7 @@ static int class_key(const arb_job_t *j, uint32_t *m)
  * any model or the table is full. */
 static int class_of(la_state_t *st, const arb_job_t *j, bool add)
 {
-    uint32_t m[8];
+    uint32_t m[8] = {0};
     int n = class_key(j, m);
 
     if (n == 0)

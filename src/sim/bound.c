@@ -279,7 +279,7 @@ static double price(const bd_t *b, const bd_type_t *t, int *cnt)
     int from[1001];
 
     for (int v = 0; v <= cap; v++) {
-        sigma[v] = t->row_share[v] && v < 1000 ? glp_get_row_dual(b->lp, t->row_share[v]) : 0;
+        sigma[v] = v < 1000 && t->row_share[v] ? glp_get_row_dual(b->lp, t->row_share[v]) : 0;
         cnt[v] = 0;
     }
     best[0] = 0;

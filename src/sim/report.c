@@ -254,7 +254,7 @@ static double run_at(const sim_result_t *r, int n, const char *wl, const char *p
 
 void sim_print_table(FILE *f, const sim_result_t *r, int n)
 {
-    const char *pols[32], *ref;
+    const char *pols[32] = {0}, *ref;
     int np = 0, nwl = 0;
     double sum_fewer[32] = {0}, sum_d[32] = {0}, min_d[32], sum_a[32] = {0};
     bool has_bound = false;

@@ -123,7 +123,7 @@ json_t *spec_job_json(const arb_cluster_t *c, const arb_job_t *j)
         json_object_set_new(o, "affinity", aff);
     }
     if (j->ntolerations) {
-        static const char *const eff[] = {"", "NoSchedule", "PreferNoSchedule"};
+        static const char *const eff[] = {"", "NoSchedule", "PreferNoSchedule", "NoExecute"};
         json_t *a = json_array();
         for (int i = 0; i < j->ntolerations; i++) {
             const arb_toleration_t *t = &j->tolerations[i];
@@ -132,7 +132,7 @@ json_t *spec_job_json(const arb_cluster_t *c, const arb_job_t *j)
                 json_object_set_new(x, "key", json_string(s_of(c, t->key)));
             if (!t->exists)
                 json_object_set_new(x, "value", json_string(s_of(c, t->val)));
-            if (t->effect > 0 && t->effect < 3)
+            if (t->effect > 0 && t->effect < 4)
                 json_object_set_new(x, "effect", json_string(eff[t->effect]));
             json_array_append_new(a, x);
         }

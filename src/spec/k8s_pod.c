@@ -416,11 +416,6 @@ static int read_tolerations(kx_t *k, const sval_t *v, k8s_pod_t *p)
             json_decref(o);
             return rc;
         }
-        if (sv_get(&t, "effect", &f) && k8s_text(k, &f, buf, sizeof buf) == 0 &&
-            !strcmp(buf, "NoExecute")) {
-            json_decref(o); /* no Arbiter node has a NoExecute taint to tolerate */
-            continue;
-        }
         for (int j = 0; j < 4; j++) {
             if (!sv_get(&t, keys[j], &f) || sv_null(&f))
                 continue;

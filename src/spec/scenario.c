@@ -365,7 +365,8 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
 static int parse_taints(sx_t *x, const sval_t *v, arb_node_t *n)
 {
     static const char *const effects[] = {[ARB_TAINT_NO_SCHEDULE] = "NoSchedule",
-                                          [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule"};
+                                          [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
+                                          [ARB_TAINT_NO_EXECUTE] = "NoExecute"};
     int count, rc = sv_seq(x, v, SPEC_MAX_LIST, &count);
     void *it = NULL;
 
@@ -386,8 +387,9 @@ static int parse_taints(sx_t *x, const sval_t *v, arb_node_t *n)
         if (sv_get(&t, "value", &f) && (rc = sv_text(x, &f, val, sizeof val, true)) < 0)
             return rc;
         if (!sv_get(&t, "effect", &f))
-            return sv_fail(x, &t, -EINVAL, "missing effect: (NoSchedule or PreferNoSchedule)");
-        if ((rc = sv_enum(x, &f, effects, 3, &effect)) < 0)
+            return sv_fail(x, &t, -EINVAL,
+                           "missing effect: (NoSchedule, PreferNoSchedule or NoExecute)");
+        if ((rc = sv_enum(x, &f, effects, 4, &effect)) < 0)
             return rc;
         if (arb_node_add_taint(x->c, n, key, val, (arb_taint_effect_t)effect) < 0)
             return sv_oom(x, &t);
@@ -856,7 +858,8 @@ static int parse_tolerations(sx_t *x, const sval_t *v, arb_job_t *j)
 {
     static const char *const ops[] = {"Equal", "Exists"};
     static const char *const effects[] = {[ARB_TAINT_NO_SCHEDULE] = "NoSchedule",
-                                          [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule"};
+                                          [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
+                                          [ARB_TAINT_NO_EXECUTE] = "NoExecute"};
     int count, rc = sv_seq(x, v, SPEC_MAX_LIST, &count);
     void *it = NULL;
 
@@ -897,7 +900,7 @@ static int parse_tolerations(sx_t *x, const sval_t *v, arb_job_t *j)
                 return rc;
         }
         if (sv_get(&tv, "effect", &f) && !sv_null(&f) &&
-            (rc = sv_enum(x, &f, effects, 3, &t->effect)) < 0)
+            (rc = sv_enum(x, &f, effects, 4, &t->effect)) < 0)
             return rc;
     }
     return 0;

@@ -305,7 +305,7 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_ke
 
 /* ---- jobs out -------------------------------------------------------------------- */
 
-static json_t *gpu_list(uint16_t mask)
+json_t *st_gpu_list(uint16_t mask)
 {
     json_t *a = json_array();
     for (int g = 0; g < ARB_MAX_GPUS; g++)
@@ -327,7 +327,7 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
         const arb_task_alloc_t *a = &j->alloc[t];
         json_object_set_new(o, "node",
                             json_string(arb_node_name(&s->cluster, &s->cluster.nodes[a->node])));
-        json_object_set_new(o, "gpus", gpu_list(a->gpu_mask));
+        json_object_set_new(o, "gpus", st_gpu_list(a->gpu_mask));
         if (a->gpu_mask)
             json_object_set_new(o, "gpu_milli", json_integer(a->gpu_milli));
     } else {
@@ -529,13 +529,14 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
 
     arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
     arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
-    o = json_pack(
-        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id,
-        "name", j->name, "task", t, "ntasks", j->nalloc, "attempt", (json_int_t)sj->attempt,
-        "epoch", (json_int_t)sj->epoch, "gpus", gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli,
-        "gpu_memory_mib", a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
-        sj->command ? json_deep_copy(sj->command) : json_array(), "env", st_env_plain(sj->env),
-        "state", st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+    o = json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job",
+                  (json_int_t)sj->id, "name", j->name, "task", t, "ntasks", j->nalloc, "attempt",
+                  (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
+                  st_gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
+                  a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
+                  sj->command ? json_deep_copy(sj->command) : json_array(), "env",
+                  st_env_plain(sj->env), "state",
+                  st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
     if (o && j->elastic) {
@@ -592,12 +593,41 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
     arb_qty_format(n->cap.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
     arb_qty_format(n->used.cpu_milli, ARB_QTY_MILLI, ucpu, sizeof ucpu);
     arb_qty_format(n->used.mem_bytes, ARB_QTY_BYTES, umem, sizeof umem);
+    /* Lost: past its lease and grace, its tasks requeued; until it
+     * registers again (the core keeps it NotReady). */
     o = json_pack("{s:s,s:s,s:I,s:o,s:{s:i,s:s,s:s},s:{s:f,s:s,s:s},s:i,s:o}", "name",
-                  arb_node_name(&s->cluster, n), "state", arb_node_state_name(n->state), "version",
+                  arb_node_name(&s->cluster, n), "state",
+                  x->lost ? "Lost" : arb_node_state_name(n->state), "version",
                   (json_int_t)x->version, "gpus", gpus, "capacity", "gpus",
                   (int)(n->cap.gpu_milli / 1000), "cpu", cpu, "memory", mem, "allocated", "gpus",
                   (double)n->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem, "tasks",
                   n->ntasks, "labels", labels);
+    json_t *taints = json_array(), *datasets = json_array();
+    for (int i = 0; i < n->ntaints; i++)
+        json_array_append_new(
+            taints, json_pack("{s:s,s:s,s:s}", "key", arb_str(&s->cluster.strs, n->taints[i].key),
+                              "value", arb_str(&s->cluster.strs, n->taints[i].val) ?: "", "effect",
+                              st_taint_effect_name(n->taints[i].effect)));
+    for (int i = 0; i < n->ndatasets; i++)
+        json_array_append_new(datasets, json_string(arb_str(&s->cluster.strs, n->datasets[i])));
+    json_object_set_new(o, "taints", taints);
+    json_object_set_new(o, "datasets", datasets);
+    json_object_set_new(o, "schedulable", json_boolean(n->state == ARB_NODE_READY && !x->lost));
+    if (x->reason[0] || x->lost || n->state == ARB_NODE_NOT_READY)
+        json_object_set_new(o, "reason",
+                            json_string(x->reason[0] ? x->reason
+                                        : x->lost    ? "no report for longer than the lease and "
+                                                       "grace: its tasks were requeued"
+                                                     : "no report for longer than the lease"));
+    if (full) {
+        json_object_set_new(o, "topology",
+                            json_pack("{s:s?,s:s?,s:s?}", "rack",
+                                      n->rack ? arb_str(&s->cluster.strs, n->rack) : NULL, "block",
+                                      n->block ? arb_str(&s->cluster.strs, n->block) : NULL, "zone",
+                                      n->zone ? arb_str(&s->cluster.strs, n->zone) : NULL));
+        if (x->op)
+            json_object_set_new(o, "operator", json_deep_copy(x->op)); /* replies copy */
+    }
     if (x->lost) /* silent past lease + grace; its tasks were requeued */
         json_object_set_new(o, "lost", json_true());
     if (x->report_mono) {
@@ -622,6 +652,10 @@ char *st_node_record(st_t *s, arb_node_t *n)
         json_pack("{s:s,s:i,s:I,s:b,s:O}", "name", arb_node_name(&s->cluster, n), "idx", (int)n->id,
                   "version", (json_int_t)x->version, "drained", n->state == ARB_NODE_DRAINING,
                   "inventory", x->inventory ? x->inventory : json_null());
+    if (o && x->op) /* what operators set outlives agents' restarts (nodeops.c) */
+        json_object_set(o, "operator", x->op);
+    if (o && x->reason[0])
+        json_object_set_new(o, "reason", json_string(x->reason));
     char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
     json_decref(o);
     return txt;

@@ -242,8 +242,9 @@ static void node_lost(st_t *s, arb_node_t *n, int64_t age)
     x->lost = true;
     s->m_nodes_lost++;
     st_event(s, "node-lost", 0, name,
-             "node '%s': no report for %.1f s (lease %.1f s + grace %.1f s); its agent has "
-             "fenced itself, its tasks are lost",
+             "node '%s': no report for %.1f s (lease %.1f s + grace %.1f s); its tasks are "
+             "lost: each was killed when the agent's lease ran out, by the agent or, if the "
+             "agent did not run, by the task's supervisor",
              name, (double)age / 1e9, (double)s->conf.lease_ns / 1e9,
              (double)s->conf.grace_ns / 1e9);
     snprintf(why, sizeof why, "node '%s' was lost (no report for %.0f s)", name, (double)age / 1e9);

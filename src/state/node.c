@@ -72,7 +72,8 @@ static const char *const tel_keys[] = {"cpu_util",   "memory_used",   "net_rx_bp
                                        "gpus",       "queue_length",  NULL};
 static const char *const tgpu_keys[] = {"index",  "util",    "memory_used_mib",
                                         "temp_c", "healthy", NULL};
-static const char *const task_keys[] = {"job", "task", "attempt", "state", "exit_code", NULL};
+static const char *const task_keys[] = {"job",       "task",      "attempt", "state",
+                                        "exit_code", "fenced_by", NULL};
 
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n)
 {
@@ -198,8 +199,9 @@ int st_inventory_check(const json_t *inv, arb_err_t *err)
         buf[0] = '\0';
         if ((rc = jv_str(v, "effect", q, buf, sizeof buf, err)) < 0)
             return rc;
-        if (strcmp(buf, "NoSchedule") && strcmp(buf, "PreferNoSchedule"))
-            return arb_errf(err, -EINVAL, "%s.effect: '%s'; use NoSchedule or PreferNoSchedule", q,
+        if (!st_taint_effect(buf))
+            return arb_errf(err, -EINVAL,
+                            "%s.effect: '%s'; use NoSchedule, PreferNoSchedule or NoExecute", q,
                             buf);
     }
     if ((rc = jv_member(inv, "datasets", path, JSON_ARRAY, &a, err)) < 0)
@@ -268,8 +270,7 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
         const char *eff = json_string_value(json_object_get(v, "effect"));
         const char *val = json_string_value(json_object_get(v, "value"));
         if (arb_node_add_taint(c, n, json_string_value(json_object_get(v, "key")), val ? val : "",
-                               strcmp(eff, "NoSchedule") == 0 ? ARB_TAINT_NO_SCHEDULE
-                                                              : ARB_TAINT_PREFER_NO_SCHEDULE) < 0)
+                               (arb_taint_effect_t)st_taint_effect(eff)) < 0)
             return arb_errf(err, -ENOMEM, "out of memory");
     }
     a = json_object_get(inv, "datasets");
@@ -298,10 +299,12 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
 /* ---- reports ------------------------------------------------------------------------- */
 
 /* Do two inventories offer the same resources (all but the agent's
- * address, host name, log directory and logs URL)? */
+ * address, host name, log directory and logs URL, and the labels, taints
+ * and datasets, which change no capacity and may change under tasks)? */
 static bool same_resources(const json_t *a, const json_t *b)
 {
-    static const char *const meta[] = {"address", "hostname", "log_dir", "logs_url", NULL};
+    static const char *const meta[] = {"address", "hostname", "log_dir",  "logs_url",
+                                       "labels",  "taints",   "datasets", NULL};
     json_t *x = json_copy((json_t *)a), *y = json_copy((json_t *)b);
     bool eq;
 
@@ -327,7 +330,7 @@ static int report_check(const json_t *body, arb_err_t *err)
     int rc;
 
     if ((rc = jv_object(body, "", report_keys, err)) < 0 ||
-        (rc = jv_int(body, "lamport", "", 0, INT64_MAX / 2, &x, err)) < 0 ||
+        (rc = jv_int(body, "lamport", "", 0, (int64_t)ST_LAMPORT_MAX, &x, err)) < 0 ||
         (rc = jv_member(body, "inventory", "", JSON_OBJECT, &inv, err)) < 0 ||
         (rc = jv_member(body, "telemetry", "", JSON_OBJECT, &tel, err)) < 0 ||
         (rc = jv_member(body, "tasks", "", JSON_ARRAY, &tasks, err)) < 0)
@@ -379,6 +382,11 @@ static int report_check(const json_t *body, arb_err_t *err)
         if (!rtask_states[k])
             return arb_errf(err, -EINVAL, "%s.state: '%s'; use running, succeeded, failed or lost",
                             p, buf);
+        buf[0] = '\0';
+        if ((rc = jv_str(v, "fenced_by", p, buf, sizeof buf, err)) < 0)
+            return rc;
+        if (buf[0] && strcmp(buf, "agent") && strcmp(buf, "supervisor"))
+            return arb_errf(err, -EINVAL, "%s.fenced_by: '%s'; use agent or supervisor", p, buf);
     }
     return 0;
 }
@@ -454,14 +462,28 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     char why[160];
     arb_job_t *j;
 
-    if (!sj || sj->active_ix < 0)
+    const char *by = json_string_value(json_object_get(v, "fenced_by"));
+    bool sup = by && strcmp(by, "supervisor") == 0;
+
+    bool mine = sj && sj->active_ix >= 0 &&
+                (sj->j->state == ARB_JOB_PLACED || sj->j->state == ARB_JOB_RUNNING) && t >= 0 &&
+                t < sj->j->nalloc && sj->j->alloc[t].node == n->id &&
+                (!att || (uint64_t)json_integer_value(att) == sj->attempt);
+
+    if (!mine) {
+        /* Not (or no longer) a task of this node: a fenced one is what
+         * really happened to an attempt the controller gave up on (the
+         * node was lost): say how it ended. */
+        if (by && sj)
+            st_event(s, "task-fenced", sj->id, arb_node_name(&s->cluster, n),
+                     "job %llu task %lld (attempt %lld) on node '%s' was killed by its %s when "
+                     "the node's lease ran out unrenewed",
+                     (unsigned long long)sj->id, (long long)t,
+                     (long long)(att ? json_integer_value(att) : 0), arb_node_name(&s->cluster, n),
+                     sup ? "supervisor" : "agent");
         return;
+    }
     j = sj->j;
-    if ((j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING) || t < 0 || t >= j->nalloc ||
-        j->alloc[t].node != n->id)
-        return;
-    if (att && (uint64_t)json_integer_value(att) != sj->attempt)
-        return;
     st_task_t *tk = &sj->tasks[t];
     uint8_t to = strcmp(state, "running") == 0     ? TK_RUNNING
                  : strcmp(state, "succeeded") == 0 ? TK_SUCCEEDED
@@ -470,9 +492,9 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     if (tk->state == to || tk->state >= TK_SUCCEEDED)
         return;
     sj->delivered = true;
-    if (to == TK_LOST) { /* its agent fenced it: it lost its lease */
-        snprintf(why, sizeof why, "its agent on node '%s' fenced it (the node lost its lease)",
-                 arb_node_name(&s->cluster, n));
+    if (to == TK_LOST) { /* fenced: its node lost its lease */
+        snprintf(why, sizeof why, "%s on node '%s' fenced it (the node lost its lease)",
+                 sup ? "its supervisor" : "its agent", arb_node_name(&s->cluster, n));
         st_task_lost(s, sj, (int)t, why);
         return;
     }
@@ -615,15 +637,15 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     json_t *v;
     bool touch = false;
 
-    if (!name[0] || strlen(name) > 253)
-        return arb_errf(err, -EINVAL, "node name: 1..253 bytes");
+    if ((rc = st_node_name_check(name, err)) < 0)
+        return rc;
     if ((rc = report_check(body, err)) < 0)
         return rc;
     if (json_is_null(inv))
         inv = NULL;
     if (json_is_null(tel))
         tel = NULL;
-    jv_int(body, "lamport", "", 0, INT64_MAX / 2, &remote, NULL);
+    jv_int(body, "lamport", "", 0, (int64_t)ST_LAMPORT_MAX, &remote, NULL);
     pthread_mutex_lock(&s->mu);
     n = arb_cluster_find_node(&s->cluster, name);
     if (if_match >= 0 && (!n || st_node_ext(s, n)->version != (uint64_t)if_match)) {
@@ -642,6 +664,24 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         return rc;
     }
     bool has_lam = json_is_integer(json_object_get(body, "lamport"));
+    if (has_lam && (uint64_t)remote > s->clock + ST_LAMPORT_STEP) {
+        /* DESIGN.md invariant 9: no input moves the clock more than a
+         * bounded step. Refused whole, before anything moves; the reply
+         * carries the clock so that an honest agent that ran ahead (its
+         * reports went unanswered, the controller's store was rewound)
+         * takes it and registers again. */
+        rc = arb_errf(err, -ERANGE,
+                      "lamport %lld is %llu ahead of the controller's clock %llu: a report may "
+                      "move it at most %llu beyond its own time (DESIGN.md invariant 9); nothing "
+                      "was applied. An agent takes the controller's time (\"lamport\" in this "
+                      "reply) and registers again",
+                      (long long)remote, (unsigned long long)((uint64_t)remote - s->clock),
+                      (unsigned long long)s->clock, (unsigned long long)ST_LAMPORT_STEP);
+        *out = json_pack("{s:I}", "lamport", (json_int_t)s->clock);
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     if (n && !inv && has_lam && !st_node_ext(s, n)->lost &&
         remote < st_node_ext(s, n)->agent_lamport) {
         x = st_node_ext(s, n);
@@ -681,6 +721,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
             arb_node_transition(&s->cluster, n, ARB_NODE_DRAINING, NULL);
         }
         x->inventory = json_deep_copy(inv);
+        st_node_apply_meta(s, n);
         st_node_save(s, n);
         st_event(s, "node-registered", 0, name, "node '%s' registered: %d GPUs", name, n->ngpus);
         s->dirty = true;
@@ -688,9 +729,23 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         x = st_node_ext(s, n);
         if (inv && !json_equal(inv, x->inventory) && same_resources(inv, x->inventory)) {
             /* Where it is reached, its host name, its log directory: kept,
-             * never scheduled on. */
+             * never scheduled on. Labels, taints, datasets: applied under
+             * what operators set (nodeops.c), also while tasks run there. */
+            bool meta = !json_equal(json_object_get(inv, "labels"),
+                                    json_object_get(x->inventory, "labels")) ||
+                        !json_equal(json_object_get(inv, "taints"),
+                                    json_object_get(x->inventory, "taints")) ||
+                        !json_equal(json_object_get(inv, "datasets"),
+                                    json_object_get(x->inventory, "datasets"));
             json_decref(x->inventory);
             x->inventory = json_deep_copy(inv);
+            if (meta) {
+                st_node_apply_meta(s, n);
+                st_event(s, "node-updated", 0, name,
+                         "node '%s': labels, taints or datasets from its inventory", name);
+                st_node_noexecute(s, n, "from its agent's inventory");
+                s->dirty = true;
+            }
             st_node_save(s, n);
         } else if (inv && !json_equal(inv, x->inventory)) {
             if (n->ntasks > 0) {
@@ -704,6 +759,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                 goto out;
             json_decref(x->inventory);
             x->inventory = json_deep_copy(inv);
+            st_node_apply_meta(s, n);
             st_node_save(s, n);
             st_event(s, "node-updated", 0, name, "node '%s': new inventory, %d GPUs", name,
                      n->ngpus);
@@ -847,6 +903,24 @@ int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_er
             fill_gpu_jobs(s, by_id);
             free(by_id);
         }
+        /* What runs there (the scheduler's word; each task's agent's
+         * report moves it from assigned to running and on). */
+        json_t *here = json_array();
+        st_job_t **held;
+        int nh = held_on(s, n, &held);
+        for (int i = 0; i < nh; i++) {
+            st_job_t *sj = held[i];
+            for (int t = 0; t < sj->j->nalloc; t++)
+                if (sj->j->alloc[t].node == n->id)
+                    json_array_append_new(here,
+                                          json_pack("{s:I,s:s,s:i,s:I,s:s,s:o,s:b}", "job",
+                                                    (json_int_t)sj->id, "name", sj->j->name, "task",
+                                                    t, "attempt", (json_int_t)sj->attempt, "state",
+                                                    st_task_state_names[sj->tasks[t].state], "gpus",
+                                                    st_gpu_list(sj->j->alloc[t].gpu_mask),
+                                                    "stopping", st_task_stop(sj, t)));
+        }
+        json_object_set_new(*out, "running", here);
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
@@ -860,6 +934,8 @@ int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
     pthread_mutex_lock(&s->mu);
     json_t **by_id = calloc(s->cluster.nnodes + 1, sizeof *by_id);
     for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
+        if (s->cluster.nodes[i].state == ARB_NODE_LEFT) /* deleted */
+            continue;
         json_t *o = st_node_json(s, &s->cluster.nodes[i], false);
         if (by_id)
             by_id[i] = o;
@@ -873,42 +949,6 @@ int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
     *out = json_pack("{s:o}", "nodes", arr);
     (void)err;
     return 0;
-}
-
-int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_t **out,
-                  int64_t *ticket, arb_err_t *err)
-{
-    int rc = 0;
-
-    pthread_mutex_lock(&s->mu);
-    arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
-    if (!n) {
-        rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
-        goto out;
-    }
-    st_node_t *x = st_node_ext(s, n);
-    if (if_match >= 0 && (uint64_t)if_match != x->version) {
-        rc = arb_errf(err, -ESTALE, "node '%s' is at version %llu, not %lld; read it again", name,
-                      (unsigned long long)x->version, (long long)if_match);
-        goto out;
-    }
-    arb_node_state_t to = drain ? ARB_NODE_DRAINING : ARB_NODE_READY;
-    if (n->state != to) {
-        /* Undraining a silent node makes it READY; the next lease check
-         * moves it to NotReady if it stays silent. */
-        if ((rc = arb_node_transition(&s->cluster, n, to, err)) < 0)
-            goto out;
-        st_node_save(s, n);
-        st_event(s, drain ? "node-drained" : "node-undrained", 0, name, "node '%s' %s", name,
-                 drain ? "drained: no new tasks" : "back in service");
-        s->dirty = true;
-        pthread_cond_signal(&s->kick);
-    }
-    *out = st_node_json(s, n, false);
-out:
-    *ticket = st_flush(s);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
 }
 
 int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err)

@@ -21,7 +21,9 @@
  *      the priority (and preemptible) it was given at submission, stored in
  *      its record: a priorityClassName removed from the config since still
  *      resolves, to that value, and an event (job-priority-kept) says so;
- *   5. the event log (the newest conf.event_retention events).
+ *   5. the event log (the newest conf.event_retention events);
+ *   6. a clock past ST_LAMPORT_REBASE is renumbered, every order kept
+ *      (rebase_clock).
  * All writes recovery itself makes go in one transaction before st_open
  * returns.
  */
@@ -33,10 +35,36 @@
 #include "state/state_int.h"
 
 typedef struct rec_list {
-    json_t **v;
+    st_t *s;
+    json_t **v; /* each with its store key as "_key" */
     size_t n, cap;
     bool oom;
 } rec_list_t;
+
+/*
+ * A record that cannot be recovered: named by its key, counted, never
+ * counted as recovered. A damaged job's id is never handed out again (its
+ * key says it was used). st_recover says how many at the end, in the log
+ * and as an event.
+ */
+static void damaged(st_t *s, const char *key, const char *why)
+{
+    fprintf(stderr, "arbiter: store: record '%s' is damaged (%s); skipped: what it held is lost\n",
+            key, why);
+    if (s->ndamaged < (int)(sizeof s->damaged / sizeof s->damaged[0]))
+        snprintf(s->damaged[s->ndamaged], sizeof s->damaged[0], "%s", key);
+    s->ndamaged++;
+    if (strncmp(key, "jobs/", 5) == 0) {
+        uint64_t id = strtoull(key + 5, NULL, 10);
+        if (id >= s->next_id && id < UINT64_MAX / 2)
+            s->next_id = id + 1;
+    }
+}
+
+static const char *key_of(const json_t *o)
+{
+    return json_string_value(json_object_get(o, "_key")) ?: "?";
+}
 
 static int collect(void *arg, const char *key, const char *val, size_t n, uint64_t rev)
 {
@@ -44,10 +72,12 @@ static int collect(void *arg, const char *key, const char *val, size_t n, uint64
     json_t *o = json_loadb(val, n, 0, NULL);
 
     (void)rev;
-    if (!o) {
-        fprintf(stderr, "arbiter: store record '%s' is not JSON; skipped\n", key);
+    if (!json_is_object(o)) {
+        json_decref(o);
+        damaged(l->s, key, "not a JSON object");
         return 0;
     }
+    json_object_set_new(o, "_key", json_string(key));
     if (l->n == l->cap) {
         size_t cap = l->cap ? l->cap * 2 : 256;
         json_t **v = realloc(l->v, cap * sizeof *v);
@@ -97,7 +127,7 @@ static int64_t meta_get(st_t *s, const char *key)
 
 static int recover_nodes(st_t *s, arb_err_t *err)
 {
-    rec_list_t l = {0};
+    rec_list_t l = {.s = s};
     int rc = store_scan(s->store, "nodes/", collect, &l, err);
 
     if (rc < 0 || l.oom) {
@@ -112,7 +142,7 @@ static int recover_nodes(st_t *s, arb_err_t *err)
         arb_node_t *n;
         arb_err_t e2;
         if (!name || !json_is_object(inv) || st_inventory_check(inv, &e2) < 0) {
-            fprintf(stderr, "arbiter: store: node record %zu is damaged; skipped\n", i);
+            damaged(s, key_of(o), !name ? "no name" : "its inventory does not load");
             continue;
         }
         if ((rc = st_nodes_grow(s)) < 0 ||
@@ -126,6 +156,11 @@ static int recover_nodes(st_t *s, arb_err_t *err)
         snprintf(x->addr, sizeof x->addr, "%s",
                  json_string_value(json_object_get(inv, "address")) ?: "");
         x->version = get_u64(o, "version");
+        json_t *op = json_object_get(o, "operator");
+        x->op = json_is_object(op) ? json_deep_copy(op) : NULL;
+        snprintf(x->reason, sizeof x->reason, "%s",
+                 json_string_value(json_object_get(o, "reason")) ?: "");
+        st_node_apply_meta(s, n);      /* its labels and taints, operators' word on top */
         x->report_mono = st_mono_ns(); /* a fresh lease */
         n->report_ns = x->report_mono;
         if (json_is_true(json_object_get(o, "drained")))
@@ -214,9 +249,9 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     sj->stop_then = sj->stop ? (uint8_t)get_u64(o, "stop_then") : ST_THEN_CANCEL;
     if (sj->stop_then > ST_THEN_REQUEUE)
         sj->stop_then = ST_THEN_FAIL;
-    if (!sj->spec || sj->id == 0 || state < 0) {
+    if (!sj->spec || !spec || sj->id == 0 || state < 0) {
+        damaged(s, key_of(o), sj->id == 0 ? "no id" : state < 0 ? "no known state" : "no spec");
         st_job_free(sj);
-        fprintf(stderr, "arbiter: store: a job record is damaged; skipped\n");
         return 0;
     }
     /* The priority it was given at submission (records since it is kept):
@@ -327,7 +362,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
 
 static int recover_jobs(st_t *s, arb_err_t *err)
 {
-    rec_list_t l = {0};
+    rec_list_t l = {.s = s};
     int rc = store_scan(s->store, "jobs/", collect, &l, err);
 
     if (rc == 0 && l.oom)
@@ -381,6 +416,106 @@ static int load_event(void *arg, const char *key, const char *val, size_t n, uin
     return 0;
 }
 
+/* ---- the clock near its limit -------------------------------------------------------- */
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* v's rank among the sorted distinct values u[0..n): 1-based. */
+static uint64_t rank_of(const uint64_t *u, size_t n, uint64_t v)
+{
+    size_t lo = 0, hi = n;
+    while (lo < hi) {
+        size_t mid = (lo + hi) / 2;
+        if (u[mid] < v)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (uint64_t)lo + 1;
+}
+
+/*
+ * A clock past ST_LAMPORT_REBASE (a store written before reports were
+ * bounded, or years of hostile ones) is renumbered before anything is
+ * served: every Lamport time the controller keeps (the retained events'
+ * keys and texts, the jobs' submitted and updated times) is replaced by
+ * its rank among them, which keeps every order between them, and the clock
+ * goes on from the highest rank. Agents whose clocks are far ahead are
+ * told so at their next report and take the new time (node.c); event
+ * cursors from before are answered from the oldest event (st_events).
+ * Everything is written in the recovery transaction.
+ */
+static int rebase_clock(st_t *s, arb_err_t *err)
+{
+    size_t n = 0, cap = (size_t)s->ring_n + 2 * (size_t)s->next_id, k = 0;
+    uint64_t *u, old = s->clock;
+    char key[40], v[32];
+
+    if (s->clock < ST_LAMPORT_REBASE)
+        return 0;
+    if (!(u = malloc((cap + 1) * sizeof *u)))
+        return arb_errf(err, -ENOMEM, "out of memory");
+    for (int i = 0; i < s->ring_n; i++)
+        u[n++] = s->ring[(s->ring_head + i) % s->ring_cap].lamport;
+    for (uint64_t id = 1; id < s->next_id; id++) {
+        st_job_t *sj = s->jobs[id];
+        if (sj && sj->lamport_submit)
+            u[n++] = sj->lamport_submit;
+        if (sj && sj->lamport_update)
+            u[n++] = sj->lamport_update;
+    }
+    qsort(u, n, sizeof *u, cmp_u64);
+    for (size_t i = 0; i < n; i++) /* distinct values */
+        if (k == 0 || u[i] != u[k - 1])
+            u[k++] = u[i];
+    /* Oldest first: each new key is at most its old one and above the
+     * previous new one, so no put lands on a key still to be deleted. */
+    for (int i = 0; i < s->ring_n; i++) {
+        st_event_t *e = &s->ring[(s->ring_head + i) % s->ring_cap];
+        uint64_t nl = rank_of(u, k, e->lamport);
+        json_t *o = json_loads(e->json, 0, NULL);
+        char *txt;
+        snprintf(key, sizeof key, "events/%020llu", (unsigned long long)e->lamport);
+        store_batch_del(&s->batch, key);
+        e->lamport = nl;
+        if (o) {
+            json_object_set_new(o, "lamport", json_integer((json_int_t)nl));
+            if ((txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
+                free(e->json);
+                e->json = txt;
+            }
+            json_decref(o);
+        }
+        snprintf(key, sizeof key, "events/%020llu", (unsigned long long)nl);
+        store_batch_putstr(&s->batch, key, e->json);
+    }
+    for (uint64_t id = 1; id < s->next_id; id++) {
+        st_job_t *sj = s->jobs[id];
+        if (!sj)
+            continue;
+        if (sj->lamport_submit)
+            sj->lamport_submit = rank_of(u, k, sj->lamport_submit);
+        if (sj->lamport_update)
+            sj->lamport_update = rank_of(u, k, sj->lamport_update);
+        st_job_save(s, sj, 0);
+    }
+    free(u);
+    s->clock = s->clock_hwm = (uint64_t)k;
+    snprintf(v, sizeof v, "%llu", (unsigned long long)s->clock);
+    store_batch_putstr(&s->batch, "meta/clock", v);
+    st_event(s, "clock-rebased", 0, NULL,
+             "the Lamport clock was %llu, past half its limit (%llu): renumbered to %llu, every "
+             "order kept (%zu times of events and jobs); agents take the new time at their next "
+             "report",
+             (unsigned long long)old, (unsigned long long)ST_LAMPORT_MAX,
+             (unsigned long long)s->clock, k);
+    return 0;
+}
+
 int st_recover(st_t *s, arb_err_t *err)
 {
     char v[32];
@@ -404,10 +539,29 @@ int st_recover(st_t *s, arb_err_t *err)
         if (sj && sj->lamport_update > s->clock)
             s->clock = sj->lamport_update;
     }
+    if ((rc = rebase_clock(s, err)) < 0)
+        return rc;
+    if (s->store->rewound_from)
+        st_event(s, "store-rewound", 0, NULL,
+                 "the store was at revision %llu, its marker says; it opened at revision %llu: "
+                 "%llu committed transactions are lost (started with --accept-rewind)",
+                 (unsigned long long)s->store->rewound_from,
+                 (unsigned long long)store_revision(s->store),
+                 (unsigned long long)(s->store->rewound_from - store_revision(s->store)));
+    if (s->ndamaged) {
+        char list[600] = "";
+        size_t used = 0;
+        for (int i = 0; i < s->ndamaged && i < 8 && used < sizeof list; i++)
+            used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                                     s->damaged[i]);
+        st_event(s, "store-damaged", 0, NULL,
+                 "%d damaged store record%s skipped at recovery, what they held lost: %s%s",
+                 s->ndamaged, s->ndamaged == 1 ? "" : "s", list, s->ndamaged > 8 ? ", ..." : "");
+    }
     st_event(s, "controller-started", 0, NULL,
-             "controller started: epoch %llu, %u nodes, %llu jobs (%d active) recovered",
-             (unsigned long long)s->epoch, s->cluster.nnodes, (unsigned long long)(s->next_id - 1),
-             s->nactive);
+             "controller started: epoch %llu, %u nodes, %llu jobs (%d active) recovered%s",
+             (unsigned long long)s->epoch, s->cluster.nnodes, (unsigned long long)s->njobs,
+             s->nactive, s->ndamaged ? "; damaged records skipped (event store-damaged)" : "");
     rc = store_apply(s->store, &s->batch, NULL, err);
     store_batch_free(&s->batch);
     s->dirty = true;

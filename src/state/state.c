@@ -47,6 +47,8 @@ uint64_t st_tick(st_t *s, uint64_t remote)
     char v[32];
 
     s->clock = (remote > s->clock ? remote : s->clock) + 1;
+    if (s->clock >= ST_LAMPORT_MAX)
+        s->clock_spent = true; /* st_store_status says so: the process exits, a start renumbers */
     if (s->clock >= s->clock_hwm) {
         s->clock_hwm = s->clock + CLOCK_BLOCK;
         snprintf(v, sizeof v, "%llu", (unsigned long long)s->clock_hwm);
@@ -147,6 +149,10 @@ int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
 
 int st_store_status(st_t *s, arb_err_t *err)
 {
+    if (__atomic_load_n(&s->clock_spent, __ATOMIC_RELAXED))
+        return arb_errf(err, -ERANGE,
+                        "the Lamport clock reached its limit (%llu); a restart renumbers it",
+                        (unsigned long long)ST_LAMPORT_MAX);
     return store_gc_status(s->gc, err);
 }
 
@@ -203,6 +209,8 @@ int st_job_add(st_t *s, st_job_t *sj)
         sj->active_ix = s->nactive;
         s->active[s->nactive++] = sj;
     }
+    if (!s->jobs[sj->id])
+        s->njobs++;
     s->jobs[sj->id] = sj;
     if (sj->id >= s->next_id)
         s->next_id = sj->id + 1;
@@ -363,6 +371,7 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
     s->ring_cap = s->conf.event_retention;
     s->ring = calloc((size_t)s->ring_cap, sizeof *s->ring);
     so.sync = s->conf.sync;
+    so.accept_rewind = s->conf.accept_rewind;
     if (!s->ring) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto fail;
@@ -451,6 +460,7 @@ void st_close(st_t *s)
     for (uint32_t i = 0; i < s->capnodes && i < s->cluster.nnodes; i++) {
         json_decref(s->nodes[i].inventory);
         json_decref(s->nodes[i].telemetry);
+        json_decref(s->nodes[i].op);
         st_telhist_free(&s->nodes[i]);
         free(s->nodes[i].held);
     }
@@ -1064,6 +1074,8 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
         limit = 1000;
     dl = st_deadline(wait_ms);
     pthread_mutex_lock(&s->mu);
+    if (since > s->clock) /* a cursor from before the clock was renumbered (recover.c) */
+        since = 0;
     while (
         wait_ms > 0 && !s->stop &&
         (s->ring_n == 0 || s->ring[(s->ring_head + s->ring_n - 1) % s->ring_cap].lamport <= since))
@@ -1144,10 +1156,10 @@ int st_check(st_t *s, arb_err_t *err)
 json_t *st_status(st_t *s)
 {
     pthread_mutex_lock(&s->mu);
-    json_t *o = json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)s->clock, "epoch",
-                          (json_int_t)s->epoch, "revision", (json_int_t)store_revision(s->store),
-                          "jobs", (json_int_t)(s->next_id - 1), "active_jobs", s->nactive, "nodes",
-                          (int)s->cluster.nnodes);
+    json_t *o =
+        json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)s->clock, "epoch",
+                  (json_int_t)s->epoch, "revision", (json_int_t)store_revision(s->store), "jobs",
+                  (json_int_t)s->njobs, "active_jobs", s->nactive, "nodes", st_nodes_live(s));
     pthread_mutex_unlock(&s->mu);
     return o;
 }

@@ -10,7 +10,11 @@
  *   - nodes from agents' reports (inventory, telemetry, report age), drain;
  *   - a Lamport clock: every event takes max(local, remote) + 1, so the
  *     event log (GET /v1/events?since=N) is ordered causally, never by wall
- *     clocks; wall-clock times are kept for people only;
+ *     clocks; wall-clock times are kept for people only. No input moves it
+ *     more than ST_LAMPORT_STEP beyond its own time (DESIGN.md invariant 9):
+ *     a report further ahead is refused whole. It never passes
+ *     ST_LAMPORT_MAX; a start that finds it past ST_LAMPORT_REBASE renumbers
+ *     it (recover.c), keeping every order;
  *   - an epoch, bumped on every controller start and stamped on every
  *     assignment (DESIGN.md invariant 4: an agent refuses assignments older
  *     than the newest epoch it has seen);
@@ -72,6 +76,7 @@ typedef struct st_conf {
     int64_t stale_ns;          /* filter nodes whose report is older (default 30 s; 0 off) */
     int event_retention;       /* events kept (default 100000) */
     store_sync_t sync;         /* store.synchronous: full (default) or normal */
+    bool accept_rewind;        /* not a config key: `controller --accept-rewind` (store.h) */
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
     int64_t idem_retention_ns; /* api.idempotencyRetention: keys kept (default 24 h; 0: for ever) */
     int nqueues;
@@ -192,12 +197,29 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                       const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
+/* Node names are DNS-1123 labels (as Kubernetes names nodes): -EINVAL
+ * with the rule otherwise. */
+int st_node_name_check(const char *name, arb_err_t *err);
+/* Cordon (READY/NOT_READY -> DRAINING: no new tasks), drain (cordon, then
+ * evict every job with a task there: stopped, requeued whole), uncordon
+ * (DRAINING -> READY). body: NULL or {"reason": TEXT}. *out: the node,
+ * with "evicted": jobs stopped. */
+typedef enum st_cordon { ST_CORDON, ST_DRAIN, ST_UNCORDON } st_cordon_t;
+int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
+                   const json_t *body, int64_t if_match, json_t **out, int64_t *ticket,
+                   arb_err_t *err);
+/* Labels and taints (docs/api.md PATCH /v1/nodes/{name}); kept in the
+ * node's record over what its inventory says. A NoExecute taint evicts
+ * what does not tolerate it. */
+int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+                  int64_t if_match, json_t **out, int64_t *ticket, arb_err_t *err);
+/* Remove a NotReady node with nothing left that may run (or a Lost one):
+ * its record and its GPUs leave every total; -EBUSY saying why not. */
+int st_node_delete(st_t *s, const char *name, int64_t if_match, json_t **out, int64_t *ticket,
+                   arb_err_t *err);
 /* A node's telemetry over the last minutes (telhist.c): *out {"node",
  * "interval_s", "capacity", "samples": [...]} oldest first. */
 int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
-/* drain true: READY/NOT_READY -> DRAINING; false: DRAINING -> READY. */
-int st_node_drain(st_t *s, const char *name, bool drain, int64_t if_match, json_t **out,
-                  int64_t *ticket, arb_err_t *err);
 /* The tasks assigned to node name, with epochs (marks them delivered). */
 int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 
@@ -221,10 +243,20 @@ json_t *st_priority_classes(st_t *s);
 /* {"lamport", "epoch", "revision", "jobs", "nodes"} */
 json_t *st_status(st_t *s);
 
-/* 0 while the store writes; -EIO with the failed commit's text once a
- * commit failed (the process must stop serving; src/cli/controller_ha.c
- * steps down). */
+/* 0 while the state may be served; -EIO with the failed commit's text
+ * once a commit failed, -ERANGE once the Lamport clock reached
+ * ST_LAMPORT_MAX: the process must stop serving and exit (src/cli/
+ * controller.c exits 3; controller_ha.c steps down); a restart recovers
+ * what was committed (and renumbers the clock). */
 int st_store_status(st_t *s, arb_err_t *err);
+
+/* The Lamport clock's bounds (docs/api.md). A report's "lamport" may be at
+ * most the controller's clock + ST_LAMPORT_STEP (an honest agent is ahead
+ * only by the reports the controller did not answer); never above
+ * ST_LAMPORT_MAX (2^62 - 1: every value fits a JSON integer with room). */
+#define ST_LAMPORT_MAX ((uint64_t)INT64_MAX / 2)
+#define ST_LAMPORT_STEP ((uint64_t)1 << 20)
+#define ST_LAMPORT_REBASE (ST_LAMPORT_MAX / 2)
 
 /* ---- services (service.c) ------------------------------------------------------------ */
 

@@ -108,6 +108,8 @@ typedef struct st_node {
     int nheld, capheld;
     char addr[64];      /* where its tasks are reached: inventory "address", else the
                            address its last report came from; "" unknown */
+    json_t *op;         /* what operators set: labels, taints (nodeops.c; owned, persisted) */
+    char reason[160];   /* why it is cordoned or drained, and by whom; "" none (persisted) */
     st_telhist_t *hist; /* telemetry of the last minutes (owned; volatile; telhist.c) */
 } st_node_t;
 
@@ -137,7 +139,10 @@ struct st {
 
     st_job_t **jobs; /* by id; jobs[0] unused */
     uint64_t capjobs, next_id;
-    st_job_t **active; /* non-terminal jobs */
+    uint64_t njobs;      /* jobs held (next_id - 1 less damaged records' ids) */
+    int ndamaged;        /* store records recovery could not load (recover.c) */
+    char damaged[8][64]; /* the first ones' keys */
+    st_job_t **active;   /* non-terminal jobs */
     int nactive, capactive;
     st_node_t *nodes; /* parallel to cluster.nodes */
     uint32_t capnodes;
@@ -146,7 +151,8 @@ struct st {
 
     bool held_oom; /* a node's job index could not grow: walk every job */
     uint64_t clock, clock_hwm, epoch;
-    st_event_t *ring;                /* the last conf.event_retention events */
+    bool clock_spent; /* the clock reached ST_LAMPORT_MAX: stop serving (st_store_status) */
+    st_event_t *ring; /* the last conf.event_retention events */
     int ring_cap, ring_n, ring_head; /* head: index of the oldest */
 
     bool dirty, stop, running;
@@ -270,6 +276,19 @@ int st_nodes_grow(st_t *s);
 void st_node_save(st_t *s, arb_node_t *n);
 /* sj was just placed (or restored): index it under each of its nodes. */
 void st_node_index_job(st_t *s, st_job_t *sj);
+/* Operators' calls and what they overlay (nodeops.c). The labels, taints
+ * and datasets n applies: its inventory's under what operators set. */
+void st_node_apply_meta(st_t *s, arb_node_t *n);
+/* Stop (then requeue, or fail) every job with a live task on n: all, or
+ * those that do not tolerate n's NoExecute taints. How many. */
+int st_node_evict(st_t *s, arb_node_t *n, bool all, const char *why);
+/* n carries NoExecute taints: evict what does not tolerate them. */
+void st_node_noexecute(st_t *s, arb_node_t *n, const char *source);
+/* A taint effect by name (0: none of them), and its name. */
+int st_taint_effect(const char *s);
+const char *st_taint_effect_name(int e);
+/* Nodes not deleted (LEFT). */
+int st_nodes_live(st_t *s);
 /* Build or rebuild n's resources from an inventory object (validated). */
 int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t *err);
 /* Validate an inventory object without changing anything. */
@@ -288,6 +307,8 @@ char *st_job_record(st_t *s, st_job_t *sj);
 json_t *st_node_json(st_t *s, arb_node_t *n, bool full);
 char *st_node_record(st_t *s, arb_node_t *n);
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
+/* A task's GPU mask as the list of its device indices. */
+json_t *st_gpu_list(uint16_t mask);
 
 /* Idempotency-Keys (idem.c): key syntax (-EBADMSG); the job a principal's
  * key created (0: none, or expired: then deleted in the current batch);

@@ -46,6 +46,8 @@ typedef enum store_sync {
 
 typedef struct store_opts {
     store_sync_t sync;
+    bool accept_rewind; /* open a store that looks rewound (sqlite: its revision below the
+                           marker kept beside it) instead of refusing it; rewound_from says */
 } store_opts_t;
 
 typedef struct store_ops {
@@ -71,7 +73,9 @@ typedef struct store_ops {
 /* Every backend begins with this header. */
 struct store {
     const store_ops_t *ops;
-    pthread_mutex_t mu; /* one caller at a time; held by the store_* wrappers */
+    pthread_mutex_t mu;    /* one caller at a time; held by the store_* wrappers */
+    uint64_t rewound_from; /* opened with accept_rewind although it looked rewound: the
+                              revision it had reached (else 0) */
 };
 
 /* The backends, NULL-terminated. */

@@ -7,29 +7,81 @@
  * and meta(k, v) holding the revision. Every commit bumps the revision and
  * stamps the records it wrote with it (etcd's mod_revision).
  *
- * One controller per directory: open takes an exclusive flock() on
- * DIR/LOCK, which the kernel drops when the process dies, so a restarted
- * controller never waits for a stale lock but a second live one is refused.
+ * One controller per database: open takes an exclusive lock on the
+ * database file itself (an open-file-description lock on a byte far past
+ * anything SQLite locks), which the kernel drops when the process dies, so
+ * a restarted controller never waits for a stale lock but a second live
+ * one is refused, whatever else in the directory is deleted (a lock file
+ * beside the database, as before, let a second controller in once it was
+ * removed).
+ *
+ * Rewinds: beside the database, DIR/arbiter.db.marker holds the revision of
+ * the last commit, rewritten (in place, no fsync: a few bytes in the page
+ * cache) after every commit and fsync'd at close. A database below its
+ * marker lost committed transactions: its WAL was deleted or damaged
+ * (SQLite then silently opens the last checkpoint), or an old copy was put
+ * back. Open refuses it, saying what is missing, unless accept_rewind (the
+ * controller's --accept-rewind), which goes on from what is there and
+ * records where it had been (store.rewound_from).
  */
 #include <fcntl.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include "store/store.h"
 
+#define MARKER_LEN 64
+#define LOCK_OFFSET ((off_t)1 << 40) /* SQLite's own locks live near 1 GiB */
+
 typedef struct sq {
     store_t base;
     sqlite3 *db;
-    int lockfd;
+    int lockfd;   /* the database file, locked (see the top) */
+    int markerfd; /* DIR/arbiter.db.marker */
     uint64_t rev; /* committed revision */
     bool in_txn;
     sqlite3_stmt *put, *del, *get, *scan, *setrev;
 } sq_t;
+
+/* Rewrite the marker in place: one short pwrite. */
+static void marker_write(sq_t *q)
+{
+    char buf[MARKER_LEN];
+
+    if (q->markerfd < 0)
+        return;
+    memset(buf, ' ', sizeof buf);
+    int n = snprintf(buf, sizeof buf, "arbiter-marker revision %llu", (unsigned long long)q->rev);
+    buf[n] = ' ';
+    buf[sizeof buf - 1] = '\n';
+    if (pwrite(q->markerfd, buf, sizeof buf, 0) != (ssize_t)sizeof buf) {
+        /* not fatal: the next commit writes it again; a lagging marker only
+         * weakens the check */
+    }
+}
+
+/* The marker's revision: 1 found, 0 none (a new directory, or one from
+ * before markers), -1 unreadable. */
+static int marker_read(int fd, uint64_t *rev)
+{
+    char buf[MARKER_LEN + 1];
+    unsigned long long r;
+    ssize_t got = pread(fd, buf, MARKER_LEN, 0);
+
+    if (got == 0)
+        return 0;
+    if (got < 0)
+        return -1;
+    buf[got] = '\0';
+    if (sscanf(buf, "arbiter-marker revision %llu", &r) != 1)
+        return -1;
+    *rev = r;
+    return 1;
+}
 
 static int sq_fail(sq_t *q, arb_err_t *err, const char *what)
 {
@@ -59,6 +111,12 @@ static void sq_close(store_t *s)
     sqlite3_finalize(q->scan);
     sqlite3_finalize(q->setrev);
     sqlite3_close(q->db);
+    if (q->markerfd >= 0) {
+        fsync(q->markerfd);
+        close(q->markerfd);
+    }
+    /* After sqlite3_close: closing a descriptor of the database file drops
+     * the process's POSIX locks on it, SQLite's own among them. */
     if (q->lockfd >= 0)
         close(q->lockfd);
     free(q);
@@ -66,45 +124,58 @@ static void sq_close(store_t *s)
 
 static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_err_t *err)
 {
-    char path[4096];
+    char path[4096], wal[4200], mpath[4200];
     sq_t *q = calloc(1, sizeof *q);
-    int rc = 0;
+    uint64_t mrev = 0;
+    int rc = 0, mk = 0;
+    bool had_wal;
 
     if (!q)
         return arb_errf(err, -ENOMEM, "out of memory");
-    q->lockfd = -1;
+    q->lockfd = q->markerfd = -1;
     if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
         rc = arb_errf(err, -errno, "data dir '%s': cannot create it: %s", dir, strerror(errno));
         goto out;
     }
-    snprintf(path, sizeof path, "%s/LOCK", dir);
+    snprintf(path, sizeof path, "%s/arbiter.db", dir);
+    snprintf(wal, sizeof wal, "%s-wal", path);
+    snprintf(mpath, sizeof mpath, "%s.marker", path);
     q->lockfd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (q->lockfd < 0) {
         rc = arb_errf(err, -errno, "data dir '%s': cannot open %s: %s", dir, path, strerror(errno));
         goto out;
     }
-    if (flock(q->lockfd, LOCK_EX | LOCK_NB) < 0) {
-        rc = arb_errf(err, -EBUSY,
-                      "data dir '%s' is in use by another controller (lock %s); stop it or "
-                      "choose another --data-dir",
-                      dir, path);
+    struct flock fl = {.l_type = F_WRLCK, .l_whence = SEEK_SET, .l_start = LOCK_OFFSET, .l_len = 1};
+    if (fcntl(q->lockfd, F_OFD_SETLK, &fl) < 0) {
+        rc = errno == EAGAIN || errno == EACCES
+                 ? arb_errf(err, -EBUSY,
+                            "data dir '%s' is in use by another controller (it holds the lock "
+                            "on %s); stop it or choose another --data-dir",
+                            dir, path)
+                 : arb_errf(err, -errno, "data dir '%s': cannot lock %s: %s", dir, path,
+                            strerror(errno));
         goto out;
     }
     /* Job specs hold env values (secrets among them): the data is the
      * controller's alone. SQLite makes its -wal and -shm files with the
-     * database file's mode, so the file is made 0600 before SQLite opens it;
-     * files of an older data dir are narrowed to 0600 (the dir to 0700). */
+     * database file's mode (0600: made so above); the files of an older data
+     * dir are narrowed to 0600, the dir to 0700. */
     chmod(dir, 0700);
-    static const char *const files[] = {"arbiter.db", "arbiter.db-wal", "arbiter.db-shm"};
-    for (int i = 0; i < 3; i++) {
-        snprintf(path, sizeof path, "%s/%s", dir, files[i]);
-        int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW | (i == 0 ? O_CREAT : 0), 0600);
-        if (fd >= 0) {
-            fchmod(fd, 0600);
-            close(fd);
-        }
+    fchmod(q->lockfd, 0600);
+    chmod(wal, 0600);
+    {
+        char shm[4200];
+        snprintf(shm, sizeof shm, "%s-shm", path);
+        chmod(shm, 0600);
     }
-    snprintf(path, sizeof path, "%s/arbiter.db", dir);
+    had_wal = access(wal, F_OK) == 0;
+    q->markerfd = open(mpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (q->markerfd < 0) {
+        rc =
+            arb_errf(err, -errno, "data dir '%s': cannot open %s: %s", dir, mpath, strerror(errno));
+        goto out;
+    }
+    mk = marker_read(q->markerfd, &mrev);
     if (sqlite3_open_v2(path, &q->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
                         NULL) != SQLITE_OK) {
@@ -113,6 +184,52 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
         goto out;
     }
     sqlite3_busy_timeout(q->db, 5000);
+    /* The revision and the marker's word before anything is written: a
+     * refused rewound store is left exactly as it was found. (A new or
+     * emptied database has no meta table yet: revision 0.) */
+    sqlite3_stmt *st = NULL;
+    int pr = sqlite3_prepare_v2(q->db, "SELECT v FROM meta WHERE k='revision'", -1, &st, NULL),
+        sr = pr == SQLITE_OK ? sqlite3_step(st) : pr;
+    if (sr == SQLITE_ROW)
+        q->rev = (uint64_t)sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    /* No meta table is a new database (revision 0); any other failure (a
+     * full disk, an I/O error) is not a revision, and says so. */
+    if (sr != SQLITE_ROW && sr != SQLITE_DONE &&
+        !(pr == SQLITE_ERROR && strstr(sqlite3_errmsg(q->db), "no such table"))) {
+        rc = sq_fail(q, err, "reading the revision");
+        goto out;
+    }
+    if (mk < 0)
+        fprintf(stderr,
+                "arbiter: store: %s is unreadable; whether the database lost commits cannot be "
+                "told this time (it is written again now)\n",
+                mpath);
+    if (mk > 0 && mrev > q->rev) {
+        if (!o->accept_rewind) {
+            rc = arb_errf(err, -ESTALE,
+                          "data dir '%s' looks rewound: %s is at revision %llu, but the marker "
+                          "beside it says revision %llu was committed: %llu committed "
+                          "transaction%s (jobs acknowledged to clients, placements, events) "
+                          "are missing, %s. Starting would lose them for good and hand out "
+                          "their job ids again. Put the missing files back (arbiter.db-wal with "
+                          "arbiter.db), or start with --accept-rewind to go on from revision "
+                          "%llu",
+                          dir, path, (unsigned long long)q->rev, (unsigned long long)mrev,
+                          (unsigned long long)(mrev - q->rev), mrev - q->rev == 1 ? "" : "s",
+                          had_wal ? "though the WAL is there (damaged, or an old copy was put "
+                                    "back)"
+                                  : "and the WAL file (arbiter.db-wal) is missing",
+                          (unsigned long long)q->rev);
+            goto out;
+        }
+        q->base.rewound_from = mrev;
+        fprintf(stderr,
+                "arbiter: store: %s is at revision %llu, below its marker's %llu: %llu committed "
+                "transactions are lost; going on from what is there (--accept-rewind)\n",
+                path, (unsigned long long)q->rev, (unsigned long long)mrev,
+                (unsigned long long)(mrev - q->rev));
+    }
     if ((rc = sq_exec(q, "PRAGMA journal_mode=WAL", err)) < 0 ||
         (rc = sq_exec(q,
                       o->sync == STORE_SYNC_NORMAL ? "PRAGMA synchronous=NORMAL"
@@ -138,12 +255,8 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
         rc = sq_fail(q, err, "prepare");
         goto out;
     }
-    sqlite3_stmt *st = NULL;
-    if (sqlite3_prepare_v2(q->db, "SELECT v FROM meta WHERE k='revision'", -1, &st, NULL) ==
-            SQLITE_OK &&
-        sqlite3_step(st) == SQLITE_ROW)
-        q->rev = (uint64_t)sqlite3_column_int64(st, 0);
-    sqlite3_finalize(st);
+    marker_write(q);
+    fsync(q->markerfd);
 out:
     if (rc < 0) {
         sq_close(&q->base);
@@ -204,6 +317,7 @@ static int sq_commit(store_t *s, uint64_t *rev, arb_err_t *err)
     }
     q->in_txn = false;
     q->rev++;
+    marker_write(q); /* after the commit: it never claims more than is durable */
     if (rev)
         *rev = q->rev;
     return 0;

@@ -36,9 +36,10 @@ int arb_duration_parse(const char *s, int64_t *ns, arb_err_t *err)
         if (!isdigit((unsigned char)*p))
             goto bad;
         while (isdigit((unsigned char)*p)) {
-            whole = whole * 10 + (*p++ - '0');
-            if (whole > ARB_DURATION_MAX_NS)
+            int d = *p++ - '0';
+            if (whole > (ARB_DURATION_MAX_NS - d) / 10) /* checked before it can overflow */
                 goto range;
+            whole = whole * 10 + d;
         }
         if (*p == '.') {
             p++;

@@ -49,6 +49,8 @@ check sim -- src/cli/sim.c
 check bench -- src/cli/bench.c src/cli/bench_api.c src/cli/bench_elastic.c src/cli/bench_sim.c
 check lb -- src/cli/lb.c
 check agent -- src/cli/agent.c
+check supervise -- src/cli/supervise.c src/agent/supervise.c
+check node cordon uncordon drain taint label -- src/cli/node.c
 check controller -- src/cli/controller.c
 check init -- src/cli/init.c
 check submit queue events -- src/cli/client.c

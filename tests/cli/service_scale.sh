@@ -19,7 +19,9 @@ LBT=$(dirname "$ARB")/tests/arb_lbtest
 . "$SRC/tests/cli/lib/cluster.sh"
 cl_init
 
-printf 'scheduler: {interval: 200ms, preemption: true}\nnodes: {lease: 2s, grace: 1s}\n' > "$T/config.yaml"
+printf 'scheduler: {interval: 200ms, preemption: true}\nnodes: {lease: 10s, grace: 5s}\n' > "$T/config.yaml"
+# (the default lease: nothing here is about a node's death, and a 2 s lease
+# once fenced every node while a busy machine delayed the controller's answers)
 cl_controller --config "$T/config.yaml"
 CL_GPUS=3:H100
 cl_agent n1

@@ -69,6 +69,7 @@ static agent_exec_conf_t conf(void)
     snprintf(logs, sizeof logs, "%s/logs", tmpdir);
     memset(&c, 0, sizeof c);
     c.log_dir = logs;
+    c.supervisor = ARB_BIN;
     c.node_name = "n7";
     c.subreaper = true;
     c.grace_ns = 200 * MS;

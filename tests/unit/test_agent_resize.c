@@ -131,6 +131,7 @@ static void exec_init(agent_exec_t *x)
     snprintf(logs, sizeof logs, "%s/logs", tmpdir);
     memset(&c, 0, sizeof c);
     c.log_dir = logs;
+    c.supervisor = ARB_BIN;
     c.allow_root = true;
     c.cgroup_mode = "none";
     c.grace_ns = 60 * SEC; /* the executor's: far longer than any task's own below */

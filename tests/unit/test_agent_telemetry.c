@@ -251,6 +251,7 @@ typedef struct script {
     const char *reply; /* the controller's JSON; NULL: {"epoch":1} */
     char last[8192];   /* the last body sent */
     int sent;
+    uint64_t refuse_lamport; /* non-zero: refuse the next report as too far ahead (once) */
 } script_t;
 
 static script_t S;
@@ -280,6 +281,11 @@ static int sc_report(void *state, const char *body, size_t len, int64_t timeout_
 
     snprintf(s->last, sizeof s->last, "%.*s", (int)len, body);
     s->sent++;
+    if (s->refuse_lamport) { /* the http transport's -ERANGE: the controller's clock in reply */
+        reply->lamport = s->refuse_lamport;
+        s->refuse_lamport = 0;
+        return arb_errf(err, -ERANGE, "422: lamport is too far ahead of the controller's clock");
+    }
     if (s->fail) {
         if (s->fail > 0)
             s->fail--;
@@ -312,6 +318,8 @@ static void test_loop(void **st)
     c.disc.fake = "8:H100";
     c.disc.no_hwloc = true;
     c.exec.log_dir = logs;
+    c.exec.supervisor = ARB_BIN;
+    c.exec.leased = true;
     c.exec.allow_root = true;
     c.exec.cgroup_mode = "none";
     c.exec.grace_ns = SEC;
@@ -510,13 +518,58 @@ static void test_loop(void **st)
     assert_int_equal(system(cmd), 0);
 }
 
+/* DESIGN.md invariant 9, the agent's half: refused for a clock too far
+ * ahead, it takes the controller's time and registers again (inventory),
+ * its lease untouched; its reports then go on from that time. */
+static void test_clock_refused(void **st)
+{
+    char logs[] = "/tmp/arb-clock-XXXXXX";
+    agent_conf_t c;
+    agent_t a;
+    arb_err_t err = {{0}};
+
+    assert_non_null(mkdtemp(logs));
+    memset(&S, 0, sizeof S);
+    S.now = 1000 * SEC;
+    memset(&c, 0, sizeof c);
+    c.disc.node_name = "n8";
+    c.disc.fake = "2:H100";
+    c.disc.no_hwloc = true;
+    c.exec.log_dir = logs;
+    c.exec.supervisor = ARB_BIN;
+    c.exec.leased = true;
+    c.exec.allow_root = true;
+    c.exec.cgroup_mode = "none";
+    c.transport = &scripted;
+    c.now = fake_now;
+    c.now_ctx = &S;
+    c.log = quiet;
+    c.lease_ns = 10 * SEC;
+    assert_int_equal(agent_open(&a, &c, &err), 0);
+    S.reply = "{\"lamport\":4000000000,\"epoch\":1,\"assignments\":[]}";
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_int_equal(a.lease.state, AGENT_LEASE_ACTIVE);
+    assert_int_equal(a.clock.t, 4000000001ULL);
+    S.now += SEC;
+    S.refuse_lamport = 77;
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_int_equal(a.clock.t, 77);                     /* the controller's time taken */
+    assert_int_equal(a.lease.state, AGENT_LEASE_ACTIVE); /* nothing else moved */
+    assert_true(a.urgent);
+    S.reply = "{\"lamport\":80,\"epoch\":1,\"assignments\":[]}";
+    assert_int_equal(agent_step(&a, &err), 0);
+    assert_non_null(strstr(S.last, "\"lamport\":78"));
+    assert_non_null(strstr(S.last, "\"inventory\"")); /* registered again */
+    assert_int_equal(a.lease.state, AGENT_LEASE_ACTIVE);
+    agent_close(&a, true);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_deltas),
-        cmocka_unit_test(test_report_json),
-        cmocka_unit_test(test_reply_parse),
-        cmocka_unit_test(test_loop),
+        cmocka_unit_test(test_deltas),        cmocka_unit_test(test_report_json),
+        cmocka_unit_test(test_reply_parse),   cmocka_unit_test(test_loop),
+        cmocka_unit_test(test_clock_refused),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

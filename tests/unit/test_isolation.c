@@ -155,8 +155,11 @@ static int setup(void **st)
 
     memset(&c, 0, sizeof c);
     c.log_dir = logs;
+    c.supervisor = ARB_BIN;
     c.allow_root = true;
     c.node_name = "iso";
+    c.cgroup_scoped = true; /* its own subtree: test_agent_exec's job "train" runs at the same
+                               time under ctest -j, and its cancel kills its cgroup */
     c.grace_ns = SEC / 5;
     if (agent_exec_init(&x, &c, &err) < 0) {
         fprintf(stderr, "isolation: executor: %s\n", err.msg);
@@ -191,6 +194,7 @@ int main(void)
     snprintf(logs, sizeof logs, "%s/logs", tmpdir);
     memset(&c, 0, sizeof c);
     c.log_dir = logs;
+    c.supervisor = ARB_BIN;
     c.allow_root = true;
     rc = agent_exec_init(&probe, &c, &err);
     if (rc == 0 && probe.cg.mode != AGENT_CG_NONE) {

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "store/store.h"
@@ -97,11 +98,66 @@ static void test_one_controller_per_dir(void **unused)
     assert_int_equal(store_open(dir, NULL, &s, &err), 0);
     assert_int_equal(store_open(dir, NULL, &s2, &err), -EBUSY);
     assert_non_null(strstr(err.msg, "in use by another controller"));
+    /* The lock is on the database itself: no file beside it to delete. */
+    char lock[300];
+    snprintf(lock, sizeof lock, "%s/LOCK", dir);
+    unlink(lock);
+    assert_int_equal(store_open(dir, NULL, &s2, &err), -EBUSY);
     store_close(s);
     assert_int_equal(store_open(dir, NULL, &s2, &err), 0);
     store_close(s2);
     assert_int_equal(store_open("nosuch://x", NULL, &s2, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "unknown backend"));
+}
+
+/* A store its WAL lost after a crash (a child commits and _exits, as kill -9
+ * leaves it; then the WAL goes): refused, saying so, unchanged; accepted
+ * with accept_rewind, which says where it had been. */
+static void test_rewound_refused(void **unused)
+{
+    store_t *s;
+    arb_err_t err;
+    char path[300];
+    pid_t kid;
+    int status;
+    store_opts_t o = {0};
+
+    (void)unused;
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        store_batch_t b = {0};
+        if (store_open(dir, NULL, &s, &err) < 0)
+            _exit(1);
+        for (int i = 0; i < 5; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "jobs/%d", i);
+            store_batch_putstr(&b, k, "{}");
+            if (store_apply(s, &b, NULL, &err) < 0)
+                _exit(2);
+            store_batch_free(&b);
+        }
+        _exit(0); /* no close: the WAL holds the commits */
+    }
+    assert_int_equal(waitpid(kid, &status, 0), kid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    snprintf(path, sizeof path, "%s/arbiter.db-wal", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    unlink(path);
+    snprintf(path, sizeof path, "%s/arbiter.db-shm", dir);
+    unlink(path);
+    assert_int_equal(store_open(dir, NULL, &s, &err), -ESTALE);
+    assert_non_null(strstr(err.msg, "looks rewound"));
+    assert_non_null(strstr(err.msg, "marker beside it says revision 5 was committed"));
+    assert_non_null(strstr(err.msg, "arbiter.db-wal) is missing"));
+    assert_int_equal(store_open(dir, NULL, &s, &err), -ESTALE); /* still: nothing changed */
+    o.accept_rewind = true;
+    assert_int_equal(store_open(dir, &o, &s, &err), 0);
+    assert_int_equal(s->rewound_from, 5);
+    store_close(s);
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0); /* the marker agrees now */
+    assert_int_equal(s->rewound_from, 0);
+    store_close(s);
 }
 
 typedef struct writer {
@@ -197,6 +253,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_put_get_scan_reopen, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_controller_per_dir, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_rewound_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_commit_is_fatal, setup, teardown),
     };

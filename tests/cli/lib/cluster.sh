@@ -6,7 +6,8 @@
 #   cl_controller [ARGS]     start `arbiter controller` on 127.0.0.1 (a free port, or
 #                            CL_PORT once known); sets ARBITER_URL, CPID
 #   cl_agent NODE [ARGS]     start `arbiter agent --name NODE` against ARBITER_URL with
-#                            fake GPUs, logs in $T/logs/NODE; its pid in $T/pid.NODE
+#                            fake GPUs (CL_GPUS, default 4:H100; none: ARGS say, e.g.
+#                            --inventory), logs in $T/logs/NODE; its pid in $T/pid.NODE
 #   cl_wait WHAT SECS CMD... poll CMD every 0.1 s until it succeeds, else fail
 #   cl_state ID              a job's state;  cl_field ID KEY  a top-level job field
 #   cl_fail MSG              print MSG, the logs, and exit 1
@@ -15,6 +16,16 @@
 #                            task PID must die (fenced, a FENCED line in its log)
 #                            before the copy on node other starts ($T/start.other);
 #                            prints the timings, HOW naming the cut
+#   cl_witness_task [TAG]    a task command (for `submit -- sh -c "$(cl_witness_task)"`)
+#                            that proves, at its own start, that no other copy of it is
+#                            alive: it takes a lock on $T/TAG.witness that every copy holds
+#                            while it lives (the kernel drops it with the last process),
+#                            and checks that the pid of every earlier copy is gone; either
+#                            failing goes to $T/TAG.overlap. Each start appends "NODE PID"
+#                            to $T/TAG.starts; then its pid and start time (date +%s%N)
+#                            go to $T/TAG.tpid.NODE and, last, $T/TAG.start.NODE (wait
+#                            for that one: the others are written by then). TAG: w.
+#   cl_check_one_copy N [TAG]  no overlap was seen and exactly N copies started
 #
 # Every wait is bounded polling; nothing sleeps a fixed time hoping it is
 # enough. Processes are stopped by the pids recorded here, never by name.
@@ -102,7 +113,10 @@ cl_controller() {
 cl_agent() {
     node=$1
     shift
-    $ARB agent --name "$node" --controller "${CL_AGENT_URL:-$ARBITER_URL}" --fake-gpus "${CL_GPUS:-4:H100}" \
+    gpus="--fake-gpus ${CL_GPUS:-4:H100}"
+    [ "${CL_GPUS:-}" = none ] && gpus="" # the args say where its GPUs come from (--inventory)
+    # shellcheck disable=SC2086
+    $ARB agent --name "$node" --controller "${CL_AGENT_URL:-$ARBITER_URL}" $gpus \
         --log-dir "$T/logs/$node" --allow-root --cgroups none --heartbeat 250ms --grace 2s "$@" \
         2>>"$T/agent-$node.log" &
     echo $! > "$T/pid.$node"
@@ -140,4 +154,19 @@ cl_check_fenced() {
     grep -q "FENCED: no acknowledged heartbeat" "$T/agent-cut.log" || cl_fail "no FENCED line"
     echo "$NAME: $3 at 0 ms; first copy fenced at $(((dead_at - $2) / 1000000)) ms;" \
         "second copy started at $(((started_at - $2) / 1000000)) ms"
+}
+
+# The witness: what a copy sees at its own start, so the check needs no timing.
+cl_witness_task() {
+    w=$T/${1:-w}
+    printf '%s' "exec 9>>$w.witness; flock -n 9 || echo \"\$ARBITER_NODE: the lock is held by a live copy\" >>$w.overlap; \
+for f in $w.tpid.*; do [ -f \"\$f\" ] || continue; p=\$(cat \"\$f\"); \
+[ -r /proc/\$p/stat ] && ! grep -q '^[0-9]* (.*) Z' /proc/\$p/stat && echo \"\$ARBITER_NODE: pid \$p of \$f is alive\" >>$w.overlap; done; \
+echo \"\$ARBITER_NODE \$\$\" >> $w.starts; echo \$\$ > $w.tpid.\$ARBITER_NODE; date +%s%N > $w.start.\$ARBITER_NODE; exec sleep 300"
+}
+
+cl_check_one_copy() { # N [TAG]
+    w=$T/${2:-w}
+    [ ! -s "$w.overlap" ] || cl_fail "two live copies of one task: $(cat "$w.overlap")"
+    [ "$(wc -l < "$w.starts")" -eq "$1" ] || cl_fail "$(wc -l < "$w.starts") starts, not $1: $(cat "$w.starts")"
 }

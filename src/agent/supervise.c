@@ -1,0 +1,367 @@
+/*
+ * supervise.c: the per-task supervisor (see supervise.h): the lease file
+ * shared with the agent, exit records, and the supervisor's loop, which
+ * `arbiter supervise` runs in a process of its own between the agent and
+ * one task.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/supervise.h"
+
+#define LEASE_MAGIC "ARBLEASE"
+#define LEASE_SIZE 64 /* magic[8], deadline at 8, the rest reserved */
+
+int64_t agent_sup_mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* ---- the lease file ----------------------------------------------------------------- */
+
+int agent_leasefile_open(const char *path, bool create, agent_leasefile_t *lf, arb_err_t *err)
+{
+    struct stat st;
+    int fd;
+
+    memset(lf, 0, sizeof *lf);
+    lf->fd = -1;
+    fd = open(path, (create ? O_RDWR | O_CREAT : O_RDONLY) | O_CLOEXEC | O_NOFOLLOW, 0644);
+    if (fd < 0)
+        return arb_errf(err, -errno, "lease file %s: %s", path, strerror(errno));
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        close(fd);
+        return arb_errf(err, -EINVAL, "lease file %s: not a regular file", path);
+    }
+    if (st.st_size == 0 && create) { /* new: the magic, deadline 0 (kill now) */
+        char buf[LEASE_SIZE] = LEASE_MAGIC;
+        if (pwrite(fd, buf, sizeof buf, 0) != (ssize_t)sizeof buf || fsync(fd) != 0) {
+            int e = errno ? errno : EIO;
+            close(fd);
+            return arb_errf(err, -e, "lease file %s: cannot write it: %s", path, strerror(e));
+        }
+        st.st_size = LEASE_SIZE;
+    }
+    if (st.st_size < LEASE_SIZE) {
+        close(fd);
+        return arb_errf(err, -EINVAL, "lease file %s: %lld bytes, not a lease file", path,
+                        (long long)st.st_size);
+    }
+    void *m =
+        mmap(NULL, LEASE_SIZE, create ? PROT_READ | PROT_WRITE : PROT_READ, MAP_SHARED, fd, 0);
+    if (m == MAP_FAILED) {
+        int e = errno;
+        close(fd);
+        return arb_errf(err, -e, "lease file %s: mmap: %s", path, strerror(e));
+    }
+    if (memcmp(m, LEASE_MAGIC, 8) != 0) {
+        munmap(m, LEASE_SIZE);
+        close(fd);
+        return arb_errf(err, -EINVAL, "lease file %s: not a lease file (bad magic)", path);
+    }
+    lf->fd = fd;
+    lf->map = m;
+    lf->deadline = (int64_t *)((char *)m + 8);
+    return 0;
+}
+
+void agent_leasefile_close(agent_leasefile_t *lf)
+{
+    if (lf->map)
+        munmap(lf->map, LEASE_SIZE);
+    if (lf->fd >= 0)
+        close(lf->fd);
+    memset(lf, 0, sizeof *lf);
+    lf->fd = -1;
+}
+
+int64_t agent_leasefile_get(const agent_leasefile_t *lf)
+{
+    return lf->deadline ? __atomic_load_n(lf->deadline, __ATOMIC_SEQ_CST) : 0;
+}
+
+void agent_leasefile_set(agent_leasefile_t *lf, int64_t deadline_ns)
+{
+    if (lf->deadline)
+        __atomic_store_n(lf->deadline, deadline_ns, __ATOMIC_SEQ_CST);
+}
+
+/* ---- exit records --------------------------------------------------------------------- */
+
+static const char *const why_names[] = {"exited", "lease", "time-limit", "stopped"};
+
+const char *agent_sup_why_name(agent_sup_why_t w)
+{
+    return (unsigned)w < 4 ? why_names[w] : "?";
+}
+
+int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e)
+{
+    char tmp[PATH_MAX + 8], buf[256];
+    int fd, n, rc = 0;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    n = snprintf(buf, sizeof buf, "status=%d why=%s ended=%lld killed=%lld deadline=%lld\n",
+                 e->status, agent_sup_why_name(e->why), (long long)e->ended_ns,
+                 (long long)e->killed_ns, (long long)e->deadline_ns);
+    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd < 0)
+        return -errno;
+    if (write(fd, buf, (size_t)n) != n)
+        rc = errno ? -errno : -EIO;
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
+}
+
+int agent_sup_exit_read(const char *path, agent_sup_exit_t *out)
+{
+    char buf[256];
+    int fd;
+    ssize_t got;
+
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+        return -errno;
+    got = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (got <= 0)
+        return -EINVAL;
+    buf[got] = '\0';
+    return agent_sup_exit_parse(buf, out);
+}
+
+int agent_sup_exit_parse(const char *buf, agent_sup_exit_t *out)
+{
+    char why[32];
+    long long ended, killed, deadline;
+    int status;
+
+    if (sscanf(buf, "status=%d why=%31s ended=%lld killed=%lld deadline=%lld", &status, why, &ended,
+               &killed, &deadline) != 5)
+        return -EINVAL;
+    memset(out, 0, sizeof *out);
+    out->status = status;
+    out->why = AGENT_SUP_EXITED;
+    for (int i = 0; i < 4; i++)
+        if (strcmp(why, why_names[i]) == 0)
+            out->why = (agent_sup_why_t)i;
+    out->ended_ns = ended;
+    out->killed_ns = killed;
+    out->deadline_ns = deadline;
+    return 0;
+}
+
+/* ---- arguments -------------------------------------------------------------------------- */
+
+static int parse_i64(const char *s, int64_t *out)
+{
+    char *end;
+    errno = 0;
+    long long v = strtoll(s, &end, 10);
+    if (!*s || *end || errno || v < 0)
+        return -EINVAL;
+    *out = v;
+    return 0;
+}
+
+int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
+{
+    memset(a, 0, sizeof *a);
+    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        int64_t x = 0;
+        if (!v)
+            return arb_errf(err, -EINVAL, "%s needs a value", o);
+        if (!strcmp(o, "--task-pid")) {
+            if (parse_i64(v, &x) < 0 || x <= 1 || x > 0x7fffffff)
+                return arb_errf(err, -EINVAL, "--task-pid '%s': not a process id", v);
+            a->task = (pid_t)x;
+        } else if (!strcmp(o, "--lease")) {
+            a->lease = v;
+        } else if (!strcmp(o, "--exit")) {
+            a->exit_path = v;
+        } else if (!strcmp(o, "--cgroup-v1") || !strcmp(o, "--cgroup-v2")) {
+            if (a->ncg == 2)
+                return arb_errf(err, -EINVAL, "at most two cgroup directories");
+            a->cg_mode = !strcmp(o, "--cgroup-v2") ? AGENT_CG_V2 : AGENT_CG_V1;
+            a->cg[a->ncg++] = v;
+        } else if (!strcmp(o, "--time-limit-at") || !strcmp(o, "--grace")) {
+            if (parse_i64(v, &x) < 0)
+                return arb_errf(err, -EINVAL, "%s '%s': nanoseconds, a non-negative integer", o, v);
+            *(!strcmp(o, "--grace") ? &a->limit_grace_ns : &a->limit_at_ns) = x;
+        } else {
+            return arb_errf(err, -EINVAL, "unknown option '%s'", o);
+        }
+    }
+    if (!a->task || !a->exit_path)
+        return arb_errf(err, -EINVAL, "--task-pid and --exit are required");
+    return 0;
+}
+
+/* ---- the loop ------------------------------------------------------------------------------ */
+
+/* Everything but stdio: the agent's sockets, its log server, its files. */
+static void close_inherited(void)
+{
+    DIR *d = opendir("/proc/self/fd");
+    struct dirent *e;
+    int keep;
+
+    if (!d) {
+        for (int fd = 3; fd < 1024; fd++)
+            close(fd);
+        return;
+    }
+    keep = dirfd(d);
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
+    while ((e = readdir(d))) {
+        int fd = atoi(e->d_name);
+        if (fd > 2 && fd != keep)
+            close(fd);
+    }
+    closedir(d);
+}
+
+static void kill_task_cgroup(const agent_sup_args_t *a)
+{
+    agent_cg_t cg;
+    agent_cg_task_t t;
+
+    if (a->ncg == 0)
+        return;
+    memset(&cg, 0, sizeof cg);
+    memset(&t, 0, sizeof t);
+    cg.mode = a->cg_mode;
+    t.n = a->ncg;
+    t.procs_fd[0] = t.procs_fd[1] = -1;
+    for (int i = 0; i < a->ncg; i++)
+        snprintf(t.dir[i], sizeof t.dir[i], "%s", a->cg[i]);
+    agent_cg_task_kill(&cg, &t);
+}
+
+/* SIGKILL the task's group and cgroups. Only while its leader is unreaped
+ * (alive, or a zombie): its pid is then still its group's id. */
+static void kill_task(const agent_sup_args_t *a)
+{
+    kill(-a->task, SIGKILL); /* its group (it leads one: setsid) */
+    kill(a->task, SIGKILL);  /* in case it died before setsid */
+    kill_task_cgroup(a);
+}
+
+int agent_sup_run(const agent_sup_args_t *a)
+{
+    agent_leasefile_t lf = {.fd = -1};
+    agent_sup_exit_t ex;
+    sigset_t set;
+    bool have_lease = false, done = false, termed = false;
+    int64_t hard_at = 0, last_kill = 0;
+    int status = 0, rc = 0;
+
+    close_inherited();
+    /* Orphans of the task come to this process, which reaps them, rather
+     * than to the agent or init. */
+    prctl(PR_SET_CHILD_SUBREAPER, 1);
+    signal(SIGPIPE, SIG_IGN);
+    signal(SIGHUP, SIG_IGN);
+    signal(SIGINT, SIG_IGN);
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    memset(&ex, 0, sizeof ex);
+    /* No readable lease: nothing says the task may run, so it may not. */
+    if (a->lease)
+        have_lease = agent_leasefile_open(a->lease, false, &lf, NULL) == 0;
+    for (;;) {
+        /* Reap orphans; the task leader is looked at before it is reaped,
+         * so that its process group id cannot be reused when it is killed. */
+        for (;;) {
+            siginfo_t si;
+            memset(&si, 0, sizeof si);
+            if (waitid(P_ALL, 0, &si, WEXITED | WNOHANG | WNOWAIT) != 0) {
+                if (errno == ECHILD && !done) { /* not ours: nothing to supervise */
+                    rc = 1;
+                    done = true;
+                }
+                break;
+            }
+            if (si.si_pid == 0)
+                break; /* children, none ended */
+            if (si.si_pid == a->task) {
+                kill_task(a);
+                while (waitpid(a->task, &status, 0) < 0 && errno == EINTR)
+                    ;
+                ex.status = status;
+                done = true;
+            } else {
+                waitpid(si.si_pid, NULL, 0);
+            }
+        }
+        int64_t now = agent_sup_mono_ns();
+        if (done) {
+            /* Invariant (2): nothing of the task outlives its record. Its
+             * group was killed before its leader was reaped; the cgroup
+             * again, then whatever is left of the group, reaped. */
+            kill_task_cgroup(a);
+            for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
+                nanosleep(&(struct timespec){0, 10000000}, NULL);
+            ex.ended_ns = now;
+            agent_sup_exit_write(a->exit_path, &ex);
+            break;
+        }
+        int64_t dl = !a->lease ? INT64_MAX : have_lease ? agent_leasefile_get(&lf) : 0;
+        ex.deadline_ns = dl;
+        if (!ex.killed_ns && now >= dl) { /* the lease passed: invariant (1) */
+            ex.why = AGENT_SUP_LEASE;
+            ex.killed_ns = now;
+        }
+        if (a->limit_at_ns > 0 && !termed && !ex.killed_ns && now >= a->limit_at_ns) {
+            termed = true;
+            hard_at = now + a->limit_grace_ns;
+            kill(-a->task, SIGTERM);
+            ex.why = AGENT_SUP_TIMELIMIT;
+        }
+        if (termed && !ex.killed_ns && now >= hard_at)
+            ex.killed_ns = now; /* why stays TIMELIMIT */
+        if (ex.killed_ns && now - last_kill >= AGENT_SUP_REKILL_NS) {
+            kill_task(a);
+            last_kill = now;
+        }
+        /* Sleep until the next thing to check, at most a poll. */
+        int64_t wake = now + (ex.killed_ns ? AGENT_SUP_REKILL_NS : AGENT_SUP_POLL_NS);
+        if (!ex.killed_ns && dl < wake)
+            wake = dl;
+        if (a->limit_at_ns > 0 && !termed && a->limit_at_ns < wake)
+            wake = a->limit_at_ns;
+        if (termed && !ex.killed_ns && hard_at < wake)
+            wake = hard_at;
+        int64_t left = wake - now;
+        if (left < 1000000)
+            left = 1000000;
+        struct timespec ts = {left / 1000000000LL, left % 1000000000LL};
+        siginfo_t si;
+        if (sigtimedwait(&set, &si, &ts) == SIGTERM && !ex.killed_ns) {
+            ex.why = AGENT_SUP_STOPPED;
+            ex.killed_ns = agent_sup_mono_ns();
+        }
+    }
+    agent_leasefile_close(&lf);
+    return rc;
+}

@@ -1,0 +1,134 @@
+/*
+ * supervise.h: the per-task supervisor (as slurmstepd or containerd-shim
+ * are): a small process between the agent and each task, so that the
+ * fence holds whatever state the agent is in (running, SIGSTOPped, hung
+ * in a system call, killed).
+ *
+ *   agent --fork--> supervisor (own session; `arbiter supervise`, exec'd)
+ *                       |
+ *                       +--fork--> task (own session and process group,
+ *                                  its cgroups, PR_SET_PDEATHSIG: it dies
+ *                                  with its supervisor)
+ *
+ * The supervisor holds two deadlines, both on CLOCK_MONOTONIC (one clock
+ * for every process of the machine):
+ *
+ *  - the lease: the agent's lease expiry, which the agent publishes in a
+ *    lease file shared by all its supervisors (LOG_DIR/.arbiter/lease,
+ *    agent_leasefile_*) every time its lease changes. The supervisor
+ *    re-reads it at least every 100 ms and SIGKILLs the task's process
+ *    group and cgroups the moment it has passed (or the file says 0, or
+ *    cannot be read): a task never outlives the lease of the agent that
+ *    started it, renewed or not. The agent's lease ends before the
+ *    controller may declare the node lost (docs/agent.md), so the task is
+ *    dead before any copy of it may start elsewhere (DESIGN.md invariant 4).
+ *  - the task's own time limit (optional): SIGTERM to the group at the
+ *    limit, SIGKILL to the group and cgroups a grace later.
+ *
+ * When the task ends (by itself, killed by the agent, or by a deadline),
+ * the supervisor kills what is left of its group and cgroups, reaps it,
+ * writes its exit record (LOG_DIR/.arbiter/JOB.TASK.exit: the wait status
+ * and why it ended) and exits. The agent reads the record when it reaps
+ * the supervisor, or, after a restart, when the supervisor it adopted from
+ * its task record (JOB.TASK.task, written by the agent at the start) is
+ * gone; so a restarted agent knows how every task of its previous run
+ * ended, exit code included, and which its supervisors fenced.
+ *
+ * Supervisor lifecycle (agent_sup_run):
+ *
+ *   RUNNING --task exits------------------------------------------> REAPED
+ *      |  \--lease passed: SIGKILL group + cgroups ---> KILLING --^  (record
+ *      |                                                  ^            written,
+ *      +--time limit: SIGTERM --> TERMINATING --grace-----+            exit 0)
+ *      +--SIGTERM to the supervisor: SIGKILL the task ----+
+ *
+ * Invariants: (1) from the moment the published lease deadline has passed,
+ * the supervisor sends SIGKILL to the task's group and cgroups at least
+ * every 200 ms until the task leader is reaped; (2) the exit record is
+ * written (rename: whole or not at all) before the supervisor exits, and
+ * after the task's group and cgroups were killed; (3) nothing in the
+ * supervisor waits on the agent: it never reads from or writes to it.
+ */
+#ifndef ARB_AGENT_SUPERVISE_H
+#define ARB_AGENT_SUPERVISE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "agent/cgroup.h"
+#include "arbiter/arbiter.h"
+
+#define AGENT_SUP_DIR ".arbiter"        /* under the agent's log directory */
+#define AGENT_SUP_POLL_NS 100000000LL   /* the lease is re-read at least this often */
+#define AGENT_SUP_REKILL_NS 200000000LL /* once killing: SIGKILL again this often */
+
+/* ---- the lease file ------------------------------------------------------------ */
+
+/*
+ * A small file (a magic, then the deadline as an int64 of CLOCK_MONOTONIC
+ * nanoseconds) mapped shared by the agent (read-write) and by every
+ * supervisor (read-only): a store of the deadline is seen by all of them at
+ * once, with no message to send and nothing that waits on the agent. 0 (or
+ * a deadline in the past) means: kill now.
+ */
+typedef struct agent_leasefile {
+    int fd;
+    void *map;
+    int64_t *deadline; /* in map; NULL when not open */
+} agent_leasefile_t;
+
+/* Open (create: make it, with deadline 0, when missing; read-write) or map
+ * read-only. -errno with text. A file that is not a lease file: -EINVAL. */
+int agent_leasefile_open(const char *path, bool create, agent_leasefile_t *lf, arb_err_t *err);
+void agent_leasefile_close(agent_leasefile_t *lf);
+/* The deadline (0 when not open). */
+int64_t agent_leasefile_get(const agent_leasefile_t *lf);
+void agent_leasefile_set(agent_leasefile_t *lf, int64_t deadline_ns);
+
+/* ---- exit records ----------------------------------------------------------------- */
+
+typedef enum agent_sup_why {
+    AGENT_SUP_EXITED,    /* the task ended (by itself, or killed by the agent) */
+    AGENT_SUP_LEASE,     /* the supervisor killed it: the lease had passed */
+    AGENT_SUP_TIMELIMIT, /* the supervisor ended it at its time limit */
+    AGENT_SUP_STOPPED,   /* the supervisor was told to stop (SIGTERM) and killed it */
+} agent_sup_why_t;
+
+typedef struct agent_sup_exit {
+    int status; /* the task leader's wait status */
+    agent_sup_why_t why;
+    int64_t ended_ns;    /* CLOCK_MONOTONIC: when it was reaped */
+    int64_t killed_ns;   /* when the supervisor killed it (LEASE, TIMELIMIT, STOPPED); 0 */
+    int64_t deadline_ns; /* the lease deadline it last read */
+} agent_sup_exit_t;
+
+const char *agent_sup_why_name(agent_sup_why_t w);
+/* 0, -ENOENT (none yet), -EINVAL (damaged). */
+int agent_sup_exit_read(const char *path, agent_sup_exit_t *out);
+/* The record's text (NUL-terminated): 0 or -EINVAL. */
+int agent_sup_exit_parse(const char *text, agent_sup_exit_t *out);
+int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e);
+
+/* ---- the supervisor process ------------------------------------------------------- */
+
+typedef struct agent_sup_args {
+    pid_t task;        /* its child, the task leader (process group id) */
+    const char *lease; /* the lease file; NULL: no lease (the executor used alone) */
+    const char *exit_path;
+    agent_cg_mode_t cg_mode;
+    int ncg;
+    const char *cg[2];      /* the task's cgroup directories */
+    int64_t limit_at_ns;    /* the time limit (CLOCK_MONOTONIC); 0 none */
+    int64_t limit_grace_ns; /* SIGTERM -> SIGKILL at the time limit */
+} agent_sup_args_t;
+
+/* `arbiter supervise` arguments (the executor writes them): 0 or -EINVAL. */
+int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err);
+/* Supervise until the task is reaped; returns the process's exit code (0,
+ * or 1 when the task was not this process's child). */
+int agent_sup_run(const agent_sup_args_t *a);
+
+int64_t agent_sup_mono_ns(void);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * supervise.c: `arbiter supervise`, the per-task supervisor the agent
+ * starts between itself and each task (src/agent/supervise.h): it is not
+ * run by hand. The agent forks it, it forks the task, and then it execs
+ * this verb so that it carries nothing of the agent's memory.
+ *
+ *   arbiter supervise --task-pid PID --exit FILE [--lease FILE]
+ *                     [--cgroup-v2 DIR | --cgroup-v1 DIR ...]
+ *                     [--time-limit-at NS --grace NS]
+ *
+ * Exit status: 0 the task ended and its exit record is written; 1 PID was
+ * not this process's child; 2 bad usage.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "agent/supervise.h"
+#include "cli/cli.h"
+
+#define SUPERVISE_USAGE                                                                            \
+    "usage: arbiter supervise --task-pid PID --exit FILE [--lease FILE]\n"                         \
+    "                         [--cgroup-v2 DIR | --cgroup-v1 DIR ...]\n"                           \
+    "                         [--time-limit-at NS --grace NS]\n"                                   \
+    "  (started by the agent for each task: docs/agent.md)\n"
+
+int cli_supervise(int argc, char **argv)
+{
+    agent_sup_args_t a;
+    arb_err_t err = {{0}};
+
+    if (argc > 1 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
+        fputs(SUPERVISE_USAGE, stdout);
+        return 0;
+    }
+    if (agent_sup_parse(argc, argv, &a, &err) < 0) {
+        fprintf(stderr, "arbiter supervise: %s\n" SUPERVISE_USAGE, err.msg);
+        return 2;
+    }
+    return agent_sup_run(&a);
+}

@@ -1,0 +1,389 @@
+/*
+ * test_agent_supervise.c: per-task supervisors (src/agent/supervise.c)
+ * with real processes: the lease file and exit records; a task killed by
+ * its supervisor when the published lease passes after its "agent" (a
+ * child process running the executor) died without fencing, never before
+ * the deadline; a restarted executor adopting a live supervisor and
+ * moving its deadline, and finding how a gone one's task ended; the time
+ * limit (SIGTERM, grace, SIGKILL) held by the supervisor alone; a task
+ * dying with its supervisor. Every check names the invariant it guards;
+ * no check depends on how fast the machine is, only on orders (a death
+ * seen before the deadline is a failure whatever the timing) and on
+ * generous bounds for what must eventually happen.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <ftw.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "agent/exec.h"
+
+#define MS 1000000LL
+#define SEC 1000000000LL
+
+static char tmpdir[64];
+
+static int64_t now(void)
+{
+    return agent_sup_mono_ns();
+}
+
+static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
+{
+    (void)st, (void)flag, (void)f;
+    return remove(p);
+}
+
+static int setup(void **state)
+{
+    snprintf(tmpdir, sizeof tmpdir, "/tmp/arb-sup-XXXXXX");
+    assert_non_null(mkdtemp(tmpdir));
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    nftw(tmpdir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+    return 0;
+}
+
+static agent_exec_conf_t conf(bool leased)
+{
+    static char logs[128];
+    agent_exec_conf_t c;
+
+    snprintf(logs, sizeof logs, "%s/logs", tmpdir);
+    memset(&c, 0, sizeof c);
+    c.log_dir = logs;
+    c.node_name = "s1";
+    c.allow_root = true;
+    c.cgroup_mode = "none";
+    c.grace_ns = 300 * MS;
+    c.supervisor = ARB_BIN;
+    c.leased = leased;
+    return c;
+}
+
+static bool alive(pid_t pid)
+{
+    char path[64], buf[512], *p, st = 'X';
+    FILE *f;
+
+    if (kill(pid, 0) != 0)
+        return false;
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "r")))
+        return false;
+    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
+    fclose(f);
+    if ((p = strrchr(buf, ')')))
+        sscanf(p + 1, " %c", &st);
+    return st != 'Z' && st != 'X';
+}
+
+/*
+ * Wait (at most 20 s) for pid to die; fail if it is seen dead before
+ * not_before. The time is read after each look, so a death seen with the
+ * clock still before not_before happened before it, however slow this
+ * process is. Returns when it was first seen dead.
+ */
+static int64_t wait_death(pid_t pid, int64_t not_before)
+{
+    int64_t end = now() + 20 * SEC;
+    for (;;) {
+        bool a = alive(pid);
+        int64_t t = now();
+        if (!a) {
+            if (t < not_before)
+                fail_msg("pid %d died %.3f s before its deadline", (int)pid,
+                         (double)(not_before - t) / 1e9);
+            return t;
+        }
+        if (t > end)
+            fail_msg("pid %d still alive 20 s on", (int)pid);
+        usleep(5000);
+    }
+}
+
+typedef struct started {
+    pid_t task, sup;
+} started_t;
+
+/*
+ * The agent that dies: a child process runs an executor, publishes the
+ * deadline (leased), starts argv (optionally with a time limit), hands the
+ * task's and supervisor's pids through a pipe, and _exits without fencing
+ * (as kill -9 would leave it).
+ */
+static started_t agent_dies(bool leased, int64_t deadline, char *const *argv, int64_t limit_ns)
+{
+    int p[2];
+    started_t st = {0, 0};
+    pid_t kid;
+
+    assert_int_equal(pipe(p), 0);
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        agent_exec_conf_t c = conf(leased);
+        agent_exec_t x;
+        agent_task_spec_t s;
+        agent_task_t *t = NULL;
+        arb_err_t err;
+        if (agent_exec_init(&x, &c, &err) < 0)
+            _exit(3);
+        if (leased)
+            agent_exec_set_deadline(&x, deadline);
+        memset(&s, 0, sizeof s);
+        s.job = "77";
+        s.task = 0;
+        s.attempt = 1;
+        s.epoch = 1;
+        s.argv = argv;
+        s.deadline_ns = limit_ns > 0 ? now() + limit_ns : 0;
+        if (agent_exec_start(&x, &s, now(), &t, &err) < 0)
+            _exit(4);
+        started_t out = {t->pid, t->sup_pid};
+        if (write(p[1], &out, sizeof out) != (ssize_t)sizeof out)
+            _exit(5);
+        _exit(0);
+    }
+    close(p[1]);
+    assert_int_equal(read(p[0], &st, sizeof st), (ssize_t)sizeof st);
+    close(p[0]);
+    int status;
+    assert_int_equal(waitpid(kid, &status, 0), kid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return st;
+}
+
+static void exit_record(agent_sup_exit_t *e)
+{
+    char path[256];
+    int rc = -1;
+
+    snprintf(path, sizeof path, "%s/logs/.arbiter/77.0.exit", tmpdir);
+    for (int i = 0; i < 2000 && (rc = agent_sup_exit_read(path, e)) == -ENOENT; i++)
+        usleep(5000);
+    assert_int_equal(rc, 0);
+}
+
+static void test_lease_file_and_records(void **st)
+{
+    char path[256];
+    agent_leasefile_t w, r;
+    arb_err_t err;
+    agent_sup_exit_t e = {.status = 9,
+                          .why = AGENT_SUP_LEASE,
+                          .ended_ns = 5,
+                          .killed_ns = 4,
+                          .deadline_ns = 3},
+                     back;
+
+    snprintf(path, sizeof path, "%s/lease", tmpdir);
+    assert_int_equal(agent_leasefile_open(path, false, &r, &err), -ENOENT); /* not made yet */
+    assert_int_equal(agent_leasefile_open(path, true, &w, &err), 0);
+    assert_int_equal(agent_leasefile_get(&w), 0); /* new: kill now, until a lease is published */
+    assert_int_equal(agent_leasefile_open(path, false, &r, &err), 0);
+    agent_leasefile_set(&w, 123456789);
+    assert_int_equal(agent_leasefile_get(&r), 123456789); /* a reader sees the store at once */
+    agent_leasefile_close(&w);
+    agent_leasefile_close(&r);
+    assert_int_equal(agent_leasefile_open(path, true, &w, &err), 0); /* reopened: kept */
+    assert_int_equal(agent_leasefile_get(&w), 123456789);
+    agent_leasefile_close(&w);
+    FILE *f = fopen(path, "w");
+    fputs("not a lease file at all, but long enough to be mapped as one........", f);
+    fclose(f);
+    assert_int_equal(agent_leasefile_open(path, false, &r, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "bad magic"));
+
+    snprintf(path, sizeof path, "%s/x.exit", tmpdir);
+    assert_int_equal(agent_sup_exit_read(path, &back), -ENOENT);
+    assert_int_equal(agent_sup_exit_write(path, &e), 0);
+    assert_int_equal(agent_sup_exit_read(path, &back), 0);
+    assert_int_equal(back.status, 9);
+    assert_int_equal(back.why, AGENT_SUP_LEASE);
+    assert_int_equal(back.deadline_ns, 3);
+    f = fopen(path, "w");
+    fputs("status=garbage\n", f);
+    fclose(f);
+    assert_int_equal(agent_sup_exit_read(path, &back), -EINVAL);
+
+    agent_sup_args_t a;
+    char *bad[] = {"supervise", "--task-pid", "1", "--exit", "x", NULL};
+    assert_int_equal(agent_sup_parse(5, bad, &a, &err), -EINVAL); /* pid 1 is no task */
+    char *none[] = {"supervise", "--lease", "l", NULL};
+    assert_int_equal(agent_sup_parse(3, none, &a, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "required"));
+}
+
+/* Invariant 4 without an agent: the task dies when the lease passes, not
+ * before, though its agent died without fencing. */
+static void test_fenced_after_agent_death(void **st)
+{
+    char *argv[] = {"sleep", "1000", NULL};
+    int64_t deadline = now() + 700 * MS;
+    started_t s = agent_dies(true, deadline, argv, 0);
+    agent_sup_exit_t e;
+
+    wait_death(s.task, deadline); /* outlives its agent until the deadline, and no longer */
+    exit_record(&e);
+    assert_int_equal(e.why, AGENT_SUP_LEASE);
+    assert_true(e.killed_ns >= deadline);
+    assert_true(WIFSIGNALED(e.status) && WTERMSIG(e.status) == SIGKILL);
+    assert_int_equal(e.deadline_ns, deadline);
+
+    /* A restarted executor learns how it ended: fenced by its supervisor. */
+    agent_exec_conf_t c = conf(true);
+    agent_exec_t y;
+    arb_err_t err;
+    int ended = -1;
+    assert_int_equal(agent_exec_init(&y, &c, &err), 0);
+    wait_death(s.sup, 0);
+    assert_int_equal(agent_exec_adopt_all(&y, now(), &ended), 0);
+    assert_int_equal(ended, 1);
+    agent_task_t *t = agent_exec_find(&y, "77", 0);
+    assert_non_null(t);
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_true(t->fenced_by_sup);
+    assert_string_equal(t->reason, "fenced");
+    assert_int_equal(t->signal, SIGKILL);
+    assert_int_equal(agent_exec_forget(&y, "77", 0), 0); /* its records go with it */
+    char path[256];
+    snprintf(path, sizeof path, "%s/logs/.arbiter/77.0.task", tmpdir);
+    assert_int_equal(access(path, F_OK), -1);
+    agent_exec_free(&y);
+}
+
+/* A restarted executor takes over a live supervisor: the deadline it
+ * publishes is the one the supervisor obeys (here shortened, so that the
+ * test waits for nothing): renewal reaches supervisors it did not start. */
+static void test_adopt_and_move_deadline(void **st)
+{
+    char *argv[] = {"sleep", "1000", NULL};
+    started_t s = agent_dies(true, now() + 3600 * SEC, argv, 0);
+    agent_exec_conf_t c = conf(true);
+    agent_exec_t y;
+    arb_err_t err;
+    agent_sup_exit_t e;
+    int ended = -1;
+
+    assert_int_equal(agent_exec_init(&y, &c, &err), 0);
+    assert_true(agent_exec_deadline(&y) > now() + 3000 * SEC); /* the previous run's */
+    assert_int_equal(agent_exec_adopt_all(&y, now(), &ended), 1);
+    assert_int_equal(ended, 0);
+    agent_task_t *t = agent_exec_find(&y, "77", 0);
+    assert_non_null(t);
+    assert_true(t->adopted && t->state == AGENT_TASK_RUNNING);
+    assert_int_equal(t->pid, s.task);
+    assert_int_equal(t->sup_pid, s.sup);
+    int64_t dl = now() + 300 * MS;
+    agent_exec_set_deadline(&y, dl);
+    wait_death(s.task, dl);
+    int64_t end = now() + 20 * SEC;
+    while (t->state != AGENT_TASK_EXITED && now() < end) {
+        agent_exec_poll(&y, now());
+        usleep(5000);
+    }
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_true(t->fenced_by_sup);
+    exit_record(&e);
+    assert_int_equal(e.deadline_ns, dl);
+    agent_exec_free(&y);
+}
+
+/* The time limit, held by the supervisor with no agent left: SIGTERM at
+ * the limit; a task that ignores it gets SIGKILL a grace later. */
+static void test_time_limit_without_agent(void **st)
+{
+    char *stubborn[] = {"sh", "-c", "trap '' TERM; sleep 1000", NULL};
+    int64_t t0 = now();
+    started_t s = agent_dies(false, 0, stubborn, 400 * MS);
+    agent_sup_exit_t e;
+
+    wait_death(s.task, t0 + 400 * MS + 300 * MS); /* limit + grace (conf: 300 ms) */
+    exit_record(&e);
+    assert_int_equal(e.why, AGENT_SUP_TIMELIMIT);
+    assert_true(WIFSIGNALED(e.status) && WTERMSIG(e.status) == SIGKILL);
+    wait_death(s.sup, 0);
+
+    char *polite[] = {"sleep", "1000", NULL};
+    char path[256];
+    snprintf(path, sizeof path, "%s/logs/.arbiter/77.0.exit", tmpdir);
+    unlink(path);
+    t0 = now();
+    s = agent_dies(false, 0, polite, 300 * MS);
+    wait_death(s.task, t0 + 300 * MS);
+    exit_record(&e);
+    assert_int_equal(e.why, AGENT_SUP_TIMELIMIT);
+    assert_true(WIFSIGNALED(e.status) && WTERMSIG(e.status) == SIGTERM);
+    wait_death(s.sup, 0);
+}
+
+/* Invariant: a task never outlives its supervisor (PR_SET_PDEATHSIG);
+ * with no exit record the executor reports it lost. */
+static void test_task_dies_with_supervisor(void **st)
+{
+    agent_exec_conf_t c = conf(true);
+    agent_exec_t x;
+    arb_err_t err;
+    char *argv[] = {"sleep", "1000", NULL};
+    agent_task_spec_t s;
+    agent_task_t *t = NULL;
+
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    agent_exec_set_deadline(&x, now() + 3600 * SEC);
+    memset(&s, 0, sizeof s);
+    s.job = "78";
+    s.argv = argv;
+    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    pid_t task = t->pid;
+    kill(t->sup_pid, SIGKILL);
+    wait_death(task, 0);
+    int64_t end = now() + 20 * SEC;
+    while (t->state != AGENT_TASK_EXITED && now() < end) {
+        agent_exec_poll(&x, now());
+        usleep(5000);
+    }
+    assert_int_equal(t->state, AGENT_TASK_EXITED);
+    assert_string_equal(t->reason, "lost");
+    agent_exec_free(&x);
+}
+
+/* The executor refuses to run tasks without a supervisor program. */
+static void test_needs_supervisor(void **st)
+{
+    agent_exec_conf_t c = conf(false);
+    agent_exec_t x;
+    arb_err_t err;
+
+    c.supervisor = NULL;
+    assert_int_equal(agent_exec_init(&x, &c, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "no supervisor program"));
+    c.timed = true; /* no processes: no supervisors */
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    agent_exec_free(&x);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_lease_file_and_records, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_fenced_after_agent_death, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_adopt_and_move_deadline, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_time_limit_without_agent, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_task_dies_with_supervisor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_needs_supervisor, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
