@@ -885,8 +885,8 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
         MHD_start_daemon(flags, 0, NULL, NULL, handler, a, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!a->d) {
         close(lfd);
-        rc = arb_errf(err, -EIO, "cannot serve on %s:%d (libmicrohttpd would not start%s)",
-                      o->host, o->port, a->tls.cert ? "; the TLS files were refused?" : "");
+        rc = arb_errf(err, -EIO, "cannot serve on %s:%d (libmicrohttpd would not start%s)", o->host,
+                      o->port, a->tls.cert ? "; the TLS files were refused?" : "");
         goto fail;
     }
     struct sockaddr_in bound;

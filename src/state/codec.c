@@ -529,14 +529,13 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
 
     arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
     arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
-    o = json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job",
-                  (json_int_t)sj->id, "name", j->name, "task", t, "ntasks", j->nalloc, "attempt",
-                  (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus",
-                  st_gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
-                  a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
-                  sj->command ? json_deep_copy(sj->command) : json_array(), "env",
-                  st_env_plain(sj->env), "state",
-                  st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+    o = json_pack(
+        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id,
+        "name", j->name, "task", t, "ntasks", j->nalloc, "attempt", (json_int_t)sj->attempt,
+        "epoch", (json_int_t)sj->epoch, "gpus", st_gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli,
+        "gpu_memory_mib", a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
+        sj->command ? json_deep_copy(sj->command) : json_array(), "env", st_env_plain(sj->env),
+        "state", st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
     if (o && j->elastic) {
