@@ -14,11 +14,13 @@
 #   make demo-compat  a published PyTorchJob manifest and sbatch script, run as-is
 #   make fuzz   run the libFuzzer targets for a bounded time (clang)
 #   make check-format  fail if any tracked C file differs from .clang-format
+#   make soak   the deterministic simulation test for SOAK_SECONDS (default 1800) of seeds
 #   make lint   the habits as checks: monotonic timed waits, a pure src/core
 #   make cppcheck  static analysis over the tree
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 BUILD ?= build
 FUZZ_SECONDS ?= 20
+SOAK_SECONDS ?= 1800
 
 .PHONY: all deps build test asan bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
 
@@ -120,3 +122,9 @@ bench-ha: quiet-build
 # a published PyTorchJob manifest and Slurm job-array script, submitted as-is to a live cluster
 demo-compat: quiet-build
 	@sh examples/demo-compat.sh $(BUILD)/arbiter
+
+.PHONY: soak
+# the controller's deterministic simulation test (tests/dst) over fresh seeds
+# for SOAK_SECONDS; every failing seed is shrunk and written to build/soak_fail.txt.SEED
+soak: build
+	@$(BUILD)/tests/arb_dst --seeds 100000-100000 --budget-s $(SOAK_SECONDS) -k --out $(BUILD)/soak_fail.txt

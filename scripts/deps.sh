@@ -19,6 +19,8 @@ PKGS="$PKGS sqlite3"
 PKGS="$PKGS libglpk-dev"
 # the agent: NUMA and PCIe locality; iproute2 for the network-cut test (ip netns).
 PKGS="$PKGS libhwloc-dev iproute2"
+# the scheduling live tests (tests/cli/sched_*.sh, place_live.sh) read the API's JSON with jq.
+PKGS="$PKGS jq"
 # high availability: the HA tests and `make demo-ha` start real etcd clusters (etcd 3.4).
 PKGS="$PKGS etcd-server"
 # the console's browser tests (tests/cli/ui*.sh): Debian's chromium, driven by

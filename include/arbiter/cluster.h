@@ -101,6 +101,11 @@ typedef struct arb_cluster {
     uint64_t version; /* bumped on every change to any node */
 } arb_cluster_t;
 
+/* A task slot that holds nothing: a task of a gang whose gangMin is below
+ * its size that has already ended (arb_sched_task_done). Every walk over a
+ * job's first nalloc allocations skips it. */
+#define ARB_NO_NODE UINT32_MAX
+
 /* One task's place: a node and, when it uses GPUs, which ones. */
 typedef struct arb_task_alloc {
     uint32_t node;
@@ -162,6 +167,10 @@ int arb_node_alloc(arb_cluster_t *c, const arb_res_t *req, const arb_task_alloc_
                    arb_err_t *err);
 /* Undo arb_node_alloc with the same arguments. */
 void arb_node_release(arb_cluster_t *c, const arb_res_t *req, const arb_task_alloc_t *a);
+/* Undo arb_node_release with the same arguments: put back exactly what a
+ * trial took away a moment ago, with no checks (the GPU it holds may have
+ * left capacity since it was allocated: the holder still holds it). */
+void arb_node_recharge(arb_cluster_t *c, const arb_res_t *req, const arb_task_alloc_t *a);
 
 /* Check every invariant of every node; 0 or -EFAULT with the first breach. */
 int arb_cluster_check(const arb_cluster_t *c, arb_err_t *err);

@@ -20,10 +20,11 @@
  *             |                                  |
  *             +-------- requeue --------- PREEMPTED <------------+
  *                                            SUCCEEDED, FAILED (terminal)
+ *   PLACED, RUNNING -- its time limit passed, its tasks stopped --> TIMEOUT
  *
  * Invariants: (1) a job holds allocations exactly in PLACED and RUNNING;
  * (2) either all of its first gang_min tasks are allocated or none is;
- * (3) SUCCEEDED, FAILED and CANCELLED are terminal.
+ * (3) SUCCEEDED, FAILED, CANCELLED and TIMEOUT are terminal.
  */
 #ifndef ARBITER_JOB_H
 #define ARBITER_JOB_H
@@ -41,7 +42,10 @@ typedef enum arb_job_state {
     ARB_JOB_SUCCEEDED,
     ARB_JOB_FAILED,
     ARB_JOB_CANCELLED,
+    ARB_JOB_TIMEOUT, /* stopped at its time limit (Slurm's TIMEOUT) */
 } arb_job_state_t;
+
+#define ARB_JOB_NSTATES (ARB_JOB_TIMEOUT + 1)
 
 /* Topology levels, nearest first. */
 typedef enum arb_topo_level {
@@ -110,7 +114,11 @@ typedef struct arb_job {
     uint32_t queue;   /* interned queue (team) name; 0 = "default" */
     int32_t priority; /* higher runs first and may preempt lower */
     bool preemptible;
-    int gang_min; /* tasks that must start together; 0 = all */
+    int gang_min;     /* tasks that must start together; 0 = all. Below the task count
+                         (and not elastic): the first gang_min start together, the rest
+                         as room frees (cycle.c), each ended task's room freed at once
+                         (arb_sched_task_done); the job succeeds when all have run */
+    bool gang_closed; /* no more of its tasks start (a task failed, it is stopping) */
     int ngroups;
     arb_tgroup_t *groups;
     int nselector;
@@ -152,7 +160,23 @@ typedef struct arb_job {
                               arb_sched_shrink(j, shrink_to) */
     uint32_t preempted_by; /* scheduler id of the job it makes room for */
     bool waiting;          /* a preemptor whose victims are stopping: no new victims */
-    uint32_t resize_gen;   /* bumped when nalloc changes while the job holds (elastic) */
+    bool reclaimed;        /* with preempted_by: evicted to reclaim quota its queue was
+                              borrowing, not for priority (events and explain say so) */
+    uint32_t yield_to;     /* evicted for job yield_to - 1 (0: none): while that job is
+                              pending, this one is tried right after it (queue.c) */
+    uint32_t *claim;       /* a preemptor: the nodes its victims held (owned); they are
+                              its until it is placed or has had its turn with them free */
+    int nclaim;
+    uint32_t resize_gen; /* bumped when nalloc changes while the job holds (elastic) */
+    /* Set by the scheduling cycle (src/core/cycle.c) for a job it tried and
+     * did not place: why it waits (arb_wait_t) and the job that holds it
+     * back (a scheduler id; the fifo head, a starving job, the reserved job). */
+    uint8_t wait;
+    uint32_t wait_for;
+    uint64_t idle_key; /* cycle.c: the cluster shape idle_fits was found on; 0 none */
+    bool idle_fits;    /* would it fit that shape's idle eligible nodes */
+    uint64_t ext_id;   /* the caller's id of the job, for messages (the controller's
+                          job id); 0: the scheduler id */
 } arb_job_t;
 
 /* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with

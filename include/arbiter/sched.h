@@ -189,6 +189,9 @@ typedef struct arb_sched_conf {
     int64_t starvation_ns; /* a job waiting longer is ordered first; 0 = off */
     bool full_scan;        /* evaluate every node, never node classes (for
                               benchmarks and equivalence tests) */
+    int64_t grace_ns;      /* how long past its time limit a task may take to exit when its
+                              job sets no terminationGracePeriodSeconds (the controller:
+                              the agents' default, 10 s); backfill counts it. 0: none */
     bool preempt_defer;    /* preemption only marks its victims (j->evicting,
                               j->shrink_to); the caller stops them and then
                               calls arb_sched_finish / arb_sched_shrink, and the
@@ -214,6 +217,22 @@ int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err
 arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id);
 uint32_t arb_sched_njobs(const arb_sched_t *s);
 
+/* Why the cycle did not place a job (arb_job_t.wait; explain's outcome). */
+typedef enum arb_wait {
+    ARB_WAIT_NONE,     /* placed, or not tried */
+    ARB_WAIT_FIT,      /* does not fit now: capacity */
+    ARB_WAIT_NEVER,    /* would not fit even if every node it may use were idle */
+    ARB_WAIT_QUOTA,    /* its queue's quota (nominal, borrowing) */
+    ARB_WAIT_ORDER,    /* held behind wait_for by fifo order */
+    ARB_WAIT_STARVING, /* held off the nodes starving job wait_for reserves */
+    ARB_WAIT_RESERVED, /* would delay wait_for's backfill reservation */
+    ARB_WAIT_VICTIMS,  /* its victims are stopping (or are chosen at the next cycle) */
+    ARB_WAIT_CLAIMED,  /* fits only where preemptor wait_for's victims are making room */
+    ARB_WAIT_TAKEN,    /* it would be placed, then taken back by wait_for in that cycle */
+} arb_wait_t;
+
+const char *arb_wait_name(arb_wait_t w); /* "held-by-order", ... */
+
 typedef struct arb_cycle_stats {
     int placed;     /* jobs bound this cycle */
     int backfilled; /* of which started by backfill */
@@ -221,6 +240,7 @@ typedef struct arb_cycle_stats {
     int pending;    /* still pending after the cycle */
     int grown;      /* tasks added to running elastic jobs */
     int shrunk;     /* elastic tasks taken back (immediate preemption) */
+    int continued;  /* tasks of started gangs (gangMin below their size) started */
 } arb_cycle_stats_t;
 
 /* One scheduling cycle: order the pending jobs, place what fits (gangs all
@@ -243,6 +263,14 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
  * (PREEMPTED): release its allocations. */
 int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err);
 
+/* Task t of held job j (a gang whose gangMin is below its size, not
+ * elastic) has ended: its allocation is released now (the slot holds
+ * ARB_NO_NODE) so the job's tasks not yet started, or other jobs, can use
+ * the room. -EINVAL for another kind of job or a slot not held. */
+int arb_sched_task_done(arb_sched_t *s, arb_job_t *j, int t, arb_err_t *err);
+/* Does j start its tasks beyond gang_min as room frees (cycle.c)? */
+bool arb_job_partial_gang(const arb_job_t *j);
+
 /* Elastic jobs (elastic.c): release tasks n..nalloc-1 of held elastic job
  * j (n >= gang_min), e.g. once the tasks a deferred preemption marked
  * (j->shrink_to) have exited. Bumps j->resize_gen. -EINVAL outside
@@ -252,21 +280,35 @@ int arb_sched_shrink(arb_sched_t *s, arb_job_t *j, int n, arb_err_t *err);
 /* ---- why a job is pending ------------------------------------------------ */
 
 typedef struct arb_explain {
-    int nnodes;            /* nodes considered */
+    int nnodes;            /* nodes registered (not left) */
     int hist[ARB_R_COUNT]; /* nodes rejected per reason (first failing filter) */
     int group;             /* the task group that could not be placed; -1 none */
     /* fragmentation diagnostic */
-    int64_t free_gpu_milli;  /* free GPU capacity in the cluster */
+    int64_t free_gpu_milli;  /* free GPU capacity on eligible nodes (ready, fresh) */
     int need_gpus;           /* whole GPUs one task (or domain) needs */
     arb_topo_level_t domain; /* the domain they must share */
     int largest_free;        /* largest free whole-GPU block in one such domain */
+    /* what the next cycle does with it (the cycle run as a trial: cycle.c) */
+    bool fits_now;     /* the next cycle places it */
+    bool placeable;    /* it fits the free capacity now (it may still be held back) */
+    arb_wait_t wait;   /* why not, when not */
+    uint32_t wait_for; /* the job that holds it back (scheduler id); UINT32_MAX none */
+    bool never;        /* it would not fit even the idle eligible cluster */
     /* what would make it fit */
     bool quota_blocked;    /* the queue's quota, not capacity, holds it */
-    bool preemption_helps; /* evicting lower-priority jobs would fit it */
-    uint32_t best_node;    /* the node nearest to fitting; UINT32_MAX none */
+    bool preemption_helps; /* evicting lower-priority or borrowing jobs would fit it */
+    int preempt_victims, reclaim_victims;
+    uint32_t best_node; /* the node nearest to fitting; UINT32_MAX none */
     arb_reason_t best_node_reason;
-    char summary[512]; /* "0/4 nodes are available: 4 insufficient ..." */
-    char hint[512];    /* "free 4 GPUs on node-1 ..." */
+    int tasks_fit, tasks_need; /* the failing group: tasks that fit now, tasks it needs */
+    /* what fits now: the largest request of this shape that would start at
+     * once (one-task jobs: the blocking resource lowered; gangs: tasks_fit) */
+    int fit_gpus;          /* whole GPUs per task; -1 not computed */
+    int64_t fit_mem_bytes; /* memory per task; -1 not computed */
+    int64_t fit_cpu_milli; /* CPU per task; -1 not computed */
+    int nstale;            /* nodes left out because their report is too old */
+    char summary[1024];    /* "0/4 nodes are available: 4 insufficient ..." */
+    char hint[1024];       /* "free 4 GPUs on node-1 ..." */
 } arb_explain_t;
 
 /* Explain why j (pending) cannot be placed now. */

@@ -378,6 +378,9 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         s.cpu_milli = as->cpu_milli;
         s.has_grace = as->grace_ns >= 0;
         s.grace_ns = as->grace_ns;
+        /* its time limit, counted on this agent's clock from now (the
+         * controller sent what was left of it) */
+        s.deadline_ns = as->limit_ns >= 0 ? t + (as->limit_ns > 0 ? as->limit_ns : 1) : 0;
         s.elastic = as->elastic;
         s.generation = as->generation;
         s.hosts = as->hosts;
@@ -462,6 +465,11 @@ int agent_step(agent_t *a, arb_err_t *err)
         timeout = a->lease.expires_ns - t; /* active, or adopted tasks' old lease */
     if (a->conf.report_timeout_ns > 0 && a->conf.report_timeout_ns < timeout)
         timeout = a->conf.report_timeout_ns;
+    /* nor a task's time limit (or the SIGKILL after its grace): they are
+     * kept here, controller or not */
+    int64_t due = agent_exec_next_deadline(&a->exec);
+    if (due > 0 && due - t < timeout)
+        timeout = due - t > 1000000 ? due - t : 1000000;
     sent = t;
     memset(&terr, 0, sizeof terr);
     memset(&reply, 0, sizeof reply);

@@ -609,6 +609,7 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     t->timed = true;
     t->start_ns = now_ns;
     t->end_at_ns = now_ns + sleep_ns(s->argv);
+    t->deadline_ns = s->deadline_ns;
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
     t->ngpus = s->ngpus;
     memcpy(t->gpus, s->gpus, sizeof t->gpus);
@@ -719,6 +720,7 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     cwd = s->cwd ? s->cwd : jobdir;
     t->grace_ns = s->has_grace ? s->grace_ns : -1;
     t->generation = s->generation;
+    t->deadline_ns = s->deadline_ns;
     if (s->elastic && (rc = write_resize(x, s->job, s->task, s->generation, s->world_size, s->rank,
                                          s->hosts, err)) < 0)
         goto fail;
@@ -1055,6 +1057,35 @@ static void sup_done(agent_exec_t *x, agent_task_t *t, int64_t now)
     finish_task(x, t, e.status, true, true, now);
 }
 
+/* Its time limit passed: stop it as a cancel does (SIGTERM, its grace,
+ * SIGKILL), reason "timeout". The controller does the same from its side.
+ * A task with a process has its limit held by its supervisor (given at
+ * start: --time-limit-at), which holds whatever state the agent is in; an
+ * emulated task (no process, no supervisor) is stopped here. */
+static void time_limit(agent_exec_t *x, agent_task_t *t, int64_t now_ns)
+{
+    if (!t->timed || t->state != AGENT_TASK_RUNNING || t->deadline_ns <= 0 ||
+        now_ns < t->deadline_ns)
+        return;
+    agent_exec_cancel(x, t->job, t->task, now_ns);
+    snprintf(t->reason, sizeof t->reason, "timeout");
+}
+
+int64_t agent_exec_next_deadline(const agent_exec_t *x)
+{
+    int64_t next = 0;
+
+    for (int i = 0; i < x->ntasks; i++) {
+        const agent_task_t *t = x->tasks[i];
+        int64_t d = t->state == AGENT_TASK_RUNNING    ? t->deadline_ns
+                    : t->state == AGENT_TASK_STOPPING ? t->kill_at_ns
+                                                      : 0;
+        if (d > 0 && (next == 0 || d < next))
+            next = d;
+    }
+    return next;
+}
+
 int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
 {
     int changed = 0, status;
@@ -1062,6 +1093,7 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
 
     for (int i = 0; i < x->ntasks; i++) {
         agent_task_t *t = x->tasks[i];
+        time_limit(x, t, now_ns);
         if (t->state == AGENT_TASK_EXITED) {
             if (t->cg.n)
                 agent_cg_task_remove(&t->cg); /* processes were still leaving */

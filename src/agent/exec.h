@@ -23,6 +23,11 @@
  * An elastic task must catch or ignore SIGUSR1: its default action ends
  * the process.
  *
+ * A task with a time limit (spec deadline_ns, from the assignment's
+ * time_limit_ms counted from when it arrived) is stopped here at that
+ * instant like a cancel, reason "timeout", whether or not the controller
+ * can be reached.
+ *
  * Time is passed in (monotonic ns read at the edge); nothing here sleeps
  * except agent_exec_wait, which tests and shutdown use.
  *
@@ -122,6 +127,8 @@ typedef struct agent_task {
     int64_t end_at_ns;
     int64_t late_ns;      /* fenced_by_sup: how long after the lease deadline it was killed */
     int64_t seen_late_ns; /* ... and how long after it this executor learnt so */
+    int64_t deadline_ns;  /* its time limit (0: none): SIGTERM, the grace, SIGKILL; reason
+                             "timeout" (agent_exec_poll, time_limit) */
 } agent_task_t;
 
 typedef struct agent_exec_conf {
@@ -217,6 +224,10 @@ int agent_exec_wait(agent_exec_t *x, int64_t timeout_ns);
 agent_task_t *agent_exec_find(agent_exec_t *x, const char *job, int task);
 /* Drop an EXITED task from the table (its report reached the controller). */
 int agent_exec_forget(agent_exec_t *x, const char *job, int task);
+/* The next instant a task is due to be stopped or killed by the executor
+ * itself (a time limit, the end of a grace period); 0 none. A caller that
+ * blocks (a report to a controller) must not block past it. */
+int64_t agent_exec_next_deadline(const agent_exec_t *x);
 /* Live tasks (RUNNING or STOPPING). */
 int agent_exec_live(const agent_exec_t *x);
 

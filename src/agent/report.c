@@ -363,6 +363,10 @@ static int parse_one(json_t *v, const char *path, agent_assignment_t *a, arb_err
         if (el && !json_is_boolean(el))
             return arb_errf(err, -EINVAL, "reply: %s.elastic: expected true or false", path);
         a->grace_ns = grace >= 0 ? grace * 1000000000LL : -1;
+        int64_t lim = -1;
+        if ((rc = get_int(v, "time_limit_ms", path, 0, INT64_MAX / 1000000, false, &lim, err)) < 0)
+            return rc;
+        a->limit_ns = json_object_get(v, "time_limit_ms") ? lim * 1000000 : -1;
         a->elastic = json_is_true(el);
         a->generation = (uint32_t)gen;
         if (hosts && !json_is_array(hosts))

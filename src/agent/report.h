@@ -51,6 +51,7 @@ typedef struct agent_assignment {
     char master_addr[256]; /* the gang's rendezvous (task 0's node) */
     int master_port;
     int64_t grace_ns;    /* the job's SIGTERM -> SIGKILL grace; -1: the agent's */
+    int64_t limit_ns;    /* time left of its time limit when the reply was made; -1 none */
     bool elastic;        /* an elastic job: a resize notice on each new generation */
     uint32_t generation; /* elastic: bumped by the controller on every resize */
     char hosts[1024];    /* elastic: every rank's host, comma-separated; "" when they do

@@ -863,7 +863,7 @@ void api_doc_markdown(FILE *f)
             ARB_DURATION_HELP);
     fprintf(f, "\nExample:\n\n```yaml\n"
                "scheduler: {policy: fgd, queue: drf, preemption: true, interval: 500ms}\n"
-               "nodes: {lease: 10s, staleness: 30s}\n"
+               "nodes: {lease: 10s, staleness: 5s}\n"
                "queues:\n"
                "  - {name: team-a, cohort: research, nominal: {nvidia.com/gpu: 16}}\n"
                "  - {name: team-b, cohort: research, nominal: {nvidia.com/gpu: 16},\n"

@@ -83,8 +83,8 @@ static int64_t mono_ns(void)
 
 static bool terminal(const char *state)
 {
-    return state &&
-           (!strcmp(state, "succeeded") || !strcmp(state, "failed") || !strcmp(state, "cancelled"));
+    return state && (!strcmp(state, "succeeded") || !strcmp(state, "failed") ||
+                     !strcmp(state, "cancelled") || !strcmp(state, "timeout"));
 }
 
 /*

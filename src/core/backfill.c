@@ -3,8 +3,10 @@
  * is blocked, it gets a reservation: the earliest time at which, going by
  * the time limits of the running jobs, enough would be free for it. Jobs
  * behind it may then start only if their own time limit ends before that
- * reservation, so they can never delay it. A running job without a time
- * limit never ends as far as the reservation knows.
+ * reservation, so they can never delay it (cycle.c, invariant 4). A job's
+ * end is its start plus its time limit plus its grace to exit after the
+ * SIGTERM at the limit. A running job without a time limit never ends as
+ * far as the reservation knows.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +39,10 @@ int64_t sched_reservation(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
         if ((o->state != ARB_JOB_PLACED && o->state != ARB_JOB_RUNNING) || o->time_limit_s <= 0)
             continue;
         e[ne].j = o;
-        e[ne].end_ns = o->start_ns + o->time_limit_s * 1000000000LL;
+        /* Stopped at its limit, then its grace to exit (time limits are
+         * enforced: src/state, src/agent). */
+        e[ne].end_ns = o->start_ns + o->time_limit_s * 1000000000LL +
+                       (o->grace_s >= 0 ? (int64_t)o->grace_s * 1000000000LL : s->conf.grace_ns);
         e[ne].nalloc = o->nalloc;
         e[ne].saved = malloc((size_t)(o->nalloc > 0 ? o->nalloc : 1) * sizeof *e[ne].saved);
         if (!e[ne].saved)
@@ -60,8 +65,8 @@ out:
     for (int i = released - 1; i >= 0; i--) {
         arb_job_t *o = e[i].j;
         for (int t = 0; t < e[i].nalloc; t++)
-            if (sched_bind_task(s, o, t, &e[i].saved[t]) == 0) /* its room was kept free */
-                o->nalloc = t + 1;
+            sched_restore_task(s, o, t, &e[i].saved[t]);
+        o->nalloc = e[i].nalloc;
     }
     for (int i = 0; i < ne; i++)
         free(e[i].saved);

@@ -337,6 +337,26 @@ void arb_node_release(arb_cluster_t *c, const arb_res_t *req, const arb_task_all
     c->version++;
 }
 
+void arb_node_recharge(arb_cluster_t *c, const arb_res_t *req, const arb_task_alloc_t *a)
+{
+    arb_node_t *n = &c->nodes[a->node];
+    arb_res_t add = *req;
+    int ng = 0;
+
+    for (int i = 0; i < n->ngpus; i++)
+        if (a->gpu_mask & (1u << i)) {
+            n->gpu[i].used_milli += a->gpu_milli;
+            n->gpu[i].mem_used_mib += a->gpu_mem_mib;
+            ng++;
+        }
+    add.gpu_milli = (int64_t)ng * a->gpu_milli;
+    add.gpu_mem_mib = (int64_t)ng * a->gpu_mem_mib;
+    arb_res_add(&n->used, &add);
+    n->ntasks++;
+    n->version++;
+    c->version++;
+}
+
 int arb_cluster_check(const arb_cluster_t *c, arb_err_t *err)
 {
     for (uint32_t i = 0; i < c->nnodes; i++) {

@@ -57,7 +57,7 @@ void sched_task_charge(arb_sched_t *s, const arb_job_t *j, int t, int sign)
     arb_queue_t *q = sched_queue_get(s, j->queue);
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
 
-    if (!q || !g)
+    if (!q || !g || (t < j->nalloc && j->alloc[t].node == ARB_NO_NODE && sign < 0))
         return;
     if (sign > 0)
         arb_res_add(&q->used, &g->req);

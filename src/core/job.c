@@ -51,6 +51,7 @@ void arb_job_free(arb_job_t *j)
     free(j->tolerations);
     free(j->models);
     free(j->alloc);
+    free(j->claim);
     free(j);
 }
 
@@ -147,29 +148,30 @@ void arb_job_total(const arb_job_t *j, arb_res_t *out)
             arb_res_add(out, &j->groups[i].req);
 }
 
-static const char *const job_state_names[] = {"pending",   "placed", "running",  "preempted",
-                                              "succeeded", "failed", "cancelled"};
+static const char *const job_state_names[ARB_JOB_NSTATES] = {
+    "pending", "placed", "running", "preempted", "succeeded", "failed", "cancelled", "timeout"};
 
 const char *arb_job_state_name(arb_job_state_t s)
 {
-    return (unsigned)s <= ARB_JOB_CANCELLED ? job_state_names[s] : "?";
+    return (unsigned)s < ARB_JOB_NSTATES ? job_state_names[s] : "?";
 }
 
 /* The arrows of the lifecycle diagram in job.h: allowed[from][to]. */
-static const bool job_allowed[7][7] = {
-    /*              PEND   PLACED RUN    PREEMP SUCC   FAIL   CANC */
-    /* PENDING   */ {false, true, false, false, false, false, true},
-    /* PLACED    */ {false, false, true, true, false, true, true},
-    /* RUNNING   */ {false, false, false, true, true, true, true},
-    /* PREEMPTED */ {true, false, false, false, false, false, true},
+static const bool job_allowed[ARB_JOB_NSTATES][ARB_JOB_NSTATES] = {
+    /*              PEND   PLACED RUN    PREEMP SUCC   FAIL   CANC   TIMEOUT */
+    /* PENDING   */ {false, true, false, false, false, false, true, false},
+    /* PLACED    */ {false, false, true, true, false, true, true, true},
+    /* RUNNING   */ {false, false, false, true, true, true, true, true},
+    /* PREEMPTED */ {true, false, false, false, false, false, true, false},
     /* SUCCEEDED */ {false},
     /* FAILED    */ {false},
     /* CANCELLED */ {false},
+    /* TIMEOUT   */ {false},
 };
 
 int arb_job_transition(arb_job_t *j, arb_job_state_t to, arb_err_t *err)
 {
-    if ((unsigned)to > ARB_JOB_CANCELLED || !job_allowed[j->state][to])
+    if ((unsigned)to >= ARB_JOB_NSTATES || !job_allowed[j->state][to])
         return arb_errf(err, -EPERM, "job '%s' cannot go from %s to %s", j->name,
                         arb_job_state_name(j->state), arb_job_state_name(to));
     j->state = to;

@@ -336,7 +336,9 @@ void sched_index_touch(arb_sched_t *s, uint32_t node, uint64_t version_before)
 {
     sched_index_t *x = &s->idx;
 
-    if (!x->valid)
+    /* A node added since the last sync is not in the index yet: the next
+     * sync keys it (the cluster's version moved when it was added). */
+    if (!x->valid || node >= x->nnodes)
         return;
     if (rekey(x, s->c, node) < 0) {
         x->valid = false;

@@ -5,8 +5,11 @@
  * Who may be evicted for job J: a placed or running job V that is
  * preemptible and either has a lower priority than J, or belongs to a queue
  * of J's cohort that is borrowing (above its nominal quota) while J's queue
- * stays within its own nominal after J starts (quota reclaim). Gangs are
- * evicted whole: a victim loses all of its tasks.
+ * stays within its own nominal after J starts (quota reclaim). A lower
+ * priority alone is not enough across two queues with quotas when V's
+ * queue is within its nominal and J's would borrow: V's queue would
+ * reclaim the room at once. Gangs are evicted whole: a victim loses all of
+ * its tasks.
  *
  * How the set is chosen, for a job of one task (most jobs): node by node,
  * like kube-scheduler. On each node that holds candidates, evict all of
@@ -121,8 +124,7 @@ static int restore(arb_sched_t *s, victim_t *v)
     if (v->task >= 0) {
         if (j->nalloc != v->task)
             return -EBUSY;
-        if (sched_bind_task(s, j, v->task, &v->saved[0]) < 0)
-            return -ENOSPC;
+        sched_restore_task(s, j, v->task, &v->saved[0]);
         j->nalloc++;
         sched_task_charge(s, j, v->task, +1);
         v->evicted = false;
@@ -130,13 +132,9 @@ static int restore(arb_sched_t *s, victim_t *v)
     }
     if (j->nalloc != 0)
         return -EBUSY;
-    for (int t = 0; t < v->nalloc; t++) {
-        if (sched_bind_task(s, j, t, &v->saved[t]) < 0) {
-            sched_unbind(s, j); /* cannot happen: its room was kept free */
-            return -ENOSPC;
-        }
-        j->nalloc = t + 1;
-    }
+    for (int t = 0; t < v->nalloc; t++)
+        sched_restore_task(s, j, t, &v->saved[t]);
+    j->nalloc = v->nalloc;
     sched_queue_charge(s, j, +1);
     v->evicted = false;
     return 0;
@@ -296,7 +294,8 @@ static int pick_per_node(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, vic
     }
     for (int i = 0; i < nv; i++)
         for (int t = 0; t < v[i].nalloc; t++)
-            p[np++] = (pair_t){v[i].saved[t].node, i};
+            if (v[i].saved[t].node != ARB_NO_NODE) /* an ended task's slot holds nothing */
+                p[np++] = (pair_t){v[i].saved[t].node, i};
     qsort(p, (size_t)np, sizeof *p, cmp_pair);
 
     for (int a = 0, b; a < np; a = b) {
@@ -480,7 +479,8 @@ static int pick_per_node_tails(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ct
             int64_t g =
                 (int64_t)__builtin_popcount(v[i].saved[t].gpu_mask) * v[i].saved[t].gpu_milli;
             maxtask = g > maxtask ? g : maxtask;
-            p[np++] = (pair_t){v[i].saved[t].node, i};
+            if (v[i].saved[t].node != ARB_NO_NODE) /* an ended task's slot holds nothing */
+                p[np++] = (pair_t){v[i].saved[t].node, i};
         }
     }
     qsort(p, (size_t)np, sizeof *p, cmp_pair);
@@ -564,13 +564,15 @@ out:
 }
 
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
-                      int *nvictims)
+                      int *nvictims, int *nreclaim)
 {
     victim_t *v;
     int nv = 0, rc = -ENOSPC, nunits = 0;
     bool extras = false;
     bool reclaim_ok = under_nominal_after(s, j);
 
+    if (nreclaim)
+        *nreclaim = 0;
     if (s->conf.preempt_defer && !dry_run && room_being_freed(s, j, ctx)) {
         j->waiting = true; /* its room is on its way */
         if (nvictims)
@@ -596,6 +598,14 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             borrowing(s, o))
             reclaim = 1;
         if (!reclaim && o->priority >= j->priority)
+            continue;
+        /* Priority never lets a borrower take what another queue holds
+         * within its nominal quota: that queue would reclaim it at once
+         * (a reclaim/priority ping-pong). Across queues with quotas, a
+         * higher priority evicts only from a queue that borrows, or when
+         * the preemptor's queue stays within its own nominal. */
+        if (!reclaim && oq && jq && oq != jq && oq->has_quota && jq->has_quota && !reclaim_ok &&
+            !borrowing(s, o))
             continue;
         base = o->elastic && o->nalloc > o->gang_min ? o->gang_min : o->nalloc;
         for (int t = base; t < o->nalloc; t++) { /* elastic extras, one unit each */
@@ -644,6 +654,8 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
                  (v[i].task < 0 || (v[i].j->nalloc > 0 && (i == 0 || v[i - 1].j != v[i].j)));
     if (nvictims)
         *nvictims = count;
+    for (int i = 0; nreclaim && i < nv; i++)
+        *nreclaim += v[i].evicted && v[i].reclaim && v[i].task < 0;
     if (dry_run)
         goto out; /* rc 0: it would fit; everything goes back below */
     if (s->conf.preempt_defer) {
@@ -652,6 +664,8 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             if (!v[i].evicted)
                 continue;
             v[i].j->preempted_by = j->id;
+            v[i].j->reclaimed = v[i].reclaim;
+            v[i].j->yield_to = j->id + 1;
             if (v[i].task < 0) {
                 v[i].j->evicting = true;
                 v[i].j->shrink_to = 0;
@@ -664,6 +678,23 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             if (v[i].j->evicting)
                 v[i].j->shrink_to = 0;
         j->waiting = true;
+        /* Its claim: every node a victim of it holds (cycle.c fences them),
+         * added to what it claimed in earlier rounds (a gang may need
+         * victims in several rounds; the room of the first must stay its). */
+        for (int i = 0; i < nv; i++)
+            for (int t = 0; v[i].evicted && t < v[i].nalloc; t++) {
+                uint32_t n = v[i].saved[t].node;
+                bool dup = n == ARB_NO_NODE;
+                for (int k = 0; k < j->nclaim && !dup; k++)
+                    dup = j->claim[k] == n;
+                if (dup)
+                    continue;
+                uint32_t *nc = realloc(j->claim, (size_t)(j->nclaim + 1) * sizeof *nc);
+                if (!nc)
+                    break;
+                j->claim = nc;
+                j->claim[j->nclaim++] = n;
+            }
         goto out;
     }
     if (sched_place_job(s, j, ctx) < 0) {
@@ -677,6 +708,8 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             if (v[i].task < 0) {
                 arb_job_transition(v[i].j, ARB_JOB_PREEMPTED, NULL);
                 v[i].j->preempted_by = j->id; /* who made it go, for events and explain */
+                v[i].j->reclaimed = v[i].reclaim;
+                v[i].j->yield_to = j->id + 1; /* and it goes first (queue.c) */
             } else if (v[i].j->state != ARB_JOB_PREEMPTED) {
                 v[i].j->resize_gen++;
                 s->shrunk++;

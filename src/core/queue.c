@@ -7,6 +7,10 @@
  * weight), lowest first, then priority, then sequence. With starvation
  * protection on, a job that has waited longer than starvation_ns goes
  * before all others (oldest first), and the cycle reserves room for it.
+ * A job evicted for a preemptor that is still pending takes the place
+ * right after it (arb_job_t.yield_to): the room its eviction made is the
+ * preemptor's, whatever their priorities, queues or ages (cycle.c,
+ * invariant 1).
  *
  * Quotas (Kueue-style): a queue with a quota may use up to `nominal` of
  * each resource; above that it may borrow up to `borrow_limit` more, but
@@ -50,24 +54,50 @@ static double dominant_share(const arb_sched_t *s, const arb_queue_t *q, const a
 
 typedef struct order_key {
     arb_job_t *j;
-    int starving; /* 1 when waited past the threshold */
-    double share;
+    const arb_job_t *at; /* the job whose place it takes: itself, or the preemptor it yields to */
+    int depth;           /* 0: its own place; k: k yields away */
+    int starving;        /* of `at`: 1 when it waited past the threshold */
+    double share;        /* of `at`'s queue */
 } order_key_t;
 
 static int cmp_key(const void *a, const void *b, void *arg)
 {
     const order_key_t *x = a, *y = b;
+    const arb_job_t *p = x->at, *q = y->at;
     arb_queue_policy_t cmp_policy = *(const arb_queue_policy_t *)arg;
 
-    if (x->starving != y->starving)
-        return y->starving - x->starving;
-    if (x->starving) /* both starving: the oldest first */
-        return x->j->seq < y->j->seq ? -1 : x->j->seq > y->j->seq;
-    if (cmp_policy == ARB_QP_DRF && x->share != y->share)
-        return x->share < y->share ? -1 : 1;
-    if (cmp_policy != ARB_QP_FIFO && x->j->priority != y->j->priority)
-        return x->j->priority > y->j->priority ? -1 : 1;
+    if (p != q) {
+        if (x->starving != y->starving)
+            return y->starving - x->starving;
+        if (x->starving) /* both starving: the oldest first */
+            return p->seq < q->seq ? -1 : p->seq > q->seq;
+        if (cmp_policy == ARB_QP_DRF && x->share != y->share)
+            return x->share < y->share ? -1 : 1;
+        if (cmp_policy != ARB_QP_FIFO && p->priority != q->priority)
+            return p->priority > q->priority ? -1 : 1;
+        return p->seq < q->seq ? -1 : p->seq > q->seq;
+    }
+    /* In one place: the preemptor, then those that yield to it. */
+    if (x->depth != y->depth)
+        return x->depth < y->depth ? -1 : 1;
     return x->j->seq < y->j->seq ? -1 : x->j->seq > y->j->seq;
+}
+
+/* The pending preemptor j yields to, followed while each is pending (a
+ * victim of a victim goes after both), or j itself. */
+static const arb_job_t *yield_target(arb_sched_t *s, const arb_job_t *j, int *depth)
+{
+    const arb_job_t *a = j;
+
+    *depth = 0;
+    while (a->yield_to && *depth < 8) {
+        const arb_job_t *p = arb_sched_job(s, a->yield_to - 1);
+        if (!p || p == j || (p->state != ARB_JOB_PENDING && p->state != ARB_JOB_PREEMPTED))
+            break;
+        a = p;
+        (*depth)++;
+    }
+    return a;
 }
 
 void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx)
@@ -82,9 +112,10 @@ void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx)
             arb_res_add(&cap, &s->c->nodes[i].cap);
     for (int i = 0; i < n; i++) {
         k[i].j = v[i];
+        k[i].at = yield_target(s, v[i], &k[i].depth);
         k[i].starving = s->conf.starvation_ns > 0 && ctx &&
-                        ctx->now_ns - v[i]->submit_ns > s->conf.starvation_ns;
-        k[i].share = dominant_share(s, sched_queue_get(s, v[i]->queue), &cap);
+                        ctx->now_ns - k[i].at->submit_ns > s->conf.starvation_ns;
+        k[i].share = dominant_share(s, sched_queue_get(s, k[i].at->queue), &cap);
     }
     qsort_r(k, (size_t)n, sizeof *k, cmp_key, &s->conf.queue_policy);
     for (int i = 0; i < n; i++)
@@ -113,7 +144,68 @@ static const char *dim_name(int d)
     return d < 3 ? n[d] : "extended resource";
 }
 
+/* An amount of dimension d as people write it: "12 GPUs", "0.5 GPU",
+ * "32 CPUs", "256Gi". */
+static void dim_text(int d, int64_t v, char *buf, size_t n)
+{
+    char q[32];
+    if (d == 0 && v % 1000 == 0)
+        snprintf(buf, n, "%lld GPU%s", (long long)(v / 1000), v == 1000 ? "" : "s");
+    else if (d == 0)
+        snprintf(buf, n, "%.3g GPU", (double)v / 1000.0);
+    else if (d == 1) {
+        arb_qty_format(v, ARB_QTY_MILLI, q, sizeof q);
+        snprintf(buf, n, "%.31s CPU%s", q, v == 1000 ? "" : "s");
+    } else if (d == 2)
+        arb_qty_format(v, ARB_QTY_BYTES, buf, n);
+    else
+        snprintf(buf, n, "%lld", (long long)v);
+}
+
 #define NDIMS (3 + ARB_MAX_EXT)
+
+/* The most quota j's queue could ever hold in dimension d: its nominal
+ * plus what it may borrow, and no more than its cohort's others have. */
+static int64_t quota_ceiling(arb_sched_t *s, const arb_queue_t *q, int d)
+{
+    int64_t nom = *dim((arb_res_t *)&q->nominal, d), lim = *dim((arb_res_t *)&q->borrow_limit, d);
+    int64_t lend = 0;
+
+    for (int i = 0; q->cohort && i < s->nqueues; i++) {
+        arb_queue_t *o = &s->queues[i];
+        if (o != q && o->cohort == q->cohort && o->has_quota)
+            lend += *dim(&o->nominal, d);
+    }
+    return nom + (lim < lend ? lim : lend);
+}
+
+bool sched_quota_never(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
+{
+    arb_queue_t *q = sched_queue_get(s, j->queue);
+    arb_res_t need;
+
+    if (!q || !q->has_quota)
+        return false;
+    arb_job_total(j, &need);
+    for (int d = 0; d < NDIMS; d++) {
+        int64_t nom = *dim(&q->nominal, d), lim = *dim(&q->borrow_limit, d), top;
+        char a[48], b[48];
+        if ((nom == 0 && lim == 0) || *dim(&need, d) == 0)
+            continue;
+        if (*dim(&need, d) <= (top = quota_ceiling(s, q, d)))
+            continue;
+        if (why) {
+            dim_text(d, *dim(&need, d), a, sizeof a);
+            dim_text(d, top, b, sizeof b);
+            snprintf(why, n,
+                     "it needs %s, more than queue '%s' can ever hold (%s: its nominal quota "
+                     "plus what it may borrow from its cohort)",
+                     a, arb_str(&s->c->strs, q->name), b);
+        }
+        return true;
+    }
+    return false;
+}
 
 bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
 {
@@ -126,15 +218,20 @@ bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
     for (int d = 0; d < NDIMS; d++) {
         int64_t nom = *dim(&q->nominal, d), lim = *dim(&q->borrow_limit, d);
         int64_t after = *dim(&q->used, d) + *dim(&need, d), idle = 0;
+        char a[48], b[48], c[48], e[48];
         if ((nom == 0 && lim == 0) || *dim(&need, d) == 0 || after <= nom)
             continue;
         if (after > nom + lim) {
-            if (why)
+            if (why) {
+                dim_text(d, after, a, sizeof a);
+                dim_text(d, nom, b, sizeof b);
+                dim_text(d, lim, c, sizeof c);
+                dim_text(d, *dim(&q->used, d), e, sizeof e);
                 snprintf(why, n,
-                         "queue '%s' %s quota: would use %lld, nominal %lld + borrowing limit "
-                         "%lld",
-                         arb_str(&s->c->strs, q->name), dim_name(d), (long long)after,
-                         (long long)nom, (long long)lim);
+                         "queue '%s' %s quota: it would use %s (%s in use now), above its nominal "
+                         "%s + borrowing limit %s",
+                         arb_str(&s->c->strs, q->name), dim_name(d), a, e, b, c);
+            }
             return false;
         }
         /* Borrow only what the cohort leaves idle: the others' unused
@@ -147,11 +244,14 @@ bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
             idle += *dim(&o->nominal, d) - *dim(&o->used, d);
         }
         if (after - nom > idle) {
-            if (why)
+            if (why) {
+                dim_text(d, after - nom, a, sizeof a);
+                dim_text(d, idle > 0 ? idle : 0, b, sizeof b);
                 snprintf(why, n,
-                         "queue '%s' %s quota: needs to borrow %lld but its cohort has %lld idle",
-                         arb_str(&s->c->strs, q->name), dim_name(d), (long long)(after - nom),
-                         (long long)(idle > 0 ? idle : 0));
+                         "queue '%s' %s quota: it needs to borrow %s above its nominal, but its "
+                         "cohort has %s idle",
+                         arb_str(&s->c->strs, q->name), dim_name(d), a, b);
+            }
             return false;
         }
     }

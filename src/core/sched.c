@@ -1,7 +1,7 @@
 /*
  * sched.c: the placement engine: the scheduler object, job submission, the
- * per-task filter -> pick -> score -> bind step, gang placement as one
- * transaction with topology domains, and the scheduling cycle.
+ * per-task filter -> pick -> score -> bind step, and gang placement as one
+ * transaction with topology domains. The cycle that calls it is cycle.c.
  *
  * Complexity today: placing one task filters and scores every node once,
  * O(N x P) for N nodes and P score plugins; a gang confined to a domain
@@ -85,6 +85,8 @@ void arb_sched_free(arb_sched_t *s)
     free(s->picks);
     free(s->raw);
     free(s->total);
+    free(s->fence);
+    free(s->fence_owner);
     sched_index_free(&s->idx);
     free(s);
 }
@@ -164,6 +166,8 @@ void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign)
     }
     for (int t = 0; t < j->nalloc; t++) {
         const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+        if (j->alloc[t].node == ARB_NO_NODE)
+            continue;
         if (sign > 0)
             arb_res_add(&q->used, &g->req);
         else
@@ -281,7 +285,13 @@ int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t 
 {
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     uint64_t before = s->c->version;
-    int rc = arb_node_alloc(s->c, &g->req, a, NULL);
+    int rc;
+
+    if (a->node == ARB_NO_NODE) { /* an ended task's slot: nothing to charge */
+        j->alloc[t] = *a;
+        return 0;
+    }
+    rc = arb_node_alloc(s->c, &g->req, a, NULL);
 
     if (rc < 0)
         return rc;
@@ -293,11 +303,28 @@ int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t 
     return 0;
 }
 
+void sched_restore_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a)
+{
+    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
+    uint64_t before = s->c->version;
+
+    j->alloc[t] = *a;
+    if (a->node == ARB_NO_NODE)
+        return;
+    arb_node_recharge(s->c, &g->req, a);
+    for (int k = 0; k < s->conf.profile.nscores; k++)
+        if (s->conf.profile.score[k].ops->bound)
+            s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, a, +1);
+    sched_index_touch(s, a->node, before);
+}
+
 void sched_release_task(arb_sched_t *s, arb_job_t *j, int t)
 {
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     uint64_t before = s->c->version;
 
+    if (j->alloc[t].node == ARB_NO_NODE)
+        return;
     arb_node_release(s->c, &g->req, &j->alloc[t]);
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
@@ -319,7 +346,8 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     pc.group = arb_job_task_group(j, t, &gi);
     if (!pc.group || ensure_scratch(s) < 0)
         return -ENOMEM;
-    by_class = class_path_ok(s, j, d) && sched_index_sync(s) == 0;
+    /* Reserved nodes (cycle.c) are skipped one by one: no classes then. */
+    by_class = !s->fence_on && class_path_ok(s, j, d) && sched_index_sync(s) == 0;
     nunits = by_class ? s->idx.ncls : d && d->members ? d->nmembers : s->c->nnodes;
 
     /* Filter and pick: once per node, or once per class on its representative. */
@@ -334,7 +362,9 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
             n = &s->c->nodes[s->idx.cls[u].rep];
         } else {
             n = &s->c->nodes[d && d->members ? d->members[u] : u];
-            if (!sched_in_domain(n, d))
+            if (!sched_in_domain(n, d) ||
+                (s->fence_on && n->id < s->nfence && (s->fence[n->id] & s->fence_mask) &&
+                 s->fence_owner[n->id] != s->fence_self))
                 continue;
         }
         if (quick_reject(pc.group, n) || sched_filter_node(&pc, n) != ARB_R_OK)
@@ -639,9 +669,70 @@ int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     return 0;
 }
 
+/* How many tasks of group gi would be placed now (for explain). */
+static void note_fit(const arb_job_t *j, int t0, int k, uint32_t *nodes, int *counts, int max,
+                     int *nout)
+{
+    *nout = 0;
+    for (int t = t0; t < t0 + k; t++) {
+        int i = 0;
+        while (i < *nout && nodes[i] != j->alloc[t].node)
+            i++;
+        if (i == *nout && *nout < max) {
+            nodes[i] = j->alloc[t].node;
+            counts[i] = 0;
+            (*nout)++;
+        }
+        if (i < *nout)
+            counts[i]++;
+    }
+}
+
+int sched_group_fit(arb_sched_t *s, arb_job_t *j, int gi, const arb_ctx_t *ctx, uint32_t *nodes,
+                    int *counts, int max, int *nout)
+{
+    const arb_tgroup_t *g = &j->groups[gi];
+    int t0 = 0, best = 0, nalloc = j->nalloc;
+    bool confine = g->topo.required && (g->topo.level >= ARB_TOPO_NODE ||
+                                        (g->topo.level == ARB_TOPO_NVLINK && g->replicas > 1));
+
+    for (int k = 0; k < gi; k++)
+        t0 += j->groups[k].replicas;
+    *nout = 0;
+    j->nalloc = 0; /* scores that read placed tasks see none */
+    if (confine && g->replicas > 1) {
+        dom_cand_t *v;
+        uint32_t *memb;
+        int n = list_domains(s, g->topo.level, &v, &memb);
+        for (int i = 0; i < n; i++) {
+            int k = 0;
+            while (k < g->replicas && sched_place_task(s, j, t0 + k, &v[i].d, ctx) == 0)
+                k++;
+            if (k > best) {
+                best = k;
+                note_fit(j, t0, k, nodes, counts, max, nout);
+            }
+            while (k > 0)
+                sched_release_task(s, j, t0 + --k);
+        }
+        if (n >= 0) {
+            free(v);
+            free(memb);
+        }
+    } else {
+        while (best < g->replicas && sched_place_task(s, j, t0 + best, NULL, ctx) == 0)
+            best++;
+        note_fit(j, t0, best, nodes, counts, max, nout);
+        for (int k = best - 1; k >= 0; k--)
+            sched_release_task(s, j, t0 + k);
+    }
+    j->nalloc = nalloc;
+    return best;
+}
+
 /* ---- public placement and the cycle --------------------------------------- */
 
-static int bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
+int sched_bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
 {
     int rc = sched_place_job(s, j, ctx);
     if (rc < 0)
@@ -650,6 +741,10 @@ static int bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     j->state = ARB_JOB_PLACED;
     j->start_ns = ctx ? ctx->now_ns : 0;
     j->waiting = false;
+    j->yield_to = 0; /* placed again: it yields to nobody any more */
+    sched_claim_drop(j);
+    j->gang_closed = false;
+    j->wait = ARB_WAIT_NONE;
     sched_queue_charge(s, j, +1);
     return 0;
 }
@@ -658,7 +753,7 @@ int arb_sched_place(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
 {
     if (j->state != ARB_JOB_PENDING)
         return -EPERM;
-    return bind_job(s, j, ctx);
+    return sched_bind_job(s, j, ctx);
 }
 
 int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, int n,
@@ -672,7 +767,8 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
                         j->name, n, j->ntasks, j->gang_min);
     j->nalloc = 0;
     for (int t = 0; t < n; t++) {
-        if (a[t].node >= s->c->nnodes || sched_bind_task(s, j, t, &a[t]) < 0) {
+        if ((a[t].node >= s->c->nnodes && a[t].node != ARB_NO_NODE) ||
+            sched_bind_task(s, j, t, &a[t]) < 0) {
             int rc = arb_errf(err, -ENOSPC,
                               "job '%s' task %d: its recorded place no longer fits (node %u)",
                               j->name, t, a[t].node);
@@ -687,6 +783,25 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
     return 0;
 }
 
+bool arb_job_partial_gang(const arb_job_t *j)
+{
+    return !j->elastic && j->gang_min > 0 && j->gang_min < j->ntasks;
+}
+
+int arb_sched_task_done(arb_sched_t *s, arb_job_t *j, int t, arb_err_t *err)
+{
+    if (!arb_job_partial_gang(j) || (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING) ||
+        t < 0 || t >= j->nalloc || j->alloc[t].node == ARB_NO_NODE)
+        return arb_errf(err, -EINVAL,
+                        "job '%s' task %d: only a held task of a gang whose gangMin is below "
+                        "its size ends on its own",
+                        j->name, t);
+    sched_task_charge(s, j, t, -1);
+    sched_release_task(s, j, t);
+    j->alloc[t] = (arb_task_alloc_t){.node = ARB_NO_NODE};
+    return 0;
+}
+
 int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t *err)
 {
     bool held = j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
@@ -695,7 +810,7 @@ int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t
     /* Only an end or an eviction: PLACED/RUNNING reached here would hold
      * nothing (job.h invariant 1). */
     if (to != ARB_JOB_SUCCEEDED && to != ARB_JOB_FAILED && to != ARB_JOB_CANCELLED &&
-        to != ARB_JOB_PREEMPTED)
+        to != ARB_JOB_TIMEOUT && to != ARB_JOB_PREEMPTED)
         return arb_errf(err, -EINVAL,
                         "job '%s': finish takes succeeded, failed, cancelled or preempted, not "
                         "%s",
@@ -711,82 +826,5 @@ int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t
     j->evicting = false; /* whatever was marked for it is settled now */
     j->shrink_to = 0;
     j->waiting = false;
-    return 0;
-}
-
-int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
-{
-    arb_cycle_stats_t z = {0};
-    arb_job_t **pend;
-    int np = 0;
-    int64_t shadow = -1;   /* EASY: earliest start reserved for the blocked head */
-    bool stopping = false; /* deferred victims still hold their allocations */
-
-    if (!st)
-        st = &z;
-    memset(st, 0, sizeof *st);
-    s->shrunk = 0;
-    pend = malloc((s->njobs + 1) * sizeof *pend);
-    if (!pend)
-        return -ENOMEM;
-    for (uint32_t i = 0; i < s->njobs; i++)
-        stopping |= s->jobs[i]->evicting || s->jobs[i]->shrink_to > 0;
-    for (uint32_t i = 0; i < s->njobs; i++) {
-        arb_job_t *j = s->jobs[i];
-        if (!stopping) /* every victim released: a preemptor may choose again */
-            j->waiting = false;
-        if (j->state == ARB_JOB_PREEMPTED)
-            arb_job_transition(j, ARB_JOB_PENDING, NULL);
-        if (j->state == ARB_JOB_PENDING)
-            pend[np++] = j;
-    }
-    sched_order(s, pend, np, ctx);
-    for (int i = 0; i < np; i++) {
-        arb_job_t *j = pend[i];
-        int nv = 0;
-
-        if (!sched_quota_admits(s, j, NULL, 0))
-            continue;
-        if (shadow >= 0) {
-            /* Backfill: a later job may start only if it ends before the
-             * head job's reservation, so it cannot delay it. */
-            if (j->time_limit_s <= 0 || ctx->now_ns + j->time_limit_s * 1000000000LL > shadow)
-                continue;
-            if (bind_job(s, j, ctx) == 0) {
-                st->placed++;
-                st->backfilled++;
-            }
-            continue;
-        }
-        if (bind_job(s, j, ctx) == 0) {
-            st->placed++;
-            continue;
-        }
-        if (s->conf.preemption && !j->waiting && s->conf.preempt_defer &&
-            sched_preempt_for(s, j, ctx, false, &nv) == 0)
-            st->preempted += nv; /* marked; it places once they have stopped, and
-                                    blocks what is behind it like any job that waits */
-        if (s->conf.preemption && !s->conf.preempt_defer &&
-            sched_preempt_for(s, j, ctx, false, &nv) == 0) {
-            j->state = ARB_JOB_PLACED;
-            j->start_ns = ctx->now_ns;
-            sched_queue_charge(s, j, +1);
-            st->placed++;
-            st->preempted += nv;
-            continue;
-        }
-        if (s->conf.backfill)
-            shadow = sched_reservation(s, j, ctx);
-        else if (s->conf.queue_policy != ARB_QP_FIFO &&
-                 !(s->conf.starvation_ns > 0 && ctx->now_ns - j->submit_ns > s->conf.starvation_ns))
-            continue; /* priority/DRF: let smaller jobs behind go */
-        else
-            break; /* strict FIFO, or a starving job: nothing overtakes it */
-    }
-    st->shrunk = s->shrunk;
-    st->grown = sched_elastic_grow(s, ctx); /* after every pending job had its turn */
-    for (uint32_t i = 0; i < s->njobs; i++)
-        st->pending += s->jobs[i]->state == ARB_JOB_PENDING;
-    free(pend);
     return 0;
 }

@@ -62,9 +62,15 @@ struct arb_sched {
     double *total; /* nodes */
 
     sched_index_t idx;
-    bool use_classes; /* profile allows node classes (no ARB_SCORE_PERNODE) */
-    bool placed_dep;  /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
-    int shrunk;       /* elastic tasks preemption took back (for the cycle's stats) */
+    uint8_t *fence; /* cycle.c: per node, SCHED_FENCE_* bits: reserved by a job ahead */
+    uint32_t nfence;
+    uint32_t *fence_owner; /* per node, the job whose fence it is (the first); UINT32_MAX none */
+    bool fence_on;         /* while set, placement skips nodes with a bit of fence_mask, */
+    uint8_t fence_mask;
+    uint32_t fence_self; /* ... but not those fenced for this job itself */
+    bool use_classes;    /* profile allows node classes (no ARB_SCORE_PERNODE) */
+    bool placed_dep;     /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
+    int shrunk;          /* elastic tasks preemption took back (for the cycle's stats) */
 };
 
 /* Node classes (nodeclass.c). sync: bring the classes up to date with the
@@ -102,6 +108,12 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
 /* Place all of j's tasks, all or nothing (at least gang_min); rolls back on
  * failure. Does not change j->state. 0 or -ENOSPC. */
 int sched_place_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx);
+/* How many tasks of group gi of pending job j would be placed now, alone
+ * (confined to one domain when its topology is required: the domain that
+ * holds the most); the nodes they would go to and how many each takes in
+ * nodes/counts (at most max, *nout of them). Nothing changes. */
+int sched_group_fit(arb_sched_t *s, arb_job_t *j, int gi, const arb_ctx_t *ctx, uint32_t *nodes,
+                    int *counts, int max, int *nout);
 /* Release the first j->nalloc allocations of j (reverse order). */
 void sched_unbind(arb_sched_t *s, arb_job_t *j);
 /* The one way to charge or release a single task (index t of j, at a):
@@ -110,6 +122,10 @@ void sched_unbind(arb_sched_t *s, arb_job_t *j);
  * does not change j->nalloc; the caller does. */
 int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a);
 void sched_release_task(arb_sched_t *s, arb_job_t *j, int t);
+/* Put back a task a trial released a moment ago (backfill's reservation,
+ * preemption's candidates), exactly, without the capacity checks of a new
+ * allocation: a GPU that left capacity since is still held by it. */
+void sched_restore_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a);
 /* Charge / uncharge j's allocated tasks to its queue's usage. */
 void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign);
 arb_queue_t *sched_queue_get(arb_sched_t *s, uint32_t name);
@@ -119,12 +135,17 @@ void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx);
 /* Quota admission (queue.c): may j start now given its queue's quota and
  * cohort? false with a reason in why (may be NULL). */
 bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);
+/* Could j's queue never admit it (more than nominal plus borrowing, or
+ * than its cohort could lend)? true with a reason in why (may be NULL). */
+bool sched_quota_never(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);
 
 /* Preemption (preempt.c): evict the smallest set of lower-priority,
- * preemptible jobs that lets j fit, then bind j. 0 and *nvictims, or
- * -ENOSPC with nothing changed. dry_run: only report whether it would. */
+ * preemptible jobs (or jobs of queues borrowing in j's cohort: quota
+ * reclaim) that lets j fit, then bind j. 0 and *nvictims (of which
+ * *nreclaim, optional, are reclaims), or -ENOSPC with nothing changed.
+ * dry_run: only report whether it would. */
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
-                      int *nvictims);
+                      int *nvictims, int *nreclaim);
 
 /* Elastic jobs (elastic.c): charge or release one task's request to its
  * job's queue; grow the held elastic jobs after the pending jobs had their
@@ -134,6 +155,34 @@ int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx);
 /* Give back j's tasks above its min that its queue's quota (nominal plus
  * borrowing limit) cannot hold; before j is charged to the queue. */
 void sched_elastic_trim(arb_sched_t *s, arb_job_t *j);
+
+/* The cycle (cycle.c). */
+typedef struct sched_outcome {
+    bool placed;       /* the cycle would place the job */
+    arb_wait_t wait;   /* else why not */
+    uint32_t wait_for; /* the job that holds it back (scheduler id); UINT32_MAX none */
+    int64_t shadow_ns; /* the backfill reservation's start when one was made; -1 none */
+    int64_t grace_ns;  /* the job's grace past its time limit */
+    bool reclaim;      /* ARB_WAIT_TAKEN: by a quota reclaim (else for priority) */
+    bool reserved;     /* it holds the backfill reservation (from shadow_ns) */
+} sched_outcome_t;
+/* Place pending job j as the cycle does (all or nothing, at least its gang
+ * minimum; quota usage charged, state PLACED). 0 or -ENOSPC. */
+int sched_bind_job(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx);
+/* Run the cycle as a trial up to job j and undo everything: what the next
+ * cycle would do with j if nothing changed first. */
+int sched_cycle_try(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, sched_outcome_t *out);
+/* Would j fit if every job's allocations were released (the cluster's
+ * eligible nodes idle)? Cached in j for shape (0: no cache). */
+bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_t shape);
+/* Node fences (cycle.c): a backfill reservation's nodes (a job that ends
+ * before it may use them), and hard ones: a starving job's, a preemptor's
+ * room. sched_fence_add sets bit on every node j could use when idle. */
+#define SCHED_FENCE_BACKFILL 1u
+#define SCHED_FENCE_HARD 2u
+void sched_fence_add(arb_sched_t *s, const arb_job_t *j, const arb_ctx_t *ctx, uint8_t bit);
+/* Forget preemptor j's claim on its victims' room (placed, or it had its turn). */
+void sched_claim_drop(arb_job_t *j);
 
 /* Backfill (backfill.c): the earliest time at which blocked job j could
  * start, from running jobs' time limits (EASY reservation). Returns

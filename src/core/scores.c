@@ -79,6 +79,8 @@ static double s_topology(const arb_pctx_t *pc, const arb_node_t *n, const arb_pi
     if (j->nalloc > 0) {
         int near = 0;
         for (int t = 0; t < j->nalloc; t++) {
+            if (j->alloc[t].node == ARB_NO_NODE)
+                continue;
             const arb_node_t *o = &pc->cluster->nodes[j->alloc[t].node];
             if (o->id == n->id)
                 near = 60 > near ? 60 : near;
@@ -100,7 +102,16 @@ static double s_data(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t
     return pc->job->dataset && arb_node_has_dataset(n, pc->job->dataset) ? 100 : 0;
 }
 
-/* thermal: headroom of the hottest picked GPU below 100 C. */
+/* Absolute scores: not rescaled over the candidates, so that a difference
+ * of a degree or a second between two otherwise equal nodes stays a point
+ * or less and never decides a placement on its own. */
+static void normalize_none(double *scores, int n)
+{
+    (void)scores;
+    (void)n;
+}
+
+/* thermal: headroom of the hottest picked GPU below 100 C (absolute). */
 static double s_thermal(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pk)
 {
     int hot = 0;
@@ -110,18 +121,20 @@ static double s_thermal(const arb_pctx_t *pc, const arb_node_t *n, const arb_pic
     return hot >= 100 ? 0 : 100 - hot;
 }
 
-/* freshness: trust recent reports more; falls to 0 at the stale threshold
- * (or at 60 s when the profile sets none). */
+/* freshness: a bounded penalty for a report older than half the stale
+ * threshold (or 30 s when the profile sets none), falling to 0 at the
+ * threshold; every fresher node scores 100, so report-age differences of
+ * nodes that report on time never break a tie (absolute, not rescaled). */
 static double s_freshness(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pk)
 {
     int64_t lim =
         pc->sched->conf.profile.stale_ns ? pc->sched->conf.profile.stale_ns : 60LL * 1000000000;
-    int64_t age = (pc->ctx ? pc->ctx->now_ns : 0) - n->report_ns;
-    if (age <= 0)
+    int64_t age = (pc->ctx ? pc->ctx->now_ns : 0) - n->report_ns, fresh = lim / 2;
+    if (age <= fresh)
         return 100;
     if (age >= lim)
         return 0;
-    return 100 * (1 - (double)age / (double)lim);
+    return 100 * (1 - (double)(age - fresh) / (double)(lim - fresh));
 }
 
 /* prefer: preferred node affinity weights, minus untolerated
@@ -144,8 +157,10 @@ SCORE(spread, s_spread);
 const arb_score_ops_t arb_score_topology = {
     .name = "topology", .score = s_topology, .flags = ARB_SCORE_PLACED};
 SCORE(data, s_data);
-SCORE(thermal, s_thermal);
-SCORE(freshness, s_freshness);
+const arb_score_ops_t arb_score_thermal = {
+    .name = "thermal", .score = s_thermal, .normalize = normalize_none};
+const arb_score_ops_t arb_score_freshness = {
+    .name = "freshness", .score = s_freshness, .normalize = normalize_none};
 SCORE(prefer, s_prefer);
 
 const arb_score_ops_t *const arb_scores[] = {

@@ -321,7 +321,8 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
     const st_task_t *tk = &sj->tasks[t];
     json_t *o = json_pack("{s:i,s:s,s:s}", "index", t, "group", g ? g->name : "", "state",
                           st_task_state_names[tk->state]);
-    bool held = t < j->nalloc && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING);
+    bool held = t < j->nalloc && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING) &&
+                j->alloc[t].node != ARB_NO_NODE;
 
     if (held) {
         const arb_task_alloc_t *a = &j->alloc[t];
@@ -480,10 +481,13 @@ char *st_job_record(st_t *s, st_job_t *sj)
     if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING)
         for (int t = 0; t < j->nalloc; t++) {
             const arb_task_alloc_t *a = &j->alloc[t];
-            json_array_append_new(alloc,
-                                  json_pack("[s,i,i,i]",
-                                            arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
-                                            a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
+            if (a->node == ARB_NO_NODE) /* ended, its room already freed */
+                json_array_append_new(alloc, json_pack("[n,i,i,i]", 0, 0, 0));
+            else
+                json_array_append_new(
+                    alloc,
+                    json_pack("[s,i,i,i]", arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
+                              a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
         }
     o = json_pack("{s:I,s:s,s:s,s:b,s:s%,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:o,s:o}",
                   "id", (json_int_t)sj->id, "team", sj->team, "owner", sj->owner, "yaml", sj->yaml,
@@ -499,6 +503,8 @@ char *st_job_record(st_t *s, st_job_t *sj)
     /* The priority resolved at submission: recovery keeps it even when its
      * priorityClassName has left the config since (recover.c). */
     json_object_set_new(o, "priority", json_integer(j->priority));
+    /* and its time limit as resolved then (a queue's default may have given it) */
+    json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));
     json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
     if (sj->stop && sj->stop_then != ST_THEN_CANCEL)
         json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
@@ -519,25 +525,68 @@ static int master_port(const st_job_t *sj)
     return 20000 + (int)((h >> 17) % 40000);
 }
 
+/* The GPU memory task t may use on each of its GPUs, MiB: what it asked
+ * for with a share (nvidia.com/gpu-memory), else its share of the
+ * smallest of its devices, else (whole GPUs) that device's memory. Nothing
+ * enforces it in hardware: the task is told (ARBITER_GPU_MEMORY_MIB). */
+static int64_t granted_gpu_mib(st_t *s, const arb_job_t *j, int t)
+{
+    const arb_task_alloc_t *a = &j->alloc[t];
+    const arb_node_t *n = &s->cluster.nodes[a->node];
+    int64_t dev = INT64_MAX;
+
+    if (!a->gpu_mask)
+        return 0;
+    if (a->gpu_mem_mib > 0)
+        return a->gpu_mem_mib;
+    for (int g = 0; g < n->ngpus; g++)
+        if ((a->gpu_mask & (1u << g)) && n->gpu[g].mem_mib > 0 && n->gpu[g].mem_mib < dev)
+            dev = n->gpu[g].mem_mib;
+    if (dev == INT64_MAX)
+        return 0; /* devices of unknown size */
+    return a->gpu_milli >= 1000 ? dev : dev * a->gpu_milli / 1000;
+}
+
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
 {
     const arb_job_t *j = sj->j;
     const arb_task_alloc_t *a = &j->alloc[t];
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
-    char cpu[32], mem[32];
-    json_t *o;
+    char cpu[32], mem[32], mib[32];
+    json_t *o, *env = st_env_plain(sj->env); /* secrets as plain values */
+    int64_t cpu_cap = g->lim.cpu_milli, mem_cap = g->lim.mem_bytes, gmib = granted_gpu_mib(s, j, t);
 
-    arb_qty_format(g->req.cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
-    arb_qty_format(g->req.mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
+    /* Kubernetes' rule: requests are what the scheduler reserves; limits
+     * are the caps (cgroups on the agent). A request without a limit is no
+     * cap, unless resources.capRequests says so. */
+    if (s->conf.cap_requests) {
+        cpu_cap = cpu_cap ? cpu_cap : g->req.cpu_milli;
+        mem_cap = mem_cap ? mem_cap : g->req.mem_bytes;
+    }
+    arb_qty_format(cpu_cap, ARB_QTY_MILLI, cpu, sizeof cpu);
+    arb_qty_format(mem_cap, ARB_QTY_BYTES, mem, sizeof mem);
+    snprintf(mib, sizeof mib, "%lld", (long long)gmib);
+    if (gmib > 0)
+        json_object_set_new(env, "ARBITER_GPU_MEMORY_MIB", json_string(mib));
     o = json_pack(
-        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:s,s:s,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id,
-        "name", j->name, "task", t, "ntasks", j->nalloc, "attempt", (json_int_t)sj->attempt,
-        "epoch", (json_int_t)sj->epoch, "gpus", st_gpu_list(a->gpu_mask), "gpu_milli", a->gpu_milli,
-        "gpu_memory_mib", a->gpu_mem_mib, "cpu", cpu, "memory", mem, "command",
-        sj->command ? json_deep_copy(sj->command) : json_array(), "env", st_env_plain(sj->env),
-        "state", st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id, "name",
+        j->name, "task", t, "ntasks", arb_job_partial_gang(j) ? j->ntasks : j->nalloc, "attempt",
+        (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus", st_gpu_list(a->gpu_mask),
+        "gpu_milli", a->gpu_milli, "gpu_memory_mib", a->gpu_mem_mib, "command",
+        sj->command ? json_deep_copy(sj->command) : json_array(), "env", env, "state",
+        st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
+    if (o && cpu_cap) /* the caps: absent, none */
+        json_object_set_new(o, "cpu", json_string(cpu));
+    if (o && mem_cap)
+        json_object_set_new(o, "memory", json_string(mem));
     if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
         json_object_set_new(o, "grace_s", json_integer(j->grace_s));
+    if (o && j->time_limit_s > 0) {
+        /* What is left of its time limit: the agent stops it then by
+         * itself, on its own clock, should the controller be out of reach. */
+        int64_t left = j->start_ns + j->time_limit_s * 1000000000LL - st_now_ns(s);
+        json_object_set_new(o, "time_limit_ms", json_integer(left > 0 ? left / 1000000 : 0));
+    }
     if (o && j->elastic) {
         /* The resize notice: a new generation makes the agent rewrite the
          * task's ARBITER_RESIZE_FILE and send it SIGUSR1 (resize.c). Hosts
@@ -555,11 +604,15 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         json_object_set_new(o, "hosts", hosts);
     }
     /* A gang: what distributed launchers rendezvous with (task 0 is the master). */
-    if (o && (j->nalloc > 1 || j->elastic)) {
-        const arb_node_t *m = &s->cluster.nodes[j->alloc[0].node];
+    if (o && (j->nalloc > 1 || j->elastic || arb_job_partial_gang(j))) {
+        int mt = 0; /* the master: task 0, or the first still holding (task 0 ended) */
+        while (mt < j->nalloc - 1 && j->alloc[mt].node == ARB_NO_NODE)
+            mt++;
+        const arb_node_t *m = &s->cluster.nodes[j->alloc[mt].node];
         const st_node_t *mx = st_node_ext(s, m);
         json_object_set_new(o, "rank", json_integer(t));
-        json_object_set_new(o, "world_size", json_integer(j->nalloc));
+        json_object_set_new(o, "world_size", /* a gang that starts as room frees: all of it */
+                            json_integer(arb_job_partial_gang(j) ? j->ntasks : j->nalloc));
         json_object_set_new(o, "master_addr",
                             json_string(mx->addr[0] ? mx->addr : arb_node_name(&s->cluster, m)));
         json_object_set_new(o, "master_port", json_integer(master_port(sj)));
@@ -574,7 +627,7 @@ json_t *st_node_json(st_t *s, arb_node_t *n, bool full)
     st_node_t *x = st_node_ext(s, n);
     json_t *gpus = json_array(), *labels = json_object(), *o;
     char cpu[32], mem[32], ucpu[32], umem[32], tbuf[40];
-    int64_t now = st_mono_ns();
+    int64_t now = st_now_ns(s);
 
     for (int g = 0; g < n->ngpus; g++) {
         const arb_gpu_t *d = &n->gpu[g];

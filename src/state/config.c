@@ -7,7 +7,7 @@
  *
  *   scheduler: {policy: default, queue: priority, backfill: false,
  *               preemption: false, starvation: 1h, interval: 1s}
- *   nodes:     {lease: 10s, grace: 5s, staleness: 30s}
+ *   nodes:     {lease: 10s, grace: 5s, staleness: 5s}
  *   queues:    [{name: team-a, cohort: research, weight: 1,
  *                nominal: {nvidia.com/gpu: 16, cpu: 128, memory: 1Ti},
  *                borrowingLimit: {nvidia.com/gpu: 8}}]
@@ -31,17 +31,29 @@ const st_conf_key_t st_conf_keys[] = {
     {"scheduler.preemption", "bool", "false", "evict lower-priority preemptible jobs"},
     {"scheduler.starvation", "duration", "0 (off)", "a job waiting longer goes first"},
     {"scheduler.interval", "duration", "1s", "a cycle at least this often (and after changes)"},
+    {"scheduler.defaultTimeLimit", "duration", "none",
+     "the timeLimit of a job that gives none, in a queue without its own (Slurm's DefaultTime)"},
+    {"scheduler.maxTimeLimit", "duration", "none",
+     "the longest timeLimit a job may ask for, in a queue without its own (Slurm's MaxTime); "
+     "a job that gives none gets it when there is no default"},
     {"nodes.lease", "duration", "10s",
      "a node silent longer goes NotReady (its agent fences itself at the same point)"},
     {"nodes.grace", "duration", "5s",
      "a NotReady node's tasks are declared lost this long after its lease ran out, then "
      "requeued (or failed: restartable: false); at least 1s"},
-    {"nodes.staleness", "duration", "30s", "nodes whose report is older are not used (0: off)"},
-    {"queues[]", "list", "none", "name, cohort, weight, nominal, borrowingLimit"},
+    {"nodes.staleness", "duration", "half the lease (5s)",
+     "nodes whose report is older get no new work (0: off); below the lease, or a node would "
+     "go NotReady first and the filter never act"},
+    {"queues[]", "list", "none",
+     "name, cohort, weight, nominal, borrowingLimit, defaultTimeLimit, maxTimeLimit; a job "
+     "without queue: goes to the quota-less queue 'default'"},
     {"store.synchronous", "full|normal", "full", "fsync per commit (normal: kill -9 safe only)"},
     {"events.retention", "int", "100000", "events kept in the log"},
     {"admission.rejectUnfittable", "bool", "true",
      "reject jobs no registered node could ever hold"},
+    {"resources.capRequests", "bool", "false",
+     "cap a task's CPU and memory at its request when it gives no limit (as in Kubernetes, "
+     "limits are the caps and a request alone caps nothing)"},
     {"api.idempotencyRetention", "duration", "24h",
      "an Idempotency-Key answers with its job this long after the job's submit time (wall "
      "clock), then it is deleted and the key makes a new job; 0 keeps keys for ever"},
@@ -54,14 +66,18 @@ const st_conf_key_t st_conf_keys[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const char *const root_keys[] = {"scheduler", "nodes",           "queues", "store", "events",
-                                        "admission", "priorityClasses", "api",    NULL};
+static const char *const root_keys[] = {"scheduler", "nodes",     "queues",          "store",
+                                        "events",    "admission", "priorityClasses", "api",
+                                        "resources", NULL};
+static const char *const resources_keys[] = {"capRequests", NULL};
 static const char *const class_keys[] = {"name", "value", "preemptible", "description", NULL};
-static const char *const sched_keys[] = {"policy",     "queue",    "backfill", "preemption",
-                                         "starvation", "interval", NULL};
+static const char *const sched_keys[] = {"policy",           "queue",        "backfill",
+                                         "preemption",       "starvation",   "interval",
+                                         "defaultTimeLimit", "maxTimeLimit", NULL};
 static const char *const nodes_keys[] = {"lease", "grace", "staleness", NULL};
-static const char *const queue_keys[] = {"name",    "cohort",         "weight",
-                                         "nominal", "borrowingLimit", NULL};
+static const char *const queue_keys[] = {
+    "name",           "cohort",           "weight",       "nominal",
+    "borrowingLimit", "defaultTimeLimit", "maxTimeLimit", NULL};
 static const char *const res_keys[] = {"nvidia.com/gpu", "cpu", "memory", NULL};
 static const char *const store_keys[] = {"synchronous", NULL};
 static const char *const events_keys[] = {"retention", NULL};
@@ -76,7 +92,7 @@ void st_conf_init(st_conf_t *c)
     c->interval_ns = 1000000000LL;
     c->lease_ns = 10000000000LL;
     c->grace_ns = 5000000000LL;
-    c->stale_ns = 30000000000LL;
+    c->stale_ns = 5000000000LL; /* half the lease */
     c->event_retention = 100000;
     c->sync = STORE_SYNC_FULL;
     c->reject_unfittable = true;
@@ -123,6 +139,31 @@ static int resmap(sx_t *x, const sval_t *v, arb_res_t *r)
     return 0;
 }
 
+/* defaultTimeLimit and maxTimeLimit of mapping v, in seconds. */
+static int time_limits(sx_t *x, const sval_t *v, int64_t *def_s, int64_t *max_s)
+{
+    sval_t f, fm;
+    int64_t ns = 0;
+    int rc = 0;
+
+    if (sv_get(v, "defaultTimeLimit", &f) && (rc = duration(x, &f, &ns)) == 0) {
+        if (ns % 1000000000LL || ns == 0)
+            return sv_fail(x, &f, -EINVAL, "a time limit is whole seconds, at least 1s");
+        *def_s = ns / 1000000000LL;
+    }
+    if (rc == 0 && sv_get(v, "maxTimeLimit", &fm) && (rc = duration(x, &fm, &ns)) == 0) {
+        if (ns % 1000000000LL || ns == 0)
+            return sv_fail(x, &fm, -EINVAL, "a time limit is whole seconds, at least 1s");
+        *max_s = ns / 1000000000LL;
+        if (*def_s > *max_s)
+            return sv_fail(x, &fm, -EINVAL,
+                           "maxTimeLimit %llds is below defaultTimeLimit %llds; raise it or "
+                           "lower the default",
+                           (long long)*max_s, (long long)*def_s);
+    }
+    return rc;
+}
+
 static int queues(sx_t *x, const sval_t *v, st_conf_t *c)
 {
     int n = 0, rc = sv_seq(x, v, 1000, &n);
@@ -145,6 +186,12 @@ static int queues(sx_t *x, const sval_t *v, st_conf_t *c)
         }
         if ((rc = sv_text(x, &f, q[i].name, sizeof q[i].name, false)) < 0)
             break;
+        if (!strcmp(q[i].name, "default")) {
+            rc = sv_fail(x, &f, -EINVAL,
+                         "'default' is the quota-less queue of jobs without queue:; give this "
+                         "queue another name");
+            break;
+        }
         for (int k = 0; k < i; k++)
             if (strcmp(q[k].name, q[i].name) == 0)
                 rc = sv_fail(x, &f, -EINVAL, "queue '%s' is defined twice", q[i].name);
@@ -158,6 +205,8 @@ static int queues(sx_t *x, const sval_t *v, st_conf_t *c)
         }
         if (rc == 0 && sv_get(&iv, "borrowingLimit", &f))
             rc = resmap(x, &f, &q[i].borrow_limit);
+        if (rc == 0)
+            rc = time_limits(x, &iv, &q[i].default_limit_s, &q[i].max_limit_s);
     }
     if (rc < 0) {
         free(q);
@@ -263,6 +312,8 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
             rc = sv_bool(&x, &f, &n.preemption);
         if (rc == 0 && sv_get(&sec, "starvation", &f))
             rc = duration(&x, &f, &n.starvation_ns);
+        if (rc == 0)
+            rc = time_limits(&x, &sec, &n.default_limit_s, &n.max_limit_s);
         if (rc == 0 && sv_get(&sec, "interval", &f) &&
             (rc = duration(&x, &f, &n.interval_ns)) == 0 && n.interval_ns < 1000000)
             rc = sv_fail(&x, &f, -EINVAL, "the interval must be at least 1ms");
@@ -281,8 +332,18 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
             rc = sv_fail(&x, &f, -EINVAL,
                          "the grace must be at least 1s: the controller may re-place a silent "
                          "node's tasks only after its agent has surely fenced them");
-        if (rc == 0 && sv_get(&sec, "staleness", &f))
-            rc = duration(&x, &f, &n.stale_ns);
+        bool stale_set = false;
+        if (rc == 0 && sv_get(&sec, "staleness", &f) && (rc = duration(&x, &f, &n.stale_ns)) == 0) {
+            stale_set = true;
+            if (n.stale_ns >= n.lease_ns)
+                rc = sv_fail(&x, &f, -EINVAL,
+                             "staleness %.1fs is not below the lease (%.1fs): a silent node goes "
+                             "NotReady before its report counts as stale, so the filter would "
+                             "never act; use less than the lease, or 0 to turn it off",
+                             (double)n.stale_ns / 1e9, (double)n.lease_ns / 1e9);
+        }
+        if (rc == 0 && !stale_set)
+            n.stale_ns = n.lease_ns / 2; /* follows the lease */
     }
     if (rc == 0 && sv_get(&root, "queues", &sec))
         rc = queues(&x, &sec, &n);
@@ -307,6 +368,12 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
             rc = sv_check_keys(&x, &sec, adm_keys);
         if (rc == 0 && sv_get(&sec, "rejectUnfittable", &f))
             rc = sv_bool(&x, &f, &n.reject_unfittable);
+    }
+    if (rc == 0 && sv_get(&root, "resources", &sec)) {
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, resources_keys);
+        if (rc == 0 && sv_get(&sec, "capRequests", &f))
+            rc = sv_bool(&x, &f, &n.cap_requests);
     }
     if (rc == 0 && sv_get(&root, "api", &sec)) {
         if ((rc = sv_map(&x, &sec, &is)) == 0 && is)

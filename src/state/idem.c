@@ -190,7 +190,7 @@ uint64_t st_idem_find(st_t *s, const st_who_t *who, const char *key)
     if (!s->idem || !s->idem->n || !(k = compose(who, key)))
         return 0;
     idem_ent_t *e = slot(s->idem, k);
-    if (e->k && expired(s, e->id, st_wall_ms())) {
+    if (e->k && expired(s, e->id, st_now_ms(s))) {
         forget_durably(s, e);
         remove_at(s->idem, (size_t)(e - s->idem->v));
     } else if (e->k) {
@@ -222,7 +222,7 @@ int st_idem_sweep(st_t *s, int64_t now_ms)
 int st_idem_put(st_t *s, const st_who_t *who, const char *key, uint64_t id)
 {
     char *k = compose(who, key), *sk, v[24];
-    int64_t now = st_wall_ms();
+    int64_t now = st_now_ms(s);
     int rc;
 
     if (!k)
@@ -278,7 +278,7 @@ static int load_one(void *arg, const char *key, const char *val, size_t n, uint6
     }
     k[hl / 2] = '\x1f';
     strcpy(k + hl / 2 + 1, slash + 1);
-    if (expired(s, id, st_wall_ms())) { /* past retention, or its job is gone */
+    if (expired(s, id, st_now_ms(s))) { /* past retention, or its job is gone */
         store_batch_del(&s->batch, key);
         free(k);
         return 0;

@@ -95,6 +95,19 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
     if (!held(j))
         return;
     st_resize_settle(s, sj); /* an elastic job's stopped tasks above its shrink mark */
+    if (arb_job_partial_gang(j) && !sj->stop)
+        for (int t = 0; t < j->nalloc; t++) {
+            /* A gang that starts as room frees: an ended task's room is freed
+             * at once; a failed one lets no more of its tasks start. */
+            if (sj->tasks[t].state == TK_SUCCEEDED && j->alloc[t].node != ARB_NO_NODE)
+                arb_sched_task_done(s->sched, j, t, NULL);
+            if (sj->tasks[t].state == TK_FAILED && !j->gang_closed) {
+                j->gang_closed = true;
+                s->dirty = true;
+            }
+            if (sj->tasks[t].state == TK_SUCCEEDED)
+                s->dirty = true;
+        }
     for (int t = 0; t < j->nalloc; t++) {
         uint8_t st = sj->tasks[t].state;
         /* No agent fetched the job: nothing of it can be running anywhere. */
@@ -103,9 +116,23 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
         ok += st == TK_SUCCEEDED;
         lost += st == TK_LOST;
     }
+    if (ended == j->nalloc && ok == ended && !sj->stop && j->nalloc < j->ntasks &&
+        arb_job_partial_gang(j) && !j->gang_closed) {
+        /* every task so far succeeded; the rest start as room frees */
+        st_job_save(s, sj, 0);
+        return;
+    }
     if (ended == j->nalloc) {
         if (sj->stop && sj->stop_then == ST_THEN_CANCEL) {
             st_finish_job(s, sj, ARB_JOB_CANCELLED, "cancelled; its tasks stopped");
+        } else if ((sj->stop && sj->stop_then == ST_THEN_TIMEOUT) ||
+                   (ok < ended && st_timed_out(sj, st_now_ns(s)))) {
+            /* stopped at its limit: by the controller, or by its agent on
+             * its own (the controller out of reach, or just ahead of it);
+             * past its limit it is not run again, lost node or not */
+            snprintf(msg, sizeof msg, "%.200s; its tasks stopped",
+                     sj->stop ? sj->message : "its time limit was reached");
+            st_finish_job(s, sj, ARB_JOB_TIMEOUT, msg);
         } else if (sj->stop && sj->stop_then == ST_THEN_REQUEUE) {
             snprintf(msg, sizeof msg, "%s", sj->message);
             st_job_requeue(s, sj, msg);
@@ -142,6 +169,47 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
         return;
     }
     st_job_save(s, sj, 0);
+}
+
+/* ---- time limits ----------------------------------------------------------------------- */
+
+bool st_timed_out(const st_job_t *sj, int64_t now)
+{
+    const arb_job_t *j = sj->j;
+    return j->time_limit_s > 0 && held(j) && now >= j->start_ns + j->time_limit_s * 1000000000LL;
+}
+
+void st_check_time_limits(st_t *s, int64_t now)
+{
+    /* Backwards: ending a job retires it, which moves the last one into its slot. */
+    for (int i = s->nactive - 1; i >= 0; i--) {
+        st_job_t *sj = s->active[i];
+        arb_job_t *j = sj->j;
+        char why[200], grace[32];
+        if (sj->own_j || !st_timed_out(sj, now) ||
+            (sj->stop && (sj->stop_then == ST_THEN_TIMEOUT || sj->stop_then == ST_THEN_CANCEL)))
+            continue;
+        snprintf(why, sizeof why, "its time limit (%lld s) was reached",
+                 (long long)j->time_limit_s);
+        if (!sj->delivered) { /* no agent has it: nothing runs */
+            st_finish_job(s, sj, ARB_JOB_TIMEOUT, why);
+            continue;
+        }
+        if (j->grace_s >= 0)
+            snprintf(grace, sizeof grace, "%d s", j->grace_s);
+        else
+            snprintf(grace, sizeof grace, "the agent's grace");
+        sj->stop = true;
+        sj->stop_then = ST_THEN_TIMEOUT;
+        snprintf(sj->message, sizeof sj->message, "%s", why);
+        uint64_t lam = st_event(s, "job-time-limit", sj->id, NULL,
+                                "job %llu '%s': %s: SIGTERM to its %d task%s, SIGKILL after %s; "
+                                "it ends as timeout",
+                                (unsigned long long)sj->id, j->name, why, j->nalloc,
+                                j->nalloc == 1 ? "" : "s", grace);
+        st_job_save(s, sj, lam);
+        s->dirty = true;
+    }
 }
 
 void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why)
@@ -306,6 +374,8 @@ static int cmp_int(const void *a, const void *b)
 static int task_util(st_t *s, const arb_job_t *j, int t)
 {
     const arb_task_alloc_t *a = &j->alloc[t];
+    if (a->node == ARB_NO_NODE)
+        return -1;
     const arb_node_t *n = &s->cluster.nodes[a->node];
     int sum = 0, k = 0;
 
@@ -327,8 +397,8 @@ void st_check_stragglers(st_t *s, int64_t now)
         int util[64], sorted[64], nu = 0, median = -1;
         bool multi = false;
 
-        if (j->state != ARB_JOB_RUNNING || j->nalloc < 2 || sj->stop)
-            continue;
+        if (j->state != ARB_JOB_RUNNING || j->nalloc < 2 || sj->stop || arb_job_partial_gang(j))
+            continue; /* (a gang that starts as room frees has no peers in step) */
         for (int t = 1; t < j->nalloc && !multi; t++)
             multi = j->alloc[t].node != j->alloc[0].node;
         if (!multi)

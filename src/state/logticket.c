@@ -44,7 +44,7 @@ typedef struct st_lticket {
     uint64_t job;
     int task;
     char node[254];
-    int64_t expires; /* st_mono_ns() */
+    int64_t expires; /* the controller clock, st_now_ns */
 } st_lticket_t;
 
 struct st_tickets {
@@ -117,11 +117,11 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, jso
     e.task = (int)task;
     snprintf(e.node, sizeof e.node, "%s", node);
     pthread_mutex_lock(&s->mu);
-    e.expires = st_mono_ns() + ST_TICKET_TTL_NS;
+    e.expires = st_now_ns(s) + ST_TICKET_TTL_NS;
     if (!s->tickets)
         s->tickets = calloc(1, sizeof *s->tickets);
     if (s->tickets) {
-        prune(s->tickets, st_mono_ns());
+        prune(s->tickets, st_now_ns(s));
         if (s->tickets->n == ST_TICKETS_MAX) { /* full of live tickets: the oldest goes */
             int old = 0;
             for (int i = 1; i < s->tickets->n; i++)
@@ -155,7 +155,7 @@ int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, co
     *out = NULL;
     *ticket = 0;
     pthread_mutex_lock(&s->mu);
-    int64_t now = st_mono_ns();
+    int64_t now = st_now_ns(s);
     for (int i = 0; s->tickets && i < s->tickets->n; i++) {
         const st_lticket_t *e = &s->tickets->v[i];
         /* in time independent of where a guess differs (tls_secret_equal) */

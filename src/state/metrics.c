@@ -227,7 +227,7 @@ int st_metrics(st_t *s, char **out, size_t *len)
     mbuf_t b = {0};
     store_gc_stats_t gs;
     char lbl[256];
-    int64_t now = st_mono_ns();
+    int64_t now = st_now_ns(s);
 
     b.cap = 16384;
     b.p = malloc(b.cap);
@@ -238,12 +238,12 @@ int st_metrics(st_t *s, char **out, size_t *len)
     pthread_mutex_lock(&s->mu);
 
     /* jobs */
-    uint64_t by_state[ARB_JOB_CANCELLED + 1] = {0};
+    uint64_t by_state[ARB_JOB_NSTATES] = {0};
     for (uint64_t id = 1; id < s->next_id; id++)
         if (s->jobs[id])
             by_state[s->jobs[id]->j->state]++;
     help(&b, "arbiter_jobs", "gauge", "Jobs by state.");
-    for (int k = 0; k <= ARB_JOB_CANCELLED; k++)
+    for (int k = 0; k < ARB_JOB_NSTATES; k++)
         mp(&b, "arbiter_jobs{state=\"%s\"} %llu\n", arb_job_state_name((arb_job_state_t)k),
            (unsigned long long)by_state[k]);
     help(&b, "arbiter_queue_length", "gauge", "Pending jobs per queue.");
@@ -257,39 +257,20 @@ int st_metrics(st_t *s, char **out, size_t *len)
         mp(&b, "arbiter_queue_length{queue=\"%s\"} %d\n", lbl, pending);
     }
 
-    /* why jobs wait */
-    int reasons[ARB_R_COUNT + 2] = {0}, explained = 0; /* +0 quota, +1 fits now */
-    arb_ctx_t ctx = {.now_ns = now, .rng = &s->rng};
-    for (uint64_t id = 1; id < s->next_id && explained < 200; id++) {
-        st_job_t *sj = s->jobs[id];
-        if (!sj || sj->j->state != ARB_JOB_PENDING)
-            continue;
-        arb_explain_t ex;
-        memset(&ex, 0, sizeof ex);
-        arb_sched_explain(s->sched, sj->j, &ctx, &ex);
-        int top = -1, best = 0;
-        for (int r = 1; r < ARB_R_COUNT; r++)
-            if (ex.hist[r] > best) {
-                best = ex.hist[r];
-                top = r;
-            }
-        if (ex.quota_blocked)
-            reasons[ARB_R_COUNT]++;
-        else if (top > 0)
-            reasons[top]++;
-        else
-            reasons[ARB_R_COUNT + 1]++;
-        explained++;
+    /* why jobs wait: what the last cycle found for each (arb_job_t.wait) */
+    int reasons[ARB_WAIT_VICTIMS + 1] = {0};
+    for (int k = 0; k < s->nactive; k++) {
+        const arb_job_t *j = s->active[k]->j;
+        if ((j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED) &&
+            j->wait <= ARB_WAIT_VICTIMS && !s->active[k]->own_j)
+            reasons[j->wait]++;
     }
     help(&b, "arbiter_pending_jobs_by_reason", "gauge",
-         "Pending jobs by the reason most nodes reject them (the 200 oldest pending jobs).");
-    for (int r = 1; r < ARB_R_COUNT; r++)
-        if (reasons[r])
-            mp(&b, "arbiter_pending_jobs_by_reason{reason=\"%s\"} %d\n",
-               arb_reason_name((arb_reason_t)r), reasons[r]);
-    mp(&b, "arbiter_pending_jobs_by_reason{reason=\"quota\"} %d\n", reasons[ARB_R_COUNT]);
-    mp(&b, "arbiter_pending_jobs_by_reason{reason=\"awaiting-cycle\"} %d\n",
-       reasons[ARB_R_COUNT + 1]);
+         "Pending jobs by why the last scheduling cycle did not place them (none: not tried "
+         "yet).");
+    for (int r = 0; r <= ARB_WAIT_VICTIMS; r++)
+        mp(&b, "arbiter_pending_jobs_by_reason{reason=\"%s\"} %d\n", arb_wait_name((arb_wait_t)r),
+           reasons[r]);
 
     /* GPUs, fragmentation, nodes */
     int64_t gpus = 0, used_milli = 0, free_whole = 0, free_on_busy = 0;

@@ -410,6 +410,8 @@ void st_node_index_job(st_t *s, st_job_t *sj)
     const arb_job_t *j = sj->j;
 
     for (int t = 0; t < j->nalloc; t++) {
+        if (j->alloc[t].node == ARB_NO_NODE)
+            continue;
         st_node_t *x = &s->nodes[j->alloc[t].node];
         int k = 0;
         while (k < x->nheld && x->held[k] != sj)
@@ -767,8 +769,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         }
     }
     x = st_node_ext(s, n);
-    x->report_mono = st_mono_ns();
-    x->report_ms = st_wall_ms();
+    x->report_mono = st_now_ns(s);
+    x->report_ms = st_now_ms(s);
     x->lamport = lam;
     if (has_lam)
         x->agent_lamport = remote;
@@ -865,7 +867,7 @@ static void fill_gpu_jobs(st_t *s, json_t **by_id)
         if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
             continue;
         for (int t = 0; t < j->nalloc; t++) {
-            json_t *node = by_id[j->alloc[t].node];
+            json_t *node = j->alloc[t].node == ARB_NO_NODE ? NULL : by_id[j->alloc[t].node];
             if (!node)
                 continue;
             json_t *gpus = json_object_get(node, "gpus");

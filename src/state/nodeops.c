@@ -517,7 +517,7 @@ int st_node_delete(st_t *s, const char *name, int64_t if_match, json_t **out, in
     if ((rc = node_for(s, name, if_match, &n, err)) < 0)
         goto out;
     st_node_t *x = st_node_ext(s, n);
-    int64_t age = st_mono_ns() - x->report_mono;
+    int64_t age = st_now_ns(s) - x->report_mono;
     for (int i = 0; i < s->nactive; i++) {
         const arb_job_t *j = s->active[i]->j;
         if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING)

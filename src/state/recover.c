@@ -161,7 +161,7 @@ static int recover_nodes(st_t *s, arb_err_t *err)
         snprintf(x->reason, sizeof x->reason, "%s",
                  json_string_value(json_object_get(o, "reason")) ?: "");
         st_node_apply_meta(s, n);      /* its labels and taints, operators' word on top */
-        x->report_mono = st_mono_ns(); /* a fresh lease */
+        x->report_mono = st_now_ns(s); /* a fresh lease */
         n->report_ns = x->report_mono;
         if (json_is_true(json_object_get(o, "drained")))
             arb_node_transition(&s->cluster, n, ARB_NODE_DRAINING, NULL);
@@ -174,7 +174,7 @@ static int recover_nodes(st_t *s, arb_err_t *err)
 
 static int job_state_of(const char *name)
 {
-    for (int k = 0; k <= ARB_JOB_CANCELLED; k++)
+    for (int k = 0; k < ARB_JOB_NSTATES; k++)
         if (name && strcmp(arb_job_state_name((arb_job_state_t)k), name) == 0)
             return k;
     return -1;
@@ -198,6 +198,10 @@ static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_c
         const json_t *a = json_array_get(alloc, t);
         const char *node = json_string_value(json_array_get(a, 0));
         arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
+        if (json_is_null(json_array_get(a, 0))) { /* an ended task's slot, holding nothing */
+            ta[t].node = ARB_NO_NODE;
+            continue;
+        }
         if (!nd) {
             rc = arb_errf(err, -ENOENT, "task %zu: node '%s' is gone", t, node ? node : "?");
             break;
@@ -247,7 +251,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     sj->delivered = json_is_true(json_object_get(o, "delivered"));
     sj->stop = json_is_true(json_object_get(o, "stop"));
     sj->stop_then = sj->stop ? (uint8_t)get_u64(o, "stop_then") : ST_THEN_CANCEL;
-    if (sj->stop_then > ST_THEN_REQUEUE)
+    if (sj->stop_then > ST_THEN_TIMEOUT)
         sj->stop_then = ST_THEN_FAIL;
     if (!sj->spec || !spec || sj->id == 0 || state < 0) {
         damaged(s, key_of(o), sj->id == 0 ? "no id" : state < 0 ? "no known state" : "no spec");
@@ -273,6 +277,8 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         if (state < ARB_JOB_SUCCEEDED)
             state = ARB_JOB_FAILED;
     }
+    if (json_is_integer(json_object_get(o, "time_limit_s"))) /* as resolved at submission */
+        j->time_limit_s = json_integer_value(json_object_get(o, "time_limit_s"));
     if (has_kept && kept.gone[0] && state < ARB_JOB_SUCCEEDED)
         st_event(s, "job-priority-kept", sj->id, NULL,
                  "job %llu: priority class '%s' is no longer in the config; the job keeps the "
@@ -324,13 +330,14 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
             j->queue = arb_intern(&s->cluster.strs, "default");
         return st_job_add(s, sj);
     }
-    arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+    arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
+    j->ext_id = sj->id; /* messages of the core name it by its public id */
     if ((rc = arb_sched_submit(s->sched, j, &ctx, err)) < 0) {
         arb_job_free(j);
         st_job_free(sj);
         return rc;
     }
-    j->submit_ns = ctx.now_ns - (st_wall_ms() - sj->submit_ms) * 1000000LL;
+    j->submit_ns = ctx.now_ns - (st_now_ms(s) - sj->submit_ms) * 1000000LL;
     sj->j = j;
     if ((rc = st_job_add(s, sj)) < 0)
         return rc;
@@ -339,9 +346,14 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         if (restore_alloc(s, j, json_object_get(o, "alloc"), &ctx, &aerr) == 0) {
             if (state == ARB_JOB_RUNNING)
                 arb_job_transition(j, ARB_JOB_RUNNING, NULL);
-            j->start_ns = ctx.now_ns;
+            /* its start on this run's clock, from the wall clock of its
+             * placement (this machine's): its time limit keeps counting */
+            j->start_ns =
+                sj->start_ms ? ctx.now_ns - (st_now_ms(s) - sj->start_ms) * 1000000LL : ctx.now_ns;
             j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
             sj->nalloc_seen = j->nalloc;
+            for (int t = 0; t < j->nalloc; t++) /* a failed task: no more of its gang start */
+                j->gang_closed |= sj->tasks[t].state == TK_FAILED;
             st_resize_recover(sj, o); /* a shrink under way goes on */
             sj->epoch = s->epoch;     /* re-stamped: see the top of this file */
             st_node_index_job(s, sj);

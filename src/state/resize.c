@@ -46,18 +46,31 @@ static st_job_t *by_sched_id(st_t *s, uint32_t sid)
     return NULL;
 }
 
-/* "job 7 'serve' (priority 1000)" into buf. */
+/* "job 7 'serve' (priority 1000)" into buf; for a quota reclaim "job 7
+ * 'serve' of queue 'team-b', within its nominal quota". */
 static void who_preempts(st_t *s, const arb_job_t *j, char *buf, size_t n)
 {
     st_job_t *p = by_sched_id(s, j->preempted_by);
 
-    if (p && st_service_who(s, p, buf, n)) /* a service's replica: name the service */
+    if (p && j->reclaimed)
+        snprintf(buf, n, "job %llu '%s' of queue '%s', within its nominal quota",
+                 (unsigned long long)p->id, p->j->name, arb_str(&s->cluster.strs, p->j->queue));
+    else if (p && st_service_who(s, p, buf, n)) /* a service's replica: name the service */
         return;
-    if (p)
+    else if (p)
         snprintf(buf, n, "job %llu '%s' (priority %d)", (unsigned long long)p->id, p->j->name,
                  p->j->priority);
     else
-        snprintf(buf, n, "a higher-priority job");
+        snprintf(buf, n,
+                 j->reclaimed ? "a job of its cohort within its nominal quota"
+                              : "a higher-priority job");
+}
+
+/* How a victim is taken: "preempted" for priority, "reclaimed" when its
+ * queue's borrowed quota is taken back. */
+static const char *taken(const arb_job_t *j)
+{
+    return j->reclaimed ? "quota reclaimed" : "preempted";
 }
 
 static void grace_text(const arb_job_t *j, char *buf, size_t n)
@@ -119,20 +132,29 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         grace_text(j, grace, sizeof grace);
         if (!sj->delivered) { /* no agent has it: nothing runs, release it now */
             char why[256];
-            snprintf(why, sizeof why, "preempted by %s before it started", by);
+            snprintf(why, sizeof why, "%s by %s before it started", taken(j), by);
             st_job_requeue(s, sj, why);
             s->m_preempted++;
             return;
         }
         sj->stop = true;
         sj->stop_then = ST_THEN_REQUEUE;
-        snprintf(sj->message, sizeof sj->message, "preempted by %s", by);
-        uint64_t lam = st_event(s, "job-preempting", sj->id, NULL,
-                                "job %llu '%s' (priority %d) preempted by %s: SIGTERM to its %d "
-                                "task%s, SIGKILL after %s; its GPUs are handed over once they "
-                                "have exited",
-                                (unsigned long long)sj->id, j->name, j->priority, by, j->nalloc,
-                                j->nalloc == 1 ? "" : "s", grace);
+        snprintf(sj->message, sizeof sj->message, "%s by %s", taken(j), by);
+        uint64_t lam;
+        if (j->reclaimed)
+            lam = st_event(s, "job-reclaiming", sj->id, NULL,
+                           "job %llu '%s' of queue '%s', which borrows above its nominal quota, "
+                           "quota reclaimed by %s: SIGTERM to its %d task%s, SIGKILL after %s; "
+                           "its GPUs are handed over once they have exited",
+                           (unsigned long long)sj->id, j->name, arb_str(&s->cluster.strs, j->queue),
+                           by, j->nalloc, j->nalloc == 1 ? "" : "s", grace);
+        else
+            lam = st_event(s, "job-preempting", sj->id, NULL,
+                           "job %llu '%s' (priority %d) preempted by %s: SIGTERM to its %d "
+                           "task%s, SIGKILL after %s; its GPUs are handed over once they "
+                           "have exited",
+                           (unsigned long long)sj->id, j->name, j->priority, by, j->nalloc,
+                           j->nalloc == 1 ? "" : "s", grace);
         st_job_save(s, sj, lam);
         s->m_preempted++;
         return;
@@ -180,9 +202,16 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         }
         sj->nalloc_seen = j->nalloc;
         st_node_index_job(s, sj);
-        uint64_t lam = st_event(s, "job-resized", sj->id, NULL,
-                                "job %llu '%s' resized %d -> %d: capacity freed on %s",
-                                (unsigned long long)sj->id, j->name, from, j->nalloc, where);
+        uint64_t lam =
+            arb_job_partial_gang(j)
+                ? st_event(s, "job-tasks-started", sj->id, NULL,
+                           "job %llu '%s': task%s %d..%d of %d started as room freed on %s "
+                           "(gangMin %d: the rest start as room frees)",
+                           (unsigned long long)sj->id, j->name, j->nalloc - from == 1 ? "" : "s",
+                           from, j->nalloc - 1, j->ntasks, where, j->gang_min)
+                : st_event(s, "job-resized", sj->id, NULL,
+                           "job %llu '%s' resized %d -> %d: capacity freed on %s",
+                           (unsigned long long)sj->id, j->name, from, j->nalloc, where);
         st_job_save(s, sj, lam);
     }
 }

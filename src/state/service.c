@@ -70,8 +70,7 @@ static st_svc_t *svc_of(st_t *s, const st_job_t *child, st_job_t **parent)
 
 static bool ended(const st_job_t *sj)
 {
-    return !sj || sj->j->state == ARB_JOB_SUCCEEDED || sj->j->state == ARB_JOB_FAILED ||
-           sj->j->state == ARB_JOB_CANCELLED;
+    return !sj || sj->j->state >= ARB_JOB_SUCCEEDED;
 }
 
 static bool holds(const st_job_t *sj)
@@ -220,9 +219,10 @@ static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
     sj->env = env;
     cmd = env = NULL;
     sj->restartable = true;
-    sj->submit_ms = st_wall_ms();
+    sj->submit_ms = st_now_ms(s);
     dress_replica(s, parent, sj, j, i);
-    arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+    j->ext_id = sj->id;
+    arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
     if ((rc = arb_sched_submit(s->sched, j, &ctx, &err)) < 0)
         goto fail;
     sj->j = j;
@@ -318,7 +318,7 @@ static void finish_parent(st_t *s, st_job_t *sj)
     arb_job_transition(sj->j, ARB_JOB_CANCELLED, NULL);
     for (int t = 0; t < sj->ntasks; t++)
         sj->tasks[t].state = TK_CANCELLED;
-    sj->end_ms = st_wall_ms();
+    sj->end_ms = st_now_ms(s);
     sj->stop = false;
     uint64_t lam = st_event(s, "job-cancelled", sj->id, NULL,
                             "job %llu '%s': service stopped, every replica ended",
@@ -634,7 +634,7 @@ static json_t *replica_json(st_t *s, st_job_t *parent, int i, int64_t now)
 json_t *st_service_json(st_t *s, st_job_t *sj)
 {
     st_svc_t *v = sj->svc;
-    int64_t now = st_mono_ns();
+    int64_t now = st_now_ns(s);
     json_t *reps = json_array();
 
     for (int i = 0; i < v->nrep; i++)
@@ -766,7 +766,7 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
     if (!sj || !may_see_svc(who, sj)) {
         rc = arb_errf(err, -ENOENT, "service '%s': no such running service", name);
     } else {
-        int64_t now = st_mono_ns();
+        int64_t now = st_now_ns(s);
         for (int i = 0; i < sj->svc->nrep; i++) {
             /* A draining replica the balancer no longer lists has nothing
              * in flight there. (With several balancers the last report

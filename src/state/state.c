@@ -37,6 +37,16 @@ int64_t st_wall_ms(void)
     return arb_wall_ms();
 }
 
+int64_t st_now_ns(const st_t *s)
+{
+    return s->conf.clock.mono_ns ? s->conf.clock.mono_ns(s->conf.clock.arg) : st_mono_ns();
+}
+
+int64_t st_now_ms(const st_t *s)
+{
+    return s->conf.clock.wall_ms ? s->conf.clock.wall_ms(s->conf.clock.arg) : st_wall_ms();
+}
+
 struct timespec st_deadline(int64_t ms)
 {
     return arb_deadline_ms(ms);
@@ -68,7 +78,7 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    jv_time(st_wall_ms(), tbuf, sizeof tbuf);
+    jv_time(st_now_ms(s), tbuf, sizeof tbuf);
     o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)lam, "time", tbuf, "type", type,
                   "message", msg);
     if (!o)
@@ -196,8 +206,7 @@ int st_job_add(st_t *s, st_job_t *sj)
         s->capjobs = cap;
     }
     sj->active_ix = -1;
-    if (sj->j->state != ARB_JOB_SUCCEEDED && sj->j->state != ARB_JOB_FAILED &&
-        sj->j->state != ARB_JOB_CANCELLED) {
+    if (sj->j->state < ARB_JOB_SUCCEEDED) { /* not ended */
         if (s->nactive == s->capactive) {
             int cap = s->capactive ? s->capactive * 2 : 1024;
             st_job_t **v = realloc(s->active, (size_t)cap * sizeof *v);
@@ -258,8 +267,8 @@ void st_job_save(st_t *s, st_job_t *sj, uint64_t lamport)
     free(rec);
 }
 
-/* End sj (SUCCEEDED, FAILED, CANCELLED): release what it holds, event,
- * record. */
+/* End sj (SUCCEEDED, FAILED, CANCELLED, TIMEOUT): release what it holds,
+ * event, record. */
 void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
 {
     arb_err_t err;
@@ -270,10 +279,11 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
     for (int t = 0; t < sj->ntasks; t++)
         if (sj->tasks[t].state == TK_ASSIGNED || sj->tasks[t].state == TK_RUNNING)
             sj->tasks[t].state = to == ARB_JOB_SUCCEEDED ? TK_SUCCEEDED
-                                 : to == ARB_JOB_FAILED  ? TK_FAILED
-                                                         : TK_CANCELLED;
+                                 : to == ARB_JOB_FAILED
+                                     ? TK_FAILED
+                                     : TK_CANCELLED; /* or stopped at its limit */
     (void)nalloc;
-    sj->end_ms = st_wall_ms();
+    sj->end_ms = st_now_ms(s);
     sj->stop = false;
     sj->stop_then = ST_THEN_CANCEL;
     snprintf(sj->message, sizeof sj->message, "%s", why);
@@ -281,6 +291,7 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
         st_event(s,
                  to == ARB_JOB_CANCELLED   ? "job-cancelled"
                  : to == ARB_JOB_SUCCEEDED ? "job-succeeded"
+                 : to == ARB_JOB_TIMEOUT   ? "job-timeout"
                                            : "job-failed",
                  sj->id, NULL, "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, why);
     st_job_save(s, sj, lam);
@@ -307,7 +318,8 @@ static int build_sched(st_t *s, arb_err_t *err)
     sc.backfill = s->conf.backfill;
     sc.preemption = s->conf.preemption;
     sc.starvation_ns = s->conf.starvation_ns;
-    sc.preempt_defer = true; /* victims keep their GPUs until they exited (resize.c) */
+    sc.preempt_defer = true;     /* victims keep their GPUs until they exited (resize.c) */
+    sc.grace_ns = 10000000000LL; /* an agent's default SIGTERM -> SIGKILL (docs/agent.md) */
     s->sched = arb_sched_new(&s->cluster, &sc, err);
     if (!s->sched)
         return -ENOMEM;
@@ -365,9 +377,9 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
     arb_cond_init(&s->ev_cond); /* both waited on with monotonic deadlines */
     arb_cond_init(&s->kick);
     arb_cluster_init(&s->cluster);
-    arb_rng_seed(&s->rng, 1);
+    arb_rng_seed(&s->rng, conf->seed ? conf->seed : 1);
     s->next_id = 1;
-    s->m_start_mono = s->m_window_mono = st_mono_ns();
+    s->m_start_mono = s->m_window_mono = st_now_ns(s);
     s->ring_cap = s->conf.event_retention;
     s->ring = calloc((size_t)s->ring_cap, sizeof *s->ring);
     so.sync = s->conf.sync;
@@ -494,7 +506,7 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         sj->attempt++;
         sj->epoch = s->epoch;
         sj->delivered = false;
-        sj->start_ms = st_wall_ms();
+        sj->start_ms = st_now_ms(s);
         where[0] = '\0';
         for (int t = 0; t < j->nalloc; t++) {
             sj->tasks[t].state = TK_ASSIGNED;
@@ -532,17 +544,18 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
 int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 {
     arb_cycle_stats_t st = {0};
-    int64_t now = st_mono_ns(), t;
+    int64_t now = st_now_ns(s), t0 = st_mono_ns(), t;
     arb_ctx_t ctx = {.now_ns = now, .rng = &s->rng};
     int rc;
 
     pthread_mutex_lock(&s->mu);
     st_check_leases(s, now);
+    st_check_time_limits(s, now);
     st_check_stragglers(s, now);
     st_service_reconcile(s, now);
     s->dirty = false;
     rc = arb_sched_cycle(s->sched, &ctx, &st);
-    double ms = (double)(st_mono_ns() - now) / 1e6;
+    double ms = (double)(st_mono_ns() - t0) / 1e6;
     int k = 0;
     while (k < ST_HIST - 1 && ms > st_cycle_buckets_ms[k])
         k++;
@@ -572,6 +585,27 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 }
 
 /* ---- jobs ------------------------------------------------------------------------------- */
+
+int st_time_limit(st_t *s, arb_job_t *j, arb_err_t *err)
+{
+    int64_t def = s->conf.default_limit_s, max = s->conf.max_limit_s;
+    const char *qn = arb_str(&s->cluster.strs, j->queue);
+
+    for (int i = 0; i < s->conf.nqueues; i++)
+        if (!strcmp(s->conf.queues[i].name, qn) &&
+            (s->conf.queues[i].default_limit_s || s->conf.queues[i].max_limit_s)) {
+            def = s->conf.queues[i].default_limit_s;
+            max = s->conf.queues[i].max_limit_s;
+        }
+    if (j->time_limit_s == 0)
+        j->time_limit_s = def ? def : max;
+    if (max && j->time_limit_s > max)
+        return arb_errf(err, -EINVAL,
+                        "timeLimit: %llds is longer than the %llds queue '%s' allows "
+                        "(maxTimeLimit); ask for at most %llds",
+                        (long long)j->time_limit_s, (long long)max, qn, (long long)max);
+    return 0;
+}
 
 /* The largest capacity any registered node offers, for "no node could ever
  * hold it". */
@@ -686,7 +720,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     } else if (j->queue == 0) {
         j->queue = dflt;
     }
-    if (s->conf.nqueues > 0) {
+    if (s->conf.nqueues > 0 && j->queue != dflt) { /* 'default' is always there, quota-less */
         const char *qn = arb_str(&s->cluster.strs, j->queue);
         bool known = false;
         char list[256];
@@ -699,10 +733,15 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
                                          s->conf.queues[i].name);
         }
         if (!known) {
-            rc = arb_errf(err, -EINVAL, "queue: '%s' is not configured (queues: %s)", qn, list);
+            rc = arb_errf(err, -EINVAL,
+                          "queue: '%s' is not configured (queues: %s, and 'default', the "
+                          "quota-less queue of jobs without queue:)",
+                          qn, list);
             goto out;
         }
     }
+    if ((rc = st_time_limit(s, j, err)) < 0)
+        goto out;
     if ((rc = check_fittable(s, j, err)) < 0)
         goto out;
 
@@ -727,9 +766,10 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     sj->env = env;
     sj->restartable = restartable;
     command = env = NULL;
-    sj->submit_ms = st_wall_ms();
-    arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
-    if (svc.is) { /* a service: the scheduler sees its replicas, never it (service.h) */
+    sj->submit_ms = st_now_ms(s);
+    arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
+    j->ext_id = sj->id; /* messages of the core name it by its public id */
+    if (svc.is) {       /* a service: the scheduler sees its replicas, never it (service.h) */
         sj->own_j = true;
         j->state = ARB_JOB_RUNNING;
     } else if ((rc = arb_sched_submit(s->sched, j, &ctx, err)) < 0)
@@ -812,12 +852,12 @@ int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *qu
 
     if (state && state[0]) {
         int k = 0;
-        while (k <= ARB_JOB_CANCELLED && strcmp(arb_job_state_name((arb_job_state_t)k), state))
+        while (k < ARB_JOB_NSTATES && strcmp(arb_job_state_name((arb_job_state_t)k), state))
             k++;
-        if (k > ARB_JOB_CANCELLED && strcmp(state, "active") != 0)
+        if (k >= ARB_JOB_NSTATES && strcmp(state, "active") != 0)
             return arb_errf(err, -EINVAL,
                             "state: '%s' is not a job state (pending, placed, running, "
-                            "preempted, succeeded, failed, cancelled, active)",
+                            "preempted, succeeded, failed, cancelled, timeout, active)",
                             state);
         want = (arb_job_state_t)k;
     }
@@ -869,6 +909,7 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
     case ARB_JOB_SUCCEEDED:
     case ARB_JOB_FAILED:
     case ARB_JOB_CANCELLED:
+    case ARB_JOB_TIMEOUT:
         rc = arb_errf(err, -EPERM, "job %llu already ended (%s); nothing to cancel",
                       (unsigned long long)id, arb_job_state_name(sj->j->state));
         goto out;
@@ -946,7 +987,7 @@ int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, jso
                               "state", arb_job_state_name(sj->j->state));
         if (sj->j->state == ARB_JOB_PENDING || sj->j->state == ARB_JOB_PREEMPTED) {
             arb_explain_t ex;
-            arb_ctx_t ctx = {.now_ns = st_mono_ns(), .rng = &s->rng};
+            arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
             memset(&ex, 0, sizeof ex);
             arb_sched_explain(s->sched, sj->j, &ctx, &ex);
             int need = arb_explain_json(s->sched, &ex, NULL, 0);

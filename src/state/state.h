@@ -57,12 +57,26 @@ typedef struct st st_t;
 
 #define ST_NAME_MAX 64
 
+/* Where the controller's time comes from. Both NULL: the system clocks
+ * (CLOCK_MONOTONIC for leases, ages and the scheduler, CLOCK_REALTIME for
+ * the times shown to people). The deterministic simulation test and
+ * `arbiter place` pass a virtual clock, so the very same state machine runs
+ * on simulated time (st_now_ns, st_now_ms). Waits of threads (long polls,
+ * the scheduler thread's interval, health probes) stay on real time. */
+typedef struct st_clock {
+    int64_t (*mono_ns)(void *arg);
+    int64_t (*wall_ms)(void *arg);
+    void *arg;
+} st_clock_t;
+
 typedef struct st_queue_conf {
     char name[ST_NAME_MAX];
     char cohort[ST_NAME_MAX];
     bool has_quota;
     arb_res_t nominal, borrow_limit;
     double weight;
+    int64_t default_limit_s; /* defaultTimeLimit: a job without timeLimit gets it (0: none) */
+    int64_t max_limit_s;     /* maxTimeLimit: no longer timeLimit (0: none) */
 } st_queue_conf_t;
 
 typedef struct st_conf {
@@ -70,19 +84,24 @@ typedef struct st_conf {
     arb_queue_policy_t queue_policy;
     bool backfill, preemption;
     int64_t starvation_ns;
+    int64_t default_limit_s;   /* scheduler.defaultTimeLimit, for queues without their own */
+    int64_t max_limit_s;       /* scheduler.maxTimeLimit, likewise */
     int64_t interval_ns;       /* scheduler cycle at least this often (default 1 s) */
     int64_t lease_ns;          /* node silent longer: NotReady (default 10 s) */
     int64_t grace_ns;          /* then this long more: its tasks are lost (default 5 s) */
-    int64_t stale_ns;          /* filter nodes whose report is older (default 30 s; 0 off) */
+    int64_t stale_ns;          /* filter nodes whose report is older (default lease / 2; 0 off) */
     int event_retention;       /* events kept (default 100000) */
     store_sync_t sync;         /* store.synchronous: full (default) or normal */
     bool accept_rewind;        /* not a config key: `controller --accept-rewind` (store.h) */
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */
+    bool cap_requests;         /* resources.capRequests: a request without a limit is its cap */
     int64_t idem_retention_ns; /* api.idempotencyRetention: keys kept (default 24 h; 0: for ever) */
     int nqueues;
     st_queue_conf_t *queues;    /* owned; freed by st_conf_free */
     int nclasses;               /* priorityClasses: the built-ins, then the config's */
     spec_prio_class_t *classes; /* owned; NULL: the built-ins only */
+    st_clock_t clock;           /* {0}: the system clocks */
+    uint64_t seed;              /* the scheduler's random tie-breaking (0: 1) */
 } st_conf_t;
 
 /* Defaults for every key. */

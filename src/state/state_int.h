@@ -38,8 +38,9 @@
 enum { TK_PENDING, TK_ASSIGNED, TK_RUNNING, TK_SUCCEEDED, TK_FAILED, TK_LOST, TK_CANCELLED };
 extern const char *const st_task_state_names[];
 
-enum { ST_THEN_CANCEL, ST_THEN_FAIL, ST_THEN_REQUEUE }; /* st_job_t.stop_then */
-enum { ST_STRAG_NONE, ST_STRAG_STALE, ST_STRAG_SLOW };  /* st_task_t.straggler */
+/* st_job_t.stop_then: what follows once a stopping job's tasks have ended */
+enum { ST_THEN_CANCEL, ST_THEN_FAIL, ST_THEN_REQUEUE, ST_THEN_TIMEOUT };
+enum { ST_STRAG_NONE, ST_STRAG_STALE, ST_STRAG_SLOW }; /* st_task_t.straggler */
 
 typedef struct st_task {
     uint8_t state;
@@ -176,9 +177,14 @@ struct st {
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
 };
 
-/* Clocks. */
+/* Clocks. st_mono_ns/st_wall_ms read the system clocks (for real waits
+ * and durations); st_now_ns/st_now_ms read the controller's clock
+ * (conf.clock: the system's, or a virtual one), which is what every
+ * decision, lease, age and timestamp of the state uses. */
 int64_t st_mono_ns(void);
 int64_t st_wall_ms(void);
+int64_t st_now_ns(const st_t *s);
+int64_t st_now_ms(const st_t *s);
 /* The CLOCK_MONOTONIC instant ms from now, for arb_cond_wait_until on
  * s->ev_cond or s->kick (both made by arb_cond_init). */
 struct timespec st_deadline(int64_t ms);
@@ -219,6 +225,10 @@ typedef struct st_prio_kept {
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                        arb_job_t **job, json_t **command, json_t **env, bool *restartable,
                        arb_err_t *err);
+/* Give j its queue's default time limit when it has none, or refuse one
+ * above the queue's maximum (-EINVAL naming both); config queues, then
+ * scheduler.defaultTimeLimit/maxTimeLimit. */
+int st_time_limit(st_t *s, arb_job_t *j, arb_err_t *err);
 /* Re-charge tasks' allocations to their nodes (recovery); false on conflict. */
 void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why);
 
@@ -227,6 +237,12 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why);
  * NotReady; nodes silent past lease + grace are lost, their tasks with
  * them (st_task_lost). */
 void st_check_leases(st_t *s, int64_t now);
+/* Time limits, once per cycle: a placed or running job past its
+ * timeLimit is stopped (SIGTERM, its grace, SIGKILL: its agents do it) and
+ * ends TIMEOUT once its tasks have exited; one no agent has yet ends at
+ * once. Whether sj's limit has passed at now. */
+void st_check_time_limits(st_t *s, int64_t now);
+bool st_timed_out(const st_job_t *sj, int64_t now);
 /* Task t of sj is lost (its node lost, or its agent fenced it): mark it
  * and settle the job. */
 void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why);

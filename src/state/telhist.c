@@ -167,7 +167,7 @@ int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, 
     if (!n) {
         rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
     } else {
-        *out = st_telhist_json(st_node_ext(s, n), st_mono_ns());
+        *out = st_telhist_json(st_node_ext(s, n), st_now_ns(s));
         json_object_set_new(*out, "node", json_string(name));
     }
     *ticket = st_seen(s);

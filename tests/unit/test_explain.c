@@ -135,25 +135,43 @@ static void test_quota_blocked(void **st)
     fx_t f;
     fx_init(&f);
     fx_node(&f, "a", 8, 1, NULL, 0);
+    fx_node(&f, "b", 8, 1, NULL, 0);
     fx_sched(&f, "pack");
     arb_queue_t q = {.name = S(&f, "team"), .has_quota = true, .weight = 1};
-    q.nominal.gpu_milli = 4000;
+    q.nominal.gpu_milli = 8000;
     assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    arb_job_t *held = fx_job_new("held", 1, 4, 0);
+    held->queue = S(&f, "team");
+    fx_submit(&f, held);
     arb_job_t *j = fx_job_new("greedy", 1, 6, 0);
     j->queue = S(&f, "team");
     fx_submit(&f, j);
     arb_cycle_stats_t cs;
     assert_int_equal(arb_sched_cycle(f.s, &f.ctx, &cs), 0);
+    assert_int_equal(held->state, ARB_JOB_PLACED);
     assert_int_equal(j->state, ARB_JOB_PENDING);
     arb_explain_t ex;
     char json[4096];
     fx_explain(&f, j, &ex, json, sizeof json);
     assert_keys(json);
     assert_true(ex.quota_blocked);
-    assert_non_null(strstr(
-        ex.summary, "waiting for quota: queue 'team' GPU quota: would use 6000, nominal 4000"));
+    assert_false(ex.never);
+    /* quotas in GPUs, not thousandths of one */
+    if (!strstr(ex.summary, "waiting for quota: queue 'team' GPU quota: it would use 10 GPUs (4 "
+                            "GPUs in use now), above its nominal 8 GPUs + borrowing limit 0 GPUs"))
+        fail_msg("summary: %s", ex.summary);
     assert_non_null(strstr(json, "\"quota_blocked\":true"));
     assert_true(ex.hint[0] != '\0');
+
+    /* More than the queue could ever hold: said so, with the numbers. */
+    arb_job_t *huge = fx_job_new("huge", 1, 12, 0);
+    huge->queue = S(&f, "team");
+    fx_submit(&f, huge);
+    fx_explain(&f, huge, &ex, json, sizeof json);
+    assert_true(ex.never);
+    if (!strstr(ex.summary, "job 'huge' can never start in its queue: it needs 12 GPUs, more "
+                            "than queue 'team' can ever hold (8 GPUs"))
+        fail_msg("summary: %s", ex.summary);
     fx_free(&f);
 }
 
@@ -262,9 +280,14 @@ static void test_gang_whole(void **st)
     assert_keys(json);
     assert_int_equal(ex.group, 0);
     assert_non_null(strstr(ex.summary, "2/2 nodes are available"));
-    assert_non_null(strstr(ex.summary, "each node may take one task"));
-    assert_non_null(strstr(ex.summary, "'workers' (3 tasks x 4 GPUs, topology any)"));
-    assert_non_null(strstr(ex.summary, "does not fit all at once"));
+    /* per-group counts: how many of its tasks fit, and where */
+    if (!strstr(ex.summary, "group 'workers' (3 tasks x 4 GPUs): 2 of 3 tasks fit now: node a "
+                            "takes 1, node b takes 1"))
+        fail_msg("summary: %s", ex.summary);
+    assert_int_equal(ex.tasks_fit, 2);
+    assert_int_equal(ex.tasks_need, 3);
+    assert_non_null(strstr(ex.hint, "What fits now: 2 of the 3 tasks of group 'workers'"));
+    assert_non_null(strstr(json, "\"tasks\":{\"fit_now\":2,\"need\":3}"));
     assert_non_null(strstr(json, "\"reasons\":{}"));
 
     /* A second group that no node can take is named instead. */

@@ -123,12 +123,37 @@ static void test_default(void **st)
     compare("default");
 }
 
+/* Found by the deterministic simulation test: a node joins after the
+ * index was built and the first job bound to it goes the per-node path (a
+ * topology-confined gang never syncs the classes): binding must not touch
+ * an index slot that does not exist yet, and the next sync keys the node. */
+static void test_node_added_after_sync(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "a", 8, 1, NULL, 0);
+    fx_sched(&f, "default");
+    fx_run(&f, "first", 1, 1, 0); /* builds the index over node a */
+    fx_node(&f, "b", 8, 1, NULL, 0);
+    N(&f, 0)->state = ARB_NODE_DRAINING;
+    fx_touch(&f, 0);
+    arb_job_t *g = fx_job_new("gang", 2, 2, 0);
+    g->groups[0].topo = (arb_topo_req_t){ARB_TOPO_NODE, true};
+    fx_submit(&f, g);
+    assert_int_equal(arb_sched_place(f.s, g, &f.ctx), 0);
+    assert_int_equal(g->alloc[0].node, 1);
+    assert_int_equal(sched_index_sync(f.s), 0);
+    assert_int_equal(sched_index_check(f.s), 0);
+    fx_free(&f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_pack),
         cmocka_unit_test(test_spread),
         cmocka_unit_test(test_default),
+        cmocka_unit_test(test_node_added_after_sync),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -577,6 +577,35 @@ static void test_config(void **unused)
     assert_int_equal(c.lease_ns, 5000000000LL);
     assert_int_equal(c.nqueues, 2);
     assert_int_equal(c.queues[0].nominal.gpu_milli, 8000);
+    assert_int_equal(c.stale_ns, 2500000000LL); /* half the lease when not given */
+    /* issue 12: time limits per queue and for the scheduler, capRequests,
+     * staleness below the lease, 'default' reserved */
+    const char *lim = "scheduler: {defaultTimeLimit: 1h, maxTimeLimit: 24h}\n"
+                      "resources: {capRequests: true}\n"
+                      "queues:\n  - {name: q, defaultTimeLimit: 10m, maxTimeLimit: 2h}\n";
+    assert_int_equal(st_conf_load_mem("c.yaml", lim, strlen(lim), &c, &err), 0);
+    assert_int_equal(c.default_limit_s, 3600);
+    assert_int_equal(c.max_limit_s, 86400);
+    assert_int_equal(c.queues[0].default_limit_s, 600);
+    assert_int_equal(c.queues[0].max_limit_s, 7200);
+    assert_true(c.cap_requests);
+    static const struct {
+        const char *yaml, *want;
+    } bad_cases[] = {
+        {"nodes: {lease: 10s, staleness: 30s}\n", "is not below the lease"},
+        {"queues:\n  - {name: q, defaultTimeLimit: 2h, maxTimeLimit: 1h}\n",
+         "maxTimeLimit 3600s is below defaultTimeLimit 7200s"},
+        {"queues:\n  - {name: default}\n", "'default' is the quota-less queue"},
+        {"scheduler: {maxTimeLimit: 1500ms}\n", "a time limit is whole seconds"},
+        {"resources: {capRequest: true}\n", "capRequest"},
+    };
+    for (size_t i = 0; i < sizeof bad_cases / sizeof bad_cases[0]; i++) {
+        assert_int_equal(
+            st_conf_load_mem("c.yaml", bad_cases[i].yaml, strlen(bad_cases[i].yaml), &c, &err),
+            -EINVAL);
+        if (!strstr(err.msg, bad_cases[i].want))
+            fail_msg("%s: %s", bad_cases[i].yaml, err.msg);
+    }
     const char *bad = "scheduler:\n  policy: pack\n  intervall: 1s\n";
     assert_int_equal(st_conf_load_mem("c.yaml", bad, strlen(bad), &c, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "c.yaml:3:"));

@@ -1,0 +1,518 @@
+/*
+ * test_cycle.c: the scheduling cycle's invariants (src/core/cycle.c), one
+ * test per number, each on a cluster and job mix made to break it:
+ *   1 no preemption livelock (priority and quota reclaim, every queue order,
+ *     deferred victims as in the controller and instant ones as in the
+ *     simulator): a victim never goes back into its preemptor's room;
+ *   2 no freeze: a job that could never fit holds no reservation or barrier;
+ *   3 a starving job reserves only the nodes it could use;
+ *   4 backfill uses time limits (and grace) and never delays the reservation;
+ *   5 waiting for quota holds nobody back;
+ *   6 a preemptor's room is its own while its victims stop;
+ *   8 explain is the cycle: "fits now" is placed next, and a held job is told
+ *     by whom.
+ * (7, elastic growth, is test_elastic.c's.)
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+
+#include "core_fixture.h"
+#include "core/sched_int.h"
+
+#define SEC 1000000000LL
+
+static void sched(fx_t *f, arb_queue_policy_t qp, bool backfill, bool preempt, bool defer,
+                  int64_t starvation)
+{
+    arb_sched_conf_t conf = {0};
+    conf.queue_policy = qp;
+    conf.backfill = backfill;
+    conf.preemption = preempt;
+    conf.preempt_defer = defer;
+    conf.starvation_ns = starvation;
+    conf.grace_ns = 10 * SEC;
+    fx_sched_conf(f, "pack", &conf);
+}
+
+static arb_job_t *job(fx_t *f, const char *name, int tasks, int gpus, int prio, const char *queue,
+                      int64_t limit_s)
+{
+    arb_job_t *j = fx_job_new(name, tasks, gpus, 0);
+    j->priority = prio;
+    j->time_limit_s = limit_s;
+    j->grace_s = -1;
+    if (queue)
+        j->queue = S(f, queue);
+    return fx_submit(f, j);
+}
+
+static void cycle(fx_t *f)
+{
+    arb_cycle_stats_t cs;
+    assert_int_equal(arb_sched_cycle(f->s, &f->ctx, &cs), 0);
+    fx_check(f);
+}
+
+static bool holds(const arb_job_t *j)
+{
+    return j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
+}
+
+/* The controller's part of a deferred preemption: every marked victim has
+ * stopped; how many were. */
+static int stop_victims(fx_t *f)
+{
+    int n = 0;
+    for (uint32_t i = 0; i < arb_sched_njobs(f->s); i++) {
+        arb_job_t *j = arb_sched_job(f->s, i);
+        if (j->evicting) {
+            assert_int_equal(arb_sched_finish(f->s, j, ARB_JOB_PREEMPTED, &f->err), 0);
+            n++;
+        }
+    }
+    return n;
+}
+
+/* ---- 1: no preemption livelock ---------------------------------------------------------- */
+
+/* Two queues of one cohort; A borrows B's idle quota, then B's job of the
+ * same priority arrives within B's nominal: A's job is reclaimed once and
+ * B's runs; A's waits for quota, it does not take the room back. */
+static void reclaim_once(arb_queue_policy_t qp, bool defer)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    sched(&f, qp, false, true, defer, 0);
+    for (int i = 0; i < 2; i++) {
+        arb_queue_t q = {
+            .name = S(&f, i ? "b" : "a"), .cohort = S(&f, "c"), .has_quota = true, .weight = 1};
+        q.nominal.gpu_milli = 4000;
+        q.borrow_limit.gpu_milli = 4000;
+        assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    }
+    arb_job_t *a = job(&f, "a-borrows", 1, 8, 0, "a", 0);
+    cycle(&f);
+    assert_true(holds(a));
+    arb_job_t *b = job(&f, "b-within", 1, 4, 0, "b", 0);
+    int evictions = 0;
+    for (int k = 0; k < 20; k++) {
+        cycle(&f);
+        if (defer)
+            evictions += stop_victims(&f);
+        else
+            evictions += a->state == ARB_JOB_PREEMPTED || (a->state == ARB_JOB_PENDING && k == 0);
+    }
+    cycle(&f);
+    assert_true(holds(b));
+    assert_false(holds(a));
+    assert_true(a->reclaimed);                 /* named as a reclaim */
+    assert_int_equal(a->wait, ARB_WAIT_QUOTA); /* b's 4 GPUs leave a 4: 8 do not fit */
+    if (defer)
+        assert_int_equal(evictions, 1);
+    fx_free(&f);
+}
+
+static void test_1_no_livelock_reclaim(void **st)
+{
+    for (int qp = 0; qp < 3; qp++) {
+        reclaim_once((arb_queue_policy_t)qp, true);
+        reclaim_once((arb_queue_policy_t)qp, false);
+    }
+}
+
+/* Priority preemption under an order that does not sort by priority
+ * (fifo, drf): the victim is older, or its queue's share is lower, yet it
+ * is tried after its preemptor while that one waits. */
+static void priority_once(arb_queue_policy_t qp)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    sched(&f, qp, false, true, true, 0);
+    arb_job_t *low = job(&f, "low", 1, 4, 0, "x", 0);
+    arb_job_t *fill = job(&f, "fill", 1, 4, 0, "y", 0);
+    cycle(&f);
+    assert_true(holds(low) && holds(fill));
+    arb_job_t *high = job(&f, "high", 1, 8, 1000, "y", 0);
+    int evictions = 0;
+    for (int k = 0; k < 10; k++) {
+        cycle(&f);
+        evictions += stop_victims(&f);
+    }
+    assert_true(holds(high));
+    assert_int_equal(evictions, 2); /* low and fill, once each */
+    assert_false(holds(low) || holds(fill));
+    fx_free(&f);
+}
+
+static void test_1_no_livelock_priority(void **st)
+{
+    priority_once(ARB_QP_FIFO);
+    priority_once(ARB_QP_DRF);
+    priority_once(ARB_QP_PRIORITY);
+}
+
+/* ---- 2: no freeze -------------------------------------------------------------------------- */
+
+/* A head no node could ever take (a selector nothing matches, more memory
+ * than any node has, a taint nothing tolerates) under backfill, starvation
+ * and fifo: the jobs behind it start; it waits as "never". */
+static void freeze_once(int how, bool backfill, arb_queue_policy_t qp, int64_t starvation)
+{
+    fx_t f;
+    fx_init(&f);
+    uint32_t n1 = fx_node(&f, "n1", 8, 1, NULL, 0);
+    fx_node(&f, "n2", 8, 1, NULL, 0);
+    if (how == 2) {
+        arb_node_add_taint(&f.c, N(&f, 0), "maint", "", ARB_TAINT_NO_SCHEDULE);
+        arb_node_add_taint(&f.c, N(&f, 1), "maint", "", ARB_TAINT_NO_SCHEDULE);
+    }
+    (void)n1;
+    sched(&f, qp, backfill, false, false, starvation);
+    arb_job_t *head = fx_job_new("never", 1, 1, 0);
+    if (how == 0)
+        fx_selector(&f, head, "zone", "nowhere");
+    if (how == 1)
+        head->groups[0].req.mem_bytes = 4096 * GIB;
+    fx_submit(&f, head);
+    arb_job_t *next = fx_job_new("next", 1, 2, 0);
+    if (how == 2)
+        fx_toleration(&f, next, "maint", NULL, true, 0);
+    fx_submit(&f, next);
+    f.ctx.now_ns += 3600 * SEC; /* long past any starvation threshold */
+    cycle(&f);
+    assert_true(holds(next));
+    assert_int_equal(head->wait, ARB_WAIT_NEVER);
+    arb_explain_t ex;
+    assert_int_equal(arb_sched_explain(f.s, head, &f.ctx, &ex), 0);
+    assert_true(ex.never);
+    assert_non_null(strstr(ex.summary, "can never start"));
+    assert_null(strstr(ex.hint, "fragmented"));
+    assert_null(strstr(ex.hint, "topology"));
+    if (how == 0)
+        assert_non_null(strstr(ex.summary, "nodeSelector zone=nowhere"));
+    if (how == 1 && !strstr(ex.summary, "it needs 4Ti memory, the largest node has 1Ti"))
+        fail_msg("summary: %s", ex.summary);
+    fx_free(&f);
+}
+
+static void test_2_no_freeze(void **st)
+{
+    for (int how = 0; how < 3; how++) {
+        freeze_once(how, true, ARB_QP_PRIORITY, 0);
+        freeze_once(how, false, ARB_QP_PRIORITY, 60 * SEC);
+        freeze_once(how, false, ARB_QP_FIFO, 0);
+        freeze_once(how, true, ARB_QP_FIFO, 60 * SEC);
+    }
+}
+
+/* ---- 3: a starving job reserves only what it could use -------------------------------------- */
+
+static void test_3_starving_reserves_its_nodes(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    uint32_t a = fx_node(&f, "gpu-a", 8, 1, NULL, 0);
+    uint32_t b = fx_node(&f, "cpu-b", 8, 1, NULL, 0);
+    fx_label(&f, a, "pool", "big");
+    sched(&f, ARB_QP_PRIORITY, false, false, false, 30 * SEC);
+    arb_job_t *busy = job(&f, "busy", 1, 4, 0, NULL, 0);
+    cycle(&f);
+    assert_int_equal(busy->alloc[0].node, a);
+    arb_job_t *starving = fx_job_new("starving", 1, 8, 0);
+    fx_selector(&f, starving, "pool", "big");
+    fx_submit(&f, starving);
+    f.ctx.now_ns += 60 * SEC;
+    arb_job_t *small = job(&f, "small", 2, 2, 0, NULL, 0); /* would pack onto gpu-a */
+    cycle(&f);
+    assert_false(holds(starving));
+    assert_true(holds(small));
+    for (int t = 0; t < small->nalloc; t++)
+        assert_int_equal(small->alloc[t].node, b); /* never on what the starving job needs */
+    arb_job_t *only_a = fx_job_new("only-a", 1, 2, 0);
+    fx_selector(&f, only_a, "pool", "big");
+    fx_submit(&f, only_a);
+    cycle(&f);
+    assert_false(holds(only_a));
+    assert_int_equal(only_a->wait, ARB_WAIT_STARVING);
+    arb_explain_t ex;
+    assert_int_equal(arb_sched_explain(f.s, only_a, &f.ctx, &ex), 0);
+    assert_int_equal(ex.wait_for, starving->id);
+    if (!strstr(ex.summary, "job 1 'starving' has waited longer than scheduler.starvation"))
+        fail_msg("summary: %s", ex.summary);
+    fx_free(&f);
+}
+
+/* ---- 4: backfill ------------------------------------------------------------------------------
+ */
+
+static void test_4_backfill_limits(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    uint32_t a = fx_node(&f, "a", 8, 1, NULL, 0);
+    uint32_t b = fx_node(&f, "b", 8, 1, NULL, 0);
+    fx_label(&f, a, "pool", "p");
+    sched(&f, ARB_QP_FIFO, true, false, false, 0);
+    arb_job_t *run = job(&f, "running", 1, 6, 0, NULL, 100); /* on a until 100 s + 10 s grace */
+    arb_job_t *other = job(&f, "other", 1, 6, 0, NULL, 0);   /* on b, no limit */
+    cycle(&f);
+    assert_int_equal(run->alloc[0].node, a);
+    assert_int_equal(other->alloc[0].node, b);
+    arb_job_t *head = fx_job_new("head", 1, 8, 0);
+    fx_selector(&f, head, "pool", "p");
+    fx_submit(&f, head);
+    arb_job_t *too_long = job(&f, "too-long", 1, 2, 0, NULL, 105); /* 105 + 10 > 110 */
+    arb_job_t *no_limit = job(&f, "no-limit", 1, 2, 0, NULL, 0);
+    arb_job_t *short_one = job(&f, "short", 1, 2, 0, NULL, 90); /* 90 + 10 <= 110 */
+    arb_explain_t ex; /* before the cycle: what it will do */
+    assert_int_equal(arb_sched_explain(f.s, no_limit, &f.ctx, &ex), 0);
+    assert_true(ex.placeable);
+    assert_false(ex.fits_now);
+    if (!strstr(ex.summary, "it fits now, but starting it would delay job 2 'head', which holds "
+                            "a backfill reservation from 110 s from now: with a time limit of at "
+                            "most 100 s (it has none) it could start now"))
+        fail_msg("summary: %s", ex.summary);
+    assert_int_equal(arb_sched_explain(f.s, short_one, &f.ctx, &ex), 0);
+    assert_true(ex.fits_now);
+    cycle(&f);
+    assert_false(holds(head));
+    /* b has 2 free: the first job that may go elsewhere takes it */
+    assert_true(holds(too_long) && too_long->alloc[0].node == b);
+    assert_false(holds(no_limit));
+    assert_int_equal(no_limit->wait, ARB_WAIT_RESERVED);
+    assert_true(holds(short_one) && short_one->alloc[0].node == a);
+    fx_free(&f);
+}
+
+/* ---- 5: quota holds nobody back ----------------------------------------------------------------
+ */
+
+static void test_5_quota_holds_nobody(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    sched(&f, ARB_QP_FIFO, false, false, false, 0);
+    arb_queue_t q = {.name = S(&f, "small"), .has_quota = true, .weight = 1};
+    q.nominal.gpu_milli = 2000;
+    assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    arb_job_t *over = job(&f, "over", 1, 4, 0, "small", 0);
+    arb_job_t *next = job(&f, "next", 1, 4, 0, NULL, 0);
+    cycle(&f);
+    assert_false(holds(over));
+    assert_int_equal(over->wait, ARB_WAIT_QUOTA);
+    assert_true(holds(next));
+    fx_free(&f);
+}
+
+/* ---- 6: a preemptor's room is its own
+ * ------------------------------------------------------------ */
+
+static void test_6_preemptor_room(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    fx_node(&f, "n2", 8, 1, NULL, 0);
+    sched(&f, ARB_QP_PRIORITY, false, true, true, 0);
+    arb_job_t *v1 = job(&f, "v1", 1, 6, 0, NULL, 0);
+    arb_job_t *v2 = job(&f, "v2", 1, 6, 0, NULL, 0);
+    cycle(&f);
+    assert_true(holds(v1) && holds(v2));
+    arb_job_t *p = job(&f, "p", 1, 8, 1000, NULL, 0);
+    arb_job_t *small = job(&f, "small", 1, 2, 100, NULL, 0);
+    cycle(&f);
+    assert_true(p->waiting);
+    uint32_t room = v1->evicting ? v1->alloc[0].node : v2->alloc[0].node;
+    assert_true(holds(small));
+    assert_true(small->alloc[0].node != room); /* not into the room being freed */
+    /* and while the victim stops, nothing behind goes there either */
+    arb_job_t *late = job(&f, "late", 1, 2, 10, NULL, 0);
+    cycle(&f);
+    assert_false(holds(late));
+    assert_int_equal(late->wait, ARB_WAIT_CLAIMED);
+    assert_int_equal(stop_victims(&f), 1);
+    cycle(&f);
+    assert_true(holds(p));
+    assert_int_equal(p->alloc[0].node, room);
+    fx_free(&f);
+}
+
+/* ---- gangs whose gangMin is below their size ------------------------------------------------ */
+
+/* gangMin 2 of 4 tasks on room for 2: two start together, each ended
+ * task's room goes to the next, the job holds all four only in turn. */
+static void test_gang_min_below_size(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 2, 1, NULL, 0);
+    sched(&f, ARB_QP_FIFO, false, false, false, 0);
+    arb_job_t *g = fx_job_new("g", 4, 1, 0);
+    g->gang_min = 2;
+    fx_submit(&f, g);
+    arb_job_t *behind = job(&f, "behind", 1, 1, 0, NULL, 0);
+    cycle(&f);
+    assert_true(holds(g));
+    assert_int_equal(g->nalloc, 2);
+    assert_true(arb_job_partial_gang(g));
+    cycle(&f);
+    assert_int_equal(g->nalloc, 2); /* no room */
+    assert_int_equal(arb_sched_task_done(f.s, g, 0, &f.err), 0);
+    assert_int_equal(g->alloc[0].node, ARB_NO_NODE);
+    assert_int_equal(arb_sched_task_done(f.s, g, 0, &f.err), -EINVAL);
+    cycle(&f); /* the job is ahead of 'behind': its task 2 takes the room */
+    assert_int_equal(g->nalloc, 3);
+    assert_false(holds(behind));
+    assert_int_equal(arb_sched_task_done(f.s, g, 1, &f.err), 0);
+    assert_int_equal(arb_sched_task_done(f.s, g, 2, &f.err), 0);
+    cycle(&f);
+    assert_int_equal(g->nalloc, 4);
+    assert_true(holds(behind));
+    /* a failure closes it: nothing more would start */
+    arb_job_t *h = fx_job_new("h", 3, 1, 0);
+    h->gang_min = 1;
+    fx_submit(&f, h);
+    g->gang_closed = true;
+    assert_int_equal(arb_sched_finish(f.s, g, ARB_JOB_FAILED, NULL), 0);
+    cycle(&f);
+    assert_true(holds(h));
+    assert_int_equal(h->nalloc, 1); /* 'behind' holds the other GPU */
+    fx_free(&f);
+}
+
+/* ---- 8: explain is the cycle -------------------------------------------------------------------
+ */
+
+static void test_8_explain_is_the_cycle(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    sched(&f, ARB_QP_FIFO, false, false, false, 0);
+    arb_job_t *fill = job(&f, "fill", 1, 6, 0, NULL, 0);
+    cycle(&f);
+    arb_job_t *head = job(&f, "head", 1, 4, 0, NULL, 0);
+    arb_job_t *small = job(&f, "small", 1, 2, 0, NULL, 0);
+    fill->ext_id = 7;
+    head->ext_id = 8;
+    arb_explain_t ex;
+    fx_snap_t before, after;
+    fx_snap(&f, &before);
+    assert_int_equal(arb_sched_explain(f.s, small, &f.ctx, &ex), 0);
+    fx_snap(&f, &after);
+    fx_snap_equal(&before, &after); /* the trial left nothing behind */
+    assert_false(ex.fits_now);
+    assert_true(ex.placeable);
+    assert_int_equal(ex.wait, ARB_WAIT_ORDER);
+    if (!strstr(ex.summary, "it fits now, but is held behind job 8 'head' (queue order fifo)"))
+        fail_msg("summary: %s", ex.summary);
+    char json[4096];
+    arb_explain_json(f.s, &ex, json, sizeof json);
+    assert_non_null(strstr(json, "\"held_by\":{\"job\":8,\"name\":\"head\"}"));
+    assert_non_null(strstr(json, "\"wait\":\"held-by-order\""));
+    cycle(&f);
+    assert_false(holds(small)); /* as said */
+    assert_int_equal(arb_sched_finish(f.s, fill, ARB_JOB_SUCCEEDED, NULL), -EPERM);
+    assert_int_equal(arb_job_transition(fill, ARB_JOB_RUNNING, NULL), 0);
+    assert_int_equal(arb_sched_finish(f.s, fill, ARB_JOB_SUCCEEDED, NULL), 0);
+    assert_int_equal(arb_sched_explain(f.s, small, &f.ctx, &ex), 0);
+    assert_true(ex.fits_now);
+    assert_int_equal(arb_sched_explain(f.s, head, &f.ctx, &ex), 0);
+    assert_true(ex.fits_now);
+    cycle(&f);
+    assert_true(holds(head) && holds(small));
+    fx_free(&f);
+}
+
+/* No node registered: said so, not "0/0 nodes are available". */
+static void test_8_explain_no_nodes(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    sched(&f, ARB_QP_PRIORITY, false, false, false, 0);
+    arb_job_t *j = job(&f, "early", 1, 1, 0, NULL, 0);
+    arb_explain_t ex;
+    assert_int_equal(arb_sched_explain(f.s, j, &f.ctx, &ex), 0);
+    assert_non_null(strstr(ex.summary, "no node is registered yet"));
+    assert_null(strstr(ex.summary, "0/0"));
+    assert_null(strstr(ex.hint, "topology"));
+    fx_free(&f);
+}
+
+/* Stale nodes are left out and named; their GPUs are not counted free. */
+static void test_8_explain_stale(void **st)
+{
+    fx_t f;
+    arb_sched_conf_t conf = {0};
+    fx_init(&f);
+    fx_node(&f, "fresh", 8, 1, NULL, 0);
+    fx_node(&f, "old", 8, 1, NULL, 0);
+    conf.profile.stale_ns = 10 * SEC;
+    fx_sched_conf(&f, "pack", &conf);
+    f.ctx.now_ns = 100 * SEC;
+    N(&f, 0)->report_ns = 99 * SEC;
+    N(&f, 1)->report_ns = 40 * SEC;
+    fx_touch(&f, 0);
+    fx_touch(&f, 1);
+    arb_job_t *fill = job(&f, "fill", 1, 6, 0, NULL, 0);
+    cycle(&f);
+    assert_int_equal(fill->alloc[0].node, 0);
+    arb_job_t *j = job(&f, "big", 1, 4, 0, NULL, 0);
+    arb_explain_t ex;
+    assert_int_equal(arb_sched_explain(f.s, j, &f.ctx, &ex), 0);
+    assert_false(ex.fits_now);
+    assert_int_equal(ex.free_gpu_milli, 2000); /* not the stale node's 8 */
+    if (!strstr(ex.summary, "1 node(s) with a stale report (old, last report 60 s ago: left out)"))
+        fail_msg("summary: %s", ex.summary);
+    assert_null(strstr(ex.hint, "fragmented"));
+    fx_free(&f);
+}
+
+/* A CPU or memory blocker is named with numbers, and what fits now. */
+static void test_8_explain_numbers(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    sched(&f, ARB_QP_PRIORITY, false, false, false, 0);
+    arb_job_t *fill = job(&f, "fill", 1, 1, 0, NULL, 0);
+    fill->groups[0].req.mem_bytes = 1000 * GIB;
+    cycle(&f);
+    arb_job_t *j = fx_job_new("mem", 1, 1, 0);
+    j->groups[0].req.mem_bytes = 64 * GIB;
+    fx_submit(&f, j);
+    arb_explain_t ex;
+    assert_int_equal(arb_sched_explain(f.s, j, &f.ctx, &ex), 0);
+    if (!strstr(ex.summary, "1 insufficient memory (needs 64Gi, the most free on one node 24Gi)"))
+        fail_msg("summary: %s", ex.summary);
+    assert_int_equal(ex.fit_mem_bytes, 24 * GIB);
+    assert_non_null(strstr(ex.hint, "What fits now: the same job with at most 24Gi memory"));
+    arb_job_t *g = job(&f, "gpus", 1, 8, 0, NULL, 0);
+    assert_int_equal(arb_sched_explain(f.s, g, &f.ctx, &ex), 0);
+    assert_int_equal(ex.fit_gpus, 7);
+    fx_free(&f);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_1_no_livelock_reclaim),
+        cmocka_unit_test(test_1_no_livelock_priority),
+        cmocka_unit_test(test_2_no_freeze),
+        cmocka_unit_test(test_3_starving_reserves_its_nodes),
+        cmocka_unit_test(test_4_backfill_limits),
+        cmocka_unit_test(test_5_quota_holds_nobody),
+        cmocka_unit_test(test_6_preemptor_room),
+        cmocka_unit_test(test_gang_min_below_size),
+        cmocka_unit_test(test_8_explain_is_the_cycle),
+        cmocka_unit_test(test_8_explain_no_nodes),
+        cmocka_unit_test(test_8_explain_stale),
+        cmocka_unit_test(test_8_explain_numbers),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
