@@ -7,6 +7,7 @@
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
 #   make bench-infer  LLM routing: every lb policy vs HAProxy on emulated replicas, JSON on stdout
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
+#   make bench-conns  the controller with 10,000 keep-alive agents (and a slowloris), JSON
 #   make bench-ui  the web console's first paint at 1,000 nodes in chromium, JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
 #   make demo-hybrid  a service beside training: autoscaling, preemption, a timeline
@@ -21,7 +22,7 @@ BUILD ?= build
 FUZZ_SECONDS ?= 20
 SOAK_SECONDS ?= 1800
 
-.PHONY: all deps build test asan bench bench-lb bench-infer bench-api bench-ui demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
+.PHONY: all deps build test asan bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
 
 all: build
 
@@ -71,6 +72,11 @@ bench-api: quiet-build
 # the console (/ui/) at 1,000 emulated nodes: first paint in Debian's chromium, 5 runs; JSON line.
 bench-ui: quiet-build
 	@sh bench/ui.sh $(BUILD)/arbiter $(CURDIR) 5
+
+# the controller serving 10,000 keep-alive agent connections, then again beside a slowloris
+bench-conns: quiet-build
+	@sh bench/conns.sh $(BUILD)/arbiter $(BUILD)/tests/arb_hostile 10000 40
+	@SLOWLORIS=1 sh bench/conns.sh $(BUILD)/arbiter $(BUILD)/tests/arb_hostile 10000 40
 
 demo: quiet-build
 	@sh examples/demo.sh $(BUILD)/arbiter

@@ -11,6 +11,8 @@ PKGS="pkg-config libcmocka-dev libfyaml-dev"
 PKGS="$PKGS clang-format cppcheck"
 # the controller: store, HTTP server, JSON, HTTP client (CLI verbs, tests).
 PKGS="$PKGS libsqlite3-dev libmicrohttpd-dev libjansson-dev libcurl4-openssl-dev curl"
+# TLS: certificates and the cluster CA of `arbiter init` (libmicrohttpd's TLS is GnuTLS too).
+PKGS="$PKGS libgnutls28-dev"
 # tests: sqlite3 edits a stopped controller's store (cluster_lamport.sh)
 PKGS="$PKGS sqlite3"
 # the simulator's offline bound: an LP solved with GLPK.

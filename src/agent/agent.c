@@ -238,7 +238,8 @@ int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
         agent_transport_conf_t tc = {.target = a->conf.target,
                                      .node = a->disc.inv.name,
                                      .token = a->conf.token,
-                                     .conn = a->conf.conn};
+                                     .conn = a->conf.conn,
+                                     .tls = a->conf.tls};
         if ((rc = a->tr->open(&tc, &a->tstate, err)) < 0)
             goto fail_exec;
     }

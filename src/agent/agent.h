@@ -41,6 +41,7 @@ typedef struct agent_conf {
     const char *target;                     /* the transport's target */
     const char *token;                      /* a bearer token; NULL none */
     agent_http_conn_t *conn;                /* http: a shared connection (emulation) */
+    const tls_client_t *tls;                /* https: CA and this node's certificate */
     const char *address;       /* reported for gang rendezvous; NULL: the controller uses
                                   the address the reports come from */
     int64_t report_timeout_ns; /* at most this per report (0: only the lease bounds it) */

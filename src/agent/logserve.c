@@ -5,7 +5,9 @@
  * A request's path: parse /v1/logs/JOB/TASK and the query strictly (digits
  * only), take the ticket from the Authorization header, find it in the
  * cache (same job and task, not expired) or ask the controller (one libcurl
- * request on this connection's thread, 5 s at most), then open
+ * request on this connection's thread, 5 s at most, through
+ * src/client/failover.c: any of the controllers, over TLS when they are
+ * https), then open
  * LOG_DIR/JOB/TASK.STREAM and answer from the offset. The cache holds
  * LS_CACHE tickets; a new one replaces the one closest to expiry.
  */
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include "agent/logserve.h"
+#include "client/failover.h"
 
 #define LS_CACHE 64
 #define LS_MAX_REPLY (1 << 20)
@@ -42,6 +45,10 @@ struct agent_logserve {
     char url[300];
     pthread_mutex_t mu;
     ls_ticket_t cache[LS_CACHE];
+    fo_urls_t urls; /* the controllers; its lock: mu */
+    char cacert[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+    tls_client_t tls;   /* the ticket check's client side (into the three above) */
+    tls_server_t serve; /* the node's certificate, served (cert NULL: plain HTTP) */
 };
 
 static int64_t mono(void)
@@ -103,21 +110,6 @@ static int64_t digits(const char *s, size_t n)
     return v;
 }
 
-static size_t sink(char *p, size_t s, size_t n, void *arg)
-{
-    char **buf = arg;
-    size_t have = *buf ? strlen(*buf) : 0, add = s * n;
-    if (have + add > 4096)
-        return 0;
-    char *nb = realloc(*buf, have + add + 1);
-    if (!nb)
-        return 0;
-    memcpy(nb + have, p, add);
-    nb[have + add] = '\0';
-    *buf = nb;
-    return add;
-}
-
 /*
  * Is ticket id good for job/task here? 0 yes; 403 refused (why in msg);
  * 503 the controller could not be asked. Caches a yes.
@@ -131,7 +123,7 @@ static int check(agent_logserve_t *l, const char *id, uint64_t job, uint64_t tas
     pthread_mutex_lock(&l->mu);
     for (int i = 0; i < LS_CACHE; i++) {
         ls_ticket_t *e = &l->cache[i];
-        if (e->expires > now && e->job == job && e->task == task && !strcmp(e->id, id)) {
+        if (e->expires > now && e->job == job && e->task == task && tls_secret_equal(e->id, id)) {
             pthread_mutex_unlock(&l->mu);
             return 0;
         }
@@ -139,33 +131,43 @@ static int check(agent_logserve_t *l, const char *id, uint64_t job, uint64_t tas
     pthread_mutex_unlock(&l->mu);
 
     CURL *h = curl_easy_init();
-    char url[1024], auth[700], *body = NULL, *eid = NULL, *enode = NULL;
+    char path[1024], auth[700], *body = NULL, *eid = NULL, *enode = NULL;
     struct curl_slist *hd = NULL;
     long st = 0;
+    arb_err_t ferr = {{0}};
+    fo_resp_t resp = {0};
     if (!h)
         goto out;
     eid = curl_easy_escape(h, id, 0);
     enode = curl_easy_escape(h, l->node, 0);
     if (!eid || !enode)
         goto out;
-    snprintf(url, sizeof url, "%s/v1/logs/tickets/%s?job=%llu&task=%llu&node=%s", l->controller,
-             eid, (unsigned long long)job, (unsigned long long)task, enode);
+    snprintf(path, sizeof path, "/v1/logs/tickets/%s?job=%llu&task=%llu&node=%s", eid,
+             (unsigned long long)job, (unsigned long long)task, enode);
     if (l->token) {
         snprintf(auth, sizeof auth, "Authorization: Bearer %s", l->token);
         hd = curl_slist_append(hd, auth);
     }
-    curl_easy_setopt(h, CURLOPT_URL, url);
-    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
-    curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-    curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, 5000L);
-    if (curl_easy_perform(h) != CURLE_OK) {
-        snprintf(msg, n, "cannot reach the controller at %s to check the ticket; try again",
-                 l->controller);
+    pthread_mutex_lock(&l->mu);
+    fo_urls_t urls = l->urls; /* one pass over the controllers, from the one that answered */
+    pthread_mutex_unlock(&l->mu);
+    fo_req_t rq = {.method = "GET",
+                   .path = path,
+                   .hdr = hd,
+                   .connect_ms = 2000,
+                   .attempt_ms = 5000,
+                   .max_reply = 4096,
+                   .tls = &l->tls};
+    if (fo_do(&urls, h, &rq, &resp, &ferr) < 0) {
+        snprintf(msg, n, "cannot reach the controller to check the ticket (%.300s); try again",
+                 ferr.msg);
         goto out;
     }
-    curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+    pthread_mutex_lock(&l->mu);
+    l->urls.cur = urls.cur;
+    pthread_mutex_unlock(&l->mu);
+    body = resp.body;
+    st = resp.status;
     json_t *o = body ? json_loads(body, 0, NULL) : NULL;
     if (st == 200) {
         int64_t ttl = json_integer_value(json_object_get(o, "ttl_ms"));
@@ -381,19 +383,54 @@ int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out,
     l->controller = strdup(c->controller);
     l->node = strdup(c->node);
     l->token = c->token ? strdup(c->token) : NULL;
-    size_t cl = l->controller ? strlen(l->controller) : 0;
-    while (cl > 0 && l->controller[cl - 1] == '/')
-        l->controller[--cl] = '\0';
     if (!l->log_dir || !l->controller || !l->node || (c->token && !l->token)) {
         agent_logserve_stop(l);
         return arb_errf(err, -ENOMEM, "out of memory");
     }
+    if ((rc = fo_urls_parse(c->controller, "--controller", &l->urls, err)) < 0) {
+        agent_logserve_stop(l);
+        return rc;
+    }
+    if (c->tls) {
+        snprintf(l->cacert, sizeof l->cacert, "%s", c->tls->cacert ? c->tls->cacert : "");
+        snprintf(l->cert, sizeof l->cert, "%s", c->tls->cert_file ? c->tls->cert_file : "");
+        snprintf(l->key, sizeof l->key, "%s", c->tls->key_file ? c->tls->key_file : "");
+        l->tls.cacert = l->cacert[0] ? l->cacert : NULL;
+        l->tls.cert_file = l->cert[0] ? l->cert : NULL;
+        l->tls.key_file = l->key[0] ? l->key : NULL;
+    }
+    if (l->tls.cert_file) { /* the node's certificate: a TLS server too (arbiter init node) */
+        tls_files_t tf = {.cert_file = l->tls.cert_file,
+                          .key_file = l->tls.key_file ? l->tls.key_file : l->tls.cert_file};
+        if ((rc = tls_server_load(&tf, &l->serve, err)) < 0) {
+            agent_logserve_stop(l);
+            return rc;
+        }
+    }
+    if (!l->serve.cert && !tls_is_loopback(host) && !c->insecure_plain) {
+        agent_logserve_stop(l);
+        return arb_errf(err, -EPERM,
+                        "--logs-listen %s without TLS: tickets and task logs would cross the "
+                        "network in clear; give --cert-file and --key-file (the node's: arbiter "
+                        "init node NAME DIR), or --insecure-plain-http to accept that",
+                        c->listen);
+    }
     /* no MHD_USE_ERROR_LOG: a failure is said below, in words that name the flag */
-    l->d = MHD_start_daemon(MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD, 0,
-                            NULL, NULL, handler, l, MHD_OPTION_SOCK_ADDR, (struct sockaddr *)&sin,
-                            MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)60,
-                            MHD_OPTION_CONNECTION_LIMIT, (unsigned)64,
-                            MHD_OPTION_LISTENING_ADDRESS_REUSE, (unsigned)1, MHD_OPTION_END);
+    unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD |
+                     (l->serve.cert ? MHD_USE_TLS : 0);
+    struct MHD_OptionItem opts[] = {
+        {MHD_OPTION_SOCK_ADDR, 0, &sin},
+        {MHD_OPTION_CONNECTION_TIMEOUT, 60, NULL},
+        {MHD_OPTION_CONNECTION_LIMIT, 64, NULL},
+        {MHD_OPTION_LISTENING_ADDRESS_REUSE, 1, NULL},
+        /* TLS last: without a certificate the list ends here */
+        {l->serve.cert ? MHD_OPTION_HTTPS_MEM_CERT : MHD_OPTION_END, 0, l->serve.cert},
+        {MHD_OPTION_HTTPS_MEM_KEY, 0, l->serve.key},
+        {MHD_OPTION_HTTPS_PRIORITIES, 0, (void *)"NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"},
+        {MHD_OPTION_END, 0, NULL},
+    };
+    l->d =
+        MHD_start_daemon(flags, 0, NULL, NULL, handler, l, MHD_OPTION_ARRAY, opts, MHD_OPTION_END);
     if (!l->d) {
         agent_logserve_stop(l);
         return arb_errf(err, -EADDRINUSE,
@@ -410,7 +447,7 @@ int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out,
         else if (gethostname(name, sizeof name - 1) == 0 && name[0])
             adv = name;
     }
-    snprintf(l->url, sizeof l->url, "http://%s:%u", adv,
+    snprintf(l->url, sizeof l->url, "%s://%s:%u", l->serve.cert ? "https" : "http", adv,
              di ? di->port : (unsigned)ntohs(sin.sin_port));
     *out = l;
     return 0;
@@ -432,5 +469,6 @@ void agent_logserve_stop(agent_logserve_t *l)
     free(l->controller);
     free(l->node);
     free(l->token);
+    tls_server_free(&l->serve);
     free(l);
 }

@@ -19,7 +19,11 @@
  * the file opened is always LOG_DIR/<digits>/<digits>.{out,err}: no path a
  * client writes reaches the file system (no traversal), and the file is
  * opened with O_NOFOLLOW and refused when it has other names (hard links).
- * Errors are JSON as the controller's:
+ * With the node's certificate (--cert-file, --key-file: `arbiter init node`)
+ * it serves HTTPS, and checks tickets with the controller over TLS (the CA
+ * of --cacert); beyond loopback it refuses plain HTTP unless told
+ * (--insecure-plain-http): a ticket and a task's log would cross the
+ * network in clear. Errors are JSON as the controller's:
  * {"error": {"status", "message"}}: 400 bad path or query, 401 no ticket,
  * 403 ticket refused, 404 no such log, 503 the controller could not be asked.
  */
@@ -30,16 +34,19 @@
 #include <stdint.h>
 
 #include "arbiter/arbiter.h"
+#include "tls/tls.h"
 
 typedef struct agent_logserve agent_logserve_t;
 
 typedef struct agent_logserve_conf {
-    const char *listen;     /* "HOST:PORT" (IPv4; port 0: any free one) */
-    const char *log_dir;    /* the executor's log directory */
-    const char *controller; /* its base URL, where tickets are checked */
-    const char *token;      /* this agent's bearer token; NULL none */
-    const char *node;       /* this node's name */
-    const char *advertise;  /* host for the URL when listening on 0.0.0.0; NULL: host name */
+    const char *listen;      /* "HOST:PORT" (IPv4; port 0: any free one) */
+    const char *log_dir;     /* the executor's log directory */
+    const char *controller;  /* its base URL, where tickets are checked */
+    const char *token;       /* this agent's bearer token; NULL none */
+    const char *node;        /* this node's name */
+    const char *advertise;   /* host for the URL when listening on 0.0.0.0; NULL: host name */
+    const tls_client_t *tls; /* cert_file set: serve HTTPS with it; cacert: the controller's CA */
+    bool insecure_plain;     /* allow plain HTTP beyond loopback */
 } agent_logserve_conf_t;
 
 /* One request, parsed: the file it names is LOG_DIR/job/task.stream. */
@@ -63,7 +70,7 @@ int agent_logserve_check_listen(const char *listen, arb_err_t *err);
 /* Listen and serve on a thread of its own; strings are copied. 0, or
  * -errno with err naming the address and the fix. */
 int agent_logserve_start(const agent_logserve_conf_t *c, agent_logserve_t **out, arb_err_t *err);
-/* Where clients reach it: "http://HOST:PORT" (owned by l). */
+/* Where clients reach it: "http[s]://HOST:PORT" (owned by l). */
 const char *agent_logserve_url(const agent_logserve_t *l);
 /* Stop serving and free l (NULL is fine). */
 void agent_logserve_stop(agent_logserve_t *l);

@@ -22,6 +22,7 @@
 #define ARB_AGENT_TRANSPORT_H
 
 #include "agent/report.h"
+#include "tls/tls.h"
 
 /* http: one keep-alive connection that several agents of one thread share
  * (--emulate: a thousand nodes, a few connections). */
@@ -34,6 +35,7 @@ typedef struct agent_transport_conf {
     const char *node;        /* the node's name */
     const char *token;       /* a bearer token; NULL: none */
     agent_http_conn_t *conn; /* http: share this connection (borrowed); NULL: its own */
+    const tls_client_t *tls; /* https: the CA and this node's certificate (NULL: none) */
 } agent_transport_conf_t;
 
 typedef struct agent_transport_ops {

@@ -2,7 +2,9 @@
  * transport_http.c: the http transport row (see transport.h): each report
  * is POST URL/v1/nodes/NAME/report (docs/api.md) over libcurl, with
  * Authorization: Bearer TOKEN when a token is given, on one keep-alive
- * connection (or a connection several emulated nodes share).
+ * connection (or a connection several emulated nodes share). Over https
+ * the controller is checked against --cacert and the node presents its
+ * certificate (--cert-file, --key-file: its identity, docs/security.md).
  *
  * The target may list several controllers ("http://a,http://b"): each
  * report goes through src/client/failover.c, which starts at the URL that
@@ -28,6 +30,7 @@
  * start; `arbiter agent` does it first thing.
  */
 #include <curl/curl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -47,6 +50,8 @@ typedef struct http_state {
     fo_urls_t urls;  /* the controllers; remembers the one that last answered */
     char path[1024]; /* /v1/nodes/NAME/report */
     struct curl_slist *hdr;
+    char cacert[PATH_MAX], cert[PATH_MAX], key[PATH_MAX];
+    tls_client_t tls; /* pointing into the three above */
 } http_state_t;
 
 agent_http_conn_t *agent_http_conn_new(void)
@@ -98,6 +103,14 @@ static int http_open(const agent_transport_conf_t *c, void **state, arb_err_t *e
     if (!st->hdr) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
+    }
+    if (c->tls) { /* copied: the conf's strings are the caller's */
+        snprintf(st->cacert, sizeof st->cacert, "%s", c->tls->cacert ? c->tls->cacert : "");
+        snprintf(st->cert, sizeof st->cert, "%s", c->tls->cert_file ? c->tls->cert_file : "");
+        snprintf(st->key, sizeof st->key, "%s", c->tls->key_file ? c->tls->key_file : "");
+        st->tls.cacert = st->cacert[0] ? st->cacert : NULL;
+        st->tls.cert_file = st->cert[0] ? st->cert : NULL;
+        st->tls.key_file = st->key[0] ? st->key : NULL;
     }
     if (c->conn) {
         st->conn = c->conn;
@@ -167,7 +180,8 @@ static int http_report(void *state, const char *body, size_t len, int64_t timeou
                    .attempt_ms = per < 250 ? 250 : per,
                    .budget_ms = 0,
                    .hard_budget = true,
-                   .max_reply = MAX_REPLY};
+                   .max_reply = MAX_REPLY,
+                   .tls = &st->tls};
     if ((rc = fo_do(&st->urls, st->conn->h, &rq, &r, err)) < 0)
         return rc;
     if (r.status >= 200 && r.status < 300) {

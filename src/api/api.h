@@ -5,9 +5,12 @@
  * HTTP glue (http.c). docs/api.md is generated from the route table
  * (`arbiter controller --api-doc`), and a test keeps the two equal.
  *
- * Threads: libmicrohttpd runs one thread per connection; a handler may
- * block (it waits for its store ticket, or long-polls events). Handlers
- * share nothing but the st_t, which has its own lock.
+ * Threads: libmicrohttpd runs a pool of event-loop threads (epoll), each
+ * serving many connections; a handler may block briefly (its store
+ * ticket), but a long poll (events, service endpoints) does not hold its
+ * thread while it waits: the connection is suspended and resumed when the
+ * state changes or its time is up (conn.c). Handlers share nothing but the
+ * st_t, which has its own lock.
  */
 #ifndef ARB_API_H
 #define ARB_API_H
@@ -15,32 +18,70 @@
 #include <stdio.h>
 
 #include "state/state.h"
+#include "tls/tls.h"
 
 #define API_MAX_BODY (1u << 20) /* larger bodies: 413 */
 
 /* ---- tokens -------------------------------------------------------------------- */
 
 typedef struct api_token {
-    char token[128];
+    unsigned char hash[32]; /* SHA-256 of the token: the text is not kept */
     st_role_t role;
     char team[ST_NAME_MAX];
     char name[ST_NAME_MAX];
+    char node[ST_NAME_MAX]; /* agents: the node it acts as ("" none) */
+    int line;               /* in the tokens file */
 } api_token_t;
 
 typedef struct api_tokens {
     int n;
     api_token_t *v;
+    int unbound; /* agent tokens without a node */
 } api_tokens_t;
 
 /* Load a tokens file: one token a line, "TOKEN ROLE TEAM [NAME]", ROLE one
- * of admin, user, agent; '#' starts a comment. Messages name FILE:LINE.
- * Free with api_tokens_free. */
+ * of admin, user, agent (for an agent NAME is its node); '#' starts a
+ * comment. Messages name FILE:LINE. Free with api_tokens_free. */
 int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err);
+/* The same over the file's text (len bytes; path names it in messages).
+ * Pure: fuzz/fuzz_tokens.c. */
+int api_tokens_parse(const char *text, size_t len, const char *path, api_tokens_t *t,
+                     arb_err_t *err);
 void api_tokens_free(api_tokens_t *t);
-/* The token's entry, or NULL (compares in time independent of where the
- * first difference is). */
+/* The token's entry, or NULL (found by its SHA-256: time independent of
+ * where a guess differs from a real token and of that token's length). */
 const api_token_t *api_tokens_find(const api_tokens_t *t, const char *token);
 const char *api_role_name(st_role_t r);
+
+/* ---- who is calling (auth.c) ------------------------------------------------------ */
+
+typedef struct api_auth_conf {
+    const api_tokens_t *tokens; /* NULL: no tokens */
+    bool certs;                 /* client certificates are checked (--trusted-ca-file) */
+    bool require_cert;          /* --client-cert-auth */
+} api_auth_conf_t;
+
+typedef enum { API_CERT_NONE, API_CERT_OK, API_CERT_BAD } api_cert_state_t;
+
+typedef struct api_cert {
+    api_cert_state_t state;
+    tls_peer_t peer; /* API_CERT_OK: its subject */
+    char why[300];   /* API_CERT_BAD: why it was refused */
+} api_cert_t;
+
+typedef struct api_principal {
+    st_role_t role;
+    const char *team, *name; /* borrowed from the token or the certificate */
+    const char *node;        /* agents: the node they act as; NULL none */
+} api_principal_t;
+
+/* The principal of a request: from its bearer token (authz, the whole
+ * Authorization header, NULL when absent), else its client certificate
+ * (cert, NULL on plain HTTP), else, when c configures no authentication at
+ * all, admin "local". 0, or 401 / 403 with msg saying why and the fix.
+ * Pure: tests/unit/test_auth.c. */
+int api_authenticate(const api_auth_conf_t *c, const char *authz, const api_cert_t *cert,
+                     api_principal_t *p, char *msg, size_t n);
 
 /* ---- the server ----------------------------------------------------------------- */
 
@@ -58,9 +99,16 @@ typedef struct api_ha {
 typedef struct api_opts {
     const char *host;           /* IPv4 address to bind, "127.0.0.1" */
     int port;                   /* 0: an ephemeral port */
-    const api_tokens_t *tokens; /* NULL: no auth (every caller is admin) */
+    const api_tokens_t *tokens; /* NULL: no tokens */
     const api_ha_t *ha;         /* NULL: a single controller (borrowed; outlives the server) */
     const char *name;           /* this controller's name in GET /v1/leader (NULL: "local") */
+    const tls_server_t *tls;    /* NULL or no cert: plain HTTP (copied) */
+    int max_conns;              /* 0: 16384, capped by the open-file limit */
+    int max_conns_per_client;   /* connections one IP address may hold; 0: 256 */
+    int threads;                /* event-loop threads; 0: 4 per CPU, 8..64 */
+    int head_timeout_ms;        /* a request's head, whole, from its first line (0: 10 s) */
+    int body_timeout_ms;        /* its body, whole, after the head (0: 60 s) */
+    int idle_timeout_ms;        /* a connection waiting for its next request (0: 60 s) */
 } api_opts_t;
 
 /* Start serving s (borrowed; outlives the server). With o->ha, s may be
@@ -80,11 +128,15 @@ typedef struct api_req api_req_t;
 typedef struct api_route {
     const char *method;
     const char *path; /* "/v1/jobs/{id}": {x} matches one segment */
-    unsigned roles;   /* st_role_t bits allowed; 0: no auth needed */
+    unsigned roles;   /* st_role_t bits allowed; 0: no auth needed; API_SELF: see below */
     int (*fn)(api_req_t *r);
     const char *summary;
     const char *doc; /* parameters, body and reply, for docs/api.md */
 } api_route_t;
+
+/* A roles bit: an agent may use the route for its own node only (the
+ * {name} of the path, else the `node` query parameter): 403 otherwise. */
+#define API_SELF 8u
 
 extern const api_route_t api_routes[];
 

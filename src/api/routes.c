@@ -17,6 +17,7 @@
 #define ADMIN ST_ROLE_ADMIN
 #define USER ST_ROLE_USER
 #define AGENT ST_ROLE_AGENT
+#define SELF API_SELF /* an agent for its own node only */
 
 /* ---- parameter parsing --------------------------------------------------------------- */
 
@@ -86,9 +87,11 @@ static int h_metrics(api_req_t *r)
 static int h_status(api_req_t *r)
 {
     json_t *o = st_status(r->st);
-    json_object_set_new(o, "you",
-                        json_pack("{s:s,s:s,s:s}", "role", api_role_name(r->who.role), "team",
-                                  r->who.team, "name", r->who.name));
+    json_t *you = json_pack("{s:s,s:s,s:s}", "role", api_role_name(r->who.role), "team",
+                            r->who.team, "name", r->who.name);
+    if (r->node)
+        json_object_set_new(you, "node", json_string(r->node));
+    json_object_set_new(o, "you", you);
     return api_finish(r, 0, o, 0, NULL, 200);
 }
 
@@ -268,10 +271,14 @@ static int h_report(api_req_t *r)
     json_decref(body);
     /* A Lamport time too far ahead: the refusal carries the clock. */
     json_t *lam = rc == -ERANGE ? json_incref(json_object_get(out, "lamport")) : NULL;
+    r->no_defer = lam != NULL; /* the refusal carries the clock: made here, now */
     rc = api_finish(r, rc, out, t, &err, 200);
     if (lam) /* jansson drops lam when there is no error object */
         json_object_set_new(json_object_get(r->json, "error"), "lamport", lam);
-    st_note_report(r->st, mono_ns() - t0);
+    if (r->defer.on)
+        r->defer.report_t0 = t0; /* noted when the reply goes, after its commit */
+    else
+        st_note_report(r->st, mono_ns() - t0);
     return rc;
 }
 
@@ -379,7 +386,15 @@ static int h_events(api_req_t *r)
         return api_error(r, 400, "limit: '%s'; use 1..10000", p);
     if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
-    int rc = st_events(r->st, &r->who, since, (int)limit, (int64_t)wait * 1000, &out, &t, &err);
+    /* The answer now; when there is none yet, the connection waits without
+     * a thread (api_poll) and this runs again when the state changes. */
+    int rc = st_events(r->st, &r->who, since, (int)limit, 0, &out, &t, &err);
+    if (rc == 0 && json_array_size(json_object_get(out, "events")) == 0 &&
+        (uint64_t)json_integer_value(json_object_get(out, "last")) == since &&
+        api_poll(r, (int64_t)wait * 1000)) {
+        json_decref(out);
+        return 0;
+    }
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -443,8 +458,13 @@ static int h_service(api_req_t *r)
         return api_error(r, 400, "version: '%s' is not an endpoints version", p);
     if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
-    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, (int64_t)wait * 1000, &out,
-                                  &t, &err);
+    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, 0, &out, &t, &err);
+    if (rc == 0 && wait > 0 &&
+        (uint64_t)json_integer_value(json_object_get(out, "version")) == version &&
+        api_poll(r, (int64_t)wait * 1000)) { /* no change yet: wait without a thread */
+        json_decref(out);
+        return 0;
+    }
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -508,7 +528,9 @@ const api_route_t api_routes[] = {
      "`preemptible`, `gangMin`, `timeLimit`, `dataset`, `nodeSelector`, `affinity`, "
      "`terminationGracePeriodSeconds`, `gpuSharing`, `replicas: {min, max}` (elastic), "
      "`tolerations`, `gpuModels`, `groups` or `replicas`/`resources`/`topology`) and two more: "
-     "`command` (list of strings) and `env` (map of strings). `resources.requests` and "
+     "`command` (list of strings) and `env` (map of strings; a value may be "
+     "`{\"value\": TEXT, \"secret\": true}`: the task gets it, but only admins and the "
+     "submitter read it back). `resources.requests` and "
      "`resources.limits` take `nvidia.com/gpu`, `cpu`, `memory` as in Kubernetes. Users submit "
      "to their team's queue (the default when `queue` is absent). Reply 201: the job object. "
      "Errors: 400 malformed JSON/YAML (`job.json:LINE:COL: ...`), 413 over 1 MiB, 422 unknown "
@@ -534,7 +556,9 @@ const api_route_t api_routes[] = {
      "`gpus`, `version`, `submitted_lamport`, `updated_lamport`, `attempt`, `epoch`, "
      "`submitted_at` (wall clock, for people), `tasks` (each with `index`, `group`, `state`, "
      "`node`, `gpus` as device indices, `exit_code`, `last_node` where it last ran, and "
-     "`straggler` when flagged), `groups`, `command`, `env`, `events`. A spec may say "
+     "`straggler` when flagged), `groups`, `command`, `env` (a secret value as `{\"value\", "
+     "\"secret\": true}` to admins and its submitter, `{\"secret\": true}` to others), "
+     "`events`. A spec may say "
      "`restartable: false` (default true): a task lost with its node then fails the job "
      "instead of requeueing it."},
     {"DELETE", "/v1/jobs/{id}", ADMIN | USER, h_cancel, "cancel a job",
@@ -560,7 +584,7 @@ const api_route_t api_routes[] = {
      "`Authorization: Bearer TICKET` (docs/agent.md). The ticket is bound to this job, task "
      "and node and lasts `ttl_ms` (60 s). 404 no such job or task, or the node serves no logs "
      "(its agent runs with `--logs-listen off`); 409 the task has not run yet."},
-    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT, h_logs_ticket_check,
+    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT | SELF, h_logs_ticket_check,
      "an agent checks a log ticket",
      "Query: `job`, `task`, `node` (the agent's own). 200 `{\"ok\": true, \"ttl_ms\"}` (what is "
      "left of its life), 403 unknown, expired, or bound to another job, task or node."},
@@ -586,7 +610,7 @@ const api_route_t api_routes[] = {
      "\"temp_c\", \"healthy\"}]}]}`, oldest first: one sample per `interval_s` (5 s) of the "
      "agent's reports, at most `capacity` (60: five minutes). A value the agent did not report "
      "is null. Kept in memory only: empty after a restart or a failover."},
-    {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT, h_report,
+    {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT | SELF, h_report,
      "an agent's report: registers the node, renews its lease",
      "Body: `{\"lamport\": N, \"inventory\": {\"cpu\", \"memory\", \"labels\", \"taints\", "
      "\"datasets\", \"extended\", \"gpus\": [{\"model\", \"memory\", \"nvlink\", \"pcie\", "
@@ -622,7 +646,7 @@ const api_route_t api_routes[] = {
      "arriving late): nothing of it is applied, not even the clock, and it is answered 200 "
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"stale\": true, \"message\"}`, "
      "without assignments (a report without `lamport` is never taken for a replay)."},
-    {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT, h_assignments,
+    {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT | SELF, h_assignments,
      "the tasks assigned to a node, with epochs",
      "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "
      "\"task\", \"ntasks\", \"attempt\", \"epoch\", \"gpus\", \"gpu_milli\", "
@@ -733,73 +757,93 @@ static void roles_text(unsigned roles, char *buf, size_t n)
     }
     snprintf(buf, n, "%s%s%s%s%s", roles & ADMIN ? "admin" : "",
              (roles & ADMIN) && (roles & (USER | AGENT)) ? ", " : "", roles & USER ? "user" : "",
-             (roles & USER) && (roles & AGENT) ? ", " : "", roles & AGENT ? "agent" : "");
+             (roles & USER) && (roles & AGENT) ? ", " : "",
+             roles & AGENT ? (roles & SELF ? "agent (own node)" : "agent") : "");
 }
 
 void api_doc_markdown(FILE *f)
 {
     char roles[64];
 
-    fprintf(f, "# Arbiter controller API\n\n"
-               "<!-- Generated by `arbiter controller --api-doc` from src/api/routes.c and "
-               "src/state/config.c; tests/cli/controller.sh checks it is current. -->\n\n"
-               "HTTP/1.1 and JSON. Start the controller with\n"
-               "`arbiter controller --listen 127.0.0.1:7070 --data-dir DIR [--config FILE] "
-               "[--tokens FILE]`.\n\n"
-               "## Authentication\n\n"
-               "`Authorization: Bearer TOKEN`, tokens from the `--tokens` file (one a line: "
-               "`TOKEN ROLE TEAM [NAME]`). Roles: `admin` (everything), `user` (submit to the "
-               "team's queue, see and cancel the team's jobs, read nodes, queues and events), "
-               "`agent` (report nodes, fetch assignments). 401 without a known token, 403 outside "
-               "the role's rights. Without `--tokens` there is no authentication, every caller is "
-               "admin, and the controller listens on 127.0.0.1 only.\n\n"
-               "## Errors\n\n"
-               "Every error is `{\"error\": {\"status\", \"reason\", \"message\"}}`; the message "
-               "says what, where (the field path; for malformed JSON or YAML the line and column) "
-               "and how to fix it. 400 malformed body or query, 401, 403, 404, 405, 409 version "
-               "conflict (`If-Match`) or illegal transition, 413 body over 1 MiB, 422 invalid "
-               "content, 503 the store failed (the controller exits and recovers on restart). A "
-               "rejected request changes nothing.\n\n"
-               "## Durability and time\n\n"
-               "A reply goes out only after everything the request changed, or saw, is committed "
-               "to the store (SQLite, WAL, `synchronous=FULL`); concurrent submissions share one "
-               "commit. Events carry Lamport times (`lamport`): the controller takes max(local, "
-               "remote) + 1 for every event, agents send theirs in reports. Objects carry "
-               "`version`s. Wall-clock fields (`time`, `submitted_at`) are for people and never "
-               "order anything. Every assignment carries the controller's `epoch`, bumped at each "
-               "start.\n\n"
-               "## Store faults\n\n"
-               "A commit that fails (disk full, an I/O error) stops the controller serving at "
-               "once: every request, `/healthz` included, is answered 503, and within 100 ms it "
-               "exits with status 3 and the reason on stderr, for a supervisor to restart it "
-               "(systemd `Restart=on-failure`); over etcd it steps down and a follower takes "
-               "over. Nothing that was not committed was acknowledged or is counted after the "
-               "restart. One controller per data dir: the lock is taken on `arbiter.db` itself; "
-               "one per port: the listening socket never shares its port. A data dir that looks "
-               "rewound (its database below the revision recorded in `arbiter.db.marker` beside "
-               "it: the WAL deleted or damaged, an old copy put back) is refused at start with "
-               "what is missing, unless `--accept-rewind` (then event `store-rewound`). Records "
-               "that cannot be loaded are named by key on stderr and in event `store-damaged`, "
-               "are not counted, and a damaged job's id is never handed out again.\n\n"
-               "## Several controllers (clients)\n\n"
-               "Clients take a comma-separated list of controller URLs (`ARBITER_URL`, "
-               "`arbiter agent --controller`, `arbiter lb --controller`). The contract with "
-               "high-availability controllers: a follower answers `GET /v1/leader` with "
-               "`{\"leader\", \"url\", \"term\"}` and other requests with 307 and "
-               "`Location` (the leader's URL, same path and query), or 503 with `Retry-After` "
-               "while there is no leader. A client starts at the URL that last answered; after a "
-               "connect error, a timeout or a 503 it tries the next, backing off (100 ms doubling "
-               "to 1 s, or `Retry-After` up to 2 s) for a bounded time (the CLI: "
-               "`ARBITER_RETRY_S`, default 15 s, each try at most `ARBITER_TRY_S`, default 10 s, "
-               "when there are several; an agent: what is left of its lease, shared among the "
-               "URLs, for ever "
-               "across reports); it follows a 307 at most twice, re-sending method, headers and "
-               "body. Retrying writes: a submission with `Idempotency-Key` is created once; a "
-               "drain, an undrain or a report may be sent again (conditional with `If-Match` "
-               "when another writer may interfere); a cancel sent again after a lost reply "
-               "answers 409 (already ended) when the first one ended the job.\n\n"
-               "## Routes\n\n"
-               "| method | path | roles | what |\n|---|---|---|---|\n");
+    fprintf(f,
+            "# Arbiter controller API\n\n"
+            "<!-- Generated by `arbiter controller --api-doc` from src/api/routes.c and "
+            "src/state/config.c; tests/cli/controller.sh checks it is current. -->\n\n"
+            "HTTP/1.1 and JSON, over TLS with `--cert-file FILE --key-file FILE`. Start the "
+            "controller with\n"
+            "`arbiter controller --listen 127.0.0.1:7070 --data-dir DIR [--config FILE] "
+            "[--tokens FILE] [--cert-file F --key-file F [--trusted-ca-file CA "
+            "[--client-cert-auth]]]`.\n\n"
+            "## Authentication\n\n"
+            "`Authorization: Bearer TOKEN`, tokens from the `--tokens` file (one a line: "
+            "`TOKEN ROLE TEAM [NAME]`; for an agent NAME is its node), or a client "
+            "certificate signed by `--trusted-ca-file` (`arbiter init`: CN the name, O the "
+            "role, OU the team); a token, when sent, wins. Roles: `admin` (everything), `user` "
+            "(submit to the team's queue, see and cancel the team's jobs, read nodes, queues "
+            "and events), `agent` (report as its own node, fetch its assignments, check log "
+            "tickets for it: an agent credential acts as its own node only, 403 for any other "
+            "and nothing applied). 401 without a known principal, 403 outside the role's "
+            "rights. `--client-cert-auth`: every request but `/healthz` needs a client "
+            "certificate. Without `--tokens` and `--trusted-ca-file` there is no "
+            "authentication, every caller is admin, and the controller listens on 127.0.0.1 "
+            "only; with them, an address beyond loopback needs TLS or `--insecure-plain-http`. "
+            "docs/security.md has the threat model.\n\n"
+            "## HTTP\n\n"
+            "Strict framing: Content-Length with Transfer-Encoding, a Content-Length that is not "
+            "one number or differs between copies, a Transfer-Encoding other than `chunked`, a "
+            "header name outside RFC 9110's token, HTTP/1.1 without exactly one Host, and a NUL "
+            "in the target are answered 400 and the connection is closed; a head over 16 KiB is "
+            "431. A request's head "
+            "must arrive within 10 s of its first line and its body within 60 s; an idle "
+            "connection is closed after 60 s; one client address holds at most "
+            "`--max-conns-per-client` connections (256).\n\n"
+            "## Errors\n\n"
+            "Every error is `{\"error\": {\"status\", \"reason\", \"message\"}}`; the message "
+            "says what, where (the field path; for malformed JSON or YAML the line and column) "
+            "and how to fix it. 400 malformed body or query, 401, 403, 404, 405, 409 version "
+            "conflict (`If-Match`) or illegal transition, 413 body over 1 MiB, 422 invalid "
+            "content, 503 the store failed (the controller exits and recovers on restart). A "
+            "rejected request changes nothing.\n\n"
+            "## Durability and time\n\n"
+            "A reply goes out only after everything the request changed, or saw, is committed "
+            "to the store (SQLite, WAL, `synchronous=FULL`); concurrent submissions share one "
+            "commit. Events carry Lamport times (`lamport`): the controller takes max(local, "
+            "remote) + 1 for every event, agents send theirs in reports. Objects carry "
+            "`version`s. Wall-clock fields (`time`, `submitted_at`) are for people and never "
+            "order anything. Every assignment carries the controller's `epoch`, bumped at each "
+            "start.\n\n"
+            "## Store faults\n\n"
+            "A commit that fails (disk full, an I/O error) stops the controller serving at "
+            "once: every request, `/healthz` included, is answered 503, and within 100 ms it "
+            "exits with status 3 and the reason on stderr, for a supervisor to restart it "
+            "(systemd `Restart=on-failure`); over etcd it steps down and a follower takes "
+            "over. Nothing that was not committed was acknowledged or is counted after the "
+            "restart. One controller per data dir: the lock is taken on `arbiter.db` itself; "
+            "one per port: the listening socket never shares its port. A data dir that looks "
+            "rewound (its database below the revision recorded in `arbiter.db.marker` beside "
+            "it: the WAL deleted or damaged, an old copy put back) is refused at start with "
+            "what is missing, unless `--accept-rewind` (then event `store-rewound`). Records "
+            "that cannot be loaded are named by key on stderr and in event `store-damaged`, "
+            "are not counted, and a damaged job's id is never handed out again.\n\n"
+            "## Several controllers (clients)\n\n"
+            "Clients take a comma-separated list of controller URLs (`ARBITER_URL`, "
+            "`arbiter agent --controller`, `arbiter lb --controller`). The contract with "
+            "high-availability controllers: a follower answers `GET /v1/leader` with "
+            "`{\"leader\", \"url\", \"term\"}` and other requests with 307 and "
+            "`Location` (the leader's URL, same path and query), or 503 with `Retry-After` "
+            "while there is no leader. A client starts at the URL that last answered; after a "
+            "connect error, a timeout or a 503 it tries the next, backing off (100 ms doubling "
+            "to 1 s, or `Retry-After` up to 2 s) for a bounded time (the CLI: "
+            "`ARBITER_RETRY_S`, default 15 s, each try at most `ARBITER_TRY_S`, default 10 s, "
+            "when there are several; an agent: what is left of its lease, shared among the "
+            "URLs, for ever "
+            "across reports); it follows a 307 at most twice, re-sending method, headers and "
+            "body. Retrying writes: a submission with `Idempotency-Key` is created once; a "
+            "drain, an undrain or a report may be sent again (conditional with `If-Match` "
+            "when another writer may interfere); a cancel sent again after a lost reply "
+            "answers 409 (already ended) when the first one ended the job.\n\n"
+            "## Routes\n\n"
+            "| method | path | roles | what |\n|---|---|---|---|\n");
     for (const api_route_t *r = api_routes; r->method; r++) {
         roles_text(r->roles, roles, sizeof roles);
         fprintf(f, "| %s | `%s` | %s | %s |\n", r->method, r->path, roles, r->summary);

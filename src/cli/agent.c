@@ -60,6 +60,7 @@
 #include "agent/emulate.h"
 #include "agent/logserve.h"
 #include "cli/cli.h"
+#include "tls/tls.h"
 #include "util/duration.h"
 
 #define AGENT_USAGE                                                                                \
@@ -72,7 +73,13 @@
     "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]\n"              \
     "                      [--emulate-tasks real|timed]]\n"                                        \
     "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
-    "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off] [--queue-file FILE]\n"
+    "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off] [--queue-file FILE]\n"  \
+    "                     [--cacert FILE] [--cert-file FILE --key-file FILE] "                     \
+    "[--insecure-plain-http]\n"                                                                    \
+    "  an https:// controller is checked against --cacert (or ARBITER_CACERT: the cluster's\n"     \
+    "  ca.crt); --cert-file/--key-file (arbiter init node NAME DIR) are the node's identity\n"     \
+    "  (it may report as NAME only) and make the log server HTTPS; a log server beyond\n"          \
+    "  loopback without them needs --insecure-plain-http\n"
 
 /* set by the signal handler, read by the heartbeat loop and the emulator's
  * threads: lock-free atomics, safe in a handler and across threads */
@@ -277,6 +284,8 @@ int cli_agent(int argc, char **argv)
     char logdir[256], token[600];
     const char *token_file = NULL, *logs_listen = "127.0.0.1:0";
     agent_logserve_t *ls = NULL;
+    tls_client_t tls = {0};
+    bool plain_ok = false;
 
     memset(&c, 0, sizeof c);
     snprintf(logdir, sizeof logdir, "/var/log/arbiter");
@@ -296,6 +305,8 @@ int cli_agent(int argc, char **argv)
             c.exec.allow_root = true, takes = false;
         } else if (!strcmp(o, "--keep-tasks")) {
             keep = true, takes = false;
+        } else if (!strcmp(o, "--insecure-plain-http")) {
+            plain_ok = true, takes = false;
         } else if (!v) {
             fprintf(stderr, "arbiter agent: %s needs a value\n" AGENT_USAGE, o);
             return 2;
@@ -339,6 +350,12 @@ int cli_agent(int argc, char **argv)
             c.transport = &agent_transport_http;
         } else if (!strcmp(o, "--token-file")) {
             token_file = v;
+        } else if (!strcmp(o, "--cacert")) {
+            tls.cacert = v;
+        } else if (!strcmp(o, "--cert-file")) {
+            tls.cert_file = v;
+        } else if (!strcmp(o, "--key-file")) {
+            tls.key_file = v;
         } else if (!strcmp(o, "--queue-file")) {
             c.queue_file = v; /* one integer: the node's queue length, read per report */
         } else if (!strcmp(o, "--address")) {
@@ -419,6 +436,12 @@ int cli_agent(int argc, char **argv)
         snprintf(token, sizeof token, "%s", getenv("ARBITER_TOKEN"));
         c.token = token;
     }
+    tls_client_from_env(&tls);
+    if (tls_client_check(&tls, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 2;
+    }
+    c.tls = &tls;
     /* Each task under a supervisor (this binary, `arbiter supervise`) that
      * holds the lease: a task never outlives it, whatever becomes of us. */
     c.exec.supervisor = "/proc/self/exe";
@@ -457,7 +480,9 @@ int cli_agent(int argc, char **argv)
                                     .controller = c.target,
                                     .token = c.token,
                                     .node = c.disc.node_name,
-                                    .advertise = c.address};
+                                    .advertise = c.address,
+                                    .tls = &tls,
+                                    .insecure_plain = plain_ok};
         if (agent_logserve_start(&lc, &ls, &err) < 0) {
             fprintf(stderr, "arbiter agent: %s\n", err.msg);
             agent_close(&a, true);

@@ -31,6 +31,7 @@ int cli_version(int argc, char **argv);
 int cli_bench(int argc, char **argv);
 /* the controller daemon and its client verbs (controller.c, client.c) */
 int cli_controller(int argc, char **argv);
+int cli_init(int argc, char **argv); /* the cluster CA, certificates, tokens (init.c) */
 int cli_submit(int argc, char **argv);
 int cli_queue(int argc, char **argv);
 int cli_job(int argc, char **argv);

@@ -9,7 +9,9 @@
  * follower's 307 to the leader, src/client/failover.c), ARBITER_RETRY_S
  * (how long to keep trying them, default 15 s), ARBITER_TRY_S (with several
  * controllers, one try's limit, default 10 s) and ARBITER_TOKEN (a bearer
- * token; none by default).
+ * token; none by default), ARBITER_CACERT (the CA an https:// controller
+ * is checked with: the cluster's ca.crt), ARBITER_CERT_FILE and
+ * ARBITER_KEY_FILE (a client certificate to present).
  * Exit codes: 0 done; 1 the controller refused the request (its message is
  * printed); 2 usage error; 3 the controller could not be reached.
  */
@@ -69,6 +71,26 @@ static int cli_targets(void)
         }
     }
     return cli_urls_rc;
+}
+
+const tls_client_t *cli_tls(void)
+{
+    static tls_client_t t;
+    static bool done;
+    arb_err_t err = {{0}};
+
+    if (!done) {
+        tls_client_from_env(&t);
+        if (tls_client_check(&t, &err) < 0) {
+            fprintf(stderr,
+                    "arbiter: %s (from ARBITER_CACERT, ARBITER_CERT_FILE, "
+                    "ARBITER_KEY_FILE)\n",
+                    err.msg);
+            exit(EXIT_USAGE);
+        }
+        done = true;
+    }
+    return &t;
 }
 
 /* ARBITER_RETRY_S: how long to keep trying the controllers (default 15). */
@@ -148,7 +170,8 @@ long cli_http_hdr(const char *method, const char *path, const char *body, size_t
                    .hdr = h,
                    .connect_ms = 2000,
                    .attempt_ms = try_ms(path),
-                   .budget_ms = retry_budget_ms()};
+                   .budget_ms = retry_budget_ms(),
+                   .tls = cli_tls()};
     if (fo_do(&cli_urls, c, &rq, &r, &err) < 0) {
         fprintf(stderr, "arbiter: cannot reach the controller (ARBITER_URL=%s): %s\n",
                 getenv("ARBITER_URL") ? getenv("ARBITER_URL") : "http://127.0.0.1:7070", err.msg);

@@ -51,6 +51,10 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
      "[--config FILE] [--tokens FILE] [--accept-rewind] (HA: docs/ha.md)",
      cli_controller, true},
+    {"init", "make a cluster's CA, certificates and admin token (TLS across machines)",
+     "arbiter init DIR [--host NAME ...] | init node NAME DIR [--host NAME ...] | "
+     "init user NAME DIR [--role R] [--team T] | init server NAME DIR [--host NAME ...]",
+     cli_init, true},
     {"submit", "submit a job (an Arbiter spec, a Kubernetes manifest, a Slurm script); prints ids",
      "arbiter submit -f FILE [--dry-run] | --gpus N [--cpus C] [--mem M] [--nodes K] [--queue Q] "
      "[--priority P] [--name N] [--idempotency-key K] [-o json] [-- command args]\n"
@@ -159,6 +163,9 @@ int cli_help(int argc, char **argv)
         "                   the one that last answered first; the next after a connect error,\n"
         "                   timeout or 503; a follower's 307 followed to the leader\n"
         "  ARBITER_TOKEN    a bearer token\n"
+        "  ARBITER_CACERT   the cluster CA an https:// controller (and agent) is checked with\n"
+        "  ARBITER_CERT_FILE, ARBITER_KEY_FILE\n"
+        "                   a client certificate to present (arbiter init user|node)\n"
         "  ARBITER_RETRY_S  how long to keep trying the controllers (default 15)\n"
         "  ARBITER_TRY_S    with several controllers, one try's limit (default 10)\n"
         "\nexit codes:\n"

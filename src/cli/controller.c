@@ -23,6 +23,7 @@
 #include "api/api.h"
 #include "cli/cli.h"
 #include "cli/controller_ha.h"
+#include "tls/tls.h"
 
 static int usage_to(FILE *f, int rc)
 {
@@ -32,7 +33,20 @@ static int usage_to(FILE *f, int rc)
                "--name NAME\n"
                "           [--store-prefix /arbiter] [--advertise-url URL] [--lease-ttl S] "
                "[--max-txn-ops N]   (docs/ha.md)\n"
-               "       arbiter controller --api-doc     (print docs/api.md)\n");
+               "       arbiter controller --api-doc     (print docs/api.md)\n"
+               "TLS and limits (docs/security.md):\n"
+               "  --cert-file FILE --key-file FILE   serve HTTPS with this certificate and key "
+               "(arbiter init DIR)\n"
+               "  --trusted-ca-file FILE             check client certificates against this CA: "
+               "a certificate names its principal\n"
+               "  --client-cert-auth                 every request must carry such a "
+               "certificate\n"
+               "  --insecure-plain-http              allow plain HTTP on an address beyond "
+               "loopback (tokens in clear)\n"
+               "  --max-conns N                      open connections in all (default 16384, "
+               "within the open-file limit)\n"
+               "  --max-conns-per-client N           connections one IP address may hold "
+               "(default 256)\n");
     return rc;
 }
 
@@ -57,7 +71,7 @@ static int parse_listen(const char *s, char *host, size_t n, int *port)
     return 0;
 }
 
-static void write_url(const char *dir, const char *host, int port)
+static void write_url(const char *dir, const char *scheme, const char *host, int port)
 {
     char path[4096], tmp[4200];
     FILE *f;
@@ -66,7 +80,7 @@ static void write_url(const char *dir, const char *host, int port)
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     f = fopen(tmp, "w");
     if (f) {
-        fprintf(f, "http://%s:%d\n", host, port);
+        fprintf(f, "%s://%s:%d\n", scheme, host, port);
         if (fclose(f) == 0 && rename(tmp, path) == 0)
             return;
     }
@@ -87,6 +101,10 @@ int cli_controller(int argc, char **argv)
     api_server_t *api = NULL;
     sigset_t set;
     ctl_ha_args_t ha = {.ttl_s = 5, .max_ops = 128};
+    tls_files_t tf = {0};
+    tls_server_t tls = {0};
+    bool plain_ok = false;
+    int max_conns = 0, per_client = 0;
     bool accept_rewind = false;
 
     for (int i = 1; i < argc; i++) {
@@ -111,6 +129,31 @@ int cli_controller(int argc, char **argv)
                 dir = ha.store;
                 ha.store = NULL;
             }
+        } else if (strcmp(argv[i], "--cert-file") == 0 && i + 1 < argc) {
+            tf.cert_file = argv[++i];
+        } else if (strcmp(argv[i], "--key-file") == 0 && i + 1 < argc) {
+            tf.key_file = argv[++i];
+        } else if (strcmp(argv[i], "--trusted-ca-file") == 0 && i + 1 < argc) {
+            tf.ca_file = argv[++i];
+        } else if (strcmp(argv[i], "--client-cert-auth") == 0) {
+            tf.client_cert_auth = true;
+        } else if (strcmp(argv[i], "--insecure-plain-http") == 0) {
+            plain_ok = true;
+        } else if ((strcmp(argv[i], "--max-conns") == 0 ||
+                    strcmp(argv[i], "--max-conns-per-client") == 0) &&
+                   i + 1 < argc) {
+            char *end;
+            long v = strtol(argv[i + 1], &end, 10);
+            if (*end || end == argv[i + 1] || v < 1 || v > 1000000) {
+                fprintf(stderr, "arbiter controller: %s '%s': a count, 1..1000000\n", argv[i],
+                        argv[i + 1]);
+                return 2;
+            }
+            if (strcmp(argv[i], "--max-conns") == 0)
+                max_conns = (int)v;
+            else
+                per_client = (int)v;
+            i++;
         } else if (strcmp(argv[i], "--store-prefix") == 0 && i + 1 < argc) {
             ha.prefix = argv[++i];
         } else if (strcmp(argv[i], "--name") == 0 && i + 1 < argc) {
@@ -163,13 +206,35 @@ int cli_controller(int argc, char **argv)
         st_conf_free(&conf);
         return 2;
     }
-    if (!tokfile && strncmp(host, "127.", 4) != 0) {
+    if (tls_server_load(&tf, &tls, &err) < 0) {
+        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        rc = 2;
+        goto out;
+    }
+    bool authn = tokfile || tls.ca; /* someone must be named: a token or a certificate */
+    if (!authn && !tls_is_loopback(host)) {
         fprintf(stderr,
-                "arbiter controller: no --tokens: the API has no authentication, so it listens "
-                "on 127.0.0.1 only, not on %s\n",
+                "arbiter controller: no --tokens and no --trusted-ca-file: the API has no "
+                "authentication, so it listens on 127.0.0.1 only, not on %s\n",
                 host);
         snprintf(host, sizeof host, "127.0.0.1");
     }
+    if (authn && !tls.cert && !tls_is_loopback(host) && !plain_ok) {
+        fprintf(stderr,
+                "arbiter controller: --listen %s without TLS: bearer tokens and job env values "
+                "would cross the network in clear; give --cert-file and --key-file (arbiter "
+                "init DIR makes them), or --insecure-plain-http to accept that\n",
+                listen);
+        rc = 2;
+        goto out;
+    }
+    const char *scheme = tls.cert ? "https" : "http";
+    const char *how = tokfile && tls.client_cert_auth ? "bearer tokens and client certificates"
+                      : tls.client_cert_auth          ? "client certificates required"
+                      : tokfile && tls.ca             ? "bearer tokens or client certificates"
+                      : tokfile                       ? "bearer tokens required"
+                      : tls.ca                        ? "client certificates required"
+                                                      : "NO authentication: loopback only";
 
     /* Signals are taken by sigwait below; every thread inherits the mask. */
     signal(SIGPIPE, SIG_IGN);
@@ -182,6 +247,9 @@ int cli_controller(int argc, char **argv)
         ha.host = host;
         ha.port = port;
         ha.tokens = tokfile ? &tokens : NULL;
+        ha.tls = &tls;
+        ha.max_conns = max_conns;
+        ha.max_conns_per_client = per_client;
         ha.conf = &conf;
         ha.sigs = &set;
         rc = cli_controller_ha(&ha);
@@ -191,22 +259,26 @@ int cli_controller(int argc, char **argv)
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         goto out;
     }
-    api_opts_t ao = {
-        .host = host, .port = port, .tokens = tokfile ? &tokens : NULL, .name = ha.name};
+    api_opts_t ao = {.host = host,
+                     .port = port,
+                     .tokens = tokfile ? &tokens : NULL,
+                     .name = ha.name,
+                     .tls = &tls,
+                     .max_conns = max_conns,
+                     .max_conns_per_client = per_client};
     if (api_server_start(st, &ao, &api, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         goto out;
     }
     json_t *status = st_status(st);
-    write_url(dir, host, api_server_port(api));
+    write_url(dir, scheme, host, api_server_port(api));
     fprintf(stderr,
             "arbiter controller: epoch %lld, %lld jobs and %lld nodes recovered from %s; "
-            "listening on http://%s:%d (%s)\n",
+            "listening on %s://%s:%d (%s)\n",
             (long long)json_integer_value(json_object_get(status, "epoch")),
             (long long)json_integer_value(json_object_get(status, "jobs")),
-            (long long)json_integer_value(json_object_get(status, "nodes")), dir, host,
-            api_server_port(api),
-            tokfile ? "bearer tokens required" : "NO authentication: loopback only");
+            (long long)json_integer_value(json_object_get(status, "nodes")), dir, scheme, host,
+            api_server_port(api), how);
     json_decref(status);
     for (;;) {
         struct timespec to = {0, 100 * 1000000L};
@@ -234,6 +306,7 @@ out:
     api_server_stop(api);
     st_close(st);
     api_tokens_free(&tokens);
+    tls_server_free(&tls);
     st_conf_free(&conf);
     return rc;
 }

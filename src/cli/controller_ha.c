@@ -73,8 +73,15 @@ int cli_controller_ha(const ctl_ha_args_t *a)
 
     ha_elect_t *hv = NULL; /* what the API reads: set once the election exists */
     api_ha_t ha = {leader_cb, &hv};
-    api_opts_t ao = {
-        .host = a->host, .port = a->port, .tokens = a->tokens, .ha = &ha, .name = a->name};
+    api_opts_t ao = {.host = a->host,
+                     .port = a->port,
+                     .tokens = a->tokens,
+                     .ha = &ha,
+                     .name = a->name,
+                     .tls = a->tls,
+                     .max_conns = a->max_conns,
+                     .max_conns_per_client = a->max_conns_per_client};
+    const char *scheme = a->tls && a->tls->cert ? "https" : "http";
     if (api_server_start(NULL, &ao, &api, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         return 1;
@@ -82,7 +89,7 @@ int cli_controller_ha(const ctl_ha_args_t *a)
     if (a->advertise)
         snprintf(adv, sizeof adv, "%s", a->advertise);
     else
-        snprintf(adv, sizeof adv, "http://%s:%d", a->host, api_server_port(api));
+        snprintf(adv, sizeof adv, "%s://%s:%d", scheme, a->host, api_server_port(api));
     ha_conf_t hc = {.members = members,
                     .prefix = prefix,
                     .name = a->name,
@@ -96,10 +103,12 @@ int cli_controller_ha(const ctl_ha_args_t *a)
     }
     __atomic_store_n(&hv, h, __ATOMIC_RELEASE);
     fprintf(stderr,
-            "arbiter controller %s: follower, listening on http://%s:%d (advertised as %s); "
+            "arbiter controller %s: follower, listening on %s://%s:%d (advertised as %s); "
             "etcd %s, prefix %s, lease TTL %d s (%s)\n",
-            a->name, a->host, api_server_port(api), adv, members, prefix, a->ttl_s,
-            a->tokens ? "bearer tokens required" : "NO authentication: loopback only");
+            a->name, scheme, a->host, api_server_port(api), adv, members, prefix, a->ttl_s,
+            a->tokens                            ? "bearer tokens required"
+            : a->tls && a->tls->client_cert_auth ? "client certificates required"
+                                                 : "NO authentication: loopback only");
 
     for (;;) {
         struct timespec to = {0, 100 * 1000000L};

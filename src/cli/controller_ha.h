@@ -18,7 +18,9 @@ typedef struct ctl_ha_args {
     int max_ops;           /* --max-txn-ops: what etcd was started with */
     const char *host;
     int port;
-    const api_tokens_t *tokens; /* NULL: no auth */
+    const api_tokens_t *tokens; /* NULL: no tokens */
+    const tls_server_t *tls;    /* TLS and client certificates (NULL or no cert: plain) */
+    int max_conns, max_conns_per_client;
     const st_conf_t *conf;
     const sigset_t *sigs; /* blocked; the run ends on one of them */
 } ctl_ha_args_t;

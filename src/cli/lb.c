@@ -6,12 +6,15 @@
  * (bind failed, backend unresolvable), 2 on bad usage.
  */
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "cli/cli.h"
 #include "lb/proxy.h"
+#include "tls/tls.h"
 
 #define LB_USAGE                                                                                   \
     "usage: arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --backends-file FILE |\n" \
@@ -32,7 +35,15 @@
     "  --eject-base MS       first ejection's length, doubling per repeat (1000), up to\n"         \
     "  --eject-max MS        (30000)\n"                                                            \
     "  --slow-start MS       ramp a returning backend's weight up over MS (5000; 0 = off)\n"       \
-    "  --max-conns N         client connections (10000)\n"                                         \
+    "  --max-conns N         client connections (default: what the open-file limit allows, "       \
+    "raised\n"                                                                                     \
+    "                        to its hard limit at start: two descriptors each)\n"                  \
+    "  --maxconn N           requests in flight per backend (HAProxy's maxconn; 0 = no cap):\n"    \
+    "                        more wait in the queue (--max-queue, --queue-timeout), then 429\n"    \
+    "  --cert-file F         serve HTTPS on --listen with this certificate (arbiter init\n"        \
+    "  --key-file K          server NAME DIR) and its key\n"                                       \
+    "  --cacert FILE         the CA an https:// --controller is checked with (ARBITER_CACERT;\n"   \
+    "                        its client certificate: ARBITER_CERT_FILE, ARBITER_KEY_FILE)\n"       \
     "  --admin ADDR          serve /metrics, /backends, /healthz there\n"                          \
     "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
     "  --ready-file FILE     write the bound addresses there once listening\n"                     \
@@ -55,6 +66,41 @@
     "  --queue-timeout MS    a held request is answered 429 after MS (30000)\n"                    \
     "  --ttft-slo MS         answer 429 at once when the expected wait exceeds MS (0 = off)\n"     \
     "SIGHUP re-reads --backends-file; SIGTERM drains and stops.\n"
+
+/* The open-file limit raised to its hard limit, and --max-conns sized from
+ * it: a client connection costs two descriptors (it and its backend's),
+ * and listeners, pools, checks and scrapes need some more. A --max-conns
+ * the limit cannot hold is kept, with a warning: what runs out then is
+ * answered 503 and logged, and never blamed on a backend (proxy.c). */
+static void size_conns(lb_proxy_conf_t *c, bool given)
+{
+    struct rlimit rl;
+    long have = 1024;
+
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) {
+        if (rl.rlim_cur < rl.rlim_max) {
+            rlim_t cur = rl.rlim_cur;
+            rl.rlim_cur = rl.rlim_max;
+            if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
+                rl.rlim_cur = cur;
+        }
+        have = rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > 4000000 ? 4000000 : (long)rl.rlim_cur;
+    }
+    long room = have > 256 ? (have - 128) / 2 : have / 4;
+    if (room < 1)
+        room = 1;
+    if (room > 1000000)
+        room = 1000000;
+    if (!given) {
+        c->max_conns = (int)room;
+    } else if (c->max_conns > room) { /* the operator's word; said, and kept */
+        fprintf(stderr,
+                "arbiter lb: warning: --max-conns %d: the open-file limit (%ld) holds %ld "
+                "client connections (two descriptors each); past that, clients are refused "
+                "with 503 (raise ulimit -n)\n",
+                c->max_conns, have, room);
+    }
+}
 
 enum {
     O_LISTEN = 256,
@@ -82,6 +128,10 @@ enum {
     O_EJM,
     O_SLOW,
     O_MAXC,
+    O_MAXCONN,
+    O_CERT,
+    O_KEY,
+    O_CACERT,
     O_ADMIN,
     O_LOG,
     O_READY,
@@ -131,6 +181,10 @@ static const struct option lb_opts[] = {
     {"eject-max", required_argument, 0, O_EJM},
     {"slow-start", required_argument, 0, O_SLOW},
     {"max-conns", required_argument, 0, O_MAXC},
+    {"maxconn", required_argument, 0, O_MAXCONN},
+    {"cert-file", required_argument, 0, O_CERT},
+    {"key-file", required_argument, 0, O_KEY},
+    {"cacert", required_argument, 0, O_CACERT},
     {"admin", required_argument, 0, O_ADMIN},
     {"access-log", required_argument, 0, O_LOG},
     {"ready-file", required_argument, 0, O_READY},
@@ -188,7 +242,8 @@ int cli_lb(int argc, char **argv)
     lb_target_t *t = NULL;
     int nt = 0, opt, rc = 2;
     const char *bfile = NULL, *service = NULL, *controller = NULL, *scrape = NULL;
-    bool policy_given = false;
+    bool policy_given = false, max_conns_given = false;
+    tls_client_t ctl_tls = {0}; /* the controller's CA (--cacert); the rest from the env */
     int iv;
     double dv;
     arb_err_t err = {{0}};
@@ -307,6 +362,19 @@ int cli_lb(int argc, char **argv)
             break;
         case O_MAXC:
             ok = int_arg("max-conns", optarg, 1, 1000000, &c.max_conns);
+            max_conns_given = true;
+            break;
+        case O_MAXCONN:
+            ok = int_arg("maxconn", optarg, 0, 1000000, &c.maxconn);
+            break;
+        case O_CERT:
+            c.tls_cert_file = optarg;
+            break;
+        case O_KEY:
+            c.tls_key_file = optarg;
+            break;
+        case O_CACERT:
+            ctl_tls.cacert = optarg;
             break;
         case O_ADMIN:
             c.admin = optarg;
@@ -413,6 +481,16 @@ int cli_lb(int argc, char **argv)
     }
     if (c.eject_max_ms < c.eject_base_ms)
         c.eject_max_ms = c.eject_base_ms;
+    size_conns(&c, max_conns_given);
+    if (c.tls_cert_file || c.tls_key_file) { /* checked now: a clear word before listening */
+        tls_files_t tf = {.cert_file = c.tls_cert_file, .key_file = c.tls_key_file};
+        tls_server_t ts = {0};
+        if (tls_server_load(&tf, &ts, &err) < 0) {
+            fprintf(stderr, "arbiter lb: %s\n", err.msg);
+            goto out;
+        }
+        tls_server_free(&ts);
+    }
     /* LLM replicas: the inference policy by default, prompts read, metrics scraped */
     if (c.openai && !policy_given)
         c.policy = &lb_inference_ops;
@@ -429,7 +507,7 @@ int cli_lb(int argc, char **argv)
             rc = 2;
             goto out;
         }
-        if (lb_source_controller(&c.source, controller, service, &err) < 0) {
+        if (lb_source_controller(&c.source, controller, service, &ctl_tls, &err) < 0) {
             fprintf(stderr, "arbiter lb: %s\n", err.msg);
             goto out;
         }

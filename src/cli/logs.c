@@ -259,6 +259,7 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
         curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+        tls_client_apply(cli_tls(), h); /* an https:// log server: the node's, from the CA */
         CURLcode cc = curl_easy_perform(h);
         curl_slist_free_all(hd);
         if (cc == CURLE_OK)

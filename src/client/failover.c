@@ -183,6 +183,7 @@ static CURLcode try_once(CURL *h, const char *url, const fo_req_t *rq, int64_t c
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)total_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    tls_client_apply(rq->tls, h);
     *status = 0;
     cc = curl_easy_perform(h);
     if (cc == CURLE_OK)
@@ -199,6 +200,10 @@ static int map_curl(CURLcode cc)
         return -ETIMEDOUT;
     case CURLE_COULDNT_RESOLVE_HOST:
         return -EHOSTUNREACH;
+    case CURLE_PEER_FAILED_VERIFICATION:
+    case CURLE_SSL_CACERT_BADFILE:
+    case CURLE_SSL_CERTPROBLEM:
+        return -EACCES; /* TLS: not the cluster's controller, or our own files */
     default:
         return -EIO;
     }
@@ -218,7 +223,7 @@ static int list_index(const fo_urls_t *u, const char *url)
 int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *err)
 {
     fo_buf_t b = {.max = rq->max_reply ? rq->max_reply : FO_DEFAULT_MAX_REPLY, .retry_ms = -1};
-    char cerr[CURL_ERROR_SIZE], url[sizeof rs->url], last[520] = "";
+    char cerr[CURL_ERROR_SIZE], url[sizeof rs->url], last[700] = "";
     int64_t t0 = now_ms(), deadline = t0 + (rq->budget_ms > 0 ? rq->budget_ms : 0);
     int64_t connect_ms = rq->connect_ms > 0 ? rq->connect_ms : 2000;
     int64_t attempt_ms = rq->attempt_ms > 0 ? rq->attempt_ms : 120000;
@@ -247,10 +252,14 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
                 snprintf(rs->url, sizeof rs->url, "%s", url);
                 if (cc != CURLE_OK) {
                     last_rc = b.too_big ? -EIO : map_curl(cc);
-                    snprintf(last, sizeof last, "%.200s: %.300s", url,
+                    snprintf(last, sizeof last, "%.200s: %.240s%s", url,
                              b.too_big ? "reply too large"
                              : cerr[0] ? cerr
-                                       : curl_easy_strerror(cc));
+                                       : curl_easy_strerror(cc),
+                             last_rc == -EACCES ? " (TLS: the cluster CA is --cacert or "
+                                                  "ARBITER_CACERT; a client certificate "
+                                                  "--cert-file or ARBITER_CERT_FILE)"
+                                                : "");
                     break;
                 }
                 if (status == 307 || status == 308) {

@@ -35,6 +35,7 @@
 #include <stdint.h>
 
 #include "arbiter/arbiter.h"
+#include "tls/tls.h"
 
 #define FO_MAX_URLS 8
 #define FO_URL_MAX 256
@@ -56,14 +57,16 @@ typedef struct fo_req {
     const char *path;   /* "/v1/jobs?state=active": appended to a base URL */
     const char *body;   /* NULL: no body */
     size_t n;
-    struct curl_slist *hdr; /* borrowed; sent on every try */
-    int64_t connect_ms;     /* one try's connect limit (0: 2000) */
-    int64_t attempt_ms;     /* one try's whole limit (0: 120000) */
-    int64_t budget_ms;      /* keep trying this long in all (0: one pass over the URLs) */
-    bool hard_budget;       /* true: no try runs past the budget (an agent's lease);
-                               false: a try begun within it may take its attempt_ms
-                               (a CLI's long-poll) */
-    size_t max_reply;       /* 0: 64 MiB */
+    struct curl_slist *hdr;  /* borrowed; sent on every try */
+    int64_t connect_ms;      /* one try's connect limit (0: 2000) */
+    int64_t attempt_ms;      /* one try's whole limit (0: 120000) */
+    int64_t budget_ms;       /* keep trying this long in all (0: one pass over the URLs) */
+    bool hard_budget;        /* true: no try runs past the budget (an agent's lease);
+                                false: a try begun within it may take its attempt_ms
+                                (a CLI's long-poll) */
+    size_t max_reply;        /* 0: 64 MiB */
+    const tls_client_t *tls; /* https: the CA to check the controller with, a client
+                                certificate to present (NULL: libcurl's defaults) */
 } fo_req_t;
 
 typedef struct fo_resp {

@@ -52,7 +52,7 @@
 #include "core/fgdla_plan.h"
 
 #define PL_MAX_TYPES 128
-#define PL_CUT_K 4       /* count rows: k = 1..PL_CUT_K */
+#define PL_CUT_K 4        /* count rows: k = 1..PL_CUT_K */
 #define PL_MAX_ROUNDS 300 /* column-generation rounds per stage */
 #define PL_EPS 1e-6
 /* LP units: cores and GiB keep the coefficients near the GPU counts'. */

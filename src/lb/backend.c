@@ -324,6 +324,15 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
         for (i = 0; i < px->npeers; i++)
             if (px->pmap[i] == s->tried[k])
                 px->skip[i] = 1;
+    /* --maxconn: a backend with that many of ours in flight takes no more;
+     * when every one is full the request waits (-EBUSY: admit.c queues it) */
+    int full = 0;
+    if (px->c->maxconn > 0)
+        for (i = 0; i < px->npeers; i++)
+            if (!px->skip[i] && px->peers[i].inflight >= (uint32_t)px->c->maxconn) {
+                px->skip[i] = 1;
+                full++;
+            }
     if (s->req.key) {
         r.key = lb_hash64(s->req.key, s->req.klen, 0);
         r.has_key = true;
@@ -340,7 +349,7 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
     r.rnd = lb_mix64(px->rng);
     i = lb_pick(&px->pol, &r);
     if (i < 0)
-        return i;
+        return full > 0 && px->c->max_queue > 0 ? -EBUSY : i;
     *out = px->pmap[i];
     s->inf.charge = (uint32_t)(s->inf.nblocks > matched ? s->inf.nblocks - matched : 0);
     return 0;
@@ -659,7 +668,15 @@ static void check_start(px_t *px, px_backend_t *b)
     hc->be = b;
     hc->t.owner = hc;
     fd = socket(b->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-    if (fd < 0) {
+    if (fd < 0) { /* ours (open files): the backend is not judged this time */
+        px_own_failure(px, -errno, "starting a health check");
+        free(hc);
+        return;
+    }
+    int cerr = connect(fd, (struct sockaddr *)&b->sa, b->salen) < 0 ? errno : 0;
+    if (cerr && cerr != EINPROGRESS && px_own_errno(cerr)) {
+        px_own_failure(px, -cerr, "starting a health check");
+        close(fd);
         free(hc);
         return;
     }
@@ -667,7 +684,7 @@ static void check_start(px_t *px, px_backend_t *b)
     b->hc = hc;
     b->refs++;
     px_timer_set(px, &px->t_check, &hc->t);
-    if (connect(fd, (struct sockaddr *)&b->sa, b->salen) < 0 && errno != EINPROGRESS) {
+    if (cerr && cerr != EINPROGRESS) {
         check_done(px, hc, false, NULL);
         return;
     }

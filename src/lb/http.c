@@ -201,6 +201,17 @@ static int parse_fields(const char *p, const char *end, bool request, const http
     return 0;
 }
 
+/* A bare LF (no CR before it) in buf[0..n): a head this parser would never
+ * see end (it waits for CRLF CRLF), so it is refused at once instead. */
+static bool bare_lf(const char *buf, size_t n)
+{
+    for (const char *p = memchr(buf, '\n', n); p;
+         p = memchr(p + 1, '\n', n - (size_t)(p + 1 - buf)))
+        if (p == buf || p[-1] != '\r')
+            return true;
+    return false;
+}
+
 static void head_reset(http_head_t *h)
 {
     memset(h, 0, sizeof *h);
@@ -214,6 +225,8 @@ int http_parse_request(const char *buf, size_t n, const http_want_t *want, http_
 
     head_reset(h);
     end = memmem(buf, n, "\r\n\r\n", 4);
+    if (bare_lf(buf, end ? (size_t)(end - buf) + 4 : n))
+        return -EINVAL; /* "GET / HTTP/1.1\n": never waited on */
     if (!end)
         return 0;
     end += 4;
@@ -251,6 +264,8 @@ int http_parse_response(const char *buf, size_t n, http_head_t *h)
 
     head_reset(h);
     end = memmem(buf, n, "\r\n\r\n", 4);
+    if (bare_lf(buf, end ? (size_t)(end - buf) + 4 : n))
+        return -EINVAL;
     if (!end)
         return 0;
     end += 4;

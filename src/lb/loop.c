@@ -72,8 +72,10 @@ static void do_accept_on(px_t *px, int lfd, bool admin)
         if (fd < 0) {
             if (errno == EINTR || errno == ECONNABORTED)
                 continue;
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM)
-                px->accept_paused = !admin;
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                px->accept_paused = !admin; /* until a session ends and frees a descriptor */
+                px_own_failure(px, -errno, "accepting a client");
+            }
             return;
         }
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
@@ -395,6 +397,8 @@ static int px_setup(px_t *px, const lb_proxy_conf_t *c, px_hub_t *hub, int id, c
     px->t_check.len_ms = c->health_timeout_ms;
     px->t_scrape.len_ms = c->scrape_interval_ms > 2000 ? c->scrape_interval_ms : 2000;
     px->t_queue.len_ms = c->queue_timeout_ms;
+    if ((rc = px_tls_setup(px, c, err)) < 0)
+        return rc;
     lb_opts_t opts = c->opts;
     if (c->policy == &lb_prefix_ops || c->policy == &lb_inference_ops) {
         /* one prefix index, whatever happens to the peer set, for every loop */
@@ -597,6 +601,7 @@ static void px_teardown(px_t *px)
     }
     px_backends_free(px);
     bury(px);
+    px_tls_teardown(px);
     lb_policy_fini(&px->pol);
     if (px->hsrc.ops)
         px->hsrc.ops->fini(px->hsrc.st);

@@ -10,7 +10,9 @@
  * touching epoll: one epoll_ctl per socket for its whole life.
  *
  * A client session, one request at a time (pipelined requests wait in the
- * input buffer for their turn):
+ * input buffer for their turn; with --cert-file the TLS handshake runs in
+ * S_HEAD before the first byte of a head, and the client is read and
+ * written through px_crecv/px_csend, ltls.c):
  *
  *        +-----------+  head parsed, picked, pooled conn   +-------+
  *   ---->|  S_HEAD   |------------------------------------>| S_FWD |--+
@@ -43,8 +45,10 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/epoll.h>
 #include <time.h>
 #include <unistd.h>
@@ -53,6 +57,41 @@
 
 static void sess_assign(px_t *px, px_sess_t *s);
 static void sess_route(px_t *px, px_sess_t *s);
+
+bool px_own_errno(int err)
+{
+    err = err < 0 ? -err : err;
+    return err == EMFILE || err == ENFILE || err == ENOBUFS || err == ENOMEM ||
+           err == EADDRNOTAVAIL;
+}
+
+void px_own_failure(px_t *px, int err, const char *doing)
+{
+    px->own_failures++;
+    px->own_unsaid++;
+    if (px->own_said_ms && px->now_ms - px->own_said_ms < 10000)
+        return;
+    fprintf(stderr,
+            "arbiter lb: out of resources %s: %s (%llu time%s since the last word); no backend "
+            "is blamed for it: raise the open-file limit (ulimit -n, LimitNOFILE=) or lower "
+            "--max-conns\n",
+            doing, strerror(err < 0 ? -err : err), (unsigned long long)px->own_unsaid,
+            px->own_unsaid == 1 ? "" : "s");
+    px->own_said_ms = px->now_ms;
+    px->own_unsaid = 0;
+}
+
+/* Has the client of a session waiting for its response gone? Its socket
+ * says end of stream (or an error), with nothing left to read: a request
+ * sent and then the connection closed. Pipelined bytes waiting mean no. */
+static bool client_gone(px_sess_t *s)
+{
+    char c;
+    if (!s->hup)
+        return false;
+    ssize_t n = recv(s->fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+}
 
 /* ---- clock, timers, buffers ------------------------------------------------- */
 
@@ -139,6 +178,7 @@ void px_sess_close(px_t *px, px_sess_t *s)
         px_bconn_close(px, s->bc);
         s->bc = NULL;
     }
+    px_tls_end(s);
     close(s->fd);
     in_free(px, s);
     free(s->inf.blocks);
@@ -179,6 +219,13 @@ void px_sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *pe
     s->admin = admin;
     s->t.owner = s;
     s->peer = *peer;
+    if (px_tls_session(px, s) < 0) { /* --cert-file: a TLS server session (ltls.c) */
+        epoll_ctl(px->ep, EPOLL_CTL_DEL, fd, NULL);
+        px_buf_put(px, s->in);
+        free(s);
+        close(fd);
+        return;
+    }
     px->nsess++;
     if (!admin)
         px->nclients++;
@@ -348,6 +395,12 @@ int px_sess_assign(px_t *px, px_sess_t *s)
             sess_attach(px, s, bc);
             return 0;
         }
+        if (px_own_errno(err)) { /* ours, not the backend's: no ejection, no retry */
+            px_own_failure(px, err, "connecting to a backend");
+            px_sess_reply_text(px, s, 503, "Service Unavailable",
+                               "the balancer is out of resources (open files); retry");
+            return 0;
+        }
         b->st.connect_fail++;
         px_backend_failed(px, b);
         if (s->ntried < (int)(sizeof s->tried / sizeof s->tried[0]))
@@ -483,11 +536,11 @@ static void sess_body(px_t *px, px_sess_t *s)
         if (!s->rd)
             return;
         size_t want = s->in_cap - s->in_len;
-        ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
+        ssize_t n = px_crecv(s, s->in + s->in_len, want);
         if (n > 0) {
             size_t old = s->in_len;
             s->in_len += (uint32_t)n;
-            if ((size_t)n < want && !s->hup)
+            if (px_cdrained(s, (size_t)n, want))
                 s->rd = false;
             if (s->req_end == old) {
                 ssize_t k = http_body_feed(&s->reqb, s->in + old, (size_t)n);
@@ -566,7 +619,7 @@ static void sess_start(px_t *px, px_sess_t *s)
     if (s->inf.kind != OAI_NONE && !s->reqb.done && body_wanted(px, s)) {
         /* read the whole body first: routing needs the prompt */
         if (s->req.expect_continue)
-            (void)!send(s->fd, "HTTP/1.1 100 Continue\r\n\r\n", 25, MSG_NOSIGNAL);
+            (void)!px_csend(s, "HTTP/1.1 100 Continue\r\n\r\n", 25);
         s->state = S_BODY;
         px_timer_set(px, &px->t_client, &s->t);
         return;
@@ -595,6 +648,8 @@ static void sess_finish(px_t *px, px_sess_t *s)
         memset(&s->inf, 0, sizeof s->inf);
         px_admit_done(px);
         px_admit_pump(px); /* a replica may have room now */
+    } else if (px->nqueued > 0 && px->c->maxconn > 0) {
+        px_admit_pump(px); /* a backend slot under --maxconn is free now */
     }
     if (!s->keep || !s->reqb.done) {
         px_sess_close(px, s);
@@ -619,6 +674,39 @@ static void sess_finish(px_t *px, px_sess_t *s)
     px_timer_set(px, &px->t_client, &s->t);
 }
 
+/* The response head at out[at..resp_off), from a backend that closes its
+ * connection after it (HTTP/1.0, Connection: close), told as the client's
+ * connection stays open (its framing is a length or chunks): the status
+ * line gets the request's HTTP/1.x, and the hop-by-hop Connection and
+ * Keep-Alive lines go, so that a client with requests pipelined behind this
+ * one reads on. The head only shrinks, in place, before any of it is sent. */
+static void head_for_client(px_sess_t *s, uint32_t at)
+{
+    char *h = s->out + at;
+    uint32_t len = s->resp_off - at, i = 0;
+
+    if (len > 8 && memcmp(h, "HTTP/1.", 7) == 0 && s->req.minor == 1)
+        h[7] = '1';
+    while (i < len && h[i] != '\n') /* past the status line */
+        i++;
+    i++;
+    while (i + 2 <= len && !(h[i] == '\r' && h[i + 1] == '\n')) {
+        uint32_t e = i;
+        while (e < len && h[e] != '\n')
+            e++;
+        e = e < len ? e + 1 : len;
+        if ((e - i > 11 && strncasecmp(h + i, "connection:", 11) == 0) ||
+            (e - i > 11 && strncasecmp(h + i, "keep-alive:", 11) == 0)) {
+            memmove(h + i, h + e, s->out_len - (at + e));
+            s->out_len -= e - i;
+            s->resp_off -= e - i;
+            len -= e - i;
+            continue;
+        }
+        i = e;
+    }
+}
+
 /* Parse what arrived from the backend: out[resp_off..out_len). Returns -1
  * when the session was failed. */
 static int resp_parse(px_t *px, px_sess_t *s)
@@ -637,6 +725,7 @@ static int resp_parse(px_t *px, px_sess_t *s)
                 px_sess_backend_failed(px, s, F_BAD_RESPONSE);
                 return -1;
             }
+            uint32_t head_at = s->resp_off;
             s->resp_off += (uint32_t)rc;
             if (s->resp.status >= 100 && s->resp.status < 200 && s->resp.status != 101)
                 continue; /* 100 Continue and friends: pass on, a final head follows */
@@ -653,11 +742,13 @@ static int resp_parse(px_t *px, px_sess_t *s)
                 s->reqb.done = false;
                 s->req_end = s->in_len;
             }
-            if (s->resp.conn_close || (s->resp.minor == 0 && !s->resp.conn_keep) ||
-                s->respb.mode == HTTP_BODY_CLOSE) {
+            bool backend_closes = s->resp.conn_close || (s->resp.minor == 0 && !s->resp.conn_keep);
+            if (backend_closes || s->respb.mode == HTTP_BODY_CLOSE)
                 s->bc_reusable = false;
-                s->keep = false;
-            }
+            if (s->respb.mode == HTTP_BODY_CLOSE)
+                s->keep = false; /* only the end of the stream ends this body */
+            else if (backend_closes && s->keep)
+                head_for_client(s, head_at); /* the client's connection outlives the backend's */
         } else {
             ssize_t k = http_body_feed(&s->respb, s->out + s->resp_off, s->out_len - s->resp_off);
             if (k < 0) {
@@ -710,7 +801,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
         }
         if (s->in_len < s->in_cap) {
             size_t want = s->in_cap - s->in_len;
-            n = recv(s->fd, s->in + s->in_len, want, 0);
+            n = px_crecv(s, s->in + s->in_len, want);
             if (n > 0) {
                 size_t old = s->in_len;
                 s->in_len += (uint32_t)n;
@@ -722,7 +813,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
                     }
                     s->req_end += (uint32_t)k;
                 }
-                if ((size_t)n < want && !s->hup)
+                if (px_cdrained(s, (size_t)n, want))
                     s->rd = false;
                 prog = true;
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
@@ -785,7 +876,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
     /* 4. out -> client */
     if (s->out_sent < s->resp_off && s->wr) {
         size_t want = s->resp_off - s->out_sent;
-        n = send(s->fd, s->out + s->out_sent, want, MSG_NOSIGNAL);
+        n = px_csend(s, s->out + s->out_sent, want);
         if (n > 0) {
             s->out_sent += (uint32_t)n;
             s->resp_started = true;
@@ -811,7 +902,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
 static int sess_write_reply(px_t *px, px_sess_t *s)
 {
     while (s->out_sent < s->out_len && s->wr) {
-        ssize_t n = send(s->fd, s->out + s->out_sent, s->out_len - s->out_sent, MSG_NOSIGNAL);
+        ssize_t n = px_csend(s, s->out + s->out_sent, s->out_len - s->out_sent);
         if (n > 0) {
             s->out_sent += (uint32_t)n;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
@@ -858,13 +949,18 @@ void px_sess_run(px_t *px, px_sess_t *s)
                 px_sess_close(px, s);
                 return;
             }
-            if (!s->rd)
+            int hs = px_tls_handshake(s); /* TLS first (ltls.c), either way it waits */
+            if (hs < 0) {
+                px_sess_close(px, s);
+                return;
+            }
+            if (hs == 0 || !s->rd)
                 return;
             size_t want = s->in_cap - s->in_len;
-            ssize_t n = recv(s->fd, s->in + s->in_len, want, 0);
+            ssize_t n = px_crecv(s, s->in + s->in_len, want);
             if (n > 0) {
                 s->in_len += (uint32_t)n;
-                if ((size_t)n < want && !s->hup)
+                if (px_cdrained(s, (size_t)n, want))
                     s->rd = false;
                 px_timer_set(px, &px->t_client, &s->t);
                 continue;
@@ -886,8 +982,18 @@ void px_sess_run(px_t *px, px_sess_t *s)
                 px_sess_close(px, s);
             return;
         case S_CONNECT:
+            if (s->reqb.done && client_gone(s)) { /* no one will read the answer */
+                px->client_aborts++;
+                px_sess_close(px, s); /* closes the backend connection too, at once */
+                return;
+            }
             return; /* the backend connection's event moves us on */
         case S_FWD: {
+            if (s->reqb.done && client_gone(s)) {
+                px->client_aborts++;
+                px_sess_close(px, s);
+                return;
+            }
             int rc = sess_pump(px, s);
             if (rc < 0) {
                 if (s->kind == PX_DEAD)

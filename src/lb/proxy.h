@@ -35,6 +35,7 @@
 #define ARB_LB_PROXY_H
 
 #include "lb/lb.h"
+#include "tls/tls.h"
 
 /* One backend as a source names it. */
 typedef struct lb_target {
@@ -88,13 +89,18 @@ int lb_source_file(lb_source_t *s, const char *path, arb_err_t *err);
 /* The ready, not draining replicas of service `name` from the controller
  * at url (source_ctl.c): long-polls GET /v1/services/NAME and reports
  * in-flight counts to POST /v1/services/NAME/load. The first load() waits
- * up to 30 s for a ready replica. */
-int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err);
+ * up to 30 s for a ready replica. tls (borrowed for the process's life):
+ * the CA an https:// controller is checked with and a client certificate;
+ * what it leaves NULL comes from ARBITER_CACERT, ARBITER_CERT_FILE and
+ * ARBITER_KEY_FILE. */
+int lb_source_controller(lb_source_t *s, const char *url, const char *name, const tls_client_t *tls,
+                         arb_err_t *err);
 void lb_source_fini(lb_source_t *s);
 
 typedef struct lb_proxy_conf {
-    const char *listen; /* "127.0.0.1:8080"; port 0 picks one */
-    const char *admin;  /* NULL, or the admin listener's address */
+    const char *listen;                       /* "127.0.0.1:8080"; port 0 picks one */
+    const char *tls_cert_file, *tls_key_file; /* serve HTTPS on listen (NULL: plain) */
+    const char *admin;                        /* NULL, or the admin listener's address */
     lb_source_t source;
     const lb_ops_t *policy;
     lb_opts_t opts;
@@ -107,7 +113,9 @@ typedef struct lb_proxy_conf {
     int eject_base_ms, eject_max_ms;
     int slow_start_ms; /* 0: none */
     int retries;       /* other backends tried after a failed connect */
-    int max_conns;
+    int max_conns;     /* client connections at once (lb.c sizes it from the open-file limit) */
+    int maxconn;       /* requests in flight per backend (HAProxy's maxconn); more wait in
+                          the admission queue (max_queue, queue_timeout_ms); 0: no cap */
     const char *access_log; /* NULL, a path, or "-" for stdout */
     const char *ready_file; /* NULL, or where to write the bound addresses */
     uint64_t seed;          /* randomness for p2c, feedback; 0: from the clock */

@@ -10,6 +10,7 @@
 #ifndef ARB_LB_PROXY_INT_H
 #define ARB_LB_PROXY_INT_H
 
+#include <gnutls/gnutls.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -184,7 +185,9 @@ typedef struct px_infer {
 typedef struct px_sess {
     px_kind_t kind; /* PX_CLIENT */
     int fd;
-    bool admin; /* on the admin listener */
+    gnutls_session_t tls; /* --cert-file: the client's TLS session (ltls.c); NULL plain */
+    bool tls_up;          /* its handshake is done */
+    bool admin;           /* on the admin listener */
     px_state_t state;
     bool rd, wr, hup; /* client readiness */
     px_tnode_t t;
@@ -232,6 +235,8 @@ typedef struct px_admit_stats {
 
 typedef struct px {
     const lb_proxy_conf_t *c;
+    gnutls_certificate_credentials_t tls_cred; /* --cert-file (ltls.c); NULL: plain */
+    gnutls_priority_t tls_prio;
     int ep, lfd, afd, sfd;
     int64_t now_ms, now_ns;
     uint64_t rng;
@@ -255,6 +260,10 @@ typedef struct px {
     bool log_dirty;
     http_want_t want;
     uint64_t accepted, retries, no_backend, bad_requests;
+    uint64_t own_failures;  /* our own resource failures (EMFILE, ...): no backend blamed */
+    uint64_t client_aborts; /* clients gone before their response: backend connection closed */
+    int64_t own_said_ms;    /* when the last own failure was logged */
+    uint64_t own_unsaid;    /* own failures since then */
     px_stats_t total;
     /* inference (oai.h, scrape.c, admit.c) */
     lb_pindex_t *pindex;   /* the prefix index the policy uses (shared by the loops) */
@@ -316,6 +325,20 @@ void px_hub_sync(px_t *px);
 void px_hub_totals(px_t *px, px_snap_t *out);
 void px_hub_backend_stats(px_t *px, const px_backend_t *b, px_stats_t *out);
 
+/* TLS on the listener (ltls.c). px_tls_setup loads --cert-file/--key-file
+ * for one loop; px_tls_session gives a client session its TLS (0, or
+ * -errno); px_tls_handshake: 1 done (or plain), 0 waiting, -1 failed;
+ * px_crecv/px_csend are recv/send over it; px_cdrained: may a read of got
+ * bytes out of want clear the readable flag (plain short reads only). */
+int px_tls_setup(px_t *px, const lb_proxy_conf_t *c, arb_err_t *err);
+void px_tls_teardown(px_t *px);
+int px_tls_session(px_t *px, px_sess_t *s);
+void px_tls_end(px_sess_t *s);
+int px_tls_handshake(px_sess_t *s);
+ssize_t px_crecv(px_sess_t *s, void *buf, size_t n);
+ssize_t px_csend(px_sess_t *s, const void *buf, size_t n);
+bool px_cdrained(const px_sess_t *s, size_t got, size_t want);
+
 /* addresses (source.c): "host:port"; passive allows an empty host. */
 int px_resolve(const char *addr, bool passive, struct sockaddr_storage *sa, socklen_t *len,
                arb_err_t *err);
@@ -328,6 +351,12 @@ void px_sess_close(px_t *px, px_sess_t *s);
 void px_sess_run(px_t *px, px_sess_t *s);
 void px_sess_backend_failed(px_t *px, px_sess_t *s, int why);
 void px_sess_reply_text(px_t *px, px_sess_t *s, int code, const char *reason, const char *msg);
+/* Is -err a failure of this process's own resources (open files, buffers,
+ * memory, local ports) rather than of the peer? Such failures are logged
+ * (px_own_failure, at most one line per 10 s) and never count against a
+ * backend. */
+bool px_own_errno(int err);
+void px_own_failure(px_t *px, int err, const char *doing);
 void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev);
 /* the loop (loop.c): accept what is pending (accepting resumes after a close) */
 void px_accept(px_t *px);

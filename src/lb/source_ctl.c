@@ -17,7 +17,10 @@
  *           which the proxy takes through reports() for the feedback
  *           policy. The age becomes a time on this process's monotonic
  *           clock (now - age_ms), so the two hosts' clocks never meet.
- * ARBITER_TOKEN, when set, is sent as a bearer token. --controller takes one
+ * ARBITER_TOKEN, when set, is sent as a bearer token; an https:// controller
+ * is checked against --cacert or ARBITER_CACERT (the cluster's ca.crt), and the client
+ * certificate of ARBITER_CERT_FILE and ARBITER_KEY_FILE, when set, is the
+ * balancer's identity (arbiter init user). --controller takes one
  * URL or several, comma-separated (src/client/failover.h parses them): a
  * request goes to the one that last answered, and to the next after a
  * connect error, a timeout or a 503; a follower's 307 to the leader is
@@ -68,6 +71,7 @@ typedef struct ctl {
     bool noted;
     lb_agent_load_t *loads; /* the agents' last reports, replica by replica */
     int nloads;
+    tls_client_t tls; /* --cacert, else the environment (their strings live on) */
 } ctl_t;
 
 typedef struct buf {
@@ -132,6 +136,7 @@ static int call_one(ctl_t *x, const char *base, const char *method, const char *
     curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
     curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_progress);
     curl_easy_setopt(c, CURLOPT_XFERINFODATA, x);
+    tls_client_apply(&x->tls, c);
     if (body)
         curl_easy_setopt(c, CURLOPT_POSTFIELDS, body);
     cc = curl_easy_perform(c);
@@ -504,7 +509,8 @@ static void ctl_fini(void *st)
 static const lb_source_ops_t ctl_ops = {"controller", ctl_load,    ctl_watch_fd, ctl_fini,
                                         ctl_note,     ctl_reports, true};
 
-int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_err_t *err)
+int lb_source_controller(lb_source_t *s, const char *url, const char *name, const tls_client_t *tls,
+                         arb_err_t *err)
 {
     ctl_t *x;
     const char *tok = getenv("ARBITER_TOKEN");
@@ -531,6 +537,13 @@ int lb_source_controller(lb_source_t *s, const char *url, const char *name, arb_
     snprintf(x->name, sizeof x->name, "%s", name);
     if (tok && tok[0])
         snprintf(x->auth, sizeof x->auth, "Authorization: Bearer %.500s", tok);
+    if (tls)
+        x->tls = *tls;
+    tls_client_from_env(&x->tls);
+    if ((rc = tls_client_check(&x->tls, err)) < 0) {
+        free(x);
+        return rc;
+    }
     pthread_mutex_init(&x->mu, NULL);
     arb_cond_init(&x->cv);
     if (pipe2(x->pfd, O_NONBLOCK | O_CLOEXEC) < 0) {

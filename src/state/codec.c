@@ -10,8 +10,9 @@
  * with line and column (400); then the spec reader, whose messages point
  * into the same text (422). Two fields belong to the controller and are
  * taken out before the spec reader sees the mapping: "command" (a list of
- * strings), "env" (a map of names to strings) and "restartable" (a bool,
- * default true: a task lost with its node requeues the job; false fails it).
+ * strings), "env" (a map of names to strings, or to {value, secret: true}
+ * for a secret: see st_env_view) and "restartable" (a bool, default true: a
+ * task lost with its node requeues the job; false fails it).
  *
  * What the state holds (a job's command and env, a node's telemetry and
  * inventory) goes into a reply as a deep copy, never shared by reference:
@@ -69,7 +70,7 @@ static int arg_text(sx_t *x, const sval_t *v, char *buf, size_t n)
         return 0;
     if (!v->n || !fy_node_is_scalar(v->n) || fy_node_is_alias(v->n))
         return sv_fail(x, v, -EINVAL, "expected a string, got %s", sv_kind(v->n));
-    if (!(s = fy_node_get_scalar(v->n, &len)))
+    if (!(s = sv_scalar(v->n, &len))) /* not fy_node_get_scalar: see sval.c */
         return sv_oom(x, v);
     if (len >= n)
         return sv_fail(x, v, -EINVAL, "is too long (%zu bytes; the most is %zu)", len, n - 1);
@@ -139,11 +140,30 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
                 return sv_fail(x, &pv, -EINVAL,
                                "'%s' is not a variable name; use letters, digits and _", key);
             }
+            bool secret = false;
+            if (pv.n && fy_node_is_mapping(pv.n)) { /* {value: TEXT, secret: true} */
+                static const char *const keys[] = {"value", "secret", NULL};
+                sval_t vv, sv;
+                if ((rc = sv_check_keys(x, &pv, keys)) < 0 ||
+                    (sv_get(&pv, "secret", &sv) && (rc = sv_bool(x, &sv, &secret)) < 0)) {
+                    json_decref(obj);
+                    return rc;
+                }
+                if (!sv_get(&pv, "value", &vv)) {
+                    json_decref(obj);
+                    return sv_fail(x, &pv, -EINVAL,
+                                   "give the value: {value: TEXT, secret: true}, or a string");
+                }
+                pv = vv;
+            }
             if ((rc = arg_text(x, &pv, buf, sizeof buf)) < 0) {
                 json_decref(obj);
                 return rc;
             }
-            json_object_set_new(obj, key, json_string(buf));
+            json_object_set_new(obj, key,
+                                secret ? json_pack("{s:s,s:b}", "value", buf, "secret", 1)
+                                       : json_string(buf));
+            memset(buf, 0, strlen(buf)); /* a secret does not stay in this buffer */
         }
         *env = obj;
         remove_key(root, "env");
@@ -328,6 +348,53 @@ static json_t *task_json(st_t *s, st_job_t *sj, int t)
     return o;
 }
 
+json_t *st_env_plain(const json_t *env)
+{
+    json_t *o = json_object();
+    const char *k;
+    json_t *v;
+
+    json_object_foreach((json_t *)env, k, v)
+    {
+        json_t *val = json_is_object(v) ? json_object_get(v, "value") : v;
+        json_object_set_new(o, k,
+                            json_string(json_string_value(val) ? json_string_value(val) : ""));
+    }
+    return o;
+}
+
+json_t *st_env_view(const json_t *env, bool reveal)
+{
+    json_t *o = json_object();
+    const char *k;
+    json_t *v;
+
+    json_object_foreach((json_t *)env, k, v)
+    {
+        if (json_is_object(v) && !reveal)
+            json_object_set_new(o, k, json_pack("{s:b}", "secret", 1));
+        else
+            json_object_set_new(o, k, json_deep_copy(v));
+    }
+    return o;
+}
+
+bool st_may_see_secrets(const st_who_t *who, const st_job_t *sj)
+{
+    if (who->role == ST_ROLE_ADMIN)
+        return true;
+    return who->role == ST_ROLE_USER && who->name && strcmp(who->name, sj->owner) == 0 &&
+           strcmp(who->team ? who->team : "", sj->team) == 0;
+}
+
+json_t *st_job_json_for(st_t *s, st_job_t *sj, const st_who_t *who)
+{
+    json_t *o = st_job_json(s, sj, true);
+    if (o && sj->env && st_may_see_secrets(who, sj))
+        json_object_set_new(o, "env", st_env_view(sj->env, true));
+    return o;
+}
+
 json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
 {
     const arb_job_t *j = sj->j;
@@ -375,8 +442,8 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
                             json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min, "max", j->ntasks,
                                       "current", j->nalloc, "generation", (int)j->resize_gen));
     json_object_set_new(o, "command", sj->command ? json_deep_copy(sj->command) : json_array());
-    if (sj->env)
-        json_object_set_new(o, "env", json_deep_copy(sj->env));
+    if (sj->env) /* fresh copies; secrets hidden: st_job_json_for shows them to whom they belong */
+        json_object_set_new(o, "env", st_env_view(sj->env, false));
     /* The job's recent events, oldest first. */
     json_t *evs = json_array();
     int found = 0, idx[32];
@@ -486,7 +553,7 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
     const arb_task_alloc_t *a = &j->alloc[t];
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
     char cpu[32], mem[32], mib[32];
-    json_t *o, *env = sj->env ? json_deep_copy(sj->env) : json_object();
+    json_t *o, *env = st_env_plain(sj->env); /* secrets as plain values */
     int64_t cpu_cap = g->lim.cpu_milli, mem_cap = g->lim.mem_bytes, gmib = granted_gpu_mib(s, j, t);
 
     /* Kubernetes' rule: requests are what the scheduler reserves; limits

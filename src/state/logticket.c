@@ -24,7 +24,9 @@
  * agent role and must name the same job, task and node. The table is small
  * (ST_TICKETS_MAX; expired tickets are dropped as new ones come), lives in
  * memory only (a restarted controller forgets its tickets; clients ask for
- * new ones), and is guarded by s->mu like everything in st_t.
+ * new ones), and is guarded by s->mu like everything in st_t. A ticket shown
+ * is compared with each one held in full (SHA-256 of both, then every byte),
+ * so the time a check takes says nothing of how close a guess came.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,6 +34,7 @@
 #include <sys/random.h>
 
 #include "state/state_int.h"
+#include "tls/tls.h"
 
 #define ST_TICKET_TTL_NS (60LL * 1000000000LL)
 #define ST_TICKETS_MAX 4096
@@ -155,7 +158,8 @@ int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, co
     int64_t now = st_now_ns(s);
     for (int i = 0; s->tickets && i < s->tickets->n; i++) {
         const st_lticket_t *e = &s->tickets->v[i];
-        if (strcmp(e->id, id) != 0 || e->expires <= now)
+        /* in time independent of where a guess differs (tls_secret_equal) */
+        if (e->expires <= now || !tls_secret_equal(e->id, id))
             continue;
         if (e->job == job && e->task == task && !strcmp(e->node, node)) {
             rc = 0;

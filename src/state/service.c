@@ -157,7 +157,7 @@ void st_service_free(st_job_t *sj)
 /* The env a replica gets on top of the service's. */
 static json_t *replica_env(const st_job_t *parent, int i)
 {
-    json_t *env = parent->env ? json_deep_copy(parent->env) : json_object();
+    json_t *env = parent->env ? json_deep_copy(parent->env) : json_object(); /* secrets kept */
     char port[16], idx[16];
 
     snprintf(port, sizeof port, "%d", parent->svc->conf.port + i);
@@ -308,7 +308,7 @@ static void publish(st_t *s, st_job_t *parent)
     if (h != v->sig) {
         v->sig = h;
         v->version++;
-        pthread_cond_broadcast(&s->ev_cond);
+        st_changed(s);
     }
 }
 

@@ -106,7 +106,7 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
     e->job = job;
     e->json = txt;
     s->ring_n++;
-    pthread_cond_broadcast(&s->ev_cond);
+    st_changed(s);
     return lam;
 }
 
@@ -120,6 +120,34 @@ int64_t st_flush(st_t *s)
 int64_t st_seen(st_t *s)
 {
     return store_gc_last(s->gc);
+}
+
+void st_changed(st_t *s)
+{
+    pthread_cond_broadcast(&s->ev_cond);
+    if (s->chg_fn)
+        s->chg_fn(s->chg_arg);
+}
+
+void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    s->chg_fn = fn;
+    s->chg_arg = arg;
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool st_stopping(st_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+bool st_done(st_t *s, int64_t ticket)
+{
+    return ticket <= 0 || store_gc_done(s->gc, ticket);
 }
 
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
@@ -409,7 +437,7 @@ void st_quiesce(st_t *s)
     pthread_mutex_lock(&s->mu);
     s->stop = true;
     pthread_cond_broadcast(&s->kick);
-    pthread_cond_broadcast(&s->ev_cond);
+    st_changed(s);
     pthread_mutex_unlock(&s->mu);
 }
 
@@ -422,7 +450,7 @@ void st_close(st_t *s)
         pthread_mutex_lock(&s->mu);
         s->stop = true;
         pthread_cond_broadcast(&s->kick);
-        pthread_cond_broadcast(&s->ev_cond);
+        st_changed(s);
         pthread_mutex_unlock(&s->mu);
         pthread_join(s->thr, NULL);
     }
@@ -664,7 +692,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
                           "send a new key with a new job",
                           key, (unsigned long long)prev);
         } else {
-            *out = st_job_json(s, pj, true);
+            *out = st_job_json_for(s, pj, who);
             rc = 0;
         }
         *ticket = st_seen(s);
@@ -772,7 +800,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     s->m_submitted++;
     s->dirty = true;
     pthread_cond_signal(&s->kick);
-    *out = st_job_json(s, sj, true);
+    *out = st_job_json_for(s, sj, who);
     sj = NULL;
 out:
     if (sj) {
@@ -808,7 +836,7 @@ int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t 
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc == 0)
-        *out = st_job_json(s, sj, true);
+        *out = st_job_json_for(s, sj, who);
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -874,7 +902,7 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         goto out;
     }
     if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name)) {
-        *out = st_job_json(s, sj, true);
+        *out = st_job_json_for(s, sj, who);
         goto out;
     }
     switch (sj->j->state) {
@@ -913,7 +941,7 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
     }
     }
-    *out = st_job_json(s, sj, true);
+    *out = st_job_json_for(s, sj, who);
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);

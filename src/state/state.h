@@ -144,9 +144,18 @@ void st_close(st_t *s); /* stops the thread, writes what is queued, closes */
  * server can stop without waiting out their timeouts. Call before
  * stopping the API; st_close follows. */
 void st_quiesce(st_t *s);
+/* Is it stopping (st_quiesce, st_close)? Long polls answer at once then. */
+bool st_stopping(st_t *s);
+/* Long polls without a thread each (src/api): fn(arg) is called, with the
+ * state's lock held, whenever a long poll (events, service endpoints) may
+ * have a new answer, and when the state quiesces. fn must only take its own
+ * lock and signal. fn NULL: none. */
+void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg);
 
 /* Wait until everything up to ticket is durable: 0 or -EIO. */
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err);
+/* Would st_wait return at once? (Durable already, or the store failed.) */
+bool st_done(st_t *s, int64_t ticket);
 
 /* One scheduling cycle now (also run by the thread): node leases, then
  * placement; decisions are queued in one batch. *ticket as above. */

@@ -126,8 +126,10 @@ extern const double st_cycle_buckets_ms[ST_HIST - 1];
 struct st {
     st_conf_t conf;
     pthread_mutex_t mu;
-    pthread_cond_t ev_cond; /* an event was appended */
-    pthread_cond_t kick;    /* something changed: run a cycle */
+    pthread_cond_t ev_cond; /* an event was appended (st_changed) */
+    void (*chg_fn)(void *); /* st_set_change_hook: told with every ev_cond broadcast */
+    void *chg_arg;
+    pthread_cond_t kick; /* something changed: run a cycle */
     store_t *store;
     store_gc_t *gc;
     store_batch_t batch; /* ops of the mutation in progress */
@@ -373,5 +375,20 @@ void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok)
 /* The health prober thread. */
 int st_probe_start(st_t *s);
 void st_probe_stop(st_t *s);
+
+/* A long poll may have a new answer: wake the waiters on s->ev_cond and
+ * tell the change hook (the API's suspended long polls). Caller holds s->mu. */
+void st_changed(st_t *s);
+
+/* Secret env values (codec.c). A job's env maps names to strings, or to
+ * {"value": TEXT, "secret": true}. st_env_plain: names to strings, what a
+ * task gets (the node's own agent only). st_env_view: what the API shows,
+ * a secret as {"secret": true} unless reveal (then {"value", "secret"}).
+ * st_job_json_for: the full job as who may see it: secrets revealed to
+ * admins and the job's submitter only (st_may_see_secrets). */
+json_t *st_env_plain(const json_t *env);
+json_t *st_env_view(const json_t *env, bool reveal);
+bool st_may_see_secrets(const st_who_t *who, const st_job_t *sj);
+json_t *st_job_json_for(st_t *s, st_job_t *sj, const st_who_t *who);
 
 #endif

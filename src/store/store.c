@@ -338,6 +338,14 @@ int64_t store_gc_last(store_gc_t *gc)
     return t;
 }
 
+bool store_gc_done(store_gc_t *gc, int64_t t)
+{
+    pthread_mutex_lock(&gc->mu);
+    bool done = t <= gc->durable || gc->failed;
+    pthread_mutex_unlock(&gc->mu);
+    return done;
+}
+
 int store_gc_wait(store_gc_t *gc, int64_t t, arb_err_t *err)
 {
     int rc = 0;

@@ -140,6 +140,9 @@ int64_t store_gc_last(store_gc_t *gc);
 /* Wait until the batch with ticket t (and so every batch before it) is
  * durable: 0, or -EIO with the commit's error text. t <= 0 returns at once. */
 int store_gc_wait(store_gc_t *gc, int64_t t, arb_err_t *err);
+/* Would store_gc_wait(gc, t) return at once (t durable, or the store
+ * failed)? Never blocks: the API asks before it parks a reply. */
+bool store_gc_done(store_gc_t *gc, int64_t t);
 void store_gc_get_stats(store_gc_t *gc, store_gc_stats_t *st);
 /* 0 while every commit succeeded; -EIO, with the failed commit's text in
  * err, once one failed (the committer then refuses every batch). */

@@ -156,6 +156,18 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
                             strerror(errno));
         goto out;
     }
+    /* Job specs hold env values (secrets among them): the data is the
+     * controller's alone. SQLite makes its -wal and -shm files with the
+     * database file's mode (0600: made so above); the files of an older data
+     * dir are narrowed to 0600, the dir to 0700. */
+    chmod(dir, 0700);
+    fchmod(q->lockfd, 0600);
+    chmod(wal, 0600);
+    {
+        char shm[4200];
+        snprintf(shm, sizeof shm, "%s-shm", path);
+        chmod(shm, 0600);
+    }
     had_wal = access(wal, F_OK) == 0;
     q->markerfd = open(mpath, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
     if (q->markerfd < 0) {

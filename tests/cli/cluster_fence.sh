@@ -40,15 +40,19 @@ ip netns exec "$NS" ip link set "$VN" up
 ip netns exec "$NS" ip link set lo up
 
 ADMIN=admin-token-fence-0123456789
-AGENT=agent-token-fence-0123456789
-printf '%s admin ops root\n%s agent nodes agents\n' "$ADMIN" "$AGENT" > "$T/tokens"
+AGENT=agent-token-fence-0123456789 AGENT2=agent2-token-fence-0123456789
+# one token per node: an agent acts as its own node only (docs/security.md)
+printf '%s admin ops root\n%s agent nodes cut\n%s agent nodes other\n' "$ADMIN" "$AGENT" "$AGENT2" \
+    > "$T/tokens"
 printf '%s\n' "$AGENT" > "$T/agent.token"
-chmod 600 "$T/tokens" "$T/agent.token"
+printf '%s\n' "$AGENT2" > "$T/agent2.token"
+chmod 600 "$T/tokens" "$T/agent.token" "$T/agent2.token"
 # grace 2 s: twice the minimum, so a loaded CI machine cannot blur the order
 printf 'scheduler: {interval: 200ms}\nnodes: {lease: 2s, grace: 2s}\n' > "$T/config.yaml"
 CL_HOST=${NET}1
 ARBITER_TOKEN=$ADMIN
-cl_controller --config "$T/config.yaml" --tokens "$T/tokens"
+# plain HTTP on the veth (a test network of its own): said explicitly
+cl_controller --config "$T/config.yaml" --tokens "$T/tokens" --insecure-plain-http
 
 # the agent inside the namespace: its only way to the controller is the veth
 ip netns exec "$NS" $ARB agent --name cut --controller "$ARBITER_URL" --token-file "$T/agent.token" \
@@ -67,7 +71,7 @@ kill -0 "$TPID" || cl_fail "task pid $TPID is not running"
 
 # a second node on the host side, ready to take it
 CL_AGENT_URL=$ARBITER_URL
-cl_agent other --token-file "$T/agent.token"
+cl_agent other --token-file "$T/agent2.token"
 cl_wait "node other" 10 cl_node_ready other
 
 ip link set "$VH" down

@@ -24,12 +24,14 @@ NAME=cluster_logs
 . "$SRC/tests/cli/lib/cluster.sh"
 cl_init
 
-ADMIN=admin-token-$$-0123456789 AGENT=agent-token-$$-0123456789
+ADMIN=admin-token-$$-0123456789 AGENT=agent-token-$$-0123456789 AGENT2=agent2-token-$$-0123456789
 ALICE=alice-token-$$-0123456789 BOB=bobby-token-$$-0123456789
-printf '%s admin ops root\n%s agent nodes agents\n%s user team-a alice\n%s user team-b bob\n' \
-    "$ADMIN" "$AGENT" "$ALICE" "$BOB" > "$T/tokens"
+# one token per node: an agent acts as (and checks tickets for) its own node only
+printf '%s admin ops root\n%s agent nodes n1\n%s agent nodes n2\n%s user team-a alice\n%s user team-b bob\n' \
+    "$ADMIN" "$AGENT" "$AGENT2" "$ALICE" "$BOB" > "$T/tokens"
 echo "$AGENT" > "$T/agent.token"
-chmod 600 "$T/tokens" "$T/agent.token"
+echo "$AGENT2" > "$T/agent2.token"
+chmod 600 "$T/tokens" "$T/agent.token" "$T/agent2.token"
 printf 'scheduler: {interval: 200ms}\nnodes: {lease: 2s, grace: 1s}\n' > "$T/config.yaml"
 ARBITER_TOKEN=$ADMIN
 export ARBITER_TOKEN
@@ -103,7 +105,7 @@ grep -q "other names (a hard link)" "$T/body" || cl_fail "hard link: $(cat "$T/b
 # --follow through a node's death: kill -9 the agent running the task (its
 # log server dies with it); the task comes back on a second node, and the
 # same --follow goes on there, from that node's agent
-cl_agent n2 --token-file "$T/agent.token"
+cl_agent n2 --token-file "$T/agent2.token"
 cl_wait "n2 ready" 10 cl_node_ready n2
 mover=$(ARBITER_TOKEN=$ALICE $ARB submit --gpus 4 --name mover -- sh -c 'echo "attempt on $ARBITER_NODE"; exec sleep 300')
 cl_wait "job $mover to run" 15 cl_is "$mover" running

@@ -52,6 +52,7 @@ check agent -- src/cli/agent.c
 check supervise -- src/cli/supervise.c src/agent/supervise.c
 check node cordon uncordon drain taint label -- src/cli/node.c
 check controller -- src/cli/controller.c
+check init -- src/cli/init.c
 check submit queue events -- src/cli/client.c
 check top -- src/cli/top.c
 check logs -- src/cli/logs.c

@@ -4,12 +4,14 @@
  * tests/arb_lbtest; it reuses the proxy's own HTTP parser (src/lb/http.c).
  *
  *   arb_lbtest backend --id NAME (--port-file F | --port P) [--delay-ms D] [--health-file H]
- *       [--die-after N]
+ *       [--die-after N] [--http10]
  *       A keep-alive HTTP/1.1 server, one thread per connection, on an
  *       ephemeral port (written to F), or on port P (a service replica's $PORT). Every response
  * carries "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>". /healthz answers 200
  * while file H exists (always, without H), else 503. /echo answers the request body's length.
- * /chunked answers with a chunked body. Anything else answers "NAME\n" after D ms. With
+ * /chunked answers with a chunked body. /max answers the most requests it ever had in
+ * flight at once. --http10 answers HTTP/1.0 (a Content-Length, then it closes the
+ * connection: an old server behind the proxy). Anything else answers "NAME\n" after D ms. With
  *       --die-after, the request after the Nth is never answered: the
  *       backend SIGKILLs itself (a crash in the middle of a load run,
  *       whatever the machine's speed).
@@ -92,7 +94,8 @@ static int write_all(int fd, const char *p, size_t n)
 static const char *b_id = "b";
 static int b_delay_ms;
 static const char *b_health_file;
-static atomic_int b_inflight;
+static atomic_int b_inflight, b_max_inflight;
+static bool b_http10;
 static long b_die_after; /* 0: never */
 static atomic_long b_served;
 
@@ -118,7 +121,10 @@ static void *b_conn(void *arg)
             break;
         if (b_die_after > 0 && atomic_fetch_add(&b_served, 1) >= b_die_after)
             kill(getpid(), SIGKILL);
-        atomic_fetch_add(&b_inflight, 1);
+        int now_in = atomic_fetch_add(&b_inflight, 1) + 1;
+        for (int m = atomic_load(&b_max_inflight);
+             now_in > m && !atomic_compare_exchange_weak(&b_max_inflight, &m, now_in);)
+            ;
         /* read and count the body */
         http_body_t body;
         uint64_t blen = 0;
@@ -154,6 +160,8 @@ static void *b_conn(void *arg)
                 reason = "Service Unavailable";
             }
             snprintf(bodytxt, sizeof bodytxt, "%s\n", code == 200 ? "ok" : "down");
+        } else if (strcmp(target, "/max") == 0) {
+            snprintf(bodytxt, sizeof bodytxt, "max-inflight %d\n", atomic_load(&b_max_inflight));
         } else if (strcmp(target, "/echo") == 0) {
             snprintf(bodytxt, sizeof bodytxt, "%s got %llu\n", b_id, (unsigned long long)blen);
         } else {
@@ -166,6 +174,11 @@ static void *b_conn(void *arg)
                          "HTTP/1.1 200 OK\r\nX-Backend: %s\r\nTransfer-Encoding: chunked\r\n\r\n"
                          "3\r\nabc\r\n%zx\r\n%s\r\n0\r\n\r\n",
                          b_id, strlen(bodytxt), bodytxt);
+        } else if (b_http10) { /* no keep-alive in HTTP/1.0 unless asked: it closes */
+            n = snprintf(resp, sizeof resp,
+                         "HTTP/1.0 %d %s\r\nX-Backend: %s\r\nContent-Length: %zu\r\n\r\n%s", code,
+                         reason, b_id, strlen(bodytxt), head ? "" : bodytxt);
+            keep = false;
         } else {
             n = snprintf(resp, sizeof resp,
                          "HTTP/1.1 %d %s\r\nX-Backend: %s\r\nX-Arbiter-Load: q=%d,inflight=%d\r\n"
@@ -211,6 +224,7 @@ static int run_backend(int argc, char **argv)
     b_delay_ms = atoi(opt(argc, argv, "--delay-ms", "0"));
     b_health_file = opt(argc, argv, "--health-file", NULL);
     b_die_after = atol(opt(argc, argv, "--die-after", "0"));
+    b_http10 = flag(argc, argv, "--http10");
     signal(SIGPIPE, SIG_IGN);
     lfd = listen_any(&port);
     if (lfd < 0) {

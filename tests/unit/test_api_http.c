@@ -105,7 +105,7 @@ static int setup(void **unused)
     f = fopen(path, "w");
     fprintf(f,
             "# test tokens\n%s admin ops root\n%s user team-a alice\n%s user team-b bob\n"
-            "%s agent nodes agent\n",
+            "%s agent nodes n1\n",
             ADMIN_TOK, ALICE_TOK, BOB_TOK, AGENT_TOK);
     fclose(f);
     chmod(path, 0600);
@@ -149,6 +149,18 @@ static void test_auth_and_codes(void **unused)
     assert_int_equal(call("POST", "/v1/jobs", AGENT_TOK, JOB, "role 'agent'"), 403);
     assert_int_equal(call("POST", "/v1/nodes/n1/report", ALICE_TOK, NODE, NULL), 403);
     assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK, NODE, "\"epoch\""), 200);
+    /* node identity: n1's token acts as n1 only, and nothing of n2 is made */
+    assert_int_equal(call("POST", "/v1/nodes/n2/report", AGENT_TOK, NODE, "as node 'n1' only"),
+                     403);
+    assert_int_equal(call("GET", "/v1/nodes/n2/assignments", AGENT_TOK, NULL, "not 'n2'"), 403);
+    assert_int_equal(call("GET", "/v1/nodes/n1/assignments", AGENT_TOK, NULL, "\"node\""), 200);
+    assert_int_equal(call("GET", "/v1/nodes/n2", ADMIN_TOK, NULL, NULL), 404);
+    assert_int_equal(call("GET",
+                          "/v1/logs/tickets/0123456789abcdef0123456789abcdef?job=1&task=0"
+                          "&node=n2",
+                          AGENT_TOK, NULL, "not 'n2'"),
+                     403);
+    assert_int_equal(call("GET", "/v1/status", AGENT_TOK, NULL, "\"node\":\"n1\""), 200);
     assert_int_equal(call("POST", "/v1/jobs", ALICE_TOK, JOB, "\"queue\":\"team-a\""), 201);
     assert_int_equal(call("GET", "/v1/jobs/1", BOB_TOK, NULL, "team-a"), 403);
     assert_int_equal(call("GET", "/v1/jobs/1", ALICE_TOK, NULL, "\"id\":1"), 200);

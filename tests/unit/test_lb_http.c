@@ -74,6 +74,11 @@ static void test_request_refused(void **state)
         "GET /\x01 HTTP/1.1\r\n\r\n",
         " GET / HTTP/1.1\r\n\r\n",
         "GET / HTTP/1.1 \r\n\r\n",
+        /* bare LF line ends: refused at once, complete or not (never waited on) */
+        "GET / HTTP/1.1\nHost: x\n\n",
+        "GET / HTTP/1.1\n",
+        "GET / HTTP/1.1\r\nHost: x\n",
+        "GET / HTTP/1.1\r\nHost: x\r\n\n",
     };
     http_head_t h;
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -88,6 +93,8 @@ static void test_response(void **state)
 {
     http_head_t h;
     http_body_t b;
+    const char *lf = "HTTP/1.1 200 OK\nContent-Length: 0\n\n";
+    assert_int_equal(http_parse_response(lf, strlen(lf), &h), -EINVAL); /* not a hang */
     const char *s =
         "HTTP/1.1 200 OK\r\nContent-Length: 5\r\nX-Arbiter-Load: q=3,gpu=0.5\r\n\r\nhello";
     assert_int_equal(http_parse_response(s, strlen(s), &h), (int)strlen(s) - 5);

@@ -1,0 +1,379 @@
+/*
+ * conn.c: the API server's housekeeping thread (see the phase diagram in
+ * api_int.h). It owns two lists under one lock:
+ *
+ *   connections  every open one, with its phase and when the phase began;
+ *                one past its phase's deadline is shut down (shutdown(2):
+ *                libmicrohttpd then sees the end of the stream on its own
+ *                thread and closes it as any closed connection). The
+ *                closing notification takes this lock before libmicrohttpd
+ *                closes the descriptor, so a descriptor shut here is never
+ *                one already reused by a new connection.
+ *   parked       suspended long polls (events, service endpoints): each is
+ *                resumed when the state's change count moves past the one
+ *                it saw, or at its deadline, and its handler runs again on
+ *                its event-loop thread. No thread waits for a long poll,
+ *                so a thousand of them cost a thousand small records.
+ *
+ *   commits      suspended replies waiting for their store ticket (a write,
+ *                or a read that saw what is not durable yet): one thread
+ *                waits for the newest ticket among them (group commit makes
+ *                them durable together) and resumes them all. An event-loop
+ *                thread never waits for the disk, so a commit holds up only
+ *                the replies that need it.
+ *
+ * Lock order: the state's lock, then this one (api_hk_changed is called
+ * with the state's lock held); nothing here takes the state's lock or calls
+ * libmicrohttpd with this lock held.
+ */
+#include <microhttpd.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "api/api_int.h"
+#include "util/mtime.h"
+
+#define HK_TICK_MS 250 /* how often deadlines are looked at */
+
+struct api_hk {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;  /* CLOCK_MONOTONIC */
+    pthread_cond_t ccv; /* a reply joined commits */
+    api_conn_t *conns;
+    api_park_t *parked;
+    api_park_t *commits;
+    pthread_t cth;
+    uint64_t gen; /* state changes seen */
+    bool stopping, quit;
+    pthread_t th;
+    int64_t limit_ms[3]; /* idle, head, body */
+    uint64_t closed[3];
+};
+
+static void *hk_main(void *arg)
+{
+    api_hk_t *hk = arg;
+    void **wake = NULL;
+    size_t cap = 0;
+
+    pthread_mutex_lock(&hk->mu);
+    while (!hk->quit) {
+        int64_t now = arb_mono_ms(), next = now + HK_TICK_MS;
+        size_t n = 0;
+        for (api_conn_t *c = hk->conns; c; c = c->next) {
+            if (c->shut || c->phase == API_PH_BUSY)
+                continue;
+            if (now - c->since_ms > hk->limit_ms[c->phase]) {
+                shutdown(c->fd, SHUT_RDWR);
+                c->shut = true;
+                hk->closed[c->phase]++;
+            }
+        }
+        for (api_park_t *p = hk->parked, *nx; p; p = nx) {
+            nx = p->next;
+            if (p->gen == hk->gen && p->until_ms > now && !hk->stopping) {
+                if (p->until_ms < next)
+                    next = p->until_ms;
+                continue;
+            }
+            if (n == cap) {
+                size_t nc = cap ? cap * 2 : 64;
+                void **w = realloc(wake, nc * sizeof *w);
+                if (!w)
+                    break; /* the rest at the next turn */
+                wake = w;
+                cap = nc;
+            }
+            wake[n++] = p->conn;
+            if (p->prev)
+                p->prev->next = p->next;
+            else
+                hk->parked = p->next;
+            if (p->next)
+                p->next->prev = p->prev;
+            p->prev = p->next = NULL;
+            p->parked = false;
+        }
+        if (n) {
+            pthread_mutex_unlock(&hk->mu);
+            for (size_t i = 0; i < n; i++)
+                MHD_resume_connection(wake[i]);
+            pthread_mutex_lock(&hk->mu);
+            continue;
+        }
+        struct timespec dl = arb_deadline_ms(next - now);
+        arb_cond_wait_until(&hk->cv, &hk->mu, &dl);
+    }
+    pthread_mutex_unlock(&hk->mu);
+    free(wake);
+    return NULL;
+}
+
+static void *commit_main(void *arg)
+{
+    api_hk_t *hk = arg;
+    void **wake = NULL;
+    size_t cap = 0;
+
+    pthread_mutex_lock(&hk->mu);
+    while (!hk->quit || hk->commits) {
+        if (!hk->commits) {
+            pthread_cond_wait(&hk->ccv, &hk->mu);
+            continue;
+        }
+        api_park_t *list = hk->commits;
+        hk->commits = NULL;
+        pthread_mutex_unlock(&hk->mu);
+        size_t n = 0;
+        for (api_park_t *p = list; p; p = p->next)
+            n++;
+        if (n > cap) {
+            void **w = realloc(wake, n * sizeof *w);
+            if (w) {
+                wake = w;
+                cap = n;
+            }
+        }
+        /* the newest ticket of each state (one, but for a failover): waiting
+         * for it covers every older one (tickets commit in order) */
+        struct top {
+            st_t *st;
+            int64_t top;
+        } tops[4];
+        int nt = 0;
+        for (api_park_t *p = list; p; p = p->next) {
+            int k = 0;
+            while (k < nt && tops[k].st != p->st)
+                k++;
+            if (k == nt && nt < 4)
+                tops[nt++] = (struct top){p->st, p->ticket};
+            else if (k < nt && p->ticket > tops[k].top)
+                tops[k].top = p->ticket;
+            else if (k == nt && !st_done(p->st, p->ticket)) /* more states than slots */
+                st_wait(p->st, p->ticket, NULL);
+        }
+        for (int k = 0; k < nt; k++)
+            if (!st_done(tops[k].st, tops[k].top))
+                st_wait(tops[k].st, tops[k].top, NULL);
+        size_t k = 0;
+        for (api_park_t *p = list, *nx; p; p = nx) {
+            nx = p->next;
+            p->parked = false;
+            if (k < cap)
+                wake[k++] = p->conn;
+            else
+                MHD_resume_connection(p->conn); /* no room to collect: at once */
+        }
+        /* p is gone once its connection runs again: only the collected pointers */
+        for (size_t i = 0; i < k; i++)
+            MHD_resume_connection(wake[i]);
+        pthread_mutex_lock(&hk->mu);
+    }
+    pthread_mutex_unlock(&hk->mu);
+    free(wake);
+    return NULL;
+}
+
+bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64_t ticket)
+{
+    bool ok = false;
+
+    pthread_mutex_lock(&hk->mu);
+    if (!hk->quit) {
+        p->conn = conn;
+        p->st = s;
+        p->ticket = ticket;
+        p->prev = NULL;
+        p->next = hk->commits;
+        hk->commits = p;
+        p->parked = true;
+        pthread_cond_signal(&hk->ccv);
+        ok = true;
+    }
+    pthread_mutex_unlock(&hk->mu);
+    return ok;
+}
+
+int api_hk_start(api_hk_t **out, int idle_ms, int head_ms, int body_ms, arb_err_t *err)
+{
+    api_hk_t *hk = calloc(1, sizeof *hk);
+
+    if (!hk)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    pthread_mutex_init(&hk->mu, NULL);
+    arb_cond_init(&hk->cv);
+    pthread_cond_init(&hk->ccv, NULL);
+    hk->limit_ms[API_PH_IDLE] = idle_ms;
+    hk->limit_ms[API_PH_HEAD] = head_ms;
+    hk->limit_ms[API_PH_BODY] = body_ms;
+    if (pthread_create(&hk->th, NULL, hk_main, hk) != 0) {
+        pthread_cond_destroy(&hk->cv);
+        pthread_cond_destroy(&hk->ccv);
+        pthread_mutex_destroy(&hk->mu);
+        free(hk);
+        return arb_errf(err, -EAGAIN, "cannot start the API's housekeeping thread");
+    }
+    if (pthread_create(&hk->cth, NULL, commit_main, hk) != 0) {
+        pthread_mutex_lock(&hk->mu);
+        hk->quit = true;
+        pthread_cond_signal(&hk->cv);
+        pthread_mutex_unlock(&hk->mu);
+        pthread_join(hk->th, NULL);
+        pthread_cond_destroy(&hk->cv);
+        pthread_cond_destroy(&hk->ccv);
+        pthread_mutex_destroy(&hk->mu);
+        free(hk);
+        return arb_errf(err, -EAGAIN, "cannot start the API's commit-waiter thread");
+    }
+    *out = hk;
+    return 0;
+}
+
+void api_hk_wake_all(api_hk_t *hk)
+{
+    pthread_mutex_lock(&hk->mu);
+    hk->stopping = true;
+    pthread_cond_signal(&hk->cv);
+    pthread_mutex_unlock(&hk->mu);
+    /* the thread resumes them; wait until none is parked */
+    for (int64_t until = arb_mono_ms() + 2000; arb_mono_ms() < until;) {
+        pthread_mutex_lock(&hk->mu);
+        bool left = hk->parked != NULL || hk->commits != NULL;
+        pthread_mutex_unlock(&hk->mu);
+        if (!left)
+            break;
+        nanosleep(&(struct timespec){0, 5 * 1000000L}, NULL);
+    }
+}
+
+void api_hk_stop(api_hk_t *hk)
+{
+    if (!hk)
+        return;
+    pthread_mutex_lock(&hk->mu);
+    hk->quit = true;
+    pthread_cond_signal(&hk->cv);
+    pthread_cond_signal(&hk->ccv);
+    pthread_mutex_unlock(&hk->mu);
+    pthread_join(hk->th, NULL);
+    pthread_join(hk->cth, NULL);
+    while (hk->conns) { /* the daemon is stopped: none is open any more */
+        api_conn_t *c = hk->conns;
+        hk->conns = c->next;
+        free(c);
+    }
+    pthread_cond_destroy(&hk->cv);
+    pthread_cond_destroy(&hk->ccv);
+    pthread_mutex_destroy(&hk->mu);
+    free(hk);
+}
+
+void api_hk_changed(void *arg)
+{
+    api_hk_t *hk = arg;
+    pthread_mutex_lock(&hk->mu);
+    hk->gen++;
+    if (hk->parked)
+        pthread_cond_signal(&hk->cv);
+    pthread_mutex_unlock(&hk->mu);
+}
+
+uint64_t api_hk_gen(api_hk_t *hk)
+{
+    pthread_mutex_lock(&hk->mu);
+    uint64_t g = hk->gen;
+    pthread_mutex_unlock(&hk->mu);
+    return g;
+}
+
+bool api_hk_stopping(api_hk_t *hk)
+{
+    pthread_mutex_lock(&hk->mu);
+    bool s = hk->stopping;
+    pthread_mutex_unlock(&hk->mu);
+    return s;
+}
+
+bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t until_ms)
+{
+    bool ok = false;
+
+    pthread_mutex_lock(&hk->mu);
+    if (!hk->stopping && hk->gen == gen) {
+        p->conn = conn;
+        p->gen = gen;
+        p->until_ms = until_ms;
+        p->prev = NULL;
+        p->next = hk->parked;
+        if (hk->parked)
+            hk->parked->prev = p;
+        hk->parked = p;
+        p->parked = true;
+        pthread_cond_signal(&hk->cv); /* its deadline may be the nearest */
+        ok = true;
+    }
+    pthread_mutex_unlock(&hk->mu);
+    return ok;
+}
+
+api_conn_t *api_conn_open(api_hk_t *hk, int fd)
+{
+    api_conn_t *c = calloc(1, sizeof *c);
+
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->phase = API_PH_IDLE;
+    c->since_ms = arb_mono_ms();
+    pthread_mutex_lock(&hk->mu);
+    c->next = hk->conns;
+    if (hk->conns)
+        hk->conns->prev = c;
+    hk->conns = c;
+    pthread_mutex_unlock(&hk->mu);
+    return c;
+}
+
+void api_conn_close(api_hk_t *hk, api_conn_t *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&hk->mu);
+    if (c->prev)
+        c->prev->next = c->next;
+    else
+        hk->conns = c->next;
+    if (c->next)
+        c->next->prev = c->prev;
+    pthread_mutex_unlock(&hk->mu);
+    free(c);
+}
+
+void api_conn_phase(api_hk_t *hk, api_conn_t *c, api_phase_t ph)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&hk->mu);
+    c->phase = ph;
+    c->since_ms = arb_mono_ms();
+    pthread_mutex_unlock(&hk->mu);
+}
+
+void api_hk_counts(api_hk_t *hk, uint64_t out[3])
+{
+    pthread_mutex_lock(&hk->mu);
+    memcpy(out, hk->closed, sizeof hk->closed);
+    pthread_mutex_unlock(&hk->mu);
+}
+
+bool api_poll(api_req_t *r, int64_t wait_ms)
+{
+    if (wait_ms <= 0 || r->poll_over)
+        return false;
+    if (!r->poll_until_ms)
+        r->poll_until_ms = arb_mono_ms() + wait_ms;
+    r->suspend = true;
+    return true;
+}
