@@ -48,7 +48,7 @@ static void test_max_sticky(void **st)
     (void)st;
     arb_buf_t b = {.max = 10};
     assert_int_equal(arb_buf_puts(&b, "0123456789"), 0); /* exactly max */
-    assert_int_equal(arb_buf_putc(&b, 'x'), -1);       /* one past */
+    assert_int_equal(arb_buf_putc(&b, 'x'), -1);         /* one past */
     assert_true(b.oom);
     assert_int_equal(b.len, 10);
     assert_int_equal(arb_buf_puts(&b, ""), -1); /* sticky, even for nothing */
