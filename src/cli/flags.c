@@ -146,7 +146,7 @@ int fl_parse(const fl_verb_t *v, int argc, char **argv, void *opts, fl_args_t *a
         if (!f) {
             if (!strcmp(s, "--help") || !strcmp(s, "-h"))
                 return 1;
-            return arb_errf(err, -EINVAL, "unknown flag '%s'", s);
+            return arb_errf(err, -EINVAL, "unknown option '%s'", s);
         }
         if (f->kind == FL_BOOL) {
             if (eq)

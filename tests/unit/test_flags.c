@@ -120,7 +120,7 @@ static void test_errors(void **st)
         {"n -o yaml", {"-o", "'yaml'", "text|json"}},
         {"n --queue", {"--queue", "give a value", NULL}},
         {"n --all=1", {"--all", "no value", NULL}},
-        {"n --bogus", {"unknown flag '--bogus'", NULL, NULL}},
+        {"n --bogus", {"unknown option '--bogus'", NULL, NULL}},
         {"", {"give NAME...", NULL, NULL}},
         {"a b c d", {"unexpected argument 'd'", NULL, NULL}},
     };
