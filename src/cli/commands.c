@@ -72,12 +72,12 @@ const cli_cmd_t cli_cmds[] = {
      cli_taint, true},
     {"label", "set or remove node labels", NULL, cli_label, true},
     {"events", "the event log in Lamport order", NULL, cli_events, true},
-    {"top", "a live view of the cluster, its queues, jobs and nodes (q quits)",
-     "arbiter top [--once] [--interval 2s] [--jobs N]", cli_top, false},
-    {"service", "a service job's replicas: address, ready, draining, in-flight load",
-     "arbiter service [NAME] [-o json]", cli_service, false},
-    {"logs", "a job's task output, from the file or over HTTP from its agent",
-     "arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]", cli_logs, false},
+    {"top", "a live view of the cluster, its queues, jobs and nodes (q quits)", NULL, cli_top,
+     true},
+    {"service", "a service job's replicas: address, ready, draining, in-flight load", NULL,
+     cli_service, true},
+    {"logs", "a job's task output, from the file or over HTTP from its agent", NULL, cli_logs,
+     true},
     {"sbatch", "submit a Slurm batch script as sbatch reads it (also installed as `sbatch`)",
      "arbiter sbatch [SBATCH OPTIONS] [script [ARGS]] [--parsable] [--test-only] [--wrap CMD]\n"
      "       the binary named squeue, scancel, sinfo or sbatch acts as that command:\n"

@@ -83,6 +83,9 @@ static int fl_set(const fl_flag_t *f, const char *s, void *opts, arb_err_t *err)
             return arb_errf(err, -EINVAL,
                             "%s: '%s' is not a duration: " ARB_DURATION_HELP " (e.g. %s)",
                             fl_label(f), s, ex);
+        if (f->max && (*(int64_t *)at < f->min || *(int64_t *)at > f->max))
+            return arb_errf(err, -EINVAL, "%s: '%s' is out of range: %s (e.g. %s)", fl_label(f), s,
+                            f->help, ex);
         return 0;
     case FL_QTY:
         if (arb_qty_parse(s, (arb_qty_kind_t)f->qty, fl_label(f), (int64_t *)at, &sub) < 0)
@@ -159,7 +162,7 @@ int fl_parse(const fl_verb_t *v, int argc, char **argv, void *opts, fl_args_t *a
         if (!val) {
             char ex[160];
             fl_example(f, ex, sizeof ex);
-            return arb_errf(err, -EINVAL, "%s: give a value (e.g. %s)", fl_label(f), ex);
+            return arb_errf(err, -EINVAL, "needs a value after '%s' (e.g. %s)", s, ex);
         }
         if (fl_set(f, val, opts, err) < 0)
             return -EINVAL;

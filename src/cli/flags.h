@@ -59,7 +59,8 @@ typedef struct fl_flag {
     const char *metavar; /* the value's name in usage ("Q", "N", "2s"); NULL for FL_BOOL */
     const char *help;    /* one line */
     const char *def;     /* the default, as a user would write it; NULL: none (0, NULL, false) */
-    long long min, max;  /* FL_INT's range (both 0: any non-negative) */
+    long long min, max;  /* FL_INT's range (both 0: any non-negative); FL_DURATION's in ns
+                            (max 0: any; the help says the range) */
     int qty;             /* FL_QTY's arb_qty_kind_t */
     const char *choices; /* FL_CHOICE: "text|json" (index 0 is the first) */
 } fl_flag_t;

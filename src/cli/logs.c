@@ -41,6 +41,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 
 #define MAX_FOLLOW 256
 
@@ -66,12 +67,6 @@ static void on_int(int sig)
 {
     (void)sig;
     interrupted = 1;
-}
-
-static int usage(void)
-{
-    fprintf(stderr, "usage: arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]\n");
-    return EXIT_USAGE;
 }
 
 static int64_t mono_ns(void)
@@ -313,35 +308,48 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
     }
 }
 
+typedef struct logs_opts {
+    long long task;
+    bool follow, err;
+    const char *dir;
+} logs_opts_t;
+
+static const fl_flag_t logs_flags[] = {
+    FL_OPT(logs_opts_t, task, "--task", NULL, FL_INT, "I",
+           "one task's output (default: every task's)"),
+    FL_OPT(logs_opts_t, follow, "--follow", "-f", FL_BOOL, NULL,
+           "keep printing until the job ends"),
+    FL_OPT(logs_opts_t, err, "--err", NULL, FL_BOOL, NULL, "stderr instead of stdout"),
+    FL_OPT(logs_opts_t, dir, "--log-dir", NULL, FL_STR, "DIR",
+           "read the files there when they are readable here (default $ARBITER_LOG_DIR)"),
+    FL_END,
+};
+static const fl_verb_t logs_verb = {
+    .name = "logs",
+    .args = "JOB",
+    .summary = "a job's task output, from the file or over HTTP from its agent",
+    .flags = logs_flags,
+    .min_pos = 1,
+    .max_pos = 1};
+
 int cli_logs(int argc, char **argv)
 {
-    const char *job = NULL, *dir = getenv("ARBITER_LOG_DIR");
-    long want = -1;
-    bool follow = false, err_stream = false;
+    logs_opts_t o = {.task = -1, .dir = getenv("ARBITER_LOG_DIR")};
+    fl_args_t a;
     tail_t *tl = NULL;
     int ntl = 0, rc = 0;
     char path[128];
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--task") && i + 1 < argc) {
-            char *end;
-            want = strtol(argv[++i], &end, 10);
-            if (*end || want < 0)
-                return usage();
-        } else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
-            follow = true;
-        } else if (!strcmp(argv[i], "--err")) {
-            err_stream = true;
-        } else if (!strcmp(argv[i], "--log-dir") && i + 1 < argc) {
-            dir = argv[++i];
-        } else if (!job && argv[i][0] && strspn(argv[i], "0123456789") == strlen(argv[i])) {
-            job = argv[i];
-        } else {
-            return usage();
-        }
+    if (!fl_run(&logs_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    const char *job = a.pos[0], *dir = o.dir;
+    long want = (long)o.task;
+    bool follow = o.follow, err_stream = o.err;
+    if (!job[0] || strspn(job, "0123456789") != strlen(job)) {
+        fprintf(stderr, "arbiter logs: '%s' is not a job id (a number, as `arbiter queue` shows)\n",
+                job);
+        return EXIT_USAGE;
     }
-    if (!job)
-        return usage();
     if (dir && !dir[0])
         dir = NULL;
     CURL *h = curl_easy_init(); /* one keep-alive connection to the agents */

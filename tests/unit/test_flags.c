@@ -31,7 +31,8 @@ static const fl_flag_t flags[] = {
     FL_OPT(opts_t, queue, "--queue", "-q", FL_STR, "Q", "one queue"),
     FL_OPT(opts_t, count, "--count", NULL, FL_INT, "N", "how many", .def = "3", .min = 1,
            .max = 100),
-    FL_OPT(opts_t, every, "--every", NULL, FL_DURATION, "D", "how often", .def = "2s"),
+    FL_OPT(opts_t, every, "--every", NULL, FL_DURATION, "D", "how often, 1s..1h", .def = "2s",
+           .min = 1000000000LL, .max = 3600LL * 1000000000LL),
     FL_OPT(opts_t, mem, "--mem", NULL, FL_QTY, "M", "memory", .qty = ARB_QTY_BYTES),
     FL_OPT(opts_t, out, NULL, "-o", FL_CHOICE, NULL, "output", .def = "text",
            .choices = "text|json"),
@@ -68,14 +69,14 @@ static void test_kinds(void **st)
     arb_err_t err = {{0}};
     char **argv;
 
-    assert_int_equal(parse("x --all -q gold --count=7 --every 1h30m --mem 2Gi -o json --host a "
+    assert_int_equal(parse("x --all -q gold --count=7 --every 45m --mem 2Gi -o json --host a "
                            "y --host b z",
                            &o, &a, &err, &argv),
                      0);
     assert_true(o.all);
     assert_string_equal(o.queue, "gold");
     assert_int_equal(o.count, 7);
-    assert_int_equal(o.every, 5400LL * 1000000000LL);
+    assert_int_equal(o.every, 2700LL * 1000000000LL);
     assert_int_equal(o.mem, 2LL << 30);
     assert_int_equal(o.out, 1);
     assert_int_equal(o.hosts.n, 2);
@@ -116,9 +117,10 @@ static void test_errors(void **st)
         {"n --count 101", {"--count", "1..100", NULL}},
         {"n --count 99999999999999999999", {"--count", NULL, NULL}},
         {"n --every soon", {"--every", "'soon'", "500ms"}},
+        {"n --every 500ms", {"--every", "out of range: how often, 1s..1h", "e.g. --every 2s"}},
         {"n --mem lots", {"--mem", "lots", "e.g. --mem M"}},
         {"n -o yaml", {"-o", "'yaml'", "text|json"}},
-        {"n --queue", {"--queue", "give a value", NULL}},
+        {"n --queue", {"needs a value after '--queue'", "e.g. --queue Q", NULL}},
         {"n --all=1", {"--all", "no value", NULL}},
         {"n --bogus", {"unknown option '--bogus'", NULL, NULL}},
         {"", {"give NAME...", NULL, NULL}},
