@@ -35,8 +35,8 @@ const cli_cmd_t cli_cmds[] = {
      "arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --service NAME --controller "
      "URL) [--policy P] [--hash-header H] [--health-path /healthz] (arbiter lb --help for all)",
      cli_lb, true},
-    {"shard", "assign data shards to nodes by consistent hashing with bounded loads",
-     "arbiter shard --nodes a,b,c --shards N [--replicas R] [-o json]", cli_shard, true},
+    {"shard", "assign data shards to nodes by consistent hashing with bounded loads", NULL,
+     cli_shard, true},
     {"agent", "the node agent: discovery, telemetry, task execution, self-fencing",
      "arbiter agent --name NODE [--controller URL[,URL...]] "
      "[--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "

@@ -6,17 +6,40 @@
  *
  * Exit status: 0 on success, 2 on bad usage.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "lb/shard.h"
 
-#define SHARD_USAGE                                                                                \
-    "usage: arbiter shard --nodes a,b,c --shards N [--replicas R] [--hash-kind ring|maglev]\n"     \
-    "                     [--balance C] [--join NAME] [-o text|json]\n"
+typedef struct shard_opts {
+    const char *nodes, *balance, *join;
+    long long shards, replicas;
+    int kind, out;
+} shard_opts_t;
+
+static const fl_flag_t shard_flags[] = {
+    FL_OPT(shard_opts_t, nodes, "--nodes", NULL, FL_STR, "a,b,c", "the nodes (required)"),
+    FL_OPT(shard_opts_t, shards, "--shards", NULL, FL_INT, "N", "how many shards (required)",
+           .min = 1, .max = 1000000000),
+    FL_OPT(shard_opts_t, replicas, "--replicas", NULL, FL_INT, "R", "copies of each shard",
+           .def = "1", .min = 1, .max = 1000000000),
+    FL_OPT(shard_opts_t, kind, "--hash-kind", NULL, FL_CHOICE, NULL, "the consistent hash",
+           .def = "ring", .choices = "ring|maglev"),
+    FL_OPT(shard_opts_t, balance, "--balance", NULL, FL_STR, "C",
+           "bounded loads: at most C x the mean per node; 0 off (default 1.25)"),
+    FL_OPT(shard_opts_t, join, "--join", NULL, FL_STR, "NAME", "the node that would join",
+           .def = "new-node"),
+    FL_OPT(shard_opts_t, out, "--output", "-o", FL_CHOICE, NULL, "a table, or JSON", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t shard_verb = {
+    .name = "shard",
+    .summary = "assign data shards to nodes by consistent hashing with bounded loads",
+    .flags = shard_flags};
 
 static int split_nodes(char *s, const char ***out)
 {
@@ -36,88 +59,38 @@ static int split_nodes(char *s, const char ***out)
 
 int cli_shard(int argc, char **argv)
 {
-    static const struct option opts[] = {
-        {"nodes", required_argument, 0, 'n'},
-        {"shards", required_argument, 0, 's'},
-        {"replicas", required_argument, 0, 'r'},
-        {"hash-kind", required_argument, 0, 'k'},
-        {"balance", required_argument, 0, 'b'},
-        {"join", required_argument, 0, 'j'},
-        {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    char *nodes_arg = NULL;
-    const char **nodes = NULL, **others = NULL, *join = "new-node";
-    int nshards = 0, replicas = 1, nn, opt, rc = 2;
-    bool json = false;
+    shard_opts_t so = {0};
+    fl_args_t a;
+    char *nodes_arg = NULL, *end;
+    const char **nodes = NULL, **others = NULL, *join;
+    int nshards, replicas, nn, rc = 2;
+    bool json;
     lb_opts_t o;
     lb_shard_map_t m = {0}, m2 = {0};
     arb_err_t err = {{0}};
 
+    if (!fl_run(&shard_verb, argc, argv, &so, &a, &rc))
+        return rc;
+    rc = 2;
     lb_opts_default(&o);
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (opt) {
-        case 'n':
-            nodes_arg = optarg;
-            break;
-        case 's':
-            nshards = (int)strtol(optarg, &end, 10);
-            if (*end || nshards < 1) {
-                fprintf(stderr, "arbiter shard: --shards '%s': give a count >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 'r':
-            replicas = (int)strtol(optarg, &end, 10);
-            if (*end || replicas < 1) {
-                fprintf(stderr, "arbiter shard: --replicas '%s': give a count >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 'k':
-            if (strcmp(optarg, "ring") == 0)
-                o.kind = LB_HASH_RING;
-            else if (strcmp(optarg, "maglev") == 0)
-                o.kind = LB_HASH_MAGLEV;
-            else {
-                fprintf(stderr, "arbiter shard: --hash-kind '%s': use ring or maglev\n", optarg);
-                return 2;
-            }
-            break;
-        case 'b':
-            o.balance = strtod(optarg, &end);
-            if (*end || (o.balance != 0 && o.balance < 1)) {
-                fprintf(stderr, "arbiter shard: --balance '%s': give 0 (off) or >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 'j':
-            join = optarg;
-            break;
-        case 'o':
-            if (strcmp(optarg, "json") == 0)
-                json = true;
-            else if (strcmp(optarg, "text") != 0) {
-                fprintf(stderr, "arbiter shard: -o '%s': use text or json\n", optarg);
-                return 2;
-            }
-            break;
-        case 'h':
-            fputs(SHARD_USAGE, stdout);
-            return 0;
-        default:
-            fprintf(stderr, "arbiter shard: bad option '%s'\n%s", argv[optind - 1], SHARD_USAGE);
+    o.kind = so.kind == 1 ? LB_HASH_MAGLEV : LB_HASH_RING;
+    if (so.balance) {
+        o.balance = strtod(so.balance, &end);
+        if (*end || end == so.balance || (o.balance != 0 && o.balance < 1)) {
+            fprintf(stderr, "arbiter shard: --balance '%s': give 0 (off) or >= 1\n", so.balance);
             return 2;
         }
     }
-    if (!nodes_arg || nshards == 0) {
-        fprintf(stderr, "arbiter shard: --nodes and --shards are required\n%s", SHARD_USAGE);
+    if (!so.nodes || so.shards == 0) {
+        fprintf(stderr, "arbiter shard: --nodes and --shards are required; run 'arbiter shard "
+                        "--help' for the usage\n");
         return 2;
     }
+    nshards = (int)so.shards;
+    replicas = (int)so.replicas;
+    join = so.join;
+    json = so.out == 1;
+    nodes_arg = (char *)so.nodes;
     nodes_arg = strdup(nodes_arg);
     nn = nodes_arg ? split_nodes(nodes_arg, &nodes) : -1;
     if (nn < 0)
