@@ -47,9 +47,7 @@ const cli_cmd_t cli_cmds[] = {
      "--cgroup-v1 DIR ...] [--time-limit-at NS --grace NS]",
      cli_supervise, true},
     {"version", "print the version", "arbiter version", cli_version, false},
-    {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API",
-     "arbiter controller --listen HOST:PORT (--data-dir DIR | --store etcd://H:P[,...] --name N) "
-     "[--config FILE] [--tokens FILE] [--accept-rewind] (HA: docs/ha.md)",
+    {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API", NULL,
      cli_controller, true},
     {"init", "make a cluster's CA, certificates and admin token (TLS across machines)",
      "arbiter init DIR [--host NAME ...] | init node NAME DIR [--host NAME ...] | "
