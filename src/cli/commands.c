@@ -10,9 +10,8 @@
 
 const cli_cmd_t cli_cmds[] = {
     {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help, false},
-    {"place", "place a scenario's jobs one at a time and explain the pending ones",
-     "arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N] [--export DIR]",
-     cli_place, true},
+    {"place", "place a scenario's jobs one at a time and explain the pending ones", NULL, cli_place,
+     true},
     {"sim", "replay a GPU trace through the scheduler (the FGD paper's experiment, or events)",
      "arbiter sim --nodes NODES.csv --pods PODS.csv --policy POLICY[,...] [--seed N | --seeds A-B] "
      "[--mode paper|events] [--inflate 1.3] [--online] [--queue fifo|priority|drf] [--compress X] "

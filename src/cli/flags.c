@@ -225,6 +225,8 @@ void fl_usage(const fl_verb_t *v, FILE *f)
     }
     if (v->more)
         fprintf(f, "\n%s\n", v->more);
+    if (v->more_fn)
+        v->more_fn(f);
 }
 
 bool fl_run(const fl_verb_t *v, int argc, char **argv, void *opts, fl_args_t *a, int *rc)

@@ -80,11 +80,12 @@ typedef struct fl_flag {
 typedef struct fl_verb {
     const char *name; /* "queue" */
     const char *args; /* the positionals in usage ("ID", "[NAME]", "[-- COMMAND ARGS]"), or NULL */
-    const char *summary;    /* one line under the usage, or NULL */
-    const fl_flag_t *flags; /* terminated by a row with name and shortn both NULL */
-    int min_pos, max_pos;   /* how many positionals (max -1: any) */
-    bool stop_at_pos;       /* the first positional ends the flags (a command follows) */
-    const char *more;       /* text after the flag list (examples, notes), or NULL */
+    const char *summary;      /* one line under the usage, or NULL */
+    const fl_flag_t *flags;   /* terminated by a row with name and shortn both NULL */
+    int min_pos, max_pos;     /* how many positionals (max -1: any) */
+    bool stop_at_pos;         /* the first positional ends the flags (a command follows) */
+    const char *more;         /* text after the flag list (examples, notes), or NULL */
+    void (*more_fn)(FILE *f); /* text made at run time (the policies there are), or NULL */
 } fl_verb_t;
 
 typedef struct fl_args {
