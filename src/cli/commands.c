@@ -48,9 +48,7 @@ const cli_cmd_t cli_cmds[] = {
     {"version", "print the version", "arbiter version", cli_version, false},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API", NULL,
      cli_controller, true},
-    {"init", "make a cluster's CA, certificates and admin token (TLS across machines)",
-     "arbiter init DIR [--host NAME ...] | init node NAME DIR [--host NAME ...] | "
-     "init user NAME DIR [--role R] [--team T] | init server NAME DIR [--host NAME ...]",
+    {"init", "make a cluster's CA, certificates and admin token (TLS across machines)", NULL,
      cli_init, true},
     {"submit", "submit a job (an Arbiter spec, a Kubernetes manifest, a Slurm script); prints ids",
      NULL, cli_submit, true},
