@@ -36,11 +36,8 @@ const cli_cmd_t cli_cmds[] = {
      cli_lb, true},
     {"shard", "assign data shards to nodes by consistent hashing with bounded loads", NULL,
      cli_shard, true},
-    {"agent", "the node agent: discovery, telemetry, task execution, self-fencing",
-     "arbiter agent --name NODE [--controller URL[,URL...]] "
-     "[--inventory FILE | --fake-gpus N[:MODEL]] [--once] [-o json] "
-     "(arbiter agent --help for all)",
-     cli_agent, true},
+    {"agent", "the node agent: discovery, telemetry, task execution, self-fencing", NULL, cli_agent,
+     true},
     {"supervise", "internal: the per-task supervisor the agent starts (it holds the lease)",
      "arbiter supervise --task-pid PID --exit FILE [--lease FILE] [--cgroup-v2 DIR | "
      "--cgroup-v1 DIR ...] [--time-limit-at NS --grace NS]",
