@@ -3,7 +3,7 @@
  *
  * The input is a command line, one argument per line (so arguments may hold
  * spaces and "=" freely), parsed by a table with every kind of value.
- * Checked: no crash or sanitizer report; the result is 0, 1 (help) or
+ * Checked: no crash or sanitizer report; every value within its range; the result is 0, 1 (help) or
  * -EINVAL with a message; on success the positionals are argv's own strings
  * and fit in argv, every list within its bound; the usage prints.
  */
@@ -20,7 +20,8 @@ typedef struct opts {
     const char *queue;
     long long count;
     int64_t every, mem;
-    int out;
+    int out, small;
+    double ratio;
     fl_list_t hosts;
 } opts_t;
 
@@ -34,6 +35,8 @@ static const fl_flag_t flags[] = {
     FL_OPT(opts_t, out, NULL, "-o", FL_CHOICE, NULL, "output", .def = "text",
            .choices = "text|json|csv"),
     FL_OPT(opts_t, hosts, "--host", NULL, FL_LIST, "NAME", "a name (repeat)"),
+    FL_OPT(opts_t, small, "--small", NULL, FL_I32, "N", "an int", .min = 0, .max = 7),
+    FL_OPT(opts_t, ratio, "--ratio", NULL, FL_NUM, "F", "a fraction", .min = 0, .max = 1),
     FL_END,
 };
 
@@ -91,6 +94,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             check(o.hosts.n >= 0 && o.hosts.n <= FL_LIST_MAX, "a list past its bound");
             check(o.count >= 1 && o.count <= 100, "--count outside its range");
             check(o.out >= 0 && o.out <= 2, "-o outside its choices");
+            check(o.small >= 0 && o.small <= 7, "--small outside its range");
+            check(o.ratio >= 0 && o.ratio <= 1, "--ratio outside its range");
             check(!a.rest || (a.rest >= argv && a.rest + a.nrest <= argv + argc),
                   "rest outside argv");
         }

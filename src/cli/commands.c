@@ -30,10 +30,8 @@ const cli_cmd_t cli_cmds[] = {
      "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] [--rates R,R,R] "
      "[--policies P,..] [-o json]",
      cli_bench, false},
-    {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)",
-     "arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --service NAME --controller "
-     "URL) [--policy P] [--hash-header H] [--health-path /healthz] (arbiter lb --help for all)",
-     cli_lb, true},
+    {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)", NULL, cli_lb,
+     true},
     {"shard", "assign data shards to nodes by consistent hashing with bounded loads", NULL,
      cli_shard, true},
     {"agent", "the node agent: discovery, telemetry, task execution, self-fencing", NULL, cli_agent,

@@ -28,7 +28,7 @@ static void fl_example(const fl_flag_t *f, char *buf, size_t n)
 {
     if (f->def)
         snprintf(buf, n, "%s %s", fl_label(f), f->def);
-    else if (f->kind == FL_INT)
+    else if (f->kind == FL_INT || f->kind == FL_I32 || f->kind == FL_NUM)
         snprintf(buf, n, "%s %lld", fl_label(f), f->min > 0 ? f->min : 1);
     else if (f->kind == FL_DURATION)
         snprintf(buf, n, "%s 30s", fl_label(f));
@@ -67,15 +67,29 @@ static int fl_set(const fl_flag_t *f, const char *s, void *opts, arb_err_t *err)
     case FL_STR:
         *(const char **)at = s;
         return 0;
-    case FL_INT: {
-        long long lo = f->min, hi = f->max ? f->max : LLONG_MAX;
+    case FL_INT:
+    case FL_I32: {
+        long long lo = f->min, hi = f->max ? f->max : f->kind == FL_I32 ? INT_MAX : LLONG_MAX;
         char *end;
         errno = 0;
         long long v = strtoll(s, &end, 10);
         if (!*s || *end || errno == ERANGE || v < lo || v > hi)
             return arb_errf(err, -EINVAL, "%s: '%s' is not a whole number in %lld..%lld (e.g. %s)",
                             fl_label(f), s, lo, hi, ex);
-        *(long long *)at = v;
+        if (f->kind == FL_I32)
+            *(int *)at = (int)v;
+        else
+            *(long long *)at = v;
+        return 0;
+    }
+    case FL_NUM: {
+        double lo = (double)f->min, hi = f->max ? (double)f->max : 1e300;
+        char *end;
+        double v = strtod(s, &end);
+        if (!*s || *end || !(v >= lo && v <= hi))
+            return arb_errf(err, -EINVAL, "%s: '%s' is not a number in %g..%g (e.g. %s)",
+                            fl_label(f), s, lo, hi, ex);
+        *(double *)at = v;
         return 0;
     }
     case FL_DURATION:

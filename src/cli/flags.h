@@ -15,6 +15,8 @@
  *   FL_BOOL      bool                 none: the flag sets true
  *   FL_STR       const char *         any text
  *   FL_INT       long long            a whole number in [min, max]
+ *   FL_I32       int                  the same into an int (or a uint32_t, min >= 0)
+ *   FL_NUM       double               a number in [min, max] ("0.9", "1e6")
  *   FL_DURATION  int64_t (ns)         util/duration's grammar: 500ms, 90s, 1h30m
  *   FL_QTY       int64_t              a Kubernetes quantity (qty: its kind)
  *   FL_CHOICE    int (index)          one of choices ("text|json")
@@ -38,13 +40,15 @@ typedef enum fl_kind {
     FL_BOOL,
     FL_STR,
     FL_INT,
+    FL_I32,
+    FL_NUM,
     FL_DURATION,
     FL_QTY,
     FL_CHOICE,
     FL_LIST,
 } fl_kind_t;
 
-#define FL_LIST_MAX 64
+#define FL_LIST_MAX 256
 
 typedef struct fl_list {
     const char *v[FL_LIST_MAX];
@@ -59,7 +63,8 @@ typedef struct fl_flag {
     const char *metavar; /* the value's name in usage ("Q", "N", "2s"); NULL for FL_BOOL */
     const char *help;    /* one line */
     const char *def;     /* the default, as a user would write it; NULL: none (0, NULL, false) */
-    long long min, max;  /* FL_INT's range (both 0: any non-negative); FL_DURATION's in ns
+    long long min, max;  /* FL_INT's, FL_I32's, FL_NUM's range (both 0: any non-negative);
+                            FL_DURATION's in ns
                             (max 0: any; the help says the range) */
     int qty;             /* FL_QTY's arb_qty_kind_t */
     const char *choices; /* FL_CHOICE: "text|json" (index 0 is the first) */

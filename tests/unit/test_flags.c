@@ -22,7 +22,8 @@ typedef struct opts {
     const char *queue;
     long long count;
     int64_t every, mem;
-    int out;
+    int out, small;
+    double ratio;
     fl_list_t hosts;
 } opts_t;
 
@@ -37,6 +38,8 @@ static const fl_flag_t flags[] = {
     FL_OPT(opts_t, out, NULL, "-o", FL_CHOICE, NULL, "output", .def = "text",
            .choices = "text|json"),
     FL_OPT(opts_t, hosts, "--host", NULL, FL_LIST, "NAME", "a name (repeat)"),
+    FL_OPT(opts_t, small, "--small", NULL, FL_I32, "N", "an int", .min = 0, .max = 7),
+    FL_OPT(opts_t, ratio, "--ratio", NULL, FL_NUM, "F", "a fraction", .min = 0, .max = 1),
     FL_END,
 };
 static const fl_verb_t verb = {.name = "demo",
@@ -70,7 +73,7 @@ static void test_kinds(void **st)
     char **argv;
 
     assert_int_equal(parse("x --all -q gold --count=7 --every 45m --mem 2Gi -o json --host a "
-                           "y --host b z",
+                           "y --host b z --small 7 --ratio 0.25",
                            &o, &a, &err, &argv),
                      0);
     assert_true(o.all);
@@ -80,6 +83,8 @@ static void test_kinds(void **st)
     assert_int_equal(o.mem, 2LL << 30);
     assert_int_equal(o.out, 1);
     assert_int_equal(o.hosts.n, 2);
+    assert_int_equal(o.small, 7);
+    assert_true(o.ratio == 0.25);
     assert_string_equal(o.hosts.v[1], "b");
     assert_int_equal(a.npos, 3);
     assert_string_equal(a.pos[0], "x");
@@ -118,6 +123,10 @@ static void test_errors(void **st)
         {"n --count 99999999999999999999", {"--count", NULL, NULL}},
         {"n --every soon", {"--every", "'soon'", "500ms"}},
         {"n --every 500ms", {"--every", "out of range: how often, 1s..1h", "e.g. --every 2s"}},
+        {"n --small 8", {"--small", "0..7", NULL}},
+        {"n --small 1.5", {"--small", "'1.5'", NULL}},
+        {"n --ratio 1.5", {"--ratio", "0..1", NULL}},
+        {"n --ratio x", {"--ratio", "'x'", NULL}},
         {"n --mem lots", {"--mem", "lots", "e.g. --mem M"}},
         {"n -o yaml", {"-o", "'yaml'", "text|json"}},
         {"n --queue", {"needs a value after '--queue'", "e.g. --queue Q", NULL}},
