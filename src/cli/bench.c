@@ -78,7 +78,8 @@ static int usage(void)
                     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] "
                     "[-o text|json]\n"
                     "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] "
-                    "[--rates R,R] [-o text|json]\n");
+                    "[--rates R,R] [-o text|json]\n"
+                    "       arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]\n");
     return 2;
 }
 
@@ -103,6 +104,8 @@ int cli_bench(int argc, char **argv)
         return cli_bench_agents(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "infer") == 0)
         return cli_bench_infer(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "recover") == 0)
+        return cli_bench_recover(argc - 1, argv + 1);
     bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
     if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
         return usage();

@@ -28,7 +28,9 @@ const cli_cmd_t cli_cmds[] = {
      "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
      "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]\n"
      "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] [--rates R,R,R] "
-     "[--policies P,..] [-o json]",
+     "[--policies P,..] [-o json]\n"
+     "       arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]   (a restart "
+     "over a filled store)",
      cli_bench, false},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)", NULL, cli_lb,
      true},

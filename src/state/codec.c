@@ -210,14 +210,14 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
     return t;
 }
 
-static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
-                      arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                      arb_err_t *err);
+static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
+                      st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
+                      bool *restartable, arb_err_t *err);
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
                   json_t **env, bool *restartable, arb_err_t *err)
 {
-    return spec_parse(s, body, n, yaml, NULL, job, command, env, restartable, err);
+    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, err);
 }
 
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
@@ -226,12 +226,15 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
 {
     if (kept)
         kept->gone[0] = '\0';
-    return spec_parse(s, body, n, yaml, kept, job, command, env, restartable, err);
+    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, err);
 }
 
-static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
-                      arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                      arb_err_t *err)
+/* stored: a spec from the store, whose JSON was checked (strictly) when it
+ * was submitted: it goes straight to the YAML reader, the JSON check (a
+ * fifth of a recovered job's cost) only where that reader refuses it. */
+static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
+                      st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
+                      bool *restartable, arb_err_t *err)
 {
     const char *name = yaml ? "job.yaml" : "job.json";
     char *alt = NULL;
@@ -240,7 +243,9 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_ke
     int rc;
 
     *command = *env = NULL;
-    if (!yaml) {
+    if (!yaml && stored && sv_doc_open(name, body, n, &d, NULL) == 0) {
+        /* read as it was at submission (a mapping: sv_doc_open checks) */
+    } else if (!yaml) {
         json_error_t je;
         json_t *v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
         if (!v)

@@ -13,6 +13,7 @@
  *                borrowingLimit: {nvidia.com/gpu: 8}}]
  *   store:     {synchronous: full}
  *   events:    {retention: 100000}
+ *   jobs:      {history: 10000}
  *   admission: {rejectUnfittable: true}
  *   api:       {idempotencyRetention: 24h}
  */
@@ -49,6 +50,9 @@ const st_conf_key_t st_conf_keys[] = {
      "without queue: goes to the quota-less queue 'default'"},
     {"store.synchronous", "full|normal", "full", "fsync per commit (normal: kill -9 safe only)"},
     {"events.retention", "int", "100000", "events kept in the log"},
+    {"jobs.history", "int", "10000",
+     "ended jobs kept in memory (the newest to end); older ones stay in the store, where "
+     "`arbiter job ID` still reads them, but leave `arbiter jobs` lists; 0..10000000"},
     {"admission.rejectUnfittable", "bool", "true",
      "reject jobs no registered node could ever hold"},
     {"resources.capRequests", "bool", "false",
@@ -66,9 +70,9 @@ const st_conf_key_t st_conf_keys[] = {
     {NULL, NULL, NULL, NULL},
 };
 
-static const char *const root_keys[] = {"scheduler", "nodes",     "queues",          "store",
-                                        "events",    "admission", "priorityClasses", "api",
-                                        "resources", NULL};
+static const char *const root_keys[] = {
+    "scheduler",       "nodes", "queues",    "store", "events", "admission",
+    "priorityClasses", "api",   "resources", "jobs",  NULL};
 static const char *const resources_keys[] = {"capRequests", NULL};
 static const char *const class_keys[] = {"name", "value", "preemptible", "description", NULL};
 static const char *const sched_keys[] = {"policy",           "queue",        "backfill",
@@ -81,6 +85,7 @@ static const char *const queue_keys[] = {
 static const char *const res_keys[] = {"nvidia.com/gpu", "cpu", "memory", NULL};
 static const char *const store_keys[] = {"synchronous", NULL};
 static const char *const events_keys[] = {"retention", NULL};
+static const char *const jobs_keys[] = {"history", NULL};
 static const char *const adm_keys[] = {"rejectUnfittable", NULL};
 static const char *const api_keys[] = {"idempotencyRetention", NULL};
 
@@ -94,6 +99,7 @@ void st_conf_init(st_conf_t *c)
     c->grace_ns = 5000000000LL;
     c->stale_ns = 5000000000LL; /* half the lease */
     c->event_retention = 100000;
+    c->job_history = 10000;
     c->sync = STORE_SYNC_FULL;
     c->reject_unfittable = true;
     c->idem_retention_ns = 24 * 3600000000000LL;
@@ -362,6 +368,13 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
         if (rc == 0 && sv_get(&sec, "retention", &f) &&
             (rc = sv_int(&x, &f, 16, 10000000, &r)) == 0)
             n.event_retention = (int)r;
+    }
+    if (rc == 0 && sv_get(&root, "jobs", &sec)) {
+        int64_t h;
+        if ((rc = sv_map(&x, &sec, &is)) == 0 && is)
+            rc = sv_check_keys(&x, &sec, jobs_keys);
+        if (rc == 0 && sv_get(&sec, "history", &f) && (rc = sv_int(&x, &f, 0, 10000000, &h)) == 0)
+            n.job_history = (int)h;
     }
     if (rc == 0 && sv_get(&root, "admission", &sec)) {
         if ((rc = sv_map(&x, &sec, &is)) == 0 && is)

@@ -40,6 +40,7 @@
 typedef struct idem_ent {
     char *k; /* principal '\x1f' key (owned); NULL: empty slot */
     uint64_t id;
+    int64_t submit_ms; /* its job's (kept here: the job may leave memory, history.c) */
 } idem_ent_t;
 
 struct st_idem {
@@ -82,8 +83,9 @@ static idem_ent_t *slot(struct st_idem *m, const char *k)
     return &m->v[i];
 }
 
-/* Insert k (taken over) -> id; -ENOMEM leaves the map as it was (k freed). */
-static int insert(st_t *s, char *k, uint64_t id)
+/* Insert k (taken over) -> id, its job submitted at submit_ms; -ENOMEM
+ * leaves the map as it was (k freed). */
+static int insert(st_t *s, char *k, uint64_t id, int64_t submit_ms)
 {
     struct st_idem *m = s->idem;
 
@@ -113,6 +115,7 @@ static int insert(st_t *s, char *k, uint64_t id)
         m->n++;
     }
     e->id = id;
+    e->submit_ms = submit_ms;
     return 0;
 }
 
@@ -139,15 +142,22 @@ static char *store_key(const char *k)
     return sk;
 }
 
-/* Has the key naming job id outlived the retention at now_ms? */
-static bool expired(st_t *s, uint64_t id, int64_t now_ms)
+/* Is job id gone (never held, or damaged)? An ended job past jobs.history
+ * is not: it is in the store (history.c). */
+static bool job_gone(st_t *s, uint64_t id)
+{
+    return !st_job_find(s, id) && !(s->nstored && id > 0 && id < s->next_id);
+}
+
+/* Has a key of job id (submitted at submit_ms, as far as the key knows)
+ * outlived the retention at now_ms? The job's own time while it is in
+ * memory, the key's copy once it has left. */
+static bool expired(st_t *s, uint64_t id, int64_t submit_ms, int64_t now_ms)
 {
     const st_job_t *sj = st_job_find(s, id);
     int64_t keep_ms = s->conf.idem_retention_ns / 1000000;
 
-    if (!sj)
-        return true;
-    return keep_ms > 0 && now_ms - sj->submit_ms >= keep_ms;
+    return keep_ms > 0 && now_ms - (sj ? sj->submit_ms : submit_ms) >= keep_ms;
 }
 
 /* Queue the deletion of e's store record. */
@@ -190,7 +200,7 @@ uint64_t st_idem_find(st_t *s, const st_who_t *who, const char *key)
     if (!s->idem || !s->idem->n || !(k = compose(who, key)))
         return 0;
     idem_ent_t *e = slot(s->idem, k);
-    if (e->k && expired(s, e->id, st_now_ms(s))) {
+    if (e->k && (job_gone(s, e->id) || expired(s, e->id, e->submit_ms, st_now_ms(s)))) {
         forget_durably(s, e);
         remove_at(s->idem, (size_t)(e - s->idem->v));
     } else if (e->k) {
@@ -208,7 +218,8 @@ int st_idem_sweep(st_t *s, int64_t now_ms)
     if (!m || !m->n || s->conf.idem_retention_ns <= 0)
         return 0;
     for (size_t i = 0; i < m->cap;) {
-        if (m->v[i].k && expired(s, m->v[i].id, now_ms)) {
+        if (m->v[i].k &&
+            (job_gone(s, m->v[i].id) || expired(s, m->v[i].id, m->v[i].submit_ms, now_ms))) {
             forget_durably(s, &m->v[i]);
             remove_at(m, i); /* an entry may have shifted into i: look again */
             gone++;
@@ -240,7 +251,8 @@ int st_idem_put(st_t *s, const st_who_t *who, const char *key, uint64_t id)
         free(k);
         return rc;
     }
-    if ((rc = insert(s, k, id)) == 0 && now >= s->idem->next_sweep_ms) {
+    const st_job_t *sj = st_job_find(s, id);
+    if ((rc = insert(s, k, id, sj ? sj->submit_ms : now)) == 0 && now >= s->idem->next_sweep_ms) {
         s->idem->next_sweep_ms = now + IDEM_SWEEP_MS;
         st_idem_sweep(s, now);
     }
@@ -278,12 +290,16 @@ static int load_one(void *arg, const char *key, const char *val, size_t n, uint6
     }
     k[hl / 2] = '\x1f';
     strcpy(k + hl / 2 + 1, slash + 1);
-    if (expired(s, id, st_now_ms(s))) { /* past retention, or its job is gone */
+    /* A job past jobs.history is not decoded at recovery: its key counts from
+     * now, living at most the retention longer than it would have. */
+    const st_job_t *sj = st_job_find(s, id);
+    int64_t submit_ms = sj ? sj->submit_ms : st_now_ms(s);
+    if (job_gone(s, id) || expired(s, id, submit_ms, st_now_ms(s))) { /* past retention, or gone */
         store_batch_del(&s->batch, key);
         free(k);
         return 0;
     }
-    return insert(s, k, id) < 0 ? -ENOMEM : 0;
+    return insert(s, k, id, submit_ms) < 0 ? -ENOMEM : 0;
 }
 
 int st_idem_recover(st_t *s, arb_err_t *err)

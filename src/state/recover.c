@@ -27,6 +27,7 @@
  * All writes recovery itself makes go in one transaction before st_open
  * returns.
  */
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -220,14 +221,13 @@ static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_c
     return rc;
 }
 
-static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
+int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err_t *err)
 {
     st_job_t *sj = calloc(1, sizeof *sj);
     const char *spec = json_string_value(json_object_get(o, "spec"));
     int state = job_state_of(json_string_value(json_object_get(o, "state")));
     arb_job_t *j = NULL;
     arb_err_t perr = {{0}};
-    int rc = 0;
 
     if (!sj)
         return arb_errf(err, -ENOMEM, "out of memory");
@@ -254,9 +254,9 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     if (sj->stop_then > ST_THEN_TIMEOUT)
         sj->stop_then = ST_THEN_FAIL;
     if (!sj->spec || !spec || sj->id == 0 || state < 0) {
-        damaged(s, key_of(o), sj->id == 0 ? "no id" : state < 0 ? "no known state" : "no spec");
+        arb_errf(err, 0, "%s", sj->id == 0 ? "no id" : state < 0 ? "no known state" : "no spec");
         st_job_free(sj);
-        return 0;
+        return 1;
     }
     /* The priority it was given at submission (records since it is kept):
      * a priority class removed from the config since must not fail it. */
@@ -306,8 +306,36 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         const arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
         sj->tasks[t].node1 = nd ? nd->id + 1 : 0;
     }
+    if (state >= ARB_JOB_SUCCEEDED) /* ended: as it ended (a pending one is the scheduler's) */
+        j->state = (arb_job_state_t)state;
+    sj->j = j;
+    sj->own_j = true; /* until recover_job hands it to the scheduler */
+    *out = sj;
+    *statep = state;
+    return 0;
+}
+
+static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
+{
+    st_job_t *sj = NULL;
+    arb_job_t *j;
+    int state = -1, rc = st_job_decode(s, o, &sj, &state, err);
+
+    if (rc < 0)
+        return rc;
+    if (rc > 0) {
+        damaged(s, key_of(o), err->msg);
+        return 0;
+    }
+    rc = 0;
+    j = sj->j;
+    sj->j = NULL;
+    sj->own_j = false;
     bool svc_parent = false;
-    if (j && (rc = st_service_recover(s, sj, j, o, state, &svc_parent)) < 0) {
+    /* A service's records carry its marks (st_service_record): any other job
+     * needs no second reading of its spec for them. */
+    bool svc_marked = json_object_get(o, "svc_desired") || json_object_get(o, "svc_of");
+    if (j && svc_marked && (rc = st_service_recover(s, sj, j, o, state, &svc_parent)) < 0) {
         arb_job_free(j);
         st_job_free(sj);
         return arb_errf(err, rc, "out of memory");
@@ -328,7 +356,9 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         sj->last = j->state;
         if (!j->queue)
             j->queue = arb_intern(&s->cluster.strs, "default");
-        return st_job_add(s, sj);
+        if ((rc = st_job_add(s, sj)) == 0)
+            st_history_push(s, sj); /* the newest of jobs.history (recover_jobs) */
+        return rc;
     }
     arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
     j->ext_id = sj->id; /* messages of the core name it by its public id */
@@ -372,18 +402,228 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
     return 0;
 }
 
+/*
+ * The state of a job record without decoding it: the top-level "state"
+ * member's value, found by walking the text (strings with their escapes,
+ * nested values skipped whole); -1 when it is not found or the text is not
+ * what st_job_record writes (the caller then decodes it in full, which says
+ * what is wrong). About a microsecond a record, against the tens of a
+ * decode: what lets recovery skip the ended jobs past the history.
+ */
+static size_t skip_string(const char *v, size_t n, size_t i) /* v[i] == '"'; past its end */
+{
+    for (i++; i < n; i++)
+        if (v[i] == '\\')
+            i++;
+        else if (v[i] == '"')
+            return i + 1;
+    return n;
+}
+
+static int rec_state(const char *v, size_t n)
+{
+    size_t i = 0;
+    int depth = 0;
+
+    while (i < n && v[i] != '{')
+        i++;
+    for (; i < n;) {
+        char c = v[i];
+        if (c == '"') {
+            size_t e = skip_string(v, n, i);
+            if (depth == 1 && e - i == 7 && memcmp(v + i, "\"state\"", 7) == 0) {
+                size_t k = e;
+                while (k < n && (v[k] == ' ' || v[k] == ':'))
+                    k++;
+                if (k >= n || v[k] != '"')
+                    return -1;
+                size_t ve = skip_string(v, n, k);
+                for (int st = 0; st < ARB_JOB_NSTATES; st++) {
+                    const char *name = arb_job_state_name((arb_job_state_t)st);
+                    size_t len = strlen(name);
+                    if (ve - k == len + 2 && memcmp(v + k + 1, name, len) == 0)
+                        return st;
+                }
+                return -1;
+            }
+            i = e;
+        } else {
+            if (c == '{' || c == '[')
+                depth++;
+            else if (c == '}' || c == ']')
+                depth--;
+            i++;
+        }
+    }
+    return -1;
+}
+
+/*
+ * Jobs stream out of the store, one record at a time, never all decoded at
+ * once (a list of every record's JSON was 2.8x the controller's RSS and left
+ * the heap fragmented after). Ended jobs past conf.job_history are not
+ * decoded at all: only the newest job_history of them are (a ring of their
+ * texts while the scan goes); every other record is kept as text in one
+ * arena (a single allocation, returned whole) and decoded after the scan,
+ * merged with the kept ended ones in id order, so the scheduler sees its
+ * jobs in their submission order as before.
+ */
+typedef struct rec_txt {
+    uint64_t id;
+    size_t off, n; /* in the arena */
+} rec_txt_t;
+
+typedef struct rec_scan {
+    st_t *s;
+    char *arena; /* texts of the records to decode, NUL-separated */
+    size_t used, cap;
+    rec_txt_t *live; /* not ended, in key (id) order */
+    size_t nlive, caplive;
+    char **ring; /* ended ones: the newest conf.job_history texts */
+    size_t *ringlen;
+    uint64_t *ringid;
+    size_t ringcap, ringn, ringhead;
+} rec_scan_t;
+
+static uint64_t id_of_key(const char *key)
+{
+    return strncmp(key, "jobs/", 5) == 0 ? strtoull(key + 5, NULL, 10) : 0;
+}
+
+static void note_stored(st_t *s, uint64_t id) /* an ended job left in the store */
+{
+    s->njobs++;
+    s->nstored++;
+    if (id >= s->next_id && id < UINT64_MAX / 2)
+        s->next_id = id + 1;
+}
+
+static int scan_job(void *arg, const char *key, const char *val, size_t n, uint64_t rev)
+{
+    rec_scan_t *r = arg;
+    uint64_t id = id_of_key(key);
+    int state = rec_state(val, n);
+
+    (void)rev;
+    if (state >= ARB_JOB_SUCCEEDED && id > 0 && id < UINT64_MAX / 2) {
+        if (r->ringcap == 0) {
+            note_stored(r->s, id);
+            return 0;
+        }
+        size_t k;
+        if (r->ringn == r->ringcap) { /* the oldest leaves: in the store only */
+            k = r->ringhead;
+            note_stored(r->s, r->ringid[k]);
+            free(r->ring[k]);
+            r->ringhead = (r->ringhead + 1) % r->ringcap;
+            r->ringn--;
+        }
+        k = (r->ringhead + r->ringn) % r->ringcap;
+        if (!(r->ring[k] = malloc(n + 1)))
+            return -ENOMEM;
+        memcpy(r->ring[k], val, n);
+        r->ring[k][n] = '\0';
+        r->ringlen[k] = n;
+        r->ringid[k] = id;
+        r->ringn++;
+        return 0;
+    }
+    if (r->used + n + 1 > r->cap) {
+        size_t cap = r->cap ? r->cap : 1 << 20;
+        while (cap < r->used + n + 1)
+            cap *= 2;
+        char *a = realloc(r->arena, cap);
+        if (!a)
+            return -ENOMEM;
+        r->arena = a;
+        r->cap = cap;
+    }
+    if (r->nlive == r->caplive) {
+        size_t cap = r->caplive ? r->caplive * 2 : 1024;
+        rec_txt_t *v = realloc(r->live, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        r->live = v;
+        r->caplive = cap;
+    }
+    memcpy(r->arena + r->used, val, n);
+    r->arena[r->used + n] = '\0';
+    /* a record whose key is not a job id sorts as 0: decoded first, as the scan had it */
+    r->live[r->nlive++] = (rec_txt_t){.id = id, .off = r->used, .n = n};
+    r->used += n + 1;
+    return 0;
+}
+
+static int decode_one(st_t *s, const char *key, const char *val, size_t n, arb_err_t *err)
+{
+    json_t *o = json_loadb(val, n, 0, NULL);
+    int rc;
+
+    if (!json_is_object(o)) {
+        json_decref(o);
+        damaged(s, key, "not a JSON object");
+        return 0;
+    }
+    json_object_set_new(o, "_key", json_string(key));
+    rc = recover_job(s, o, err);
+    json_decref(o);
+    return rc;
+}
+
 static int recover_jobs(st_t *s, arb_err_t *err)
 {
-    rec_list_t l = {.s = s};
-    int rc = store_scan(s->store, "jobs/", collect, &l, err);
+    rec_scan_t r = {.s = s, .ringcap = (size_t)s->conf.job_history};
+    char key[40];
+    size_t li = 0, ri = 0;
+    int rc = 0;
+    int64_t t0 = st_mono_ns();
 
-    if (rc == 0 && l.oom)
+    if (r.ringcap && (!(r.ring = calloc(r.ringcap, sizeof *r.ring)) ||
+                      !(r.ringlen = calloc(r.ringcap, sizeof *r.ringlen)) ||
+                      !(r.ringid = calloc(r.ringcap, sizeof *r.ringid)))) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
-    for (size_t i = 0; i < l.n && rc == 0; i++)
-        rc = recover_job(s, l.v[i], err);
+        goto out;
+    }
+    if ((rc = store_scan(s->store, "jobs/", scan_job, &r, err)) < 0) {
+        if (rc == -ENOMEM)
+            arb_errf(err, rc, "out of memory reading the jobs");
+        goto out;
+    }
+    int64_t t1 = st_mono_ns();
+    /* both lists are in id order: merge them */
+    while (rc == 0 && (li < r.nlive || ri < r.ringn)) {
+        size_t k = (r.ringhead + ri) % (r.ringcap ? r.ringcap : 1);
+        bool take_live = ri >= r.ringn || (li < r.nlive && r.live[li].id < r.ringid[k]);
+        if (take_live) {
+            snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)r.live[li].id);
+            rc = decode_one(s, key, r.arena + r.live[li].off, r.live[li].n, err);
+            li++;
+        } else {
+            snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)r.ringid[k]);
+            rc = decode_one(s, key, r.ring[k], r.ringlen[k], err);
+            free(r.ring[k]);
+            r.ring[k] = NULL;
+            ri++;
+        }
+    }
     if (rc == 0)
         st_resize_recover_all(s);
-    list_free(&l);
+    if (rc == 0 && (r.nlive + r.ringn + s->nstored) >= 10000) /* where a long start went */
+        fprintf(stderr,
+                "arbiter: recovery: jobs read from the store in %.3f s; %zu decoded and indexed "
+                "in %.3f s; %llu ended ones past jobs.history left in the store\n",
+                (double)(t1 - t0) / 1e9, r.nlive + r.ringn, (double)(st_mono_ns() - t1) / 1e9,
+                (unsigned long long)s->nstored);
+out:
+    for (size_t i = 0; r.ring && i < r.ringcap; i++)
+        free(r.ring[i]);
+    free(r.ring);
+    free(r.ringlen);
+    free(r.ringid);
+    free(r.arena);
+    free(r.live);
+    /* what decoding left free goes back to the system, not held as heap for ever */
+    malloc_trim(0);
     return rc;
 }
 

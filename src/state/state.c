@@ -236,6 +236,7 @@ void st_job_retire(st_t *s, st_job_t *sj)
     s->active[i] = s->active[--s->nactive];
     s->active[i]->active_ix = i;
     sj->active_ix = -1;
+    st_history_push(s, sj);
 }
 
 void st_queue_seen(st_t *s, uint32_t name)
@@ -414,6 +415,7 @@ static void *sched_main(void *arg)
             arb_cond_wait_until(&s->kick, &s->mu, &ts);
         if (s->stop)
             break;
+        st_history_trim(s); /* ended jobs past jobs.history leave memory (history.c) */
         pthread_mutex_unlock(&s->mu);
         st_cycle(s, NULL, NULL); /* a failed store stops every waiter, not this loop */
         pthread_mutex_lock(&s->mu);
@@ -463,6 +465,7 @@ void st_close(st_t *s)
     store_batch_free(&s->batch);
     store_close(s->store);
     st_idem_free(s);
+    st_history_free(s);
     for (uint64_t i = 0; i < s->capjobs; i++)
         st_job_free(s->jobs[i]);
     free(s->jobs);
@@ -682,7 +685,9 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     uint64_t prev = key ? st_idem_find(s, who, key) : 0;
     if (prev) {
         /* A retry: the job this key created, as durable as it was. */
-        st_job_t *pj = st_job_find(s, prev);
+        st_job_t *pj = st_job_find(s, prev), *stored = NULL;
+        if (!pj && s->nstored && prev < s->next_id && st_job_stored(s, prev, &stored, err) == 0)
+            pj = stored; /* ended past jobs.history: its record (history.c) */
         if (!pj) {
             rc = arb_errf(err, -ENOENT, "Idempotency-Key: '%s' created job %llu, which is gone",
                           key, (unsigned long long)prev);
@@ -695,6 +700,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
             *out = st_job_json_for(s, pj, who);
             rc = 0;
         }
+        st_job_free(stored);
         *ticket = st_seen(s);
         pthread_mutex_unlock(&s->mu);
         return rc;
@@ -819,6 +825,12 @@ out:
 static int find_visible(st_t *s, const st_who_t *who, uint64_t id, st_job_t **sj, arb_err_t *err)
 {
     *sj = st_job_find(s, id);
+    if (!*sj && s->nstored && id > 0 && id < s->next_id)
+        return arb_errf(err, -ENOENT,
+                        "job %llu ended and is past the controller's memory of ended jobs "
+                        "(jobs.history: %d): its record stays in the store, where `arbiter job "
+                        "%llu` reads it",
+                        (unsigned long long)id, s->conf.job_history, (unsigned long long)id);
     if (!*sj)
         return arb_errf(err, -ENOENT, "job %llu: no such job", (unsigned long long)id);
     if (!may_see(who, *sj))
@@ -835,6 +847,20 @@ int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t 
 
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
+    if (rc == -ENOENT && s->nstored && id > 0 && id < s->next_id) {
+        /* ended past the history: read back from the store (history.c) */
+        if ((rc = st_job_stored(s, id, &sj, err)) == 0) {
+            if (!may_see(who, sj))
+                rc = arb_errf(err, -EACCES, "job %llu belongs to team '%s', not to yours ('%s')",
+                              (unsigned long long)id, sj->team, who->team ? who->team : "");
+            else
+                *out = st_job_json_for(s, sj, who);
+            st_job_free(sj);
+        }
+        *ticket = st_seen(s);
+        pthread_mutex_unlock(&s->mu);
+        return rc;
+    }
     if (rc == 0)
         *out = st_job_json_for(s, sj, who);
     *ticket = st_seen(s);

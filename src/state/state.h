@@ -91,6 +91,8 @@ typedef struct st_conf {
     int64_t grace_ns;          /* then this long more: its tasks are lost (default 5 s) */
     int64_t stale_ns;          /* filter nodes whose report is older (default lease / 2; 0 off) */
     int event_retention;       /* events kept (default 100000) */
+    int job_history;           /* jobs.history: ended jobs kept in memory (default 10000); older
+                                  ones are read from the store when asked for */
     store_sync_t sync;         /* store.synchronous: full (default) or normal */
     bool accept_rewind;        /* not a config key: `controller --accept-rewind` (store.h) */
     bool reject_unfittable;    /* 422 for jobs no registered node could ever hold (default on) */

@@ -140,10 +140,12 @@ struct st {
 
     st_job_t **jobs; /* by id; jobs[0] unused */
     uint64_t capjobs, next_id;
-    uint64_t njobs;      /* jobs held (next_id - 1 less damaged records' ids) */
-    int ndamaged;        /* store records recovery could not load (recover.c) */
-    char damaged[8][64]; /* the first ones' keys */
-    st_job_t **active;   /* non-terminal jobs */
+    uint64_t njobs;       /* jobs held (next_id - 1 less damaged records' ids) */
+    uint64_t nstored;     /* of them, ended jobs past jobs.history: in the store only (history.c) */
+    struct st_hist *hist; /* ended jobs in memory, oldest first (history.c); NULL none yet */
+    int ndamaged;         /* store records recovery could not load (recover.c) */
+    char damaged[8][64];  /* the first ones' keys */
+    st_job_t **active;    /* non-terminal jobs */
     int nactive, capactive;
     st_node_t *nodes; /* parallel to cluster.nodes */
     uint32_t capnodes;
@@ -283,6 +285,23 @@ void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
 void st_resize_record(st_t *s, const st_job_t *sj, json_t *o);
 void st_resize_recover(st_job_t *sj, const json_t *o);
 void st_resize_recover_all(st_t *s);
+/* Ended jobs kept in memory (history.c): at most conf.job_history of them,
+ * the newest to end; older ones are freed once their final record is
+ * durable, and read back from the store when asked for (st_job_stored).
+ * Push sj as it ends (or as it is recovered ended), after its final
+ * st_job_save. */
+void st_history_push(st_t *s, st_job_t *sj);
+/* Free what is past the history and durable: only where nobody holds a
+ * job or walks a node index (the scheduler thread, between cycles). */
+void st_history_trim(st_t *s);
+void st_history_free(st_t *s);
+/* Job id, ended and past the history: its record from the store, decoded
+ * into a job of its own (st_job_free it; never indexed). -ENOENT when the
+ * store has none (damaged or never written), with err saying so. */
+int st_job_stored(st_t *s, uint64_t id, st_job_t **out, arb_err_t *err);
+/* Decode one job record (recover.c) into a new job of its own, not indexed
+ * nor handed to the scheduler; 1 when the record is damaged (skipped, said). */
+int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *state, arb_err_t *err);
 /* Log tickets (logticket.c): free the table (st_close). */
 void st_tickets_free(st_t *s);
 

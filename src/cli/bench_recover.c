@@ -1,0 +1,379 @@
+/*
+ * bench_recover.c: `arbiter bench recover`: how long a controller restart
+ * takes, and what it holds after, with --jobs jobs in its store.
+ *
+ * It fills a temporary data directory through the store layer (src/store,
+ * transactions of 10,000 records: fast, no API), with records of the shape
+ * the controller writes (st_job_record): a one-GPU job submitted as
+ * `arbiter submit --gpus 1 -- true` would be (the same indented spec text),
+ * --pending of them PENDING and the rest SUCCEEDED (the older ids), then
+ * starts a real controller process over it (fork/exec of this binary) and
+ * times from the exec until it serves (GET /v1/status answers 200). Reported:
+ *
+ *   recover_s       exec to serving
+ *   recover_cpu_s   the controller's CPU time (user + system) by then: the
+ *                   figure a busy machine disturbs least
+ *   rss_mb_before   the controller's RSS (VmRSS) serving an empty store
+ *   rss_mb_after    its RSS serving the filled store, once recovered
+ *   bytes_per_job   (after - before) / jobs
+ *   bytes_per_pending_job  the same over the pending jobs alone when every
+ *                   job is pending (--pending = --jobs), else omitted
+ *   fill_s          how long filling the store took (not part of recover_s)
+ *
+ * The controller is stopped (SIGTERM) and the directory removed; it is kept,
+ * and named, when something failed. A line for people, one JSON object with
+ * -o json.
+ */
+#include <errno.h>
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <ftw.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "store/store.h"
+
+#define FILL_TXN 10000
+
+typedef struct br_run {
+    char dir[64], exe[PATH_MAX], path[PATH_MAX + 64];
+} br_run_t;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]\n"
+                    "  fills a store with --jobs job records (--pending of them pending, "
+                    "default a tenth;\n"
+                    "  the rest succeeded), then times a controller's start over it and "
+                    "reads its RSS\n");
+    return 2;
+}
+
+static const char *at(br_run_t *r, const char *name)
+{
+    snprintf(r->path, sizeof r->path, "%s/%s", r->dir, name);
+    return r->path;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag, (void)f;
+    remove(p);
+    return 0;
+}
+
+/* The record of job id, as st_job_record writes it. */
+static char *record(uint64_t id, bool pending, const char *spec)
+{
+    json_t *tasks = json_pack("[[i,o]]", pending ? 0 : 3, pending ? json_null() : json_integer(0));
+    int64_t ms = 1700000000000LL + (int64_t)id;
+    json_t *o = json_pack(
+        "{s:I,s:s,s:s,s:b,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:o,s:[],s:i,s:i,"
+        "s:b}",
+        "id", (json_int_t)id, "team", "", "owner", "", "yaml", 0, "spec", spec, "state",
+        pending ? "pending" : "succeeded", "version", (json_int_t)(pending ? 1 : 4),
+        "lamport_submit", (json_int_t)(2 * id), "lamport_update", (json_int_t)(2 * id + 1),
+        "attempt", (json_int_t)(pending ? 0 : 1), "epoch", (json_int_t)(pending ? 0 : 1),
+        "submit_ms", (json_int_t)ms, "start_ms", (json_int_t)(pending ? 0 : ms + 10), "end_ms",
+        (json_int_t)(pending ? 0 : ms + 20), "delivered", !pending, "stop", 0, "message",
+        pending ? "" : "task 0 exited 0", "tasks", tasks, "alloc", "priority", 0, "time_limit_s", 0,
+        "preemptible", 0);
+    char *txt = o ? json_dumps(o, JSON_COMPACT) : NULL;
+    json_decref(o);
+    return txt;
+}
+
+/* Fill DIR/d with n job records, the last `pending` of them pending. */
+static int fill(br_run_t *r, long n, long pending)
+{
+    store_t *st = NULL;
+    store_opts_t so = {.sync = STORE_SYNC_NORMAL};
+    store_batch_t b = {0};
+    arb_err_t err = {{0}};
+    char key[40], clock[32];
+    int rc;
+    /* what `arbiter submit --gpus 1 --name bench -- true` posts */
+    json_t *so_spec = json_pack("{s:s,s:i,s:{s:{s:s}},s:[s]}", "name", "bench", "replicas", 1,
+                                "resources", "requests", "nvidia.com/gpu", "1", "command", "true");
+    char *spec = json_dumps(so_spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+    json_decref(so_spec);
+    if (!spec)
+        return -ENOMEM;
+    if ((rc = store_open(at(r, "d"), &so, &st, &err)) < 0) {
+        fprintf(stderr, "arbiter bench recover: %s\n", err.msg);
+        free(spec);
+        return rc;
+    }
+    for (long id = 1; id <= n && rc == 0; id++) {
+        char *rec = record((uint64_t)id, id > n - pending, spec);
+        snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)id);
+        rc = rec ? store_batch_putstr(&b, key, rec) : -ENOMEM;
+        free(rec);
+        if (rc == 0 && (b.nops == FILL_TXN || id == n)) {
+            if (id == n) {
+                snprintf(clock, sizeof clock, "%llu", (unsigned long long)(2 * n + 2));
+                store_batch_putstr(&b, "meta/clock", clock);
+            }
+            rc = store_apply(st, &b, NULL, &err);
+            store_batch_free(&b);
+        }
+    }
+    store_batch_free(&b);
+    if (rc < 0)
+        fprintf(stderr, "arbiter bench recover: filling the store: %s\n", err.msg);
+    store_close(st);
+    free(spec);
+    return rc;
+}
+
+/* The controller's VmRSS in MiB; -1 unreadable. */
+static double rss_mb(pid_t pid)
+{
+    char p[64], line[256];
+    double kb = -1;
+    FILE *f;
+
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    if (!(f = fopen(p, "re")))
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (strncmp(line, "VmRSS:", 6) == 0)
+            kb = strtod(line + 6, NULL);
+    fclose(f);
+    return kb < 0 ? -1 : kb / 1024.0;
+}
+
+/* GET /v1/status from http://HOST:PORT with a plain socket (no retries,
+ * no leader cache: each controller of the run listens on a new port):
+ * whether it answered 200. */
+static bool serves(const char *url)
+{
+    char host[64], buf[64];
+    int port = 0, fd;
+    bool ok = false;
+    struct sockaddr_in a = {.sin_family = AF_INET};
+
+    if (sscanf(url, "http://%63[^:]:%d", host, &port) != 2 ||
+        inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        return false;
+    a.sin_port = htons((uint16_t)port);
+    if ((fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) < 0)
+        return false;
+    const char req[] = "GET /v1/status HTTP/1.0\r\nHost: bench\r\n\r\n";
+    if (connect(fd, (struct sockaddr *)&a, sizeof a) == 0 &&
+        write(fd, req, sizeof req - 1) == (ssize_t)(sizeof req - 1)) {
+        ssize_t k = read(fd, buf, sizeof buf - 1);
+        if (k > 0) {
+            buf[k] = '\0';
+            ok = strncmp(buf, "HTTP/1.", 7) == 0 && strncmp(buf + 8, " 200", 4) == 0;
+        }
+    }
+    close(fd);
+    return ok;
+}
+
+/* utime + stime of pid in seconds; -1 when unreadable. */
+static double cpu_s(pid_t pid)
+{
+    char p[64], buf[2048], *s;
+    unsigned long long ut, st;
+    FILE *f;
+    size_t k;
+
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(p, "re")))
+        return -1;
+    k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = '\0';
+    /* after the command name (which may hold spaces): utime is the 14th field, stime the 15th */
+    if (!(s = strrchr(buf, ')')) ||
+        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
+}
+
+/* Start a controller over DIR/d and wait until it serves: its pid, the
+ * seconds it took in *secs, the CPU seconds it spent by then in *cpu; -1
+ * when it did not within limit_s. */
+static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
+{
+    char datadir[128], url[256] = "";
+    int64_t t0 = mono_ns();
+    pid_t pid;
+    FILE *f = NULL;
+
+    snprintf(datadir, sizeof datadir, "%s/d", r->dir);
+    remove(at(r, "d/url"));
+    fflush(NULL);
+    if ((pid = fork()) == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        int fe = open(at(r, "controller.log"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+        int fo = open("/dev/null", O_WRONLY | O_CLOEXEC);
+        if (fe < 0 || fo < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+            _exit(127);
+        char *argv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
+                        "--data-dir", datadir,      NULL};
+        execv(r->exe, argv);
+        _exit(127);
+    }
+    if (pid < 0)
+        return -1;
+    while (mono_ns() - t0 < (int64_t)limit_s * 1000000000LL) {
+        int st;
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return -1;
+        if (!url[0] && (f = fopen(at(r, "d/url"), "re"))) {
+            if (!fgets(url, sizeof url, f))
+                url[0] = '\0';
+            fclose(f);
+            url[strcspn(url, "\r\n")] = '\0';
+        }
+        if (url[0] && serves(url)) {
+            *secs = (double)(mono_ns() - t0) / 1e9;
+            *cpu = cpu_s(pid);
+            return pid;
+        }
+        sleep_ms(url[0] ? 5 : 2);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, NULL, 0);
+    return -1;
+}
+
+static int stop(pid_t pid)
+{
+    int st = 0;
+
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        sleep_ms(100);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+int cli_bench_recover(int argc, char **argv)
+{
+    long jobs = 100000, pending = -1;
+    bool json = false;
+    br_run_t r = {0};
+    double recover_s = 0, empty_s = 0, before = -1, after = -1, fill_s, cpu = -1, cpu0 = -1;
+    int rc = 1;
+    pid_t pid;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--help") == 0)
+            return usage(), 0;
+        if (i + 1 >= argc)
+            return usage();
+        if (strcmp(argv[i], "--jobs") == 0)
+            jobs = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--pending") == 0)
+            pending = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
+            const char *o = argv[++i];
+            if (strcmp(o, "json") != 0 && strcmp(o, "text") != 0)
+                return usage();
+            json = strcmp(o, "json") == 0;
+        } else
+            return usage();
+    }
+    if (pending < 0)
+        pending = jobs / 10;
+    if (jobs < 1 || jobs > 10000000 || pending > jobs) {
+        fprintf(stderr, "arbiter bench recover: --jobs must be 1..10000000 and --pending "
+                        "0..--jobs\n");
+        return 2;
+    }
+    ssize_t k = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
+    if (k <= 0)
+        return 1;
+    r.exe[k] = '\0';
+    snprintf(r.dir, sizeof r.dir, "/tmp/arb_bench_recover.XXXXXX");
+    if (!mkdtemp(r.dir)) {
+        fprintf(stderr, "arbiter bench recover: mkdtemp: %s\n", strerror(errno));
+        return 1;
+    }
+    /* the baseline: a controller over an empty store */
+    if ((pid = start(&r, &empty_s, &cpu0, 60)) < 0)
+        goto fail;
+    sleep_ms(500);
+    before = rss_mb(pid);
+    if (stop(pid) != 0)
+        goto fail;
+    remove(at(&r, "d/arbiter.db"));
+    remove(at(&r, "d/arbiter.db-wal"));
+    remove(at(&r, "d/arbiter.db-shm"));
+    remove(at(&r, "d/arbiter.db.marker"));
+    fprintf(stderr, "arbiter bench recover: filling the store with %ld jobs (%ld pending) ...\n",
+            jobs, pending);
+    int64_t t0 = mono_ns();
+    if (fill(&r, jobs, pending) < 0)
+        goto fail;
+    fill_s = (double)(mono_ns() - t0) / 1e9;
+    fprintf(stderr, "arbiter bench recover: filled in %.1f s; starting the controller\n", fill_s);
+    if ((pid = start(&r, &recover_s, &cpu, 600)) < 0)
+        goto fail;
+    sleep_ms(500);
+    after = rss_mb(pid);
+    FILE *lf = fopen(at(&r, "controller.log"), "re"); /* where its time went, as it says */
+    char line[512];
+    while (lf && fgets(line, sizeof line, lf))
+        if (strstr(line, "recovery:") || strncmp(line, "TIMES", 5) == 0)
+            fprintf(stderr, "  controller: %s", line);
+    if (lf)
+        fclose(lf);
+    if (stop(pid) != 0)
+        goto fail;
+    double per = (after - before) * 1048576.0 / (double)jobs;
+    if (json) {
+        printf("{\"bench\":\"recover\",\"jobs\":%ld,\"pending\":%ld,\"fill_s\":%.2f,"
+               "\"recover_s\":%.3f,\"recover_cpu_s\":%.3f,\"rss_mb_before\":%.1f,"
+               "\"rss_mb_after\":%.1f,\"bytes_per_job\":%.0f",
+               jobs, pending, fill_s, recover_s, cpu, before, after, per);
+        if (pending == jobs)
+            printf(",\"bytes_per_pending_job\":%.0f", per);
+        printf("}\n");
+    } else {
+        printf("recover: %ld jobs (%ld pending): ready to serve in %.2f s (%.2f s of CPU); RSS "
+               "%.1f MiB empty, %.1f MiB after (%.0f bytes per job); store filled in %.1f s\n",
+               jobs, pending, recover_s, cpu, before, after, per, fill_s);
+    }
+    rc = 0;
+    nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+fail:
+    fprintf(stderr, "arbiter bench recover: failed; the directory is kept: %s (controller.log)\n",
+            r.dir);
+    return rc;
+}
