@@ -74,4 +74,5 @@ grep -q '"ok":40,' "$T/llm" && grep -q '"s5xx":0,' "$T/llm" && grep -q '"errors"
 "$LBT" req --port "$ADMIN" --path /backends >"$T/be"
 [ "$(grep -o '"requests":[1-9][0-9]*' "$T/be" | wc -l)" -ge 2 ] ||
     cl_fail "the new replica took nothing: $(cat "$T/be")"
+echo "lb_autoscale: $ev"
 echo "lb_autoscale: ok"
