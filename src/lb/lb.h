@@ -192,7 +192,8 @@ double lb_decay(const lb_opts_t *o, int64_t at, int64_t now);
  * (*total) and those queued at the engine (*waiting). With a fresh scrape,
  * the engine's running + waiting, plus what this balancer sent since (and
  * less what finished since); with none, this balancer's in-flight count,
- * none of it known to be queued. A half-aged scrape counts half. */
+ * none of it known to be queued. A half-aged scrape's figures count half;
+ * what was sent since it counts whole while the scrape counts at all. */
 void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, double *waiting);
 /* kv's cost of peer i in requests: (total + 1 + w_wait * waiting + w_kv *
  * kv) x ref_eff / eff, ref_eff being the largest eff among the candidates,
