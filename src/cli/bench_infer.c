@@ -18,7 +18,10 @@
  * every request streamed (SSE) with max_tokens --output (half to 1.5x).
  * Measured, for the requests that arrive after the warm-up: time to the
  * first token (ttft p50/p90/p99), time per output token after it (tpot
- * p50), output tokens received per second in the window, and how the
+ * p50), output tokens received per second in the window (offered_tok_s:
+ * those the window's arrivals asked for; measured_tok_s: those of them
+ * received by the end of the drain, so a backlog from before the window
+ * does not count), and how the
  * requests ended (ok, rejected with 429, errors; unfinished ones, still
  * waiting at the end of the drain, count in the TTFT percentiles with the
  * time they had waited: a lower bound). The emulators' prefix-cache hit
@@ -74,6 +77,9 @@ typedef struct bi_conf {
 
 typedef struct bi_res {
     double ttft_p50, ttft_p90, ttft_p99, tpot_p50, out_tok_s, hit_rate, proxy_cpu_s;
+    /* the output tokens the window's arrivals asked for, and those of them
+     * received by the end of the drain, per second of the window */
+    double offered_tok_s, measured_tok_s;
     long ok, rejected, errors, unfinished, measured;
 } bi_res_t;
 
@@ -340,7 +346,7 @@ static void wk_free(wk_t *w)
 }
 
 /* One request, as bytes on the wire (malloc). */
-static char *wk_request(wk_t *w, const bi_conf_t *c, size_t *len)
+static char *wk_request(wk_t *w, const bi_conf_t *c, size_t *len, int *want)
 {
     bool shared = c->wl == WL_SHARED || (c->wl == WL_MIXED && rng_next(&w->rng) % 2 == 0);
     int out = (int)(c->output * (0.5 + rng_unit(&w->rng)));
@@ -350,6 +356,7 @@ static char *wk_request(wk_t *w, const bi_conf_t *c, size_t *len)
 
     if (out < 1)
         out = 1;
+    *want = out;
     if (shared) {
         /* every tenant once first (the warm-up sees them all), then at random */
         tenant = w->nperm < w->ntenants ? w->perm[w->nperm++]
@@ -398,7 +405,7 @@ static char *wk_request(wk_t *w, const bi_conf_t *c, size_t *len)
 
 typedef struct rq {
     int64_t sched, start, first, last, done; /* us since the run's start */
-    int tokens, status;
+    int tokens, status, want;                /* want: max_tokens asked for */
     bool measured, finished;
 } rq_t;
 
@@ -573,7 +580,7 @@ static void issue(run_t *r, wk_t *w, int i)
 {
     cconn_t *cc = r->idle;
     size_t len;
-    char *msg = wk_request(w, r->c, &len);
+    char *msg = wk_request(w, r->c, &len, &r->rq[i].want);
 
     r->rq[i].start = mono_us() - r->t0;
     if (!msg) {
@@ -738,6 +745,8 @@ static int drive(const bi_conf_t *c, int port, double rate, const int *eports, p
         if (!q->measured)
             continue;
         res->measured++;
+        res->offered_tok_s += q->want;
+        res->measured_tok_s += q->tokens;
         if (!q->finished) {
             res->unfinished++;
             if (q->tokens == 0)
@@ -768,6 +777,8 @@ static int drive(const bi_conf_t *c, int port, double rate, const int *eports, p
         res->tpot_p50 = pct(tpot, np, 0.5);
     }
     res->out_tok_s = (double)r.tokens_in_win / c->duration;
+    res->offered_tok_s /= c->duration;
+    res->measured_tok_s /= c->duration;
     free(ttft);
     free(tpot);
     while (r.open > 0)
@@ -960,10 +971,12 @@ static void print_line(const bi_conf_t *c, const char *pol, double rate, const b
                "\"rate\":%g,\"ttft_p50_ms\":%.1f,\"ttft_p90_ms\":%.1f,\"ttft_p99_ms\":%.1f,"
                "\"tpot_p50_ms\":%.2f,\"output_tok_s\":%.1f,\"requests_ok\":%ld,\"rejected\":%ld,"
                "\"errors\":%ld,\"unfinished\":%ld,\"measured\":%ld,\"cache_hit_rate\":%.3f,"
-               "\"proxy_cpu_s\":%.2f,\"replicas\":%d,\"speedup\":%g}\n",
+               "\"proxy_cpu_s\":%.2f,\"offered_tok_s\":%.1f,\"measured_tok_s\":%.1f,"
+               "\"replicas\":%d,\"speedup\":%g}\n",
                WL_NAMES[c->wl], pol, hp ? "haproxy" : "arbiter", rate, r->ttft_p50, r->ttft_p90,
                r->ttft_p99, r->tpot_p50, r->out_tok_s, r->ok, r->rejected, r->errors, r->unfinished,
-               r->measured, r->hit_rate, r->proxy_cpu_s, c->replicas, c->speedup);
+               r->measured, r->hit_rate, r->proxy_cpu_s, r->offered_tok_s, r->measured_tok_s,
+               c->replicas, c->speedup);
     } else {
         printf("%-19s %6g %9.0f %9.0f %9.0f %8.1f %9.0f %6ld %5ld %5ld %5ld %6.1f%%\n", pol, rate,
                r->ttft_p50, r->ttft_p90, r->ttft_p99, r->tpot_p50, r->out_tok_s, r->ok, r->rejected,

@@ -31,7 +31,8 @@
  *
  * The tenant is the --tenant-header's value, else the API key (the
  * Authorization header), else one anonymous tenant. The drain rate is the
- * rate at which inference requests finish (an EWMA, per second); the
+ * rate at which inference requests finish (an EWMA, per second), and the
+ * verdict on a request is lb_admit_decide's (slo.c, pure); the
  * controller's autoscaler learns of the queue through the backend source's
  * note() (proxy.c: note_load spreads it over the replicas).
  */
@@ -42,36 +43,19 @@
 
 #include "lb/proxy_int.h"
 
-static double drain_rate(px_t *px)
-{
-    int64_t dt = px->now_ms - px->rate_at;
-    if (px->rate_at == 0) {
-        px->rate_at = px->now_ms;
-        return 0;
-    }
-    if (dt >= 1000) {
-        double r = (double)px->done_count * 1000.0 / (double)dt;
-        px->done_rate = px->done_rate > 0 ? 0.5 * px->done_rate + 0.5 * r : r;
-        px->done_count = 0;
-        px->rate_at = px->now_ms;
-    }
-    return px->done_rate;
-}
-
 void px_admit_done(px_t *px)
 {
-    px->done_count++;
-    drain_rate(px);
+    lb_drain_done(&px->drain, px->now_ms);
 }
 
 /* Seconds until a request queued now may start, as far as we can tell; 0 unknown. */
 static double expected_wait(px_t *px)
 {
-    double r = drain_rate(px);
-    return r > 0 ? (double)(px->nqueued + 1) / r : 0;
+    return lb_drain_wait_s(&px->drain, px->nqueued, px->now_ms);
 }
 
-static void reject(px_t *px, px_sess_t *s, const char *why)
+/* code: the reason as arbiter_lb_rejected_total labels it */
+static void reject(px_t *px, px_sess_t *s, const char *code, const char *why)
 {
     char extra[64], body[512];
     double w = expected_wait(px);
@@ -84,8 +68,8 @@ static void reject(px_t *px, px_sess_t *s, const char *why)
     snprintf(extra, sizeof extra, "Retry-After: %d\r\n", after);
     snprintf(body, sizeof body,
              "{\"error\":{\"message\":\"every replica is busy: %s; retry after %d s\","
-             "\"type\":\"rate_limit_exceeded\",\"code\":429}}",
-             why, after);
+             "\"type\":\"rate_limit_exceeded\",\"code\":429,\"reason\":\"%s\"}}",
+             why, after, code);
     px_sess_reply(px, s, 429, "Too Many Requests", "application/json", extra, body);
 }
 
@@ -150,43 +134,51 @@ static void enqueue(px_t *px, px_sess_t *s)
 {
     const lb_proxy_conf_t *c = px->c;
     px_tenant_t *t = tenant_find(px, s->inf.tenant, NULL);
-    double w;
     /* several loops: each holds its share of the bound */
     int maxq = px->hub ? (c->max_queue + px->hub->nloops - 1) / px->hub->nloops : c->max_queue;
 
-    if (maxq <= 0) {
-        px->ad.rejected_full++;
-        reject(px, s, "no admission queue");
-        return;
-    }
-    if (c->ttft_slo_ms > 0 && (w = expected_wait(px)) * 1000 > c->ttft_slo_ms) {
+    px_tenant_t *big = NULL;
+    for (int i = 0; i < px->ntenants; i++)
+        if (!big || px->tenants[i]->n > big->n)
+            big = px->tenants[i];
+    lb_admit_in_t in = {
+        .slo_ms = c->ttft_slo_ms,
+        .wait_s = c->ttft_slo_ms > 0 ? expected_wait(px) : 0,
+        .queued = px->nqueued,
+        .max_queue = maxq,
+        .tenants = px->ntenants,
+        .own = t ? t->n : 0,
+        .biggest = big ? big->n : 0,
+        .biggest_is_own = big && big == t,
+    };
+    lb_admit_verdict_t verdict = lb_admit_decide(&in);
+    switch (verdict) {
+    case LB_ADMIT_SLO:
         px->ad.rejected_slo++;
-        reject(px, s, "the expected wait exceeds the TTFT SLO");
+        reject(px, s, "slo", lb_admit_reason(verdict));
         return;
-    }
-    if (px->nqueued >= maxq) {
-        int share = maxq / (px->ntenants + (t ? 0 : 1));
-        px_tenant_t *big = NULL;
-        for (int i = 0; i < px->ntenants; i++)
-            if (!big || px->tenants[i]->n > big->n)
-                big = px->tenants[i];
-        if ((t ? t->n : 0) >= share || !big || big == t) {
-            px->ad.rejected_full++;
-            reject(px, s, "the admission queue is full");
-            return;
-        }
+    case LB_ADMIT_FULL:
+        px->ad.rejected_full++;
+        reject(px, s, "queue_full",
+               maxq <= 0 ? "no admission queue (--max-queue 0)" : lb_admit_reason(verdict));
+        return;
+    case LB_ADMIT_SHED: {
         px_sess_t *victim = big->tail; /* the newest of the greediest tenant */
         px->ad.rejected_share++;
-        reject(px, victim, "the tenant is over its fair share of the queue");
+        reject(px, victim, "fair_share", lb_admit_reason(verdict));
         px_sess_kick(px, victim);
         t = tenant_find(px, s->inf.tenant, NULL);
+        break;
+    }
+    case LB_ADMIT_QUEUE:
+        break;
     }
     if (!t) {
         if (px->ntenants == px->captenants) {
             int cap = px->captenants ? px->captenants * 2 : 16;
             px_tenant_t **v = realloc(px->tenants, (size_t)cap * sizeof *v);
             if (!v) {
-                reject(px, s, "out of memory");
+                reject(px, s, "queue_full", "out of memory");
                 return;
             }
             px->tenants = v;
@@ -194,7 +186,7 @@ static void enqueue(px_t *px, px_sess_t *s)
         }
         t = calloc(1, sizeof *t);
         if (!t) {
-            reject(px, s, "out of memory");
+            reject(px, s, "queue_full", "out of memory");
             return;
         }
         t->id = s->inf.tenant;
@@ -278,6 +270,6 @@ void px_admit_pump_but(px_t *px, px_sess_t *self)
 void px_admit_expired(px_t *px, px_sess_t *s)
 {
     px->ad.expired++;
-    reject(px, s, "queued past the queue timeout or TTFT SLO");
+    reject(px, s, "expired", "queued past the queue timeout (--queue-timeout) or the TTFT SLO");
     px_sess_kick(px, s);
 }

@@ -181,14 +181,18 @@ void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, dou
     const lb_peer_t *e = &p->peers[i];
     double d = lb_decay(&p->opt, e->eng.at_ms, now);
     double delta = (double)e->inflight - (double)e->eng.inflight_at;
-    double t = e->eng.running + e->eng.waiting + delta, w = e->eng.waiting + delta;
+    double t = e->eng.running + e->eng.waiting + delta;
+    /* the engine's queue ages with its scrape; what this balancer sent
+     * there since (delta) is known, not aged: a scrape that is late must
+     * not make a replica we keep sending to look less busy */
+    double w = d > 0 ? d * e->eng.waiting + delta : 0;
 
     if (t < (double)e->inflight)
         t = (double)e->inflight; /* ours are there, whatever the engine said */
     if (w < 0)
         w = 0;
     *total = d * t + (1 - d) * (double)e->inflight;
-    *waiting = d * w;
+    *waiting = w;
 }
 
 double lb_kv_cost(const lb_policy_t *p, int i, int64_t now, double ref_eff)

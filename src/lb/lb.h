@@ -192,7 +192,8 @@ double lb_decay(const lb_opts_t *o, int64_t at, int64_t now);
  * (*total) and those queued at the engine (*waiting). With a fresh scrape,
  * the engine's running + waiting, plus what this balancer sent since (and
  * less what finished since); with none, this balancer's in-flight count,
- * none of it known to be queued. A half-aged scrape counts half. */
+ * none of it known to be queued. A half-aged scrape's figures count half;
+ * what was sent since it counts whole while the scrape counts at all. */
 void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, double *waiting);
 /* kv's cost of peer i in requests: (total + 1 + w_wait * waiting + w_kv *
  * kv) x ref_eff / eff, ref_eff being the largest eff among the candidates,
@@ -228,6 +229,38 @@ int lb_prefix_update(lb_policy_t *p);
 void lb_prefix_fini(lb_policy_t *p);
 const int *lb_prefix_match(lb_policy_t *p, const lb_req_t *r);
 void lb_prefix_chose(lb_policy_t *p, const lb_req_t *r, int i);
+
+/* Admission (slo.c), pure: the rate requests finish at, an EWMA over
+ * windows of 1 s (0 until the first window closes: unknown), and the wait
+ * (queued + 1) / rate a request queued now can expect (0 unknown). */
+typedef struct lb_drain {
+    int64_t at_ms;  /* the current window's start; 0 before the first event */
+    uint64_t count; /* completions in it */
+    double rate;    /* per second; 0 unknown */
+} lb_drain_t;
+void lb_drain_done(lb_drain_t *d, int64_t now_ms);
+double lb_drain_rate(lb_drain_t *d, int64_t now_ms);
+double lb_drain_wait_s(lb_drain_t *d, int queued, int64_t now_ms);
+
+/* A request that finds every replica saturated (or others queued already). */
+typedef enum {
+    LB_ADMIT_QUEUE, /* into its tenant's line */
+    LB_ADMIT_SLO,   /* 429: its expected wait exceeds the TTFT SLO */
+    LB_ADMIT_FULL,  /* 429: the queue is full and its tenant has its share */
+    LB_ADMIT_SHED,  /* queue it; the newest of the tenant with most queued goes (429) */
+} lb_admit_verdict_t;
+typedef struct {
+    int64_t slo_ms; /* --ttft-slo; 0 none */
+    double wait_s;  /* lb_drain_wait_s; 0 unknown (never an SLO 429) */
+    int queued, max_queue;
+    int tenants;         /* tenants with requests queued */
+    int own;             /* of them, this request's tenant's */
+    int biggest;         /* the most any tenant has queued */
+    bool biggest_is_own; /* that tenant is this request's */
+} lb_admit_in_t;
+lb_admit_verdict_t lb_admit_decide(const lb_admit_in_t *in);
+/* What a 429 says, naming the flag behind it. */
+const char *lb_admit_reason(lb_admit_verdict_t v);
 
 extern const lb_ops_t lb_rr_ops, lb_wrr_ops, lb_leastconn_ops, lb_chash_ops, lb_p2c_ops,
     lb_feedback_ops, lb_prefix_ops, lb_kv_ops, lb_inference_ops;

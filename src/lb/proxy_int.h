@@ -271,9 +271,7 @@ typedef struct px {
     int ntenants, captenants, tcursor, nqueued;
     bool pumping; /* px_admit_pump is running (a kicked session must not re-enter it) */
     int64_t next_pump;
-    double done_rate; /* inference requests finished per second, EWMA (Retry-After, SLO) */
-    uint64_t done_count;
-    int64_t rate_at;
+    lb_drain_t drain; /* inference requests finished per second (Retry-After, SLO; slo.c) */
     px_admit_stats_t ad;
     px_scrape_t *dead_sc;
     /* several loops (hub.c): NULL with one */

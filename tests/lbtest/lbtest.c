@@ -25,7 +25,7 @@
  *       One request; prints the status line's code and the body.
  *   arb_lbtest llm --port P [--chat] [--conns C] [--requests N] [--tenants K]
  *       [--context-bytes B] [--question-bytes Q] [--max-tokens M] [--model NAME]
- *       [--stream] [--body TEXT] [--tenant-prefix S]
+ *       [--stream] [--body TEXT] [--tenant-prefix S] [--error-out FILE]
  *       OpenAI requests (a completion, or a chat with the context as the system
  *       message), C threads, one new connection per request; request i is of
  *       tenant i % K (X-Tenant: S<k>), whose context is B bytes of its own
@@ -34,6 +34,7 @@
  *       Retry-After seen, tokens received (streamed: "data: {" events), cached
  *       prompt tokens the replicas reported (usage, not streamed), and for
  *       streams the smallest spread between a request's first and last token.
+ *       --error-out: the body of the last answer that was not 2xx goes to FILE.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -544,7 +545,8 @@ static int run_req(int argc, char **argv)
 static int m_port, m_tenants, m_maxtok;
 static long m_ctx, m_q;
 static bool m_chat, m_stream;
-static const char *m_model, *m_body, *m_tprefix;
+static const char *m_model, *m_body, *m_tprefix, *m_errout;
+static pthread_mutex_t m_errmu = PTHREAD_MUTEX_INITIALIZER;
 static atomic_long m_next, m_limit, m_ok, m_429, m_4xx, m_5xx, m_err, m_tokens, m_cached;
 static atomic_long m_retry, m_spread_min = 1L << 40, m_ttft_max;
 
@@ -678,6 +680,15 @@ static int m_one(long i)
     if (ct)
         atomic_fetch_add(&m_cached, atol(ct + 16));
     atomic_fetch_add(&m_tokens, toks);
+    if (m_errout && (h.status < 200 || h.status >= 300)) {
+        pthread_mutex_lock(&m_errmu);
+        FILE *f = fopen(m_errout, "w");
+        if (f) {
+            fprintf(f, "%d %s\n", h.status, whole);
+            fclose(f);
+        }
+        pthread_mutex_unlock(&m_errmu);
+    }
     if (h.status >= 200 && h.status < 300)
         atomic_fetch_add(&m_ok, 1);
     else if (h.status == 429)
@@ -730,6 +741,7 @@ static int run_llm(int argc, char **argv)
     m_model = opt(argc, argv, "--model", "emu-7b");
     m_body = opt(argc, argv, "--body", NULL);
     m_tprefix = opt(argc, argv, "--tenant-prefix", "t");
+    m_errout = opt(argc, argv, "--error-out", NULL);
     if (conns < 1 || conns > 256 || m_tenants < 1 || m_ctx < 0 || m_q < 0 || m_ctx > (64 << 20)) {
         fprintf(stderr, "arb_lbtest llm: a value out of range\n");
         return 2;

@@ -171,6 +171,36 @@ static void test_kv_costs(void **state)
     lb_policy_fini(&pol);
 }
 
+/* What this balancer sent since a scrape is known, not aged with it: a late
+ * scrape of a replica still being sent to does not make it look idle. */
+static void test_engine_load_ageing(void **state)
+{
+    lb_peer_t p[1];
+    lb_policy_t pol;
+    double t, w;
+    (void)state;
+
+    mk(p, 1);
+    lb_policy_init(&pol, &lb_inference_ops, NULL);
+    assert_int_equal(lb_policy_set(&pol, p, 1), 0);
+    p[0].eng.at_ms = 10000;
+    p[0].eng.waiting = 4;
+    p[0].eng.running = 1;
+    p[0].eng.inflight_at = 5; /* all five ours at the scrape */
+    p[0].inflight = 8;        /* three more sent since */
+    lb_engine_load(&pol, 0, 10000, &t, &w);
+    assert_float_equal(w, 7, 1e-9);
+    /* one half-life later: the engine's 4 count 2, our 3 since count 3 */
+    lb_engine_load(&pol, 0, 10000 + pol.opt.half_life_ms, &t, &w);
+    assert_float_equal(w, 5, 1e-9);
+    assert_true(lb_saturated(&pol, 0, 10000 + pol.opt.half_life_ms)); /* 5 > sat_queue 4 */
+    /* past max_age the scrape says nothing: our in-flight count alone */
+    lb_engine_load(&pol, 0, 10000 + pol.opt.max_age_ms + 1, &t, &w);
+    assert_float_equal(w, 0, 1e-9);
+    assert_float_equal(t, 8, 1e-9);
+    lb_policy_fini(&pol);
+}
+
 /* inference: sticky until saturated, then released to the least loaded,
  * which then holds the prefix too; -EBUSY when all are saturated. */
 static void test_inference_release(void **state)
@@ -447,6 +477,7 @@ int main(void)
         cmocka_unit_test(test_pindex_ways),
         cmocka_unit_test(test_prefix_sticky_and_spread),
         cmocka_unit_test(test_kv_costs),
+        cmocka_unit_test(test_engine_load_ageing),
         cmocka_unit_test(test_inference_release),
         cmocka_unit_test(test_inference_is_leastconn_without_signals),
         cmocka_unit_test(test_inference_lora),
