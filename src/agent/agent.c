@@ -74,6 +74,8 @@ static void fence(agent_t *a, int64_t t)
     say(a, "FENCED: %s; killed %d task%s, assignments refused until registered again", a->lease.why,
         n, n == 1 ? "" : "s");
     a->inventory_acked = false; /* register anew, inventory and all */
+    if (a->chan)                /* nothing through the channel until registered again */
+        agent_chan_set(a->chan, false, a->lease.epoch, 0);
 }
 
 /* Say once how each task ended; above all, which ones a supervisor killed
@@ -242,6 +244,12 @@ int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
                                      .tls = a->conf.tls};
         if ((rc = a->tr->open(&tc, &a->tstate, err)) < 0)
             goto fail_exec;
+        if (a->conf.push_wait_ns > 0 && a->tr == &agent_transport_http && !a->conf.conn &&
+            (rc = agent_chan_open(&a->chan, &tc, a->conf.push_wait_ns, err)) < 0) {
+            a->tr->close(a->tstate);
+            a->tstate = NULL;
+            goto fail_exec;
+        }
     }
     if (a->disc.note[0])
         say(a, "%s", a->disc.note);
@@ -275,6 +283,8 @@ void agent_close(agent_t *a, bool kill_tasks)
     save_state(a);
     if (kill_tasks) /* a deliberate stop: nothing may live on under this lease */
         agent_exec_set_deadline(&a->exec, 0);
+    agent_chan_close(a->chan);
+    a->chan = NULL;
     if (a->tr && a->tstate)
         a->tr->close(a->tstate);
     agent_exec_free(&a->exec);
@@ -405,6 +415,53 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
                 (unsigned long long)s.attempt, (unsigned long long)s.epoch, gl);
         }
     }
+}
+
+/* ---- pushed assignments ----------------------------------------------------------------- */
+
+int agent_push_fd(const agent_t *a)
+{
+    return a->chan ? agent_chan_fd(a->chan) : -1;
+}
+
+/*
+ * A list from the channel counts only as a report's reply would: under an
+ * active lease, of the lease's epoch (a list of another epoch waits for
+ * the report that registers under it), and newer than the last list
+ * applied: a poll answered before a report whose reply this agent already
+ * applied must not undo it (stop a task that reply started).
+ */
+int agent_push(agent_t *a)
+{
+    agent_reply_t r;
+    int64_t t;
+    int rc;
+
+    if (!a->chan || (rc = agent_chan_take(a->chan, &r)) == 0)
+        return 0;
+    if (rc < 0) { /* refused: another epoch, or the node lost; the report says */
+        a->urgent = true;
+        return 0;
+    }
+    t = now(a);
+    agent_tick(a); /* the lease as it stands now */
+    rc = 0;
+    if (a->lease.state != AGENT_LEASE_ACTIVE || r.epoch != a->lease.epoch) {
+        a->urgent = true; /* the report sorts it out */
+    } else if (r.lamport < a->list_lamport && r.epoch == a->list_epoch) {
+        /* older than the list applied: the next poll brings the news */
+    } else {
+        apply(a, &r, t);
+        a->list_epoch = r.epoch;
+        a->list_lamport = r.lamport;
+        a->list_version = r.version;
+        a->pushes++;
+        rc = 1;
+    }
+    agent_reply_free(&r);
+    if (rc)
+        save_state(a);
+    return rc;
 }
 
 /* ---- one heartbeat ---------------------------------------------------------------------- */
@@ -559,8 +616,15 @@ int agent_step(agent_t *a, arb_err_t *err)
             a->inventory_acked = true;
     }
     publish_lease(a); /* before any task starts under this lease */
-    if (reply.have_assignments && a->lease.state == AGENT_LEASE_ACTIVE)
+    if (reply.have_assignments && a->lease.state == AGENT_LEASE_ACTIVE) {
         apply(a, &reply, t);
+        a->list_epoch = reply.epoch;
+        a->list_lamport = reply.lamport;
+        a->list_version = reply.version;
+    }
+    if (a->chan) /* the channel polls only under an active lease, with its epoch */
+        agent_chan_set(a->chan, a->lease.state == AGENT_LEASE_ACTIVE, a->lease.epoch,
+                       a->lease.state == AGENT_LEASE_ACTIVE ? a->list_version : 0);
     else if (!reply.have_assignments)
         for (int i = 0; i < a->exec.ntasks; i++) /* reported and acknowledged: done */
             if (a->exec.tasks[i]->state == AGENT_TASK_EXITED &&

@@ -47,6 +47,8 @@
  * not start (message on stderr), 2 bad usage.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -76,6 +78,7 @@
     "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off] [--queue-file FILE]\n"  \
     "                     [--cacert FILE] [--cert-file FILE --key-file FILE] "                     \
     "[--insecure-plain-http]\n"                                                                    \
+    "                     [--push-wait 25s | off]  (the assignments channel's long poll)\n"        \
     "  an https:// controller is checked against --cacert (or ARBITER_CACERT: the cluster's\n"     \
     "  ca.crt); --cert-file/--key-file (arbiter init node NAME DIR) are the node's identity\n"     \
     "  (it may report as NAME only) and make the log server HTTPS; a log server beyond\n"          \
@@ -89,6 +92,22 @@ static void on_signal(int sig)
 {
     (void)sig;
     stop_flag = 1;
+}
+
+/* SIGCHLD: a task's supervisor ended; the loop wakes to reap and report it
+ * at once rather than at its next 50 ms look. */
+static int chld_pipe[2] = {-1, -1};
+
+#define URGENT_GAP_NS 10000000LL /* 10 ms between reports that say a task started or ended */
+
+static void on_chld(int sig)
+{
+    int e = errno;
+    char b = 1;
+    (void)sig;
+    if (write(chld_pipe[1], &b, 1) < 0) { /* full: readable already */
+    }
+    errno = e;
 }
 
 static void on_usr1(int sig)
@@ -278,7 +297,7 @@ int cli_agent(int argc, char **argv)
     agent_conf_t c;
     agent_t a;
     arb_err_t err = {{0}};
-    bool one = false, json = false, keep = false;
+    bool one = false, json = false, keep = false, push_off = false;
     long count = -1, nemu = 0, nthreads = 0;
     int64_t duration = 0;
     char logdir[256], token[600];
@@ -345,6 +364,17 @@ int cli_agent(int argc, char **argv)
               : !strcmp(o, "--grace")    ? &c.exec.grace_ns
               : !strcmp(o, "--duration") ? &duration
                                          : &c.heartbeat_ns) = ns;
+        } else if (!strcmp(o, "--push-wait")) {
+            int64_t ns = strcmp(v, "off") == 0 ? 0 : duration_ns(v);
+            if (ns < 0 || ns > 60000000000LL || (ns > 0 && ns < 1000000000LL)) {
+                fprintf(stderr,
+                        "arbiter agent: --push-wait '%s': give 1s..60s (how long each long poll "
+                        "of the assignments channel waits), or off\n",
+                        v);
+                return 2;
+            }
+            c.push_wait_ns = ns;
+            push_off = ns == 0;
         } else if (!strcmp(o, "--controller")) {
             c.target = v;
             c.transport = &agent_transport_http;
@@ -468,6 +498,16 @@ int cli_agent(int argc, char **argv)
         curl_global_cleanup();
         return rc;
     }
+    if (pipe2(chld_pipe, O_CLOEXEC | O_NONBLOCK) == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = on_chld;
+        sa.sa_flags = SA_RESTART | SA_NOCLDSTOP;
+        sigemptyset(&sa.sa_mask);
+        sigaction(SIGCHLD, &sa, NULL);
+    }
+    if (c.target && !c.push_wait_ns && !push_off)
+        c.push_wait_ns = 25000000000LL; /* the assignments channel: on with a controller */
     if (agent_open(&a, &c, &err) < 0) {
         fprintf(stderr, "arbiter agent: %s\n", err.msg);
         curl_global_cleanup();
@@ -500,14 +540,27 @@ int cli_agent(int argc, char **argv)
         if (count >= 0 && n + 1 >= count)
             break;
         while (!stop_flag) {
-            int64_t left = next - agent_mono_ns(NULL);
-            /* a task started or ended: report it now (at most every 50 ms) */
-            if (left <= 0 || (a.urgent && agent_mono_ns(NULL) - start >= 50000000))
+            int64_t t = agent_mono_ns(NULL), left = next - t;
+            /* a task started or ended: report it now (at most every URGENT_GAP_NS, so
+             * that the tasks ending together go in one report) */
+            if (left <= 0 || (a.urgent && t - start >= URGENT_GAP_NS))
                 break;
+            if (a.urgent && start + URGENT_GAP_NS - t < left)
+                left = start + URGENT_GAP_NS - t;
             if (left > 50000000)
                 left = 50000000; /* see signals, reap, and fence on time */
-            nanosleep(&(struct timespec){0, left}, NULL);
+            /* asleep until then, a task's end (SIGCHLD) or a pushed list */
+            struct pollfd pf[2] = {{.fd = chld_pipe[0], .events = POLLIN},
+                                   {.fd = agent_push_fd(&a), .events = POLLIN}};
+            int ms = (int)((left + 999999) / 1000000);
+            if (poll(pf, pf[1].fd >= 0 ? 2 : 1, ms) > 0 && (pf[0].revents & POLLIN)) {
+                char buf[64];
+                while (read(chld_pipe[0], buf, sizeof buf) > 0) {
+                }
+            }
             agent_tick(&a);
+            if (pf[1].fd >= 0 && (pf[1].revents & POLLIN))
+                agent_push(&a);
         }
     }
     agent_close(&a, !keep);
