@@ -495,7 +495,16 @@ int agent_step(agent_t *a, arb_err_t *err)
     agent_tick(a);
     a->urgent = false; /* this report says it */
     fake_load(a);
-    agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+    /* Telemetry once a heartbeat: a report sent early because a task
+     * started or ended (a->urgent) carries its tasks only, which keeps
+     * short tasks from costing a /proc walk here and a telemetry parse at
+     * the controller each. */
+    bool sample = !a->tel_at || t - a->tel_at >= a->conf.heartbeat_ns - a->conf.heartbeat_ns / 8 ||
+                  !a->inventory_acked;
+    if (sample) {
+        agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+        a->tel_at = t;
+    }
     if (a->conf.queue_file) { /* missing or unreadable: not reported this time */
         FILE *qf = fopen(a->conf.queue_file, "re");
         long long q = -1;
@@ -507,7 +516,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     memset(&in, 0, sizeof in);
     in.lamport = agent_lamport_tick(&a->clock);
     in.inv = a->inventory_acked ? NULL : &a->disc.inv;
-    in.tel = &a->last;
+    in.tel = sample ? &a->last : NULL;
     in.exec = &a->exec;
     in.address = a->conf.address;
     in.hostname = a->hostname;

@@ -91,6 +91,7 @@ typedef struct agent {
     uint64_t list_version;             /* its assignments_version; 0 not said */
     uint64_t pushes;                   /* lists applied from the channel */
     agent_tel_sample_t last;
+    int64_t tel_at; /* when last sampled (0 never): once a heartbeat */
     char hostname[256];
     char log_dir[PATH_MAX]; /* absolute */
 } agent_t;

@@ -15,12 +15,17 @@
  *   controller_cpu_cores       the same over the window's wall time
  *   agents_cpu_cores           the agents' (and their finished children's:
  *                              supervisors and tasks) CPU over the window
+ *   agent_cpu_ms_per_job,      the same per job, split: the agents
+ *   supervisor_and_task_cpu_ms_per_job   themselves, and the processes
+ *                              each task costs (`arbiter supervise` and `true`)
  *   submit_s                   how long the submissions took
  *   failed                     jobs that did not succeed (should be 0)
  *
  * --push-wait off runs the agents without the assignments channel
- * (src/agent/channel.h), the way they ran before it: each new task then
- * reaches its agent with the reply to a later report. The load average
+ * (src/agent/channel.h): each new task then reaches its agent with the
+ * reply to a later report. --arbiter BINARY runs another build's
+ * controller and agents (an older one, to measure before and after on the
+ * same machine; give no --push-wait to an agent that has no such flag). The load average
  * before and after is part of the line: figures from a busy machine are
  * what they are. The targets (>= 1,000 jobs/s with 10 agents, < 0.2 ms of
  * controller CPU per job) are reported as `targets_met`; they do not change
@@ -53,7 +58,8 @@
 
 typedef struct e2e_conf {
     long agents, gpus, jobs, clients, timeout_s;
-    const char *heartbeat, *push_wait;
+    const char *heartbeat, *push_wait; /* push_wait NULL: the agents' default */
+    const char *arbiter;               /* the binary to run (NULL: this one) */
     bool json;
 } e2e_conf_t;
 
@@ -191,8 +197,9 @@ static void *run_client(void *arg)
     CURL *h = curl_easy_init();
     struct curl_slist *hd = NULL;
     char url[512];
-    const char *body = "{\"name\": \"e2e\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}, "
-                       "\"command\": [\"true\"]}";
+    const char *body =
+        "{\"name\": \"e2e\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}, "
+        "\"command\": [\"true\"]}";
 
     if (!h) {
         c->failed = c->jobs;
@@ -223,21 +230,17 @@ static void *run_client(void *arg)
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: arbiter bench e2e [--agents 10] [--gpus 8] [--jobs 5000] [--clients 8]\n"
-                    "                         [--heartbeat 1s] [--push-wait 25s|off] "
-                    "[--timeout 600] [-o text|json]\n");
+    fprintf(stderr,
+            "usage: arbiter bench e2e [--agents 10] [--gpus 8] [--jobs 5000] [--clients 8]\n"
+            "                         [--heartbeat 1s] [--push-wait 25s|off] "
+            "[--timeout 600] [--arbiter BINARY] [-o text|json]\n");
     return 2;
 }
 
 static int parse(int argc, char **argv, e2e_conf_t *c)
 {
-    *c = (e2e_conf_t){.agents = 10,
-                      .gpus = 8,
-                      .jobs = 5000,
-                      .clients = 8,
-                      .timeout_s = 600,
-                      .heartbeat = "1s",
-                      .push_wait = "25s"};
+    *c = (e2e_conf_t){
+        .agents = 10, .gpus = 8, .jobs = 5000, .clients = 8, .timeout_s = 600, .heartbeat = "1s"};
     for (int i = 1; i < argc; i++) {
         const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
         char *end = NULL;
@@ -261,6 +264,8 @@ static int parse(int argc, char **argv, e2e_conf_t *c)
             c->heartbeat = v;
         } else if (!strcmp(o, "--push-wait")) {
             c->push_wait = v;
+        } else if (!strcmp(o, "--arbiter")) {
+            c->arbiter = v;
         } else if (!strcmp(o, "-o") && (!strcmp(v, "json") || !strcmp(v, "text"))) {
             c->json = !strcmp(v, "json");
         } else {
@@ -317,20 +322,29 @@ static int start(e2e_run_t *r, const e2e_conf_t *c)
     unsetenv("ARBITER_TOKEN"); /* its own controller has no tokens: loopback, no auth */
     snprintf(gpus, sizeof gpus, "%ld:H100", c->gpus);
     fprintf(stderr, "bench e2e: %ld agents x %ld GPUs against %s (push-wait %s)\n", c->agents,
-            c->gpus, r->url, c->push_wait);
+            c->gpus, r->url, c->push_wait ? c->push_wait : "default");
     for (long k = 0; k < c->agents; k++) {
         char name[32], logs[128], out[48], err[48];
         snprintf(name, sizeof name, "e2e-%ld", k + 1);
         snprintf(logs, sizeof logs, "%s/logs/%s", r->dir, name);
         snprintf(out, sizeof out, "%s.out", name);
         snprintf(err, sizeof err, "%s.log", name);
-        char *aargv[] = {"arbiter",      "agent",       "--name",     name,
-                         "--controller", r->url,        "--fake-gpus", gpus,
-                         "--log-dir",    logs,          "--cgroups",  "none",
-                         "--heartbeat",  (char *)c->heartbeat,
-                         "--push-wait",  (char *)c->push_wait,
-                         "--logs-listen", "off",        geteuid() == 0 ? "--allow-root" : NULL,
-                         NULL};
+        char *aargv[24] = {"arbiter",       "agent",
+                           "--name",        name,
+                           "--controller",  r->url,
+                           "--fake-gpus",   gpus,
+                           "--log-dir",     logs,
+                           "--cgroups",     "none",
+                           "--heartbeat",   (char *)c->heartbeat,
+                           "--logs-listen", "off"};
+        int na = 16;
+        if (geteuid() == 0)
+            aargv[na++] = "--allow-root";
+        if (c->push_wait) { /* else the agent's default (an older agent has no such flag) */
+            aargv[na++] = "--push-wait";
+            aargv[na++] = (char *)c->push_wait;
+        }
+        aargv[na] = NULL;
         if ((r->agent[k] = spawn(r, aargv, out, err)) < 0)
             return -1;
         r->nagents++;
@@ -385,14 +399,18 @@ int cli_bench_e2e(int argc, char **argv)
         goto out;
     }
     r.exe[k] = '\0';
+    if (c.arbiter && snprintf(r.exe, sizeof r.exe, "%s", c.arbiter) >= (int)sizeof r.exe)
+        goto out;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (start(&r, &c) < 0)
         goto out;
     sleep_ms(1500); /* the registrations' cycles and first heartbeats settle */
     double l0 = load1();
-    long long c0 = cpu_ticks(r.controller, false), a0 = 0;
-    for (int i = 0; i < r.nagents; i++)
+    long long c0 = cpu_ticks(r.controller, false), a0 = 0, s0 = 0;
+    for (int i = 0; i < r.nagents; i++) {
         a0 += cpu_ticks(r.agent[i], true);
+        s0 += cpu_ticks(r.agent[i], false);
+    }
     fprintf(stderr, "bench e2e: %ld jobs (`true`, 1 GPU each) from %ld clients...\n", c.jobs,
             c.clients);
     e2e_client_t cl[256];
@@ -417,37 +435,46 @@ int cli_bench_e2e(int argc, char **argv)
         if (act == 0 && all >= ok)
             break;
         if (t1 > deadline || !alive(r.controller)) {
-            fprintf(stderr, "arbiter bench e2e: %lld of %ld jobs still active after %ld s; see %s\n",
-                    act, ok, c.timeout_s, r.dir);
+            fprintf(stderr,
+                    "arbiter bench e2e: %lld of %ld jobs still active after %ld s; see %s\n", act,
+                    ok, c.timeout_s, r.dir);
             goto out;
         }
         sleep_ms(20);
     }
-    long long c1 = cpu_ticks(r.controller, false), a1 = 0;
-    for (int i = 0; i < r.nagents; i++)
+    long long c1 = cpu_ticks(r.controller, false), a1 = 0, s1 = 0;
+    for (int i = 0; i < r.nagents; i++) {
         a1 += cpu_ticks(r.agent[i], true);
+        s1 += cpu_ticks(r.agent[i], false);
+    }
     double l1 = load1();
     double secs = (double)(t1 - t0) / 1e9, hz = (double)sysconf(_SC_CLK_TCK);
     double cpu_s = (double)(c1 - c0) / hz, acpu_s = (double)(a1 - a0) / hz;
+    double self_s = (double)(s1 - s0) / hz; /* the agents themselves, not their children */
     long long failed = count_jobs("failed");
     double per_s = (double)ok / secs, ms_per_job = ok ? cpu_s * 1000.0 / (double)ok : 0;
     bool met = c.agents >= 10 && per_s >= 1000 && ms_per_job < 0.2;
     if (c.json)
         printf("{\"bench\": \"e2e\", \"agents\": %ld, \"gpus_per_agent\": %ld, \"jobs\": %ld, "
-               "\"clients\": %ld, \"push\": %s, \"heartbeat\": \"%s\", \"submitted\": %ld, "
+               "\"clients\": %ld, \"push\": %s, \"binary\": \"%s\", \"heartbeat\": \"%s\", "
+               "\"submitted\": %ld, "
                "\"submit_failed\": %ld, \"failed\": %lld, \"seconds\": %.3f, \"submit_s\": %.3f, "
                "\"completed_per_s\": %.1f, \"controller_cpu_ms_per_job\": %.4f, "
                "\"controller_cpu_cores\": %.3f, \"agents_cpu_cores\": %.3f, "
+               "\"agent_cpu_ms_per_job\": %.3f, \"supervisor_and_task_cpu_ms_per_job\": %.3f, "
                "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
-               c.agents, c.gpus, c.jobs, c.clients, strcmp(c.push_wait, "off") ? "true" : "false",
-               c.heartbeat, ok, bad, failed, secs, (double)(ts - t0) / 1e9, per_s, ms_per_job,
-               cpu_s / secs, acpu_s / secs, l0, l1, met ? "true" : "false");
+               c.agents, c.gpus, c.jobs, c.clients,
+               c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
+               c.arbiter ? c.arbiter : "this", c.heartbeat, ok, bad, failed, secs,
+               (double)(ts - t0) / 1e9, per_s, ms_per_job, cpu_s / secs, acpu_s / secs,
+               ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
+               l0, l1, met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
                "  controller CPU %.4f ms per job (%.2f cores), agents %.2f cores\n"
                "  load average %.2f -> %.2f; targets (>= 1000/s, < 0.2 ms/job) %s\n",
-               c.agents, c.gpus, ok, c.clients, c.push_wait, per_s, secs,
+               c.agents, c.gpus, ok, c.clients, c.push_wait ? c.push_wait : "default", per_s, secs,
                (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs, l0, l1,
                met ? "met" : "not met");
     rc = 0;
