@@ -267,6 +267,13 @@ fail_disc:
 
 void agent_close(agent_t *a, bool kill_tasks)
 {
+    if (a->reports && a->tr != &agent_transport_stdout)
+        say(a,
+            "%llu reports (%.2f ms each), %llu lists pushed through the channel, %llu tasks "
+            "started (%.2f ms each)",
+            (unsigned long long)a->reports, (double)a->report_ns / 1e6 / (double)a->reports,
+            (unsigned long long)a->pushes, (unsigned long long)a->starts,
+            a->starts ? (double)a->start_ns / 1e6 / (double)a->starts : 0.0);
     if (kill_tasks && agent_exec_live(&a->exec) > 0) {
         agent_exec_fence(&a->exec, now(a));
         agent_exec_wait(&a->exec, 5000000000LL);
@@ -400,7 +407,10 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             s.master_addr = as->master_addr;
             s.master_port = as->master_port;
         }
+        int64_t s0 = agent_mono_ns(NULL);
         int rc = agent_exec_start(&a->exec, &s, t, NULL, &err);
+        a->start_ns += agent_mono_ns(NULL) - s0;
+        a->starts++;
         a->urgent = true; /* say so now: the job counts as running from the report */
         if (rc < 0) {
             /* Reported as an exit, as a shell would: 127 not found, 126 else. */
@@ -539,7 +549,9 @@ int agent_step(agent_t *a, arb_err_t *err)
     sent = t;
     memset(&terr, 0, sizeof terr);
     memset(&reply, 0, sizeof reply);
+    int64_t r0 = agent_mono_ns(NULL);
     rc = a->tr->report(a->tstate, body, strlen(body), timeout, &reply, &terr);
+    a->report_ns += agent_mono_ns(NULL) - r0;
     free(body);
     t = now(a);
     a->reports++;

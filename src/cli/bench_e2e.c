@@ -20,6 +20,10 @@
  *                              each task costs (`arbiter supervise` and `true`)
  *   submit_s                   how long the submissions took
  *   failed                     jobs that did not succeed (should be 0)
+ *   reports, report_round_trip_ms, pushed_lists, task_start_ms
+ *                              what the agents said when they stopped: their
+ *                              reports and mean round trip, the lists the
+ *                              channel brought, the mean time to start a task
  *
  * --push-wait off runs the agents without the assignments channel
  * (src/agent/channel.h): each new task then reaches its agent with the
@@ -377,6 +381,46 @@ static long long count_jobs(const char *state)
     return n;
 }
 
+/* What each agent said at its stop (agent_close): reports and their mean
+ * round trip, lists pushed, tasks started and the mean time a start took;
+ * summed over the agents (means weighted by count). */
+typedef struct e2e_said {
+    double reports, report_ms, pushes, starts, start_ms;
+} e2e_said_t;
+
+static void agents_said(const e2e_run_t *r, e2e_said_t *o)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < r->nagents; i++) {
+        char path[PATH_MAX + 64], line[1024];
+        snprintf(path, sizeof path, "%s/e2e-%d.log", r->dir, i + 1);
+        FILE *f = fopen(path, "re");
+        double rep = 0, rms = 0, pu = 0, st = 0, sms = 0;
+        bool got = false;
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, ": ");
+            if (p && sscanf(p + 2,
+                            "%lf reports (%lf ms each), %lf lists pushed through the "
+                            "channel, %lf tasks started (%lf ms each)",
+                            &rep, &rms, &pu, &st, &sms) == 5)
+                got = true;
+        }
+        if (f)
+            fclose(f);
+        if (!got)
+            continue;
+        o->report_ms += rep * rms;
+        o->start_ms += st * sms;
+        o->reports += rep;
+        o->pushes += pu;
+        o->starts += st;
+    }
+    if (o->reports)
+        o->report_ms /= o->reports;
+    if (o->starts)
+        o->start_ms /= o->starts;
+}
+
 int cli_bench_e2e(int argc, char **argv)
 {
     e2e_conf_t c;
@@ -454,6 +498,14 @@ int cli_bench_e2e(int argc, char **argv)
     long long failed = count_jobs("failed");
     double per_s = (double)ok / secs, ms_per_job = ok ? cpu_s * 1000.0 / (double)ok : 0;
     bool met = c.agents >= 10 && per_s >= 1000 && ms_per_job < 0.2;
+    for (int i = 0; i < r.nagents; i++) /* their last words: where the time went */
+        kill(r.agent[i], SIGTERM);
+    for (int i = 0; i < r.nagents; i++) {
+        stop(r.agent[i], 10);
+        r.agent[i] = 0;
+    }
+    e2e_said_t said;
+    agents_said(&r, &said);
     if (c.json)
         printf("{\"bench\": \"e2e\", \"agents\": %ld, \"gpus_per_agent\": %ld, \"jobs\": %ld, "
                "\"clients\": %ld, \"push\": %s, \"binary\": \"%s\", \"heartbeat\": \"%s\", "
@@ -462,13 +514,16 @@ int cli_bench_e2e(int argc, char **argv)
                "\"completed_per_s\": %.1f, \"controller_cpu_ms_per_job\": %.4f, "
                "\"controller_cpu_cores\": %.3f, \"agents_cpu_cores\": %.3f, "
                "\"agent_cpu_ms_per_job\": %.3f, \"supervisor_and_task_cpu_ms_per_job\": %.3f, "
+               "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
+               "\"task_start_ms\": %.2f, "
                "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
                c.agents, c.gpus, c.jobs, c.clients,
                c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
                c.arbiter ? c.arbiter : "this", c.heartbeat, ok, bad, failed, secs,
                (double)(ts - t0) / 1e9, per_s, ms_per_job, cpu_s / secs, acpu_s / secs,
                ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
-               l0, l1, met ? "true" : "false");
+               said.reports, said.report_ms, said.pushes, said.start_ms, l0, l1,
+               met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
@@ -481,7 +536,8 @@ int cli_bench_e2e(int argc, char **argv)
     keep = bad > 0 || failed != 0;
 out:
     for (int i = 0; i < r.nagents; i++)
-        kill(r.agent[i], SIGTERM);
+        if (r.agent[i] > 0)
+            kill(r.agent[i], SIGTERM);
     for (int i = 0; i < r.nagents; i++)
         stop(r.agent[i], 10);
     stop(r.controller, 10);
