@@ -26,8 +26,9 @@ struct agent_chan {
     bool quit; /* read by libcurl's progress callback too (atomic) */
     bool active;
     uint64_t epoch, version;
-    bool have;    /* the mailbox holds box */
-    bool refused; /* a 409: the agent reports first */
+    bool have;       /* the mailbox holds box */
+    bool refused;    /* a 409 the agent has not taken yet: it reports */
+    int64_t hold_ms; /* after a 409 or a failure: no poll before (CLOCK_MONOTONIC ms) */
     agent_reply_t box;
     uint64_t lists, failures;
     int pfd[2];
@@ -61,8 +62,9 @@ static void *chan_main(void *arg)
 
     pthread_mutex_lock(&ch->mu);
     while (!ch->quit) {
-        if (!ch->active || ch->refused) {
-            pause_ms(ch, CHAN_PAUSE_MS);
+        int64_t now = arb_mono_ms();
+        if (!ch->active || now < ch->hold_ms) {
+            pause_ms(ch, ch->active ? ch->hold_ms - now : CHAN_PAUSE_MS);
             continue;
         }
         snprintf(path, sizeof path, "%s?wait=%lld&version=%llu&epoch=%llu", ch->base,
@@ -101,11 +103,13 @@ static void *chan_main(void *arg)
         if (prc == 0)
             agent_reply_free(&rep);
         ch->failures++;
-        if (rc == 0 && r.status == 409) { /* another epoch, or the node lost */
+        /* Either way a pause: the reports carry the lists meanwhile, and a
+         * controller that keeps refusing (a deposed one, still answering)
+         * costs a poll and a report a second, not a storm of them. */
+        ch->hold_ms = arb_mono_ms() + CHAN_PAUSE_MS;
+        if (rc == 0 && r.status == 409) { /* another epoch, or the node lost: report now */
             ch->refused = true;
             poke(ch);
-        } else if (!ch->quit) {
-            pause_ms(ch, CHAN_PAUSE_MS); /* the reports carry the lists meanwhile */
         }
         if (rc == 0)
             free(r.body);
@@ -186,12 +190,10 @@ fail:
 void agent_chan_set(agent_chan_t *ch, bool active, uint64_t epoch, uint64_t version)
 {
     pthread_mutex_lock(&ch->mu);
-    bool wake = active != ch->active || epoch != ch->epoch || ch->refused;
+    bool wake = active != ch->active || epoch != ch->epoch;
+    if (active && epoch != ch->epoch)
+        ch->hold_ms = 0; /* registered under a new epoch: poll at once */
     ch->active = active;
-    if (epoch != ch->epoch || !active)
-        ch->refused = false; /* a new registration: the channel may try again */
-    if (active && ch->refused && epoch == ch->epoch)
-        ch->refused = false; /* the agent reported: its word is fresh */
     ch->epoch = epoch;
     if (version)
         ch->version = version;
@@ -219,6 +221,7 @@ int agent_chan_take(agent_chan_t *ch, agent_reply_t *out)
         ch->have = false;
         rc = 1;
     } else if (ch->refused) {
+        ch->refused = false;
         rc = -ESTALE;
     }
     pthread_mutex_unlock(&ch->mu);

@@ -24,8 +24,10 @@
  * The channel never renews the lease and sends nothing but its node's name,
  * its token or certificate (the controller lets an agent read only its own
  * node: API_SELF) and the epoch: reports remain the only way the agent
- * speaks for its node. A poll failure is retried after a pause (1 s); the
- * reports carry the lists all the same, a heartbeat later.
+ * speaks for its node. A failed or refused poll is tried again after a
+ * pause (1 s; at once after a registration under a new epoch): the reports
+ * carry the lists all the same, a heartbeat later, and a controller that
+ * keeps refusing (a deposed one still answering) costs a poll a second.
  */
 #ifndef ARB_AGENT_CHANNEL_H
 #define ARB_AGENT_CHANNEL_H
