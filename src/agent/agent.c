@@ -510,7 +510,7 @@ int agent_step(agent_t *a, arb_err_t *err)
      * short tasks from costing a /proc walk here and a telemetry parse at
      * the controller each. */
     bool sample = !a->tel_at || t - a->tel_at >= a->conf.heartbeat_ns - a->conf.heartbeat_ns / 8 ||
-                  !a->inventory_acked;
+                  !a->inventory_acked || a->last.cpu_util_pct < 0; /* no rates yet: again */
     if (sample) {
         agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
         a->tel_at = t;
