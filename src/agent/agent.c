@@ -74,6 +74,8 @@ static void fence(agent_t *a, int64_t t)
     say(a, "FENCED: %s; killed %d task%s, assignments refused until registered again", a->lease.why,
         n, n == 1 ? "" : "s");
     a->inventory_acked = false; /* register anew, inventory and all */
+    if (a->chan)                /* nothing through the channel until registered again */
+        agent_chan_set(a->chan, false, a->lease.epoch, 0);
 }
 
 /* Say once how each task ended; above all, which ones a supervisor killed
@@ -242,6 +244,12 @@ int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
                                      .tls = a->conf.tls};
         if ((rc = a->tr->open(&tc, &a->tstate, err)) < 0)
             goto fail_exec;
+        if (a->conf.push_wait_ns > 0 && a->tr == &agent_transport_http && !a->conf.conn &&
+            (rc = agent_chan_open(&a->chan, &tc, a->conf.push_wait_ns, err)) < 0) {
+            a->tr->close(a->tstate);
+            a->tstate = NULL;
+            goto fail_exec;
+        }
     }
     if (a->disc.note[0])
         say(a, "%s", a->disc.note);
@@ -259,6 +267,13 @@ fail_disc:
 
 void agent_close(agent_t *a, bool kill_tasks)
 {
+    if (a->reports && a->tr != &agent_transport_stdout)
+        say(a,
+            "%llu reports (%.2f ms each), %llu lists pushed through the channel, %llu tasks "
+            "started (%.2f ms each)",
+            (unsigned long long)a->reports, (double)a->report_ns / 1e6 / (double)a->reports,
+            (unsigned long long)a->pushes, (unsigned long long)a->starts,
+            a->starts ? (double)a->start_ns / 1e6 / (double)a->starts : 0.0);
     if (kill_tasks && agent_exec_live(&a->exec) > 0) {
         agent_exec_fence(&a->exec, now(a));
         agent_exec_wait(&a->exec, 5000000000LL);
@@ -275,6 +290,8 @@ void agent_close(agent_t *a, bool kill_tasks)
     save_state(a);
     if (kill_tasks) /* a deliberate stop: nothing may live on under this lease */
         agent_exec_set_deadline(&a->exec, 0);
+    agent_chan_close(a->chan);
+    a->chan = NULL;
     if (a->tr && a->tstate)
         a->tr->close(a->tstate);
     agent_exec_free(&a->exec);
@@ -390,7 +407,10 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             s.master_addr = as->master_addr;
             s.master_port = as->master_port;
         }
+        int64_t s0 = agent_mono_ns(NULL);
         int rc = agent_exec_start(&a->exec, &s, t, NULL, &err);
+        a->start_ns += agent_mono_ns(NULL) - s0;
+        a->starts++;
         a->urgent = true; /* say so now: the job counts as running from the report */
         if (rc < 0) {
             /* Reported as an exit, as a shell would: 127 not found, 126 else. */
@@ -405,6 +425,53 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
                 (unsigned long long)s.attempt, (unsigned long long)s.epoch, gl);
         }
     }
+}
+
+/* ---- pushed assignments ----------------------------------------------------------------- */
+
+int agent_push_fd(const agent_t *a)
+{
+    return a->chan ? agent_chan_fd(a->chan) : -1;
+}
+
+/*
+ * A list from the channel counts only as a report's reply would: under an
+ * active lease, of the lease's epoch (a list of another epoch waits for
+ * the report that registers under it), and newer than the last list
+ * applied: a poll answered before a report whose reply this agent already
+ * applied must not undo it (stop a task that reply started).
+ */
+int agent_push(agent_t *a)
+{
+    agent_reply_t r;
+    int64_t t;
+    int rc;
+
+    if (!a->chan || (rc = agent_chan_take(a->chan, &r)) == 0)
+        return 0;
+    if (rc < 0) { /* refused: another epoch, or the node lost; the report says */
+        a->urgent = true;
+        return 0;
+    }
+    t = now(a);
+    agent_tick(a); /* the lease as it stands now */
+    rc = 0;
+    if (a->lease.state != AGENT_LEASE_ACTIVE || r.epoch != a->lease.epoch) {
+        a->urgent = true; /* the report sorts it out */
+    } else if (r.lamport < a->list_lamport && r.epoch == a->list_epoch) {
+        /* older than the list applied: the next poll brings the news */
+    } else {
+        apply(a, &r, t);
+        a->list_epoch = r.epoch;
+        a->list_lamport = r.lamport;
+        a->list_version = r.version;
+        a->pushes++;
+        rc = 1;
+    }
+    agent_reply_free(&r);
+    if (rc)
+        save_state(a);
+    return rc;
 }
 
 /* ---- one heartbeat ---------------------------------------------------------------------- */
@@ -438,7 +505,16 @@ int agent_step(agent_t *a, arb_err_t *err)
     agent_tick(a);
     a->urgent = false; /* this report says it */
     fake_load(a);
-    agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+    /* Telemetry once a heartbeat: a report sent early because a task
+     * started or ended (a->urgent) carries its tasks only, which keeps
+     * short tasks from costing a /proc walk here and a telemetry parse at
+     * the controller each. */
+    bool sample = !a->tel_at || t - a->tel_at >= a->conf.heartbeat_ns - a->conf.heartbeat_ns / 8 ||
+                  !a->inventory_acked || a->last.cpu_util_pct < 0; /* no rates yet: again */
+    if (sample) {
+        agent_tel_sample(&a->tel, &a->disc, t, &a->last, NULL);
+        a->tel_at = t;
+    }
     if (a->conf.queue_file) { /* missing or unreadable: not reported this time */
         FILE *qf = fopen(a->conf.queue_file, "re");
         long long q = -1;
@@ -450,7 +526,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     memset(&in, 0, sizeof in);
     in.lamport = agent_lamport_tick(&a->clock);
     in.inv = a->inventory_acked ? NULL : &a->disc.inv;
-    in.tel = &a->last;
+    in.tel = sample ? &a->last : NULL;
     in.exec = &a->exec;
     in.address = a->conf.address;
     in.hostname = a->hostname;
@@ -473,7 +549,9 @@ int agent_step(agent_t *a, arb_err_t *err)
     sent = t;
     memset(&terr, 0, sizeof terr);
     memset(&reply, 0, sizeof reply);
+    int64_t r0 = agent_mono_ns(NULL);
     rc = a->tr->report(a->tstate, body, strlen(body), timeout, &reply, &terr);
+    a->report_ns += agent_mono_ns(NULL) - r0;
     free(body);
     t = now(a);
     a->reports++;
@@ -559,8 +637,15 @@ int agent_step(agent_t *a, arb_err_t *err)
             a->inventory_acked = true;
     }
     publish_lease(a); /* before any task starts under this lease */
-    if (reply.have_assignments && a->lease.state == AGENT_LEASE_ACTIVE)
+    if (reply.have_assignments && a->lease.state == AGENT_LEASE_ACTIVE) {
         apply(a, &reply, t);
+        a->list_epoch = reply.epoch;
+        a->list_lamport = reply.lamport;
+        a->list_version = reply.version;
+    }
+    if (a->chan) /* the channel polls only under an active lease, with its epoch */
+        agent_chan_set(a->chan, a->lease.state == AGENT_LEASE_ACTIVE, a->lease.epoch,
+                       a->lease.state == AGENT_LEASE_ACTIVE ? a->list_version : 0);
     else if (!reply.have_assignments)
         for (int i = 0; i < a->exec.ntasks; i++) /* reported and acknowledged: done */
             if (a->exec.tasks[i]->state == AGENT_TASK_EXITED &&

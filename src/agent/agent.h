@@ -20,6 +20,15 @@
  * A fence (lease run out, or the controller's {"lost": true}) kills every
  * task and sends the inventory again, to register anew.
  *
+ * Pushed assignments (channel.h): with conf.push_wait_ns and the http
+ * transport, a thread long-polls the node's assignment list, and the loop
+ * applies what it brings (agent_push) as it applies a report's reply: lease
+ * active, the list of the lease's epoch and newer (epoch, Lamport time)
+ * than the last one applied, each assignment's epoch checked. A task that
+ * ends is reported at once (a->urgent), which lets the controller place
+ * the next task on its GPUs in the cycle that report triggers, and that
+ * task comes back through the channel.
+ *
  * Restarts: with conf.state_file, the live tasks and the lease (epoch,
  * expiry) are saved after every heartbeat; a restarted agent adopts the
  * tasks still running, keeps them only until the old lease's expiry unless
@@ -28,6 +37,7 @@
 #ifndef ARB_AGENT_AGENT_H
 #define ARB_AGENT_AGENT_H
 
+#include "agent/channel.h"
 #include "agent/transport.h"
 
 #define AGENT_DEFAULT_HEARTBEAT_NS 1000000000LL /* 1 s */
@@ -53,6 +63,8 @@ typedef struct agent_conf {
                                   inference server or sidecar writes it), read at every
                                   report as telemetry queue_length; NULL: not reported */
     const char *logs_url;      /* reported: where its log server is (logserve.h) */
+    int64_t push_wait_ns;      /* the assignments channel's long poll (1..60 s); 0: no channel
+                                  (the lists come with the reports' replies only) */
     int64_t (*now)(void *ctx); /* NULL: CLOCK_MONOTONIC */
     void *now_ctx;
     void (*log)(void *ctx, const char *msg); /* NULL: stderr */
@@ -74,7 +86,14 @@ typedef struct agent {
     bool urgent;          /* a task started or ended since the last report: the
                              caller sends the next one now, not a heartbeat later */
     uint64_t reports, failures;
+    agent_chan_t *chan;                /* NULL: none (channel.h) */
+    uint64_t list_epoch, list_lamport; /* of the last list applied (report or channel) */
+    uint64_t list_version;             /* its assignments_version; 0 not said */
+    uint64_t pushes;                   /* lists applied from the channel */
+    uint64_t starts;                   /* tasks started */
+    int64_t start_ns, report_ns;       /* time spent starting them, in reports (said at close) */
     agent_tel_sample_t last;
+    int64_t tel_at; /* when last sampled (0 never): once a heartbeat */
     char hostname[256];
     char log_dir[PATH_MAX]; /* absolute */
 } agent_t;
@@ -87,6 +106,12 @@ int agent_step(agent_t *a, arb_err_t *err);
 /* Between heartbeats: reap exits and fence the moment the lease runs out
  * (a reaped exit sets a->urgent). Returns the number of live tasks. */
 int agent_tick(agent_t *a);
+/* Take what the assignments channel brought (its descriptor, agent_push_fd,
+ * was readable) and apply it under the lease's rules. 1 applied, 0 nothing
+ * (or not applicable now: the reports will carry it). */
+int agent_push(agent_t *a);
+/* The channel's descriptor to poll, or -1 without one. */
+int agent_push_fd(const agent_t *a);
 /* Stop: kill every task first when fence (a deliberate stop), or leave them
  * for the next run to adopt. */
 void agent_close(agent_t *a, bool fence);

@@ -437,7 +437,7 @@ int agent_reply_parse(const char *text, size_t len, agent_reply_t *out, arb_err_
         (rc = get_int(root, "epoch", "", 0, INT64_MAX, true, &epoch, err)) < 0)
         goto out;
     {
-        int64_t lease_ms = 0;
+        int64_t lease_ms = 0, ver = 0;
         json_t *lost = json_object_get(root, "lost"), *msg = json_object_get(root, "message");
         if ((rc = get_int(root, "lease_ms", "", 0, INT64_MAX / 1000000, false, &lease_ms, err)) < 0)
             goto out;
@@ -445,6 +445,9 @@ int agent_reply_parse(const char *text, size_t len, agent_reply_t *out, arb_err_
             rc = arb_errf(err, -EINVAL, "reply: lost: expected true or false");
             goto out;
         }
+        if ((rc = get_int(root, "assignments_version", "", 0, INT64_MAX, false, &ver, err)) < 0)
+            goto out;
+        r.version = (uint64_t)ver;
         r.lease_ns = lease_ms * 1000000;
         r.lost = json_is_true(lost);
         r.stale = json_is_true(json_object_get(root, "stale"));

@@ -66,6 +66,7 @@ typedef struct agent_reply {
     bool lost;             /* the controller does not know this node as live: fence */
     bool stale;            /* the controller took this report for a replay and ignored it */
     bool have_assignments; /* the list below is authoritative for this node */
+    uint64_t version;      /* the list's assignments_version (the long poll's); 0 not said */
     char message[256];     /* the controller's word with lost; "" none */
     int nassign;
     agent_assignment_t *assign;

@@ -43,6 +43,8 @@ struct api_req {
     int64_t poll_until_ms; /* CLOCK_MONOTONIC deadline once waiting; 0 not yet */
     bool poll_over;        /* the deadline passed, or the server stops: answer now */
     bool suspend;          /* set by api_poll: no reply yet, run again later */
+    uint32_t poll_key;     /* a node's id + 1: woken by that node's changes only
+                              (api_hk_changed_key); 0: by any change of the state */
     api_defer_t defer;     /* set by api_finish: the reply waits for its ticket */
     bool no_defer;         /* the handler edits the reply after api_finish: wait here */
     bool asset;            /* a console file (ui.c): text is static, not freed; ETag, CSP */
@@ -103,8 +105,10 @@ typedef struct api_conn {
 
 typedef struct api_park {
     struct api_park *prev, *next;
-    void *conn; /* struct MHD_Connection *, suspended */
-    uint64_t gen;
+    void *conn;   /* struct MHD_Connection *, suspended */
+    uint64_t gen; /* the state's change count it saw (key 0), or the keyed one (key > 0) */
+    uint32_t key; /* 0: any change wakes it; else only api_hk_changed_key(key) */
+    bool due;     /* its key changed: resume it */
     int64_t until_ms;
     bool parked;
     st_t *st; /* a reply after a commit: whose ticket */
@@ -120,12 +124,23 @@ void api_hk_wake_all(api_hk_t *hk);
 void api_hk_stop(api_hk_t *hk);
 /* The state changed (st_set_change_hook; called under the state's lock). */
 void api_hk_changed(void *hk);
+/* One node's assignments may have moved (st_set_node_hook; under the
+ * state's lock): wake the long polls parked with that key (0: every keyed
+ * one, as when the state quiesces). */
+void api_hk_changed_key(void *hk, uint32_t key);
 uint64_t api_hk_gen(api_hk_t *hk);
+/* The count of keyed changes so far (read before a keyed poll's handler). */
+uint64_t api_hk_kgen(api_hk_t *hk);
 bool api_hk_stopping(api_hk_t *hk);
 /* Park a suspended connection until the state changes from gen or until
  * until_ms: true parked; false (the state changed already, or the server
  * stops) the caller resumes it itself. */
 bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t until_ms);
+/* The same for a keyed poll: parked until api_hk_changed_key(key) or
+ * until_ms; false when any keyed change came since kgen (api_hk_kgen
+ * before the handler looked: the caller runs it again) or the server stops. */
+bool api_hk_park_key(api_hk_t *hk, api_park_t *p, void *conn, uint32_t key, uint64_t kgen,
+                     int64_t until_ms);
 /* Connections: opened and closed by libmicrohttpd's notifications. */
 api_conn_t *api_conn_open(api_hk_t *hk, int fd);
 void api_conn_close(api_hk_t *hk, api_conn_t *c);

@@ -12,8 +12,11 @@
  *   parked       suspended long polls (events, service endpoints): each is
  *                resumed when the state's change count moves past the one
  *                it saw, or at its deadline, and its handler runs again on
- *                its event-loop thread. No thread waits for a long poll,
- *                so a thousand of them cost a thousand small records.
+ *                its event-loop thread. An agent's assignments poll is
+ *                keyed by its node: only a change to that node's jobs
+ *                (api_hk_changed_key) wakes it, so ten agents waiting do
+ *                not each run again for every event of the cluster. No thread waits for a long
+ * poll, so a thousand of them cost a thousand small records.
  *
  *   commits      suspended replies waiting for their store ticket (a write,
  *                or a read that saw what is not durable yet): one thread
@@ -45,7 +48,8 @@ struct api_hk {
     api_park_t *parked;
     api_park_t *commits;
     pthread_t cth;
-    uint64_t gen; /* state changes seen */
+    uint64_t gen;  /* state changes seen */
+    uint64_t kgen; /* keyed changes (one node's assignments) seen */
     bool stopping, quit;
     pthread_t th;
     int64_t limit_ms[3]; /* idle, head, body */
@@ -73,7 +77,8 @@ static void *hk_main(void *arg)
         }
         for (api_park_t *p = hk->parked, *nx; p; p = nx) {
             nx = p->next;
-            if (p->gen == hk->gen && p->until_ms > now && !hk->stopping) {
+            bool moved = p->key ? p->due : p->gen != hk->gen;
+            if (!moved && p->until_ms > now && !hk->stopping) {
                 if (p->until_ms < next)
                     next = p->until_ms;
                 continue;
@@ -304,6 +309,7 @@ bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t 
     if (!hk->stopping && hk->gen == gen) {
         p->conn = conn;
         p->gen = gen;
+        p->key = 0;
         p->until_ms = until_ms;
         p->prev = NULL;
         p->next = hk->parked;
@@ -316,6 +322,54 @@ bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t 
     }
     pthread_mutex_unlock(&hk->mu);
     return ok;
+}
+
+bool api_hk_park_key(api_hk_t *hk, api_park_t *p, void *conn, uint32_t key, uint64_t kgen,
+                     int64_t until_ms)
+{
+    bool ok = false;
+
+    pthread_mutex_lock(&hk->mu);
+    if (!hk->stopping && hk->kgen == kgen) {
+        p->conn = conn;
+        p->gen = kgen;
+        p->key = key;
+        p->due = false;
+        p->until_ms = until_ms;
+        p->prev = NULL;
+        p->next = hk->parked;
+        if (hk->parked)
+            hk->parked->prev = p;
+        hk->parked = p;
+        p->parked = true;
+        pthread_cond_signal(&hk->cv);
+        ok = true;
+    }
+    pthread_mutex_unlock(&hk->mu);
+    return ok;
+}
+
+void api_hk_changed_key(void *arg, uint32_t key)
+{
+    api_hk_t *hk = arg;
+    bool any = false;
+
+    pthread_mutex_lock(&hk->mu);
+    hk->kgen++;
+    for (api_park_t *p = hk->parked; p; p = p->next)
+        if ((p->key == key || (key == 0 && p->key)) && !p->due)
+            p->due = any = true;
+    if (any)
+        pthread_cond_signal(&hk->cv);
+    pthread_mutex_unlock(&hk->mu);
+}
+
+uint64_t api_hk_kgen(api_hk_t *hk)
+{
+    pthread_mutex_lock(&hk->mu);
+    uint64_t g = hk->kgen;
+    pthread_mutex_unlock(&hk->mu);
+    return g;
 }
 
 api_conn_t *api_conn_open(api_hk_t *hk, int fd)

@@ -688,6 +688,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     fill_peer(conn, &r);
     char loc[2048];
     uint64_t gen = api_hk_gen(a->hk); /* before the handler looks at the state */
+    uint64_t kgen = api_hk_kgen(a->hk);
     if (cc->too_big)
         api_error(&r, 413, "request body is larger than %u bytes (1 MiB)", API_MAX_BODY);
     else
@@ -708,7 +709,9 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         free(r.text);
         cc->poll_until_ms = r.poll_until_ms;
         MHD_suspend_connection(conn);
-        if (!api_hk_park(a->hk, &cc->park, conn, gen, r.poll_until_ms))
+        if (!(r.poll_key
+                  ? api_hk_park_key(a->hk, &cc->park, conn, r.poll_key, kgen, r.poll_until_ms)
+                  : api_hk_park(a->hk, &cc->park, conn, gen, r.poll_until_ms)))
             MHD_resume_connection(conn); /* the state moved meanwhile: run it again */
         return MHD_YES;
     }
@@ -895,8 +898,10 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     a->port =
         getsockname(lfd, (struct sockaddr *)&bound, &blen) == 0 ? ntohs(bound.sin_port) : o->port;
     snprintf(a->url, sizeof a->url, "%s://%s:%d", a->tls.cert ? "https" : "http", o->host, a->port);
-    if (s)
+    if (s) {
         st_set_change_hook(s, api_hk_changed, a->hk);
+        st_set_node_hook(s, api_hk_changed_key, a->hk);
+    }
     *out = a;
     return 0;
 fail:
@@ -908,8 +913,10 @@ fail:
 
 void api_server_set_state(api_server_t *a, st_t *s)
 {
-    if (s)
+    if (s) {
         st_set_change_hook(s, api_hk_changed, a->hk);
+        st_set_node_hook(s, api_hk_changed_key, a->hk);
+    }
     __atomic_store_n(&a->st, s, __ATOMIC_RELEASE);
 }
 
@@ -936,8 +943,10 @@ void api_server_stop(api_server_t *a)
          __atomic_load_n(&a->busy, __ATOMIC_ACQUIRE) > 0 && arb_mono_ms() < until;)
         nanosleep(&(struct timespec){0, 10 * 1000000L}, NULL);
     st_t *s = __atomic_load_n(&a->st, __ATOMIC_ACQUIRE);
-    if (s)
+    if (s) {
         st_set_change_hook(s, NULL, NULL);
+        st_set_node_hook(s, NULL, NULL);
+    }
     MHD_stop_daemon(a->d);
     api_hk_stop(a->hk);
     tls_server_free(&a->tls);

@@ -282,12 +282,38 @@ static int h_report(api_req_t *r)
     return rc;
 }
 
+/* The list now; with `wait` and the `version` the agent has, a long poll
+ * keyed by the node: it answers when the list differs from that version
+ * (a job placed there, a stop, a resize), at the deadline, or when the
+ * server stops. With `epoch`, nothing goes to an agent of another epoch or
+ * a lost node (409: it reports first). */
 static int h_assignments(api_req_t *r)
 {
     arb_err_t err = {{0}};
     json_t *out = NULL;
-    int64_t t = 0;
-    int rc = st_node_assignments(r->st, r->params[0], &out, &t, &err);
+    int64_t t = 0, epoch = -1;
+    uint64_t wait = 0, have = 0, e;
+    uint32_t key = 0;
+    bool same = false;
+    const char *p;
+
+    if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
+        return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
+    if ((p = api_query(r, "version")) && (parse_u64(p, &have) < 0 || have > INT64_MAX))
+        return api_error(r, 400, "version: '%s'; give the assignments_version of the list you have",
+                         p);
+    if ((p = api_query(r, "epoch"))) {
+        if (parse_u64(p, &e) < 0 || e > INT64_MAX)
+            return api_error(r, 400, "epoch: '%s'; give the epoch of your lease (an integer)", p);
+        epoch = (int64_t)e;
+    }
+    int rc =
+        st_node_assignments_wait(r->st, r->params[0], epoch, have, &same, &key, &out, &t, &err);
+    if (rc == 0 && same && api_poll(r, (int64_t)wait * 1000)) {
+        r->poll_key = key; /* woken by this node's changes only */
+        json_decref(out);
+        return 0;
+    }
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -624,7 +650,8 @@ const api_route_t api_routes[] = {
      "these may "
      "change at any time. The first report must carry `inventory`; later ones only when it "
      "changed (409 while tasks are allocated there). Reply: `{\"node\", \"lamport\", "
-     "\"epoch\", \"lease_ms\", \"version\", \"assignments\": [...]}` (as below). The controller's "
+     "\"epoch\", \"lease_ms\", \"version\", \"assignments_version\", \"assignments\": [...]}` "
+     "(as below). The controller's "
      "clock "
      "becomes max(its own, `lamport`) + 1, and a report may move it at most 1048576 (2^20) "
      "beyond its own time: a `lamport` further ahead (or above 2^62 - 1) is refused whole, 422, "
@@ -647,8 +674,14 @@ const api_route_t api_routes[] = {
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"stale\": true, \"message\"}`, "
      "without assignments (a report without `lamport` is never taken for a replay)."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT | SELF, h_assignments,
-     "the tasks assigned to a node, with epochs",
-     "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments\": [{\"job\", \"name\", "
+     "the tasks assigned to a node, with epochs; a long poll for its agent",
+     "Query (optional): `wait` (0..60 s), `version` (the `assignments_version` the agent has: "
+     "with `wait`, the reply waits until the list differs from it, so that an agent learns of "
+     "a new task within milliseconds rather than at its next report), `epoch` (the agent's "
+     "lease's: 409, nothing sent, when it is not the controller's or the node was declared "
+     "lost; the agent reports first). Polling renews no lease. "
+     "Reply: `{\"node\", \"lamport\", \"epoch\", \"assignments_version\", "
+     "\"assignments\": [{\"job\", \"name\", "
      "\"task\", \"ntasks\", \"attempt\", \"epoch\", \"gpus\", \"gpu_milli\", "
      "\"gpu_memory_mib\", \"cpu\", \"memory\", \"command\", \"env\", \"state\", \"stop\"}]}`; "
      "one may also carry `grace_s` (the job's terminationGracePeriodSeconds: SIGTERM, then "

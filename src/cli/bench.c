@@ -77,6 +77,8 @@ static int usage(void)
                     "[--seeds 42-44] [--traces DIR] [-o text|json]\n"
                     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] "
                     "[-o text|json]\n"
+                    "       arbiter bench e2e [--agents 10] [--jobs 5000] [--push-wait 25s|off] "
+                    "[-o text|json]\n"
                     "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] "
                     "[--rates R,R] [-o text|json]\n"
                     "       arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]\n");
@@ -102,6 +104,8 @@ int cli_bench(int argc, char **argv)
         return cli_bench_elastic(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "agents") == 0)
         return cli_bench_agents(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "e2e") == 0)
+        return cli_bench_e2e(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "infer") == 0)
         return cli_bench_infer(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "recover") == 0)

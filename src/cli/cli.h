@@ -52,6 +52,7 @@ int cli_bench_api(int argc, char **argv);     /* `arbiter bench api` (bench_api.
 int cli_bench_sim(int argc, char **argv);     /* `arbiter bench sim` (bench_sim.c) */
 int cli_bench_elastic(int argc, char **argv); /* `arbiter bench elastic` (bench_elastic.c) */
 int cli_bench_agents(int argc, char **argv);  /* `arbiter bench agents` (bench_agents.c) */
+int cli_bench_e2e(int argc, char **argv);     /* `arbiter bench e2e` (bench_e2e.c) */
 int cli_bench_infer(int argc, char **argv);   /* `arbiter bench infer` (bench_infer.c) */
 int cli_bench_recover(int argc, char **argv); /* `arbiter bench recover` (bench_recover.c) */
 int cli_place(int argc, char **argv);

@@ -145,6 +145,13 @@ static void buf_reset(fo_buf_t *b)
     b->retry_ms = -1;
 }
 
+/* libcurl's progress callback: nonzero ends the transfer (fo_req_t.cancel). */
+static int on_progress(void *arg, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
+{
+    (void)dt, (void)dn, (void)ut, (void)un;
+    return __atomic_load_n((const bool *)arg, __ATOMIC_ACQUIRE) ? 1 : 0;
+}
+
 static CURLcode try_once(CURL *h, const char *url, const fo_req_t *rq, int64_t connect_ms,
                          int64_t total_ms, fo_buf_t *b, char *cerr, long *status)
 {
@@ -173,6 +180,11 @@ static CURLcode try_once(CURL *h, const char *url, const fo_req_t *rq, int64_t c
     curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, (long)total_ms);
     curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, (long)connect_ms);
     curl_easy_setopt(h, CURLOPT_TCP_NODELAY, 1L);
+    if (rq->cancel) { /* looked at about once a second, and as data moves */
+        curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, on_progress);
+        curl_easy_setopt(h, CURLOPT_XFERINFODATA, (void *)rq->cancel);
+        curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
+    }
     tls_client_apply(rq->tls, h);
     *status = 0;
     cc = curl_easy_perform(h);

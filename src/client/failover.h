@@ -67,6 +67,8 @@ typedef struct fo_req {
     size_t max_reply;        /* 0: 64 MiB */
     const tls_client_t *tls; /* https: the CA to check the controller with, a client
                                 certificate to present (NULL: libcurl's defaults) */
+    const bool *cancel;      /* set (atomically) by another thread: the try ends within
+                                about a second (-EIO); NULL: none */
 } fo_req_t;
 
 typedef struct fo_resp {

@@ -75,6 +75,8 @@ static const char *const tgpu_keys[] = {"index",  "util",    "memory_used_mib",
 static const char *const task_keys[] = {"job",       "task",      "attempt", "state",
                                         "exit_code", "fenced_by", NULL};
 
+static uint64_t list_version(const json_t *arr);
+
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n)
 {
     return &s->nodes[n->id];
@@ -847,10 +849,12 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         arb_node_touch(&s->cluster, n);
     json_array_foreach(tasks, i, v) apply_task(s, n, v, lam);
     absent_tasks(s, n, tasks);
-    *out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
+    json_t *arr = assignments(s, n);
+    *out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
                      "epoch", (json_int_t)s->epoch, "lease_ms",
                      (json_int_t)(s->conf.lease_ns / 1000000), "version",
-                     (json_int_t)st_node_ext(s, n)->version, "assignments", assignments(s, n));
+                     (json_int_t)st_node_ext(s, n)->version, "assignments_version",
+                     (json_int_t)list_version(arr), "assignments", arr);
     if (s->dirty)
         pthread_cond_signal(&s->kick);
 out:
@@ -951,6 +955,82 @@ int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
     *out = json_pack("{s:o}", "nodes", arr);
     (void)err;
     return 0;
+}
+
+void st_node_assign_hint(st_t *s, const st_job_t *sj)
+{
+    const arb_job_t *j = sj->j;
+    uint32_t last = UINT32_MAX;
+
+    if (!s->node_fn)
+        return;
+    for (int t = 0; t < j->nalloc; t++)
+        if (j->alloc[t].node != ARB_NO_NODE && j->alloc[t].node != last) {
+            last = j->alloc[t].node; /* a gang's tasks on one node: told once or so */
+            s->node_fn(s->node_arg, last + 1);
+        }
+}
+
+/* The list's version: what the agent acts on, entry by entry (FNV-1a),
+ * combined so that the order of the list does not matter; 1..2^63-1. */
+static uint64_t list_version(const json_t *arr)
+{
+    static const char *const keys[] = {"job", "task", "attempt", "epoch", "generation", NULL};
+    uint64_t v = 0;
+    size_t i;
+    json_t *a;
+
+    json_array_foreach(arr, i, a)
+    {
+        uint64_t h = 1469598103934665603ULL;
+        for (int k = 0; keys[k]; k++) {
+            uint64_t x = (uint64_t)json_integer_value(json_object_get(a, keys[k]));
+            for (int b = 0; b < 8; b++) {
+                h ^= (x >> (8 * b)) & 0xff;
+                h *= 1099511628211ULL;
+            }
+        }
+        h ^= json_is_true(json_object_get(a, "stop"));
+        h *= 1099511628211ULL;
+        v += h * 0x9e3779b97f4a7c15ULL + (h >> 29);
+    }
+    v >>= 1; /* a JSON integer */
+    return v ? v : 1;
+}
+
+int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
+                             uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    int rc = 0;
+
+    *same = false;
+    *key = 0;
+    pthread_mutex_lock(&s->mu);
+    arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
+    if (!n) {
+        rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
+    } else if (epoch >= 0 && ((uint64_t)epoch != s->epoch || st_node_ext(s, n)->lost)) {
+        /* Fencing: nothing new goes to an agent that has not registered
+         * under this controller, or whose node was declared lost. */
+        rc = arb_errf(err, -ESTALE,
+                      "node '%s': %s; nothing is sent through the assignments channel until its "
+                      "agent reports (registers) again",
+                      name,
+                      st_node_ext(s, n)->lost ? "declared lost, its tasks requeued"
+                                              : "the agent's epoch is not this controller's");
+        *out = json_pack("{s:I}", "epoch", (json_int_t)s->epoch);
+    } else {
+        json_t *arr = assignments(s, n);
+        uint64_t v = list_version(arr);
+        *key = n->id + 1;
+        *same = have != 0 && v == have;
+        *out = json_pack("{s:s,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
+                         "epoch", (json_int_t)s->epoch, "assignments_version", (json_int_t)v,
+                         "assignments", arr);
+    }
+    *ticket = st_flush(s);
+    pthread_mutex_unlock(&s->mu);
+    return rc;
 }
 
 int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err)

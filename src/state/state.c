@@ -137,6 +137,14 @@ void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg)
     pthread_mutex_unlock(&s->mu);
 }
 
+void st_set_node_hook(st_t *s, void (*fn)(void *arg, uint32_t key), void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    s->node_fn = fn;
+    s->node_arg = arg;
+    pthread_mutex_unlock(&s->mu);
+}
+
 bool st_stopping(st_t *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -260,6 +268,7 @@ void st_job_save(st_t *s, st_job_t *sj, uint64_t lamport)
     if (lamport)
         sj->lamport_update = lamport;
     sj->last = sj->j->state;
+    st_node_assign_hint(s, sj); /* its nodes' agents' long polls look again */
     rec = st_job_record(s, sj);
     if (!rec)
         return;
@@ -440,6 +449,8 @@ void st_quiesce(st_t *s)
     s->stop = true;
     pthread_cond_broadcast(&s->kick);
     st_changed(s);
+    if (s->node_fn) /* every agent's long poll answers now too */
+        s->node_fn(s->node_arg, 0);
     pthread_mutex_unlock(&s->mu);
 }
 

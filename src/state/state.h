@@ -153,6 +153,12 @@ bool st_stopping(st_t *s);
  * have a new answer, and when the state quiesces. fn must only take its own
  * lock and signal. fn NULL: none. */
 void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg);
+/* The same for one node's assignment list (the agents' long poll,
+ * st_node_assignments_wait): fn(arg, key) with key = the node's id + 1,
+ * under the state's lock, whenever a job with a task on that node is saved
+ * (placed, stopped, resized, ended). A hint, not a promise that the list
+ * changed: the poll compares versions. fn NULL: none. */
+void st_set_node_hook(st_t *s, void (*fn)(void *arg, uint32_t key), void *arg);
 
 /* Wait until everything up to ticket is durable: 0 or -EIO. */
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err);
@@ -243,6 +249,19 @@ int st_node_delete(st_t *s, const char *name, int64_t if_match, json_t **out, in
 int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 /* The tasks assigned to node name, with epochs (marks them delivered). */
 int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
+/*
+ * The agents' long poll (GET /v1/nodes/NAME/assignments?wait=S&version=V&
+ * epoch=E): the same list, and its "version" (a digest of what the agent
+ * acts on: each task's job, task, attempt, epoch, stop and generation; not
+ * its state or the time left). *same is set when version == have (the
+ * agent has this list already: the caller parks until a node hook for
+ * *key, the node's id + 1, and asks again). An agent that gives its epoch
+ * (epoch >= 0) gets nothing through the channel unless it is the
+ * controller's and the node is registered and not lost: -ESTALE (409),
+ * and it reports (registers) first, as its lease rules say.
+ */
+int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
+                             uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err);
 
 /* ---- queues, events, metrics, checks --------------------------------------------------- */
 

@@ -129,6 +129,8 @@ struct st {
     pthread_cond_t ev_cond; /* an event was appended (st_changed) */
     void (*chg_fn)(void *); /* st_set_change_hook: told with every ev_cond broadcast */
     void *chg_arg;
+    void (*node_fn)(void *, uint32_t); /* st_set_node_hook: a node's assignments may have moved */
+    void *node_arg;
     pthread_cond_t kick; /* something changed: run a cycle */
     store_t *store;
     store_gc_t *gc;
@@ -311,6 +313,8 @@ int st_nodes_grow(st_t *s);
 void st_node_save(st_t *s, arb_node_t *n);
 /* sj was just placed (or restored): index it under each of its nodes. */
 void st_node_index_job(st_t *s, st_job_t *sj);
+/* Tell the node hook about every node sj has a task on (st_job_save). */
+void st_node_assign_hint(st_t *s, const st_job_t *sj);
 /* Operators' calls and what they overlay (nodeops.c). The labels, taints
  * and datasets n applies: its inventory's under what operators set. */
 void st_node_apply_meta(st_t *s, arb_node_t *n);

@@ -1,0 +1,550 @@
+/*
+ * bench_e2e.c: `arbiter bench e2e`: trivial jobs end to end (issue 20).
+ * It starts, as child processes of this binary (fork/exec of
+ * /proc/self/exe), a controller on a free loopback port with its own
+ * temporary data directory (SQLite, every acknowledged write fsync'd) and
+ * --agents real agents (`arbiter agent`, --gpus fake GPUs each, tasks as
+ * real processes under their supervisors, no cgroups). Once every node has
+ * registered, --clients threads submit --jobs one-GPU jobs whose command is
+ * `true`, as fast as the controller acknowledges them, and the benchmark
+ * waits until every job has ended:
+ *
+ *   completed_per_s            jobs / (last job ended - first submission)
+ *   controller_cpu_ms_per_job  the controller's utime + stime over that
+ *                              window (/proc/PID/stat), per job
+ *   controller_cpu_cores       the same over the window's wall time
+ *   agents_cpu_cores           the agents' (and their finished children's:
+ *                              supervisors and tasks) CPU over the window
+ *   agent_cpu_ms_per_job,      the same per job, split: the agents
+ *   supervisor_and_task_cpu_ms_per_job   themselves, and the processes
+ *                              each task costs (`arbiter supervise` and `true`)
+ *   submit_s                   how long the submissions took
+ *   failed                     jobs that did not succeed (should be 0)
+ *   reports, report_round_trip_ms, pushed_lists, task_start_ms
+ *                              what the agents said when they stopped: their
+ *                              reports and mean round trip, the lists the
+ *                              channel brought, the mean time to start a task
+ *
+ * --push-wait off runs the agents without the assignments channel
+ * (src/agent/channel.h): each new task then reaches its agent with the
+ * reply to a later report. --arbiter BINARY runs another build's
+ * controller and agents (an older one, to measure before and after on the
+ * same machine; give no --push-wait to an agent that has no such flag). The load average
+ * before and after is part of the line: figures from a busy machine are
+ * what they are. The targets (>= 1,000 jobs/s with 10 agents, < 0.2 ms of
+ * controller CPU per job) are reported as `targets_met`; they do not change
+ * the exit status: 0 when the figures were measured, 1 when the cluster
+ * could not be started or the jobs did not end in time (--timeout). It
+ * stops everything it started (SIGTERM, bounded waits, SIGKILL last) and
+ * removes its directory (kept, and named, when something failed).
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/client.h"
+
+#define E2E_MAX_AGENTS 64
+
+typedef struct e2e_conf {
+    long agents, gpus, jobs, clients, timeout_s;
+    const char *heartbeat, *push_wait; /* push_wait NULL: the agents' default */
+    const char *arbiter;               /* the binary to run (NULL: this one) */
+    bool json;
+} e2e_conf_t;
+
+typedef struct e2e_run {
+    char dir[64], exe[PATH_MAX], url[256];
+    pid_t controller, agent[E2E_MAX_AGENTS];
+    int nagents;
+} e2e_run_t;
+
+typedef struct e2e_client {
+    const char *url;
+    long jobs, ok, failed;
+} e2e_client_t;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    if (ms > 0)
+        nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+static double load1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "re");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+/* fork/exec this binary with argv, stdout and stderr to files in r->dir. */
+static pid_t spawn(e2e_run_t *r, char *const argv[], const char *out, const char *err)
+{
+    char o[PATH_MAX + 64], e[PATH_MAX + 64];
+    pid_t pid;
+
+    snprintf(o, sizeof o, "%s/%s", r->dir, out);
+    snprintf(e, sizeof e, "%s/%s", r->dir, err);
+    fflush(NULL);
+    pid = fork();
+    if (pid != 0)
+        return pid;
+    prctl(PR_SET_PDEATHSIG, SIGTERM); /* dies with the benchmark */
+    int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+        _exit(127);
+    execv(r->exe, argv);
+    _exit(127);
+}
+
+static bool alive(pid_t pid)
+{
+    int st;
+    return pid > 0 && waitpid(pid, &st, WNOHANG) == 0;
+}
+
+/* SIGTERM, up to secs for it to exit, then SIGKILL; its exit status. */
+static int stop(pid_t pid, int secs)
+{
+    int st = 0;
+
+    if (pid <= 0)
+        return 0;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < secs * 10; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        sleep_ms(100);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag, (void)f;
+    remove(p);
+    return 0;
+}
+
+/* utime + stime of pid (with children's when kids), in clock ticks; -1 unreadable. */
+static long long cpu_ticks(pid_t pid, bool kids)
+{
+    char p[64], buf[2048], *s;
+    unsigned long long ut, st, cut, cst;
+    FILE *f;
+    size_t k;
+
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(p, "re")))
+        return -1;
+    k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = '\0';
+    /* after the command name: utime, stime, cutime, cstime are fields 14-17 */
+    if (!(s = strrchr(buf, ')')) ||
+        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st,
+               &cut, &cst) != 4)
+        return -1;
+    return (long long)(ut + st + (kids ? cut + cst : 0));
+}
+
+static long long status_field(const char *key)
+{
+    json_t *o = NULL;
+    long long v = -1;
+
+    if (cli_http("GET", "/v1/status", NULL, 0, NULL, &o, NULL) == 200)
+        v = json_is_integer(json_object_get(o, key)) ? json_integer_value(json_object_get(o, key))
+                                                     : -1;
+    json_decref(o);
+    return v;
+}
+
+static size_t sink(char *p, size_t s, size_t n, void *arg)
+{
+    (void)p, (void)arg;
+    return s * n;
+}
+
+static void *run_client(void *arg)
+{
+    e2e_client_t *c = arg;
+    CURL *h = curl_easy_init();
+    struct curl_slist *hd = NULL;
+    char url[512];
+    const char *body =
+        "{\"name\": \"e2e\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}, "
+        "\"command\": [\"true\"]}";
+
+    if (!h) {
+        c->failed = c->jobs;
+        return NULL;
+    }
+    snprintf(url, sizeof url, "%s/v1/jobs", c->url);
+    hd = curl_slist_append(hd, "Content-Type: application/json");
+    hd = curl_slist_append(hd, "Expect:");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(h, CURLOPT_TIMEOUT, 60L);
+    for (long i = 0; i < c->jobs; i++) {
+        long st = 0;
+        if (curl_easy_perform(h) == CURLE_OK)
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+        if (st == 201)
+            c->ok++;
+        else
+            c->failed++;
+    }
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+static int usage(void)
+{
+    fprintf(stderr,
+            "usage: arbiter bench e2e [--agents 10] [--gpus 8] [--jobs 5000] [--clients 8]\n"
+            "                         [--heartbeat 1s] [--push-wait 25s|off] "
+            "[--timeout 600] [--arbiter BINARY] [-o text|json]\n");
+    return 2;
+}
+
+static int parse(int argc, char **argv, e2e_conf_t *c)
+{
+    *c = (e2e_conf_t){
+        .agents = 10, .gpus = 8, .jobs = 5000, .clients = 8, .timeout_s = 600, .heartbeat = "1s"};
+    for (int i = 1; i < argc; i++) {
+        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+        char *end = NULL;
+        long *dst = !strcmp(o, "--agents")    ? &c->agents
+                    : !strcmp(o, "--gpus")    ? &c->gpus
+                    : !strcmp(o, "--jobs")    ? &c->jobs
+                    : !strcmp(o, "--clients") ? &c->clients
+                    : !strcmp(o, "--timeout") ? &c->timeout_s
+                                              : NULL;
+        if (!strcmp(o, "e2e"))
+            continue;
+        if (!v)
+            return usage();
+        if (dst) {
+            *dst = strtol(v, &end, 10);
+            if (!*v || *end) {
+                fprintf(stderr, "arbiter bench e2e: %s: '%s' is not a whole number\n", o, v);
+                return 2;
+            }
+        } else if (!strcmp(o, "--heartbeat")) {
+            c->heartbeat = v;
+        } else if (!strcmp(o, "--push-wait")) {
+            c->push_wait = v;
+        } else if (!strcmp(o, "--arbiter")) {
+            c->arbiter = v;
+        } else if (!strcmp(o, "-o") && (!strcmp(v, "json") || !strcmp(v, "text"))) {
+            c->json = !strcmp(v, "json");
+        } else {
+            return usage();
+        }
+        i++;
+    }
+    if (c->agents < 1 || c->agents > E2E_MAX_AGENTS) {
+        fprintf(stderr, "arbiter bench e2e: --agents %ld: use 1..%d\n", c->agents, E2E_MAX_AGENTS);
+        return 2;
+    }
+    if (c->gpus < 1 || c->gpus > 16) {
+        fprintf(stderr, "arbiter bench e2e: --gpus %ld: use 1..16 (fake GPUs per agent)\n",
+                c->gpus);
+        return 2;
+    }
+    if (c->jobs < 1 || c->jobs > 1000000 || c->clients < 1 || c->clients > 256) {
+        fprintf(stderr, "arbiter bench e2e: --jobs 1..1000000 and --clients 1..256\n");
+        return 2;
+    }
+    if (c->timeout_s < 1 || c->timeout_s > 86400) {
+        fprintf(stderr, "arbiter bench e2e: --timeout %ld: use 1..86400 seconds\n", c->timeout_s);
+        return 2;
+    }
+    return 0;
+}
+
+static int start(e2e_run_t *r, const e2e_conf_t *c)
+{
+    char datadir[128], path[PATH_MAX + 64], gpus[32];
+    FILE *f = NULL;
+
+    snprintf(datadir, sizeof datadir, "%s/d", r->dir);
+    char *cargv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
+                     "--data-dir", datadir,      NULL};
+    if ((r->controller = spawn(r, cargv, "controller.out", "controller.log")) < 0)
+        return -1;
+    snprintf(path, sizeof path, "%s/d/url", r->dir);
+    for (int i = 0; i < 200 && !(f = fopen(path, "re")); i++) {
+        if (!alive(r->controller))
+            break;
+        sleep_ms(100);
+    }
+    if (!f) {
+        fprintf(stderr, "arbiter bench e2e: the controller did not start; see %s/controller.log\n",
+                r->dir);
+        return -1;
+    }
+    if (!fgets(r->url, sizeof r->url, f))
+        r->url[0] = '\0';
+    fclose(f);
+    r->url[strcspn(r->url, "\r\n")] = '\0';
+    setenv("ARBITER_URL", r->url, 1);
+    unsetenv("ARBITER_TOKEN"); /* its own controller has no tokens: loopback, no auth */
+    snprintf(gpus, sizeof gpus, "%ld:H100", c->gpus);
+    fprintf(stderr, "bench e2e: %ld agents x %ld GPUs against %s (push-wait %s)\n", c->agents,
+            c->gpus, r->url, c->push_wait ? c->push_wait : "default");
+    for (long k = 0; k < c->agents; k++) {
+        char name[32], logs[128], out[48], err[48];
+        snprintf(name, sizeof name, "e2e-%ld", k + 1);
+        snprintf(logs, sizeof logs, "%s/logs/%s", r->dir, name);
+        snprintf(out, sizeof out, "%s.out", name);
+        snprintf(err, sizeof err, "%s.log", name);
+        char *aargv[24] = {"arbiter",       "agent",
+                           "--name",        name,
+                           "--controller",  r->url,
+                           "--fake-gpus",   gpus,
+                           "--log-dir",     logs,
+                           "--cgroups",     "none",
+                           "--heartbeat",   (char *)c->heartbeat,
+                           "--logs-listen", "off"};
+        int na = 16;
+        if (geteuid() == 0)
+            aargv[na++] = "--allow-root";
+        if (c->push_wait) { /* else the agent's default (an older agent has no such flag) */
+            aargv[na++] = "--push-wait";
+            aargv[na++] = (char *)c->push_wait;
+        }
+        aargv[na] = NULL;
+        if ((r->agent[k] = spawn(r, aargv, out, err)) < 0)
+            return -1;
+        r->nagents++;
+    }
+    int64_t deadline = mono_ns() + 60000000000LL;
+    long long n = 0;
+    while ((n = status_field("nodes")) < c->agents) {
+        if (mono_ns() > deadline || !alive(r->controller)) {
+            fprintf(stderr, "arbiter bench e2e: %lld of %ld agents registered; see %s\n", n,
+                    c->agents, r->dir);
+            return -1;
+        }
+        sleep_ms(100);
+    }
+    return 0;
+}
+
+static long long count_jobs(const char *state)
+{
+    char path[128];
+    json_t *o = NULL;
+    long long n = -1;
+
+    snprintf(path, sizeof path, "/v1/jobs?state=%s&limit=1000000", state);
+    if (cli_http("GET", path, NULL, 0, NULL, &o, NULL) == 200) {
+        json_t *arr = json_is_array(o) ? o : json_object_get(o, "jobs");
+        n = (long long)json_array_size(arr);
+    }
+    json_decref(o);
+    return n;
+}
+
+/* What each agent said at its stop (agent_close): reports and their mean
+ * round trip, lists pushed, tasks started and the mean time a start took;
+ * summed over the agents (means weighted by count). */
+typedef struct e2e_said {
+    double reports, report_ms, pushes, starts, start_ms;
+} e2e_said_t;
+
+static void agents_said(const e2e_run_t *r, e2e_said_t *o)
+{
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < r->nagents; i++) {
+        char path[PATH_MAX + 64], line[1024];
+        snprintf(path, sizeof path, "%s/e2e-%d.log", r->dir, i + 1);
+        FILE *f = fopen(path, "re");
+        double rep = 0, rms = 0, pu = 0, st = 0, sms = 0;
+        bool got = false;
+        while (f && fgets(line, sizeof line, f)) {
+            const char *p = strstr(line, ": ");
+            if (p && sscanf(p + 2,
+                            "%lf reports (%lf ms each), %lf lists pushed through the "
+                            "channel, %lf tasks started (%lf ms each)",
+                            &rep, &rms, &pu, &st, &sms) == 5)
+                got = true;
+        }
+        if (f)
+            fclose(f);
+        if (!got)
+            continue;
+        o->report_ms += rep * rms;
+        o->start_ms += st * sms;
+        o->reports += rep;
+        o->pushes += pu;
+        o->starts += st;
+    }
+    if (o->reports)
+        o->report_ms /= o->reports;
+    if (o->starts)
+        o->start_ms /= o->starts;
+}
+
+int cli_bench_e2e(int argc, char **argv)
+{
+    e2e_conf_t c;
+    e2e_run_t r;
+    int rc = 1;
+    bool keep = true;
+
+    if ((rc = parse(argc, argv, &c)) != 0)
+        return rc;
+    rc = 1;
+    memset(&r, 0, sizeof r);
+    snprintf(r.dir, sizeof r.dir, "/tmp/arb_bench_e2e.XXXXXX");
+    if (!mkdtemp(r.dir)) {
+        fprintf(stderr, "arbiter bench e2e: mkdtemp: %s\n", strerror(errno));
+        return 1;
+    }
+    ssize_t k = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
+    if (k <= 0) {
+        fprintf(stderr, "arbiter bench e2e: cannot find this binary: %s\n", strerror(errno));
+        goto out;
+    }
+    r.exe[k] = '\0';
+    if (c.arbiter && snprintf(r.exe, sizeof r.exe, "%s", c.arbiter) >= (int)sizeof r.exe)
+        goto out;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    if (start(&r, &c) < 0)
+        goto out;
+    sleep_ms(1500); /* the registrations' cycles and first heartbeats settle */
+    double l0 = load1();
+    long long c0 = cpu_ticks(r.controller, false), a0 = 0, s0 = 0;
+    for (int i = 0; i < r.nagents; i++) {
+        a0 += cpu_ticks(r.agent[i], true);
+        s0 += cpu_ticks(r.agent[i], false);
+    }
+    fprintf(stderr, "bench e2e: %ld jobs (`true`, 1 GPU each) from %ld clients...\n", c.jobs,
+            c.clients);
+    e2e_client_t cl[256];
+    pthread_t th[256];
+    int64_t t0 = mono_ns();
+    for (long i = 0; i < c.clients; i++) {
+        cl[i] = (e2e_client_t){.url = r.url, .jobs = c.jobs / c.clients + (i < c.jobs % c.clients)};
+        pthread_create(&th[i], NULL, run_client, &cl[i]);
+    }
+    long ok = 0, bad = 0;
+    for (long i = 0; i < c.clients; i++) {
+        pthread_join(th[i], NULL);
+        ok += cl[i].ok;
+        bad += cl[i].failed;
+    }
+    int64_t ts = mono_ns();
+    /* until every job has ended: none active, all counted */
+    int64_t deadline = t0 + c.timeout_s * 1000000000LL, t1;
+    for (;;) {
+        long long act = status_field("active_jobs"), all = status_field("jobs");
+        t1 = mono_ns();
+        if (act == 0 && all >= ok)
+            break;
+        if (t1 > deadline || !alive(r.controller)) {
+            fprintf(stderr,
+                    "arbiter bench e2e: %lld of %ld jobs still active after %ld s; see %s\n", act,
+                    ok, c.timeout_s, r.dir);
+            goto out;
+        }
+        sleep_ms(20);
+    }
+    long long c1 = cpu_ticks(r.controller, false), a1 = 0, s1 = 0;
+    for (int i = 0; i < r.nagents; i++) {
+        a1 += cpu_ticks(r.agent[i], true);
+        s1 += cpu_ticks(r.agent[i], false);
+    }
+    double l1 = load1();
+    double secs = (double)(t1 - t0) / 1e9, hz = (double)sysconf(_SC_CLK_TCK);
+    double cpu_s = (double)(c1 - c0) / hz, acpu_s = (double)(a1 - a0) / hz;
+    double self_s = (double)(s1 - s0) / hz; /* the agents themselves, not their children */
+    long long failed = count_jobs("failed");
+    double per_s = (double)ok / secs, ms_per_job = ok ? cpu_s * 1000.0 / (double)ok : 0;
+    bool met = c.agents >= 10 && per_s >= 1000 && ms_per_job < 0.2;
+    for (int i = 0; i < r.nagents; i++) /* their last words: where the time went */
+        kill(r.agent[i], SIGTERM);
+    for (int i = 0; i < r.nagents; i++) {
+        stop(r.agent[i], 10);
+        r.agent[i] = 0;
+    }
+    e2e_said_t said;
+    agents_said(&r, &said);
+    if (c.json)
+        printf("{\"bench\": \"e2e\", \"agents\": %ld, \"gpus_per_agent\": %ld, \"jobs\": %ld, "
+               "\"clients\": %ld, \"push\": %s, \"binary\": \"%s\", \"heartbeat\": \"%s\", "
+               "\"submitted\": %ld, "
+               "\"submit_failed\": %ld, \"failed\": %lld, \"seconds\": %.3f, \"submit_s\": %.3f, "
+               "\"completed_per_s\": %.1f, \"controller_cpu_ms_per_job\": %.4f, "
+               "\"controller_cpu_cores\": %.3f, \"agents_cpu_cores\": %.3f, "
+               "\"agent_cpu_ms_per_job\": %.3f, \"supervisor_and_task_cpu_ms_per_job\": %.3f, "
+               "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
+               "\"task_start_ms\": %.2f, "
+               "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
+               c.agents, c.gpus, c.jobs, c.clients,
+               c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
+               c.arbiter ? c.arbiter : "this", c.heartbeat, ok, bad, failed, secs,
+               (double)(ts - t0) / 1e9, per_s, ms_per_job, cpu_s / secs, acpu_s / secs,
+               ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
+               said.reports, said.report_ms, said.pushes, said.start_ms, l0, l1,
+               met ? "true" : "false");
+    else
+        printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
+               "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
+               "  controller CPU %.4f ms per job (%.2f cores), agents %.2f cores\n"
+               "  load average %.2f -> %.2f; targets (>= 1000/s, < 0.2 ms/job) %s\n",
+               c.agents, c.gpus, ok, c.clients, c.push_wait ? c.push_wait : "default", per_s, secs,
+               (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs, l0, l1,
+               met ? "met" : "not met");
+    rc = 0;
+    keep = bad > 0 || failed != 0;
+out:
+    for (int i = 0; i < r.nagents; i++)
+        if (r.agent[i] > 0)
+            kill(r.agent[i], SIGTERM);
+    for (int i = 0; i < r.nagents; i++)
+        stop(r.agent[i], 10);
+    stop(r.controller, 10);
+    curl_global_cleanup();
+    if (keep && rc != 0)
+        fprintf(stderr, "arbiter bench e2e: kept %s\n", r.dir);
+    else
+        nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    return rc;
+}
