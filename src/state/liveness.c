@@ -370,13 +370,19 @@ static int cmp_int(const void *a, const void *b)
     return *(const int *)a - *(const int *)b;
 }
 
-/* Mean utilisation of the GPUs of task t, or -1 when it has none. */
-static int task_util(st_t *s, const arb_job_t *j, int t)
+/* Mean utilisation of the GPUs of task t, or -1 when it has none, or when
+ * its node's telemetry was sampled before the job was known running (an
+ * agent's report of a task's start carries no telemetry: its last figures
+ * are of the GPUs idle, not of the task). */
+static int task_util(st_t *s, const st_job_t *sj, int t)
 {
+    const arb_job_t *j = sj->j;
     const arb_task_alloc_t *a = &j->alloc[t];
     if (a->node == ARB_NO_NODE)
         return -1;
     const arb_node_t *n = &s->cluster.nodes[a->node];
+    if (st_node_ext(s, n)->tel_mono <= sj->running_mono)
+        return -1;
     int sum = 0, k = 0;
 
     for (int g = 0; g < n->ngpus; g++)
@@ -404,7 +410,7 @@ void st_check_stragglers(st_t *s, int64_t now)
         if (!multi)
             continue;
         for (int t = 0; t < j->nalloc && t < 64; t++) {
-            util[t] = task_util(s, j, t);
+            util[t] = task_util(s, sj, t);
             if (util[t] >= 0)
                 sorted[nu++] = util[t];
         }

@@ -525,6 +525,7 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
     }
     if (j->state == ARB_JOB_PLACED && running + ended == j->nalloc && running > 0) {
         arb_job_transition(j, ARB_JOB_RUNNING, NULL);
+        sj->running_mono = st_now_ns(s); /* telemetry from before says nothing of its tasks */
         lam = st_event(s, "job-running", sj->id, arb_node_name(&s->cluster, n),
                        "job %llu '%s': all %d tasks running", (unsigned long long)sj->id, j->name,
                        j->nalloc);
@@ -841,6 +842,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         }
         json_decref(x->telemetry);
         x->telemetry = json_deep_copy(tel);
+        x->tel_mono = x->report_mono;
         st_telhist_note(x, n->ngpus, tel, x->report_mono);
     }
     /* Only what the scheduler reads (report time, utilisation, health)

@@ -65,7 +65,8 @@ struct st_job {
     uint64_t version, lamport_submit, lamport_update;
     uint64_t attempt, epoch;             /* of the current assignment */
     int64_t submit_ms, start_ms, end_ms; /* wall clock, for people */
-    arb_job_state_t last;                /* the state last persisted */
+    int64_t running_mono; /* controller's ns when every task was known running (volatile) */
+    arb_job_state_t last; /* the state last persisted */
     int ntasks;
     st_task_t *tasks;
     bool delivered;    /* an agent has fetched the current assignment */
@@ -96,6 +97,7 @@ typedef struct st_node {
     json_t *telemetry;   /* last telemetry (owned, volatile) */
     uint64_t version;    /* bumped on every persisted change */
     int64_t report_mono; /* monotonic ns of the last report; 0 never */
+    int64_t tel_mono;    /* of the last report that carried telemetry; 0 never */
     int64_t report_ms;   /* wall clock of the last report, for people */
     uint64_t lamport;    /* Lamport time of the last report */
     uint64_t reports;
