@@ -3,6 +3,8 @@
  * job that cannot start holds back, and the trial run that explain uses.
  *
  *   order the pending jobs (queue.c); then each, in order:
+ *     the caller holds it (arb_sched_set_hold: a dependency
+ *     not met, an array throttle) ----------------------> waits (held)
  *     its queue's quota does not admit it ---------------> waits (quota)
  *     a barrier is up (below) --------------------------> may start only
  *                                     where it delays nobody ahead of it
@@ -71,7 +73,10 @@ const char *arb_wait_name(arb_wait_t w)
                                     "backfill-reservation",
                                     "preempting",
                                     "held-by-preemptor",
-                                    "taken-back"};
+                                    "taken-back",
+                                    "dependency",
+                                    "dependency-never-satisfied",
+                                    "array-throttle"};
     return (unsigned)w < sizeof n / sizeof n[0] ? n[w] : "?";
 }
 
@@ -469,6 +474,14 @@ static bool turn(cyc_t *c, arb_job_t *j)
         c->st->continued += k > 0 ? k : 0;
         return false;
     }
+    if (s->hold) { /* the caller's hold (dependencies): it waits, holding nobody back */
+        arb_wait_t h = s->hold(s->hold_arg, j);
+        if (h != ARB_WAIT_NONE) {
+            j->wait = (uint8_t)h;
+            j->wait_for = UINT32_MAX;
+            return false;
+        }
+    }
 
     j->wait = ARB_WAIT_NONE;
     j->wait_for = UINT32_MAX;
@@ -678,6 +691,12 @@ out:
     free(c->marks);
     free(c->cont);
     return rc;
+}
+
+void arb_sched_set_hold(arb_sched_t *s, arb_hold_fn fn, void *arg)
+{
+    s->hold = fn;
+    s->hold_arg = arg;
 }
 
 int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "spec/depend.h"
 #include "spec/sbatch_int.h"
 #include "spec/scenario.h"
 
@@ -430,36 +431,28 @@ static bool builtin_class(const char *name)
     return spec_priority_class(name, &p) == 0;
 }
 
-static void check_dependency(sbx_t *s)
+/* --dependency: read (an error names the bad part) and kept on the spec
+ * as text; the controller holds the job until it is met (src/state/depend.c). */
+static int check_dependency(sbx_t *s)
 {
     const sb_job_t *j = s->job;
-    static const char *const kinds[] = {
-        "after",     "afterany",  "afterok", "afternotok", "afterburstbuffer",
-        "aftercorr", "singleton", NULL};
-    char buf[SB_STR], *save = NULL;
+    spec_dep_t d;
+    arb_err_t e = {{0}};
 
     if (!j->dependency[0])
-        return;
-    snprintf(buf, sizeof buf, "%s", j->dependency);
-    for (char *d = strtok_r(buf, ",?", &save); d; d = strtok_r(NULL, ",?", &save)) {
-        char *colon = strchr(d, ':');
-        if (colon)
-            *colon = '\0';
-        bool ok = false;
-        for (int i = 0; kinds[i]; i++)
-            ok |= !strcmp(d, kinds[i]);
-        if (!ok) {
-            wl_warn(s->w,
-                    "%s: --dependency '%s': '%s' is not a dependency type (after, afterany, "
-                    "afterok, afternotok, aftercorr, singleton)",
-                    j->at_dep.at, j->dependency, d);
-            return;
+        return 0;
+    if (spec_dep_parse(j->dependency, &d, &e) < 0)
+        return arb_errf(s->w->err, -EINVAL, "%s: --%s", j->at_dep.at, e.msg);
+    for (int i = 0; i < d.n; i++)
+        if (d.t[i].type == SPEC_DEP_CORR || d.t[i].type == SPEC_DEP_BURST) {
+            wl_warn(s->w, "%s: --dependency %s: %s is read as %s", j->at_dep.at, j->dependency,
+                    spec_dep_type_name(d.t[i].type),
+                    d.t[i].type == SPEC_DEP_CORR ? "afterok of the whole array (every element "
+                                                   "succeeded)"
+                                                 : "afterany (there are no burst buffers)");
+            break;
         }
-    }
-    wl_warn(s->w,
-            "%s: --dependency %s is not honoured: Arbiter has no job dependencies, so the job "
-            "may start before the jobs it names end (submit it when they have)",
-            j->at_dep.at, j->dependency);
+    return 0;
 }
 
 int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const wl_sbatch_cli_t *cli)
@@ -478,7 +471,8 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
         if ((rc = derive(s, &j->comp[c], c, &comps[c])) < 0)
             return rc;
     wl_job_name(name, sizeof name, j->name[0] ? j->name : base ? base + 1 : file);
-    check_dependency(s);
+    if ((rc = check_dependency(s)) < 0)
+        return rc;
     if (j->array[0]) {
         if (!(ids = calloc(SB_MAX_ARRAY, sizeof *ids)))
             return arb_errf(w->err, -ENOMEM, "out of memory");
@@ -490,11 +484,6 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
                                             "with %N to limit how many run at once");
             goto out;
         }
-        if (throttle)
-            wl_warn(w,
-                    "%s: --array %s: the %%%d throttle is not honoured: every element is queued "
-                    "at once",
-                    j->at_array.at, j->array, throttle);
     }
     if (j->ncomp > 1)
         for (int c = 1; c < j->ncomp; c++)
@@ -507,6 +496,8 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
                 goto out;
             }
     spec = json_pack("{s:s}", "name", name);
+    if (j->dependency[0])
+        json_object_set_new(spec, "dependency", json_string(j->dependency));
     if (j->partition[0]) {
         char q[SB_STR];
         snprintf(q, sizeof q, "%s", j->partition);
@@ -685,6 +676,12 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
             json_object_set_new(env, "SLURM_ARRAY_TASK_MAX", json_string(v));
             snprintf(v, sizeof v, "%d", nids > 1 ? ids[1] - ids[0] : 1);
             json_object_set_new(env, "SLURM_ARRAY_TASK_STEP", json_string(v));
+            /* the controller's: which array, its throttle (the submitter adds "job", the
+               first element's id, to the others: wlsubmit.c) */
+            json_t *arr = json_pack("{s:i,s:i}", "task", ids[k], "count", nids);
+            if (throttle)
+                json_object_set_new(arr, "throttle", json_integer(throttle));
+            json_object_set_new(one, "array", arr);
         }
         json_t *src = json_pack("{s:s,s:i,s:i,s:i}", "kind", "sbatch", "nodes", total_nodes,
                                 "ntasks", comps[0].ntasks, "cpus_per_task", comps[0].cpt);

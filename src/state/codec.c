@@ -212,27 +212,28 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
 
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                       arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                      arb_err_t *err);
+                      st_dep_t **dep, arb_err_t *err);
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
-                  json_t **env, bool *restartable, arb_err_t *err)
+                  json_t **env, bool *restartable, st_dep_t **dep, arb_err_t *err)
 {
-    return spec_parse(s, body, n, yaml, NULL, job, command, env, restartable, err);
+    return spec_parse(s, body, n, yaml, NULL, job, command, env, restartable, dep, err);
 }
 
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                        arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                       arb_err_t *err)
+                       st_dep_t **dep, arb_err_t *err)
 {
     if (kept)
         kept->gone[0] = '\0';
-    return spec_parse(s, body, n, yaml, kept, job, command, env, restartable, err);
+    return spec_parse(s, body, n, yaml, kept, job, command, env, restartable, dep, err);
 }
 
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                       arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                      arb_err_t *err)
+                      st_dep_t **dep, arb_err_t *err)
 {
+    st_dep_t *dp = NULL;
     const char *name = yaml ? "job.yaml" : "job.json";
     char *alt = NULL;
     bool restart = true;
@@ -268,7 +269,9 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_ke
     struct fy_node *root = fy_document_root(d.doc);
     sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
     rc = take_extras(&x, root, command, env, &restart);
-    st_svc_conf_t svc; /* kind: service and its keys (service.c) */
+    if (rc == 0)
+        rc = st_dep_take(&x, root, &dp); /* dependency, array (depend.c) */
+    st_svc_conf_t svc;                   /* kind: service and its keys (service.c) */
     if (rc == 0)
         rc = spec_service_take(&x, root, &svc);
     if (rc == 0) {
@@ -286,11 +289,17 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, st_prio_ke
         }
         free(buf);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&
-            strlen(err->msg) + 48 < sizeof err->msg)
-            strcat(err->msg, " (and the controller's: command, env, restartable, kind)");
+            strlen(err->msg) + 72 < sizeof err->msg)
+            strcat(err->msg,
+                   " (and the controller's: command, env, restartable, kind, dependency, array)");
     }
     if (restartable)
         *restartable = restart;
+    if (rc == 0 && dep) {
+        *dep = dp;
+        dp = NULL;
+    }
+    st_dep_free(dp);
     sv_doc_close(&d);
     free(alt);
     if (rc < 0) {
@@ -428,6 +437,9 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
     for (int t = 0; t < sj->ntasks; t++)
         json_array_append_new(tasks, task_json(s, sj, t));
     json_object_set_new(o, "tasks", tasks);
+    if ((j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED) && j->wait)
+        json_object_set_new(o, "wait", json_string(arb_wait_name((arb_wait_t)j->wait)));
+    st_dep_json(sj, o);
     st_service_job_json(s, sj, o);
     if (!full)
         return o;

@@ -357,7 +357,11 @@ static void test_corpus_details(void **st)
     free(text);
     text = slurp(FIX "slurm/brown-job-array-throttle.sh", &n);
     out = dry_ok("throttle.sh", text, NULL);
-    assert_true(has_warning(out, "%2 throttle is not honoured"));
+    j = json_array_get(json_object_get(out, "jobs"), 1); /* the controller keeps the throttle */
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "array"), "throttle")),
+                     2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "array"), "task")), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "array"), "count")), 4);
     json_decref(out);
     free(text);
 }
@@ -479,8 +483,26 @@ static void test_sbatch_directives(void **st)
                          json_array_get(json_object_get(j, "groups"), 0), "replicas")),
                      3);
     assert_true(has_warning(out, "--exclusive is not honoured"));
-    assert_true(has_warning(out, "--dependency afterok:12:13 is not honoured"));
+    assert_string_equal(json_string_value(json_object_get(j, "dependency")), "afterok:12:13");
     json_decref(out);
+    /* dependencies: the forms sbatch documents; a bad one is an error naming it */
+    out = dry_ok("d.sh", "#!/bin/sh\n#SBATCH -d afterany:7?afternotok:8_3\ntrue\n", NULL);
+    j = json_array_get(json_object_get(out, "jobs"), 0);
+    assert_string_equal(json_string_value(json_object_get(j, "dependency")),
+                        "afterany:7?afternotok:8_3");
+    json_decref(out);
+    out = dry_ok("d.sh", "#!/bin/sh\n#SBATCH -d aftercorr:7\ntrue\n", NULL);
+    assert_true(has_warning(out, "aftercorr is read as afterok of the whole array"));
+    json_decref(out);
+    assert_non_null(strstr(dry_err("d.sh", "#!/bin/sh\n#SBATCH -d afterok\ntrue\n", NULL),
+                           "'afterok' names no job"));
+    assert_non_null(
+        strstr(dry_err("d.sh", "#!/bin/sh\n#SBATCH -d afterok:1,afterany:2?after:3\ntrue\n", NULL),
+               "not both"));
+    assert_non_null(strstr(dry_err("d.sh", "#!/bin/sh\n#SBATCH -d afterok:1+5\ntrue\n", NULL),
+                           "goes only with 'after'"));
+    assert_non_null(strstr(dry_err("d.sh", "#!/bin/sh\n#SBATCH -d afterfoo:1\ntrue\n", NULL),
+                           "'afterfoo' is not a dependency type"));
 
     /* errors name the line and the fix */
     assert_non_null(strstr(dry_err("e.sh", "#!/bin/sh\n#SBATCH --nodez=2\ntrue\n", NULL),
