@@ -19,15 +19,15 @@
 #include "spec/depend.h"
 
 static const char *const type_names[] = {
-    [SPEC_DEP_AFTER] = "after",           [SPEC_DEP_ANY] = "afterany",
-    [SPEC_DEP_OK] = "afterok",            [SPEC_DEP_NOTOK] = "afternotok",
-    [SPEC_DEP_CORR] = "aftercorr",        [SPEC_DEP_BURST] = "afterburstbuffer",
+    [SPEC_DEP_AFTER] = "after",         [SPEC_DEP_ANY] = "afterany",
+    [SPEC_DEP_OK] = "afterok",          [SPEC_DEP_NOTOK] = "afternotok",
+    [SPEC_DEP_CORR] = "aftercorr",      [SPEC_DEP_BURST] = "afterburstbuffer",
     [SPEC_DEP_SINGLETON] = "singleton",
 };
 
 #define FORMS                                                                                      \
-    "the forms are TYPE:JOBID[:JOBID...] (after, afterany, afterok, afternotok, aftercorr), "     \
-    "after:JOBID+MINUTES, JOBID_TASK for an array element, and singleton; ',' between them: "     \
+    "the forms are TYPE:JOBID[:JOBID...] (after, afterany, afterok, afternotok, aftercorr), "      \
+    "after:JOBID+MINUTES, JOBID_TASK for an array element, and singleton; ',' between them: "      \
     "all, '?': any"
 
 const char *spec_dep_type_name(spec_dep_type_t t)
@@ -67,8 +67,8 @@ static int job_ref(const char *text, const char *s, const char *e, spec_dep_type
     if (us) {
         if (!number(us + 1, end, INT32_MAX, &v))
             return arb_errf(err, -EINVAL,
-                            "dependency '%s': '%.*s': after '_' comes the array task id; %s",
-                            text, (int)(e - s), s, FORMS);
+                            "dependency '%s': '%.*s': after '_' comes the array task id; %s", text,
+                            (int)(e - s), s, FORMS);
         t->task = (int32_t)v;
     }
     if (plus) {

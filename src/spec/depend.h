@@ -12,13 +12,13 @@
 #include "arbiter/arbiter.h"
 
 typedef enum spec_dep_type {
-    SPEC_DEP_AFTER,      /* the job started (or ended without starting) [+minutes] */
-    SPEC_DEP_ANY,        /* afterany: it ended, however */
-    SPEC_DEP_OK,         /* afterok: it succeeded */
-    SPEC_DEP_NOTOK,      /* afternotok: it failed, timed out or was cancelled */
-    SPEC_DEP_CORR,       /* aftercorr: read as afterok (every element of the array) */
-    SPEC_DEP_BURST,      /* afterburstbuffer: read as afterany (no burst buffers) */
-    SPEC_DEP_SINGLETON,  /* no earlier job of its name and owner is still there */
+    SPEC_DEP_AFTER,     /* the job started (or ended without starting) [+minutes] */
+    SPEC_DEP_ANY,       /* afterany: it ended, however */
+    SPEC_DEP_OK,        /* afterok: it succeeded */
+    SPEC_DEP_NOTOK,     /* afternotok: it failed, timed out or was cancelled */
+    SPEC_DEP_CORR,      /* aftercorr: read as afterok (every element of the array) */
+    SPEC_DEP_BURST,     /* afterburstbuffer: read as afterany (no burst buffers) */
+    SPEC_DEP_SINGLETON, /* no earlier job of its name and owner is still there */
 } spec_dep_type_t;
 
 #define SPEC_DEP_MAX 64 /* job ids in one dependency */

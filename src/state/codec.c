@@ -628,6 +628,24 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         json_object_set_new(o, "master_addr",
                             json_string(mx->addr[0] ? mx->addr : arb_node_name(&s->cluster, m)));
         json_object_set_new(o, "master_port", json_integer(master_port(sj)));
+        /* Every task's host, in task order, for launchers that list their
+         * peers (TF_CONFIG, an MPI hostfile: src/spec/k8s.c); up to 256
+         * tasks, so a reply stays O(tasks). A task not holding: empty. */
+        if (j->nalloc <= 256) {
+            wl_buf_t hb = {0};
+            for (int k = 0; k < j->nalloc; k++) {
+                if (k)
+                    wl_buf_puts(&hb, ",");
+                if (j->alloc[k].node == ARB_NO_NODE)
+                    continue;
+                const arb_node_t *hn = &s->cluster.nodes[j->alloc[k].node];
+                const st_node_t *hx = st_node_ext(s, hn);
+                wl_buf_puts(&hb, hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn));
+            }
+            if (!hb.oom && hb.p)
+                json_object_set_new(env, "ARBITER_TASK_HOSTS", json_string(hb.p));
+            free(hb.p);
+        }
     }
     return o;
 }

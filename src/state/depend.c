@@ -168,7 +168,8 @@ static int one(st_t *s, const st_job_t *p, const spec_dep_term_t *t)
  * included) until fn says stop. Elements follow their first in ids. */
 static bool in_array(const st_job_t *e, uint64_t head)
 {
-    return e->dep && e->dep->array && (e->id == head ? !e->dep->array_of : e->dep->array_of == head);
+    return e->dep && e->dep->array &&
+           (e->id == head ? !e->dep->array_of : e->dep->array_of == head);
 }
 
 /* A term over the job it names: all elements of an array, or one. */
@@ -196,7 +197,7 @@ static int term(st_t *s, const spec_dep_term_t *t)
             return r;
     }
     if (t->task >= 0)
-        return MET; /* no such element: as a purged job */
+        return MET;                /* no such element: as a purged job */
     if (t->type == SPEC_DEP_NOTOK) /* the array: all ended, one not ok */
         return wait ? WAIT : failed ? MET : NEVER;
     return never ? NEVER : wait ? WAIT : MET;
@@ -295,8 +296,7 @@ void st_dep_explain(st_t *s, const st_job_t *sj, arb_wait_t why, char *buf, size
                  (int)d->throttle, (int)d->throttle);
         return;
     }
-    off += (size_t)snprintf(buf, n, "job '%s' is held by its dependency %s:", sj->j->name,
-                            d->text);
+    off += (size_t)snprintf(buf, n, "job '%s' is held by its dependency %s:", sj->j->name, d->text);
     for (int i = 0; i < d->d.n && off < n; i++) {
         const spec_dep_term_t *t = &d->d.t[i];
         int r = t->type == SPEC_DEP_SINGLETON ? singleton(s, sj) : term(s, t);
@@ -310,11 +310,13 @@ void st_dep_explain(st_t *s, const st_job_t *sj, arb_wait_t why, char *buf, size
         else
             snprintf(who, sizeof who, "%s:%llu", spec_dep_type_name(t->type),
                      (unsigned long long)t->job);
-        off += (size_t)snprintf(
-            buf + off, n - off, "%s %s %s%s%s", i ? (d->d.any ? " or" : ",") : "", who,
-            r == MET ? "met" : r == NEVER ? "can never be met" : "waiting",
-            p ? (r == MET ? "" : " (it is ") : "",
-            p ? (r == MET ? "" : arb_job_state_name(p->j->state)) : "");
+        off += (size_t)snprintf(buf + off, n - off, "%s %s %s%s%s",
+                                i ? (d->d.any ? " or" : ",") : "", who,
+                                r == MET     ? "met"
+                                : r == NEVER ? "can never be met"
+                                             : "waiting",
+                                p ? (r == MET ? "" : " (it is ") : "",
+                                p ? (r == MET ? "" : arb_job_state_name(p->j->state)) : "");
         if (p && r != MET && off < n)
             off += (size_t)snprintf(buf + off, n - off, ")");
     }
