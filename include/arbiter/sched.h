@@ -52,7 +52,8 @@ typedef enum arb_reason {
     ARB_R_CPU,
     ARB_R_MEM,
     ARB_R_EXT,
-    ARB_R_TOPOLOGY, /* outside the domain the gang is confined to */
+    ARB_R_TOPOLOGY,  /* outside the domain the gang is confined to */
+    ARB_R_EXCLUSIVE, /* an exclusive job's task is there, or (for one) any task is */
     ARB_R_COUNT
 } arb_reason_t;
 

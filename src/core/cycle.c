@@ -126,7 +126,7 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
 {
     typedef struct usage {
         arb_res_t used;
-        int ntasks;
+        int ntasks, nexcl;
         int32_t milli[ARB_MAX_GPUS], mem[ARB_MAX_GPUS];
     } usage_t;
     arb_rng_t rng;
@@ -151,8 +151,9 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
         arb_node_t *n = &s->c->nodes[i];
         u[i].used = n->used;
         u[i].ntasks = n->ntasks;
+        u[i].nexcl = n->nexcl;
         memset(&n->used, 0, sizeof n->used);
-        n->ntasks = 0;
+        n->ntasks = n->nexcl = 0;
         for (int g = 0; g < n->ngpus; g++) {
             u[i].milli[g] = n->gpu[g].used_milli;
             u[i].mem[g] = n->gpu[g].mem_used_mib;
@@ -176,6 +177,7 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
         arb_node_t *n = &s->c->nodes[i];
         n->used = u[i].used;
         n->ntasks = u[i].ntasks;
+        n->nexcl = u[i].nexcl;
         for (int g = 0; g < n->ngpus; g++) {
             n->gpu[g].used_milli = u[i].milli[g];
             n->gpu[g].mem_used_mib = u[i].mem[g];

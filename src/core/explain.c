@@ -39,6 +39,8 @@ static const struct {
     [ARB_R_MEM] = {"insufficient-memory", "insufficient memory"},
     [ARB_R_EXT] = {"insufficient-extended", "insufficient extended resources"},
     [ARB_R_TOPOLOGY] = {"topology", "node(s) outside a domain that holds the whole group"},
+    [ARB_R_EXCLUSIVE] = {"exclusive", "node(s) not shared: an exclusive job's, or (for an "
+                                      "exclusive job) running other tasks"},
 };
 
 const char *arb_reason_name(arb_reason_t r)

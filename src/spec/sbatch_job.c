@@ -171,11 +171,6 @@ static int derive(sbx_t *s, const sb_opts_t *o, int ci, comp_req_t *r)
             wl_warn(w, "%s: --mem-per-gpu without GPUs asks for no memory", w->file);
         r->mem_mb = o->mem_per_gpu_mb * r->gpus;
     }
-    if (o->exclusive)
-        wl_warn(w,
-                "%s: --exclusive is not honoured: the job gets what it asks for on each node, "
-                "and other jobs may share the node",
-                w->file);
     (void)at;
     return 0;
 }
@@ -527,6 +522,14 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
         json_object_set_new(spec, "timeLimit", json_integer(j->time_s));
     if (j->no_requeue)
         json_object_set_new(spec, "restartable", json_false());
+    for (int c = 0; c < j->ncomp; c++)
+        if (j->comp[c].exclusive) { /* whole nodes: no other job's task shares them */
+            json_object_set_new(spec, "exclusive", json_true());
+            if (j->comp[c].exclusive_how[0])
+                wl_warn(w, "%s: --exclusive=%s is read as --exclusive (no sharing at all)", file,
+                        j->comp[c].exclusive_how);
+            break;
+        }
     if (j->export_[0] && strcasecmp(j->export_, "NONE") && strcasecmp(j->export_, "ALL")) {
         json_t *env = json_object();
         char buf[1024], *save = NULL;

@@ -473,7 +473,7 @@ static void test_sbatch_directives(void **st)
         "het-1");
     json_decref(out);
 
-    /* --nodelist alone gives the node count; --exclusive, dependency: warnings */
+    /* --nodelist alone gives the node count; --exclusive and the dependency are kept */
     out = dry_ok("w.sh",
                  "#!/bin/bash\n#SBATCH -w gpu[1-3] --exclusive\n#SBATCH -d afterok:12:13\n"
                  "#SBATCH --no-requeue\nhostname\n",
@@ -482,7 +482,7 @@ static void test_sbatch_directives(void **st)
     assert_int_equal(json_integer_value(json_object_get(
                          json_array_get(json_object_get(j, "groups"), 0), "replicas")),
                      3);
-    assert_true(has_warning(out, "--exclusive is not honoured"));
+    assert_true(json_is_true(json_object_get(j, "exclusive")));
     assert_string_equal(json_string_value(json_object_get(j, "dependency")), "afterok:12:13");
     json_decref(out);
     /* dependencies: the forms sbatch documents; a bad one is an error naming it */
