@@ -199,6 +199,9 @@ static int kjob_done(kx_t *k, kjob_t *j, kopts_t *o, const sval_t *at)
                      k->kind, j->name);
         goto out;
     }
+    for (int g = 0; g < j->ngroups && k->nnamed_pg < 16; g++) /* a pod group its template names */
+        if (j->pods[g].podgroup[0])
+            snprintf(k->named_pg[k->nnamed_pg++], sizeof k->named_pg[0], "%s", j->pods[g].podgroup);
     if (j->tasks > 100000) {
         rc = sv_fail(&k->x, at, -EINVAL, "%" PRId64 " pods; a job has at most 100000", j->tasks);
         goto out;
@@ -1176,7 +1179,15 @@ static int pg_finish(kx_t *k, pgroups_t *pg)
     for (int i = 0; i < pg->n; i++) {
         pgroup_t *g = &pg->g[i];
         if (!g->job) {
-            if (rc == 0)
+            bool named = false;
+            for (int n = 0; n < k->nnamed_pg; n++)
+                named |= !strcmp(k->named_pg[n], g->name);
+            if (rc == 0 && named)
+                kx_warn(k, &g->at,
+                        "pod group '%s' (minMember %d) is not read: the workload whose pod "
+                        "template names it is placed as its kind's gang (docs/compat.md)",
+                        g->name, g->min);
+            else if (rc == 0)
                 kx_warn(k, &g->at, "pod group '%s' has no pods in this file; skipped", g->name);
             continue;
         }

@@ -373,12 +373,14 @@ static char *launcher(sbx_t *s, const comp_req_t *comps, const char *name, const
             wl_buf_puts(&b, "fi\n");
         first += r->nodes;
     }
-    /* Hosts: this node alone unless the job is one node (every task learns
-     * its master, not its peers). */
+    /* Hosts: this node for a one-node job; else every node's address in
+     * node order (the controller's ARBITER_TASK_HOSTS, up to 256 tasks),
+     * else the master's. */
     if (total_nodes == 1)
         wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"$SLURMD_NODENAME\"\n");
     else
-        wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"${MASTER_ADDR:-$SLURMD_NODENAME}\"\n");
+        wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"${ARBITER_TASK_HOSTS:-${MASTER_ADDR:-"
+                        "$SLURMD_NODENAME}}\"\n");
     wl_buf_puts(&b, "export SLURM_NODELIST=\"$SLURM_JOB_NODELIST\"\n");
     const char *dir = j->chdir[0] ? j->chdir : cwd;
     if (dir) {
