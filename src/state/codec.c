@@ -630,8 +630,11 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         json_object_set_new(o, "master_port", json_integer(master_port(sj)));
         /* Every task's host, in task order, for launchers that list their
          * peers (TF_CONFIG, an MPI hostfile: src/spec/k8s.c); up to 256
-         * tasks, so a reply stays O(tasks). A task not holding: empty. */
-        if (j->nalloc <= 256) {
+         * tasks, so a reply stays O(tasks). A task not holding: empty.
+         * Only for a gang that starts whole: the hosts of one that grows
+         * (partial gang, elastic) change under a running task, and its
+         * assignment must not. */
+        if (j->nalloc <= 256 && !arb_job_partial_gang(j) && !j->elastic) {
             wl_buf_t hb = {0};
             for (int k = 0; k < j->nalloc; k++) {
                 if (k)

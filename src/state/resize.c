@@ -204,11 +204,17 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         st_node_index_job(s, sj);
         uint64_t lam =
             arb_job_partial_gang(j)
-                ? st_event(s, "job-tasks-started", sj->id, NULL,
-                           "job %llu '%s': task%s %d..%d of %d started as room freed on %s "
-                           "(gangMin %d: the rest start as room frees)",
-                           (unsigned long long)sj->id, j->name, j->nalloc - from == 1 ? "" : "s",
-                           from, j->nalloc - 1, j->ntasks, where, j->gang_min)
+                ? j->nalloc - from == 1
+                      ? st_event(s, "job-tasks-started", sj->id, NULL,
+                                 "job %llu '%s': task %d of %d started as room freed on %s "
+                                 "(gangMin %d: the rest start as room frees)",
+                                 (unsigned long long)sj->id, j->name, from, j->ntasks, where,
+                                 j->gang_min)
+                      : st_event(s, "job-tasks-started", sj->id, NULL,
+                                 "job %llu '%s': tasks %d..%d of %d started as room freed on %s "
+                                 "(gangMin %d: the rest start as room frees)",
+                                 (unsigned long long)sj->id, j->name, from, j->nalloc - 1,
+                                 j->ntasks, where, j->gang_min)
                 : st_event(s, "job-resized", sj->id, NULL,
                            "job %llu '%s' resized %d -> %d: capacity freed on %s",
                            (unsigned long long)sj->id, j->name, from, j->nalloc, where);
