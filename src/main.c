@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "util/log.h"
 
 int main(int argc, char **argv)
 {
@@ -21,6 +22,11 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0)
         return cli_help(1, argv);
     if ((c = cli_find(argv[1]))) {
+        arb_err_t err = {0};
+        if (arb_log_init(argv[1], NULL, &err) < 0) { /* ARBITER_LOG_LEVEL, ARBITER_LOG_FORMAT */
+            fprintf(stderr, "arbiter: %s\n", err.msg);
+            return 2;
+        }
         /* VERB --help anywhere before "--" (after it: the job's own command);
          * a verb with its own help reads its arguments itself (sbatch: what
          * follows the script is the script's) */

@@ -36,6 +36,7 @@
 
 #include "api/api.h"
 #include "tls/tls.h"
+#include "util/log.h"
 
 const char *api_role_name(st_role_t r)
 {
@@ -169,10 +170,9 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
     if (!f)
         return arb_errf(err, -errno, "tokens file '%s': %s", path, strerror(errno));
     if (fstat(fileno(f), &sb) == 0 && (sb.st_mode & 077))
-        fprintf(stderr,
-                "arbiter: warning: tokens file '%s' is readable by others (mode %03o); "
-                "chmod 600 it\n",
-                path, (unsigned)(sb.st_mode & 0777));
+        arb_log(ARB_LOG_WARN, "auth",
+                "tokens file '%s' is readable by others (mode %03o); chmod 600 it", path,
+                (unsigned)(sb.st_mode & 0777));
     if (!(text = malloc((4u << 20) + 1))) {
         fclose(f);
         return arb_errf(err, -ENOMEM, "out of memory");
@@ -185,9 +185,9 @@ int api_tokens_load(const char *path, api_tokens_t *t, arb_err_t *err)
     memset(text, 0, n);
     free(text);
     if (rc == 0 && t->unbound)
-        fprintf(stderr,
-                "arbiter: warning: %s: %d agent token%s without a node (TOKEN agent TEAM NODE) "
-                "may not report as any node\n",
+        arb_log(ARB_LOG_WARN, "auth",
+                "%s: %d agent token%s without a node (TOKEN agent TEAM NODE) may not report as "
+                "any node",
                 path, t->unbound, t->unbound == 1 ? "" : "s");
     return rc;
 }

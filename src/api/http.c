@@ -46,6 +46,7 @@
 
 #include "api/api_int.h"
 #include "util/mtime.h"
+#include "util/log.h"
 
 #define API_DRAIN_MAX (64ull << 20) /* a too-big body up to this is read (and dropped) */
 
@@ -752,16 +753,16 @@ static void mhd_log(void *cls, const char *fmt, va_list ap)
     pthread_mutex_lock(&mu);
     if (now - window > 60000) {
         if (dropped)
-            fprintf(stderr,
-                    "arbiter: api: %d more libmicrohttpd messages in the last minute "
-                    "were not shown\n",
-                    dropped);
+            arb_log(ARB_LOG_WARN, "api",
+                    "%d more libmicrohttpd messages in the last minute were not shown", dropped);
         window = now;
         n = dropped = 0;
     }
+    size_t len = strlen(line);
+    if (len && line[len - 1] == '\n')
+        line[len - 1] = '\0';
     if (n++ < LOG_BURST)
-        fprintf(stderr, "arbiter: api: %s%s", line,
-                line[0] && line[strlen(line) - 1] == '\n' ? "" : "\n");
+        arb_log(ARB_LOG_WARN, "api", "%s", line);
     else
         dropped++;
     pthread_mutex_unlock(&mu);

@@ -60,26 +60,9 @@
 #include "agent/emulate.h"
 #include "agent/logserve.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "tls/tls.h"
 #include "util/duration.h"
-
-#define AGENT_USAGE                                                                                \
-    "usage: arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]\n"              \
-    "                     [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]\n"          \
-    "                     [--gpu-source auto|nvml|inventory|fake]\n"                               \
-    "                     [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]\n"    \
-    "                     [--log-dir DIR] [--run-as USER] [--allow-root] [--grace 10s]\n"          \
-    "                     [--cgroups auto|v2|v1|none] [--address ADDR] [--state FILE]\n"           \
-    "                     [--keep-tasks] [--emulate K [--threads T] [--duration D]\n"              \
-    "                      [--emulate-tasks real|timed]]\n"                                        \
-    "                     [--fake-busy PCT] [--proc DIR] [--sys DIR] [--hwloc-xml FILE]\n"         \
-    "                     [--logs-listen 127.0.0.1:0 | 0.0.0.0:PORT | off] [--queue-file FILE]\n"  \
-    "                     [--cacert FILE] [--cert-file FILE --key-file FILE] "                     \
-    "[--insecure-plain-http]\n"                                                                    \
-    "  an https:// controller is checked against --cacert (or ARBITER_CACERT: the cluster's\n"     \
-    "  ca.crt); --cert-file/--key-file (arbiter init node NAME DIR) are the node's identity\n"     \
-    "  (it may report as NAME only) and make the log server HTTPS; a log server beyond\n"          \
-    "  loopback without them needs --insecure-plain-http\n"
 
 /* set by the signal handler, read by the heartbeat loop and the emulator's
  * threads: lock-free atomics, safe in a handler and across threads */
@@ -95,14 +78,6 @@ static void on_usr1(int sig)
 {
     (void)sig;
     reset_flag = 1;
-}
-
-/* A positive duration in the one grammar (src/util/duration.h); ns, or -1. */
-static int64_t duration_ns(const char *s)
-{
-    int64_t ns;
-
-    return arb_duration_parse(s, &ns, NULL) == 0 && ns > 0 ? ns : -1;
 }
 
 static void human_bytes(double b, char *buf, size_t n)
@@ -273,245 +248,248 @@ static bool dns_label(const char *s)
     return true;
 }
 
-int cli_agent(int argc, char **argv)
-{
+/* The agent's flags: into its conf where they belong, the rest beside it. */
+typedef struct agent_flags {
     agent_conf_t c;
-    agent_t a;
-    arb_err_t err = {{0}};
-    bool one = false, json = false, keep = false;
-    long count = -1, nemu = 0, nthreads = 0;
-    int64_t duration = 0;
-    char logdir[256], token[600];
-    const char *token_file = NULL, *logs_listen = "127.0.0.1:0";
-    agent_logserve_t *ls = NULL;
-    tls_client_t tls = {0};
-    bool plain_ok = false;
+    tls_client_t tls;
+    bool once, keep, plain_ok;
+    int out;
+    const char *emulate_tasks;
+    long long count, emulate, threads, fake_busy;
+    int64_t duration;
+    const char *token_file, *logs_listen;
+} agent_flags_t;
 
-    memset(&c, 0, sizeof c);
-    snprintf(logdir, sizeof logdir, "/var/log/arbiter");
-    c.exec.log_dir = logdir;
-    c.exec.subreaper = true;
-    c.exec.cgroup_scoped = true; /* never share a task's cgroup with another agent here */
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool takes = true;
+#define AF(FIELD, LONG, KIND, META, HELP, ...)                                                     \
+    FL_OPT(agent_flags_t, FIELD, LONG, NULL, KIND, META, HELP, __VA_ARGS__)
+#define AF_DURATION(FIELD, LONG, HELP)                                                             \
+    AF(FIELD, LONG, FL_DURATION, "D", HELP, .min = 1, .max = ARB_DURATION_MAX_NS)
 
-        if (!strcmp(o, "-h") || !strcmp(o, "--help")) {
-            fputs(AGENT_USAGE, stdout);
-            return 0;
-        } else if (!strcmp(o, "--once")) {
-            one = true, takes = false;
-        } else if (!strcmp(o, "--allow-root")) {
-            c.exec.allow_root = true, takes = false;
-        } else if (!strcmp(o, "--keep-tasks")) {
-            keep = true, takes = false;
-        } else if (!strcmp(o, "--insecure-plain-http")) {
-            plain_ok = true, takes = false;
-        } else if (!v) {
-            fprintf(stderr, "arbiter agent: %s needs a value\n" AGENT_USAGE, o);
-            return 2;
-        } else if (!strcmp(o, "--name")) {
-            c.disc.node_name = v;
-        } else if (!strcmp(o, "--inventory")) {
-            c.disc.inventory = v;
-        } else if (!strcmp(o, "--fake-gpus")) {
-            c.disc.fake = v;
-        } else if (!strcmp(o, "--gpu-source")) {
-            c.disc.gpu_source = v;
-        } else if (!strcmp(o, "--nvml-lib")) {
-            c.disc.nvml_path = v;
-            c.disc.gpu_source = "nvml";
-        } else if (!strcmp(o, "--proc")) {
-            c.disc.proc_root = v;
-        } else if (!strcmp(o, "--sys")) {
-            c.disc.sys_root = v;
-        } else if (!strcmp(o, "--hwloc-xml")) {
-            c.disc.hwloc_xml = v;
-        } else if (!strcmp(o, "-o")) {
-            if (strcmp(v, "json") && strcmp(v, "text")) {
-                fprintf(stderr, "arbiter agent: -o %s: use text or json\n", v);
-                return 2;
-            }
-            json = !strcmp(v, "json");
-        } else if (!strcmp(o, "--heartbeat") || !strcmp(o, "--lease") || !strcmp(o, "--grace") ||
-                   !strcmp(o, "--duration")) {
-            int64_t ns = duration_ns(v);
-            if (ns <= 0) {
-                fprintf(stderr, "arbiter agent: %s '%s': give a duration like 500ms, 1s, 10s\n", o,
-                        v);
-                return 2;
-            }
-            *(!strcmp(o, "--lease")      ? &c.lease_ns
-              : !strcmp(o, "--grace")    ? &c.exec.grace_ns
-              : !strcmp(o, "--duration") ? &duration
-                                         : &c.heartbeat_ns) = ns;
-        } else if (!strcmp(o, "--controller")) {
-            c.target = v;
-            c.transport = &agent_transport_http;
-        } else if (!strcmp(o, "--token-file")) {
-            token_file = v;
-        } else if (!strcmp(o, "--cacert")) {
-            tls.cacert = v;
-        } else if (!strcmp(o, "--cert-file")) {
-            tls.cert_file = v;
-        } else if (!strcmp(o, "--key-file")) {
-            tls.key_file = v;
-        } else if (!strcmp(o, "--queue-file")) {
-            c.queue_file = v; /* one integer: the node's queue length, read per report */
-        } else if (!strcmp(o, "--address")) {
-            c.address = v;
-        } else if (!strcmp(o, "--emulate") || !strcmp(o, "--threads") ||
-                   !strcmp(o, "--fake-busy")) {
-            char *end;
-            long x = strtol(v, &end, 10);
-            bool busy = !strcmp(o, "--fake-busy");
-            if (*end || x < (busy ? 0 : 1) || x > (busy ? 100 : 100000)) {
-                fprintf(stderr, "arbiter agent: %s '%s': give a number (%s)\n", o, v,
-                        busy ? "0..100" : "1..100000");
-                return 2;
-            }
-            if (busy)
-                c.fake_busy_pct = x ? (int)x : -1;
-            else
-                *(!strcmp(o, "--emulate") ? &nemu : &nthreads) = x;
-        } else if (!strcmp(o, "--count")) {
-            char *end;
-            count = strtol(v, &end, 10);
-            if (*end || count < 1) {
-                fprintf(stderr, "arbiter agent: --count '%s': give a number of heartbeats\n", v);
-                return 2;
-            }
-        } else if (!strcmp(o, "--log-dir")) {
-            c.exec.log_dir = v;
-        } else if (!strcmp(o, "--run-as")) {
-            c.exec.run_as = v;
-        } else if (!strcmp(o, "--cgroups")) {
-            c.exec.cgroup_mode = v;
-        } else if (!strcmp(o, "--state")) {
-            c.state_file = v;
-        } else if (!strcmp(o, "--logs-listen")) {
-            logs_listen = v;
-        } else if (!strcmp(o, "--emulate-tasks")) {
-            if (strcmp(v, "real") && strcmp(v, "timed")) {
-                fprintf(stderr,
-                        "arbiter agent: --emulate-tasks %s: use real (processes) or "
-                        "timed (no processes; `sleep N` lasts N s)\n",
-                        v);
-                return 2;
-            }
-            c.exec.timed = !strcmp(v, "timed");
-        } else {
-            fprintf(stderr, "arbiter agent: unknown option '%s'\n" AGENT_USAGE, o);
-            return 2;
-        }
-        i += takes;
-    }
-    if (!c.disc.node_name) {
-        fprintf(stderr, "arbiter agent: --name NODE is required\n" AGENT_USAGE);
+static const fl_flag_t agent_flag_table[] = {
+    AF(c.disc.node_name, "--name", FL_STR, "NODE", "the node's name (required; a DNS-1123 label)"),
+    AF(c.target, "--controller", FL_STR, "URL[,URL...]", "the controllers to report to"),
+    AF(token_file, "--token-file", FL_STR, "F", "the agent's bearer token (else $ARBITER_TOKEN)"),
+    AF(c.disc.inventory, "--inventory", FL_STR, "FILE", "the node's GPUs from a file"),
+    AF(c.disc.fake, "--fake-gpus", FL_STR, "N[:MODEL]", "fake GPUs (tests, demos)"),
+    AF(c.disc.nvml_path, "--nvml-lib", FL_STR, "PATH",
+       "the NVML library to load (--gpu-source nvml)"),
+    AF(c.disc.gpu_source, "--gpu-source", FL_STR, "auto|nvml|inventory|fake",
+       "where GPUs come from"),
+    AF(once, "--once", FL_BOOL, NULL, "print the discovered inventory and exit"),
+    FL_OPT(agent_flags_t, out, NULL, "-o", FL_CHOICE, NULL, "reports as text or JSON lines",
+           .def = "text", .choices = "text|json"),
+    AF_DURATION(c.heartbeat_ns, "--heartbeat", "how often to report (default 1s)"),
+    AF_DURATION(c.lease_ns, "--lease",
+                "tasks are fenced when the controller is silent this long "
+                "(default 10s)"),
+    AF(count, "--count", FL_INT, "N", "stop after N heartbeats", .min = 1),
+    AF(c.exec.log_dir, "--log-dir", FL_STR, "DIR", "the tasks' output", .def = "/var/log/arbiter"),
+    AF(c.exec.run_as, "--run-as", FL_STR, "USER", "the tasks' user when the agent is root"),
+    AF(c.exec.allow_root, "--allow-root", FL_BOOL, NULL, "let tasks run as root"),
+    AF_DURATION(c.exec.grace_ns, "--grace", "SIGTERM to SIGKILL (default 10s)"),
+    AF(c.exec.cgroup_mode, "--cgroups", FL_STR, "auto|v2|v1|none", "task cgroups"),
+    AF(c.address, "--address", FL_STR, "ADDR", "the address replicas are reached at"),
+    AF(c.state_file, "--state", FL_STR, "FILE", "what the agent keeps across restarts"),
+    AF(keep, "--keep-tasks", FL_BOOL, NULL, "leave tasks running when the agent stops"),
+    AF(emulate, "--emulate", FL_INT, "K", "emulate K nodes in this process", .min = 1,
+       .max = 100000),
+    AF(threads, "--threads", FL_INT, "T", "with --emulate: threads reporting", .min = 1,
+       .max = 100000),
+    AF_DURATION(duration, "--duration", "with --emulate: run this long"),
+    AF(emulate_tasks, "--emulate-tasks", FL_STR, "real|timed",
+       "with --emulate: real processes, or timed (no processes; `sleep N` lasts N s)",
+       .def = "real"),
+    AF(fake_busy, "--fake-busy", FL_INT, "PCT", "fake GPUs' utilization", .min = 0, .max = 100),
+    AF(c.disc.proc_root, "--proc", FL_STR, "DIR", "read /proc from DIR (tests)"),
+    AF(c.disc.sys_root, "--sys", FL_STR, "DIR", "read /sys from DIR (tests)"),
+    AF(c.disc.hwloc_xml, "--hwloc-xml", FL_STR, "FILE", "the topology from an hwloc XML file"),
+    AF(logs_listen, "--logs-listen", FL_STR, "127.0.0.1:0|0.0.0.0:PORT|off",
+       "the task log server's address", .def = "127.0.0.1:0"),
+    AF(c.queue_file, "--queue-file", FL_STR, "FILE",
+       "one integer: the node's queue length, read per report"),
+    AF(tls.cacert, "--cacert", FL_STR, "FILE", "check an https:// controller against this CA"),
+    AF(tls.cert_file, "--cert-file", FL_STR, "FILE", "the node's certificate (arbiter init node)"),
+    AF(tls.key_file, "--key-file", FL_STR, "FILE", "its key"),
+    AF(plain_ok, "--insecure-plain-http", FL_BOOL, NULL,
+       "a log server beyond loopback without TLS"),
+    FL_END,
+};
+static const fl_verb_t agent_verb = {
+    .name = "agent",
+    .summary = "the node agent: discovery, telemetry, task execution, self-fencing",
+    .flags = agent_flag_table,
+    .more = "An https:// controller is checked against --cacert (or ARBITER_CACERT: the cluster's\n"
+            "ca.crt); --cert-file/--key-file (arbiter init node NAME DIR) are the node's identity\n"
+            "(it may report as NAME only) and make the log server HTTPS; a log server beyond\n"
+            "loopback without them needs --insecure-plain-http.",
+};
+
+/* What the flags say together; 0, or 2 with the message printed. */
+static int agent_check(agent_flags_t *f)
+{
+    agent_conf_t *c = &f->c;
+
+    if (!c->disc.node_name) {
+        fprintf(stderr, "arbiter agent: --name NODE is required; run 'arbiter agent --help'\n");
         return 2;
     }
-    if (!dns_label(c.disc.node_name)) { /* the controller would refuse every report */
+    if (!dns_label(c->disc.node_name)) { /* the controller would refuse every report */
         fprintf(stderr,
                 "arbiter agent: --name '%s': node names are DNS-1123 labels, as Kubernetes has "
                 "them: 1..63 lowercase letters, digits and '-', starting and ending with a "
                 "letter or digit (with --emulate, the names get -1, -2, ... added)\n",
-                c.disc.node_name);
+                c->disc.node_name);
         return 2;
     }
-    if (c.disc.inventory && c.disc.fake) {
+    if (c->disc.inventory && c->disc.fake) {
         fprintf(stderr, "arbiter agent: give --inventory or --fake-gpus, not both\n");
         return 2;
     }
-    if (one)
-        return once(&c.disc, json);
-    if (strcmp(logs_listen, "off") != 0 && agent_logserve_check_listen(logs_listen, &err) < 0) {
-        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+    if (strcmp(f->emulate_tasks, "real") && strcmp(f->emulate_tasks, "timed")) {
+        fprintf(stderr,
+                "arbiter agent: --emulate-tasks %s: use real (processes) or timed (no "
+                "processes; `sleep N` lasts N s)\n",
+                f->emulate_tasks);
         return 2;
     }
-    if (token_file) {
-        if (read_token(token_file, token, sizeof token) < 0)
-            return 2;
-        c.token = token;
-    } else if (getenv("ARBITER_TOKEN") && getenv("ARBITER_TOKEN")[0]) {
-        snprintf(token, sizeof token, "%s", getenv("ARBITER_TOKEN"));
-        c.token = token;
-    }
-    tls_client_from_env(&tls);
-    if (tls_client_check(&tls, &err) < 0) {
-        fprintf(stderr, "arbiter agent: %s\n", err.msg);
-        return 2;
-    }
-    c.tls = &tls;
-    /* Each task under a supervisor (this binary, `arbiter supervise`) that
-     * holds the lease: a task never outlives it, whatever becomes of us. */
-    c.exec.supervisor = "/proc/self/exe";
-    c.exec.leased = true;
-    if ((nthreads || duration || c.exec.timed) && !nemu) {
+    c->exec.timed = !strcmp(f->emulate_tasks, "timed");
+    if ((f->threads || f->duration || c->exec.timed) && !f->emulate) {
         fprintf(stderr,
                 "arbiter agent: --threads, --duration and --emulate-tasks go with --emulate K\n");
         return 2;
     }
-    curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread */
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGPIPE, SIG_IGN);
-    if (nemu) {
-        signal(SIGUSR1, on_usr1); /* restart the totals (bench agents' window) */
-        if (!c.disc.fake)
-            c.disc.fake = "8:H100";
-        if (c.disc.inventory) {
-            fprintf(stderr, "arbiter agent: --emulate nodes have fake GPUs (--fake-gpus), not "
-                            "an inventory\n");
-            return 2;
-        }
-        int rc = emulate(&c, nemu, nthreads, duration, json);
-        curl_global_cleanup();
-        return rc;
+    if (f->emulate && c->disc.inventory) {
+        fprintf(stderr, "arbiter agent: --emulate nodes have fake GPUs (--fake-gpus), not "
+                        "an inventory\n");
+        return 2;
     }
-    if (agent_open(&a, &c, &err) < 0) {
+    if (c->disc.nvml_path && !c->disc.gpu_source)
+        c->disc.gpu_source = "nvml";
+    if (c->target)
+        c->transport = &agent_transport_http;
+    if (f->fake_busy >= 0)
+        c->fake_busy_pct = f->fake_busy ? (int)f->fake_busy : -1;
+    return 0;
+}
+
+/* The token, the TLS files, the supervisor: what a running agent needs. */
+static int agent_prepare(agent_flags_t *f, char *token, size_t n)
+{
+    arb_err_t err = {{0}};
+
+    if (strcmp(f->logs_listen, "off") != 0 &&
+        agent_logserve_check_listen(f->logs_listen, &err) < 0) {
         fprintf(stderr, "arbiter agent: %s\n", err.msg);
-        curl_global_cleanup();
-        return 1;
+        return 2;
     }
-    if (c.target && strcmp(logs_listen, "off") != 0) {
-        /* before the first report, which carries its URL in the inventory */
-        agent_logserve_conf_t lc = {.listen = logs_listen,
-                                    .log_dir = a.log_dir,
-                                    .controller = c.target,
-                                    .token = c.token,
-                                    .node = c.disc.node_name,
-                                    .advertise = c.address,
-                                    .tls = &tls,
-                                    .insecure_plain = plain_ok};
-        if (agent_logserve_start(&lc, &ls, &err) < 0) {
-            fprintf(stderr, "arbiter agent: %s\n", err.msg);
-            agent_close(&a, true);
-            curl_global_cleanup();
-            return 1;
-        }
-        a.conf.logs_url = agent_logserve_url(ls);
-        fprintf(stderr, "arbiter agent %s: task logs served at %s (for ticket holders)\n",
-                c.disc.node_name, a.conf.logs_url);
+    if (f->token_file) {
+        if (read_token(f->token_file, token, n) < 0)
+            return 2;
+        f->c.token = token;
+    } else if (getenv("ARBITER_TOKEN") && getenv("ARBITER_TOKEN")[0]) {
+        snprintf(token, n, "%s", getenv("ARBITER_TOKEN"));
+        f->c.token = token;
     }
-    for (long n = 0; !stop_flag && (count < 0 || n < count); n++) {
-        int64_t start = agent_mono_ns(NULL), next = start + a.conf.heartbeat_ns;
-        if (agent_step(&a, &err) < 0)
+    tls_client_from_env(&f->tls);
+    if (tls_client_check(&f->tls, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 2;
+    }
+    f->c.tls = &f->tls;
+    /* Each task under a supervisor (this binary, `arbiter supervise`) that
+     * holds the lease: a task never outlives it, whatever becomes of us. */
+    f->c.exec.supervisor = "/proc/self/exe";
+    f->c.exec.leased = true;
+    return 0;
+}
+
+/* The task log server, before the first report (which carries its URL). */
+static int agent_logs(agent_flags_t *f, agent_t *a, agent_logserve_t **ls)
+{
+    arb_err_t err = {{0}};
+    agent_logserve_conf_t lc = {.listen = f->logs_listen,
+                                .log_dir = a->log_dir,
+                                .controller = f->c.target,
+                                .token = f->c.token,
+                                .node = f->c.disc.node_name,
+                                .advertise = f->c.address,
+                                .tls = &f->tls,
+                                .insecure_plain = f->plain_ok};
+
+    if (!f->c.target || strcmp(f->logs_listen, "off") == 0)
+        return 0;
+    if (agent_logserve_start(&lc, ls, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return -1;
+    }
+    a->conf.logs_url = agent_logserve_url(*ls);
+    fprintf(stderr, "arbiter agent %s: task logs served at %s (for ticket holders)\n",
+            f->c.disc.node_name, a->conf.logs_url);
+    return 0;
+}
+
+/* Report every heartbeat (at once when a task started or ended) until a signal or --count. */
+static void agent_loop(agent_t *a, long long count)
+{
+    arb_err_t err = {{0}};
+
+    for (long long n = 0; !stop_flag && (count < 0 || n < count); n++) {
+        int64_t start = agent_mono_ns(NULL), next = start + a->conf.heartbeat_ns;
+        if (agent_step(a, &err) < 0)
             fprintf(stderr, "arbiter agent: %s\n", err.msg);
         if (count >= 0 && n + 1 >= count)
             break;
         while (!stop_flag) {
             int64_t left = next - agent_mono_ns(NULL);
             /* a task started or ended: report it now (at most every 50 ms) */
-            if (left <= 0 || (a.urgent && agent_mono_ns(NULL) - start >= 50000000))
+            if (left <= 0 || (a->urgent && agent_mono_ns(NULL) - start >= 50000000))
                 break;
             if (left > 50000000)
                 left = 50000000; /* see signals, reap, and fence on time */
             nanosleep(&(struct timespec){0, left}, NULL);
-            agent_tick(&a);
+            agent_tick(a);
         }
     }
-    agent_close(&a, !keep);
-    agent_logserve_stop(ls);
+}
+
+int cli_agent(int argc, char **argv)
+{
+    agent_flags_t f = {.count = -1, .fake_busy = -1};
+    agent_t a;
+    arb_err_t err = {{0}};
+    agent_logserve_t *ls = NULL;
+    char token[600];
+    int rc;
+
+    f.c.exec.subreaper = true;
+    f.c.exec.cgroup_scoped = true; /* never share a task's cgroup with another agent here */
+    if (!fl_run(&agent_verb, argc, argv, &f, &(fl_args_t){0}, &rc) || (rc = agent_check(&f)))
+        return rc;
+    if (f.once)
+        return once(&f.c.disc, f.out == 1);
+    if ((rc = agent_prepare(&f, token, sizeof token)))
+        return rc;
+    curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread */
+    signal(SIGINT, on_signal);
+    signal(SIGTERM, on_signal);
+    signal(SIGPIPE, SIG_IGN);
+    if (f.emulate) {
+        signal(SIGUSR1, on_usr1); /* restart the totals (bench agents' window) */
+        if (!f.c.disc.fake)
+            f.c.disc.fake = "8:H100";
+        rc = emulate(&f.c, f.emulate, f.threads, f.duration, f.out == 1);
+    } else if (agent_open(&a, &f.c, &err) < 0) {
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        rc = 1;
+    } else if (agent_logs(&f, &a, &ls) < 0) {
+        agent_close(&a, true);
+        rc = 1;
+    } else {
+        agent_loop(&a, f.count);
+        agent_close(&a, !f.keep);
+        agent_logserve_stop(ls);
+        rc = 0;
+    }
     curl_global_cleanup();
-    return 0;
+    return rc;
 }

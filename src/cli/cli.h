@@ -1,7 +1,9 @@
 /*
  * cli.h: the command table of the `arbiter` binary. Each verb is one row:
  * name, one-line help, usage, and the function that runs it. `arbiter help`
- * and the README's command list are made from this table.
+ * and the README's command list are made from this table. A verb that parses
+ * with a flag table (cli/flags.h) prints its usage from that table on --help
+ * (own_help) and leaves usage NULL here.
  */
 #ifndef ARB_CLI_H
 #define ARB_CLI_H
@@ -11,7 +13,7 @@
 typedef struct cli_cmd {
     const char *name;
     const char *summary;
-    const char *usage;
+    const char *usage; /* NULL where run makes it from its flag table (cli/flags.h; own_help) */
     int (*run)(int argc, char **argv); /* argv[0] is the verb; returns exit code */
     bool own_help;                     /* run prints its full usage on --help and exits 0; else the
                                           dispatcher prints usage for `VERB --help` (cli_verb_help) */

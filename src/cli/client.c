@@ -28,6 +28,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 #include "cli/wlsubmit.h"
 #include "client/failover.h"
 
@@ -235,15 +236,6 @@ static int get_and_show(const char *path, bool want_json, void (*show)(json_t *)
     return rc;
 }
 
-static bool opt_json(int *i, int argc, char **argv)
-{
-    if (strcmp(argv[*i], "-o") == 0 && *i + 1 < argc) {
-        (*i)++;
-        return strcmp(argv[*i], "json") == 0;
-    }
-    return false;
-}
-
 static char *read_all(const char *path, size_t *n)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
@@ -301,139 +293,159 @@ static int refused_in_file(long status, json_t *reply, const char *file)
     return cli_refused(status, reply);
 }
 
-int cli_submit(int argc, char **argv)
-{
-    const char *file = NULL, *gpus = NULL, *cpus = NULL, *mem = NULL, *queue = NULL, *prio = NULL,
-               *name = NULL, *key = NULL;
-    long nodes = 1;
-    bool want_json = false, dry = false;
-    int i;
-    char *body = NULL;
-    size_t n = 0;
-    bool yaml = false;
+typedef struct submit_opts {
+    const char *file, *gpus, *cpus, *mem, *queue, *prio, *name, *key;
+    long long nodes;
+    int out;
+    bool dry;
+} submit_opts_t;
 
-    for (i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        bool has = i + 1 < argc;
-        if (strcmp(a, "--") == 0) {
-            i++;
-            break;
-        } else if (strcmp(a, "-f") == 0 && has) {
-            file = argv[++i];
-        } else if (strcmp(a, "--gpus") == 0 && has) {
-            gpus = argv[++i];
-        } else if (strcmp(a, "--cpus") == 0 && has) {
-            cpus = argv[++i];
-        } else if (strcmp(a, "--mem") == 0 && has) {
-            mem = argv[++i];
-        } else if (strcmp(a, "--nodes") == 0 && has) {
-            nodes = strtol(argv[++i], NULL, 10);
-        } else if (strcmp(a, "--queue") == 0 && has) {
-            queue = argv[++i];
-        } else if (strcmp(a, "--priority") == 0 && has) {
-            prio = argv[++i];
-        } else if (strcmp(a, "--name") == 0 && has) {
-            name = argv[++i];
-        } else if (strcmp(a, "--idempotency-key") == 0 && has) {
-            key = argv[++i];
-        } else if (strcmp(a, "-o") == 0 && has) {
-            want_json = opt_json(&i, argc, argv);
-        } else if (strcmp(a, "--dry-run") == 0) {
-            dry = true;
-        } else {
-            fprintf(stderr, "arbiter submit: unknown option '%s'; run 'arbiter help submit'\n", a);
-            return EXIT_USAGE;
-        }
+static const fl_flag_t submit_flags[] = {
+    FL_OPT(submit_opts_t, file, NULL, "-f", FL_STR, "FILE",
+           "a job spec, a Kubernetes manifest or an #SBATCH script (- for stdin)"),
+    FL_OPT(submit_opts_t, dry, "--dry-run", NULL, FL_BOOL, NULL,
+           "with -f: print the jobs it would make (-o json), no controller"),
+    FL_OPT(submit_opts_t, gpus, "--gpus", NULL, FL_STR, "N", "GPUs per task"),
+    FL_OPT(submit_opts_t, cpus, "--cpus", NULL, FL_STR, "C", "CPUs per task (a quantity: 4, 500m)"),
+    FL_OPT(submit_opts_t, mem, "--mem", NULL, FL_STR, "M", "memory per task (a quantity: 16Gi)"),
+    FL_OPT(submit_opts_t, nodes, "--nodes", NULL, FL_INT, "K", "tasks (one per node)", .def = "1",
+           .min = 1, .max = 100000),
+    FL_OPT(submit_opts_t, queue, "--queue", NULL, FL_STR, "Q", "the queue"),
+    FL_OPT(submit_opts_t, prio, "--priority", NULL, FL_STR, "P",
+           "a number, or a priority class's name"),
+    FL_OPT(submit_opts_t, name, "--name", NULL, FL_STR, "N",
+           "the job's name (default: the command's)"),
+    FL_OPT(submit_opts_t, key, "--idempotency-key", NULL, FL_STR, "K",
+           "one key for this submission and its retries (1..128 of A-Za-z0-9-_.:)"),
+    FL_OPT(submit_opts_t, out, NULL, "-o", FL_CHOICE, NULL,
+           "the job's id, or the controller's JSON", .def = "text", .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t submit_verb = {
+    .name = "submit",
+    .args = "[-- COMMAND ARGS]",
+    .summary = "submit a job (an Arbiter spec, a Kubernetes manifest, a Slurm script); prints ids",
+    .flags = submit_flags,
+    .max_pos = 0,
+    .more = "FILE: job.yaml (docs/scenario.md), a Kubernetes manifest (Pod, Job, Deployment,\n"
+            "PyTorchJob, MPIJob, JobSet, LeaderWorkerSet, ...) or an #SBATCH script\n"
+            "(docs/compat.md). Without -f, --gpus, --cpus, --mem and --nodes make the job,\n"
+            "and what follows -- is its command.",
+};
+
+/* The body of a job made from the flags (JSON): one group of --nodes tasks. */
+static char *submit_body(const submit_opts_t *o, const fl_args_t *a)
+{
+    json_t *j = json_object(), *req = json_object(), *cmd = json_array();
+    const char *name = o->name;
+    char nm[64];
+
+    if (!name) {
+        snprintf(nm, sizeof nm, "%s", a->nrest ? a->rest[0] : "job");
+        char *slash = strrchr(nm, '/');
+        name = slash ? slash + 1 : nm;
     }
-    if (file) {
-        body = read_all(file, &n);
-        if (!body) {
-            fprintf(stderr, "arbiter submit: cannot read '%s'\n", file);
-            return EXIT_USAGE;
-        }
-        size_t fl = strlen(file);
-        yaml = !(fl > 5 && strcmp(file + fl - 5, ".json") == 0);
-        /* Kubernetes manifests and Slurm scripts are translated here; a dry
-         * run reads any file here, without the controller. */
-        if (dry || wl_detect(body, n) != WL_NATIVE) {
-            char rnd[40];
-            random_key(rnd, sizeof rnd);
-            cli_wl_opts_t o = {.dry_run = dry, .want_json = want_json, .key = key ? key : rnd};
-            int rc = cli_wl_submit(strcmp(file, "-") ? file : "stdin", body, n, &o);
-            free(body);
-            return rc;
-        }
-    } else if (dry) {
-        fprintf(stderr, "arbiter submit: --dry-run reads a file: give -f FILE\n");
-        return EXIT_USAGE;
-    } else {
-        json_t *o = json_object(), *req = json_object(), *cmd = json_array();
-        char nm[64];
-        if (nodes < 1 || nodes > 100000) {
-            fprintf(stderr, "arbiter submit: --nodes %ld: use 1..100000\n", nodes);
-            return EXIT_USAGE;
-        }
-        if (!name) {
-            snprintf(nm, sizeof nm, "%s", i < argc ? argv[i] : "job");
-            char *slash = strrchr(nm, '/');
-            name = slash ? slash + 1 : nm;
-        }
-        json_object_set_new(o, "name", json_string(name));
-        if (queue)
-            json_object_set_new(o, "queue", json_string(queue));
-        if (prio) {
-            char *end;
-            long p = strtol(prio, &end, 10);
-            json_object_set_new(o, *end || end == prio ? "priorityClassName" : "priority",
-                                *end || end == prio ? json_string(prio) : json_integer(p));
-        }
-        json_object_set_new(o, "replicas", json_integer(nodes));
-        if (gpus)
-            json_object_set_new(req, "nvidia.com/gpu", json_string(gpus));
-        if (cpus)
-            json_object_set_new(req, "cpu", json_string(cpus));
-        if (mem)
-            json_object_set_new(req, "memory", json_string(mem));
-        json_object_set_new(o, "resources", json_pack("{s:o}", "requests", req));
-        for (; i < argc; i++)
-            json_array_append_new(cmd, json_string(argv[i]));
-        json_object_set_new(o, "command", cmd);
-        body = json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        n = strlen(body);
-        json_decref(o);
+    json_object_set_new(j, "name", json_string(name));
+    if (o->queue)
+        json_object_set_new(j, "queue", json_string(o->queue));
+    if (o->prio) {
+        char *end;
+        long p = strtol(o->prio, &end, 10);
+        bool cls = *end || end == o->prio;
+        json_object_set_new(j, cls ? "priorityClassName" : "priority",
+                            cls ? json_string(o->prio) : json_integer(p));
     }
-    /* One key for this submission and every retry of it (after a lost reply
-     * or a controller failover): the controller creates the job once. */
+    json_object_set_new(j, "replicas", json_integer(o->nodes));
+    if (o->gpus)
+        json_object_set_new(req, "nvidia.com/gpu", json_string(o->gpus));
+    if (o->cpus)
+        json_object_set_new(req, "cpu", json_string(o->cpus));
+    if (o->mem)
+        json_object_set_new(req, "memory", json_string(o->mem));
+    json_object_set_new(j, "resources", json_pack("{s:o}", "requests", req));
+    for (int i = 0; i < a->nrest; i++)
+        json_array_append_new(cmd, json_string(a->rest[i]));
+    json_object_set_new(j, "command", cmd);
+    char *body = json_dumps(j, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    json_decref(j);
+    return body;
+}
+
+/* POST the body once under one Idempotency-Key (kept across retries after
+ * a lost reply or a failover: the controller creates the job once). */
+static int submit_post(const submit_opts_t *o, char *body, size_t n, bool yaml)
+{
     char idem[160], rnd[40];
-    if (key && (!*key || strlen(key) > 128 || strspn(key, IDEM_CHARS) != strlen(key))) {
-        fprintf(stderr,
-                "arbiter submit: --idempotency-key '%s': give 1..128 letters, digits "
-                "or -_.:\n",
-                key);
-        free(body);
-        return EXIT_USAGE;
-    }
+    const char *key = o->key;
+    json_t *reply;
+    int rc = 0;
+
     if (!key) {
         random_key(rnd, sizeof rnd);
         key = rnd;
     }
     snprintf(idem, sizeof idem, "Idempotency-Key: %s", key);
-    json_t *reply;
     long st = cli_http_hdr("POST", "/v1/jobs", body, n,
                            yaml ? "application/yaml" : "application/json", idem, &reply, NULL);
-    free(body);
-    int rc = 0;
     if (st < 0)
         return EXIT_UNREACHABLE;
-    if (st >= 300 && file && strcmp(file, "-") != 0)
-        rc = refused_in_file(st, reply, file);
+    if (st >= 300 && o->file && strcmp(o->file, "-") != 0)
+        rc = refused_in_file(st, reply, o->file);
     else if (st >= 300)
         rc = cli_refused(st, reply);
-    else if (want_json)
+    else if (o->out == 1)
         json_dumpf(reply, stdout, JSON_INDENT(2) | JSON_PRESERVE_ORDER), putchar('\n');
     else
         printf("%lld\n", (long long)json_integer_value(json_object_get(reply, "id")));
     json_decref(reply);
+    return rc;
+}
+
+int cli_submit(int argc, char **argv)
+{
+    submit_opts_t o = {0};
+    fl_args_t a;
+    char *body = NULL;
+    size_t n = 0;
+    bool yaml = false;
+    int rc;
+
+    if (!fl_run(&submit_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    if (o.key && (!*o.key || strlen(o.key) > 128 || strspn(o.key, IDEM_CHARS) != strlen(o.key))) {
+        fprintf(stderr,
+                "arbiter submit: --idempotency-key '%s': give 1..128 letters, digits "
+                "or -_.:\n",
+                o.key);
+        return EXIT_USAGE;
+    }
+    if (o.file) {
+        if (!(body = read_all(o.file, &n))) {
+            fprintf(stderr, "arbiter submit: cannot read '%s'\n", o.file);
+            return EXIT_USAGE;
+        }
+        size_t fl = strlen(o.file);
+        yaml = !(fl > 5 && strcmp(o.file + fl - 5, ".json") == 0);
+        /* Kubernetes manifests and Slurm scripts are translated here; a dry
+         * run reads any file here, without the controller. */
+        if (o.dry || wl_detect(body, n) != WL_NATIVE) {
+            char rnd[40];
+            random_key(rnd, sizeof rnd);
+            cli_wl_opts_t w = {
+                .dry_run = o.dry, .want_json = o.out == 1, .key = o.key ? o.key : rnd};
+            rc = cli_wl_submit(strcmp(o.file, "-") ? o.file : "stdin", body, n, &w);
+            free(body);
+            return rc;
+        }
+    } else if (o.dry) {
+        fprintf(stderr, "arbiter submit: --dry-run reads a file: give -f FILE\n");
+        return EXIT_USAGE;
+    } else {
+        body = submit_body(&o, &a);
+        n = strlen(body);
+    }
+    rc = submit_post(&o, body, n, yaml);
+    free(body);
     return rc;
 }
 
@@ -491,51 +503,90 @@ static void show_queue(json_t *reply)
         printf("(no jobs)\n");
 }
 
+/* -o: a table for people, the controller's JSON as it came for scripts */
+#define CLI_OUTPUT(TYPE, FIELD)                                                                    \
+    FL_OPT(TYPE, FIELD, NULL, "-o", FL_CHOICE, NULL, "a table, or the controller's JSON",          \
+           .def = "text", .choices = "text|json")
+
+typedef struct list_opts {
+    bool all;
+    const char *queue;
+    int out;
+} list_opts_t;
+
+static const fl_flag_t queue_flags[] = {
+    FL_OPT(list_opts_t, all, "--all", NULL, FL_BOOL, NULL, "finished jobs too"),
+    FL_OPT(list_opts_t, queue, "--queue", NULL, FL_STR, "Q", "one queue's jobs"),
+    CLI_OUTPUT(list_opts_t, out),
+    FL_END,
+};
+static const fl_verb_t queue_verb = {
+    .name = "queue", .summary = "list pending and running jobs", .flags = queue_flags};
+
 int cli_queue(int argc, char **argv)
 {
-    bool want_json = false, all = false;
-    const char *q = NULL;
-    char path[512];
+    list_opts_t o = {0};
+    fl_args_t a;
+    char path[512], *eq = NULL;
+    int rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--all") == 0)
-            all = true;
-        else if (strcmp(argv[i], "--queue") == 0 && i + 1 < argc)
-            q = argv[++i];
-        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            want_json = opt_json(&i, argc, argv);
-        else
-            return fprintf(stderr, "usage: arbiter queue [--all] [--queue Q] [-o json]\n"),
-                   EXIT_USAGE;
-    }
-    char *eq = NULL;
-    if (q) {
+    if (!fl_run(&queue_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    if (o.queue) {
         CURL *c = curl_easy_init();
-        eq = c ? curl_easy_escape(c, q, 0) : NULL;
+        eq = c ? curl_easy_escape(c, o.queue, 0) : NULL;
         curl_easy_cleanup(c);
     }
-    snprintf(path, sizeof path, "/v1/jobs?%s%s%s", all ? "" : "state=active", eq ? "&queue=" : "",
+    snprintf(path, sizeof path, "/v1/jobs?%s%s%s", o.all ? "" : "state=active", eq ? "&queue=" : "",
              eq ? eq : "");
     curl_free(eq);
-    return get_and_show(path, want_json, show_queue);
+    return get_and_show(path, o.out == 1, show_queue);
 }
 
-static int one_id(int argc, char **argv, const char *verb, const char **id, bool *want_json)
+typedef struct id_opts {
+    int out;
+} id_opts_t;
+
+static const fl_flag_t id_flags[] = {
+    CLI_OUTPUT(id_opts_t, out),
+    FL_END,
+};
+static const fl_verb_t job_verb = {.name = "job",
+                                   .args = "ID",
+                                   .summary = "show one job: state, tasks, GPUs, events",
+                                   .flags = id_flags,
+                                   .min_pos = 1,
+                                   .max_pos = 1};
+static const fl_verb_t explain_verb = {.name = "explain",
+                                       .args = "ID",
+                                       .summary = "say why a job is pending",
+                                       .flags = id_flags,
+                                       .min_pos = 1,
+                                       .max_pos = 1};
+
+static bool is_job_id(const char *s)
 {
-    *id = NULL;
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            *want_json = opt_json(&i, argc, argv);
-        else if (!*id && strspn(argv[i], "0123456789") == strlen(argv[i]) && argv[i][0])
-            *id = argv[i];
-        else
-            break;
-    }
-    if (!*id) {
-        fprintf(stderr, "usage: arbiter %s ID [-o json]\n", verb);
+    return s[0] && strspn(s, "0123456789") == strlen(s);
+}
+
+/* job ID, explain ID: GET the job's path and show it */
+static int one_job(const fl_verb_t *v, int argc, char **argv, const char *fmt,
+                   void (*show)(json_t *))
+{
+    id_opts_t o = {0};
+    fl_args_t a;
+    char path[128];
+    int rc;
+
+    if (!fl_run(v, argc, argv, &o, &a, &rc))
+        return rc;
+    if (!is_job_id(a.pos[0])) {
+        fprintf(stderr, "arbiter %s: '%s' is not a job id (a number, as `arbiter queue` shows)\n",
+                v->name, a.pos[0]);
         return EXIT_USAGE;
     }
-    return 0;
+    snprintf(path, sizeof path, fmt, a.pos[0]);
+    return get_and_show(path, o.out == 1, show);
 }
 
 static void show_job(json_t *j)
@@ -614,15 +665,7 @@ static void show_job(json_t *j)
 
 int cli_job(int argc, char **argv)
 {
-    const char *id;
-    bool want_json = false;
-    char path[128];
-    int rc = one_id(argc, argv, "job", &id, &want_json);
-
-    if (rc)
-        return rc;
-    snprintf(path, sizeof path, "/v1/jobs/%s", id);
-    return get_and_show(path, want_json, show_job);
+    return one_job(&job_verb, argc, argv, "/v1/jobs/%s", show_job);
 }
 
 static void show_explain(json_t *x)
@@ -647,43 +690,43 @@ static void show_explain(json_t *x)
 
 int cli_explain(int argc, char **argv)
 {
-    const char *id;
-    bool want_json = false;
-    char path[128];
-    int rc = one_id(argc, argv, "explain", &id, &want_json);
-
-    if (rc)
-        return rc;
-    snprintf(path, sizeof path, "/v1/jobs/%s/explain", id);
-    return get_and_show(path, want_json, show_explain);
+    return one_job(&explain_verb, argc, argv, "/v1/jobs/%s/explain", show_explain);
 }
+
+static const fl_flag_t no_flags[] = {FL_END};
+static const fl_verb_t cancel_verb = {.name = "cancel",
+                                      .args = "ID...",
+                                      .summary = "cancel jobs (running ones stop with their grace)",
+                                      .flags = no_flags,
+                                      .min_pos = 1,
+                                      .max_pos = -1};
 
 int cli_cancel(int argc, char **argv)
 {
+    fl_args_t a;
     int rc = 0;
 
-    if (argc < 2) {
-        fprintf(stderr, "usage: arbiter cancel ID...\n");
-        return EXIT_USAGE;
-    }
-    for (int i = 1; i < argc; i++) {
+    if (!fl_run(&cancel_verb, argc, argv, &(int){0}, &a, &rc))
+        return rc;
+    for (int i = 0; i < a.npos; i++) {
+        const char *id = a.pos[i];
         char path[128];
         json_t *reply;
-        if (strspn(argv[i], "0123456789") != strlen(argv[i]) || !argv[i][0]) {
-            fprintf(stderr, "arbiter cancel: '%s' is not a job id\n", argv[i]);
+        if (!is_job_id(id)) {
+            fprintf(stderr, "arbiter cancel: '%s' is not a job id\n", id);
             rc = EXIT_USAGE;
             continue;
         }
-        snprintf(path, sizeof path, "/v1/jobs/%s", argv[i]);
+        snprintf(path, sizeof path, "/v1/jobs/%s", id);
         long st = cli_http("DELETE", path, NULL, 0, NULL, &reply, NULL);
         if (st < 0)
             return EXIT_UNREACHABLE;
         if (st >= 300)
             rc = cli_refused(st, reply);
         else if (json_is_true(json_object_get(reply, "stop_requested")))
-            printf("job %s: cancel requested; its agents are stopping it\n", argv[i]);
+            printf("job %s: cancel requested; its agents are stopping it\n", id);
         else
-            printf("job %s cancelled\n", argv[i]);
+            printf("job %s cancelled\n", id);
         json_decref(reply);
     }
     return rc;
@@ -757,35 +800,48 @@ static void show_nodes(json_t *reply)
     json_decref(nodes);
 }
 
+static const fl_verb_t nodes_verb = {.name = "nodes",
+                                     .summary = "the GPU map: each node's GPUs and the job on each",
+                                     .flags = id_flags};
+
 int cli_nodes(int argc, char **argv)
 {
-    bool want_json = false;
+    id_opts_t o = {0};
+    fl_args_t a;
+    int rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            want_json = opt_json(&i, argc, argv);
-        else
-            return fprintf(stderr, "usage: arbiter nodes [-o json]\n"), EXIT_USAGE;
-    }
-    return get_and_show("/v1/nodes", want_json, show_nodes);
+    if (!fl_run(&nodes_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    return get_and_show("/v1/nodes", o.out == 1, show_nodes);
 }
+
+typedef struct events_opts {
+    long long since;
+    bool watch;
+    int out;
+} events_opts_t;
+
+static const fl_flag_t events_flags[] = {
+    FL_OPT(events_opts_t, since, "--since", NULL, FL_INT, "N",
+           "events after Lamport time N (the last one a reply showed)", .def = "0"),
+    FL_OPT(events_opts_t, watch, "--watch", "-w", FL_BOOL, NULL, "keep printing new events"),
+    FL_OPT(events_opts_t, out, NULL, "-o", FL_CHOICE, NULL, "lines, or one JSON event per line",
+           .def = "text", .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t events_verb = {
+    .name = "events", .summary = "the event log in Lamport order", .flags = events_flags};
 
 int cli_events(int argc, char **argv)
 {
-    bool want_json = false, watch = false;
-    unsigned long long since = 0;
+    events_opts_t o = {0};
+    fl_args_t a;
+    int rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            want_json = opt_json(&i, argc, argv);
-        else if (strcmp(argv[i], "--watch") == 0 || strcmp(argv[i], "-w") == 0)
-            watch = true;
-        else if (strcmp(argv[i], "--since") == 0 && i + 1 < argc)
-            since = strtoull(argv[++i], NULL, 10);
-        else
-            return fprintf(stderr, "usage: arbiter events [--since N] [--watch] [-o json]\n"),
-                   EXIT_USAGE;
-    }
+    if (!fl_run(&events_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    bool want_json = o.out == 1, watch = o.watch;
+    unsigned long long since = (unsigned long long)o.since;
     do {
         char path[128];
         json_t *reply, *e;
@@ -795,7 +851,7 @@ int cli_events(int argc, char **argv)
         if (st < 0)
             return EXIT_UNREACHABLE;
         if (st >= 300) {
-            int rc = cli_refused(st, reply);
+            rc = cli_refused(st, reply);
             json_decref(reply);
             return rc;
         }

@@ -31,36 +31,49 @@
 #include <sys/stat.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "tls/tls.h"
 
 #define INIT_MAX_HOSTS 32
 
-static int usage_to(FILE *f, int rc)
-{
-    fprintf(f, "usage: arbiter init DIR [--host NAME ...]\n"
-               "       arbiter init node NAME DIR [--host NAME ...]\n"
-               "       arbiter init user NAME DIR [--role user|admin|agent] [--team TEAM]\n"
-               "       arbiter init server NAME DIR [--host NAME ...]\n"
-               "\n"
-               "  DIR               the cluster's credentials: ca.crt (give it to every client: "
-               "--cacert,\n"
-               "                    ARBITER_CACERT), ca.key (keep it secret), controller.crt/.key, "
-               "admin.crt/.key,\n"
-               "                    tokens and admin.token (an admin bearer token)\n"
-               "  node NAME DIR     node-NAME.crt/.key for the agent of node NAME (its identity: "
-               "it may\n"
-               "                    report as NAME only) and its log server\n"
-               "  user NAME DIR     user-NAME.crt/.key: a client certificate (default role user, "
-               "team default)\n"
-               "  server NAME DIR   server-NAME.crt/.key: a TLS server certificate (arbiter lb "
-               "--cert-file)\n"
-               "  --host NAME       a DNS name or IPv4 address the certificate is valid for "
-               "(repeat; localhost\n"
-               "                    and 127.0.0.1 are always in)\n"
-               "  --role ROLE       the role a user certificate names (O): user, admin or agent\n"
-               "  --team TEAM       the team it names (OU)\n");
-    return rc;
-}
+typedef struct init_opts {
+    fl_list_t hosts;
+    int role;
+    const char *team;
+} init_opts_t;
+
+static const char *const init_roles[] = {"user", "admin", "agent"};
+
+static const fl_flag_t init_flags[] = {
+    FL_OPT(init_opts_t, hosts, "--host", NULL, FL_LIST, "NAME",
+           "a DNS name or IPv4 address the certificate is valid for (repeat; localhost and "
+           "127.0.0.1 are always in)"),
+    FL_OPT(init_opts_t, role, "--role", NULL, FL_CHOICE, NULL,
+           "init user: the role the certificate names (O)", .def = "user",
+           .choices = "user|admin|agent"),
+    FL_OPT(init_opts_t, team, "--team", NULL, FL_STR, "TEAM",
+           "init user: the team it names (OU; default team default)"),
+    FL_END,
+};
+static const fl_verb_t init_verb = {
+    .name = "init",
+    .args = "DIR | node NAME DIR | user NAME DIR | server NAME DIR",
+    .summary = "make a cluster's CA, certificates and admin token (TLS across machines)",
+    .flags = init_flags,
+    .min_pos = 1,
+    .max_pos = 3,
+    .more = "  DIR               the cluster's credentials: ca.crt (give it to every client: "
+            "--cacert,\n"
+            "                    ARBITER_CACERT), ca.key (keep it secret), controller.crt/.key, "
+            "admin.crt/.key,\n"
+            "                    tokens and admin.token (an admin bearer token)\n"
+            "  node NAME DIR     node-NAME.crt/.key for the agent of node NAME (its identity: it "
+            "may\n"
+            "                    report as NAME only) and its log server\n"
+            "  user NAME DIR     user-NAME.crt/.key: a client certificate (default role user, "
+            "team default)\n"
+            "  server NAME DIR   server-NAME.crt/.key: a TLS server certificate (arbiter lb "
+            "--cert-file)"};
 
 /* Node, user and team names: letters, digits, '-', '_', '.'; 1..63. */
 static bool name_ok(const char *s)
@@ -148,75 +161,50 @@ static int init_cluster(const char *dir, const char *const *hosts, int nhosts)
     return 0;
 }
 
-int cli_init(int argc, char **argv)
+/* The positionals: DIR, or KIND NAME DIR; the flags that go with KIND. */
+static int init_args(const fl_args_t *a, const init_opts_t *o, const char **kind, const char **name,
+                     const char **dir)
 {
-    const char *hosts[INIT_MAX_HOSTS + 2];
-    int nhosts = 0;
-    const char *kind = NULL, *name = NULL, *dir = NULL, *role = "user", *team = NULL;
-    arb_err_t err = {{0}};
-    int i = 1, rc;
+    static const char *const kinds[] = {"node", "user", "server"};
 
-    if (argc > 1 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")))
-        return usage_to(stdout, 0);
-    if (argc > 1 &&
-        (!strcmp(argv[1], "node") || !strcmp(argv[1], "user") || !strcmp(argv[1], "server"))) {
-        kind = argv[1];
-        if (argc < 4)
-            return usage_to(stderr, 2);
-        name = argv[2];
-        dir = argv[3];
-        i = 4;
-    } else if (argc > 1 && argv[1][0] != '-') {
-        dir = argv[1];
-        i = 2;
-    } else {
-        return usage_to(stderr, 2);
+    *kind = *name = NULL;
+    if (a->npos == 1) {
+        *dir = a->pos[0];
+    } else if (a->npos == 3) {
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(a->pos[0], kinds[k]))
+                *kind = kinds[k];
+        *name = a->pos[1];
+        *dir = a->pos[2];
     }
-    for (; i < argc; i++) {
-        if (!strcmp(argv[i], "--host") && i + 1 < argc) {
-            if (!host_ok(argv[i + 1]) || nhosts == INIT_MAX_HOSTS) {
-                fprintf(stderr,
-                        "arbiter init: --host '%s': a DNS name or an IPv4 address (at "
-                        "most %d)\n",
-                        argv[i + 1], INIT_MAX_HOSTS);
-                return 2;
-            }
-            hosts[nhosts++] = argv[++i];
-        } else if (!strcmp(argv[i], "--role") && i + 1 < argc && kind && !strcmp(kind, "user")) {
-            role = argv[++i];
-            if (strcmp(role, "user") && strcmp(role, "admin") && strcmp(role, "agent")) {
-                fprintf(stderr, "arbiter init: --role '%s': user, admin or agent\n", role);
-                return 2;
-            }
-        } else if (!strcmp(argv[i], "--team") && i + 1 < argc && kind && !strcmp(kind, "user")) {
-            team = argv[++i];
-            if (!name_ok(team)) {
-                fprintf(stderr, "arbiter init: --team '%s': letters, digits, '-', '_', '.'\n",
-                        team);
-                return 2;
-            }
-        } else {
-            return usage_to(stderr, 2);
-        }
-    }
-    if (name && !name_ok(name)) {
-        fprintf(stderr,
-                "arbiter init: %s name '%s': letters, digits, '-', '_' and '.', at most 63 "
-                "(the name it acts as)\n",
-                kind, name);
+    if (!*dir || (a->npos == 3 && !*kind)) {
+        fprintf(stderr, "arbiter init: give DIR, or node|user|server NAME DIR; run 'arbiter "
+                        "init --help' for the usage\n");
         return 2;
     }
-    if (!kind || strcmp(kind, "user")) { /* server certificates: local names always */
-        hosts[nhosts++] = "localhost";
-        hosts[nhosts++] = "127.0.0.1";
+    if ((o->role || o->team) && (!*kind || strcmp(*kind, "user"))) {
+        fprintf(stderr, "arbiter init: --role and --team go with init user NAME DIR\n");
+        return 2;
     }
-    if ((rc = make_dir(dir)) < 0) {
-        fprintf(stderr, "arbiter init: %s: %s\n", dir, strerror(-rc));
-        return 1;
+    for (int k = 0; k < o->hosts.n; k++)
+        if (!host_ok(o->hosts.v[k]) || k == INIT_MAX_HOSTS) {
+            fprintf(stderr,
+                    "arbiter init: --host '%s': a DNS name or an IPv4 address (at most %d)\n",
+                    o->hosts.v[k], INIT_MAX_HOSTS);
+            return 2;
+        }
+    if (o->team && !name_ok(o->team)) {
+        fprintf(stderr, "arbiter init: --team '%s': letters, digits, '-', '_', '.'\n", o->team);
+        return 2;
     }
-    if (!kind)
-        return init_cluster(dir, hosts, nhosts);
+    return 0;
+}
 
+/* One certificate (node, user or server) signed by DIR's CA. */
+static int init_leaf(const char *kind, const char *name, const char *dir, const char *role,
+                     const char *team, const char *const *hosts, int nhosts)
+{
+    arb_err_t err = {{0}};
     char base[80];
     const char *names[INIT_MAX_HOSTS + 3];
     int nn = 0;
@@ -262,4 +250,41 @@ int cli_init(int argc, char **argv)
             "  ARBITER_CACERT=%s/ca.crt ARBITER_CERT_FILE=%s/%s.crt ARBITER_KEY_FILE=%s/%s.key\n",
             dir, base, role, name, l.ou, dir, dir, base, dir, base);
     return 0;
+}
+
+int cli_init(int argc, char **argv)
+{
+    const char *hosts[INIT_MAX_HOSTS + 2];
+    int nhosts = 0;
+    const char *kind, *name, *dir = NULL, *role, *team;
+    init_opts_t o = {0};
+    fl_args_t a;
+    int rc;
+
+    if (!fl_run(&init_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    if ((rc = init_args(&a, &o, &kind, &name, &dir)) != 0)
+        return rc;
+    role = init_roles[o.role];
+    team = o.team;
+    for (; nhosts < o.hosts.n; nhosts++)
+        hosts[nhosts] = o.hosts.v[nhosts];
+    if (name && !name_ok(name)) {
+        fprintf(stderr,
+                "arbiter init: %s name '%s': letters, digits, '-', '_' and '.', at most 63 "
+                "(the name it acts as)\n",
+                kind, name);
+        return 2;
+    }
+    if (!kind || strcmp(kind, "user")) { /* server certificates: local names always */
+        hosts[nhosts++] = "localhost";
+        hosts[nhosts++] = "127.0.0.1";
+    }
+    if ((rc = make_dir(dir)) < 0) {
+        fprintf(stderr, "arbiter init: %s: %s\n", dir, strerror(-rc));
+        return 1;
+    }
+    if (!kind)
+        return init_cluster(dir, hosts, nhosts);
+    return init_leaf(kind, name, dir, role, team, hosts, nhosts);
 }

@@ -1,11 +1,11 @@
 /*
  * lb.c: `arbiter lb`, the HTTP load balancer for inference replicas
- * (src/lb/proxy.h). This file only turns flags into lb_proxy_conf_t.
+ * (src/lb/proxy.h). This file only turns flags into lb_proxy_conf_t (one
+ * table, cli/flags.h).
  *
  * Exit status: 0 after a clean stop (SIGTERM/SIGINT), 1 on a runtime error
  * (bind failed, backend unresolvable), 2 on bad usage.
  */
-#include <getopt.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,59 +13,9 @@
 #include <sys/resource.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "lb/proxy.h"
 #include "tls/tls.h"
-
-#define LB_USAGE                                                                                   \
-    "usage: arbiter lb --listen ADDR (--backend HOST:PORT[=WEIGHT] ... | --backends-file FILE |\n" \
-    "                  --service NAME --controller URL[,URL...]) [--policy P] [options]\n"         \
-    "\n"                                                                                           \
-    "  --policy P            round-robin (default), weighted, least-conn, hash, p2c, feedback,\n"  \
-    "                        prefix, kv, inference (the default with --openai)\n"                  \
-    "  --hash-header H       hash policy: key on this request header\n"                            \
-    "  --hash-cookie C       hash policy: key on this cookie\n"                                    \
-    "  --hash-kind K         ring (default) or maglev\n"                                           \
-    "  --hash-balance C      bounded-load factor, >= 1 (default 1.25; 0 = unbounded)\n"            \
-    "  --health-path PATH    active checks: GET PATH, 2xx/3xx is healthy\n"                        \
-    "  --health-interval MS  (2000)  --health-timeout MS (1000)  --rise N (2)  --fall N (3)\n"     \
-    "  --connect-timeout MS  (2000)  --server-timeout MS (60000)  --client-timeout MS (60000)\n"   \
-    "  --pool-idle MS        pooled backend connection idle limit (10000)\n"                       \
-    "  --retries N           other backends tried when a connect fails (2; idempotent only)\n"     \
-    "  --eject-after N       consecutive failures that eject a backend (3; 0 = never)\n"           \
-    "  --eject-base MS       first ejection's length, doubling per repeat (1000), up to\n"         \
-    "  --eject-max MS        (30000)\n"                                                            \
-    "  --slow-start MS       ramp a returning backend's weight up over MS (5000; 0 = off)\n"       \
-    "  --max-conns N         client connections (default: what the open-file limit allows, "       \
-    "raised\n"                                                                                     \
-    "                        to its hard limit at start: two descriptors each)\n"                  \
-    "  --maxconn N           requests in flight per backend (HAProxy's maxconn; 0 = no cap):\n"    \
-    "                        more wait in the queue (--max-queue, --queue-timeout), then 429\n"    \
-    "  --cert-file F         serve HTTPS on --listen with this certificate (arbiter init\n"        \
-    "  --key-file K          server NAME DIR) and its key\n"                                       \
-    "  --cacert FILE         the CA an https:// --controller is checked with (ARBITER_CACERT;\n"   \
-    "                        its client certificate: ARBITER_CERT_FILE, ARBITER_KEY_FILE)\n"       \
-    "  --admin ADDR          serve /metrics, /backends, /healthz there\n"                          \
-    "  --access-log FILE     one line per request ('-' = stdout)\n"                                \
-    "  --ready-file FILE     write the bound addresses there once listening\n"                     \
-    "  --seed N              randomness for p2c and feedback (default: from the clock)\n"          \
-    "  --threads N           event loops, one listener each on the port (SO_REUSEPORT) (1)\n"      \
-    "LLM replicas (OpenAI API; on with --openai or --policy prefix, kv, inference):\n"             \
-    "  --openai              read /v1/completions and /v1/chat/completions bodies to route them\n" \
-    "  --body-max BYTES      bodies read whole before routing, at most (1048576)\n"                \
-    "  --prefix-block BYTES  prompt block size for prefix affinity (64, ~16 tokens)\n"             \
-    "  --prefix-cache N      prompt blocks the prefix index remembers (131072)\n"                  \
-    "  --scrape-path PATH    the replicas' Prometheus metrics (/metrics; 'off' = none)\n"          \
-    "  --scrape-interval MS  between scrapes of a replica (250)\n"                                 \
-    "  --saturate-queue N    saturated: more than N waiting at the engine (4)\n"                   \
-    "  --saturate-kv F       ... or KV-cache use above F, 0..1 (0.9)\n"                            \
-    "  --max-inflight N      ... or N of ours in flight there (0 = no bound)\n"                    \
-    "  --prefix-weight W     a whole prompt cached is worth W requests of load (8)\n"              \
-    "  --lora-weight W       the LoRA adapter loaded is worth W requests (4)\n"                    \
-    "  --tenant-header H     the tenant for fair queueing (X-Tenant; else the API key)\n"          \
-    "  --max-queue N         requests held while every replica is saturated (256; 0 = none)\n"     \
-    "  --queue-timeout MS    a held request is answered 429 after MS (30000)\n"                    \
-    "  --ttft-slo MS         answer 429 at once when the expected wait exceeds MS (0 = off)\n"     \
-    "SIGHUP re-reads --backends-file; SIGTERM drains and stops.\n"
 
 /* The open-file limit raised to its hard limit, and --max-conns sized from
  * it: a client connection costs two descriptors (it and its backend's),
@@ -102,430 +52,229 @@ static void size_conns(lb_proxy_conf_t *c, bool given)
     }
 }
 
-enum {
-    O_LISTEN = 256,
-    O_BACKEND,
-    O_BFILE,
-    O_SERVICE,
-    O_CONTROLLER,
-    O_POLICY,
-    O_HHDR,
-    O_HCOOKIE,
-    O_HKIND,
-    O_HBAL,
-    O_HPATH,
-    O_HINT,
-    O_HTO,
-    O_RISE,
-    O_FALL,
-    O_CTO,
-    O_STO,
-    O_CLTO,
-    O_POOL,
-    O_RETRIES,
-    O_EJA,
-    O_EJB,
-    O_EJM,
-    O_SLOW,
-    O_MAXC,
-    O_MAXCONN,
-    O_CERT,
-    O_KEY,
-    O_CACERT,
-    O_ADMIN,
-    O_LOG,
-    O_READY,
-    O_SEED,
-    O_OPENAI,
-    O_BODYMAX,
-    O_PBLOCK,
-    O_PCACHE,
-    O_SCRAPE,
-    O_SCRAPE_INT,
-    O_SATQ,
-    O_SATKV,
-    O_MAXINF,
-    O_WPREFIX,
-    O_WLORA,
-    O_TENANT,
-    O_MAXQ,
-    O_QTO,
-    O_SLO,
-    O_THREADS,
-    O_HELP
+/* The balancer's flags: into its conf where they belong, the rest beside it. */
+typedef struct lb_flags {
+    lb_proxy_conf_t c;
+    fl_list_t backends;
+    const char *bfile, *service, *controller, *scrape, *policy, *balance;
+    int kind, max_conns;
+    long long seed;
+    tls_client_t ctl_tls; /* the controller's CA (--cacert); the rest from the env */
+} lb_flags_t;
+
+#define DAY_MS 86400000
+#define LF(FIELD, LONG, KIND, META, HELP, ...)                                                     \
+    FL_OPT(lb_flags_t, FIELD, LONG, NULL, KIND, META, HELP, __VA_ARGS__)
+#define LF_MS(FIELD, LONG, LO, HELP) LF(FIELD, LONG, FL_I32, "MS", HELP, .min = LO, .max = DAY_MS)
+
+static const fl_flag_t lb_flag_table[] = {
+    LF(c.listen, "--listen", FL_STR, "ADDR", "where clients connect (required)"),
+    LF(backends, "--backend", FL_LIST, "HOST:PORT[=WEIGHT]", "a backend (repeat)"),
+    LF(bfile, "--backends-file", FL_STR, "FILE", "backends, one a line (SIGHUP re-reads it)"),
+    LF(service, "--service", FL_STR, "NAME", "a service's replicas, followed from --controller"),
+    LF(controller, "--controller", FL_STR, "URL[,URL...]", "the controllers (with --service)"),
+    LF(policy, "--policy", FL_STR, "P",
+       "round-robin (default), weighted, least-conn, hash, p2c, feedback, prefix, kv, inference "
+       "(the default with --openai)"),
+    LF(c.hash_header, "--hash-header", FL_STR, "H", "hash policy: key on this request header"),
+    LF(c.hash_cookie, "--hash-cookie", FL_STR, "C", "hash policy: key on this cookie"),
+    LF(kind, "--hash-kind", FL_CHOICE, NULL, "the consistent hash", .def = "ring",
+       .choices = "ring|maglev"),
+    LF(balance, "--hash-balance", FL_STR, "C", "bounded-load factor, 1..100 (1.25; 0 = unbounded)"),
+    LF(c.health_path, "--health-path", FL_STR, "PATH",
+       "active checks: GET PATH, 2xx/3xx is healthy"),
+    LF_MS(c.health_interval_ms, "--health-interval", 10, "between checks (2000)"),
+    LF_MS(c.health_timeout_ms, "--health-timeout", 1, "a check's limit (1000)"),
+    LF(c.rise, "--rise", FL_I32, "N", "passed checks that make a backend healthy (2)", .min = 1,
+       .max = 100),
+    LF(c.fall, "--fall", FL_I32, "N", "failed checks that make it down (3)", .min = 1, .max = 100),
+    LF_MS(c.connect_timeout_ms, "--connect-timeout", 1, "(2000)"),
+    LF_MS(c.server_timeout_ms, "--server-timeout", 1, "(60000)"),
+    LF_MS(c.client_timeout_ms, "--client-timeout", 1, "(60000)"),
+    LF_MS(c.pool_idle_ms, "--pool-idle", 1, "pooled backend connection idle limit (10000)"),
+    LF(c.retries, "--retries", FL_I32, "N",
+       "other backends tried when a connect fails (2; idempotent only)", .min = 0, .max = 7),
+    LF(c.eject_after, "--eject-after", FL_I32, "N",
+       "consecutive failures that eject a backend (3; 0 = never)", .min = 0, .max = 1000),
+    LF_MS(c.eject_base_ms, "--eject-base", 1,
+          "first ejection's length, doubling per repeat (1000)"),
+    LF_MS(c.eject_max_ms, "--eject-max", 1, "up to this (30000)"),
+    LF_MS(c.slow_start_ms, "--slow-start", 0,
+          "ramp a returning backend's weight up over MS (5000; 0 = off)"),
+    LF(max_conns, "--max-conns", FL_I32, "N",
+       "client connections (default: what the open-file limit allows, raised to its hard limit "
+       "at start: two descriptors each)",
+       .min = 1, .max = 1000000),
+    LF(c.maxconn, "--maxconn", FL_I32, "N",
+       "requests in flight per backend (HAProxy's maxconn; 0 = no cap): more wait in the queue "
+       "(--max-queue, --queue-timeout), then 429",
+       .min = 0, .max = 1000000),
+    LF(c.tls_cert_file, "--cert-file", FL_STR, "F",
+       "serve HTTPS on --listen with this certificate (arbiter init server NAME DIR)"),
+    LF(c.tls_key_file, "--key-file", FL_STR, "K", "its key"),
+    LF(ctl_tls.cacert, "--cacert", FL_STR, "FILE",
+       "the CA an https:// --controller is checked with (ARBITER_CACERT; its client "
+       "certificate: ARBITER_CERT_FILE, ARBITER_KEY_FILE)"),
+    LF(c.admin, "--admin", FL_STR, "ADDR", "serve /metrics, /backends, /healthz there"),
+    LF(c.access_log, "--access-log", FL_STR, "FILE", "one line per request ('-' = stdout)"),
+    LF(c.ready_file, "--ready-file", FL_STR, "FILE",
+       "write the bound addresses there once listening"),
+    LF(seed, "--seed", FL_INT, "N", "randomness for p2c and feedback (default: from the clock)"),
+    LF(c.threads, "--threads", FL_I32, "N",
+       "event loops, one listener each on the port (SO_REUSEPORT) (1)", .min = 1, .max = 64),
+    LF(c.openai, "--openai", FL_BOOL, NULL,
+       "LLM replicas: read /v1/completions and /v1/chat/completions bodies to route them (on "
+       "with --policy prefix, kv, inference)"),
+    LF(c.body_max, "--body-max", FL_I32, "BYTES", "bodies read whole before routing (1048576)",
+       .min = 1024, .max = 64 << 20),
+    LF(c.block_bytes, "--prefix-block", FL_I32, "BYTES",
+       "prompt block size for prefix affinity (64, ~16 tokens)", .min = 4, .max = 4096),
+    LF(c.opts.prefix_entries, "--prefix-cache", FL_I32, "N",
+       "prompt blocks the prefix index remembers (131072)", .min = 16, .max = 1 << 26),
+    LF(scrape, "--scrape-path", FL_STR, "PATH", "the replicas' Prometheus metrics (/metrics; off)"),
+    LF_MS(c.scrape_interval_ms, "--scrape-interval", 10, "between scrapes of a replica (250)"),
+    LF(c.opts.sat_queue, "--saturate-queue", FL_NUM, "N",
+       "saturated: more than N waiting at the engine (4)", .min = 0, .max = 1000000),
+    LF(c.opts.sat_kv, "--saturate-kv", FL_NUM, "F", "... or KV-cache use above F, 0..1 (0.9)",
+       .min = 0, .max = 1),
+    LF(c.opts.max_inflight, "--max-inflight", FL_I32, "N",
+       "... or N of ours in flight there (0 = no bound)", .min = 0, .max = 1000000),
+    LF(c.opts.w_prefix, "--prefix-weight", FL_NUM, "W",
+       "a whole prompt cached is worth W requests of load (8)", .min = 0, .max = 1000000),
+    LF(c.opts.w_lora, "--lora-weight", FL_NUM, "W",
+       "the LoRA adapter loaded is worth W requests (4)", .min = 0, .max = 1000000),
+    LF(c.tenant_header, "--tenant-header", FL_STR, "H",
+       "the tenant for fair queueing (X-Tenant; else the API key)"),
+    LF(c.max_queue, "--max-queue", FL_I32, "N",
+       "requests held while every replica is saturated (256; 0 = none)", .min = 0, .max = 1000000),
+    LF_MS(c.queue_timeout_ms, "--queue-timeout", 1,
+          "a held request is answered 429 after MS (30000)"),
+    LF(c.ttft_slo_ms, "--ttft-slo", FL_I32, "MS",
+       "answer 429 at once when the expected wait exceeds MS (0 = off)", .min = 0, .max = DAY_MS),
+    FL_END,
+};
+static const fl_verb_t lb_verb = {
+    .name = "lb",
+    .summary = "HTTP load balancer for inference replicas: --listen ADDR and the backends one way "
+               "(--backend ..., --backends-file FILE, or --service NAME --controller URL)",
+    .flags = lb_flag_table,
+    .more = "SIGHUP re-reads --backends-file; SIGTERM drains and stops.",
 };
 
-static const struct option lb_opts[] = {
-    {"listen", required_argument, 0, O_LISTEN},
-    {"backend", required_argument, 0, O_BACKEND},
-    {"backends-file", required_argument, 0, O_BFILE},
-    {"service", required_argument, 0, O_SERVICE},
-    {"controller", required_argument, 0, O_CONTROLLER},
-    {"policy", required_argument, 0, O_POLICY},
-    {"hash-header", required_argument, 0, O_HHDR},
-    {"hash-cookie", required_argument, 0, O_HCOOKIE},
-    {"hash-kind", required_argument, 0, O_HKIND},
-    {"hash-balance", required_argument, 0, O_HBAL},
-    {"health-path", required_argument, 0, O_HPATH},
-    {"health-interval", required_argument, 0, O_HINT},
-    {"health-timeout", required_argument, 0, O_HTO},
-    {"rise", required_argument, 0, O_RISE},
-    {"fall", required_argument, 0, O_FALL},
-    {"connect-timeout", required_argument, 0, O_CTO},
-    {"server-timeout", required_argument, 0, O_STO},
-    {"client-timeout", required_argument, 0, O_CLTO},
-    {"pool-idle", required_argument, 0, O_POOL},
-    {"retries", required_argument, 0, O_RETRIES},
-    {"eject-after", required_argument, 0, O_EJA},
-    {"eject-base", required_argument, 0, O_EJB},
-    {"eject-max", required_argument, 0, O_EJM},
-    {"slow-start", required_argument, 0, O_SLOW},
-    {"max-conns", required_argument, 0, O_MAXC},
-    {"maxconn", required_argument, 0, O_MAXCONN},
-    {"cert-file", required_argument, 0, O_CERT},
-    {"key-file", required_argument, 0, O_KEY},
-    {"cacert", required_argument, 0, O_CACERT},
-    {"admin", required_argument, 0, O_ADMIN},
-    {"access-log", required_argument, 0, O_LOG},
-    {"ready-file", required_argument, 0, O_READY},
-    {"seed", required_argument, 0, O_SEED},
-    {"openai", no_argument, 0, O_OPENAI},
-    {"body-max", required_argument, 0, O_BODYMAX},
-    {"prefix-block", required_argument, 0, O_PBLOCK},
-    {"prefix-cache", required_argument, 0, O_PCACHE},
-    {"scrape-path", required_argument, 0, O_SCRAPE},
-    {"scrape-interval", required_argument, 0, O_SCRAPE_INT},
-    {"saturate-queue", required_argument, 0, O_SATQ},
-    {"saturate-kv", required_argument, 0, O_SATKV},
-    {"max-inflight", required_argument, 0, O_MAXINF},
-    {"prefix-weight", required_argument, 0, O_WPREFIX},
-    {"lora-weight", required_argument, 0, O_WLORA},
-    {"tenant-header", required_argument, 0, O_TENANT},
-    {"max-queue", required_argument, 0, O_MAXQ},
-    {"queue-timeout", required_argument, 0, O_QTO},
-    {"ttft-slo", required_argument, 0, O_SLO},
-    {"threads", required_argument, 0, O_THREADS},
-    {"help", no_argument, 0, O_HELP},
-    {0, 0, 0, 0},
-};
-
-/* An integer flag in [lo, hi]; on error prints and returns false. */
-static bool int_arg(const char *flag, const char *s, long lo, long hi, int *out)
+/* What the flags say together, into c; 0, or -1 with the message printed. */
+static int lb_check(lb_flags_t *f, lb_target_t *t)
 {
+    lb_proxy_conf_t *c = &f->c;
+    arb_err_t err = {{0}};
     char *end;
-    long v = strtol(s, &end, 10);
-    if (end == s || *end || v < lo || v > hi) {
-        fprintf(stderr, "arbiter lb: --%s '%s': give a whole number from %ld to %ld\n", flag, s, lo,
-                hi);
-        return false;
+
+    if (!c->listen) {
+        fprintf(stderr, "arbiter lb: --listen ADDR is required (e.g. --listen 127.0.0.1:8080)\n");
+        return -1;
     }
-    *out = (int)v;
-    return true;
+    for (int i = 0; i < f->backends.n; i++)
+        if (lb_target_parse(f->backends.v[i], &t[i], &err) < 0) {
+            fprintf(stderr, "arbiter lb: %s\n", err.msg);
+            return -1;
+        }
+    if (f->policy && !(c->policy = lb_find(f->policy))) {
+        fprintf(stderr, "arbiter lb: --policy '%s': unknown; use one of %s\n", f->policy,
+                lb_names());
+        return -1;
+    }
+    c->opts.kind = f->kind == 1 ? LB_HASH_MAGLEV : LB_HASH_RING;
+    if (f->balance) {
+        c->opts.balance = strtod(f->balance, &end);
+        if (end == f->balance || *end || (c->opts.balance != 0 && c->opts.balance < 1) ||
+            c->opts.balance > 100) {
+            fprintf(stderr, "arbiter lb: --hash-balance '%s': give 0 (off) or 1 to 100\n",
+                    f->balance);
+            return -1;
+        }
+    }
+    if (c->health_path && c->health_path[0] != '/') {
+        fprintf(stderr, "arbiter lb: --health-path '%s': must start with /\n", c->health_path);
+        return -1;
+    }
+    if (f->scrape && strcmp(f->scrape, "off") != 0 && f->scrape[0] != '/') {
+        fprintf(stderr, "arbiter lb: --scrape-path '%s': give a path (/metrics) or off\n",
+                f->scrape);
+        return -1;
+    }
+    if (!!f->backends.n + !!f->bfile + !!(f->service || f->controller) != 1) {
+        fprintf(stderr, "arbiter lb: give the backends one way: --backend HOST:PORT (repeat), "
+                        "--backends-file FILE, or --service NAME --controller URL\n");
+        return -1;
+    }
+    if (c->policy == &lb_chash_ops && !c->hash_header && !c->hash_cookie) {
+        fprintf(stderr, "arbiter lb: --policy hash needs --hash-header H or --hash-cookie C\n");
+        return -1;
+    }
+    if (c->tls_cert_file || c->tls_key_file) { /* checked now: a clear word before listening */
+        tls_files_t tf = {.cert_file = c->tls_cert_file, .key_file = c->tls_key_file};
+        tls_server_t ts = {0};
+        if (tls_server_load(&tf, &ts, &err) < 0) {
+            fprintf(stderr, "arbiter lb: %s\n", err.msg);
+            return -1;
+        }
+        tls_server_free(&ts);
+    }
+    if ((f->service || f->controller) && (!f->service || !f->controller)) {
+        fprintf(stderr, "arbiter lb: --service and --controller go together\n");
+        return -1;
+    }
+    return 0;
 }
 
-/* A number flag in [lo, hi]; on error prints and returns false. */
-static bool num_arg(const char *flag, const char *s, double lo, double hi, double *out)
+/* The settings the flags imply: connections sized, LLM routing, scraping. */
+static void lb_settle(lb_flags_t *f)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (end == s || *end || !(v >= lo && v <= hi)) {
-        fprintf(stderr, "arbiter lb: --%s '%s': give a number from %g to %g\n", flag, s, lo, hi);
-        return false;
-    }
-    *out = v;
-    return true;
+    lb_proxy_conf_t *c = &f->c;
+
+    if (c->eject_max_ms < c->eject_base_ms)
+        c->eject_max_ms = c->eject_base_ms;
+    if (f->max_conns)
+        c->max_conns = f->max_conns;
+    size_conns(c, f->max_conns != 0);
+    if (f->seed)
+        c->seed = (uint64_t)f->seed;
+    /* LLM replicas: the inference policy by default, prompts read, metrics scraped */
+    if (c->openai && !f->policy)
+        c->policy = &lb_inference_ops;
+    if (c->policy == &lb_prefix_ops || c->policy == &lb_kv_ops || c->policy == &lb_inference_ops)
+        c->openai = true;
+    if (f->scrape)
+        c->scrape_path = strcmp(f->scrape, "off") == 0 ? NULL : f->scrape;
+    else if (c->policy == &lb_kv_ops || c->policy == &lb_inference_ops)
+        c->scrape_path = "/metrics";
 }
 
 int cli_lb(int argc, char **argv)
 {
-    lb_proxy_conf_t c;
-    lb_target_t *t = NULL;
-    int nt = 0, opt, rc = 2;
-    const char *bfile = NULL, *service = NULL, *controller = NULL, *scrape = NULL;
-    bool policy_given = false, max_conns_given = false;
-    tls_client_t ctl_tls = {0}; /* the controller's CA (--cacert); the rest from the env */
-    int iv;
-    double dv;
+    lb_flags_t f = {0};
+    lb_target_t t[FL_LIST_MAX];
     arb_err_t err = {{0}};
-    const long DAY = 86400000;
+    int rc;
 
-    lb_proxy_conf_default(&c);
-    t = calloc((size_t)argc, sizeof *t);
-    if (!t)
-        return 1;
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "h", lb_opts, NULL)) != -1) {
-        const char *name = optind > 0 && optind <= argc ? argv[optind - 1] : "?";
-        bool ok = true;
-        switch (opt) {
-        case O_LISTEN:
-            c.listen = optarg;
-            break;
-        case O_BACKEND:
-            if (lb_target_parse(optarg, &t[nt], &err) < 0) {
-                fprintf(stderr, "arbiter lb: %s\n", err.msg);
-                goto out;
-            }
-            nt++;
-            break;
-        case O_BFILE:
-            bfile = optarg;
-            break;
-        case O_SERVICE:
-            service = optarg;
-            break;
-        case O_CONTROLLER:
-            controller = optarg;
-            break;
-        case O_POLICY:
-            policy_given = true;
-            c.policy = lb_find(optarg);
-            if (!c.policy) {
-                fprintf(stderr, "arbiter lb: --policy '%s': unknown; use one of %s\n", optarg,
-                        lb_names());
-                goto out;
-            }
-            break;
-        case O_HHDR:
-            c.hash_header = optarg;
-            break;
-        case O_HCOOKIE:
-            c.hash_cookie = optarg;
-            break;
-        case O_HKIND:
-            if (strcmp(optarg, "ring") == 0) {
-                c.opts.kind = LB_HASH_RING;
-            } else if (strcmp(optarg, "maglev") == 0) {
-                c.opts.kind = LB_HASH_MAGLEV;
-            } else {
-                fprintf(stderr, "arbiter lb: --hash-kind '%s': use ring or maglev\n", optarg);
-                goto out;
-            }
-            break;
-        case O_HBAL: {
-            char *end;
-            c.opts.balance = strtod(optarg, &end);
-            if (end == optarg || *end || (c.opts.balance != 0 && c.opts.balance < 1) ||
-                c.opts.balance > 100) {
-                fprintf(stderr, "arbiter lb: --hash-balance '%s': give 0 (off) or 1 to 100\n",
-                        optarg);
-                goto out;
-            }
-            break;
-        }
-        case O_HPATH:
-            if (optarg[0] != '/') {
-                fprintf(stderr, "arbiter lb: --health-path '%s': must start with /\n", optarg);
-                goto out;
-            }
-            c.health_path = optarg;
-            break;
-        case O_HINT:
-            ok = int_arg("health-interval", optarg, 10, DAY, &c.health_interval_ms);
-            break;
-        case O_HTO:
-            ok = int_arg("health-timeout", optarg, 1, DAY, &c.health_timeout_ms);
-            break;
-        case O_RISE:
-            ok = int_arg("rise", optarg, 1, 100, &c.rise);
-            break;
-        case O_FALL:
-            ok = int_arg("fall", optarg, 1, 100, &c.fall);
-            break;
-        case O_CTO:
-            ok = int_arg("connect-timeout", optarg, 1, DAY, &c.connect_timeout_ms);
-            break;
-        case O_STO:
-            ok = int_arg("server-timeout", optarg, 1, DAY, &c.server_timeout_ms);
-            break;
-        case O_CLTO:
-            ok = int_arg("client-timeout", optarg, 1, DAY, &c.client_timeout_ms);
-            break;
-        case O_POOL:
-            ok = int_arg("pool-idle", optarg, 1, DAY, &c.pool_idle_ms);
-            break;
-        case O_RETRIES:
-            ok = int_arg("retries", optarg, 0, 7, &c.retries);
-            break;
-        case O_EJA:
-            ok = int_arg("eject-after", optarg, 0, 1000, &c.eject_after);
-            break;
-        case O_EJB:
-            ok = int_arg("eject-base", optarg, 1, DAY, &c.eject_base_ms);
-            break;
-        case O_EJM:
-            ok = int_arg("eject-max", optarg, 1, DAY, &c.eject_max_ms);
-            break;
-        case O_SLOW:
-            ok = int_arg("slow-start", optarg, 0, DAY, &c.slow_start_ms);
-            break;
-        case O_MAXC:
-            ok = int_arg("max-conns", optarg, 1, 1000000, &c.max_conns);
-            max_conns_given = true;
-            break;
-        case O_MAXCONN:
-            ok = int_arg("maxconn", optarg, 0, 1000000, &c.maxconn);
-            break;
-        case O_CERT:
-            c.tls_cert_file = optarg;
-            break;
-        case O_KEY:
-            c.tls_key_file = optarg;
-            break;
-        case O_CACERT:
-            ctl_tls.cacert = optarg;
-            break;
-        case O_ADMIN:
-            c.admin = optarg;
-            break;
-        case O_LOG:
-            c.access_log = optarg;
-            break;
-        case O_READY:
-            c.ready_file = optarg;
-            break;
-        case O_SEED:
-            c.seed = strtoull(optarg, NULL, 10);
-            break;
-        case O_OPENAI:
-            c.openai = true;
-            break;
-        case O_BODYMAX:
-            if ((ok = int_arg("body-max", optarg, 1024, 64 << 20, &iv)))
-                c.body_max = (uint32_t)iv;
-            break;
-        case O_PBLOCK:
-            if ((ok = int_arg("prefix-block", optarg, 4, 4096, &iv)))
-                c.block_bytes = (uint32_t)iv;
-            break;
-        case O_PCACHE:
-            if ((ok = int_arg("prefix-cache", optarg, 16, 1 << 26, &iv)))
-                c.opts.prefix_entries = (uint32_t)iv;
-            break;
-        case O_SCRAPE:
-            if (strcmp(optarg, "off") != 0 && optarg[0] != '/') {
-                fprintf(stderr, "arbiter lb: --scrape-path '%s': give a path (/metrics) or off\n",
-                        optarg);
-                goto out;
-            }
-            scrape = optarg;
-            break;
-        case O_SCRAPE_INT:
-            ok = int_arg("scrape-interval", optarg, 10, DAY, &c.scrape_interval_ms);
-            break;
-        case O_SATQ:
-            if ((ok = num_arg("saturate-queue", optarg, 0, 1e6, &dv)))
-                c.opts.sat_queue = dv;
-            break;
-        case O_SATKV:
-            if ((ok = num_arg("saturate-kv", optarg, 0, 1, &dv)))
-                c.opts.sat_kv = dv;
-            break;
-        case O_MAXINF:
-            if ((ok = int_arg("max-inflight", optarg, 0, 1000000, &iv)))
-                c.opts.max_inflight = (uint32_t)iv;
-            break;
-        case O_WPREFIX:
-            if ((ok = num_arg("prefix-weight", optarg, 0, 1e6, &dv)))
-                c.opts.w_prefix = dv;
-            break;
-        case O_WLORA:
-            if ((ok = num_arg("lora-weight", optarg, 0, 1e6, &dv)))
-                c.opts.w_lora = dv;
-            break;
-        case O_TENANT:
-            c.tenant_header = optarg;
-            break;
-        case O_MAXQ:
-            ok = int_arg("max-queue", optarg, 0, 1000000, &c.max_queue);
-            break;
-        case O_QTO:
-            ok = int_arg("queue-timeout", optarg, 1, DAY, &c.queue_timeout_ms);
-            break;
-        case O_SLO:
-            ok = int_arg("ttft-slo", optarg, 0, DAY, &c.ttft_slo_ms);
-            break;
-        case O_THREADS:
-            ok = int_arg("threads", optarg, 1, 64, &c.threads);
-            break;
-        case 'h':
-        case O_HELP:
-            fputs(LB_USAGE, stdout);
-            rc = 0;
-            goto out;
-        default:
-            fprintf(stderr, "arbiter lb: bad option '%s' (or its value is missing)\n%s", name,
-                    LB_USAGE);
-            goto out;
-        }
-        if (!ok)
-            goto out;
-    }
-    if (optind < argc) {
-        fprintf(stderr, "arbiter lb: unexpected argument '%s'\n%s", argv[optind], LB_USAGE);
-        goto out;
-    }
-    if (!c.listen) {
-        fprintf(stderr, "arbiter lb: --listen ADDR is required (e.g. --listen 127.0.0.1:8080)\n");
-        goto out;
-    }
-    if (!!nt + !!bfile + !!(service || controller) != 1) {
-        fprintf(stderr, "arbiter lb: give the backends one way: --backend HOST:PORT (repeat), "
-                        "--backends-file FILE, or --service NAME --controller URL\n");
-        goto out;
-    }
-    if (c.policy == &lb_chash_ops && !c.hash_header && !c.hash_cookie) {
-        fprintf(stderr, "arbiter lb: --policy hash needs --hash-header H or --hash-cookie C\n");
-        goto out;
-    }
-    if (c.eject_max_ms < c.eject_base_ms)
-        c.eject_max_ms = c.eject_base_ms;
-    size_conns(&c, max_conns_given);
-    if (c.tls_cert_file || c.tls_key_file) { /* checked now: a clear word before listening */
-        tls_files_t tf = {.cert_file = c.tls_cert_file, .key_file = c.tls_key_file};
-        tls_server_t ts = {0};
-        if (tls_server_load(&tf, &ts, &err) < 0) {
-            fprintf(stderr, "arbiter lb: %s\n", err.msg);
-            goto out;
-        }
-        tls_server_free(&ts);
-    }
-    /* LLM replicas: the inference policy by default, prompts read, metrics scraped */
-    if (c.openai && !policy_given)
-        c.policy = &lb_inference_ops;
-    if (c.policy == &lb_prefix_ops || c.policy == &lb_kv_ops || c.policy == &lb_inference_ops)
-        c.openai = true;
-    if (scrape)
-        c.scrape_path = strcmp(scrape, "off") == 0 ? NULL : scrape;
-    else if (c.policy == &lb_kv_ops || c.policy == &lb_inference_ops)
-        c.scrape_path = "/metrics";
-    rc = 1;
-    if (service || controller) {
-        if (!service || !controller) {
-            fprintf(stderr, "arbiter lb: --service and --controller go together\n");
-            rc = 2;
-            goto out;
-        }
-        if (lb_source_controller(&c.source, controller, service, &ctl_tls, &err) < 0) {
-            fprintf(stderr, "arbiter lb: %s\n", err.msg);
-            goto out;
-        }
-    } else if (bfile) {
-        if (lb_source_file(&c.source, bfile, &err) < 0) {
-            fprintf(stderr, "arbiter lb: %s\n", err.msg);
-            goto out;
-        }
-    } else if (lb_source_static(&c.source, t, nt, &err) < 0) {
-        fprintf(stderr, "arbiter lb: %s\n", err.msg);
-        goto out;
-    }
-    if (lb_proxy_run(&c, &err) < 0)
-        fprintf(stderr, "arbiter lb: %s\n", err.msg);
+    lb_proxy_conf_default(&f.c);
+    if (!fl_run(&lb_verb, argc, argv, &f, &(fl_args_t){0}, &rc))
+        return rc;
+    if (lb_check(&f, t) < 0)
+        return 2;
+    lb_settle(&f);
+    if (f.service)
+        rc = lb_source_controller(&f.c.source, f.controller, f.service, &f.ctl_tls, &err);
+    else if (f.bfile)
+        rc = lb_source_file(&f.c.source, f.bfile, &err);
     else
-        rc = 0;
-    lb_source_fini(&c.source);
-out:
-    free(t);
+        rc = lb_source_static(&f.c.source, t, f.backends.n, &err);
+    if (rc < 0) {
+        fprintf(stderr, "arbiter lb: %s\n", err.msg);
+        return 1;
+    }
+    rc = lb_proxy_run(&f.c, &err) < 0 ? 1 : 0;
+    if (rc)
+        fprintf(stderr, "arbiter lb: %s\n", err.msg);
+    lb_source_fini(&f.c.source);
     return rc;
 }

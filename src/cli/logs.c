@@ -41,6 +41,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 
 #define MAX_FOLLOW 256
 
@@ -66,12 +67,6 @@ static void on_int(int sig)
 {
     (void)sig;
     interrupted = 1;
-}
-
-static int usage(void)
-{
-    fprintf(stderr, "usage: arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]\n");
-    return EXIT_USAGE;
 }
 
 static int64_t mono_ns(void)
@@ -313,135 +308,175 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
     }
 }
 
-int cli_logs(int argc, char **argv)
-{
-    const char *job = NULL, *dir = getenv("ARBITER_LOG_DIR");
-    long want = -1;
-    bool follow = false, err_stream = false;
-    tail_t *tl = NULL;
-    int ntl = 0, rc = 0;
-    char path[128];
+typedef struct logs_opts {
+    long long task;
+    bool follow, err;
+    const char *dir;
+} logs_opts_t;
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--task") && i + 1 < argc) {
-            char *end;
-            want = strtol(argv[++i], &end, 10);
-            if (*end || want < 0)
-                return usage();
-        } else if (!strcmp(argv[i], "--follow") || !strcmp(argv[i], "-f")) {
-            follow = true;
-        } else if (!strcmp(argv[i], "--err")) {
-            err_stream = true;
-        } else if (!strcmp(argv[i], "--log-dir") && i + 1 < argc) {
-            dir = argv[++i];
-        } else if (!job && argv[i][0] && strspn(argv[i], "0123456789") == strlen(argv[i])) {
-            job = argv[i];
-        } else {
-            return usage();
-        }
+static const fl_flag_t logs_flags[] = {
+    FL_OPT(logs_opts_t, task, "--task", NULL, FL_INT, "I",
+           "one task's output (default: every task's)"),
+    FL_OPT(logs_opts_t, follow, "--follow", "-f", FL_BOOL, NULL,
+           "keep printing until the job ends"),
+    FL_OPT(logs_opts_t, err, "--err", NULL, FL_BOOL, NULL, "stderr instead of stdout"),
+    FL_OPT(logs_opts_t, dir, "--log-dir", NULL, FL_STR, "DIR",
+           "read the files there when they are readable here (default $ARBITER_LOG_DIR)"),
+    FL_END,
+};
+static const fl_verb_t logs_verb = {
+    .name = "logs",
+    .args = "JOB",
+    .summary = "a job's task output, from the file or over HTTP from its agent",
+    .flags = logs_flags,
+    .min_pos = 1,
+    .max_pos = 1};
+
+/* One follow of a job's tasks. */
+typedef struct logs_run {
+    const char *job, *dir;
+    long want; /* one task, or -1: every task */
+    bool follow, err_stream;
+    tail_t *tl;
+    int ntl;
+    CURL *h; /* one keep-alive connection to the agents */
+} logs_run_t;
+
+/* Print what is new of task i; true to stop (*rc says why). */
+static bool logs_task(logs_run_t *r, size_t i, json_t *t, long *printed, int *rc)
+{
+    char p[PATH_MAX], u[512] = "";
+    const char *node;
+    int lr;
+    if ((int)i >= r->ntl || (r->want >= 0 && (long)i != r->want))
+        return false;
+    r->tl[i].task = (int)i;
+    lr = locate(r->job, t, r->dir, r->err_stream, p, sizeof p, u, sizeof u);
+    if (lr < 0) {
+        *rc = -lr;
+        return true;
     }
-    if (!job)
-        return usage();
-    if (dir && !dir[0])
-        dir = NULL;
-    CURL *h = curl_easy_init(); /* one keep-alive connection to the agents */
-    if (!h)
-        return EXIT_REFUSED;
-    snprintf(path, sizeof path, "/v1/jobs/%s", job);
-    signal(SIGINT, on_int);
+    if (lr == 1) {
+        if (!r->follow)
+            fprintf(stderr, "arbiter logs: job %s task %zu has not run yet\n", r->job, i);
+        return false;
+    }
+    node = json_string_value(json_object_get(t, "node"));
+    if (!node)
+        node = json_string_value(json_object_get(t, "last_node"));
+    /* Once read from a node's agent, stay with it while the task is
+     * there: switching to a file that appeared meanwhile would print
+     * the start again. */
+    bool stay = r->tl[i].remote && node && !strcmp(r->tl[i].path + 6, node);
+    if (!stay && strcmp(p, r->tl[i].path) != 0) { /* first look, or requeued elsewhere */
+        snprintf(r->tl[i].path, sizeof r->tl[i].path, "%s", p);
+        r->tl[i].off = 0;
+        r->tl[i].headed = false;
+        r->tl[i].remote = !strncmp(p, "agent:", 6);
+        r->tl[i].ticket[0] = '\0';
+        snprintf(r->tl[i].url, sizeof r->tl[i].url, "%s", u);
+    }
+    long got = r->tl[i].remote ? drain_remote(r->h, &r->tl[i], r->job, r->err_stream,
+                                              r->want < 0 && r->ntl > 1, node, r->follow)
+                               : drain(&r->tl[i], r->want < 0 && r->ntl > 1, node);
+    if (got <= -2) { /* refused by the controller or the agent: said */
+        *rc = (int)(-2 - got);
+        return true;
+    }
+    if (got < 0 && !r->follow) {
+        if (r->tl[i].remote)
+            fprintf(stderr, "arbiter logs: job %s task %zu: node '%s' has no %s log\n", r->job, i,
+                    node ? node : "?", r->err_stream ? "err" : "out");
+        else
+            fprintf(stderr, "arbiter logs: %s: %s\n", r->tl[i].path, strerror(errno));
+        *rc = EXIT_REFUSED;
+    }
+    *printed += got > 0 ? got : 0;
+    return false;
+}
+
+/* The tasks to follow, from the first reply; 0, or the exit code. */
+static int logs_setup(logs_run_t *r, json_t *tasks)
+{
+    r->ntl = (int)json_array_size(tasks);
+    if (r->ntl > MAX_FOLLOW)
+        r->ntl = MAX_FOLLOW;
+    if (r->want >= r->ntl) {
+        fprintf(stderr, "arbiter logs: job %s has %d task%s (0..%d)\n", r->job, r->ntl,
+                r->ntl == 1 ? "" : "s", r->ntl - 1);
+        return EXIT_USAGE;
+    }
+    r->tl = calloc((size_t)(r->ntl ? r->ntl : 1), sizeof *r->tl);
+    return r->tl ? 0 : EXIT_REFUSED;
+}
+
+/* Until the job ends with nothing more to print (with --follow), or once. */
+static int logs_follow(logs_run_t *r)
+{
+    char path[128];
+    int rc = 0;
+
+    snprintf(path, sizeof path, "/v1/jobs/%s", r->job);
     for (int64_t round = 0;; round++) {
         json_t *reply = NULL, *tasks, *t;
         size_t i;
-        long st = cli_http("GET", path, NULL, 0, NULL, &reply, NULL);
-        bool ended;
-        long printed = 0;
+        long st = cli_http("GET", path, NULL, 0, NULL, &reply, NULL), printed = 0;
 
-        if (st < 0) {
-            rc = EXIT_UNREACHABLE;
-            break;
-        }
+        if (st < 0)
+            return EXIT_UNREACHABLE;
         if (st >= 300) {
             rc = cli_refused(st, reply);
             json_decref(reply);
-            break;
+            return rc;
         }
         tasks = json_object_get(reply, "tasks");
-        ended = terminal(json_string_value(json_object_get(reply, "state")));
-        if (!tl) {
-            ntl = (int)json_array_size(tasks);
-            if (ntl > MAX_FOLLOW)
-                ntl = MAX_FOLLOW;
-            if (want >= ntl) {
-                fprintf(stderr, "arbiter logs: job %s has %d task%s (0..%d)\n", job, ntl,
-                        ntl == 1 ? "" : "s", ntl - 1);
-                json_decref(reply);
-                rc = EXIT_USAGE;
-                break;
-            }
-            tl = calloc((size_t)(ntl ? ntl : 1), sizeof *tl);
-            if (!tl) {
-                json_decref(reply);
-                rc = EXIT_REFUSED;
-                break;
-            }
+        bool ended = terminal(json_string_value(json_object_get(reply, "state")));
+        if (!r->tl && (rc = logs_setup(r, tasks)) != 0) {
+            json_decref(reply);
+            return rc;
         }
         json_array_foreach(tasks, i, t)
         {
-            char p[PATH_MAX], u[512] = "";
-            const char *node;
-            int lr;
-            if ((int)i >= ntl || (want >= 0 && (long)i != want))
-                continue;
-            tl[i].task = (int)i;
-            lr = locate(job, t, dir, err_stream, p, sizeof p, u, sizeof u);
-            if (lr < 0) {
-                rc = -lr;
+            if (logs_task(r, i, t, &printed, &rc))
                 break;
-            }
-            if (lr == 1) {
-                if (!follow)
-                    fprintf(stderr, "arbiter logs: job %s task %zu has not run yet\n", job, i);
-                continue;
-            }
-            node = json_string_value(json_object_get(t, "node"));
-            if (!node)
-                node = json_string_value(json_object_get(t, "last_node"));
-            /* Once read from a node's agent, stay with it while the task is
-             * there: switching to a file that appeared meanwhile would print
-             * the start again. */
-            bool stay = tl[i].remote && node && !strcmp(tl[i].path + 6, node);
-            if (!stay && strcmp(p, tl[i].path) != 0) { /* first look, or requeued elsewhere */
-                snprintf(tl[i].path, sizeof tl[i].path, "%s", p);
-                tl[i].off = 0;
-                tl[i].headed = false;
-                tl[i].remote = !strncmp(p, "agent:", 6);
-                tl[i].ticket[0] = '\0';
-                snprintf(tl[i].url, sizeof tl[i].url, "%s", u);
-            }
-            long got = tl[i].remote ? drain_remote(h, &tl[i], job, err_stream, want < 0 && ntl > 1,
-                                                   node, follow)
-                                    : drain(&tl[i], want < 0 && ntl > 1, node);
-            if (got <= -2) { /* refused by the controller or the agent: said */
-                rc = (int)(-2 - got);
-                break;
-            }
-            if (got < 0 && !follow) {
-                if (tl[i].remote)
-                    fprintf(stderr, "arbiter logs: job %s task %zu: node '%s' has no %s log\n", job,
-                            i, node ? node : "?", err_stream ? "err" : "out");
-                else
-                    fprintf(stderr, "arbiter logs: %s: %s\n", tl[i].path, strerror(errno));
-                rc = EXIT_REFUSED;
-            }
-            printed += got > 0 ? got : 0;
         }
         json_decref(reply);
-        if (rc || !follow || interrupted || (ended && printed == 0 && round > 0))
-            break;
+        if (rc || !r->follow || interrupted || (ended && printed == 0 && round > 0))
+            return rc;
         /* A quarter second between looks: prompt enough for people. */
         nanosleep(&(struct timespec){0, 250000000}, NULL);
     }
-    free(tl);
-    curl_easy_cleanup(h);
+}
+
+int cli_logs(int argc, char **argv)
+{
+    logs_opts_t o = {.task = -1, .dir = getenv("ARBITER_LOG_DIR")};
+    fl_args_t a;
+    int rc = 0;
+
+    if (!fl_run(&logs_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    const char *job = a.pos[0], *dir = o.dir;
+    long want = (long)o.task;
+    bool follow = o.follow, err_stream = o.err;
+    if (!job[0] || strspn(job, "0123456789") != strlen(job)) {
+        fprintf(stderr, "arbiter logs: '%s' is not a job id (a number, as `arbiter queue` shows)\n",
+                job);
+        return EXIT_USAGE;
+    }
+    if (dir && !dir[0])
+        dir = NULL;
+    logs_run_t r = {.job = job,
+                    .dir = dir,
+                    .want = want,
+                    .follow = follow,
+                    .err_stream = err_stream,
+                    .h = curl_easy_init()};
+    if (!r.h)
+        return EXIT_REFUSED;
+    signal(SIGINT, on_int);
+    rc = logs_follow(&r);
+    free(r.tl);
+    curl_easy_cleanup(r.h);
     return rc;
 }

@@ -22,20 +22,71 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 
-#define NODE_USAGE                                                                                 \
-    "usage: arbiter node NAME [-o json]\n"                                                         \
-    "       arbiter node delete NAME [-o json]\n"                                                  \
-    "       arbiter cordon|uncordon|drain NAME [--reason TEXT] [-o json]\n"                        \
-    "       arbiter taint NAME KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute ... | "           \
-    "KEY[:EFFECT]- ...\n"                                                                          \
-    "       arbiter label NAME KEY=VALUE ... | KEY- ... [--overwrite]\n"
+/* The node verbs' flags: one options struct, one table per verb. */
+typedef struct node_opts {
+    const char *reason;
+    bool overwrite;
+    int out;
+} node_opts_t;
 
-static int usage(const char *verb, const char *why)
-{
-    fprintf(stderr, "arbiter %s: %s\n" NODE_USAGE, verb, why);
-    return EXIT_USAGE;
-}
+#define NODE_OUTPUT                                                                                \
+    FL_OPT(node_opts_t, out, NULL, "-o", FL_CHOICE, NULL, "a summary, or the node's JSON",         \
+           .def = "text", .choices = "text|json")
+#define NODE_REASON                                                                                \
+    FL_OPT(node_opts_t, reason, "--reason", NULL, FL_STR, "TEXT",                                  \
+           "why (shown on the node and in its events)")
+
+static const fl_flag_t out_flags[] = {NODE_OUTPUT, FL_END};
+static const fl_flag_t reason_flags[] = {NODE_REASON, NODE_OUTPUT, FL_END};
+static const fl_flag_t label_flags[] = {
+    FL_OPT(node_opts_t, overwrite, "--overwrite", NULL, FL_BOOL, NULL,
+           "change a label that has another value"),
+    NODE_OUTPUT,
+    FL_END,
+};
+
+static const fl_verb_t node_verb = {
+    .name = "node",
+    .args = "NAME | delete NAME",
+    .summary = "one node in detail (labels, taints, telemetry, what runs); or delete it "
+               "(NotReady or Lost only)",
+    .flags = out_flags,
+    .min_pos = 1,
+    .max_pos = 2};
+static const fl_verb_t cordon_v = {.name = "cordon",
+                                   .args = "NAME",
+                                   .summary = "stop placing tasks on a node",
+                                   .flags = reason_flags,
+                                   .min_pos = 1,
+                                   .max_pos = 1};
+static const fl_verb_t uncordon_v = {.name = "uncordon",
+                                     .args = "NAME",
+                                     .summary = "put a cordoned or drained node back in service",
+                                     .flags = out_flags,
+                                     .min_pos = 1,
+                                     .max_pos = 1};
+static const fl_verb_t drain_v = {
+    .name = "drain",
+    .args = "NAME",
+    .summary = "cordon a node and evict its jobs (stopped with their grace, requeued elsewhere)",
+    .flags = reason_flags,
+    .min_pos = 1,
+    .max_pos = 1};
+static const fl_verb_t taint_v = {
+    .name = "taint",
+    .args = "NAME KEY[=VALUE]:NoSchedule|PreferNoSchedule|NoExecute ... | KEY[:EFFECT]- ...",
+    .summary = "add or remove node taints (NoExecute evicts what does not tolerate it)",
+    .flags = out_flags,
+    .min_pos = 2,
+    .max_pos = -1};
+static const fl_verb_t label_v = {.name = "label",
+                                  .args = "NAME KEY=VALUE ... | KEY- ...",
+                                  .summary = "set or remove node labels",
+                                  .flags = label_flags,
+                                  .min_pos = 2,
+                                  .max_pos = -1};
 
 /* ---- the detail view --------------------------------------------------------------------- */
 
@@ -267,39 +318,31 @@ static json_t *reason_body(const json_t *node, void *arg, int *rc)
     return arg ? json_pack("{s:s}", "reason", (const char *)arg) : NULL;
 }
 
-static int cordon_verb(int argc, char **argv, const char *suffix, const char *done)
+static int cordon_verb(const fl_verb_t *v, int argc, char **argv, const char *suffix,
+                       const char *done)
 {
-    const char *name = NULL, *reason = NULL;
-    bool json = false;
+    node_opts_t o = {0};
+    fl_args_t a;
+    int rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reason") && i + 1 < argc && strcmp(argv[0], "uncordon"))
-            reason = argv[++i];
-        else if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            json = !strcmp(argv[++i], "json");
-        else if (argv[i][0] != '-' && !name)
-            name = argv[i];
-        else
-            return usage(argv[0], "give one node name, and --reason TEXT or -o json");
-    }
-    if (!name)
-        return usage(argv[0], "which node?");
-    return change(name, "POST", suffix, reason_body, (void *)reason, json, done);
+    if (!fl_run(v, argc, argv, &o, &a, &rc))
+        return rc;
+    return change(a.pos[0], "POST", suffix, reason_body, (void *)o.reason, o.out == 1, done);
 }
 
 int cli_cordon(int argc, char **argv)
 {
-    return cordon_verb(argc, argv, "/cordon", "cordoned");
+    return cordon_verb(&cordon_v, argc, argv, "/cordon", "cordoned");
 }
 
 int cli_uncordon(int argc, char **argv)
 {
-    return cordon_verb(argc, argv, "/uncordon", "uncordoned");
+    return cordon_verb(&uncordon_v, argc, argv, "/uncordon", "uncordoned");
 }
 
 int cli_drain(int argc, char **argv)
 {
-    return cordon_verb(argc, argv, "/drain", "drained");
+    return cordon_verb(&drain_v, argc, argv, "/drain", "drained");
 }
 
 /* ---- taint ----------------------------------------------------------------------------------- */
@@ -399,37 +442,15 @@ static json_t *label_body(const json_t *node, void *arg, int *rc)
 
 static int edits_verb(int argc, char **argv, bool label)
 {
-    const char *name = NULL;
-    bool json = false;
-    label_args_t la = {{0, NULL}, false};
+    node_opts_t o = {0};
+    fl_args_t a;
     int rc;
 
-    la.e.v = calloc((size_t)argc, sizeof *la.e.v);
-    if (!la.e.v)
-        return EXIT_REFUSED;
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc) {
-            json = !strcmp(argv[++i], "json");
-        } else if (label && !strcmp(argv[i], "--overwrite")) {
-            la.overwrite = true;
-        } else if (argv[i][0] == '-') {
-            free(la.e.v);
-            return usage(argv[0], "unknown option");
-        } else if (!name) {
-            name = argv[i];
-        } else {
-            la.e.v[la.e.n++] = argv[i];
-        }
-    }
-    if (!name || !la.e.n) {
-        free(la.e.v);
-        return usage(argv[0], label ? "give a node and KEY=VALUE or KEY-"
-                                    : "give a node and KEY[=VALUE]:EFFECT or KEY[:EFFECT]-");
-    }
-    rc = label ? change(name, "PATCH", "", label_body, &la, json, "labeled")
-               : change(name, "PATCH", "", taint_body, &la.e, json, "tainted");
-    free(la.e.v);
-    return rc;
+    if (!fl_run(label ? &label_v : &taint_v, argc, argv, &o, &a, &rc))
+        return rc;
+    label_args_t la = {{a.npos - 1, a.pos + 1}, o.overwrite};
+    return label ? change(a.pos[0], "PATCH", "", label_body, &la, o.out == 1, "labeled")
+                 : change(a.pos[0], "PATCH", "", taint_body, &la.e, o.out == 1, "tainted");
 }
 
 int cli_taint(int argc, char **argv)
@@ -447,24 +468,21 @@ int cli_label(int argc, char **argv)
 
 int cli_node(int argc, char **argv)
 {
-    const char *name = NULL;
-    bool json = false, del = false;
+    node_opts_t o = {0};
+    fl_args_t a;
+    int rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-o") && i + 1 < argc)
-            json = !strcmp(argv[++i], "json");
-        else if (!strcmp(argv[i], "delete") && !name && !del)
-            del = true;
-        else if (argv[i][0] != '-' && !name)
-            name = argv[i];
-        else
-            return usage("node", "give one node name");
+    if (!fl_run(&node_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    bool del = a.npos == 2, json = o.out == 1;
+    if (del && strcmp(a.pos[0], "delete") != 0) {
+        fprintf(stderr, "arbiter node: give one node name, or delete NAME\n");
+        return EXIT_USAGE;
     }
-    if (!name)
-        return usage("node", "which node? (arbiter nodes lists them)");
+    const char *name = a.pos[del ? 1 : 0];
     if (del)
         return change(name, "DELETE", "", NULL, NULL, json, "deleted");
-    int rc = 0;
+    rc = 0;
     json_t *node = get_node(name, &rc);
     if (!node)
         return rc;

@@ -36,13 +36,10 @@
 
 #include "arbiter/sched.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "spec/scenario.h"
 #include "state/state_int.h"
 #include "vc/vcluster.h"
-
-#define PLACE_USAGE                                                                                \
-    "usage: arbiter place SCENARIO.yaml [--policy NAME] [-o text|json] [--seed N] [--export "      \
-    "DIR]\n"
 
 static const st_who_t place_admin = {ST_ROLE_ADMIN, "", "place", NULL};
 
@@ -534,62 +531,50 @@ static void print_json(place_run_t *r)
     printf("}}\n");
 }
 
-int cli_place(int argc, char **argv)
+typedef struct place_opts {
+    const char *policy, *export;
+    int out;
+    long long seed;
+} place_opts_t;
+
+static void place_more(FILE *f)
 {
-    const char *file = NULL, *policy = NULL, *output = "text", *export = NULL;
-    unsigned long long seed = 1;
+    char names[256];
+    fprintf(f, "\npolicies: %s\n", arb_profile_names(names, sizeof names));
+}
+
+static const fl_flag_t place_flags[] = {
+    FL_OPT(place_opts_t, policy, "--policy", "-p", FL_STR, "NAME",
+           "the scoring profile (default: the scenario's)"),
+    FL_OPT(place_opts_t, out, "--output", "-o", FL_CHOICE, NULL, "a report, or JSON lines",
+           .def = "text", .choices = "text|json"),
+    FL_OPT(place_opts_t, seed, "--seed", NULL, FL_INT, "N",
+           "seeds the controller's random tie-breaking", .def = "1"),
+    FL_OPT(place_opts_t, export, "--export", NULL, FL_STR, "DIR",
+           "write the controller config, agent inventories and job specs that give a live "
+           "cluster the same scenario"),
+    FL_END,
+};
+static const fl_verb_t place_verb = {
+    .name = "place",
+    .args = "SCENARIO.yaml",
+    .summary = "replay a scenario through the controller's own cycle on a virtual clock and "
+               "explain the pending ones",
+    .more = "Jobs arrive one at a time; preemption, quotas, backfill, elastic jobs and services "
+            "act as live.",
+    .flags = place_flags,
+    .min_pos = 1,
+    .max_pos = 1,
+    .more_fn = place_more};
+
+/* The scenario through the virtual cluster; the exit status (0, or 1 with the message). */
+static int place_file(const char *file, const place_opts_t *o)
+{
+    const char *policy = o->policy, *export = o->export;
+    unsigned long long seed = (unsigned long long)o->seed;
     place_run_t r;
     arb_err_t err = {{0}};
     int rc, status = 1;
-
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
-            char names[256];
-            printf(PLACE_USAGE
-                   "\nReplay a scenario through the controller's own scheduling cycle on a "
-                   "virtual clock (jobs arrive one at a time; preemption, quotas, backfill, "
-                   "elastic jobs and services as live) and explain the pending ones.\n"
-                   "--seed N seeds the controller's random tie-breaking; --export DIR writes "
-                   "the controller config, agent inventories and job specs that give a live "
-                   "cluster the same scenario.\npolicies: %s\n",
-                   arb_profile_names(names, sizeof names));
-            return 0;
-        } else if ((!strcmp(a, "--policy") || !strcmp(a, "-p")) && i + 1 < argc) {
-            policy = argv[++i];
-        } else if (!strncmp(a, "--policy=", 9)) {
-            policy = a + 9;
-        } else if ((!strcmp(a, "-o") || !strcmp(a, "--output")) && i + 1 < argc) {
-            output = argv[++i];
-        } else if (!strncmp(a, "--output=", 9)) {
-            output = a + 9;
-        } else if (!strcmp(a, "--export") && i + 1 < argc) {
-            export = argv[++i];
-        } else if (!strcmp(a, "--seed") && i + 1 < argc) {
-            char *end;
-            seed = strtoull(argv[++i], &end, 10);
-            if (*end || end == argv[i]) {
-                fprintf(stderr, "arbiter place: --seed '%s' is not a number\n", argv[i]);
-                return 2;
-            }
-        } else if (a[0] == '-' && a[1]) {
-            fprintf(stderr, "arbiter place: unknown or incomplete option '%s'\n" PLACE_USAGE, a);
-            return 2;
-        } else if (!file) {
-            file = a;
-        } else {
-            fprintf(stderr, "arbiter place: one scenario at a time ('%s')\n" PLACE_USAGE, a);
-            return 2;
-        }
-    }
-    if (!file) {
-        fprintf(stderr, PLACE_USAGE);
-        return 2;
-    }
-    if (strcmp(output, "text") != 0 && strcmp(output, "json") != 0) {
-        fprintf(stderr, "arbiter place: -o '%s': use text or json\n", output);
-        return 2;
-    }
 
     memset(&r, 0, sizeof r);
     r.file = file;
@@ -615,7 +600,7 @@ int cli_place(int argc, char **argv)
     if ((rc = vc_open(&vcc, &r.v, &err)) < 0 || (rc = add_nodes(&r, &err)) < 0 ||
         (rc = arrive(&r, &err)) < 0)
         goto out;
-    if (!strcmp(output, "json"))
+    if (o->out == 1)
         print_json(&r);
     else
         print_text(&r);
@@ -636,4 +621,15 @@ out:
     st_conf_free(&r.conf);
     spec_scenario_free(&r.sc);
     return status;
+}
+
+int cli_place(int argc, char **argv)
+{
+    place_opts_t o = {0};
+    fl_args_t a;
+    int rc;
+
+    if (!fl_run(&place_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    return place_file(a.pos[0], &o);
 }

@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 
 static void show_one(json_t *o)
 {
@@ -58,24 +59,35 @@ static void show_one(json_t *o)
     }
 }
 
+typedef struct service_opts {
+    int out;
+} service_opts_t;
+
+static const fl_flag_t service_flags[] = {
+    FL_OPT(service_opts_t, out, NULL, "-o", FL_CHOICE, NULL, "a table, or the controller's JSON",
+           .def = "text", .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t service_verb = {
+    .name = "service",
+    .args = "[NAME]",
+    .summary = "a service job's replicas (every service's without NAME): address, ready, "
+               "draining, in-flight load",
+    .flags = service_flags,
+    .max_pos = 1};
+
 int cli_service(int argc, char **argv)
 {
-    const char *name = NULL;
-    bool want_json = false;
+    service_opts_t o = {0};
+    fl_args_t a;
     char path[256];
     json_t *reply = NULL;
     int rc = 0;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
-            want_json = strcmp(argv[++i], "json") == 0;
-        } else if (argv[i][0] != '-' && !name) {
-            name = argv[i];
-        } else {
-            fprintf(stderr, "usage: arbiter service [NAME] [-o json]\n");
-            return EXIT_USAGE;
-        }
-    }
+    if (!fl_run(&service_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    const char *name = a.npos ? a.pos[0] : NULL;
+    bool want_json = o.out == 1;
     if (name && (strlen(name) > 128 || strpbrk(name, "/?&# "))) {
         fprintf(stderr, "arbiter service: '%s' is not a service name\n", name);
         return EXIT_USAGE;

@@ -6,17 +6,40 @@
  *
  * Exit status: 0 on success, 2 on bad usage.
  */
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "lb/shard.h"
 
-#define SHARD_USAGE                                                                                \
-    "usage: arbiter shard --nodes a,b,c --shards N [--replicas R] [--hash-kind ring|maglev]\n"     \
-    "                     [--balance C] [--join NAME] [-o text|json]\n"
+typedef struct shard_opts {
+    const char *nodes, *balance, *join;
+    long long shards, replicas;
+    int kind, out;
+} shard_opts_t;
+
+static const fl_flag_t shard_flags[] = {
+    FL_OPT(shard_opts_t, nodes, "--nodes", NULL, FL_STR, "a,b,c", "the nodes (required)"),
+    FL_OPT(shard_opts_t, shards, "--shards", NULL, FL_INT, "N", "how many shards (required)",
+           .min = 1, .max = 1000000000),
+    FL_OPT(shard_opts_t, replicas, "--replicas", NULL, FL_INT, "R", "copies of each shard",
+           .def = "1", .min = 1, .max = 1000000000),
+    FL_OPT(shard_opts_t, kind, "--hash-kind", NULL, FL_CHOICE, NULL, "the consistent hash",
+           .def = "ring", .choices = "ring|maglev"),
+    FL_OPT(shard_opts_t, balance, "--balance", NULL, FL_STR, "C",
+           "bounded loads: at most C x the mean per node; 0 off (default 1.25)"),
+    FL_OPT(shard_opts_t, join, "--join", NULL, FL_STR, "NAME", "the node that would join",
+           .def = "new-node"),
+    FL_OPT(shard_opts_t, out, "--output", "-o", FL_CHOICE, NULL, "a table, or JSON", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t shard_verb = {
+    .name = "shard",
+    .summary = "assign data shards to nodes by consistent hashing with bounded loads",
+    .flags = shard_flags};
 
 static int split_nodes(char *s, const char ***out)
 {
@@ -34,165 +57,139 @@ static int split_nodes(char *s, const char ***out)
     return k;
 }
 
-int cli_shard(int argc, char **argv)
-{
-    static const struct option opts[] = {
-        {"nodes", required_argument, 0, 'n'},
-        {"shards", required_argument, 0, 's'},
-        {"replicas", required_argument, 0, 'r'},
-        {"hash-kind", required_argument, 0, 'k'},
-        {"balance", required_argument, 0, 'b'},
-        {"join", required_argument, 0, 'j'},
-        {"output", required_argument, 0, 'o'},
-        {"help", no_argument, 0, 'h'},
-        {0, 0, 0, 0},
-    };
-    char *nodes_arg = NULL;
-    const char **nodes = NULL, **others = NULL, *join = "new-node";
-    int nshards = 0, replicas = 1, nn, opt, rc = 2;
-    bool json = false;
-    lb_opts_t o;
-    lb_shard_map_t m = {0}, m2 = {0};
-    arb_err_t err = {{0}};
+/* One assignment and what it says: each node's share and what would move if
+ * it left, then if one more node joined. */
+typedef struct shard_run {
+    const char **nodes, **others;
+    int nn, nshards, replicas;
+    bool json;
+    const lb_opts_t *o;
+    lb_shard_map_t m;
+} shard_run_t;
 
-    lb_opts_default(&o);
-    optind = 1;
-    opterr = 0;
-    while ((opt = getopt_long(argc, argv, "o:h", opts, NULL)) != -1) {
-        char *end = NULL;
-        switch (opt) {
-        case 'n':
-            nodes_arg = optarg;
-            break;
-        case 's':
-            nshards = (int)strtol(optarg, &end, 10);
-            if (*end || nshards < 1) {
-                fprintf(stderr, "arbiter shard: --shards '%s': give a count >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 'r':
-            replicas = (int)strtol(optarg, &end, 10);
-            if (*end || replicas < 1) {
-                fprintf(stderr, "arbiter shard: --replicas '%s': give a count >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 'k':
-            if (strcmp(optarg, "ring") == 0)
-                o.kind = LB_HASH_RING;
-            else if (strcmp(optarg, "maglev") == 0)
-                o.kind = LB_HASH_MAGLEV;
-            else {
-                fprintf(stderr, "arbiter shard: --hash-kind '%s': use ring or maglev\n", optarg);
-                return 2;
-            }
-            break;
-        case 'b':
-            o.balance = strtod(optarg, &end);
-            if (*end || (o.balance != 0 && o.balance < 1)) {
-                fprintf(stderr, "arbiter shard: --balance '%s': give 0 (off) or >= 1\n", optarg);
-                return 2;
-            }
-            break;
-        case 'j':
-            join = optarg;
-            break;
-        case 'o':
-            if (strcmp(optarg, "json") == 0)
-                json = true;
-            else if (strcmp(optarg, "text") != 0) {
-                fprintf(stderr, "arbiter shard: -o '%s': use text or json\n", optarg);
-                return 2;
-            }
-            break;
-        case 'h':
-            fputs(SHARD_USAGE, stdout);
-            return 0;
-        default:
-            fprintf(stderr, "arbiter shard: bad option '%s'\n%s", argv[optind - 1], SHARD_USAGE);
-            return 2;
-        }
-    }
-    if (!nodes_arg || nshards == 0) {
-        fprintf(stderr, "arbiter shard: --nodes and --shards are required\n%s", SHARD_USAGE);
-        return 2;
-    }
-    nodes_arg = strdup(nodes_arg);
-    nn = nodes_arg ? split_nodes(nodes_arg, &nodes) : -1;
-    if (nn < 0)
-        goto out;
-    others = calloc((size_t)nn + 1, sizeof *others);
-    if (!others)
-        goto out;
-    if (lb_shard_assign(nodes, nn, nshards, replicas, &o, &m, &err) < 0) {
-        fprintf(stderr, "arbiter shard: %s\n", err.msg);
-        goto out;
-    }
-    long total = (long)nshards * replicas;
-    int mx = 0;
-    for (int i = 0; i < nn; i++)
-        mx = m.count[i] > mx ? m.count[i] : mx;
-    double mean = (double)total / nn;
-    const char *kind = o.kind == LB_HASH_MAGLEV ? "maglev" : "ring";
-    if (json)
-        printf("{\"shards\":%d,\"replicas\":%d,\"hash\":\"%s\",\"balance\":%g,"
-               "\"max_over_mean\":%.4f,\"nodes\":[",
-               nshards, replicas, kind, o.balance, mx / mean);
-    else
-        printf("%d shards x %d replicas on %d nodes (%s hash, bounded loads c=%g)\n\n"
-               "%-20s %8s %9s %7s   %s\n",
-               nshards, replicas, nn, kind, o.balance, "node", "primary", "replicas", "share",
-               "if it leaves: replicas moved");
-    for (int i = 0; i < nn; i++) {
+static void shard_leaves(shard_run_t *r)
+{
+    long total = (long)r->nshards * r->replicas;
+    lb_shard_map_t m2 = {0};
+
+    for (int i = 0; i < r->nn; i++) {
         int k = 0, moved = -1;
-        for (int j = 0; j < nn; j++)
+        for (int j = 0; j < r->nn; j++)
             if (j != i)
-                others[k++] = nodes[j];
-        if (nn > 1 && replicas <= nn - 1 &&
-            lb_shard_assign(others, nn - 1, nshards, replicas, &o, &m2, NULL) == 0) {
-            moved = lb_shard_moved(&m, nodes, &m2, others);
+                r->others[k++] = r->nodes[j];
+        if (r->nn > 1 && r->replicas <= r->nn - 1 &&
+            lb_shard_assign(r->others, r->nn - 1, r->nshards, r->replicas, r->o, &m2, NULL) == 0) {
+            moved = lb_shard_moved(&r->m, r->nodes, &m2, r->others);
             lb_shard_free(&m2);
         }
-        double share = 100.0 * m.count[i] / total;
-        if (json)
+        double share = 100.0 * r->m.count[i] / total;
+        if (r->json)
             printf("%s{\"name\":\"%s\",\"primary\":%d,\"replicas\":%d,\"share\":%.4f,"
                    "\"leave_moves\":%d}",
-                   i ? "," : "", nodes[i], m.primary[i], m.count[i], share / 100, moved);
+                   i ? "," : "", r->nodes[i], r->m.primary[i], r->m.count[i], share / 100, moved);
         else if (moved >= 0)
-            printf("%-20s %8d %9d %6.2f%%   %d (%.2f%% of all; its own share %.2f%%)\n", nodes[i],
-                   m.primary[i], m.count[i], share, moved, 100.0 * moved / total, share);
+            printf("%-20s %8d %9d %6.2f%%   %d (%.2f%% of all; its own share %.2f%%)\n",
+                   r->nodes[i], r->m.primary[i], r->m.count[i], share, moved, 100.0 * moved / total,
+                   share);
         else
             printf("%-20s %8d %9d %6.2f%%   (cannot leave: too few nodes for %d replicas)\n",
-                   nodes[i], m.primary[i], m.count[i], share, replicas);
+                   r->nodes[i], r->m.primary[i], r->m.count[i], share, r->replicas);
     }
-    /* one more node joins */
+}
+
+static void shard_join(shard_run_t *r, const char *join, double max_over_mean)
+{
+    long total = (long)r->nshards * r->replicas;
+    lb_shard_map_t m2 = {0};
+    int nn = r->nn, jmoved = -1, takes = 0;
+
     for (int j = 0; j < nn; j++)
-        others[j] = nodes[j];
-    others[nn] = join;
-    int jmoved = -1, takes = 0;
-    if (lb_shard_assign(others, nn + 1, nshards, replicas, &o, &m2, &err) == 0) {
-        jmoved = lb_shard_moved(&m, nodes, &m2, others);
+        r->others[j] = r->nodes[j];
+    r->others[nn] = join;
+    if (lb_shard_assign(r->others, nn + 1, r->nshards, r->replicas, r->o, &m2, NULL) == 0) {
+        jmoved = lb_shard_moved(&r->m, r->nodes, &m2, r->others);
         takes = m2.count[nn];
         lb_shard_free(&m2);
     }
-    if (json) {
+    if (r->json) {
         printf("],\"join\":{\"name\":\"%s\",\"takes\":%d,\"moves\":%d,\"ideal\":%.4f}}\n", join,
                takes, jmoved, 1.0 / (nn + 1));
     } else {
-        printf("\nmax/mean load %.3f (bound %g)\n", mx / mean, o.balance);
+        printf("\nmax/mean load %.3f (bound %g)\n", max_over_mean, r->o->balance);
         if (jmoved >= 0)
             printf("if %s joins: it takes %d replicas; %d move (%.2f%% of all; ideal 1/%d = "
                    "%.2f%%)\n",
                    join, takes, jmoved, 100.0 * jmoved / total, nn + 1, 100.0 / (nn + 1));
     }
+}
+
+/* 0; 2 when the assignment is refused (message printed); 1 out of memory */
+static int shard_report(const shard_opts_t *so, const lb_opts_t *o)
+{
+    shard_run_t r = {
+        .nshards = (int)so->shards, .replicas = (int)so->replicas, .json = so->out == 1, .o = o};
+    char *nodes_arg = strdup(so->nodes);
+    arb_err_t err = {{0}};
+    int rc = 1;
+
+    r.nn = nodes_arg ? split_nodes(nodes_arg, &r.nodes) : -1;
+    if (r.nn < 0 || !(r.others = calloc((size_t)r.nn + 1, sizeof *r.others))) {
+        fprintf(stderr, "arbiter shard: out of memory\n");
+        goto out;
+    }
+    if (lb_shard_assign(r.nodes, r.nn, r.nshards, r.replicas, o, &r.m, &err) < 0) {
+        fprintf(stderr, "arbiter shard: %s\n", err.msg);
+        rc = 2;
+        goto out;
+    }
+    int mx = 0;
+    for (int i = 0; i < r.nn; i++)
+        mx = r.m.count[i] > mx ? r.m.count[i] : mx;
+    double mean = (double)r.nshards * r.replicas / r.nn;
+    const char *kind = o->kind == LB_HASH_MAGLEV ? "maglev" : "ring";
+    if (r.json)
+        printf("{\"shards\":%d,\"replicas\":%d,\"hash\":\"%s\",\"balance\":%g,"
+               "\"max_over_mean\":%.4f,\"nodes\":[",
+               r.nshards, r.replicas, kind, o->balance, mx / mean);
+    else
+        printf("%d shards x %d replicas on %d nodes (%s hash, bounded loads c=%g)\n\n"
+               "%-20s %8s %9s %7s   %s\n",
+               r.nshards, r.replicas, r.nn, kind, o->balance, "node", "primary", "replicas",
+               "share", "if it leaves: replicas moved");
+    shard_leaves(&r);
+    shard_join(&r, so->join, mx / mean);
     rc = 0;
 out:
-    if (rc && nn < 0)
-        fprintf(stderr, "arbiter shard: out of memory\n");
-    lb_shard_free(&m);
-    free(others);
-    free(nodes);
+    lb_shard_free(&r.m);
+    free(r.others);
+    free(r.nodes);
     free(nodes_arg);
-    return rc == 0 ? 0 : (err.msg[0] ? 2 : 1);
+    return rc;
+}
+
+int cli_shard(int argc, char **argv)
+{
+    shard_opts_t so = {0};
+    fl_args_t a;
+    char *end;
+    lb_opts_t o;
+    int rc;
+
+    if (!fl_run(&shard_verb, argc, argv, &so, &a, &rc))
+        return rc;
+    lb_opts_default(&o);
+    o.kind = so.kind == 1 ? LB_HASH_MAGLEV : LB_HASH_RING;
+    if (so.balance) {
+        o.balance = strtod(so.balance, &end);
+        if (*end || end == so.balance || (o.balance != 0 && o.balance < 1)) {
+            fprintf(stderr, "arbiter shard: --balance '%s': give 0 (off) or >= 1\n", so.balance);
+            return 2;
+        }
+    }
+    if (!so.nodes || so.shards == 0) {
+        fprintf(stderr, "arbiter shard: --nodes and --shards are required; run 'arbiter shard "
+                        "--help' for the usage\n");
+        return 2;
+    }
+    return shard_report(&so, &o);
 }

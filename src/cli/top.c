@@ -39,6 +39,7 @@
 
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 #include "util/duration.h"
 
 typedef struct top_opts {
@@ -426,16 +427,6 @@ static void top_fit(FILE *out, const char *text, int rows, int cols)
     }
 }
 
-static int parse_interval(const char *s, int64_t *ms)
-{
-    int64_t ns;
-
-    if (arb_duration_parse(s, &ns, NULL) < 0)
-        return -1;
-    *ms = ns / 1000000;
-    return *ms >= 100 && *ms <= 3600000 ? 0 : -1;
-}
-
 /* The live loop on a terminal (or plain redraws when stdout is not one). */
 static int live(const top_opts_t *op)
 {
@@ -520,43 +511,44 @@ static int live(const top_opts_t *op)
     return 0;
 }
 
+typedef struct top_flags {
+    bool once;
+    int64_t interval_ns;
+    long long jobs;
+} top_flags_t;
+
+static const fl_flag_t top_flag_table[] = {
+    FL_OPT(top_flags_t, once, "--once", NULL, FL_BOOL, NULL,
+           "print one frame and exit (no escape codes)"),
+    FL_OPT(top_flags_t, interval_ns, "--interval", NULL, FL_DURATION, "D",
+           "how often to redraw, 100ms..1h", .def = "2s", .min = 100000000LL,
+           .max = 3600LL * 1000000000LL),
+    FL_OPT(top_flags_t, jobs, "--jobs", NULL, FL_INT, "N",
+           "rows per list of jobs (default: what fits the terminal, 10 when not one)", .min = 1,
+           .max = 1000),
+    FL_END,
+};
+static const fl_verb_t top_verb = {
+    .name = "top",
+    .summary = "a live view of the cluster, its queues, jobs and nodes (q quits)",
+    .flags = top_flag_table};
+
 int cli_top(int argc, char **argv)
 {
-    top_opts_t op = {.interval_ms = 2000, .jobs = 10};
+    top_flags_t fl = {0};
+    fl_args_t a;
+    int rc;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--once") == 0) {
-            op.once = true;
-        } else if (strcmp(argv[i], "--interval") == 0 && i + 1 < argc) {
-            if (parse_interval(argv[++i], &op.interval_ms) < 0) {
-                fprintf(stderr,
-                        "arbiter top: --interval '%s': give 100ms to 1h, e.g. 2s or "
-                        "500ms\n",
-                        argv[i]);
-                return EXIT_USAGE;
-            }
-        } else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc) {
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > 1000) {
-                fprintf(stderr, "arbiter top: --jobs '%s': give 1..1000 rows per list\n", argv[i]);
-                return EXIT_USAGE;
-            }
-            op.jobs = (int)n;
-            op.jobs_set = true;
-        } else {
-            bool known = !strcmp(argv[i], "--interval") || !strcmp(argv[i], "--jobs");
-            fprintf(stderr,
-                    "arbiter top: %s '%s'; usage: arbiter top [--once] [--interval 2s] "
-                    "[--jobs N]\n",
-                    known ? "needs a value after" : "unknown option", argv[i]);
-            return EXIT_USAGE;
-        }
-    }
+    if (!fl_run(&top_verb, argc, argv, &fl, &a, &rc))
+        return rc;
+    top_opts_t op = {.once = fl.once,
+                     .interval_ms = fl.interval_ns / 1000000,
+                     .jobs = fl.jobs ? (int)fl.jobs : 10,
+                     .jobs_set = fl.jobs != 0};
     if (op.once) {
         top_fetch_t f = {0};
         bool ok = frame(stdout, &op, &f, 0);
-        int rc = ok ? 0 : f.status < 0 ? EXIT_UNREACHABLE : cli_refused(f.status, f.err);
+        rc = ok ? 0 : f.status < 0 ? EXIT_UNREACHABLE : cli_refused(f.status, f.err);
         json_decref(f.err);
         return rc;
     }

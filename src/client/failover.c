@@ -22,21 +22,20 @@
 #include <time.h>
 
 #include "client/failover.h"
+#include "util/buf.h"
+#include "util/mtime.h"
 
 #define FO_DEFAULT_MAX_REPLY (64u << 20)
 
 typedef struct fo_buf {
-    char *p;
-    size_t n, max;
-    bool too_big;
+    arb_buf_t body;   /* its max: the largest reply taken */
+    bool too_big;     /* the reply passed body.max (else a full body is out of memory) */
     int64_t retry_ms; /* Retry-After of this reply; -1 none */
 } fo_buf_t;
 
 static int64_t now_ms(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+    return arb_mono_ms();
 }
 
 static void sleep_ms(int64_t ms)
@@ -117,19 +116,12 @@ static size_t on_body(char *ptr, size_t size, size_t nmemb, void *arg)
 {
     fo_buf_t *b = arg;
     size_t k = size * nmemb;
-    char *q;
 
-    if (b->n + k > b->max) {
+    if (b->body.len + k > b->body.max) {
         b->too_big = true;
         return 0;
     }
-    if (!(q = realloc(b->p, b->n + k + 1)))
-        return 0;
-    b->p = q;
-    memcpy(b->p + b->n, ptr, k);
-    b->n += k;
-    b->p[b->n] = '\0';
-    return k;
+    return arb_buf_write_cb(ptr, size, nmemb, &b->body);
 }
 
 static size_t on_header(char *ptr, size_t size, size_t nitems, void *arg)
@@ -148,9 +140,7 @@ static size_t on_header(char *ptr, size_t size, size_t nitems, void *arg)
 
 static void buf_reset(fo_buf_t *b)
 {
-    free(b->p);
-    b->p = NULL;
-    b->n = 0;
+    arb_buf_free(&b->body);
     b->too_big = false;
     b->retry_ms = -1;
 }
@@ -222,7 +212,7 @@ static int list_index(const fo_urls_t *u, const char *url)
 
 int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *err)
 {
-    fo_buf_t b = {.max = rq->max_reply ? rq->max_reply : FO_DEFAULT_MAX_REPLY, .retry_ms = -1};
+    fo_buf_t b = {.body.max = rq->max_reply ? rq->max_reply : FO_DEFAULT_MAX_REPLY, .retry_ms = -1};
     char cerr[CURL_ERROR_SIZE], url[sizeof rs->url], last[700] = "";
     int64_t t0 = now_ms(), deadline = t0 + (rq->budget_ms > 0 ? rq->budget_ms : 0);
     int64_t connect_ms = rq->connect_ms > 0 ? rq->connect_ms : 2000;
@@ -279,9 +269,9 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
                 }
                 if (status == 503) {
                     free(busy);
-                    busy = b.p;
-                    busy_n = b.n;
-                    b.p = NULL;
+                    busy = b.body.p; /* the body is kept: NULL when empty */
+                    busy_n = b.body.len;
+                    b.body = (arb_buf_t){.max = b.body.max};
                     retry_ms = b.retry_ms;
                     last_rc = -EAGAIN;
                     snprintf(last, sizeof last,
@@ -294,8 +284,8 @@ int fo_do(fo_urls_t *u, CURL *h, const fo_req_t *rq, fo_resp_t *rs, arb_err_t *e
                 int j = list_index(u, url);
                 u->cur = j >= 0 ? j : i;
                 rs->status = status;
-                rs->body = b.p;
-                rs->n = b.n;
+                rs->body = b.body.p;
+                rs->n = b.body.len;
                 free(busy);
                 return 0;
             }

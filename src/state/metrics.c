@@ -22,43 +22,11 @@
 #include <string.h>
 
 #include "state/state_int.h"
+#include "util/buf.h"
 
-typedef struct mbuf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} mbuf_t;
-
-static void mp(mbuf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void mp(mbuf_t *b, const char *fmt, ...)
+static void help(arb_buf_t *b, const char *name, const char *type, const char *text)
 {
-    va_list ap;
-
-    for (;;) {
-        if (b->oom)
-            return;
-        va_start(ap, fmt);
-        int k = vsnprintf(b->p + b->n, b->cap - b->n, fmt, ap);
-        va_end(ap);
-        if (k >= 0 && (size_t)k < b->cap - b->n) {
-            b->n += (size_t)k;
-            return;
-        }
-        size_t cap = b->cap * 2 + (size_t)(k > 0 ? k : 0) + 1;
-        char *q = realloc(b->p, cap);
-        if (!q) {
-            b->oom = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
-    }
-}
-
-static void help(mbuf_t *b, const char *name, const char *type, const char *text)
-{
-    mp(b, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
+    arb_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, text, name, type);
 }
 
 /* Label values: escape backslash, quote and newline. */
@@ -177,14 +145,14 @@ static const struct {
      offsetof(node_snap_t, dw)},
 };
 
-static void node_metrics(mbuf_t *b, const node_snap_t *v, int count)
+static void node_metrics(arb_buf_t *b, const node_snap_t *v, int count)
 {
     for (size_t f = 0; f < sizeof node_families / sizeof node_families[0]; f++) {
         help(b, node_families[f].name, "gauge", node_families[f].help);
         for (int i = 0; i < count; i++) {
             double x = *(const double *)(const void *)((const char *)&v[i] + node_families[f].off);
             if (x >= 0)
-                mp(b, "%s{node=\"%s\"} %.15g\n", node_families[f].name, v[i].name, x);
+                arb_buf_printf(b, "%s{node=\"%s\"} %.15g\n", node_families[f].name, v[i].name, x);
         }
     }
     static const char *const gname[] = {
@@ -216,24 +184,21 @@ static void node_metrics(mbuf_t *b, const node_snap_t *v, int count)
                            : f == 4 ? e->healthy
                                     : e->alloc_milli / 1000.0;
                 if (x >= 0)
-                    mp(b, "%s{node=\"%s\",gpu=\"%d\",model=\"%s\"} %.15g\n", gname[f], v[i].name, g,
-                       e->model, x);
+                    arb_buf_printf(b, "%s{node=\"%s\",gpu=\"%d\",model=\"%s\"} %.15g\n", gname[f],
+                                   v[i].name, g, e->model, x);
             }
     }
 }
 
 int st_metrics(st_t *s, char **out, size_t *len)
 {
-    mbuf_t b = {0};
+    arb_buf_t b = {0};
     store_gc_stats_t gs;
     char lbl[256];
     int64_t now = st_now_ns(s);
 
-    b.cap = 16384;
-    b.p = malloc(b.cap);
-    if (!b.p)
+    if (arb_buf_reserve(&b, 16384) < 0)
         return -ENOMEM;
-    b.p[0] = '\0';
     store_gc_get_stats(s->gc, &gs);
     pthread_mutex_lock(&s->mu);
 
@@ -244,8 +209,8 @@ int st_metrics(st_t *s, char **out, size_t *len)
             by_state[s->jobs[id]->j->state]++;
     help(&b, "arbiter_jobs", "gauge", "Jobs by state.");
     for (int k = 0; k < ARB_JOB_NSTATES; k++)
-        mp(&b, "arbiter_jobs{state=\"%s\"} %llu\n", arb_job_state_name((arb_job_state_t)k),
-           (unsigned long long)by_state[k]);
+        arb_buf_printf(&b, "arbiter_jobs{state=\"%s\"} %llu\n",
+                       arb_job_state_name((arb_job_state_t)k), (unsigned long long)by_state[k]);
     help(&b, "arbiter_queue_length", "gauge", "Pending jobs per queue.");
     for (int i = 0; i < s->nqueues; i++) {
         int pending = 0;
@@ -254,7 +219,7 @@ int st_metrics(st_t *s, char **out, size_t *len)
                        (s->active[k]->j->state == ARB_JOB_PENDING ||
                         s->active[k]->j->state == ARB_JOB_PREEMPTED);
         esc(lbl, sizeof lbl, arb_str(&s->cluster.strs, s->queues[i]));
-        mp(&b, "arbiter_queue_length{queue=\"%s\"} %d\n", lbl, pending);
+        arb_buf_printf(&b, "arbiter_queue_length{queue=\"%s\"} %d\n", lbl, pending);
     }
 
     /* why jobs wait: what the last cycle found for each (arb_job_t.wait) */
@@ -269,8 +234,8 @@ int st_metrics(st_t *s, char **out, size_t *len)
          "Pending jobs by why the last scheduling cycle did not place them (none: not tried "
          "yet).");
     for (int r = 0; r < ARB_WAIT_NREASONS; r++)
-        mp(&b, "arbiter_pending_jobs_by_reason{reason=\"%s\"} %d\n", arb_wait_name((arb_wait_t)r),
-           reasons[r]);
+        arb_buf_printf(&b, "arbiter_pending_jobs_by_reason{reason=\"%s\"} %d\n",
+                       arb_wait_name((arb_wait_t)r), reasons[r]);
 
     /* GPUs, fragmentation, nodes */
     int64_t gpus = 0, used_milli = 0, free_whole = 0, free_on_busy = 0;
@@ -292,26 +257,26 @@ int st_metrics(st_t *s, char **out, size_t *len)
             max_age = age;
     }
     help(&b, "arbiter_gpus", "gauge", "GPUs of all nodes.");
-    mp(&b, "arbiter_gpus %lld\n", (long long)gpus);
+    arb_buf_printf(&b, "arbiter_gpus %lld\n", (long long)gpus);
     help(&b, "arbiter_gpu_allocation_ratio", "gauge", "Allocated share of all GPUs (0..1).");
-    mp(&b, "arbiter_gpu_allocation_ratio %.6f\n",
-       gpus ? (double)used_milli / 1000.0 / (double)gpus : 0.0);
+    arb_buf_printf(&b, "arbiter_gpu_allocation_ratio %.6f\n",
+                   gpus ? (double)used_milli / 1000.0 / (double)gpus : 0.0);
     help(&b, "arbiter_gpu_fragmentation_ratio", "gauge",
          "Share of free whole GPUs that sit on nodes already running tasks (0..1).");
-    mp(&b, "arbiter_gpu_fragmentation_ratio %.6f\n",
-       free_whole ? (double)free_on_busy / (double)free_whole : 0.0);
+    arb_buf_printf(&b, "arbiter_gpu_fragmentation_ratio %.6f\n",
+                   free_whole ? (double)free_on_busy / (double)free_whole : 0.0);
     help(&b, "arbiter_nodes", "gauge", "Nodes by state.");
     for (int k = 0; k <= ARB_NODE_LEFT; k++)
-        mp(&b, "arbiter_nodes{state=\"%s\"} %d\n", arb_node_state_name((arb_node_state_t)k),
-           nstate[k]);
+        arb_buf_printf(&b, "arbiter_nodes{state=\"%s\"} %d\n",
+                       arb_node_state_name((arb_node_state_t)k), nstate[k]);
     help(&b, "arbiter_node_report_age_max_seconds", "gauge", "Age of the stalest node report.");
-    mp(&b, "arbiter_node_report_age_max_seconds %.3f\n", max_age);
+    arb_buf_printf(&b, "arbiter_node_report_age_max_seconds %.3f\n", max_age);
     if (s->cluster.nnodes <= 1000) {
         help(&b, "arbiter_node_report_age_seconds", "gauge", "Age of each node's last report.");
         for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
             esc(lbl, sizeof lbl, arb_node_name(&s->cluster, &s->cluster.nodes[i]));
-            mp(&b, "arbiter_node_report_age_seconds{node=\"%s\"} %.3f\n", lbl,
-               (double)(now - s->nodes[i].report_mono) / 1e9);
+            arb_buf_printf(&b, "arbiter_node_report_age_seconds{node=\"%s\"} %.3f\n", lbl,
+                           (double)(now - s->nodes[i].report_mono) / 1e9);
         }
     }
 
@@ -320,44 +285,48 @@ int st_metrics(st_t *s, char **out, size_t *len)
     uint64_t cum = 0;
     for (int k = 0; k < ST_HIST - 1; k++) {
         cum += s->m_cycle_hist[k];
-        mp(&b, "arbiter_scheduling_cycle_seconds_bucket{le=\"%g\"} %llu\n",
-           st_cycle_buckets_ms[k] / 1000.0, (unsigned long long)cum);
+        arb_buf_printf(&b, "arbiter_scheduling_cycle_seconds_bucket{le=\"%g\"} %llu\n",
+                       st_cycle_buckets_ms[k] / 1000.0, (unsigned long long)cum);
     }
     cum += s->m_cycle_hist[ST_HIST - 1];
-    mp(&b, "arbiter_scheduling_cycle_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-    mp(&b, "arbiter_scheduling_cycle_seconds_sum %.6f\n", s->m_cycle_sum_s);
-    mp(&b, "arbiter_scheduling_cycle_seconds_count %llu\n", (unsigned long long)s->m_cycles);
+    arb_buf_printf(&b, "arbiter_scheduling_cycle_seconds_bucket{le=\"+Inf\"} %llu\n",
+                   (unsigned long long)cum);
+    arb_buf_printf(&b, "arbiter_scheduling_cycle_seconds_sum %.6f\n", s->m_cycle_sum_s);
+    arb_buf_printf(&b, "arbiter_scheduling_cycle_seconds_count %llu\n",
+                   (unsigned long long)s->m_cycles);
     help(&b, "arbiter_node_report_seconds", "histogram",
          "Time to handle one agent report (parse, apply, commit, reply).");
     cum = 0;
     for (int k = 0; k < ST_HIST - 1; k++) {
         cum += s->m_report_hist[k];
-        mp(&b, "arbiter_node_report_seconds_bucket{le=\"%g\"} %llu\n",
-           st_cycle_buckets_ms[k] / 1000.0, (unsigned long long)cum);
+        arb_buf_printf(&b, "arbiter_node_report_seconds_bucket{le=\"%g\"} %llu\n",
+                       st_cycle_buckets_ms[k] / 1000.0, (unsigned long long)cum);
     }
     cum += s->m_report_hist[ST_HIST - 1];
-    mp(&b, "arbiter_node_report_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-    mp(&b, "arbiter_node_report_seconds_sum %.6f\n", s->m_report_sum_s);
-    mp(&b, "arbiter_node_report_seconds_count %llu\n", (unsigned long long)s->m_reports);
+    arb_buf_printf(&b, "arbiter_node_report_seconds_bucket{le=\"+Inf\"} %llu\n",
+                   (unsigned long long)cum);
+    arb_buf_printf(&b, "arbiter_node_report_seconds_sum %.6f\n", s->m_report_sum_s);
+    arb_buf_printf(&b, "arbiter_node_report_seconds_count %llu\n",
+                   (unsigned long long)s->m_reports);
     help(&b, "arbiter_nodes_lost_total", "counter",
          "Nodes declared lost (silent past lease + grace).");
-    mp(&b, "arbiter_nodes_lost_total %llu\n", (unsigned long long)s->m_nodes_lost);
+    arb_buf_printf(&b, "arbiter_nodes_lost_total %llu\n", (unsigned long long)s->m_nodes_lost);
     help(&b, "arbiter_tasks_lost_total", "counter", "Tasks lost with their node or fenced.");
-    mp(&b, "arbiter_tasks_lost_total %llu\n", (unsigned long long)s->m_tasks_lost);
+    arb_buf_printf(&b, "arbiter_tasks_lost_total %llu\n", (unsigned long long)s->m_tasks_lost);
     help(&b, "arbiter_jobs_requeued_total", "counter", "Jobs requeued whole after a lost task.");
-    mp(&b, "arbiter_jobs_requeued_total %llu\n", (unsigned long long)s->m_requeued);
+    arb_buf_printf(&b, "arbiter_jobs_requeued_total %llu\n", (unsigned long long)s->m_requeued);
     help(&b, "arbiter_placements_total", "counter", "Jobs placed.");
-    mp(&b, "arbiter_placements_total %llu\n", (unsigned long long)s->m_placed);
+    arb_buf_printf(&b, "arbiter_placements_total %llu\n", (unsigned long long)s->m_placed);
     help(&b, "arbiter_decisions_per_second", "gauge", "Placements per second over the last 5 s.");
-    mp(&b, "arbiter_decisions_per_second %.3f\n", s->m_decisions_per_s);
+    arb_buf_printf(&b, "arbiter_decisions_per_second %.3f\n", s->m_decisions_per_s);
     help(&b, "arbiter_preemptions_total", "counter", "Jobs preempted.");
-    mp(&b, "arbiter_preemptions_total %llu\n", (unsigned long long)s->m_preempted);
+    arb_buf_printf(&b, "arbiter_preemptions_total %llu\n", (unsigned long long)s->m_preempted);
     help(&b, "arbiter_jobs_submitted_total", "counter", "Jobs accepted since start.");
-    mp(&b, "arbiter_jobs_submitted_total %llu\n", (unsigned long long)s->m_submitted);
+    arb_buf_printf(&b, "arbiter_jobs_submitted_total %llu\n", (unsigned long long)s->m_submitted);
     help(&b, "arbiter_lamport_clock", "gauge", "The controller's Lamport clock.");
-    mp(&b, "arbiter_lamport_clock %llu\n", (unsigned long long)s->clock);
+    arb_buf_printf(&b, "arbiter_lamport_clock %llu\n", (unsigned long long)s->clock);
     help(&b, "arbiter_epoch", "gauge", "The controller's epoch (bumped at every start).");
-    mp(&b, "arbiter_epoch %llu\n", (unsigned long long)s->epoch);
+    arb_buf_printf(&b, "arbiter_epoch %llu\n", (unsigned long long)s->epoch);
     int nsnap = 0;
     node_snap_t *snap = snap_nodes(s, &nsnap);
     pthread_mutex_unlock(&s->mu);
@@ -367,25 +336,22 @@ int st_metrics(st_t *s, char **out, size_t *len)
 
     /* store */
     help(&b, "arbiter_store_commits_total", "counter", "Store transactions (group commits).");
-    mp(&b, "arbiter_store_commits_total %llu\n", (unsigned long long)gs.commits);
+    arb_buf_printf(&b, "arbiter_store_commits_total %llu\n", (unsigned long long)gs.commits);
     help(&b, "arbiter_store_batches_total", "counter", "Mutations handed to the store.");
-    mp(&b, "arbiter_store_batches_total %llu\n", (unsigned long long)gs.batches);
+    arb_buf_printf(&b, "arbiter_store_batches_total %llu\n", (unsigned long long)gs.batches);
     help(&b, "arbiter_store_commit_seconds", "histogram", "Store commit latency.");
     cum = 0;
     for (int k = 0; k < 11; k++) {
         cum += gs.hist[k];
-        mp(&b, "arbiter_store_commit_seconds_bucket{le=\"%g\"} %llu\n",
-           store_gc_buckets_ms[k] / 1000.0, (unsigned long long)cum);
+        arb_buf_printf(&b, "arbiter_store_commit_seconds_bucket{le=\"%g\"} %llu\n",
+                       store_gc_buckets_ms[k] / 1000.0, (unsigned long long)cum);
     }
     cum += gs.hist[11];
-    mp(&b, "arbiter_store_commit_seconds_bucket{le=\"+Inf\"} %llu\n", (unsigned long long)cum);
-    mp(&b, "arbiter_store_commit_seconds_sum %.6f\n", (double)gs.commit_ns_sum / 1e9);
-    mp(&b, "arbiter_store_commit_seconds_count %llu\n", (unsigned long long)gs.commits);
-    if (b.oom) {
-        free(b.p);
-        return -ENOMEM;
-    }
-    *out = b.p;
-    *len = b.n;
-    return 0;
+    arb_buf_printf(&b, "arbiter_store_commit_seconds_bucket{le=\"+Inf\"} %llu\n",
+                   (unsigned long long)cum);
+    arb_buf_printf(&b, "arbiter_store_commit_seconds_sum %.6f\n", (double)gs.commit_ns_sum / 1e9);
+    arb_buf_printf(&b, "arbiter_store_commit_seconds_count %llu\n", (unsigned long long)gs.commits);
+    *len = b.len;
+    *out = arb_buf_take(&b);
+    return *out ? 0 : -ENOMEM;
 }

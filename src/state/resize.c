@@ -202,22 +202,20 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         }
         sj->nalloc_seen = j->nalloc;
         st_node_index_job(s, sj);
-        uint64_t lam =
-            arb_job_partial_gang(j)
-                ? j->nalloc - from == 1
-                      ? st_event(s, "job-tasks-started", sj->id, NULL,
-                                 "job %llu '%s': task %d of %d started as room freed on %s "
-                                 "(gangMin %d: the rest start as room frees)",
-                                 (unsigned long long)sj->id, j->name, from, j->ntasks, where,
-                                 j->gang_min)
-                      : st_event(s, "job-tasks-started", sj->id, NULL,
-                                 "job %llu '%s': tasks %d..%d of %d started as room freed on %s "
-                                 "(gangMin %d: the rest start as room frees)",
-                                 (unsigned long long)sj->id, j->name, from, j->nalloc - 1,
-                                 j->ntasks, where, j->gang_min)
-                : st_event(s, "job-resized", sj->id, NULL,
-                           "job %llu '%s' resized %d -> %d: capacity freed on %s",
-                           (unsigned long long)sj->id, j->name, from, j->nalloc, where);
+        char which[48]; /* "task 2", "tasks 2..3" */
+        if (j->nalloc - from == 1)
+            snprintf(which, sizeof which, "task %d", from);
+        else
+            snprintf(which, sizeof which, "tasks %d..%d", from, j->nalloc - 1);
+        uint64_t lam = arb_job_partial_gang(j)
+                           ? st_event(s, "job-tasks-started", sj->id, NULL,
+                                      "job %llu '%s': %s of %d started as room freed on %s "
+                                      "(gangMin %d: the rest start as room frees)",
+                                      (unsigned long long)sj->id, j->name, which, j->ntasks, where,
+                                      j->gang_min)
+                           : st_event(s, "job-resized", sj->id, NULL,
+                                      "job %llu '%s' resized %d -> %d: capacity freed on %s",
+                                      (unsigned long long)sj->id, j->name, from, j->nalloc, where);
         st_job_save(s, sj, lam);
     }
 }

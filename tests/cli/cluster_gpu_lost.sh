@@ -35,6 +35,14 @@ MOCK_NVML_GPUS="4:NVIDIA H100 80GB HBM3:81559" MOCK_NVML_LOST_FILE="$T/lost" \
 CL_PIDS="$CL_PIDS $!"
 cl_wait "g1 ready" 10 cl_node_ready g1
 
+# The lost list is replaced whole (written aside, then renamed): the mock
+# reads it on every call, and a file truncated before it is written would
+# read empty for a moment, every GPU healthy, and a GPU could come back
+# (and be placed on) between two writes of this test.
+set_lost() { # set_lost FILE LIST
+    printf '%s\n' "$2" > "$1.new" && mv -f "$1.new" "$1"
+}
+
 gpus_of() { # the GPU indices of a job's task 0, as "a b"
     $ARB job "$1" -o json | tr -d ' \n' | sed -n 's/.*"tasks":\[{[^]]*"gpus":\[\([0-9,]*\)\].*/\1/p' | tr ',' ' '
 }
@@ -60,7 +68,7 @@ lost1=${rg%% *}
 [ "$(healthy g1 "$lost1")" = true ] || cl_fail "GPU $lost1 not healthy at the start: $($ARB nodes -o json)"
 
 # 1. a GPU of the restartable job falls off the bus
-echo "$lost1" > "$T/lost"
+set_lost "$T/lost" "$lost1"
 cl_wait "GPU $lost1 unhealthy" 10 sh -c "$ARB events | grep -q \"gpu-unhealthy .*GPU $lost1 is unhealthy\""
 [ "$(healthy g1 "$lost1")" = false ] || cl_fail "GPU $lost1 still healthy: $($ARB nodes -o json)"
 $ARB nodes | grep -Eq "^g1 .* [0-9]*X( |\$)" || cl_fail "no X in the GPU map: $($ARB nodes)"
@@ -76,7 +84,7 @@ cl_is "$f" running || cl_fail "job $f stopped though its GPUs are healthy: $($AR
 
 # 2. a GPU of the non-restartable job falls off too: that job fails
 lost2=${fg%% *}
-echo "$lost1,$lost2" > "$T/lost"
+set_lost "$T/lost" "$lost1,$lost2"
 cl_wait "job $f to fail" 15 cl_is "$f" failed
 $ARB job "$f" | grep -q "GPU $lost2 on node 'g1' is unhealthy" || cl_fail "job $f: $($ARB job "$f")"
 
@@ -91,7 +99,7 @@ extra=$($ARB submit --gpus 1 --name extra -- sleep 300)
 cl_wait "job $extra placed or explained" 10 sh -c "$ARB explain $extra | grep -q 'unhealthy'"
 
 # 4. both GPUs come back: healthy again, in capacity again
-: > "$T/lost"
+set_lost "$T/lost" ""
 cl_wait "GPU $lost1 healthy" 10 sh -c "$ARB events | grep -q \"gpu-healthy .*GPU $lost1 is healthy again\""
 cl_wait "job $extra to run on a GPU back in capacity" 15 cl_is "$extra" running
 [ "$(healthy g1 "$lost2")" = true ] || cl_fail "GPU $lost2 not healthy: $($ARB nodes -o json)"
@@ -109,7 +117,7 @@ CL_PIDS="$CL_PIDS $!"
 cl_wait "g2 ready" 10 cl_node_ready g2
 gang=$($ARB submit --gpus 4 --nodes 2 --name gang -- sleep 300)
 cl_wait "the gang to run" 15 cl_is "$gang" running
-echo 3 > "$T/lost2"
+set_lost "$T/lost2" 3
 cl_wait "the gang requeued" 15 sh -c "$ARB events | grep -q 'job-requeued .*job $gang '"
 $ARB events | grep -q "job-stopping .*job $gang .*GPU 3 on node 'g2' is unhealthy; stopping its 2 tasks" ||
     cl_fail "no job-stopping for the gang: $($ARB events | tail -5)"
@@ -117,7 +125,7 @@ grep -q "job $gang task [01]: stop requested" "$T/agent-g1.log" ||
     cl_fail "g1's member was not stopped: $(tail -5 "$T/agent-g1.log")"
 cl_wait "the gang pending" 10 cl_is "$gang" pending
 $ARB explain "$gang" | grep -q "GPU 3 on node 'g2' unhealthy" || cl_fail "explain: $($ARB explain "$gang")"
-: > "$T/lost2"
+set_lost "$T/lost2" ""
 cl_wait "the gang to run again" 15 cl_is "$gang" running
 [ "$(cl_field "$gang" attempt)" = 2 ] || cl_fail "gang attempt $(cl_field "$gang" attempt), not 2"
 curl -sf "$ARBITER_URL/v1/check" | grep -q '"ok":true' || cl_fail "allocation check"

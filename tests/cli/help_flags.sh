@@ -56,6 +56,7 @@ check init -- src/cli/init.c
 check submit queue events -- src/cli/client.c
 check top -- src/cli/top.c
 check logs -- src/cli/logs.c
+check shard -- src/cli/shard.c
 
 [ "$fail" = 0 ] || exit 1
 echo "help_flags: ok"

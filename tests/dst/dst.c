@@ -18,7 +18,9 @@
  *      restart, and an ended job stays ended as it ended;
  * (faults include GPUs that fall off the bus and come back) and progress:
  *   P1 no job evicted more than 6 times in any virtual minute, nor 3 times
- *      in a minute for the same preemptor (a preemption livelock);
+ *      in a minute for the same claim of one preemptor (the same attempt:
+ *      a preemptor that lost its own place to a fault or a reclaim and
+ *      evicts again makes a new claim), a preemption livelock;
  *   P2 explain's "fits now" is followed by a placement in the next cycle;
  *   P3 at the end the faults stop, every node comes back, services are
  *      cancelled and the cluster is left to drain; a job still pending when
@@ -66,6 +68,8 @@ typedef struct ev_count {
     int n;
     int64_t at[8]; /* the last evictions' times, a ring */
     uint64_t by[8];
+    int by_gen[8]; /* the preemptor's generation then */
+    int gen;       /* this job's attempts that ended (job-requeued events seen) */
 } ev_count_t;
 
 typedef struct run {
@@ -113,7 +117,27 @@ static bool queued(const arb_job_t *j)
     return j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED;
 }
 
-/* P1: count evictions from the new events. */
+/* The eviction record of job (made on first use). */
+static ev_count_t *count_of(run_t *r, uint64_t job)
+{
+    for (int k = 0; k < r->nevs; k++)
+        if (r->evs[k].job == job)
+            return &r->evs[k];
+    ev_count_t *n = realloc(r->evs, (size_t)(r->nevs + 1) * sizeof *r->evs);
+    if (!n)
+        abort();
+    r->evs = n;
+    memset(&r->evs[r->nevs], 0, sizeof *r->evs);
+    r->evs[r->nevs].job = job;
+    return &r->evs[r->nevs++];
+}
+
+/* P1: count evictions from the new events. An eviction is counted against
+ * its preemptor's current attempt: a preemptor that was placed and then
+ * lost its place (its node lost, its quota reclaimed: a job-requeued event
+ * of its own) and evicts the same job again makes a new claim, bounded by
+ * those faults and by the 6-a-minute rule. A livelock is the same claim
+ * evicting the same job again and again. */
 static int scan_events(run_t *r, int step)
 {
     static const st_who_t admin = {ST_ROLE_ADMIN, "", "dst", NULL};
@@ -134,28 +158,23 @@ static int scan_events(run_t *r, int step)
         bool evicted = !strcmp(type, "job-preempting") || !strcmp(type, "job-preempted") ||
                        !strcmp(type, "job-reclaiming") ||
                        (!strcmp(type, "job-requeued") && msg && strstr(msg, "before it started"));
+        if (job && !strcmp(type, "job-requeued"))
+            count_of(r, job)->gen++; /* after the eviction it may also be */
         if (!evicted || !job)
             continue;
-        ev_count_t *c = NULL;
-        for (int k = 0; k < r->nevs && !c; k++)
-            if (r->evs[k].job == job)
-                c = &r->evs[k];
-        if (!c) {
-            r->evs = realloc(r->evs, (size_t)(r->nevs + 1) * sizeof *r->evs);
-            c = &r->evs[r->nevs++];
-            memset(c, 0, sizeof *c);
-            c->job = job;
-        }
-        int64_t now = vc_now(r->v);
         uint64_t pre = by ? strtoull(by + 7, NULL, 10) : 0;
+        int pre_gen = pre ? count_of(r, pre)->gen : 0;
+        ev_count_t *c = count_of(r, job);
+        int64_t now = vc_now(r->v);
         int same = 0, recent = 0;
         c->at[c->n % 8] = now;
         c->by[c->n % 8] = pre;
+        c->by_gen[c->n % 8] = pre_gen;
         c->n++;
         for (int k = 0; k < 8 && k < c->n; k++)
             if (now - c->at[k] <= 60000000000LL) {
                 recent++;
-                same += pre && c->by[k] == pre;
+                same += pre && c->by[k] == pre && c->by_gen[k] == pre_gen;
             }
         if ((recent > 6 || same >= 3) && !skipped("P1")) {
             rc = failf(r, step,

@@ -1,5 +1,6 @@
 /*
- * controller_ha.c: the controller as one of several over an etcd cluster.
+ * controller_ha.c: the controller as one of several over an etcd cluster
+ * (dmn_ctl_run_ha; the plan, with the members and prefix, in controller.c).
  *
  * It listens at once and answers as a follower (GET /v1/leader, /healthz;
  * 307 to the leader for the rest) while src/ha campaigns. When it wins, it
@@ -20,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "cli/controller_ha.h"
+#include "daemon/controller.h"
 #include "ha/election.h"
 
 static int leader_cb(void *arg, char *name, size_t nn, char *url, size_t un, int64_t *term)
@@ -36,65 +37,41 @@ static int64_t now_ms(void)
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
-int cli_controller_ha(const ctl_ha_args_t *a)
+int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
 {
-    char members[1024], prefix[256], adv[300], uri[1600], why[800];
-    const char *m = a->store + strlen("etcd://");
-    size_t ml = strcspn(m, "/?");
+    char adv[300], uri[1600], why[800];
+    const char *members = p->members, *prefix = p->prefix;
     ha_elect_t *h = NULL;
     api_server_t *api = NULL;
     st_t *st = NULL;
     arb_err_t err = {{0}};
     int rc = 1;
-
-    if (ml == 0 || ml >= sizeof members) {
-        fprintf(stderr, "arbiter controller: --store '%s': use etcd://HOST:PORT[,HOST:PORT...]\n",
-                a->store);
-        return 2;
-    }
-    memcpy(members, m, ml);
-    members[ml] = '\0';
-    if (a->prefix)
-        snprintf(prefix, sizeof prefix, "%s", a->prefix);
-    else if (m[ml] == '/' && m[ml + 1])
-        snprintf(prefix, sizeof prefix, "%.*s", (int)strcspn(m + ml, "?"), m + ml);
-    else
-        snprintf(prefix, sizeof prefix, "/arbiter");
-    if (prefix[0] != '/' || strchr(prefix, '?') || strlen(prefix) < 2) {
-        fprintf(stderr, "arbiter controller: --store-prefix '%s': a key prefix such as /arbiter\n",
-                prefix);
-        return 2;
-    }
-    if (!a->name) {
-        fprintf(stderr, "arbiter controller: --store etcd://... needs --name NAME, unique among "
-                        "the controllers sharing the etcd cluster\n");
-        return 2;
-    }
+    const api_tokens_t *tokens = p->has_tokens ? &p->tokens : NULL;
 
     ha_elect_t *hv = NULL; /* what the API reads: set once the election exists */
     api_ha_t ha = {leader_cb, &hv};
-    api_opts_t ao = {.host = a->host,
-                     .port = a->port,
-                     .tokens = a->tokens,
+    api_opts_t ao = {.host = p->host,
+                     .port = p->port,
+                     .tokens = tokens,
                      .ha = &ha,
-                     .name = a->name,
-                     .tls = a->tls,
-                     .max_conns = a->max_conns,
-                     .max_conns_per_client = a->max_conns_per_client};
-    const char *scheme = a->tls && a->tls->cert ? "https" : "http";
+                     .name = p->name,
+                     .tls = &p->tls,
+                     .max_conns = p->max_conns,
+                     .max_conns_per_client = p->max_conns_per_client};
+    const char *scheme = p->scheme;
     if (api_server_start(NULL, &ao, &api, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
         return 1;
     }
-    if (a->advertise)
-        snprintf(adv, sizeof adv, "%s", a->advertise);
+    if (p->advertise)
+        snprintf(adv, sizeof adv, "%s", p->advertise);
     else
-        snprintf(adv, sizeof adv, "%s://%s:%d", scheme, a->host, api_server_port(api));
+        snprintf(adv, sizeof adv, "%s://%s:%d", scheme, p->host, api_server_port(api));
     ha_conf_t hc = {.members = members,
                     .prefix = prefix,
-                    .name = a->name,
+                    .name = p->name,
                     .url = adv,
-                    .ttl_s = a->ttl_s,
+                    .ttl_s = p->ttl_s,
                     .poll_ms = 200};
     if (ha_start(&hc, &h, &err) < 0) {
         fprintf(stderr, "arbiter controller: %s\n", err.msg);
@@ -105,16 +82,16 @@ int cli_controller_ha(const ctl_ha_args_t *a)
     fprintf(stderr,
             "arbiter controller %s: follower, listening on %s://%s:%d (advertised as %s); "
             "etcd %s, prefix %s, lease TTL %d s (%s)\n",
-            a->name, scheme, a->host, api_server_port(api), adv, members, prefix, a->ttl_s,
-            a->tokens                            ? "bearer tokens required"
-            : a->tls && a->tls->client_cert_auth ? "client certificates required"
-                                                 : "NO authentication: loopback only");
+            p->name, scheme, p->host, api_server_port(api), adv, members, prefix, p->ttl_s,
+            tokens                    ? "bearer tokens required"
+            : p->tls.client_cert_auth ? "client certificates required"
+                                      : "NO authentication: loopback only");
 
     for (;;) {
         struct timespec to = {0, 100 * 1000000L};
-        int sig = sigtimedwait(a->sigs, NULL, &to);
+        int sig = sigtimedwait(sigs, NULL, &to);
         if (sig > 0) {
-            fprintf(stderr, "arbiter controller %s: signal %d: stopping\n", a->name, sig);
+            fprintf(stderr, "arbiter controller %s: signal %d: stopping\n", p->name, sig);
             rc = 0;
             break;
         }
@@ -122,8 +99,8 @@ int cli_controller_ha(const ctl_ha_args_t *a)
         if (role == HA_LEADER && !st) {
             int64_t t0 = now_ms(), term = ha_term(h);
             snprintf(uri, sizeof uri, "etcd://%s%s?fence=%lld&max-ops=%d", members, prefix,
-                     (long long)term, a->max_ops);
-            if (st_open(uri, a->conf, &st, &err) < 0 || st_start(st, &err) < 0) {
+                     (long long)term, p->max_ops);
+            if (st_open(uri, &p->conf, &st, &err) < 0 || st_start(st, &err) < 0) {
                 st_close(st);
                 st = NULL;
                 snprintf(why, sizeof why, "cannot take over the state: %s", err.msg);
