@@ -3,6 +3,8 @@
  * job that cannot start holds back, and the trial run that explain uses.
  *
  *   order the pending jobs (queue.c); then each, in order:
+ *     the caller holds it (arb_sched_set_hold: a dependency
+ *     not met, an array throttle) ----------------------> waits (held)
  *     its queue's quota does not admit it ---------------> waits (quota)
  *     a barrier is up (below) --------------------------> may start only
  *                                     where it delays nobody ahead of it
@@ -71,7 +73,10 @@ const char *arb_wait_name(arb_wait_t w)
                                     "backfill-reservation",
                                     "preempting",
                                     "held-by-preemptor",
-                                    "taken-back"};
+                                    "taken-back",
+                                    "dependency",
+                                    "dependency-never-satisfied",
+                                    "array-throttle"};
     return (unsigned)w < sizeof n / sizeof n[0] ? n[w] : "?";
 }
 
@@ -121,7 +126,7 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
 {
     typedef struct usage {
         arb_res_t used;
-        int ntasks;
+        int ntasks, nexcl;
         int32_t milli[ARB_MAX_GPUS], mem[ARB_MAX_GPUS];
     } usage_t;
     arb_rng_t rng;
@@ -146,8 +151,9 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
         arb_node_t *n = &s->c->nodes[i];
         u[i].used = n->used;
         u[i].ntasks = n->ntasks;
+        u[i].nexcl = n->nexcl;
         memset(&n->used, 0, sizeof n->used);
-        n->ntasks = 0;
+        n->ntasks = n->nexcl = 0;
         for (int g = 0; g < n->ngpus; g++) {
             u[i].milli[g] = n->gpu[g].used_milli;
             u[i].mem[g] = n->gpu[g].mem_used_mib;
@@ -171,6 +177,7 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
         arb_node_t *n = &s->c->nodes[i];
         n->used = u[i].used;
         n->ntasks = u[i].ntasks;
+        n->nexcl = u[i].nexcl;
         for (int g = 0; g < n->ngpus; g++) {
             n->gpu[g].used_milli = u[i].milli[g];
             n->gpu[g].mem_used_mib = u[i].mem[g];
@@ -471,6 +478,14 @@ static bool turn(cyc_t *c, arb_job_t *j)
         c->st->continued += k > 0 ? k : 0;
         return false;
     }
+    if (s->hold) { /* the caller's hold (dependencies): it waits, holding nobody back */
+        arb_wait_t h = s->hold(s->hold_arg, j);
+        if (h != ARB_WAIT_NONE) {
+            j->wait = (uint8_t)h;
+            j->wait_for = UINT32_MAX;
+            return false;
+        }
+    }
 
     j->wait = ARB_WAIT_NONE;
     j->wait_for = UINT32_MAX;
@@ -680,6 +695,12 @@ out:
     free(c->marks);
     free(c->cont);
     return rc;
+}
+
+void arb_sched_set_hold(arb_sched_t *s, arb_hold_fn fn, void *arg)
+{
+    s->hold = fn;
+    s->hold_arg = arg;
 }
 
 int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)

@@ -39,6 +39,8 @@ static const struct {
     [ARB_R_MEM] = {"insufficient-memory", "insufficient memory"},
     [ARB_R_EXT] = {"insufficient-extended", "insufficient extended resources"},
     [ARB_R_TOPOLOGY] = {"topology", "node(s) outside a domain that holds the whole group"},
+    [ARB_R_EXCLUSIVE] = {"exclusive", "node(s) not shared: an exclusive job's, or (for an "
+                                      "exclusive job) running other tasks"},
 };
 
 const char *arb_reason_name(arb_reason_t r)
@@ -674,6 +676,24 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
         snprintf(ex->summary, sizeof ex->summary,
                  "job '%s' fits now; it is placed at the next scheduling cycle", j->name);
         ex->placeable = true;
+        return 0;
+    }
+    if (out.wait == ARB_WAIT_DEPENDENCY || out.wait == ARB_WAIT_DEP_NEVER ||
+        out.wait == ARB_WAIT_THROTTLE) { /* the caller's hold; the caller names the jobs */
+        ex->never = out.wait == ARB_WAIT_DEP_NEVER;
+        ex->placeable = !ex->never && fits(s, j, ctx);
+        snprintf(ex->summary, sizeof ex->summary, "job '%s' is held: %s", j->name,
+                 out.wait == ARB_WAIT_DEPENDENCY
+                     ? "a job it depends on has not done what it waits for"
+                 : out.wait == ARB_WAIT_DEP_NEVER
+                     ? "its dependency can never be met (a job it depends on ended otherwise)"
+                     : "its array runs as many elements at once as its throttle allows");
+        snprintf(ex->hint, sizeof ex->hint,
+                 out.wait == ARB_WAIT_DEP_NEVER
+                     ? "Cancel it (arbiter cancel ID, or scancel), and submit it again with a "
+                       "dependency that can be met."
+                     : "It is tried when the jobs it waits for change state; it holds no job "
+                       "back meanwhile.");
         return 0;
     }
     if (out.wait == ARB_WAIT_QUOTA) {

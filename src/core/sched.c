@@ -295,6 +295,7 @@ int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t 
 
     if (rc < 0)
         return rc;
+    s->c->nodes[a->node].nexcl += j->exclusive;
     j->alloc[t] = *a;
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
@@ -312,6 +313,7 @@ void sched_restore_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_allo
     if (a->node == ARB_NO_NODE)
         return;
     arb_node_recharge(s->c, &g->req, a);
+    s->c->nodes[a->node].nexcl += j->exclusive;
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
             s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, a, +1);
@@ -326,6 +328,7 @@ void sched_release_task(arb_sched_t *s, arb_job_t *j, int t)
     if (j->alloc[t].node == ARB_NO_NODE)
         return;
     arb_node_release(s->c, &g->req, &j->alloc[t]);
+    s->c->nodes[j->alloc[t].node].nexcl -= j->exclusive;
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
             s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, &j->alloc[t], -1);

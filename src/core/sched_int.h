@@ -71,6 +71,8 @@ struct arb_sched {
     bool use_classes;    /* profile allows node classes (no ARB_SCORE_PERNODE) */
     bool placed_dep;     /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
     int shrunk;          /* elastic tasks preemption took back (for the cycle's stats) */
+    arb_hold_fn hold;    /* the caller's holds (arb_sched_set_hold); NULL none */
+    void *hold_arg;
 };
 
 /* Node classes (nodeclass.c). sync: bring the classes up to date with the

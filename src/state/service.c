@@ -194,8 +194,8 @@ static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
     bool rs = true;
     arb_err_t err = {{0}};
     st_job_t *sj = NULL;
-    int rc =
-        st_spec_parse(s, parent->spec, parent->speclen, parent->yaml, &j, &cmd, &env, &rs, &err);
+    int rc = st_spec_parse(s, parent->spec, parent->speclen, parent->yaml, &j, &cmd, &env, &rs,
+                           NULL, &err);
 
     if (rc < 0)
         return rc;

@@ -197,6 +197,7 @@ void st_job_free(st_job_t *sj)
     json_decref(sj->command);
     json_decref(sj->env);
     st_service_free(sj);
+    st_dep_free(sj->dep);
     free(sj);
 }
 
@@ -333,6 +334,7 @@ static int build_sched(st_t *s, arb_err_t *err)
     s->sched = arb_sched_new(&s->cluster, &sc, err);
     if (!s->sched)
         return -ENOMEM;
+    arb_sched_set_hold(s->sched, st_dep_hold, s); /* dependencies, array throttles */
     for (int i = 0; i < s->conf.nqueues; i++) {
         const st_queue_conf_t *qc = &s->conf.queues[i];
         arb_queue_t q = {0};
@@ -683,6 +685,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
 {
     arb_job_t *j = NULL;
     json_t *command = NULL, *env = NULL;
+    st_dep_t *dep = NULL;
     st_job_t *sj = NULL;
     int rc;
     const char *team = who->team ? who->team : "";
@@ -718,9 +721,14 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     }
     bool restartable = true;
     st_svc_conf_t svc;
-    rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, err);
-    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, j, &svc, err)) < 0)
+    rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, &dep, err);
+    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, j, &svc, err)) < 0 ||
+        (rc = st_dep_check(s, dep, err)) < 0)
         goto out;
+    if (dep && svc.is) {
+        rc = arb_errf(err, -EINVAL, "dependency, array: a service takes neither");
+        goto out;
+    }
     /* Which queue: users submit to their team's queue (the default). */
     uint32_t dflt = arb_intern(&s->cluster.strs, "default");
     if (who->role == ST_ROLE_USER) {
@@ -782,6 +790,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     sj->command = command;
     sj->env = env;
     sj->restartable = restartable;
+    sj->dep = dep;
+    dep = NULL;
     command = env = NULL;
     sj->submit_ms = st_now_ms(s);
     arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
@@ -828,6 +838,7 @@ out:
     arb_job_free(j);
     json_decref(command);
     json_decref(env);
+    st_dep_free(dep);
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -1035,6 +1046,10 @@ int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, jso
                 if (e)
                     json_object_set_new(o, "explain", e);
                 free(buf);
+            }
+            if (sj->dep && (ex.wait == ARB_WAIT_DEPENDENCY || ex.wait == ARB_WAIT_DEP_NEVER ||
+                            ex.wait == ARB_WAIT_THROTTLE)) { /* name the jobs it waits for */
+                st_dep_explain(s, sj, ex.wait, ex.summary, sizeof ex.summary);
             }
             json_object_set_new(o, "summary", json_string(ex.summary));
             json_object_set_new(o, "hint", json_string(ex.hint));
