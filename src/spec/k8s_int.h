@@ -15,12 +15,12 @@
 typedef struct kx {
     sx_t x;
     wl_t *w;
-    char kind[64];         /* the document's kind, for messages */
-    char api[96];          /* its apiVersion */
-    bool kubeflow;         /* a Kubeflow training job: its main container is named by the kind */
-    const char *mainctr;   /* that name (pytorch, tensorflow, mpi, ...), or NULL */
-    char named_pg[16][64]; /* pod groups the workloads' pod templates name (a PodGroup for */
-    int nnamed_pg;         /* them is read, not "without pods") */
+    char kind[64];       /* the document's kind, for messages */
+    char api[96];        /* its apiVersion */
+    bool kubeflow;       /* a Kubeflow training job: its main container is named by the kind */
+    const char *mainctr; /* that name (pytorch, tensorflow, mpi, ...), or NULL */
+    char named_pg[16][K8S_NAME]; /* pod groups the workloads' pod templates name (a PodGroup for */
+    int nnamed_pg;               /* them is read, not "without pods") */
 } kx_t;
 
 /* A warning at v ("FILE:LINE:COL: PATH: text"). */
