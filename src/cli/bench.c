@@ -77,6 +77,8 @@ static int usage(void)
                     "[--seeds 42-44] [--traces DIR] [-o text|json]\n"
                     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] "
                     "[-o text|json]\n"
+                    "       arbiter bench backlog [--jobs 100000] [--chunk 10000] [--clients 8] "
+                    "[-o json]\n"
                     "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] "
                     "[--rates R,R] [-o text|json]\n");
     return 2;
@@ -103,6 +105,8 @@ int cli_bench(int argc, char **argv)
         return cli_bench_agents(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "infer") == 0)
         return cli_bench_infer(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "backlog") == 0)
+        return cli_bench_backlog(argc - 1, argv + 1);
     bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
     if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
         return usage();

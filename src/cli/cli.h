@@ -51,6 +51,7 @@ int cli_bench_sim(int argc, char **argv);     /* `arbiter bench sim` (bench_sim.
 int cli_bench_elastic(int argc, char **argv); /* `arbiter bench elastic` (bench_elastic.c) */
 int cli_bench_agents(int argc, char **argv);  /* `arbiter bench agents` (bench_agents.c) */
 int cli_bench_infer(int argc, char **argv);   /* `arbiter bench infer` (bench_infer.c) */
+int cli_bench_backlog(int argc, char **argv); /* `arbiter bench backlog` (bench_backlog.c) */
 int cli_place(int argc, char **argv);
 int cli_sim(int argc, char **argv);
 /* the load balancer and shard maps (lb.c, shard.c) */

@@ -296,6 +296,10 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
                  sj->id, NULL, "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, why);
     st_job_save(s, sj, lam);
     st_job_retire(s, sj);
+    /* Out of the scheduler's working set: every later cycle would walk it.
+     * The record stays here, as a recovered ended job's does. */
+    if (!sj->own_j && arb_sched_forget(s->sched, sj->j, NULL) == 0)
+        sj->own_j = true;
     if (to == ARB_JOB_CANCELLED)
         s->m_cancelled++;
     else
