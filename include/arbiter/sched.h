@@ -254,6 +254,11 @@ typedef struct arb_cycle_stats {
 /* One scheduling cycle: order the pending jobs, place what fits (gangs all
  * or nothing), preempt and backfill when configured. */
 int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st);
+/* The jobs the last cycle placed, in order (*v points into s; valid until
+ * the next cycle). Without preemption, and when the cycle's stats show no
+ * preemption, shrink, growth or continued gang, these are the only jobs
+ * whose state or allocations the cycle changed. */
+uint32_t arb_sched_placed(const arb_sched_t *s, arb_job_t *const **v);
 
 /* Try to place one pending job now, ignoring queue order (the simulator's
  * and the `place` verb's step). 0 when bound, -ENOSPC when it does not fit. */

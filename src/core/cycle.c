@@ -770,6 +770,12 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
     return 0;
 }
 
+uint32_t arb_sched_placed(const arb_sched_t *s, arb_job_t *const **v)
+{
+    *v = s->placed;
+    return s->nplaced;
+}
+
 int sched_cycle_try(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, sched_outcome_t *out)
 {
     arb_cycle_stats_t z;
