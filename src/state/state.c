@@ -591,7 +591,8 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
         st_check_stragglers(s, now);
         s->checks_ns = now;
     }
-    st_service_reconcile(s, now);
+    if (s->nsvc_ever) /* a walk of every active job for the services among them */
+        st_service_reconcile(s, now);
     s->dirty = false;
     rc = arb_sched_cycle(s->sched, &ctx, &st);
     double ms = (double)(st_mono_ns() - t0) / 1e6;
@@ -608,7 +609,8 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
         for (int i = 0; i < s->nactive; i++) /* victims to stop, shrink marks, growth */
             st_resize_after_cycle(s, s->active[i]);
     }
-    st_service_refresh(s); /* replicas just placed get their address */
+    if (s->nsvc_ever)
+        st_service_refresh(s); /* replicas just placed get their address */
     if (now - s->m_window_mono >= 5000000000LL) {
         s->m_decisions_per_s = (double)s->m_placed_window * 1e9 / (double)(now - s->m_window_mono);
         s->m_placed_window = 0;

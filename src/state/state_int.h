@@ -174,7 +174,8 @@ struct st {
     double m_report_sum_s;
     uint64_t m_placed_window; /* placements since m_window_mono */
     int64_t m_window_mono;
-    int64_t checks_ns; /* st_now_ns of the last time-driven checks (st_cycle); 0 never */
+    int64_t checks_ns;  /* st_now_ns of the last time-driven checks (st_cycle); 0 never */
+    uint64_t nsvc_ever; /* services ever attached (st_service_attach) */
     double m_decisions_per_s;
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
 };
