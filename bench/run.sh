@@ -6,7 +6,10 @@
 #  3. one scheduling cycle over 10,000 queued jobs on 1,000 nodes (priority order);
 #  4. elastic jobs: one cycle growing 2,000 of them, one preempting for 100 jobs (shrinks);
 #  5. a live controller under 5,000 emulated agents (arbiter bench agents, 30 s);
-#  6. the simulator's events mode, overloaded (docs/sim.md): 30,000 Poisson arrivals at
+#  6. submissions against a growing backlog (arbiter bench backlog: its own controller,
+#     SQLite, no agents, so every job stays pending): submits/s per chunk of 10,000,
+#     20,000 jobs here (BACKLOG_JOBS; the figure is --jobs 100000);
+#  7. the simulator's events mode, overloaded (docs/sim.md): 30,000 Poisson arrivals at
 #     20/s, a priority cycle at every event, through the core's pending-job index
 #     (place_s: CPU seconds, run_s: wall; about 8 s here, 270 s before the index).
 set -eu
@@ -18,6 +21,7 @@ $ARB bench sched --nodes 5000 --jobs 5000 --seed 2 --policy pack --full-scan -o 
 $ARB bench cycle --nodes 1000 --jobs 10000 --seed 3 --queue priority -o json
 $ARB bench elastic --nodes 1000 --jobs 2000 --preemptors 100 -o json
 $ARB bench agents --nodes 5000 --seconds 30 -o json
+$ARB bench backlog --jobs "${BACKLOG_JOBS:-20000}" -o json
 if [ -d "$D" ]; then
     $ARB sim --mode events --nodes "$D/openb_node_list_gpu_node.csv" \
         --pods "$D/openb_pod_list_default.csv" --policy fgd --queue priority \

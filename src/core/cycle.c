@@ -593,7 +593,9 @@ static void undo(cyc_t *c)
  * placements only take room and quota. So a cycle after one that left its
  * settled marks valid tries only the unsettled jobs and the new ones
  * (s->todo), in queue order; the outcome is the full cycle's (the skipped
- * turns would change nothing, and the order of the others is the same).
+ * turns would change nothing, and the order of the others is the same; with
+ * a profile's random ties, a skipped gang's failed attempt no longer draws
+ * from the randomness, so a later tie may fall on another, equal node).
  * Not for what depends on the clock (a backfill reservation, starvation),
  * nor with preemption on (a job that preempts raises a barrier in the
  * middle of the order, which changes the wait reasons of settled jobs
