@@ -262,8 +262,10 @@ static int fence_reset(arb_sched_t *s)
             return -ENOMEM;
         s->nfence = s->c->nnodes;
     }
-    memset(s->fence, 0, s->nfence);
-    memset(s->fence_owner, 0xff, s->nfence * sizeof *s->fence_owner);
+    if (s->nfence) { /* no nodes yet: nothing allocated */
+        memset(s->fence, 0, s->nfence);
+        memset(s->fence_owner, 0xff, s->nfence * sizeof *s->fence_owner);
+    }
     s->fence_on = false;
     s->fence_mask = 0;
     return 0;
