@@ -21,7 +21,7 @@
 
 const char *const st_task_state_names[] = {"pending", "assigned", "running",  "succeeded",
                                            "failed",  "lost",     "cancelled"};
-#define ST_CHECK_GAP_NS 50000000LL /* 50 ms between the clock-driven checks */
+#define ST_CHECK_GAP_NS 200000000LL /* 200 ms between the clock-driven checks */
 
 const double st_cycle_buckets_ms[ST_HIST - 1] = {0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000};
 
