@@ -215,8 +215,16 @@ const arb_queue_t *arb_sched_queue(const arb_sched_t *s, uint32_t name);
 /* Submit a finalized job: the scheduler takes ownership, assigns j->id and
  * j->seq, and queues it PENDING. */
 int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err_t *err);
+/* The job with scheduler id id; NULL for one never issued or forgotten. */
 arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id);
+/* Ids issued so far (jobs 0..n-1, forgotten ones included). */
 uint32_t arb_sched_njobs(const arb_sched_t *s);
+/* Take ended job j (SUCCEEDED, FAILED, CANCELLED, TIMEOUT; it holds
+ * nothing) out of the scheduler: it leaves the working set every cycle
+ * walks, arb_sched_job(j->id) is NULL from now on, and the caller owns j
+ * (arb_job_free). O(live jobs) for a memmove of pointers. -EPERM for a job
+ * that has not ended, -ENOENT for one not in s. */
+int arb_sched_forget(arb_sched_t *s, arb_job_t *j, arb_err_t *err);
 
 /* Why the cycle did not place a job (arb_job_t.wait; explain's outcome). */
 typedef enum arb_wait {
@@ -260,6 +268,11 @@ typedef struct arb_cycle_stats {
 /* One scheduling cycle: order the pending jobs, place what fits (gangs all
  * or nothing), preempt and backfill when configured. */
 int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st);
+/* The jobs the last cycle placed, in order (*v points into s; valid until
+ * the next cycle). Without preemption, and when the cycle's stats show no
+ * preemption, shrink, growth or continued gang, these are the only jobs
+ * whose state or allocations the cycle changed. */
+uint32_t arb_sched_placed(const arb_sched_t *s, arb_job_t *const **v);
 
 /* Try to place one pending job now, ignoring queue order (the simulator's
  * and the `place` verb's step). 0 when bound, -ENOSPC when it does not fit. */

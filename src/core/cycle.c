@@ -600,11 +600,72 @@ static void undo(cyc_t *c)
     }
 }
 
+/* ---- settled jobs --------------------------------------------------------------------- */
+
+/* Incremental cycles. A pending job whose turn ended without a placement
+ * and without touching anything (it does not fit now, or never, or its
+ * quota says no, or it is held by order) is settled: while nothing but
+ * submissions changes (sched_changed, the cluster's version), its next
+ * turn would end the same way and change nothing again, because
+ * placements only take room and quota. So a cycle after one that left its
+ * settled marks valid tries only the unsettled jobs and the new ones
+ * (s->todo), in queue order; the outcome is the full cycle's (the skipped
+ * turns would change nothing, and the order of the others is the same; with
+ * a profile's random ties, a skipped gang's failed attempt no longer draws
+ * from the randomness, so a later tie may fall on another, equal node).
+ * Not for what depends on the clock (a backfill reservation, starvation),
+ * nor with preemption on (a job that preempts raises a barrier in the
+ * middle of the order, which changes the wait reasons of settled jobs
+ * behind it, and each placement makes new victims), nor for a job that
+ * raises a barrier (the fifo head) or has marks; and a cycle that
+ * continues a started gang, shrinks or grows leaves no valid marks: the
+ * next is full. */
+static bool settle_conf(const arb_sched_t *s)
+{
+    return !s->conf.backfill && s->conf.starvation_ns <= 0 && !s->conf.preemption;
+}
+
+static bool settled(const cyc_t *c, const arb_job_t *j)
+{
+    return j->state == ARB_JOB_PENDING &&
+           (j->wait == ARB_WAIT_FIT || j->wait == ARB_WAIT_NEVER || j->wait == ARB_WAIT_QUOTA ||
+            j->wait == ARB_WAIT_ORDER) &&
+           !j->nclaim && !j->waiting && !j->yield_to && !j->evicting && j->shrink_to == 0 &&
+           !(c->held && c->held_by == j->id);
+}
+
+/* After a real cycle's turns: the next todo (the unsettled pending jobs)
+ * and the settled count. -ENOMEM leaves no valid marks. */
+static void settle(cyc_t *c, arb_job_t **pend, int np, bool inc, bool short_list)
+{
+    arb_sched_t *s = c->s;
+    uint32_t n = inc ? s->nsettled : 0;
+
+    s->ntodo = 0;
+    s->settled_ok = settle_conf(s) && !c->stopping && !short_list;
+    for (int i = 0; i < np && s->settled_ok; i++) {
+        arb_job_t *j = pend[i];
+        if (j->state != ARB_JOB_PENDING)
+            continue; /* placed, or a started gang's turn */
+        if (settled(c, j))
+            n++;
+        else if (sched_list_push(&s->todo, &s->ntodo, &s->captodo, j) < 0)
+            s->settled_ok = false;
+    }
+    s->nsettled = n;
+}
+
 static int run(cyc_t *c)
 {
     arb_sched_t *s = c->s;
-    arb_job_t **pend = malloc((s->njobs + 1) * sizeof *pend);
+    /* what this cycle walks: every live job, or (incremental) todo */
+    bool inc = !c->target && settle_conf(s) && s->settled_ok && s->settled_gen == s->gen &&
+               s->settled_ver == s->c->version;
+    arb_job_t **src = inc ? s->todo : s->jobs;
+    uint32_t nsrc = inc ? s->ntodo : s->njobs;
+    arb_job_t **pend = malloc((nsrc + 1) * sizeof *pend);
     int np = 0, rc = 0;
+    bool short_list = false; /* s->placed could not hold a placement */
 
     if (!pend || (c->target && (!(c->placed = malloc((s->njobs + 1) * sizeof *c->placed)) ||
                                 !(c->marks = malloc((s->njobs + 1) * sizeof *c->marks)) ||
@@ -616,8 +677,10 @@ static int run(cyc_t *c)
         goto out;
     c->shadow = -1;
     c->fence_for = UINT32_MAX;
-    for (uint32_t i = 0; i < s->njobs; i++) {
-        arb_job_t *j = s->jobs[i];
+    if (!c->target)
+        s->nplaced = 0;
+    for (uint32_t i = 0; i < nsrc; i++) {
+        arb_job_t *j = src[i];
         c->stopping |= j->evicting || j->shrink_to > 0;
         if (c->marks) {
             c->marks[i] = (marks_t){j->waiting,      j->evicting, j->reclaimed, j->shrink_to,
@@ -628,8 +691,8 @@ static int run(cyc_t *c)
             }
         }
     }
-    for (uint32_t i = 0; i < s->njobs; i++) {
-        arb_job_t *j = s->jobs[i];
+    for (uint32_t i = 0; i < nsrc; i++) {
+        arb_job_t *j = src[i];
         if (!c->stopping) /* every victim released: a preemptor may choose again */
             j->waiting = false;
         if (!c->target && j->state == ARB_JOB_PREEMPTED)
@@ -651,6 +714,8 @@ static int run(cyc_t *c)
         uint8_t w = j->wait;
         uint32_t wf = j->wait_for;
         bool placed = turn(c, j);
+        if (placed && !c->target && sched_list_push(&s->placed, &s->nplaced, &s->capplaced, j) < 0)
+            short_list = true;
         if (placed && c->hard_fenced) /* what it reserved is no longer held for it */
             for (uint32_t n = 0; n < s->nfence; n++)
                 if (s->fence_owner[n] == j->id) {
@@ -688,6 +753,8 @@ static int run(cyc_t *c)
     }
     if (c->target)
         undo(c);
+    else
+        settle(c, pend, np, inc, short_list);
 out:
     s->fence_on = false;
     free(pend);
@@ -715,9 +782,23 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
         return rc;
     c.st->shrunk = s->shrunk;
     c.st->grown = sched_elastic_grow(s, ctx); /* after every pending job had its turn */
-    for (uint32_t i = 0; i < s->njobs; i++)
-        c.st->pending += s->jobs[i]->state == ARB_JOB_PENDING;
+    if (c.st->preempted || c.st->shrunk || c.st->grown || c.st->continued ||
+        (c.st->placed && s->conf.preemption)) /* new victims, room, marks */
+        s->settled_ok = false;
+    s->settled_gen = s->gen;
+    s->settled_ver = s->c->version;
+    if (s->settled_ok) /* every pending job is settled or in todo */
+        c.st->pending = (int)(s->nsettled + s->ntodo);
+    else
+        for (uint32_t i = 0; i < s->njobs; i++)
+            c.st->pending += s->jobs[i]->state == ARB_JOB_PENDING;
     return 0;
+}
+
+uint32_t arb_sched_placed(const arb_sched_t *s, arb_job_t *const **v)
+{
+    *v = s->placed;
+    return s->nplaced;
 }
 
 int sched_cycle_try(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, sched_outcome_t *out)

@@ -99,7 +99,7 @@ static bool eligible(const arb_sched_t *s, const arb_ctx_t *ctx, const arb_node_
 /* "job 7 'big'" for scheduler id id (the caller's id when it gave one). */
 static void job_label(const arb_sched_t *s, uint32_t id, char *buf, size_t n)
 {
-    const arb_job_t *o = id < s->njobs ? s->jobs[id] : NULL;
+    const arb_job_t *o = id < s->nids ? s->byid[id] : NULL;
     if (!o)
         snprintf(buf, n, "another job");
     else
@@ -839,8 +839,8 @@ int arb_explain_json(const arb_sched_t *s, const arb_explain_t *ex, char *buf, s
               ex->largest_free, ex->fits_now ? "true" : "false", ex->placeable ? "true" : "false",
               arb_wait_name(ex->fits_now ? ARB_WAIT_NONE : ex->wait), ex->never ? "true" : "false",
               ex->quota_blocked ? "true" : "false", ex->preemption_helps ? "true" : "false");
-    if (ex->wait_for != UINT32_MAX && ex->wait_for < s->njobs && s->jobs[ex->wait_for]) {
-        const arb_job_t *o = s->jobs[ex->wait_for];
+    if (ex->wait_for != UINT32_MAX && ex->wait_for < s->nids && s->byid[ex->wait_for]) {
+        const arb_job_t *o = s->byid[ex->wait_for];
         off = app(buf, n, off, ",\"held_by\":{\"job\":%llu,\"name\":",
                   (unsigned long long)(o->ext_id ? o->ext_id : o->id));
         off = json_str(buf, n, off, o->name);

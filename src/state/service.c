@@ -132,9 +132,9 @@ int st_service_attach(st_t *s, st_job_t *sj, const st_svc_conf_t *c, int desired
 {
     st_svc_t *v = calloc(1, sizeof *v);
 
-    (void)s;
     if (!v)
         return -ENOMEM;
+    s->nsvc_ever++; /* st_cycle walks for services only once there are some */
     v->conf = *c;
     v->desired = desired > 0 ? desired : c->replicas;
     v->version = 1;

@@ -21,6 +21,8 @@
 
 const char *const st_task_state_names[] = {"pending", "assigned", "running",  "succeeded",
                                            "failed",  "lost",     "cancelled"};
+#define ST_CHECK_GAP_NS 200000000LL /* 200 ms between the clock-driven checks */
+
 const double st_cycle_buckets_ms[ST_HIST - 1] = {0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000};
 
 #define CLOCK_BLOCK 1024 /* Lamport values reserved per persisted high-water mark */
@@ -307,6 +309,10 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
                  sj->id, NULL, "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, why);
     st_job_save(s, sj, lam);
     st_job_retire(s, sj);
+    /* Out of the scheduler's working set: every later cycle would walk it.
+     * The record stays here, as a recovered ended job's does. */
+    if (!sj->own_j && arb_sched_forget(s->sched, sj->j, NULL) == 0)
+        sj->own_j = true;
     if (to == ARB_JOB_CANCELLED)
         s->m_cancelled++;
     else
@@ -557,6 +563,33 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
     }
 }
 
+/* After a cycle that only placed jobs (no preemption configured, nothing
+ * preempted, shrunk, grown or continued), only the jobs it placed changed:
+ * record those, without walking every active job. false (nothing done)
+ * when the cycle may have changed others, or a placed job is not ours. */
+static bool after_placed(st_t *s, const arb_cycle_stats_t *st)
+{
+    arb_job_t *const *v;
+    uint32_t n = arb_sched_placed(s->sched, &v);
+
+    if (s->m_cycles <= 1 || /* the first cycle notes what recovery held, too */
+        arb_sched_conf(s->sched)->preemption || st->preempted || st->shrunk || st->grown ||
+        st->continued)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        st_job_t *sj = st_job_find(s, v[i]->ext_id);
+        if (!sj || sj->j != v[i] || sj->active_ix < 0)
+            return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        st_job_t *sj = st_job_find(s, v[i]->ext_id);
+        if (sj->j->state != sj->last)
+            job_after_cycle(s, sj);
+        st_resize_after_cycle(s, sj);
+    }
+    return true;
+}
+
 int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 {
     arb_cycle_stats_t st = {0};
@@ -566,9 +599,16 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 
     pthread_mutex_lock(&s->mu);
     st_check_leases(s, now);
-    st_check_time_limits(s, now);
-    st_check_stragglers(s, now);
-    st_service_reconcile(s, now);
+    /* The checks driven by the clock walk every active job: at most every
+     * ST_CHECK_GAP_NS, so a burst of cycles (one per batch of submissions)
+     * does not walk the whole backlog each time. */
+    if (!s->checks_ns || now - s->checks_ns >= ST_CHECK_GAP_NS || now < s->checks_ns) {
+        st_check_time_limits(s, now);
+        st_check_stragglers(s, now);
+        s->checks_ns = now;
+    }
+    if (s->nsvc_ever) /* a walk of every active job for the services among them */
+        st_service_reconcile(s, now);
     s->dirty = false;
     rc = arb_sched_cycle(s->sched, &ctx, &st);
     double ms = (double)(st_mono_ns() - t0) / 1e6;
@@ -578,14 +618,15 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
     s->m_cycle_hist[k]++;
     s->m_cycle_sum_s += ms / 1e3;
     s->m_cycles++;
-    if (rc == 0)
+    if (rc == 0 && !after_placed(s, &st)) {
         for (int i = 0; i < s->nactive; i++)
             if (s->active[i]->j->state != s->active[i]->last)
                 job_after_cycle(s, s->active[i]);
-    if (rc == 0) /* victims to stop, shrink marks, growth */
-        for (int i = 0; i < s->nactive; i++)
+        for (int i = 0; i < s->nactive; i++) /* victims to stop, shrink marks, growth */
             st_resize_after_cycle(s, s->active[i]);
-    st_service_refresh(s); /* replicas just placed get their address */
+    }
+    if (s->nsvc_ever)
+        st_service_refresh(s); /* replicas just placed get their address */
     if (now - s->m_window_mono >= 5000000000LL) {
         s->m_decisions_per_s = (double)s->m_placed_window * 1e9 / (double)(now - s->m_window_mono);
         s->m_placed_window = 0;

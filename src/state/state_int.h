@@ -56,7 +56,8 @@ typedef struct st_job st_job_t;
 struct st_job {
     uint64_t id;
     arb_job_t *j; /* the scheduler's job (owned by it unless own_j) */
-    bool own_j;   /* recovered terminal job, never handed to the scheduler */
+    bool own_j;   /* an ended job: recovered so (never handed to the scheduler), or taken
+                   * back from it when it ended (arb_sched_forget) */
     char team[ST_NAME_MAX], owner[ST_NAME_MAX];
     char *spec; /* the spec as submitted (owned), re-parsed on recovery */
     size_t speclen;
@@ -178,6 +179,8 @@ struct st {
     double m_report_sum_s;
     uint64_t m_placed_window; /* placements since m_window_mono */
     int64_t m_window_mono;
+    int64_t checks_ns;  /* st_now_ns of the last time-driven checks (st_cycle); 0 never */
+    uint64_t nsvc_ever; /* services ever attached (st_service_attach) */
     double m_decisions_per_s;
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
 };
