@@ -11,7 +11,10 @@
 #  7. trivial jobs end to end (arbiter bench e2e): a controller and 10 real agents of 8 fake
 #     GPUs each on loopback, 1,000 jobs of `true` from 8 clients (the issue's figure is
 #     --jobs 5000); completed_per_s and controller_cpu_ms_per_job;
-#  7. the simulator's events mode, overloaded (docs/sim.md): 30,000 Poisson arrivals at
+#  8. submissions against a growing backlog (arbiter bench backlog: its own controller,
+#     SQLite, no agents, so every job stays pending): submits/s per chunk of 10,000,
+#     20,000 jobs here (BACKLOG_JOBS; the figure is --jobs 100000);
+#  9. the simulator's events mode, overloaded (docs/sim.md): 30,000 Poisson arrivals at
 #     20/s, a priority cycle at every event, through the core's pending-job index
 #     (place_s: CPU seconds, run_s: wall; about 8 s here, 270 s before the index).
 set -eu
@@ -25,6 +28,7 @@ $ARB bench elastic --nodes 1000 --jobs 2000 --preemptors 100 -o json
 $ARB bench agents --nodes 5000 --seconds 30 -o json
 $ARB bench recover --jobs 100000 -o json
 $ARB bench e2e --agents 10 --jobs 1000 -o json
+$ARB bench backlog --jobs "${BACKLOG_JOBS:-20000}" -o json
 if [ -d "$D" ]; then
     $ARB sim --mode events --nodes "$D/openb_node_list_gpu_node.csv" \
         --pods "$D/openb_pod_list_default.csv" --policy fgd --queue priority \

@@ -89,6 +89,7 @@ typedef struct arb_node {
     int64_t report_ns; /* scheduler-clock time of the last report */
     uint64_t version;  /* bumped on every change to this node */
     int ntasks;        /* tasks allocated here */
+    int nexcl;         /* ... of which of exclusive jobs (arb_job_t.exclusive: no sharing) */
     int32_t queue_len; /* last reported work waiting on the node (telemetry
                           queue_length: requests, items); 0 none or unknown */
 } arb_node_t;

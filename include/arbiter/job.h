@@ -143,6 +143,8 @@ typedef struct arb_job {
                            a GPU of their own), 0 unset: shares share, whole GPUs do not */
     bool service;       /* a service replica (set by the controller, service.c): the
                            least-loaded score weighs it, as it does GPU-share tasks */
+    bool exclusive;     /* spec exclusive (sbatch --exclusive): each task gets a node no
+                           other task is on, and no other job's task joins it there */
 
     /* Set by the scheduler. */
     arb_job_state_t state;

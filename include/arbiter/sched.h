@@ -52,7 +52,8 @@ typedef enum arb_reason {
     ARB_R_CPU,
     ARB_R_MEM,
     ARB_R_EXT,
-    ARB_R_TOPOLOGY, /* outside the domain the gang is confined to */
+    ARB_R_TOPOLOGY,  /* outside the domain the gang is confined to */
+    ARB_R_EXCLUSIVE, /* an exclusive job's task is there, or (for one) any task is */
     ARB_R_COUNT
 } arb_reason_t;
 
@@ -214,22 +215,43 @@ const arb_queue_t *arb_sched_queue(const arb_sched_t *s, uint32_t name);
 /* Submit a finalized job: the scheduler takes ownership, assigns j->id and
  * j->seq, and queues it PENDING. */
 int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err_t *err);
+/* The job with scheduler id id; NULL for one never issued or forgotten. */
 arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id);
+/* Ids issued so far (jobs 0..n-1, forgotten ones included). */
 uint32_t arb_sched_njobs(const arb_sched_t *s);
+/* Take ended job j (SUCCEEDED, FAILED, CANCELLED, TIMEOUT; it holds
+ * nothing) out of the scheduler: it leaves the working set every cycle
+ * walks, arb_sched_job(j->id) is NULL from now on, and the caller owns j
+ * (arb_job_free). O(live jobs) for a memmove of pointers. -EPERM for a job
+ * that has not ended, -ENOENT for one not in s. */
+int arb_sched_forget(arb_sched_t *s, arb_job_t *j, arb_err_t *err);
 
 /* Why the cycle did not place a job (arb_job_t.wait; explain's outcome). */
 typedef enum arb_wait {
-    ARB_WAIT_NONE,     /* placed, or not tried */
-    ARB_WAIT_FIT,      /* does not fit now: capacity */
-    ARB_WAIT_NEVER,    /* would not fit even if every node it may use were idle */
-    ARB_WAIT_QUOTA,    /* its queue's quota (nominal, borrowing) */
-    ARB_WAIT_ORDER,    /* held behind wait_for by fifo order */
-    ARB_WAIT_STARVING, /* held off the nodes starving job wait_for reserves */
-    ARB_WAIT_RESERVED, /* would delay wait_for's backfill reservation */
-    ARB_WAIT_VICTIMS,  /* its victims are stopping (or are chosen at the next cycle) */
-    ARB_WAIT_CLAIMED,  /* fits only where preemptor wait_for's victims are making room */
-    ARB_WAIT_TAKEN,    /* it would be placed, then taken back by wait_for in that cycle */
+    ARB_WAIT_NONE,       /* placed, or not tried */
+    ARB_WAIT_FIT,        /* does not fit now: capacity */
+    ARB_WAIT_NEVER,      /* would not fit even if every node it may use were idle */
+    ARB_WAIT_QUOTA,      /* its queue's quota (nominal, borrowing) */
+    ARB_WAIT_ORDER,      /* held behind wait_for by fifo order */
+    ARB_WAIT_STARVING,   /* held off the nodes starving job wait_for reserves */
+    ARB_WAIT_RESERVED,   /* would delay wait_for's backfill reservation */
+    ARB_WAIT_VICTIMS,    /* its victims are stopping (or are chosen at the next cycle) */
+    ARB_WAIT_CLAIMED,    /* fits only where preemptor wait_for's victims are making room */
+    ARB_WAIT_TAKEN,      /* it would be placed, then taken back by wait_for in that cycle */
+    ARB_WAIT_DEPENDENCY, /* the caller's hold: a job it depends on has not done what it needs */
+    ARB_WAIT_DEP_NEVER,  /* the caller's hold: its dependency can no longer be met */
+    ARB_WAIT_THROTTLE,   /* the caller's hold: its array runs as many elements as it may */
 } arb_wait_t;
+
+#define ARB_WAIT_NREASONS (ARB_WAIT_THROTTLE + 1)
+
+/* Holds the caller keeps (the controller's job dependencies and array
+ * throttles, src/state/depend.c): the cycle asks fn for each pending job at
+ * its turn; a nonzero arb_wait_t holds it with that reason, and a held job
+ * holds nobody back. fn may read the states of other jobs (as this cycle
+ * has left them so far) and must not change any. NULL fn: no holds. */
+typedef arb_wait_t (*arb_hold_fn)(void *arg, const arb_job_t *j);
+void arb_sched_set_hold(arb_sched_t *s, arb_hold_fn fn, void *arg);
 
 const char *arb_wait_name(arb_wait_t w); /* "held-by-order", ... */
 
@@ -246,6 +268,11 @@ typedef struct arb_cycle_stats {
 /* One scheduling cycle: order the pending jobs, place what fits (gangs all
  * or nothing), preempt and backfill when configured. */
 int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st);
+/* The jobs the last cycle placed, in order (*v points into s; valid until
+ * the next cycle). Without preemption, and when the cycle's stats show no
+ * preemption, shrink, growth or continued gang, these are the only jobs
+ * whose state or allocations the cycle changed. */
+uint32_t arb_sched_placed(const arb_sched_t *s, arb_job_t *const **v);
 
 /* Try to place one pending job now, ignoring queue order (the simulator's
  * and the `place` verb's step). 0 when bound, -ENOSPC when it does not fit. */

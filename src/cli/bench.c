@@ -79,6 +79,8 @@ static int usage(void)
                     "[-o text|json]\n"
                     "       arbiter bench e2e [--agents 10] [--jobs 5000] [--push-wait 25s|off] "
                     "[-o text|json]\n"
+                    "       arbiter bench backlog [--jobs 100000] [--chunk 10000] [--clients 8] "
+                    "[-o json]\n"
                     "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] "
                     "[--rates R,R] [-o text|json]\n"
                     "       arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]\n");
@@ -110,6 +112,8 @@ int cli_bench(int argc, char **argv)
         return cli_bench_infer(argc - 1, argv + 1);
     if (argc >= 2 && strcmp(argv[1], "recover") == 0)
         return cli_bench_recover(argc - 1, argv + 1);
+    if (argc >= 2 && strcmp(argv[1], "backlog") == 0)
+        return cli_bench_backlog(argc - 1, argv + 1);
     bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
     if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
         return usage();

@@ -27,6 +27,7 @@ const cli_cmd_t cli_cmds[] = {
      "[-o text|json]\n"
      "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
      "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]\n"
+     "       arbiter bench backlog [--jobs 100000] [--chunk 10000] [--clients 8] [-o json]\n"
      "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] [--rates R,R,R] "
      "[--policies P,..] [-o json]\n"
      "       arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]   (a restart "

@@ -293,6 +293,27 @@ static json_t *job_nodes(json_t *job)
 }
 
 /* One squeue field (%X) of job j into buf. */
+
+/* A pending job's reason as Slurm names it (the controller's "wait"). */
+static const char *sq_reason(json_t *j)
+{
+    static const struct {
+        const char *wait, *slurm;
+    } map[] = {{"dependency", "Dependency"},
+               {"dependency-never-satisfied", "DependencyNeverSatisfied"},
+               {"array-throttle", "JobArrayTaskLimit"},
+               {"quota", "QOSGrpGRES"},
+               {"held-by-order", "Priority"},
+               {"held-by-starving-job", "Priority"},
+               {"backfill-reservation", "Priority"},
+               {"held-by-preemptor", "Priority"}};
+    const char *w = json_string_value(json_object_get(j, "wait"));
+    for (size_t i = 0; w && i < sizeof map / sizeof map[0]; i++)
+        if (!strcmp(w, map[i].wait))
+            return map[i].slurm;
+    return "Resources";
+}
+
 static void sq_field(char c, json_t *j, bool start, char *buf, size_t n)
 {
     const char *st = json_string_value(json_object_get(j, "state"));
@@ -366,7 +387,7 @@ static void sq_field(char c, json_t *j, bool start, char *buf, size_t n)
         if (json_array_size(nodes) && c == 'R')
             hostlist(nodes, buf, n);
         else if (!strcmp(st, "pending") || !strcmp(st, "preempted"))
-            snprintf(buf, n, c == 'R' ? "(%s)" : "%s", start ? "Resources" : "Resources");
+            snprintf(buf, n, c == 'R' ? "(%s)" : "%s", sq_reason(j));
         else
             snprintf(buf, n, c == 'R' ? "(%s)" : "%s", "None");
         break;

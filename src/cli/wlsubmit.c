@@ -107,6 +107,9 @@ int cli_wl_submit(const char *file, const char *buf, size_t n, const cli_wl_opts
                 char v[32];
                 snprintf(v, sizeof v, "%lld", array_id);
                 json_object_set_new(env, "SLURM_ARRAY_JOB_ID", json_string(v));
+                json_t *arr = json_object_get(spec, "array"); /* its array: the first's id */
+                if (json_is_object(arr))
+                    json_object_set_new(arr, "job", json_integer(array_id));
             }
             char *body = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
             char idem[200];

@@ -3,6 +3,8 @@
  * job that cannot start holds back, and the trial run that explain uses.
  *
  *   order the pending jobs (queue.c); then each, in order:
+ *     the caller holds it (arb_sched_set_hold: a dependency
+ *     not met, an array throttle) ----------------------> waits (held)
  *     its queue's quota does not admit it ---------------> waits (quota)
  *     a barrier is up (below) --------------------------> may start only
  *                                     where it delays nobody ahead of it
@@ -71,7 +73,10 @@ const char *arb_wait_name(arb_wait_t w)
                                     "backfill-reservation",
                                     "preempting",
                                     "held-by-preemptor",
-                                    "taken-back"};
+                                    "taken-back",
+                                    "dependency",
+                                    "dependency-never-satisfied",
+                                    "array-throttle"};
     return (unsigned)w < sizeof n / sizeof n[0] ? n[w] : "?";
 }
 
@@ -121,7 +126,7 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
 {
     typedef struct usage {
         arb_res_t used;
-        int ntasks;
+        int ntasks, nexcl;
         int32_t milli[ARB_MAX_GPUS], mem[ARB_MAX_GPUS];
     } usage_t;
     arb_rng_t rng;
@@ -146,8 +151,9 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
         arb_node_t *n = &s->c->nodes[i];
         u[i].used = n->used;
         u[i].ntasks = n->ntasks;
+        u[i].nexcl = n->nexcl;
         memset(&n->used, 0, sizeof n->used);
-        n->ntasks = 0;
+        n->ntasks = n->nexcl = 0;
         for (int g = 0; g < n->ngpus; g++) {
             u[i].milli[g] = n->gpu[g].used_milli;
             u[i].mem[g] = n->gpu[g].mem_used_mib;
@@ -171,6 +177,7 @@ bool sched_fits_idle(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, uint64_
         arb_node_t *n = &s->c->nodes[i];
         n->used = u[i].used;
         n->ntasks = u[i].ntasks;
+        n->nexcl = u[i].nexcl;
         for (int g = 0; g < n->ngpus; g++) {
             n->gpu[g].used_milli = u[i].milli[g];
             n->gpu[g].mem_used_mib = u[i].mem[g];
@@ -471,6 +478,14 @@ static bool turn(cyc_t *c, arb_job_t *j)
         c->st->continued += k > 0 ? k : 0;
         return false;
     }
+    if (s->hold) { /* the caller's hold (dependencies): it waits, holding nobody back */
+        arb_wait_t h = s->hold(s->hold_arg, j);
+        if (h != ARB_WAIT_NONE) {
+            j->wait = (uint8_t)h;
+            j->wait_for = UINT32_MAX;
+            return false;
+        }
+    }
 
     j->wait = ARB_WAIT_NONE;
     j->wait_for = UINT32_MAX;
@@ -585,11 +600,72 @@ static void undo(cyc_t *c)
     }
 }
 
+/* ---- settled jobs --------------------------------------------------------------------- */
+
+/* Incremental cycles. A pending job whose turn ended without a placement
+ * and without touching anything (it does not fit now, or never, or its
+ * quota says no, or it is held by order) is settled: while nothing but
+ * submissions changes (sched_changed, the cluster's version), its next
+ * turn would end the same way and change nothing again, because
+ * placements only take room and quota. So a cycle after one that left its
+ * settled marks valid tries only the unsettled jobs and the new ones
+ * (s->todo), in queue order; the outcome is the full cycle's (the skipped
+ * turns would change nothing, and the order of the others is the same; with
+ * a profile's random ties, a skipped gang's failed attempt no longer draws
+ * from the randomness, so a later tie may fall on another, equal node).
+ * Not for what depends on the clock (a backfill reservation, starvation),
+ * nor with preemption on (a job that preempts raises a barrier in the
+ * middle of the order, which changes the wait reasons of settled jobs
+ * behind it, and each placement makes new victims), nor for a job that
+ * raises a barrier (the fifo head) or has marks; and a cycle that
+ * continues a started gang, shrinks or grows leaves no valid marks: the
+ * next is full. */
+static bool settle_conf(const arb_sched_t *s)
+{
+    return !s->conf.backfill && s->conf.starvation_ns <= 0 && !s->conf.preemption;
+}
+
+static bool settled(const cyc_t *c, const arb_job_t *j)
+{
+    return j->state == ARB_JOB_PENDING &&
+           (j->wait == ARB_WAIT_FIT || j->wait == ARB_WAIT_NEVER || j->wait == ARB_WAIT_QUOTA ||
+            j->wait == ARB_WAIT_ORDER) &&
+           !j->nclaim && !j->waiting && !j->yield_to && !j->evicting && j->shrink_to == 0 &&
+           !(c->held && c->held_by == j->id);
+}
+
+/* After a real cycle's turns: the next todo (the unsettled pending jobs)
+ * and the settled count. -ENOMEM leaves no valid marks. */
+static void settle(cyc_t *c, arb_job_t **pend, int np, bool inc, bool short_list)
+{
+    arb_sched_t *s = c->s;
+    uint32_t n = inc ? s->nsettled : 0;
+
+    s->ntodo = 0;
+    s->settled_ok = settle_conf(s) && !c->stopping && !short_list;
+    for (int i = 0; i < np && s->settled_ok; i++) {
+        arb_job_t *j = pend[i];
+        if (j->state != ARB_JOB_PENDING)
+            continue; /* placed, or a started gang's turn */
+        if (settled(c, j))
+            n++;
+        else if (sched_list_push(&s->todo, &s->ntodo, &s->captodo, j) < 0)
+            s->settled_ok = false;
+    }
+    s->nsettled = n;
+}
+
 static int run(cyc_t *c)
 {
     arb_sched_t *s = c->s;
-    arb_job_t **pend = malloc((s->njobs + 1) * sizeof *pend);
+    /* what this cycle walks: every live job, or (incremental) todo */
+    bool inc = !c->target && settle_conf(s) && s->settled_ok && s->settled_gen == s->gen &&
+               s->settled_ver == s->c->version;
+    arb_job_t **src = inc ? s->todo : s->jobs;
+    uint32_t nsrc = inc ? s->ntodo : s->njobs;
+    arb_job_t **pend = malloc((nsrc + 1) * sizeof *pend);
     int np = 0, rc = 0;
+    bool short_list = false; /* s->placed could not hold a placement */
 
     if (!pend || (c->target && (!(c->placed = malloc((s->njobs + 1) * sizeof *c->placed)) ||
                                 !(c->marks = malloc((s->njobs + 1) * sizeof *c->marks)) ||
@@ -601,8 +677,10 @@ static int run(cyc_t *c)
         goto out;
     c->shadow = -1;
     c->fence_for = UINT32_MAX;
-    for (uint32_t i = 0; i < s->njobs; i++) {
-        arb_job_t *j = s->jobs[i];
+    if (!c->target)
+        s->nplaced = 0;
+    for (uint32_t i = 0; i < nsrc; i++) {
+        arb_job_t *j = src[i];
         c->stopping |= j->evicting || j->shrink_to > 0;
         if (c->marks) {
             c->marks[i] = (marks_t){j->waiting,      j->evicting, j->reclaimed, j->shrink_to,
@@ -613,8 +691,8 @@ static int run(cyc_t *c)
             }
         }
     }
-    for (uint32_t i = 0; i < s->njobs; i++) {
-        arb_job_t *j = s->jobs[i];
+    for (uint32_t i = 0; i < nsrc; i++) {
+        arb_job_t *j = src[i];
         if (!c->stopping) /* every victim released: a preemptor may choose again */
             j->waiting = false;
         if (!c->target && j->state == ARB_JOB_PREEMPTED)
@@ -636,6 +714,8 @@ static int run(cyc_t *c)
         uint8_t w = j->wait;
         uint32_t wf = j->wait_for;
         bool placed = turn(c, j);
+        if (placed && !c->target && sched_list_push(&s->placed, &s->nplaced, &s->capplaced, j) < 0)
+            short_list = true;
         if (placed && c->hard_fenced) /* what it reserved is no longer held for it */
             for (uint32_t n = 0; n < s->nfence; n++)
                 if (s->fence_owner[n] == j->id) {
@@ -673,6 +753,8 @@ static int run(cyc_t *c)
     }
     if (c->target)
         undo(c);
+    else
+        settle(c, pend, np, inc, short_list);
 out:
     s->fence_on = false;
     free(pend);
@@ -680,6 +762,12 @@ out:
     free(c->marks);
     free(c->cont);
     return rc;
+}
+
+void arb_sched_set_hold(arb_sched_t *s, arb_hold_fn fn, void *arg)
+{
+    s->hold = fn;
+    s->hold_arg = arg;
 }
 
 int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
@@ -694,9 +782,23 @@ int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
         return rc;
     c.st->shrunk = s->shrunk;
     c.st->grown = sched_elastic_grow(s, ctx); /* after every pending job had its turn */
-    for (uint32_t i = 0; i < s->njobs; i++)
-        c.st->pending += s->jobs[i]->state == ARB_JOB_PENDING;
+    if (c.st->preempted || c.st->shrunk || c.st->grown || c.st->continued ||
+        (c.st->placed && s->conf.preemption)) /* new victims, room, marks */
+        s->settled_ok = false;
+    s->settled_gen = s->gen;
+    s->settled_ver = s->c->version;
+    if (s->settled_ok) /* every pending job is settled or in todo */
+        c.st->pending = (int)(s->nsettled + s->ntodo);
+    else
+        for (uint32_t i = 0; i < s->njobs; i++)
+            c.st->pending += s->jobs[i]->state == ARB_JOB_PENDING;
     return 0;
+}
+
+uint32_t arb_sched_placed(const arb_sched_t *s, arb_job_t *const **v)
+{
+    *v = s->placed;
+    return s->nplaced;
 }
 
 int sched_cycle_try(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, sched_outcome_t *out)

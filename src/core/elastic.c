@@ -184,6 +184,8 @@ int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx)
     int nv = 0, grown = 0;
     bool progress = true;
 
+    if (s->nelastic == 0) /* nothing to grow: skip the walks */
+        return 0;
     for (uint32_t i = 0; i < s->njobs; i++) {
         arb_job_t *j = s->jobs[i];
         if (j->waiting || j->evicting || j->shrink_to > 0)

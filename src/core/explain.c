@@ -39,6 +39,8 @@ static const struct {
     [ARB_R_MEM] = {"insufficient-memory", "insufficient memory"},
     [ARB_R_EXT] = {"insufficient-extended", "insufficient extended resources"},
     [ARB_R_TOPOLOGY] = {"topology", "node(s) outside a domain that holds the whole group"},
+    [ARB_R_EXCLUSIVE] = {"exclusive", "node(s) not shared: an exclusive job's, or (for an "
+                                      "exclusive job) running other tasks"},
 };
 
 const char *arb_reason_name(arb_reason_t r)
@@ -97,7 +99,7 @@ static bool eligible(const arb_sched_t *s, const arb_ctx_t *ctx, const arb_node_
 /* "job 7 'big'" for scheduler id id (the caller's id when it gave one). */
 static void job_label(const arb_sched_t *s, uint32_t id, char *buf, size_t n)
 {
-    const arb_job_t *o = id < s->njobs ? s->jobs[id] : NULL;
+    const arb_job_t *o = id < s->nids ? s->byid[id] : NULL;
     if (!o)
         snprintf(buf, n, "another job");
     else
@@ -676,6 +678,24 @@ int arb_sched_explain(arb_sched_t *s, const arb_job_t *cj, const arb_ctx_t *ctx,
         ex->placeable = true;
         return 0;
     }
+    if (out.wait == ARB_WAIT_DEPENDENCY || out.wait == ARB_WAIT_DEP_NEVER ||
+        out.wait == ARB_WAIT_THROTTLE) { /* the caller's hold; the caller names the jobs */
+        ex->never = out.wait == ARB_WAIT_DEP_NEVER;
+        ex->placeable = !ex->never && fits(s, j, ctx);
+        snprintf(ex->summary, sizeof ex->summary, "job '%s' is held: %s", j->name,
+                 out.wait == ARB_WAIT_DEPENDENCY
+                     ? "a job it depends on has not done what it waits for"
+                 : out.wait == ARB_WAIT_DEP_NEVER
+                     ? "its dependency can never be met (a job it depends on ended otherwise)"
+                     : "its array runs as many elements at once as its throttle allows");
+        snprintf(ex->hint, sizeof ex->hint,
+                 out.wait == ARB_WAIT_DEP_NEVER
+                     ? "Cancel it (arbiter cancel ID, or scancel), and submit it again with a "
+                       "dependency that can be met."
+                     : "It is tried when the jobs it waits for change state; it holds no job "
+                       "back meanwhile.");
+        return 0;
+    }
     if (out.wait == ARB_WAIT_QUOTA) {
         ex->quota_blocked = true;
         if (sched_quota_never(s, j, qwhy, sizeof qwhy)) {
@@ -819,8 +839,8 @@ int arb_explain_json(const arb_sched_t *s, const arb_explain_t *ex, char *buf, s
               ex->largest_free, ex->fits_now ? "true" : "false", ex->placeable ? "true" : "false",
               arb_wait_name(ex->fits_now ? ARB_WAIT_NONE : ex->wait), ex->never ? "true" : "false",
               ex->quota_blocked ? "true" : "false", ex->preemption_helps ? "true" : "false");
-    if (ex->wait_for != UINT32_MAX && ex->wait_for < s->njobs && s->jobs[ex->wait_for]) {
-        const arb_job_t *o = s->jobs[ex->wait_for];
+    if (ex->wait_for != UINT32_MAX && ex->wait_for < s->nids && s->byid[ex->wait_for]) {
+        const arb_job_t *o = s->byid[ex->wait_for];
         off = app(buf, n, off, ",\"held_by\":{\"job\":%llu,\"name\":",
                   (unsigned long long)(o->ext_id ? o->ext_id : o->id));
         off = json_str(buf, n, off, o->name);

@@ -262,6 +262,18 @@ static arb_reason_t f_nvlink(const arb_pctx_t *pc, const arb_node_t *n)
     return sched_nvlink_free(pc, n, NULL) >= g->gpus ? ARB_R_OK : ARB_R_NVLINK;
 }
 
+/* ---- exclusive nodes ------------------------------------------------------ */
+
+/* An exclusive job's task takes only a node with no task on it; nobody
+ * joins a node holding one. (n->ntasks, n->nexcl are in the node classes'
+ * key, so the rule is the same for every member of a class.) */
+static arb_reason_t f_exclusive(const arb_pctx_t *pc, const arb_node_t *n)
+{
+    if (pc->job->exclusive ? n->ntasks > 0 : n->nexcl > 0)
+        return ARB_R_EXCLUSIVE;
+    return ARB_R_OK;
+}
+
 static const arb_filter_ops_t filter_condition = {"condition", f_condition};
 static const arb_filter_ops_t filter_taints = {"taints", f_taints};
 static const arb_filter_ops_t filter_selector = {"selector", f_selector};
@@ -270,12 +282,12 @@ static const arb_filter_ops_t filter_gpu_model = {"gpu-model", f_gpu_model};
 static const arb_filter_ops_t filter_thermal = {"thermal", f_thermal};
 static const arb_filter_ops_t filter_fit = {"fit", f_fit};
 static const arb_filter_ops_t filter_nvlink = {"nvlink", f_nvlink};
+static const arb_filter_ops_t filter_exclusive = {"exclusive", f_exclusive};
 
 /* Run order: cheap and decisive first. */
 const arb_filter_ops_t *const arb_filters[] = {
-    &filter_condition, &filter_taints,    &filter_selector,
-    &filter_affinity,  &filter_gpu_model, &filter_thermal,
-    &filter_fit,       &filter_nvlink,    NULL,
+    &filter_condition, &filter_taints, &filter_selector, &filter_affinity,  &filter_gpu_model,
+    &filter_thermal,   &filter_fit,    &filter_nvlink,   &filter_exclusive, NULL,
 };
 
 const arb_filter_ops_t *arb_filter_lookup(const char *name)

@@ -60,6 +60,7 @@ static uint64_t node_key(const sched_index_t *x, const arb_node_t *n)
     h = mix_res(h, &n->used);
     h = mix(h, (uint64_t)n->ngpus);
     h = mix(h, (uint64_t)n->ntasks);
+    h = mix(h, (uint64_t)n->nexcl);
     for (int i = 0; i < n->ngpus; i++) {
         const arb_gpu_t *g = &n->gpu[i];
         h = mix(h, g->model);
@@ -101,7 +102,8 @@ static int count_nontopo(const sched_index_t *x, const arb_node_t *n)
 static bool node_equiv(const sched_index_t *x, const arb_node_t *a, const arb_node_t *b)
 {
     if (a->state != b->state || a->report_ns != b->report_ns || a->ngpus != b->ngpus ||
-        a->ntasks != b->ntasks || memcmp(&a->cap, &b->cap, sizeof a->cap) != 0 ||
+        a->ntasks != b->ntasks || a->nexcl != b->nexcl ||
+        memcmp(&a->cap, &b->cap, sizeof a->cap) != 0 ||
         memcmp(&a->used, &b->used, sizeof a->used) != 0 ||
         memcmp(a->gpu, b->gpu, (size_t)a->ngpus * sizeof a->gpu[0]) != 0 ||
         a->ntaints != b->ntaints || a->ndatasets != b->ndatasets ||

@@ -80,6 +80,9 @@ void arb_sched_free(arb_sched_t *s)
     for (uint32_t i = 0; i < s->njobs; i++)
         arb_job_free(s->jobs[i]);
     free(s->jobs);
+    free(s->byid);
+    free(s->todo);
+    free(s->placed);
     free(s->queues);
     free(s->cand);
     free(s->picks);
@@ -103,12 +106,62 @@ const arb_sched_conf_t *arb_sched_conf(const arb_sched_t *s)
 
 arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id)
 {
-    return id < s->njobs ? s->jobs[id] : NULL;
+    return id < s->nids ? s->byid[id] : NULL;
 }
 
 uint32_t arb_sched_njobs(const arb_sched_t *s)
 {
-    return s->njobs;
+    return s->nids;
+}
+
+/* Room for need jobs in *v (capacity *cap). 0 or -ENOMEM. */
+static int grow_jobs(arb_job_t ***v, uint32_t *cap, uint32_t need)
+{
+    uint32_t c = *cap ? *cap : 256;
+    arb_job_t **p;
+
+    if (need <= *cap)
+        return 0;
+    while (c < need)
+        c *= 2;
+    if (!(p = realloc(*v, c * sizeof *p)))
+        return -ENOMEM;
+    *v = p;
+    *cap = c;
+    return 0;
+}
+
+int sched_list_push(arb_job_t ***v, uint32_t *n, uint32_t *cap, arb_job_t *j)
+{
+    if (grow_jobs(v, cap, *n + 1) < 0)
+        return -ENOMEM;
+    (*v)[(*n)++] = j;
+    return 0;
+}
+
+int arb_sched_forget(arb_sched_t *s, arb_job_t *j, arb_err_t *err)
+{
+    uint32_t lo = 0, hi = s->njobs;
+
+    if (j->state < ARB_JOB_SUCCEEDED || j->nalloc > 0)
+        return arb_errf(err, -EPERM, "job '%s' is %s; only an ended job leaves the scheduler",
+                        j->name, arb_job_state_name(j->state));
+    if (j->id >= s->nids || s->byid[j->id] != j)
+        return arb_errf(err, -ENOENT, "job '%s' is not in this scheduler", j->name);
+    while (lo < hi) { /* the live array is in id order */
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (s->jobs[mid]->id < j->id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    memmove(&s->jobs[lo], &s->jobs[lo + 1], (size_t)(s->njobs - lo - 1) * sizeof *s->jobs);
+    s->njobs--;
+    s->byid[j->id] = NULL;
+    s->nelastic -= j->elastic;
+    sched_claim_drop(j);
+    sched_changed(s); /* todo may name it: the next cycle starts over */
+    return 0;
 }
 
 /* ---- queues ------------------------------------------------------------- */
@@ -130,6 +183,7 @@ int arb_sched_set_queue(arb_sched_t *s, const arb_queue_t *q, arb_err_t *err)
 {
     arb_queue_t *cur = sched_queue_get(s, q->name);
 
+    sched_changed(s);
     if (!q->name)
         return arb_errf(err, -EINVAL, "queue has no name");
     if (q->weight < 0)
@@ -183,14 +237,13 @@ int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err
         return arb_errf(err, -EINVAL, "job '%s' was not finalized (arb_job_finalize)", j->name);
     if (j->seq) /* a second submit would queue it twice and free it twice */
         return arb_errf(err, -EEXIST, "job '%s' was already submitted (id %u)", j->name, j->id);
-    if (s->njobs == s->capjobs) {
-        uint32_t cap = s->capjobs ? s->capjobs * 2 : 256;
-        arb_job_t **v = realloc(s->jobs, cap * sizeof *v);
-        if (!v)
-            return arb_errf(err, -ENOMEM, "out of memory queueing job '%s'", j->name);
-        s->jobs = v;
-        s->capjobs = cap;
-    }
+    if (s->nids == UINT32_MAX - 1)
+        return arb_errf(err, -ENOSPC, "job '%s': the scheduler ran out of job ids", j->name);
+    if (grow_jobs(&s->jobs, &s->capjobs, s->njobs + 1) < 0 ||
+        grow_jobs(&s->byid, &s->capids, s->nids + 1) < 0)
+        return arb_errf(err, -ENOMEM, "out of memory queueing job '%s'", j->name);
+    if (s->settled_ok && sched_list_push(&s->todo, &s->ntodo, &s->captodo, j) < 0)
+        return arb_errf(err, -ENOMEM, "out of memory queueing job '%s'", j->name);
     if (!j->queue)
         j->queue = arb_intern(&s->c->strs, "default");
     if (!sched_queue_get(s, j->queue)) {
@@ -199,12 +252,14 @@ int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err
         if (rc < 0)
             return rc;
     }
-    j->id = s->njobs;
+    j->id = s->nids;
     j->seq = ++s->seq;
     j->state = ARB_JOB_PENDING;
     j->submit_ns = ctx ? ctx->now_ns : 0;
     j->nalloc = 0;
+    s->byid[s->nids++] = j;
     s->jobs[s->njobs++] = j;
+    s->nelastic += j->elastic;
     for (int i = 0; i < s->conf.profile.nscores; i++)
         if (s->conf.profile.score[i].ops->observe)
             s->conf.profile.score[i].ops->observe(s->pstate[i], j);
@@ -295,6 +350,7 @@ int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t 
 
     if (rc < 0)
         return rc;
+    s->c->nodes[a->node].nexcl += j->exclusive;
     j->alloc[t] = *a;
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
@@ -312,6 +368,7 @@ void sched_restore_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_allo
     if (a->node == ARB_NO_NODE)
         return;
     arb_node_recharge(s->c, &g->req, a);
+    s->c->nodes[a->node].nexcl += j->exclusive;
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
             s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, a, +1);
@@ -326,6 +383,7 @@ void sched_release_task(arb_sched_t *s, arb_job_t *j, int t)
     if (j->alloc[t].node == ARB_NO_NODE)
         return;
     arb_node_release(s->c, &g->req, &j->alloc[t]);
+    s->c->nodes[j->alloc[t].node].nexcl -= j->exclusive;
     for (int k = 0; k < s->conf.profile.nscores; k++)
         if (s->conf.profile.score[k].ops->bound)
             s->conf.profile.score[k].ops->bound(s->pstate[k], s->c, j, t, &j->alloc[t], -1);
@@ -753,6 +811,7 @@ int arb_sched_place(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
 {
     if (j->state != ARB_JOB_PENDING)
         return -EPERM;
+    sched_changed(s);
     return sched_bind_job(s, j, ctx);
 }
 
@@ -765,6 +824,7 @@ int arb_sched_restore(arb_sched_t *s, arb_job_t *j, const arb_task_alloc_t *a, i
     if (n < j->gang_min || n > j->ntasks)
         return arb_errf(err, -EINVAL, "job '%s': %d allocations for %d tasks (gang minimum %d)",
                         j->name, n, j->ntasks, j->gang_min);
+    sched_changed(s);
     j->nalloc = 0;
     for (int t = 0; t < n; t++) {
         if ((a[t].node >= s->c->nnodes && a[t].node != ARB_NO_NODE) ||
@@ -796,6 +856,7 @@ int arb_sched_task_done(arb_sched_t *s, arb_job_t *j, int t, arb_err_t *err)
                         "job '%s' task %d: only a held task of a gang whose gangMin is below "
                         "its size ends on its own",
                         j->name, t);
+    sched_changed(s);
     sched_task_charge(s, j, t, -1);
     sched_release_task(s, j, t);
     j->alloc[t] = (arb_task_alloc_t){.node = ARB_NO_NODE};
@@ -819,6 +880,7 @@ int arb_sched_finish(arb_sched_t *s, arb_job_t *j, arb_job_state_t to, arb_err_t
 
     if (rc < 0)
         return rc;
+    sched_changed(s);
     if (held) {
         sched_queue_charge(s, j, -1);
         sched_unbind(s, j);

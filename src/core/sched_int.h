@@ -47,9 +47,26 @@ struct arb_sched {
     void *pstate[ARB_MAX_SCORES]; /* per score plugin, from ops->init */
     int picker;                   /* index of the profile's GPU picker; -1 best-fit */
 
-    arb_job_t **jobs; /* by id; owned */
+    arb_job_t **byid; /* by id; NULL once forgotten (arb_sched_forget) */
+    uint32_t nids, capids;
+    arb_job_t **jobs; /* the live jobs (not forgotten), by increasing id; owned */
     uint32_t njobs, capjobs;
-    uint64_t seq; /* logical submission clock */
+    uint32_t nelastic; /* live elastic jobs */
+    uint64_t seq;      /* logical submission clock */
+
+    /* Incremental cycles (cycle.c, "Settled jobs"). gen moves with every
+     * change other than a submission that may let a waiting job start or
+     * change what a turn does (an end, a release, a queue, a restore, a
+     * placement outside the cycle); settled_* say that the last cycle left
+     * every pending job outside todo settled, valid while gen and the
+     * cluster's version stay where they were. */
+    uint64_t gen, settled_gen, settled_ver;
+    bool settled_ok;
+    uint32_t nsettled; /* pending jobs settled */
+    arb_job_t **todo;  /* what an incremental cycle tries: unsettled, then new */
+    uint32_t ntodo, captodo;
+    arb_job_t **placed; /* the jobs the last cycle placed, in order */
+    uint32_t nplaced, capplaced;
 
     arb_queue_t *queues;
     int nqueues;
@@ -71,6 +88,8 @@ struct arb_sched {
     bool use_classes;    /* profile allows node classes (no ARB_SCORE_PERNODE) */
     bool placed_dep;     /* some score reads the job's placed tasks (ARB_SCORE_PLACED) */
     int shrunk;          /* elastic tasks preemption took back (for the cycle's stats) */
+    arb_hold_fn hold;    /* the caller's holds (arb_sched_set_hold); NULL none */
+    void *hold_arg;
 };
 
 /* Node classes (nodeclass.c). sync: bring the classes up to date with the
@@ -129,6 +148,15 @@ void sched_restore_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_allo
 /* Charge / uncharge j's allocated tasks to its queue's usage. */
 void sched_queue_charge(arb_sched_t *s, const arb_job_t *j, int sign);
 arb_queue_t *sched_queue_get(arb_sched_t *s, uint32_t name);
+
+/* Something other than a submission changed what a cycle may do (cycle.c):
+ * the settled jobs are tried again at the next cycle. */
+static inline void sched_changed(arb_sched_t *s)
+{
+    s->gen++;
+}
+/* Append j to a growable job list. 0 or -ENOMEM. */
+int sched_list_push(arb_job_t ***v, uint32_t *n, uint32_t *cap, arb_job_t *j);
 
 /* Queue order (queue.c): sort the pending jobs in place, most urgent first. */
 void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx);

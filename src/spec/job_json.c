@@ -102,6 +102,8 @@ json_t *spec_job_json(const arb_cluster_t *c, const arb_job_t *j)
     if (j->gpu_sharing)
         json_object_set_new(o, "gpu_sharing", json_string(j->gpu_sharing > 0 ? "allow" : "deny"));
     json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
+    if (j->exclusive)
+        json_object_set_new(o, "exclusive", json_true());
     if (j->time_limit_s)
         json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));
     if (j->nselector) {

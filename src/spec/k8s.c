@@ -199,6 +199,9 @@ static int kjob_done(kx_t *k, kjob_t *j, kopts_t *o, const sval_t *at)
                      k->kind, j->name);
         goto out;
     }
+    for (int g = 0; g < j->ngroups && k->nnamed_pg < 16; g++) /* a pod group its template names */
+        if (j->pods[g].podgroup[0])
+            snprintf(k->named_pg[k->nnamed_pg++], sizeof k->named_pg[0], "%s", j->pods[g].podgroup);
     if (j->tasks > 100000) {
         rc = sv_fail(&k->x, at, -EINVAL, "%" PRId64 " pods; a job has at most 100000", j->tasks);
         goto out;
@@ -576,6 +579,45 @@ static const kf_kind_t kf_kinds[] = {
      {"Scheduler", "Server", "Worker", "TunerTracker", "TunerServer", "Tuner"}},
 };
 
+/* The launcher's functions for Kubeflow's start-time files and variables.
+ * TF_CONFIG as the training operator builds it: {"cluster": {TYPE:
+ * [host:port, ...]} for every replica type but the evaluator, "task":
+ * {"type", "index"}, "environment": "cloud"}; hosts from the controller's
+ * ARBITER_TASK_HOSTS (task order), ports MASTER_PORT + 1 + task (2222 + task
+ * alone), so tasks sharing a node do not collide. %s: " type replicas ...". */
+#define TF_CONFIG_FN                                                                               \
+    "arbiter_tf_config() {\n"                                                                      \
+    "  _ty=$1 _c= _t=0 _p=$((${MASTER_PORT:-2221} + 1))\n"                                         \
+    "  set --%s\n"                                                                                 \
+    "  while [ $# -ge 2 ]; do\n"                                                                   \
+    "    _l= _k=0\n"                                                                               \
+    "    while [ \"$_k\" -lt \"$2\" ]; do\n"                                                       \
+    "      _h=$(printf %%s \"${ARBITER_TASK_HOSTS:-}\" | cut -d, -f$((_t + 1)))\n"                 \
+    "      _l=\"$_l${_l:+,}\\\"${_h:-localhost}:$((_p + _t))\\\"\"\n"                              \
+    "      _k=$((_k + 1)) _t=$((_t + 1))\n"                                                        \
+    "    done\n"                                                                                   \
+    "    [ \"$1\" = evaluator ] || _c=\"$_c${_c:+,}\\\"$1\\\":[$_l]\"\n"                           \
+    "    shift 2\n"                                                                                \
+    "  done\n"                                                                                     \
+    "  printf '{\"cluster\":{%%s},\"task\":{\"type\":\"%%s\",\"index\":%%s},"                      \
+    "\"environment\":\"cloud\"}' \"$_c\" \"$_ty\" \"${ARBITER_GROUP_INDEX:-0}\"\n"                 \
+    "}\n"
+/* The MPI operator's hostfile: a line "host slots=N" per worker (tasks
+ * %d.. of which %d, slotsPerWorker %d), written beside the task; prints
+ * its path. */
+#define MPI_HOSTFILE_FN                                                                            \
+    "arbiter_mpi_hostfile() {\n"                                                                   \
+    "  _f=${TMPDIR:-/tmp}/arbiter-hostfile-${ARBITER_JOB_ID:-0}-${ARBITER_TASK_INDEX:-0}\n"        \
+    "  _t=%d _n=%d _k=0\n"                                                                         \
+    "  : >\"$_f\"\n"                                                                               \
+    "  while [ \"$_k\" -lt \"$_n\" ]; do\n"                                                        \
+    "    _h=$(printf %%s \"${ARBITER_TASK_HOSTS:-}\" | cut -d, -f$((_t + _k + 1)))\n"              \
+    "    echo \"${_h:-localhost} slots=%d\" >>\"$_f\"\n"                                           \
+    "    _k=$((_k + 1))\n"                                                                         \
+    "  done\n"                                                                                     \
+    "  printf %%s \"$_f\"\n"                                                                       \
+    "}\n"
+
 static int kf_run_policy(kx_t *k, const sval_t *spec, kopts_t *o)
 {
     sval_t rp, sp, f;
@@ -627,6 +669,14 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
     kjob_t *j = kjob_new(k, &d->root, d->name);
     if (!j)
         return -ENOMEM;
+    wl_buf_t layout = {0}; /* TFJob: " type replicas ..." in task order */
+    char *prelude = NULL;
+    int ntask = 0, mpi_first = -1, mpi_workers_at = 0, mpi_workers = 0;
+    int64_t slots = 1;
+    if (sv_get(&d->spec, "slotsPerWorker", &f) && (rc = k8s_int(k, &f, 1, 4096, &slots)) < 0) {
+        kjob_free(j);
+        return rc;
+    }
     /* Replica types in the kind's task order, then any others as written. */
     const char *seen[32];
     int nseen = 0;
@@ -696,21 +746,52 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
                                     json_string("\x01"
                                                 "RANK\x02"));
                 json_object_set_new(ctx, "PET_NPROC_PER_NODE", json_string(nproc));
-            } else if (!strcmp(kf->kind, "TFJob") && !strcmp(rname, "Worker")) {
-                kx_warn(k, &rs,
-                        "TF_CONFIG is not set (a task learns its master, not every peer): "
-                        "MultiWorkerMirroredStrategy jobs need it");
-            } else if (!strcmp(kf->kind, "MPIJob") && !strcmp(rname, "Launcher")) {
-                kx_warn(k, &rs,
-                        "the launcher gets no hostfile and workers run no sshd: mpirun across "
-                        "nodes needs its own rendezvous (MASTER_ADDR and RANK are set)");
+            } else if (!strcmp(kf->kind, "TFJob")) {
+                /* TF_CONFIG as the operator sets it: every replica's host:port */
+                char ty[64], call[96];
+                size_t l = strlen(rname);
+                for (size_t c = 0; c <= l; c++)
+                    ty[c] = (char)tolower((unsigned char)rname[c]);
+                snprintf(call, sizeof call, "\x01(arbiter_tf_config %s)\x02", ty);
+                json_object_set_new(ctx, "TF_CONFIG", json_string(call));
+                wl_buf_printf(&layout, " %s %d", ty, (int)replicas);
+            } else if (!strcmp(kf->kind, "MPIJob")) {
+                if (!strcmp(rname, "Launcher")) {
+                    /* the operator's hostfile: the workers, slotsPerWorker each */
+                    static const char *const hv[] = {"OMPI_MCA_orte_default_hostfile",
+                                                     "I_MPI_HYDRA_HOST_FILE", "HYDRA_HOST_FILE"};
+                    for (size_t v = 0; v < sizeof hv / sizeof hv[0]; v++)
+                        json_object_set_new(ctx, hv[v],
+                                            json_string("\x01(arbiter_mpi_hostfile)\x02"));
+                    kx_warn(k, &rs,
+                            "workers run no sshd: mpirun reaches them only with its own "
+                            "launcher agent (the hostfile and MASTER_ADDR, RANK are set)");
+                    mpi_first = ntask;
+                } else if (!strcmp(rname, "Worker")) {
+                    mpi_workers_at = ntask;
+                    mpi_workers = (int)replicas;
+                }
             }
+            ntask += (int)replicas;
             rc = kjob_group(k, j, &tmpl, rname, replicas, ctx);
             json_decref(ctx);
         }
     }
+    if (rc == 0 && (layout.p || mpi_first >= 0)) {
+        wl_buf_t pre = {0};
+        if (layout.p)
+            wl_buf_printf(&pre, TF_CONFIG_FN, layout.p);
+        if (mpi_first >= 0)
+            wl_buf_printf(&pre, MPI_HOSTFILE_FN, mpi_workers_at, mpi_workers, (int)slots);
+        prelude = pre.p;
+        o.prelude = prelude;
+        if (pre.oom)
+            rc = -ENOMEM;
+    }
+    free(layout.p);
     if (rc < 0) {
         kjob_free(j);
+        free(prelude);
         return rc;
     }
     if (sv_get(&d->spec, "elasticPolicy", &f)) {
@@ -730,6 +811,7 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
     static const char *const read[] = {"runPolicy",
                                        "elasticPolicy",
                                        "nprocPerNode",
+                                       "slotsPerWorker",
                                        "activeDeadlineSeconds",
                                        "schedulingPolicy",
                                        "suspend",
@@ -737,7 +819,6 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
     static const char *const quiet[] = {"cleanPodPolicy",
                                         "ttlSecondsAfterFinished",
                                         "backoffLimit",
-                                        "slotsPerWorker",
                                         "mpiImplementation",
                                         "sshAuthMountPath",
                                         "launcherCreationPolicy",
@@ -748,12 +829,14 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
                                         NULL};
     const char *rd[16];
     int nrd = 0;
-    for (; read[nrd]; nrd++) /* 6 names: rd has room */
+    for (; read[nrd]; nrd++) /* 7 names: rd has room */
         rd[nrd] = read[nrd];
     rd[nrd++] = kf->specs;
     rd[nrd] = NULL;
     warn_spec_rest(k, &d->spec, rd, quiet);
-    return kjob_done(k, j, &o, &d->root);
+    rc = kjob_done(k, j, &o, &d->root);
+    free(prelude);
+    return rc;
 }
 
 static int kind_volcano(kx_t *k, kdoc_t *d)
@@ -1096,7 +1179,15 @@ static int pg_finish(kx_t *k, pgroups_t *pg)
     for (int i = 0; i < pg->n; i++) {
         pgroup_t *g = &pg->g[i];
         if (!g->job) {
-            if (rc == 0)
+            bool named = false;
+            for (int n = 0; n < k->nnamed_pg; n++)
+                named |= !strcmp(k->named_pg[n], g->name);
+            if (rc == 0 && named)
+                kx_warn(k, &g->at,
+                        "pod group '%s' (minMember %d) is not read: the workload whose pod "
+                        "template names it is placed as its kind's gang (docs/compat.md)",
+                        g->name, g->min);
+            else if (rc == 0)
                 kx_warn(k, &g->at, "pod group '%s' has no pods in this file; skipped", g->name);
             continue;
         }

@@ -19,6 +19,8 @@ typedef struct kx {
     char api[96];        /* its apiVersion */
     bool kubeflow;       /* a Kubeflow training job: its main container is named by the kind */
     const char *mainctr; /* that name (pytorch, tensorflow, mpi, ...), or NULL */
+    char named_pg[16][K8S_NAME]; /* pod groups the workloads' pod templates name (a PodGroup for */
+    int nnamed_pg;               /* them is read, not "without pods") */
 } kx_t;
 
 /* A warning at v ("FILE:LINE:COL: PATH: text"). */

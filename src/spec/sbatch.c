@@ -668,6 +668,8 @@ int sb_option(sbx_t *s, const char *opt, const char *val, const sb_where_t *w)
         break;
     case O_EXCLUSIVE:
         c->exclusive = true;
+        if (val && *val)
+            copy(c->exclusive_how, sizeof c->exclusive_how, val);
         break;
     case O_SWITCHES: {
         char b[32];

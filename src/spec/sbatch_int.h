@@ -40,7 +40,8 @@ typedef struct sb_opts {
     char (*exclude)[96];     /* owned */
     char constraint[SB_STR]; /* -C */
     bool exclusive;
-    int switches; /* --switches count, 0 none */
+    char exclusive_how[16]; /* --exclusive=user|mcs|topo; "" plain */
+    int switches;           /* --switches count, 0 none */
     sb_where_t at_nodes, at_constraint, at_gres;
 } sb_opts_t;
 

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "spec/depend.h"
 #include "spec/sbatch_int.h"
 #include "spec/scenario.h"
 
@@ -170,11 +171,6 @@ static int derive(sbx_t *s, const sb_opts_t *o, int ci, comp_req_t *r)
             wl_warn(w, "%s: --mem-per-gpu without GPUs asks for no memory", w->file);
         r->mem_mb = o->mem_per_gpu_mb * r->gpus;
     }
-    if (o->exclusive)
-        wl_warn(w,
-                "%s: --exclusive is not honoured: the job gets what it asks for on each node, "
-                "and other jobs may share the node",
-                w->file);
     (void)at;
     return 0;
 }
@@ -377,12 +373,14 @@ static char *launcher(sbx_t *s, const comp_req_t *comps, const char *name, const
             wl_buf_puts(&b, "fi\n");
         first += r->nodes;
     }
-    /* Hosts: this node alone unless the job is one node (every task learns
-     * its master, not its peers). */
+    /* Hosts: this node for a one-node job; else every node's address in
+     * node order (the controller's ARBITER_TASK_HOSTS, up to 256 tasks),
+     * else the master's. */
     if (total_nodes == 1)
         wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"$SLURMD_NODENAME\"\n");
     else
-        wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"${MASTER_ADDR:-$SLURMD_NODENAME}\"\n");
+        wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"${ARBITER_TASK_HOSTS:-${MASTER_ADDR:-"
+                        "$SLURMD_NODENAME}}\"\n");
     wl_buf_puts(&b, "export SLURM_NODELIST=\"$SLURM_JOB_NODELIST\"\n");
     const char *dir = j->chdir[0] ? j->chdir : cwd;
     if (dir) {
@@ -430,36 +428,28 @@ static bool builtin_class(const char *name)
     return spec_priority_class(name, &p) == 0;
 }
 
-static void check_dependency(sbx_t *s)
+/* --dependency: read (an error names the bad part) and kept on the spec
+ * as text; the controller holds the job until it is met (src/state/depend.c). */
+static int check_dependency(sbx_t *s)
 {
     const sb_job_t *j = s->job;
-    static const char *const kinds[] = {
-        "after",     "afterany",  "afterok", "afternotok", "afterburstbuffer",
-        "aftercorr", "singleton", NULL};
-    char buf[SB_STR], *save = NULL;
+    spec_dep_t d;
+    arb_err_t e = {{0}};
 
     if (!j->dependency[0])
-        return;
-    snprintf(buf, sizeof buf, "%s", j->dependency);
-    for (char *d = strtok_r(buf, ",?", &save); d; d = strtok_r(NULL, ",?", &save)) {
-        char *colon = strchr(d, ':');
-        if (colon)
-            *colon = '\0';
-        bool ok = false;
-        for (int i = 0; kinds[i]; i++)
-            ok |= !strcmp(d, kinds[i]);
-        if (!ok) {
-            wl_warn(s->w,
-                    "%s: --dependency '%s': '%s' is not a dependency type (after, afterany, "
-                    "afterok, afternotok, aftercorr, singleton)",
-                    j->at_dep.at, j->dependency, d);
-            return;
+        return 0;
+    if (spec_dep_parse(j->dependency, &d, &e) < 0)
+        return arb_errf(s->w->err, -EINVAL, "%s: --%s", j->at_dep.at, e.msg);
+    for (int i = 0; i < d.n; i++)
+        if (d.t[i].type == SPEC_DEP_CORR || d.t[i].type == SPEC_DEP_BURST) {
+            wl_warn(s->w, "%s: --dependency %s: %s is read as %s", j->at_dep.at, j->dependency,
+                    spec_dep_type_name(d.t[i].type),
+                    d.t[i].type == SPEC_DEP_CORR ? "afterok of the whole array (every element "
+                                                   "succeeded)"
+                                                 : "afterany (there are no burst buffers)");
+            break;
         }
-    }
-    wl_warn(s->w,
-            "%s: --dependency %s is not honoured: Arbiter has no job dependencies, so the job "
-            "may start before the jobs it names end (submit it when they have)",
-            j->at_dep.at, j->dependency);
+    return 0;
 }
 
 int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const wl_sbatch_cli_t *cli)
@@ -478,7 +468,8 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
         if ((rc = derive(s, &j->comp[c], c, &comps[c])) < 0)
             return rc;
     wl_job_name(name, sizeof name, j->name[0] ? j->name : base ? base + 1 : file);
-    check_dependency(s);
+    if ((rc = check_dependency(s)) < 0)
+        return rc;
     if (j->array[0]) {
         if (!(ids = calloc(SB_MAX_ARRAY, sizeof *ids)))
             return arb_errf(w->err, -ENOMEM, "out of memory");
@@ -490,11 +481,6 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
                                             "with %N to limit how many run at once");
             goto out;
         }
-        if (throttle)
-            wl_warn(w,
-                    "%s: --array %s: the %%%d throttle is not honoured: every element is queued "
-                    "at once",
-                    j->at_array.at, j->array, throttle);
     }
     if (j->ncomp > 1)
         for (int c = 1; c < j->ncomp; c++)
@@ -507,6 +493,8 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
                 goto out;
             }
     spec = json_pack("{s:s}", "name", name);
+    if (j->dependency[0])
+        json_object_set_new(spec, "dependency", json_string(j->dependency));
     if (j->partition[0]) {
         char q[SB_STR];
         snprintf(q, sizeof q, "%s", j->partition);
@@ -536,6 +524,14 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
         json_object_set_new(spec, "timeLimit", json_integer(j->time_s));
     if (j->no_requeue)
         json_object_set_new(spec, "restartable", json_false());
+    for (int c = 0; c < j->ncomp; c++)
+        if (j->comp[c].exclusive) { /* whole nodes: no other job's task shares them */
+            json_object_set_new(spec, "exclusive", json_true());
+            if (j->comp[c].exclusive_how[0])
+                wl_warn(w, "%s: --exclusive=%s is read as --exclusive (no sharing at all)", file,
+                        j->comp[c].exclusive_how);
+            break;
+        }
     if (j->export_[0] && strcasecmp(j->export_, "NONE") && strcasecmp(j->export_, "ALL")) {
         json_t *env = json_object();
         char buf[1024], *save = NULL;
@@ -685,6 +681,12 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
             json_object_set_new(env, "SLURM_ARRAY_TASK_MAX", json_string(v));
             snprintf(v, sizeof v, "%d", nids > 1 ? ids[1] - ids[0] : 1);
             json_object_set_new(env, "SLURM_ARRAY_TASK_STEP", json_string(v));
+            /* the controller's: which array, its throttle (the submitter adds "job", the
+               first element's id, to the others: wlsubmit.c) */
+            json_t *arr = json_pack("{s:i,s:i}", "task", ids[k], "count", nids);
+            if (throttle)
+                json_object_set_new(arr, "throttle", json_integer(throttle));
+            json_object_set_new(one, "array", arr);
         }
         json_t *src = json_pack("{s:s,s:i,s:i,s:i}", "kind", "sbatch", "nodes", total_nodes,
                                 "ntasks", comps[0].ntasks, "cpus_per_task", comps[0].cpt);

@@ -52,16 +52,27 @@ static const char *const gpus_keys[] = {"count",        "model",     "memory", "
 static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", NULL};
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
 /* A job in a scenario; a lone job spec has the same fields but count. */
-static const char *const job_keys[] = {"name",         "queue",
-                                       "priority",     "priorityClassName",
-                                       "preemptible",  "gangMin",
-                                       "timeLimit",    "dataset",
-                                       "nodeSelector", "affinity",
-                                       "tolerations",  "gpuModels",
-                                       "groups",       "replicas",
-                                       "resources",    "topology",
-                                       "count",        "terminationGracePeriodSeconds",
-                                       "gpuSharing",   NULL};
+static const char *const job_keys[] = {"name",
+                                       "queue",
+                                       "priority",
+                                       "priorityClassName",
+                                       "preemptible",
+                                       "gangMin",
+                                       "timeLimit",
+                                       "dataset",
+                                       "nodeSelector",
+                                       "affinity",
+                                       "tolerations",
+                                       "gpuModels",
+                                       "groups",
+                                       "replicas",
+                                       "resources",
+                                       "topology",
+                                       "count",
+                                       "terminationGracePeriodSeconds",
+                                       "gpuSharing",
+                                       "exclusive",
+                                       NULL};
 static const char *const elastic_keys[] = {"min", "max", NULL};
 static const char *const group_keys[] = {"name", "replicas", "resources", "topology", NULL};
 static const char *const resources_keys[] = {"requests", "limits", NULL};
@@ -996,6 +1007,8 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
     if (sv_get(v, "terminationGracePeriodSeconds", &f) &&
         (rc = sv_int32(x, &f, 0, ARB_GRACE_MAX_S, &j->grace_s)) < 0)
         return rc;
+    if (sv_get(v, "exclusive", &f) && (rc = sv_bool(x, &f, &j->exclusive)) < 0)
+        return rc; /* each task a node of its own (filters.c) */
     if (sv_get(v, "gpuSharing", &f)) {
         /* Isolation: a GPU is shared only by tasks that all allow it. A
          * GPU-share task that denies sharing gets a GPU of its own (whole

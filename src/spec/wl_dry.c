@@ -12,6 +12,7 @@
 
 #include <libfyaml.h>
 
+#include "spec/depend.h"
 #include "spec/job_json.h"
 #include "spec/scenario.h"
 #include "spec/service_spec.h"
@@ -75,7 +76,7 @@ int wl_dry_one(const char *name, const char *text, size_t n, json_t *warnings, j
     sv_doc_t d;
     arb_job_t *j = NULL;
     spec_service_t svc;
-    json_t *cmd = NULL, *env = NULL, *o = NULL;
+    json_t *cmd = NULL, *env = NULL, *o = NULL, *dep = NULL, *arr = NULL;
     char *alt = NULL;
     int rc;
 
@@ -86,6 +87,8 @@ int wl_dry_one(const char *name, const char *text, size_t n, json_t *warnings, j
     if (v && json_is_object(v)) {
         cmd = json_incref(json_object_get(v, "command"));
         env = json_incref(json_object_get(v, "env"));
+        dep = json_incref(json_object_get(v, "dependency")); /* the controller's (depend.c) */
+        arr = json_incref(json_object_get(v, "array"));
         const char *pc = json_string_value(json_object_get(v, "priorityClassName"));
         int32_t p;
         if (pc && spec_priority_class(pc, &p) < 0) {
@@ -124,6 +127,27 @@ int wl_dry_one(const char *name, const char *text, size_t n, json_t *warnings, j
     drop(root, "command");
     drop(root, "env");
     drop(root, "restartable");
+    if (!dep) { /* YAML */
+        sval_t rv, f;
+        sv_root(&rv, root, "");
+        if (sv_get(&rv, "dependency", &f) && f.n && fy_node_is_scalar(f.n))
+            dep = json_string(fy_node_get_scalar0(f.n));
+    }
+    drop(root, "dependency");
+    drop(root, "array");
+    if (dep) {
+        spec_dep_t dd;
+        if (!json_is_string(dep)) {
+            rc = arb_errf(err, -EINVAL, "%s: dependency: give it as text, e.g. \"afterok:12\"",
+                          name);
+            sv_doc_close(&d);
+            goto out;
+        }
+        if ((rc = spec_dep_parse(json_string_value(dep), &dd, err)) < 0) {
+            sv_doc_close(&d);
+            goto out;
+        }
+    }
     declare_ext(&c, root, 0);
     if ((rc = spec_service_take(&x, root, &svc)) == 0)
         rc = spec_job_from_node(name, root, "", &c, &j, err);
@@ -158,12 +182,18 @@ int wl_dry_one(const char *name, const char *text, size_t n, json_t *warnings, j
         json_object_set_new(o, "env", env);
         env = NULL;
     }
+    if (dep)
+        json_object_set(o, "dependency", dep);
+    if (arr)
+        json_object_set(o, "array", arr);
     *out = o;
 out:
     arb_job_free(j);
     arb_cluster_free(&c);
     json_decref(cmd);
     json_decref(env);
+    json_decref(dep);
+    json_decref(arr);
     free(alt);
     return rc;
 }

@@ -212,21 +212,21 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
 
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, arb_err_t *err);
+                      bool *restartable, st_dep_t **dep, arb_err_t *err);
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
-                  json_t **env, bool *restartable, arb_err_t *err)
+                  json_t **env, bool *restartable, st_dep_t **dep, arb_err_t *err)
 {
-    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, err);
+    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, err);
 }
 
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                        arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                       arb_err_t *err)
+                       st_dep_t **dep, arb_err_t *err)
 {
     if (kept)
         kept->gone[0] = '\0';
-    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, err);
+    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, err);
 }
 
 /* stored: a spec from the store, whose JSON was checked (strictly) when it
@@ -234,8 +234,9 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
  * fifth of a recovered job's cost) only where that reader refuses it. */
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, arb_err_t *err)
+                      bool *restartable, st_dep_t **dep, arb_err_t *err)
 {
+    st_dep_t *dp = NULL;
     const char *name = yaml ? "job.yaml" : "job.json";
     char *alt = NULL;
     bool restart = true;
@@ -273,7 +274,9 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool store
     struct fy_node *root = fy_document_root(d.doc);
     sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
     rc = take_extras(&x, root, command, env, &restart);
-    st_svc_conf_t svc; /* kind: service and its keys (service.c) */
+    if (rc == 0)
+        rc = st_dep_take(&x, root, &dp); /* dependency, array (depend.c) */
+    st_svc_conf_t svc;                   /* kind: service and its keys (service.c) */
     if (rc == 0)
         rc = spec_service_take(&x, root, &svc);
     if (rc == 0) {
@@ -291,11 +294,17 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool store
         }
         free(buf);
         if (rc < 0 && err && strstr(err->msg, "unknown field") &&
-            strlen(err->msg) + 48 < sizeof err->msg)
-            strcat(err->msg, " (and the controller's: command, env, restartable, kind)");
+            strlen(err->msg) + 72 < sizeof err->msg)
+            strcat(err->msg,
+                   " (and the controller's: command, env, restartable, kind, dependency, array)");
     }
     if (restartable)
         *restartable = restart;
+    if (rc == 0 && dep) {
+        *dep = dp;
+        dp = NULL;
+    }
+    st_dep_free(dp);
     sv_doc_close(&d);
     free(alt);
     if (rc < 0) {
@@ -433,6 +442,9 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
     for (int t = 0; t < sj->ntasks; t++)
         json_array_append_new(tasks, task_json(s, sj, t));
     json_object_set_new(o, "tasks", tasks);
+    if ((j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED) && j->wait)
+        json_object_set_new(o, "wait", json_string(arb_wait_name((arb_wait_t)j->wait)));
+    st_dep_json(sj, o);
     st_service_job_json(s, sj, o);
     if (!full)
         return o;
@@ -621,6 +633,27 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         json_object_set_new(o, "master_addr",
                             json_string(mx->addr[0] ? mx->addr : arb_node_name(&s->cluster, m)));
         json_object_set_new(o, "master_port", json_integer(master_port(sj)));
+        /* Every task's host, in task order, for launchers that list their
+         * peers (TF_CONFIG, an MPI hostfile: src/spec/k8s.c); up to 256
+         * tasks, so a reply stays O(tasks). A task not holding: empty.
+         * Only for a gang that starts whole: the hosts of one that grows
+         * (partial gang, elastic) change under a running task, and its
+         * assignment must not. */
+        if (j->nalloc <= 256 && !arb_job_partial_gang(j) && !j->elastic) {
+            wl_buf_t hb = {0};
+            for (int k = 0; k < j->nalloc; k++) {
+                if (k)
+                    wl_buf_puts(&hb, ",");
+                if (j->alloc[k].node == ARB_NO_NODE)
+                    continue;
+                const arb_node_t *hn = &s->cluster.nodes[j->alloc[k].node];
+                const st_node_t *hx = st_node_ext(s, hn);
+                wl_buf_puts(&hb, hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn));
+            }
+            if (!hb.oom && hb.p)
+                json_object_set_new(env, "ARBITER_TASK_HOSTS", json_string(hb.p));
+            free(hb.p);
+        }
     }
     return o;
 }

@@ -223,17 +223,17 @@ int st_metrics(st_t *s, char **out, size_t *len)
     }
 
     /* why jobs wait: what the last cycle found for each (arb_job_t.wait) */
-    int reasons[ARB_WAIT_VICTIMS + 1] = {0};
+    int reasons[ARB_WAIT_NREASONS] = {0};
     for (int k = 0; k < s->nactive; k++) {
         const arb_job_t *j = s->active[k]->j;
         if ((j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED) &&
-            j->wait <= ARB_WAIT_VICTIMS && !s->active[k]->own_j)
+            j->wait < ARB_WAIT_NREASONS && !s->active[k]->own_j)
             reasons[j->wait]++;
     }
     help(&b, "arbiter_pending_jobs_by_reason", "gauge",
          "Pending jobs by why the last scheduling cycle did not place them (none: not tried "
          "yet).");
-    for (int r = 0; r <= ARB_WAIT_VICTIMS; r++)
+    for (int r = 0; r < ARB_WAIT_NREASONS; r++)
         arb_buf_printf(&b, "arbiter_pending_jobs_by_reason{reason=\"%s\"} %d\n",
                        arb_wait_name((arb_wait_t)r), reasons[r]);
 

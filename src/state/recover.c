@@ -264,7 +264,7 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
                            .preemptible = json_is_true(json_object_get(o, "preemptible"))};
     bool has_kept = json_is_integer(json_object_get(o, "priority"));
     if (st_spec_parse_kept(s, sj->spec, sj->speclen, sj->yaml, has_kept ? &kept : NULL, &j,
-                           &sj->command, &sj->env, &sj->restartable, &perr) < 0) {
+                           &sj->command, &sj->env, &sj->restartable, &sj->dep, &perr) < 0) {
         /* The spec no longer loads (a newer controller is stricter): keep
          * the job visible, ended. */
         j = arb_job_new("unloadable", 1);

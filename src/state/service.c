@@ -132,9 +132,9 @@ int st_service_attach(st_t *s, st_job_t *sj, const st_svc_conf_t *c, int desired
 {
     st_svc_t *v = calloc(1, sizeof *v);
 
-    (void)s;
     if (!v)
         return -ENOMEM;
+    s->nsvc_ever++; /* st_cycle walks for services only once there are some */
     v->conf = *c;
     v->desired = desired > 0 ? desired : c->replicas;
     v->version = 1;
@@ -194,8 +194,8 @@ static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
     bool rs = true;
     arb_err_t err = {{0}};
     st_job_t *sj = NULL;
-    int rc =
-        st_spec_parse(s, parent->spec, parent->speclen, parent->yaml, &j, &cmd, &env, &rs, &err);
+    int rc = st_spec_parse(s, parent->spec, parent->speclen, parent->yaml, &j, &cmd, &env, &rs,
+                           NULL, &err);
 
     if (rc < 0)
         return rc;

@@ -21,6 +21,8 @@
 
 const char *const st_task_state_names[] = {"pending", "assigned", "running",  "succeeded",
                                            "failed",  "lost",     "cancelled"};
+#define ST_CHECK_GAP_NS 200000000LL /* 200 ms between the clock-driven checks */
+
 const double st_cycle_buckets_ms[ST_HIST - 1] = {0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000};
 
 #define CLOCK_BLOCK 1024 /* Lamport values reserved per persisted high-water mark */
@@ -197,6 +199,7 @@ void st_job_free(st_job_t *sj)
     json_decref(sj->command);
     json_decref(sj->env);
     st_service_free(sj);
+    st_dep_free(sj->dep);
     free(sj);
 }
 
@@ -306,6 +309,10 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
                  sj->id, NULL, "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, why);
     st_job_save(s, sj, lam);
     st_job_retire(s, sj);
+    /* Out of the scheduler's working set: every later cycle would walk it.
+     * The record stays here, as a recovered ended job's does. */
+    if (!sj->own_j && arb_sched_forget(s->sched, sj->j, NULL) == 0)
+        sj->own_j = true;
     if (to == ARB_JOB_CANCELLED)
         s->m_cancelled++;
     else
@@ -333,6 +340,7 @@ static int build_sched(st_t *s, arb_err_t *err)
     s->sched = arb_sched_new(&s->cluster, &sc, err);
     if (!s->sched)
         return -ENOMEM;
+    arb_sched_set_hold(s->sched, st_dep_hold, s); /* dependencies, array throttles */
     for (int i = 0; i < s->conf.nqueues; i++) {
         const st_queue_conf_t *qc = &s->conf.queues[i];
         arb_queue_t q = {0};
@@ -555,6 +563,33 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
     }
 }
 
+/* After a cycle that only placed jobs (no preemption configured, nothing
+ * preempted, shrunk, grown or continued), only the jobs it placed changed:
+ * record those, without walking every active job. false (nothing done)
+ * when the cycle may have changed others, or a placed job is not ours. */
+static bool after_placed(st_t *s, const arb_cycle_stats_t *st)
+{
+    arb_job_t *const *v;
+    uint32_t n = arb_sched_placed(s->sched, &v);
+
+    if (s->m_cycles <= 1 || /* the first cycle notes what recovery held, too */
+        arb_sched_conf(s->sched)->preemption || st->preempted || st->shrunk || st->grown ||
+        st->continued)
+        return false;
+    for (uint32_t i = 0; i < n; i++) {
+        st_job_t *sj = st_job_find(s, v[i]->ext_id);
+        if (!sj || sj->j != v[i] || sj->active_ix < 0)
+            return false;
+    }
+    for (uint32_t i = 0; i < n; i++) {
+        st_job_t *sj = st_job_find(s, v[i]->ext_id);
+        if (sj->j->state != sj->last)
+            job_after_cycle(s, sj);
+        st_resize_after_cycle(s, sj);
+    }
+    return true;
+}
+
 int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 {
     arb_cycle_stats_t st = {0};
@@ -564,9 +599,16 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 
     pthread_mutex_lock(&s->mu);
     st_check_leases(s, now);
-    st_check_time_limits(s, now);
-    st_check_stragglers(s, now);
-    st_service_reconcile(s, now);
+    /* The checks driven by the clock walk every active job: at most every
+     * ST_CHECK_GAP_NS, so a burst of cycles (one per batch of submissions)
+     * does not walk the whole backlog each time. */
+    if (!s->checks_ns || now - s->checks_ns >= ST_CHECK_GAP_NS || now < s->checks_ns) {
+        st_check_time_limits(s, now);
+        st_check_stragglers(s, now);
+        s->checks_ns = now;
+    }
+    if (s->nsvc_ever) /* a walk of every active job for the services among them */
+        st_service_reconcile(s, now);
     s->dirty = false;
     rc = arb_sched_cycle(s->sched, &ctx, &st);
     double ms = (double)(st_mono_ns() - t0) / 1e6;
@@ -576,14 +618,15 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
     s->m_cycle_hist[k]++;
     s->m_cycle_sum_s += ms / 1e3;
     s->m_cycles++;
-    if (rc == 0)
+    if (rc == 0 && !after_placed(s, &st)) {
         for (int i = 0; i < s->nactive; i++)
             if (s->active[i]->j->state != s->active[i]->last)
                 job_after_cycle(s, s->active[i]);
-    if (rc == 0) /* victims to stop, shrink marks, growth */
-        for (int i = 0; i < s->nactive; i++)
+        for (int i = 0; i < s->nactive; i++) /* victims to stop, shrink marks, growth */
             st_resize_after_cycle(s, s->active[i]);
-    st_service_refresh(s); /* replicas just placed get their address */
+    }
+    if (s->nsvc_ever)
+        st_service_refresh(s); /* replicas just placed get their address */
     if (now - s->m_window_mono >= 5000000000LL) {
         s->m_decisions_per_s = (double)s->m_placed_window * 1e9 / (double)(now - s->m_window_mono);
         s->m_placed_window = 0;
@@ -683,6 +726,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
 {
     arb_job_t *j = NULL;
     json_t *command = NULL, *env = NULL;
+    st_dep_t *dep = NULL;
     st_job_t *sj = NULL;
     int rc;
     const char *team = who->team ? who->team : "";
@@ -718,9 +762,14 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     }
     bool restartable = true;
     st_svc_conf_t svc;
-    rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, err);
-    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, j, &svc, err)) < 0)
+    rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, &dep, err);
+    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, j, &svc, err)) < 0 ||
+        (rc = st_dep_check(s, dep, err)) < 0)
         goto out;
+    if (dep && svc.is) {
+        rc = arb_errf(err, -EINVAL, "dependency, array: a service takes neither");
+        goto out;
+    }
     /* Which queue: users submit to their team's queue (the default). */
     uint32_t dflt = arb_intern(&s->cluster.strs, "default");
     if (who->role == ST_ROLE_USER) {
@@ -782,6 +831,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     sj->command = command;
     sj->env = env;
     sj->restartable = restartable;
+    sj->dep = dep;
+    dep = NULL;
     command = env = NULL;
     sj->submit_ms = st_now_ms(s);
     arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
@@ -828,6 +879,7 @@ out:
     arb_job_free(j);
     json_decref(command);
     json_decref(env);
+    st_dep_free(dep);
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
@@ -1035,6 +1087,10 @@ int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, jso
                 if (e)
                     json_object_set_new(o, "explain", e);
                 free(buf);
+            }
+            if (sj->dep && (ex.wait == ARB_WAIT_DEPENDENCY || ex.wait == ARB_WAIT_DEP_NEVER ||
+                            ex.wait == ARB_WAIT_THROTTLE)) { /* name the jobs it waits for */
+                st_dep_explain(s, sj, ex.wait, ex.summary, sizeof ex.summary);
             }
             json_object_set_new(o, "summary", json_string(ex.summary));
             json_object_set_new(o, "hint", json_string(ex.hint));

@@ -56,7 +56,8 @@ typedef struct st_job st_job_t;
 struct st_job {
     uint64_t id;
     arb_job_t *j; /* the scheduler's job (owned by it unless own_j) */
-    bool own_j;   /* recovered terminal job, never handed to the scheduler */
+    bool own_j;   /* an ended job: recovered so (never handed to the scheduler), or taken
+                   * back from it when it ended (arb_sched_forget) */
     char team[ST_NAME_MAX], owner[ST_NAME_MAX];
     char *spec; /* the spec as submitted (owned), re-parsed on recovery */
     size_t speclen;
@@ -81,6 +82,7 @@ struct st_job {
     struct st_svc *svc;  /* a service (service.h): its replicas (owned); NULL otherwise */
     uint64_t svc_of;     /* a service's replica: the service's job id; 0 otherwise */
     int replica;         /* a service's replica: its index */
+    struct st_dep *dep;  /* its dependency and array (depend.c; owned); NULL none */
 };
 
 /* Must task t of sj stop: its job stops, or it is above an elastic job's
@@ -179,6 +181,8 @@ struct st {
     double m_report_sum_s;
     uint64_t m_placed_window; /* placements since m_window_mono */
     int64_t m_window_mono;
+    int64_t checks_ns;  /* st_now_ns of the last time-driven checks (st_cycle); 0 never */
+    uint64_t nsvc_ever; /* services ever attached (st_service_attach) */
     double m_decisions_per_s;
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
 };
@@ -216,7 +220,7 @@ void st_queue_seen(st_t *s, uint32_t name);
 /* Parse a spec body into a new finalized job (interned in s->cluster) and
  * its command/env; -EBADMSG for syntax, -EINVAL for content. */
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
-                  json_t **env, bool *restartable, arb_err_t *err);
+                  json_t **env, bool *restartable, struct st_dep **dep, arb_err_t *err);
 /* A stored job's priority as resolved at submission (its record's
  * "priority" and "preemptible"); gone: set to its priorityClassName when the
  * config no longer defines that class. */
@@ -230,7 +234,24 @@ typedef struct st_prio_kept {
  * gone from the config resolves to it instead of failing the spec. */
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                        arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                       arb_err_t *err);
+                       struct st_dep **dep, arb_err_t *err);
+
+/* Dependencies and array throttles (depend.c). A spec's "dependency"
+ * (Slurm's text) and "array" ({job, task, count, throttle}) as the
+ * controller keeps them; the scheduler asks st_dep_hold at each pending
+ * job's turn (arb_sched_set_hold). */
+typedef struct st_dep st_dep_t;
+struct fy_node;
+struct sx;
+int st_dep_take(struct sx *x, struct fy_node *root, st_dep_t **out);
+void st_dep_free(st_dep_t *d);
+/* At submission: every job it names exists (-EINVAL naming it). */
+int st_dep_check(st_t *s, const st_dep_t *d, arb_err_t *err);
+arb_wait_t st_dep_hold(void *arg, const arb_job_t *j);
+/* The job's dependency and array for its read-back (o gets "dependency",
+ * "array"), and what it waits for (explain's summary) when held. */
+void st_dep_json(const st_job_t *sj, json_t *o);
+void st_dep_explain(st_t *s, const st_job_t *sj, arb_wait_t why, char *buf, size_t n);
 /* Give j its queue's default time limit when it has none, or refuse one
  * above the queue's maximum (-EINVAL naming both); config queues, then
  * scheduler.defaultTimeLimit/maxTimeLimit. */

@@ -69,6 +69,7 @@ cat >"$T/work/two.sh" <<'EOF'
 #SBATCH -o out-%j.txt
 echo "batch $SLURM_JOB_ID on $SLURMD_NODENAME node $SLURM_NODEID of $SLURM_NNODES arg $1"
 srun sh -c 'echo "task $SLURM_PROCID of $SLURM_NTASKS"'
+echo "hosts $(scontrol show hostnames | grep -c .)"
 EOF
 OUT=$(cd "$T/work" && "$T/bin/sbatch" two.sh hello 2>"$T/sbatch.err")
 case $OUT in "Submitted batch job "*) ;; *) cl_fail "sbatch printed '$OUT'" ;; esac
@@ -78,6 +79,7 @@ grep -q "batch $SB on n[12] node 0 of 2 arg hello" "$T/work/out-$SB.txt" ||
     cl_fail "node 0's output: $(cat "$T/work/out-$SB.txt" 2>&1)"
 grep -q "task 0 of 4" "$T/work/out-$SB.txt" && grep -q "task 1 of 4" "$T/work/out-$SB.txt" ||
     cl_fail "node 0's srun tasks: $(cat "$T/work/out-$SB.txt")"
+grep -q "^hosts 2$" "$T/work/out-$SB.txt" || cl_fail "SLURM_JOB_NODELIST: $(cat "$T/work/out-$SB.txt")"
 $ARB logs "$SB" --task 1 | grep -q "task 3 of 4" || cl_fail "node 1's srun tasks"
 ID=$(cd "$T/work" && "$T/bin/sbatch" --parsable --wrap "sleep 60" -J sleeper 2>/dev/null)
 [ "$ID" -gt "$SB" ] || cl_fail "sbatch --parsable printed '$ID'"

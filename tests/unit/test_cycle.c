@@ -67,7 +67,7 @@ static int stop_victims(fx_t *f)
     int n = 0;
     for (uint32_t i = 0; i < arb_sched_njobs(f->s); i++) {
         arb_job_t *j = arb_sched_job(f->s, i);
-        if (j->evicting) {
+        if (j && j->evicting) { /* NULL: forgotten (ended) */
             assert_int_equal(arb_sched_finish(f->s, j, ARB_JOB_PREEMPTED, &f->err), 0);
             n++;
         }
@@ -498,6 +498,111 @@ static void test_8_explain_numbers(void **st)
     fx_free(&f);
 }
 
+/* ---- settled jobs: an incremental cycle is the full cycle --------------------------------- */
+
+/* Twin schedulers over twin clusters get the same submissions, ends and
+ * node changes; one runs its cycles as they come (incremental after a
+ * cycle that leaves its marks valid), the other is made to run every cycle
+ * in full (a queue update counts as a change). After every cycle each job
+ * must be in the same state, on the same nodes, with the same wait reason;
+ * and the first must really have skipped settled jobs (without preemption;
+ * with it, never), and ended jobs must have left its working set
+ * (arb_sched_forget). */
+static void twin_job(fx_t *f, arb_rng_t *r, int i, uint64_t pick)
+{
+    char name[32];
+    static const char *const q[] = {"default", "a", "b"};
+    snprintf(name, sizeof name, "j%d", i);
+    job(f, name, 1 + (int)(pick % 3 == 0), 1 << (int)(pick % 4), (int)(pick / 7 % 3) * 10,
+        q[pick / 5 % 3], 0);
+    (void)r;
+}
+
+static void test_settled_is_full(void **state)
+{
+    (void)state;
+    for (int pol = 0; pol < 3; pol++)
+        for (int pre = 0; pre < 2; pre++) {
+            fx_t a, b;
+            arb_rng_t r;
+            int skipped = 0, forgot = 0;
+            arb_queue_policy_t qp = pol == 0   ? ARB_QP_FIFO
+                                    : pol == 1 ? ARB_QP_PRIORITY
+                                               : ARB_QP_DRF;
+            fx_init(&a);
+            fx_init(&b);
+            for (int n = 0; n < 6; n++) {
+                char nm[16];
+                snprintf(nm, sizeof nm, "n%d", n);
+                fx_node(&a, nm, 8, 2, NULL, 0);
+                fx_node(&b, nm, 8, 2, NULL, 0);
+            }
+            sched(&a, qp, false, pre, true, 0);
+            sched(&b, qp, false, pre, true, 0);
+            arb_rng_seed(&r, 7 + (uint64_t)(pol * 2 + pre));
+            for (int round = 0, id = 0; round < 120; round++) {
+                int k = (int)arb_rng_below(&r, 4);
+                for (int x = 0; x < k; x++, id++) {
+                    uint64_t pick = arb_rng_below(&r, 1000);
+                    twin_job(&a, &r, id, pick);
+                    twin_job(&b, &r, id, pick);
+                }
+                if (arb_rng_below(&r, 5) == 0) { /* a held job ends, in both */
+                    uint32_t want = (uint32_t)arb_rng_below(&r, arb_sched_njobs(a.s));
+                    arb_job_t *ja = arb_sched_job(a.s, want), *jb = arb_sched_job(b.s, want);
+                    if (ja && holds(ja)) {
+                        assert_true(jb && holds(jb));
+                        if (ja->state == ARB_JOB_PLACED) { /* it ran, then ended */
+                            assert_int_equal(arb_job_transition(ja, ARB_JOB_RUNNING, NULL), 0);
+                            assert_int_equal(arb_job_transition(jb, ARB_JOB_RUNNING, NULL), 0);
+                        }
+                        assert_int_equal(arb_sched_finish(a.s, ja, ARB_JOB_SUCCEEDED, &a.err), 0);
+                        assert_int_equal(arb_sched_finish(b.s, jb, ARB_JOB_SUCCEEDED, &b.err), 0);
+                        assert_int_equal(arb_sched_forget(a.s, ja, &a.err), 0);
+                        assert_null(arb_sched_job(a.s, want));
+                        arb_job_free(ja);
+                        forgot++;
+                    }
+                }
+                stop_victims(&a);
+                stop_victims(&b);
+                arb_queue_t dq = {.name = S(&b, "default"), .weight = 1};
+                assert_int_equal(arb_sched_set_queue(b.s, &dq, &b.err), 0);
+                uint32_t before = a.s->ntodo, pend = 0;
+                bool inc = a.s->settled_ok && a.s->settled_gen == a.s->gen &&
+                           a.s->settled_ver == a.c.version;
+                for (uint32_t i = 0; i < a.s->njobs; i++)
+                    pend += a.s->jobs[i]->state == ARB_JOB_PENDING;
+                cycle(&a);
+                cycle(&b);
+                skipped += inc && before < pend;
+                for (uint32_t i = 0; i < arb_sched_njobs(b.s); i++) {
+                    arb_job_t *ja = arb_sched_job(a.s, i), *jb = arb_sched_job(b.s, i);
+                    if (!ja) { /* forgotten in a: ended in b */
+                        assert_true(jb->state == ARB_JOB_SUCCEEDED);
+                        continue;
+                    }
+                    if (ja->state != jb->state || ja->wait != jb->wait ||
+                        ja->wait_for != jb->wait_for || ja->nalloc != jb->nalloc)
+                        fail_msg("policy %d preemption %d round %d job %u: %s/%s wait %s/%s "
+                                 "(incremental/full)",
+                                 pol, pre, round, i, arb_job_state_name(ja->state),
+                                 arb_job_state_name(jb->state), arb_wait_name(ja->wait),
+                                 arb_wait_name(jb->wait));
+                    for (int t = 0; t < ja->nalloc; t++)
+                        assert_int_equal(ja->alloc[t].node, jb->alloc[t].node);
+                }
+            }
+            /* with preemption on every cycle is full (cycle.c, settled jobs) */
+            if ((pre ? skipped != 0 : !skipped) || !forgot)
+                fail_msg("policy %d preemption %d: %d incremental cycles skipped jobs, %d "
+                         "forgotten",
+                         pol, pre, skipped, forgot);
+            fx_free(&a);
+            fx_free(&b);
+        }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -513,6 +618,7 @@ int main(void)
         cmocka_unit_test(test_8_explain_no_nodes),
         cmocka_unit_test(test_8_explain_stale),
         cmocka_unit_test(test_8_explain_numbers),
+        cmocka_unit_test(test_settled_is_full),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,345 @@
+/*
+ * bench_backlog.c: `arbiter bench backlog`: does a submission cost the same
+ * at 100,000 pending jobs as at 0? It starts, as a child of this binary
+ * (fork/exec of /proc/self/exe), a controller on a free loopback port with
+ * its own temporary data directory (SQLite, synchronous=FULL, group
+ * commit), and no agents, so every job stays pending and the backlog only
+ * grows. --clients threads on keep-alive HTTP connections then submit
+ * --jobs one-GPU jobs as fast as the controller acknowledges them (each
+ * after its commit), and the run is cut into chunks of --chunk
+ * acknowledgements:
+ *
+ *   chunk_rates   submits/s of each chunk, in order (backlog 0..chunk,
+ *                 chunk..2 chunk, ...)
+ *   first_rate, last_rate, last_over_first
+ *   chunk_cpu_s   the controller's utime + stime (/proc/PID/stat) per chunk
+ *   p50_ms, p99_ms of all submissions
+ *
+ * then stops the controller (SIGTERM, bounded wait, SIGKILL last) and
+ * removes its directory (kept, and named, when something failed). The issue's
+ * target (the last chunk at least 80% as fast as the first) is reported as
+ * `target_met`; it does not change the exit status, which is 1 only when the
+ * figures could not be measured (the controller did not start, a submission
+ * failed). A line for people, one JSON object with -o json; progress on
+ * stderr.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <limits.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+
+typedef struct bl_run {
+    long jobs, chunk, clients;
+    bool json;
+    char dir[64], exe[PATH_MAX], url[256];
+    pid_t controller;
+    long next; /* submissions handed out (atomic) */
+    long done; /* acknowledged (atomic) */
+    int failed;
+    int64_t *lat;     /* ns, by submission index */
+    int64_t *t_chunk; /* mono ns when chunk k ended; [0] the start */
+    long long *cpu_chunk;
+} bl_run_t;
+
+static int64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static void sleep_ms(long ms)
+{
+    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+/* utime + stime of pid, in clock ticks; -1 when unreadable. */
+static long long cpu_ticks(pid_t pid)
+{
+    char p[64], buf[2048], *s;
+    unsigned long long ut, st;
+    FILE *f;
+    size_t k;
+
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(p, "re")))
+        return -1;
+    k = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[k] = '\0';
+    if (!(s = strrchr(buf, ')')) ||
+        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
+        return -1;
+    return (long long)(ut + st);
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag, (void)f;
+    remove(p);
+    return 0;
+}
+
+static size_t sink(char *p, size_t s, size_t n, void *arg)
+{
+    (void)p;
+    (void)arg;
+    return s * n;
+}
+
+static void *client(void *arg)
+{
+    bl_run_t *r = arg;
+    CURL *h = curl_easy_init();
+    struct curl_slist *hd = NULL;
+    char url[300];
+    const char *body = "{\"name\": \"backlog\", \"resources\": {\"requests\": "
+                       "{\"nvidia.com/gpu\": 1, \"cpu\": \"1\", \"memory\": \"1Gi\"}}}";
+
+    if (!h)
+        return NULL;
+    snprintf(url, sizeof url, "%s/v1/jobs", r->url);
+    hd = curl_slist_append(hd, "Content-Type: application/json");
+    hd = curl_slist_append(hd, "Expect:");
+    curl_easy_setopt(h, CURLOPT_URL, url);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, body);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    for (;;) {
+        long i = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED), st = 0, n;
+        if (i >= r->jobs)
+            break;
+        int64_t t0 = mono_ns();
+        if (curl_easy_perform(h) == CURLE_OK)
+            curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
+        r->lat[i] = mono_ns() - t0;
+        if (st != 201) {
+            __atomic_fetch_add(&r->failed, 1, __ATOMIC_RELAXED);
+            continue;
+        }
+        n = __atomic_add_fetch(&r->done, 1, __ATOMIC_RELAXED);
+        if (n % r->chunk == 0) { /* this acknowledgement ends chunk n / chunk */
+            r->t_chunk[n / r->chunk] = mono_ns();
+            r->cpu_chunk[n / r->chunk] = cpu_ticks(r->controller);
+        }
+    }
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    return NULL;
+}
+
+static int start(bl_run_t *r)
+{
+    char datadir[128], upath[128], log[128];
+    FILE *f = NULL;
+
+    snprintf(datadir, sizeof datadir, "%s/d", r->dir);
+    snprintf(upath, sizeof upath, "%s/d/url", r->dir);
+    snprintf(log, sizeof log, "%s/controller.log", r->dir);
+    fflush(NULL);
+    if ((r->controller = fork()) < 0)
+        return -1;
+    if (r->controller == 0) {
+        char *argv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
+                        "--data-dir", datadir,      NULL};
+        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
+            _exit(127);
+        execv(r->exe, argv);
+        _exit(127);
+    }
+    for (int i = 0; i < 300 && !(f = fopen(upath, "re")); i++) {
+        int st;
+        if (waitpid(r->controller, &st, WNOHANG) != 0)
+            break;
+        sleep_ms(100);
+    }
+    if (!f) {
+        fprintf(stderr, "arbiter bench backlog: the controller did not start; see %s\n", log);
+        return -1;
+    }
+    if (!fgets(r->url, sizeof r->url, f))
+        r->url[0] = '\0';
+    fclose(f);
+    r->url[strcspn(r->url, "\r\n")] = '\0';
+    return r->url[0] ? 0 : -1;
+}
+
+static int stop(pid_t pid)
+{
+    int st = 0;
+
+    if (pid <= 0)
+        return 0;
+    kill(pid, SIGTERM);
+    for (int i = 0; i < 300; i++) {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        sleep_ms(100);
+    }
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static int usage(void)
+{
+    fprintf(
+        stderr,
+        "usage: arbiter bench backlog [--jobs 100000] [--chunk 10000] [--clients 8] [-o json]\n");
+    return 2;
+}
+
+static void report(bl_run_t *r, double load0, double load1)
+{
+    long nch = r->jobs / r->chunk;
+    double first = 0, last = 0, hz = (double)sysconf(_SC_CLK_TCK);
+    double p50, p99;
+
+    qsort(r->lat, (size_t)r->jobs, sizeof *r->lat, cmp_i64);
+    p50 = (double)r->lat[r->jobs / 2] / 1e6;
+    p99 = (double)r->lat[(r->jobs * 99) / 100] / 1e6;
+    if (r->json)
+        printf(
+            "{\"bench\":\"backlog\",\"jobs\":%ld,\"chunk\":%ld,\"clients\":%ld,\"chunk_rates\":[",
+            r->jobs, r->chunk, r->clients);
+    else
+        printf("bench backlog: %ld submissions from %ld clients, chunks of %ld\n", r->jobs,
+               r->clients, r->chunk);
+    for (long k = 1; k <= nch; k++) {
+        double rate = (double)r->chunk * 1e9 / (double)(r->t_chunk[k] - r->t_chunk[k - 1]);
+        double cpu = (double)(r->cpu_chunk[k] - r->cpu_chunk[k - 1]) / hz;
+        if (k == 1)
+            first = rate;
+        last = rate;
+        if (r->json)
+            printf("%s%.1f", k > 1 ? "," : "", rate);
+        else
+            printf("  backlog %7ld..%-7ld %8.0f submits/s, controller CPU %.2f s\n",
+                   (k - 1) * r->chunk, k * r->chunk, rate, cpu);
+    }
+    if (r->json) {
+        printf("],\"chunk_cpu_s\":[");
+        for (long k = 1; k <= nch; k++)
+            printf("%s%.2f", k > 1 ? "," : "",
+                   (double)(r->cpu_chunk[k] - r->cpu_chunk[k - 1]) / hz);
+        printf("],\"first_rate\":%.1f,\"last_rate\":%.1f,\"last_over_first\":%.3f,"
+               "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"target_met\":%s,\"load_before\":%.2f,"
+               "\"load_after\":%.2f}\n",
+               first, last, first > 0 ? last / first : 0, p50, p99,
+               last >= 0.8 * first ? "true" : "false", load0, load1);
+    } else
+        printf("  first %.0f/s, last %.0f/s (%.0f%%; target 80%%: %s), p50 %.2f ms, p99 %.2f ms, "
+               "load %.2f -> %.2f\n",
+               first, last, first > 0 ? 100 * last / first : 0,
+               last >= 0.8 * first ? "met" : "NOT met", p50, p99, load0, load1);
+}
+
+static double loadavg(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "re");
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
+}
+
+int cli_bench_backlog(int argc, char **argv)
+{
+    bl_run_t r = {.jobs = 100000, .chunk = 10000, .clients = 8};
+    pthread_t *t = NULL;
+    int rc = 1, cst;
+    double l0, l1;
+
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
+            r.jobs = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--chunk") == 0 && i + 1 < argc)
+            r.chunk = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
+            r.clients = strtol(argv[++i], NULL, 10);
+        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
+            r.json = strcmp(argv[++i], "json") == 0;
+        else
+            return usage();
+    }
+    if (r.clients < 1 || r.clients > 256 || r.chunk < 1 || r.jobs < r.chunk || r.jobs > 100000000) {
+        fprintf(stderr, "arbiter bench backlog: use --clients 1..256, --chunk of at least 1 and "
+                        "--jobs at least one chunk (at most 100,000,000)\n");
+        return 2;
+    }
+    r.jobs -= r.jobs % r.chunk; /* whole chunks */
+    ssize_t k = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
+    snprintf(r.dir, sizeof r.dir, "/tmp/arb_bench_backlog.XXXXXX");
+    if (k <= 0 || !mkdtemp(r.dir)) {
+        fprintf(stderr, "arbiter bench backlog: cannot find this binary or make %s: %s\n", r.dir,
+                strerror(errno));
+        return 1;
+    }
+    r.exe[k] = '\0';
+    signal(SIGPIPE, SIG_IGN);
+    r.lat = calloc((size_t)r.jobs, sizeof *r.lat);
+    r.t_chunk = calloc((size_t)(r.jobs / r.chunk + 1), sizeof *r.t_chunk);
+    r.cpu_chunk = calloc((size_t)(r.jobs / r.chunk + 1), sizeof *r.cpu_chunk);
+    t = calloc((size_t)r.clients, sizeof *t);
+    if (!r.lat || !r.t_chunk || !r.cpu_chunk || !t || start(&r) < 0)
+        goto out;
+    curl_global_init(CURL_GLOBAL_DEFAULT);
+    fprintf(stderr, "bench backlog: %ld submissions to %s\n", r.jobs, r.url);
+    l0 = loadavg();
+    r.cpu_chunk[0] = cpu_ticks(r.controller);
+    r.t_chunk[0] = mono_ns();
+    long started = 0;
+    for (; started < r.clients; started++)
+        if (pthread_create(&t[started], NULL, client, &r) != 0)
+            break;
+    for (long i = 0; i < started; i++)
+        pthread_join(t[i], NULL);
+    l1 = loadavg();
+    curl_global_cleanup();
+    if (started == 0 || r.failed || r.done != r.jobs)
+        fprintf(stderr, "arbiter bench backlog: %d of %ld submissions failed\n", r.failed, r.jobs);
+    else {
+        report(&r, l0, l1);
+        rc = 0;
+    }
+out:
+    cst = stop(r.controller);
+    if (r.controller > 0 && (!WIFEXITED(cst) || WEXITSTATUS(cst) != 0)) {
+        fprintf(stderr, "arbiter bench backlog: the controller ended badly (status %d)\n", cst);
+        rc = 1;
+    }
+    free(r.lat);
+    free(r.t_chunk);
+    free(r.cpu_chunk);
+    free(t);
+    if (rc == 0)
+        nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    else
+        fprintf(stderr, "arbiter bench backlog: logs kept in %s\n", r.dir);
+    return rc;
+}
