@@ -16,26 +16,36 @@
 
 /* ---- construction ------------------------------------------------------- */
 
+/* The per-cycle scratch arrays, for every node and (raw) every score of
+ * the profile in use. Both can grow: nodes join, and the idle-fit trial
+ * runs with no score at all (cycle.c) before a cycle that runs them all,
+ * so the raw scores are sized by the largest count seen, not the first. */
 static int ensure_scratch(arb_sched_t *s)
 {
     uint32_t n = s->c->nnodes;
-    int ns = s->conf.profile.nscores;
+    int ns = s->conf.profile.nscores > 0 ? s->conf.profile.nscores : 1;
 
-    if (n <= s->scratch_nodes)
+    if (n <= s->scratch_nodes && ns <= s->scratch_scores)
         return 0;
+    if (n < s->scratch_nodes)
+        n = s->scratch_nodes;
+    if (ns < s->scratch_scores)
+        ns = s->scratch_scores;
     free(s->cand);
     free(s->picks);
     free(s->raw);
     free(s->total);
     s->cand = malloc(n * sizeof *s->cand);
     s->picks = malloc(n * sizeof *s->picks);
-    s->raw = malloc((size_t)n * (size_t)(ns > 0 ? ns : 1) * sizeof *s->raw);
+    s->raw = malloc((size_t)n * (size_t)ns * sizeof *s->raw);
     s->total = malloc(n * sizeof *s->total);
     if (!s->cand || !s->picks || !s->raw || !s->total) {
         s->scratch_nodes = 0;
+        s->scratch_scores = 0;
         return -ENOMEM;
     }
     s->scratch_nodes = n;
+    s->scratch_scores = ns;
     return 0;
 }
 

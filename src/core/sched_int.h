@@ -73,6 +73,7 @@ struct arb_sched {
 
     /* Per-placement scratch, sized to the cluster. */
     uint32_t scratch_nodes;
+    int scratch_scores; /* raw holds scratch_nodes x this many */
     uint32_t *cand;
     arb_pick_t *picks;
     double *raw;   /* nscores x nodes */
