@@ -662,6 +662,8 @@ int main(int argc, char **argv)
         char f[1024] = "";
         if (budget > 0 && now_s() - t0 > budget)
             break;
+        if (budget > 0) /* a soak: should a seed crash the process, its log names it */
+            fprintf(stderr, "arb_dst: seed %llu\n", seed);
         dst_generate(seed, steps, &w, &ops, &nops);
         seeds++;
         if (run(&w, ops, nops, true, f, sizeof f, &fs) < 0) {
