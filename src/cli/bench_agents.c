@@ -48,6 +48,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 
@@ -143,28 +144,6 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
     (void)sb, (void)flag, (void)f;
     remove(p);
     return 0;
-}
-
-/* utime + stime of pid, in clock ticks; -1 when unreadable. */
-static long long cpu_ticks(pid_t pid)
-{
-    char p[64], buf[2048], *s;
-    unsigned long long ut, st;
-    FILE *f;
-    size_t k;
-
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(p, "re")))
-        return -1;
-    k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = '\0';
-    /* fields after the command name, which may hold spaces: state is the
-     * 3rd field, utime the 14th, stime the 15th */
-    if (!(s = strrchr(buf, ')')) ||
-        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (long long)(ut + st);
 }
 
 static int get_metrics(ba_metrics_t *m)
@@ -440,7 +419,7 @@ int cli_bench_agents(int argc, char **argv)
 
     l0 = status_field("lamport");
     kill(r.emulator, SIGUSR1); /* its round-trip totals start now */
-    if (get_metrics(&m0) < 0 || (c0 = cpu_ticks(r.controller)) < 0 || l0 < 0) {
+    if (get_metrics(&m0) < 0 || (c0 = bench_cpu_ticks(r.controller, false)) < 0 || l0 < 0) {
         fprintf(stderr, "arbiter bench agents: cannot read the controller's metrics\n");
         rc = 1;
         goto out;
@@ -458,7 +437,7 @@ int cli_bench_agents(int argc, char **argv)
         json_decref(o);
     }
     sleep_ms((long)((wend - mono_ns()) / 1000000));
-    c1 = cpu_ticks(r.controller);
+    c1 = bench_cpu_ticks(r.controller, false);
     int64_t w1 = mono_ns();
     if (get_metrics(&m1) < 0 || c1 < 0) {
         fprintf(stderr, "arbiter bench agents: cannot read the controller's metrics\n");

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/bench_proc.h"
 #include "cli/cli.h"
 
 typedef struct bl_run {
@@ -64,26 +65,6 @@ static int64_t mono_ns(void)
 static void sleep_ms(long ms)
 {
     nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
-}
-
-/* utime + stime of pid, in clock ticks; -1 when unreadable. */
-static long long cpu_ticks(pid_t pid)
-{
-    char p[64], buf[2048], *s;
-    unsigned long long ut, st;
-    FILE *f;
-    size_t k;
-
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(p, "re")))
-        return -1;
-    k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = '\0';
-    if (!(s = strrchr(buf, ')')) ||
-        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (long long)(ut + st);
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
@@ -134,7 +115,7 @@ static void *client(void *arg)
         n = __atomic_add_fetch(&r->done, 1, __ATOMIC_RELAXED);
         if (n % r->chunk == 0) { /* this acknowledgement ends chunk n / chunk */
             r->t_chunk[n / r->chunk] = mono_ns();
-            r->cpu_chunk[n / r->chunk] = cpu_ticks(r->controller);
+            r->cpu_chunk[n / r->chunk] = bench_cpu_ticks(r->controller, false);
         }
     }
     curl_slist_free_all(hd);
@@ -311,7 +292,7 @@ int cli_bench_backlog(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     fprintf(stderr, "bench backlog: %ld submissions to %s\n", r.jobs, r.url);
     l0 = loadavg();
-    r.cpu_chunk[0] = cpu_ticks(r.controller);
+    r.cpu_chunk[0] = bench_cpu_ticks(r.controller, false);
     r.t_chunk[0] = mono_ns();
     long started = 0;
     for (; started < r.clients; started++)

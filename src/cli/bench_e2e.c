@@ -55,6 +55,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
 
@@ -153,28 +154,6 @@ static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
     (void)sb, (void)flag, (void)f;
     remove(p);
     return 0;
-}
-
-/* utime + stime of pid (with children's when kids), in clock ticks; -1 unreadable. */
-static long long cpu_ticks(pid_t pid, bool kids)
-{
-    char p[64], buf[2048], *s;
-    unsigned long long ut, st, cut, cst;
-    FILE *f;
-    size_t k;
-
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(p, "re")))
-        return -1;
-    k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = '\0';
-    /* after the command name: utime, stime, cutime, cstime are fields 14-17 */
-    if (!(s = strrchr(buf, ')')) ||
-        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu %llu %llu", &ut, &st,
-               &cut, &cst) != 4)
-        return -1;
-    return (long long)(ut + st + (kids ? cut + cst : 0));
 }
 
 static long long status_field(const char *key)
@@ -450,10 +429,10 @@ int cli_bench_e2e(int argc, char **argv)
         goto out;
     sleep_ms(1500); /* the registrations' cycles and first heartbeats settle */
     double l0 = load1();
-    long long c0 = cpu_ticks(r.controller, false), a0 = 0, s0 = 0;
+    long long c0 = bench_cpu_ticks(r.controller, false), a0 = 0, s0 = 0;
     for (int i = 0; i < r.nagents; i++) {
-        a0 += cpu_ticks(r.agent[i], true);
-        s0 += cpu_ticks(r.agent[i], false);
+        a0 += bench_cpu_ticks(r.agent[i], true);
+        s0 += bench_cpu_ticks(r.agent[i], false);
     }
     fprintf(stderr, "bench e2e: %ld jobs (`true`, 1 GPU each) from %ld clients...\n", c.jobs,
             c.clients);
@@ -486,10 +465,10 @@ int cli_bench_e2e(int argc, char **argv)
         }
         sleep_ms(20);
     }
-    long long c1 = cpu_ticks(r.controller, false), a1 = 0, s1 = 0;
+    long long c1 = bench_cpu_ticks(r.controller, false), a1 = 0, s1 = 0;
     for (int i = 0; i < r.nagents; i++) {
-        a1 += cpu_ticks(r.agent[i], true);
-        s1 += cpu_ticks(r.agent[i], false);
+        a1 += bench_cpu_ticks(r.agent[i], true);
+        s1 += bench_cpu_ticks(r.agent[i], false);
     }
     double l1 = load1();
     double secs = (double)(t1 - t0) / 1e9, hz = (double)sysconf(_SC_CLK_TCK);

@@ -53,6 +53,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "lb/http.h"
 #include "lb/lb.h"
@@ -145,25 +146,6 @@ static void stop(pid_t pid)
     }
     kill(pid, SIGKILL);
     waitpid(pid, &st, 0);
-}
-
-static long long cpu_ticks(pid_t pid)
-{
-    char p[64], buf[2048], *s;
-    unsigned long long ut, st;
-    FILE *f;
-    size_t k;
-
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(p, "re")))
-        return -1;
-    k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = '\0';
-    if (!(s = strrchr(buf, ')')) ||
-        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (long long)(ut + st);
 }
 
 /* Wait up to 10 s for a file holding a port (first number on a "listen"
@@ -683,7 +665,7 @@ static int drive(const bi_conf_t *c, int port, double rate, const int *eports, p
         if (!in_win && now >= r.win_lo) {
             in_win = true;
             cache_counts(eports, c->replicas, &h0, &q0);
-            cpu0 = cpu_ticks(proxy);
+            cpu0 = bench_cpu_ticks(proxy, false);
         }
         while (next < r.nrq && r.rq[next].sched <= now)
             issue(&r, &w, next++);
@@ -707,7 +689,7 @@ static int drive(const bi_conf_t *c, int port, double rate, const int *eports, p
                 conn_read(&r, cc);
         }
     }
-    cpu1 = cpu_ticks(proxy);
+    cpu1 = bench_cpu_ticks(proxy, false);
     if (getenv("ARB_BENCH_DEBUG")) { /* what the balancer and the replicas said at the end */
         char path[PATH_MAX], line[256];
         int ap = -1;

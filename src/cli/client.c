@@ -404,7 +404,7 @@ static int submit_post(const submit_opts_t *o, char *body, size_t n, bool yaml)
 int cli_submit(int argc, char **argv)
 {
     submit_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     char *body = NULL;
     size_t n = 0;
     bool yaml = false;
@@ -526,7 +526,7 @@ static const fl_verb_t queue_verb = {
 int cli_queue(int argc, char **argv)
 {
     list_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     char path[512], *eq = NULL;
     int rc;
 
@@ -574,7 +574,7 @@ static int one_job(const fl_verb_t *v, int argc, char **argv, const char *fmt,
                    void (*show)(json_t *))
 {
     id_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     char path[128];
     int rc;
 
@@ -703,7 +703,7 @@ static const fl_verb_t cancel_verb = {.name = "cancel",
 
 int cli_cancel(int argc, char **argv)
 {
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc = 0;
 
     if (!fl_run(&cancel_verb, argc, argv, &(int){0}, &a, &rc))
@@ -807,7 +807,7 @@ static const fl_verb_t nodes_verb = {.name = "nodes",
 int cli_nodes(int argc, char **argv)
 {
     id_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(&nodes_verb, argc, argv, &o, &a, &rc))
@@ -835,7 +835,7 @@ static const fl_verb_t events_verb = {
 int cli_events(int argc, char **argv)
 {
     events_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(&events_verb, argc, argv, &o, &a, &rc))

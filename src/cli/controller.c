@@ -71,7 +71,7 @@ static const fl_verb_t ctl_verb = {
 int cli_controller(int argc, char **argv)
 {
     ctl_flags_t f = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     dmn_ctl_plan_t plan;
     arb_err_t err = {{0}};
     sigset_t set;

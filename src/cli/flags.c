@@ -89,7 +89,7 @@ static int fl_set(const fl_flag_t *f, const char *s, void *opts, arb_err_t *err)
         if (!*s || *end || !(v >= lo && v <= hi))
             return arb_errf(err, -EINVAL, "%s: '%s' is not a number in %g..%g (e.g. %s)",
                             fl_label(f), s, lo, hi, ex);
-        *(double *)at = v;
+        memcpy(at, &v, sizeof v); /* at: a double field */
         return 0;
     }
     case FL_DURATION:

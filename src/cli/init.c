@@ -258,7 +258,7 @@ int cli_init(int argc, char **argv)
     int nhosts = 0;
     const char *kind, *name, *dir = NULL, *role, *team;
     init_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(&init_verb, argc, argv, &o, &a, &rc))

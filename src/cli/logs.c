@@ -451,7 +451,7 @@ static int logs_follow(logs_run_t *r)
 int cli_logs(int argc, char **argv)
 {
     logs_opts_t o = {.task = -1, .dir = getenv("ARBITER_LOG_DIR")};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc = 0;
 
     if (!fl_run(&logs_verb, argc, argv, &o, &a, &rc))

@@ -322,7 +322,7 @@ static int cordon_verb(const fl_verb_t *v, int argc, char **argv, const char *su
                        const char *done)
 {
     node_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(v, argc, argv, &o, &a, &rc))
@@ -443,7 +443,7 @@ static json_t *label_body(const json_t *node, void *arg, int *rc)
 static int edits_verb(int argc, char **argv, bool label)
 {
     node_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(label ? &label_v : &taint_v, argc, argv, &o, &a, &rc))
@@ -469,7 +469,7 @@ int cli_label(int argc, char **argv)
 int cli_node(int argc, char **argv)
 {
     node_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(&node_verb, argc, argv, &o, &a, &rc))

@@ -626,7 +626,7 @@ out:
 int cli_place(int argc, char **argv)
 {
     place_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(&place_verb, argc, argv, &o, &a, &rc))

@@ -79,7 +79,7 @@ static const fl_verb_t service_verb = {
 int cli_service(int argc, char **argv)
 {
     service_opts_t o = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     char path[256];
     json_t *reply = NULL;
     int rc = 0;

@@ -170,7 +170,7 @@ out:
 int cli_shard(int argc, char **argv)
 {
     shard_opts_t so = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     char *end;
     lb_opts_t o;
     int rc;

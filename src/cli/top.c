@@ -536,7 +536,7 @@ static const fl_verb_t top_verb = {
 int cli_top(int argc, char **argv)
 {
     top_flags_t fl = {0};
-    fl_args_t a;
+    fl_args_t a = {0};
     int rc;
 
     if (!fl_run(&top_verb, argc, argv, &fl, &a, &rc))

@@ -772,7 +772,7 @@ void arb_sched_set_hold(arb_sched_t *s, arb_hold_fn fn, void *arg)
 
 int arb_sched_cycle(arb_sched_t *s, const arb_ctx_t *ctx, arb_cycle_stats_t *st)
 {
-    arb_cycle_stats_t z;
+    arb_cycle_stats_t z = {0};
     cyc_t c = {.s = s, .ctx = ctx, .st = st ? st : &z};
     int rc;
 

@@ -57,7 +57,8 @@ static int parse(const char *line, opts_t *o, fl_args_t *a, arb_err_t *err, char
     int argc = 0;
 
     snprintf(buf, sizeof buf, "demo %s", line);
-    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " "))
+    char *save = NULL;
+    for (char *t = strtok_r(buf, " ", &save); t && argc < 63; t = strtok_r(NULL, " ", &save))
         argv[argc++] = t;
     argv[argc] = NULL;
     memset(o, 0, sizeof *o);
