@@ -88,6 +88,9 @@ static void *chan_main(void *arg)
         memset(&rep, 0, sizeof rep);
         if (rc == 0 && r.status == 200)
             prc = agent_reply_parse(r.body ? r.body : "", r.n, &rep, &perr);
+        int status = rc == 0 ? (int)r.status : 0;
+        if (rc == 0) /* parsed (the reply is a copy): every path is done with it */
+            free(r.body);
         pthread_mutex_lock(&ch->mu);
         if (prc == 0 && rep.have_assignments) {
             if (ch->have)
@@ -107,12 +110,10 @@ static void *chan_main(void *arg)
          * controller that keeps refusing (a deposed one, still answering)
          * costs a poll and a report a second, not a storm of them. */
         ch->hold_ms = arb_mono_ms() + CHAN_PAUSE_MS;
-        if (rc == 0 && r.status == 409) { /* another epoch, or the node lost: report now */
+        if (status == 409) { /* another epoch, or the node lost: report now */
             ch->refused = true;
             poke(ch);
         }
-        if (rc == 0)
-            free(r.body);
     }
     pthread_mutex_unlock(&ch->mu);
     return NULL;

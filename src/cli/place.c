@@ -129,13 +129,15 @@ static int job_specs(place_run_t *r, arb_err_t *err)
             struct fy_node *copy = d ? fy_node_copy(d, item) : NULL;
             struct fy_node_pair *p;
             char *txt = NULL;
+            char nm[ARB_JOB_NAME_MAX + 16]; /* the new name: the node built from it refers to
+                                               it (libfyaml does not copy), so it lives to the
+                                               emit */
             if (!copy || fy_document_set_root(d, copy) != 0) {
                 rc = arb_errf(err, -ENOMEM, "out of memory");
             } else {
                 if ((p = fy_node_mapping_lookup_pair_by_string(copy, "count", FY_NT)))
                     fy_node_mapping_remove(copy, p);
                 if (count > 1 && (p = fy_node_mapping_lookup_pair_by_string(copy, "name", FY_NT))) {
-                    char nm[ARB_JOB_NAME_MAX + 16];
                     snprintf(nm, sizeof nm, "%s-%d", fy_node_get_scalar0(fy_node_pair_value(p)), k);
                     fy_node_pair_set_value(p, fy_node_build_from_string(d, nm, FY_NT));
                 }

@@ -648,7 +648,9 @@ int main(int argc, char **argv)
             return 2;
         }
         fclose(in);
-        if (run(&w, ops, nops, true, f, sizeof f, &fs) < 0) {
+        int failed_at = run(&w, ops, nops, true, f, sizeof f, &fs);
+        dst_free(&w, ops, nops);
+        if (failed_at < 0) {
             fprintf(stderr, "arb_dst: replay FAILED at step %d: %s\n", fs, f);
             return 1;
         }
