@@ -135,8 +135,11 @@ static int job_specs(place_run_t *r, arb_err_t *err)
             if (!copy || fy_document_set_root(d, copy) != 0) {
                 rc = arb_errf(err, -ENOMEM, "out of memory");
             } else {
+                /* Removed by its key, which frees the pair and its key and hands
+                 * back the value (fy_node_mapping_remove would leave the pair
+                 * unowned: a leak, as LeakSanitizer found). */
                 if ((p = fy_node_mapping_lookup_pair_by_string(copy, "count", FY_NT)))
-                    fy_node_mapping_remove(copy, p);
+                    fy_node_free(fy_node_mapping_remove_by_key(copy, fy_node_pair_key(p)));
                 if (count > 1 && (p = fy_node_mapping_lookup_pair_by_string(copy, "name", FY_NT))) {
                     snprintf(nm, sizeof nm, "%s-%d", fy_node_get_scalar0(fy_node_pair_value(p)), k);
                     fy_node_pair_set_value(p, fy_node_build_from_string(d, nm, FY_NT));
