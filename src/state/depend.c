@@ -182,7 +182,7 @@ static int term(st_t *s, const spec_dep_term_t *t)
     if (!arr && t->task < 0)
         return one(s, p, t);
     int seen = 0, count = arr && p->dep->count > 0 ? p->dep->count : 1 << 30;
-    int met = 0, wait = 0, never = 0, failed = 0;
+    int wait = 0, never = 0, failed = 0;
     for (uint64_t id = p->id; id < s->next_id && seen < count; id++) {
         st_job_t *e = st_job_find(s, id);
         if (!e || !in_array(e, p->id))
@@ -191,7 +191,7 @@ static int term(st_t *s, const spec_dep_term_t *t)
         if (t->task >= 0 && e->dep->task != t->task)
             continue;
         int r = one(s, e, t);
-        met += r == MET, wait += r == WAIT, never += r == NEVER;
+        wait += r == WAIT, never += r == NEVER;
         failed += ended(e->j->state) && e->j->state != ARB_JOB_SUCCEEDED;
         if (t->task >= 0)
             return r;
@@ -222,7 +222,7 @@ static int deps(st_t *s, const st_job_t *sj)
     for (int i = 0; i < d->d.n; i++) {
         const spec_dep_term_t *t = &d->d.t[i];
         int r = t->type == SPEC_DEP_SINGLETON ? singleton(s, sj) : term(s, t);
-        met += r == MET, wait += r == WAIT, never += r == NEVER;
+        wait += r == WAIT, never += r == NEVER;
     }
     if (d->d.any)
         return met ? MET : wait ? WAIT : never ? NEVER : MET;
