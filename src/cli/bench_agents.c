@@ -51,6 +51,7 @@
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "util/mtime.h"
 
 #define NBUCKETS 32
 
@@ -73,13 +74,6 @@ typedef struct ba_run {
     pid_t controller, emulator;
     double register_s; /* from the emulator's start until every node had registered */
 } ba_run_t;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void sleep_ms(long ms)
 {
@@ -349,15 +343,15 @@ static int start(ba_run_t *r, const ba_conf_t *c)
                      "--duration",   dur,      "--log-dir",   logs,
                      "--allow-root", "-o",     "json",        NULL};
     fprintf(stderr, "bench agents: %ld emulated nodes against %s\n", c->nodes, r->url);
-    int64_t t0 = mono_ns();
+    int64_t t0 = arb_mono_ns();
     r->emulator = spawn(r, eargv, "emu.json", "emu.log");
     if (r->emulator < 0)
         return -1;
     /* registration: a few seconds per thousand nodes on a busy machine */
-    int64_t deadline = mono_ns() + (60 + c->nodes / 50) * 1000000000LL;
+    int64_t deadline = arb_mono_ns() + (60 + c->nodes / 50) * 1000000000LL;
     long long n = 0;
     while ((n = status_field("nodes")) < c->nodes) {
-        if (mono_ns() > deadline || !alive(r->emulator) || !alive(r->controller)) {
+        if (arb_mono_ns() > deadline || !alive(r->emulator) || !alive(r->controller)) {
             fprintf(stderr,
                     "arbiter bench agents: %lld of %ld nodes registered; see %s and "
                     "controller.log there\n",
@@ -366,7 +360,7 @@ static int start(ba_run_t *r, const ba_conf_t *c)
         }
         sleep_ms(200);
     }
-    r->register_s = (double)(mono_ns() - t0) / 1e9;
+    r->register_s = (double)(arb_mono_ns() - t0) / 1e9;
     return 0;
 }
 
@@ -424,21 +418,21 @@ int cli_bench_agents(int argc, char **argv)
         rc = 1;
         goto out;
     }
-    int64_t w0 = mono_ns(), wend = w0 + c.seconds * 1000000000LL;
+    int64_t w0 = arb_mono_ns(), wend = w0 + c.seconds * 1000000000LL;
     const char *body = "{\"name\": \"probe\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": "
                        "1, \"cpu\": \"1\", \"memory\": \"1Gi\"}}, \"command\": [\"sleep\", \"2\"]}";
     for (long i = 0; i < c.jobs; i++) {
         json_t *o = NULL;
         /* evenly over the first 80% of the window, so the last ones run inside it */
         int64_t due = w0 + (int64_t)((double)c.seconds * 0.8e9 * (double)i / (double)c.jobs);
-        sleep_ms((long)((due - mono_ns()) / 1000000));
+        sleep_ms((long)((due - arb_mono_ns()) / 1000000));
         if (cli_http("POST", "/v1/jobs", body, strlen(body), "application/json", &o, NULL) == 201)
             ids[i] = json_integer_value(json_object_get(o, "id"));
         json_decref(o);
     }
-    sleep_ms((long)((wend - mono_ns()) / 1000000));
+    sleep_ms((long)((wend - arb_mono_ns()) / 1000000));
     c1 = bench_cpu_ticks(r.controller, false);
-    int64_t w1 = mono_ns();
+    int64_t w1 = arb_mono_ns();
     if (get_metrics(&m1) < 0 || c1 < 0) {
         fprintf(stderr, "arbiter bench agents: cannot read the controller's metrics\n");
         rc = 1;
@@ -448,11 +442,11 @@ int cli_bench_agents(int argc, char **argv)
     long submitted = 0;
     for (long i = 0; i < c.jobs; i++)
         submitted += ids[i] > 0;
-    for (int64_t end = mono_ns() + 15000000000LL;; sleep_ms(250)) {
+    for (int64_t end = arb_mono_ns() + 15000000000LL;; sleep_ms(250)) {
         for (long i = 0; i < c.jobs; i++)
             lat[i] = -1;
         ran = submit_to_running(l0, ids, (int)c.jobs, lat);
-        if (ran >= submitted || mono_ns() > end)
+        if (ran >= submitted || arb_mono_ns() > end)
             break;
     }
     int est = stop(r.emulator, 30);

@@ -41,6 +41,7 @@
 
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
+#include "util/mtime.h"
 
 typedef struct bl_run {
     long jobs, chunk, clients;
@@ -54,13 +55,6 @@ typedef struct bl_run {
     int64_t *t_chunk; /* mono ns when chunk k ended; [0] the start */
     long long *cpu_chunk;
 } bl_run_t;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void sleep_ms(long ms)
 {
@@ -104,17 +98,17 @@ static void *client(void *arg)
         long i = __atomic_fetch_add(&r->next, 1, __ATOMIC_RELAXED), st = 0, n;
         if (i >= r->jobs)
             break;
-        int64_t t0 = mono_ns();
+        int64_t t0 = arb_mono_ns();
         if (curl_easy_perform(h) == CURLE_OK)
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-        r->lat[i] = mono_ns() - t0;
+        r->lat[i] = arb_mono_ns() - t0;
         if (st != 201) {
             __atomic_fetch_add(&r->failed, 1, __ATOMIC_RELAXED);
             continue;
         }
         n = __atomic_add_fetch(&r->done, 1, __ATOMIC_RELAXED);
         if (n % r->chunk == 0) { /* this acknowledgement ends chunk n / chunk */
-            r->t_chunk[n / r->chunk] = mono_ns();
+            r->t_chunk[n / r->chunk] = arb_mono_ns();
             r->cpu_chunk[n / r->chunk] = bench_cpu_ticks(r->controller, false);
         }
     }
@@ -293,7 +287,7 @@ int cli_bench_backlog(int argc, char **argv)
     fprintf(stderr, "bench backlog: %ld submissions to %s\n", r.jobs, r.url);
     l0 = loadavg();
     r.cpu_chunk[0] = bench_cpu_ticks(r.controller, false);
-    r.t_chunk[0] = mono_ns();
+    r.t_chunk[0] = arb_mono_ns();
     long started = 0;
     for (; started < r.clients; started++)
         if (pthread_create(&t[started], NULL, client, &r) != 0)

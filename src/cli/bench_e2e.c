@@ -58,6 +58,7 @@
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "util/mtime.h"
 
 #define E2E_MAX_AGENTS 64
 
@@ -78,13 +79,6 @@ typedef struct e2e_client {
     const char *url;
     long jobs, ok, failed;
 } e2e_client_t;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void sleep_ms(long ms)
 {
@@ -332,10 +326,10 @@ static int start(e2e_run_t *r, const e2e_conf_t *c)
             return -1;
         r->nagents++;
     }
-    int64_t deadline = mono_ns() + 60000000000LL;
+    int64_t deadline = arb_mono_ns() + 60000000000LL;
     long long n = 0;
     while ((n = status_field("nodes")) < c->agents) {
-        if (mono_ns() > deadline || !alive(r->controller)) {
+        if (arb_mono_ns() > deadline || !alive(r->controller)) {
             fprintf(stderr, "arbiter bench e2e: %lld of %ld agents registered; see %s\n", n,
                     c->agents, r->dir);
             return -1;
@@ -438,7 +432,7 @@ int cli_bench_e2e(int argc, char **argv)
             c.clients);
     e2e_client_t cl[256];
     pthread_t th[256];
-    int64_t t0 = mono_ns();
+    int64_t t0 = arb_mono_ns();
     for (long i = 0; i < c.clients; i++) {
         cl[i] = (e2e_client_t){.url = r.url, .jobs = c.jobs / c.clients + (i < c.jobs % c.clients)};
         pthread_create(&th[i], NULL, run_client, &cl[i]);
@@ -449,12 +443,12 @@ int cli_bench_e2e(int argc, char **argv)
         ok += cl[i].ok;
         bad += cl[i].failed;
     }
-    int64_t ts = mono_ns();
+    int64_t ts = arb_mono_ns();
     /* until every job has ended: none active, all counted */
     int64_t deadline = t0 + c.timeout_s * 1000000000LL, t1;
     for (;;) {
         long long act = status_field("active_jobs"), all = status_field("jobs");
-        t1 = mono_ns();
+        t1 = arb_mono_ns();
         if (act == 0 && all >= ok)
             break;
         if (t1 > deadline || !alive(r.controller)) {

@@ -16,13 +16,7 @@
 
 #include "arbiter/sched.h"
 #include "cli/cli.h"
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "util/mtime.h"
 
 static arb_job_t *job(const char *kind, int i, int replicas, int gpus, int prio, int min)
 {
@@ -109,10 +103,10 @@ static int run(long nodes, long nel, long npre, bool defer, double *grow_ms, int
         if (blk[i] && (arb_job_transition(blk[i], ARB_JOB_RUNNING, NULL) < 0 ||
                        arb_sched_finish(s, blk[i], ARB_JOB_SUCCEEDED, &err) < 0))
             goto out;
-    t0 = mono_ns();
+    t0 = arb_mono_ns();
     if (arb_sched_cycle(s, &ctx, &cs) < 0)
         goto out;
-    *grow_ms = (double)(mono_ns() - t0) / 1e6;
+    *grow_ms = (double)(arb_mono_ns() - t0) / 1e6;
     *grown = cs.grown;
     for (long i = 0; i < npre; i++) {
         arb_job_t *j = job("urgent", (int)i, 1, 8, 1000, 0);
@@ -121,10 +115,10 @@ static int run(long nodes, long nel, long npre, bool defer, double *grow_ms, int
             goto out;
         }
     }
-    t0 = mono_ns();
+    t0 = arb_mono_ns();
     if (arb_sched_cycle(s, &ctx, &cs) < 0)
         goto out;
-    *pre_ms = (double)(mono_ns() - t0) / 1e6;
+    *pre_ms = (double)(arb_mono_ns() - t0) / 1e6;
     *victims = cs.preempted;
     *shrunk = cs.shrunk;
     *placed = cs.placed;

@@ -45,19 +45,13 @@
 
 #include "cli/cli.h"
 #include "store/store.h"
+#include "util/mtime.h"
 
 #define FILL_TXN 10000
 
 typedef struct br_run {
     char dir[64], exe[PATH_MAX], path[PATH_MAX + 64];
 } br_run_t;
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void sleep_ms(long ms)
 {
@@ -225,7 +219,7 @@ static double cpu_s(pid_t pid)
 static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
 {
     char datadir[128], url[256] = "";
-    int64_t t0 = mono_ns();
+    int64_t t0 = arb_mono_ns();
     pid_t pid;
     FILE *f = NULL;
 
@@ -245,7 +239,7 @@ static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
     }
     if (pid < 0)
         return -1;
-    while (mono_ns() - t0 < (int64_t)limit_s * 1000000000LL) {
+    while (arb_mono_ns() - t0 < (int64_t)limit_s * 1000000000LL) {
         int st;
         if (waitpid(pid, &st, WNOHANG) == pid)
             return -1;
@@ -256,7 +250,7 @@ static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
             url[strcspn(url, "\r\n")] = '\0';
         }
         if (url[0] && serves(url)) {
-            *secs = (double)(mono_ns() - t0) / 1e9;
+            *secs = (double)(arb_mono_ns() - t0) / 1e9;
             *cpu = cpu_s(pid);
             return pid;
         }
@@ -337,10 +331,10 @@ int cli_bench_recover(int argc, char **argv)
     remove(at(&r, "d/arbiter.db.marker"));
     fprintf(stderr, "arbiter bench recover: filling the store with %ld jobs (%ld pending) ...\n",
             jobs, pending);
-    int64_t t0 = mono_ns();
+    int64_t t0 = arb_mono_ns();
     if (fill(&r, jobs, pending) < 0)
         goto fail;
-    fill_s = (double)(mono_ns() - t0) / 1e9;
+    fill_s = (double)(arb_mono_ns() - t0) / 1e9;
     fprintf(stderr, "arbiter bench recover: filled in %.1f s; starting the controller\n", fill_s);
     if ((pid = start(&r, &recover_s, &cpu, 600)) < 0)
         goto fail;
