@@ -935,9 +935,10 @@ void api_server_stop(api_server_t *a)
 {
     if (!a)
         return;
+    /* The listening socket is ours once quiesced, but MHD's own threads may
+     * still be polling it: close it only after MHD_stop_daemon (libmicrohttpd's
+     * rule; closing it here raced the worker thread under TSan). */
     MHD_socket ls = MHD_quiesce_daemon(a->d);
-    if (ls != MHD_INVALID_SOCKET)
-        close(ls);
     api_hk_wake_all(a->hk);
     for (int64_t until = arb_mono_ms() + DRAIN_MS;
          __atomic_load_n(&a->busy, __ATOMIC_ACQUIRE) > 0 && arb_mono_ms() < until;)
@@ -948,6 +949,8 @@ void api_server_stop(api_server_t *a)
         st_set_node_hook(s, NULL, NULL);
     }
     MHD_stop_daemon(a->d);
+    if (ls != MHD_INVALID_SOCKET)
+        close(ls);
     api_hk_stop(a->hk);
     tls_server_free(&a->tls);
     free(a);
