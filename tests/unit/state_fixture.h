@@ -3,7 +3,9 @@
  * SQLite store) share: a fresh temporary data directory per test, made by
  * setup() and removed by teardown() (cmocka's per-test hooks), and the
  * principals the API would pass in: an admin, two users of two teams and
- * an agent; has_event() looks through the event log. Header-only; each test executable includes it
+ * an agent; sf_open() opens a controller's state there with no nodes and
+ * sf_submit() submits a job to it as the API would; has_event() looks
+ * through the event log. Header-only; each test executable includes it
  * once, after <cmocka.h> and "state/state_int.h".
  */
 #ifndef ARB_TEST_STATE_FIXTURE_H
@@ -36,6 +38,48 @@ static SF_UNUSED int teardown(void **unused)
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     assert_int_equal(system(cmd), 0);
     return 0;
+}
+
+/* The controller's state over dir, durable (sync normal) and with no nodes:
+ * an unfittable job is kept pending, not refused. yaml, when not NULL, is a
+ * config file's text; history >= 0 sets jobs.history (-1: the config's). */
+static SF_UNUSED st_t *sf_open(const char *yaml, int history)
+{
+    st_conf_t c;
+    st_t *s = NULL;
+    arb_err_t err = {{0}};
+
+    st_conf_init(&c);
+    c.sync = STORE_SYNC_NORMAL;
+    c.reject_unfittable = false;
+    if (yaml && st_conf_load_mem("config.yaml", yaml, strlen(yaml), &c, &err) < 0)
+        fail_msg("config: %s", err.msg);
+    if (history >= 0)
+        c.job_history = history;
+    if (st_open(dir, &c, &s, &err) < 0)
+        fail_msg("st_open: %s", err.msg);
+    st_conf_free(&c);
+    return s;
+}
+
+/* alice submits spec (JSON or YAML) with Idempotency-Key key (NULL: none)
+ * and waits for it to be durable: the job's id; *created (when not NULL)
+ * whether it is a new job, as the API would say. */
+static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, bool *created)
+{
+    json_t *out = NULL;
+    int64_t t = 0;
+    arb_err_t err = {{0}};
+    bool c = false;
+
+    if (st_job_submit_key(s, &alice, key, spec, strlen(spec), false, &out, &c, &t, &err) < 0)
+        fail_msg("submit: %s", err.msg);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
+    json_decref(out);
+    if (created)
+        *created = c;
+    return id;
 }
 
 /* Whether the event log holds an event of this type whose message contains text. */

@@ -22,37 +22,12 @@
 
 static st_t *open_st(const char *yaml)
 {
-    st_conf_t c;
-    st_t *s = NULL;
-    arb_err_t err = {{0}};
-
-    st_conf_init(&c);
-    c.sync = STORE_SYNC_NORMAL;
-    c.reject_unfittable = false; /* no nodes needed */
-    if (yaml && st_conf_load_mem("config.yaml", yaml, strlen(yaml), &c, &err) < 0)
-        fail_msg("config: %s", err.msg);
-    if (st_open(dir, &c, &s, &err) < 0)
-        fail_msg("st_open: %s", err.msg);
-    st_conf_free(&c);
-    return s;
+    return sf_open(yaml, -1);
 }
 
-/* Submit SPEC with key: the job's id; *created as the API would say. */
 static uint64_t submit(st_t *s, const char *key, bool *created)
 {
-    json_t *out = NULL;
-    int64_t t = 0;
-    arb_err_t err = {{0}};
-    bool c = false;
-
-    if (st_job_submit_key(s, &alice, key, SPEC, strlen(SPEC), false, &out, &c, &t, &err) < 0)
-        fail_msg("submit: %s", err.msg);
-    assert_int_equal(st_wait(s, t, NULL), 0);
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
-    if (created)
-        *created = c;
-    return id;
+    return sf_submit(s, key, SPEC, created);
 }
 
 /* Make job id look submitted `ago_ms` ago, durably. */
