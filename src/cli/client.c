@@ -31,26 +31,7 @@
 #include "cli/flags.h"
 #include "cli/wlsubmit.h"
 #include "client/failover.h"
-
-typedef struct buf {
-    char *p;
-    size_t n;
-} buf_t;
-
-static size_t on_data(char *ptr, size_t size, size_t nmemb, void *arg)
-{
-    buf_t *b = arg;
-    size_t k = size * nmemb;
-    char *q = realloc(b->p, b->n + k + 1);
-
-    if (!q)
-        return 0;
-    b->p = q;
-    memcpy(b->p + b->n, ptr, k);
-    b->n += k;
-    b->p[b->n] = '\0';
-    return k;
-}
+#include "util/buf.h"
 
 /* The controllers of ARBITER_URL (comma-separated), parsed once per
  * process; the list remembers the one that last answered, so a long-lived
@@ -236,24 +217,24 @@ static int get_and_show(const char *path, bool want_json, void (*show)(json_t *)
     return rc;
 }
 
+/* The whole of path ("-": stdin), NUL-terminated; NULL when it cannot be
+ * opened or read into memory. */
 static char *read_all(const char *path, size_t *n)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
-    buf_t b = {0};
+    arb_buf_t b = {0};
     char tmp[65536];
     size_t k;
 
     if (!f)
         return NULL;
     while ((k = fread(tmp, 1, sizeof tmp, f)) > 0)
-        if (on_data(tmp, 1, k, &b) != k)
+        if (arb_buf_put(&b, tmp, k) < 0)
             break;
     if (f != stdin)
         fclose(f);
-    if (!b.p)
-        b.p = calloc(1, 1);
-    *n = b.n;
-    return b.p;
+    *n = b.len;
+    return arb_buf_take(&b);
 }
 
 /* ---- submit ------------------------------------------------------------------------ */

@@ -42,6 +42,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/flags.h"
+#include "util/buf.h"
 
 #define MAX_FOLLOW 256
 
@@ -55,11 +56,6 @@ typedef struct tail {
     char url[512], ticket[80];
     int64_t ticket_until; /* CLOCK_MONOTONIC ns */
 } tail_t;
-
-typedef struct buf {
-    char *p;
-    size_t n;
-} buf_t;
 
 static volatile sig_atomic_t interrupted;
 
@@ -180,19 +176,6 @@ static long drain(tail_t *tl, bool header, const char *node)
     return got;
 }
 
-static size_t on_body(char *p, size_t s, size_t n, void *arg)
-{
-    buf_t *b = arg;
-    char *q = realloc(b->p, b->n + s * n + 1);
-    if (!q)
-        return 0;
-    memcpy(q + b->n, p, s * n);
-    b->n += s * n;
-    q[b->n] = '\0';
-    b->p = q;
-    return s * n;
-}
-
 /* A ticket for tl from the controller: 0, or an exit code (said). */
 static int get_ticket(tail_t *tl, const char *job)
 {
@@ -235,7 +218,7 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
     for (;;) {
         char url[768], auth[128];
         struct curl_slist *hd = NULL;
-        buf_t b = {0};
+        arb_buf_t b = {0};
         long st = 0;
         if (!tl->ticket[0] || mono_ns() >= tl->ticket_until) {
             int rc = get_ticket(tl, job);
@@ -249,7 +232,7 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
         curl_easy_reset(h);
         curl_easy_setopt(h, CURLOPT_URL, url);
         curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
-        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
+        curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, arb_buf_write_cb);
         curl_easy_setopt(h, CURLOPT_WRITEDATA, &b);
         curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
         curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT, 5L);
@@ -267,7 +250,7 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
             if (st == 403 && !retried++) { /* expired meanwhile: once more, new ticket */
                 tl->ticket[0] = '\0';
                 json_decref(e);
-                free(b.p);
+                arb_buf_free(&b);
                 continue;
             }
             /* following, an agent out of reach is tried again at the next look,
@@ -284,26 +267,27 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
                 ret = -2 - EXIT_REFUSED;
             }
             json_decref(e);
-            free(b.p);
+            arb_buf_free(&b);
             return got ? got : ret;
         }
-        if (b.n > 0) {
+        size_t nread = b.len;
+        if (nread > 0) {
             if (header && !tl->headed) {
                 printf("==> task %d (node %s) <==\n", tl->task, node ? node : "?");
                 tl->headed = true;
             }
-            fwrite(b.p, 1, b.n, stdout);
+            fwrite(b.p, 1, nread, stdout);
             fflush(stdout);
         }
-        tl->off += (long)b.n;
-        got += (long)b.n;
-        free(b.p);
+        tl->off += (long)nread;
+        got += (long)nread;
+        arb_buf_free(&b);
         /* a reply is at most 1 MiB: read on while the file is longer */
         struct curl_header *sz = NULL;
         long size = -1;
         if (curl_easy_header(h, "X-Arbiter-Log-Size", 0, CURLH_HEADER, -1, &sz) == CURLHE_OK)
             size = strtol(sz->value, NULL, 10);
-        if (size < 0 || tl->off >= size || b.n == 0)
+        if (size < 0 || tl->off >= size || nread == 0)
             return got;
     }
 }

@@ -669,7 +669,7 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
     kjob_t *j = kjob_new(k, &d->root, d->name);
     if (!j)
         return -ENOMEM;
-    wl_buf_t layout = {0}; /* TFJob: " type replicas ..." in task order */
+    arb_buf_t layout = {0}; /* TFJob: " type replicas ..." in task order */
     char *prelude = NULL;
     int ntask = 0, mpi_first = -1, mpi_workers_at = 0, mpi_workers = 0;
     int64_t slots = 1;
@@ -754,7 +754,7 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
                     ty[c] = (char)tolower((unsigned char)rname[c]);
                 snprintf(call, sizeof call, "\x01(arbiter_tf_config %s)\x02", ty);
                 json_object_set_new(ctx, "TF_CONFIG", json_string(call));
-                wl_buf_printf(&layout, " %s %d", ty, (int)replicas);
+                arb_buf_printf(&layout, " %s %d", ty, (int)replicas);
             } else if (!strcmp(kf->kind, "MPIJob")) {
                 if (!strcmp(rname, "Launcher")) {
                     /* the operator's hostfile: the workers, slotsPerWorker each */
@@ -778,11 +778,11 @@ static int kind_kubeflow(kx_t *k, kdoc_t *d)
         }
     }
     if (rc == 0 && (layout.p || mpi_first >= 0)) {
-        wl_buf_t pre = {0};
+        arb_buf_t pre = {0};
         if (layout.p)
-            wl_buf_printf(&pre, TF_CONFIG_FN, layout.p);
+            arb_buf_printf(&pre, TF_CONFIG_FN, layout.p);
         if (mpi_first >= 0)
-            wl_buf_printf(&pre, MPI_HOSTFILE_FN, mpi_workers_at, mpi_workers, (int)slots);
+            arb_buf_printf(&pre, MPI_HOSTFILE_FN, mpi_workers_at, mpi_workers, (int)slots);
         prelude = pre.p;
         o.prelude = prelude;
         if (pre.oom)

@@ -440,12 +440,12 @@ static int read_tolerations(kx_t *k, const sval_t *v, k8s_pod_t *p)
  * (Kubernetes' rules). *marked: a substitution left a start-time reference. */
 static char *expand_refs(const char *s, const json_t *a, const json_t *b, bool *marked)
 {
-    wl_buf_t out = {0};
+    arb_buf_t out = {0};
 
-    wl_buf_puts(&out, "");
+    arb_buf_puts(&out, "");
     for (; *s; s++) {
         if (s[0] == '$' && s[1] == '$' && s[2] == '(') {
-            wl_buf_puts(&out, "$(");
+            arb_buf_puts(&out, "$(");
             s += 2;
             continue;
         }
@@ -462,14 +462,14 @@ static char *expand_refs(const char *s, const json_t *a, const json_t *b, bool *
                     const char *t = json_string_value(v);
                     if (strchr(t, WL_REF_OPEN))
                         *marked = true;
-                    wl_buf_puts(&out, t);
+                    arb_buf_puts(&out, t);
                     s = e;
                     continue;
                 }
             }
         }
         char c[2] = {*s, 0};
-        wl_buf_puts(&out, c);
+        arb_buf_puts(&out, c);
     }
     return out.p;
 }

@@ -225,15 +225,15 @@ static int constraint_terms(sbx_t *s, const sb_opts_t *o, json_t *terms)
 }
 
 /* %j %A %a %x %u %N %n %t %s %% (with a zero-pad width) as shell text. */
-static void pattern(wl_buf_t *b, const char *pat, const char *name)
+static void pattern(arb_buf_t *b, const char *pat, const char *name)
 {
-    wl_buf_puts(b, "\"");
+    arb_buf_puts(b, "\"");
     for (const char *p = pat; *p; p++) {
         if (*p != '%') {
             if (*p == '"' || *p == '\\' || *p == '$' || *p == '`')
-                wl_buf_puts(b, "\\");
+                arb_buf_puts(b, "\\");
             char c[2] = {*p, 0};
-            wl_buf_puts(b, c);
+            arb_buf_puts(b, c);
             continue;
         }
         int width = 0;
@@ -243,7 +243,7 @@ static void pattern(wl_buf_t *b, const char *pat, const char *name)
         const char *var = NULL;
         switch (*q) {
         case '%':
-            wl_buf_puts(b, "%");
+            arb_buf_puts(b, "%");
             p = q;
             continue;
         case 'j':
@@ -269,36 +269,36 @@ static void pattern(wl_buf_t *b, const char *pat, const char *name)
             var = "SLURM_PROCID";
             break;
         case 's':
-            wl_buf_puts(b, "batch");
+            arb_buf_puts(b, "batch");
             p = q;
             continue;
         case 'x':
             for (const char *c = name; *c; c++) {
                 char cc[2] = {*c, 0};
                 if (*c == '"' || *c == '\\' || *c == '$' || *c == '`')
-                    wl_buf_puts(b, "\\");
-                wl_buf_puts(b, cc);
+                    arb_buf_puts(b, "\\");
+                arb_buf_puts(b, cc);
             }
             p = q;
             continue;
         default: /* not a pattern: literal, as Slurm leaves it */
-            wl_buf_puts(b, "%");
+            arb_buf_puts(b, "%");
             continue;
         }
         if (width)
-            wl_buf_printf(b, "$(printf %%0%dd \"${%s:-0}\")", width > 10 ? 10 : width, var);
+            arb_buf_printf(b, "$(printf %%0%dd \"${%s:-0}\")", width > 10 ? 10 : width, var);
         else
-            wl_buf_printf(b, "${%s}", var);
+            arb_buf_printf(b, "${%s}", var);
         p = q;
     }
-    wl_buf_puts(b, "\"");
+    arb_buf_puts(b, "\"");
 }
 
-static void export_kv(wl_buf_t *b, const char *k, const char *v)
+static void export_kv(arb_buf_t *b, const char *k, const char *v)
 {
-    wl_buf_printf(b, "export %s=", k);
+    arb_buf_printf(b, "export %s=", k);
     wl_buf_shq(b, v);
-    wl_buf_puts(b, "\n");
+    arb_buf_puts(b, "\n");
 }
 
 /* The launcher text for job j (comps[] derived). */
@@ -306,29 +306,29 @@ static char *launcher(sbx_t *s, const comp_req_t *comps, const char *name, const
                       bool has_array)
 {
     sb_job_t *j = s->job;
-    wl_buf_t b = {0};
+    arb_buf_t b = {0};
     int first = 0, total_nodes = 0;
 
     for (int c = 0; c < j->ncomp; c++)
         total_nodes += comps[c].nodes;
-    wl_buf_puts(&b, "script=$1; shift\n"
-                    "d=$(mktemp -d \"${TMPDIR:-/tmp}/arbiter-slurm.XXXXXX\") || exit 1\n"
-                    "trap 'rm -rf \"$d\"' EXIT\n"
-                    "printf '%s' \"$script\" > \"$d/script\" && chmod 700 \"$d/script\"\n"
-                    "cat > \"$d/srun\" <<'ARBITER_SHIM_EOF'\n");
-    wl_buf_puts(&b, srun_shim);
-    wl_buf_puts(&b, "ARBITER_SHIM_EOF\ncat > \"$d/scontrol\" <<'ARBITER_SHIM_EOF'\n");
-    wl_buf_puts(&b, scontrol_shim);
-    wl_buf_puts(&b, "ARBITER_SHIM_EOF\n"
-                    "chmod 755 \"$d/srun\" \"$d/scontrol\"\n"
-                    "PATH=\"$d:$PATH\"; export PATH\n"
-                    "i=${ARBITER_TASK_INDEX:-0}\n"
-                    "export SLURM_JOB_ID=\"$ARBITER_JOB_ID\" SLURM_JOBID=\"$ARBITER_JOB_ID\"\n"
-                    "export SLURMD_NODENAME=\"${ARBITER_NODE:-$(hostname)}\"\n"
-                    "export SLURM_TOPOLOGY_ADDR=\"$SLURMD_NODENAME\" SLURM_CLUSTER_NAME=arbiter\n"
-                    "export SLURM_JOB_GPUS=\"$CUDA_VISIBLE_DEVICES\" "
-                    "SLURM_STEP_GPUS=\"$CUDA_VISIBLE_DEVICES\"\n"
-                    "export SLURM_JOB_USER=\"${USER:-$(id -un)}\" SLURM_JOB_UID=\"$(id -u)\"\n");
+    arb_buf_puts(&b, "script=$1; shift\n"
+                     "d=$(mktemp -d \"${TMPDIR:-/tmp}/arbiter-slurm.XXXXXX\") || exit 1\n"
+                     "trap 'rm -rf \"$d\"' EXIT\n"
+                     "printf '%s' \"$script\" > \"$d/script\" && chmod 700 \"$d/script\"\n"
+                     "cat > \"$d/srun\" <<'ARBITER_SHIM_EOF'\n");
+    arb_buf_puts(&b, srun_shim);
+    arb_buf_puts(&b, "ARBITER_SHIM_EOF\ncat > \"$d/scontrol\" <<'ARBITER_SHIM_EOF'\n");
+    arb_buf_puts(&b, scontrol_shim);
+    arb_buf_puts(&b, "ARBITER_SHIM_EOF\n"
+                     "chmod 755 \"$d/srun\" \"$d/scontrol\"\n"
+                     "PATH=\"$d:$PATH\"; export PATH\n"
+                     "i=${ARBITER_TASK_INDEX:-0}\n"
+                     "export SLURM_JOB_ID=\"$ARBITER_JOB_ID\" SLURM_JOBID=\"$ARBITER_JOB_ID\"\n"
+                     "export SLURMD_NODENAME=\"${ARBITER_NODE:-$(hostname)}\"\n"
+                     "export SLURM_TOPOLOGY_ADDR=\"$SLURMD_NODENAME\" SLURM_CLUSTER_NAME=arbiter\n"
+                     "export SLURM_JOB_GPUS=\"$CUDA_VISIBLE_DEVICES\" "
+                     "SLURM_STEP_GPUS=\"$CUDA_VISIBLE_DEVICES\"\n"
+                     "export SLURM_JOB_USER=\"${USER:-$(id -un)}\" SLURM_JOB_UID=\"$(id -u)\"\n");
     export_kv(&b, "SLURM_JOB_NAME", name);
     if (j->partition[0])
         export_kv(&b, "SLURM_JOB_PARTITION", j->partition);
@@ -343,76 +343,77 @@ static char *launcher(sbx_t *s, const comp_req_t *comps, const char *name, const
         export_kv(&b, "SLURM_SUBMIT_HOST", host);
     }
     if (has_array)
-        wl_buf_puts(&b, "export SLURM_ARRAY_JOB_ID=\"${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}\"\n");
+        arb_buf_puts(&b, "export SLURM_ARRAY_JOB_ID=\"${SLURM_ARRAY_JOB_ID:-$SLURM_JOB_ID}\"\n");
     if (j->ncomp > 1)
-        wl_buf_printf(&b, "export SLURM_HET_SIZE=%d\n", j->ncomp);
+        arb_buf_printf(&b, "export SLURM_HET_SIZE=%d\n", j->ncomp);
     for (int c = 0; c < j->ncomp; c++) {
         const comp_req_t *r = &comps[c];
         bool last = c == j->ncomp - 1;
         if (!last)
-            wl_buf_printf(&b, "if [ \"$i\" -lt %d ]; then\n", first + r->nodes);
+            arb_buf_printf(&b, "if [ \"$i\" -lt %d ]; then\n", first + r->nodes);
         else if (c)
-            wl_buf_puts(&b, "if true; then\n");
-        wl_buf_printf(&b,
-                      "export SLURM_NODEID=$((i - %d)) SLURM_NNODES=%d SLURM_JOB_NUM_NODES=%d "
-                      "SLURM_NTASKS=%d SLURM_NPROCS=%d SLURM_NTASKS_PER_NODE=%d "
-                      "SLURM_TASKS_PER_NODE='%d(x%d)' SLURM_CPUS_PER_TASK=%d "
-                      "SLURM_CPUS_ON_NODE=%" PRId64 " SLURM_JOB_CPUS_PER_NODE='%" PRId64 "(x%d)'\n",
-                      first, r->nodes, r->nodes, r->ntasks, r->ntasks, r->tpn, r->tpn, r->nodes,
-                      r->cpt, r->cpus, r->cpus, r->nodes);
-        wl_buf_printf(&b, "export SLURM_PROCID=$((SLURM_NODEID * %d)) SLURM_LOCALID=0\n", r->tpn);
+            arb_buf_puts(&b, "if true; then\n");
+        arb_buf_printf(&b,
+                       "export SLURM_NODEID=$((i - %d)) SLURM_NNODES=%d SLURM_JOB_NUM_NODES=%d "
+                       "SLURM_NTASKS=%d SLURM_NPROCS=%d SLURM_NTASKS_PER_NODE=%d "
+                       "SLURM_TASKS_PER_NODE='%d(x%d)' SLURM_CPUS_PER_TASK=%d "
+                       "SLURM_CPUS_ON_NODE=%" PRId64 " SLURM_JOB_CPUS_PER_NODE='%" PRId64
+                       "(x%d)'\n",
+                       first, r->nodes, r->nodes, r->ntasks, r->ntasks, r->tpn, r->tpn, r->nodes,
+                       r->cpt, r->cpus, r->cpus, r->nodes);
+        arb_buf_printf(&b, "export SLURM_PROCID=$((SLURM_NODEID * %d)) SLURM_LOCALID=0\n", r->tpn);
         if (r->gpus)
-            wl_buf_printf(&b,
-                          "export SLURM_GPUS_ON_NODE=%" PRId64 " SLURM_GPUS_PER_NODE=%" PRId64 "\n",
-                          r->gpus, r->gpus);
+            arb_buf_printf(
+                &b, "export SLURM_GPUS_ON_NODE=%" PRId64 " SLURM_GPUS_PER_NODE=%" PRId64 "\n",
+                r->gpus, r->gpus);
         if (r->mem_mb)
-            wl_buf_printf(&b, "export SLURM_MEM_PER_NODE=%" PRId64 "\n", r->mem_mb);
+            arb_buf_printf(&b, "export SLURM_MEM_PER_NODE=%" PRId64 "\n", r->mem_mb);
         if (j->ncomp > 1)
-            wl_buf_printf(&b, "export SLURM_HET_JOB_OFFSET=%d\n", c);
+            arb_buf_printf(&b, "export SLURM_HET_JOB_OFFSET=%d\n", c);
         if (c || !last)
-            wl_buf_puts(&b, "fi\n");
+            arb_buf_puts(&b, "fi\n");
         first += r->nodes;
     }
     /* Hosts: this node for a one-node job; else every node's address in
      * node order (the controller's ARBITER_TASK_HOSTS, up to 256 tasks),
      * else the master's. */
     if (total_nodes == 1)
-        wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"$SLURMD_NODENAME\"\n");
+        arb_buf_puts(&b, "export SLURM_JOB_NODELIST=\"$SLURMD_NODENAME\"\n");
     else
-        wl_buf_puts(&b, "export SLURM_JOB_NODELIST=\"${ARBITER_TASK_HOSTS:-${MASTER_ADDR:-"
-                        "$SLURMD_NODENAME}}\"\n");
-    wl_buf_puts(&b, "export SLURM_NODELIST=\"$SLURM_JOB_NODELIST\"\n");
+        arb_buf_puts(&b, "export SLURM_JOB_NODELIST=\"${ARBITER_TASK_HOSTS:-${MASTER_ADDR:-"
+                         "$SLURMD_NODENAME}}\"\n");
+    arb_buf_puts(&b, "export SLURM_NODELIST=\"$SLURM_JOB_NODELIST\"\n");
     const char *dir = j->chdir[0] ? j->chdir : cwd;
     if (dir) {
-        wl_buf_puts(&b, "cd ");
+        arb_buf_puts(&b, "cd ");
         wl_buf_shq(&b, dir);
-        wl_buf_puts(&b, " 2>/dev/null || echo \"arbiter: cannot enter ");
-        wl_buf_puts(&b, j->chdir[0] ? "--chdir" : "the submit directory");
-        wl_buf_puts(&b, " on $SLURMD_NODENAME; running in $PWD\" >&2\n");
+        arb_buf_puts(&b, " 2>/dev/null || echo \"arbiter: cannot enter ");
+        arb_buf_puts(&b, j->chdir[0] ? "--chdir" : "the submit directory");
+        arb_buf_puts(&b, " on $SLURMD_NODENAME; running in $PWD\" >&2\n");
     }
     if (j->output[0] || j->error[0] || j->input[0]) {
-        wl_buf_puts(&b, "if [ \"$SLURM_NODEID\" = 0 ] && [ \"${SLURM_HET_JOB_OFFSET:-0}\" = 0 ]; "
-                        "then\n");
+        arb_buf_puts(&b, "if [ \"$SLURM_NODEID\" = 0 ] && [ \"${SLURM_HET_JOB_OFFSET:-0}\" = 0 ]; "
+                         "then\n");
         if (j->input[0]) {
-            wl_buf_puts(&b, "  exec <");
+            arb_buf_puts(&b, "  exec <");
             pattern(&b, j->input, name);
-            wl_buf_puts(&b, "\n");
+            arb_buf_puts(&b, "\n");
         }
         if (j->output[0]) {
-            wl_buf_puts(&b, "  exec >");
+            arb_buf_puts(&b, "  exec >");
             pattern(&b, j->output, name);
-            wl_buf_puts(&b, "\n");
+            arb_buf_puts(&b, "\n");
         }
         if (j->error[0]) {
-            wl_buf_puts(&b, "  exec 2>");
+            arb_buf_puts(&b, "  exec 2>");
             pattern(&b, j->error, name);
-            wl_buf_puts(&b, "\n");
+            arb_buf_puts(&b, "\n");
         } else if (j->output[0]) {
-            wl_buf_puts(&b, "  exec 2>&1\n");
+            arb_buf_puts(&b, "  exec 2>&1\n");
         }
-        wl_buf_puts(&b, "fi\n");
+        arb_buf_puts(&b, "fi\n");
     }
-    wl_buf_puts(&b, "\"$d/script\" \"$@\"\n");
+    arb_buf_puts(&b, "\"$d/script\" \"$@\"\n");
     if (b.oom) {
         free(b.p);
         return NULL;

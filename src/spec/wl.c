@@ -220,83 +220,44 @@ int wl_translate(wl_t *w, const char *buf, size_t len, const wl_sbatch_cli_t *cl
     }
 }
 
-/* ---- buffers and quoting ----------------------------------------------------------- */
+/* ---- quoting ---------------------------------------------------------------------- */
 
-static void buf_put(wl_buf_t *b, const char *s, size_t n)
+void wl_buf_shq(arb_buf_t *b, const char *s)
 {
-    if (b->oom)
-        return;
-    if (b->n + n + 1 > b->cap) {
-        size_t cap = b->cap ? b->cap : 256;
-        while (cap < b->n + n + 1)
-            cap *= 2;
-        char *p = realloc(b->p, cap);
-        if (!p) {
-            b->oom = true;
-            return;
-        }
-        b->p = p;
-        b->cap = cap;
-    }
-    memcpy(b->p + b->n, s, n);
-    b->n += n;
-    b->p[b->n] = '\0';
-}
-
-void wl_buf_puts(wl_buf_t *b, const char *s)
-{
-    buf_put(b, s, strlen(s));
-}
-
-void wl_buf_printf(wl_buf_t *b, const char *fmt, ...)
-{
-    char tmp[1024];
-    va_list ap;
-    int k;
-
-    va_start(ap, fmt);
-    k = vsnprintf(tmp, sizeof tmp, fmt, ap);
-    va_end(ap);
-    if (k > 0)
-        buf_put(b, tmp, (size_t)k < sizeof tmp ? (size_t)k : sizeof tmp - 1);
-}
-
-void wl_buf_shq(wl_buf_t *b, const char *s)
-{
-    buf_put(b, "'", 1);
+    arb_buf_put(b, "'", 1);
     for (const char *q; (q = strchr(s, '\'')); s = q + 1) {
-        buf_put(b, s, (size_t)(q - s));
-        buf_put(b, "'\\''", 4);
+        arb_buf_put(b, s, (size_t)(q - s));
+        arb_buf_put(b, "'\\''", 4);
     }
-    buf_put(b, s, strlen(s));
-    buf_put(b, "'", 1);
+    arb_buf_put(b, s, strlen(s));
+    arb_buf_put(b, "'", 1);
 }
 
-void wl_buf_dq(wl_buf_t *b, const char *s)
+void wl_buf_dq(arb_buf_t *b, const char *s)
 {
-    buf_put(b, "\"", 1);
+    arb_buf_put(b, "\"", 1);
     for (; *s; s++) {
         if (*s == WL_REF_OPEN) { /* a reference made by the translator: ${NAME} */
             const char *e = strchr(s, WL_REF_CLOSE);
             if (e && s[1] == '(') { /* a command's output: $(...) */
-                buf_put(b, "$", 1);
-                buf_put(b, s + 1, (size_t)(e - s - 1));
+                arb_buf_put(b, "$", 1);
+                arb_buf_put(b, s + 1, (size_t)(e - s - 1));
                 s = e;
                 continue;
             }
             if (e) {
-                buf_put(b, "${", 2);
-                buf_put(b, s + 1, (size_t)(e - s - 1));
-                buf_put(b, "}", 1);
+                arb_buf_put(b, "${", 2);
+                arb_buf_put(b, s + 1, (size_t)(e - s - 1));
+                arb_buf_put(b, "}", 1);
                 s = e;
                 continue;
             }
         }
         if (*s == '"' || *s == '\\' || *s == '$' || *s == '`')
-            buf_put(b, "\\", 1);
-        buf_put(b, s, 1);
+            arb_buf_put(b, "\\", 1);
+        arb_buf_put(b, s, 1);
     }
-    buf_put(b, "\"", 1);
+    arb_buf_put(b, "\"", 1);
 }
 
 void wl_job_name(char *out, size_t n, const char *s)
@@ -317,7 +278,7 @@ static bool simple(const wl_run_t *r)
     return !r->dir && !r->argv_expand && (!r->dyn || json_object_size(r->dyn) == 0);
 }
 
-static void run_body(wl_buf_t *b, const wl_run_t *r, const char *indent)
+static void run_body(arb_buf_t *b, const wl_run_t *r, const char *indent)
 {
     const char *k;
     json_t *v;
@@ -325,42 +286,42 @@ static void run_body(wl_buf_t *b, const wl_run_t *r, const char *indent)
 
     json_object_foreach(r->env, k, v)
     {
-        wl_buf_printf(b, "%sexport %s=", indent, k);
+        arb_buf_printf(b, "%sexport %s=", indent, k);
         wl_buf_shq(b, json_string_value(v) ? json_string_value(v) : "");
-        wl_buf_puts(b, "\n");
+        arb_buf_puts(b, "\n");
     }
     json_object_foreach(r->dyn, k, v)
     {
-        wl_buf_printf(b, "%sexport %s=", indent, k);
+        arb_buf_printf(b, "%sexport %s=", indent, k);
         wl_buf_dq(b, json_string_value(v) ? json_string_value(v) : "");
-        wl_buf_puts(b, "\n");
+        arb_buf_puts(b, "\n");
     }
     if (r->dir) {
-        wl_buf_printf(b, "%scd ", indent);
+        arb_buf_printf(b, "%scd ", indent);
         wl_buf_shq(b, r->dir);
-        wl_buf_puts(b, " || exit 1\n");
+        arb_buf_puts(b, " || exit 1\n");
     }
     if (!r->argv || json_array_size(r->argv) == 0) {
-        wl_buf_printf(b, "%secho 'arbiter: group ", indent);
-        wl_buf_puts(b, r->group);
-        wl_buf_puts(b, " has no command (images are not run: give command:)' >&2; exit 127\n");
+        arb_buf_printf(b, "%secho 'arbiter: group ", indent);
+        arb_buf_puts(b, r->group);
+        arb_buf_puts(b, " has no command (images are not run: give command:)' >&2; exit 127\n");
         return;
     }
-    wl_buf_printf(b, "%sexec", indent);
+    arb_buf_printf(b, "%sexec", indent);
     json_array_foreach(r->argv, i, v)
     {
-        wl_buf_puts(b, " ");
+        arb_buf_puts(b, " ");
         if (r->argv_expand)
             wl_buf_dq(b, json_string_value(v));
         else
             wl_buf_shq(b, json_string_value(v));
     }
-    wl_buf_puts(b, "\n");
+    arb_buf_puts(b, "\n");
 }
 
 int wl_command(json_t *spec, const wl_run_t *runs, int n, const char *prelude)
 {
-    wl_buf_t b = {0};
+    arb_buf_t b = {0};
     int first = 0;
 
     if (n == 1 && simple(&runs[0]) && !prelude) {
@@ -370,21 +331,21 @@ int wl_command(json_t *spec, const wl_run_t *runs, int n, const char *prelude)
         return 0;
     }
     if (prelude)
-        wl_buf_puts(&b, prelude);
-    wl_buf_puts(&b, "i=${ARBITER_TASK_INDEX:-0}\n");
+        arb_buf_puts(&b, prelude);
+    arb_buf_puts(&b, "i=${ARBITER_TASK_INDEX:-0}\n");
     for (int g = 0; g < n; g++) {
         const wl_run_t *r = &runs[g];
         bool last = g == n - 1;
         if (!last)
-            wl_buf_printf(&b, "if [ \"$i\" -lt %d ]; then\n", first + r->replicas);
-        wl_buf_puts(&b, last ? "" : "  ");
-        wl_buf_puts(&b, "export ARBITER_GROUP=");
+            arb_buf_printf(&b, "if [ \"$i\" -lt %d ]; then\n", first + r->replicas);
+        arb_buf_puts(&b, last ? "" : "  ");
+        arb_buf_puts(&b, "export ARBITER_GROUP=");
         wl_buf_shq(&b, r->group);
-        wl_buf_printf(&b, " ARBITER_GROUP_INDEX=$((i - %d)) ARBITER_GROUP_SIZE=%d\n", first,
-                      r->replicas);
+        arb_buf_printf(&b, " ARBITER_GROUP_INDEX=$((i - %d)) ARBITER_GROUP_SIZE=%d\n", first,
+                       r->replicas);
         run_body(&b, r, last ? "" : "  ");
         if (!last)
-            wl_buf_puts(&b, "fi\n");
+            arb_buf_puts(&b, "fi\n");
         first += r->replicas;
     }
     if (b.oom) {

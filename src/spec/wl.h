@@ -29,6 +29,7 @@
 #include <stddef.h>
 
 #include "arbiter/arbiter.h"
+#include "util/buf.h"
 
 #define WL_MAX_JOBS 10000    /* jobs out of one file (array elements included) */
 #define WL_MAX_WARNINGS 200  /* warnings kept per file; a last one says how many more */
@@ -120,21 +121,14 @@ typedef struct wl_run {
  */
 int wl_command(json_t *spec, const wl_run_t *runs, int n, const char *prelude);
 
-/* s in single quotes for sh ('it'\''s'), appended to a growing buffer. */
-typedef struct wl_buf {
-    char *p;
-    size_t n, cap;
-    bool oom;
-} wl_buf_t;
-void wl_buf_puts(wl_buf_t *b, const char *s);
-void wl_buf_printf(wl_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-void wl_buf_shq(wl_buf_t *b, const char *s);
+/* s in single quotes for sh ('it'\''s'), appended to a buffer (util/buf.h). */
+void wl_buf_shq(arb_buf_t *b, const char *s);
 /* s in double quotes, every character literal except references the
  * translator marked as WL_REF_OPEN NAME WL_REF_CLOSE, which become ${NAME}
  * ($(...) when NAME starts with '('). */
 #define WL_REF_OPEN '\x01'
 #define WL_REF_CLOSE '\x02'
-void wl_buf_dq(wl_buf_t *b, const char *s);
+void wl_buf_dq(arb_buf_t *b, const char *s);
 
 /* A string that is a valid job name (letters, digits, -_.), at most 80. */
 void wl_job_name(char *out, size_t n, const char *s);

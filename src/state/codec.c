@@ -640,15 +640,15 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
          * (partial gang, elastic) change under a running task, and its
          * assignment must not. */
         if (j->nalloc <= 256 && !arb_job_partial_gang(j) && !j->elastic) {
-            wl_buf_t hb = {0};
+            arb_buf_t hb = {0};
             for (int k = 0; k < j->nalloc; k++) {
                 if (k)
-                    wl_buf_puts(&hb, ",");
+                    arb_buf_puts(&hb, ",");
                 if (j->alloc[k].node == ARB_NO_NODE)
                     continue;
                 const arb_node_t *hn = &s->cluster.nodes[j->alloc[k].node];
                 const st_node_t *hx = st_node_ext(s, hn);
-                wl_buf_puts(&hb, hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn));
+                arb_buf_puts(&hb, hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn));
             }
             if (!hb.oom && hb.p)
                 json_object_set_new(env, "ARBITER_TASK_HOSTS", json_string(hb.p));
