@@ -13,12 +13,7 @@ const cli_cmd_t cli_cmds[] = {
     {"place", "place a scenario's jobs one at a time and explain the pending ones", NULL, cli_place,
      true},
     {"sim", "replay a GPU trace through the scheduler (the FGD paper's experiment, or events)",
-     "arbiter sim --nodes NODES.csv --pods PODS.csv --policy POLICY[,...] [--seed N | --seeds A-B] "
-     "[--mode paper|events] [--inflate 1.3] [--online] [--queue fifo|priority|drf] [--compress X] "
-     "[--cycle S] [--arrivals poisson:RATE --durations FILE [--tasks N]] [--gangs G:N:LEVEL] "
-     "[--topology FILE] [--gen POINTS [--gen-seed S] [--spec-from FILE] [--gen-out DIR]] "
-     "[-o json|csv|compare|table] [--expected DIR] [--svg FILE] [--jobs N]",
-     cli_sim, false},
+     NULL, cli_sim, true},
     {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
      "arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] [--policy NAME] "
      "[--queue fifo|priority|drf] [--full-scan] [-o text|json]\n"

@@ -6,6 +6,7 @@
  * with the FGD artifact's published results; optionally draws an SVG chart.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 
 #include "arbiter/sched.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "sim/gen.h"
 #include "sim/sim.h"
 
@@ -24,62 +26,103 @@
 static const char *const paper_policies[] = {"random",      "dotprod", "gpu-clustering",
                                              "gpu-packing", "bestfit", "fgd"};
 
-/* The options, one row each: name, value placeholder (NULL: a flag), help. */
-static const struct sim_opt {
-    const char *name, *alias, *value, *help;
-} opts[] = {
-    {"--nodes", NULL, "FILE", "node list: sn,cpu_milli,memory_mib,gpu,model"},
-    {"--pods", NULL, "FILE", "task list (repeat for several workloads)"},
-    {"--policy", NULL, "P[,P...]",
-     "scheduling profiles, 'paper' for the paper's six, or 'bound' (paper mode: an offline upper "
-     "bound at 100% arrived)"},
-    {"--seed", "--seeds", "S", "42, 42-51, or a comma list of both (default 42)"},
-    {"--mode", NULL, "MODE", "paper (default: the FGD artifact's experiment) or events"},
-    {"--inflate", NULL, "X", "paper mode: GPU demand to reach, x cluster GPUs (default 1.3)"},
-    {"--online", NULL, NULL, "paper mode: submit each task just before placing it"},
-    {"--queue", NULL, "Q[,Q...]", "events mode: fifo (default), priority, drf"},
-    {"--compress", NULL, "X", "events mode: trace creation times divided by X (load x X)"},
-    {"--cycle", NULL, "SECONDS",
-     "events mode: schedule every SECONDS of virtual time (default: "
-     "at every event)"},
-    {"--arrivals", NULL, "poisson:RATE",
-     "events mode: Poisson arrivals, RATE tasks/s (or /min, /h)"},
-    {"--durations", NULL, "FILE", "with --arrivals: run times (duration column, or a task list)"},
-    {"--tasks", NULL, "N", "with --arrivals: tasks to draw (default: the task list's count)"},
-    {"--gangs", NULL, "G:N:LEVEL",
-     "events mode: tasks of >= G whole GPUs become gangs of N in one LEVEL"},
-    {"--topology", NULL, "FILE", "racks, blocks and NVLink domains of the nodes (docs/sim.md)"},
-    {"--gen", NULL, "POINTS",
-     "workloads built from the one --pods: gpushare:P, multigpu:P, gpuspec:P, cpu:P, joined by "
-     "'+', comma-separated, or 'family' (docs/sim.md)"},
-    {"--gen-seed", NULL, "S", "with --gen: the generator's seed (default 1)"},
-    {"--spec-from", NULL, "FILE", "with --gen gpuspec: a task list whose gpu_spec values to draw"},
-    {"--gen-out", NULL, "DIR",
-     "with --gen: write each workload as DIR/NAME.csv (--policy optional)"},
-    {"-o", "--output", "FMT",
-     "json (default), csv, compare (paper mode, with --expected), or table (paper mode: "
-     "alloc@100 per workload and policy against the first policy)"},
-    {"--expected", NULL, "DIR", "the artifact's expected/ directory, or one *_discrete.csv"},
-    {"--svg", NULL, "FILE", "draw the results (paper: Fig. 9a; events: allocation, waiting)"},
-    {"--jobs", "-j", "N", "worker processes (default: the CPUs online)"},
+/* The options as given; fl_parse fills them by the table below. */
+typedef struct sim_flags {
+    const char *nodes, *policy, *seed, *queue, *arrivals, *durations, *gangs, *topology, *gen,
+        *spec_from, *gen_out, *expected, *svg;
+    fl_list_t pods;
+    int mode;                          /* the index in "paper|events": sim_mode_t */
+    int output;                        /* the index in SIM_OUTPUTS */
+    double inflate, compress, cycle_s; /* cycle_s: -1 until given */
+    bool online;
+    int tasks, jobs;
+    long long gen_seed;
+} sim_flags_t;
+
+enum { SIM_OUT_JSON, SIM_OUT_CSV, SIM_OUT_COMPARE, SIM_OUT_TABLE };
+#define SIM_OUTPUTS "json|csv|compare|table"
+
+#define SF(FIELD, LONG, KIND, META, HELP, ...)                                                     \
+    FL_OPT(sim_flags_t, FIELD, LONG, NULL, KIND, META, HELP, __VA_ARGS__)
+static const fl_flag_t sim_flag_table[] = {
+    SF(nodes, "--nodes", FL_STR, "FILE", "node list: sn,cpu_milli,memory_mib,gpu,model"),
+    SF(pods, "--pods", FL_LIST, "FILE", "task list (repeat for several workloads, at most 64)"),
+    SF(policy, "--policy", FL_STR, "P[,P...]",
+       "scheduling profiles, 'paper' for the paper's six, or 'bound' (paper mode: an offline "
+       "upper bound at 100% arrived)"),
+    SF(seed, "--seed", FL_STR, "S", "42, 42-51, or a comma list of both", .def = "42"),
+    SF(seed, "--seeds", FL_STR, "S", "the same as --seed"),
+    SF(mode, "--mode", FL_CHOICE, NULL,
+       "paper (the FGD artifact's experiment) or events (queueing and departures)",
+       .choices = "paper|events", .def = "paper"),
+    SF(inflate, "--inflate", FL_NUM, "X",
+       "paper mode: GPU demand to reach, x cluster GPUs (0: none)", .def = "1.3", .min = 0,
+       .max = 100),
+    SF(online, "--online", FL_BOOL, NULL, "paper mode: submit each task just before placing it"),
+    SF(queue, "--queue", FL_STR, "Q[,Q...]",
+       "events mode: fifo (default), priority, drf (a comma list runs each)"),
+    SF(compress, "--compress", FL_NUM, "X",
+       "events mode: trace creation times divided by X (load x X), 1 or more", .min = 1,
+       .max = 1000000000),
+    SF(cycle_s, "--cycle", FL_NUM, "SECONDS",
+       "events mode: schedule every SECONDS of virtual time, above 0 (default: at every event)",
+       .max = 1000000000),
+    SF(arrivals, "--arrivals", FL_STR, "poisson:RATE",
+       "events mode: Poisson arrivals, RATE tasks/s (or /min, /h)"),
+    SF(durations, "--durations", FL_STR, "FILE",
+       "with --arrivals: run times (duration column, or a task list)"),
+    SF(tasks, "--tasks", FL_I32, "N",
+       "with --arrivals: tasks to draw (default: the task list's count)", .min = 1,
+       .max = 100000000),
+    SF(gangs, "--gangs", FL_STR, "G:N:LEVEL",
+       "events mode: tasks of >= G whole GPUs become gangs of N in one LEVEL"),
+    SF(topology, "--topology", FL_STR, "FILE",
+       "racks, blocks and NVLink domains of the nodes (docs/sim.md)"),
+    SF(gen, "--gen", FL_STR, "POINTS",
+       "workloads built from the one --pods: gpushare:P, multigpu:P, gpuspec:P, cpu:P, joined by "
+       "'+', comma-separated, or 'family' (docs/sim.md)"),
+    SF(gen_seed, "--gen-seed", FL_INT, "S", "with --gen: the generator's seed", .def = "1"),
+    SF(spec_from, "--spec-from", FL_STR, "FILE",
+       "with --gen gpuspec: a task list whose gpu_spec values to draw"),
+    SF(gen_out, "--gen-out", FL_STR, "DIR",
+       "with --gen: write each workload as DIR/NAME.csv (--policy optional)"),
+    FL_OPT(sim_flags_t, output, "--output", "-o", FL_CHOICE, NULL,
+           "json, csv, compare (paper mode, with --expected), or table (paper mode: alloc@100 per "
+           "workload and policy against the first policy)",
+           .choices = SIM_OUTPUTS, .def = "json"),
+    SF(expected, "--expected", FL_STR, "DIR",
+       "the artifact's expected/ directory, or one *_discrete.csv"),
+    SF(svg, "--svg", FL_STR, "FILE",
+       "draw the results (paper: Fig. 9a; events: allocation, waiting)"),
+    FL_OPT(sim_flags_t, jobs, "--jobs", "-j", FL_I32, "N",
+           "worker processes, 1 or more (default: the CPUs online)", .min = 1),
+    FL_END,
 };
 
-#define NOPTS (sizeof opts / sizeof opts[0])
-
-static int usage_err(const char *fmt, const char *arg)
+static void sim_more(FILE *f)
 {
-    fputs("arbiter sim: ", stderr);
-    fprintf(stderr, fmt, arg);
-    fputs("\nusage: arbiter sim --nodes FILE --pods FILE --policy P [options]\n", stderr);
-    for (size_t i = 0; i < NOPTS; i++) {
-        char left[48];
-        snprintf(left, sizeof left, "%s%s%s%s%s", opts[i].name, opts[i].alias ? ", " : "",
-                 opts[i].alias ? opts[i].alias : "", opts[i].value ? " " : "",
-                 opts[i].value ? opts[i].value : "");
-        fprintf(stderr, "  %-30s %s\n", left, opts[i].help);
-    }
     char names[256];
-    fprintf(stderr, "  profiles: %s\n", arb_profile_names(names, sizeof names));
+    fprintf(f, "\nprofiles: %s\n", arb_profile_names(names, sizeof names));
+}
+
+static const fl_verb_t sim_verb = {
+    .name = "sim",
+    .summary = "replay a GPU trace through the scheduler (the FGD paper's experiment, or events); "
+               "--nodes, --pods and --policy are required",
+    .flags = sim_flag_table,
+    .more_fn = sim_more,
+};
+
+/* A usage error found after parsing: the message and a pointer to --help; 2. */
+__attribute__((format(printf, 1, 2))) static int usage_err(const char *fmt, ...)
+{
+    va_list ap;
+
+    fputs("arbiter sim: ", stderr);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fputs("; run 'arbiter sim --help' for the usage\n", stderr);
     return 2;
 }
 
@@ -221,311 +264,231 @@ out:
     return rc;
 }
 
-int cli_sim(int argc, char **argv)
-{
-    const char *nodes_path = NULL, *pods[SIM_MAX_WORKLOADS], *out = "json", *svg = NULL,
-               *expected = NULL, *policies[SIM_MAX_POLICIES], *durations = NULL, *topology = NULL,
-               *gen_arg = NULL, *spec_from = NULL, *gen_out = NULL;
-    uint64_t gen_seed = 1;
-    sim_gen_point_t *points = NULL;
-    sim_tasks_t spec_pool = {0};
-    int npoints = 0;
-    char *policy_arg = NULL, *queue_arg = NULL;
-    int npods = 0, npol = 0, nseeds = 1, nqueues = 1, jobs = 0, rc = 0, nres = 0;
-    uint64_t *seeds = calloc(SIM_MAX_SEEDS, sizeof *seeds);
-    arb_queue_policy_t queues[SIM_MAX_QUEUES] = {ARB_QP_FIFO};
-    sim_opts_t base = {.inflate = 1.3};
-    sim_nodes_t nodes = {0};
+/* What one `arbiter sim` run works from: the flags as given, then what
+ * sim_check made of them, then what sim_load read. */
+typedef struct sim_run {
+    sim_flags_t f;
+    uint64_t *seeds; /* SIM_MAX_SEEDS of them */
+    int nseeds;
+    char *policy_arg, *queue_arg; /* copies, cut up in place */
+    const char *policies[SIM_MAX_POLICIES];
+    int npol;
+    arb_queue_policy_t queues[SIM_MAX_QUEUES];
+    int nqueues;
+    sim_gen_point_t *points;
+    int npoints, npods;
+    sim_opts_t base;
+    sim_nodes_t nodes;
     sim_tasks_t wl[SIM_MAX_WORKLOADS];
-    sim_durations_t durs = {0};
-    sim_expect_t ex = {0};
-    sim_result_t *res = NULL;
+    sim_tasks_t spec_pool;
+    sim_durations_t durs;
+    sim_expect_t ex;
+} sim_run_t;
+
+/* The queue policies of --queue "fifo,drf" into r->queues. 0, or 2 (said). */
+static int sim_queues(sim_run_t *r)
+{
+    const char *v = r->f.queue;
+    char *save = NULL;
     arb_err_t err = {{0}};
 
-    memset(wl, 0, sizeof wl);
-    if (!seeds)
+    r->nqueues = 1;
+    r->queues[0] = ARB_QP_FIFO;
+    if (!v)
+        return 0;
+    if (!(r->queue_arg = strdup(v)))
         return 1;
-    seeds[0] = 42;
-    for (int i = 1; i < argc; i++) {
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        const struct sim_opt *o = NULL;
-        for (size_t k = 0; k < NOPTS && !o; k++)
-            if (is(a, opts[k].name) || (opts[k].alias && is(a, opts[k].alias)))
-                o = &opts[k];
-        if (!o) {
-            rc = usage_err("unknown option '%s'", a);
-            goto out;
-        }
-        if (o->value && !v) {
-            rc = usage_err("option '%s' needs a value", a);
-            goto out;
-        }
-        if (o->value)
-            i++;
-        if (is(o->name, "--nodes")) {
-            nodes_path = v;
-        } else if (is(o->name, "--pods")) {
-            if (npods == SIM_MAX_WORKLOADS) {
-                rc = usage_err("at most 64 --pods files, got more at '%s'", v);
-                goto out;
-            }
-            pods[npods++] = v;
-        } else if (is(o->name, "--policy")) {
-            free(policy_arg);
-            policy_arg = strdup(v);
-        } else if (is(o->name, "--seed")) {
-            if (parse_seeds(v, seeds, &nseeds) < 0) {
-                rc = usage_err("seeds '%s': give N, A-B or a comma list of them", v);
-                goto out;
-            }
-        } else if (is(o->name, "--mode")) {
-            if (is(v, "paper"))
-                base.mode = SIM_MODE_PAPER;
-            else if (is(v, "events"))
-                base.mode = SIM_MODE_EVENTS;
-            else {
-                rc = usage_err("--mode '%s': use paper or events", v);
-                goto out;
-            }
-        } else if (is(o->name, "--inflate")) {
-            char *end;
-            base.inflate = strtod(v, &end);
-            if (*end || end == v || base.inflate < 0 || base.inflate > 100) {
-                rc = usage_err("--inflate '%s': give a ratio such as 1.3 (0: no inflation)", v);
-                goto out;
-            }
-        } else if (is(o->name, "--online")) {
-            base.online = true;
-        } else if (is(o->name, "--queue")) {
-            free(queue_arg);
-            queue_arg = strdup(v);
-            nqueues = 0;
-            char *save = NULL;
-            for (char *q = strtok_r(queue_arg, ",", &save); q; q = strtok_r(NULL, ",", &save)) {
-                if (nqueues == SIM_MAX_QUEUES ||
-                    arb_queue_policy_parse(q, &queues[nqueues++], &err) < 0) {
-                    rc = usage_err("--queue '%s': use fifo, priority or drf (a comma list of "
-                                   "them runs each)",
-                                   v);
-                    goto out;
-                }
-            }
-            if (nqueues == 0) {
-                rc = usage_err("--queue '%s': name a queue policy", v);
-                goto out;
-            }
-        } else if (is(o->name, "--arrivals")) {
-            if (parse_arrivals(v, &base.poisson_rate) < 0) {
-                rc = usage_err("--arrivals '%s': give poisson:RATE, RATE in tasks per second "
-                               "(or with /min, /h)",
-                               v);
-                goto out;
-            }
-        } else if (is(o->name, "--compress")) {
-            char *end;
-            base.compress = strtod(v, &end);
-            if (*end || end == v || !(base.compress >= 1) || base.compress > 1e9) {
-                rc = usage_err("--compress '%s': give a factor of 1 or more", v);
-                goto out;
-            }
-        } else if (is(o->name, "--cycle")) {
-            char *end;
-            base.cycle_s = strtod(v, &end);
-            if (*end || end == v || !(base.cycle_s > 0) || base.cycle_s > 1e9) {
-                rc = usage_err("--cycle '%s': give a period in seconds, above 0", v);
-                goto out;
-            }
-        } else if (is(o->name, "--durations")) {
-            durations = v;
-        } else if (is(o->name, "--tasks")) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || end == v || n < 1 || n > 100000000) {
-                rc = usage_err("--tasks '%s': give a number of tasks, 1 or more", v);
-                goto out;
-            }
-            base.ntasks = (int)n;
-        } else if (is(o->name, "--gangs")) {
-            if (parse_gangs(v, &base) < 0) {
-                rc = usage_err("--gangs '%s': give G:N:LEVEL, e.g. 8:4:rack (tasks of 8 GPUs "
-                               "become gangs of 4 in one rack; prefer-rack to only prefer it)",
-                               v);
-                goto out;
-            }
-        } else if (is(o->name, "--topology")) {
-            topology = v;
-        } else if (is(o->name, "--gen")) {
-            gen_arg = v;
-        } else if (is(o->name, "--gen-seed")) {
-            char *end;
-            gen_seed = strtoull(v, &end, 10);
-            if (*end || end == v) {
-                rc = usage_err("--gen-seed '%s': give a whole number", v);
-                goto out;
-            }
-        } else if (is(o->name, "--spec-from")) {
-            spec_from = v;
-        } else if (is(o->name, "--gen-out")) {
-            gen_out = v;
-        } else if (is(o->name, "-o")) {
-            out = v;
-            if (!is(out, "json") && !is(out, "csv") && !is(out, "compare") && !is(out, "table")) {
-                rc = usage_err("-o '%s': use json, csv, compare or table", v);
-                goto out;
-            }
-        } else if (is(o->name, "--svg")) {
-            svg = v;
-        } else if (is(o->name, "--expected")) {
-            expected = v;
-        } else if (is(o->name, "--jobs")) {
-            jobs = atoi(v);
-            if (jobs < 1) {
-                rc = usage_err("--jobs '%s': give a number of processes, 1 or more", v);
-                goto out;
-            }
-        }
+    r->nqueues = 0;
+    for (char *q = strtok_r(r->queue_arg, ",", &save); q; q = strtok_r(NULL, ",", &save))
+        if (r->nqueues == SIM_MAX_QUEUES ||
+            arb_queue_policy_parse(q, &r->queues[r->nqueues++], &err) < 0)
+            return usage_err("--queue '%s': use fifo, priority or drf (a comma list of them runs "
+                             "each)",
+                             v);
+    if (r->nqueues == 0)
+        return usage_err("--queue '%s': name a queue policy", v);
+    return 0;
+}
+
+/* The values the table leaves as text, and what the flags say together,
+ * into r. 0, or an exit code (2: a usage error, said). */
+static int sim_check(sim_run_t *r)
+{
+    sim_flags_t *f = &r->f;
+    sim_opts_t *b = &r->base;
+    arb_err_t err = {{0}};
+    int rc;
+
+    b->mode = f->mode == 1 ? SIM_MODE_EVENTS : SIM_MODE_PAPER;
+    b->inflate = f->inflate;
+    b->online = f->online;
+    b->compress = f->compress;
+    b->ntasks = f->tasks;
+    if (f->cycle_s == 0)
+        return usage_err("--cycle '0': give a period in seconds, above 0");
+    b->cycle_s = f->cycle_s > 0 ? f->cycle_s : 0;
+    if (f->pods.n > SIM_MAX_WORKLOADS)
+        return usage_err("at most %d --pods files, got more at '%s'", SIM_MAX_WORKLOADS,
+                         f->pods.v[SIM_MAX_WORKLOADS]);
+    r->npods = f->pods.n;
+    if (parse_seeds(f->seed, r->seeds, &r->nseeds) < 0)
+        return usage_err("seeds '%s': give N, A-B or a comma list of them", f->seed);
+    if ((rc = sim_queues(r)))
+        return rc;
+    if (f->arrivals && parse_arrivals(f->arrivals, &b->poisson_rate) < 0)
+        return usage_err("--arrivals '%s': give poisson:RATE, RATE in tasks per second (or with "
+                         "/min, /h)",
+                         f->arrivals);
+    if (f->gangs && parse_gangs(f->gangs, b) < 0)
+        return usage_err("--gangs '%s': give G:N:LEVEL, e.g. 8:4:rack (tasks of 8 GPUs become "
+                         "gangs of 4 in one rack; prefer-rack to only prefer it)",
+                         f->gangs);
+    if (!f->nodes || r->npods == 0 || (!f->policy && !(f->gen && f->gen_out)))
+        return usage_err("--nodes, --pods and --policy are required (--policy may go with --gen "
+                         "and --gen-out: then the workloads are only written)");
+    if ((f->spec_from || f->gen_out) && !f->gen)
+        return usage_err("--spec-from and --gen-out go with --gen");
+    if (f->gen) {
+        if (r->npods != 1)
+            return usage_err("--gen builds its workloads from one --pods file (the base); give "
+                             "exactly one");
+        if (!(r->points = calloc(SIM_GEN_MAX_POINTS, sizeof *r->points)))
+            return 1;
+        if (sim_gen_parse(f->gen, r->points, SIM_GEN_MAX_POINTS, &r->npoints, &err) < 0)
+            return usage_err("%s", err.msg);
     }
-    if (!nodes_path || npods == 0 || (!policy_arg && !(gen_arg && gen_out))) {
-        rc = usage_err("%s", "--nodes, --pods and --policy are required (--policy may go with "
-                             "--gen and --gen-out: then the workloads are only written)");
-        goto out;
-    }
-    if ((spec_from || gen_out) && !gen_arg) {
-        rc = usage_err("%s", "--spec-from and --gen-out go with --gen");
-        goto out;
-    }
-    if (gen_arg) {
-        if (npods != 1) {
-            rc = usage_err("%s", "--gen builds its workloads from one --pods file (the base); "
-                                 "give exactly one");
-            goto out;
-        }
-        if (!(points = calloc(SIM_GEN_MAX_POINTS, sizeof *points))) {
-            rc = 1;
-            goto out;
-        }
-        if (sim_gen_parse(gen_arg, points, SIM_GEN_MAX_POINTS, &npoints, &err) < 0) {
-            rc = usage_err("%s", err.msg);
-            goto out;
-        }
-    }
-    if (policy_arg && parse_policies(policy_arg, policies, &npol) < 0) {
-        rc = usage_err("--policy: give 1..16 names separated by commas%s", "");
-        goto out;
-    }
-    for (int i = 0; i < npol; i++) {
+    if (f->policy && (!(r->policy_arg = strdup(f->policy)) ||
+                      parse_policies(r->policy_arg, r->policies, &r->npol) < 0))
+        return r->policy_arg ? usage_err("--policy: give 1..16 names separated by commas") : 1;
+    for (int i = 0; i < r->npol; i++) {
         arb_profile_t prof;
-        if (is(policies[i], SIM_BOUND_POLICY)) {
-            if (base.mode == SIM_MODE_EVENTS) {
-                rc = usage_err("%s", "--policy bound (the offline bound) is for paper mode");
-                goto out;
-            }
+        if (is(r->policies[i], SIM_BOUND_POLICY)) {
+            if (b->mode == SIM_MODE_EVENTS)
+                return usage_err("--policy bound (the offline bound) is for paper mode");
             continue;
         }
-        if (arb_profile_lookup(policies[i], &prof, &err) < 0) {
+        if (arb_profile_lookup(r->policies[i], &prof, &err) < 0) {
             fprintf(stderr, "arbiter sim: --policy: %s\n", err.msg);
-            rc = 2;
-            goto out;
+            return 2;
         }
     }
-    if (base.mode == SIM_MODE_PAPER &&
-        (queue_arg || base.poisson_rate > 0 || durations || base.ntasks || base.compress ||
-         base.cycle_s || base.gang_gpus)) {
-        rc = usage_err("%s", "--queue, --compress, --cycle, --arrivals, --durations, --tasks and "
-                             "--gangs need --mode events");
-        goto out;
+    if (b->mode == SIM_MODE_PAPER && (f->queue || b->poisson_rate > 0 || f->durations ||
+                                      b->ntasks || b->compress || b->cycle_s || b->gang_gpus))
+        return usage_err("--queue, --compress, --cycle, --arrivals, --durations, --tasks and "
+                         "--gangs need --mode events");
+    if (b->mode == SIM_MODE_EVENTS && (f->output == SIM_OUT_COMPARE || f->output == SIM_OUT_TABLE))
+        return usage_err("-o compare and -o table are for paper mode; events mode prints json or "
+                         "csv");
+    if ((b->poisson_rate > 0) != (f->durations != NULL))
+        return usage_err("--arrivals poisson:RATE and --durations FILE go together");
+    if (f->output == SIM_OUT_COMPARE && !f->expected)
+        return usage_err("-o compare needs --expected DIR (the published *_discrete.csv)");
+    return 0;
+}
+
+/* Read the files the flags name (and write --gen-out's). 0 or -errno with text. */
+static int sim_load(sim_run_t *r, arb_err_t *err)
+{
+    sim_flags_t *f = &r->f;
+
+    if (sim_nodes_load(f->nodes, &r->nodes, err) < 0)
+        return -1;
+    if (f->topology && sim_topo_load(f->topology, &r->nodes, err) < 0)
+        return -1;
+    for (int i = 0; i < r->npods; i++)
+        if (sim_tasks_load(f->pods.v[i], &r->wl[i], err) < 0)
+            return -1;
+    if (f->gen) {
+        if (make_workloads(&r->nodes, r->wl, r->points, r->npoints, f->spec_from, &r->spec_pool,
+                           (uint64_t)f->gen_seed, f->gen_out, err) < 0)
+            return -1;
+        r->npods = r->npoints;
     }
-    if (base.mode == SIM_MODE_EVENTS && (is(out, "compare") || is(out, "table"))) {
-        rc = usage_err("%s", "-o compare and -o table are for paper mode; events mode prints "
-                             "json or csv");
-        goto out;
+    if (f->durations) {
+        if (sim_durations_load(f->durations, &r->durs, err) < 0)
+            return -1;
+        r->base.durations = &r->durs;
     }
-    if ((base.poisson_rate > 0) != (durations != NULL)) {
-        rc = usage_err("%s", "--arrivals poisson:RATE and --durations FILE go together");
-        goto out;
-    }
-    if (is(out, "compare") && !expected) {
-        rc = usage_err("%s", "-o compare needs --expected DIR (the published *_discrete.csv)");
-        goto out;
-    }
-    if (sim_nodes_load(nodes_path, &nodes, &err) < 0)
-        goto fail;
-    if (topology && sim_topo_load(topology, &nodes, &err) < 0)
-        goto fail;
-    for (int i = 0; i < npods; i++)
-        if (sim_tasks_load(pods[i], &wl[i], &err) < 0)
-            goto fail;
-    if (gen_arg && make_workloads(&nodes, wl, points, npoints, spec_from, &spec_pool, gen_seed,
-                                  gen_out, &err) < 0)
-        goto fail;
-    if (gen_arg)
-        npods = npoints;
-    if (!policy_arg)
-        goto out; /* --gen-out alone: the files are written */
-    if (durations) {
-        if (sim_durations_load(durations, &durs, &err) < 0)
-            goto fail;
-        base.durations = &durs;
-    }
-    if (expected) {
+    if (f->expected) {
         char path[4096];
-        size_t l = strlen(expected);
-        snprintf(path, sizeof path, "%s", expected);
-        if (l < 4 || strcmp(expected + l - 4, ".csv") != 0)
-            snprintf(path, sizeof path, "%s/analysis_allo_discrete.csv", expected);
-        if (sim_expect_load(path, &ex, &err) < 0)
-            goto fail;
+        size_t l = strlen(f->expected);
+        snprintf(path, sizeof path, "%s", f->expected);
+        if (l < 4 || strcmp(f->expected + l - 4, ".csv") != 0)
+            snprintf(path, sizeof path, "%s/analysis_allo_discrete.csv", f->expected);
+        if (sim_expect_load(path, &r->ex, err) < 0)
+            return -1;
     }
+    return 0;
+}
+
+/* Run every (workload, policy, seed, queue) and print the results as -o
+ * says (and --svg). 0 or -errno with text. */
+static int sim_report(sim_run_t *r, arb_err_t *err)
+{
+    int per = r->npods * r->npol * r->nseeds, nq = r->base.mode == SIM_MODE_EVENTS ? r->nqueues : 1;
+    int nres = per * nq, jobs = r->f.jobs, out = r->f.output, rc = 0;
+    sim_result_t *res = calloc((size_t)nres, sizeof *res);
+
+    if (!res)
+        return arb_errf(err, -ENOMEM, "out of memory for %d results", nres);
     if (jobs == 0) {
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
         jobs = ncpu > 0 ? (int)ncpu : 1;
     }
-    if (base.mode != SIM_MODE_EVENTS)
-        nqueues = 1;
-    {
-        int per = npods * npol * nseeds;
-        nres = per * nqueues;
-        if (!(res = calloc((size_t)nres, sizeof *res))) {
-            arb_errf(&err, -ENOMEM, "out of memory for %d results", nres);
-            goto fail;
-        }
-        for (int q = 0; q < nqueues; q++) {
-            base.queue = queues[q];
-            if (sim_sweep(&nodes, wl, npods, policies, npol, seeds, nseeds, &base, jobs,
-                          nres > 1 && isatty(2), res + q * per, &err) < 0)
-                goto fail;
-        }
+    for (int q = 0; q < nq; q++) {
+        r->base.queue = r->queues[q];
+        if ((rc = sim_sweep(&r->nodes, r->wl, r->npods, r->policies, r->npol, r->seeds, r->nseeds,
+                            &r->base, jobs, nres > 1 && isatty(2), res + q * per, err)) < 0)
+            goto out;
     }
     for (int i = 0; i < nres; i++) {
-        if (is(out, "json"))
+        if (out == SIM_OUT_JSON)
             sim_print_json(stdout, &res[i]);
-        else if (is(out, "csv") && base.mode == SIM_MODE_EVENTS)
+        else if (out == SIM_OUT_CSV && r->base.mode == SIM_MODE_EVENTS)
             sim_print_events_csv(stdout, &res[i], i == 0);
-        else if (is(out, "csv"))
+        else if (out == SIM_OUT_CSV)
             sim_print_csv(stdout, &res[i], i == 0);
     }
-    if (is(out, "compare"))
-        sim_print_compare(stdout, res, nres, &ex);
-    if (is(out, "table"))
+    if (out == SIM_OUT_COMPARE)
+        sim_print_compare(stdout, res, nres, &r->ex);
+    if (out == SIM_OUT_TABLE)
         sim_print_table(stdout, res, nres);
-    if (svg && (base.mode == SIM_MODE_EVENTS ? sim_write_events_svg(svg, res, nres, &err)
-                                             : sim_write_svg(svg, res, nres, &err)) < 0)
-        goto fail;
-    goto out;
-fail:
-    fprintf(stderr, "arbiter sim: %s\n", err.msg);
-    rc = 1;
+    if (r->f.svg)
+        rc = r->base.mode == SIM_MODE_EVENTS ? sim_write_events_svg(r->f.svg, res, nres, err)
+                                             : sim_write_svg(r->f.svg, res, nres, err);
 out:
-    for (int i = 0; i < npods; i++)
-        sim_tasks_free(&wl[i]);
-    sim_nodes_free(&nodes);
-    sim_durations_free(&durs);
-    sim_expect_free(&ex);
-    sim_tasks_free(&spec_pool);
-    free(points);
-    free(policy_arg);
-    free(queue_arg);
-    free(seeds);
     free(res);
+    return rc;
+}
+
+int cli_sim(int argc, char **argv)
+{
+    sim_run_t *r = calloc(1, sizeof *r);
+    arb_err_t err = {{0}};
+    int rc = 1;
+
+    if (!r || !(r->seeds = calloc(SIM_MAX_SEEDS, sizeof *r->seeds)))
+        goto out;
+    r->f.cycle_s = -1; /* not given: at every event */
+    if (!fl_run(&sim_verb, argc, argv, &r->f, &(fl_args_t){0}, &rc) || (rc = sim_check(r)))
+        goto out;
+    if (sim_load(r, &err) < 0 || (r->f.policy && sim_report(r, &err) < 0)) {
+        fprintf(stderr, "arbiter sim: %s\n", err.msg);
+        rc = 1;
+    } /* without --policy (--gen-out alone) the files are written: done */
+out:
+    if (r) {
+        for (int i = 0; i < r->npods; i++)
+            sim_tasks_free(&r->wl[i]);
+        sim_nodes_free(&r->nodes);
+        sim_durations_free(&r->durs);
+        sim_expect_free(&r->ex);
+        sim_tasks_free(&r->spec_pool);
+        free(r->points);
+        free(r->policy_arg);
+        free(r->queue_arg);
+        free(r->seeds);
+    }
+    free(r);
     return rc;
 }
