@@ -75,62 +75,10 @@ typedef struct ba_run {
     double register_s; /* from the emulator's start until every node had registered */
 } ba_run_t;
 
-static void sleep_ms(long ms)
-{
-    if (ms > 0)
-        nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
-}
-
 static const char *at(ba_run_t *r, const char *name)
 {
     snprintf(r->path, sizeof r->path, "%s/%s", r->dir, name);
     return r->path;
-}
-
-/* fork/exec this binary with argv, stdout and stderr to files in r->dir. */
-static pid_t spawn(ba_run_t *r, char *const argv[], const char *out, const char *err)
-{
-    char o[PATH_MAX + 64], e[PATH_MAX + 64];
-    pid_t pid;
-
-    snprintf(o, sizeof o, "%s/%s", r->dir, out);
-    snprintf(e, sizeof e, "%s/%s", r->dir, err);
-    fflush(NULL);
-    pid = fork();
-    if (pid != 0)
-        return pid;
-    /* the child: dies with the benchmark, whatever happens to it */
-    prctl(PR_SET_PDEATHSIG, SIGTERM);
-    int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-        _exit(127);
-    execv(r->exe, argv);
-    _exit(127);
-}
-
-/* SIGTERM, up to `secs` for it to exit, then SIGKILL; its exit status. */
-static int stop(pid_t pid, int secs)
-{
-    int st = 0;
-
-    if (pid <= 0)
-        return 0;
-    kill(pid, SIGTERM);
-    for (int i = 0; i < secs * 10; i++) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return st;
-        sleep_ms(100);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return st;
-}
-
-static bool alive(pid_t pid)
-{
-    int st;
-    return waitpid(pid, &st, WNOHANG) == 0;
 }
 
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
@@ -307,31 +255,21 @@ static int parse(int argc, char **argv, ba_conf_t *c)
 static int start(ba_run_t *r, const ba_conf_t *c)
 {
     char nodes[32], dur[32], datadir[128], logs[128];
-    FILE *f;
 
     snprintf(datadir, sizeof datadir, "%s/d", r->dir);
     snprintf(logs, sizeof logs, "%s/logs", r->dir);
     char *cargv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
                      "--data-dir", datadir,      NULL};
-    r->controller = spawn(r, cargv, "controller.out", "controller.log");
+    r->controller = bench_spawn(r->exe, cargv, r->dir, "controller.out", "controller.log", false);
     if (r->controller < 0) {
         fprintf(stderr, "arbiter bench agents: fork: %s\n", strerror(errno));
         return -1;
     }
-    for (int i = 0; i < 200 && !(f = fopen(at(r, "d/url"), "re")); i++) {
-        if (!alive(r->controller))
-            break;
-        sleep_ms(100);
-    }
-    if (!f) {
+    if (bench_wait_url(r->controller, at(r, "d/url"), r->url, sizeof r->url, 20000) < 0) {
         fprintf(stderr, "arbiter bench agents: the controller did not start; see %s\n",
                 at(r, "controller.log"));
         return -1;
     }
-    if (!fgets(r->url, sizeof r->url, f))
-        r->url[0] = '\0';
-    fclose(f);
-    r->url[strcspn(r->url, "\r\n")] = '\0';
     setenv("ARBITER_URL", r->url, 1);
     unsetenv("ARBITER_TOKEN"); /* its own controller has no tokens: loopback, no auth */
     snprintf(nodes, sizeof nodes, "%ld", c->nodes);
@@ -344,21 +282,21 @@ static int start(ba_run_t *r, const ba_conf_t *c)
                      "--allow-root", "-o",     "json",        NULL};
     fprintf(stderr, "bench agents: %ld emulated nodes against %s\n", c->nodes, r->url);
     int64_t t0 = arb_mono_ns();
-    r->emulator = spawn(r, eargv, "emu.json", "emu.log");
+    r->emulator = bench_spawn(r->exe, eargv, r->dir, "emu.json", "emu.log", false);
     if (r->emulator < 0)
         return -1;
     /* registration: a few seconds per thousand nodes on a busy machine */
     int64_t deadline = arb_mono_ns() + (60 + c->nodes / 50) * 1000000000LL;
     long long n = 0;
     while ((n = status_field("nodes")) < c->nodes) {
-        if (arb_mono_ns() > deadline || !alive(r->emulator) || !alive(r->controller)) {
+        if (arb_mono_ns() > deadline || !bench_alive(r->emulator) || !bench_alive(r->controller)) {
             fprintf(stderr,
                     "arbiter bench agents: %lld of %ld nodes registered; see %s and "
                     "controller.log there\n",
                     n, c->nodes, at(r, "emu.log"));
             return -1;
         }
-        sleep_ms(200);
+        bench_sleep_ms(200);
     }
     r->register_s = (double)(arb_mono_ns() - t0) / 1e9;
     return 0;
@@ -409,7 +347,7 @@ int cli_bench_agents(int argc, char **argv)
     }
     fprintf(stderr, "bench agents: all %ld nodes registered; measuring %ld s\n", c.nodes,
             c.seconds);
-    sleep_ms(3000); /* the first reports' registrations settle out of the window */
+    bench_sleep_ms(3000); /* the first reports' registrations settle out of the window */
 
     l0 = status_field("lamport");
     kill(r.emulator, SIGUSR1); /* its round-trip totals start now */
@@ -425,12 +363,12 @@ int cli_bench_agents(int argc, char **argv)
         json_t *o = NULL;
         /* evenly over the first 80% of the window, so the last ones run inside it */
         int64_t due = w0 + (int64_t)((double)c.seconds * 0.8e9 * (double)i / (double)c.jobs);
-        sleep_ms((long)((due - arb_mono_ns()) / 1000000));
+        bench_sleep_ms((long)((due - arb_mono_ns()) / 1000000));
         if (cli_http("POST", "/v1/jobs", body, strlen(body), "application/json", &o, NULL) == 201)
             ids[i] = json_integer_value(json_object_get(o, "id"));
         json_decref(o);
     }
-    sleep_ms((long)((wend - arb_mono_ns()) / 1000000));
+    bench_sleep_ms((long)((wend - arb_mono_ns()) / 1000000));
     c1 = bench_cpu_ticks(r.controller, false);
     int64_t w1 = arb_mono_ns();
     if (get_metrics(&m1) < 0 || c1 < 0) {
@@ -442,14 +380,14 @@ int cli_bench_agents(int argc, char **argv)
     long submitted = 0;
     for (long i = 0; i < c.jobs; i++)
         submitted += ids[i] > 0;
-    for (int64_t end = arb_mono_ns() + 15000000000LL;; sleep_ms(250)) {
+    for (int64_t end = arb_mono_ns() + 15000000000LL;; bench_sleep_ms(250)) {
         for (long i = 0; i < c.jobs; i++)
             lat[i] = -1;
         ran = submit_to_running(l0, ids, (int)c.jobs, lat);
         if (ran >= submitted || arb_mono_ns() > end)
             break;
     }
-    int est = stop(r.emulator, 30);
+    int est = bench_stop(r.emulator, 30000);
     r.emulator = 0;
     if (!WIFEXITED(est) || WEXITSTATUS(est) != 0) {
         fprintf(stderr, "arbiter bench agents: the emulator ended badly (status %d); see %s\n", est,
@@ -515,11 +453,11 @@ int cli_bench_agents(int argc, char **argv)
         printf("  targets (CPU < 1 core, p99s < 2 s): %s\n", met ? "met" : "NOT met");
     }
 out:
-    stop(r.emulator, 30);
+    bench_stop(r.emulator, 30000);
     if (r.controller > 0) {
         /* A controller that does not exit 0 on SIGTERM (a sanitizer's leak
          * report, a crash) is a failure worth its logs. */
-        int cst = stop(r.controller, 30);
+        int cst = bench_stop(r.controller, 30000);
         if (!WIFEXITED(cst) || WEXITSTATUS(cst) != 0) {
             fprintf(stderr, "arbiter bench agents: the controller ended badly (status %d)\n", cst);
             rc = 1;

@@ -56,11 +56,6 @@ typedef struct bl_run {
     long long *cpu_chunk;
 } bl_run_t;
 
-static void sleep_ms(long ms)
-{
-    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
-}
-
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 {
     (void)sb, (void)flag, (void)f;
@@ -119,57 +114,22 @@ static void *client(void *arg)
 
 static int start(bl_run_t *r)
 {
-    char datadir[128], upath[128], log[128];
-    FILE *f = NULL;
+    char datadir[128], upath[128];
+    char *argv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
+                    "--data-dir", datadir,      NULL};
 
     snprintf(datadir, sizeof datadir, "%s/d", r->dir);
     snprintf(upath, sizeof upath, "%s/d/url", r->dir);
-    snprintf(log, sizeof log, "%s/controller.log", r->dir);
-    fflush(NULL);
-    if ((r->controller = fork()) < 0)
+    if ((r->controller =
+             bench_spawn(r->exe, argv, r->dir, "controller.log", "controller.log", false)) < 0)
         return -1;
-    if (r->controller == 0) {
-        char *argv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
-                        "--data-dir", datadir,      NULL};
-        int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0)
-            _exit(127);
-        execv(r->exe, argv);
-        _exit(127);
-    }
-    for (int i = 0; i < 300 && !(f = fopen(upath, "re")); i++) {
-        int st;
-        if (waitpid(r->controller, &st, WNOHANG) != 0)
-            break;
-        sleep_ms(100);
-    }
-    if (!f) {
-        fprintf(stderr, "arbiter bench backlog: the controller did not start; see %s\n", log);
+    if (bench_wait_url(r->controller, upath, r->url, sizeof r->url, 30000) < 0) {
+        fprintf(stderr,
+                "arbiter bench backlog: the controller did not start; see %s/controller.log\n",
+                r->dir);
         return -1;
     }
-    if (!fgets(r->url, sizeof r->url, f))
-        r->url[0] = '\0';
-    fclose(f);
-    r->url[strcspn(r->url, "\r\n")] = '\0';
-    return r->url[0] ? 0 : -1;
-}
-
-static int stop(pid_t pid)
-{
-    int st = 0;
-
-    if (pid <= 0)
-        return 0;
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 300; i++) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return st;
-        sleep_ms(100);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return st;
+    return 0;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -231,18 +191,6 @@ static void report(bl_run_t *r, double load0, double load1)
                last >= 0.8 * first ? "met" : "NOT met", p50, p99, load0, load1);
 }
 
-static double loadavg(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "re");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
 int cli_bench_backlog(int argc, char **argv)
 {
     bl_run_t r = {.jobs = 100000, .chunk = 10000, .clients = 8};
@@ -285,7 +233,7 @@ int cli_bench_backlog(int argc, char **argv)
         goto out;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     fprintf(stderr, "bench backlog: %ld submissions to %s\n", r.jobs, r.url);
-    l0 = loadavg();
+    l0 = bench_load1();
     r.cpu_chunk[0] = bench_cpu_ticks(r.controller, false);
     r.t_chunk[0] = arb_mono_ns();
     long started = 0;
@@ -294,7 +242,7 @@ int cli_bench_backlog(int argc, char **argv)
             break;
     for (long i = 0; i < started; i++)
         pthread_join(t[i], NULL);
-    l1 = loadavg();
+    l1 = bench_load1();
     curl_global_cleanup();
     if (started == 0 || r.failed || r.done != r.jobs)
         fprintf(stderr, "arbiter bench backlog: %d of %ld submissions failed\n", r.failed, r.jobs);
@@ -303,7 +251,7 @@ int cli_bench_backlog(int argc, char **argv)
         rc = 0;
     }
 out:
-    cst = stop(r.controller);
+    cst = bench_stop(r.controller, 30000);
     if (r.controller > 0 && (!WIFEXITED(cst) || WEXITSTATUS(cst) != 0)) {
         fprintf(stderr, "arbiter bench backlog: the controller ended badly (status %d)\n", cst);
         rc = 1;

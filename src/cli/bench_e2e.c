@@ -80,69 +80,6 @@ typedef struct e2e_client {
     long jobs, ok, failed;
 } e2e_client_t;
 
-static void sleep_ms(long ms)
-{
-    if (ms > 0)
-        nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
-}
-
-static double load1(void)
-{
-    double l = -1;
-    FILE *f = fopen("/proc/loadavg", "re");
-    if (f) {
-        if (fscanf(f, "%lf", &l) != 1)
-            l = -1;
-        fclose(f);
-    }
-    return l;
-}
-
-/* fork/exec this binary with argv, stdout and stderr to files in r->dir. */
-static pid_t spawn(e2e_run_t *r, char *const argv[], const char *out, const char *err)
-{
-    char o[PATH_MAX + 64], e[PATH_MAX + 64];
-    pid_t pid;
-
-    snprintf(o, sizeof o, "%s/%s", r->dir, out);
-    snprintf(e, sizeof e, "%s/%s", r->dir, err);
-    fflush(NULL);
-    pid = fork();
-    if (pid != 0)
-        return pid;
-    prctl(PR_SET_PDEATHSIG, SIGTERM); /* dies with the benchmark */
-    int fo = open(o, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int fe = open(e, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fo < 0 || fe < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-        _exit(127);
-    execv(r->exe, argv);
-    _exit(127);
-}
-
-static bool alive(pid_t pid)
-{
-    int st;
-    return pid > 0 && waitpid(pid, &st, WNOHANG) == 0;
-}
-
-/* SIGTERM, up to secs for it to exit, then SIGKILL; its exit status. */
-static int stop(pid_t pid, int secs)
-{
-    int st = 0;
-
-    if (pid <= 0)
-        return 0;
-    kill(pid, SIGTERM);
-    for (int i = 0; i < secs * 10; i++) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return st;
-        sleep_ms(100);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return st;
-}
-
 static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
 {
     (void)sb, (void)flag, (void)f;
@@ -273,28 +210,19 @@ static int parse(int argc, char **argv, e2e_conf_t *c)
 static int start(e2e_run_t *r, const e2e_conf_t *c)
 {
     char datadir[128], path[PATH_MAX + 64], gpus[32];
-    FILE *f = NULL;
 
     snprintf(datadir, sizeof datadir, "%s/d", r->dir);
     char *cargv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
                      "--data-dir", datadir,      NULL};
-    if ((r->controller = spawn(r, cargv, "controller.out", "controller.log")) < 0)
+    if ((r->controller =
+             bench_spawn(r->exe, cargv, r->dir, "controller.out", "controller.log", false)) < 0)
         return -1;
     snprintf(path, sizeof path, "%s/d/url", r->dir);
-    for (int i = 0; i < 200 && !(f = fopen(path, "re")); i++) {
-        if (!alive(r->controller))
-            break;
-        sleep_ms(100);
-    }
-    if (!f) {
+    if (bench_wait_url(r->controller, path, r->url, sizeof r->url, 20000) < 0) {
         fprintf(stderr, "arbiter bench e2e: the controller did not start; see %s/controller.log\n",
                 r->dir);
         return -1;
     }
-    if (!fgets(r->url, sizeof r->url, f))
-        r->url[0] = '\0';
-    fclose(f);
-    r->url[strcspn(r->url, "\r\n")] = '\0';
     setenv("ARBITER_URL", r->url, 1);
     unsetenv("ARBITER_TOKEN"); /* its own controller has no tokens: loopback, no auth */
     snprintf(gpus, sizeof gpus, "%ld:H100", c->gpus);
@@ -322,19 +250,19 @@ static int start(e2e_run_t *r, const e2e_conf_t *c)
             aargv[na++] = (char *)c->push_wait;
         }
         aargv[na] = NULL;
-        if ((r->agent[k] = spawn(r, aargv, out, err)) < 0)
+        if ((r->agent[k] = bench_spawn(r->exe, aargv, r->dir, out, err, false)) < 0)
             return -1;
         r->nagents++;
     }
     int64_t deadline = arb_mono_ns() + 60000000000LL;
     long long n = 0;
     while ((n = status_field("nodes")) < c->agents) {
-        if (arb_mono_ns() > deadline || !alive(r->controller)) {
+        if (arb_mono_ns() > deadline || !bench_alive(r->controller)) {
             fprintf(stderr, "arbiter bench e2e: %lld of %ld agents registered; see %s\n", n,
                     c->agents, r->dir);
             return -1;
         }
-        sleep_ms(100);
+        bench_sleep_ms(100);
     }
     return 0;
 }
@@ -421,8 +349,8 @@ int cli_bench_e2e(int argc, char **argv)
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (start(&r, &c) < 0)
         goto out;
-    sleep_ms(1500); /* the registrations' cycles and first heartbeats settle */
-    double l0 = load1();
+    bench_sleep_ms(1500); /* the registrations' cycles and first heartbeats settle */
+    double l0 = bench_load1();
     long long c0 = bench_cpu_ticks(r.controller, false), a0 = 0, s0 = 0;
     for (int i = 0; i < r.nagents; i++) {
         a0 += bench_cpu_ticks(r.agent[i], true);
@@ -451,20 +379,20 @@ int cli_bench_e2e(int argc, char **argv)
         t1 = arb_mono_ns();
         if (act == 0 && all >= ok)
             break;
-        if (t1 > deadline || !alive(r.controller)) {
+        if (t1 > deadline || !bench_alive(r.controller)) {
             fprintf(stderr,
                     "arbiter bench e2e: %lld of %ld jobs still active after %ld s; see %s\n", act,
                     ok, c.timeout_s, r.dir);
             goto out;
         }
-        sleep_ms(20);
+        bench_sleep_ms(20);
     }
     long long c1 = bench_cpu_ticks(r.controller, false), a1 = 0, s1 = 0;
     for (int i = 0; i < r.nagents; i++) {
         a1 += bench_cpu_ticks(r.agent[i], true);
         s1 += bench_cpu_ticks(r.agent[i], false);
     }
-    double l1 = load1();
+    double l1 = bench_load1();
     double secs = (double)(t1 - t0) / 1e9, hz = (double)sysconf(_SC_CLK_TCK);
     double cpu_s = (double)(c1 - c0) / hz, acpu_s = (double)(a1 - a0) / hz;
     double self_s = (double)(s1 - s0) / hz; /* the agents themselves, not their children */
@@ -474,7 +402,7 @@ int cli_bench_e2e(int argc, char **argv)
     for (int i = 0; i < r.nagents; i++) /* their last words: where the time went */
         kill(r.agent[i], SIGTERM);
     for (int i = 0; i < r.nagents; i++) {
-        stop(r.agent[i], 10);
+        bench_stop(r.agent[i], 10000);
         r.agent[i] = 0;
     }
     e2e_said_t said;
@@ -512,8 +440,8 @@ out:
         if (r.agent[i] > 0)
             kill(r.agent[i], SIGTERM);
     for (int i = 0; i < r.nagents; i++)
-        stop(r.agent[i], 10);
-    stop(r.controller, 10);
+        bench_stop(r.agent[i], 10000);
+    bench_stop(r.controller, 10000);
     curl_global_cleanup();
     if (keep && rc != 0)
         fprintf(stderr, "arbiter bench e2e: kept %s\n", r.dir);

@@ -55,6 +55,7 @@
 
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
+#include "util/mtime.h"
 #include "lb/http.h"
 #include "lb/lb.h"
 
@@ -86,15 +87,7 @@ typedef struct bi_res {
 
 static int64_t mono_us(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
-}
-
-static void sleep_ms(long ms)
-{
-    if (ms > 0)
-        nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+    return arb_mono_ns() / 1000;
 }
 
 static uint64_t rng_next(uint64_t *s)
@@ -113,40 +106,6 @@ static double rng_unit(uint64_t *s)
 /* ---- processes ---------------------------------------------------------------- */
 
 static char tmpdir[64];
-
-static pid_t spawn(const char *exe, char *const argv[], const char *log)
-{
-    char path[PATH_MAX];
-    pid_t pid;
-
-    snprintf(path, sizeof path, "%s/%s", tmpdir, log);
-    fflush(NULL);
-    pid = fork();
-    if (pid != 0)
-        return pid;
-    prctl(PR_SET_PDEATHSIG, SIGKILL);
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    int nul = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 || nul < 0 || dup2(nul, 0) < 0)
-        _exit(127);
-    execvp(exe, argv);
-    _exit(127);
-}
-
-static void stop(pid_t pid)
-{
-    int st;
-    if (pid <= 0)
-        return;
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 50; i++) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return;
-        sleep_ms(20);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-}
 
 /* Wait up to 10 s for a file holding a port (first number on a "listen"
  * line, or the whole file). */
@@ -169,7 +128,7 @@ static int wait_port(const char *name, bool ready_file)
             if (port > 0)
                 return port;
         }
-        sleep_ms(20);
+        bench_sleep_ms(20);
     }
     return -1;
 }
@@ -810,7 +769,7 @@ static int run_one(const bi_conf_t *c, const char *pol, double rate, bi_res_t *r
         n += split_args(extra, argv + n, 50);
         argv[n] = NULL;
         snprintf(name, sizeof name, "emu%d.log", i);
-        emu[i] = spawn(c->emulator, argv, name);
+        emu[i] = bench_spawn(c->emulator, argv, tmpdir, name, name, false);
     }
     for (int i = 0; i < c->replicas; i++) {
         snprintf(name, sizeof name, "emu%d.port", i);
@@ -838,7 +797,7 @@ static int run_one(const bi_conf_t *c, const char *pol, double rate, bi_res_t *r
             fprintf(f, "    server r%d 127.0.0.1:%d\n", i, eport[i]);
         fclose(f);
         char *argv[] = {(char *)c->haproxy, "-db", "-f", cfg, NULL};
-        px = spawn(c->haproxy, argv, "haproxy.log");
+        px = bench_spawn(c->haproxy, argv, tmpdir, "haproxy.log", "haproxy.log", false);
         for (int i = 0; i < 250; i++) {
             int fd = dial(port, false);
             if (fd >= 0) {
@@ -849,7 +808,7 @@ static int run_one(const bi_conf_t *c, const char *pol, double rate, bi_res_t *r
                 fprintf(stderr, "bench infer: haproxy did not start; see %s/haproxy.log\n", tmpdir);
                 goto out;
             }
-            sleep_ms(20);
+            bench_sleep_ms(20);
         }
     } else {
         char ready[PATH_MAX], *argv[16 + 2 * MAXR], bk[MAXR][32];
@@ -880,18 +839,18 @@ static int run_one(const bi_conf_t *c, const char *pol, double rate, bi_res_t *r
             argv[n++] = bk[i];
         }
         argv[n] = NULL;
-        px = spawn(self_exe, argv, "balancer.log");
+        px = bench_spawn(self_exe, argv, tmpdir, "balancer.log", "balancer.log", false);
         if ((port = wait_port("lb.ready", true)) < 0) {
             fprintf(stderr, "bench infer: arbiter lb did not start; see %s/balancer.log\n", tmpdir);
             goto out;
         }
     }
-    sleep_ms(300); /* the first scrapes */
+    bench_sleep_ms(300); /* the first scrapes */
     rc = drive(c, port, rate, eport, px, res);
 out:
-    stop(px);
+    bench_stop(px, 1000);
     for (int i = 0; i < c->replicas; i++)
-        stop(emu[i]);
+        bench_stop(emu[i], 1000);
     return rc;
 }
 

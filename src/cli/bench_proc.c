@@ -1,10 +1,100 @@
 /*
- * bench_proc.c: CPU time of a benchmark's processes (bench_proc.h).
+ * bench_proc.c: a benchmark's processes (bench_proc.h): spawn, wait for a
+ * controller's URL, stop, CPU time, load average.
  */
 #include "cli/bench_proc.h"
 
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "util/mtime.h"
+
+void bench_sleep_ms(long ms)
+{
+    if (ms > 0)
+        nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
+}
+
+pid_t bench_spawn(const char *exe, char *const argv[], const char *dir, const char *out,
+                  const char *err, bool append)
+{
+    int mode = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+    char o[PATH_MAX], e[PATH_MAX];
+    pid_t pid;
+
+    snprintf(o, sizeof o, "%s/%s", dir, out ? out : "");
+    snprintf(e, sizeof e, "%s/%s", dir, err ? err : "");
+    fflush(NULL);
+    if ((pid = fork()) != 0)
+        return pid;
+    /* the child: dies with the benchmark, whatever happens to it */
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    int in = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    int fo = open(out ? o : "/dev/null", mode, 0600);
+    int fe = err && out && strcmp(err, out) == 0 ? fo : open(err ? e : "/dev/null", mode, 0600);
+    if (in < 0 || fo < 0 || fe < 0 || dup2(in, 0) < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
+        _exit(127);
+    execvp(exe, argv);
+    _exit(127);
+}
+
+bool bench_alive(pid_t pid)
+{
+    int st;
+    return pid > 0 && waitpid(pid, &st, WNOHANG) == 0;
+}
+
+int bench_stop(pid_t pid, long timeout_ms)
+{
+    int st = 0;
+    int64_t end = arb_mono_ns() + timeout_ms * 1000000LL;
+
+    if (pid <= 0)
+        return 0;
+    kill(pid, SIGTERM);
+    do {
+        if (waitpid(pid, &st, WNOHANG) == pid)
+            return st;
+        bench_sleep_ms(20);
+    } while (arb_mono_ns() < end);
+    kill(pid, SIGKILL);
+    waitpid(pid, &st, 0);
+    return st;
+}
+
+int bench_read_url(const char *path, char *url, size_t n)
+{
+    FILE *f = fopen(path, "re");
+
+    url[0] = '\0';
+    if (!f)
+        return -1;
+    if (!fgets(url, (int)n, f))
+        url[0] = '\0';
+    fclose(f);
+    url[strcspn(url, "\r\n")] = '\0';
+    return url[0] ? 0 : -1;
+}
+
+int bench_wait_url(pid_t pid, const char *path, char *url, size_t n, long timeout_ms)
+{
+    int64_t end = arb_mono_ns() + timeout_ms * 1000000LL;
+
+    for (;;) {
+        if (bench_read_url(path, url, n) == 0)
+            return 0;
+        if (!bench_alive(pid) || arb_mono_ns() >= end)
+            return -1;
+        bench_sleep_ms(20);
+    }
+}
 
 long long bench_cpu_ticks(pid_t pid, bool children)
 {
@@ -26,4 +116,17 @@ long long bench_cpu_ticks(pid_t pid, bool children)
                &cut, &cst) != 4)
         return -1;
     return (long long)(ut + st + (children ? cut + cst : 0));
+}
+
+double bench_load1(void)
+{
+    double l = -1;
+    FILE *f = fopen("/proc/loadavg", "re");
+
+    if (f) {
+        if (fscanf(f, "%lf", &l) != 1)
+            l = -1;
+        fclose(f);
+    }
+    return l;
 }

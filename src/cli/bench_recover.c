@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "store/store.h"
 #include "util/mtime.h"
@@ -52,11 +53,6 @@
 typedef struct br_run {
     char dir[64], exe[PATH_MAX], path[PATH_MAX + 64];
 } br_run_t;
-
-static void sleep_ms(long ms)
-{
-    nanosleep(&(struct timespec){ms / 1000, (ms % 1000) * 1000000L}, NULL);
-}
 
 static int usage(void)
 {
@@ -192,88 +188,37 @@ static bool serves(const char *url)
     return ok;
 }
 
-/* utime + stime of pid in seconds; -1 when unreadable. */
-static double cpu_s(pid_t pid)
-{
-    char p[64], buf[2048], *s;
-    unsigned long long ut, st;
-    FILE *f;
-    size_t k;
-
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(p, "re")))
-        return -1;
-    k = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[k] = '\0';
-    /* after the command name (which may hold spaces): utime is the 14th field, stime the 15th */
-    if (!(s = strrchr(buf, ')')) ||
-        sscanf(s + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut, &st) != 2)
-        return -1;
-    return (double)(ut + st) / (double)sysconf(_SC_CLK_TCK);
-}
-
 /* Start a controller over DIR/d and wait until it serves: its pid, the
  * seconds it took in *secs, the CPU seconds it spent by then in *cpu; -1
  * when it did not within limit_s. */
 static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
 {
     char datadir[128], url[256] = "";
+    char *argv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
+                    "--data-dir", datadir,      NULL};
     int64_t t0 = arb_mono_ns();
     pid_t pid;
-    FILE *f = NULL;
 
     snprintf(datadir, sizeof datadir, "%s/d", r->dir);
     remove(at(r, "d/url"));
-    fflush(NULL);
-    if ((pid = fork()) == 0) {
-        prctl(PR_SET_PDEATHSIG, SIGTERM);
-        int fe = open(at(r, "controller.log"), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
-        int fo = open("/dev/null", O_WRONLY | O_CLOEXEC);
-        if (fe < 0 || fo < 0 || dup2(fo, 1) < 0 || dup2(fe, 2) < 0)
-            _exit(127);
-        char *argv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
-                        "--data-dir", datadir,      NULL};
-        execv(r->exe, argv);
-        _exit(127);
-    }
-    if (pid < 0)
+    if ((pid = bench_spawn(r->exe, argv, r->dir, NULL, "controller.log", true)) < 0)
         return -1;
     while (arb_mono_ns() - t0 < (int64_t)limit_s * 1000000000LL) {
-        int st;
-        if (waitpid(pid, &st, WNOHANG) == pid)
+        if (!bench_alive(pid))
             return -1;
-        if (!url[0] && (f = fopen(at(r, "d/url"), "re"))) {
-            if (!fgets(url, sizeof url, f))
-                url[0] = '\0';
-            fclose(f);
-            url[strcspn(url, "\r\n")] = '\0';
-        }
+        if (!url[0])
+            bench_read_url(at(r, "d/url"), url, sizeof url);
         if (url[0] && serves(url)) {
+            long long ticks = bench_cpu_ticks(pid, false);
             *secs = (double)(arb_mono_ns() - t0) / 1e9;
-            *cpu = cpu_s(pid);
+            *cpu = ticks < 0 ? -1 : (double)ticks / (double)sysconf(_SC_CLK_TCK);
             return pid;
         }
-        sleep_ms(url[0] ? 5 : 2);
+        bench_sleep_ms(url[0] ? 5 : 2);
     }
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
-}
-
-static int stop(pid_t pid)
-{
-    int st = 0;
-
-    kill(pid, SIGTERM);
-    for (int i = 0; i < 300; i++) {
-        if (waitpid(pid, &st, WNOHANG) == pid)
-            return st;
-        sleep_ms(100);
-    }
-    kill(pid, SIGKILL);
-    waitpid(pid, &st, 0);
-    return st;
 }
 
 int cli_bench_recover(int argc, char **argv)
@@ -321,9 +266,9 @@ int cli_bench_recover(int argc, char **argv)
     /* the baseline: a controller over an empty store */
     if ((pid = start(&r, &empty_s, &cpu0, 60)) < 0)
         goto fail;
-    sleep_ms(500);
+    bench_sleep_ms(500);
     before = rss_mb(pid);
-    if (stop(pid) != 0)
+    if (bench_stop(pid, 30000) != 0)
         goto fail;
     remove(at(&r, "d/arbiter.db"));
     remove(at(&r, "d/arbiter.db-wal"));
@@ -338,7 +283,7 @@ int cli_bench_recover(int argc, char **argv)
     fprintf(stderr, "arbiter bench recover: filled in %.1f s; starting the controller\n", fill_s);
     if ((pid = start(&r, &recover_s, &cpu, 600)) < 0)
         goto fail;
-    sleep_ms(500);
+    bench_sleep_ms(500);
     after = rss_mb(pid);
     FILE *lf = fopen(at(&r, "controller.log"), "re"); /* where its time went, as it says */
     char line[512];
@@ -347,7 +292,7 @@ int cli_bench_recover(int argc, char **argv)
             fprintf(stderr, "  controller: %s", line);
     if (lf)
         fclose(lf);
-    if (stop(pid) != 0)
+    if (bench_stop(pid, 30000) != 0)
         goto fail;
     double per = (after - before) * 1048576.0 / (double)jobs;
     if (json) {
