@@ -81,13 +81,6 @@ static const char *at(ba_run_t *r, const char *name)
     return r->path;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    (void)sb, (void)flag, (void)f;
-    remove(p);
-    return 0;
-}
-
 static int get_metrics(ba_metrics_t *m)
 {
     char *raw = NULL, *line, *save = NULL;
@@ -330,14 +323,9 @@ int cli_bench_agents(int argc, char **argv)
     if (rc)
         return rc;
     memset(&r, 0, sizeof r);
-    ssize_t k = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
-    snprintf(r.dir, sizeof r.dir, "/tmp/arb_bench_agents.XXXXXX");
-    if (k <= 0 || !mkdtemp(r.dir)) {
-        fprintf(stderr, "arbiter bench agents: cannot find this binary or make %s: %s\n", r.dir,
-                strerror(errno));
+    if (bench_self_exe("agents", r.exe, sizeof r.exe) < 0 ||
+        bench_tmpdir("agents", r.dir, sizeof r.dir) < 0)
         return 1;
-    }
-    r.exe[k] = '\0';
     signal(SIGPIPE, SIG_IGN);
     ids = calloc((size_t)c.jobs + 1, sizeof *ids);
     lat = calloc((size_t)c.jobs + 1, sizeof *lat);
@@ -467,7 +455,7 @@ out:
     free(ids);
     free(lat);
     if (rc == 0)
-        nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        bench_rmtree(r.dir);
     else
         fprintf(stderr, "arbiter bench agents: logs kept in %s\n", r.dir);
     return rc;

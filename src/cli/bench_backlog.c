@@ -56,13 +56,6 @@ typedef struct bl_run {
     long long *cpu_chunk;
 } bl_run_t;
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    (void)sb, (void)flag, (void)f;
-    remove(p);
-    return 0;
-}
-
 static size_t sink(char *p, size_t s, size_t n, void *arg)
 {
     (void)p;
@@ -216,14 +209,9 @@ int cli_bench_backlog(int argc, char **argv)
         return 2;
     }
     r.jobs -= r.jobs % r.chunk; /* whole chunks */
-    ssize_t k = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
-    snprintf(r.dir, sizeof r.dir, "/tmp/arb_bench_backlog.XXXXXX");
-    if (k <= 0 || !mkdtemp(r.dir)) {
-        fprintf(stderr, "arbiter bench backlog: cannot find this binary or make %s: %s\n", r.dir,
-                strerror(errno));
+    if (bench_self_exe("backlog", r.exe, sizeof r.exe) < 0 ||
+        bench_tmpdir("backlog", r.dir, sizeof r.dir) < 0)
         return 1;
-    }
-    r.exe[k] = '\0';
     signal(SIGPIPE, SIG_IGN);
     r.lat = calloc((size_t)r.jobs, sizeof *r.lat);
     r.t_chunk = calloc((size_t)(r.jobs / r.chunk + 1), sizeof *r.t_chunk);
@@ -261,7 +249,7 @@ out:
     free(r.cpu_chunk);
     free(t);
     if (rc == 0)
-        nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        bench_rmtree(r.dir);
     else
         fprintf(stderr, "arbiter bench backlog: logs kept in %s\n", r.dir);
     return rc;

@@ -80,13 +80,6 @@ typedef struct e2e_client {
     long jobs, ok, failed;
 } e2e_client_t;
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    (void)sb, (void)flag, (void)f;
-    remove(p);
-    return 0;
-}
-
 static long long status_field(const char *key)
 {
     json_t *o = NULL;
@@ -333,17 +326,10 @@ int cli_bench_e2e(int argc, char **argv)
         return rc;
     rc = 1;
     memset(&r, 0, sizeof r);
-    snprintf(r.dir, sizeof r.dir, "/tmp/arb_bench_e2e.XXXXXX");
-    if (!mkdtemp(r.dir)) {
-        fprintf(stderr, "arbiter bench e2e: mkdtemp: %s\n", strerror(errno));
+    if (bench_tmpdir("e2e", r.dir, sizeof r.dir) < 0)
         return 1;
-    }
-    ssize_t k = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
-    if (k <= 0) {
-        fprintf(stderr, "arbiter bench e2e: cannot find this binary: %s\n", strerror(errno));
+    if (bench_self_exe("e2e", r.exe, sizeof r.exe) < 0)
         goto out;
-    }
-    r.exe[k] = '\0';
     if (c.arbiter && snprintf(r.exe, sizeof r.exe, "%s", c.arbiter) >= (int)sizeof r.exe)
         goto out;
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -446,6 +432,6 @@ out:
     if (keep && rc != 0)
         fprintf(stderr, "arbiter bench e2e: kept %s\n", r.dir);
     else
-        nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+        bench_rmtree(r.dir);
     return rc;
 }

@@ -897,13 +897,6 @@ static bool parse_rates(bi_conf_t *c, const char *s)
     return c->nrates > 0;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    (void)sb, (void)flag, (void)f;
-    remove(p);
-    return 0;
-}
-
 static void print_line(const bi_conf_t *c, const char *pol, double rate, const bi_res_t *r)
 {
     bool hp = strncmp(pol, "haproxy-", 8) == 0;
@@ -1025,12 +1018,8 @@ int cli_bench_infer(int argc, char **argv)
         c.npols = (int)(sizeof DEFAULT_POLS / sizeof DEFAULT_POLS[0]);
         memcpy(c.pols, DEFAULT_POLS, sizeof DEFAULT_POLS);
     }
-    ssize_t k = readlink("/proc/self/exe", self_exe, sizeof self_exe - 1);
-    if (k <= 0) {
-        fprintf(stderr, "arbiter bench infer: cannot find this binary (/proc/self/exe)\n");
+    if (bench_self_exe("infer", self_exe, sizeof self_exe) < 0)
         return 1;
-    }
-    self_exe[k] = '\0';
     if (!c.emulator) {
         char dir[PATH_MAX];
         snprintf(dir, sizeof dir, "%s", self_exe);
@@ -1074,11 +1063,8 @@ int cli_bench_infer(int argc, char **argv)
             return 1;
         }
     }
-    snprintf(tmpdir, sizeof tmpdir, "/tmp/arb-bench-infer-XXXXXX");
-    if (!mkdtemp(tmpdir)) {
-        perror("arbiter bench infer: mkdtemp");
+    if (bench_tmpdir("infer", tmpdir, sizeof tmpdir) < 0)
         return 1;
-    }
     signal(SIGPIPE, SIG_IGN);
     getloadavg(la, 3);
     if (c.json)
@@ -1145,7 +1131,7 @@ int cli_bench_infer(int argc, char **argv)
 #undef RATIO
     }
     if (failed == 0)
-        nftw(tmpdir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+        bench_rmtree(tmpdir);
     else
         fprintf(stderr, "bench infer: %d run(s) failed; logs kept in %s\n", failed, tmpdir);
     return failed ? 1 : 0;

@@ -1,20 +1,60 @@
 /*
- * bench_proc.c: a benchmark's processes (bench_proc.h): spawn, wait for a
- * controller's URL, stop, CPU time, load average.
+ * bench_proc.c: a benchmark's processes (bench_proc.h): its own binary and
+ * scratch directory, spawn, wait for a controller's URL, stop, CPU time,
+ * load average.
  */
 #include "cli/bench_proc.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "util/mtime.h"
+
+int bench_self_exe(const char *verb, char *exe, size_t n)
+{
+    ssize_t k = readlink("/proc/self/exe", exe, n - 1);
+
+    if (k <= 0) {
+        fprintf(stderr, "arbiter bench %s: cannot find this binary (/proc/self/exe): %s\n", verb,
+                strerror(errno));
+        return -1;
+    }
+    exe[k] = '\0';
+    return 0;
+}
+
+int bench_tmpdir(const char *verb, char *dir, size_t n)
+{
+    snprintf(dir, n, "/tmp/arb_bench_%s.XXXXXX", verb);
+    if (!mkdtemp(dir)) {
+        fprintf(stderr, "arbiter bench %s: cannot make %s: %s\n", verb, dir, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
+{
+    (void)sb, (void)flag, (void)f;
+    remove(p);
+    return 0;
+}
+
+void bench_rmtree(const char *dir)
+{
+    nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+}
 
 void bench_sleep_ms(long ms)
 {

@@ -14,6 +14,17 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* This binary's path (/proc/self/exe) into exe: 0, or -1 with the reason
+ * printed as "arbiter bench VERB: ...". */
+int bench_self_exe(const char *verb, char *exe, size_t n);
+
+/* A fresh directory /tmp/arb_bench_VERB.XXXXXX into dir (n >= 64): 0, or
+ * -1 with the reason printed. */
+int bench_tmpdir(const char *verb, char *dir, size_t n);
+
+/* Remove dir and everything under it (what the benchmark made there). */
+void bench_rmtree(const char *dir);
+
 /* Sleep ms milliseconds (nothing when ms <= 0). */
 void bench_sleep_ms(long ms);
 

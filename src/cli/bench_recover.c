@@ -70,13 +70,6 @@ static const char *at(br_run_t *r, const char *name)
     return r->path;
 }
 
-static int rm_one(const char *p, const struct stat *sb, int flag, struct FTW *f)
-{
-    (void)sb, (void)flag, (void)f;
-    remove(p);
-    return 0;
-}
-
 /* The record of job id, as st_job_record writes it. */
 static char *record(uint64_t id, bool pending, const char *spec)
 {
@@ -254,15 +247,9 @@ int cli_bench_recover(int argc, char **argv)
                         "0..--jobs\n");
         return 2;
     }
-    ssize_t k = readlink("/proc/self/exe", r.exe, sizeof r.exe - 1);
-    if (k <= 0)
+    if (bench_self_exe("recover", r.exe, sizeof r.exe) < 0 ||
+        bench_tmpdir("recover", r.dir, sizeof r.dir) < 0)
         return 1;
-    r.exe[k] = '\0';
-    snprintf(r.dir, sizeof r.dir, "/tmp/arb_bench_recover.XXXXXX");
-    if (!mkdtemp(r.dir)) {
-        fprintf(stderr, "arbiter bench recover: mkdtemp: %s\n", strerror(errno));
-        return 1;
-    }
     /* the baseline: a controller over an empty store */
     if ((pid = start(&r, &empty_s, &cpu0, 60)) < 0)
         goto fail;
@@ -309,7 +296,7 @@ int cli_bench_recover(int argc, char **argv)
                jobs, pending, recover_s, cpu, before, after, per, fill_s);
     }
     rc = 0;
-    nftw(r.dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
+    bench_rmtree(r.dir);
     return rc;
 fail:
     fprintf(stderr, "arbiter bench recover: failed; the directory is kept: %s (controller.log)\n",
