@@ -101,7 +101,9 @@ first=$(awk -v n="$N" '$2 > n { print; exit }' "$T/acked")
 echo "${first%% *} demo: first submission acknowledged by $NEW: job ${first#* } (jobs 1-$N were written by $OLD)" >> "$T/timeline"
 echo
 echo "${BOLD}The failover, from every controller's log and this script:${PLAIN}"
-cat "$T"/c*.log "$T/timeline" | grep -E '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} ' | sort | uniq |
+# the election's lines read "arbiter controller NAME ha: TIME ...": shown as "TIME ha NAME: ..."
+cat "$T"/c*.log | sed -n 's/^arbiter controller \([^ ]*\) ha: \([0-9:.]*\) /\2 ha \1: /p' |
+    cat - "$T/timeline" | grep -E '^[0-9]{2}:[0-9]{2}:[0-9]{2}\.[0-9]{3} ' | sort | uniq |
     awk -v from="$(sed -n 1p "$T/timeline" | cut -c1-12)" '$1 >= from'
 
 act "6. what survived"

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "daemon/controller.h"
+#include "util/log.h"
 
 void dmn_ctl_settings_init(dmn_ctl_settings_t *s)
 {
@@ -176,7 +177,7 @@ static void write_url(const char *dir, const char *scheme, const char *host, int
         if (fclose(f) == 0 && rename(tmp, path) == 0)
             return;
     }
-    fprintf(stderr, "arbiter controller: cannot write %s: %s (the API serves all the same)\n", path,
+    arb_log(ARB_LOG_WARN, NULL, "cannot write %s: %s (the API serves all the same)", path,
             strerror(errno));
     unlink(tmp);
 }
@@ -190,16 +191,16 @@ static int serve(st_t *st, const sigset_t *sigs)
         struct timespec to = {0, 100 * 1000000L};
         int sig = sigtimedwait(sigs, NULL, &to);
         if (sig > 0) {
-            fprintf(stderr, "arbiter controller: signal %d: stopping\n", sig);
+            arb_log(ARB_LOG_INFO, NULL, "signal %d: stopping", sig);
             return 0;
         }
         if (st_store_status(st, &err) < 0) {
             /* Fail loudly, never a 503 loop behind a healthy /healthz: stop
              * serving and exit, for a supervisor to restart; the restart
              * recovers exactly what was committed (and acknowledged). */
-            fprintf(stderr,
-                    "arbiter controller: FATAL: %s; stopping with exit status 3: nothing "
-                    "uncommitted was acknowledged, a restart recovers what was committed\n",
+            arb_log(ARB_LOG_ERROR, NULL,
+                    "FATAL: %s; stopping with exit status 3: nothing uncommitted was "
+                    "acknowledged, a restart recovers what was committed",
                     err.msg);
             return 3;
         }
@@ -216,7 +217,7 @@ int dmn_ctl_run(dmn_ctl_plan_t *p, const sigset_t *sigs)
     if (p->store == DMN_STORE_ETCD) /* several controllers over etcd, one leading */
         return dmn_ctl_run_ha(p, sigs);
     if (st_open(p->data_dir, &p->conf, &st, &err) < 0 || st_start(st, &err) < 0) {
-        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        arb_log(ARB_LOG_ERROR, NULL, "%s", err.msg);
         goto out;
     }
     api_opts_t ao = {.host = p->host,
@@ -227,14 +228,13 @@ int dmn_ctl_run(dmn_ctl_plan_t *p, const sigset_t *sigs)
                      .max_conns = p->max_conns,
                      .max_conns_per_client = p->max_conns_per_client};
     if (api_server_start(st, &ao, &api, &err) < 0) {
-        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        arb_log(ARB_LOG_ERROR, NULL, "%s", err.msg);
         goto out;
     }
     json_t *status = st_status(st);
     write_url(p->data_dir, p->scheme, p->host, api_server_port(api));
-    fprintf(stderr,
-            "arbiter controller: epoch %lld, %lld jobs and %lld nodes recovered from %s; "
-            "listening on %s://%s:%d (%s)\n",
+    arb_log(ARB_LOG_INFO, NULL,
+            "epoch %lld, %lld jobs and %lld nodes recovered from %s; listening on %s://%s:%d (%s)",
             (long long)json_integer_value(json_object_get(status, "epoch")),
             (long long)json_integer_value(json_object_get(status, "jobs")),
             (long long)json_integer_value(json_object_get(status, "nodes")), p->data_dir, p->scheme,

@@ -23,6 +23,7 @@
 
 #include "daemon/controller.h"
 #include "ha/election.h"
+#include "util/log.h"
 
 static int leader_cb(void *arg, char *name, size_t nn, char *url, size_t un, int64_t *term)
 {
@@ -59,8 +60,10 @@ int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
                      .max_conns = p->max_conns,
                      .max_conns_per_client = p->max_conns_per_client};
     const char *scheme = p->scheme;
-    if (api_server_start(NULL, &ao, &api, &err) < 0) {
-        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+    /* every line of this member says its name (the settings were read once already) */
+    if (arb_log_init("controller", p->name, &err) < 0 ||
+        api_server_start(NULL, &ao, &api, &err) < 0) {
+        arb_log(ARB_LOG_ERROR, NULL, "%s", err.msg);
         return 1;
     }
     if (p->advertise)
@@ -74,15 +77,15 @@ int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
                     .ttl_s = p->ttl_s,
                     .poll_ms = 200};
     if (ha_start(&hc, &h, &err) < 0) {
-        fprintf(stderr, "arbiter controller: %s\n", err.msg);
+        arb_log(ARB_LOG_ERROR, NULL, "%s", err.msg);
         api_server_stop(api);
         return 2;
     }
     __atomic_store_n(&hv, h, __ATOMIC_RELEASE);
-    fprintf(stderr,
-            "arbiter controller %s: follower, listening on %s://%s:%d (advertised as %s); "
-            "etcd %s, prefix %s, lease TTL %d s (%s)\n",
-            p->name, scheme, p->host, api_server_port(api), adv, members, prefix, p->ttl_s,
+    arb_log(ARB_LOG_INFO, NULL,
+            "follower, listening on %s://%s:%d (advertised as %s); etcd %s, prefix %s, lease TTL "
+            "%d s (%s)",
+            scheme, p->host, api_server_port(api), adv, members, prefix, p->ttl_s,
             tokens                    ? "bearer tokens required"
             : p->tls.client_cert_auth ? "client certificates required"
                                       : "NO authentication: loopback only");
@@ -91,7 +94,7 @@ int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
         struct timespec to = {0, 100 * 1000000L};
         int sig = sigtimedwait(sigs, NULL, &to);
         if (sig > 0) {
-            fprintf(stderr, "arbiter controller %s: signal %d: stopping\n", p->name, sig);
+            arb_log(ARB_LOG_INFO, NULL, "signal %d: stopping", sig);
             rc = 0;
             break;
         }

@@ -29,6 +29,7 @@
 
 #include "ha/election.h"
 #include "store/etcd.h"
+#include "util/log.h"
 #include "util/mtime.h"
 
 /* Safety margin on lease times: etcd's clock may run a little ahead of ours,
@@ -57,18 +58,21 @@ struct ha_elect {
     char why[700];
 };
 
-/* One timeline line on stderr: wall time, name, what happened. */
+/* One timeline line in the daemon's log (util/log.c, subsystem "ha"): the
+ * wall time first, for reading a failover across the members' logs, then
+ * what happened. The member's name is the log's (arb_log_init). */
 static void vsay(ha_elect_t *h, const char *fmt, va_list ap)
 {
     char msg[600], tb[32];
     struct timespec ts;
     struct tm tm;
 
+    (void)h;
     vsnprintf(msg, sizeof msg, fmt, ap);
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
     strftime(tb, sizeof tb, "%H:%M:%S", &tm);
-    fprintf(stderr, "%s.%03ld ha %s: %s\n", tb, ts.tv_nsec / 1000000, h->name, msg);
+    arb_log(ARB_LOG_INFO, "ha", "%s.%03ld %s", tb, ts.tv_nsec / 1000000, msg);
 }
 
 static void say(ha_elect_t *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

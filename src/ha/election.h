@@ -63,8 +63,8 @@ int64_t ha_term(ha_elect_t *h);
 int ha_leader(ha_elect_t *h, char *name, size_t nn, char *url, size_t un, int64_t *term);
 /* Why this process stepped down (empty before). */
 void ha_why(ha_elect_t *h, char *buf, size_t n);
-/* One timeline line on stderr, "HH:MM:SS.mmm ha NAME: ..." (UTC), as the
- * election's own lines are written. */
+/* One timeline line in the log, "arbiter controller NAME ha: HH:MM:SS.mmm
+ * ..." (UTC; util/log.h), as the election's own lines are written. */
 void ha_log(ha_elect_t *h, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Step down now (the controller found its writes fenced). */
 void ha_step_down(ha_elect_t *h, const char *why);

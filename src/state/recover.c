@@ -34,6 +34,7 @@
 
 #include "state/jv.h"
 #include "state/state_int.h"
+#include "util/log.h"
 
 typedef struct rec_list {
     st_t *s;
@@ -50,7 +51,7 @@ typedef struct rec_list {
  */
 static void damaged(st_t *s, const char *key, const char *why)
 {
-    fprintf(stderr, "arbiter: store: record '%s' is damaged (%s); skipped: what it held is lost\n",
+    arb_log(ARB_LOG_WARN, "store", "record '%s' is damaged (%s); skipped: what it held is lost",
             key, why);
     if (s->ndamaged < (int)(sizeof s->damaged / sizeof s->damaged[0]))
         snprintf(s->damaged[s->ndamaged], sizeof s->damaged[0], "%s", key);
@@ -609,9 +610,9 @@ static int recover_jobs(st_t *s, arb_err_t *err)
     if (rc == 0)
         st_resize_recover_all(s);
     if (rc == 0 && (r.nlive + r.ringn + s->nstored) >= 10000) /* where a long start went */
-        fprintf(stderr,
-                "arbiter: recovery: jobs read from the store in %.3f s; %zu decoded and indexed "
-                "in %.3f s; %llu ended ones past jobs.history left in the store\n",
+        arb_log(ARB_LOG_INFO, "recovery",
+                "jobs read from the store in %.3f s; %zu decoded and indexed in %.3f s; %llu "
+                "ended ones past jobs.history left in the store",
                 (double)(t1 - t0) / 1e9, r.nlive + r.ringn, (double)(st_mono_ns() - t1) / 1e9,
                 (unsigned long long)s->nstored);
 out:

@@ -42,6 +42,7 @@
 
 #include "store/etcd.h"
 #include "store/store.h"
+#include "util/log.h"
 
 #define PREFIX_MAX 200
 #define TXN_BYTES (700u * 1024u) /* raw bytes per txn: base64 makes ~1 MiB of JSON */
@@ -273,15 +274,14 @@ static void hold_commit(se_t *q, const pend_t *ops, int from, int to)
     for (int i = from; i < to && i < from + 4 && used < sizeof keys; i++)
         used += (size_t)snprintf(keys + used, sizeof keys - used, "%s%s", i > from ? " " : "",
                                  ops[i].key);
-    fprintf(stderr,
-            "arbiter: test hook ARBITER_TEST_HOLD_COMMIT: a txn of %d ops fenced by term %lld "
-            "waits while %s exists (keys: %s%s)\n",
+    arb_log(ARB_LOG_INFO, "store",
+            "test hook ARBITER_TEST_HOLD_COMMIT: a txn of %d ops fenced by term %lld waits while "
+            "%s exists (keys: %s%s)",
             to - from, (long long)q->fence, q->hold, keys, to - from > 4 ? " ..." : "");
     while (access(q->hold, F_OK) == 0)
         nanosleep(&ts, NULL);
-    fprintf(stderr,
-            "arbiter: test hook ARBITER_TEST_HOLD_COMMIT: released; sending the txn "
-            "fenced by term %lld\n",
+    arb_log(ARB_LOG_INFO, "store",
+            "test hook ARBITER_TEST_HOLD_COMMIT: released; sending the txn fenced by term %lld",
             (long long)q->fence);
 }
 

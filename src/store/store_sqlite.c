@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "util/log.h"
 
 #define MARKER_LEN 64
 #define LOCK_OFFSET ((off_t)1 << 40) /* SQLite's own locks live near 1 GiB */
@@ -201,9 +202,9 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
         goto out;
     }
     if (mk < 0)
-        fprintf(stderr,
-                "arbiter: store: %s is unreadable; whether the database lost commits cannot be "
-                "told this time (it is written again now)\n",
+        arb_log(ARB_LOG_WARN, "store",
+                "%s is unreadable; whether the database lost commits cannot be told this time (it "
+                "is written again now)",
                 mpath);
     if (mk > 0 && mrev > q->rev) {
         if (!o->accept_rewind) {
@@ -224,9 +225,9 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
             goto out;
         }
         q->base.rewound_from = mrev;
-        fprintf(stderr,
-                "arbiter: store: %s is at revision %llu, below its marker's %llu: %llu committed "
-                "transactions are lost; going on from what is there (--accept-rewind)\n",
+        arb_log(ARB_LOG_WARN, "store",
+                "%s is at revision %llu, below its marker's %llu: %llu committed transactions are "
+                "lost; going on from what is there (--accept-rewind)",
                 path, (unsigned long long)q->rev, (unsigned long long)mrev,
                 (unsigned long long)(mrev - q->rev));
     }
