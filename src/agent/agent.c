@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "agent/agent.h"
+#include "util/log.h"
 
 int64_t agent_mono_ns(void *ignored)
 {
@@ -38,7 +39,7 @@ static void say(agent_t *a, const char *fmt, ...)
     if (a->conf.log)
         a->conf.log(a->conf.log_ctx, msg);
     else
-        fprintf(stderr, "arbiter agent %s: %s\n", a->disc.inv.name, msg);
+        arb_log(ARB_LOG_INFO, NULL, "%s", msg); /* "arbiter agent NODE: ..." (cli/agent.c) */
 }
 
 /*

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "agent/emulate.h"
+#include "util/log.h"
 
 typedef struct samples {
     pthread_mutex_t mu;
@@ -75,8 +76,8 @@ static void *run(void *arg)
      * would crash both (this check would have caught it at once) */
     for (int i = 0; i < t->n; i++)
         if (t->nodes[i].conf.conn != t->conn) {
-            fprintf(stderr, "emulate: node %d runs on a thread that does not own its connection\n",
-                    i);
+            arb_log(ARB_LOG_ERROR, "emulate",
+                    "node %d runs on a thread that does not own its connection", i);
             abort();
         }
     for (int i = 0; !stopped(t->c, t->end); i = (i + 1) % t->n) {

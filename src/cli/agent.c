@@ -66,6 +66,7 @@
 #include "cli/flags.h"
 #include "tls/tls.h"
 #include "util/duration.h"
+#include "util/log.h"
 
 /* set by the signal handler, read by the heartbeat loop and the emulator's
  * threads: lock-free atomics, safe in a handler and across threads */
@@ -541,6 +542,10 @@ int cli_agent(int argc, char **argv)
     f.c.exec.cgroup_scoped = true; /* never share a task's cgroup with another agent here */
     if (!fl_run(&agent_verb, argc, argv, &f, &(fl_args_t){0}, &rc) || (rc = agent_check(&f)))
         return rc;
+    if (arb_log_init("agent", f.c.disc.node_name, &err) < 0) { /* its lines name the node */
+        fprintf(stderr, "arbiter agent: %s\n", err.msg);
+        return 2;
+    }
     if (f.once)
         return once(&f.c.disc, f.out == 1);
     if ((rc = agent_prepare(&f, token, sizeof token)))

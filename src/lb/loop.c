@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "lb/proxy_int.h"
+#include "util/log.h"
 
 void lb_proxy_conf_default(lb_proxy_conf_t *c)
 {
@@ -156,7 +157,7 @@ static void stop(px_t *px)
             px_sess_close(px, s);
     }
     if (px->id == 0)
-        fprintf(stderr, "arbiter lb: stopping; draining %d connections\n", px->nclients);
+        arb_log(ARB_LOG_INFO, NULL, "stopping; draining %d connections", px->nclients);
 }
 
 static void on_signal(px_t *px)
@@ -167,9 +168,9 @@ static void on_signal(px_t *px)
         if (si.ssi_signo == SIGHUP) {
             arb_err_t e;
             if (px_backends_load(px, &e) < 0)
-                fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n", e.msg);
+                arb_log(ARB_LOG_WARN, NULL, "reload failed, keeping the old backends: %s", e.msg);
             else
-                fprintf(stderr, "arbiter lb: reloaded, %d backends\n", px->npeers);
+                arb_log(ARB_LOG_INFO, NULL, "reloaded, %d backends", px->npeers);
         } else {
             stop(px);
         }
@@ -191,9 +192,9 @@ static void on_watch(px_t *px, int fd)
     if (px->stopping)
         return;
     if (px_backends_load(px, &e) < 0)
-        fprintf(stderr, "arbiter lb: reload failed, keeping the old backends: %s\n", e.msg);
+        arb_log(ARB_LOG_WARN, NULL, "reload failed, keeping the old backends: %s", e.msg);
     else if (px->id == 0)
-        fprintf(stderr, "arbiter lb: backends changed, %d backends\n", px->npeers);
+        arb_log(ARB_LOG_INFO, NULL, "backends changed, %d backends", px->npeers);
 }
 
 /* Tell the source this balancer's in-flight count per backend, removed
@@ -353,7 +354,7 @@ static int write_ready(px_t *px, arb_err_t *err)
     bound_text(px->lfd, l, sizeof l);
     if (px->afd >= 0)
         bound_text(px->afd, a, sizeof a);
-    fprintf(stderr, "arbiter lb: listening on %s%s%s, policy %s, %d backends, %d loop%s\n", l,
+    arb_log(ARB_LOG_INFO, NULL, "listening on %s%s%s, policy %s, %d backends, %d loop%s", l,
             px->afd >= 0 ? ", admin on " : "", a, px->c->policy->name, px->npeers,
             px->hub ? px->hub->nloops : 1, px->hub ? "s" : "");
     if (!px->c->ready_file)

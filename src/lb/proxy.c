@@ -54,6 +54,7 @@
 #include <unistd.h>
 
 #include "lb/proxy_int.h"
+#include "util/log.h"
 
 static void sess_assign(px_t *px, px_sess_t *s);
 static void sess_route(px_t *px, px_sess_t *s);
@@ -71,10 +72,9 @@ void px_own_failure(px_t *px, int err, const char *doing)
     px->own_unsaid++;
     if (px->own_said_ms && px->now_ms - px->own_said_ms < 10000)
         return;
-    fprintf(stderr,
-            "arbiter lb: out of resources %s: %s (%llu time%s since the last word); no backend "
-            "is blamed for it: raise the open-file limit (ulimit -n, LimitNOFILE=) or lower "
-            "--max-conns\n",
+    arb_log(ARB_LOG_WARN, NULL,
+            "out of resources %s: %s (%llu time%s since the last word); no backend is blamed for "
+            "it: raise the open-file limit (ulimit -n, LimitNOFILE=) or lower --max-conns",
             doing, strerror(err < 0 ? -err : err), (unsigned long long)px->own_unsaid,
             px->own_unsaid == 1 ? "" : "s");
     px->own_said_ms = px->now_ms;
