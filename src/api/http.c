@@ -790,9 +790,9 @@ static unsigned conn_budget(int want)
     /* the store, logs, the scheduler and clients of etcd need some too */
     rlim_t room = have > 256 ? have - 128 : have / 2;
     if ((rlim_t)want > room) {
-        fprintf(stderr,
-                "arbiter: the open-file limit (%llu) allows %llu connections, not %d; raise "
-                "it (ulimit -n, LimitNOFILE=) for more agents\n",
+        arb_log(ARB_LOG_WARN, "api",
+                "the open-file limit (%llu) allows %llu connections, not %d; raise it (ulimit "
+                "-n, LimitNOFILE=) for more agents",
                 (unsigned long long)have, (unsigned long long)room, want);
         return (unsigned)room;
     }
