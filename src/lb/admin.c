@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "lb/proxy_int.h"
+#include "util/buf.h"
 
 /* Latency histogram bounds, seconds; the last bucket is +Inf. */
 static const double px_lat_le[14] = {0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
@@ -37,43 +38,6 @@ void px_stats_ttft(px_admit_stats_t *st, double secs)
     st->ttft_sum += secs;
 }
 
-/* A growing text buffer. */
-typedef struct sbuf {
-    char *d;
-    size_t len, cap;
-    bool oom;
-} sbuf_t;
-
-__attribute__((format(printf, 2, 3))) static void sb_printf(sbuf_t *b, const char *fmt, ...)
-{
-    va_list ap;
-    int n;
-
-    if (b->oom)
-        return;
-    for (;;) {
-        va_start(ap, fmt);
-        n = vsnprintf(b->d + b->len, b->cap - b->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            b->oom = true;
-            return;
-        }
-        if ((size_t)n < b->cap - b->len) {
-            b->len += (size_t)n;
-            return;
-        }
-        size_t cap = (b->cap + (size_t)n + 1) * 2;
-        char *d = realloc(b->d, cap);
-        if (!d) {
-            b->oom = true;
-            return;
-        }
-        b->d = d;
-        b->cap = cap;
-    }
-}
-
 static const char *state_of(const px_t *px, const px_backend_t *b)
 {
     if (b->removed)
@@ -87,20 +51,20 @@ static const char *state_of(const px_t *px, const px_backend_t *b)
     return "up";
 }
 
-static void hist(sbuf_t *b, const char *name, const char *labels, const px_stats_t *st)
+static void hist(arb_buf_t *b, const char *name, const char *labels, const px_stats_t *st)
 {
     uint64_t cum = 0, n = 0;
     for (int i = 0; i < 15; i++)
         n += st->lat_bucket[i];
     for (int i = 0; i < 14; i++) {
         cum += st->lat_bucket[i];
-        sb_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, *labels ? "," : "",
-                  px_lat_le[i], (unsigned long long)cum);
+        arb_buf_printf(b, "%s_bucket{%s%sle=\"%g\"} %llu\n", name, labels, *labels ? "," : "",
+                       px_lat_le[i], (unsigned long long)cum);
     }
-    sb_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, *labels ? "," : "",
-              (unsigned long long)n);
-    sb_printf(b, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, st->lat_sum, name, labels,
-              (unsigned long long)n);
+    arb_buf_printf(b, "%s_bucket{%s%sle=\"+Inf\"} %llu\n", name, labels, *labels ? "," : "",
+                   (unsigned long long)n);
+    arb_buf_printf(b, "%s_sum{%s} %.6f\n%s_count{%s} %llu\n", name, labels, st->lat_sum, name,
+                   labels, (unsigned long long)n);
 }
 
 /* This loop's counters, or with several loops their sums (hub.c). */
@@ -127,9 +91,9 @@ static uint32_t inflight_of(const px_backend_t *e)
 }
 
 /* HELP and TYPE of one family (promtool check metrics wants both). */
-static void fam(sbuf_t *b, const char *name, const char *type, const char *help)
+static void fam(arb_buf_t *b, const char *name, const char *type, const char *help)
 {
-    sb_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+    arb_buf_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
 }
 
 /* The states state_of() names, for the one-series-per-state family. */
@@ -201,7 +165,7 @@ static const struct {
                      "Time from request head to last response byte, per backend."},
 };
 
-static void backend_family(px_t *px, sbuf_t *b, int f)
+static void backend_family(px_t *px, arb_buf_t *b, int f)
 {
     static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
 
@@ -219,73 +183,75 @@ static void backend_family(px_t *px, sbuf_t *b, int f)
         snprintf(lab, sizeof lab, "backend=\"%s\"", e->name);
         switch (f) {
         case BF_UP:
-            sb_printf(b, "%s{%s} %d\n", n, lab, e->eff > 0);
+            arb_buf_printf(b, "%s{%s} %d\n", n, lab, e->eff > 0);
             break;
         case BF_STATE:
             for (size_t k = 0; k < sizeof px_states / sizeof px_states[0]; k++)
-                sb_printf(b, "%s{%s,state=\"%s\"} %d\n", n, lab, px_states[k],
-                          strcmp(px_states[k], state_of(px, e)) == 0);
+                arb_buf_printf(b, "%s{%s,state=\"%s\"} %d\n", n, lab, px_states[k],
+                               strcmp(px_states[k], state_of(px, e)) == 0);
             break;
         case BF_WEIGHT:
-            sb_printf(b, "%s{%s} %.3f\n", n, lab, e->eff / 16.0);
+            arb_buf_printf(b, "%s{%s} %.3f\n", n, lab, e->eff / 16.0);
             break;
         case BF_INFLIGHT:
-            sb_printf(b, "%s{%s} %u\n", n, lab, inflight_of(e));
+            arb_buf_printf(b, "%s{%s} %u\n", n, lab, inflight_of(e));
             break;
         case BF_IDLE:
-            sb_printf(b, "%s{%s} %d\n", n, lab, e->nidle);
+            arb_buf_printf(b, "%s{%s} %d\n", n, lab, e->nidle);
             break;
         case BF_REQUESTS:
-            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.requests);
+            arb_buf_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.requests);
             break;
         case BF_RESPONSES:
             for (int c = 1; c < 6; c++)
-                sb_printf(b, "%s{%s,code=\"%s\"} %llu\n", n, lab, cls[c],
-                          (unsigned long long)est.resp[c]);
+                arb_buf_printf(b, "%s{%s,code=\"%s\"} %llu\n", n, lab, cls[c],
+                               (unsigned long long)est.resp[c]);
             break;
         case BF_FAILURES:
-            sb_printf(b, "%s{%s,kind=\"connect\"} %llu\n", n, lab,
-                      (unsigned long long)est.connect_fail);
-            sb_printf(b, "%s{%s,kind=\"io\"} %llu\n", n, lab, (unsigned long long)est.io_fail);
-            sb_printf(b, "%s{%s,kind=\"timeout\"} %llu\n", n, lab,
-                      (unsigned long long)est.timeouts);
+            arb_buf_printf(b, "%s{%s,kind=\"connect\"} %llu\n", n, lab,
+                           (unsigned long long)est.connect_fail);
+            arb_buf_printf(b, "%s{%s,kind=\"io\"} %llu\n", n, lab, (unsigned long long)est.io_fail);
+            arb_buf_printf(b, "%s{%s,kind=\"timeout\"} %llu\n", n, lab,
+                           (unsigned long long)est.timeouts);
             break;
         case BF_EJECTIONS:
-            sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.ejections);
+            arb_buf_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.ejections);
             break;
         case BF_CHECKS:
-            sb_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab, (unsigned long long)est.checks_ok);
-            sb_printf(b, "%s{%s,result=\"bad\"} %llu\n", n, lab,
-                      (unsigned long long)est.checks_bad);
+            arb_buf_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab,
+                           (unsigned long long)est.checks_ok);
+            arb_buf_printf(b, "%s{%s,result=\"bad\"} %llu\n", n, lab,
+                           (unsigned long long)est.checks_bad);
             break;
         case BF_QUEUE:
             if (e->load.at_ms)
-                sb_printf(b, "%s{%s} %g\n", n, lab, e->load.queue);
+                arb_buf_printf(b, "%s{%s} %g\n", n, lab, e->load.queue);
             break;
         case BF_GPU:
             if (e->load.at_ms)
-                sb_printf(b, "%s{%s} %g\n", n, lab, e->load.gpu_util);
+                arb_buf_printf(b, "%s{%s} %g\n", n, lab, e->load.gpu_util);
             break;
         case BF_SCRAPES:
-            sb_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab, (unsigned long long)e->scrapes_ok);
-            sb_printf(b, "%s{%s,result=\"bad\"} %llu\n", n, lab,
-                      (unsigned long long)e->scrapes_bad);
+            arb_buf_printf(b, "%s{%s,result=\"ok\"} %llu\n", n, lab,
+                           (unsigned long long)e->scrapes_ok);
+            arb_buf_printf(b, "%s{%s,result=\"bad\"} %llu\n", n, lab,
+                           (unsigned long long)e->scrapes_bad);
             break;
         case BF_ENG_WAITING:
             if (e->eng.at_ms)
-                sb_printf(b, "%s{%s} %g\n", n, lab, e->eng.waiting);
+                arb_buf_printf(b, "%s{%s} %g\n", n, lab, e->eng.waiting);
             break;
         case BF_ENG_RUNNING:
             if (e->eng.at_ms)
-                sb_printf(b, "%s{%s} %g\n", n, lab, e->eng.running);
+                arb_buf_printf(b, "%s{%s} %g\n", n, lab, e->eng.running);
             break;
         case BF_ENG_KV:
             if (e->eng.at_ms && e->eng.kv >= 0)
-                sb_printf(b, "%s{%s} %g\n", n, lab, e->eng.kv);
+                arb_buf_printf(b, "%s{%s} %g\n", n, lab, e->eng.kv);
             break;
         case BF_ENG_LORA:
             if (e->eng.at_ms)
-                sb_printf(b, "%s{%s} %d\n", n, lab, e->eng.nlora);
+                arb_buf_printf(b, "%s{%s} %d\n", n, lab, e->eng.nlora);
             break;
         case BF_DURATION:
             hist(b, n, lab, &est);
@@ -294,29 +260,30 @@ static void backend_family(px_t *px, sbuf_t *b, int f)
     }
 }
 
-static void metrics(px_t *px, sbuf_t *b)
+static void metrics(px_t *px, arb_buf_t *b)
 {
     static const char *cls[6] = {"other", "1xx", "2xx", "3xx", "4xx", "5xx"};
     px_snap_t T;
 
     totals(px, &T);
     fam(b, "arbiter_lb_connections_accepted_total", "counter", "Client connections accepted.");
-    sb_printf(b, "arbiter_lb_connections_accepted_total %llu\n", (unsigned long long)T.accepted);
+    arb_buf_printf(b, "arbiter_lb_connections_accepted_total %llu\n",
+                   (unsigned long long)T.accepted);
     fam(b, "arbiter_lb_client_connections", "gauge", "Client connections open now.");
-    sb_printf(b, "arbiter_lb_client_connections %d\n", T.nclients);
+    arb_buf_printf(b, "arbiter_lb_client_connections %d\n", T.nclients);
     fam(b, "arbiter_lb_retries_total", "counter",
         "Requests sent again to another backend after a failure.");
-    sb_printf(b, "arbiter_lb_retries_total %llu\n", (unsigned long long)T.retries);
+    arb_buf_printf(b, "arbiter_lb_retries_total %llu\n", (unsigned long long)T.retries);
     fam(b, "arbiter_lb_no_backend_total", "counter",
         "Requests no backend could take (answered 502 or 503).");
-    sb_printf(b, "arbiter_lb_no_backend_total %llu\n", (unsigned long long)T.no_backend);
+    arb_buf_printf(b, "arbiter_lb_no_backend_total %llu\n", (unsigned long long)T.no_backend);
     fam(b, "arbiter_lb_bad_requests_total", "counter",
         "Client requests refused as malformed (400, 431).");
-    sb_printf(b, "arbiter_lb_bad_requests_total %llu\n", (unsigned long long)T.bad_requests);
+    arb_buf_printf(b, "arbiter_lb_bad_requests_total %llu\n", (unsigned long long)T.bad_requests);
     fam(b, "arbiter_lb_responses_total", "counter", "Responses to clients, by class.");
     for (int i = 1; i < 6; i++)
-        sb_printf(b, "arbiter_lb_responses_total{code=\"%s\"} %llu\n", cls[i],
-                  (unsigned long long)T.total.resp[i]);
+        arb_buf_printf(b, "arbiter_lb_responses_total{code=\"%s\"} %llu\n", cls[i],
+                       (unsigned long long)T.total.resp[i]);
     fam(b, "arbiter_lb_request_duration_seconds", "histogram",
         "Time from request head to last response byte.");
     hist(b, "arbiter_lb_request_duration_seconds", "", &T.total);
@@ -327,36 +294,38 @@ static void metrics(px_t *px, sbuf_t *b)
         fam(b, "arbiter_lb_inference_requests_total", "counter",
             "OpenAI API requests, by endpoint.");
         for (int i = 1; i < 3; i++)
-            sb_printf(b, "arbiter_lb_inference_requests_total{endpoint=\"%s\"} %llu\n", kinds[i],
-                      (unsigned long long)a->infer_requests[i]);
+            arb_buf_printf(b, "arbiter_lb_inference_requests_total{endpoint=\"%s\"} %llu\n",
+                           kinds[i], (unsigned long long)a->infer_requests[i]);
         fam(b, "arbiter_lb_inference_unparsed_total", "counter",
             "Inference requests routed without reading their prompt (body over --body-max).");
-        sb_printf(b, "arbiter_lb_inference_unparsed_total %llu\n", (unsigned long long)a->unparsed);
+        arb_buf_printf(b, "arbiter_lb_inference_unparsed_total %llu\n",
+                       (unsigned long long)a->unparsed);
         fam(b, "arbiter_lb_inference_bad_body_total", "counter",
             "Inference requests whose body was not the JSON the API takes (answered 400).");
-        sb_printf(b, "arbiter_lb_inference_bad_body_total %llu\n",
-                  (unsigned long long)a->parse_errors);
+        arb_buf_printf(b, "arbiter_lb_inference_bad_body_total %llu\n",
+                       (unsigned long long)a->parse_errors);
         fam(b, "arbiter_lb_queued_requests", "gauge",
             "Requests held while every replica is saturated.");
-        sb_printf(b, "arbiter_lb_queued_requests %d\n", T.nqueued);
+        arb_buf_printf(b, "arbiter_lb_queued_requests %d\n", T.nqueued);
         fam(b, "arbiter_lb_queue_admitted_total", "counter",
             "Requests admitted to the saturation queue.");
-        sb_printf(b, "arbiter_lb_queue_admitted_total %llu\n", (unsigned long long)a->queued);
+        arb_buf_printf(b, "arbiter_lb_queue_admitted_total %llu\n", (unsigned long long)a->queued);
         fam(b, "arbiter_lb_queue_dispatched_total", "counter",
             "Queued requests sent on to a replica.");
-        sb_printf(b, "arbiter_lb_queue_dispatched_total %llu\n", (unsigned long long)a->dispatched);
+        arb_buf_printf(b, "arbiter_lb_queue_dispatched_total %llu\n",
+                       (unsigned long long)a->dispatched);
         fam(b, "arbiter_lb_rejected_total", "counter", "Requests answered 429, by reason.");
-        sb_printf(b,
-                  "arbiter_lb_rejected_total{reason=\"queue_full\"} %llu\n"
-                  "arbiter_lb_rejected_total{reason=\"fair_share\"} %llu\n"
-                  "arbiter_lb_rejected_total{reason=\"slo\"} %llu\n"
-                  "arbiter_lb_rejected_total{reason=\"expired\"} %llu\n",
-                  (unsigned long long)a->rejected_full, (unsigned long long)a->rejected_share,
-                  (unsigned long long)a->rejected_slo, (unsigned long long)a->expired);
+        arb_buf_printf(b,
+                       "arbiter_lb_rejected_total{reason=\"queue_full\"} %llu\n"
+                       "arbiter_lb_rejected_total{reason=\"fair_share\"} %llu\n"
+                       "arbiter_lb_rejected_total{reason=\"slo\"} %llu\n"
+                       "arbiter_lb_rejected_total{reason=\"expired\"} %llu\n",
+                       (unsigned long long)a->rejected_full, (unsigned long long)a->rejected_share,
+                       (unsigned long long)a->rejected_slo, (unsigned long long)a->expired);
         if (px->pindex) {
             fam(b, "arbiter_lb_prefix_index_blocks", "gauge",
                 "Prompt blocks the prefix index remembers (bounded LRU).");
-            sb_printf(b, "arbiter_lb_prefix_index_blocks %u\n", lb_pindex_size(px->pindex));
+            arb_buf_printf(b, "arbiter_lb_prefix_index_blocks %u\n", lb_pindex_size(px->pindex));
         }
         px_stats_t t = {0};
         memcpy(t.lat_bucket, a->ttft_bucket, sizeof t.lat_bucket);
@@ -370,48 +339,50 @@ static void metrics(px_t *px, sbuf_t *b)
         backend_family(px, b, f);
 }
 
-static void backends_json(px_t *px, sbuf_t *b)
+static void backends_json(px_t *px, arb_buf_t *b)
 {
-    sb_printf(b, "{\"policy\":\"%s\",\"backends\":[", px->c->policy->name);
+    arb_buf_printf(b, "{\"policy\":\"%s\",\"backends\":[", px->c->policy->name);
     for (int i = 0; i < px->nbes; i++) {
         const px_backend_t *e = px->bes[i];
         px_stats_t est;
         px_hub_backend_stats(px, e, &est);
-        sb_printf(b,
-                  "%s{\"name\":\"%s\",\"state\":\"%s\",\"weight\":%u,\"eff\":%.3f,"
-                  "\"inflight\":%u,\"prefill_blocks\":%u,\"requests\":%llu,\"fails\":%d,"
-                  "\"ejections\":%llu,"
-                  "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}",
-                  i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0, inflight_of(e),
-                  e->prefill, (unsigned long long)est.requests, e->fails,
-                  (unsigned long long)est.ejections, e->load.queue, e->load.gpu_util,
-                  e->load.inflight, e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
+        arb_buf_printf(b,
+                       "%s{\"name\":\"%s\",\"state\":\"%s\",\"weight\":%u,\"eff\":%.3f,"
+                       "\"inflight\":%u,\"prefill_blocks\":%u,\"requests\":%llu,\"fails\":%d,"
+                       "\"ejections\":%llu,"
+                       "\"load\":{\"queue\":%g,\"gpu\":%g,\"inflight\":%g,\"age_ms\":%lld}",
+                       i ? "," : "", e->name, state_of(px, e), e->weight, e->eff / 16.0,
+                       inflight_of(e), e->prefill, (unsigned long long)est.requests, e->fails,
+                       (unsigned long long)est.ejections, e->load.queue, e->load.gpu_util,
+                       e->load.inflight,
+                       e->load.at_ms ? (long long)(px->now_ms - e->load.at_ms) : -1LL);
         if (e->eng.at_ms)
-            sb_printf(b,
-                      ",\"engine\":{\"kind\":\"%s\",\"waiting\":%g,\"running\":%g,\"kv\":%g,"
-                      "\"lora\":%d,\"max_lora\":%d,\"age_ms\":%lld,\"ttft_ms\":%.1f}",
-                      e->engine, e->eng.waiting, e->eng.running, e->eng.kv, e->eng.nlora,
-                      e->eng.max_lora, (long long)(px->now_ms - e->eng.at_ms), e->ttft_ms);
-        sb_printf(b, "}");
+            arb_buf_printf(b,
+                           ",\"engine\":{\"kind\":\"%s\",\"waiting\":%g,\"running\":%g,\"kv\":%g,"
+                           "\"lora\":%d,\"max_lora\":%d,\"age_ms\":%lld,\"ttft_ms\":%.1f}",
+                           e->engine, e->eng.waiting, e->eng.running, e->eng.kv, e->eng.nlora,
+                           e->eng.max_lora, (long long)(px->now_ms - e->eng.at_ms), e->ttft_ms);
+        arb_buf_printf(b, "}");
     }
     px_snap_t T;
     totals(px, &T);
-    sb_printf(b, "],\"queued\":%d,\"loops\":%d,\"accepted_by_loop\":[", T.nqueued,
-              px->hub ? px->hub->nloops : 1);
+    arb_buf_printf(b, "],\"queued\":%d,\"loops\":%d,\"accepted_by_loop\":[", T.nqueued,
+                   px->hub ? px->hub->nloops : 1);
     if (px->hub) {
         pthread_mutex_lock(&px->hub->mu);
         for (int k = 0; k < px->hub->nloops; k++)
-            sb_printf(b, "%s%llu", k ? "," : "", (unsigned long long)px->hub->snap[k].accepted);
+            arb_buf_printf(b, "%s%llu", k ? "," : "",
+                           (unsigned long long)px->hub->snap[k].accepted);
         pthread_mutex_unlock(&px->hub->mu);
     } else {
-        sb_printf(b, "%llu", (unsigned long long)px->accepted);
+        arb_buf_printf(b, "%llu", (unsigned long long)px->accepted);
     }
-    sb_printf(b, "]}\n");
+    arb_buf_printf(b, "]}\n");
 }
 
 char *px_admin_reply(px_t *px, const http_head_t *req, size_t *len)
 {
-    sbuf_t body = {0}, out = {0};
+    arb_buf_t body = {0}, out = {0};
     const char *ctype = "text/plain; charset=utf-8";
     int code = 200;
     size_t tl = req->tlen;
@@ -426,24 +397,22 @@ char *px_admin_reply(px_t *px, const http_head_t *req, size_t *len)
         backends_json(px, &body);
         ctype = "application/json";
     } else if (tl == 8 && memcmp(req->target, "/healthz", 8) == 0) {
-        sb_printf(&body, "ok\n");
+        arb_buf_printf(&body, "ok\n");
     } else {
         code = 404;
-        sb_printf(&body, "not found; try /metrics, /backends, /healthz\n");
+        arb_buf_printf(&body, "not found; try /metrics, /backends, /healthz\n");
     }
-    sb_printf(&out,
-              "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
-              "Connection: close\r\n\r\n",
-              code, code == 200 ? "OK" : "Not Found", ctype, body.len);
-    if (!out.oom && !body.oom && req->method != HTTP_HEAD)
-        sb_printf(&out, "%.*s", (int)body.len, body.d ? body.d : "");
-    free(body.d);
-    if (out.oom || body.oom) {
-        free(out.d);
-        return NULL;
-    }
+    arb_buf_printf(&out,
+                   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n"
+                   "Connection: close\r\n\r\n",
+                   code, code == 200 ? "OK" : "Not Found", ctype, body.len);
+    if (!body.oom && req->method != HTTP_HEAD)
+        arb_buf_put(&out, body.p, body.len);
+    if (body.oom)
+        out.oom = true;
+    arb_buf_free(&body);
     *len = out.len;
-    return out.d;
+    return arb_buf_take(&out); /* NULL when either ran out of memory */
 }
 
 void px_log(px_t *px, px_sess_t *s, px_backend_t *b)

@@ -39,6 +39,7 @@
 
 #include "client/failover.h"
 #include "lb/proxy_int.h"
+#include "util/buf.h"
 #include "util/mtime.h"
 
 #define WAIT_S 10
@@ -74,27 +75,6 @@ typedef struct ctl {
     tls_client_t tls; /* --cacert, else the environment (their strings live on) */
 } ctl_t;
 
-typedef struct buf {
-    char *p;
-    size_t n;
-} buf_t;
-
-static size_t on_data(char *d, size_t sz, size_t nm, void *arg)
-{
-    buf_t *b = arg;
-    size_t k = sz * nm;
-    if (b->n + k > (8u << 20))
-        return 0;
-    char *np = realloc(b->p, b->n + k + 1);
-    if (!np)
-        return 0;
-    memcpy(np + b->n, d, k);
-    b->n += k;
-    np[b->n] = '\0';
-    b->p = np;
-    return k;
-}
-
 static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl_off_t d)
 {
     ctl_t *x = arg;
@@ -108,7 +88,7 @@ static int on_progress(void *arg, curl_off_t a, curl_off_t b, curl_off_t c, curl
 
 /* One request to one controller; *status the HTTP status (0: none). */
 static int call_one(ctl_t *x, const char *base, const char *method, const char *path,
-                    const char *body, long timeout_s, long *status, buf_t *out)
+                    const char *body, long timeout_s, long *status, arb_buf_t *out)
 {
     CURL *c = curl_easy_init();
     struct curl_slist *h = NULL;
@@ -126,7 +106,7 @@ static int call_one(ctl_t *x, const char *base, const char *method, const char *
     curl_easy_setopt(c, CURLOPT_URL, url);
     curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, method);
     curl_easy_setopt(c, CURLOPT_HTTPHEADER, h);
-    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_data);
+    curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, arb_buf_write_cb);
     curl_easy_setopt(c, CURLOPT_WRITEDATA, out);
     curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(c, CURLOPT_TIMEOUT, timeout_s);
@@ -155,7 +135,7 @@ static int call_one(ctl_t *x, const char *base, const char *method, const char *
 /* One request, with failover over the controllers: from the one that last
  * answered, on to the next after no answer or a 503 (no leader yet). */
 static int call(ctl_t *x, const char *method, const char *path, const char *body, long timeout_s,
-                long *status, buf_t *out)
+                long *status, arb_buf_t *out)
 {
     int rc = -EIO, cur;
 
@@ -164,9 +144,8 @@ static int call(ctl_t *x, const char *method, const char *path, const char *body
     pthread_mutex_unlock(&x->mu);
     for (int k = 0; k < x->urls.n; k++) {
         int i = (cur + k) % x->urls.n;
-        free(out->p);
-        out->p = NULL;
-        out->n = 0;
+        arb_buf_free(out);
+        out->max = 8u << 20; /* a reply larger than this fails the transfer */
         rc = call_one(x, x->urls.url[i], method, path, body, timeout_s, status, out);
         if (rc == 0 && *status != 503) {
             pthread_mutex_lock(&x->mu);
@@ -234,7 +213,7 @@ static void *watch_main(void *arg)
     char path[512];
 
     for (;;) {
-        buf_t b = {0};
+        arb_buf_t b = {0};
         long st = 0;
         uint64_t v;
         pthread_mutex_lock(&x->mu);
@@ -268,7 +247,7 @@ static void *watch_main(void *arg)
                 /* the pipe is full: a reload is pending anyway */
             }
             free(t);
-            free(b.p);
+            arb_buf_free(&b);
             continue;
         }
         if (rc == 0) {
@@ -294,7 +273,7 @@ static void *watch_main(void *arg)
             }
         }
         free(t);
-        free(b.p);
+        arb_buf_free(&b);
         pthread_mutex_lock(&x->mu);
         x->fails++;
         pthread_cond_broadcast(&x->cv);
@@ -341,7 +320,7 @@ static lb_agent_load_t *parse_loads(const char *txt, int *n)
 static void fetch_loads(ctl_t *x)
 {
     char path[256];
-    buf_t b = {0};
+    arb_buf_t b = {0};
     long st = 0;
     int n = 0;
 
@@ -356,7 +335,7 @@ static void fetch_loads(ctl_t *x)
             pthread_mutex_unlock(&x->mu);
         }
     }
-    free(b.p);
+    arb_buf_free(&b);
 }
 
 static void *report_main(void *arg)
@@ -378,12 +357,12 @@ static void *report_main(void *arg)
         if (any) {
             json_t *o = json_pack("{s:o}", "replicas", arr);
             char *txt = json_dumps(o, JSON_COMPACT);
-            buf_t b = {0};
+            arb_buf_t b = {0};
             long st;
             if (txt)
                 call(x, "POST", path, txt, 5, &st, &b);
             free(txt);
-            free(b.p);
+            arb_buf_free(&b);
             json_decref(o);
         } else {
             json_decref(arr);
