@@ -223,14 +223,11 @@ static char *read_all(const char *path, size_t *n)
 {
     FILE *f = strcmp(path, "-") == 0 ? stdin : fopen(path, "rb");
     arb_buf_t b = {0};
-    char tmp[65536];
-    size_t k;
 
     if (!f)
         return NULL;
-    while ((k = fread(tmp, 1, sizeof tmp, f)) > 0)
-        if (arb_buf_put(&b, tmp, k) < 0)
-            break;
+    if (arb_buf_read(&b, f) < 0)
+        b.oom = true; /* a read error too: nothing half-read is submitted */
     if (f != stdin)
         fclose(f);
     *n = b.len;

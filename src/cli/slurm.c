@@ -24,37 +24,18 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/wlsubmit.h"
+#include "util/buf.h"
 
 /* ---- sbatch ----------------------------------------------------------------------- */
 
 static char *slurp(FILE *f, size_t *n)
 {
-    size_t cap = 65536, len = 0;
-    char *b = malloc(cap + 1);
+    arb_buf_t b = {.max = WL_MAX_SCRIPT * 2}; /* room to say "too long" with the limit */
 
-    while (b) {
-        size_t k = fread(b + len, 1, cap - len, f);
-        len += k;
-        if (k == 0)
-            break;
-        if (len == cap) {
-            if (cap > WL_MAX_SCRIPT * 2) {
-                free(b);
-                return NULL;
-            }
-            char *nb = realloc(b, cap * 2 + 1);
-            if (!nb) {
-                free(b);
-                return NULL;
-            }
-            b = nb;
-            cap *= 2;
-        }
-    }
-    if (b)
-        b[len] = '\0';
-    *n = len;
-    return b;
+    if (arb_buf_read(&b, f) < 0)
+        b.oom = true;
+    *n = b.len;
+    return arb_buf_take(&b);
 }
 
 int cli_sbatch(int argc, char **argv)

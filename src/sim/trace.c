@@ -13,6 +13,7 @@
 
 #include "arbiter/job.h"
 #include "sim/trace.h"
+#include "util/buf.h"
 
 #define CSV_MAX_FIELDS 160
 
@@ -702,40 +703,21 @@ void sim_expect_free(sim_expect_t *e)
 int sim_read_file(const char *path, char **buf, size_t *len, arb_err_t *err)
 {
     FILE *f = fopen(path, "rb");
-    char *b = NULL;
-    size_t n = 0, cap = 0;
-    int rc = 0;
+    arb_buf_t b = {0};
+    int rc;
 
     if (!f)
         return arb_errf(err, -errno, "%s: cannot open: %s", path, strerror(errno));
-    for (;;) {
-        if (cap - n < 65536) {
-            size_t c = cap ? cap * 2 : 1 << 20;
-            char *p = realloc(b, c + 1);
-            if (!p) {
-                rc = arb_errf(err, -ENOMEM, "%s: out of memory", path);
-                break;
-            }
-            b = p;
-            cap = c;
-        }
-        size_t got = fread(b + n, 1, cap - n, f);
-        n += got;
-        if (got == 0) {
-            if (ferror(f))
-                rc = arb_errf(err, -EIO, "%s: read error", path);
-            break;
-        }
-    }
+    rc = arb_buf_read(&b, f);
     fclose(f);
     if (rc < 0) {
-        free(b);
-        return rc;
+        arb_buf_free(&b);
+        return rc == -EIO ? arb_errf(err, rc, "%s: read error", path)
+                          : arb_errf(err, -ENOMEM, "%s: out of memory", path);
     }
-    b[n] = 0;
-    *buf = b;
-    *len = n;
-    return 0;
+    *len = b.len;
+    *buf = arb_buf_take(&b);
+    return *buf ? 0 : arb_errf(err, -ENOMEM, "%s: out of memory", path);
 }
 
 #define LOADER(fn, type, parse)                                                                    \

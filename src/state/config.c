@@ -24,6 +24,7 @@
 
 #include "spec/sval.h"
 #include "state/state.h"
+#include "util/buf.h"
 
 const st_conf_key_t st_conf_keys[] = {
     {"scheduler.policy", "string", "default", "scoring profile (pack, spread, fgd, ...)"},
@@ -422,30 +423,19 @@ int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c
 int st_conf_load_file(const char *path, st_conf_t *c, arb_err_t *err)
 {
     FILE *f = fopen(path, "rb");
-    char *buf = NULL;
-    size_t n = 0, cap = 0;
+    arb_buf_t b = {.max = 16u << 20};
     int rc;
 
     if (!f)
         return arb_errf(err, -errno, "config '%s': %s", path, strerror(errno));
-    for (;;) {
-        if (n + 4096 > cap) {
-            cap = cap ? cap * 2 : 8192;
-            char *b = realloc(buf, cap);
-            if (!b || cap > (16u << 20)) {
-                free(b ? b : buf);
-                fclose(f);
-                return arb_errf(err, -EFBIG, "config '%s': too large", path);
-            }
-            buf = b;
-        }
-        size_t r = fread(buf + n, 1, cap - n, f);
-        n += r;
-        if (r == 0)
-            break;
-    }
+    rc = arb_buf_read(&b, f);
     fclose(f);
-    rc = st_conf_load_mem(path, buf, n, c, err);
-    free(buf);
+    if (rc == 0)
+        rc = st_conf_load_mem(path, b.p ? b.p : "", b.len, c, err);
+    else if (rc == -EIO)
+        rc = arb_errf(err, rc, "config '%s': read error", path);
+    else
+        rc = arb_errf(err, -EFBIG, "config '%s': too large", path);
+    arb_buf_free(&b);
     return rc;
 }

@@ -4,6 +4,7 @@
  */
 #include "util/buf.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -78,6 +79,17 @@ int arb_buf_printf(arb_buf_t *b, const char *fmt, ...)
     va_end(ap);
     b->len += (size_t)k;
     return 0;
+}
+
+int arb_buf_read(arb_buf_t *b, FILE *f)
+{
+    char tmp[65536];
+    size_t k;
+
+    while ((k = fread(tmp, 1, sizeof tmp, f)) > 0)
+        if (arb_buf_put(b, tmp, k) < 0)
+            return b->max && b->len + k > b->max ? -EFBIG : -ENOMEM;
+    return ferror(f) ? -EIO : 0;
 }
 
 void arb_buf_reset(arb_buf_t *b)

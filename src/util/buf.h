@@ -21,6 +21,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 typedef struct arb_buf {
     char *p;    /* NULL until the first append; then NUL-terminated */
@@ -40,6 +41,9 @@ int arb_buf_puts(arb_buf_t *b, const char *s);
 int arb_buf_putc(arb_buf_t *b, char c);
 /* Append formatted text. */
 int arb_buf_printf(arb_buf_t *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Append all that stream f holds, to its end (a file, stdin): 0; -EFBIG
+ * when that would pass max, -ENOMEM (both set oom), -EIO on a read error. */
+int arb_buf_read(arb_buf_t *b, FILE *f);
 /* Forget the contents, keep the memory (and max); oom cleared. */
 void arb_buf_reset(arb_buf_t *b);
 /* The text, now the caller's (free() it); the buffer is empty again. NULL

@@ -1,12 +1,15 @@
 /*
  * test_buf.c: the one growable buffer (src/util/buf.c): text stays
  * NUL-terminated through growth, formatted text longer than the stack
- * scratch, the ceiling and the sticky failure, take and reset.
+ * scratch, the ceiling and the sticky failure, take and reset, a whole
+ * stream read in (past the stack chunk, and refused past the ceiling).
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -81,12 +84,36 @@ static void test_take_reset_cb(void **st)
     arb_buf_free(&b);
 }
 
+static void test_read(void **st)
+{
+    (void)st;
+    FILE *f = tmpfile();
+    assert_non_null(f);
+    for (int i = 0; i < 30000; i++) /* 200,000 bytes: several of the reader's chunks */
+        fprintf(f, "%06d\n", i);
+    rewind(f);
+    arb_buf_t b = {0};
+    assert_int_equal(arb_buf_puts(&b, ">"), 0);
+    assert_int_equal(arb_buf_read(&b, f), 0);
+    assert_int_equal(b.len, 1 + 30000 * 7);
+    assert_int_equal(b.p[b.len], '\0');
+    assert_true(strncmp(b.p, ">000000\n000001\n", 15) == 0);
+    assert_non_null(strstr(b.p, "029999\n"));
+    arb_buf_free(&b);
+
+    rewind(f);
+    arb_buf_t small = {.max = 100000};
+    assert_int_equal(arb_buf_read(&small, f), -EFBIG);
+    assert_true(small.oom);
+    assert_null(arb_buf_take(&small));
+    fclose(f);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_grow),
-        cmocka_unit_test(test_long_printf),
-        cmocka_unit_test(test_max_sticky),
+        cmocka_unit_test(test_read),          cmocka_unit_test(test_grow),
+        cmocka_unit_test(test_long_printf),   cmocka_unit_test(test_max_sticky),
         cmocka_unit_test(test_take_reset_cb),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
