@@ -55,6 +55,7 @@
 
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
+#include "util/buf.h"
 #include "util/mtime.h"
 #include "lb/http.h"
 #include "lb/lb.h"
@@ -167,8 +168,8 @@ static int free_port(void)
 static char *http_get(int port, const char *path)
 {
     int fd = dial(port, false);
-    char req[256], *buf = NULL;
-    size_t len = 0, cap = 0;
+    char req[256];
+    arb_buf_t b = {0};
     struct timeval tv = {.tv_sec = 2};
 
     if (fd < 0)
@@ -180,23 +181,15 @@ static char *http_get(int port, const char *path)
         close(fd);
         return NULL;
     }
-    for (;;) {
-        if (len + 4096 > cap) {
-            cap = cap ? cap * 2 : 16384;
-            char *b = realloc(buf, cap + 1);
-            if (!b)
-                break;
-            buf = b;
-        }
-        ssize_t k = recv(fd, buf + len, cap - len, 0);
+    while (arb_buf_reserve(&b, 16384) == 0) {
+        ssize_t k = recv(fd, b.p + b.len, b.cap - b.len - 1, 0);
         if (k <= 0)
             break;
-        len += (size_t)k;
+        b.len += (size_t)k;
+        b.p[b.len] = '\0';
     }
     close(fd);
-    if (buf)
-        buf[len] = '\0';
-    return buf;
+    return arb_buf_take(&b); /* "" when nothing came; NULL out of memory */
 }
 
 /* Sum of a metric's series in a Prometheus text. */

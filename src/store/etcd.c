@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "store/etcd.h"
+#include "util/buf.h"
 
 struct etcd {
     CURL *c;
@@ -18,10 +19,8 @@ struct etcd {
     char *members[ETCD_MAX_MEMBERS]; /* "http://h:p" */
     int n, cur;
     int request_ms, retry_ms;
-    char *buf; /* the answer being read */
-    size_t len, cap;
-    bool oom;
-    int watch; /* etcd_watch_delete: 1 deleted, -1 cancelled, 0 nothing yet */
+    arb_buf_t rx; /* the answer being read */
+    int watch;    /* etcd_watch_delete: 1 deleted, -1 cancelled, 0 nothing yet */
 };
 
 /* ---- base64 -------------------------------------------------------------------------- */
@@ -175,22 +174,7 @@ json_t *etcd_cmp_create(const char *key, int64_t rev)
 static size_t on_data(char *p, size_t sz, size_t nm, void *arg)
 {
     etcd_t *e = arg;
-    size_t n = sz * nm;
-
-    if (e->len + n + 1 > e->cap) {
-        size_t cap = (e->len + n + 1) * 2;
-        char *b = realloc(e->buf, cap);
-        if (!b) {
-            e->oom = true;
-            return 0;
-        }
-        e->buf = b;
-        e->cap = cap;
-    }
-    memcpy(e->buf + e->len, p, n);
-    e->len += n;
-    e->buf[e->len] = '\0';
-    return n;
+    return arb_buf_write_cb(p, sz, nm, &e->rx);
 }
 
 /* HOST:PORT (LEN bytes at P, a ':' known inside): a host before the last ':' and a
@@ -275,7 +259,7 @@ void etcd_close(etcd_t *e)
     curl_slist_free_all(e->hdrs);
     for (int i = 0; i < e->n; i++)
         free(e->members[i]);
-    free(e->buf);
+    arb_buf_free(&e->rx);
     free(e);
 }
 
@@ -321,17 +305,16 @@ int etcd_call(etcd_t *e, const char *path, json_t *body, json_t **resp, arb_err_
         long status = 0;
         snprintf(url, sizeof url, "%s%s", e->members[e->cur], path);
         curl_easy_setopt(e->c, CURLOPT_URL, url);
-        e->len = 0;
-        e->oom = false;
+        arb_buf_reset(&e->rx);
         CURLcode cc = curl_easy_perform(e->c);
-        if (e->oom) {
+        if (e->rx.oom) {
             rc = arb_errf(err, -ENOMEM, "out of memory reading etcd's answer");
             break;
         }
         if (cc == CURLE_OK)
             curl_easy_getinfo(e->c, CURLINFO_RESPONSE_CODE, &status);
         if (cc == CURLE_OK && status < 500) {
-            json_t *j = json_loadb(e->buf ? e->buf : "", e->len, 0, NULL);
+            json_t *j = json_loadb(e->rx.p ? e->rx.p : "", e->rx.len, 0, NULL);
             if (!j) {
                 rc = arb_errf(err, -EIO, "etcd %s%s: the answer is not JSON", e->members[e->cur],
                               path);
@@ -352,7 +335,7 @@ int etcd_call(etcd_t *e, const char *path, json_t *body, json_t **resp, arb_err_
             snprintf(last, sizeof last, "%s: %s", e->members[e->cur], curl_easy_strerror(cc));
         else
             snprintf(last, sizeof last, "%s: HTTP %ld: %.200s", e->members[e->cur], status,
-                     e->buf ? e->buf : "");
+                     e->rx.p ? e->rx.p : "");
         e->cur = (e->cur + 1) % e->n; /* the next member */
         tries++;
         if (mono_ms() >= deadline) {
@@ -374,14 +357,14 @@ int etcd_call(etcd_t *e, const char *path, json_t *body, json_t **resp, arb_err_
 
 /* ---- watch ---------------------------------------------------------------------------------- */
 
-/* Look at each complete line (one gateway message) in e->buf; drop them. */
+/* Look at each complete line (one gateway message) in e->rx; drop them. */
 static void watch_lines(etcd_t *e)
 {
     char *nl;
 
-    while (e->watch == 0 && (nl = memchr(e->buf, '\n', e->len)) != NULL) {
-        size_t n = (size_t)(nl - e->buf);
-        json_t *m = json_loadb(e->buf, n, 0, NULL);
+    while (e->watch == 0 && (nl = memchr(e->rx.p, '\n', e->rx.len)) != NULL) {
+        size_t n = (size_t)(nl - e->rx.p);
+        json_t *m = json_loadb(e->rx.p, n, 0, NULL);
         json_t *r = json_object_get(m, "result");
         size_t i;
         json_t *ev;
@@ -395,8 +378,9 @@ static void watch_lines(etcd_t *e)
                 e->watch = 1;
         }
         json_decref(m);
-        memmove(e->buf, nl + 1, e->len - n - 1);
-        e->len -= n + 1;
+        memmove(e->rx.p, nl + 1, e->rx.len - n - 1);
+        e->rx.len -= n + 1;
+        e->rx.p[e->rx.len] = '\0';
     }
 }
 
@@ -429,8 +413,7 @@ int etcd_watch_delete(etcd_t *e, const char *key, int64_t from_rev, int ms, arb_
     curl_easy_setopt(e->c, CURLOPT_TIMEOUT_MS, (long)ms);
     curl_easy_setopt(e->c, CURLOPT_CONNECTTIMEOUT_MS, (long)(ms < 1000 ? ms : 1000));
     curl_easy_setopt(e->c, CURLOPT_WRITEFUNCTION, on_watch);
-    e->len = 0;
-    e->oom = false;
+    arb_buf_reset(&e->rx);
     e->watch = 0;
     CURLcode cc = curl_easy_perform(e->c);
     curl_easy_getinfo(e->c, CURLINFO_RESPONSE_CODE, &status);
@@ -442,7 +425,7 @@ int etcd_watch_delete(etcd_t *e, const char *key, int64_t from_rev, int ms, arb_
     else if (e->watch == -1)
         rc = arb_errf(err, -EINVAL, "etcd %s: watch on '%s' cancelled (revision %lld compacted?)",
                       e->members[e->cur], key, (long long)from_rev);
-    else if (e->oom)
+    else if (e->rx.oom)
         rc = arb_errf(err, -ENOMEM, "out of memory reading etcd's watch");
     else if (cc == CURLE_OPERATION_TIMEDOUT && status == 200)
         rc = 0; /* the stream was open all along: nothing was deleted */

@@ -30,6 +30,7 @@ int arb_buf_reserve(arb_buf_t *b, size_t n)
         b->oom = true;
         return -1;
     }
+    p[b->len] = '\0'; /* text even before the first append (reserve, then take) */
     b->p = p;
     b->cap = cap;
     return 0;

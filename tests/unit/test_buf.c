@@ -101,6 +101,12 @@ static void test_read(void **st)
     assert_non_null(strstr(b.p, "029999\n"));
     arb_buf_free(&b);
 
+    arb_buf_t r = {0}; /* room made, nothing added: still text */
+    assert_int_equal(arb_buf_reserve(&r, 100), 0);
+    char *t = arb_buf_take(&r);
+    assert_string_equal(t, "");
+    free(t);
+
     rewind(f);
     arb_buf_t small = {.max = 100000};
     assert_int_equal(arb_buf_read(&small, f), -EFBIG);
