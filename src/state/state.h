@@ -182,6 +182,11 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
  * different body: -EINVAL. */
 int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
                       bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err);
+/* Every check st_job_submit makes, and nothing made: 0 when this spec would be
+ * accepted now (a file of several jobs is checked whole before any is
+ * submitted). */
+int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                        arb_err_t *err);
 int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                arb_err_t *err);
 /* Jobs the caller may see, filtered by state and queue (NULL: any), in id
