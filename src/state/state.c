@@ -751,7 +751,8 @@ static int submit_checks(st_t *s, const st_who_t *who, const char *body, size_t 
             rc = arb_errf(err, -EACCES,
                           "queue: '%s' is not your team's; members of team '%s' submit to "
                           "queue '%s'",
-                          arb_str(&s->cluster.strs, (*j)->queue), team, arb_str(&s->cluster.strs, tq));
+                          arb_str(&s->cluster.strs, (*j)->queue), team,
+                          arb_str(&s->cluster.strs, tq));
             return rc;
         }
     } else if ((*j)->queue == 0) {
@@ -793,7 +794,8 @@ int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n
     bool restartable = true;
     st_svc_conf_t svc;
     pthread_mutex_lock(&s->mu);
-    int rc = submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc, err);
+    int rc =
+        submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc, err);
     pthread_mutex_unlock(&s->mu);
     arb_job_free(j);
     json_decref(command);
