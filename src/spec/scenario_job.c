@@ -1,0 +1,517 @@
+/*
+ * scenario_job.c: a job spec (a scenario's jobs[] item, or a lone job for
+ * `arbiter submit`): its groups (replicas, elastic {min, max}, resources
+ * with Kubernetes' request/limit rules, topology), priority (a number or a
+ * class from the caller's table), queue, gang and time limits, and the
+ * jobs list with count: copies and the file's budgets.
+ */
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libfyaml.h>
+
+#include "spec/scenario_int.h"
+
+/* A job in a scenario; a lone job spec has the same fields but count. */
+static const char *const job_keys[] = {"name",
+                                       "queue",
+                                       "priority",
+                                       "priorityClassName",
+                                       "preemptible",
+                                       "gangMin",
+                                       "timeLimit",
+                                       "dataset",
+                                       "nodeSelector",
+                                       "affinity",
+                                       "tolerations",
+                                       "gpuModels",
+                                       "groups",
+                                       "replicas",
+                                       "resources",
+                                       "topology",
+                                       "count",
+                                       "terminationGracePeriodSeconds",
+                                       "gpuSharing",
+                                       "exclusive",
+                                       NULL};
+static const char *const elastic_keys[] = {"min", "max", NULL};
+static const char *const group_keys[] = {"name", "replicas", "resources", "topology", NULL};
+static const char *const resources_keys[] = {"requests", "limits", NULL};
+static const char *const topo_keys[] = {"level", "mode", NULL};
+
+/* requests + limits into group g, with Kubernetes' rules: a resource with
+ * only a limit requests its limit; a limit is never below its request; GPUs
+ * are never overcommitted (request == limit). */
+static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
+{
+    rmap_t req, lim;
+    sval_t f, rv = *v, lv = *v;
+    bool is;
+    int rc = sv_map(x, v, &is);
+
+    if (rc < 0 || !is)
+        return rc;
+    if ((rc = sv_check_keys(x, v, resources_keys)) < 0)
+        return rc;
+    memset(&req, 0, sizeof req);
+    memset(&lim, 0, sizeof lim);
+    if (sv_get(v, "requests", &f)) {
+        rv = f;
+        if ((rc = scn_rmap(x, &f, RM_REQUEST, &req)) < 0)
+            return rc;
+    }
+    if (sv_get(v, "limits", &f)) {
+        lv = f;
+        if ((rc = scn_rmap(x, &f, RM_REQUEST, &lim)) < 0)
+            return rc;
+    }
+    int64_t *rq[RF_EXT0 + ARB_MAX_EXT] = {&req.gpu, &req.share, &req.gpumem, &req.cpu, &req.mem};
+    int64_t *lm[RF_EXT0 + ARB_MAX_EXT] = {&lim.gpu, &lim.share, &lim.gpumem, &lim.cpu, &lim.mem};
+    const char *names[RF_EXT0] = {RES_GPU, RES_GPU_SHARE, RES_GPU_MEM, "cpu", "memory"};
+    for (int i = 0; i < ARB_MAX_EXT; i++) {
+        rq[RF_EXT0 + i] = &req.ext[i];
+        lm[RF_EXT0 + i] = &lim.ext[i];
+    }
+    for (int i = 0; i < RF_EXT0 + ARB_MAX_EXT; i++) {
+        unsigned bit = 1u << i;
+        const char *nm = i < RF_EXT0 ? names[i] : x->c->ext.name[i - RF_EXT0];
+        if (!(lim.has & bit))
+            continue;
+        if (!(req.has & bit)) {
+            *rq[i] = *lm[i];
+            req.has |= bit;
+        } else if (*lm[i] < *rq[i]) {
+            return sv_fail(x, &lv, -EINVAL, "the limit of %s is below its request", nm);
+        } else if ((i == RF_GPU || i == RF_SHARE || i >= RF_EXT0) && *lm[i] != *rq[i]) {
+            return sv_fail(x, &lv, -EINVAL,
+                           "the limit of %s must equal its request (it is not overcommitted)", nm);
+        }
+    }
+    if ((req.has & (1u << RF_GPU)) && (req.has & (1u << RF_SHARE)) && req.gpu)
+        return sv_fail(x, &rv, -EINVAL,
+                       "asks for both whole GPUs (%s) and a GPU share (%s); choose one", RES_GPU,
+                       RES_GPU_SHARE);
+    if (req.gpumem && !req.gpu && !req.share)
+        return sv_fail(x, &rv, -EINVAL,
+                       "%s is memory on each GPU the task gets; ask for %s or %s too", RES_GPU_MEM,
+                       RES_GPU, RES_GPU_SHARE);
+    g->gpus = (int)req.gpu;
+    g->gpu_share = (int)req.share;
+    g->ephemeral_bytes = req.eph ? req.eph : lim.eph;
+    g->req.gpu_milli = req.gpu ? req.gpu * 1000 : req.share;
+    g->req.gpu_mem_mib = req.gpumem;
+    g->req.cpu_milli = req.cpu;
+    g->req.mem_bytes = req.mem;
+    memcpy(g->req.ext, req.ext, sizeof g->req.ext);
+    g->lim.gpu_milli = g->req.gpu_milli;
+    g->lim.gpu_mem_mib = lim.gpumem;
+    g->lim.cpu_milli = lim.cpu;
+    g->lim.mem_bytes = lim.mem;
+    memcpy(g->lim.ext, lim.ext, sizeof g->lim.ext);
+    return 0;
+}
+
+static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
+{
+    static const char *const levels[] = {[ARB_TOPO_NVLINK] = "nvlink",
+                                         [ARB_TOPO_NODE] = "node",
+                                         [ARB_TOPO_RACK] = "rack",
+                                         [ARB_TOPO_BLOCK] = "block"};
+    static const char *const modes[] = {"preferred", "required"};
+    int level, mode = 1, rc = sv_no_alias(x, v);
+    sval_t f;
+    bool is;
+
+    if (rc < 0 || sv_null(v))
+        return rc;
+    if (fy_node_is_scalar(v->n)) { /* topology: nvlink  ==  {level: nvlink} */
+        if ((rc = sv_enum(x, v, levels, 5, &level)) < 0)
+            return rc;
+    } else {
+        if ((rc = sv_map(x, v, &is)) < 0 || (rc = sv_check_keys(x, v, topo_keys)) < 0)
+            return rc;
+        if (!sv_get(v, "level", &f))
+            return sv_fail(x, v, -EINVAL, "missing level: (nvlink, node, rack or block)");
+        if ((rc = sv_enum(x, &f, levels, 5, &level)) < 0)
+            return rc;
+        if (sv_get(v, "mode", &f) && (rc = sv_enum(x, &f, modes, 2, &mode)) < 0)
+            return rc;
+    }
+    t->level = (arb_topo_level_t)level;
+    t->required = mode == 1;
+    return 0;
+}
+
+/* replicas: {min: 2, max: 8}: an elastic group; *min gets the min, the
+ * group's replicas the max. Every rank up to max is a task record from the
+ * start (the job's size changes, its task table does not), so max is held
+ * to ELASTIC_MAX: 4,096 ranks, 32,768 GPUs at 8 per task. */
+#define ELASTIC_MAX 4096
+static int parse_elastic(sx_t *x, const sval_t *f, arb_tgroup_t *g, int *min)
+{
+    sval_t a, b;
+    int rc;
+
+    if ((rc = sv_check_keys(x, f, elastic_keys)) < 0)
+        return rc;
+    if (!sv_get(f, "min", &a) || !sv_get(f, "max", &b))
+        return sv_fail(x, f, -EINVAL,
+                       "elastic replicas need both min: and max: (e.g. {min: 2, max: 8})");
+    if ((rc = sv_int32(x, &a, 1, ELASTIC_MAX, min)) < 0 ||
+        (rc = sv_int32(x, &b, 1, ELASTIC_MAX, &g->replicas)) < 0)
+        return rc;
+    if (*min > g->replicas)
+        return sv_fail(x, &a, -EINVAL, "min %d is above max %d; give min <= max", *min,
+                       g->replicas);
+    return 0;
+}
+
+/* A group's fields, from a groups[] item or from the job itself. *emin
+ * (when not NULL) gets an elastic min, else stays 0. */
+static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
+                          bool named, int *emin);
+
+static int parse_group(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname, bool named)
+{
+    return parse_group_el(x, v, g, defname, named, NULL);
+}
+
+static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
+                          bool named, int *emin)
+{
+    sval_t f;
+    int rc;
+    bool is_map = false;
+
+    snprintf(g->name, sizeof g->name, "%s", defname);
+    if (named && sv_get(v, "name", &f) && (rc = sv_text(x, &f, g->name, sizeof g->name, false)) < 0)
+        return rc;
+    g->replicas = 1;
+    if (sv_get(v, "replicas", &f) && !sv_null(&f) && fy_node_is_mapping(f.n)) {
+        int min = 0;
+        if (!emin)
+            return sv_fail(x, &f, -EINVAL,
+                           "elastic replicas {min, max} are for a one-group job; give this "
+                           "group a number");
+        if ((rc = parse_elastic(x, &f, g, &min)) < 0)
+            return rc;
+        *emin = min;
+        is_map = true;
+    }
+    if (!is_map && sv_get(v, "replicas", &f) && (rc = sv_int32(x, &f, 1, 100000, &g->replicas)) < 0)
+        return rc;
+    if (sv_get(v, "resources", &f) && (rc = parse_resources(x, &f, g)) < 0)
+        return rc;
+    if (sv_get(v, "topology", &f) && (rc = parse_topology(x, &f, &g->topo)) < 0)
+        return rc;
+    if (g->topo.level == ARB_TOPO_NVLINK && g->topo.required && g->gpus == 0)
+        return sv_fail(x, &f, -EINVAL, "an NVLink requirement needs whole GPUs (%s) in the request",
+                       RES_GPU);
+    return 0;
+}
+
+static int priority_from_table(sx_t *x, const sval_t *pc, const char *name, arb_job_t *j)
+{
+    const spec_prio_table_t *t = x->classes;
+    char list[512];
+    size_t used = 0;
+
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].name, name) == 0) {
+            j->priority = t->v[i].value;
+            if (t->v[i].preemptible >= 0)
+                j->preemptible = t->v[i].preemptible > 0;
+            return 0;
+        }
+    list[0] = '\0';
+    for (int i = 0; i < t->n && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%d)", i ? ", " : "",
+                                 t->v[i].name, (int)t->v[i].value);
+    return sv_fail(x, pc, -EINVAL,
+                   "unknown priority class '%s'; the defined classes are %s (GET "
+                   "/v1/priorityclasses), or give priority: N",
+                   name, t->n ? list : "none");
+}
+
+static int parse_priority(sx_t *x, const sval_t *v, arb_job_t *j)
+{
+    sval_t f, pc;
+    bool has_prio = sv_get(v, "priority", &f), has_class = sv_get(v, "priorityClassName", &pc);
+    char buf[64];
+    int rc;
+
+    if (has_prio && has_class)
+        return sv_fail(x, &pc, -EINVAL, "give priority: or priorityClassName:, not both");
+    if (has_prio)
+        return sv_int32(x, &f, INT32_MIN, INT32_MAX, &j->priority);
+    if (!has_class)
+        return 0;
+    if ((rc = sv_text(x, &pc, buf, sizeof buf, false)) < 0)
+        return rc;
+    if (x->classes)
+        return priority_from_table(x, &pc, buf, j);
+    if (spec_priority_class(buf, &j->priority) < 0)
+        return sv_fail(x, &pc, -EINVAL,
+                       "unknown priority class '%s'; use best-effort (0), low (100), normal "
+                       "(500), high (1000) or critical (10000), or give priority: N",
+                       buf);
+    return 0;
+}
+
+static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t *groups)
+{
+    char buf[SPEC_STR];
+    sval_t f, iv;
+    int rc, count, emin = 0;
+    bool is;
+
+    if (groups) {
+        void *it = NULL;
+        for (int i = 0; i < j->ngroups; i++) {
+            char defname[24];
+            sv_item(&iv, groups, fy_node_sequence_iterate(groups->n, &it), i);
+            if ((rc = sv_map(x, &iv, &is)) < 0)
+                return rc;
+            if (!is)
+                return sv_fail(x, &iv, -EINVAL, "a group needs resources: at least");
+            if ((rc = sv_check_keys(x, &iv, group_keys)) < 0)
+                return rc;
+            snprintf(defname, sizeof defname, "group-%d", i);
+            if ((rc = parse_group(x, &iv, &j->groups[i], defname, true)) < 0)
+                return rc;
+            for (int k = 0; k < i; k++)
+                if (!strcmp(j->groups[k].name, j->groups[i].name)) {
+                    sv_get(&iv, "name", &f);
+                    return sv_fail(x, &f, -EINVAL, "group name '%s' is used twice in this job",
+                                   j->groups[i].name);
+                }
+        }
+    } else if ((rc = parse_group_el(x, v, &j->groups[0], "main", false, &emin)) < 0) {
+        return rc;
+    }
+    if (emin > 0) {
+        j->elastic = true;
+        j->gang_min = emin;
+        if (sv_get(v, "gangMin", &f))
+            return sv_fail(x, &f, -EINVAL,
+                           "replicas {min, max} already sets the gang minimum; drop gangMin");
+    }
+    if (sv_get(v, "terminationGracePeriodSeconds", &f) &&
+        (rc = sv_int32(x, &f, 0, ARB_GRACE_MAX_S, &j->grace_s)) < 0)
+        return rc;
+    if (sv_get(v, "exclusive", &f) && (rc = sv_bool(x, &f, &j->exclusive)) < 0)
+        return rc; /* each task a node of its own (filters.c) */
+    if (sv_get(v, "gpuSharing", &f)) {
+        /* Isolation: a GPU is shared only by tasks that all allow it. A
+         * GPU-share task that denies sharing gets a GPU of its own (whole
+         * GPUs are never shared), so no other task can land on it. */
+        static const char *const modes[] = {"allow", "deny"};
+        int m = 0;
+        if ((rc = sv_enum(x, &f, modes, 2, &m)) < 0)
+            return rc;
+        j->gpu_sharing = m == 0 ? 1 : -1; /* arb_job_finalize applies it */
+    }
+    int64_t ntasks = 0;
+    for (int i = 0; i < j->ngroups; i++)
+        ntasks += j->groups[i].replicas;
+    if (ntasks > SPEC_MAX_JOB_TASKS)
+        return sv_fail(x, groups ? groups : v, -EINVAL,
+                       "%" PRId64 " tasks; a job has at most %d (the sum of its replicas)", ntasks,
+                       SPEC_MAX_JOB_TASKS);
+    if (sv_get(v, "queue", &f)) {
+        if ((rc = sv_text(x, &f, buf, sizeof buf, false)) < 0)
+            return rc;
+        j->queue = 0;
+        if (strcmp(buf, "default") != 0 && (rc = scn_intern(x, &f, buf, &j->queue)) < 0)
+            return rc;
+        if (x->nqueues > 0 && j->queue) {
+            int q;
+            for (q = 0; q < x->nqueues && x->queues[q].name != j->queue; q++)
+                ;
+            if (q == x->nqueues)
+                return sv_fail(x, &f, -EINVAL,
+                               "unknown queue '%s'; define it under queues: or leave queue: "
+                               "out",
+                               buf);
+        }
+    }
+    if ((rc = parse_priority(x, v, j)) < 0)
+        return rc;
+    if (sv_get(v, "preemptible", &f) && (rc = sv_bool(x, &f, &j->preemptible)) < 0)
+        return rc;
+    if (sv_get(v, "gangMin", &f)) {
+        int total = 0;
+        for (int i = 0; i < j->ngroups; i++)
+            total += j->groups[i].replicas;
+        if ((rc = sv_int32(x, &f, 0, total, &j->gang_min)) < 0)
+            return rc == -ERANGE ? sv_fail(x, &f, -EINVAL,
+                                           "gangMin must be 0..%d (the job's tasks; 0 means "
+                                           "all)",
+                                           total)
+                                 : rc;
+    }
+    if (sv_get(v, "timeLimit", &f) && (rc = sv_duration(x, &f, &j->time_limit_s)) < 0)
+        return rc;
+    if (sv_get(v, "dataset", &f) && ((rc = sv_text(x, &f, buf, sizeof buf, false)) < 0 ||
+                                     (rc = scn_intern(x, &f, buf, &j->dataset)) < 0))
+        return rc;
+    if (sv_get(v, "nodeSelector", &f)) {
+        void *it = NULL;
+        struct fy_node_pair *p;
+        if ((rc = sv_map(x, &f, &is)) < 0)
+            return rc;
+        count = is ? fy_node_mapping_item_count(f.n) : 0;
+        if (count > SPEC_MAX_LIST)
+            return sv_fail(x, &f, -EINVAL, "%d labels; the most is %d", count, SPEC_MAX_LIST);
+        if (count > 0 && !(j->selector = calloc((size_t)count, sizeof *j->selector)))
+            return sv_oom(x, &f);
+        while (is && j->nselector < count && (p = fy_node_mapping_iterate(f.n, &it))) {
+            size_t len = 0;
+            const char *k = sv_key_text(fy_node_pair_key(p), &len);
+            arb_label_t *l = &j->selector[j->nselector];
+            sv_pair(&iv, &f, p);
+            if (!k || len >= sizeof buf) {
+                iv.n = fy_node_pair_key(p) ? fy_node_pair_key(p) : iv.n;
+                return sv_fail(x, &iv, -EINVAL, "label keys are plain names");
+            }
+            memcpy(buf, k, len);
+            buf[len] = '\0';
+            if ((rc = scn_intern(x, &iv, buf, &l->key)) < 0 ||
+                (rc = sv_text(x, &iv, buf, sizeof buf, true)) < 0 ||
+                (rc = scn_intern(x, &iv, buf, &l->val)) < 0)
+                return rc;
+            j->nselector++;
+        }
+    }
+    if (sv_get(v, "affinity", &f) && (rc = scn_affinity(x, &f, j)) < 0)
+        return rc;
+    if (sv_get(v, "tolerations", &f) && (rc = scn_tolerations(x, &f, j)) < 0)
+        return rc;
+    if (sv_get(v, "gpuModels", &f)) {
+        void *it = NULL;
+        if ((rc = sv_seq(x, &f, SPEC_MAX_LIST, &count)) < 0)
+            return rc;
+        if (count && !(j->models = calloc((size_t)count, sizeof *j->models)))
+            return sv_oom(x, &f);
+        for (int i = 0; i < count; i++) {
+            sv_item(&iv, &f, fy_node_sequence_iterate(f.n, &it), i);
+            if ((rc = sv_text(x, &iv, buf, sizeof buf, false)) < 0 ||
+                (rc = scn_intern(x, &iv, buf, &j->models[j->nmodels])) < 0)
+                return rc;
+            j->nmodels++;
+        }
+    }
+    return 0;
+}
+
+/* One job (instance k of a job with count:, named NAME-k); *out on success. */
+int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out)
+{
+    char name[ARB_JOB_NAME_MAX + 16];
+    sval_t f, groups;
+    arb_job_t *j = NULL;
+    int rc, ngroups = 1;
+    bool is, has_groups;
+
+    if ((rc = sv_map(x, v, &is)) < 0)
+        return rc;
+    if (!is)
+        return sv_fail(x, v, -EINVAL, "a job needs at least a name: and resources:");
+    if ((rc = sv_check_keys(x, v, job_keys)) < 0)
+        return rc;
+    if (x->lone_job && sv_get(v, "count", &f))
+        return sv_fail(x, &f, -EINVAL, "count: repeats a job in a scenario; submit one job here");
+    if (!sv_get(v, "name", &f))
+        return sv_fail(x, v, -EINVAL, "missing name:; give every job a unique name");
+    if ((rc = sv_text(x, &f, name, ARB_JOB_NAME_MAX - 8, false)) < 0)
+        return rc;
+    if (k > 0)
+        snprintf(name + strlen(name), 16, "-%d", k);
+    has_groups = sv_get(v, "groups", &groups);
+    if (has_groups) {
+        static const char *const lone[] = {"replicas", "resources", "topology"};
+        for (int i = 0; i < 3; i++)
+            if (sv_get(v, lone[i], &f))
+                return sv_fail(x, &f, -EINVAL,
+                               "%s: belongs inside each of groups:, or drop groups: for a "
+                               "one-group job",
+                               lone[i]);
+        if ((rc = sv_seq(x, &groups, SPEC_MAX_GROUPS, &ngroups)) < 0)
+            return rc;
+        if (ngroups == 0)
+            return sv_fail(x, &groups, -EINVAL, "groups: needs at least one group");
+    }
+    j = arb_job_new(name, ngroups);
+    if (!j)
+        return sv_oom(x, v);
+    rc = parse_job_fields(x, v, j, has_groups ? &groups : NULL);
+    if (rc == 0 && (rc = arb_job_finalize(j, x->err)) < 0)
+        rc = sv_prefix(x, v, rc, true);
+    if (rc < 0) {
+        arb_job_free(j);
+        return rc;
+    }
+    *out = j;
+    return 0;
+}
+
+int scn_jobs(sx_t *x, const sval_t *v, spec_scenario_t *s)
+{
+    int count, rc = sv_seq(x, v, SPEC_MAX_JOBS, &count), total = 0;
+    arb_strtab_t names;
+    void *it = NULL;
+
+    if (rc < 0 || count == 0)
+        return rc;
+    arb_strtab_init(&names);
+    for (int i = 0; rc == 0 && i < count; i++) {
+        sval_t jv;
+        int copies;
+        bool is;
+
+        sv_item(&jv, v, fy_node_sequence_iterate(v->n, &it), i);
+        if ((rc = sv_map(x, &jv, &is)) < 0)
+            break;
+        if (is && (rc = scn_count(x, &jv, SPEC_MAX_JOBS - total, &copies)) < 0)
+            break;
+        if (!is)
+            copies = 1;
+        if ((rc = scn_charge(x, &jv, copies)) < 0)
+            break;
+        if (copies > 0) {
+            arb_job_t **grown = realloc(s->jobs, (size_t)(s->njobs + copies) * sizeof *grown);
+            if (!grown) {
+                rc = sv_oom(x, &jv);
+                break;
+            }
+            s->jobs = grown;
+        }
+        for (int k = 1; rc == 0 && k <= copies; k++) {
+            arb_job_t *j;
+            if ((rc = scn_job(x, &jv, copies > 1 ? k : 0, &j)) < 0)
+                break;
+            s->jobs[s->njobs++] = j;
+            x->tasks += j->ntasks;
+            if (x->tasks > SPEC_MAX_TASKS) {
+                rc = sv_fail(x, &jv, -EINVAL,
+                             "the jobs so far have more than %d tasks in all; make the file "
+                             "smaller",
+                             SPEC_MAX_TASKS);
+            } else if (arb_strtab_find(&names, j->name)) {
+                sval_t nf;
+                sv_get(&jv, "name", &nf);
+                rc = sv_fail(x, &nf, -EINVAL, "job name '%s' is used twice; names must be unique",
+                             j->name);
+            } else if (!arb_intern(&names, j->name)) {
+                rc = sv_oom(x, &jv);
+            }
+        }
+        total += copies;
+    }
+    arb_strtab_free(&names);
+    return rc;
+}
+
