@@ -40,7 +40,41 @@ static const prio_class_t prio_classes[] = {
     {"best-effort", 0}, {"low", 100}, {"normal", 500}, {"high", 1000}, {"critical", 10000},
 };
 
-static const char *const root_keys[] = {"scheduler", "queues", "nodes", "jobs", NULL};
+static const sc_field_t root_fields[] = {
+    {.key = "scheduler", .type = SC_OBJECT, .sub = &spec_sched_table},
+    {.key = "queues",
+     .type = SC_CUSTOM,
+     .sub = &spec_queue_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "none",
+     .help = "queues with quotas; jobs must then name one (or none: the queue 'default')"},
+    {.key = "nodes",
+     .type = SC_CUSTOM,
+     .sub = &scn_node_table,
+     .flags = SC_LIST | SC_REQUIRED,
+     .type_doc = "list",
+     .help = "the cluster's machines"},
+    {.key = "jobs",
+     .type = SC_CUSTOM,
+     .sub = &scn_job_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "[]",
+     .help = "in arrival order"},
+    {.key = NULL},
+};
+static const sc_table_t root_table = {"scenario", root_fields, NULL};
+
+void spec_scenario_doc(FILE *f)
+{
+    sc_doc_markdown(f, &root_table, SC_CTX_SCENARIO | SC_CTX_DOC, "");
+}
+
+void spec_job_doc(FILE *f)
+{
+    sc_doc_markdown(f, &scn_job_table, SC_CTX_SCENARIO | SC_CTX_DOC, "");
+}
 
 /* ---- budgets ---------------------------------------------------------------- */
 
@@ -181,7 +215,7 @@ int spec_scenario_load_mem(const char *name, const char *buf, size_t len, spec_s
     arb_cluster_init(&s.cluster);
     x.c = &s.cluster;
     sv_root(&root, fy_document_root(d.doc), "");
-    if ((rc = sv_check_keys(&x, &root, root_keys)) < 0)
+    if ((rc = sc_check_keys(&x, &root, &root_table, SC_CTX_SCENARIO)) < 0)
         goto out;
     /* Nodes first: they declare the extended resources that quotas and jobs
      * may name; queues before jobs, which must name a defined queue. */

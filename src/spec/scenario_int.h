@@ -10,6 +10,7 @@
 #define ARB_SPEC_SCENARIO_INT_H
 
 #include "spec/scenario.h"
+#include "spec/schema.h"
 #include "spec/sval.h"
 
 #define SPEC_MAX_LIST 4096 /* items in one list of a job (terms, values...) */
@@ -57,10 +58,13 @@ int scn_charge(sx_t *x, const sval_t *v, int copies);
 /* The count: of a repeated node or job (1 when absent), at most left. */
 int scn_count(sx_t *x, const sval_t *v, int left, int *count);
 
-int scn_nodes(sx_t *x, const sval_t *v);                               /* scenario_node.c */
-int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out);         /* scenario_job.c */
-int scn_jobs(sx_t *x, const sval_t *v, spec_scenario_t *s);            /* scenario_job.c */
-int scn_affinity(sx_t *x, const sval_t *v, arb_job_t *j);              /* scenario_match.c */
-int scn_tolerations(sx_t *x, const sval_t *v, arb_job_t *j);           /* scenario_match.c */
+/* The tables of the objects (the reference: spec_scenario_doc). */
+extern const sc_table_t scn_node_table, scn_job_table, scn_affinity_table, scn_toleration_table;
+
+int scn_nodes(sx_t *x, const sval_t *v);                       /* scenario_node.c */
+int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out); /* scenario_job.c */
+int scn_jobs(sx_t *x, const sval_t *v, spec_scenario_t *s);    /* scenario_job.c */
+int scn_affinity(sx_t *x, const sval_t *v, arb_job_t *j);      /* scenario_match.c */
+int scn_tolerations(sx_t *x, const sval_t *v, arb_job_t *j);   /* scenario_match.c */
 
 #endif

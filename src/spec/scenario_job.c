@@ -15,32 +15,185 @@
 
 #include "spec/scenario_int.h"
 
-/* A job in a scenario; a lone job spec has the same fields but count. */
-static const char *const job_keys[] = {"name",
-                                       "queue",
-                                       "priority",
-                                       "priorityClassName",
-                                       "preemptible",
-                                       "gangMin",
-                                       "timeLimit",
-                                       "dataset",
-                                       "nodeSelector",
-                                       "affinity",
-                                       "tolerations",
-                                       "gpuModels",
-                                       "groups",
-                                       "replicas",
-                                       "resources",
-                                       "topology",
-                                       "count",
-                                       "terminationGracePeriodSeconds",
-                                       "gpuSharing",
-                                       "exclusive",
-                                       NULL};
-static const char *const elastic_keys[] = {"min", "max", NULL};
-static const char *const group_keys[] = {"name", "replicas", "resources", "topology", NULL};
-static const char *const resources_keys[] = {"requests", "limits", NULL};
-static const char *const topo_keys[] = {"level", "mode", NULL};
+static const char *const levels[] = {[ARB_TOPO_NVLINK] = "nvlink",
+                                     [ARB_TOPO_NODE] = "node",
+                                     [ARB_TOPO_RACK] = "rack",
+                                     [ARB_TOPO_BLOCK] = "block"};
+static const char *const topo_modes[] = {"preferred", "required"};
+static const char *const sharing_modes[] = {"allow", "deny"};
+
+static const sc_field_t resources_fields[] = {
+    {.key = "requests",
+     .type = SC_CUSTOM,
+     .type_doc = "resources",
+     .def_doc = "{}",
+     .help = "per task: cpu, memory, ephemeral-storage, nvidia.com/gpu (whole GPUs), "
+             "nvidia.com/gpu-memory (on each GPU), arbiter.io/gpu-share (1m..999m of one GPU), "
+             "extended resources a node declares"},
+    {.key = "limits",
+     .type = SC_CUSTOM,
+     .type_doc = "resources",
+     .def_doc = "the requests",
+     .help = "per task, as in Kubernetes: a resource with only a limit requests it; never "
+             "below the request; GPUs and extended resources equal to it"},
+    {.key = NULL},
+};
+static const sc_table_t resources_table = {"resources", resources_fields, NULL};
+
+static const sc_field_t topo_fields[] = {
+    {.key = "level",
+     .type = SC_ENUM,
+     .names = levels,
+     .nnames = 5,
+     .flags = SC_REQUIRED,
+     .help = "where the group's tasks must be together (topology: nvlink is {level: nvlink})"},
+    {.key = "mode",
+     .type = SC_ENUM,
+     .names = topo_modes,
+     .nnames = 2,
+     .def = "required",
+     .help = "required holds the job back until it fits; preferred only scores"},
+    {.key = NULL},
+};
+static const sc_table_t topo_table = {"topology", topo_fields, NULL};
+
+/* replicas: {min: 2, max: 8}: an elastic group; min is its gang minimum,
+ * the group's replicas the max. Every rank up to max is a task record from
+ * the start (the job's size changes, its task table does not), so max is
+ * held to ELASTIC_MAX: 4,096 ranks, 32,768 GPUs at 8 per task. */
+#define ELASTIC_MAX 4096
+
+static const sc_field_t elastic_fields[] = {
+    {.key = "min",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = ELASTIC_MAX,
+     .flags = SC_REQUIRED,
+     .help = "the ranks the job starts with at least (its gang minimum)"},
+    {.key = "max",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = ELASTIC_MAX,
+     .flags = SC_REQUIRED,
+     .help = "the ranks it grows to when there is room"},
+    {.key = NULL},
+};
+static const sc_table_t elastic_table = {"elastic replicas", elastic_fields, NULL};
+
+static const sc_field_t group_fields[] = {
+    {.key = "name", .type = SC_STR, .def_doc = "group-I", .help = "unique in the job"},
+    {.key = "replicas",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = 100000,
+     .def = "1",
+     .help = "tasks of the group"},
+    {.key = "resources", .type = SC_OBJECT, .sub = &resources_table},
+    {.key = "topology", .type = SC_OBJECT, .sub = &topo_table},
+    {.key = NULL},
+};
+static const sc_table_t group_table = {"group", group_fields, NULL};
+
+/* A job in a scenario; a lone job spec has the same fields (count: is
+ * refused there with a word of its own). */
+static const sc_field_t job_fields[] = {
+    {.key = "name",
+     .type = SC_STR,
+     .flags = SC_REQUIRED,
+     .help = "unique; with count: N the jobs are NAME-1 .. NAME-N"},
+    {.key = "queue",
+     .type = SC_STR,
+     .def = "default",
+     .help = "a queue under queues: (when any is defined); default is the quota-less queue"},
+    {.key = "priority",
+     .type = SC_INT,
+     .lo = INT32_MIN,
+     .hi = INT32_MAX,
+     .def = "0",
+     .type_doc = "int32",
+     .help = "higher runs first and may preempt lower"},
+    {.key = "priorityClassName",
+     .type = SC_STR,
+     .help = "best-effort 0, low 100, normal 500, high 1000, critical 10000 (or the controller's "
+             "priorityClasses); not together with priority"},
+    {.key = "preemptible",
+     .type = SC_BOOL,
+     .def = "true",
+     .help = "whether higher-priority jobs may evict it"},
+    {.key = "gangMin",
+     .type = SC_INT,
+     .def_doc = "all tasks",
+     .help = "how many tasks must start together (0..task count; 0 = all); below the task count "
+             "the rest start as room frees"},
+    {.key = "timeLimit",
+     .type = SC_DURATION,
+     .flags = SC_SECONDS,
+     .def_doc = "unlimited, or its queue's defaultTimeLimit",
+     .help = "whole seconds: 3600, 90m, 1h30m, 1d; enforced: SIGTERM, the grace, SIGKILL, state "
+             "timeout"},
+    {.key = "dataset", .type = SC_STR, .help = "preferred on nodes that cache it"},
+    {.key = "nodeSelector",
+     .type = SC_CUSTOM,
+     .type_doc = "map",
+     .def_doc = "none",
+     .help = "labels that must all match"},
+    {.key = "affinity", .type = SC_OBJECT, .sub = &scn_affinity_table},
+    {.key = "tolerations",
+     .type = SC_CUSTOM,
+     .sub = &scn_toleration_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "[]",
+     .help = "the taints the job tolerates"},
+    {.key = "gpuModels",
+     .type = SC_CUSTOM,
+     .type_doc = "list of strings",
+     .def_doc = "any",
+     .help = "allowed GPU models"},
+    {.key = "groups",
+     .type = SC_CUSTOM,
+     .sub = &group_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "one group, main",
+     .help = "task groups (at most 256); without groups, replicas, resources and topology sit on "
+             "the job itself (one group named main)"},
+    {.key = "replicas",
+     .type = SC_CUSTOM,
+     .sub = &elastic_table,
+     .type_doc = "int or {min, max}",
+     .def = "1",
+     .help = "tasks of a one-group job, 1..100000; {min, max}: elastic, grown and shrunk between "
+             "them"},
+    {.key = "resources", .type = SC_OBJECT, .sub = &resources_table},
+    {.key = "topology", .type = SC_OBJECT, .sub = &topo_table},
+    {.key = "count",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = SPEC_MAX_JOBS,
+     .def = "1",
+     .help = "scenarios only: how many identical jobs arrive here (NAME-1 .. NAME-N)"},
+    {.key = "terminationGracePeriodSeconds",
+     .type = SC_INT,
+     .lo = 0,
+     .hi = ARB_GRACE_MAX_S,
+     .def_doc = "the agent's --grace (10 s)",
+     .help = "0..3600: on preempt, cancel or shrink, SIGTERM to each task's process group, SIGKILL "
+             "this long after"},
+    {.key = "gpuSharing",
+     .type = SC_ENUM,
+     .names = sharing_modes,
+     .nnames = 2,
+     .def_doc = "shares share, whole GPUs do not",
+     .help = "deny gives a GPU-share task a GPU of its own"},
+    {.key = "exclusive",
+     .type = SC_BOOL,
+     .def = "false",
+     .help = "true: each task goes to a node with no other task on it, and no other job's task "
+             "joins it there (sbatch --exclusive)"},
+    {.key = NULL},
+};
+const sc_table_t scn_job_table = {"job", job_fields, NULL};
 
 /* requests + limits into group g, with Kubernetes' rules: a resource with
  * only a limit requests its limit; a limit is never below its request; GPUs
@@ -54,7 +207,7 @@ static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
 
     if (rc < 0 || !is)
         return rc;
-    if ((rc = sv_check_keys(x, v, resources_keys)) < 0)
+    if ((rc = sc_check_keys(x, v, &resources_table, SC_CTX_SCENARIO)) < 0)
         return rc;
     memset(&req, 0, sizeof req);
     memset(&lim, 0, sizeof lim);
@@ -116,11 +269,6 @@ static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
 
 static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
 {
-    static const char *const levels[] = {[ARB_TOPO_NVLINK] = "nvlink",
-                                         [ARB_TOPO_NODE] = "node",
-                                         [ARB_TOPO_RACK] = "rack",
-                                         [ARB_TOPO_BLOCK] = "block"};
-    static const char *const modes[] = {"preferred", "required"};
     int level, mode = 1, rc = sv_no_alias(x, v);
     sval_t f;
     bool is;
@@ -131,13 +279,14 @@ static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
         if ((rc = sv_enum(x, v, levels, 5, &level)) < 0)
             return rc;
     } else {
-        if ((rc = sv_map(x, v, &is)) < 0 || (rc = sv_check_keys(x, v, topo_keys)) < 0)
+        if ((rc = sv_map(x, v, &is)) < 0 ||
+            (rc = sc_check_keys(x, v, &topo_table, SC_CTX_SCENARIO)) < 0)
             return rc;
         if (!sv_get(v, "level", &f))
             return sv_fail(x, v, -EINVAL, "missing level: (nvlink, node, rack or block)");
         if ((rc = sv_enum(x, &f, levels, 5, &level)) < 0)
             return rc;
-        if (sv_get(v, "mode", &f) && (rc = sv_enum(x, &f, modes, 2, &mode)) < 0)
+        if (sv_get(v, "mode", &f) && (rc = sv_enum(x, &f, topo_modes, 2, &mode)) < 0)
             return rc;
     }
     t->level = (arb_topo_level_t)level;
@@ -145,17 +294,14 @@ static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
     return 0;
 }
 
-/* replicas: {min: 2, max: 8}: an elastic group; *min gets the min, the
- * group's replicas the max. Every rank up to max is a task record from the
- * start (the job's size changes, its task table does not), so max is held
- * to ELASTIC_MAX: 4,096 ranks, 32,768 GPUs at 8 per task. */
-#define ELASTIC_MAX 4096
+/* replicas: {min, max} (elastic_table): *min gets the min, the group's
+ * replicas the max. */
 static int parse_elastic(sx_t *x, const sval_t *f, arb_tgroup_t *g, int *min)
 {
     sval_t a, b;
     int rc;
 
-    if ((rc = sv_check_keys(x, f, elastic_keys)) < 0)
+    if ((rc = sc_check_keys(x, f, &elastic_table, SC_CTX_SCENARIO)) < 0)
         return rc;
     if (!sv_get(f, "min", &a) || !sv_get(f, "max", &b))
         return sv_fail(x, f, -EINVAL,
@@ -277,7 +423,7 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
                 return rc;
             if (!is)
                 return sv_fail(x, &iv, -EINVAL, "a group needs resources: at least");
-            if ((rc = sv_check_keys(x, &iv, group_keys)) < 0)
+            if ((rc = sc_check_keys(x, &iv, &group_table, SC_CTX_SCENARIO)) < 0)
                 return rc;
             snprintf(defname, sizeof defname, "group-%d", i);
             if ((rc = parse_group(x, &iv, &j->groups[i], defname, true)) < 0)
@@ -308,9 +454,8 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
         /* Isolation: a GPU is shared only by tasks that all allow it. A
          * GPU-share task that denies sharing gets a GPU of its own (whole
          * GPUs are never shared), so no other task can land on it. */
-        static const char *const modes[] = {"allow", "deny"};
         int m = 0;
-        if ((rc = sv_enum(x, &f, modes, 2, &m)) < 0)
+        if ((rc = sv_enum(x, &f, sharing_modes, 2, &m)) < 0)
             return rc;
         j->gpu_sharing = m == 0 ? 1 : -1; /* arb_job_finalize applies it */
     }
@@ -420,7 +565,7 @@ int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out)
         return rc;
     if (!is)
         return sv_fail(x, v, -EINVAL, "a job needs at least a name: and resources:");
-    if ((rc = sv_check_keys(x, v, job_keys)) < 0)
+    if ((rc = sc_check_keys(x, v, &scn_job_table, SC_CTX_SCENARIO)) < 0)
         return rc;
     if (x->lone_job && sv_get(v, "count", &f))
         return sv_fail(x, &f, -EINVAL, "count: repeats a job in a scenario; submit one job here");
@@ -514,4 +659,3 @@ int scn_jobs(sx_t *x, const sval_t *v, spec_scenario_t *s)
     arb_strtab_free(&names);
     return rc;
 }
-

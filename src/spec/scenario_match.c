@@ -13,11 +13,6 @@
 
 #include "spec/scenario_int.h"
 
-static const char *const affinity_keys[] = {"required", "preferred", NULL};
-static const char *const pref_keys[] = {"weight", "match", NULL};
-static const char *const expr_keys[] = {"key", "operator", "values", NULL};
-static const char *const tol_keys[] = {"key", "operator", "value", "effect", NULL};
-
 static const char *const op_names[] = {
     [ARB_OP_IN] = "In",         [ARB_OP_NOT_IN] = "NotIn",
     [ARB_OP_EXISTS] = "Exists", [ARB_OP_DOES_NOT_EXIST] = "DoesNotExist",
@@ -25,6 +20,88 @@ static const char *const op_names[] = {
 };
 
 /* Resource names, as in Kubernetes (plus Arbiter's GPU share). */
+
+static const char *const tol_ops[] = {"Equal", "Exists"};
+static const char *const effects[] = {[ARB_TAINT_NO_SCHEDULE] = "NoSchedule",
+                                      [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
+                                      [ARB_TAINT_NO_EXECUTE] = "NoExecute"};
+
+/* {key: zone, operator: In, values: [z1]} */
+static const sc_field_t expr_fields[] = {
+    {.key = "key", .type = SC_STR, .flags = SC_REQUIRED, .help = "a node label's key"},
+    {.key = "operator",
+     .type = SC_ENUM,
+     .names = op_names,
+     .nnames = 6,
+     .flags = SC_REQUIRED,
+     .help = "In and NotIn take values, Exists and DoesNotExist none, Gt and Lt one integer"},
+    {.key = "values",
+     .type = SC_CUSTOM,
+     .type_doc = "list of strings",
+     .def_doc = "[]",
+     .help = "the label values"},
+    {.key = NULL},
+};
+static const sc_table_t expr_table = {"expression", expr_fields, NULL};
+
+static const sc_field_t pref_fields[] = {
+    {.key = "weight",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = 100,
+     .flags = SC_REQUIRED,
+     .help = "added to the score of nodes the term matches, 1..100"},
+    {.key = "match",
+     .type = SC_CUSTOM,
+     .sub = &expr_table,
+     .flags = SC_LIST | SC_REQUIRED,
+     .type_doc = "list",
+     .help = "expressions, all of which must hold"},
+    {.key = NULL},
+};
+static const sc_table_t pref_table = {"preferred term", pref_fields, NULL};
+
+static const sc_field_t affinity_fields[] = {
+    {.key = "required",
+     .type = SC_CUSTOM,
+     .type_doc = "list of lists",
+     .def_doc = "none",
+     .help = "a list of terms, each a list of expressions (as in preferred[].match); a node must "
+             "match one term (all of its expressions)"},
+    {.key = "preferred",
+     .type = SC_CUSTOM,
+     .sub = &pref_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "none",
+     .help = "weighted terms the score prefers"},
+    {.key = NULL},
+};
+const sc_table_t scn_affinity_table = {"affinity", affinity_fields, NULL};
+
+static const sc_field_t tol_fields[] = {
+    {.key = "key",
+     .type = SC_STR,
+     .help = "the taint's key (required but with Exists, which then tolerates every taint)"},
+    {.key = "operator",
+     .type = SC_ENUM,
+     .names = tol_ops,
+     .nnames = 2,
+     .def = "Equal",
+     .help = "Equal matches key and value, Exists the key alone"},
+    {.key = "value",
+     .type = SC_STR,
+     .def_doc = "\"\"",
+     .help = "the taint's value (not with Exists)"},
+    {.key = "effect",
+     .type = SC_ENUM,
+     .names = effects,
+     .nnames = 4,
+     .def_doc = "every effect",
+     .help = "the effect tolerated: NoSchedule, PreferNoSchedule or NoExecute"},
+    {.key = NULL},
+};
+const sc_table_t scn_toleration_table = {"toleration", tol_fields, NULL};
 
 static int parse_expr(sx_t *x, const sval_t *v, arb_match_expr_t *e)
 {
@@ -37,7 +114,7 @@ static int parse_expr(sx_t *x, const sval_t *v, arb_match_expr_t *e)
         return rc;
     if (!is)
         return sv_fail(x, v, -EINVAL, "an expression needs key: and operator:");
-    if ((rc = sv_check_keys(x, v, expr_keys)) < 0)
+    if ((rc = sc_check_keys(x, v, &expr_table, SC_CTX_SCENARIO)) < 0)
         return rc;
     if (!sv_get(v, "key", &f))
         return sv_fail(x, v, -EINVAL, "missing key:");
@@ -120,7 +197,8 @@ int scn_affinity(sx_t *x, const sval_t *v, arb_job_t *j)
     int count, rc;
     bool is;
 
-    if ((rc = sv_map(x, v, &is)) < 0 || !is || (rc = sv_check_keys(x, v, affinity_keys)) < 0)
+    if ((rc = sv_map(x, v, &is)) < 0 || !is ||
+        (rc = sc_check_keys(x, v, &scn_affinity_table, SC_CTX_SCENARIO)) < 0)
         return rc;
     if (sv_get(v, "required", &f)) {
         void *it = NULL;
@@ -148,7 +226,7 @@ int scn_affinity(sx_t *x, const sval_t *v, arb_job_t *j)
                 return rc;
             if (!is)
                 return sv_fail(x, &tv, -EINVAL, "a preferred term needs weight: and match:");
-            if ((rc = sv_check_keys(x, &tv, pref_keys)) < 0)
+            if ((rc = sc_check_keys(x, &tv, &pref_table, SC_CTX_SCENARIO)) < 0)
                 return rc;
             if (!sv_get(&tv, "weight", &w))
                 return sv_fail(x, &tv, -EINVAL, "missing weight: (1..100)");
@@ -165,10 +243,6 @@ int scn_affinity(sx_t *x, const sval_t *v, arb_job_t *j)
 
 int scn_tolerations(sx_t *x, const sval_t *v, arb_job_t *j)
 {
-    static const char *const ops[] = {"Equal", "Exists"};
-    static const char *const effects[] = {[ARB_TAINT_NO_SCHEDULE] = "NoSchedule",
-                                          [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
-                                          [ARB_TAINT_NO_EXECUTE] = "NoExecute"};
     int count, rc = sv_seq(x, v, SPEC_MAX_LIST, &count);
     void *it = NULL;
 
@@ -185,9 +259,10 @@ int scn_tolerations(sx_t *x, const sval_t *v, arb_job_t *j)
         sval_t tv, f;
 
         sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sv_map(x, &tv, &is)) < 0 || (is && (rc = sv_check_keys(x, &tv, tol_keys)) < 0))
+        if ((rc = sv_map(x, &tv, &is)) < 0 ||
+            (is && (rc = sc_check_keys(x, &tv, &scn_toleration_table, SC_CTX_SCENARIO)) < 0))
             return rc;
-        if (sv_get(&tv, "operator", &f) && (rc = sv_enum(x, &f, ops, 2, &op)) < 0)
+        if (sv_get(&tv, "operator", &f) && (rc = sv_enum(x, &f, tol_ops, 2, &op)) < 0)
             return rc;
         t->exists = op == 1;
         if (sv_get(&tv, "key", &f)) {

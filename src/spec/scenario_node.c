@@ -5,6 +5,7 @@
  * the loader's private cluster.
  */
 #include <inttypes.h>
+#include <stddef.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -14,12 +15,153 @@
 
 #include "spec/scenario_int.h"
 
-static const char *const node_keys[] = {"name",      "count",       "labels", "taints", "datasets",
-                                        "condition", "allocatable", "gpus",   NULL};
-static const char *const gpus_keys[] = {"count",        "model",     "memory", "nvlinkDomains",
-                                        "pcieSwitches", "numaNodes", NULL};
-static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", NULL};
-static const char *const taint_keys[] = {"key", "value", "effect", NULL};
+#define EFFECTS "NoSchedule, PreferNoSchedule or NoExecute"
+
+static const char *const effects[] = {[ARB_TAINT_NO_SCHEDULE] = "NoSchedule",
+                                      [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
+                                      [ARB_TAINT_NO_EXECUTE] = "NoExecute"};
+static const char *const conds[] = {"Ready", "NotReady", "Draining"};
+
+/* gpus: {count: 8, ...}: the GPUs of a node, in equal domains. */
+static const sc_field_t gpus_fields[] = {
+    {.key = "count",
+     .type = SC_INT,
+     .lo = 0,
+     .hi = ARB_MAX_GPUS,
+     .flags = SC_REQUIRED,
+     .help = "GPUs in the node, 0..16"},
+    {.key = "model", .type = SC_STR, .def_doc = "\"\"", .help = "e.g. A100-80G"},
+    {.key = "memory",
+     .type = SC_QTY,
+     .qty = ARB_QTY_MIB,
+     .help = "device memory per GPU, e.g. 80Gi (required when count > 0)"},
+    {.key = "nvlinkDomains",
+     .type = SC_INT,
+     .def = "1",
+     .help = "NVLink domains the GPUs split into in equal runs (0: none), 0..count"},
+    {.key = "pcieSwitches", .type = SC_INT, .def = "0", .help = "PCIe switches, 0..count"},
+    {.key = "numaNodes", .type = SC_INT, .def = "0", .help = "NUMA nodes, 0..count"},
+    {.key = NULL},
+};
+static const sc_table_t gpus_table = {"gpus", gpus_fields, NULL};
+
+/* gpus: [{model, memory, nvlink, pcie, numa}, ...]: each GPU by itself. */
+static const sc_field_t gpu_fields[] = {
+    {.key = "model", .type = SC_STR, .def_doc = "\"\"", .help = "e.g. A100-80G"},
+    {.key = "memory",
+     .type = SC_QTY,
+     .qty = ARB_QTY_MIB,
+     .flags = SC_REQUIRED,
+     .help = "device memory, e.g. 80Gi"},
+    {.key = "nvlink",
+     .type = SC_INT,
+     .lo = -1,
+     .hi = ARB_MAX_GPUS - 1,
+     .def = "-1",
+     .help = "its NVLink domain (-1: none)"},
+    {.key = "pcie",
+     .type = SC_INT,
+     .lo = -1,
+     .hi = ARB_MAX_GPUS - 1,
+     .def = "-1",
+     .help = "its PCIe switch (-1: none)"},
+    {.key = "numa",
+     .type = SC_INT,
+     .lo = -1,
+     .hi = ARB_MAX_GPUS - 1,
+     .def = "-1",
+     .help = "its NUMA node (-1: none)"},
+    {.key = NULL},
+};
+static const sc_table_t gpu_table = {"GPU", gpu_fields, NULL};
+
+typedef struct taint {
+    char key[SPEC_STR], val[SPEC_STR];
+    int effect;
+} taint_t;
+
+static const sc_field_t taint_fields[] = {
+    {.key = "key",
+     .type = SC_STR,
+     .off = offsetof(taint_t, key),
+     .size = SPEC_STR,
+     .flags = SC_REQUIRED,
+     .help = "the taint's key"},
+    {.key = "value",
+     .type = SC_STR,
+     .off = offsetof(taint_t, val),
+     .size = SPEC_STR,
+     .flags = SC_EMPTY_OK,
+     .def_doc = "\"\"",
+     .help = "its value"},
+    {.key = "effect",
+     .type = SC_ENUM,
+     .off = offsetof(taint_t, effect),
+     .names = effects,
+     .nnames = 4,
+     .flags = SC_REQUIRED,
+     .help = EFFECTS},
+    {.key = NULL},
+};
+static const sc_table_t taint_table = {"taint", taint_fields, NULL};
+
+static const sc_field_t node_fields[] = {
+    {.key = "name",
+     .type = SC_STR,
+     .flags = SC_REQUIRED,
+     .help = "unique; with count: N the nodes are NAME-1 .. NAME-N"},
+    {.key = "count",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = SPEC_MAX_NODES,
+     .def = "1",
+     .help = "copies of this node"},
+    {.key = "labels",
+     .type = SC_CUSTOM,
+     .type_doc = "map",
+     .def_doc = "none",
+     .help = "string map; rack, block, zone are also the node's topology coordinates"},
+    {.key = "taints",
+     .type = SC_CUSTOM,
+     .sub = &taint_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "none",
+     .help = "jobs without a matching toleration keep off"},
+    {.key = "datasets",
+     .type = SC_CUSTOM,
+     .type_doc = "list of strings",
+     .def_doc = "none",
+     .help = "datasets cached on the node (data locality)"},
+    {.key = "condition",
+     .type = SC_ENUM,
+     .names = conds,
+     .nnames = 3,
+     .def = "Ready",
+     .help = "the node's state"},
+    {.key = "allocatable",
+     .type = SC_CUSTOM,
+     .type_doc = "resources",
+     .def_doc = "all 0",
+     .help = "cpu, memory and extended resources (rdma/hca: 4), which this declares; GPUs are "
+             "declared under gpus. Without it a node has no CPU or memory to give"},
+    {.key = "gpus",
+     .type = SC_CUSTOM,
+     .sub = &gpus_table,
+     .type_doc = "object or list",
+     .def_doc = "no GPUs",
+     .help = "the GPUs as a count with domains: {count: 8, model: A100-80G, memory: 80Gi, "
+             "nvlinkDomains: 1}"},
+    {.key = "gpus",
+     .type = SC_CUSTOM,
+     .sub = &gpu_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .help = "or the GPUs one by one, with their coordinates",
+     .ctx = SC_CTX_DOC},
+    {.key = NULL},
+};
+const sc_table_t scn_node_table = {"node", node_fields, NULL};
 
 static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
 {
@@ -46,7 +188,7 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
                 return rc;
             if (!is)
                 return sv_fail(x, &g, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
-            if ((rc = sv_check_keys(x, &g, gpu_keys)) < 0)
+            if ((rc = sc_check_keys(x, &g, &gpu_table, SC_CTX_SCENARIO)) < 0)
                 return rc;
             model[0] = '\0';
             if (sv_get(&g, "model", &f) && (rc = sv_text(x, &f, model, 64, false)) < 0)
@@ -74,7 +216,7 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
 
     if ((rc = sv_map(x, v, &is)) < 0)
         return rc;
-    if ((rc = sv_check_keys(x, v, gpus_keys)) < 0)
+    if ((rc = sc_check_keys(x, v, &gpus_table, SC_CTX_SCENARIO)) < 0)
         return rc;
     if (!sv_get(v, "count", &f))
         return sv_fail(x, v, -EINVAL, "missing count: (GPUs in the node, 1..%d)", ARB_MAX_GPUS);
@@ -108,35 +250,19 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
 
 static int parse_taints(sx_t *x, const sval_t *v, arb_node_t *n)
 {
-    static const char *const effects[] = {[ARB_TAINT_NO_SCHEDULE] = "NoSchedule",
-                                          [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
-                                          [ARB_TAINT_NO_EXECUTE] = "NoExecute"};
     int count, rc = sv_seq(x, v, SPEC_MAX_LIST, &count);
     void *it = NULL;
 
     for (int i = 0; rc == 0 && i < count; i++) {
-        char key[SPEC_STR], val[SPEC_STR];
-        int effect = 0;
-        sval_t t, f;
-        bool is;
+        taint_t t;
+        sval_t tv;
 
-        sv_item(&t, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sv_map(x, &t, &is)) < 0 || (is && (rc = sv_check_keys(x, &t, taint_keys)) < 0))
+        memset(&t, 0, sizeof t);
+        sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
+        if ((rc = sc_walk(x, &tv, &taint_table, SC_CTX_SCENARIO, &t)) < 0)
             return rc;
-        if (!sv_get(&t, "key", &f))
-            return sv_fail(x, &t, -EINVAL, "missing key:");
-        if ((rc = sv_text(x, &f, key, sizeof key, false)) < 0)
-            return rc;
-        val[0] = '\0';
-        if (sv_get(&t, "value", &f) && (rc = sv_text(x, &f, val, sizeof val, true)) < 0)
-            return rc;
-        if (!sv_get(&t, "effect", &f))
-            return sv_fail(x, &t, -EINVAL,
-                           "missing effect: (NoSchedule, PreferNoSchedule or NoExecute)");
-        if ((rc = sv_enum(x, &f, effects, 4, &effect)) < 0)
-            return rc;
-        if (arb_node_add_taint(x->c, n, key, val, (arb_taint_effect_t)effect) < 0)
-            return sv_oom(x, &t);
+        if (arb_node_add_taint(x->c, n, t.key, t.val, (arb_taint_effect_t)t.effect) < 0)
+            return sv_oom(x, &tv);
     }
     return rc;
 }
@@ -144,7 +270,6 @@ static int parse_taints(sx_t *x, const sval_t *v, arb_node_t *n)
 /* One node (or instance k of a node with count:, named NAME-k). */
 static int parse_node(sx_t *x, const sval_t *v, int k)
 {
-    static const char *const conds[] = {"Ready", "NotReady", "Draining"};
     static const arb_node_state_t cstate[] = {ARB_NODE_READY, ARB_NODE_NOT_READY,
                                               ARB_NODE_DRAINING};
     char name[SPEC_STR], full[SPEC_STR + 16], buf[SPEC_STR], val[SPEC_STR];
@@ -240,7 +365,7 @@ int scn_nodes(sx_t *x, const sval_t *v)
             return rc;
         if (!is)
             return sv_fail(x, &nv, -EINVAL, "a node needs at least a name:");
-        if ((rc = sv_check_keys(x, &nv, node_keys)) < 0 ||
+        if ((rc = sc_check_keys(x, &nv, &scn_node_table, SC_CTX_SCENARIO)) < 0 ||
             (rc = scn_count(x, &nv, SPEC_MAX_NODES - total, &copies)) < 0 ||
             (rc = scn_charge(x, &nv, copies)) < 0)
             return rc;
@@ -251,4 +376,3 @@ int scn_nodes(sx_t *x, const sval_t *v)
     }
     return 0;
 }
-

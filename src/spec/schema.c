@@ -58,8 +58,7 @@ static bool has_range(const sc_field_t *f)
     return f->lo != 0 || f->hi != 0;
 }
 
-static int range_fail(sx_t *x, const sval_t *v, const sc_field_t *f, const char *lo,
-                      const char *hi)
+static int range_fail(sx_t *x, const sval_t *v, const sc_field_t *f, const char *lo, const char *hi)
 {
     if (f->range_msg)
         return sv_fail(x, v, -EINVAL, "%s", f->range_msg);
@@ -98,8 +97,7 @@ static int read_field(sx_t *x, const sval_t *v, const sc_field_t *f, unsigned ct
     case SC_STR:
         return sv_text(x, v, at, f->size, (f->flags & SC_EMPTY_OK) != 0);
     case SC_INT:
-        rc = sv_int(x, v, has_range(f) ? f->lo : INT64_MIN, has_range(f) ? f->hi : INT64_MAX,
-                    &i64);
+        rc = sv_int(x, v, has_range(f) ? f->lo : INT64_MIN, has_range(f) ? f->hi : INT64_MAX, &i64);
         if (rc == -ERANGE && f->range_msg)
             return sv_fail(x, v, -EINVAL, "%s", f->range_msg);
         if (rc < 0)
@@ -138,16 +136,22 @@ static int read_field(sx_t *x, const sval_t *v, const sc_field_t *f, unsigned ct
     return sv_fail(x, v, -EINVAL, "field %s has no type", f->key);
 }
 
-int sc_walk(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void *obj)
+int sc_check_keys(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx)
 {
     const char *keys[SC_MAX_KEYS];
+
+    sc_keys(t, ctx, keys, SC_MAX_KEYS);
+    return sv_check_keys(x, map, keys);
+}
+
+int sc_walk(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void *obj)
+{
     bool is;
     int rc = sv_map(x, map, &is);
 
     if (rc < 0)
         return rc;
-    sc_keys(t, ctx, keys, SC_MAX_KEYS);
-    if (is && (rc = sv_check_keys(x, map, keys)) < 0)
+    if (is && (rc = sc_check_keys(x, map, t, ctx)) < 0)
         return rc;
     for (const sc_field_t *f = t->fields; f->key; f++) {
         sval_t v;
@@ -241,9 +245,9 @@ int sc_init(const sc_table_t *t, unsigned ctx, void *obj, arb_err_t *err)
 static void type_text(const sc_field_t *f, char *buf, size_t n)
 {
     static const char *const names[] = {
-        [SC_STR] = "string",     [SC_INT] = "int",         [SC_DOUBLE] = "number",
-        [SC_BOOL] = "bool",      [SC_DURATION] = "duration", [SC_ENUM] = "enum",
-        [SC_QTY] = "quantity",   [SC_OBJECT] = "object",   [SC_CUSTOM] = "value",
+        [SC_STR] = "string",   [SC_INT] = "int",           [SC_DOUBLE] = "number",
+        [SC_BOOL] = "bool",    [SC_DURATION] = "duration", [SC_ENUM] = "enum",
+        [SC_QTY] = "quantity", [SC_OBJECT] = "object",     [SC_CUSTOM] = "value",
     };
     size_t used = 0;
 
@@ -274,10 +278,14 @@ void sc_doc_rows(FILE *out, const sc_table_t *t, unsigned ctx, const char *prefi
             continue;
         }
         type_text(f, type, sizeof type);
-        if (f->sub && f->type == SC_CUSTOM)
+        if (f->flags & SC_LIST)
             snprintf(key + strlen(key), sizeof key - strlen(key), "[]");
         fprintf(out, "| `%s` | %s | %s | %s |\n", key, type,
-                f->def_doc ? f->def_doc : f->def ? f->def : "none", f->help ? f->help : "");
+                f->def_doc                 ? f->def_doc
+                : f->def                   ? f->def
+                : (f->flags & SC_REQUIRED) ? "required"
+                                           : "none",
+                f->help ? f->help : "");
         if (f->sub && f->type == SC_CUSTOM)
             sc_doc_rows(out, f->sub, ctx, key);
     }

@@ -28,6 +28,7 @@
 /* The formats a table serves. */
 #define SC_CTX_SCENARIO 1u /* a scenario file (spec/scenario.h) */
 #define SC_CTX_CONFIG 2u   /* the controller's --config (state/config.c) */
+#define SC_CTX_DOC 0x100u  /* with another: rows only the reference shows (a second form) */
 
 typedef enum sc_type {
     SC_STR,      /* char[size] at off */
@@ -45,6 +46,7 @@ typedef enum sc_type {
 #define SC_REQUIRED 1u /* absent: "missing KEY:" (with help) */
 #define SC_EMPTY_OK 2u /* SC_STR: an empty value is "" */
 #define SC_SECONDS 4u  /* SC_DURATION: whole seconds into the int64_t */
+#define SC_LIST 8u     /* SC_CUSTOM: a list (of sub's objects): "key[]" in the docs */
 
 struct sc_table;
 
@@ -89,12 +91,17 @@ typedef struct sc_table {
  */
 int sc_walk(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void *obj);
 
+/* Only the key check of sc_walk, for an object whose fields are read by
+ * hand (in an order of their own, or with rules between them). */
+int sc_check_keys(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx);
+
 /* Write every default of t in ctx into obj (sub-tables too): 0, or
  * -EINVAL when a table's default does not parse (a bug, said in err). */
 int sc_init(const sc_table_t *t, unsigned ctx, void *obj, arb_err_t *err);
 
 /* The reference of t in ctx as Markdown table rows "| `PREFIX.key` | type
- * | default | help |" (sub-tables as PREFIX.key.sub, lists as key[].sub). */
+ * | default | help |" (sub-tables as PREFIX.key.sub, lists as key[].sub;
+ * SC_CUSTOM fields with a sub-table get their own row, then the sub's). */
 void sc_doc_rows(FILE *f, const sc_table_t *t, unsigned ctx, const char *prefix);
 /* The same with the table's header row. */
 void sc_doc_markdown(FILE *f, const sc_table_t *t, unsigned ctx, const char *prefix);

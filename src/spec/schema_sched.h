@@ -15,8 +15,8 @@
 
 /* scheduler: (the scenario's, or the controller's with its own keys). */
 typedef struct spec_sched {
-    char policy[32];       /* scoring profile; a scenario's default "" (the file names none) */
-    int queue_policy;      /* arb_queue_policy_t */
+    char policy[32];  /* scoring profile; a scenario's default "" (the file names none) */
+    int queue_policy; /* arb_queue_policy_t */
     bool backfill, preemption;
     int64_t starvation_ns;
     int64_t interval_ns;     /* config: a cycle at least this often */
@@ -26,7 +26,7 @@ typedef struct spec_sched {
 
 /* One item of queues:. */
 typedef struct spec_queue {
-    char name[SPEC_STR];   /* the controller's at most 63 bytes */
+    char name[SPEC_STR]; /* the controller's at most 63 bytes */
     char cohort[SPEC_STR];
     double weight;
     bool has_quota; /* nominal: given */

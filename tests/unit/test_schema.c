@@ -55,32 +55,76 @@ static int count_custom(sx_t *x, const sval_t *v, void *at)
 }
 
 static const sc_field_t inner_fields[] = {
-    {.key = "every", .type = SC_DURATION, .off = offsetof(inner_t, every_ns), .lo = 1000000,
-     .hi = INT64_MAX, .def = "1s", .help = "how often"},
+    {.key = "every",
+     .type = SC_DURATION,
+     .off = offsetof(inner_t, every_ns),
+     .lo = 1000000,
+     .hi = INT64_MAX,
+     .def = "1s",
+     .help = "how often"},
     {.key = "on", .type = SC_BOOL, .off = offsetof(inner_t, on), .def = "true", .help = "on"},
     {.key = NULL},
 };
 static const sc_table_t inner_table = {"inner", inner_fields, NULL};
 
 static const sc_field_t fields[] = {
-    {.key = "name", .type = SC_STR, .off = offsetof(obj_t, name), .size = 16,
-     .flags = SC_REQUIRED, .help = "a name"},
-    {.key = "count", .type = SC_INT, .off = offsetof(obj_t, count), .size = 8, .lo = 1,
-     .hi = 100, .def = "7", .help = "how many"},
-    {.key = "small", .type = SC_INT, .off = offsetof(obj_t, small), .size = sizeof(int),
-     .lo = -5, .hi = 5, .range_msg = "small is -5..5; pick a smaller one", .def = "-2"},
-    {.key = "ratio", .type = SC_DOUBLE, .off = offsetof(obj_t, ratio), .dlo = 0, .dhi = 1,
+    {.key = "name",
+     .type = SC_STR,
+     .off = offsetof(obj_t, name),
+     .size = 16,
+     .flags = SC_REQUIRED,
+     .help = "a name"},
+    {.key = "count",
+     .type = SC_INT,
+     .off = offsetof(obj_t, count),
+     .size = 8,
+     .lo = 1,
+     .hi = 100,
+     .def = "7",
+     .help = "how many"},
+    {.key = "small",
+     .type = SC_INT,
+     .off = offsetof(obj_t, small),
+     .size = sizeof(int),
+     .lo = -5,
+     .hi = 5,
+     .range_msg = "small is -5..5; pick a smaller one",
+     .def = "-2"},
+    {.key = "ratio",
+     .type = SC_DOUBLE,
+     .off = offsetof(obj_t, ratio),
+     .dlo = 0,
+     .dhi = 1,
      .def = "0.5"},
-    {.key = "color", .type = SC_ENUM, .off = offsetof(obj_t, color), .names = colors,
-     .nnames = 3, .def = "green"},
-    {.key = "memory", .type = SC_QTY, .off = offsetof(obj_t, mem), .qty = ARB_QTY_BYTES,
+    {.key = "color",
+     .type = SC_ENUM,
+     .off = offsetof(obj_t, color),
+     .names = colors,
+     .nnames = 3,
+     .def = "green"},
+    {.key = "memory",
+     .type = SC_QTY,
+     .off = offsetof(obj_t, mem),
+     .qty = ARB_QTY_BYTES,
      .def = "1Ki"},
-    {.key = "limit", .type = SC_DURATION, .off = offsetof(obj_t, limit_s), .lo = 1000000000LL,
-     .hi = INT64_MAX, .flags = SC_SECONDS, .def = "2m"},
+    {.key = "limit",
+     .type = SC_DURATION,
+     .off = offsetof(obj_t, limit_s),
+     .lo = 1000000000LL,
+     .hi = INT64_MAX,
+     .flags = SC_SECONDS,
+     .def = "2m"},
     {.key = "inner", .type = SC_OBJECT, .off = offsetof(obj_t, in), .sub = &inner_table},
-    {.key = "custom", .type = SC_CUSTOM, .off = offsetof(obj_t, customs), .set = count_custom,
-     .def_doc = "0", .help = "added up"},
-    {.key = "onlyConfig", .type = SC_BOOL, .off = offsetof(obj_t, only_config), .def = "false",
+    {.key = "custom",
+     .type = SC_CUSTOM,
+     .off = offsetof(obj_t, customs),
+     .set = count_custom,
+     .def_doc = "0",
+     .help = "added up"},
+    {.key = "onlyConfig",
+     .type = SC_BOOL,
+     .off = offsetof(obj_t, only_config),
+     .def = "false",
      .ctx = SC_CTX_CONFIG},
     {.key = NULL},
 };
@@ -149,13 +193,13 @@ static void test_errors(void **st)
         /* unknown key: a suggestion and the valid keys (of this format only) */
         {"name: a\ncuont: 3\n", "t.yaml:2:1: unknown field 'cuont'; did you mean 'count'?",
          SC_CTX_SCENARIO},
-        {"name: a\nzzz: 3\n", "valid fields: name, count, small, ratio, color, memory, limit, "
-                              "inner, custom",
+        {"name: a\nzzz: 3\n",
+         "valid fields: name, count, small, ratio, color, memory, limit, "
+         "inner, custom",
          SC_CTX_SCENARIO},
         {"name: a\nonlyConfig: true\n", "unknown field 'onlyConfig'", SC_CTX_SCENARIO},
         /* wrong types */
-        {"name: a\ncount: many\n", "t.yaml:2:8: count: 'many' is not an integer",
-         SC_CTX_SCENARIO},
+        {"name: a\ncount: many\n", "t.yaml:2:8: count: 'many' is not an integer", SC_CTX_SCENARIO},
         {"name: a\ninner: {on: yes}\n", "t.yaml:2:13: inner.on: ", SC_CTX_SCENARIO},
         {"name: [a]\n", "name: ", SC_CTX_SCENARIO},
         {"name: a\ncolor: pink\n", "unknown value 'pink'; use one of: red, green, blue",
@@ -198,7 +242,7 @@ static void test_doc(void **st)
     sc_doc_markdown(f, &table, SC_CTX_SCENARIO, "thing");
     fclose(f);
     assert_non_null(strstr(buf, "| key | type | default | what |\n|---|---|---|---|\n"));
-    assert_non_null(strstr(buf, "| `thing.name` | string | none | a name |\n"));
+    assert_non_null(strstr(buf, "| `thing.name` | string | required | a name |\n"));
     assert_non_null(strstr(buf, "| `thing.count` | int | 7 | how many |\n"));
     assert_non_null(strstr(buf, "| `thing.color` | red\\|green\\|blue | green |"));
     assert_non_null(strstr(buf, "| `thing.inner.every` | duration | 1s | how often |\n"));
@@ -255,10 +299,8 @@ static void test_shared_tables(void **st)
         "scheduler: {starvation: 5 parsecs}\n",
     };
     static const char *const want[] = {
-        "borrowingLimit: needs nominal:",
-        "did you mean 'nvidia.com/gpu'?",
-        "queue 'q' is defined twice",
-        "unknown value 'lifo'",
+        "borrowingLimit: needs nominal:", "did you mean 'nvidia.com/gpu'?",
+        "queue 'q' is defined twice",     "unknown value 'lifo'",
         "scheduler.starvation: ",
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
@@ -316,8 +358,10 @@ static void test_config_defaults(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_defaults_and_values), cmocka_unit_test(test_errors),
-        cmocka_unit_test(test_doc),                 cmocka_unit_test(test_shared_tables),
+        cmocka_unit_test(test_defaults_and_values),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_doc),
+        cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_config_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
