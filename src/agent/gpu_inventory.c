@@ -29,19 +29,70 @@
 #include <libfyaml.h>
 
 #include "agent/discovery.h"
+#include "spec/schema_node.h"
 #include "spec/sval.h"
 
 #define INV_MAX_FILE (1 << 20)
 #define INV_MAX_VALUES 10000
 
-static const char *const top_keys[] = {"name",   "cpu",      "memory", "labels",
-                                       "taints", "datasets", "gpus",   NULL};
-static const char *const taint_keys[] = {"key", "value", "effect", NULL};
-static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
-static const char *const gpu_keys[] = {"model", "memory", "nvlink",   "pcie",
-                                       "numa",  "uuid",   "pciBusId", NULL};
-static const char *const gpus_keys[] = {"count",        "model",     "memory", "nvlinkDomains",
-                                        "pcieSwitches", "numaNodes", NULL};
+/* The inventory's own fields; its GPUs and taints are the scenario's
+ * tables (spec/schema_node.h) in SC_CTX_INVENTORY. */
+static const sc_field_t inv_fields[] = {
+    {.key = "name",
+     .type = SC_STR,
+     .def_doc = "the host name",
+     .help = "the node's name; --name wins"},
+    {.key = "cpu",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = 1 << 20,
+     .def_doc = "/proc, sysfs",
+     .help = "logical CPUs"},
+    {.key = "memory",
+     .type = SC_QTY,
+     .qty = ARB_QTY_BYTES,
+     .def_doc = "/proc/meminfo",
+     .help = "the node's memory, more than 0"},
+    {.key = "labels",
+     .type = SC_CUSTOM,
+     .type_doc = "map",
+     .def_doc = "none",
+     .help = "at most 16; rack, block, zone are the node's topology coordinates"},
+    {.key = "taints",
+     .type = SC_CUSTOM,
+     .sub = &spec_taint_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "none",
+     .help = "at most 16 (operators add theirs: arbiter taint)"},
+    {.key = "datasets",
+     .type = SC_CUSTOM,
+     .type_doc = "list of strings",
+     .def_doc = "none",
+     .help = "cached here, at most 32"},
+    {.key = "gpus",
+     .type = SC_CUSTOM,
+     .sub = &spec_gpus_table,
+     .type_doc = "object or list",
+     .def_doc = "no GPUs",
+     .help = "the GPUs as a count with domains: {count: 8, model: H100, memory: 80Gi}"},
+    {.key = "gpus",
+     .type = SC_CUSTOM,
+     .sub = &spec_gpu_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .help = "or the GPUs one by one",
+     .ctx = SC_CTX_DOC},
+    {.key = NULL},
+};
+static const sc_table_t inv_table = {"inventory", inv_fields, NULL};
+
+_Static_assert(SPEC_INV_NAME == AGENT_NAME_MAX, "the shared taint table holds the agent's names");
+
+void agent_inventory_doc(FILE *f)
+{
+    sc_doc_markdown(f, &inv_table, SC_CTX_INVENTORY | SC_CTX_DOC, "");
+}
 
 static int gpu_memory(sx_t *x, const sval_t *f, int32_t *out)
 {
@@ -86,7 +137,7 @@ static int parse_gpu_list(sx_t *x, const sval_t *v, agent_inv_t *inv)
             return rc;
         if (!is)
             return sv_fail(x, &e, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
-        if ((rc = sv_check_keys(x, &e, gpu_keys)) < 0)
+        if ((rc = sc_check_keys(x, &e, &spec_gpu_table, SC_CTX_INVENTORY)) < 0)
             return rc;
         memset(g, 0, sizeof *g);
         g->index = i;
@@ -142,7 +193,7 @@ static int parse_gpu_block(sx_t *x, const sval_t *v, agent_inv_t *inv)
     int32_t mem = 0;
     sval_t f;
 
-    if ((rc = sv_check_keys(x, v, gpus_keys)) < 0)
+    if ((rc = sc_check_keys(x, v, &spec_gpus_table, SC_CTX_INVENTORY)) < 0)
         return rc;
     if (!sv_get(v, "count", &f))
         return sv_fail(x, v, -EINVAL, "missing count: (GPUs in the node, 0..%d)", ARB_MAX_GPUS);
@@ -220,25 +271,23 @@ static int parse_taints(sx_t *x, const sval_t *v, agent_inv_t *inv)
 
     for (int i = 0; rc == 0 && i < n; i++) {
         agent_taint_t *t = &inv->taints[i];
-        sval_t tv, f;
+        spec_taint_t st;
+        sval_t tv;
         bool is;
-        int e = 0;
         sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sv_map(x, &tv, &is)) < 0 || (rc = sv_check_keys(x, &tv, taint_keys)) < 0)
+        memset(&st, 0, sizeof st);
+        if ((rc = sv_map(x, &tv, &is)) < 0)
             return rc;
-        if (!is || !sv_get(&tv, "key", &f))
+        if (!is)
             return sv_fail(x, &tv, -EINVAL, "a taint needs key: and effect:");
-        if ((rc = sv_text(x, &f, t->key, sizeof t->key, false)) < 0)
+        if ((rc = sc_walk(x, &tv, &spec_taint_table, SC_CTX_INVENTORY, &st)) < 0)
             return rc;
-        t->val[0] = '\0';
-        if (sv_get(&tv, "value", &f) && (rc = sv_text(x, &f, t->val, sizeof t->val, true)) < 0)
-            return rc;
-        if (!sv_get(&tv, "effect", &f))
-            return sv_fail(x, &tv, -EINVAL,
-                           "missing effect: (NoSchedule, PreferNoSchedule or NoExecute)");
-        if ((rc = sv_enum(x, &f, effects, 3, &e)) < 0)
-            return rc;
-        snprintf(t->effect, sizeof t->effect, "%s", effects[e]);
+        /* the table holds both to SPEC_INV_NAME - 1 bytes */
+        memcpy(t->key, st.key, sizeof t->key - 1);
+        t->key[sizeof t->key - 1] = '\0';
+        memcpy(t->val, st.val, sizeof t->val - 1);
+        t->val[sizeof t->val - 1] = '\0';
+        snprintf(t->effect, sizeof t->effect, "%s", spec_taint_effects[st.effect]);
     }
     if (rc == 0)
         inv->ntaints = n;
@@ -290,7 +339,7 @@ int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_i
                       INV_MAX_VALUES);
         goto out;
     }
-    if ((rc = sv_check_keys(&x, &root, top_keys)) < 0)
+    if ((rc = sc_check_keys(&x, &root, &inv_table, SC_CTX_INVENTORY)) < 0)
         goto out;
     if (sv_get(&root, "name", &f) && (rc = sv_text(&x, &f, out->name, sizeof out->name, false)) < 0)
         goto out;

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/discovery.h"
 #include "arbiter/arbiter.h"
 #include "cli/cli.h"
 #include "spec/scenario.h"
@@ -133,6 +134,7 @@ static const struct help_topic {
     {"scenario", "the fields of a scenario (arbiter place)", spec_scenario_doc},
     {"spec", "the fields of a job spec (arbiter submit job.yaml)", spec_job_doc},
     {"config", "the keys of the controller's --config file", config_doc},
+    {"inventory", "the fields of an agent's --inventory file", agent_inventory_doc},
     {NULL, NULL, NULL},
 };
 

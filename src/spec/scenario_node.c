@@ -14,96 +14,9 @@
 #include <libfyaml.h>
 
 #include "spec/scenario_int.h"
+#include "spec/schema_node.h"
 
-#define EFFECTS "NoSchedule, PreferNoSchedule or NoExecute"
-
-static const char *const effects[] = {[ARB_TAINT_NO_SCHEDULE] = "NoSchedule",
-                                      [ARB_TAINT_PREFER_NO_SCHEDULE] = "PreferNoSchedule",
-                                      [ARB_TAINT_NO_EXECUTE] = "NoExecute"};
 static const char *const conds[] = {"Ready", "NotReady", "Draining"};
-
-/* gpus: {count: 8, ...}: the GPUs of a node, in equal domains. */
-static const sc_field_t gpus_fields[] = {
-    {.key = "count",
-     .type = SC_INT,
-     .lo = 0,
-     .hi = ARB_MAX_GPUS,
-     .flags = SC_REQUIRED,
-     .help = "GPUs in the node, 0..16"},
-    {.key = "model", .type = SC_STR, .def_doc = "\"\"", .help = "e.g. A100-80G"},
-    {.key = "memory",
-     .type = SC_QTY,
-     .qty = ARB_QTY_MIB,
-     .help = "device memory per GPU, e.g. 80Gi (required when count > 0)"},
-    {.key = "nvlinkDomains",
-     .type = SC_INT,
-     .def = "1",
-     .help = "NVLink domains the GPUs split into in equal runs (0: none), 0..count"},
-    {.key = "pcieSwitches", .type = SC_INT, .def = "0", .help = "PCIe switches, 0..count"},
-    {.key = "numaNodes", .type = SC_INT, .def = "0", .help = "NUMA nodes, 0..count"},
-    {.key = NULL},
-};
-static const sc_table_t gpus_table = {"gpus", gpus_fields, NULL};
-
-/* gpus: [{model, memory, nvlink, pcie, numa}, ...]: each GPU by itself. */
-static const sc_field_t gpu_fields[] = {
-    {.key = "model", .type = SC_STR, .def_doc = "\"\"", .help = "e.g. A100-80G"},
-    {.key = "memory",
-     .type = SC_QTY,
-     .qty = ARB_QTY_MIB,
-     .flags = SC_REQUIRED,
-     .help = "device memory, e.g. 80Gi"},
-    {.key = "nvlink",
-     .type = SC_INT,
-     .lo = -1,
-     .hi = ARB_MAX_GPUS - 1,
-     .def = "-1",
-     .help = "its NVLink domain (-1: none)"},
-    {.key = "pcie",
-     .type = SC_INT,
-     .lo = -1,
-     .hi = ARB_MAX_GPUS - 1,
-     .def = "-1",
-     .help = "its PCIe switch (-1: none)"},
-    {.key = "numa",
-     .type = SC_INT,
-     .lo = -1,
-     .hi = ARB_MAX_GPUS - 1,
-     .def = "-1",
-     .help = "its NUMA node (-1: none)"},
-    {.key = NULL},
-};
-static const sc_table_t gpu_table = {"GPU", gpu_fields, NULL};
-
-typedef struct taint {
-    char key[SPEC_STR], val[SPEC_STR];
-    int effect;
-} taint_t;
-
-static const sc_field_t taint_fields[] = {
-    {.key = "key",
-     .type = SC_STR,
-     .off = offsetof(taint_t, key),
-     .size = SPEC_STR,
-     .flags = SC_REQUIRED,
-     .help = "the taint's key"},
-    {.key = "value",
-     .type = SC_STR,
-     .off = offsetof(taint_t, val),
-     .size = SPEC_STR,
-     .flags = SC_EMPTY_OK,
-     .def_doc = "\"\"",
-     .help = "its value"},
-    {.key = "effect",
-     .type = SC_ENUM,
-     .off = offsetof(taint_t, effect),
-     .names = effects,
-     .nnames = 4,
-     .flags = SC_REQUIRED,
-     .help = EFFECTS},
-    {.key = NULL},
-};
-static const sc_table_t taint_table = {"taint", taint_fields, NULL};
 
 static const sc_field_t node_fields[] = {
     {.key = "name",
@@ -123,7 +36,7 @@ static const sc_field_t node_fields[] = {
      .help = "string map; rack, block, zone are also the node's topology coordinates"},
     {.key = "taints",
      .type = SC_CUSTOM,
-     .sub = &taint_table,
+     .sub = &spec_taint_table,
      .flags = SC_LIST,
      .type_doc = "list",
      .def_doc = "none",
@@ -147,14 +60,14 @@ static const sc_field_t node_fields[] = {
              "declared under gpus. Without it a node has no CPU or memory to give"},
     {.key = "gpus",
      .type = SC_CUSTOM,
-     .sub = &gpus_table,
+     .sub = &spec_gpus_table,
      .type_doc = "object or list",
      .def_doc = "no GPUs",
      .help = "the GPUs as a count with domains: {count: 8, model: A100-80G, memory: 80Gi, "
              "nvlinkDomains: 1}"},
     {.key = "gpus",
      .type = SC_CUSTOM,
-     .sub = &gpu_table,
+     .sub = &spec_gpu_table,
      .flags = SC_LIST,
      .type_doc = "list",
      .help = "or the GPUs one by one, with their coordinates",
@@ -188,7 +101,7 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
                 return rc;
             if (!is)
                 return sv_fail(x, &g, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
-            if ((rc = sc_check_keys(x, &g, &gpu_table, SC_CTX_SCENARIO)) < 0)
+            if ((rc = sc_check_keys(x, &g, &spec_gpu_table, SC_CTX_SCENARIO)) < 0)
                 return rc;
             model[0] = '\0';
             if (sv_get(&g, "model", &f) && (rc = sv_text(x, &f, model, 64, false)) < 0)
@@ -216,7 +129,7 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
 
     if ((rc = sv_map(x, v, &is)) < 0)
         return rc;
-    if ((rc = sc_check_keys(x, v, &gpus_table, SC_CTX_SCENARIO)) < 0)
+    if ((rc = sc_check_keys(x, v, &spec_gpus_table, SC_CTX_SCENARIO)) < 0)
         return rc;
     if (!sv_get(v, "count", &f))
         return sv_fail(x, v, -EINVAL, "missing count: (GPUs in the node, 1..%d)", ARB_MAX_GPUS);
@@ -254,12 +167,12 @@ static int parse_taints(sx_t *x, const sval_t *v, arb_node_t *n)
     void *it = NULL;
 
     for (int i = 0; rc == 0 && i < count; i++) {
-        taint_t t;
+        spec_taint_t t;
         sval_t tv;
 
         memset(&t, 0, sizeof t);
         sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sc_walk(x, &tv, &taint_table, SC_CTX_SCENARIO, &t)) < 0)
+        if ((rc = sc_walk(x, &tv, &spec_taint_table, SC_CTX_SCENARIO, &t)) < 0)
             return rc;
         if (arb_node_add_taint(x->c, n, t.key, t.val, (arb_taint_effect_t)t.effect) < 0)
             return sv_oom(x, &tv);

@@ -26,9 +26,10 @@
 #include "spec/sval.h"
 
 /* The formats a table serves. */
-#define SC_CTX_SCENARIO 1u /* a scenario file (spec/scenario.h) */
-#define SC_CTX_CONFIG 2u   /* the controller's --config (state/config.c) */
-#define SC_CTX_DOC 0x100u  /* with another: rows only the reference shows (a second form) */
+#define SC_CTX_SCENARIO 1u  /* a scenario file (spec/scenario.h) */
+#define SC_CTX_CONFIG 2u    /* the controller's --config (state/config.c) */
+#define SC_CTX_INVENTORY 4u /* an agent's --inventory (agent/gpu_inventory.c) */
+#define SC_CTX_DOC 0x100u   /* with another: rows only the reference shows (a second form) */
 
 typedef enum sc_type {
     SC_STR,      /* char[size] at off */

@@ -10,6 +10,9 @@ sh "$SRC/scripts/reference.sh" "$ARB" | diff -u "$SRC/docs/reference.md" - >/dev
 $ARB help scenario | grep -q '^| `nodes\[\].gpus.count` | int | required |' || fail "help scenario: no nodes[].gpus.count"
 $ARB help spec | grep -q '^| `replicas.min` | int | required |' || fail "help spec: no replicas.min"
 $ARB help config | grep -q '^| `scheduler.interval` | duration | 1s |' || fail "help config: no scheduler.interval"
+$ARB help inventory | grep -q '^| `gpus\[\].uuid` | string |' || fail "help inventory: no gpus[].uuid"
+# a key the GPU table has only for inventories is not a scenario's
+if $ARB help scenario | grep -q 'uuid'; then fail "help scenario lists a GPU's uuid"; fi
 # a key the scheduler table has only for the controller is not a scenario's
 if $ARB help scenario | grep -q 'scheduler.interval'; then fail "help scenario lists scheduler.interval"; fi
 $ARB help | grep -q '^  scenario ' || fail "help: topics not listed"

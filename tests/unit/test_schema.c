@@ -6,7 +6,8 @@
  * read through its sub-table, a field of another format is unknown, and
  * the reference lists every field of the format with its default. Also
  * the shared tables: the scheduler settings and queues read the same in a
- * scenario and in the controller config, and the config's defaults are
+ * scenario and in the controller config, a node's GPUs and taints the same
+ * in a scenario and an agent's inventory, and the config's defaults are
  * the table's. Runs under LeakSanitizer in the ASan pass.
  */
 #include <stdarg.h>
@@ -19,6 +20,7 @@
 
 #include <libfyaml.h>
 
+#include "agent/discovery.h"
 #include "spec/scenario.h"
 #include "spec/schema.h"
 #include "spec/schema_sched.h"
@@ -321,6 +323,64 @@ static void test_shared_tables(void **st)
     st_conf_free(&c);
 }
 
+/* A node's GPUs and taints: one table for scenarios and inventories. */
+static void test_node_tables(void **st)
+{
+    static const struct {
+        const char *node; /* the fields of one node (an inventory's top level) */
+        const char *want;
+    } cases[] = {
+        {"gpus: {count: 2, memory: 8Gi, nvlinkDomain: 1}\n",
+         "gpus: unknown field 'nvlinkDomain'; did you mean 'nvlinkDomains'?"},
+        {"gpus:\n  - {memory: 8Gi, nvlnk: 0}\n", "unknown field 'nvlnk'; did you mean 'nvlink'?"},
+        {"taints: [{key: k, effect: Evict}]\n",
+         "unknown value 'Evict'; use one of: NoSchedule, PreferNoSchedule, NoExecute"},
+        {"taints: [{key: k, efect: NoSchedule}]\n", "did you mean 'effect'?"},
+        {"taints: [{value: v, effect: NoSchedule}]\n", "missing key:"},
+    };
+    char scen[512], ind[256];
+    arb_err_t err;
+    spec_scenario_t s;
+    agent_inv_t *inv = calloc(1, sizeof *inv);
+
+    (void)st;
+    assert_non_null(inv);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* the node's fields, indented under "nodes: - name: n" */
+        size_t o = 0;
+        for (const char *p = cases[i].node; *p && o < sizeof ind - 8; p++) {
+            ind[o++] = *p;
+            if (*p == '\n' && p[1])
+                o += (size_t)snprintf(ind + o, sizeof ind - o, "    ");
+        }
+        ind[o] = '\0';
+        snprintf(scen, sizeof scen, "nodes:\n  - name: n\n    %s", ind);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(spec_scenario_load_mem("s.yaml", scen, strlen(scen), &s, &err), -EINVAL);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("scenario %s: %s", scen, err.msg);
+        memset(&err, 0, sizeof err);
+        assert_true(
+            agent_inventory_parse("inv.yaml", cases[i].node, strlen(cases[i].node), inv, &err) < 0);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("inventory %s: %s", cases[i].node, err.msg);
+    }
+    /* the inventory's own GPU fields are not a scenario's */
+    const char *uuid = "nodes:\n  - name: n\n    gpus: [{memory: 8Gi, uuid: GPU-1}]\n";
+    assert_int_equal(spec_scenario_load_mem("s.yaml", uuid, strlen(uuid), &s, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "unknown field 'uuid'"));
+    const char *ok = "taints: [{key: k, value: v, effect: NoExecute}]\n"
+                     "gpus: [{memory: 8Gi, uuid: GPU-1, numa: 600}]\n";
+    if (agent_inventory_parse("inv.yaml", ok, strlen(ok), inv, &err) != 0)
+        fail_msg("inventory: %s", err.msg);
+    assert_int_equal(inv->ntaints, 1);
+    assert_string_equal(inv->taints[0].key, "k");
+    assert_string_equal(inv->taints[0].val, "v");
+    assert_string_equal(inv->taints[0].effect, "NoExecute");
+    assert_int_equal(inv->gpu[0].numa, 600);
+    free(inv);
+}
+
 /* st_conf_init's defaults are the table's, and the reference says them. */
 static void test_config_defaults(void **st)
 {
@@ -362,6 +422,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_doc),
         cmocka_unit_test(test_shared_tables),
+        cmocka_unit_test(test_node_tables),
         cmocka_unit_test(test_config_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
