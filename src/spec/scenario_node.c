@@ -78,10 +78,7 @@ const sc_table_t scn_node_table = {"node", node_fields, NULL};
 
 static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
 {
-    char model[SPEC_STR];
     int rc = sv_no_alias(x, v), count = 0;
-    int64_t mem = 0;
-    sval_t f;
 
     if (rc < 0 || sv_null(v))
         return rc;
@@ -91,8 +88,8 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
         void *it = NULL;
         for (int i = 0; i < count; i++) {
             struct fy_node *item = fy_node_sequence_iterate(v->n, &it);
-            int coord[3] = {-1, -1, -1};
-            static const char *const cname[3] = {"nvlink", "pcie", "numa"};
+            spec_gpu_t gpu;
+            arb_err_t ierr;
             sval_t g;
             bool is;
 
@@ -101,60 +98,28 @@ static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
                 return rc;
             if (!is)
                 return sv_fail(x, &g, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
-            if ((rc = sc_check_keys(x, &g, &spec_gpu_table, SC_CTX_SCENARIO)) < 0)
+            memset(&gpu, 0, sizeof gpu);
+            if ((rc = sc_init(&spec_gpu_table, SC_CTX_SCENARIO, &gpu, &ierr)) < 0)
+                return sv_fail(x, &g, rc, "%s", ierr.msg);
+            if ((rc = sc_walk(x, &g, &spec_gpu_table, SC_CTX_SCENARIO, &gpu)) < 0)
                 return rc;
-            model[0] = '\0';
-            if (sv_get(&g, "model", &f) && (rc = sv_text(x, &f, model, 64, false)) < 0)
-                return rc;
-            if (!sv_get(&g, "memory", &f))
-                return sv_fail(x, &g, -EINVAL, "missing memory: (device memory, e.g. 80Gi)");
-            if ((rc = sv_qty(x, &f, ARB_QTY_MIB, &mem)) < 0)
-                return rc;
-            if (mem > INT32_MAX)
-                return sv_fail(x, &f, -ERANGE, "more device memory than Arbiter can count");
-            for (int c = 0; c < 3; c++)
-                if (sv_get(&g, cname[c], &f) &&
-                    (rc = sv_int32(x, &f, -1, ARB_MAX_GPUS - 1, &coord[c])) < 0)
-                    return rc;
-            rc = arb_node_add_gpu(x->c, n, model, (int32_t)mem, coord[2], coord[1], coord[0],
-                                  x->err);
+            rc = arb_node_add_gpu(x->c, n, gpu.model, (int32_t)gpu.mem_mib, gpu.numa, gpu.pcie,
+                                  gpu.nvlink, x->err);
             if (rc < 0)
                 return sv_prefix(x, &g, rc, true);
         }
         return 0;
     }
-    bool is;
-    int dom[3] = {1, 0, 0}; /* nvlinkDomains, pcieSwitches, numaNodes */
-    static const char *const dname[3] = {"nvlinkDomains", "pcieSwitches", "numaNodes"};
+    spec_gpus_t gs;
 
-    if ((rc = sv_map(x, v, &is)) < 0)
+    if ((rc = spec_gpus_read(x, v, SC_CTX_SCENARIO, &gs)) < 0)
         return rc;
-    if ((rc = sc_check_keys(x, v, &spec_gpus_table, SC_CTX_SCENARIO)) < 0)
-        return rc;
-    if (!sv_get(v, "count", &f))
-        return sv_fail(x, v, -EINVAL, "missing count: (GPUs in the node, 1..%d)", ARB_MAX_GPUS);
-    if ((rc = sv_int32(x, &f, 0, ARB_MAX_GPUS, &count)) < 0)
-        return rc;
-    model[0] = '\0';
-    if (sv_get(v, "model", &f) && (rc = sv_text(x, &f, model, 64, false)) < 0)
-        return rc;
-    if (sv_get(v, "memory", &f)) {
-        if ((rc = sv_qty(x, &f, ARB_QTY_MIB, &mem)) < 0)
-            return rc;
-        if (mem > INT32_MAX)
-            return sv_fail(x, &f, -ERANGE, "more device memory than Arbiter can count");
-    } else if (count > 0) {
-        return sv_fail(x, v, -EINVAL, "missing memory: (device memory per GPU, e.g. 80Gi)");
-    }
-    for (int d = 0; d < 3; d++)
-        if (sv_get(v, dname[d], &f) && (rc = sv_int32(x, &f, 0, count, &dom[d])) < 0)
-            return rc;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < gs.count; i++) {
         /* Domains split the GPUs in equal runs: 8 GPUs, 2 domains -> 0000 1111. */
         int c3[3];
         for (int d = 0; d < 3; d++)
-            c3[d] = dom[d] ? i * dom[d] / count : -1;
-        rc = arb_node_add_gpu(x->c, n, model, (int32_t)mem, c3[2], c3[1], c3[0], x->err);
+            c3[d] = gs.dom[d] ? i * gs.dom[d] / gs.count : -1;
+        rc = arb_node_add_gpu(x->c, n, gs.model, (int32_t)gs.mem_mib, c3[2], c3[1], c3[0], x->err);
         if (rc < 0)
             return sv_prefix(x, v, rc, true);
     }
