@@ -163,6 +163,67 @@ out:
     return rc;
 }
 
+/* ---- jobs ------------------------------------------------------------------------ */
+
+/* jobs: in arrival order, count: copies each, names unique, within the
+ * file's budgets of jobs and tasks. */
+int scn_jobs(sx_t *x, const sval_t *v, spec_scenario_t *s)
+{
+    int count, rc = sv_seq(x, v, SPEC_MAX_JOBS, &count), total = 0;
+    arb_strtab_t names;
+    void *it = NULL;
+
+    if (rc < 0 || count == 0)
+        return rc;
+    arb_strtab_init(&names);
+    for (int i = 0; rc == 0 && i < count; i++) {
+        sval_t jv;
+        int copies;
+        bool is;
+
+        sv_item(&jv, v, fy_node_sequence_iterate(v->n, &it), i);
+        if ((rc = sv_map(x, &jv, &is)) < 0)
+            break;
+        if (is && (rc = scn_count(x, &jv, SPEC_MAX_JOBS - total, &copies)) < 0)
+            break;
+        if (!is)
+            copies = 1;
+        if ((rc = scn_charge(x, &jv, copies)) < 0)
+            break;
+        if (copies > 0) {
+            arb_job_t **grown = realloc(s->jobs, (size_t)(s->njobs + copies) * sizeof *grown);
+            if (!grown) {
+                rc = sv_oom(x, &jv);
+                break;
+            }
+            s->jobs = grown;
+        }
+        for (int k = 1; rc == 0 && k <= copies; k++) {
+            arb_job_t *j;
+            if ((rc = scn_job(x, &jv, copies > 1 ? k : 0, &j)) < 0)
+                break;
+            s->jobs[s->njobs++] = j;
+            x->tasks += j->ntasks;
+            if (x->tasks > SPEC_MAX_TASKS) {
+                rc = sv_fail(x, &jv, -EINVAL,
+                             "the jobs so far have more than %d tasks in all; make the file "
+                             "smaller",
+                             SPEC_MAX_TASKS);
+            } else if (arb_strtab_find(&names, j->name)) {
+                sval_t nf;
+                sv_get(&jv, "name", &nf);
+                rc = sv_fail(x, &nf, -EINVAL, "job name '%s' is used twice; names must be unique",
+                             j->name);
+            } else if (!arb_intern(&names, j->name)) {
+                rc = sv_oom(x, &jv);
+            }
+        }
+        total += copies;
+    }
+    arb_strtab_free(&names);
+    return rc;
+}
+
 /* ---- public ------------------------------------------------------------------- */
 
 int spec_priority_class(const char *name, int32_t *prio)

@@ -1,7 +1,8 @@
 /*
  * scenario_int.h: what the files of the scenario loader share. The loader
- * is split by object: scenario.c the document and the public calls,
- * scenario_res.c resource maps (requests, allocatable, quotas),
+ * is split by object: scenario.c the document, the jobs list and the
+ * public calls, scenario_res.c resource maps (requests, allocatable,
+ * quotas) and a group's requests and limits,
  * scenario_node.c nodes, scenario_job.c jobs and their groups,
  * scenario_match.c affinity and tolerations; scheduler settings and queues
  * are tables (spec/schema_sched.h) the controller config shares.
@@ -50,6 +51,9 @@ typedef struct rmap {
 int scn_rmap(sx_t *x, const sval_t *v, rmode_t mode, rmap_t *r);
 /* An RM_QUOTA map as a resource vector. */
 void scn_rmap_to_res(const rmap_t *r, arb_res_t *out);
+/* A group's resources: {requests, limits} into g, with Kubernetes' rules
+ * between the two. */
+int scn_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g);
 
 /* ---- budgets and objects ------------------------------------------------------- */
 
@@ -59,7 +63,8 @@ int scn_charge(sx_t *x, const sval_t *v, int copies);
 int scn_count(sx_t *x, const sval_t *v, int left, int *count);
 
 /* The tables of the objects (the reference: spec_scenario_doc). */
-extern const sc_table_t scn_node_table, scn_job_table, scn_affinity_table, scn_toleration_table;
+extern const sc_table_t scn_node_table, scn_job_table, scn_affinity_table, scn_toleration_table,
+    scn_resources_table;
 
 int scn_nodes(sx_t *x, const sval_t *v);                       /* scenario_node.c */
 int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out); /* scenario_job.c */

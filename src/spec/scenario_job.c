@@ -1,9 +1,9 @@
 /*
  * scenario_job.c: a job spec (a scenario's jobs[] item, or a lone job for
- * `arbiter submit`): its groups (replicas, elastic {min, max}, resources
- * with Kubernetes' request/limit rules, topology), priority (a number or a
- * class from the caller's table), queue, gang and time limits, and the
- * jobs list with count: copies and the file's budgets.
+ * `arbiter submit`): its groups (replicas, elastic {min, max}, resources,
+ * topology), priority (a number or a class from the caller's table),
+ * queue, gang and time limits. Its requests and limits are read in
+ * scenario_res.c, its affinity and tolerations in scenario_match.c.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -21,24 +21,6 @@ static const char *const levels[] = {[ARB_TOPO_NVLINK] = "nvlink",
                                      [ARB_TOPO_BLOCK] = "block"};
 static const char *const topo_modes[] = {"preferred", "required"};
 static const char *const sharing_modes[] = {"allow", "deny"};
-
-static const sc_field_t resources_fields[] = {
-    {.key = "requests",
-     .type = SC_CUSTOM,
-     .type_doc = "resources",
-     .def_doc = "{}",
-     .help = "per task: cpu, memory, ephemeral-storage, nvidia.com/gpu (whole GPUs), "
-             "nvidia.com/gpu-memory (on each GPU), arbiter.io/gpu-share (1m..999m of one GPU), "
-             "extended resources a node declares"},
-    {.key = "limits",
-     .type = SC_CUSTOM,
-     .type_doc = "resources",
-     .def_doc = "the requests",
-     .help = "per task, as in Kubernetes: a resource with only a limit requests it; never "
-             "below the request; GPUs and extended resources equal to it"},
-    {.key = NULL},
-};
-static const sc_table_t resources_table = {"resources", resources_fields, NULL};
 
 static const sc_field_t topo_fields[] = {
     {.key = "level",
@@ -88,7 +70,7 @@ static const sc_field_t group_fields[] = {
      .hi = 100000,
      .def = "1",
      .help = "tasks of the group"},
-    {.key = "resources", .type = SC_OBJECT, .sub = &resources_table},
+    {.key = "resources", .type = SC_OBJECT, .sub = &scn_resources_table},
     {.key = "topology", .type = SC_OBJECT, .sub = &topo_table},
     {.key = NULL},
 };
@@ -165,7 +147,7 @@ static const sc_field_t job_fields[] = {
      .def = "1",
      .help = "tasks of a one-group job, 1..100000; {min, max}: elastic, grown and shrunk between "
              "them"},
-    {.key = "resources", .type = SC_OBJECT, .sub = &resources_table},
+    {.key = "resources", .type = SC_OBJECT, .sub = &scn_resources_table},
     {.key = "topology", .type = SC_OBJECT, .sub = &topo_table},
     {.key = "count",
      .type = SC_INT,
@@ -194,78 +176,6 @@ static const sc_field_t job_fields[] = {
     {.key = NULL},
 };
 const sc_table_t scn_job_table = {"job", job_fields, NULL};
-
-/* requests + limits into group g, with Kubernetes' rules: a resource with
- * only a limit requests its limit; a limit is never below its request; GPUs
- * are never overcommitted (request == limit). */
-static int parse_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
-{
-    rmap_t req, lim;
-    sval_t f, rv = *v, lv = *v;
-    bool is;
-    int rc = sv_map(x, v, &is);
-
-    if (rc < 0 || !is)
-        return rc;
-    if ((rc = sc_check_keys(x, v, &resources_table, SC_CTX_SCENARIO)) < 0)
-        return rc;
-    memset(&req, 0, sizeof req);
-    memset(&lim, 0, sizeof lim);
-    if (sv_get(v, "requests", &f)) {
-        rv = f;
-        if ((rc = scn_rmap(x, &f, RM_REQUEST, &req)) < 0)
-            return rc;
-    }
-    if (sv_get(v, "limits", &f)) {
-        lv = f;
-        if ((rc = scn_rmap(x, &f, RM_REQUEST, &lim)) < 0)
-            return rc;
-    }
-    int64_t *rq[RF_EXT0 + ARB_MAX_EXT] = {&req.gpu, &req.share, &req.gpumem, &req.cpu, &req.mem};
-    int64_t *lm[RF_EXT0 + ARB_MAX_EXT] = {&lim.gpu, &lim.share, &lim.gpumem, &lim.cpu, &lim.mem};
-    const char *names[RF_EXT0] = {RES_GPU, RES_GPU_SHARE, RES_GPU_MEM, "cpu", "memory"};
-    for (int i = 0; i < ARB_MAX_EXT; i++) {
-        rq[RF_EXT0 + i] = &req.ext[i];
-        lm[RF_EXT0 + i] = &lim.ext[i];
-    }
-    for (int i = 0; i < RF_EXT0 + ARB_MAX_EXT; i++) {
-        unsigned bit = 1u << i;
-        const char *nm = i < RF_EXT0 ? names[i] : x->c->ext.name[i - RF_EXT0];
-        if (!(lim.has & bit))
-            continue;
-        if (!(req.has & bit)) {
-            *rq[i] = *lm[i];
-            req.has |= bit;
-        } else if (*lm[i] < *rq[i]) {
-            return sv_fail(x, &lv, -EINVAL, "the limit of %s is below its request", nm);
-        } else if ((i == RF_GPU || i == RF_SHARE || i >= RF_EXT0) && *lm[i] != *rq[i]) {
-            return sv_fail(x, &lv, -EINVAL,
-                           "the limit of %s must equal its request (it is not overcommitted)", nm);
-        }
-    }
-    if ((req.has & (1u << RF_GPU)) && (req.has & (1u << RF_SHARE)) && req.gpu)
-        return sv_fail(x, &rv, -EINVAL,
-                       "asks for both whole GPUs (%s) and a GPU share (%s); choose one", RES_GPU,
-                       RES_GPU_SHARE);
-    if (req.gpumem && !req.gpu && !req.share)
-        return sv_fail(x, &rv, -EINVAL,
-                       "%s is memory on each GPU the task gets; ask for %s or %s too", RES_GPU_MEM,
-                       RES_GPU, RES_GPU_SHARE);
-    g->gpus = (int)req.gpu;
-    g->gpu_share = (int)req.share;
-    g->ephemeral_bytes = req.eph ? req.eph : lim.eph;
-    g->req.gpu_milli = req.gpu ? req.gpu * 1000 : req.share;
-    g->req.gpu_mem_mib = req.gpumem;
-    g->req.cpu_milli = req.cpu;
-    g->req.mem_bytes = req.mem;
-    memcpy(g->req.ext, req.ext, sizeof g->req.ext);
-    g->lim.gpu_milli = g->req.gpu_milli;
-    g->lim.gpu_mem_mib = lim.gpumem;
-    g->lim.cpu_milli = lim.cpu;
-    g->lim.mem_bytes = lim.mem;
-    memcpy(g->lim.ext, lim.ext, sizeof g->lim.ext);
-    return 0;
-}
 
 static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
 {
@@ -349,7 +259,7 @@ static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char 
     }
     if (!is_map && sv_get(v, "replicas", &f) && (rc = sv_int32(x, &f, 1, 100000, &g->replicas)) < 0)
         return rc;
-    if (sv_get(v, "resources", &f) && (rc = parse_resources(x, &f, g)) < 0)
+    if (sv_get(v, "resources", &f) && (rc = scn_resources(x, &f, g)) < 0)
         return rc;
     if (sv_get(v, "topology", &f) && (rc = parse_topology(x, &f, &g->topo)) < 0)
         return rc;
@@ -601,61 +511,4 @@ int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out)
     }
     *out = j;
     return 0;
-}
-
-int scn_jobs(sx_t *x, const sval_t *v, spec_scenario_t *s)
-{
-    int count, rc = sv_seq(x, v, SPEC_MAX_JOBS, &count), total = 0;
-    arb_strtab_t names;
-    void *it = NULL;
-
-    if (rc < 0 || count == 0)
-        return rc;
-    arb_strtab_init(&names);
-    for (int i = 0; rc == 0 && i < count; i++) {
-        sval_t jv;
-        int copies;
-        bool is;
-
-        sv_item(&jv, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sv_map(x, &jv, &is)) < 0)
-            break;
-        if (is && (rc = scn_count(x, &jv, SPEC_MAX_JOBS - total, &copies)) < 0)
-            break;
-        if (!is)
-            copies = 1;
-        if ((rc = scn_charge(x, &jv, copies)) < 0)
-            break;
-        if (copies > 0) {
-            arb_job_t **grown = realloc(s->jobs, (size_t)(s->njobs + copies) * sizeof *grown);
-            if (!grown) {
-                rc = sv_oom(x, &jv);
-                break;
-            }
-            s->jobs = grown;
-        }
-        for (int k = 1; rc == 0 && k <= copies; k++) {
-            arb_job_t *j;
-            if ((rc = scn_job(x, &jv, copies > 1 ? k : 0, &j)) < 0)
-                break;
-            s->jobs[s->njobs++] = j;
-            x->tasks += j->ntasks;
-            if (x->tasks > SPEC_MAX_TASKS) {
-                rc = sv_fail(x, &jv, -EINVAL,
-                             "the jobs so far have more than %d tasks in all; make the file "
-                             "smaller",
-                             SPEC_MAX_TASKS);
-            } else if (arb_strtab_find(&names, j->name)) {
-                sval_t nf;
-                sv_get(&jv, "name", &nf);
-                rc = sv_fail(x, &nf, -EINVAL, "job name '%s' is used twice; names must be unique",
-                             j->name);
-            } else if (!arb_intern(&names, j->name)) {
-                rc = sv_oom(x, &jv);
-            }
-        }
-        total += copies;
-    }
-    arb_strtab_free(&names);
-    return rc;
 }

@@ -2,8 +2,10 @@
  * scenario_res.c: resource maps, the one reader of a map of resource names
  * to quantities, in its three modes: a job's requests and limits, a node's
  * allocatable (which declares extended names), and a queue's quota (shared
- * with the controller config through spec/schema_sched.c). Every name's
- * unit and rules live here, so a typo gets the same "did you mean" in each.
+ * with the controller config through spec/schema_sched.c); and a group's
+ * resources, {requests, limits}, with Kubernetes' rules between the two.
+ * Every name's unit and rules live here, so a typo gets the same "did you
+ * mean" in each.
  */
 #include <inttypes.h>
 #include <limits.h>
@@ -190,4 +192,94 @@ void scn_rmap_to_res(const rmap_t *r, arb_res_t *out)
     out->cpu_milli = r->cpu;
     out->mem_bytes = r->mem;
     memcpy(out->ext, r->ext, sizeof out->ext);
+}
+
+static const sc_field_t resources_fields[] = {
+    {.key = "requests",
+     .type = SC_CUSTOM,
+     .type_doc = "resources",
+     .def_doc = "{}",
+     .help = "per task: cpu, memory, ephemeral-storage, nvidia.com/gpu (whole GPUs), "
+             "nvidia.com/gpu-memory (on each GPU), arbiter.io/gpu-share (1m..999m of one GPU), "
+             "extended resources a node declares"},
+    {.key = "limits",
+     .type = SC_CUSTOM,
+     .type_doc = "resources",
+     .def_doc = "the requests",
+     .help = "per task, as in Kubernetes: a resource with only a limit requests it; never "
+             "below the request; GPUs and extended resources equal to it"},
+    {.key = NULL},
+};
+const sc_table_t scn_resources_table = {"resources", resources_fields, NULL};
+
+/* requests + limits into group g, with Kubernetes' rules: a resource with
+ * only a limit requests its limit; a limit is never below its request; GPUs
+ * are never overcommitted (request == limit). */
+int scn_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
+{
+    rmap_t req, lim;
+    sval_t f, rv = *v, lv = *v;
+    bool is;
+    int rc = sv_map(x, v, &is);
+
+    if (rc < 0 || !is)
+        return rc;
+    if ((rc = sc_check_keys(x, v, &scn_resources_table, SC_CTX_SCENARIO)) < 0)
+        return rc;
+    memset(&req, 0, sizeof req);
+    memset(&lim, 0, sizeof lim);
+    if (sv_get(v, "requests", &f)) {
+        rv = f;
+        if ((rc = scn_rmap(x, &f, RM_REQUEST, &req)) < 0)
+            return rc;
+    }
+    if (sv_get(v, "limits", &f)) {
+        lv = f;
+        if ((rc = scn_rmap(x, &f, RM_REQUEST, &lim)) < 0)
+            return rc;
+    }
+    int64_t *rq[RF_EXT0 + ARB_MAX_EXT] = {&req.gpu, &req.share, &req.gpumem, &req.cpu, &req.mem};
+    int64_t *lm[RF_EXT0 + ARB_MAX_EXT] = {&lim.gpu, &lim.share, &lim.gpumem, &lim.cpu, &lim.mem};
+    const char *names[RF_EXT0] = {RES_GPU, RES_GPU_SHARE, RES_GPU_MEM, "cpu", "memory"};
+    for (int i = 0; i < ARB_MAX_EXT; i++) {
+        rq[RF_EXT0 + i] = &req.ext[i];
+        lm[RF_EXT0 + i] = &lim.ext[i];
+    }
+    for (int i = 0; i < RF_EXT0 + ARB_MAX_EXT; i++) {
+        unsigned bit = 1u << i;
+        const char *nm = i < RF_EXT0 ? names[i] : x->c->ext.name[i - RF_EXT0];
+        if (!(lim.has & bit))
+            continue;
+        if (!(req.has & bit)) {
+            *rq[i] = *lm[i];
+            req.has |= bit;
+        } else if (*lm[i] < *rq[i]) {
+            return sv_fail(x, &lv, -EINVAL, "the limit of %s is below its request", nm);
+        } else if ((i == RF_GPU || i == RF_SHARE || i >= RF_EXT0) && *lm[i] != *rq[i]) {
+            return sv_fail(x, &lv, -EINVAL,
+                           "the limit of %s must equal its request (it is not overcommitted)", nm);
+        }
+    }
+    if ((req.has & (1u << RF_GPU)) && (req.has & (1u << RF_SHARE)) && req.gpu)
+        return sv_fail(x, &rv, -EINVAL,
+                       "asks for both whole GPUs (%s) and a GPU share (%s); choose one", RES_GPU,
+                       RES_GPU_SHARE);
+    if (req.gpumem && !req.gpu && !req.share)
+        return sv_fail(x, &rv, -EINVAL,
+                       "%s is memory on each GPU the task gets; ask for %s or %s too", RES_GPU_MEM,
+                       RES_GPU, RES_GPU_SHARE);
+    g->gpus = (int)req.gpu;
+    g->gpu_share = (int)req.share;
+    g->ephemeral_bytes = req.eph ? req.eph : lim.eph;
+    g->req.gpu_milli = req.gpu ? req.gpu * 1000 : req.share;
+    g->req.gpu_mem_mib = req.gpumem;
+    g->req.cpu_milli = req.cpu;
+    g->req.mem_bytes = req.mem;
+    memcpy(g->req.ext, req.ext, sizeof g->req.ext);
+    g->lim.gpu_milli = g->req.gpu_milli;
+    g->lim.gpu_mem_mib = lim.gpumem;
+    g->lim.cpu_milli = lim.cpu;
+    g->lim.mem_bytes = lim.mem;
+    memcpy(g->lim.ext, lim.ext, sizeof g->lim.ext);
+    return 0;
 }
