@@ -12,7 +12,6 @@
 
 #include "spec/scenario_int.h"
 #include "spec/schema_sched.h"
-#include "util/duration.h"
 
 static const char *const queue_orders[] = {
     [ARB_QP_FIFO] = "fifo", [ARB_QP_PRIORITY] = "priority", [ARB_QP_DRF] = "drf"};

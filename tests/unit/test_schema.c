@@ -22,6 +22,7 @@
 
 #include "agent/discovery.h"
 #include "spec/scenario.h"
+#include "spec/scenario_int.h" /* scn_job_table, scn_node_table */
 #include "spec/schema.h"
 #include "spec/schema_sched.h"
 #include "state/state.h"
@@ -381,6 +382,45 @@ static void test_node_tables(void **st)
     free(inv);
 }
 
+/* The default a table documents for key, or NULL. */
+static const char *doc_default(const sc_table_t *t, const char *key)
+{
+    for (const sc_field_t *f = t->fields; f->key; f++)
+        if (!strcmp(f->key, key))
+            return f->def;
+    return NULL;
+}
+
+/* The job and node parsers are written by hand (their fields depend on one
+ * another), so the defaults their tables document are checked here
+ * against what the parsers give a spec that leaves the field out. */
+static void test_documented_defaults(void **st)
+{
+    static const char scen[] = "nodes:\n  - name: n\njobs:\n  - name: j\n";
+    char buf[32];
+    arb_err_t err = {{0}};
+    spec_scenario_t s;
+
+    (void)st;
+    if (spec_scenario_load_mem("s.yaml", scen, strlen(scen), &s, &err) != 0)
+        fail_msg("%s", err.msg);
+    const arb_job_t *j = s.jobs[0];
+    assert_string_equal(doc_default(&scn_job_table, "preemptible"),
+                        j->preemptible ? "true" : "false");
+    assert_string_equal(doc_default(&scn_job_table, "exclusive"), j->exclusive ? "true" : "false");
+    snprintf(buf, sizeof buf, "%d", (int)j->priority);
+    assert_string_equal(doc_default(&scn_job_table, "priority"), buf);
+    snprintf(buf, sizeof buf, "%d", j->groups[0].replicas);
+    assert_string_equal(doc_default(&scn_job_table, "replicas"), buf);
+    assert_int_equal(j->queue, 0); /* "default" */
+    assert_string_equal(doc_default(&scn_job_table, "queue"), "default");
+    assert_int_equal(s.cluster.nnodes, 1); /* count: 1 */
+    assert_string_equal(doc_default(&scn_node_table, "count"), "1");
+    assert_string_equal(doc_default(&scn_node_table, "condition"), "Ready");
+    assert_int_equal(s.cluster.nodes[0].state, ARB_NODE_READY);
+    spec_scenario_free(&s);
+}
+
 /* st_conf_init's defaults are the table's, and the reference says them. */
 static void test_config_defaults(void **st)
 {
@@ -423,6 +463,7 @@ int main(void)
         cmocka_unit_test(test_doc),
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_node_tables),
+        cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
