@@ -46,6 +46,7 @@
 #define ARB_STATE_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "arbiter/sched.h"
 #include "spec/scenario.h"
@@ -114,11 +115,9 @@ int st_conf_load_file(const char *path, st_conf_t *c, arb_err_t *err);
 int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c, arb_err_t *err);
 void st_conf_free(st_conf_t *c);
 
-/* The configuration keys, one row each (help and docs are made from it). */
-typedef struct st_conf_key {
-    const char *key, *type, *def, *help;
-} st_conf_key_t;
-extern const st_conf_key_t st_conf_keys[];
+/* The configuration's reference, from the tables the parser reads (one
+ * Markdown row per key: "| `key` | type | default | what |"). */
+void st_conf_doc(FILE *f);
 
 /* ---- lifecycle ---------------------------------------------------------------- */
 
