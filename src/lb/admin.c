@@ -178,7 +178,8 @@ static const struct {
     [BF_RESPONSES] = {"arbiter_lb_backend_responses_total", "counter",
                       "Responses from the backend, by class."},
     [BF_FAILURES] = {"arbiter_lb_backend_failures_total", "counter",
-                     "Failed requests to the backend, by kind (connect, io, timeout)."},
+                     "Failed requests to the backend, by kind (connect, io, timeout; tls: failed "
+                     "handshakes of any connection to it)."},
     [BF_EJECTIONS] = {"arbiter_lb_backend_ejections_total", "counter",
                       "Times the backend was ejected after consecutive failures."},
     [BF_CHECKS] = {"arbiter_lb_backend_checks_total", "counter",
@@ -249,6 +250,7 @@ static void backend_family(px_t *px, sbuf_t *b, int f)
             sb_printf(b, "%s{%s,kind=\"io\"} %llu\n", n, lab, (unsigned long long)est.io_fail);
             sb_printf(b, "%s{%s,kind=\"timeout\"} %llu\n", n, lab,
                       (unsigned long long)est.timeouts);
+            sb_printf(b, "%s{%s,kind=\"tls\"} %llu\n", n, lab, (unsigned long long)est.tls_fail);
             break;
         case BF_EJECTIONS:
             sb_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.ejections);

@@ -9,7 +9,8 @@
  * of its own): a TLS session is read until it says "again" (px_cdrained).
  * The handshake runs first, in S_HEAD, whichever way it is blocked
  * (px_tls_handshake); the client timeout bounds it like a slow head.
- * Each event loop loads its own credentials (read-only once loaded).
+ * Each event loop loads its own credentials (read-only once loaded); those
+ * for TLS to the backends too (px_btls_setup, btls.c).
  */
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -19,14 +20,14 @@
 
 #include "lb/proxy_int.h"
 
-#define PX_TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-
 int px_tls_setup(px_t *px, const lb_proxy_conf_t *c, arb_err_t *err)
 {
     gnutls_certificate_credentials_t cred = NULL;
     gnutls_priority_t prio = NULL;
     int rc;
 
+    if ((rc = px_btls_setup(px, c, err)) < 0) /* TLS to the backends (btls.c) */
+        return rc;
     if (!c->tls_cert_file)
         return 0;
     if ((rc = gnutls_certificate_allocate_credentials(&cred)) < 0 ||
@@ -45,6 +46,7 @@ int px_tls_setup(px_t *px, const lb_proxy_conf_t *c, arb_err_t *err)
 
 void px_tls_teardown(px_t *px)
 {
+    px_btls_teardown(px);
     if (px->tls_prio)
         gnutls_priority_deinit(px->tls_prio);
     if (px->tls_cred)
