@@ -1068,7 +1068,8 @@ void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev)
                 px_own_failure(px, hs, "in a TLS handshake with a backend");
                 px_sess_reply_text(px, s, 503, "Service Unavailable",
                                    "the balancer is out of resources (memory); retry");
-                px_sess_run(px, s);
+                if (s->kind != PX_DEAD)
+                    px_sess_run(px, s);
                 return;
             }
             if (hs < 0) {

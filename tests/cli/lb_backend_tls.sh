@@ -4,7 +4,8 @@
 # --cert-file, one of them requiring a client certificate (mTLS).
 #   1. --backend-tls with the cluster CA (--cacert) and the balancer's own
 #      client certificate, two loops: requests through keep-alive pooled
-#      TLS connections (one connection carries many), a server-sent event
+#      TLS connections (one connection carries many), bodies of 1 MB and
+#      chunked both ways, a server-sent event
 #      stream arrives event by event, health checks and /metrics scrapes
 #      over TLS succeed, no TLS failure counted;
 #   2. the mTLS replica without a client certificate: 502, refused on both
@@ -53,6 +54,13 @@ tbackend b2 --cert-file "$CRT" --key-file "$KEY" --client-ca "$CA"
 tbackend evil --cert-file "$TMP/other/server-b1.crt" --key-file "$TMP/other/server-b1.key"
 backend plain
 
+# stop_lb_ok: SIGTERM, and a clean exit (0: no sanitizer report, no crash)
+stop_lb_ok() {
+    kill -TERM "$LB_PID"
+    wait "$LB_PID"
+    rc=$?
+    [ $rc -eq 0 ] || fail "the balancer's exit after SIGTERM: $rc: $(tail -20 "$TMP/lb.err")"
+}
 up_both() { [ "$(admin /backends | grep -o '"state":"up"' | wc -l)" -eq 2 ]; }
 # mval PREFIX: the sum of the balancer's metric lines that start with PREFIX
 mval() {
@@ -70,6 +78,13 @@ load --conns 1 --requests 60
 [ "$(num "$OUT" ok)" = 60 ] || fail "60 requests over TLS: $OUT"
 echo "$OUT" | grep -q '"b1":[1-9]' && echo "$OUT" | grep -q '"b2":[1-9]' ||
     fail "both replicas answered (b2 with the balancer's client certificate): $OUT"
+# bodies both ways over TLS: 1 MB by length (many records), a chunked upload, a chunked answer
+r=$("$LBT" req --port "$LB_PORT" --method POST --path /echo --body-bytes 1000000)
+echo "$r" | grep -q "^b[12] got 1000000$" || fail "1 MB POST over TLS: $r"
+r=$("$LBT" req --port "$LB_PORT" --method PUT --path /echo --body-bytes 300000 --chunked)
+echo "$r" | grep -q "^b[12] got 3[0-9]\{5\}$" || fail "chunked PUT over TLS: $r"
+r=$("$LBT" req --port "$LB_PORT" --path /chunked)
+echo "$r" | head -1 | grep -q 200 || fail "chunked response over TLS: $r"
 # keep-alive: one pooled TLS connection carried many of the requests (each replica's count)
 for i in 1 2 3 4; do "$LBT" req --port "$LB_PORT" --path /conns; done >"$TMP/conns"
 for id in b1 b2; do
@@ -91,7 +106,7 @@ for p in $PORT_b1 $PORT_b2; do
 done
 n=$(admin /backends | grep -o '"engine":{"kind":"vllm","waiting":2' | wc -l)
 [ "$n" -eq 2 ] || fail "scrapes over TLS: $n of 2 replicas' metrics: $(admin /backends)"
-stop_lb
+stop_lb_ok
 
 # ---- 2. mTLS replica, no client certificate -----------------------------------------------
 : >"$TMP/b2.err"
@@ -102,7 +117,7 @@ until_true 10 grep -q "handshake failed" "$TMP/b2.err" || fail "b2 refused no ce
 grep -q "backend 127.0.0.1:$PORT_b2: TLS .*failed" "$TMP/lb.err" ||
     fail "the reason in the balancer's log: $(cat "$TMP/lb.err")"
 [ "$(tls_fails 127.0.0.1:$PORT_b2)" -ge 1 ] || fail "mTLS refusal counted as a TLS failure"
-stop_lb
+stop_lb_ok
 
 # ---- 3. another CA's certificate: refused, ejected; the good one answers ---------------------
 lb --backend-tls --cacert "$CA" --eject-after 1 --eject-base 60000 \
@@ -115,30 +130,30 @@ grep -q "backend 127.0.0.1:$PORT_evil: TLS handshake failed (proxying): certific
 admin /backends | grep -q "\"name\":\"127.0.0.1:$PORT_evil\",\"state\":\"ejected\"" ||
     fail "the other CA's replica ejected: $(admin /backends)"
 [ "$(tls_fails 127.0.0.1:$PORT_evil)" -ge 1 ] || fail "other CA counted as a TLS failure"
-stop_lb
+stop_lb_ok
 
 # ---- 4. the name; https:// per backend; insecure ---------------------------------------------
 lb --backend-tls --backend-cacert "$CA" --backend-sni b1 --backend 127.0.0.1:$PORT_b1
 r=$("$LBT" req --port "$LB_PORT" --path /)
 [ "$r" = "200
 b1" ] || fail "--backend-sni b1 (a SAN): $r"
-stop_lb
+stop_lb_ok
 lb --backend-tls --backend-cacert "$CA" --backend-sni other.example --backend 127.0.0.1:$PORT_b1
 r=$("$LBT" req --port "$LB_PORT" --path /)
 echo "$r" | head -1 | grep -q 502 || fail "--backend-sni other.example: $r"
 grep -q "certificate refused: .*name" "$TMP/lb.err" || fail "name mismatch logged: $(cat "$TMP/lb.err")"
-stop_lb
+stop_lb_ok
 lb --cacert "$CA" --backend https://127.0.0.1:$PORT_b1 --backend 127.0.0.1:$PORT_plain
 load --conns 1 --requests 20
 [ "$(num "$OUT" ok)" = 20 ] && echo "$OUT" | grep -q '"b1":10' && echo "$OUT" | grep -q '"plain":10' ||
     fail "https:// beside a plain backend: $OUT $(cat "$TMP/lb.err")"
-stop_lb
+stop_lb_ok
 lb --backend-tls --backend-insecure-skip-verify --backend 127.0.0.1:$PORT_evil
 r=$("$LBT" req --port "$LB_PORT" --path /)
 [ "$r" = "200
 evil" ] || fail "--backend-insecure-skip-verify: $r"
 grep -q "WARNING: --backend-insecure-skip-verify" "$TMP/lb.err" || fail "insecure said loudly"
-stop_lb
+stop_lb_ok
 
 # ---- 5. usage --------------------------------------------------------------------------------
 "$ARB" lb --listen 127.0.0.1:0 --backend 127.0.0.1:1 --backend-tls --backend-key "$KEY" 2>"$TMP/e"
