@@ -58,8 +58,10 @@ int px_btls_setup(px_t *px, const lb_proxy_conf_t *c, arb_err_t *err)
     if (c->backend_cacert) {
         rc = gnutls_certificate_set_x509_trust_file(cred, c->backend_cacert, GNUTLS_X509_FMT_PEM);
         if (rc <= 0) {
-            rc = arb_errf(err, -EINVAL, "--backend-cacert %s: %s", c->backend_cacert,
-                          rc == 0 ? "no certificate in it" : gnutls_strerror(rc));
+            rc = arb_errf(
+                err, -EINVAL,
+                "the backends' CA %s (--backend-cacert; else --cacert, ARBITER_CACERT): %s",
+                c->backend_cacert, rc == 0 ? "no certificate in it" : gnutls_strerror(rc));
             goto out;
         }
     } else if (!c->backend_insecure) {

@@ -159,7 +159,7 @@ stop_lb_ok
 "$ARB" lb --listen 127.0.0.1:0 --backend 127.0.0.1:1 --backend-tls --backend-key "$KEY" 2>"$TMP/e"
 [ $? -eq 2 ] && grep -q -- "--backend-key without --backend-cert" "$TMP/e" || fail "key alone: $(cat "$TMP/e")"
 "$ARB" lb --listen 127.0.0.1:0 --backend 127.0.0.1:1 --backend-cacert "$TMP/none.crt" 2>"$TMP/e"
-[ $? -eq 2 ] && grep -q -- "--backend-cacert $TMP/none.crt" "$TMP/e" || fail "no CA file: $(cat "$TMP/e")"
+[ $? -eq 2 ] && grep -q -- "the backends' CA $TMP/none.crt (--backend-cacert" "$TMP/e" || fail "no CA file: $(cat "$TMP/e")"
 "$ARB" lb --listen 127.0.0.1:0 --backend 127.0.0.1:1 --backend-cert "$CA" --backend-key "$KEY" 2>"$TMP/e"
 [ $? -eq 2 ] && grep -q -- "--backend-cert" "$TMP/e" || fail "a key not its certificate's: $(cat "$TMP/e")"
 echo "https://127.0.0.1:$PORT_b1" >"$TMP/bf"
