@@ -27,9 +27,12 @@
  * Reading: GnuTLS hands out one record at a time and keeps decrypted bytes
  * of its own, so with the edge-triggered loop a short read does not say the
  * socket is drained; a TLS connection is read until it says "again" (the
- * callers keep their readable flag until then). Writing: a record send that
- * returned "again" is finished by the next send (GnuTLS keeps the record),
- * which the callers make with the same bytes at the same place, or more.
+ * callers keep their readable flag until then), and "again" is believed
+ * only when the socket is dry (px_tls_record_recv, ltls.c: GnuTLS also says
+ * it after taking a TLS 1.3 message of its own, a session ticket or a key
+ * update, with the next record already waiting: no edge would come for it). Writing: a record send
+ * that returned "again" is finished by the next send (GnuTLS keeps the record), which the callers
+ * make with the same bytes at the same place, or more.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -265,7 +268,7 @@ ssize_t px_brecv(gnutls_session_t t, int fd, void *buf, size_t n, int *last)
 {
     if (!t)
         return recv(fd, buf, n, 0);
-    return map(gnutls_record_recv(t, buf, n), last);
+    return map(px_tls_record_recv(t, fd, buf, n), last);
 }
 
 ssize_t px_bsend(gnutls_session_t t, int fd, const void *buf, size_t n, int *last)
@@ -298,15 +301,14 @@ void px_btls_io_failed(px_t *px, px_backend_t *b, gnutls_session_t t, int rc, co
     px_btls_failed(px, b, why, doing);
 }
 
-bool px_btls_idle_ok(gnutls_session_t t)
+bool px_btls_idle_ok(gnutls_session_t t, int fd)
 {
     char c;
-    ssize_t rc;
 
     if (!t)
         return false;
-    rc = gnutls_record_recv(t, &c, 1); /* a post-handshake message (a ticket) is taken here */
-    return rc == GNUTLS_E_AGAIN || rc == GNUTLS_E_INTERRUPTED;
+    /* a post-handshake message (a ticket) is taken here; data or an end is not ours */
+    return px_tls_record_recv(t, fd, &c, 1) == GNUTLS_E_AGAIN;
 }
 
 int lb_backend_tls_check(const lb_proxy_conf_t *c, arb_err_t *err)

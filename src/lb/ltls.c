@@ -6,7 +6,10 @@
  *
  * With the edge-triggered loop, a short read no longer says the socket is
  * drained (GnuTLS hands out one record at a time, and holds decrypted bytes
- * of its own): a TLS session is read until it says "again" (px_cdrained).
+ * of its own): a TLS session is read until it says "again" (px_cdrained),
+ * and "again" is believed only when the socket is dry (px_tls_record_recv:
+ * GnuTLS also says it after a TLS 1.3 message of its own, a key update,
+ * with the next record already waiting).
  * The handshake runs first, in S_HEAD, whichever way it is blocked
  * (px_tls_handshake); the client timeout bounds it like a slow head.
  * Each event loop loads its own credentials (read-only once loaded); those
@@ -114,6 +117,24 @@ int px_tls_handshake(px_sess_t *s)
     return gnutls_error_is_fatal(rc) ? -1 : 0;
 }
 
+ssize_t px_tls_record_recv(gnutls_session_t t, int fd, void *buf, size_t n)
+{
+    char c;
+    ssize_t rc;
+
+    for (int i = 0; i < 1024; i++) {
+        rc = gnutls_record_recv(t, buf, n);
+        if (rc != GNUTLS_E_AGAIN && rc != GNUTLS_E_INTERRUPTED)
+            return rc;
+        if (gnutls_record_check_pending(t) > 0)
+            continue;
+        if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+            (errno == EAGAIN || errno == EWOULDBLOCK))
+            return GNUTLS_E_AGAIN; /* dry; data, an end or an error: the next read has it */
+    }
+    return GNUTLS_E_UNEXPECTED_PACKET; /* a peer sending nothing but TLS's own messages */
+}
+
 static ssize_t map(ssize_t rc)
 {
     if (rc >= 0)
@@ -126,7 +147,7 @@ ssize_t px_crecv(px_sess_t *s, void *buf, size_t n)
 {
     if (!s->tls)
         return recv(s->fd, buf, n, 0);
-    ssize_t rc = gnutls_record_recv(s->tls, buf, n);
+    ssize_t rc = px_tls_record_recv(s->tls, s->fd, buf, n);
     if (rc == GNUTLS_E_PREMATURE_TERMINATION)
         return 0; /* a client that closed without close_notify: an end */
     return map(rc);

@@ -1040,7 +1040,7 @@ void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev)
         /* pooled: the backend closed it, or sent what nobody asked for (over TLS,
          * a message of TLS's own, a session ticket, is taken and the connection kept) */
         if ((ev & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ||
-            ((ev & EPOLLIN) && !px_btls_idle_ok(bc->tls)))
+            ((ev & EPOLLIN) && !px_btls_idle_ok(bc->tls, bc->fd)))
             px_bconn_close(px, bc);
         return;
     }

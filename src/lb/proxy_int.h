@@ -370,7 +370,11 @@ int px_btls_handshake(px_t *px, px_backend_t *b, gnutls_session_t t, bool *rd, b
 ssize_t px_brecv(gnutls_session_t t, int fd, void *buf, size_t n, int *last);
 ssize_t px_bsend(gnutls_session_t t, int fd, const void *buf, size_t n, int *last);
 void px_btls_io_failed(px_t *px, px_backend_t *b, gnutls_session_t t, int rc, const char *doing);
-bool px_btls_idle_ok(gnutls_session_t t);
+bool px_btls_idle_ok(gnutls_session_t t, int fd);
+/* gnutls_record_recv that says GNUTLS_E_AGAIN only when the socket is dry (ltls.c):
+ * after a TLS 1.3 message of TLS's own (a ticket, a key update) GnuTLS says "again"
+ * with the next record already waiting, and an edge-triggered loop gets no event for it. */
+ssize_t px_tls_record_recv(gnutls_session_t t, int fd, void *buf, size_t n);
 void px_btls_failed(px_t *px, px_backend_t *b, const char *why, const char *doing);
 
 /* addresses (source.c): "host:port"; passive allows an empty host. */

@@ -7,7 +7,8 @@
 #      TLS connections (one connection carries many), bodies of 1 MB and
 #      chunked both ways, a server-sent event
 #      stream arrives event by event, health checks and /metrics scrapes
-#      over TLS succeed, no TLS failure counted;
+#      over TLS succeed, no TLS failure counted; responses right behind a
+#      TLS 1.3 key update are read on at once (none waits for the timeout);
 #   2. the mTLS replica without a client certificate: 502, refused on both
 #      sides, the reason in the balancer's log, counted as a TLS failure;
 #   3. a replica whose certificate is from another CA: refused ("issuer"),
@@ -52,6 +53,7 @@ tbackend() {
 tbackend b1 --cert-file "$CRT" --key-file "$KEY"
 tbackend b2 --cert-file "$CRT" --key-file "$KEY" --client-ca "$CA"
 tbackend evil --cert-file "$TMP/other/server-b1.crt" --key-file "$TMP/other/server-b1.key"
+tbackend ku --cert-file "$CRT" --key-file "$KEY" --key-update
 backend plain
 
 # stop_lb_ok: SIGTERM, and a clean exit (0: no sanitizer report, no crash)
@@ -106,6 +108,14 @@ for p in $PORT_b1 $PORT_b2; do
 done
 n=$(admin /backends | grep -o '"engine":{"kind":"vllm","waiting":2' | wc -l)
 [ "$n" -eq 2 ] || fail "scrapes over TLS: $n of 2 replicas' metrics: $(admin /backends)"
+stop_lb_ok
+
+# a TLS 1.3 message of TLS's own right before each response (a key update): GnuTLS
+# says "again" after taking it, with the response already waiting; the balancer reads
+# on (no edge comes for bytes already there): every answer in time, none timed out
+lb --backend-tls --cacert "$CA" --backend 127.0.0.1:$PORT_ku --server-timeout 20000
+load --conns 2 --requests 20
+[ "$(num "$OUT" ok)" = 20 ] || fail "responses behind a TLS key update: $OUT"
 stop_lb_ok
 
 # ---- 2. mTLS replica, no client certificate -----------------------------------------------

@@ -4,7 +4,7 @@
  * tests/arb_lbtest; it reuses the proxy's own HTTP parser (src/lb/http.c).
  *
  *   arb_lbtest backend --id NAME (--port-file F | --port P) [--delay-ms D] [--health-file H]
- *       [--die-after N] [--http10] [--cert-file F --key-file K [--client-ca CA]]
+ *       [--die-after N] [--http10] [--cert-file F --key-file K [--client-ca CA]] [--key-update]
  *       A keep-alive HTTP/1.1 server, one thread per connection, on an
  *       ephemeral port (written to F), or on port P (a service replica's $PORT). Every response
  * carries "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>". /healthz answers 200
@@ -20,6 +20,8 @@
  * (waiting 2, running 1, KV 0.25). With --cert-file it serves HTTPS (GnuTLS; a certificate of
  * `arbiter init server NAME DIR`); with --client-ca every client must present a certificate that
  * chains to CA (mTLS). A failed handshake is said on stderr ("handshake failed: REASON").
+ * --key-update: a TLS 1.3 KeyUpdate right before every response (a message of TLS's own,
+ * which the client's GnuTLS takes silently, with the response behind it).
  *   arb_lbtest load --port P [--conns C] [--requests N | --duration-ms D]
  *       [--keys K] [--header NAME] [--map-out FILE] [--path P]
  *       C keep-alive connections, GET PATH, one request at a time each.
@@ -109,7 +111,7 @@ typedef struct bconn {
 
 static gnutls_certificate_credentials_t b_cred; /* --cert-file: HTTPS */
 static gnutls_priority_t b_prio;
-static bool b_mtls;
+static bool b_mtls, b_key_update;
 
 static ssize_t b_recv(bconn_t *c, void *buf, size_t n)
 {
@@ -126,6 +128,9 @@ static int b_write_all(bconn_t *c, const char *p, size_t n)
 {
     if (!c->tls)
         return write_all(c->fd, p, n);
+    if (b_key_update && gnutls_protocol_get_version(c->tls) == GNUTLS_TLS1_3 &&
+        gnutls_session_key_update(c->tls, 0) < 0)
+        return -1;
     while (n > 0) {
         ssize_t k = gnutls_record_send(c->tls, p, n);
         if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED)
@@ -370,6 +375,7 @@ static int run_backend(int argc, char **argv)
     b_health_file = opt(argc, argv, "--health-file", NULL);
     b_die_after = atol(opt(argc, argv, "--die-after", "0"));
     b_http10 = flag(argc, argv, "--http10");
+    b_key_update = flag(argc, argv, "--key-update");
     signal(SIGPIPE, SIG_IGN);
     if (b_tls_setup(argc, argv) < 0)
         return 1;
