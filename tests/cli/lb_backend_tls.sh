@@ -15,7 +15,8 @@
 #      logged, ejected, while the good replica answers every request;
 #   4. the name checked: --backend-sni b1 passes (a SAN of the certificate),
 #      --backend-sni other is refused; https:// names one TLS backend beside
-#      a plain one; --backend-insecure-skip-verify takes the other CA's
+#      a plain one, in a backends file too (re-read on SIGHUP);
+#      --backend-insecure-skip-verify takes the other CA's
 #      replica, and says so loudly;
 #   5. usage: a key without its certificate, a CA file that is not there
 #      (exit 2, the flag named); https:// without backend TLS (exit 1).
@@ -157,6 +158,20 @@ lb --cacert "$CA" --backend https://127.0.0.1:$PORT_b1 --backend 127.0.0.1:$PORT
 load --conns 1 --requests 20
 [ "$(num "$OUT" ok)" = 20 ] && echo "$OUT" | grep -q '"b1":10' && echo "$OUT" | grep -q '"plain":10' ||
     fail "https:// beside a plain backend: $OUT $(cat "$TMP/lb.err")"
+stop_lb_ok
+# a backends file: https:// lines, re-read on SIGHUP (a plain backend added beside)
+echo "https://127.0.0.1:$PORT_b1" >"$TMP/bf"
+lb --backend-cacert "$CA" --backends-file "$TMP/bf"
+r=$("$LBT" req --port "$LB_PORT" --path /)
+[ "$r" = "200
+b1" ] || fail "https:// in a backends file: $r $(cat "$TMP/lb.err")"
+printf 'https://127.0.0.1:%s\n127.0.0.1:%s\n' "$PORT_b1" "$PORT_plain" >"$TMP/bf"
+kill -HUP "$LB_PID"
+two() { [ "$(admin /backends | grep -o '"state":"' | wc -l)" -eq 2 ]; }
+until_true 10 two || fail "reload: $(admin /backends)"
+load --conns 1 --requests 20
+echo "$OUT" | grep -q '"b1":1[0-9]' && echo "$OUT" | grep -q '"plain":[1-9]' ||
+    fail "after the reload, TLS and plain side by side: $OUT $(cat "$TMP/lb.err")"
 stop_lb_ok
 lb --backend-tls --backend-insecure-skip-verify --backend 127.0.0.1:$PORT_evil
 r=$("$LBT" req --port "$LB_PORT" --path /)
