@@ -236,6 +236,13 @@ int px_btls_handshake(px_t *px, px_backend_t *b, gnutls_session_t t, bool *rd, b
     if (rc == GNUTLS_E_MEMORY_ERROR)
         return -ENOMEM;
     why_failed(t, rc, why, sizeof why);
+    if (rc == GNUTLS_E_FATAL_ALERT_RECEIVED)
+        snprintf(why + strlen(why), sizeof why - strlen(why), ": %s",
+                 gnutls_alert_get_name(gnutls_alert_get(t)));
+    if (!px->c->backend_cert && gnutls_certificate_client_get_request_status(t))
+        snprintf(why + strlen(why), sizeof why - strlen(why),
+                 "; the backend asked for a client certificate and none is given "
+                 "(--backend-cert, --backend-key)");
     snprintf(what, sizeof what, "handshake failed (%s)", doing);
     px_btls_failed(px, b, why, what);
     return -1;
