@@ -5,7 +5,10 @@
 # with master_process off, arbiter lb as it is) in front of the same four
 # NGINX backends (one NGINX, worker_processes 1, four ports, a 6-byte body),
 # driven by `wrk -t1 -c64 -d${DURATION}s --latency`, all on 127.0.0.1. Then
-# again with backend 4 replaced by arb_lbtest's backend with a 20 ms delay.
+# again with backend 4 replaced by arb_lbtest's backend with a 20 ms delay;
+# then ("tls") the same four NGINX backends over HTTPS (certificates from
+# `arbiter init`; arbiter lb --backend-tls with the CA, HAProxy `ssl verify
+# required ca-file`), to set beside the "equal" rows of the same run.
 # One JSON object per line on stdout: requests/s, p50, p99 (ms), and
 # requests per CPU-second of the proxy process (utime+stime from
 # /proc/PID/stat over the run). The first line notes the machine and its
@@ -13,7 +16,7 @@
 # for the same cores, so compare rows of one run, not across runs.
 #
 # Needs haproxy, nginx and wrk (Debian packages); as root it installs them.
-# Knobs (environment): DURATION (s, default 10), SCENARIOS ("equal slow"),
+# Knobs (environment): DURATION (s, default 10), SCENARIOS ("equal slow tls"),
 # PROXIES ("haproxy nginx arbiter"), POLICIES (arbiter's, default all four),
 # THREADS (1: HAProxy nbthread and arbiter lb --threads; wrk -t as many;
 # NGINX stays at one worker, master_process off allows no more).
@@ -58,6 +61,7 @@ trap cleanup EXIT INT TERM
 BASE=$((20000 + ($$ % 2400) * 4)) # below the ephemeral range (32768-)
 B1=$((BASE + 1)) B2=$((BASE + 2)) B3=$((BASE + 3)) B4=$((BASE + 4))
 PX=$((BASE + 10))
+T1=$((BASE + 5)) T2=$((BASE + 6)) T3=$((BASE + 7)) T4=$((BASE + 8)) # the same, over TLS
 TICK=$(getconf CLK_TCK)
 
 wait_port() {
@@ -69,8 +73,12 @@ wait_port() {
     done
 }
 
-# The backends: one NGINX, one worker, four ports.
+# The backends: one NGINX, one worker, four ports, and the same four over TLS.
 mkdir -p "$TMP/be"
+"$ARB" init "$TMP/pki" --host 127.0.0.1 >/dev/null && "$ARB" init server nginx "$TMP/pki" >/dev/null ||
+    { echo "bench/lb.sh: arbiter init failed" >&2; exit 1; }
+CA=$TMP/pki/ca.crt
+TLS="ssl; ssl_certificate $TMP/pki/server-nginx.crt; ssl_certificate_key $TMP/pki/server-nginx.key"
 cat >"$TMP/be/nginx.conf" <<CONF
 worker_processes 1;
 daemon off;
@@ -88,6 +96,10 @@ http {
     server { listen 127.0.0.1:$B2; location / { return 200 "hello\n"; } }
     server { listen 127.0.0.1:$B3; location / { return 200 "hello\n"; } }
     server { listen 127.0.0.1:$B4; location / { return 200 "hello\n"; } }
+    server { listen 127.0.0.1:$T1 $TLS; location / { return 200 "hello\n"; } }
+    server { listen 127.0.0.1:$T2 $TLS; location / { return 200 "hello\n"; } }
+    server { listen 127.0.0.1:$T3 $TLS; location / { return 200 "hello\n"; } }
+    server { listen 127.0.0.1:$T4 $TLS; location / { return 200 "hello\n"; } }
 }
 CONF
 nginx -p "$TMP/be" -e "$TMP/be/error.log" -c "$TMP/be/nginx.conf" &
@@ -136,6 +148,8 @@ run() {
 }
 
 haproxy_run() { # POLICY SCENARIO B4PORT
+    s1=$B1 s2=$B2 s3=$B3 s4=$3 ssl=""
+    [ "$2" = tls ] && s1=$T1 s2=$T2 s3=$T3 s4=$T4 ssl="ssl verify required ca-file $CA"
     cat >"$TMP/haproxy.cfg" <<CONF
 global
     nbthread $THREADS
@@ -151,10 +165,10 @@ frontend fe
     default_backend be
 backend be
     balance $1
-    server s1 127.0.0.1:$B1
-    server s2 127.0.0.1:$B2
-    server s3 127.0.0.1:$B3
-    server s4 127.0.0.1:$3
+    server s1 127.0.0.1:$s1 $ssl
+    server s2 127.0.0.1:$s2 $ssl
+    server s3 127.0.0.1:$s3 $ssl
+    server s4 127.0.0.1:$s4 $ssl
 CONF
     haproxy -f "$TMP/haproxy.cfg" -db >"$TMP/haproxy.log" 2>&1 &
     p=$!
@@ -200,12 +214,17 @@ CONF
 }
 
 arbiter_run() { # POLICY SCENARIO B4PORT
-    "$ARB" lb --listen 127.0.0.1:$PX --threads "$THREADS" --policy "$1" --backend 127.0.0.1:$B1 \
-        --backend 127.0.0.1:$B2 --backend 127.0.0.1:$B3 --backend 127.0.0.1:$3 2>"$TMP/arb.log" &
+    set -- "$1" "$2" "$3" --backend 127.0.0.1:$B1 --backend 127.0.0.1:$B2 --backend 127.0.0.1:$B3 \
+        --backend 127.0.0.1:$3
+    [ "$2" = tls ] && set -- "$1" "$2" "$3" --backend-tls --backend-cacert "$CA" \
+        --backend 127.0.0.1:$T1 --backend 127.0.0.1:$T2 --backend 127.0.0.1:$T3 --backend 127.0.0.1:$T4
+    pol=$1 scen=$2
+    shift 3
+    "$ARB" lb --listen 127.0.0.1:$PX --threads "$THREADS" --policy "$pol" "$@" 2>"$TMP/arb.log" &
     p=$!
     CUR=$p
     wait_port $PX
-    run arbiter "$1" "$2" $p
+    run arbiter "$pol" "$scen" $p
     kill $p
     wait $p 2>/dev/null || true
 }
@@ -214,13 +233,13 @@ printf '{"bench":"lb-machine","nproc":%s,"loadavg":"%s","haproxy":"%s","nginx":"
     "$(nproc)" "$(cut -d' ' -f1-3 /proc/loadavg)" \
     "$(haproxy -v 2>/dev/null | head -1 | awk '{print $3}')" \
     "$(nginx -v 2>&1 | sed 's/.*nginx\///')" "$DURATION"
-for scen in ${SCENARIOS:-equal slow}; do
+for scen in ${SCENARIOS:-equal slow tls}; do
     b4=$B4
     [ $scen = slow ] && b4=$SLOW
     for px in ${PROXIES:-haproxy nginx arbiter}; do
         case $px in
         haproxy) haproxy_run roundrobin $scen $b4 && haproxy_run leastconn $scen $b4 ;;
-        nginx) nginx_run $scen $b4 ;;
+        nginx) [ $scen = tls ] || nginx_run $scen $b4 ;; # (its TLS upstreams are not set up here)
         arbiter) for pol in ${POLICIES:-round-robin least-conn p2c feedback}; do
                 arbiter_run $pol $scen $b4
             done ;;

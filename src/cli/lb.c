@@ -69,7 +69,8 @@ typedef struct lb_flags {
 
 static const fl_flag_t lb_flag_table[] = {
     LF(c.listen, "--listen", FL_STR, "ADDR", "where clients connect (required)"),
-    LF(backends, "--backend", FL_LIST, "HOST:PORT[=WEIGHT]", "a backend (repeat)"),
+    LF(backends, "--backend", FL_LIST, "[https://]HOST:PORT[=WEIGHT]",
+       "a backend (repeat); https:// speaks TLS to it"),
     LF(bfile, "--backends-file", FL_STR, "FILE", "backends, one a line (SIGHUP re-reads it)"),
     LF(service, "--service", FL_STR, "NAME", "a service's replicas, followed from --controller"),
     LF(controller, "--controller", FL_STR, "URL[,URL...]", "the controllers (with --service)"),
@@ -112,6 +113,20 @@ static const fl_flag_t lb_flag_table[] = {
     LF(c.tls_cert_file, "--cert-file", FL_STR, "F",
        "serve HTTPS on --listen with this certificate (arbiter init server NAME DIR)"),
     LF(c.tls_key_file, "--key-file", FL_STR, "K", "its key"),
+    LF(c.backend_tls, "--backend-tls", FL_BOOL, NULL,
+       "speak TLS to every backend (requests, health checks, scrapes)"),
+    LF(c.backend_cacert, "--backend-cacert", FL_STR, "FILE",
+       "the CA the backends' certificates must chain to (default: --cacert or ARBITER_CACERT, "
+       "the cluster CA; else the system's)"),
+    LF(c.backend_cert, "--backend-cert", FL_STR, "F",
+       "a client certificate to present to TLS backends (mTLS; arbiter init user NAME DIR)"),
+    LF(c.backend_key, "--backend-key", FL_STR, "K", "its key"),
+    LF(c.backend_sni, "--backend-sni", FL_STR, "NAME",
+       "the name sent to TLS backends and checked in their certificates (default: the "
+       "backend's host)"),
+    LF(c.backend_insecure, "--backend-insecure-skip-verify", FL_BOOL, NULL,
+       "do not check the TLS backends' certificates at all (anyone on the path can read and "
+       "change the traffic)"),
     LF(ctl_tls.cacert, "--cacert", FL_STR, "FILE",
        "the CA an https:// --controller is checked with (ARBITER_CACERT; its client "
        "certificate: ARBITER_CERT_FILE, ARBITER_KEY_FILE)"),
@@ -160,6 +175,37 @@ static const fl_verb_t lb_verb = {
     .flags = lb_flag_table,
     .more = "SIGHUP re-reads --backends-file; SIGTERM drains and stops.",
 };
+
+/* TLS to the backends: on for all (--backend-tls) or those named https://;
+ * their CA the cluster's (--cacert, ARBITER_CACERT) unless given; the
+ * files loaded now, for a clear word before listening. */
+static int lb_backend_tls(lb_flags_t *f, const lb_target_t *t, arb_err_t *err)
+{
+    lb_proxy_conf_t *c = &f->c;
+    bool named = false;
+
+    for (int i = 0; i < f->backends.n; i++)
+        named |= t[i].tls;
+    if (c->backend_key && !c->backend_cert)
+        return arb_errf(err, -EINVAL, "--backend-key without --backend-cert: give the certificate");
+    if (c->backend_insecure && c->backend_cacert)
+        return arb_errf(err, -EINVAL,
+                        "--backend-insecure-skip-verify and --backend-cacert: give one (a CA "
+                        "to check the backends with, or none)");
+    c->backend_tls_any = c->backend_tls || named || c->backend_cacert || c->backend_cert ||
+                         c->backend_sni || c->backend_insecure;
+    if (!c->backend_tls_any)
+        return 0;
+    if (!c->backend_cacert && !c->backend_insecure) {
+        const char *env = getenv("ARBITER_CACERT");
+        c->backend_cacert = f->ctl_tls.cacert ? f->ctl_tls.cacert : env && *env ? env : NULL;
+    }
+    if (c->backend_insecure)
+        fprintf(stderr, "arbiter lb: WARNING: --backend-insecure-skip-verify: the backends' TLS "
+                        "certificates are NOT checked; anyone between the balancer and a "
+                        "backend can read and change its traffic\n");
+    return lb_backend_tls_check(c, err);
+}
 
 /* What the flags say together, into c; 0, or -1 with the message printed. */
 static int lb_check(lb_flags_t *f, lb_target_t *t)
@@ -218,6 +264,10 @@ static int lb_check(lb_flags_t *f, lb_target_t *t)
             return -1;
         }
         tls_server_free(&ts);
+    }
+    if (lb_backend_tls(f, t, &err) < 0) {
+        fprintf(stderr, "arbiter lb: %s\n", err.msg);
+        return -1;
     }
     if ((f->service || f->controller) && (!f->service || !f->controller)) {
         fprintf(stderr, "arbiter lb: --service and --controller go together\n");

@@ -142,7 +142,8 @@ static const struct {
     [BF_RESPONSES] = {"arbiter_lb_backend_responses_total", "counter",
                       "Responses from the backend, by class."},
     [BF_FAILURES] = {"arbiter_lb_backend_failures_total", "counter",
-                     "Failed requests to the backend, by kind (connect, io, timeout)."},
+                     "Failed requests to the backend, by kind (connect, io, timeout; tls: failed "
+                     "handshakes of any connection to it)."},
     [BF_EJECTIONS] = {"arbiter_lb_backend_ejections_total", "counter",
                       "Times the backend was ejected after consecutive failures."},
     [BF_CHECKS] = {"arbiter_lb_backend_checks_total", "counter",
@@ -213,6 +214,8 @@ static void backend_family(px_t *px, arb_buf_t *b, int f)
             arb_buf_printf(b, "%s{%s,kind=\"io\"} %llu\n", n, lab, (unsigned long long)est.io_fail);
             arb_buf_printf(b, "%s{%s,kind=\"timeout\"} %llu\n", n, lab,
                            (unsigned long long)est.timeouts);
+            arb_buf_printf(b, "%s{%s,kind=\"tls\"} %llu\n", n, lab,
+                           (unsigned long long)est.tls_fail);
             break;
         case BF_EJECTIONS:
             arb_buf_printf(b, "%s{%s} %llu\n", n, lab, (unsigned long long)est.ejections);

@@ -212,6 +212,14 @@ int px_backends_load(px_t *px, arb_err_t *err)
         fresh[nfresh++] = b;
         snprintf(b->name, sizeof b->name, "%s", t[i].addr);
         b->weight = t[i].weight ? t[i].weight : 1;
+        b->tls = t[i].tls || px->c->backend_tls;
+        if (b->tls && !px->btls_cred) {
+            rc = arb_errf(err, -EINVAL,
+                          "backend %s: https:// needs the balancer started with backend TLS "
+                          "(--backend-tls, --backend-cacert or --backend-insecure-skip-verify)",
+                          t[i].addr);
+            goto out;
+        }
         rc = px_resolve(t[i].addr, false, &b->sa, &b->salen, err);
         if (rc < 0) {
             arb_err_prefix(err, "backend %s: ", t[i].addr);
@@ -234,6 +242,11 @@ int px_backends_load(px_t *px, arb_err_t *err)
             if (fresh[j] && strcmp(fresh[j]->name, b->name) == 0) {
                 keep = true;
                 b->weight = fresh[j]->weight;
+                if (b->tls != fresh[j]->tls) { /* spoken to another way now: pool emptied */
+                    b->tls = fresh[j]->tls;
+                    while (b->idle)
+                        px_bconn_close(px, b->idle);
+                }
                 b->sa = fresh[j]->sa;
                 b->salen = fresh[j]->salen;
                 free(fresh[j]);
@@ -401,10 +414,16 @@ px_bconn_t *px_bconn_open(px_t *px, px_backend_t *b, int *err)
         return NULL;
     }
     setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    if ((*err = px_btls_new(px, b, fd, &bc->tls)) < 0) { /* ours: out of memory */
+        close(fd);
+        free(bc);
+        return NULL;
+    }
     if (connect(fd, (struct sockaddr *)&b->sa, b->salen) == 0) {
         bc->connected = true;
     } else if (errno != EINPROGRESS) {
         *err = -errno;
+        px_btls_end(&bc->tls);
         close(fd);
         free(bc);
         return NULL;
@@ -416,6 +435,7 @@ px_bconn_t *px_bconn_open(px_t *px, px_backend_t *b, int *err)
     struct epoll_event ev = {.events = EPOLLIN | EPOLLOUT | EPOLLRDHUP | EPOLLET, .data.ptr = bc};
     if (epoll_ctl(px->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
         *err = -errno;
+        px_btls_end(&bc->tls);
         close(fd);
         free(bc);
         return NULL;
@@ -451,6 +471,7 @@ void px_bconn_close(px_t *px, px_bconn_t *bc)
     }
     pool_unlink(bc);
     px_timer_del(&bc->t);
+    px_btls_end(&bc->tls);
     close(bc->fd);
     bc->kind = PX_DEAD;
     bc->next = px->dead_b;
@@ -612,6 +633,7 @@ static void check_done(px_t *px, px_check_t *hc, bool ok, const http_head_t *h)
     const lb_proxy_conf_t *c = px->c;
 
     px_timer_del(&hc->t);
+    px_btls_end(&hc->tls);
     close(hc->fd);
     hc->kind = PX_DEAD;
     hc->next = px->dead_c;
@@ -647,6 +669,21 @@ static void check_done(px_t *px, px_check_t *hc, bool ok, const http_head_t *h)
     px_backend_unref(px, b);
 }
 
+/* A check that ends without a verdict (our own shortage, not the backend's). */
+static void check_abandon(px_t *px, px_check_t *hc)
+{
+    px_backend_t *b = hc->be;
+
+    px_timer_del(&hc->t);
+    px_btls_end(&hc->tls);
+    close(hc->fd);
+    hc->kind = PX_DEAD;
+    hc->next = px->dead_c;
+    px->dead_c = hc;
+    b->hc = NULL;
+    px_backend_unref(px, b);
+}
+
 static void check_start(px_t *px, px_backend_t *b)
 {
     px_check_t *hc = calloc(1, sizeof *hc);
@@ -673,9 +710,12 @@ static void check_start(px_t *px, px_backend_t *b)
         free(hc);
         return;
     }
-    int cerr = connect(fd, (struct sockaddr *)&b->sa, b->salen) < 0 ? errno : 0;
+    int cerr = px_btls_new(px, b, fd, &hc->tls) < 0 ? ENOMEM : 0;
+    if (!cerr)
+        cerr = connect(fd, (struct sockaddr *)&b->sa, b->salen) < 0 ? errno : 0;
     if (cerr && cerr != EINPROGRESS && px_own_errno(cerr)) {
         px_own_failure(px, -cerr, "starting a health check");
+        px_btls_end(&hc->tls);
         close(fd);
         free(hc);
         return;
@@ -735,8 +775,25 @@ void px_check_event(px_t *px, px_check_t *hc, uint32_t ev)
         }
         hc->connected = true;
     }
+    if (hc->tls && !hc->tls_up) { /* TLS first (btls.c) */
+        bool rd = true, wr = true;
+        int hs = px_btls_handshake(px, hc->be, hc->tls, &rd, &wr, "health check");
+        if (hs == -ENOMEM) { /* ours: not judged this time */
+            px_own_failure(px, hs, "in a health check's TLS handshake");
+            check_abandon(px, hc);
+            return;
+        }
+        if (hs < 0) {
+            check_done(px, hc, false, NULL);
+            return;
+        }
+        if (hs == 0)
+            return;
+        hc->tls_up = true;
+    }
+    int last = 0; /* a TLS error's code (btls.c) */
     while (!hc->reading) {
-        ssize_t n = send(hc->fd, hc->buf + hc->sent, hc->len - hc->sent, MSG_NOSIGNAL);
+        ssize_t n = px_bsend(hc->tls, hc->fd, hc->buf + hc->sent, hc->len - hc->sent, &last);
         if (n > 0) {
             hc->sent += (uint32_t)n;
             if (hc->sent == hc->len) {
@@ -747,11 +804,14 @@ void px_check_event(px_t *px, px_check_t *hc, uint32_t ev)
         }
         if (n < 0 && errno == EAGAIN)
             return;
+        if (hc->tls)
+            px_btls_io_failed(px, hc->be, hc->tls, last, "health check failed");
         check_done(px, hc, false, NULL);
         return;
     }
     for (;;) {
-        ssize_t n = recv(hc->fd, hc->buf + hc->len, sizeof hc->buf - 1 - hc->len, 0);
+        ssize_t n =
+            px_brecv(hc->tls, hc->fd, hc->buf + hc->len, sizeof hc->buf - 1 - hc->len, &last);
         if (n > 0) {
             http_head_t h;
             hc->len += (uint32_t)n;
@@ -768,6 +828,8 @@ void px_check_event(px_t *px, px_check_t *hc, uint32_t ev)
         }
         if (n < 0 && errno == EAGAIN)
             return;
+        if (hc->tls)
+            px_btls_io_failed(px, hc->be, hc->tls, last, "health check failed");
         check_done(px, hc, false, NULL); /* closed before a full head */
         return;
     }

@@ -232,6 +232,7 @@ static void stats_add(px_stats_t *a, const px_stats_t *b)
         a->resp[i] += b->resp[i];
     a->connect_fail += b->connect_fail;
     a->io_fail += b->io_fail;
+    a->tls_fail += b->tls_fail;
     a->timeouts += b->timeouts;
     a->ejections += b->ejections;
     a->retries += b->retries;

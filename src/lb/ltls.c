@@ -6,10 +6,14 @@
  *
  * With the edge-triggered loop, a short read no longer says the socket is
  * drained (GnuTLS hands out one record at a time, and holds decrypted bytes
- * of its own): a TLS session is read until it says "again" (px_cdrained).
+ * of its own): a TLS session is read until it says "again" (px_cdrained),
+ * and "again" is believed only when the socket is dry (px_tls_record_recv:
+ * GnuTLS also says it after a TLS 1.3 message of its own, a key update,
+ * with the next record already waiting).
  * The handshake runs first, in S_HEAD, whichever way it is blocked
  * (px_tls_handshake); the client timeout bounds it like a slow head.
- * Each event loop loads its own credentials (read-only once loaded).
+ * Each event loop loads its own credentials (read-only once loaded); those
+ * for TLS to the backends too (px_btls_setup, btls.c).
  */
 #include <errno.h>
 #include <gnutls/gnutls.h>
@@ -19,14 +23,14 @@
 
 #include "lb/proxy_int.h"
 
-#define PX_TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2"
-
 int px_tls_setup(px_t *px, const lb_proxy_conf_t *c, arb_err_t *err)
 {
     gnutls_certificate_credentials_t cred = NULL;
     gnutls_priority_t prio = NULL;
     int rc;
 
+    if ((rc = px_btls_setup(px, c, err)) < 0) /* TLS to the backends (btls.c) */
+        return rc;
     if (!c->tls_cert_file)
         return 0;
     if ((rc = gnutls_certificate_allocate_credentials(&cred)) < 0 ||
@@ -45,6 +49,7 @@ int px_tls_setup(px_t *px, const lb_proxy_conf_t *c, arb_err_t *err)
 
 void px_tls_teardown(px_t *px)
 {
+    px_btls_teardown(px);
     if (px->tls_prio)
         gnutls_priority_deinit(px->tls_prio);
     if (px->tls_cred)
@@ -112,6 +117,24 @@ int px_tls_handshake(px_sess_t *s)
     return gnutls_error_is_fatal(rc) ? -1 : 0;
 }
 
+ssize_t px_tls_record_recv(gnutls_session_t t, int fd, void *buf, size_t n)
+{
+    char c;
+    ssize_t rc;
+
+    for (int i = 0; i < 1024; i++) {
+        rc = gnutls_record_recv(t, buf, n);
+        if (rc != GNUTLS_E_AGAIN && rc != GNUTLS_E_INTERRUPTED)
+            return rc;
+        if (gnutls_record_check_pending(t) > 0)
+            continue;
+        if (recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT) < 0 &&
+            (errno == EAGAIN || errno == EWOULDBLOCK))
+            return GNUTLS_E_AGAIN; /* dry; data, an end or an error: the next read has it */
+    }
+    return GNUTLS_E_UNEXPECTED_PACKET; /* a peer sending nothing but TLS's own messages */
+}
+
 static ssize_t map(ssize_t rc)
 {
     if (rc >= 0)
@@ -124,7 +147,7 @@ ssize_t px_crecv(px_sess_t *s, void *buf, size_t n)
 {
     if (!s->tls)
         return recv(s->fd, buf, n, 0);
-    ssize_t rc = gnutls_record_recv(s->tls, buf, n);
+    ssize_t rc = px_tls_record_recv(s->tls, s->fd, buf, n);
     if (rc == GNUTLS_E_PREMATURE_TERMINATION)
         return 0; /* a client that closed without close_notify: an end */
     return map(rc);

@@ -12,7 +12,9 @@
  * A client session, one request at a time (pipelined requests wait in the
  * input buffer for their turn; with --cert-file the TLS handshake runs in
  * S_HEAD before the first byte of a head, and the client is read and
- * written through px_crecv/px_csend, ltls.c):
+ * written through px_crecv/px_csend, ltls.c; to a TLS backend the
+ * handshake runs in S_CONNECT, within the connect timeout, and the backend
+ * is read and written through px_brecv/px_bsend, btls.c):
  *
  *        +-----------+  head parsed, picked, pooled conn   +-------+
  *   ---->|  S_HEAD   |------------------------------------>| S_FWD |--+
@@ -319,8 +321,12 @@ void px_sess_backend_failed(px_t *px, px_sess_t *s, int why)
         sess_assign(px, s);
         return;
     }
+    bool unsent = why == F_CONNECT || why == F_CONNECT_TIMEOUT || why == F_TLS;
+
     if (why == F_CONNECT || why == F_CONNECT_TIMEOUT)
         b->st.connect_fail++;
+    else if (why == F_TLS)
+        ; /* counted and logged by btls.c (tls_fail) */
     else if (why == F_SERVER_TIMEOUT)
         b->st.timeouts++;
     else
@@ -328,8 +334,7 @@ void px_sess_backend_failed(px_t *px, px_sess_t *s, int why)
     px_backend_failed(px, b);
     if (s->ntried < (int)(sizeof s->tried / sizeof s->tried[0]))
         s->tried[s->ntried++] = b;
-    if (why != F_SERVER_TIMEOUT && why != F_BAD_RESPONSE &&
-        can_retry(px, s, why == F_CONNECT || why == F_CONNECT_TIMEOUT)) {
+    if (why != F_SERVER_TIMEOUT && why != F_BAD_RESPONSE && can_retry(px, s, unsent)) {
         s->req_sent = 0;
         resp_reset(s);
         px->retries++;
@@ -345,6 +350,8 @@ void px_sess_backend_failed(px_t *px, px_sess_t *s, int why)
         px_sess_reply_text(px, s, 504, "Gateway Timeout", "backend did not answer in time");
     else if (why == F_BAD_RESPONSE)
         px_sess_reply_text(px, s, 502, "Bad Gateway", "backend sent a malformed response");
+    else if (why == F_TLS)
+        px_sess_reply_text(px, s, 502, "Bad Gateway", "the TLS handshake with the backend failed");
     else
         px_sess_reply_text(px, s, 502, "Bad Gateway", "backend failed before answering");
 }
@@ -360,7 +367,7 @@ static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
         px_prefill_add(px, bc->be, s->inf.charged);
     }
     bc->be->st.requests++;
-    if (bc->connected) {
+    if (bc->connected && (!bc->tls || bc->tls_up)) {
         s->state = S_FWD;
         px_timer_set(px, &px->t_server, &s->t);
     } else {
@@ -788,6 +795,7 @@ static int sess_pump(px_t *px, px_sess_t *s)
 {
     px_bconn_t *bc = s->bc;
     bool prog = false;
+    int last = 0; /* a TLS error's code (btls.c) */
     ssize_t n;
 
     /* 1. client -> in: the rest of the request body */
@@ -827,15 +835,17 @@ static int sess_pump(px_t *px, px_sess_t *s)
     /* 2. in -> backend */
     if (s->req_sent < s->req_end && bc->wr) {
         size_t want = s->req_end - s->req_sent;
-        n = send(bc->fd, s->in + s->req_sent, want, MSG_NOSIGNAL);
+        n = px_bsend(bc->tls, bc->fd, s->in + s->req_sent, want, &last);
         if (n > 0) {
             s->req_sent += (uint32_t)n;
-            if ((size_t)n < want)
+            if ((size_t)n < want && !bc->tls) /* TLS sends a record at a time: on to EAGAIN */
                 bc->wr = false;
             prog = true;
         } else if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
             bc->wr = false;
         } else {
+            if (bc->tls)
+                px_btls_io_failed(px, bc->be, bc->tls, last, "session failed (proxying)");
             px_sess_backend_failed(px, s, F_IO);
             return -1;
         }
@@ -852,10 +862,10 @@ static int sess_pump(px_t *px, px_sess_t *s)
         }
         if (s->out_len < s->out_cap) {
             size_t want = s->out_cap - s->out_len;
-            n = recv(bc->fd, s->out + s->out_len, want, 0);
+            n = px_brecv(bc->tls, bc->fd, s->out + s->out_len, want, &last);
             if (n > 0) {
                 s->out_len += (uint32_t)n;
-                if ((size_t)n < want && !bc->hup)
+                if ((size_t)n < want && !bc->hup && !bc->tls) /* TLS: read on to EAGAIN */
                     bc->rd = false;
                 if (resp_parse(px, s) < 0)
                     return -1;
@@ -866,6 +876,8 @@ static int sess_pump(px_t *px, px_sess_t *s)
                 s->bc_reusable = false;
                 prog = true;
             } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+                if (bc->tls)
+                    px_btls_io_failed(px, bc->be, bc->tls, last, "session failed (proxying)");
                 px_sess_backend_failed(px, s, F_IO);
                 return -1;
             } else {
@@ -1025,25 +1037,51 @@ void px_bconn_event(px_t *px, px_bconn_t *bc, uint32_t ev)
     if (ev & (EPOLLRDHUP | EPOLLHUP | EPOLLERR))
         bc->hup = true;
     if (!s) {
-        /* pooled: the backend closed it, or sent what nobody asked for */
-        if (ev & (EPOLLIN | EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+        /* pooled: the backend closed it, or sent what nobody asked for (over TLS,
+         * a message of TLS's own, a session ticket, is taken and the connection kept) */
+        if ((ev & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)) ||
+            ((ev & EPOLLIN) && !px_btls_idle_ok(bc->tls, bc->fd)))
             px_bconn_close(px, bc);
         return;
     }
     if (s->state == S_CONNECT) {
-        int soerr = 0;
-        socklen_t len = sizeof soerr;
-        if (!bc->wr && !(ev & (EPOLLERR | EPOLLHUP)))
-            return;
-        if (getsockopt(bc->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
-            soerr = errno;
-        if (soerr || (ev & (EPOLLERR | EPOLLHUP))) {
-            px_sess_backend_failed(px, s, F_CONNECT);
-            if (s->kind != PX_DEAD)
-                px_sess_run(px, s);
-            return;
+        if (!bc->connected) {
+            int soerr = 0;
+            socklen_t len = sizeof soerr;
+            if (!bc->wr && !(ev & (EPOLLERR | EPOLLHUP)))
+                return;
+            if (getsockopt(bc->fd, SOL_SOCKET, SO_ERROR, &soerr, &len) < 0)
+                soerr = errno;
+            if (soerr || (ev & (EPOLLERR | EPOLLHUP))) {
+                px_sess_backend_failed(px, s, F_CONNECT);
+                if (s->kind != PX_DEAD)
+                    px_sess_run(px, s);
+                return;
+            }
+            bc->connected = true;
         }
-        bc->connected = true;
+        if (bc->tls && !bc->tls_up) { /* the handshake, within the connect timeout (btls.c) */
+            int hs = px_btls_handshake(px, bc->be, bc->tls, &bc->rd, &bc->wr, "proxying");
+            if (hs == -ENOMEM) { /* ours: no backend is blamed */
+                s->bc = NULL;
+                px_bconn_close(px, bc);
+                px_own_failure(px, hs, "in a TLS handshake with a backend");
+                px_sess_reply_text(px, s, 503, "Service Unavailable",
+                                   "the balancer is out of resources (memory); retry");
+                if (s->kind != PX_DEAD)
+                    px_sess_run(px, s);
+                return;
+            }
+            if (hs < 0) {
+                px_sess_backend_failed(px, s, F_TLS);
+                if (s->kind != PX_DEAD)
+                    px_sess_run(px, s);
+                return;
+            }
+            if (hs == 0)
+                return;
+            bc->tls_up = true;
+        }
         s->state = S_FWD;
         px_timer_set(px, &px->t_server, &s->t);
     }

@@ -41,9 +41,10 @@
 typedef struct lb_target {
     char addr[256]; /* "host:port", "[v6]:port" */
     uint32_t weight;
+    bool tls; /* named https://HOST:PORT: spoken to over TLS */
 } lb_target_t;
 
-/* Parse "HOST:PORT[=WEIGHT]". */
+/* Parse "[https://]HOST:PORT[=WEIGHT]". */
 int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err);
 
 /* A backend source. load() gives the current set (allocated; the caller
@@ -100,7 +101,14 @@ void lb_source_fini(lb_source_t *s);
 typedef struct lb_proxy_conf {
     const char *listen;                       /* "127.0.0.1:8080"; port 0 picks one */
     const char *tls_cert_file, *tls_key_file; /* serve HTTPS on listen (NULL: plain) */
-    const char *admin;                        /* NULL, or the admin listener's address */
+    /* TLS to the backends (btls.c): every one with backend_tls, else those named https:// */
+    bool backend_tls;
+    bool backend_tls_any;                   /* load client credentials (any of these is set) */
+    const char *backend_cacert;             /* their CA (NULL: the system's) */
+    const char *backend_cert, *backend_key; /* a client certificate for them (mTLS) */
+    const char *backend_sni;                /* the name sent and checked (NULL: the host) */
+    bool backend_insecure;                  /* check nothing (--backend-insecure-skip-verify) */
+    const char *admin;                      /* NULL, or the admin listener's address */
     lb_source_t source;
     const lb_ops_t *policy;
     lb_opts_t opts;
@@ -134,6 +142,9 @@ typedef struct lb_proxy_conf {
 } lb_proxy_conf_t;
 
 void lb_proxy_conf_default(lb_proxy_conf_t *c);
+/* Can the backend TLS settings of c be loaded (the CA, the client
+ * certificate and its key)? 0, or -EINVAL with the flag and file named. */
+int lb_backend_tls_check(const lb_proxy_conf_t *c, arb_err_t *err);
 
 /* Run until SIGTERM or SIGINT (then drain for up to 5 s). Returns 0, or a
  * negative errno with text (bad address, bind failure, source error). */

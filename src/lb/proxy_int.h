@@ -21,6 +21,7 @@
 #include "lb/proxy.h"
 
 #define PX_BUF 16384 /* per-direction buffer; a request or response head must fit */
+#define PX_TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" /* both TLS sides */
 
 /* The kind of object behind an epoll event; the first member of each. */
 typedef enum px_kind {
@@ -53,6 +54,7 @@ struct px_tlist {
 typedef struct px_stats {
     uint64_t requests, resp[6], connect_fail, io_fail, timeouts, ejections, retries;
     uint64_t checks_ok, checks_bad, bytes_out;
+    uint64_t tls_fail;       /* handshakes to the backend that failed (btls.c), any connection */
     uint64_t lat_bucket[15]; /* see admin.c: px_lat_le */
     double lat_sum;
 } px_stats_t;
@@ -115,16 +117,22 @@ typedef struct px_backend {
     double ttft_ms;   /* time to the first response byte of inference requests, EWMA */
     uint32_t prefill; /* prompt blocks sent here not prefilled yet (lb_peer_t.prefill) */
     px_stats_t st;
-    int refs;           /* busy + idle connections + the check */
-    px_shared_be_t *sh; /* its shared record (several loops), or NULL */
-    int64_t eject_seen; /* sh->eject_until last acted on (slow start after it) */
-    bool hc_seen;       /* sh->hc_up last seen (slow start when it turns up) */
-    uint64_t eng_ver;   /* sh->eng_ver last copied */
+    int refs;            /* busy + idle connections + the check */
+    px_shared_be_t *sh;  /* its shared record (several loops), or NULL */
+    bool tls;            /* spoken to over TLS (btls.c) */
+    char tls_host[256];  /* the name its certificate is checked against (btls.c) */
+    int64_t tls_said_ms; /* when a TLS failure was last logged; 0 never */
+    uint64_t tls_unsaid; /* TLS failures since */
+    int64_t eject_seen;  /* sh->eject_until last acted on (slow start after it) */
+    bool hc_seen;        /* sh->hc_up last seen (slow start when it turns up) */
+    uint64_t eng_ver;    /* sh->eng_ver last copied */
 } px_backend_t;
 
 struct px_bconn {
     px_kind_t kind; /* PX_BACKEND */
     int fd;
+    gnutls_session_t tls; /* a TLS backend's session (btls.c); NULL plain */
+    bool tls_up;          /* its handshake is done */
     px_backend_t *be;
     struct px_sess *s; /* NULL while pooled */
     bool rd, wr, hup, connected, reused;
@@ -137,6 +145,8 @@ struct px_bconn {
 struct px_scrape {
     px_kind_t kind; /* PX_SCRAPE */
     int fd;
+    gnutls_session_t tls; /* a TLS backend's session (btls.c); NULL plain */
+    bool tls_up;
     px_backend_t *be;
     bool connected, reading;
     char *buf; /* the request, then the reply */
@@ -148,6 +158,8 @@ struct px_scrape {
 struct px_check {
     px_kind_t kind; /* PX_CHECK */
     int fd;
+    gnutls_session_t tls; /* a TLS backend's session (btls.c); NULL plain */
+    bool tls_up;
     px_backend_t *be;
     bool connected, reading;
     uint32_t sent, len; /* sending: bytes sent of len; reading: len bytes read */
@@ -237,6 +249,8 @@ typedef struct px {
     const lb_proxy_conf_t *c;
     gnutls_certificate_credentials_t tls_cred; /* --cert-file (ltls.c); NULL: plain */
     gnutls_priority_t tls_prio;
+    gnutls_certificate_credentials_t btls_cred; /* TLS to backends (btls.c); NULL: none */
+    gnutls_priority_t btls_prio;
     int ep, lfd, afd, sfd;
     int64_t now_ms, now_ns;
     uint64_t rng;
@@ -337,13 +351,39 @@ ssize_t px_crecv(px_sess_t *s, void *buf, size_t n);
 ssize_t px_csend(px_sess_t *s, const void *buf, size_t n);
 bool px_cdrained(const px_sess_t *s, size_t got, size_t want);
 
+/* TLS to the backends (btls.c). px_btls_setup loads the client credentials
+ * for one loop (px_tls_setup calls it); px_btls_new: a client session over
+ * fd for backend b when b->tls (*out NULL for a plain one; -ENOMEM, ours);
+ * px_btls_handshake: 1 done (rd, wr set), 0 waiting (the blocked direction
+ * cleared), -1 failed (logged, counted in b's tls_fail: the caller fails
+ * the backend), -ENOMEM ours; px_brecv/px_bsend: recv/send over it (t NULL:
+ * plain; a TLS error is errno EPROTO, its GnuTLS code in *last, for
+ * px_btls_io_failed to count and log with its reason); px_btls_idle_ok: a pooled connection turned
+ * readable and what came was TLS's own (a ticket), not data or an end; px_btls_failed: count and
+ * log a TLS failure of b (at most once per 10 s). */
+int px_btls_setup(px_t *px, const lb_proxy_conf_t *c, arb_err_t *err);
+void px_btls_teardown(px_t *px);
+int px_btls_new(px_t *px, px_backend_t *b, int fd, gnutls_session_t *out);
+void px_btls_end(gnutls_session_t *t);
+int px_btls_handshake(px_t *px, px_backend_t *b, gnutls_session_t t, bool *rd, bool *wr,
+                      const char *doing);
+ssize_t px_brecv(gnutls_session_t t, int fd, void *buf, size_t n, int *last);
+ssize_t px_bsend(gnutls_session_t t, int fd, const void *buf, size_t n, int *last);
+void px_btls_io_failed(px_t *px, px_backend_t *b, gnutls_session_t t, int rc, const char *doing);
+bool px_btls_idle_ok(gnutls_session_t t, int fd);
+/* gnutls_record_recv that says GNUTLS_E_AGAIN only when the socket is dry (ltls.c):
+ * after a TLS 1.3 message of TLS's own (a ticket, a key update) GnuTLS says "again"
+ * with the next record already waiting, and an edge-triggered loop gets no event for it. */
+ssize_t px_tls_record_recv(gnutls_session_t t, int fd, void *buf, size_t n);
+void px_btls_failed(px_t *px, px_backend_t *b, const char *why, const char *doing);
+
 /* addresses (source.c): "host:port"; passive allows an empty host. */
 int px_resolve(const char *addr, bool passive, struct sockaddr_storage *sa, socklen_t *len,
                arb_err_t *err);
 void px_addr_text(const struct sockaddr_storage *sa, char *buf, size_t n);
 
 /* sessions (proxy.c), for the loop (loop.c) */
-enum { F_CONNECT, F_CONNECT_TIMEOUT, F_IO, F_BAD_RESPONSE, F_SERVER_TIMEOUT };
+enum { F_CONNECT, F_CONNECT_TIMEOUT, F_IO, F_BAD_RESPONSE, F_SERVER_TIMEOUT, F_TLS };
 void px_sess_new(px_t *px, int fd, bool admin, const struct sockaddr_storage *peer);
 void px_sess_close(px_t *px, px_sess_t *s);
 void px_sess_run(px_t *px, px_sess_t *s);

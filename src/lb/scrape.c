@@ -13,7 +13,8 @@
  * A backend whose metrics carry none of the table's names, or that fails to
  * answer, is scraped 10x less often and keeps no signals (the policies then
  * judge it on in-flight counts alone). Scrapes are as non-blocking as the
- * rest of the loop: connect, send, read on epoll events, a timeout list.
+ * rest of the loop: connect, send, read on epoll events, a timeout list;
+ * to a TLS backend (btls.c) the handshake runs between connect and send.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -35,6 +36,7 @@ static void scrape_done(px_t *px, px_scrape_t *sc, bool ok)
     prom_result_t res = {0};
 
     px_timer_del(&sc->t);
+    px_btls_end(&sc->tls);
     close(sc->fd);
     sc->kind = PX_DEAD;
     sc->next = px->dead_sc;
@@ -117,6 +119,11 @@ static void scrape_start(px_t *px, px_backend_t *b)
     b->sc = sc;
     b->refs++;
     px_timer_set(px, &px->t_scrape, &sc->t);
+    if (px_btls_new(px, b, fd, &sc->tls) < 0) { /* ours (memory): tried again next time */
+        px_own_failure(px, -ENOMEM, "starting a metrics scrape");
+        scrape_done(px, sc, false);
+        return;
+    }
     if (connect(fd, (struct sockaddr *)&b->sa, b->salen) < 0 && errno != EINPROGRESS) {
         scrape_done(px, sc, false);
         return;
@@ -168,8 +175,22 @@ void px_scrape_event(px_t *px, px_scrape_t *sc, uint32_t ev)
         }
         sc->connected = true;
     }
+    if (sc->tls && !sc->tls_up) { /* TLS first (btls.c) */
+        bool rd = true, wr = true;
+        int hs = px_btls_handshake(px, sc->be, sc->tls, &rd, &wr, "metrics scrape");
+        if (hs == -ENOMEM)
+            px_own_failure(px, hs, "in a metrics scrape's TLS handshake");
+        if (hs < 0) {
+            scrape_done(px, sc, false);
+            return;
+        }
+        if (hs == 0)
+            return;
+        sc->tls_up = true;
+    }
+    int last = 0; /* a TLS error's code (btls.c) */
     while (!sc->reading) {
-        ssize_t n = send(sc->fd, sc->buf + sc->sent, sc->len - sc->sent, MSG_NOSIGNAL);
+        ssize_t n = px_bsend(sc->tls, sc->fd, sc->buf + sc->sent, sc->len - sc->sent, &last);
         if (n > 0) {
             sc->sent += (uint32_t)n;
             if (sc->sent == sc->len) {
@@ -180,6 +201,8 @@ void px_scrape_event(px_t *px, px_scrape_t *sc, uint32_t ev)
         }
         if (n < 0 && errno == EAGAIN)
             return;
+        if (sc->tls)
+            px_btls_io_failed(px, sc->be, sc->tls, last, "metrics scrape failed");
         scrape_done(px, sc, false);
         return;
     }
@@ -194,13 +217,15 @@ void px_scrape_event(px_t *px, px_scrape_t *sc, uint32_t ev)
             sc->buf = b;
             sc->cap = cap;
         }
-        ssize_t n = recv(sc->fd, sc->buf + sc->len, sc->cap - sc->len, 0);
+        ssize_t n = px_brecv(sc->tls, sc->fd, sc->buf + sc->len, sc->cap - sc->len, &last);
         if (n > 0) {
             sc->len += (uint32_t)n;
             continue;
         }
         if (n < 0 && errno == EAGAIN)
             return;
+        if (sc->tls && n < 0)
+            px_btls_io_failed(px, sc->be, sc->tls, last, "metrics scrape failed");
         scrape_done(px, sc, n == 0); /* the end: the server closed after its answer */
         return;
     }

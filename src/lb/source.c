@@ -16,26 +16,33 @@
 #include "client/failover.h"
 #include "lb/proxy_int.h"
 
-int lb_target_parse(const char *s, lb_target_t *t, arb_err_t *err)
+int lb_target_parse(const char *spec, lb_target_t *t, arb_err_t *err)
 {
+    const char *s = spec;
     const char *eq = strrchr(s, '='), *colon;
     size_t n = eq ? (size_t)(eq - s) : strlen(s);
 
     memset(t, 0, sizeof *t);
     t->weight = 1;
+    if (strncmp(s, "https://", 8) == 0) { /* this one over TLS (btls.c) */
+        t->tls = true;
+        s += 8;
+        n -= n >= 8 ? 8 : n;
+    }
     if (n == 0 || n >= sizeof t->addr)
-        return arb_errf(err, -EINVAL, "backend '%s': give HOST:PORT[=WEIGHT]", s);
+        return arb_errf(err, -EINVAL, "backend '%s': give [https://]HOST:PORT[=WEIGHT]", spec);
     memcpy(t->addr, s, n);
     t->addr[n] = '\0';
     colon = strrchr(t->addr, ':');
     if (!colon || colon == t->addr || !colon[1] ||
         strspn(colon + 1, "0123456789") != strlen(colon + 1))
-        return arb_errf(err, -EINVAL, "backend '%s': no port; give HOST:PORT[=WEIGHT]", s);
+        return arb_errf(err, -EINVAL, "backend '%s': no port; give HOST:PORT[=WEIGHT]", spec);
     if (eq) {
         char *end;
         long w = strtol(eq + 1, &end, 10);
         if (end == eq + 1 || *end || w < 1 || w > 1000)
-            return arb_errf(err, -EINVAL, "backend '%s': weight '%s': give 1 to 1000", s, eq + 1);
+            return arb_errf(err, -EINVAL, "backend '%s': weight '%s': give 1 to 1000", spec,
+                            eq + 1);
         t->weight = (uint32_t)w;
     }
     return 0;

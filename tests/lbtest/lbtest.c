@@ -4,7 +4,7 @@
  * tests/arb_lbtest; it reuses the proxy's own HTTP parser (src/lb/http.c).
  *
  *   arb_lbtest backend --id NAME (--port-file F | --port P) [--delay-ms D] [--health-file H]
- *       [--die-after N] [--http10]
+ *       [--die-after N] [--http10] [--cert-file F --key-file K [--client-ca CA]] [--key-update]
  *       A keep-alive HTTP/1.1 server, one thread per connection, on an
  *       ephemeral port (written to F), or on port P (a service replica's $PORT). Every response
  * carries "X-Backend: NAME" and "X-Arbiter-Load: q=<waiting>,inflight=<n>". /healthz answers 200
@@ -14,7 +14,14 @@
  * connection: an old server behind the proxy). Anything else answers "NAME\n" after D ms. With
  *       --die-after, the request after the Nth is never answered: the
  *       backend SIGKILLs itself (a crash in the middle of a load run,
- *       whatever the machine's speed).
+ *       whatever the machine's speed). /sse streams 5 server-sent events, 150 ms
+ *       apart, chunked. /conns answers "NAME max-per-conn K accepted N": the most
+ *       requests one connection carried, the connections accepted. /metrics answers vLLM's gauges
+ * (waiting 2, running 1, KV 0.25). With --cert-file it serves HTTPS (GnuTLS; a certificate of
+ * `arbiter init server NAME DIR`); with --client-ca every client must present a certificate that
+ * chains to CA (mTLS). A failed handshake is said on stderr ("handshake failed: REASON").
+ * --key-update: a TLS 1.3 KeyUpdate right before every response (a message of TLS's own,
+ * which the client's GnuTLS takes silently, with the response behind it).
  *   arb_lbtest load --port P [--conns C] [--requests N | --duration-ms D]
  *       [--keys K] [--header NAME] [--map-out FILE] [--path P]
  *       C keep-alive connections, GET PATH, one request at a time each.
@@ -49,6 +56,8 @@
 #include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
+
+#include <gnutls/gnutls.h>
 
 #include "lb/http.h"
 
@@ -93,6 +102,80 @@ static int write_all(int fd, const char *p, size_t n)
 /* ---- backend -------------------------------------------------------------- */
 
 static const char *b_id = "b";
+
+/* A backend connection: plain, or a TLS session over the socket (blocking). */
+typedef struct bconn {
+    int fd;
+    gnutls_session_t tls;
+} bconn_t;
+
+static gnutls_certificate_credentials_t b_cred; /* --cert-file: HTTPS */
+static gnutls_priority_t b_prio;
+static bool b_mtls, b_key_update;
+
+static ssize_t b_recv(bconn_t *c, void *buf, size_t n)
+{
+    if (!c->tls)
+        return recv(c->fd, buf, n, 0);
+    ssize_t r;
+    do
+        r = gnutls_record_recv(c->tls, buf, n);
+    while (r == GNUTLS_E_AGAIN || r == GNUTLS_E_INTERRUPTED);
+    return r < 0 ? -1 : r;
+}
+
+static int b_write_all(bconn_t *c, const char *p, size_t n)
+{
+    if (!c->tls)
+        return write_all(c->fd, p, n);
+    if (b_key_update && gnutls_protocol_get_version(c->tls) == GNUTLS_TLS1_3 &&
+        gnutls_session_key_update(c->tls, 0) < 0)
+        return -1;
+    while (n > 0) {
+        ssize_t k = gnutls_record_send(c->tls, p, n);
+        if (k == GNUTLS_E_AGAIN || k == GNUTLS_E_INTERRUPTED)
+            continue;
+        if (k <= 0)
+            return -1;
+        p += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* The server side of a TLS handshake; false (said on stderr) when it fails. */
+static bool b_tls_accept(bconn_t *c)
+{
+    int rc;
+
+    if (gnutls_init(&c->tls, GNUTLS_SERVER) < 0) {
+        c->tls = NULL;
+        return false;
+    }
+    if (gnutls_priority_set(c->tls, b_prio) < 0 ||
+        gnutls_credentials_set(c->tls, GNUTLS_CRD_CERTIFICATE, b_cred) < 0)
+        goto fail;
+    if (b_mtls) {
+        gnutls_certificate_server_set_request(c->tls, GNUTLS_CERT_REQUIRE);
+        gnutls_session_set_verify_cert(c->tls, NULL, 0);
+    }
+    gnutls_transport_set_int(c->tls, c->fd);
+    do
+        rc = gnutls_handshake(c->tls);
+    while (rc < 0 && !gnutls_error_is_fatal(rc));
+    if (rc < 0) {
+        fprintf(stderr, "%s: handshake failed: %s\n", b_id, gnutls_strerror(rc));
+        goto fail;
+    }
+    return true;
+fail:
+    gnutls_deinit(c->tls);
+    c->tls = NULL;
+    return false;
+}
+
+static atomic_long b_accepted, b_max_per_conn;
+
 static int b_delay_ms;
 static const char *b_health_file;
 static atomic_int b_inflight, b_max_inflight;
@@ -102,17 +185,20 @@ static atomic_long b_served;
 
 static void *b_conn(void *arg)
 {
-    int fd = (int)(intptr_t)arg;
+    bconn_t conn = {.fd = (int)(intptr_t)arg}, *c = &conn;
     char *buf = malloc(1 << 16);
     size_t len = 0;
+    long served = 0;
 
+    if (b_cred && !b_tls_accept(c))
+        goto done;
     while (buf) {
         http_head_t h;
         int rc = http_parse_request(buf, len, NULL, &h);
         if (rc == 0) {
             if (len == (1 << 16))
                 break;
-            ssize_t n = recv(fd, buf + len, (1 << 16) - len, 0);
+            ssize_t n = b_recv(c, buf + len, (1 << 16) - len);
             if (n <= 0)
                 break;
             len += (size_t)n;
@@ -120,6 +206,10 @@ static void *b_conn(void *arg)
         }
         if (rc < 0)
             break;
+        served++;
+        for (long m = atomic_load(&b_max_per_conn);
+             served > m && !atomic_compare_exchange_weak(&b_max_per_conn, &m, served);)
+            ;
         if (b_die_after > 0 && atomic_fetch_add(&b_served, 1) >= b_die_after)
             kill(getpid(), SIGKILL);
         int now_in = atomic_fetch_add(&b_inflight, 1) + 1;
@@ -143,7 +233,7 @@ static void *b_conn(void *arg)
             if (body.done)
                 break;
             len = off = 0;
-            ssize_t n = recv(fd, buf, 1 << 16, 0);
+            ssize_t n = b_recv(c, buf, 1 << 16);
             if (n <= 0)
                 goto done;
             len = (size_t)n;
@@ -163,12 +253,40 @@ static void *b_conn(void *arg)
             snprintf(bodytxt, sizeof bodytxt, "%s\n", code == 200 ? "ok" : "down");
         } else if (strcmp(target, "/max") == 0) {
             snprintf(bodytxt, sizeof bodytxt, "max-inflight %d\n", atomic_load(&b_max_inflight));
+        } else if (strcmp(target, "/conns") == 0) {
+            snprintf(bodytxt, sizeof bodytxt, "%s max-per-conn %ld accepted %ld\n", b_id,
+                     atomic_load(&b_max_per_conn), atomic_load(&b_accepted));
+        } else if (strcmp(target, "/metrics") == 0) {
+            snprintf(bodytxt, sizeof bodytxt,
+                     "vllm:num_requests_waiting 2\nvllm:num_requests_running 1\n"
+                     "vllm:gpu_cache_usage_perc 0.25\n");
         } else if (strcmp(target, "/echo") == 0) {
             snprintf(bodytxt, sizeof bodytxt, "%s got %llu\n", b_id, (unsigned long long)blen);
         } else {
             if (b_delay_ms > 0)
                 usleep((useconds_t)b_delay_ms * 1000);
             snprintf(bodytxt, sizeof bodytxt, "%s\n", b_id);
+        }
+        if (strcmp(target, "/sse") == 0) { /* five events, 150 ms apart, each its own chunk */
+            n = snprintf(resp, sizeof resp,
+                         "HTTP/1.1 200 OK\r\nX-Backend: %s\r\nContent-Type: text/event-stream\r\n"
+                         "Transfer-Encoding: chunked\r\n\r\n",
+                         b_id);
+            atomic_fetch_sub(&b_inflight, 1);
+            if (b_write_all(c, resp, (size_t)n) < 0)
+                break;
+            for (int i = 0; i < 5; i++) {
+                char ev[64];
+                int k = snprintf(ev, sizeof ev, "data: tok-%d\n\n", i);
+                n = snprintf(resp, sizeof resp, "%x\r\n%s\r\n", k, ev);
+                if (i > 0)
+                    usleep(150000);
+                if (b_write_all(c, resp, (size_t)n) < 0)
+                    goto done;
+            }
+            if (b_write_all(c, "0\r\n\r\n", 5) < 0 || !keep)
+                break;
+            continue;
         }
         if (strcmp(target, "/chunked") == 0) {
             n = snprintf(resp, sizeof resp,
@@ -188,13 +306,44 @@ static void *b_conn(void *arg)
                          keep ? "" : "Connection: close\r\n", head ? "" : bodytxt);
         }
         atomic_fetch_sub(&b_inflight, 1);
-        if (write_all(fd, resp, (size_t)n) < 0 || !keep)
+        if (b_write_all(c, resp, (size_t)n) < 0 || !keep)
             break;
     }
 done:
     free(buf);
-    close(fd);
+    if (c->tls) {
+        gnutls_bye(c->tls, GNUTLS_SHUT_WR);
+        gnutls_deinit(c->tls);
+    }
+    close(c->fd);
     return NULL;
+}
+
+/* --cert-file F --key-file K [--client-ca CA]: serve HTTPS. */
+static int b_tls_setup(int argc, char **argv)
+{
+    const char *cert = opt(argc, argv, "--cert-file", NULL),
+               *key = opt(argc, argv, "--key-file", NULL);
+    const char *ca = opt(argc, argv, "--client-ca", NULL);
+    int rc;
+
+    if (!cert)
+        return 0;
+    if ((rc = gnutls_certificate_allocate_credentials(&b_cred)) < 0 ||
+        (rc = gnutls_certificate_set_x509_key_file2(b_cred, cert, key ? key : cert,
+                                                    GNUTLS_X509_FMT_PEM, NULL, 0)) < 0 ||
+        (rc = gnutls_priority_init(&b_prio, "NORMAL", NULL)) < 0) {
+        fprintf(stderr, "backend: --cert-file %s: %s\n", cert, gnutls_strerror(rc));
+        return -1;
+    }
+    if (ca) {
+        if (gnutls_certificate_set_x509_trust_file(b_cred, ca, GNUTLS_X509_FMT_PEM) <= 0) {
+            fprintf(stderr, "backend: --client-ca %s: no certificate\n", ca);
+            return -1;
+        }
+        b_mtls = true;
+    }
+    return 0;
 }
 
 static int listen_any(int *port)
@@ -226,7 +375,10 @@ static int run_backend(int argc, char **argv)
     b_health_file = opt(argc, argv, "--health-file", NULL);
     b_die_after = atol(opt(argc, argv, "--die-after", "0"));
     b_http10 = flag(argc, argv, "--http10");
+    b_key_update = flag(argc, argv, "--key-update");
     signal(SIGPIPE, SIG_IGN);
+    if (b_tls_setup(argc, argv) < 0)
+        return 1;
     lfd = listen_any(&port);
     if (lfd < 0) {
         perror("listen");
@@ -247,6 +399,7 @@ static int run_backend(int argc, char **argv)
         pthread_t t;
         if (fd < 0)
             continue;
+        atomic_fetch_add(&b_accepted, 1);
         setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         if (pthread_create(&t, NULL, b_conn, (void *)(intptr_t)fd) != 0) {
             close(fd);
