@@ -47,7 +47,6 @@ void lb_opts_default(lb_opts_t *o)
     o->w_lora = 16;
     o->prefix_entries = 131072;
     o->svc_half_life_ms = 10000;
-    o->cold_inflight = 2;
 }
 
 void lb_policy_init(lb_policy_t *p, const lb_ops_t *ops, const lb_opts_t *opts)
@@ -214,11 +213,6 @@ bool lb_saturated(const lb_policy_t *p, int i, int64_t now)
     double t, w, d;
 
     if (p->opt.max_inflight && e->inflight >= p->opt.max_inflight)
-        return true;
-    /* a replica not yet timed: a few at a time until one answers, so that
-     * a slow one is known before a queue that would time out is sent it */
-    if ((p->opt.late_ms > 0 || p->opt.slo_ms > 0) && e->svc.ms <= 0 && p->opt.cold_inflight &&
-        e->inflight >= p->opt.cold_inflight)
         return true;
     d = lb_decay(&p->opt, e->eng.at_ms, now);
     if (d <= 0)

@@ -120,9 +120,6 @@ typedef struct lb_opts {
                               --server-timeout) */
     double slo_ms;         /* ... or its predicted wait to start above this (--ttft-slo); 0 none */
     int64_t svc_half_life_ms; /* an idle replica's time per request halves every this; 10000 */
-    uint32_t cold_inflight;   /* with late_ms or slo_ms: a replica whose time per request is
-                                 unknown yet (nothing finished there) is saturated at this many
-                                 of ours; default 2 */
     double w_wait;            /* kv: a queued request costs 1 + this; default 1 */
     double w_kv;              /* kv: a full KV cache costs this many requests; default 4 */
     double w_prefix;          /* inference: a prompt block cached there saves this many blocks of
@@ -228,8 +225,7 @@ void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, dou
  * weight (or half-way through slow start) twice that. */
 double lb_kv_cost(const lb_policy_t *p, int i, int64_t now, double ref_eff);
 /* Is peer i saturated: queue above sat_queue, KV use above sat_kv while
- * something waits there, max_inflight of ours there, or (when lateness is
- * judged) cold_inflight of ours at a replica whose time is unknown yet? */
+ * something waits there, or max_inflight of ours there? */
 bool lb_saturated(const lb_policy_t *p, int i, int64_t now);
 /* The predicted time, ms, from now to r's first response byte at peer i,
  * and (*wait_ms) to its start there: requests ahead of it x the time per

@@ -26,13 +26,13 @@
  * that replica holds the prefix too (the chain is recorded for the pick).
  *
  *   Saturated replicas (lb_saturated: engine queue above sat_queue, KV use
- *   above sat_kv, max_inflight of ours, or cold_inflight at one not timed
- *   yet) and late ones (lb_late: the predicted first byte past late_ms, the
- *   predicted wait past slo_ms, in time: requests ahead x time per request)
- *   are left out: affinity is released there whatever the cost says. When
- *   every replica is saturated: -EBUSY if the caller queues (r->admit), else
- *   the ones not late are candidates; when every one is late, -EBUSY either
- *   way: a request is never sent where it would time out.
+ *   above sat_kv, or max_inflight of ours) and late ones (lb_late: the
+ *   predicted first byte past late_ms, or the predicted wait past slo_ms, in
+ *   time: requests ahead x time per request) are left out: affinity is
+ *   released there whatever the cost says. When every replica is one of
+ *   those: -EBUSY if the caller queues (r->admit), else the ones not late
+ *   are candidates; when every one is late, -EBUSY either way: a request is
+ *   never sent where it would time out.
  *
  * lora_i counts only when some replica lists the adapter (a model name no
  * replica lists is a base model). Ties go round robin from a moving start.

@@ -5,9 +5,8 @@
  * finishes), the predicted wait and first byte of a new request there
  * (lb_predict), the inference and kv policies never choosing a replica
  * where it would be late (lb_late), -EBUSY and then the admission verdict
- * when every replica is, a replica not yet timed taking a few at a time,
- * and a replica left out for being slow decaying back into use and earning
- * its share again once it is fast. */
+ * when every replica is, and a replica left out for being slow decaying
+ * back into use and earning its share again once it is fast. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -41,8 +40,8 @@ static void timed(lb_policy_t *pol, const lb_ops_t *ops, lb_peer_t *p, int n)
 
 /* A replica that serves one at a time, 2 s each, FIFO, fed a queue that
  * varies: every sample is exactly 2 s (duration / requests there at its
- * send), the estimate too but for the idle decay between bursts; one that runs 4 at once, 1 s each: 250 ms a request (the rate
- * they finish at). */
+ * send), the estimate too but for the idle decay between bursts; one that runs 4 at once, 1 s each:
+ * 250 ms a request (the rate they finish at). */
 static void test_svc_converges(void **state)
 {
     lb_opts_t o;
@@ -256,8 +255,8 @@ static void test_all_late_queue_then_429(void **state)
     lb_admit_in_t in = {.max_queue = 64, .limit_ms = 30000};
     int queued = 0;
     lb_admit_verdict_t v;
-    while ((v = (in.wait_s = lb_drain_wait_s(&d, queued, 14000),
-                 in.queued = queued, lb_admit_decide(&in))) == LB_ADMIT_QUEUE)
+    while ((v = (in.wait_s = lb_drain_wait_s(&d, queued, 14000), in.queued = queued,
+                 lb_admit_decide(&in))) == LB_ADMIT_QUEUE)
         queued++;
     /* with 29 queued a new one waits (29 + 1) / 1 a second = 30 s, the
      * limit; with 30, 31 s: refused at once rather than expired later */
@@ -265,32 +264,6 @@ static void test_all_late_queue_then_429(void **state)
     assert_int_equal(v, LB_ADMIT_LATE);
     assert_non_null(strstr(lb_admit_reason(v), "--queue-timeout"));
     assert_non_null(strstr(lb_admit_reason(v), "--server-timeout"));
-    lb_policy_fini(&pol);
-}
-
-/* A replica not yet timed takes cold_inflight of ours, then waits for its
- * first answer; timed and fast, it takes more. */
-static void test_cold_replica(void **state)
-{
-    lb_peer_t p[1];
-    lb_policy_t pol;
-    (void)state;
-
-    mk(p, 1);
-    timed(&pol, &lb_inference_ops, p, 1);
-    lb_req_t r = {.now_ms = 10000, .admit = true};
-    p[0].inflight = 1;
-    assert_int_equal(lb_pick(&pol, &r), 0);
-    p[0].inflight = 2;
-    assert_int_equal(lb_pick(&pol, &r), -EBUSY);
-    p[0].svc = (lb_svc_t){.ms = 40, .at_ms = 10000};
-    p[0].inflight = 3;
-    assert_int_equal(lb_pick(&pol, &r), 0);
-    /* without a time budget the count alone: no cold bound */
-    pol.opt.late_ms = 0;
-    p[0].svc.ms = 0;
-    p[0].inflight = 3;
-    assert_int_equal(lb_pick(&pol, &r), 0);
     lb_policy_fini(&pol);
 }
 
@@ -337,11 +310,8 @@ static void test_recovery(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_svc_converges),
-        cmocka_unit_test(test_predict),
-        cmocka_unit_test(test_never_late),
-        cmocka_unit_test(test_all_late_queue_then_429),
-        cmocka_unit_test(test_cold_replica),
+        cmocka_unit_test(test_svc_converges), cmocka_unit_test(test_predict),
+        cmocka_unit_test(test_never_late),    cmocka_unit_test(test_all_late_queue_then_429),
         cmocka_unit_test(test_recovery),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
