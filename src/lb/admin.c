@@ -322,9 +322,11 @@ static void metrics(px_t *px, arb_buf_t *b)
                        "arbiter_lb_rejected_total{reason=\"queue_full\"} %llu\n"
                        "arbiter_lb_rejected_total{reason=\"fair_share\"} %llu\n"
                        "arbiter_lb_rejected_total{reason=\"slo\"} %llu\n"
+                       "arbiter_lb_rejected_total{reason=\"saturated\"} %llu\n"
                        "arbiter_lb_rejected_total{reason=\"expired\"} %llu\n",
                        (unsigned long long)a->rejected_full, (unsigned long long)a->rejected_share,
-                       (unsigned long long)a->rejected_slo, (unsigned long long)a->expired);
+                       (unsigned long long)a->rejected_slo, (unsigned long long)a->rejected_late,
+                       (unsigned long long)a->expired);
         if (px->pindex) {
             fam(b, "arbiter_lb_prefix_index_blocks", "gauge",
                 "Prompt blocks the prefix index remembers (bounded LRU).");
@@ -365,6 +367,8 @@ static void backends_json(px_t *px, arb_buf_t *b)
                            "\"lora\":%d,\"max_lora\":%d,\"age_ms\":%lld,\"ttft_ms\":%.1f}",
                            e->engine, e->eng.waiting, e->eng.running, e->eng.kv, e->eng.nlora,
                            e->eng.max_lora, (long long)(px->now_ms - e->eng.at_ms), e->ttft_ms);
+        if (px->svc_on)
+            arb_buf_printf(b, ",\"svc_ms\":%.1f", px_svc_ms(px, e));
         arb_buf_printf(b, "}");
     }
     px_snap_t T;

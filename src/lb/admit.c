@@ -1,17 +1,22 @@
 /*
  * admit.c: admission control for inference requests. A replica is
  * saturated when its engine queue or KV-cache use is above the policy's
- * thresholds (lb_saturated; kv and inference policies); when every replica
- * is, a request sent on would only wait at a replica chosen now, for a
+ * thresholds (lb_saturated; kv and inference policies), and late when a
+ * new request's first byte there is predicted past the time budget
+ * (lb_late: the requests ahead x the replica's time per request, which
+ * px_svc_* here learn from the answers; 3/4 of --server-timeout, or a wait
+ * past --ttft-slo). When every replica is one or the other, a request sent
+ * on would only wait at a replica chosen now (or time out there), for a
  * prefix that may be elsewhere by the time it runs. So the balancer holds
  * it (bounded, fair across tenants) and routes it when a replica has room,
  * with the policy's choice made then; what cannot wait is answered at once
  * with 429 and a Retry-After the client can act on.
  *
  *   px_admit(s) --no one waiting, policy picks a replica----------> routed (px_sess_assign)
- *       | the policy says -EBUSY (all saturated), or others wait already
+ *       | the policy says -EBUSY (all saturated or late), or others wait already
  *       v
  *   expected wait (queued + 1) / drain rate > --ttft-slo ---------> 429 "slo"
+ *   ... > --queue-timeout (it would only expire) -----------------> 429 "saturated"
  *   queue at --max-queue: s's tenant under its fair share
  *       (max_queue / tenants queued): the newest request of the
  *       tenant with most queued is shed ("share"), s queued; else --> 429 "full"
@@ -46,6 +51,93 @@
 void px_admit_done(px_t *px)
 {
     lb_drain_done(&px->drain, px->now_ms);
+}
+
+/* ---- the time per request at each replica (lb_svc_t) ------------------------
+ * With several loops it is one estimate for all (the shared record's
+ * atomics: written under the hub's mutex, read by any loop's picks). */
+
+static void svc_get(const px_backend_t *b, lb_svc_t *v)
+{
+    if (!b->sh) {
+        *v = b->svc;
+        return;
+    }
+    v->ms = (double)atomic_load(&b->sh->svc_us) / 1000.0;
+    v->at_ms = atomic_load(&b->sh->svc_at_ms);
+    v->busy_ms = atomic_load(&b->sh->svc_busy_ms);
+}
+
+static void svc_put(px_t *px, px_backend_t *b, const lb_svc_t *v)
+{
+    b->svc = *v;
+    if (b->sh) {
+        atomic_store(&b->sh->svc_us, (long long)llround(v->ms * 1000.0));
+        atomic_store(&b->sh->svc_at_ms, (long long)v->at_ms);
+        atomic_store(&b->sh->svc_busy_ms, (long long)v->busy_ms);
+    }
+    if (b->peer >= 0)
+        px->peers[b->peer].svc = *v;
+}
+
+void px_svc_view(px_t *px, int i)
+{
+    svc_get(px->pmap[i], &px->peers[i].svc);
+}
+
+double px_svc_ms(px_t *px, const px_backend_t *b)
+{
+    lb_svc_t v;
+    uint32_t n = b->sh ? atomic_load(&b->sh->inflight) : b->inflight;
+
+    svc_get(b, &v);
+    return lb_svc_ms(&v, &px->pol.opt, n, px->now_ms);
+}
+
+/* Requests at b now: the engine's count (with what was sent since its
+ * scrape), or ours, whichever is more. */
+static double svc_count(px_t *px, px_backend_t *b)
+{
+    double n = b->sh ? atomic_load(&b->sh->inflight) : b->inflight, t, w;
+
+    if (b->peer >= 0) {
+        px->peers[b->peer].inflight = (uint32_t)n;
+        lb_engine_load(&px->pol, b->peer, px->now_ms, &t, &w);
+        if (t > n)
+            n = t;
+    }
+    return n;
+}
+
+void px_svc_sent(px_t *px, px_sess_t *s, px_backend_t *b)
+{
+    lb_svc_t v;
+    bool idle = (b->sh ? atomic_load(&b->sh->inflight) : b->inflight) == 0;
+
+    s->svc_n = svc_count(px, b) + 1;
+    if (!idle)
+        return;
+    if (px->hub)
+        pthread_mutex_lock(&px->hub->mu);
+    svc_get(b, &v);
+    lb_svc_sent(&v, &px->pol.opt, true, px->now_ms);
+    svc_put(px, b, &v);
+    if (px->hub)
+        pthread_mutex_unlock(&px->hub->mu);
+}
+
+void px_svc_done(px_t *px, px_sess_t *s, px_backend_t *b)
+{
+    lb_svc_t v;
+    double dur = (double)(px->now_ns - s->t_att_ns) / 1e6;
+
+    if (px->hub)
+        pthread_mutex_lock(&px->hub->mu);
+    svc_get(b, &v);
+    lb_svc_done(&v, dur, s->svc_n, px->now_ms);
+    svc_put(px, b, &v);
+    if (px->hub)
+        pthread_mutex_unlock(&px->hub->mu);
 }
 
 /* Seconds until a request queued now may start, as far as we can tell; 0 unknown. */
@@ -143,7 +235,8 @@ static void enqueue(px_t *px, px_sess_t *s)
             big = px->tenants[i];
     lb_admit_in_t in = {
         .slo_ms = c->ttft_slo_ms,
-        .wait_s = c->ttft_slo_ms > 0 ? expected_wait(px) : 0,
+        .wait_s = expected_wait(px),
+        .limit_ms = queue_len_limit(px),
         .queued = px->nqueued,
         .max_queue = maxq,
         .tenants = px->ntenants,
@@ -161,6 +254,10 @@ static void enqueue(px_t *px, px_sess_t *s)
         px->ad.rejected_full++;
         reject(px, s, "queue_full",
                maxq <= 0 ? "no admission queue (--max-queue 0)" : lb_admit_reason(verdict));
+        return;
+    case LB_ADMIT_LATE:
+        px->ad.rejected_late++;
+        reject(px, s, "saturated", lb_admit_reason(verdict));
         return;
     case LB_ADMIT_SHED: {
         px_sess_t *victim = big->tail; /* the newest of the greediest tenant */

@@ -102,6 +102,7 @@ static int rebuild_peers(px_t *px)
         peers[k].lat_at_ms = b->lat_at_ms;
         peers[k].eng = b->eng;
         peers[k].prefill = b->prefill;
+        peers[k].svc = b->svc;
         k++;
     }
     rc = lb_policy_set(&px->pol, peers, n);
@@ -331,6 +332,7 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
             if (px->pmap[i]->sh) {
                 px->peers[i].inflight = atomic_load(&px->pmap[i]->sh->inflight);
                 px->peers[i].prefill = atomic_load(&px->pmap[i]->sh->prefill);
+                px_svc_view(px, i);
             }
     memset(px->skip, 0, (size_t)px->npeers);
     for (int k = 0; k < s->ntried; k++)
@@ -356,6 +358,7 @@ int px_pick(px_t *px, px_sess_t *s, px_backend_t **out)
         r.nblocks = s->inf.nblocks;
         r.model = s->inf.model;
         r.admit = px->c->max_queue > 0;
+        r.whole = !s->inf.stream;
         r.matched = &matched;
     }
     px->rng += 0x9e3779b97f4a7c15ULL;

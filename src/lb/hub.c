@@ -251,6 +251,7 @@ static void ad_add(px_admit_stats_t *a, const px_admit_stats_t *b)
     a->rejected_full += b->rejected_full;
     a->rejected_share += b->rejected_share;
     a->rejected_slo += b->rejected_slo;
+    a->rejected_late += b->rejected_late;
     a->expired += b->expired;
     for (int i = 0; i < 15; i++)
         a->ttft_bucket[i] += b->ttft_bucket[i];

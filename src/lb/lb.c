@@ -46,6 +46,7 @@ void lb_opts_default(lb_opts_t *o)
     o->w_prefix = 8;
     o->w_lora = 16;
     o->prefix_entries = 131072;
+    o->svc_half_life_ms = 10000;
 }
 
 void lb_policy_init(lb_policy_t *p, const lb_ops_t *ops, const lb_opts_t *opts)
@@ -222,4 +223,40 @@ bool lb_saturated(const lb_policy_t *p, int i, int64_t now)
     /* a full cache saturates when requests wait for it: vLLM fills its
      * blocks under load, and a new request that finds room is not held */
     return e->eng.kv >= 0 && d * e->eng.kv > p->opt.sat_kv && w >= 1;
+}
+
+double lb_predict(const lb_policy_t *p, int i, const lb_req_t *r, double *wait_ms)
+{
+    const lb_peer_t *e = &p->peers[i];
+    double per = lb_svc_ms(&e->svc, &p->opt, e->inflight, r->now_ms);
+    double total = (double)e->inflight, ahead = (double)e->inflight, w, ttfb;
+
+    *wait_ms = 0;
+    if (per <= 0)
+        return 0;
+    if (lb_decay(&p->opt, e->eng.at_ms, r->now_ms) > 0) {
+        /* the engine says what waits: those, and the one that frees a
+         * slot for the first of them; none waiting, it starts at once */
+        lb_engine_load(p, i, r->now_ms, &total, &w);
+        ahead = w + (w < 1 ? w : 1);
+    }
+    *wait_ms = ahead * per;
+    ttfb = *wait_ms;
+    if (r->whole) {
+        /* its own time too: (everything there + it) / the rate they finish at */
+        double own = (total + 1) * per;
+        ttfb = own > ttfb + per ? own : ttfb + per;
+    }
+    return ttfb;
+}
+
+bool lb_late(const lb_policy_t *p, int i, const lb_req_t *r)
+{
+    double wait, ttfb;
+
+    if (p->opt.late_ms <= 0 && p->opt.slo_ms <= 0)
+        return false;
+    ttfb = lb_predict(p, i, r, &wait);
+    return (p->opt.late_ms > 0 && ttfb > p->opt.late_ms) ||
+           (p->opt.slo_ms > 0 && wait > p->opt.slo_ms);
 }

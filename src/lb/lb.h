@@ -62,6 +62,23 @@ typedef struct lb_engine {
     int64_t at_ms;              /* when it was scraped, caller's clock */
 } lb_engine_t;
 
+/* How long a replica takes per request, learnt from the requests this
+ * balancer saw finish there (slo.c): ms is an EWMA of duration / requests
+ * there when it was sent, itself included (exact for a replica that serves
+ * one at a time, FIFO; Little's law: the time per request at the rate
+ * it completes them in a steady state: the service time of a replica that
+ * serves one at a time, service time / batch of one that batches). at_ms: the last
+ * completion (0: none yet); busy_ms: when our requests there last went from
+ * none to one. While ours are there and nothing finishes, the time since the
+ * later of the two, over our requests there, bounds the estimate from below
+ * (a replica that stalls is seen stalling); while none are, it decays
+ * (svc_half_life_ms), so a replica left out for being slow is tried again. */
+typedef struct lb_svc {
+    double ms;     /* per request; 0 unknown */
+    int64_t at_ms; /* the last sample */
+    int64_t busy_ms;
+} lb_svc_t;
+
 typedef struct lb_peer {
     const char *name;  /* identity for hashing ("10.0.0.7:8000"); borrowed */
     uint32_t weight;   /* configured weight, >= 1 */
@@ -73,6 +90,7 @@ typedef struct lb_peer {
     lb_engine_t eng;   /* the model server's own metrics (inference policies) */
     uint32_t prefill;  /* prompt blocks this balancer sent there that are not prefilled yet
                           (no answer byte back): the work ahead of a new request */
+    lb_svc_t svc;      /* time per request there (inference policies: lb_late) */
 } lb_peer_t;
 
 /* Fold one response-time sample into a peer's lat_ms ("peak EWMA": a
@@ -97,12 +115,17 @@ typedef struct lb_opts {
     double sat_kv;         /* ... or KV-cache use above this (0..1) with requests
                               waiting there; default 0.9 */
     uint32_t max_inflight; /* ... or this many of ours in flight there; 0 = no bound */
-    double w_wait;         /* kv: a queued request costs 1 + this; default 1 */
-    double w_kv;           /* kv: a full KV cache costs this many requests; default 4 */
-    double w_prefix;       /* inference: a prompt block cached there saves this many blocks of
-                              prefill; default 1 */
-    double w_lora;         /* inference: the adapter loaded is worth this many blocks of prefill (a
-                              free slot half); default 16 */
+    double late_ms;        /* ... or late: the predicted time to a new request's first byte there
+                              (lb_predict) above this; 0 = not judged (the proxy: 3/4 of
+                              --server-timeout) */
+    double slo_ms;         /* ... or its predicted wait to start above this (--ttft-slo); 0 none */
+    int64_t svc_half_life_ms; /* an idle replica's time per request halves every this; 10000 */
+    double w_wait;            /* kv: a queued request costs 1 + this; default 1 */
+    double w_kv;              /* kv: a full KV cache costs this many requests; default 4 */
+    double w_prefix;          /* inference: a prompt block cached there saves this many blocks of
+                                 prefill; default 1 */
+    double w_lora; /* inference: the adapter loaded is worth this many blocks of prefill (a
+                      free slot half); default 16 */
     uint32_t prefix_entries;  /* prefix index bound, in blocks; default 131072 */
     struct lb_pindex *pindex; /* a prefix index shared by several policies (threads);
                                  NULL: the policy makes its own. Borrowed. */
@@ -120,6 +143,7 @@ typedef struct lb_req {
     int nblocks;
     uint64_t model; /* lb_hash64 of the model (or LoRA adapter) asked for; 0: none */
     bool admit;     /* -EBUSY rather than a saturated peer (the caller queues) */
+    bool whole;     /* the answer comes whole (not streamed): its first byte is its last */
     int *matched;   /* out (NULL: not wanted): leading blocks the chosen peer was sent before */
 } lb_req_t;
 
@@ -201,9 +225,24 @@ void lb_engine_load(const lb_policy_t *p, int i, int64_t now, double *total, dou
  * weight (or half-way through slow start) twice that. */
 double lb_kv_cost(const lb_policy_t *p, int i, int64_t now, double ref_eff);
 /* Is peer i saturated: queue above sat_queue, KV use above sat_kv while
- * something waits there, or
- * max_inflight of ours there? */
+ * something waits there, or max_inflight of ours there? */
 bool lb_saturated(const lb_policy_t *p, int i, int64_t now);
+/* The predicted time, ms, from now to r's first response byte at peer i,
+ * and (*wait_ms) to its start there: requests ahead of it x the time per
+ * request (lb_svc_ms). Ahead: with a scrape, the engine's queue (aged, plus
+ * ours sent since) and, if there is one, the request that frees the next
+ * slot; with none, each of ours in flight (as if served one at a time). A
+ * whole answer (r->whole) adds its own time. 0: the time per request is
+ * unknown (nothing finished there yet, nothing outstanding). */
+double lb_predict(const lb_policy_t *p, int i, const lb_req_t *r, double *wait_ms);
+/* Is peer i late for r: the predicted first byte past late_ms, or the
+ * predicted wait past slo_ms? */
+bool lb_late(const lb_policy_t *p, int i, const lb_req_t *r);
+/* Saturated or late: what kv and inference leave out. */
+static inline bool lb_unfit(const lb_policy_t *p, int i, const lb_req_t *r)
+{
+    return lb_saturated(p, i, r->now_ms) || lb_late(p, i, r);
+}
 
 /* The prefix index (lb_prefix.c): which replicas were sent which prompt
  * block chains, a bounded LRU of blocks. Thread-safe (a mutex inside), so
@@ -248,10 +287,12 @@ typedef enum {
     LB_ADMIT_SLO,   /* 429: its expected wait exceeds the TTFT SLO */
     LB_ADMIT_FULL,  /* 429: the queue is full and its tenant has its share */
     LB_ADMIT_SHED,  /* queue it; the newest of the tenant with most queued goes (429) */
+    LB_ADMIT_LATE,  /* 429: no replica is fit, and the queue would not drain in time */
 } lb_admit_verdict_t;
 typedef struct {
-    int64_t slo_ms; /* --ttft-slo; 0 none */
-    double wait_s;  /* lb_drain_wait_s; 0 unknown (never an SLO 429) */
+    int64_t slo_ms;   /* --ttft-slo; 0 none */
+    double wait_s;    /* lb_drain_wait_s; 0 unknown (never an SLO 429) */
+    int64_t limit_ms; /* how long it may wait queued (--queue-timeout); 0: no bound */
     int queued, max_queue;
     int tenants;         /* tenants with requests queued */
     int own;             /* of them, this request's tenant's */
@@ -259,6 +300,15 @@ typedef struct {
     bool biggest_is_own; /* that tenant is this request's */
 } lb_admit_in_t;
 lb_admit_verdict_t lb_admit_decide(const lb_admit_in_t *in);
+
+/* The time per request at a replica (lb_svc_t). lb_svc_sent: one of ours
+ * was sent there, was_idle when none were before. lb_svc_done: one finished
+ * after dur_ms, with n requests there when it was sent (itself included:
+ * the engine's running + waiting, or ours). lb_svc_ms: the estimate now, with
+ * `inflight` of ours there. */
+void lb_svc_sent(lb_svc_t *v, const lb_opts_t *o, bool was_idle, int64_t now_ms);
+void lb_svc_done(lb_svc_t *v, double dur_ms, double n, int64_t now_ms);
+double lb_svc_ms(const lb_svc_t *v, const lb_opts_t *o, uint32_t inflight, int64_t now_ms);
 /* What a 429 says, naming the flag behind it. */
 const char *lb_admit_reason(lb_admit_verdict_t v);
 

@@ -26,9 +26,13 @@
  * that replica holds the prefix too (the chain is recorded for the pick).
  *
  *   Saturated replicas (lb_saturated: engine queue above sat_queue, KV use
- *   above sat_kv, or max_inflight of ours) are left out: affinity is released
- *   there whatever the cost says. When every replica is saturated: -EBUSY if
- *   the caller queues (r->admit), else all of them are candidates.
+ *   above sat_kv, or max_inflight of ours) and late ones (lb_late: the
+ *   predicted first byte past late_ms, or the predicted wait past slo_ms, in
+ *   time: requests ahead x time per request) are left out: affinity is
+ *   released there whatever the cost says. When every replica is one of
+ *   those: -EBUSY if the caller queues (r->admit), else the ones not late
+ *   are candidates; when every one is late, -EBUSY either way: a request is
+ *   never sent where it would time out.
  *
  * lora_i counts only when some replica lists the adapter (a model name no
  * replica lists is a base model). Ties go round robin from a moving start.
@@ -58,7 +62,7 @@ static bool adapter_known(const lb_policy_t *p, uint64_t model)
 static int inf_pick(lb_policy_t *p, const lb_req_t *r)
 {
     const int *m = lb_prefix_match(p, r);
-    bool lora = adapter_known(p, r->model), any_free = false;
+    bool lora = adapter_known(p, r->model), any_free = false, any_timely = false;
     int best = -1, start = (int)(p->cursor++ % (uint64_t)p->n);
     double ref = 0, bc = 0;
 
@@ -67,17 +71,20 @@ static int inf_pick(lb_policy_t *p, const lb_req_t *r)
             continue;
         if (p->peers[i].eff > ref)
             ref = p->peers[i].eff;
-        if (!lb_saturated(p, i, r->now_ms))
-            any_free = true;
+        if (!lb_late(p, i, r)) {
+            any_timely = true;
+            if (!lb_saturated(p, i, r->now_ms))
+                any_free = true;
+        }
     }
     if (ref == 0)
         return -ENOENT;
-    if (!any_free && r->admit)
-        return -EBUSY;
+    if ((!any_free && r->admit) || !any_timely)
+        return -EBUSY; /* never where it would answer late: the caller queues or refuses */
     for (int k = 0; k < p->n; k++) {
         int i = start + k < p->n ? start + k : start + k - p->n;
         const lb_peer_t *e = &p->peers[i];
-        if (!lb_ok(p, r, i) || (any_free && lb_saturated(p, i, r->now_ms)))
+        if (!lb_ok(p, r, i) || (any_free ? lb_unfit(p, i, r) : lb_late(p, i, r)))
             continue;
         double scale = ref / (double)e->eff;
         double own = r->nblocks - (m ? p->opt.w_prefix * m[i] : 0);

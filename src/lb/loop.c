@@ -401,6 +401,12 @@ static int px_setup(px_t *px, const lb_proxy_conf_t *c, px_hub_t *hub, int id, c
     if ((rc = px_tls_setup(px, c, err)) < 0)
         return rc;
     lb_opts_t opts = c->opts;
+    /* inference policies leave out a replica where a new request would
+     * answer late: past 3/4 of the server timeout (a margin for the
+     * estimate), or with a TTFT SLO a wait past it (lb_late) */
+    opts.late_ms = 0.75 * c->server_timeout_ms;
+    opts.slo_ms = c->ttft_slo_ms;
+    px->svc_on = c->policy == &lb_kv_ops || c->policy == &lb_inference_ops;
     if (c->policy == &lb_prefix_ops || c->policy == &lb_inference_ops) {
         /* one prefix index, whatever happens to the peer set, for every loop */
         if (hub && hub->pindex) {

@@ -311,6 +311,8 @@ void px_sess_backend_failed(px_t *px, px_sess_t *s, int why)
     px_backend_t *b = bc->be;
     bool race = bc->reused && why == F_IO && !s->resp_started && s->out_len == 0;
 
+    if (why == F_SERVER_TIMEOUT && px->svc_on)
+        px_svc_done(px, s, b); /* it takes at least this long there */
     s->bc = NULL;
     px_bconn_close(px, bc); /* drops b's inflight count; b stays alive (tried[] compare only) */
     if (race && s->reuse_retries < 3 && http_idempotent(s->req.method) && s->replayable) {
@@ -361,6 +363,8 @@ static void sess_attach(px_t *px, px_sess_t *s, px_bconn_t *bc)
     s->bc = bc;
     bc->s = s;
     s->t_att_ns = px->now_ns;
+    if (px->svc_on)
+        px_svc_sent(px, s, bc->be);
     px_inflight(px, bc->be, +1);
     if (s->inf.charge) {
         s->inf.charged = s->inf.charge;
@@ -643,6 +647,8 @@ static void sess_finish(px_t *px, px_sess_t *s)
 
     px_stats_response(&b->st, s->status, secs);
     px_stats_response(&px->total, s->status, secs);
+    if (px->svc_on && s->status >= 200 && s->status < 300)
+        px_svc_done(px, s, b);
     px_log(px, s, b);
     px_backend_ok(px, b);
     s->bc = NULL;

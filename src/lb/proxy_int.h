@@ -76,6 +76,9 @@ typedef struct px_shared_be {
     atomic_bool hc_up;                /* the active checks' verdict (loop 0 checks) */
     atomic_llong eject_until;         /* the latest ejection by any loop, ms */
     atomic_ullong eng_ver;            /* bumped with each scrape (loop 0 scrapes) */
+    atomic_llong svc_us;              /* lb_svc_t of all loops: ms x 1000, */
+    atomic_llong svc_at_ms;           /* at_ms, */
+    atomic_llong svc_busy_ms;         /* busy_ms (written under hub->mu) */
     lb_engine_t eng;                  /* hub->mu */
     char engine[16];                  /* hub->mu */
     uint64_t scrapes_ok, scrapes_bad; /* hub->mu */
@@ -116,6 +119,7 @@ typedef struct px_backend {
     uint64_t scrapes_ok, scrapes_bad;
     double ttft_ms;   /* time to the first response byte of inference requests, EWMA */
     uint32_t prefill; /* prompt blocks sent here not prefilled yet (lb_peer_t.prefill) */
+    lb_svc_t svc;     /* time per request (admit.c: px_svc_*; sh->svc_* with several loops) */
     px_stats_t st;
     int refs;            /* busy + idle connections + the check */
     px_shared_be_t *sh;  /* its shared record (several loops), or NULL */
@@ -222,6 +226,7 @@ typedef struct px_sess {
     px_backend_t *tried[8];
     int ntried, reuse_retries;
     int64_t t0_ns, t_att_ns; /* request head parsed; attached to a backend */
+    double svc_n;            /* requests at that backend as it was sent, itself included */
     int status;
     char what[128]; /* "METHOD target" for the access log (the head may be gone) */
     struct sockaddr_storage peer;
@@ -238,7 +243,8 @@ struct px_tenant {
 };
 
 typedef struct px_admit_stats {
-    uint64_t queued, dispatched, rejected_full, rejected_share, rejected_slo, expired;
+    uint64_t queued, dispatched, rejected_full, rejected_share, rejected_slo, rejected_late,
+        expired;
     uint64_t ttft_bucket[15];
     double ttft_sum;
     uint64_t infer_requests[3]; /* by oai_kind_t */
@@ -286,6 +292,7 @@ typedef struct px {
     bool pumping; /* px_admit_pump is running (a kicked session must not re-enter it) */
     int64_t next_pump;
     lb_drain_t drain; /* inference requests finished per second (Retry-After, SLO; slo.c) */
+    bool svc_on;      /* the policy judges replicas by time (kv, inference): px_svc_* */
     px_admit_stats_t ad;
     px_scrape_t *dead_sc;
     /* several loops (hub.c): NULL with one */
@@ -449,6 +456,14 @@ void px_admit_pump_but(px_t *px, px_sess_t *self);
 void px_admit_remove(px_t *px, px_sess_t *s);
 void px_admit_expired(px_t *px, px_sess_t *s);
 void px_admit_done(px_t *px); /* an inference request finished (the drain rate) */
+/* The time per request at b (lb_svc_t): one of s's kind sent there (before
+ * it counts in flight); s finished there (or timed out: its duration a
+ * lower bound), while it still counts; peer i's view of it (several loops). */
+void px_svc_sent(px_t *px, px_sess_t *s, px_backend_t *b);
+void px_svc_done(px_t *px, px_sess_t *s, px_backend_t *b);
+void px_svc_view(px_t *px, int i);
+/* b's time per request now, ms (0 unknown), as the policy sees it (/backends). */
+double px_svc_ms(px_t *px, const px_backend_t *b);
 
 /* proxy.c, for admit.c: route s now (0), or -EBUSY when every replica is
  * saturated (s untouched); a reply of our own with extra header lines. */
