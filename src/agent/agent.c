@@ -88,7 +88,9 @@ static void note_ended(agent_t *a)
         if (k->state != AGENT_TASK_EXITED || k->noted)
             continue;
         k->noted = true;
-        if (k->fenced_by_sup)
+        if (k->start_failed) /* reported as an exit, as a shell would: 127 not found, 126 else */
+            say(a, "%s", k->start_err);
+        else if (k->fenced_by_sup)
             say(a,
                 "job %s task %d (attempt %llu): killed by its supervisor %.1f ms after the lease "
                 "ran out unrenewed; this agent learnt so %.1f s after it",
@@ -333,7 +335,8 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         const agent_assignment_t *as = listed(r, k);
         bool ours = as && as->ref.attempt == k->attempt && !as->ref.stop;
 
-        if (k->state == AGENT_TASK_RUNNING && ours && as->elastic) {
+        bool live = k->state == AGENT_TASK_RUNNING || k->state == AGENT_TASK_STARTING;
+        if (live && ours && as->elastic) {
             arb_err_t rerr;
             int rc = agent_exec_resize(&a->exec, k->job, k->task, as->generation, as->world_size,
                                        as->rank, as->hosts, &rerr);
@@ -345,7 +348,7 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             else if (rc < 0)
                 say(a, "job %s task %d: resize notice failed: %s", k->job, k->task, rerr.msg);
         }
-        if (k->state == AGENT_TASK_RUNNING && !ours) {
+        if (live && !ours) {
             a->urgent = true;
             say(a, "job %s task %d: %s; stopping it", k->job, k->task,
                 !as            ? "no longer assigned here"
@@ -407,8 +410,10 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             s.master_addr = as->master_addr;
             s.master_port = as->master_port;
         }
+        /* Not waiting for its execs: it is STARTING, reported running, and
+         * the loop settles its start when its pipe says (agent_poll_fds). */
         int64_t s0 = agent_mono_ns(NULL);
-        int rc = agent_exec_start(&a->exec, &s, t, NULL, &err);
+        int rc = agent_exec_begin(&a->exec, &s, t, NULL, &err);
         a->start_ns += agent_mono_ns(NULL) - s0;
         a->starts++;
         a->urgent = true; /* say so now: the job counts as running from the report */
@@ -432,6 +437,11 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
 int agent_push_fd(const agent_t *a)
 {
     return a->chan ? agent_chan_fd(a->chan) : -1;
+}
+
+int agent_poll_fds(const agent_t *a, struct pollfd *pf, int max)
+{
+    return agent_exec_start_fds(&a->exec, pf, max);
 }
 
 /*
