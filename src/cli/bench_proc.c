@@ -1,5 +1,6 @@
 /*
- * bench_proc.c: CPU time of a benchmark's processes (bench_proc.h).
+ * bench_proc.c: CPU time and resident memory of a benchmark's processes
+ * (bench_proc.h).
  */
 #include "cli/bench_proc.h"
 
@@ -26,4 +27,20 @@ long long bench_cpu_ticks(pid_t pid, bool children)
                &cut, &cst) != 4)
         return -1;
     return (long long)(ut + st + (children ? cut + cst : 0));
+}
+
+long long bench_rss_kb(pid_t pid)
+{
+    char p[64], line[256];
+    long long kb = -1;
+    FILE *f;
+
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    if (!(f = fopen(p, "re")))
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
 }
