@@ -416,12 +416,13 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         int rc = agent_exec_begin(&a->exec, &s, t, NULL, &err);
         a->start_ns += agent_mono_ns(NULL) - s0;
         a->starts++;
-        a->urgent = true; /* say so now: the job counts as running from the report */
         if (rc < 0) {
+            a->urgent = true;
             /* Reported as an exit, as a shell would: 127 not found, 126 else. */
             say(a, "%s", err.msg);
             agent_exec_record_failed(&a->exec, &s, rc == -ENOENT ? 127 : 126, t);
         } else {
+            a->started = true; /* say so soon: the job counts as running from the report */
             char gl[64] = "";
             for (int g = 0, used = 0; g < s.ngpus && used < (int)sizeof gl; g++)
                 used +=
@@ -513,7 +514,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     int rc;
 
     agent_tick(a);
-    a->urgent = false; /* this report says it */
+    a->urgent = a->started = false; /* this report says it */
     fake_load(a);
     /* Telemetry once a heartbeat: a report sent early because a task
      * started or ended (a->urgent) carries its tasks only, which keeps

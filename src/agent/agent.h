@@ -88,8 +88,11 @@ typedef struct agent {
     bool inventory_acked; /* the controller has the inventory */
     bool failing;         /* the last report was not acknowledged */
     bool warned_lease;    /* said once that the controller's lease is too short */
-    bool urgent;          /* a task started or ended since the last report: the
+    bool urgent;          /* a task ended (or failed to start) since the last report: the
                              caller sends the next one now, not a heartbeat later */
+    bool started;         /* a task started since the last report: the caller sends the
+                             next one soon (src/cli/agent.c: 100 ms at most), so that the
+                             exits of short tasks go in the same report */
     uint64_t reports, failures;
     agent_chan_t *chan;                /* NULL: none (channel.h) */
     uint64_t list_epoch, list_lamport; /* of the last list applied (report or channel) */
