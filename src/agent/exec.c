@@ -1320,7 +1320,18 @@ int agent_exec_fence(agent_exec_t *x, int64_t now_ns)
         agent_exec_set_deadline(x, 0);
     for (int i = 0; i < x->ntasks; i++) {
         agent_task_t *t = x->tasks[i];
-        settle(x, t, true, false); /* a STARTING one: its group exists, or it failed */
+        if (t->state == AGENT_TASK_STARTING) {
+            /* no waiting for a slow exec: its supervisor dies now, and its task with it
+             * (PR_SET_PDEATHSIG, or its check of its parent before that) */
+            kill(t->sup_pid, SIGKILL);
+            settle(x, t, true, false);
+            if (t->start_failed) { /* it never ran: lost to the fence, not a failure */
+                snprintf(t->reason, sizeof t->reason, "fenced");
+                t->exit_code = -1;
+                n++;
+                continue;
+            }
+        }
         if (t->state == AGENT_TASK_EXITED)
             continue;
         t->state = AGENT_TASK_STOPPING;

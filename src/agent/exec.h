@@ -47,9 +47,11 @@
  * says that both it and the task exec'd (the pipe closes on exec), or
  * which step failed: the task is then EXITED with exit code 127 (not
  * found) or 126 and start_err saying why, as a shell would. A STARTING
- * task is live, holds its GPUs and is reported running; a cancel, a
- * fence or a resize of one first waits for its start to settle (an exec,
- * milliseconds), so that its process group exists when it is signalled.
+ * task is live, holds its GPUs and is reported running; a cancel or a
+ * resize of one first waits for its start to settle (an exec,
+ * milliseconds), so that its process group exists when it is signalled;
+ * a fence kills its supervisor first (its task dies with it), then
+ * settles it (reason "fenced" whether or not it had exec'd).
  * agent_exec_start is the same start, waiting until it has settled.
  *
  * A task's life (reason says why it ended):
