@@ -22,7 +22,7 @@ BUILD ?= build
 FUZZ_SECONDS ?= 20
 SOAK_SECONDS ?= 1800
 
-.PHONY: all deps build test asan bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
+.PHONY: all deps build test asan reference bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
 
 all: build
 
@@ -46,7 +46,7 @@ test: build
 	@cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 asan: deps
-	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DASAN=ON >/dev/null
+	@cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG='-g -O1' -DASAN=ON >/dev/null
 	@cmake --build build-asan -j $(JOBS)
 	@cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
 
@@ -92,6 +92,10 @@ fuzz:
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# docs/reference.md from the schema tables (tests/cli/reference.sh checks it)
+reference: build
+	@sh scripts/reference.sh $(BUILD)/arbiter > docs/reference.md
 
 # the habits STYLE.md asks for, as checks (scripts/lint.sh)
 lint:

@@ -3,7 +3,8 @@
 # Builds build-tsan/ with -fsanitize=thread and runs every test that has
 # more than one thread in it (the controller, agents, balancer, store and
 # their unit tests); the single-threaded simulator and benchmark tests are
-# left to the other passes (they would only be slower here). A race in a
+# left to the other passes (they would only be slower here), and so is the
+# deterministic simulation test (tests/dst: one thread by design). A race in a
 # daemon that a shell test started does not change that test's exit, so
 # every process writes its reports under build-tsan/tsan/ and any report
 # there fails the pass, printed whole.
@@ -20,7 +21,7 @@ NOASLR=""
 setarch "$(uname -m)" -R true 2>/dev/null && NOASLR="setarch $(uname -m) -R"
 rc=0
 (cd build-tsan && TSAN_OPTIONS="log_path=$PWD/tsan/race second_deadlock_stack=1" \
-    $NOASLR ctest --output-on-failure -j "$JOBS" -E '^(sim|sim_policy|sim_events|nodeclass|cli_sim|cli_sim_events|cli_bench_.*)$') || rc=1
+    $NOASLR ctest --output-on-failure -j "$JOBS" -E '^(sim|sim_policy|sim_events|nodeclass|cli_sim|cli_sim_events|cli_bench_.*|dst|dst_.*)$') || rc=1
 reports=$(ls build-tsan/tsan)
 if [ -n "$reports" ]; then
     for f in build-tsan/tsan/*; do
