@@ -89,7 +89,9 @@ static void note_ended(agent_t *a)
         if (k->state != AGENT_TASK_EXITED || k->noted)
             continue;
         k->noted = true;
-        if (k->fenced_by_sup)
+        if (k->start_failed) /* reported as an exit, as a shell would: 127 not found, 126 else */
+            say(a, "%s", k->start_err);
+        else if (k->fenced_by_sup)
             say(a,
                 "job %s task %d (attempt %llu): killed by its supervisor %.1f ms after the lease "
                 "ran out unrenewed; this agent learnt so %.1f s after it",
@@ -334,7 +336,8 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
         const agent_assignment_t *as = listed(r, k);
         bool ours = as && as->ref.attempt == k->attempt && !as->ref.stop;
 
-        if (k->state == AGENT_TASK_RUNNING && ours && as->elastic) {
+        bool live = k->state == AGENT_TASK_RUNNING || k->state == AGENT_TASK_STARTING;
+        if (live && ours && as->elastic) {
             arb_err_t rerr;
             int rc = agent_exec_resize(&a->exec, k->job, k->task, as->generation, as->world_size,
                                        as->rank, as->hosts, &rerr);
@@ -346,7 +349,7 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             else if (rc < 0)
                 say(a, "job %s task %d: resize notice failed: %s", k->job, k->task, rerr.msg);
         }
-        if (k->state == AGENT_TASK_RUNNING && !ours) {
+        if (live && !ours) {
             a->urgent = true;
             say(a, "job %s task %d: %s; stopping it", k->job, k->task,
                 !as            ? "no longer assigned here"
@@ -408,16 +411,19 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
             s.master_addr = as->master_addr;
             s.master_port = as->master_port;
         }
+        /* Not waiting for its execs: it is STARTING, reported running, and
+         * the loop settles its start when its pipe says (agent_poll_fds). */
         int64_t s0 = agent_mono_ns(NULL);
-        int rc = agent_exec_start(&a->exec, &s, t, NULL, &err);
+        int rc = agent_exec_begin(&a->exec, &s, t, NULL, &err);
         a->start_ns += agent_mono_ns(NULL) - s0;
         a->starts++;
-        a->urgent = true; /* say so now: the job counts as running from the report */
         if (rc < 0) {
+            a->urgent = true;
             /* Reported as an exit, as a shell would: 127 not found, 126 else. */
             say(a, "%s", err.msg);
             agent_exec_record_failed(&a->exec, &s, rc == -ENOENT ? 127 : 126, t);
         } else {
+            a->started = true; /* say so soon: the job counts as running from the report */
             char gl[64] = "";
             for (int g = 0, used = 0; g < s.ngpus && used < (int)sizeof gl; g++)
                 used +=
@@ -433,6 +439,11 @@ static void apply(agent_t *a, const agent_reply_t *r, int64_t t)
 int agent_push_fd(const agent_t *a)
 {
     return a->chan ? agent_chan_fd(a->chan) : -1;
+}
+
+int agent_poll_fds(const agent_t *a, struct pollfd *pf, int max)
+{
+    return agent_exec_start_fds(&a->exec, pf, max);
 }
 
 /*
@@ -504,7 +515,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     int rc;
 
     agent_tick(a);
-    a->urgent = false; /* this report says it */
+    a->urgent = a->started = false; /* this report says it */
     fake_load(a);
     /* Telemetry once a heartbeat: a report sent early because a task
      * started or ended (a->urgent) carries its tasks only, which keeps

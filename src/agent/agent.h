@@ -29,6 +29,11 @@
  * the next task on its GPUs in the cycle that report triggers, and that
  * task comes back through the channel.
  *
+ * Starts never block the loop (exec.h, agent_exec_begin): every new task
+ * of a list is forked at once and reported running; the loop also polls
+ * their start pipes (agent_poll_fds), and agent_tick settles each start
+ * as its pipe says: running, or failed (reported as exit 126/127 at once).
+ *
  * Restarts: with conf.state_file, the live tasks and the lease (epoch,
  * expiry) are saved after every heartbeat; a restarted agent adopts the
  * tasks still running, keeps them only until the old lease's expiry unless
@@ -83,8 +88,11 @@ typedef struct agent {
     bool inventory_acked; /* the controller has the inventory */
     bool failing;         /* the last report was not acknowledged */
     bool warned_lease;    /* said once that the controller's lease is too short */
-    bool urgent;          /* a task started or ended since the last report: the
+    bool urgent;          /* a task ended (or failed to start) since the last report: the
                              caller sends the next one now, not a heartbeat later */
+    bool started;         /* a task started since the last report: the caller sends the
+                             next one soon (src/cli/agent.c: 100 ms at most), so that the
+                             exits of short tasks go in the same report */
     uint64_t reports, failures;
     agent_chan_t *chan;                /* NULL: none (channel.h) */
     uint64_t list_epoch, list_lamport; /* of the last list applied (report or channel) */
@@ -112,6 +120,9 @@ int agent_tick(agent_t *a);
 int agent_push(agent_t *a);
 /* The channel's descriptor to poll, or -1 without one. */
 int agent_push_fd(const agent_t *a);
+/* The start pipes of the tasks still starting (agent_exec_start_fds): a
+ * readable one means agent_tick has a start to settle. */
+int agent_poll_fds(const agent_t *a, struct pollfd *pf, int max);
 /* Stop: kill every task first when fence (a deliberate stop), or leave them
  * for the next run to adopt. */
 void agent_close(agent_t *a, bool fence);

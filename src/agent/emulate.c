@@ -109,7 +109,7 @@ static void *run(void *arg)
             t->registered += (a->lease.state == AGENT_LEASE_ACTIVE) - was;
             t->fences += a->lease.fences - fenced;
             pthread_mutex_unlock(&t->all.mu);
-            if (!a->urgent)
+            if (!a->urgent && !a->started)
                 break;
         }
         next += gap;

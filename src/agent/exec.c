@@ -1,19 +1,23 @@
 /*
  * exec.c: the task executor (see exec.h): fork/exec into a new session and
  * process group, cgroups, user switch, environment, logs; reaping, cancel
- * with a grace period, fencing, adoption after a restart, and the task
- * table's state file.
+ * with a grace period, fencing (exec_adopt.c: adoption after a restart
+ * and the task table's state file).
  *
  * The child runs only async-signal-safe calls between fork and exec
  * (everything it needs is prepared in the parent), so the agent may have
  * threads. It reports a failure before exec through a close-on-exec pipe:
- * an empty read in the parent means the exec happened.
+ * the pipe's end in the parent means the execs happened. The parent never
+ * waits for it at a start (agent_exec_begin): the pipe is read as it
+ * becomes readable (settle, from agent_exec_poll), so that many tasks
+ * start at once, each exec overlapping the others.
  */
 #include <ctype.h>
 #include <stdarg.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <grp.h>
+#include <poll.h>
 #include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
@@ -25,14 +29,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "agent/exec.h"
+#include "agent/exec_int.h"
 
 #define DEFAULT_GRACE_NS (10LL * 1000000000LL)
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
-/* snprintf for paths that may be cut short (never overflowed). */
-static void fmt(char *dst, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
-static void fmt(char *dst, size_t n, const char *f, ...)
+void exec_fmt(char *dst, size_t n, const char *f, ...)
 {
     va_list ap;
 
@@ -44,6 +46,8 @@ static void fmt(char *dst, size_t n, const char *f, ...)
 const char *agent_task_state_name(agent_task_state_t s)
 {
     switch (s) {
+    case AGENT_TASK_STARTING:
+        return "starting";
     case AGENT_TASK_RUNNING:
         return "running";
     case AGENT_TASK_STOPPING:
@@ -90,11 +94,12 @@ static int mkdir_p(const char *path, mode_t mode)
 /* ---- supervisor records ------------------------------------------------------------ */
 
 static void kill_all(agent_exec_t *x, agent_task_t *t);
+static int settle(agent_exec_t *x, agent_task_t *t, bool block, bool reaped);
 
 static void record_path(const agent_exec_t *x, const char *job, int task, const char *ext,
                         char *buf, size_t n)
 {
-    fmt(buf, n, "%s/%s.%d.%s", x->sup_dir, job, task, ext);
+    exec_fmt(buf, n, "%s/%s.%d.%s", x->sup_dir, job, task, ext);
 }
 
 /* LOG_DIR/.arbiter/JOB.TASK.task, atomically: what a restarted agent needs
@@ -105,7 +110,7 @@ static int write_task_record(const agent_exec_t *x, const agent_task_t *t)
     FILE *f;
 
     record_path(x, t->job, t->task, "task", path, sizeof path);
-    fmt(tmp, sizeof tmp, "%s.tmp", path);
+    exec_fmt(tmp, sizeof tmp, "%s.tmp", path);
     if (!(f = fopen(tmp, "we")))
         return -errno;
     fprintf(f, "%s %d %llu %llu %d %llu %d %llu %lld %u\n", t->job, t->task,
@@ -206,14 +211,14 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
                         "supervise` for each task)");
     {
         char abs[PATH_MAX]; /* the supervisors' paths do not depend on anyone's cwd */
-        fmt(x->sup_dir, sizeof x->sup_dir, "%s/%s",
-            realpath(conf->log_dir, abs) ? abs : conf->log_dir, AGENT_SUP_DIR);
+        exec_fmt(x->sup_dir, sizeof x->sup_dir, "%s/%s",
+                 realpath(conf->log_dir, abs) ? abs : conf->log_dir, AGENT_SUP_DIR);
     }
     if (mkdir(x->sup_dir, 0700) != 0 && errno != EEXIST)
         return arb_errf(err, -errno, "executor: cannot create %s: %s", x->sup_dir, strerror(errno));
     if (conf->leased) {
         char lp[PATH_MAX];
-        fmt(lp, sizeof lp, "%s/lease", x->sup_dir);
+        exec_fmt(lp, sizeof lp, "%s/lease", x->sup_dir);
         if ((rc = agent_leasefile_open(lp, true, &x->lease, err)) < 0)
             return rc;
     }
@@ -235,6 +240,9 @@ void agent_exec_free(agent_exec_t *x)
 {
     for (int i = 0; i < x->ntasks; i++) {
         agent_cg_task_close_fds(&x->tasks[i]->cg);
+        if (x->tasks[i]->state == AGENT_TASK_STARTING)
+            close(x->tasks[i]->start_fd);
+        free(x->tasks[i]->start_cwd);
         free(x->tasks[i]);
     }
     free(x->tasks);
@@ -291,7 +299,7 @@ int agent_exec_forget(agent_exec_t *x, const char *job, int task)
     return -ENOENT;
 }
 
-static int table_add(agent_exec_t *x, agent_task_t *t)
+int exec_table_add(agent_exec_t *x, agent_task_t *t)
 {
     if (x->ntasks == x->cap) {
         int cap = x->cap ? x->cap * 2 : 16;
@@ -412,7 +420,7 @@ static int build_env(const agent_exec_t *x, const agent_task_spec_t *s, envv_t *
 /* Finish a file written through tmp: flush (and fsync when durable, else
  * make it world-readable), close, rename over path. On failure tmp is
  * removed and path is as it was; 0 or -errno. */
-static int atomic_finish(FILE *f, const char *tmp, const char *path, bool durable)
+int exec_atomic_finish(FILE *f, const char *tmp, const char *path, bool durable)
 {
     int rc = 0;
 
@@ -436,13 +444,13 @@ static int write_resize(const agent_exec_t *x, const char *job, int task, uint32
     FILE *f;
     int rc = 0;
 
-    fmt(path, sizeof path, "%s/%s/%d.resize", x->conf.log_dir, job, task);
-    fmt(tmp, sizeof tmp, "%s.tmp", path);
+    exec_fmt(path, sizeof path, "%s/%s/%d.resize", x->conf.log_dir, job, task);
+    exec_fmt(tmp, sizeof tmp, "%s.tmp", path);
     if (!(f = fopen(tmp, "we")))
         return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
     fprintf(f, "generation=%u\nworld_size=%d\nrank=%d\nhosts=%s\n", gen, world, rank,
             hosts ? hosts : "");
-    if ((rc = atomic_finish(f, tmp, path, false)) < 0)
+    if ((rc = exec_atomic_finish(f, tmp, path, false)) < 0)
         return arb_errf(err, rc, "cannot write %s: %s", path, strerror(-rc));
     return 0;
 }
@@ -455,6 +463,7 @@ int agent_exec_resize(agent_exec_t *x, const char *job, int task, uint32_t gener
 
     if (!t)
         return arb_errf(err, -ENOENT, "job %s task %d: not here", job, task);
+    settle(x, t, true, false); /* its process group exists before it is signalled */
     if (t->state != AGENT_TASK_RUNNING || t->generation == generation)
         return 0;
     if ((rc = write_resize(x, job, task, generation, world_size, rank, hosts, err)) < 0)
@@ -471,8 +480,11 @@ static int resolve(const char *argv0, const char *path, char *out, size_t n)
     const char *p = path;
 
     if (strchr(argv0, '/')) {
+        struct stat st;
         snprintf(out, n, "%s", argv0);
-        return 0;
+        /* an absolute path that is not there is known now, not only at the
+         * exec (a relative one depends on the task's directory) */
+        return argv0[0] == '/' && stat(out, &st) != 0 && errno == ENOENT ? -ENOENT : 0;
     }
     while (p && *p) {
         const char *colon = strchr(p, ':');
@@ -613,15 +625,15 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
     t->ngpus = s->ngpus;
     memcpy(t->gpus, s->gpus, sizeof t->gpus);
-    fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
-    fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
-    fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
+    exec_fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
+    exec_fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
+    exec_fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
     if (mkdir_p(jobdir, 0755) == 0 && (f = fopen(t->out_path, "ae"))) {
         fprintf(f, "[arbiter: emulated task, no process: %s%s for %.3f s]\n", s->argv[0],
                 s->argv[1] ? " ..." : "", (double)(t->end_at_ns - now_ns) / 1e9);
         fclose(f);
     }
-    if ((rc = table_add(x, t)) < 0) {
+    if ((rc = exec_table_add(x, t)) < 0) {
         free(t);
         return arb_errf(err, rc, "out of memory");
     }
@@ -671,7 +683,7 @@ static void task_child(const agent_exec_t *x, const agent_task_spec_t *s, const 
     _exit(127);
 }
 
-int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
+int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err)
 {
     char cg_name[AGENT_JOB_MAX + 16], jobdir[PATH_MAX], path[PATH_MAX];
@@ -698,16 +710,21 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     if (!(t = calloc(1, sizeof *t)))
         return arb_errf(err, -ENOMEM, "out of memory");
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+    t->start_fd = -1;
     if ((rc = build_env(x, s, &env)) < 0) {
         arb_errf(err, rc, "out of memory");
         goto fail;
     }
     if ((rc = resolve(s->argv[0], env_get(&env, "PATH"), path, sizeof path)) < 0) {
-        arb_errf(err, rc, "job %s task %d: command '%.64s' not found in PATH=%.200s", s->job,
-                 s->task, s->argv[0], env_get(&env, "PATH"));
+        if (s->argv[0][0] == '/')
+            arb_errf(err, rc, "job %s task %d: command '%.200s' not found", s->job, s->task,
+                     s->argv[0]);
+        else
+            arb_errf(err, rc, "job %s task %d: command '%.64s' not found in PATH=%.200s", s->job,
+                     s->task, s->argv[0], env_get(&env, "PATH"));
         goto fail;
     }
-    fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
+    exec_fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
     if ((rc = mkdir_p(jobdir, 0755)) < 0) {
         arb_errf(err, rc, "cannot create %s: %s", jobdir, strerror(-rc));
         goto fail;
@@ -718,14 +735,20 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         goto fail;
     }
     cwd = s->cwd ? s->cwd : jobdir;
+    if (!(t->start_cwd = strdup(cwd))) {
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+        goto fail;
+    }
+    exec_fmt(t->start_err, sizeof t->start_err, "job %s task %d: cannot start '%.64s'", s->job,
+             s->task, s->argv[0]);
     t->grace_ns = s->has_grace ? s->grace_ns : -1;
     t->generation = s->generation;
     t->deadline_ns = s->deadline_ns;
     if (s->elastic && (rc = write_resize(x, s->job, s->task, s->generation, s->world_size, s->rank,
                                          s->hosts, err)) < 0)
         goto fail;
-    fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
-    fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
+    exec_fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
+    exec_fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
     outfd = open(t->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     errfd = open(t->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
@@ -734,7 +757,7 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         arb_errf(err, rc, "cannot open the task's log files in %s: %s", jobdir, strerror(errno));
         goto fail;
     }
-    fmt(cg_name, sizeof cg_name, "%s.%d", s->job, s->task);
+    exec_fmt(cg_name, sizeof cg_name, "%s.%d", s->job, s->task);
     if ((rc = agent_cg_task_create(&x->cg, cg_name, s->mem_bytes, s->cpu_milli, &t->cg, err)) < 0)
         goto fail;
     cg_made = true;
@@ -743,8 +766,8 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     old = NULL;
     /* The supervisor's command line, prepared here: nothing between fork
      * and exec allocates. pidbuf is filled in by the supervisor-to-be. */
-    fmt(exit_path, sizeof exit_path, "%s/%s.%d.exit", x->sup_dir, s->job, s->task);
-    fmt(lease_path, sizeof lease_path, "%s/lease", x->sup_dir);
+    exec_fmt(exit_path, sizeof exit_path, "%s/%s.%d.exit", x->sup_dir, s->job, s->task);
+    exec_fmt(lease_path, sizeof lease_path, "%s/lease", x->sup_dir);
     unlink(exit_path);
     {
         int k = 0;
@@ -805,6 +828,12 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         dup2(nullfd, 0);
         dup2(nullfd, 1);
         dup2(nullfd, 2);
+        if (x->conf.start_delay_ns > 0) { /* tests: a slow start */
+            struct timespec d = {(time_t)(x->conf.start_delay_ns / 1000000000LL),
+                                 (long)(x->conf.start_delay_ns % 1000000000LL)};
+            while (nanosleep(&d, &d) != 0 && errno == EINTR)
+                ;
+        }
         char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
         execve(x->conf.supervisor, sargv, senv);
         int e = errno;
@@ -813,66 +842,34 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         child_report(pipefd[1], STEP_SUPERVISOR, e);
     }
 
-    /* Parent: read until both have exec'd (the pipe closes on exec). */
+    /* Parent: the task is STARTING; its start pipe (closed by both execs)
+     * is read by agent_exec_poll, never waited on here. */
     close(pipefd[1]);
     pipefd[1] = -1;
     agent_cg_task_close_fds(&t->cg);
-    {
-        child_msg_t m, f = {0};
-        pid_t tpid = 0;
-        ssize_t got;
-        for (;;) {
-            got = read(pipefd[0], &m, sizeof m);
-            if (got < 0 && errno == EINTR)
-                continue;
-            if (got != (ssize_t)sizeof m)
-                break;
-            if (m.kind == MSG_PID)
-                tpid = m.a;
-            else if (m.kind == MSG_FAIL && !f.kind)
-                f = m;
-        }
-        if (f.kind || tpid <= 1) {
-            int status, step = f.kind && f.a >= 0 && f.a < STEP_N ? f.a : STEP_SUPERVISOR;
-            /* The supervisor reaps the task (which exited) and exits. */
-            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-                ;
-            unlink(exit_path);
-            rc = f.kind && f.b > 0 ? -f.b : -ECHILD;
-            arb_errf(err, rc, "job %s task %d: cannot start '%.64s' (%s%s%s): %s", s->job, s->task,
-                     s->argv[0], step_name[step],
-                     step == STEP_USER || step == STEP_CHDIR ? " to " : "",
-                     step == STEP_USER    ? x->user
-                     : step == STEP_CHDIR ? cwd
-                                          : "",
-                     f.kind ? strerror(f.b) : "the supervisor died at its start");
-            goto fail;
-        }
-        t->pid = tpid;
-    }
+    fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
     snprintf(t->job, sizeof t->job, "%s", s->job);
     t->task = s->task;
     t->attempt = s->attempt;
     t->epoch = s->epoch;
     t->sup_pid = pid;
-    t->state = AGENT_TASK_RUNNING;
+    t->state = AGENT_TASK_STARTING;
+    t->start_fd = pipefd[0];
     t->start_ns = now_ns;
     t->exit_code = -1;
     t->ngpus = s->ngpus;
     memcpy(t->gpus, s->gpus, sizeof t->gpus);
-    if (agent_proc_start_ticks(t->pid, &t->start_ticks) < 0)
-        t->start_ticks = 0;
-    if (agent_proc_start_ticks(pid, &t->sup_ticks) < 0)
-        t->sup_ticks = 0;
-    write_task_record(x, t); /* for a restarted agent; without it the lease still ends it */
-    if ((rc = table_add(x, t)) < 0) {
-        kill_all(x, t);
+    if ((rc = exec_table_add(x, t)) < 0) {
+        kill(pid, SIGKILL); /* the task dies with it (PR_SET_PDEATHSIG, or its getppid check) */
+        agent_cg_task_kill(&x->cg, &t->cg);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-        remove_records(x, t->job, t->task);
+        unlink(exit_path);
+        t->start_fd = -1;
         arb_errf(err, rc, "out of memory");
         goto fail;
     }
+    pipefd[0] = -1;
     if (out)
         *out = t;
     t = NULL;
@@ -892,10 +889,144 @@ fail:
         agent_cg_task_close_fds(&t->cg);
         if (cg_made)
             agent_cg_task_remove(&t->cg);
+        free(t->start_cwd);
         free(t);
     }
     env_free(&env);
     return rc;
+}
+
+/* A start that failed after the fork: the task never ran. Its supervisor
+ * (reaped unless reaped says so) killed or never had a task; what is left
+ * of its cgroups goes, and so do its records. */
+static void start_failed(agent_exec_t *x, agent_task_t *t, bool reaped)
+{
+    char path[PATH_MAX];
+    int step = t->start_errno > 0 && t->start_step >= 0 && t->start_step < STEP_N ? t->start_step
+                                                                                  : STEP_SUPERVISOR;
+    size_t used = strlen(t->start_err);
+
+    if (!reaped)
+        while (waitpid(t->sup_pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+    agent_cg_task_kill(&x->cg, &t->cg);
+    agent_cg_task_remove(&t->cg);
+    remove_records(x, t->job, t->task);
+    record_path(x, t->job, t->task, "exit", path, sizeof path);
+    unlink(path);
+    snprintf(t->start_err + used, sizeof t->start_err - used, " (%s%s%s): %s", step_name[step],
+             step == STEP_USER || step == STEP_CHDIR ? " to " : "",
+             step == STEP_USER    ? x->user
+             : step == STEP_CHDIR ? (t->start_cwd ? t->start_cwd : "?")
+                                  : "",
+             t->start_errno > 0 ? strerror(t->start_errno) : "the supervisor died at its start");
+    t->start_rc = t->start_errno > 0 ? -t->start_errno : -ECHILD;
+    t->start_failed = true;
+    t->exit_code = t->start_rc == -ENOENT ? 127 : 126; /* as a shell says */
+    t->signal = 0;
+    t->pid = 0; /* it is gone: nothing may signal that pid now */
+    snprintf(t->reason, sizeof t->reason, "exited");
+    t->state = AGENT_TASK_EXITED;
+    t->end_ns = t->start_ns;
+}
+
+/*
+ * Read what t's start pipe holds: the task's pid (its record is written at
+ * once, for a restarted agent), or a failed step. At the pipe's end (both
+ * exec'd, or every writer gone) the start settles: RUNNING, or EXITED
+ * (start_failed). block: wait for that end (an exec: milliseconds; the
+ * task child cannot outlive its supervisor); reaped: the supervisor was
+ * reaped already. 1 when settled, 0 while it is still starting.
+ */
+static int settle(agent_exec_t *x, agent_task_t *t, bool block, bool reaped)
+{
+    child_msg_t m;
+
+    if (t->state != AGENT_TASK_STARTING)
+        return 1;
+    for (;;) {
+        ssize_t got = read(t->start_fd, &m, sizeof m);
+        if (got == (ssize_t)sizeof m) {
+            if (m.kind == MSG_PID && t->pid == 0 && m.a > 1) {
+                t->pid = m.a;
+                if (agent_proc_start_ticks(t->pid, &t->start_ticks) < 0)
+                    t->start_ticks = 0;
+                if (agent_proc_start_ticks(t->sup_pid, &t->sup_ticks) < 0)
+                    t->sup_ticks = 0;
+                write_task_record(x, t); /* without it the lease still ends it */
+            } else if (m.kind == MSG_FAIL && t->start_errno <= 0) {
+                t->start_step = m.a;
+                t->start_errno = m.b > 0 ? m.b : ECHILD;
+            }
+            continue;
+        }
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            if (!block)
+                return 0;
+            struct pollfd pf = {.fd = t->start_fd, .events = POLLIN};
+            poll(&pf, 1, 1000);
+            continue;
+        }
+        break; /* its end (or a short read: the writers are gone) */
+    }
+    close(t->start_fd);
+    t->start_fd = -1;
+    if (t->start_errno > 0 || t->pid <= 1)
+        start_failed(x, t, reaped);
+    else
+        t->state = AGENT_TASK_RUNNING;
+    free(t->start_cwd);
+    t->start_cwd = NULL;
+    return 1;
+}
+
+/* Take t out of the table and free it (a start that failed). */
+static void table_drop(agent_exec_t *x, agent_task_t *t)
+{
+    for (int i = 0; i < x->ntasks; i++)
+        if (x->tasks[i] == t) {
+            memmove(&x->tasks[i], &x->tasks[i + 1],
+                    sizeof x->tasks[0] * (size_t)(x->ntasks - i - 1));
+            x->ntasks--;
+            break;
+        }
+    agent_cg_task_close_fds(&t->cg);
+    free(t->start_cwd);
+    free(t);
+}
+
+int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
+                     agent_task_t **out, arb_err_t *err)
+{
+    agent_task_t *t = NULL;
+    int rc = agent_exec_begin(x, s, now_ns, &t, err);
+
+    if (rc < 0)
+        return rc;
+    settle(x, t, true, false);
+    if (t->start_failed) {
+        rc = arb_errf(err, t->start_rc, "%s", t->start_err);
+        table_drop(x, t);
+        return rc;
+    }
+    if (out)
+        *out = t;
+    return 0;
+}
+
+int agent_exec_start_fds(const agent_exec_t *x, struct pollfd *pf, int max)
+{
+    int n = 0;
+
+    for (int i = 0; i < x->ntasks; i++)
+        if (x->tasks[i]->state == AGENT_TASK_STARTING) {
+            if (n < max)
+                pf[n] = (struct pollfd){.fd = x->tasks[i]->start_fd, .events = POLLIN};
+            n++;
+        }
+    return n;
 }
 
 int agent_exec_record_failed(agent_exec_t *x, const agent_task_spec_t *s, int exit_code,
@@ -922,7 +1053,7 @@ int agent_exec_record_failed(agent_exec_t *x, const agent_task_spec_t *s, int ex
     snprintf(t->reason, sizeof t->reason, "exited");
     if (old)
         agent_exec_forget(x, s->job, s->task);
-    if ((rc = table_add(x, t)) < 0)
+    if ((rc = exec_table_add(x, t)) < 0)
         free(t);
     return rc;
 }
@@ -1002,7 +1133,7 @@ int agent_proc_start_ticks(pid_t pid, uint64_t *out)
 }
 
 /* Is pid still the process that started at ticks, and not a zombie? */
-static bool proc_alive(pid_t pid, uint64_t start_ticks)
+bool exec_proc_alive(pid_t pid, uint64_t start_ticks)
 {
     uint64_t ticks;
     char path[64], state[8] = "";
@@ -1025,16 +1156,16 @@ static bool proc_alive(pid_t pid, uint64_t start_ticks)
     return state[0] != 'Z' && state[0] != 'X';
 }
 
-static bool adopted_alive(const agent_task_t *t)
+bool exec_adopted_alive(const agent_task_t *t)
 {
-    return t->sup_pid > 0 ? proc_alive(t->sup_pid, t->sup_ticks)
-                          : proc_alive(t->pid, t->start_ticks);
+    return t->sup_pid > 0 ? exec_proc_alive(t->sup_pid, t->sup_ticks)
+                          : exec_proc_alive(t->pid, t->start_ticks);
 }
 
 /* t's supervisor is gone (reaped here, or, adopted, no longer there): what
  * its exit record says is how the task ended. No record: the supervisor
  * died without writing one (killed itself), and the task with it. */
-static void sup_done(agent_exec_t *x, agent_task_t *t, int64_t now)
+void exec_sup_done(agent_exec_t *x, agent_task_t *t, int64_t now)
 {
     char path[PATH_MAX];
     agent_sup_exit_t e;
@@ -1077,7 +1208,8 @@ int64_t agent_exec_next_deadline(const agent_exec_t *x)
 
     for (int i = 0; i < x->ntasks; i++) {
         const agent_task_t *t = x->tasks[i];
-        int64_t d = t->state == AGENT_TASK_RUNNING    ? t->deadline_ns
+        int64_t d = t->state == AGENT_TASK_RUNNING || t->state == AGENT_TASK_STARTING
+                        ? t->deadline_ns
                     : t->state == AGENT_TASK_STOPPING ? t->kill_at_ns
                                                       : 0;
         if (d > 0 && (next == 0 || d < next))
@@ -1112,10 +1244,24 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
             }
             continue;
         }
+        if (t->state == AGENT_TASK_STARTING && !settle(x, t, false, false)) {
+            r = waitpid(t->sup_pid, &status, WNOHANG);
+            if (r == t->sup_pid || (r < 0 && errno == ECHILD)) {
+                settle(x, t, true, true); /* the supervisor ended before the pipe did */
+                if (t->state == AGENT_TASK_RUNNING)
+                    exec_sup_done(x, t, now_ns);
+                changed++;
+            }
+            continue;
+        }
+        if (t->state == AGENT_TASK_EXITED) { /* its start failed */
+            changed++;
+            continue;
+        }
         if (t->adopted) {
-            if (!adopted_alive(t)) {
+            if (!exec_adopted_alive(t)) {
                 if (t->sup_pid > 0) {
-                    sup_done(x, t, now_ns);
+                    exec_sup_done(x, t, now_ns);
                 } else {
                     finish(x, t, 0, false, now_ns);
                     if (strcmp(t->reason, "lost") == 0) /* it ended by itself, how we cannot know */
@@ -1127,7 +1273,7 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
         } else {
             r = waitpid(t->sup_pid, &status, WNOHANG);
             if (r == t->sup_pid || (r < 0 && errno == ECHILD)) {
-                sup_done(x, t, now_ns); /* reaped elsewhere: the record still says */
+                exec_sup_done(x, t, now_ns); /* reaped elsewhere: the record still says */
                 changed++;
                 continue;
             }
@@ -1140,7 +1286,9 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
     while (x->conf.subreaper && (r = waitpid(-1, &status, WNOHANG)) > 0) {
         agent_task_t *t = find_sup(x, r);
         if (t) {
-            sup_done(x, t, now_ns);
+            settle(x, t, true, true); /* a STARTING one: how its start ended first */
+            if (t->state != AGENT_TASK_EXITED)
+                exec_sup_done(x, t, now_ns);
             changed++;
         }
     }
@@ -1153,6 +1301,7 @@ int agent_exec_cancel(agent_exec_t *x, const char *job, int task, int64_t now_ns
 
     if (!t)
         return -ENOENT;
+    settle(x, t, true, false); /* its process group exists before it is signalled */
     if (t->state != AGENT_TASK_RUNNING)
         return 0;
     t->state = AGENT_TASK_STOPPING;
@@ -1171,6 +1320,18 @@ int agent_exec_fence(agent_exec_t *x, int64_t now_ns)
         agent_exec_set_deadline(x, 0);
     for (int i = 0; i < x->ntasks; i++) {
         agent_task_t *t = x->tasks[i];
+        if (t->state == AGENT_TASK_STARTING) {
+            /* no waiting for a slow exec: its supervisor dies now, and its task with it
+             * (PR_SET_PDEATHSIG, or its check of its parent before that) */
+            kill(t->sup_pid, SIGKILL);
+            settle(x, t, true, false);
+            if (t->start_failed) { /* it never ran: lost to the fence, not a failure */
+                snprintf(t->reason, sizeof t->reason, "fenced");
+                t->exit_code = -1;
+                n++;
+                continue;
+            }
+        }
         if (t->state == AGENT_TASK_EXITED)
             continue;
         t->state = AGENT_TASK_STOPPING;
@@ -1201,240 +1362,4 @@ int agent_exec_wait(agent_exec_t *x, int64_t timeout_ns)
             return -ETIMEDOUT;
         nanosleep(&(struct timespec){0, 5000000}, NULL);
     }
-}
-
-/* ---- restarts ------------------------------------------------------------------------------ */
-
-int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err)
-{
-    const char *job = r->job;
-    int task = r->task;
-    pid_t pid = r->pid;
-    uint64_t start_ticks = r->start_ticks, ticks;
-    agent_task_t *t;
-    int rc;
-
-    if (!agent_job_id_ok(job) || task < 0 || pid <= 1)
-        return arb_errf(err, -EINVAL, "adopt: bad task record");
-    if (agent_exec_find(x, job, task))
-        return arb_errf(err, -EEXIST, "adopt: job %s task %d is already known", job, task);
-    if (agent_proc_start_ticks(pid, &ticks) < 0 || ticks != start_ticks)
-        return arb_errf(err, -ESRCH,
-                        "adopt: job %s task %d: pid %d is gone or is another "
-                        "process now",
-                        job, task, (int)pid);
-    if (!(t = calloc(1, sizeof *t)))
-        return arb_errf(err, -ENOMEM, "out of memory");
-    snprintf(t->job, sizeof t->job, "%s", job);
-    t->task = task;
-    t->attempt = r->attempt;
-    t->epoch = r->epoch;
-    t->pid = pid;
-    t->start_ticks = start_ticks;
-    t->grace_ns = r->grace_ns;
-    t->generation = r->generation;
-    t->state = AGENT_TASK_RUNNING;
-    t->adopted = true;
-    t->start_ns = now_ns;
-    t->exit_code = -1;
-    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
-    fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, job, task);
-    fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, job, task);
-    for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
-        struct stat st;
-        fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], job, task);
-        if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
-            break;
-        t->cg.n = i + 1;
-    }
-    if ((rc = table_add(x, t)) < 0) {
-        free(t);
-        return arb_errf(err, rc, "out of memory");
-    }
-    return 0;
-}
-
-int agent_task_record_parse(const char *line, agent_task_record_t *r, pid_t *sup,
-                            uint64_t *sup_ticks)
-{
-    char job[AGENT_JOB_MAX + 1];
-    unsigned long long attempt, epoch, sticks, ticks;
-    long long grace_ms;
-    unsigned gen;
-    int task, spid, pid;
-
-    if (sscanf(line, "%128s %d %llu %llu %d %llu %d %llu %lld %u", job, &task, &attempt, &epoch,
-               &spid, &sticks, &pid, &ticks, &grace_ms, &gen) != 10 ||
-        !agent_job_id_ok(job) || task < 0 || spid <= 1 || pid <= 1 || grace_ms < -1 ||
-        grace_ms > 3600000LL)
-        return -EINVAL;
-    memset(r, 0, sizeof *r);
-    fmt(r->job, sizeof r->job, "%s", job);
-    r->task = task;
-    r->attempt = attempt;
-    r->epoch = epoch;
-    r->pid = pid;
-    r->start_ticks = ticks;
-    r->grace_ns = grace_ms >= 0 ? grace_ms * 1000000 : -1;
-    r->generation = gen;
-    *sup = spid;
-    *sup_ticks = sticks;
-    return 0;
-}
-
-/* A task record file (write_task_record) read; false when it is not one. */
-static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *sup,
-                              uint64_t *sup_ticks)
-{
-    char line[512];
-    FILE *f = fopen(path, "re");
-    bool ok;
-
-    if (!f)
-        return false;
-    ok = fgets(line, sizeof line, f) && agent_task_record_parse(line, r, sup, sup_ticks) == 0;
-    fclose(f);
-    return ok;
-}
-
-int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended)
-{
-    DIR *d = x->sup_dir[0] ? opendir(x->sup_dir) : NULL;
-    struct dirent *e;
-    int live = 0, gone = 0;
-
-    if (ended)
-        *ended = 0;
-    if (!d)
-        return 0;
-    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
-    while ((e = readdir(d))) {
-        char path[PATH_MAX];
-        size_t n = strlen(e->d_name);
-        agent_task_record_t r;
-        pid_t sup;
-        uint64_t sup_ticks;
-        agent_task_t *t;
-
-        if (n < 6 || strcmp(e->d_name + n - 5, ".task") != 0)
-            continue;
-        fmt(path, sizeof path, "%s/%s", x->sup_dir, e->d_name);
-        if (!parse_task_record(path, &r, &sup, &sup_ticks)) {
-            unlink(path); /* not ours, or half of one: nothing can be done with it */
-            continue;
-        }
-        if (agent_exec_find(x, r.job, r.task) || !(t = calloc(1, sizeof *t)))
-            continue;
-        snprintf(t->job, sizeof t->job, "%s", r.job);
-        t->task = r.task;
-        t->attempt = r.attempt;
-        t->epoch = r.epoch;
-        t->pid = r.pid;
-        t->start_ticks = r.start_ticks;
-        t->sup_pid = sup;
-        t->sup_ticks = sup_ticks;
-        t->grace_ns = r.grace_ns;
-        t->generation = r.generation;
-        t->state = AGENT_TASK_RUNNING;
-        t->adopted = true;
-        t->start_ns = now_ns;
-        t->exit_code = -1;
-        t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
-        fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, r.job, r.task);
-        fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, r.job, r.task);
-        for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
-            struct stat st;
-            fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], r.job, r.task);
-            if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
-                break;
-            t->cg.n = i + 1;
-        }
-        if (table_add(x, t) < 0) {
-            free(t);
-            continue;
-        }
-        if (adopted_alive(t)) {
-            live++;
-        } else {
-            /* Ended while no agent watched: how, its exit record says
-             * (sup_done kills whatever might be left first). */
-            if (proc_alive(t->pid, t->start_ticks))
-                kill(-t->pid, SIGKILL);
-            sup_done(x, t, now_ns);
-            gone++;
-        }
-    }
-    closedir(d);
-    if (ended)
-        *ended = gone;
-    return live;
-}
-
-int agent_exec_save(const agent_exec_t *x, const char *path, arb_err_t *err)
-{
-    char tmp[PATH_MAX];
-    FILE *f;
-    int rc = 0;
-
-    fmt(tmp, sizeof tmp, "%s.tmp", path);
-    if (!(f = fopen(tmp, "we")))
-        return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
-    fprintf(f, "# arbiter agent tasks: job task attempt epoch pid start_ticks [grace_ms "
-               "generation]\n");
-    for (int i = 0; i < x->ntasks; i++) {
-        const agent_task_t *t = x->tasks[i];
-        if (t->state != AGENT_TASK_EXITED)
-            fprintf(f, "%s %d %llu %llu %d %llu %lld %u\n", t->job, t->task,
-                    (unsigned long long)t->attempt, (unsigned long long)t->epoch, (int)t->pid,
-                    (unsigned long long)t->start_ticks,
-                    (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), t->generation);
-    }
-    if ((rc = atomic_finish(f, tmp, path, true)) < 0)
-        return arb_errf(err, rc, "cannot save the task table to %s: %s", path, strerror(-rc));
-    return 0;
-}
-
-int agent_exec_load(const char *path, agent_task_record_t *out, int max, arb_err_t *err)
-{
-    char line[512];
-    FILE *f = fopen(path, "re");
-    int n = 0, lineno = 0;
-
-    if (!f)
-        return errno == ENOENT ? 0 : arb_errf(err, -errno, "%s: %s", path, strerror(errno));
-    while (fgets(line, sizeof line, f)) {
-        agent_task_record_t r;
-        char job[AGENT_JOB_MAX + 1];
-        unsigned long long attempt, epoch, ticks;
-        long long grace_ms = -1;
-        unsigned gen = 0;
-        int pid, got;
-
-        lineno++;
-        if (line[0] == '#' || line[0] == '\n')
-            continue;
-        /* The last two fields came later: a file without them still loads. */
-        got = sscanf(line, "%128s %d %llu %llu %d %llu %lld %u", job, &r.task, &attempt, &epoch,
-                     &pid, &ticks, &grace_ms, &gen);
-        if ((got != 6 && got != 8) || !agent_job_id_ok(job) || r.task < 0 || pid <= 1 ||
-            grace_ms < -1 || grace_ms > 3600000LL) {
-            fclose(f);
-            return arb_errf(err, -EINVAL,
-                            "%s:%d: not a task record (job task attempt epoch "
-                            "pid start_ticks)",
-                            path, lineno);
-        }
-        if (n == max)
-            break;
-        fmt(r.job, sizeof r.job, "%s", job);
-        r.attempt = attempt;
-        r.epoch = epoch;
-        r.pid = pid;
-        r.start_ticks = ticks;
-        r.grace_ns = grace_ms >= 0 ? grace_ms * 1000000 : -1;
-        r.generation = gen;
-        out[n++] = r;
-    }
-    fclose(f);
-    return n;
 }

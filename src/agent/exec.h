@@ -41,7 +41,23 @@
  * (agent_exec_adopt_all finds them after a restart, with or without a
  * state file) and reads how it ended from the supervisor's exit record.
  *
+ * Starting a task never waits for an exec (agent_exec_begin): the
+ * supervisor-to-be is forked and the task is STARTING until its start
+ * pipe, polled with the other tasks (agent_exec_start_fds, agent_exec_poll),
+ * says that both it and the task exec'd (the pipe closes on exec), or
+ * which step failed: the task is then EXITED with exit code 127 (not
+ * found) or 126 and start_err saying why, as a shell would. A STARTING
+ * task is live, holds its GPUs and is reported running; a cancel or a
+ * resize of one first waits for its start to settle (an exec,
+ * milliseconds), so that its process group exists when it is signalled;
+ * a fence kills its supervisor first (its task dies with it), then
+ * settles it (reason "fenced" whether or not it had exec'd).
+ * agent_exec_start is the same start, waiting until it has settled.
+ *
  * A task's life (reason says why it ended):
+ *
+ *   begin --> STARTING --both exec'd--> RUNNING
+ *                 \--a step failed (start_failed, 126/127)----------------------> EXITED
  *
  *   start --> RUNNING --cancel--> STOPPING --exit, or SIGKILL at the deadline--> EXITED
  *                |  \--fence (SIGKILL now)----------------------------------------^
@@ -61,6 +77,7 @@
 #define ARB_AGENT_EXEC_H
 
 #include <limits.h>
+#include <poll.h>
 #include <sys/types.h>
 
 #include "agent/cgroup.h"
@@ -95,6 +112,7 @@ typedef struct agent_task_spec {
 } agent_task_spec_t;
 
 typedef enum agent_task_state {
+    AGENT_TASK_STARTING, /* forked; its start pipe has not said yet that both exec'd */
     AGENT_TASK_RUNNING,
     AGENT_TASK_STOPPING,
     AGENT_TASK_EXITED,
@@ -129,6 +147,12 @@ typedef struct agent_task {
     int64_t seen_late_ns; /* ... and how long after it this executor learnt so */
     int64_t deadline_ns;  /* its time limit (0: none): SIGTERM, the grace, SIGKILL; reason
                              "timeout" (agent_exec_poll, time_limit) */
+    int start_fd;         /* STARTING: the read end of its start pipe */
+    int start_step, start_errno; /* STARTING: the first step that failed (start_errno > 0) */
+    char *start_cwd;             /* STARTING: its working directory, for start_err; owned */
+    bool start_failed;           /* it never ran: start_err says why (exit code 126/127) */
+    int start_rc;                /* start_failed: -errno of the failed step */
+    char start_err[320];         /* start_failed: what went wrong, for the agent's log */
 } agent_task_t;
 
 typedef struct agent_exec_conf {
@@ -150,6 +174,8 @@ typedef struct agent_exec_conf {
     bool timed;              /* --emulate-tasks timed: no process at all; a task whose
                                 command is `sleep N` runs N seconds, any other ends at
                                 once, both with exit 0; a stop ends it at once (143) */
+    int64_t start_delay_ns;  /* tests: each supervisor-to-be sleeps this long before it
+                                execs (a slow start; ARBITER_AGENT_START_DELAY_MS) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {
@@ -181,6 +207,22 @@ void agent_exec_free(agent_exec_t *x);
  */
 int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *spec, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err);
+
+/*
+ * Start a task without waiting for it to exec: as agent_exec_start, but
+ * the task is STARTING when this returns (RUNNING at once when conf.timed).
+ * A failure found before the fork returns as agent_exec_start's; one after
+ * it (a step of the child, an exec) makes the task EXITED, start_failed,
+ * in the agent_exec_poll that sees it (which counts it as a task that
+ * became EXITED).
+ */
+int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *spec, int64_t now_ns,
+                     agent_task_t **out, arb_err_t *err);
+
+/* The start pipes of the STARTING tasks, as POLLIN entries for poll(2):
+ * readable when agent_exec_poll has a start to settle. Up to max; returns
+ * how many STARTING tasks there are (more than max: poll soon). */
+int agent_exec_start_fds(const agent_exec_t *x, struct pollfd *pf, int max);
 
 /*
  * A task that could not be started (agent_exec_start failed): record it as
@@ -228,7 +270,7 @@ int agent_exec_forget(agent_exec_t *x, const char *job, int task);
  * itself (a time limit, the end of a grace period); 0 none. A caller that
  * blocks (a report to a controller) must not block past it. */
 int64_t agent_exec_next_deadline(const agent_exec_t *x);
-/* Live tasks (RUNNING or STOPPING). */
+/* Live tasks (STARTING, RUNNING or STOPPING). */
 int agent_exec_live(const agent_exec_t *x);
 
 /*

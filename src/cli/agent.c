@@ -82,7 +82,13 @@ static void on_signal(int sig)
  * at once rather than at its next 50 ms look. */
 static int chld_pipe[2] = {-1, -1};
 
-#define URGENT_GAP_NS 10000000LL /* 10 ms between reports that say a task started or ended */
+#define AGENT_POLL_STARTS 256 /* start pipes watched at once; more are looked at every 5 ms */
+
+#define URGENT_GAP_NS 10000000LL /* 10 ms between reports that say a task ended */
+/* a report that says only that tasks started waits up to 100 ms after the last one: a short
+ * task's exit, which follows within milliseconds, then goes in it too (one commit and one
+ * cycle at the controller instead of two) */
+#define STARTED_GAP_NS 100000000LL
 
 static void on_chld(int sig)
 {
@@ -451,6 +457,20 @@ static int agent_prepare(agent_flags_t *f, char *token, size_t n)
         }
     }
     f->c.exec.leased = true;
+    /* tests only: every task's start slowed down by this much (a slow exec) */
+    const char *delay = getenv("ARBITER_AGENT_START_DELAY_MS");
+    if (delay && delay[0]) {
+        char *end;
+        long long ms = strtoll(delay, &end, 10);
+        if (*end || ms < 0 || ms > 600000) {
+            fprintf(stderr,
+                    "arbiter agent: ARBITER_AGENT_START_DELAY_MS='%s': give milliseconds, "
+                    "0..600000, or unset it\n",
+                    delay);
+            return 2;
+        }
+        f->c.exec.start_delay_ns = ms * 1000000LL;
+    }
     return 0;
 }
 
@@ -505,19 +525,25 @@ static void agent_loop(agent_t *a, long long count)
             break;
         while (!stop_flag) {
             int64_t t = agent_mono_ns(NULL), left = next - t;
-            /* a task started or ended: report it now (at most every URGENT_GAP_NS, so
-             * that the tasks ending together go in one report) */
-            if (left <= 0 || (a->urgent && t - start >= URGENT_GAP_NS))
+            /* a task ended: report it now (at most every URGENT_GAP_NS, so that the
+             * tasks ending together go in one report); one started: soon */
+            int64_t gap = a->urgent ? URGENT_GAP_NS : a->started ? STARTED_GAP_NS : 0;
+            if (left <= 0 || (gap && t - start >= gap))
                 break;
-            if (a->urgent && start + URGENT_GAP_NS - t < left)
-                left = start + URGENT_GAP_NS - t;
+            if (gap && start + gap - t < left)
+                left = start + gap - t;
             if (left > 50000000)
                 left = 50000000; /* see signals, reap, and fence on time */
-            /* asleep until then, a task's end (SIGCHLD) or a pushed list */
-            struct pollfd pf[2] = {{.fd = chld_pipe[0], .events = POLLIN},
-                                   {.fd = agent_push_fd(a), .events = POLLIN}};
+            /* asleep until then, a task's end (SIGCHLD), a pushed list, or
+             * a task's start settling (its start pipe) */
+            struct pollfd pf[2 + AGENT_POLL_STARTS] = {{.fd = chld_pipe[0], .events = POLLIN},
+                                                       {.fd = agent_push_fd(a), .events = POLLIN}};
+            int starting = agent_poll_fds(a, pf + 2, AGENT_POLL_STARTS);
+            int npf = 2 + (starting < AGENT_POLL_STARTS ? starting : AGENT_POLL_STARTS);
             int ms = (int)((left + 999999) / 1000000);
-            if (poll(pf, pf[1].fd >= 0 ? 2 : 1, ms) > 0 && (pf[0].revents & POLLIN)) {
+            if (starting > AGENT_POLL_STARTS && ms > 5)
+                ms = 5; /* more starts than watched: look again soon */
+            if (poll(pf, (nfds_t)npf, ms) > 0 && (pf[0].revents & POLLIN)) {
                 char buf[64];
                 while (read(chld_pipe[0], buf, sizeof buf) > 0) {
                 }

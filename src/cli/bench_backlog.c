@@ -14,6 +14,10 @@
  *   first_rate, last_rate, last_over_first
  *   chunk_cpu_s   the controller's utime + stime (/proc/PID/stat) per chunk
  *   p50_ms, p99_ms of all submissions
+ *   rss_mb_before, rss_mb_after   the controller's resident memory before the
+ *                 first submission and after the last (VmRSS)
+ *   bytes_per_pending_job   (after - before) / jobs: what a pending job costs
+ *                 the live controller (target: under 1 KiB)
  *
  * then stops the controller (SIGTERM, bounded wait, SIGKILL last) and
  * removes its directory (kept, and named, when something failed). The issue's
@@ -54,6 +58,7 @@ typedef struct bl_run {
     int64_t *lat;     /* ns, by submission index */
     int64_t *t_chunk; /* mono ns when chunk k ended; [0] the start */
     long long *cpu_chunk;
+    long long rss0_kb, rss1_kb;
 } bl_run_t;
 
 static size_t sink(char *p, size_t s, size_t n, void *arg)
@@ -144,6 +149,7 @@ static void report(bl_run_t *r, double load0, double load1)
     long nch = r->jobs / r->chunk;
     double first = 0, last = 0, hz = (double)sysconf(_SC_CLK_TCK);
     double p50, p99;
+    double per_job = (double)(r->rss1_kb - r->rss0_kb) * 1024.0 / (double)r->jobs;
 
     qsort(r->lat, (size_t)r->jobs, sizeof *r->lat, cmp_i64);
     p50 = (double)r->lat[r->jobs / 2] / 1e6;
@@ -174,14 +180,19 @@ static void report(bl_run_t *r, double load0, double load1)
                    (double)(r->cpu_chunk[k] - r->cpu_chunk[k - 1]) / hz);
         printf("],\"first_rate\":%.1f,\"last_rate\":%.1f,\"last_over_first\":%.3f,"
                "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"target_met\":%s,\"load_before\":%.2f,"
-               "\"load_after\":%.2f}\n",
+               "\"load_after\":%.2f,\"rss_mb_before\":%.1f,\"rss_mb_after\":%.1f,"
+               "\"bytes_per_pending_job\":%.0f}\n",
                first, last, first > 0 ? last / first : 0, p50, p99,
-               last >= 0.8 * first ? "true" : "false", load0, load1);
+               last >= 0.8 * first ? "true" : "false", load0, load1, (double)r->rss0_kb / 1024,
+               (double)r->rss1_kb / 1024, per_job);
     } else
         printf("  first %.0f/s, last %.0f/s (%.0f%%; target 80%%: %s), p50 %.2f ms, p99 %.2f ms, "
                "load %.2f -> %.2f\n",
                first, last, first > 0 ? 100 * last / first : 0,
                last >= 0.8 * first ? "met" : "NOT met", p50, p99, load0, load1);
+    if (!r->json)
+        printf("  controller RSS %.1f -> %.1f MB: %.0f bytes per pending job (target < 1024)\n",
+               (double)r->rss0_kb / 1024, (double)r->rss1_kb / 1024, per_job);
 }
 
 int cli_bench_backlog(int argc, char **argv)
@@ -223,6 +234,7 @@ int cli_bench_backlog(int argc, char **argv)
     fprintf(stderr, "bench backlog: %ld submissions to %s\n", r.jobs, r.url);
     l0 = bench_load1();
     r.cpu_chunk[0] = bench_cpu_ticks(r.controller, false);
+    r.rss0_kb = bench_rss_kb(r.controller);
     r.t_chunk[0] = arb_mono_ns();
     long started = 0;
     for (; started < r.clients; started++)
@@ -231,6 +243,7 @@ int cli_bench_backlog(int argc, char **argv)
     for (long i = 0; i < started; i++)
         pthread_join(t[i], NULL);
     l1 = bench_load1();
+    r.rss1_kb = bench_rss_kb(r.controller);
     curl_global_cleanup();
     if (started == 0 || r.failed || r.done != r.jobs)
         fprintf(stderr, "arbiter bench backlog: %d of %ld submissions failed\n", r.failed, r.jobs);

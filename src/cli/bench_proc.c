@@ -1,7 +1,7 @@
 /*
  * bench_proc.c: a benchmark's processes (bench_proc.h): its own binary and
  * scratch directory, spawn, wait for a controller's URL, stop, CPU time,
- * load average.
+ * resident memory, load average.
  */
 #include "cli/bench_proc.h"
 
@@ -169,4 +169,20 @@ double bench_load1(void)
         fclose(f);
     }
     return l;
+}
+
+long long bench_rss_kb(pid_t pid)
+{
+    char p[64], line[256];
+    long long kb = -1;
+    FILE *f;
+
+    snprintf(p, sizeof p, "/proc/%d/status", (int)pid);
+    if (!(f = fopen(p, "re")))
+        return -1;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %lld kB", &kb) == 1)
+            break;
+    fclose(f);
+    return kb;
 }

@@ -3,8 +3,9 @@
  * bench_backlog.c, bench_e2e.c, bench_infer.c, bench_recover.c): start one
  * with its output in files, wait for a controller to say where it listens,
  * stop one (SIGTERM, then SIGKILL), and read what they cost: CPU time from
- * /proc/PID/stat in clock ticks (sysconf(_SC_CLK_TCK) a second) and the
- * machine's load average, which every report prints beside its figures.
+ * /proc/PID/stat in clock ticks (sysconf(_SC_CLK_TCK) a second), resident
+ * memory from /proc/PID/status, and the machine's load average, which every
+ * report prints beside its figures.
  */
 #ifndef ARB_CLI_BENCH_PROC_H
 #define ARB_CLI_BENCH_PROC_H
@@ -55,6 +56,8 @@ int bench_wait_url(pid_t pid, const char *path, char *url, size_t n, long timeou
 /* utime + stime of pid (and its reaped children's, with children), in
  * clock ticks; -1 when it cannot be read. */
 long long bench_cpu_ticks(pid_t pid, bool children);
+/* pid's resident set (VmRSS) in KiB; -1 when it cannot be read. */
+long long bench_rss_kb(pid_t pid);
 
 /* The one-minute load average, or -1. */
 double bench_load1(void);

@@ -437,7 +437,7 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
     }
     if (sj->stop)
         json_object_set_new(o, "stop_requested", json_true());
-    if (sj->message[0])
+    if (sj->message)
         json_object_set_new(o, "message", json_string(sj->message));
     for (int t = 0; t < sj->ntasks; t++)
         json_array_append_new(tasks, task_json(s, sj, t));
@@ -514,7 +514,7 @@ char *st_job_record(st_t *s, st_job_t *sj)
                   (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "submit_ms",
                   (json_int_t)sj->submit_ms, "start_ms", (json_int_t)sj->start_ms, "end_ms",
                   (json_int_t)sj->end_ms, "delivered", sj->delivered, "stop", sj->stop, "message",
-                  sj->message, "tasks", tasks, "alloc", alloc);
+                  st_job_msg(sj), "tasks", tasks, "alloc", alloc);
     if (!o)
         return NULL;
     /* The priority resolved at submission: recovery keeps it even when its

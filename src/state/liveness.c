@@ -76,7 +76,7 @@ void st_job_requeue(st_t *s, st_job_t *sj, const char *why)
     sj->delivered = false;
     sj->nalloc_seen = 0;
     sj->shrink_noted = 0;
-    snprintf(sj->message, sizeof sj->message, "requeued: %.200s", why);
+    st_job_say(sj, "requeued: %.200s", why);
     s->m_requeued++;
     lam = st_event(s, "job-requeued", sj->id, NULL,
                    "job %llu '%s': attempt %llu ended, requeued whole: %s",
@@ -131,13 +131,13 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
              * its own (the controller out of reach, or just ahead of it);
              * past its limit it is not run again, lost node or not */
             snprintf(msg, sizeof msg, "%.200s; its tasks stopped",
-                     sj->stop ? sj->message : "its time limit was reached");
+                     sj->stop ? st_job_msg(sj) : "its time limit was reached");
             st_finish_job(s, sj, ARB_JOB_TIMEOUT, msg);
         } else if (sj->stop && sj->stop_then == ST_THEN_REQUEUE) {
-            snprintf(msg, sizeof msg, "%s", sj->message);
+            snprintf(msg, sizeof msg, "%s", st_job_msg(sj));
             st_job_requeue(s, sj, msg);
         } else if (sj->stop) {
-            snprintf(msg, sizeof msg, "%s", sj->message);
+            snprintf(msg, sizeof msg, "%s", st_job_msg(sj));
             st_finish_job(s, sj, ARB_JOB_FAILED, msg);
         } else if (ok == ended) {
             /* Tasks that ended before their agent ever reported them
@@ -159,7 +159,7 @@ void st_job_settle(st_t *s, st_job_t *sj, const char *why)
          * held until they have stopped. */
         sj->stop = true;
         sj->stop_then = sj->restartable ? ST_THEN_REQUEUE : ST_THEN_FAIL;
-        snprintf(sj->message, sizeof sj->message, "%.200s", why);
+        st_job_say(sj, "%.200s", why);
         uint64_t lam = st_event(
             s, "job-stopping", sj->id, NULL,
             "job %llu '%s': %s; stopping its other %d task%s, then %s", (unsigned long long)sj->id,
@@ -201,7 +201,7 @@ void st_check_time_limits(st_t *s, int64_t now)
             snprintf(grace, sizeof grace, "the agent's grace");
         sj->stop = true;
         sj->stop_then = ST_THEN_TIMEOUT;
-        snprintf(sj->message, sizeof sj->message, "%s", why);
+        st_job_say(sj, "%s", why);
         uint64_t lam = st_event(s, "job-time-limit", sj->id, NULL,
                                 "job %llu '%s': %s: SIGTERM to its %d task%s, SIGKILL after %s; "
                                 "it ends as timeout",
@@ -252,11 +252,11 @@ void st_gpu_lost(st_t *s, arb_node_t *n, int gpu)
             continue; /* already stopping: it ends as that stop says */
         sj->stop = true;
         sj->stop_then = sj->restartable ? ST_THEN_REQUEUE : ST_THEN_FAIL;
-        snprintf(sj->message, sizeof sj->message, "task %d lost: GPU %d on node '%s' is unhealthy",
-                 hit, gpu, name);
+        st_job_say(sj, "task %d lost: GPU %d on node '%s' is unhealthy", hit, gpu, name);
         uint64_t lam = st_event(
             s, "job-stopping", sj->id, NULL, "job %llu '%s': %s; stopping its %d task%s, then %s",
-            (unsigned long long)sj->id, j->name, sj->message, j->nalloc, j->nalloc == 1 ? "" : "s",
+            (unsigned long long)sj->id, j->name, st_job_msg(sj), j->nalloc,
+            j->nalloc == 1 ? "" : "s",
             sj->restartable ? "requeueing it whole" : "failing it (restartable: false)");
         st_job_save(s, sj, lam);
     }

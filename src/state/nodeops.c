@@ -212,13 +212,16 @@ int st_node_evict(st_t *s, arb_node_t *n, bool all, const char *why)
             continue;
         sj->stop = true;
         sj->stop_then = sj->restartable ? ST_THEN_REQUEUE : ST_THEN_FAIL;
-        snprintf(sj->message, sizeof sj->message, "evicted from node '%s': %.180s", name, why);
+        st_job_say(sj, "evicted from node '%s': %.180s", name, why);
         uint64_t lam = st_event(
             s, "job-evicted", sj->id, name, "job %llu '%s': %s; stopping its %d task%s, then %s",
-            (unsigned long long)sj->id, j->name, sj->message, j->nalloc, j->nalloc == 1 ? "" : "s",
+            (unsigned long long)sj->id, j->name, st_job_msg(sj), j->nalloc,
+            j->nalloc == 1 ? "" : "s",
             sj->restartable ? "requeueing it whole" : "failing it (restartable: false)");
         st_job_save(s, sj, lam);
-        st_job_settle(s, sj, sj->message); /* not fetched by any agent: requeued now */
+        char msg[256]; /* a copy: settling sets the message again */
+        snprintf(msg, sizeof msg, "%s", st_job_msg(sj));
+        st_job_settle(s, sj, msg); /* not fetched by any agent: requeued now */
         stopped++;
     }
     if (stopped) {

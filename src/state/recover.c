@@ -236,11 +236,13 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
     sj->yaml = json_is_true(json_object_get(o, "yaml"));
     sj->spec = strdup(spec ? spec : "");
     sj->speclen = spec ? json_string_length(json_object_get(o, "spec")) : 0;
-    snprintf(sj->team, sizeof sj->team, "%s", json_string_value(json_object_get(o, "team")) ?: "");
-    snprintf(sj->owner, sizeof sj->owner, "%s",
-             json_string_value(json_object_get(o, "owner")) ?: "");
-    snprintf(sj->message, sizeof sj->message, "%s",
-             json_string_value(json_object_get(o, "message")) ?: "");
+    sj->team = st_name(s, json_string_value(json_object_get(o, "team")));
+    sj->owner = st_name(s, json_string_value(json_object_get(o, "owner")));
+    if (!sj->team || !sj->owner ||
+        st_job_say(sj, "%s", json_string_value(json_object_get(o, "message")) ?: "") < 0) {
+        st_job_free(sj);
+        return arb_errf(err, -ENOMEM, "out of memory");
+    }
     sj->version = get_u64(o, "version");
     sj->lamport_submit = get_u64(o, "lamport_submit");
     sj->lamport_update = get_u64(o, "lamport_update");
@@ -274,7 +276,7 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
             st_job_free(sj);
             return arb_errf(err, -ENOMEM, "out of memory");
         }
-        snprintf(sj->message, sizeof sj->message, "spec no longer loads: %.200s", perr.msg);
+        st_job_say(sj, "spec no longer loads: %.200s", perr.msg);
         if (state < ARB_JOB_SUCCEEDED)
             state = ARB_JOB_FAILED;
     }
@@ -391,7 +393,7 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         } else {
             for (int t = 0; t < sj->ntasks; t++)
                 sj->tasks[t].state = TK_PENDING;
-            snprintf(sj->message, sizeof sj->message, "requeued at recovery: %.200s", aerr.msg);
+            st_job_say(sj, "requeued at recovery: %.200s", aerr.msg);
             uint64_t lam = st_event(s, "job-requeued", sj->id, NULL,
                                     "job %llu: allocation not restored at recovery (%s); "
                                     "requeued",

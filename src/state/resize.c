@@ -139,7 +139,7 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj)
         }
         sj->stop = true;
         sj->stop_then = ST_THEN_REQUEUE;
-        snprintf(sj->message, sizeof sj->message, "%s by %s", taken(j), by);
+        st_job_say(sj, "%s by %s", taken(j), by);
         uint64_t lam;
         if (j->reclaimed)
             lam = st_event(s, "job-reclaiming", sj->id, NULL,

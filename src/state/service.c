@@ -213,8 +213,8 @@ static int start_replica(st_t *s, st_job_t *parent, int i, const char *why)
     sj->yaml = parent->yaml;
     sj->ntasks = j->ntasks;
     sj->id = s->next_id;
-    snprintf(sj->team, sizeof sj->team, "%s", parent->team);
-    snprintf(sj->owner, sizeof sj->owner, "%s", parent->owner);
+    sj->team = parent->team; /* interned: shared */
+    sj->owner = parent->owner;
     sj->command = cmd;
     sj->env = env;
     cmd = env = NULL;
@@ -268,7 +268,7 @@ static void stop_child(st_t *s, st_job_t *sj, const char *why)
         if (!sj->stop || sj->stop_then != ST_THEN_CANCEL) {
             sj->stop = true;
             sj->stop_then = ST_THEN_CANCEL;
-            snprintf(sj->message, sizeof sj->message, "%s", why);
+            st_job_say(sj, "%s", why);
             uint64_t lam = st_event(s, "job-cancel-requested", sj->id, NULL,
                                     "job %llu: %s; waiting for its agent to stop it",
                                     (unsigned long long)sj->id, why);
@@ -336,8 +336,7 @@ bool st_service_cancel(st_t *s, st_job_t *sj, const char *by)
     if (!sj->stop) {
         sj->stop = true;
         sj->stop_then = ST_THEN_CANCEL;
-        snprintf(sj->message, sizeof sj->message, "cancel requested by %s",
-                 by && by[0] ? by : "user");
+        st_job_say(sj, "cancel requested by %s", by && by[0] ? by : "user");
         uint64_t lam = st_event(s, "job-cancel-requested", sj->id, NULL,
                                 "service '%s' (job %llu): stopping its %d replicas", sj->j->name,
                                 (unsigned long long)sj->id, sj->svc->nrep);

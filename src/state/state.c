@@ -188,12 +188,43 @@ st_job_t *st_job_find(st_t *s, uint64_t id)
     return id > 0 && id < s->next_id && id < s->capjobs ? s->jobs[id] : NULL;
 }
 
+const char *st_name(st_t *s, const char *name)
+{
+    char cut[ST_NAME_MAX];
+    uint32_t id;
+
+    snprintf(cut, sizeof cut, "%s", name ? name : "");
+    if (!cut[0])
+        return "";
+    if (!(id = arb_intern(&s->names, cut)))
+        return NULL;
+    return arb_str(&s->names, id); /* each string its own allocation: it never moves */
+}
+
+int st_job_say(st_job_t *sj, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (sj->message && strcmp(sj->message, buf) == 0)
+        return 0; /* the same words: kept (a caller may hold the old pointer) */
+    free(sj->message);
+    sj->message = NULL;
+    if (!buf[0])
+        return 0;
+    return (sj->message = strdup(buf)) ? 0 : -ENOMEM;
+}
+
 void st_job_free(st_job_t *sj)
 {
     if (!sj)
         return;
     if (sj->own_j)
         arb_job_free(sj->j);
+    free(sj->message);
     free(sj->spec);
     free(sj->tasks);
     json_decref(sj->command);
@@ -299,7 +330,7 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
     sj->end_ms = st_now_ms(s);
     sj->stop = false;
     sj->stop_then = ST_THEN_CANCEL;
-    snprintf(sj->message, sizeof sj->message, "%s", why);
+    st_job_say(sj, "%s", why);
     uint64_t lam =
         st_event(s,
                  to == ARB_JOB_CANCELLED   ? "job-cancelled"
@@ -365,6 +396,7 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
 
     if (!s)
         return arb_errf(err, -ENOMEM, "out of memory");
+    arb_strtab_init(&s->names);
     s->conf = *conf;
     s->conf.queues = NULL;
     s->conf.nqueues = 0;
@@ -500,6 +532,7 @@ void st_close(st_t *s)
     }
     free(s->nodes);
     arb_cluster_free(&s->cluster);
+    arb_strtab_free(&s->names);
     for (int i = 0; s->ring && i < s->ring_n; i++)
         free(s->ring[(s->ring_head + i) % s->ring_cap].json);
     free(s->ring);
@@ -540,7 +573,7 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
                     where + used, sizeof where - used, "%s%s", t ? "," : "",
                     arb_node_name(&s->cluster, &s->cluster.nodes[j->alloc[t].node]));
         }
-        sj->message[0] = '\0';
+        st_job_say(sj, "%s", "");
         sj->nalloc_seen = j->nalloc;
         sj->shrink_noted = 0;
         st_node_index_job(s, sj);
@@ -556,7 +589,7 @@ static void job_after_cycle(st_t *s, st_job_t *sj)
         for (int t = 0; t < sj->ntasks; t++)
             sj->tasks[t].state = TK_PENDING;
         st_service_preempted(s, sj, why, sizeof why); /* who preempted it, and why */
-        snprintf(sj->message, sizeof sj->message, "%.255s", why);
+        st_job_say(sj, "%.255s", why);
         lam = st_event(s, "job-preempted", sj->id, NULL, "%s", why);
         st_job_save(s, sj, lam);
         s->m_preempted++;
@@ -864,8 +897,12 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     sj->yaml = yaml;
     sj->ntasks = j->ntasks;
     sj->id = s->next_id;
-    snprintf(sj->team, sizeof sj->team, "%s", team);
-    snprintf(sj->owner, sizeof sj->owner, "%s", who->name ? who->name : "");
+    sj->team = st_name(s, team);
+    sj->owner = st_name(s, who->name);
+    if (!sj->team || !sj->owner) {
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+        goto out;
+    }
     sj->command = command;
     sj->env = env;
     sj->restartable = restartable;
@@ -1049,8 +1086,7 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
                 /* A cancel wins over a requeue or failure already underway. */
                 sj->stop = true;
                 sj->stop_then = ST_THEN_CANCEL;
-                snprintf(sj->message, sizeof sj->message, "cancel requested by %s",
-                         who->name ? who->name : "anonymous");
+                st_job_say(sj, "cancel requested by %s", who->name ? who->name : "anonymous");
                 uint64_t lam = st_event(s, "job-cancel-requested", sj->id, NULL,
                                         "job %llu: cancel requested; waiting for its agents to "
                                         "stop it",
@@ -1134,7 +1170,7 @@ int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, jso
             json_object_set_new(o, "hint", json_string(ex.hint));
             if (nodes)
                 explain_nodes(s, sj, &ctx, ex.group, o);
-            if (sj->message[0]) /* e.g. who preempted it, and why */
+            if (sj->message) /* e.g. who preempted it, and why */
                 json_object_set_new(o, "message", json_string(sj->message));
             if (sj->j->waiting) /* resize.c: its victims are being stopped */
                 st_resize_explain(s, sj, o);
@@ -1144,7 +1180,7 @@ int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, jso
             json_t *strag = json_array();
             size_t used = 0;
             snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s", (unsigned long long)sj->id,
-                     arb_job_state_name(sj->j->state), sj->message[0] ? ": " : "", sj->message);
+                     arb_job_state_name(sj->j->state), sj->message ? ": " : "", st_job_msg(sj));
             for (int t = 0; t < sj->j->nalloc && held_job(sj->j); t++) {
                 const st_task_t *tk = &sj->tasks[t];
                 const char *node =

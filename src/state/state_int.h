@@ -58,8 +58,8 @@ struct st_job {
     arb_job_t *j; /* the scheduler's job (owned by it unless own_j) */
     bool own_j;   /* an ended job: recovered so (never handed to the scheduler), or taken
                    * back from it when it ended (arb_sched_forget) */
-    char team[ST_NAME_MAX], owner[ST_NAME_MAX];
-    char *spec; /* the spec as submitted (owned), re-parsed on recovery */
+    const char *team, *owner; /* interned in st.names (st_name): shared, never NULL */
+    char *spec;               /* the spec as submitted (owned), re-parsed on recovery */
     size_t speclen;
     bool yaml;
     json_t *command, *env; /* owned references, may be NULL */
@@ -70,12 +70,12 @@ struct st_job {
     arb_job_state_t last; /* the state last persisted */
     int ntasks;
     st_task_t *tasks;
-    bool delivered;    /* an agent has fetched the current assignment */
-    bool stop;         /* its tasks are being stopped (cancel, lost gang member) */
-    uint8_t stop_then; /* ST_THEN_*: what follows once every task ended */
-    bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
-    int active_ix;     /* index in st.active, -1 when terminal */
-    char message[256];
+    bool delivered;      /* an agent has fetched the current assignment */
+    bool stop;           /* its tasks are being stopped (cancel, lost gang member) */
+    uint8_t stop_then;   /* ST_THEN_*: what follows once every task ended */
+    bool restartable;    /* a lost task requeues the job (spec "restartable", default true) */
+    int active_ix;       /* index in st.active, -1 when terminal */
+    char *message;       /* why it is in its state, for people (owned); NULL none: st_job_msg */
     int nalloc_seen;     /* tasks the controller has assigned (resize.c: growth shows as more) */
     int shrink_noted;    /* the j->shrink_to already announced; 0 none */
     uint64_t shrink_for; /* recovery only: the id of the job a restored shrink mark is for */
@@ -185,7 +185,20 @@ struct st {
     uint64_t nsvc_ever; /* services ever attached (st_service_attach) */
     double m_decisions_per_s;
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
+    arb_strtab_t names;   /* jobs' team and owner names, each kept once (st_name) */
 };
+
+/* name (cut to ST_NAME_MAX - 1 bytes) as a string kept once in s->names,
+ * valid until st_close; "" for NULL; NULL only when out of memory. */
+const char *st_name(st_t *s, const char *name);
+/* sj's message ("" none), and setting it (printf, cut at 255 bytes; an
+ * empty one frees it): a heap string only while a job has one. 0, or
+ * -ENOMEM (the message is then gone). */
+static inline const char *st_job_msg(const st_job_t *sj)
+{
+    return sj->message ? sj->message : "";
+}
+int st_job_say(st_job_t *sj, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Clocks. st_mono_ns/st_wall_ms read the system clocks (for real waits
  * and durations); st_now_ns/st_now_ms read the controller's clock

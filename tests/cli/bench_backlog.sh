@@ -15,8 +15,9 @@ cpus=$(echo "$out" | sed -n 's/.*"chunk_cpu_s":\[\([0-9.,]*\)\].*/\1/p')
 [ "$(echo "$cpus" | tr ',' '\n' | grep -c .)" = 3 ] || fail "three chunk CPU figures"
 [ "$(field first_rate)" = "$(echo "$rates" | cut -d, -f1)" ] || fail "first_rate"
 [ "$(field last_rate)" = "$(echo "$rates" | cut -d, -f3)" ] || fail "last_rate"
-for k in p50_ms p99_ms load_before last_over_first; do [ -n "$(field $k)" ] || fail "$k"; done
+for k in p50_ms p99_ms load_before last_over_first rss_mb_before rss_mb_after; do [ -n "$(field $k)" ] || fail "$k"; done
 echo "$out" | grep -q '"target_met":\(true\|false\)' || fail "target_met"
+echo "$out" | grep -q '"bytes_per_pending_job":-\{0,1\}[0-9]' || fail "bytes_per_pending_job"
 rc=0
 $ARB bench backlog --chunk 0 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || fail "--chunk 0 exit $rc, want 2"

@@ -10,12 +10,15 @@
  * kills everything, refusals leave nothing behind, run-as (for real when
  * the test runs as root: tasks run as nobody, or as root with allow_root),
  * cgroup limits written (v1 on this machine where writable, v2 on a fake
- * tree), memory limit enforced, adoption after a restart and the state file.
+ * tree), memory limit enforced, adoption after a restart and the state file;
+ * starts that do not wait for their execs (many at once, a fence of a slow
+ * one, a failed exec reported when seen).
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <signal.h>
@@ -705,6 +708,112 @@ static void test_adopt_and_state_file(void **st)
     assert_non_null(strstr(err.msg, ":1: not a task record"));
 }
 
+/* A start that does not wait for the execs (agent_exec_begin): STARTING
+ * at once, however slow the exec (the test hook start_delay_ns sleeps in
+ * the supervisor-to-be before it execs); settled by agent_exec_poll; a
+ * failed exec reported as 127 when seen; a fence does not wait for a slow
+ * start; the synchronous start still returns a failed exec as an error. */
+static agent_task_t *begin(agent_exec_t *x, const char *job, int task, char *const *argv)
+{
+    agent_task_spec_t s;
+    agent_task_t *t = NULL;
+    arb_err_t err = {{0}};
+
+    memset(&s, 0, sizeof s);
+    s.job = job;
+    s.task = task;
+    s.epoch = 1;
+    s.argv = argv;
+    if (agent_exec_begin(x, &s, now(), &t, &err) != 0)
+        fail_msg("begin %s/%d: %s", job, task, err.msg);
+    return t;
+}
+
+static void test_begin_async(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *sl[] = {"sleep", "1000", NULL};
+    char *bad[] = {"./no-such-command-here", NULL};
+    agent_task_t *t[8], *f;
+    struct pollfd pf[8];
+
+    /* Eight slow starts (5 s each): every one STARTING as soon as it is begun. */
+    c.start_delay_ns = 5 * SEC;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    for (int i = 0; i < 8; i++)
+        t[i] = begin(&x, "slow", i, sl);
+    for (int i = 0; i < 8; i++)
+        assert_int_equal(t[i]->state, AGENT_TASK_STARTING);
+    assert_int_equal(agent_exec_live(&x), 8);
+    assert_int_equal(agent_exec_start_fds(&x, pf, 8), 8);
+    assert_int_equal(agent_exec_start_fds(&x, pf, 2), 8); /* more than max: all counted */
+    /* settled by polls (bounded: 60 s, far past 8 starts one after another) */
+    int64_t end = now() + 60 * SEC;
+    int running = 0;
+    while (running < 8 && now() < end) {
+        agent_exec_poll(&x, now());
+        running = 0;
+        for (int i = 0; i < 8; i++)
+            running += t[i]->state == AGENT_TASK_RUNNING;
+        usleep(20000);
+    }
+    assert_int_equal(running, 8);
+    for (int i = 0; i < 8; i++)
+        assert_true(t[i]->pid > 1 && alive(t[i]->pid));
+    assert_int_equal(agent_exec_start_fds(&x, pf, 8), 0);
+    assert_int_equal(agent_exec_fence(&x, now()), 8);
+    assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
+    agent_exec_free(&x);
+
+    /* A fence does not wait for a start that is still sleeping (60 s here):
+     * its supervisor is killed, its task with it; reported fenced. */
+    c.start_delay_ns = 60 * SEC;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    f = begin(&x, "stuck", 0, sl);
+    assert_int_equal(f->state, AGENT_TASK_STARTING);
+    pid_t sup = f->sup_pid;
+    int64_t t0 = now();
+    assert_int_equal(agent_exec_fence(&x, now()), 1);
+    assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
+    assert_true(now() - t0 < 30 * SEC); /* not the 60 s of the start */
+    assert_int_equal(f->state, AGENT_TASK_EXITED);
+    assert_string_equal(f->reason, "fenced");
+    assert_false(alive(sup));
+    if (f->pid > 1)
+        assert_false(still_alive(f->pid));
+    agent_exec_free(&x);
+
+    /* A failed exec: begun fine, EXITED 127 once the poll sees it, the
+     * reason kept for the log; nothing of it left. */
+    c.start_delay_ns = 0;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    f = begin(&x, "bad", 0, bad);
+    end = now() + 10 * SEC;
+    while (f->state != AGENT_TASK_EXITED && now() < end) {
+        agent_exec_poll(&x, now());
+        usleep(5000);
+    }
+    assert_int_equal(f->state, AGENT_TASK_EXITED);
+    assert_true(f->start_failed);
+    assert_int_equal(f->exit_code, 127);
+    assert_non_null(strstr(f->start_err, "job bad task 0: cannot start './no-such-command-here' "
+                                         "(exec): No such file or directory"));
+    assert_int_equal(agent_exec_forget(&x, "bad", 0), 0);
+    /* the waiting start says the same as an error, and keeps nothing */
+    agent_task_spec_t s;
+    memset(&s, 0, sizeof s);
+    s.job = "bad";
+    s.task = 1;
+    s.argv = bad;
+    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
+    assert_non_null(strstr(err.msg, "(exec): No such file or directory"));
+    assert_null(agent_exec_find(&x, "bad", 1));
+    assert_int_equal(x.ntasks, 0);
+    agent_exec_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -718,6 +827,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cgroup_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cgroup_v2_fake, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopt_and_state_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_begin_async, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
