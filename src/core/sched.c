@@ -3,11 +3,13 @@
  * per-task filter -> pick -> score -> bind step, and gang placement as one
  * transaction with topology domains. The cycle that calls it is cycle.c.
  *
- * Complexity today: placing one task filters and scores every node once,
- * O(N x P) for N nodes and P score plugins; a gang confined to a domain
- * tries domains in best-fit order, O(D x tasks x N_d). Indexes that skip
- * nodes which cannot fit (free-capacity buckets) are the next step; see
- * docs/complexity.md.
+ * Complexity: placing one task filters and scores one representative per
+ * node class (nodeclass.c), O(C x P) for C classes and P score plugins, or
+ * every node, O(N x P), where classes cannot stand in; a gang confined to a
+ * domain tries, in best-fit order, only the domains the domain indexes
+ * (domidx.c) say can hold it, O(B + D_fit x tasks x N_d). The full listing
+ * (list_domains, O(N x GPUs)) remains for conf.full_scan, the reference the
+ * indexes are tested against, and for explain. See docs/complexity.md.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -309,21 +311,16 @@ static void normalize_minmax(double *v, int n)
         v[i] = hi > lo ? 100 * (v[i] - lo) / (hi - lo) : 100;
 }
 
-/* May this task be placed by node class? Not when a score reads where the
- * job's other tasks are, when the task is confined to a domain, or when the
- * job's constraints name the topology labels the class key leaves out. */
-static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_dom_t *d)
+bool sched_names_topo_labels(const arb_sched_t *s, const arb_job_t *j)
 {
     const sched_index_t *x = &s->idx;
 
-    if (!s->use_classes || (d && d->level != ARB_TOPO_ANY))
-        return false;
-    if (s->placed_dep && j->nalloc > 0)
-        return false;
+    if (!x->k_rack) /* the index was never synced: the keys are interned there */
+        return j->nselector > 0 || j->nrequired > 0 || j->npreferred > 0;
     for (int i = 0; i < j->nselector; i++)
         if (j->selector[i].key == x->k_rack || j->selector[i].key == x->k_block ||
             j->selector[i].key == x->k_zone)
-            return false;
+            return true;
     for (int pass = 0; pass < 2; pass++) {
         const arb_aff_term_t *t = pass ? j->preferred : j->required;
         int nt = pass ? j->npreferred : j->nrequired;
@@ -331,9 +328,21 @@ static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_
             for (int e = 0; e < t[i].nexpr; e++)
                 if (t[i].expr[e].key == x->k_rack || t[i].expr[e].key == x->k_block ||
                     t[i].expr[e].key == x->k_zone)
-                    return false;
+                    return true;
     }
-    return true;
+    return false;
+}
+
+/* May this task be placed by node class? Not when a score reads where the
+ * job's other tasks are, when the task is confined to a domain, or when the
+ * job's constraints name the topology labels the class key leaves out. */
+static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_dom_t *d)
+{
+    if (!s->use_classes || (d && d->level != ARB_TOPO_ANY))
+        return false;
+    if (s->placed_dep && j->nalloc > 0)
+        return false;
+    return !sched_names_topo_labels(s, j);
 }
 
 /* A cheap test that implies the filter chain would reject n (not ready, or
@@ -409,14 +418,23 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     int nvlink = d && d->level == ARB_TOPO_NVLINK ? d->nvlink : -1;
     uint64_t nties = 0;
     bool by_class;
-    uint32_t nunits;
+    uint32_t nunits, nmemb = 0;
+    const uint32_t *memb = NULL;
 
     pc.group = arb_job_task_group(j, t, &gi);
     if (!pc.group || ensure_scratch(s) < 0)
         return -ENOMEM;
     /* Reserved nodes (cycle.c) are skipped one by one: no classes then. */
-    by_class = !s->fence_on && class_path_ok(s, j, d) && sched_index_sync(s) == 0;
-    nunits = by_class ? s->idx.ncls : d && d->members ? d->nmembers : s->c->nnodes;
+    by_class = !s->fence_on && s->use_classes && sched_index_sync(s) == 0 && class_path_ok(s, j, d);
+    /* A node or NVLink domain is one node: scan only it. */
+    if (d && !d->members && (d->level == ARB_TOPO_NODE || d->level == ARB_TOPO_NVLINK)) {
+        memb = &d->node;
+        nmemb = 1;
+    } else if (d && d->members) {
+        memb = d->members;
+        nmemb = d->nmembers;
+    }
+    nunits = by_class ? s->idx.ncls : memb ? nmemb : s->c->nnodes;
 
     /* Filter and pick: once per node, or once per class on its representative. */
     for (uint32_t u = 0; u < nunits; u++) {
@@ -429,7 +447,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                 continue;
             n = &s->c->nodes[s->idx.cls[u].rep];
         } else {
-            n = &s->c->nodes[d && d->members ? d->members[u] : u];
+            n = &s->c->nodes[memb ? memb[u] : u];
             if (!sched_in_domain(n, d) ||
                 (s->fence_on && n->id < s->nfence && (s->fence[n->id] & s->fence_mask) &&
                  s->fence_owner[n->id] != s->fence_self))
@@ -514,21 +532,6 @@ void sched_unbind(arb_sched_t *s, arb_job_t *j)
 }
 
 /* ---- gangs and topology domains ------------------------------------------ */
-
-typedef struct dom_cand {
-    sched_dom_t d;
-    int free;
-} dom_cand_t;
-
-static int cmp_dom(const void *a, const void *b)
-{
-    const dom_cand_t *x = a, *y = b;
-    if (x->free != y->free)
-        return x->free < y->free ? -1 : 1;
-    if (x->d.node != y->d.node)
-        return x->d.node < y->d.node ? -1 : 1;
-    return x->d.nvlink < y->d.nvlink ? -1 : x->d.nvlink > y->d.nvlink;
-}
 
 /*
  * The distinct domains at level l with their free whole GPUs and member
@@ -641,12 +644,19 @@ static int place_group_in_domain(arb_sched_t *s, arb_job_t *j, int t0, int cnt,
                                  const arb_tgroup_t *g, const arb_ctx_t *ctx)
 {
     dom_cand_t *v;
-    uint32_t *memb;
-    int n = list_domains(s, g->topo.level, &v, &memb), need = g->gpus * cnt;
+    uint32_t *memb = NULL;
+    /* Leaving out a domain that cannot hold the group skips its failed
+     * attempt: with random ties that attempt would have drawn. */
+    bool prune = !(s->conf.profile.random_ties && ctx && ctx->rng);
+    int n = sched_domidx_list(s, j, g, cnt, prune, &v), need = g->gpus * cnt;
 
+    if (n == -ENOENT) {
+        n = list_domains(s, g->topo.level, &v, &memb);
+        if (n > 0)
+            qsort(v, (size_t)n, sizeof *v, sched_dom_cmp);
+    }
     if (n < 0)
         return n;
-    qsort(v, (size_t)n, sizeof *v, cmp_dom);
     for (int i = 0; i < n; i++) {
         int base = j->nalloc, t;
         if (v[i].free < need)
@@ -682,7 +692,7 @@ static int place_elastic_in_domain(arb_sched_t *s, arb_job_t *j, const arb_tgrou
 
     if (n < 0)
         return n;
-    qsort(v, (size_t)n, sizeof *v, cmp_dom);
+    qsort(v, (size_t)n, sizeof *v, sched_dom_cmp);
     for (int i = n - 1; i >= 0; i--) { /* the most free first */
         if (v[i].free < g->gpus * j->gang_min)
             break;
