@@ -102,6 +102,12 @@ void arb_sched_free(arb_sched_t *s)
     free(s->total);
     free(s->fence);
     free(s->fence_owner);
+    free(s->u_node);
+    free(s->u_w);
+    free(s->u_cls);
+    free(s->near_stamp);
+    free(s->cls_stamp);
+    free(s->cls_near);
     sched_index_free(&s->idx);
     free(s);
 }
@@ -409,6 +415,128 @@ void sched_release_task(arb_sched_t *s, arb_job_t *j, int t)
     sched_index_touch(s, j->alloc[t].node, before);
 }
 
+/* Room for n units and the per-node and per-class marks. 0 or -ENOMEM. */
+static int ensure_units(arb_sched_t *s, uint32_t n)
+{
+    const sched_index_t *x = &s->idx;
+
+    if (n > s->capu) {
+        uint32_t *a = realloc(s->u_node, n * sizeof *a);
+        if (a)
+            s->u_node = a;
+        uint32_t *b = realloc(s->u_w, n * sizeof *b);
+        if (b)
+            s->u_w = b;
+        uint32_t *c = realloc(s->u_cls, n * sizeof *c);
+        if (c)
+            s->u_cls = c;
+        if (!a || !b || !c)
+            return -ENOMEM;
+        s->capu = n;
+    }
+    if (s->c->nnodes > s->capnear) {
+        uint32_t *a = realloc(s->near_stamp, s->c->nnodes * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        memset(a + s->capnear, 0, (s->c->nnodes - s->capnear) * sizeof *a);
+        s->near_stamp = a;
+        s->capnear = s->c->nnodes;
+    }
+    if (x->ncls > s->capcs) {
+        uint32_t *a = realloc(s->cls_stamp, x->ncls * sizeof *a);
+        if (a)
+            s->cls_stamp = a;
+        uint32_t *b = realloc(s->cls_near, x->ncls * sizeof *b);
+        if (b)
+            s->cls_near = b;
+        if (!a || !b)
+            return -ENOMEM;
+        memset(a + s->capcs, 0, (x->ncls - s->capcs) * sizeof *a);
+        s->capcs = x->ncls;
+    }
+    return 0;
+}
+
+static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
+{
+    uint32_t k = s->idx.node_cls[node];
+
+    if (s->near_stamp[node] == s->stamp)
+        return 0;
+    s->near_stamp[node] = s->stamp;
+    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+        return -ENOMEM;
+    s->u_node[*nu] = node;
+    s->u_w[*nu] = 1;
+    s->u_cls[*nu] = UINT32_MAX;
+    (*nu)++;
+    if (k != UINT32_MAX) {
+        if (s->cls_stamp[k] != s->stamp) {
+            s->cls_stamp[k] = s->stamp;
+            s->cls_near[k] = 0;
+        }
+        s->cls_near[k]++;
+    }
+    return 0;
+}
+
+/*
+ * The units to evaluate a task of j on when a score reads j's placed
+ * tasks (topology: the same node, rack or block as one of them) and the
+ * classes cannot stand in for every node: each node near a placed task
+ * (sharing its node, rack or block) on its own, and each class through its
+ * lowest member that is not near (all of its far members score alike),
+ * weighing as many nodes as it has far members. The near nodes come from
+ * the domain indexes' member lists: O(T + near + C) instead of O(N).
+ * Returns the unit count, or -ENOMEM / -ENOENT (no index: scan every node).
+ */
+static int near_units(arb_sched_t *s, const arb_job_t *j)
+{
+    sched_index_t *x = &s->idx;
+    uint32_t nu = 0;
+
+    if (ensure_units(s, x->ncls + 64) < 0)
+        return -ENOMEM;
+    if (++s->stamp == 0) { /* wrapped: clear the marks */
+        memset(s->near_stamp, 0, s->capnear * sizeof *s->near_stamp);
+        memset(s->cls_stamp, 0, s->capcs * sizeof *s->cls_stamp);
+        s->stamp = 1;
+    }
+    for (int t = 0; t < j->nalloc; t++) {
+        uint32_t o = j->alloc[t].node;
+        const arb_node_t *on;
+        if (o == ARB_NO_NODE || o >= x->nnodes)
+            continue;
+        on = &s->c->nodes[o];
+        if (near_add(s, o, &nu) < 0)
+            return -ENOMEM;
+        for (int lv = 0; lv < 2; lv++) {
+            uint32_t key = lv == 0 ? on->rack : on->block, dom;
+            if (!key || (dom = x->dl[lv].node_dom[o]) == UINT32_MAX)
+                continue;
+            const sched_dent_t *e = &x->dl[lv].d[dom];
+            for (uint32_t m = 0; m < e->n; m++)
+                if (near_add(s, e->mem[m], &nu) < 0)
+                    return -ENOMEM;
+        }
+    }
+    for (uint32_t u = 0; u < x->ncls; u++) {
+        const sched_class_t *k = &x->cls[u];
+        uint32_t nnear = s->cls_stamp[u] == s->stamp ? s->cls_near[u] : 0, m = 0;
+        if (!k->key || nnear >= k->n)
+            continue;
+        while (s->near_stamp[k->mem[m]] == s->stamp)
+            m++;
+        if (nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+            return -ENOMEM;
+        s->u_node[nu] = k->mem[m];
+        s->u_w[nu] = k->n - nnear;
+        s->u_cls[nu] = u;
+        nu++;
+    }
+    return (int)nu;
+}
+
 int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                      const arb_ctx_t *ctx)
 {
@@ -417,8 +545,8 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     int gi, ncand = 0, ns = p->nscores, best = -1;
     int nvlink = d && d->level == ARB_TOPO_NVLINK ? d->nvlink : -1;
     uint64_t nties = 0;
-    bool by_class;
-    uint32_t nunits, nmemb = 0;
+    bool by_class, near = false;
+    uint32_t nunits = 0, nmemb = 0;
     const uint32_t *memb = NULL;
 
     pc.group = arb_job_task_group(j, t, &gi);
@@ -426,6 +554,15 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         return -ENOMEM;
     /* Reserved nodes (cycle.c) are skipped one by one: no classes then. */
     by_class = !s->fence_on && s->use_classes && sched_index_sync(s) == 0 && class_path_ok(s, j, d);
+    /* A gang's later tasks where a score reads the placed ones: near/far. */
+    if (!by_class && !s->fence_on && s->use_classes && s->placed_dep && j->nalloc > 0 &&
+        (!d || d->level == ARB_TOPO_ANY) && s->idx.valid && !sched_names_topo_labels(s, j)) {
+        int nu = near_units(s, j);
+        if (nu >= 0) {
+            near = true;
+            nunits = (uint32_t)nu;
+        }
+    }
     /* A node or NVLink domain is one node: scan only it. */
     if (d && !d->members && (d->level == ARB_TOPO_NODE || d->level == ARB_TOPO_NVLINK)) {
         memb = &d->node;
@@ -434,7 +571,8 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         memb = d->members;
         nmemb = d->nmembers;
     }
-    nunits = by_class ? s->idx.ncls : memb ? nmemb : s->c->nnodes;
+    if (!near)
+        nunits = by_class ? s->idx.ncls : memb ? nmemb : s->c->nnodes;
 
     /* Filter and pick: once per node, or once per class on its representative. */
     for (uint32_t u = 0; u < nunits; u++) {
@@ -442,7 +580,9 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         arb_pick_t pk;
         int rc;
 
-        if (by_class) {
+        if (near) {
+            n = &s->c->nodes[s->u_node[u]];
+        } else if (by_class) {
             if (!s->idx.cls[u].key)
                 continue;
             n = &s->c->nodes[s->idx.cls[u].rep];
@@ -463,7 +603,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         }
         if (rc < 0)
             continue;
-        s->cand[ncand] = by_class ? u : n->id;
+        s->cand[ncand] = by_class || near ? u : n->id;
         s->picks[ncand] = pk;
         ncand++;
     }
@@ -478,7 +618,9 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         double *raw = s->raw + (size_t)k * s->scratch_nodes;
         pc.state = s->pstate[k];
         for (int c = 0; c < ncand; c++) {
-            uint32_t node = by_class ? s->idx.cls[s->cand[c]].rep : s->cand[c];
+            uint32_t node = near       ? s->u_node[s->cand[c]]
+                            : by_class ? s->idx.cls[s->cand[c]].rep
+                                       : s->cand[c];
             raw[c] = ops->score(&pc, &s->c->nodes[node], &s->picks[c]);
         }
         if (ops->normalize)
@@ -494,9 +636,12 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     bool rnd = p->random_ties && ctx && ctx->rng;
     uint32_t node = UINT32_MAX, cnode;
     for (int c = 0; c < ncand; c++) {
-        uint64_t w = by_class ? s->idx.cls[s->cand[c]].n : 1;
-        /* Deterministic ties go to the lowest node id, on both paths alike. */
-        cnode = by_class && !rnd ? s->idx.cls[s->cand[c]].mem[0] : s->cand[c];
+        uint64_t w = near ? s->u_w[s->cand[c]] : by_class ? s->idx.cls[s->cand[c]].n : 1;
+        /* Deterministic ties go to the lowest node id, on both paths alike
+         * (a near/far unit's node is its class's lowest far member). */
+        cnode = near               ? s->u_node[s->cand[c]]
+                : by_class && !rnd ? s->idx.cls[s->cand[c]].mem[0]
+                                   : s->cand[c];
         if (best < 0 || s->total[c] > s->total[best] + 1e-9) {
             best = c;
             nties = w;
@@ -512,6 +657,15 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     if (by_class && rnd) {
         const sched_class_t *k = &s->idx.cls[s->cand[best]];
         node = k->mem[k->n > 1 ? arb_rng_below(ctx->rng, k->n) : 0];
+    } else if (near && rnd && s->u_cls[s->cand[best]] != UINT32_MAX) {
+        /* A far member at random: the i-th of the class not near. */
+        const sched_class_t *k = &s->idx.cls[s->u_cls[s->cand[best]]];
+        uint64_t w = s->u_w[s->cand[best]], i = w > 1 ? arb_rng_below(ctx->rng, w) : 0;
+        for (uint32_t m = 0; m < k->n; m++)
+            if (s->near_stamp[k->mem[m]] != s->stamp && i-- == 0) {
+                node = k->mem[m];
+                break;
+            }
     }
 
     arb_task_alloc_t a = {.node = node,

@@ -116,6 +116,14 @@ struct arb_sched {
     double *total; /* nodes */
 
     sched_index_t idx;
+    /* Near/far placement (sched.c, near_units): the units a task of a gang
+     * is evaluated on when a score reads its placed tasks: nodes near them
+     * one by one, the rest by class through a far member. */
+    uint32_t *u_node, *u_w, *u_cls; /* per unit: node scored, nodes it weighs, class or NONE */
+    uint32_t capu;
+    uint32_t *near_stamp;           /* per node: == stamp while near */
+    uint32_t *cls_stamp, *cls_near; /* per class: near members counted this stamp */
+    uint32_t capnear, capcs, stamp;
     uint8_t *fence; /* cycle.c: per node, SCHED_FENCE_* bits: reserved by a job ahead */
     uint32_t nfence;
     uint32_t *fence_owner; /* per node, the job whose fence it is (the first); UINT32_MAX none */

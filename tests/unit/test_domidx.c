@@ -36,7 +36,10 @@ static void add_node(fx_t *f, arb_rng_t *r, int i)
     uint32_t id;
 
     snprintf(name, sizeof name, "n%03d", i);
-    id = fx_node(f, name, kind == 0 ? 4 : 8, kind == 1 ? 0 : kind == 2 ? 1 : 2,
+    id = fx_node(f, name, kind == 0 ? 4 : 8,
+                 kind == 1   ? 0
+                 : kind == 2 ? 1
+                             : 2,
                  kind == 3 ? "T4" : "A100", 0);
     if (arb_rng_below(r, 10) < 9) { /* racks of uneven sizes; some nodes unlabeled */
         snprintf(rack, sizeof rack, "r%d", (int)arb_rng_below(r, 1 + (uint64_t)i / 6));
