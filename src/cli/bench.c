@@ -10,7 +10,10 @@
  * rejecting everything, the oldest running jobs finish whenever GPU
  * allocation goes above 90%. It prints decisions/s, placements/s, p50/p99
  * decision latency (overall and per kind of job, so a tail can be traced to
- * the decisions that make it), peak RSS and the final GPU allocation ratio.
+ * the decisions that make it; wall time, and the p99 of this thread's CPU
+ * time, which a busy machine's preemptions do not inflate), the cost per
+ * decision in each tenth of the run (flat if nothing grows with the queue
+ * or the run), peak RSS and the final GPU allocation ratio.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,6 +28,15 @@ static int64_t mono_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* This thread's CPU time: a decision's cost without the time the machine
+ * gave to other processes meanwhile (the wall figures include it). */
+static int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
@@ -208,11 +220,12 @@ int cli_bench(int argc, char **argv)
         goto out;
     arb_ctx_t ctx = {.now_ns = 0, .rng = &rng};
     int64_t *lat = malloc((size_t)njobs * sizeof *lat), *klat = NULL;
+    int64_t *cpu = malloc((size_t)njobs * sizeof *cpu), tenth[10] = {0};
     uint8_t *kind = malloc((size_t)njobs), *kplaced = malloc((size_t)njobs);
     arb_job_t **running = malloc((size_t)njobs * sizeof *running);
     long nrun = 0, head = 0, placed = 0;
     int64_t used_milli = 0, cap_milli = (int64_t)nodes * 8000, t_all = 0;
-    if (!lat || !running || !kind || !kplaced)
+    if (!lat || !cpu || !running || !kind || !kplaced)
         goto out2;
     for (long i = 0; i < njobs; i++) {
         int kd;
@@ -250,10 +263,12 @@ int cli_bench(int argc, char **argv)
     for (long i = 0; i < njobs; i++) {
         arb_job_t *j = arb_sched_job(s, (uint32_t)i);
         arb_res_t tot;
-        int64_t t0 = mono_ns();
+        int64_t c0 = cpu_ns(), t0 = mono_ns();
         int prc = arb_sched_place(s, j, &ctx);
         int64_t dt = mono_ns() - t0;
+        cpu[i] = cpu_ns() - c0;
         lat[i] = dt;
+        tenth[i * 10 / njobs] += dt;
         kplaced[i] = prc == 0;
         t_all += dt;
         ctx.now_ns += 1000000; /* 1 ms of virtual time per decision */
@@ -276,7 +291,7 @@ int cli_bench(int argc, char **argv)
         /* Per kind: decisions, placements, p50/p99 (before lat is sorted). */
         struct {
             long n, placed;
-            double p50, p99;
+            double p50, p99, cpu99;
         } ks[NKINDS] = {{0}};
         int64_t alloc = 0;
         if (!(klat = malloc((size_t)njobs * sizeof *klat)))
@@ -294,7 +309,14 @@ int cli_bench(int argc, char **argv)
             qsort(klat, (size_t)m, sizeof *klat, cmp_i64);
             ks[kd].p50 = (double)klat[m / 2] / 1e3;
             ks[kd].p99 = (double)klat[(m * 99) / 100] / 1e3;
+            m = 0;
+            for (long i = 0; i < njobs; i++)
+                if (kind[i] == kd)
+                    klat[m++] = cpu[i];
+            qsort(klat, (size_t)m, sizeof *klat, cmp_i64);
+            ks[kd].cpu99 = (double)klat[(m * 99) / 100] / 1e3;
         }
+        qsort(cpu, (size_t)njobs, sizeof *cpu, cmp_i64);
         for (uint32_t i = 0; i < c.nnodes; i++)
             alloc += c.nodes[i].used.gpu_milli;
         qsort(lat, (size_t)njobs, sizeof *lat, cmp_i64);
@@ -304,31 +326,39 @@ int cli_bench(int argc, char **argv)
         double p50 = (double)lat[njobs / 2] / 1e3, p99 = (double)lat[(njobs * 99) / 100] / 1e3;
         double rss = (double)ru.ru_maxrss / 1024.0;
         double apct = 100.0 * (double)alloc / (double)cap_milli;
+        double c50 = (double)cpu[njobs / 2] / 1e3, c99 = (double)cpu[(njobs * 99) / 100] / 1e3;
         if (strcmp(out, "json") == 0) {
-            printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,\"jobs\":"
-                   "%ld,\"seed\":%llu,"
-                   "\"placed\":%ld,\"decisions_per_s\":%.0f,\"placements_per_s\":%.0f,"
-                   "\"ns_per_decision\":%.0f,\"p50_us\":%.2f,\"p99_us\":%.2f,\"rss_mb\":%.1f,"
-                   "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f,\"kinds\":{",
+            printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,"
+                   "\"jobs\":%ld,\"seed\":%llu,\"placed\":%ld,\"decisions_per_s\":%.0f,"
+                   "\"placements_per_s\":%.0f,\"ns_per_decision\":%.0f,\"p50_us\":%.2f,"
+                   "\"p99_us\":%.2f,\"cpu_p50_us\":%.2f,\"cpu_p99_us\":%.2f,\"rss_mb\":%.1f,"
+                   "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f,\"ns_per_decision_tenths\":[",
                    conf.full_scan ? "full-scan" : "indexed", conf.profile.name, nodes, njobs, seed,
                    placed, (double)njobs / secs, (double)placed / secs,
-                   (double)t_all / (double)njobs, p50, p99, rss, rss * 1048576.0 / (double)njobs,
-                   apct);
+                   (double)t_all / (double)njobs, p50, p99, c50, c99, rss,
+                   rss * 1048576.0 / (double)njobs, apct);
+            for (int k = 0; k < 10; k++) { /* the run in tenths: does the cost grow? */
+                long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
+                printf("%s%.0f", k ? "," : "", (double)tenth[k] / (double)(cnt > 0 ? cnt : 1));
+            }
+            printf("],\"kinds\":{");
             for (int kd = 0; kd < NKINDS; kd++)
-                printf("%s\"%s\":{\"n\":%ld,\"placed\":%ld,\"p50_us\":%.2f,\"p99_us\":%.2f}",
+                printf("%s\"%s\":{\"n\":%ld,\"placed\":%ld,\"p50_us\":%.2f,\"p99_us\":%.2f,"
+                       "\"cpu_p99_us\":%.2f}",
                        kd ? "," : "", KINDS[kd].name, ks[kd].n, ks[kd].placed, ks[kd].p50,
-                       ks[kd].p99);
+                       ks[kd].p99, ks[kd].cpu99);
             printf("}}\n");
         } else {
             printf("bench sched: %ld nodes, %ld jobs, policy %s\n"
                    "  placed %ld, %.0f decisions/s, %.0f placements/s\n"
-                   "  decision latency p50 %.2f us, p99 %.2f us\n"
+                   "  decision latency p50 %.2f us, p99 %.2f us (CPU time p99 %.2f us)\n"
                    "  peak RSS %.1f MiB, GPU allocation at the end %.2f%%\n",
                    nodes, njobs, conf.profile.name, placed, (double)njobs / secs,
-                   (double)placed / secs, p50, p99, rss, apct);
+                   (double)placed / secs, p50, p99, c99, rss, apct);
             for (int kd = 0; kd < NKINDS; kd++)
-                printf("  %-9s %7ld decisions, %7ld placed, p50 %.2f us, p99 %.2f us\n",
-                       KINDS[kd].name, ks[kd].n, ks[kd].placed, ks[kd].p50, ks[kd].p99);
+                printf(
+                    "  %-9s %7ld decisions, %7ld placed, p50 %.2f us, p99 %.2f us (CPU %.2f us)\n",
+                    KINDS[kd].name, ks[kd].n, ks[kd].placed, ks[kd].p50, ks[kd].p99, ks[kd].cpu99);
         }
         rc = arb_cluster_check(&c, &err) == 0 ? 0 : 1;
         if (rc)
@@ -336,6 +366,7 @@ int cli_bench(int argc, char **argv)
     }
 out2:
     free(lat);
+    free(cpu);
     free(klat);
     free(kind);
     free(kplaced);
