@@ -22,7 +22,7 @@ BUILD ?= build
 FUZZ_SECONDS ?= 20
 SOAK_SECONDS ?= 1800
 
-.PHONY: all deps build test asan bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
+.PHONY: all deps build test asan reference bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
 
 all: build
 
@@ -92,6 +92,10 @@ fuzz:
 
 format:
 	@clang-format -i $$(git ls-files '*.c' '*.h')
+
+# docs/reference.md from the schema tables (tests/cli/reference.sh checks it)
+reference: build
+	@sh scripts/reference.sh $(BUILD)/arbiter > docs/reference.md
 
 # the habits STYLE.md asks for, as checks (scripts/lint.sh)
 lint:

@@ -26,6 +26,8 @@
 #ifndef ARB_AGENT_DISCOVERY_H
 #define ARB_AGENT_DISCOVERY_H
 
+#include <stdio.h>
+
 #include "arbiter/cluster.h"
 
 #define AGENT_MAX_LABELS 16
@@ -150,6 +152,9 @@ int agent_hwloc_fill(agent_inv_t *inv, const char *xml, arb_err_t *err);
 int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_inv_t *inv,
                           arb_err_t *err);
 int agent_inventory_load(const char *path, agent_inv_t *inv, arb_err_t *err);
+/* The inventory's fields as a Markdown table, from the tables its parser
+ * checks keys with (`arbiter help inventory`, docs/reference.md). */
+void agent_inventory_doc(FILE *f);
 
 /* The fake row's spec "N[:MODEL[:MEMORY]]" (MEMORY a quantity, 80Gi). */
 int agent_fake_parse(const char *spec, const char *node, agent_inv_t *inv, arb_err_t *err);

@@ -29,31 +29,71 @@
 #include <libfyaml.h>
 
 #include "agent/discovery.h"
+#include "spec/schema_node.h"
 #include "spec/sval.h"
 
 #define INV_MAX_FILE (1 << 20)
 #define INV_MAX_VALUES 10000
+#define INV_MAX_CPUS (1 << 20)
 
-static const char *const top_keys[] = {"name",   "cpu",      "memory", "labels",
-                                       "taints", "datasets", "gpus",   NULL};
-static const char *const taint_keys[] = {"key", "value", "effect", NULL};
-static const char *const effects[] = {"NoSchedule", "PreferNoSchedule", "NoExecute"};
-static const char *const gpu_keys[] = {"model", "memory", "nvlink",   "pcie",
-                                       "numa",  "uuid",   "pciBusId", NULL};
-static const char *const gpus_keys[] = {"count",        "model",     "memory", "nvlinkDomains",
-                                        "pcieSwitches", "numaNodes", NULL};
+/* The inventory's own fields; its GPUs and taints are the scenario's
+ * tables (spec/schema_node.h) in SC_CTX_INVENTORY. */
+static const sc_field_t inv_fields[] = {
+    {.key = "name",
+     .type = SC_STR,
+     .def_doc = "the host name",
+     .help = "the node's name; --name wins"},
+    {.key = "cpu",
+     .type = SC_INT,
+     .lo = 1,
+     .hi = INV_MAX_CPUS,
+     .def_doc = "/proc, sysfs",
+     .help = "logical CPUs"},
+    {.key = "memory",
+     .type = SC_QTY,
+     .qty = ARB_QTY_BYTES,
+     .def_doc = "/proc/meminfo",
+     .help = "the node's memory, more than 0"},
+    {.key = "labels",
+     .type = SC_CUSTOM,
+     .type_doc = "map",
+     .def_doc = "none",
+     .help = "at most 16; rack, block, zone are the node's topology coordinates"},
+    {.key = "taints",
+     .type = SC_CUSTOM,
+     .sub = &spec_taint_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .def_doc = "none",
+     .help = "at most 16 (operators add theirs: arbiter taint)"},
+    {.key = "datasets",
+     .type = SC_CUSTOM,
+     .type_doc = "list of strings",
+     .def_doc = "none",
+     .help = "cached here, at most 32"},
+    {.key = "gpus",
+     .type = SC_CUSTOM,
+     .sub = &spec_gpus_table,
+     .type_doc = "object or list",
+     .def_doc = "no GPUs",
+     .help = "the GPUs as a count with domains: {count: 8, model: H100, memory: 80Gi}"},
+    {.key = "gpus",
+     .type = SC_CUSTOM,
+     .sub = &spec_gpu_table,
+     .flags = SC_LIST,
+     .type_doc = "list",
+     .help = "or the GPUs one by one",
+     .ctx = SC_CTX_DOC},
+    {.key = NULL},
+};
+static const sc_table_t inv_table = {"inventory", inv_fields, NULL};
 
-static int gpu_memory(sx_t *x, const sval_t *f, int32_t *out)
+_Static_assert(SPEC_INV_NAME == AGENT_NAME_MAX, "the shared tables hold the agent's names");
+_Static_assert(SPEC_INV_UUID == sizeof(((agent_gpu_info_t *)0)->uuid), "and its GPU UUIDs");
+
+void agent_inventory_doc(FILE *f)
 {
-    int64_t mib;
-    int rc = sv_qty(x, f, ARB_QTY_MIB, &mib);
-
-    if (rc < 0)
-        return rc;
-    if (mib <= 0 || mib > INT32_MAX)
-        return sv_fail(x, f, -ERANGE, "device memory must be more than 0 and at most 2Pi");
-    *out = (int32_t)mib;
-    return 0;
+    sc_doc_markdown(f, &inv_table, SC_CTX_INVENTORY | SC_CTX_DOC, "");
 }
 
 static int uuid_check(sx_t *x, const sval_t *f, const char *u)
@@ -67,17 +107,17 @@ static int uuid_check(sx_t *x, const sval_t *f, const char *u)
     return 0;
 }
 
-/* gpus: [{model, memory, nvlink, pcie, numa, uuid, pciBusId}, ...] */
+/* gpus: [{model, memory, nvlink, pcie, numa, uuid, pciBusId}, ...], through
+ * the scenario format's table; the ids are checked here. */
 static int parse_gpu_list(sx_t *x, const sval_t *v, agent_inv_t *inv)
 {
-    static const char *const cname[3] = {"nvlink", "pcie", "numa"};
     int count, rc = sv_seq(x, v, ARB_MAX_GPUS, &count);
     void *it = NULL;
 
     for (int i = 0; rc == 0 && i < count; i++) {
         agent_gpu_info_t *g = &inv->gpu[i];
-        int coord[3] = {-1, -1, -1};
-        char busid[64];
+        spec_gpu_t sg;
+        arb_err_t ierr;
         sval_t e, f;
         bool is;
 
@@ -86,26 +126,21 @@ static int parse_gpu_list(sx_t *x, const sval_t *v, agent_inv_t *inv)
             return rc;
         if (!is)
             return sv_fail(x, &e, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
-        if ((rc = sv_check_keys(x, &e, gpu_keys)) < 0)
+        memset(&sg, 0, sizeof sg);
+        if ((rc = sc_init(&spec_gpu_table, SC_CTX_INVENTORY, &sg, &ierr)) < 0)
+            return sv_fail(x, &e, rc, "%s", ierr.msg);
+        if ((rc = sc_walk(x, &e, &spec_gpu_table, SC_CTX_INVENTORY, &sg)) < 0)
             return rc;
         memset(g, 0, sizeof *g);
         g->index = i;
-        if (sv_get(&e, "model", &f) && (rc = sv_text(x, &f, g->model, sizeof g->model, false)) < 0)
-            return rc;
-        if (!sv_get(&e, "memory", &f))
-            return sv_fail(x, &e, -EINVAL, "missing memory: (device memory, e.g. 80Gi)");
-        if ((rc = gpu_memory(x, &f, &g->mem_mib)) < 0)
-            return rc;
-        for (int c = 0; c < 3; c++)
-            if (sv_get(&e, cname[c], &f) &&
-                (rc = sv_int32(x, &f, -1, c == 2 ? 1023 : ARB_MAX_GPUS - 1, &coord[c])) < 0)
-                return rc;
-        g->nvlink = (int16_t)coord[0];
-        g->pcie = (int16_t)coord[1];
-        g->numa = (int16_t)coord[2];
+        snprintf(g->model, sizeof g->model, "%s", sg.model);
+        g->mem_mib = (int32_t)sg.mem_mib;
+        g->nvlink = (int16_t)sg.nvlink;
+        g->pcie = (int16_t)sg.pcie;
+        g->numa = (int16_t)sg.numa;
         if (sv_get(&e, "uuid", &f)) {
-            if ((rc = sv_text(x, &f, g->uuid, sizeof g->uuid, false)) < 0 ||
-                (rc = uuid_check(x, &f, g->uuid)) < 0)
+            memcpy(g->uuid, sg.uuid, sizeof g->uuid); /* the same size */
+            if ((rc = uuid_check(x, &f, g->uuid)) < 0)
                 return rc;
             for (int j = 0; j < i; j++)
                 if (strcmp(inv->gpu[j].uuid, g->uuid) == 0)
@@ -115,13 +150,11 @@ static int parse_gpu_list(sx_t *x, const sval_t *v, agent_inv_t *inv)
                                    g->uuid, j);
         }
         if (sv_get(&e, "pciBusId", &f)) {
-            if ((rc = sv_text(x, &f, busid, sizeof busid, false)) < 0)
-                return rc;
-            if (agent_pci_busid_norm(busid, g->pci_bus_id, sizeof g->pci_bus_id) < 0)
+            if (agent_pci_busid_norm(sg.pci_bus_id, g->pci_bus_id, sizeof g->pci_bus_id) < 0)
                 return sv_fail(x, &f, -EINVAL,
                                "'%s' is not a PCI bus id; write it like "
                                "\"0000:17:00.0\"",
-                               busid);
+                               sg.pci_bus_id);
             for (int j = 0; j < i; j++)
                 if (strcmp(inv->gpu[j].pci_bus_id, g->pci_bus_id) == 0)
                     return sv_fail(x, &f, -EINVAL, "PCI bus id %s is also gpus[%d]'s",
@@ -133,44 +166,27 @@ static int parse_gpu_list(sx_t *x, const sval_t *v, agent_inv_t *inv)
     return rc;
 }
 
-/* gpus: {count, model, memory, nvlinkDomains, pcieSwitches, numaNodes} */
+/* gpus: {count, model, memory, nvlinkDomains, pcieSwitches, numaNodes},
+ * through the scenario format's table. */
 static int parse_gpu_block(sx_t *x, const sval_t *v, agent_inv_t *inv)
 {
-    static const char *const dname[3] = {"nvlinkDomains", "pcieSwitches", "numaNodes"};
-    int dom[3] = {1, 0, 0}, count = 0, rc;
-    char model[AGENT_NAME_MAX] = "";
-    int32_t mem = 0;
-    sval_t f;
+    spec_gpus_t gs;
+    int rc = spec_gpus_read(x, v, SC_CTX_INVENTORY, &gs);
 
-    if ((rc = sv_check_keys(x, v, gpus_keys)) < 0)
+    if (rc < 0)
         return rc;
-    if (!sv_get(v, "count", &f))
-        return sv_fail(x, v, -EINVAL, "missing count: (GPUs in the node, 0..%d)", ARB_MAX_GPUS);
-    if ((rc = sv_int32(x, &f, 0, ARB_MAX_GPUS, &count)) < 0)
-        return rc;
-    if (sv_get(v, "model", &f) && (rc = sv_text(x, &f, model, sizeof model, false)) < 0)
-        return rc;
-    if (sv_get(v, "memory", &f)) {
-        if ((rc = gpu_memory(x, &f, &mem)) < 0)
-            return rc;
-    } else if (count > 0) {
-        return sv_fail(x, v, -EINVAL, "missing memory: (device memory per GPU, e.g. 80Gi)");
-    }
-    for (int d = 0; d < 3; d++)
-        if (sv_get(v, dname[d], &f) && (rc = sv_int32(x, &f, 0, count, &dom[d])) < 0)
-            return rc;
-    for (int i = 0; i < count; i++) {
+    for (int i = 0; i < gs.count; i++) {
         agent_gpu_info_t *g = &inv->gpu[i];
         memset(g, 0, sizeof *g);
         g->index = i;
-        snprintf(g->model, sizeof g->model, "%s", model);
-        g->mem_mib = mem;
+        snprintf(g->model, sizeof g->model, "%s", gs.model);
+        g->mem_mib = (int32_t)gs.mem_mib;
         /* Equal runs, as in scenarios: 8 GPUs, 2 domains -> 0000 1111. */
-        g->nvlink = (int16_t)(dom[0] ? i * dom[0] / count : -1);
-        g->pcie = (int16_t)(dom[1] ? i * dom[1] / count : -1);
-        g->numa = (int16_t)(dom[2] ? i * dom[2] / count : -1);
+        g->nvlink = (int16_t)(gs.dom[0] ? i * gs.dom[0] / gs.count : -1);
+        g->pcie = (int16_t)(gs.dom[1] ? i * gs.dom[1] / gs.count : -1);
+        g->numa = (int16_t)(gs.dom[2] ? i * gs.dom[2] / gs.count : -1);
     }
-    inv->ngpus = count;
+    inv->ngpus = gs.count;
     return 0;
 }
 
@@ -220,25 +236,23 @@ static int parse_taints(sx_t *x, const sval_t *v, agent_inv_t *inv)
 
     for (int i = 0; rc == 0 && i < n; i++) {
         agent_taint_t *t = &inv->taints[i];
-        sval_t tv, f;
+        spec_taint_t st;
+        sval_t tv;
         bool is;
-        int e = 0;
         sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sv_map(x, &tv, &is)) < 0 || (rc = sv_check_keys(x, &tv, taint_keys)) < 0)
+        memset(&st, 0, sizeof st);
+        if ((rc = sv_map(x, &tv, &is)) < 0)
             return rc;
-        if (!is || !sv_get(&tv, "key", &f))
+        if (!is)
             return sv_fail(x, &tv, -EINVAL, "a taint needs key: and effect:");
-        if ((rc = sv_text(x, &f, t->key, sizeof t->key, false)) < 0)
+        if ((rc = sc_walk(x, &tv, &spec_taint_table, SC_CTX_INVENTORY, &st)) < 0)
             return rc;
-        t->val[0] = '\0';
-        if (sv_get(&tv, "value", &f) && (rc = sv_text(x, &f, t->val, sizeof t->val, true)) < 0)
-            return rc;
-        if (!sv_get(&tv, "effect", &f))
-            return sv_fail(x, &tv, -EINVAL,
-                           "missing effect: (NoSchedule, PreferNoSchedule or NoExecute)");
-        if ((rc = sv_enum(x, &f, effects, 3, &e)) < 0)
-            return rc;
-        snprintf(t->effect, sizeof t->effect, "%s", effects[e]);
+        /* the table holds both to SPEC_INV_NAME - 1 bytes */
+        memcpy(t->key, st.key, sizeof t->key - 1);
+        t->key[sizeof t->key - 1] = '\0';
+        memcpy(t->val, st.val, sizeof t->val - 1);
+        t->val[sizeof t->val - 1] = '\0';
+        snprintf(t->effect, sizeof t->effect, "%s", spec_taint_effects[st.effect]);
     }
     if (rc == 0)
         inv->ntaints = n;
@@ -290,11 +304,11 @@ int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_i
                       INV_MAX_VALUES);
         goto out;
     }
-    if ((rc = sv_check_keys(&x, &root, top_keys)) < 0)
+    if ((rc = sc_check_keys(&x, &root, &inv_table, SC_CTX_INVENTORY)) < 0)
         goto out;
     if (sv_get(&root, "name", &f) && (rc = sv_text(&x, &f, out->name, sizeof out->name, false)) < 0)
         goto out;
-    if (sv_get(&root, "cpu", &f) && (rc = sv_int32(&x, &f, 1, 1 << 20, &out->cpus)) < 0)
+    if (sv_get(&root, "cpu", &f) && (rc = sv_int32(&x, &f, 1, INV_MAX_CPUS, &out->cpus)) < 0)
         goto out;
     if (sv_get(&root, "memory", &f)) {
         int64_t bytes;

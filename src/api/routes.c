@@ -888,8 +888,7 @@ void api_doc_markdown(FILE *f)
     }
     fprintf(f, "\n## Configuration (`--config FILE`, YAML)\n\n"
                "| key | type | default | what |\n|---|---|---|---|\n");
-    for (const st_conf_key_t *k = st_conf_keys; k->key; k++)
-        fprintf(f, "| `%s` | %s | %s | %s |\n", k->key, k->type, k->def, k->help);
+    st_conf_doc(f);
     fprintf(f,
             "\nA duration, here as in job specs and scenarios: %s; units ns, us, ms, s, m, h, "
             "d add up (`1h30m`) and may carry a fraction (`2.5h`).\n",

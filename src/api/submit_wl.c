@@ -3,8 +3,11 @@
  * script as the body (any non-JSON Content-Type; the body tells which).
  * The file is translated (src/spec/wl.h) and each job it became submitted
  * as Arbiter's own JSON spec, which is what is stored: a restart re-reads
- * the native spec, not the manifest. The jobs are submitted together: if
- * one is refused, those already made are cancelled and nothing stands.
+ * the native spec, not the manifest. The jobs are submitted together: every
+ * one is checked before any is made, so one refused job leaves nothing
+ * behind (not even a job that ran for a moment); should a later one still be
+ * refused (the config changed in between), those already made are
+ * cancelled.
  * With an Idempotency-Key KEY, job i gets KEY-i, so a retry answers the
  * same jobs.
  */
@@ -44,6 +47,20 @@ int api_submit_workload(api_req_t *r)
         json_decref(jobs);
         wl_free(&w);
         return api_finish(r, rc == -ENOMEM ? rc : -EINVAL, NULL, 0, &err, 201);
+    }
+    json_array_foreach(w.jobs, i, spec)
+    { /* all or nothing: check every job before making any */
+        char *body = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        rc = body ? st_job_submit_check(r->st, &r->who, body, strlen(body), false, &err)
+                  : arb_errf(&err, -ENOMEM, "out of memory");
+        free(body);
+        if (rc < 0) {
+            arb_err_prefix(&err, "job %zu of %zu ('%.96s'): ", i + 1, json_array_size(w.jobs),
+                           json_string_value(json_object_get(spec, "name")));
+            json_decref(jobs);
+            wl_free(&w);
+            return api_finish(r, rc, NULL, 0, &err, 201);
+        }
     }
     json_array_foreach(w.jobs, i, spec)
     {

@@ -5,8 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "agent/discovery.h"
 #include "arbiter/arbiter.h"
 #include "cli/cli.h"
+#include "spec/scenario.h"
+#include "state/state.h"
 
 const cli_cmd_t cli_cmds[] = {
     {"help", "show the verbs, or one verb's usage", "arbiter help [VERB]", cli_help, false},
@@ -116,6 +119,25 @@ int cli_verb_help(const cli_cmd_t *c)
     return 0;
 }
 
+static void config_doc(FILE *f)
+{
+    fprintf(f, "| key | type | default | what |\n|---|---|---|---|\n");
+    st_conf_doc(f);
+}
+
+/* `arbiter help TOPIC`: the fields of a file format, printed from the
+ * tables its parser reads (src/spec/schema.h), so they cannot drift. */
+static const struct help_topic {
+    const char *name, *summary;
+    void (*print)(FILE *f);
+} help_topics[] = {
+    {"scenario", "the fields of a scenario (arbiter place)", spec_scenario_doc},
+    {"spec", "the fields of a job spec (arbiter submit job.yaml)", spec_job_doc},
+    {"config", "the keys of the controller's --config file", config_doc},
+    {"inventory", "the fields of an agent's --inventory file", agent_inventory_doc},
+    {NULL, NULL, NULL},
+};
+
 int cli_help(int argc, char **argv)
 {
     const cli_cmd_t *c;
@@ -123,7 +145,14 @@ int cli_help(int argc, char **argv)
     if (argc > 1) {
         if ((c = cli_find(argv[1])))
             return cli_verb_help(c);
-        fprintf(stderr, "arbiter: unknown verb '%s'; run 'arbiter help' for the list\n", argv[1]);
+        for (const struct help_topic *t = help_topics; t->name; t++)
+            if (strcmp(t->name, argv[1]) == 0) {
+                printf("# %s: %s\n\n", t->name, t->summary);
+                t->print(stdout);
+                return 0;
+            }
+        fprintf(stderr, "arbiter: unknown verb or topic '%s'; run 'arbiter help' for the list\n",
+                argv[1]);
         return 2;
     }
     printf("arbiter %s: resource scheduler and load balancer for AI GPU clusters\n\n"
@@ -131,7 +160,9 @@ int cli_help(int argc, char **argv)
            ARB_VERSION);
     for (c = cli_cmds; c->name; c++)
         printf("  %-10s %s\n", c->name, c->summary);
-    printf("\nrun 'arbiter help VERB' for a verb's usage\n");
+    printf("\nrun 'arbiter help VERB' for a verb's usage\n\ntopics (arbiter help TOPIC):\n");
+    for (const struct help_topic *t = help_topics; t->name; t++)
+        printf("  %-10s %s\n", t->name, t->summary);
     printf(
         "\nenvironment (client verbs: submit queue job explain cancel nodes node cordon uncordon "
         "drain\n"

@@ -55,6 +55,8 @@
 #ifndef ARB_SPEC_SCENARIO_H
 #define ARB_SPEC_SCENARIO_H
 
+#include <stdio.h>
+
 #include "arbiter/sched.h"
 
 struct fy_node;
@@ -121,6 +123,12 @@ int spec_job_load_mem(const char *name, const char *buf, size_t len, arb_cluster
  */
 int spec_job_from_node(const char *file, struct fy_node *node, const char *path, arb_cluster_t *c,
                        arb_job_t **out, arb_err_t *err);
+
+/* The reference of a scenario's fields and of a job spec's, as Markdown
+ * tables made from the tables the loader reads (`arbiter help scenario`,
+ * `arbiter help job`; docs/reference.md). */
+void spec_scenario_doc(FILE *f);
+void spec_job_doc(FILE *f);
 
 /* Built-in priority classes (best-effort 0, low 100, normal 500, high 1000,
  * critical 10000): 0 and *prio set, or -ENOENT. */

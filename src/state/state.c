@@ -721,6 +721,89 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
     return st_job_submit_key(s, who, NULL, body, n, yaml, out, &created, ticket, err);
 }
 
+/* Every check a submission passes before anything is made: the spec, the
+ * service settings, the dependencies, the queue (a user's team's own), the
+ * time limit and whether any node could ever hold it. On success *j and the
+ * rest are the caller's; on failure they may be partly set, and the caller
+ * frees them either way. The caller holds s->mu. */
+static int submit_checks(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                         arb_job_t **j, json_t **command, json_t **env, bool *restartable,
+                         st_dep_t **dep, st_svc_conf_t *svc, arb_err_t *err)
+{
+    const char *team = who->team ? who->team : "";
+    int rc;
+
+    rc = st_spec_parse(s, body, n, yaml, j, command, env, restartable, dep, err);
+    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, *j, svc, err)) < 0 ||
+        (rc = st_dep_check(s, *dep, err)) < 0)
+        return rc;
+    if (*dep && svc->is) {
+        rc = arb_errf(err, -EINVAL, "dependency, array: a service takes neither");
+        return rc;
+    }
+    /* Which queue: users submit to their team's queue (the default). */
+    uint32_t dflt = arb_intern(&s->cluster.strs, "default");
+    if (who->role == ST_ROLE_USER) {
+        uint32_t tq = arb_intern(&s->cluster.strs, team[0] ? team : "default");
+        if ((*j)->queue == 0 || (*j)->queue == dflt)
+            (*j)->queue = tq;
+        if ((*j)->queue != tq) {
+            rc = arb_errf(err, -EACCES,
+                          "queue: '%s' is not your team's; members of team '%s' submit to "
+                          "queue '%s'",
+                          arb_str(&s->cluster.strs, (*j)->queue), team,
+                          arb_str(&s->cluster.strs, tq));
+            return rc;
+        }
+    } else if ((*j)->queue == 0) {
+        (*j)->queue = dflt;
+    }
+    if (s->conf.nqueues > 0 && (*j)->queue != dflt) { /* 'default' is always there, quota-less */
+        const char *qn = arb_str(&s->cluster.strs, (*j)->queue);
+        bool known = false;
+        char list[256];
+        size_t used = 0;
+        list[0] = '\0';
+        for (int i = 0; i < s->conf.nqueues; i++) {
+            known |= strcmp(s->conf.queues[i].name, qn) == 0;
+            if (used < sizeof list)
+                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
+                                         s->conf.queues[i].name);
+        }
+        if (!known) {
+            rc = arb_errf(err, -EINVAL,
+                          "queue: '%s' is not configured (queues: %s, and 'default', the "
+                          "quota-less queue of jobs without queue:)",
+                          qn, list);
+            return rc;
+        }
+    }
+    if ((rc = st_time_limit(s, *j, err)) < 0)
+        return rc;
+    if ((rc = check_fittable(s, *j, err)) < 0)
+        return rc;
+    return 0;
+}
+
+int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                        arb_err_t *err)
+{
+    arb_job_t *j = NULL;
+    json_t *command = NULL, *env = NULL;
+    st_dep_t *dep = NULL;
+    bool restartable = true;
+    st_svc_conf_t svc;
+    pthread_mutex_lock(&s->mu);
+    int rc =
+        submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc, err);
+    pthread_mutex_unlock(&s->mu);
+    arb_job_free(j);
+    json_decref(command);
+    json_decref(env);
+    st_dep_free(dep);
+    return rc;
+}
+
 int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
                       bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err)
 {
@@ -762,53 +845,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     }
     bool restartable = true;
     st_svc_conf_t svc;
-    rc = st_spec_parse(s, body, n, yaml, &j, &command, &env, &restartable, &dep, err);
-    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, j, &svc, err)) < 0 ||
-        (rc = st_dep_check(s, dep, err)) < 0)
-        goto out;
-    if (dep && svc.is) {
-        rc = arb_errf(err, -EINVAL, "dependency, array: a service takes neither");
-        goto out;
-    }
-    /* Which queue: users submit to their team's queue (the default). */
-    uint32_t dflt = arb_intern(&s->cluster.strs, "default");
-    if (who->role == ST_ROLE_USER) {
-        uint32_t tq = arb_intern(&s->cluster.strs, team[0] ? team : "default");
-        if (j->queue == 0 || j->queue == dflt)
-            j->queue = tq;
-        if (j->queue != tq) {
-            rc = arb_errf(err, -EACCES,
-                          "queue: '%s' is not your team's; members of team '%s' submit to "
-                          "queue '%s'",
-                          arb_str(&s->cluster.strs, j->queue), team, arb_str(&s->cluster.strs, tq));
-            goto out;
-        }
-    } else if (j->queue == 0) {
-        j->queue = dflt;
-    }
-    if (s->conf.nqueues > 0 && j->queue != dflt) { /* 'default' is always there, quota-less */
-        const char *qn = arb_str(&s->cluster.strs, j->queue);
-        bool known = false;
-        char list[256];
-        size_t used = 0;
-        list[0] = '\0';
-        for (int i = 0; i < s->conf.nqueues; i++) {
-            known |= strcmp(s->conf.queues[i].name, qn) == 0;
-            if (used < sizeof list)
-                used += (size_t)snprintf(list + used, sizeof list - used, "%s%s", i ? ", " : "",
-                                         s->conf.queues[i].name);
-        }
-        if (!known) {
-            rc = arb_errf(err, -EINVAL,
-                          "queue: '%s' is not configured (queues: %s, and 'default', the "
-                          "quota-less queue of jobs without queue:)",
-                          qn, list);
-            goto out;
-        }
-    }
-    if ((rc = st_time_limit(s, j, err)) < 0)
-        goto out;
-    if ((rc = check_fittable(s, j, err)) < 0)
+    if ((rc = submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc,
+                            err)) < 0)
         goto out;
 
     sj = calloc(1, sizeof *sj);

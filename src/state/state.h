@@ -46,6 +46,7 @@
 #define ARB_STATE_H
 
 #include <jansson.h>
+#include <stdio.h>
 
 #include "arbiter/sched.h"
 #include "spec/scenario.h"
@@ -114,11 +115,9 @@ int st_conf_load_file(const char *path, st_conf_t *c, arb_err_t *err);
 int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c, arb_err_t *err);
 void st_conf_free(st_conf_t *c);
 
-/* The configuration keys, one row each (help and docs are made from it). */
-typedef struct st_conf_key {
-    const char *key, *type, *def, *help;
-} st_conf_key_t;
-extern const st_conf_key_t st_conf_keys[];
+/* The configuration's reference, from the tables the parser reads (one
+ * Markdown row per key: "| `key` | type | default | what |"). */
+void st_conf_doc(FILE *f);
 
 /* ---- lifecycle ---------------------------------------------------------------- */
 
@@ -182,6 +181,11 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
  * different body: -EINVAL. */
 int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
                       bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err);
+/* Every check st_job_submit makes, and nothing made: 0 when this spec would be
+ * accepted now (a file of several jobs is checked whole before any is
+ * submitted). */
+int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                        arb_err_t *err);
 int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
                arb_err_t *err);
 /* Jobs the caller may see, filtered by state and queue (NULL: any), in id

@@ -45,6 +45,8 @@ until $ARB explain "$big" | grep -q "left out for a stale report: n1 (last repor
     sleep 0.1
 done
 t1=$(date +%s)
-$ARB nodes | grep -Eq "^n1 +Ready " || { kill -CONT "$(cat "$T/pid.n1")"; cl_fail "n1 NotReady already: $($ARB nodes)"; }
+# "stale report" is said only of a Ready node (a NotReady one is "not
+# ready"): the node was stale before the lease made it NotReady. (A second
+# call to `arbiter nodes` here could come after the lease on a loaded machine.)
 kill -CONT "$(cat "$T/pid.n1")"
 echo "$NAME: ok (n1 stale after $((t1 - t0)) s of silence, still Ready: staleness acts before the lease)"

@@ -18,7 +18,9 @@ NAME=sched_explain
 command -v jq >/dev/null || { echo "$NAME: skipped: no jq (scripts/deps.sh)"; exit 77; }
 cl_init
 
-printf 'scheduler: {queue: fifo, interval: 200ms}\nnodes: {lease: 10s, staleness: 3s}\n' > "$T/config.yaml"
+# a long lease beside a short staleness: a stopped node stays stale (not
+# yet NotReady) for 27 s, room for the checks below on a loaded machine
+printf 'scheduler: {queue: fifo, interval: 200ms}\nnodes: {lease: 30s, staleness: 3s}\n' > "$T/config.yaml"
 cl_controller --config "$T/config.yaml"
 x() { sc_explain "$1" | jq -r .summary; }
 
@@ -81,23 +83,27 @@ kill -STOP "$(cat "$T/pid.n2")"
 CL_CLEANUP="kill -CONT $(cat "$T/pid.n2") 2>/dev/null || true"
 # a report sent just before the stop may still land late (the controller
 # is busy): wait until the report is 4 s old and explain has said stale
-# twice, half a second apart
+# twice, half a second apart. Every check reads one explanation of each job
+# (taken while n2 is stale), so none depends on how long the others took.
 k=0
 calm=0
 while [ $calm -lt 2 ]; do
     if [ "$($ARB nodes -o json | jq '[.nodes[] | select(.name == "n2") | .report_age_s >= 4] | all')" = true ] &&
-        x "$mem" | grep -q 'stale report (n2, last report'; then calm=$((calm + 1)); else calm=0; fi
+        ej=$(sc_explain "$mem") && echo "$ej" | jq -r .summary | grep -q 'stale report (n2, last report'; then
+        calm=$((calm + 1))
+    else calm=0; fi
     k=$((k + 1))
     [ $k -lt 60 ] || { kill -CONT "$(cat "$T/pid.n2")"; cl_fail "n2 never stale: $($ARB nodes) $(x "$mem")"; }
     sleep 0.5
 done
-x "$mem" | grep -q "1 node(s) with a stale report (n2, last report [0-9]* s ago: left out)" ||
-    { kill -CONT "$(cat "$T/pid.n2")"; cl_fail "stale explain: $(x "$mem")"; }
-x "$mem" | grep -q "1 insufficient memory (needs 30Gi, the most free on one node 2[34]Gi)" ||
-    { $ARB nodes >&2; sc_explain "$mem" >&2; sc_explain "$g" >&2; kill -CONT "$(cat "$T/pid.n2")"; cl_fail "stale explain: $(x "$mem")"; }
-[ "$(sc_explain "$mem" | jq -r .explain.stale_nodes)" = 1 ] ||
-    { kill -CONT "$(cat "$T/pid.n2")"; cl_fail "stale json: $(sc_explain "$mem")"; }
-x "$g" | grep -q "can never start as it is: .*; left out for a stale report: n2 (last report [0-9]* s ago)" ||
-    { kill -CONT "$(cat "$T/pid.n2")"; cl_fail "gang with a stale node: $(x "$g")"; }
+gj=$(sc_explain "$g")
 kill -CONT "$(cat "$T/pid.n2")"
+es=$(echo "$ej" | jq -r .summary)
+echo "$es" | grep -q "1 node(s) with a stale report (n2, last report [0-9]* s ago: left out)" ||
+    cl_fail "stale explain: $es"
+echo "$es" | grep -q "1 insufficient memory (needs 30Gi, the most free on one node 2[34]Gi)" ||
+    { $ARB nodes >&2; echo "$ej" >&2; echo "$gj" >&2; cl_fail "stale explain: $es"; }
+[ "$(echo "$ej" | jq -r .explain.stale_nodes)" = 1 ] || cl_fail "stale json: $ej"
+echo "$gj" | jq -r .summary | grep -q "can never start as it is: .*; left out for a stale report: n2 (last report [0-9]* s ago)" ||
+    cl_fail "gang with a stale node: $(echo "$gj" | jq -r .summary)"
 echo "$NAME: ok"

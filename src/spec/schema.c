@@ -1,0 +1,298 @@
+/*
+ * schema.c: the walker, the defaults and the reference behind schema.h.
+ * A table is data; this file is the only code that reads a field by its
+ * type, so a type means the same (the same grammar, the same messages) in
+ * every format that uses it.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "spec/schema.h"
+#include "util/duration.h"
+
+#define SC_MAX_KEYS 64 /* fields of one object */
+
+static bool in_ctx(const sc_field_t *f, unsigned ctx)
+{
+    return !f->ctx || (f->ctx & ctx);
+}
+
+int sc_keys(const sc_table_t *t, unsigned ctx, const char **names, int max)
+{
+    int n = 0;
+
+    for (const sc_field_t *f = t->fields; f->key && n < max - 1; f++) {
+        bool seen = false;
+        if (!in_ctx(f, ctx))
+            continue;
+        for (int i = 0; i < n && !seen; i++)
+            seen = strcmp(names[i], f->key) == 0;
+        if (!seen)
+            names[n++] = f->key;
+    }
+    names[n] = NULL;
+    return n;
+}
+
+/* A duration in ns as the docs and messages say it: 1s, 100ms, 1500us. */
+static void dur_text(int64_t ns, char *buf, size_t n)
+{
+    static const struct {
+        int64_t ns;
+        const char *unit;
+    } units[] = {{86400000000000LL, "d"}, {3600000000000LL, "h"}, {60000000000LL, "m"},
+                 {1000000000LL, "s"},     {1000000LL, "ms"},      {1000LL, "us"}};
+
+    for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+        if (ns != 0 && ns % units[i].ns == 0) {
+            snprintf(buf, n, "%" PRId64 "%s", ns / units[i].ns, units[i].unit);
+            return;
+        }
+    snprintf(buf, n, "%" PRId64 "%s", ns, ns ? "ns" : "s");
+}
+
+static bool has_range(const sc_field_t *f)
+{
+    return f->lo != 0 || f->hi != 0;
+}
+
+static int range_fail(sx_t *x, const sval_t *v, const sc_field_t *f, const char *lo, const char *hi)
+{
+    if (f->range_msg)
+        return sv_fail(x, v, -EINVAL, "%s", f->range_msg);
+    if (f->hi == INT64_MAX)
+        return sv_fail(x, v, -EINVAL, "%s must be at least %s", f->key, lo);
+    return sv_fail(x, v, -EINVAL, "%s must be %s..%s", f->key, lo, hi);
+}
+
+static int read_duration(sx_t *x, const sval_t *v, const sc_field_t *f, int64_t *out)
+{
+    int64_t ns;
+    int rc = sv_duration_ns(x, v, &ns);
+    char lo[32], hi[32];
+
+    if (rc < 0)
+        return rc;
+    if ((f->flags & SC_SECONDS) && ns % 1000000000LL)
+        return f->range_msg ? sv_fail(x, v, -EINVAL, "%s", f->range_msg)
+                            : sv_fail(x, v, -EINVAL, "%s is whole seconds", f->key);
+    if (has_range(f) && (ns < f->lo || ns > f->hi)) {
+        dur_text(f->lo, lo, sizeof lo);
+        dur_text(f->hi, hi, sizeof hi);
+        return range_fail(x, v, f, lo, hi);
+    }
+    *out = (f->flags & SC_SECONDS) ? ns / 1000000000LL : ns;
+    return 0;
+}
+
+static int read_field(sx_t *x, const sval_t *v, const sc_field_t *f, unsigned ctx, char *obj)
+{
+    void *at = obj + f->off;
+    int64_t i64 = 0;
+    int rc = 0, k;
+
+    switch (f->type) {
+    case SC_STR:
+        return sv_text(x, v, at, f->size, (f->flags & SC_EMPTY_OK) != 0);
+    case SC_INT:
+        rc = sv_int(x, v, has_range(f) ? f->lo : INT64_MIN, has_range(f) ? f->hi : INT64_MAX, &i64);
+        if (rc == -ERANGE && f->range_msg)
+            return sv_fail(x, v, -EINVAL, "%s", f->range_msg);
+        if (rc < 0)
+            return rc;
+        if (f->size == sizeof(int))
+            *(int *)at = (int)i64;
+        else
+            *(int64_t *)at = i64;
+        return 0;
+    case SC_DOUBLE:
+        return sv_double(x, v, f->dlo, f->dhi, at);
+    case SC_BOOL:
+        return sv_bool(x, v, at);
+    case SC_DURATION:
+        return read_duration(x, v, f, at);
+    case SC_ENUM:
+        if ((rc = sv_enum(x, v, f->names, f->nnames, &k)) == 0)
+            *(int *)at = k;
+        return rc;
+    case SC_QTY:
+        if ((rc = sv_qty(x, v, f->qty, &i64)) < 0)
+            return rc;
+        if (has_range(f) && (i64 < f->lo || i64 > f->hi)) {
+            char lo[32], hi[32];
+            snprintf(lo, sizeof lo, "%" PRId64, f->lo);
+            snprintf(hi, sizeof hi, "%" PRId64, f->hi);
+            return range_fail(x, v, f, lo, hi);
+        }
+        *(int64_t *)at = i64;
+        return 0;
+    case SC_OBJECT:
+        return sc_walk(x, v, f->sub, ctx, at);
+    case SC_CUSTOM:
+        return f->set(x, v, at);
+    }
+    return sv_fail(x, v, -EINVAL, "field %s has no type", f->key);
+}
+
+int sc_check_keys(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx)
+{
+    const char *keys[SC_MAX_KEYS];
+
+    sc_keys(t, ctx, keys, SC_MAX_KEYS);
+    return sv_check_keys(x, map, keys);
+}
+
+int sc_walk(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void *obj)
+{
+    bool is;
+    int rc = sv_map(x, map, &is);
+
+    if (rc < 0)
+        return rc;
+    if (is && (rc = sc_check_keys(x, map, t, ctx)) < 0)
+        return rc;
+    for (const sc_field_t *f = t->fields; f->key; f++) {
+        sval_t v;
+        if (!in_ctx(f, ctx))
+            continue;
+        if (!sv_get(map, f->key, &v)) {
+            if (f->flags & SC_REQUIRED)
+                return sv_fail(x, map, -EINVAL, "missing %s:%s%s%s", f->key, f->help ? " (" : "",
+                               f->help ? f->help : "", f->help ? ")" : "");
+            continue;
+        }
+        if ((rc = read_field(x, &v, f, ctx, obj)) < 0)
+            return rc;
+        if (f->check && (rc = f->check(x, &v, obj)) < 0)
+            return rc;
+    }
+    return t->check ? t->check(x, map, obj, ctx) : 0;
+}
+
+/* ---- defaults --------------------------------------------------------------- */
+
+static int init_field(const sc_field_t *f, unsigned ctx, char *obj, arb_err_t *err)
+{
+    void *at = obj + f->off;
+    char *end;
+    int64_t v;
+
+    if (f->type == SC_OBJECT)
+        return sc_init(f->sub, ctx, at, err);
+    if (!f->def || f->type == SC_CUSTOM)
+        return 0;
+    switch (f->type) {
+    case SC_STR:
+        snprintf(at, f->size, "%s", f->def);
+        return 0;
+    case SC_INT:
+        v = strtoll(f->def, &end, 10);
+        if (*end)
+            break;
+        if (f->size == sizeof(int))
+            *(int *)at = (int)v;
+        else
+            *(int64_t *)at = v;
+        return 0;
+    case SC_DOUBLE:
+        *(double *)at = strtod(f->def, &end);
+        if (*end)
+            break;
+        return 0;
+    case SC_BOOL:
+        if (strcmp(f->def, "true") && strcmp(f->def, "false"))
+            break;
+        *(bool *)at = strcmp(f->def, "true") == 0;
+        return 0;
+    case SC_DURATION:
+        if (arb_duration_parse(f->def, &v, err) < 0)
+            break;
+        *(int64_t *)at = (f->flags & SC_SECONDS) ? v / 1000000000LL : v;
+        return 0;
+    case SC_ENUM:
+        for (int i = 0; i < f->nnames; i++)
+            if (f->names[i] && strcmp(f->names[i], f->def) == 0) {
+                *(int *)at = i;
+                return 0;
+            }
+        break;
+    case SC_QTY:
+        if (arb_qty_parse(f->def, f->qty, f->key, &v, err) < 0)
+            break;
+        *(int64_t *)at = v;
+        return 0;
+    default:
+        break;
+    }
+    return arb_errf(err, -EINVAL, "schema: the default '%s' of %s is not a valid value", f->def,
+                    f->key);
+}
+
+int sc_init(const sc_table_t *t, unsigned ctx, void *obj, arb_err_t *err)
+{
+    int rc;
+
+    for (const sc_field_t *f = t->fields; f->key; f++)
+        if (in_ctx(f, ctx) && (rc = init_field(f, ctx, obj, err)) < 0)
+            return rc;
+    return 0;
+}
+
+/* ---- reference ------------------------------------------------------------------ */
+
+static void type_text(const sc_field_t *f, char *buf, size_t n)
+{
+    static const char *const names[] = {
+        [SC_STR] = "string",   [SC_INT] = "int",           [SC_DOUBLE] = "number",
+        [SC_BOOL] = "bool",    [SC_DURATION] = "duration", [SC_ENUM] = "enum",
+        [SC_QTY] = "quantity", [SC_OBJECT] = "object",     [SC_CUSTOM] = "value",
+    };
+    size_t used = 0;
+
+    if (f->type_doc) {
+        snprintf(buf, n, "%s", f->type_doc);
+        return;
+    }
+    if (f->type != SC_ENUM) {
+        snprintf(buf, n, "%s", names[f->type]);
+        return;
+    }
+    buf[0] = '\0';
+    for (int i = 0; i < f->nnames && used < n; i++)
+        if (f->names[i])
+            used += (size_t)snprintf(buf + used, n - used, "%s%s", used ? "\\|" : "", f->names[i]);
+}
+
+void sc_doc_rows(FILE *out, const sc_table_t *t, unsigned ctx, const char *prefix)
+{
+    char key[160], type[160];
+
+    for (const sc_field_t *f = t->fields; f->key; f++) {
+        if (!in_ctx(f, ctx))
+            continue;
+        snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", f->key);
+        if (f->type == SC_OBJECT) {
+            sc_doc_rows(out, f->sub, ctx, key);
+            continue;
+        }
+        type_text(f, type, sizeof type);
+        if (f->flags & SC_LIST)
+            snprintf(key + strlen(key), sizeof key - strlen(key), "[]");
+        fprintf(out, "| `%s` | %s | %s | %s |\n", key, type,
+                f->def_doc                 ? f->def_doc
+                : f->def                   ? f->def
+                : (f->flags & SC_REQUIRED) ? "required"
+                                           : "none",
+                f->help ? f->help : "");
+        if (f->sub && f->type == SC_CUSTOM)
+            sc_doc_rows(out, f->sub, ctx, key);
+    }
+}
+
+void sc_doc_markdown(FILE *out, const sc_table_t *t, unsigned ctx, const char *prefix)
+{
+    fprintf(out, "| key | type | default | what |\n|---|---|---|---|\n");
+    sc_doc_rows(out, t, ctx, prefix);
+}

@@ -1,0 +1,470 @@
+/*
+ * test_schema.c: the schema walker (src/spec/schema.c) on a table of its
+ * own: an unknown key gets a suggestion and the list of valid keys, a
+ * wrong type and a value out of range are refused with the field's path
+ * and position, defaults come from the table (sc_init), a nested object is
+ * read through its sub-table, a field of another format is unknown, and
+ * the reference lists every field of the format with its default. Also
+ * the shared tables: the scheduler settings and queues read the same in a
+ * scenario and in the controller config, a node's GPUs and taints the same
+ * in a scenario and an agent's inventory, and the config's defaults are
+ * the table's. Runs under LeakSanitizer in the ASan pass.
+ */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <libfyaml.h>
+
+#include "agent/discovery.h"
+#include "spec/scenario.h"
+#include "spec/scenario_int.h" /* scn_job_table, scn_node_table */
+#include "spec/schema.h"
+#include "spec/schema_sched.h"
+#include "state/state.h"
+
+typedef struct inner {
+    int64_t every_ns;
+    bool on;
+} inner_t;
+
+typedef struct obj {
+    char name[16];
+    int64_t count;
+    int small;
+    double ratio;
+    int color;
+    int64_t mem;
+    int64_t limit_s;
+    inner_t in;
+    int customs;
+    bool only_config;
+} obj_t;
+
+static const char *const colors[] = {"red", "green", "blue"};
+
+static int count_custom(sx_t *x, const sval_t *v, void *at)
+{
+    int64_t n;
+    int rc = sv_int(x, v, 0, 9, &n);
+
+    if (rc == 0)
+        *(int *)at += (int)n;
+    return rc;
+}
+
+static const sc_field_t inner_fields[] = {
+    {.key = "every",
+     .type = SC_DURATION,
+     .off = offsetof(inner_t, every_ns),
+     .lo = 1000000,
+     .hi = INT64_MAX,
+     .def = "1s",
+     .help = "how often"},
+    {.key = "on", .type = SC_BOOL, .off = offsetof(inner_t, on), .def = "true", .help = "on"},
+    {.key = NULL},
+};
+static const sc_table_t inner_table = {"inner", inner_fields, NULL};
+
+static const sc_field_t fields[] = {
+    {.key = "name",
+     .type = SC_STR,
+     .off = offsetof(obj_t, name),
+     .size = 16,
+     .flags = SC_REQUIRED,
+     .help = "a name"},
+    {.key = "count",
+     .type = SC_INT,
+     .off = offsetof(obj_t, count),
+     .size = 8,
+     .lo = 1,
+     .hi = 100,
+     .def = "7",
+     .help = "how many"},
+    {.key = "small",
+     .type = SC_INT,
+     .off = offsetof(obj_t, small),
+     .size = sizeof(int),
+     .lo = -5,
+     .hi = 5,
+     .range_msg = "small is -5..5; pick a smaller one",
+     .def = "-2"},
+    {.key = "ratio",
+     .type = SC_DOUBLE,
+     .off = offsetof(obj_t, ratio),
+     .dlo = 0,
+     .dhi = 1,
+     .def = "0.5"},
+    {.key = "color",
+     .type = SC_ENUM,
+     .off = offsetof(obj_t, color),
+     .names = colors,
+     .nnames = 3,
+     .def = "green"},
+    {.key = "memory",
+     .type = SC_QTY,
+     .off = offsetof(obj_t, mem),
+     .qty = ARB_QTY_BYTES,
+     .def = "1Ki"},
+    {.key = "limit",
+     .type = SC_DURATION,
+     .off = offsetof(obj_t, limit_s),
+     .lo = 1000000000LL,
+     .hi = INT64_MAX,
+     .flags = SC_SECONDS,
+     .def = "2m"},
+    {.key = "inner", .type = SC_OBJECT, .off = offsetof(obj_t, in), .sub = &inner_table},
+    {.key = "custom",
+     .type = SC_CUSTOM,
+     .off = offsetof(obj_t, customs),
+     .set = count_custom,
+     .def_doc = "0",
+     .help = "added up"},
+    {.key = "onlyConfig",
+     .type = SC_BOOL,
+     .off = offsetof(obj_t, only_config),
+     .def = "false",
+     .ctx = SC_CTX_CONFIG},
+    {.key = NULL},
+};
+static const sc_table_t table = {"thing", fields, NULL};
+
+/* Walk yaml (one mapping) into o in ctx: rc, err filled. */
+static int walk(const char *yaml, unsigned ctx, obj_t *o, arb_err_t *err)
+{
+    sv_doc_t d;
+    sx_t x = {.file = "t.yaml", .err = err};
+    sval_t root;
+    int rc;
+
+    memset(o, 0, sizeof *o);
+    assert_int_equal(sc_init(&table, ctx, o, err), 0);
+    if ((rc = sv_doc_open("t.yaml", yaml, strlen(yaml), &d, err)) < 0)
+        return rc;
+    sv_root(&root, fy_document_root(d.doc), "");
+    rc = sc_walk(&x, &root, &table, ctx, o);
+    sv_doc_close(&d);
+    return rc;
+}
+
+static void test_defaults_and_values(void **st)
+{
+    arb_err_t err = {{0}};
+    obj_t o;
+
+    (void)st;
+    /* only name: every other field is the table's default */
+    assert_int_equal(walk("name: a\n", SC_CTX_SCENARIO, &o, &err), 0);
+    assert_string_equal(o.name, "a");
+    assert_int_equal(o.count, 7);
+    assert_int_equal(o.small, -2);
+    assert_true(o.ratio == 0.5);
+    assert_int_equal(o.color, 1);
+    assert_int_equal(o.mem, 1024);
+    assert_int_equal(o.limit_s, 120);
+    assert_int_equal(o.in.every_ns, 1000000000LL); /* the sub-table's default */
+    assert_true(o.in.on);
+    assert_int_equal(o.customs, 0);
+
+    /* every field given, the nested object too */
+    assert_int_equal(walk("name: b\ncount: 100\nsmall: 5\nratio: 0.25\ncolor: blue\n"
+                          "memory: 2Mi\nlimit: 1h30m\ninner: {every: 500ms, on: false}\n"
+                          "custom: 4\n",
+                          SC_CTX_SCENARIO, &o, &err),
+                     0);
+    assert_int_equal(o.count, 100);
+    assert_int_equal(o.small, 5);
+    assert_true(o.ratio == 0.25);
+    assert_int_equal(o.color, 2);
+    assert_int_equal(o.mem, 2 << 20);
+    assert_int_equal(o.limit_s, 5400);
+    assert_int_equal(o.in.every_ns, 500000000LL);
+    assert_false(o.in.on);
+    assert_int_equal(o.customs, 4);
+}
+
+static void test_errors(void **st)
+{
+    static const struct {
+        const char *yaml, *want;
+        unsigned ctx;
+    } cases[] = {
+        /* unknown key: a suggestion and the valid keys (of this format only) */
+        {"name: a\ncuont: 3\n", "t.yaml:2:1: unknown field 'cuont'; did you mean 'count'?",
+         SC_CTX_SCENARIO},
+        {"name: a\nzzz: 3\n",
+         "valid fields: name, count, small, ratio, color, memory, limit, "
+         "inner, custom",
+         SC_CTX_SCENARIO},
+        {"name: a\nonlyConfig: true\n", "unknown field 'onlyConfig'", SC_CTX_SCENARIO},
+        /* wrong types */
+        {"name: a\ncount: many\n", "t.yaml:2:8: count: 'many' is not an integer", SC_CTX_SCENARIO},
+        {"name: a\ninner: {on: yes}\n", "t.yaml:2:13: inner.on: ", SC_CTX_SCENARIO},
+        {"name: [a]\n", "name: ", SC_CTX_SCENARIO},
+        {"name: a\ncolor: pink\n", "unknown value 'pink'; use one of: red, green, blue",
+         SC_CTX_SCENARIO},
+        {"name: a\ninner: 3\n", "inner: expected a mapping", SC_CTX_SCENARIO},
+        /* ranges: the table's bounds, or its own message */
+        {"name: a\ncount: 101\n", "count: 101 is out of range; use 1..100", SC_CTX_SCENARIO},
+        {"name: a\nsmall: 6\n", "small: small is -5..5; pick a smaller one", SC_CTX_SCENARIO},
+        {"name: a\ninner: {every: 10us}\n", "inner.every: every must be at least 1ms",
+         SC_CTX_SCENARIO},
+        {"name: a\nlimit: 1500ms\n", "limit: limit is whole seconds", SC_CTX_SCENARIO},
+        {"name: a\nratio: 2\n", "ratio: 2 is out of range", SC_CTX_SCENARIO},
+        {"name: a\ncustom: 10\n", "custom: 10 is out of range", SC_CTX_SCENARIO},
+        /* required */
+        {"count: 3\n", "missing name: (a name)", SC_CTX_SCENARIO},
+    };
+    arb_err_t err;
+    obj_t o;
+
+    (void)st;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        memset(&err, 0, sizeof err);
+        assert_true(walk(cases[i].yaml, cases[i].ctx, &o, &err) < 0);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("%s: got '%s', want '%s'", cases[i].yaml, err.msg, cases[i].want);
+    }
+    /* the field of the other format is a field there */
+    assert_int_equal(walk("name: a\nonlyConfig: true\n", SC_CTX_CONFIG, &o, &err), 0);
+    assert_true(o.only_config);
+}
+
+static void test_doc(void **st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+
+    (void)st;
+    assert_non_null(f);
+    sc_doc_markdown(f, &table, SC_CTX_SCENARIO, "thing");
+    fclose(f);
+    assert_non_null(strstr(buf, "| key | type | default | what |\n|---|---|---|---|\n"));
+    assert_non_null(strstr(buf, "| `thing.name` | string | required | a name |\n"));
+    assert_non_null(strstr(buf, "| `thing.count` | int | 7 | how many |\n"));
+    assert_non_null(strstr(buf, "| `thing.color` | red\\|green\\|blue | green |"));
+    assert_non_null(strstr(buf, "| `thing.inner.every` | duration | 1s | how often |\n"));
+    assert_non_null(strstr(buf, "| `thing.custom` | value | 0 | added up |\n"));
+    assert_null(strstr(buf, "onlyConfig")); /* not a field of scenarios */
+    free(buf);
+}
+
+/* The shared tables: the same text means the same in both formats. */
+static void test_shared_tables(void **st)
+{
+    static const char nodes[] =
+        "nodes:\n  - {name: n, gpus: {count: 8, model: A100, memory: 80Gi}}\n";
+    const char *common = "scheduler: {policy: pack, queue: drf, backfill: true, preemption: "
+                         "true, starvation: 90m}\n"
+                         "queues:\n"
+                         "  - {name: a, cohort: c, weight: 2, nominal: {nvidia.com/gpu: 4, "
+                         "cpu: 8, memory: 1Gi, nvidia.com/gpu-memory: 80Gi}, borrowingLimit: "
+                         "{nvidia.com/gpu: 2}}\n";
+    char buf[1024];
+    arb_err_t err = {{0}};
+    spec_scenario_t s;
+    st_conf_t c;
+
+    (void)st;
+    snprintf(buf, sizeof buf, "%s%s", common, nodes);
+    if (spec_scenario_load_mem("s.yaml", buf, strlen(buf), &s, &err) != 0)
+        fail_msg("scenario: %s", err.msg);
+    st_conf_init(&c);
+    if (st_conf_load_mem("c.yaml", common, strlen(common), &c, &err) != 0)
+        fail_msg("config: %s", err.msg);
+    assert_string_equal(s.policy, c.policy);
+    assert_int_equal(s.queue_policy, ARB_QP_DRF);
+    assert_int_equal(c.queue_policy, ARB_QP_DRF);
+    assert_true(s.backfill && c.backfill && s.preemption && c.preemption);
+    assert_int_equal(s.starvation_ns, c.starvation_ns);
+    assert_int_equal(s.nqueues, 1);
+    assert_int_equal(c.nqueues, 1);
+    assert_string_equal(arb_str(&s.cluster.strs, s.queues[0].name), c.queues[0].name);
+    assert_string_equal(arb_str(&s.cluster.strs, s.queues[0].cohort), c.queues[0].cohort);
+    assert_true(s.queues[0].weight == c.queues[0].weight);
+    assert_memory_equal(&s.queues[0].nominal, &c.queues[0].nominal, sizeof(arb_res_t));
+    assert_memory_equal(&s.queues[0].borrow_limit, &c.queues[0].borrow_limit, sizeof(arb_res_t));
+    assert_int_equal(c.queues[0].nominal.gpu_milli, 4000);
+    assert_int_equal(c.queues[0].nominal.gpu_mem_mib, 80 * 1024);
+    spec_scenario_free(&s);
+
+    /* the same refusals, with the same words */
+    static const char *const bad[] = {
+        "queues:\n  - {name: q, borrowingLimit: {cpu: 1}}\n",
+        "queues:\n  - {name: q, nominal: {nvidia.com/gpus: 1}}\n",
+        "queues:\n  - {name: q}\n  - {name: q}\n",
+        "scheduler: {queue: lifo}\n",
+        "scheduler: {starvation: 5 parsecs}\n",
+    };
+    static const char *const want[] = {
+        "borrowingLimit: needs nominal:", "did you mean 'nvidia.com/gpu'?",
+        "queue 'q' is defined twice",     "unknown value 'lifo'",
+        "scheduler.starvation: ",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char e1[600], e2[600];
+        snprintf(buf, sizeof buf, "%s%s", bad[i], nodes);
+        assert_int_equal(spec_scenario_load_mem("s.yaml", buf, strlen(buf), &s, &err), -EINVAL);
+        snprintf(e1, sizeof e1, "%s", err.msg);
+        assert_int_equal(st_conf_load_mem("c.yaml", bad[i], strlen(bad[i]), &c, &err), -EINVAL);
+        snprintf(e2, sizeof e2, "%s", err.msg);
+        if (!strstr(e1, want[i]) || !strstr(e2, want[i]))
+            fail_msg("%s: scenario '%s', config '%s'", bad[i], e1, e2);
+        assert_string_equal(strchr(e1, ' '), strchr(e2, ' ')); /* past FILE:LINE:COL */
+    }
+    /* keys only the controller acts on are unknown in a scenario */
+    snprintf(buf, sizeof buf, "scheduler: {interval: 1s}\n%s", nodes);
+    assert_int_equal(spec_scenario_load_mem("s.yaml", buf, strlen(buf), &s, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "unknown field 'interval'"));
+    st_conf_free(&c);
+}
+
+/* A node's GPUs and taints: one table for scenarios and inventories. */
+static void test_node_tables(void **st)
+{
+    static const struct {
+        const char *node; /* the fields of one node (an inventory's top level) */
+        const char *want;
+    } cases[] = {
+        {"gpus: {count: 2, memory: 8Gi, nvlinkDomain: 1}\n",
+         "gpus: unknown field 'nvlinkDomain'; did you mean 'nvlinkDomains'?"},
+        {"gpus:\n  - {memory: 8Gi, nvlnk: 0}\n", "unknown field 'nvlnk'; did you mean 'nvlink'?"},
+        {"taints: [{key: k, effect: Evict}]\n",
+         "unknown value 'Evict'; use one of: NoSchedule, PreferNoSchedule, NoExecute"},
+        {"taints: [{key: k, efect: NoSchedule}]\n", "did you mean 'effect'?"},
+        {"taints: [{value: v, effect: NoSchedule}]\n", "missing key:"},
+    };
+    char scen[512], ind[256];
+    arb_err_t err;
+    spec_scenario_t s;
+    agent_inv_t *inv = calloc(1, sizeof *inv);
+
+    (void)st;
+    assert_non_null(inv);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        /* the node's fields, indented under "nodes: - name: n" */
+        size_t o = 0;
+        for (const char *p = cases[i].node; *p && o < sizeof ind - 8; p++) {
+            ind[o++] = *p;
+            if (*p == '\n' && p[1])
+                o += (size_t)snprintf(ind + o, sizeof ind - o, "    ");
+        }
+        ind[o] = '\0';
+        snprintf(scen, sizeof scen, "nodes:\n  - name: n\n    %s", ind);
+        memset(&err, 0, sizeof err);
+        assert_int_equal(spec_scenario_load_mem("s.yaml", scen, strlen(scen), &s, &err), -EINVAL);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("scenario %s: %s", scen, err.msg);
+        memset(&err, 0, sizeof err);
+        assert_true(
+            agent_inventory_parse("inv.yaml", cases[i].node, strlen(cases[i].node), inv, &err) < 0);
+        if (!strstr(err.msg, cases[i].want))
+            fail_msg("inventory %s: %s", cases[i].node, err.msg);
+    }
+    /* the inventory's own GPU fields are not a scenario's */
+    const char *uuid = "nodes:\n  - name: n\n    gpus: [{memory: 8Gi, uuid: GPU-1}]\n";
+    assert_int_equal(spec_scenario_load_mem("s.yaml", uuid, strlen(uuid), &s, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "unknown field 'uuid'"));
+    const char *ok = "taints: [{key: k, value: v, effect: NoExecute}]\n"
+                     "gpus: [{memory: 8Gi, uuid: GPU-1, numa: 600}]\n";
+    if (agent_inventory_parse("inv.yaml", ok, strlen(ok), inv, &err) != 0)
+        fail_msg("inventory: %s", err.msg);
+    assert_int_equal(inv->ntaints, 1);
+    assert_string_equal(inv->taints[0].key, "k");
+    assert_string_equal(inv->taints[0].val, "v");
+    assert_string_equal(inv->taints[0].effect, "NoExecute");
+    assert_int_equal(inv->gpu[0].numa, 600);
+    free(inv);
+}
+
+/* The default a table documents for key, or NULL. */
+static const char *doc_default(const sc_table_t *t, const char *key)
+{
+    for (const sc_field_t *f = t->fields; f->key; f++)
+        if (!strcmp(f->key, key))
+            return f->def;
+    return NULL;
+}
+
+/* The job and node parsers are written by hand (their fields depend on one
+ * another), so the defaults their tables document are checked here
+ * against what the parsers give a spec that leaves the field out. */
+static void test_documented_defaults(void **st)
+{
+    static const char scen[] = "nodes:\n  - name: n\njobs:\n  - name: j\n";
+    char buf[32];
+    arb_err_t err = {{0}};
+    spec_scenario_t s;
+
+    (void)st;
+    if (spec_scenario_load_mem("s.yaml", scen, strlen(scen), &s, &err) != 0)
+        fail_msg("%s", err.msg);
+    const arb_job_t *j = s.jobs[0];
+    assert_string_equal(doc_default(&scn_job_table, "preemptible"),
+                        j->preemptible ? "true" : "false");
+    assert_string_equal(doc_default(&scn_job_table, "exclusive"), j->exclusive ? "true" : "false");
+    snprintf(buf, sizeof buf, "%d", (int)j->priority);
+    assert_string_equal(doc_default(&scn_job_table, "priority"), buf);
+    snprintf(buf, sizeof buf, "%d", j->groups[0].replicas);
+    assert_string_equal(doc_default(&scn_job_table, "replicas"), buf);
+    assert_int_equal(j->queue, 0); /* "default" */
+    assert_string_equal(doc_default(&scn_job_table, "queue"), "default");
+    assert_int_equal(s.cluster.nnodes, 1); /* count: 1 */
+    assert_string_equal(doc_default(&scn_node_table, "count"), "1");
+    assert_string_equal(doc_default(&scn_node_table, "condition"), "Ready");
+    assert_int_equal(s.cluster.nodes[0].state, ARB_NODE_READY);
+    spec_scenario_free(&s);
+}
+
+/* st_conf_init's defaults are the table's, and the reference says them. */
+static void test_config_defaults(void **st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&buf, &len);
+    st_conf_t c;
+
+    (void)st;
+    st_conf_init(&c);
+    assert_string_equal(c.policy, "default");
+    assert_int_equal(c.queue_policy, ARB_QP_PRIORITY);
+    assert_int_equal(c.interval_ns, 1000000000LL);
+    assert_int_equal(c.lease_ns, 10000000000LL);
+    assert_int_equal(c.grace_ns, 5000000000LL);
+    assert_int_equal(c.stale_ns, 5000000000LL);
+    assert_int_equal(c.event_retention, 100000);
+    assert_int_equal(c.job_history, 10000);
+    assert_int_equal(c.sync, STORE_SYNC_FULL);
+    assert_true(c.reject_unfittable);
+    assert_false(c.cap_requests);
+    assert_int_equal(c.idem_retention_ns, 24 * 3600000000000LL);
+    assert_non_null(f);
+    st_conf_doc(f);
+    fclose(f);
+    assert_non_null(strstr(buf, "| `scheduler.queue` | fifo\\|priority\\|drf | priority |"));
+    assert_non_null(strstr(buf, "| `scheduler.interval` | duration | 1s |"));
+    assert_non_null(strstr(buf, "| `queues[].maxTimeLimit` | duration |"));
+    assert_non_null(strstr(buf, "| `priorityClasses[].value` | int32 |"));
+    assert_non_null(strstr(buf, "| `api.idempotencyRetention` | duration | 24h |"));
+    free(buf);
+    st_conf_free(&c);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_defaults_and_values),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_doc),
+        cmocka_unit_test(test_shared_tables),
+        cmocka_unit_test(test_node_tables),
+        cmocka_unit_test(test_documented_defaults),
+        cmocka_unit_test(test_config_defaults),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
