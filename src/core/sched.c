@@ -9,7 +9,12 @@
  * domain tries, in best-fit order, only the domains the domain indexes
  * (domidx.c) say can hold it, O(B + D_fit x tasks x N_d). The full listing
  * (list_domains, O(N x GPUs)) remains for conf.full_scan, the reference the
- * indexes are tested against, and for explain. See docs/complexity.md.
+ * indexes are tested against, and for explain. A gang's later tasks, which
+ * the topology score rates by where the earlier ones went, are evaluated
+ * near/far (near_units): the nodes near a placed task one by one, the rest
+ * by class; this assumes an ARB_SCORE_PLACED score reads only whether a
+ * node shares a node, rack or block with a placed task. See
+ * docs/complexity.md.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,7 +1,8 @@
 /*
  * sched_int.h: the scheduler's private parts, shared by the files of
- * src/core that implement it (sched.c engine, filters.c, scores.c,
- * profiles.c, queue.c, preempt.c, backfill.c, explain.c). Not a public API.
+ * src/core that implement it (sched.c engine, nodeclass.c and domidx.c
+ * indexes, filters.c, scores.c, profiles.c, queue.c, preempt.c, backfill.c,
+ * explain.c). Not a public API.
  */
 #ifndef ARB_SCHED_INT_H
 #define ARB_SCHED_INT_H
