@@ -1,13 +1,19 @@
 /*
  * bench.c: `arbiter bench sched`: the scheduler-speed benchmark. It builds a
  * synthetic cluster (N 8-GPU nodes, two NVLink domains of 4 GPUs each,
- * racks of 32 nodes) and a queue of M jobs (about 60% 1-GPU, 20% GPU
- * shares, 10% 2-4 GPUs, 8% 8 GPUs, 2% gangs of 2-16 8-GPU tasks in one
- * rack, preferred), then places them one at a time with the default
- * profile. To measure steady state rather than a full cluster rejecting
- * everything, the oldest running jobs finish whenever GPU allocation goes
- * above 90%. It prints decisions/s, placements/s, p50/p99 decision latency,
- * peak RSS and the final GPU allocation ratio.
+ * racks of 32 nodes, blocks of 512) and a queue of M jobs, the mix of a
+ * training cluster (see KINDS: 58% 1-GPU, 20% GPU shares, 10% 2-4 GPUs, 7%
+ * 8 GPUs, 2% tensor-parallel pairs of 2-GPU tasks required in one NVLink
+ * domain, 2% gangs of 2-16 8-GPU tasks preferring one rack, 1% gangs of 2-8
+ * 8-GPU tasks required in one rack), then places them one at a time with the
+ * default profile. To measure steady state rather than a full cluster
+ * rejecting everything, the oldest running jobs finish whenever GPU
+ * allocation goes above 90%. It prints decisions/s, placements/s, p50/p99
+ * decision latency (overall and per kind of job, so a tail can be traced to
+ * the decisions that make it; wall time, and the p99 of this thread's CPU
+ * time, which a busy machine's preemptions do not inflate), the cost per
+ * decision (CPU time) in each tenth of the run (flat if nothing grows with
+ * the queue or the run), peak RSS and the final GPU allocation ratio.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -25,36 +31,79 @@ static int64_t mono_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* This thread's CPU time: a decision's cost without the time the machine
+ * gave to other processes meanwhile (the wall figures include it). */
+static int64_t cpu_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 static int cmp_i64(const void *a, const void *b)
 {
     int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
     return x < y ? -1 : x > y;
 }
 
-static arb_job_t *make_job(arb_cluster_t *c, arb_rng_t *r, int i)
+/* The kinds of job in the mix, by share of the queue (percent). */
+enum { K_GPU1, K_SHARE, K_MULTI, K_FULL, K_NVLINK, K_GANG_PREF, K_GANG_REQ, NKINDS };
+static const struct {
+    const char *name;
+    int pct;
+} KINDS[NKINDS] = {
+    {"gpu1", 58},  {"share", 20},    {"multi", 10},   {"full", 7},
+    {"nvlink", 2}, {"gang_pref", 2}, {"gang_req", 1},
+};
+
+static arb_job_t *make_job(arb_cluster_t *c, arb_rng_t *r, int i, int *kind)
 {
     char name[32];
-    uint64_t k = arb_rng_below(r, 100);
+    int k = (int)arb_rng_below(r, 100), kd = 0;
     arb_job_t *j;
+
+    while (kd < NKINDS - 1 && k >= KINDS[kd].pct) {
+        k -= KINDS[kd].pct;
+        kd++;
+    }
+    *kind = kd;
 
     snprintf(name, sizeof name, "job-%d", i);
     j = arb_job_new(name, 1);
     if (!j)
         return NULL;
     arb_tgroup_t *g = &j->groups[0];
-    if (k < 60) {
+    switch (kd) {
+    case K_GPU1:
         g->gpus = 1;
-    } else if (k < 80) {
+        break;
+    case K_SHARE:
         g->gpu_share = 100 * (int)(1 + arb_rng_below(r, 9));
-    } else if (k < 90) {
+        break;
+    case K_MULTI:
         g->gpus = 2 + (int)arb_rng_below(r, 3);
-    } else if (k < 98) {
+        break;
+    case K_FULL:
         g->gpus = 8;
-    } else {
+        break;
+    case K_NVLINK: /* two 2-GPU tasks in one NVLink domain */
+        g->gpus = 2;
+        g->replicas = 2;
+        g->topo.level = ARB_TOPO_NVLINK;
+        g->topo.required = true;
+        break;
+    case K_GANG_PREF:
         g->gpus = 8;
         g->replicas = 2 + (int)arb_rng_below(r, 15);
         g->topo.level = ARB_TOPO_RACK;
         g->topo.required = false;
+        break;
+    default:
+        g->gpus = 8;
+        g->replicas = 2 + (int)arb_rng_below(r, 7);
+        g->topo.level = ARB_TOPO_RACK;
+        g->topo.required = true;
+        break;
     }
     int gpus = g->gpus ? g->gpus : 1;
     g->req.cpu_milli = 4000LL * gpus;
@@ -170,14 +219,18 @@ int cli_bench(int argc, char **argv)
     if (!s)
         goto out;
     arb_ctx_t ctx = {.now_ns = 0, .rng = &rng};
-    int64_t *lat = malloc((size_t)njobs * sizeof *lat);
+    int64_t *lat = malloc((size_t)njobs * sizeof *lat), *klat = NULL;
+    int64_t *cpu = malloc((size_t)njobs * sizeof *cpu), tenth[10] = {0};
+    uint8_t *kind = malloc((size_t)njobs), *kplaced = malloc((size_t)njobs);
     arb_job_t **running = malloc((size_t)njobs * sizeof *running);
     long nrun = 0, head = 0, placed = 0;
     int64_t used_milli = 0, cap_milli = (int64_t)nodes * 8000, t_all = 0;
-    if (!lat || !running)
+    if (!lat || !cpu || !running || !kind || !kplaced)
         goto out2;
     for (long i = 0; i < njobs; i++) {
-        arb_job_t *j = make_job(&c, &wl, (int)i);
+        int kd;
+        arb_job_t *j = make_job(&c, &wl, (int)i, &kd);
+        kind[i] = (uint8_t)kd;
         if (!j || arb_sched_submit(s, j, &ctx, &err) < 0) {
             arb_job_free(j);
             goto out2;
@@ -210,10 +263,13 @@ int cli_bench(int argc, char **argv)
     for (long i = 0; i < njobs; i++) {
         arb_job_t *j = arb_sched_job(s, (uint32_t)i);
         arb_res_t tot;
-        int64_t t0 = mono_ns();
+        int64_t c0 = cpu_ns(), t0 = mono_ns();
         int prc = arb_sched_place(s, j, &ctx);
         int64_t dt = mono_ns() - t0;
+        cpu[i] = cpu_ns() - c0;
         lat[i] = dt;
+        tenth[i * 10 / njobs] += cpu[i];
+        kplaced[i] = prc == 0;
         t_all += dt;
         ctx.now_ns += 1000000; /* 1 ms of virtual time per decision */
         if (prc == 0) {
@@ -232,7 +288,35 @@ int cli_bench(int argc, char **argv)
         }
     }
     {
+        /* Per kind: decisions, placements, p50/p99 (before lat is sorted). */
+        struct {
+            long n, placed;
+            double p50, p99, cpu99;
+        } ks[NKINDS] = {{0}};
         int64_t alloc = 0;
+        if (!(klat = malloc((size_t)njobs * sizeof *klat)))
+            goto out2;
+        for (int kd = 0; kd < NKINDS; kd++) {
+            long m = 0;
+            for (long i = 0; i < njobs; i++)
+                if (kind[i] == kd) {
+                    klat[m++] = lat[i];
+                    ks[kd].placed += kplaced[i];
+                }
+            ks[kd].n = m;
+            if (m == 0)
+                continue;
+            qsort(klat, (size_t)m, sizeof *klat, cmp_i64);
+            ks[kd].p50 = (double)klat[m / 2] / 1e3;
+            ks[kd].p99 = (double)klat[(m * 99) / 100] / 1e3;
+            m = 0;
+            for (long i = 0; i < njobs; i++)
+                if (kind[i] == kd)
+                    klat[m++] = cpu[i];
+            qsort(klat, (size_t)m, sizeof *klat, cmp_i64);
+            ks[kd].cpu99 = (double)klat[(m * 99) / 100] / 1e3;
+        }
+        qsort(cpu, (size_t)njobs, sizeof *cpu, cmp_i64);
         for (uint32_t i = 0; i < c.nnodes; i++)
             alloc += c.nodes[i].used.gpu_milli;
         qsort(lat, (size_t)njobs, sizeof *lat, cmp_i64);
@@ -242,28 +326,50 @@ int cli_bench(int argc, char **argv)
         double p50 = (double)lat[njobs / 2] / 1e3, p99 = (double)lat[(njobs * 99) / 100] / 1e3;
         double rss = (double)ru.ru_maxrss / 1024.0;
         double apct = 100.0 * (double)alloc / (double)cap_milli;
-        if (strcmp(out, "json") == 0)
-            printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,\"jobs\":"
-                   "%ld,\"seed\":%llu,"
-                   "\"placed\":%ld,\"decisions_per_s\":%.0f,\"placements_per_s\":%.0f,"
-                   "\"p50_us\":%.2f,\"p99_us\":%.2f,\"rss_mb\":%.1f,"
-                   "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f}\n",
-                   conf.full_scan ? "full-scan" : "node-classes", conf.profile.name, nodes, njobs,
-                   seed, placed, (double)njobs / secs, (double)placed / secs, p50, p99, rss,
+        double c50 = (double)cpu[njobs / 2] / 1e3, c99 = (double)cpu[(njobs * 99) / 100] / 1e3;
+        if (strcmp(out, "json") == 0) {
+            printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,"
+                   "\"jobs\":%ld,\"seed\":%llu,\"placed\":%ld,\"decisions_per_s\":%.0f,"
+                   "\"placements_per_s\":%.0f,\"ns_per_decision\":%.0f,\"p50_us\":%.2f,"
+                   "\"p99_us\":%.2f,\"cpu_p50_us\":%.2f,\"cpu_p99_us\":%.2f,\"rss_mb\":%.1f,"
+                   "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f,\"cpu_ns_per_decision_tenths\":[",
+                   conf.full_scan ? "full-scan" : "indexed", conf.profile.name, nodes, njobs, seed,
+                   placed, (double)njobs / secs, (double)placed / secs,
+                   (double)t_all / (double)njobs, p50, p99, c50, c99, rss,
                    rss * 1048576.0 / (double)njobs, apct);
-        else
+            for (int k = 0; k < 10; k++) { /* the run in tenths: does the cost grow? */
+                long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
+                printf("%s%.0f", k ? "," : "", (double)tenth[k] / (double)(cnt > 0 ? cnt : 1));
+            }
+            printf("],\"kinds\":{");
+            for (int kd = 0; kd < NKINDS; kd++)
+                printf("%s\"%s\":{\"n\":%ld,\"placed\":%ld,\"p50_us\":%.2f,\"p99_us\":%.2f,"
+                       "\"cpu_p99_us\":%.2f}",
+                       kd ? "," : "", KINDS[kd].name, ks[kd].n, ks[kd].placed, ks[kd].p50,
+                       ks[kd].p99, ks[kd].cpu99);
+            printf("}}\n");
+        } else {
             printf("bench sched: %ld nodes, %ld jobs, policy %s\n"
                    "  placed %ld, %.0f decisions/s, %.0f placements/s\n"
-                   "  decision latency p50 %.2f us, p99 %.2f us\n"
+                   "  decision latency p50 %.2f us, p99 %.2f us (CPU time p99 %.2f us)\n"
                    "  peak RSS %.1f MiB, GPU allocation at the end %.2f%%\n",
                    nodes, njobs, conf.profile.name, placed, (double)njobs / secs,
-                   (double)placed / secs, p50, p99, rss, apct);
+                   (double)placed / secs, p50, p99, c99, rss, apct);
+            for (int kd = 0; kd < NKINDS; kd++)
+                printf(
+                    "  %-9s %7ld decisions, %7ld placed, p50 %.2f us, p99 %.2f us (CPU %.2f us)\n",
+                    KINDS[kd].name, ks[kd].n, ks[kd].placed, ks[kd].p50, ks[kd].p99, ks[kd].cpu99);
+        }
         rc = arb_cluster_check(&c, &err) == 0 ? 0 : 1;
         if (rc)
             fprintf(stderr, "arbiter bench: invariant broken: %s\n", err.msg);
     }
 out2:
     free(lat);
+    free(cpu);
+    free(klat);
+    free(kind);
+    free(kplaced);
     free(running);
     arb_sched_free(s);
 out:

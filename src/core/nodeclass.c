@@ -17,6 +17,9 @@
  * node.version moved. Code that writes node fields directly must call
  * arb_node_touch() afterwards (cluster.h).
  *
+ * The topology domain indexes (domidx.c) ride on the same re-keying: every
+ * node re-keyed here is re-counted there.
+ *
  * Invariants: (1) every non-LEFT node is a member of exactly one class;
  * (2) all members of a class are equivalent (node_equiv) to its
  * representative, and sorted by node id (so mem[0] is the lowest);
@@ -273,7 +276,9 @@ static int rekey(sched_index_t *x, const arb_cluster_t *c, uint32_t node)
 {
     leave(x, node);
     x->node_ver[node] = c->nodes[node].version;
-    return join(x, c, node);
+    if (join(x, c, node) < 0)
+        return -ENOMEM;
+    return sched_domidx_node(x, c, node); /* the topology domains, in step */
 }
 
 void sched_index_free(sched_index_t *x)
@@ -284,6 +289,7 @@ void sched_index_free(sched_index_t *x)
     free(x->ht);
     free(x->node_cls);
     free(x->node_ver);
+    sched_domidx_free(x);
     memset(x, 0, sizeof *x);
 }
 
@@ -308,7 +314,7 @@ int sched_index_sync(arb_sched_t *s)
         uint64_t *v = realloc(x->node_ver, c->nnodes * sizeof *v);
         if (v)
             x->node_ver = v;
-        if (!a || !v) {
+        if (!a || !v || sched_domidx_grow(x, x->nnodes, c->nnodes) < 0) {
             x->valid = false;
             return -ENOMEM;
         }
@@ -371,5 +377,5 @@ int sched_index_check(const arb_sched_t *s)
     for (uint32_t i = 0; i < s->c->nnodes; i++)
         if (s->c->nodes[i].state != ARB_NODE_LEFT && x->node_cls[i] == UINT32_MAX)
             return -ENOENT;
-    return 0;
+    return sched_domidx_check(s);
 }

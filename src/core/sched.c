@@ -3,10 +3,17 @@
  * per-task filter -> pick -> score -> bind step, and gang placement as one
  * transaction with topology domains. The cycle that calls it is cycle.c.
  *
- * Complexity today: placing one task filters and scores every node once,
- * O(N x P) for N nodes and P score plugins; a gang confined to a domain
- * tries domains in best-fit order, O(D x tasks x N_d). Indexes that skip
- * nodes which cannot fit (free-capacity buckets) are the next step; see
+ * Complexity: placing one task filters and scores one representative per
+ * node class (nodeclass.c), O(C x P) for C classes and P score plugins, or
+ * every node, O(N x P), where classes cannot stand in; a gang confined to a
+ * domain tries, in best-fit order, only the domains the domain indexes
+ * (domidx.c) say can hold it, O(B + D_fit x tasks x N_d). The full listing
+ * (list_domains, O(N x GPUs)) remains for conf.full_scan, the reference the
+ * indexes are tested against, and for explain. A gang's later tasks, which
+ * the topology score rates by where the earlier ones went, are evaluated
+ * near/far (near_units): the nodes near a placed task one by one, the rest
+ * by class; this assumes an ARB_SCORE_PLACED score reads only whether a
+ * node shares a node, rack or block with a placed task. See
  * docs/complexity.md.
  */
 #include <stdlib.h>
@@ -100,6 +107,12 @@ void arb_sched_free(arb_sched_t *s)
     free(s->total);
     free(s->fence);
     free(s->fence_owner);
+    free(s->u_node);
+    free(s->u_w);
+    free(s->u_cls);
+    free(s->near_stamp);
+    free(s->cls_stamp);
+    free(s->cls_near);
     sched_index_free(&s->idx);
     free(s);
 }
@@ -309,21 +322,16 @@ static void normalize_minmax(double *v, int n)
         v[i] = hi > lo ? 100 * (v[i] - lo) / (hi - lo) : 100;
 }
 
-/* May this task be placed by node class? Not when a score reads where the
- * job's other tasks are, when the task is confined to a domain, or when the
- * job's constraints name the topology labels the class key leaves out. */
-static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_dom_t *d)
+bool sched_names_topo_labels(const arb_sched_t *s, const arb_job_t *j)
 {
     const sched_index_t *x = &s->idx;
 
-    if (!s->use_classes || (d && d->level != ARB_TOPO_ANY))
-        return false;
-    if (s->placed_dep && j->nalloc > 0)
-        return false;
+    if (!x->k_rack) /* the index was never synced: the keys are interned there */
+        return j->nselector > 0 || j->nrequired > 0 || j->npreferred > 0;
     for (int i = 0; i < j->nselector; i++)
         if (j->selector[i].key == x->k_rack || j->selector[i].key == x->k_block ||
             j->selector[i].key == x->k_zone)
-            return false;
+            return true;
     for (int pass = 0; pass < 2; pass++) {
         const arb_aff_term_t *t = pass ? j->preferred : j->required;
         int nt = pass ? j->npreferred : j->nrequired;
@@ -331,9 +339,21 @@ static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_
             for (int e = 0; e < t[i].nexpr; e++)
                 if (t[i].expr[e].key == x->k_rack || t[i].expr[e].key == x->k_block ||
                     t[i].expr[e].key == x->k_zone)
-                    return false;
+                    return true;
     }
-    return true;
+    return false;
+}
+
+/* May this task be placed by node class? Not when a score reads where the
+ * job's other tasks are, when the task is confined to a domain, or when the
+ * job's constraints name the topology labels the class key leaves out. */
+static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_dom_t *d)
+{
+    if (!s->use_classes || (d && d->level != ARB_TOPO_ANY))
+        return false;
+    if (s->placed_dep && j->nalloc > 0)
+        return false;
+    return !sched_names_topo_labels(s, j);
 }
 
 /* A cheap test that implies the filter chain would reject n (not ready, or
@@ -400,6 +420,128 @@ void sched_release_task(arb_sched_t *s, arb_job_t *j, int t)
     sched_index_touch(s, j->alloc[t].node, before);
 }
 
+/* Room for n units and the per-node and per-class marks. 0 or -ENOMEM. */
+static int ensure_units(arb_sched_t *s, uint32_t n)
+{
+    const sched_index_t *x = &s->idx;
+
+    if (n > s->capu) {
+        uint32_t *a = realloc(s->u_node, n * sizeof *a);
+        if (a)
+            s->u_node = a;
+        uint32_t *b = realloc(s->u_w, n * sizeof *b);
+        if (b)
+            s->u_w = b;
+        uint32_t *c = realloc(s->u_cls, n * sizeof *c);
+        if (c)
+            s->u_cls = c;
+        if (!a || !b || !c)
+            return -ENOMEM;
+        s->capu = n;
+    }
+    if (s->c->nnodes > s->capnear) {
+        uint32_t *a = realloc(s->near_stamp, s->c->nnodes * sizeof *a);
+        if (!a)
+            return -ENOMEM;
+        memset(a + s->capnear, 0, (s->c->nnodes - s->capnear) * sizeof *a);
+        s->near_stamp = a;
+        s->capnear = s->c->nnodes;
+    }
+    if (x->ncls > s->capcs) {
+        uint32_t *a = realloc(s->cls_stamp, x->ncls * sizeof *a);
+        if (a)
+            s->cls_stamp = a;
+        uint32_t *b = realloc(s->cls_near, x->ncls * sizeof *b);
+        if (b)
+            s->cls_near = b;
+        if (!a || !b)
+            return -ENOMEM;
+        memset(a + s->capcs, 0, (x->ncls - s->capcs) * sizeof *a);
+        s->capcs = x->ncls;
+    }
+    return 0;
+}
+
+static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
+{
+    uint32_t k = s->idx.node_cls[node];
+
+    if (s->near_stamp[node] == s->stamp)
+        return 0;
+    s->near_stamp[node] = s->stamp;
+    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+        return -ENOMEM;
+    s->u_node[*nu] = node;
+    s->u_w[*nu] = 1;
+    s->u_cls[*nu] = UINT32_MAX;
+    (*nu)++;
+    if (k != UINT32_MAX) {
+        if (s->cls_stamp[k] != s->stamp) {
+            s->cls_stamp[k] = s->stamp;
+            s->cls_near[k] = 0;
+        }
+        s->cls_near[k]++;
+    }
+    return 0;
+}
+
+/*
+ * The units to evaluate a task of j on when a score reads j's placed
+ * tasks (topology: the same node, rack or block as one of them) and the
+ * classes cannot stand in for every node: each node near a placed task
+ * (sharing its node, rack or block) on its own, and each class through its
+ * lowest member that is not near (all of its far members score alike),
+ * weighing as many nodes as it has far members. The near nodes come from
+ * the domain indexes' member lists: O(T + near + C) instead of O(N).
+ * Returns the unit count, or -ENOMEM / -ENOENT (no index: scan every node).
+ */
+static int near_units(arb_sched_t *s, const arb_job_t *j)
+{
+    sched_index_t *x = &s->idx;
+    uint32_t nu = 0;
+
+    if (ensure_units(s, x->ncls + 64) < 0)
+        return -ENOMEM;
+    if (++s->stamp == 0) { /* wrapped: clear the marks */
+        memset(s->near_stamp, 0, s->capnear * sizeof *s->near_stamp);
+        memset(s->cls_stamp, 0, s->capcs * sizeof *s->cls_stamp);
+        s->stamp = 1;
+    }
+    for (int t = 0; t < j->nalloc; t++) {
+        uint32_t o = j->alloc[t].node;
+        const arb_node_t *on;
+        if (o == ARB_NO_NODE || o >= x->nnodes)
+            continue;
+        on = &s->c->nodes[o];
+        if (near_add(s, o, &nu) < 0)
+            return -ENOMEM;
+        for (int lv = 0; lv < 2; lv++) {
+            uint32_t key = lv == 0 ? on->rack : on->block, dom;
+            if (!key || (dom = x->dl[lv].node_dom[o]) == UINT32_MAX)
+                continue;
+            const sched_dent_t *e = &x->dl[lv].d[dom];
+            for (uint32_t m = 0; m < e->n; m++)
+                if (near_add(s, e->mem[m], &nu) < 0)
+                    return -ENOMEM;
+        }
+    }
+    for (uint32_t u = 0; u < x->ncls; u++) {
+        const sched_class_t *k = &x->cls[u];
+        uint32_t nnear = s->cls_stamp[u] == s->stamp ? s->cls_near[u] : 0, m = 0;
+        if (!k->key || nnear >= k->n)
+            continue;
+        while (s->near_stamp[k->mem[m]] == s->stamp)
+            m++;
+        if (nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+            return -ENOMEM;
+        s->u_node[nu] = k->mem[m];
+        s->u_w[nu] = k->n - nnear;
+        s->u_cls[nu] = u;
+        nu++;
+    }
+    return (int)nu;
+}
+
 int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                      const arb_ctx_t *ctx)
 {
@@ -408,15 +550,34 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     int gi, ncand = 0, ns = p->nscores, best = -1;
     int nvlink = d && d->level == ARB_TOPO_NVLINK ? d->nvlink : -1;
     uint64_t nties = 0;
-    bool by_class;
-    uint32_t nunits;
+    bool by_class, near = false;
+    uint32_t nunits = 0, nmemb = 0;
+    const uint32_t *memb = NULL;
 
     pc.group = arb_job_task_group(j, t, &gi);
     if (!pc.group || ensure_scratch(s) < 0)
         return -ENOMEM;
     /* Reserved nodes (cycle.c) are skipped one by one: no classes then. */
-    by_class = !s->fence_on && class_path_ok(s, j, d) && sched_index_sync(s) == 0;
-    nunits = by_class ? s->idx.ncls : d && d->members ? d->nmembers : s->c->nnodes;
+    by_class = !s->fence_on && s->use_classes && sched_index_sync(s) == 0 && class_path_ok(s, j, d);
+    /* A gang's later tasks where a score reads the placed ones: near/far. */
+    if (!by_class && !s->fence_on && s->use_classes && s->placed_dep && j->nalloc > 0 &&
+        (!d || d->level == ARB_TOPO_ANY) && s->idx.valid && !sched_names_topo_labels(s, j)) {
+        int nu = near_units(s, j);
+        if (nu >= 0) {
+            near = true;
+            nunits = (uint32_t)nu;
+        }
+    }
+    /* A node or NVLink domain is one node: scan only it. */
+    if (d && !d->members && (d->level == ARB_TOPO_NODE || d->level == ARB_TOPO_NVLINK)) {
+        memb = &d->node;
+        nmemb = 1;
+    } else if (d && d->members) {
+        memb = d->members;
+        nmemb = d->nmembers;
+    }
+    if (!near)
+        nunits = by_class ? s->idx.ncls : memb ? nmemb : s->c->nnodes;
 
     /* Filter and pick: once per node, or once per class on its representative. */
     for (uint32_t u = 0; u < nunits; u++) {
@@ -424,12 +585,14 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         arb_pick_t pk;
         int rc;
 
-        if (by_class) {
+        if (near) {
+            n = &s->c->nodes[s->u_node[u]];
+        } else if (by_class) {
             if (!s->idx.cls[u].key)
                 continue;
             n = &s->c->nodes[s->idx.cls[u].rep];
         } else {
-            n = &s->c->nodes[d && d->members ? d->members[u] : u];
+            n = &s->c->nodes[memb ? memb[u] : u];
             if (!sched_in_domain(n, d) ||
                 (s->fence_on && n->id < s->nfence && (s->fence[n->id] & s->fence_mask) &&
                  s->fence_owner[n->id] != s->fence_self))
@@ -445,7 +608,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         }
         if (rc < 0)
             continue;
-        s->cand[ncand] = by_class ? u : n->id;
+        s->cand[ncand] = by_class || near ? u : n->id;
         s->picks[ncand] = pk;
         ncand++;
     }
@@ -460,7 +623,9 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         double *raw = s->raw + (size_t)k * s->scratch_nodes;
         pc.state = s->pstate[k];
         for (int c = 0; c < ncand; c++) {
-            uint32_t node = by_class ? s->idx.cls[s->cand[c]].rep : s->cand[c];
+            uint32_t node = near       ? s->u_node[s->cand[c]]
+                            : by_class ? s->idx.cls[s->cand[c]].rep
+                                       : s->cand[c];
             raw[c] = ops->score(&pc, &s->c->nodes[node], &s->picks[c]);
         }
         if (ops->normalize)
@@ -476,9 +641,12 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     bool rnd = p->random_ties && ctx && ctx->rng;
     uint32_t node = UINT32_MAX, cnode;
     for (int c = 0; c < ncand; c++) {
-        uint64_t w = by_class ? s->idx.cls[s->cand[c]].n : 1;
-        /* Deterministic ties go to the lowest node id, on both paths alike. */
-        cnode = by_class && !rnd ? s->idx.cls[s->cand[c]].mem[0] : s->cand[c];
+        uint64_t w = near ? s->u_w[s->cand[c]] : by_class ? s->idx.cls[s->cand[c]].n : 1;
+        /* Deterministic ties go to the lowest node id, on both paths alike
+         * (a near/far unit's node is its class's lowest far member). */
+        cnode = near               ? s->u_node[s->cand[c]]
+                : by_class && !rnd ? s->idx.cls[s->cand[c]].mem[0]
+                                   : s->cand[c];
         if (best < 0 || s->total[c] > s->total[best] + 1e-9) {
             best = c;
             nties = w;
@@ -494,6 +662,15 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     if (by_class && rnd) {
         const sched_class_t *k = &s->idx.cls[s->cand[best]];
         node = k->mem[k->n > 1 ? arb_rng_below(ctx->rng, k->n) : 0];
+    } else if (near && rnd && s->u_cls[s->cand[best]] != UINT32_MAX) {
+        /* A far member at random: the i-th of the class not near. */
+        const sched_class_t *k = &s->idx.cls[s->u_cls[s->cand[best]]];
+        uint64_t w = s->u_w[s->cand[best]], i = w > 1 ? arb_rng_below(ctx->rng, w) : 0;
+        for (uint32_t m = 0; m < k->n; m++)
+            if (s->near_stamp[k->mem[m]] != s->stamp && i-- == 0) {
+                node = k->mem[m];
+                break;
+            }
     }
 
     arb_task_alloc_t a = {.node = node,
@@ -514,21 +691,6 @@ void sched_unbind(arb_sched_t *s, arb_job_t *j)
 }
 
 /* ---- gangs and topology domains ------------------------------------------ */
-
-typedef struct dom_cand {
-    sched_dom_t d;
-    int free;
-} dom_cand_t;
-
-static int cmp_dom(const void *a, const void *b)
-{
-    const dom_cand_t *x = a, *y = b;
-    if (x->free != y->free)
-        return x->free < y->free ? -1 : 1;
-    if (x->d.node != y->d.node)
-        return x->d.node < y->d.node ? -1 : 1;
-    return x->d.nvlink < y->d.nvlink ? -1 : x->d.nvlink > y->d.nvlink;
-}
 
 /*
  * The distinct domains at level l with their free whole GPUs and member
@@ -641,12 +803,19 @@ static int place_group_in_domain(arb_sched_t *s, arb_job_t *j, int t0, int cnt,
                                  const arb_tgroup_t *g, const arb_ctx_t *ctx)
 {
     dom_cand_t *v;
-    uint32_t *memb;
-    int n = list_domains(s, g->topo.level, &v, &memb), need = g->gpus * cnt;
+    uint32_t *memb = NULL;
+    /* Leaving out a domain that cannot hold the group skips its failed
+     * attempt: with random ties that attempt would have drawn. */
+    bool prune = !(s->conf.profile.random_ties && ctx && ctx->rng);
+    int n = sched_domidx_list(s, j, g, cnt, prune, &v), need = g->gpus * cnt;
 
+    if (n == -ENOENT) {
+        n = list_domains(s, g->topo.level, &v, &memb);
+        if (n > 0)
+            qsort(v, (size_t)n, sizeof *v, sched_dom_cmp);
+    }
     if (n < 0)
         return n;
-    qsort(v, (size_t)n, sizeof *v, cmp_dom);
     for (int i = 0; i < n; i++) {
         int base = j->nalloc, t;
         if (v[i].free < need)
@@ -682,7 +851,7 @@ static int place_elastic_in_domain(arb_sched_t *s, arb_job_t *j, const arb_tgrou
 
     if (n < 0)
         return n;
-    qsort(v, (size_t)n, sizeof *v, cmp_dom);
+    qsort(v, (size_t)n, sizeof *v, sched_dom_cmp);
     for (int i = n - 1; i >= 0; i--) { /* the most free first */
         if (v[i].free < g->gpus * j->gang_min)
             break;

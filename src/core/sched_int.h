@@ -1,7 +1,8 @@
 /*
  * sched_int.h: the scheduler's private parts, shared by the files of
- * src/core that implement it (sched.c engine, filters.c, scores.c,
- * profiles.c, queue.c, preempt.c, backfill.c, explain.c). Not a public API.
+ * src/core that implement it (sched.c engine, nodeclass.c and domidx.c
+ * indexes, filters.c, scores.c, profiles.c, queue.c, preempt.c, backfill.c,
+ * explain.c). Not a public API.
  */
 #ifndef ARB_SCHED_INT_H
 #define ARB_SCHED_INT_H
@@ -27,6 +28,40 @@ typedef struct sched_class {
     uint32_t next_free; /* free-list link while empty */
 } sched_class_t;
 
+/* Topology domain indexes (domidx.c), kept in step with the node classes:
+ * per level (rack, block) the domains with their members, free whole GPUs
+ * and members counted by free GPUs; domains bucketed by free GPUs. */
+typedef struct sched_dent {
+    uint32_t key;                    /* the label's value; 0: one node without the label */
+    uint32_t n, cap;                 /* members */
+    uint32_t *mem;                   /* member node ids, sorted */
+    int32_t free;                    /* free whole GPUs of the members */
+    uint32_t bpos;                   /* position in bucket[free] while n > 0 */
+    uint32_t hist[ARB_MAX_GPUS + 1]; /* members by free GPUs */
+} sched_dent_t;
+
+typedef struct sched_bucket {
+    uint32_t *v; /* domain ids */
+    uint32_t n, cap;
+} sched_bucket_t;
+
+typedef struct sched_dlevel {
+    sched_dent_t *d;
+    uint32_t nd, capd;
+    uint32_t *ht; /* labeled domain id + 1 by key, linear probing */
+    uint32_t htsize, nlabeled;
+    uint32_t *node_dom; /* per node: its domain; UINT32_MAX none */
+    uint32_t *solo;     /* per node: its own domain when unlabeled; UINT32_MAX none yet */
+    sched_bucket_t *bk; /* by free GPUs */
+    uint32_t nbk;
+} sched_dlevel_t;
+
+/* A candidate domain for a group (free whole GPUs when listed). */
+typedef struct dom_cand {
+    sched_dom_t d;
+    int free;
+} dom_cand_t;
+
 typedef struct sched_index {
     bool valid;
     uint64_t seen_version; /* cluster.version the classes reflect */
@@ -39,6 +74,8 @@ typedef struct sched_index {
     uint32_t htsize;
     uint32_t k_rack, k_block, k_zone; /* interned label keys kept out of the key */
     const struct arb_sched *s;        /* for the plugins' node_key */
+    sched_dlevel_t dl[2];             /* rack, block (domidx.c) */
+    uint8_t *node_free;               /* per node: free GPUs as the domains count them */
 } sched_index_t;
 
 struct arb_sched {
@@ -80,6 +117,14 @@ struct arb_sched {
     double *total; /* nodes */
 
     sched_index_t idx;
+    /* Near/far placement (sched.c, near_units): the units a task of a gang
+     * is evaluated on when a score reads its placed tasks: nodes near them
+     * one by one, the rest by class through a far member. */
+    uint32_t *u_node, *u_w, *u_cls; /* per unit: node scored, nodes it weighs, class or NONE */
+    uint32_t capu;
+    uint32_t *near_stamp;           /* per node: == stamp while near */
+    uint32_t *cls_stamp, *cls_near; /* per class: near members counted this stamp */
+    uint32_t capnear, capcs, stamp;
     uint8_t *fence; /* cycle.c: per node, SCHED_FENCE_* bits: reserved by a job ahead */
     uint32_t nfence;
     uint32_t *fence_owner; /* per node, the job whose fence it is (the first); UINT32_MAX none */
@@ -102,6 +147,26 @@ void sched_index_touch(arb_sched_t *s, uint32_t node, uint64_t version_before);
 void sched_index_free(sched_index_t *x);
 int sched_index_check(const arb_sched_t *s);
 
+/* Domain indexes (domidx.c). grow: per-node arrays for nnodes nodes.
+ * node: account node's current level labels and free GPUs (any change).
+ * check: invariants against the cluster, 0 or a negative errno. */
+int sched_domidx_grow(sched_index_t *x, uint32_t old_nnodes, uint32_t nnodes);
+int sched_domidx_node(sched_index_t *x, const arb_cluster_t *c, uint32_t node);
+void sched_domidx_free(sched_index_t *x);
+int sched_domidx_check(const arb_sched_t *s);
+/* The domains worth trying for cnt tasks of group g (level l), in the
+ * order the full listing tries them (fewest free GPUs first, then lowest
+ * node id, then NVLink id), leaving out only domains that cannot hold
+ * them: fewer free GPUs than cnt x g->gpus, or (prune) fewer nodes with
+ * room than tasks; at the node and NVLink levels one node per class (all
+ * members of a class try alike). *out is allocated (the caller frees it);
+ * members point into the index, valid until a node's labels change.
+ * Returns the count, -ENOENT where the index does not apply (the caller
+ * lists every domain), or -ENOMEM. */
+int sched_domidx_list(arb_sched_t *s, const arb_job_t *j, const arb_tgroup_t *g, int cnt,
+                      bool prune, dom_cand_t **out);
+int sched_dom_cmp(const void *a, const void *b);
+
 /* Is GPU i of n usable for a task of pc's group (health, model, heat,
  * device memory)? Shared by the fit filter, the pickers and explain. */
 bool sched_gpu_eligible(const arb_pctx_t *pc, const arb_node_t *n, int i);
@@ -116,6 +181,9 @@ int sched_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_
 bool sched_term_matches(const arb_cluster_t *c, const arb_node_t *n, const arb_aff_term_t *t);
 int sched_nvlink_free(const arb_pctx_t *pc, const arb_node_t *n, int16_t *dom);
 
+/* Do j's selectors or affinity terms name the rack, block or zone labels
+ * (which the node classes leave out of their key)? */
+bool sched_names_topo_labels(const arb_sched_t *s, const arb_job_t *j);
 /* Run every filter; the first failing reason, or ARB_R_OK. */
 arb_reason_t sched_filter_node(const arb_pctx_t *pc, const arb_node_t *n);
 /* Node n lies inside domain d? */
