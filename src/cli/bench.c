@@ -201,7 +201,7 @@ int cli_bench(int argc, char **argv)
     arb_rng_seed(&wl, seed ^ 0x5bd1e995);
     arb_cluster_init(&c);
     for (long i = 0; i < nodes; i++) {
-        char name[32], rack[16], block[16];
+        char name[32], rack[24], block[24];
         arb_node_t *n;
         snprintf(name, sizeof name, "node-%05ld", i);
         snprintf(rack, sizeof rack, "r%ld", i / 32);

@@ -639,7 +639,8 @@ int sim_expect_parse(const char *buf, size_t len, const char *fname, sim_expect_
         {"workload", true, -1}, {"sc_policy", true, -1},  {"tune", false, -1},
         {"seed", true, -1},     {"total_gpus", true, -1},
     };
-    char names[SIM_NPCT][12]; /* "0".."130"; room for any int, so -Wformat-truncation is quiet at every -O */
+    char names[SIM_NPCT]
+              [12]; /* "0".."130"; room for any int, so -Wformat-truncation is quiet at every -O */
     sim_expect_t res = {0};
     csv_line_t l;
     int cap = 0, rc;

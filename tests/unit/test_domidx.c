@@ -207,7 +207,7 @@ static void test_listing(void **st)
 
     fx_init(&f);
     for (int i = 0; i < 9; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "n%d", i);
         fx_node(&f, name, 8, 2, NULL, 0);
         fx_label(&f, (uint32_t)i, "rack", racks[i]);

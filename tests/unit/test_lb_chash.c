@@ -13,7 +13,7 @@
 
 enum { KEYS = 100000 };
 
-static char names[64][24];
+static char names[64][32];
 
 static void mk(lb_peer_t *p, int n)
 {

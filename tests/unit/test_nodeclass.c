@@ -26,7 +26,7 @@ typedef struct trace {
 static void build(fx_t *f)
 {
     for (int i = 0; i < NNODES; i++) {
-        char name[16], rack[8];
+        char name[16], rack[16];
         snprintf(name, sizeof name, "n%02d", i);
         snprintf(rack, sizeof rack, "r%d", i / 8);
         uint32_t id =

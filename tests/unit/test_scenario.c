@@ -227,7 +227,7 @@ static void test_full(void **st)
     assert_false(w->topo.required);
     /* a counted job of GPU shares */
     for (int i = 1; i <= 3; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "infer-%d", i);
         assert_string_equal(s.jobs[i]->name, name);
         assert_int_equal(s.jobs[i]->priority, -5);

@@ -17,7 +17,7 @@ static void build(arb_cluster_t *c)
 {
     arb_cluster_init(c);
     for (int i = 0; i < 4; i++) {
-        char name[16];
+        char name[24];
         arb_node_t *n;
         snprintf(name, sizeof name, "node-%d", i + 1);
         assert_int_equal(arb_cluster_add_node(c, name, &n, NULL), 0);
@@ -55,7 +55,7 @@ static int run(const char *policy, arb_explain_t *ex)
     arb_sched_t *s = arb_sched_new(&c, &conf, &err);
     assert_non_null(s);
     for (int i = 0; i < 4; i++) {
-        char name[16];
+        char name[24];
         snprintf(name, sizeof name, "small-%d", i);
         arb_job_t *j = job(name, 4, false);
         assert_int_equal(arb_sched_submit(s, j, &ctx, &err), 0);

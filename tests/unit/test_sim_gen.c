@@ -135,7 +135,7 @@ static void test_targets(void **state)
 
     /* gpushare: the share of the GPU request; task and GPU-task counts kept. */
     for (int pct = 20; pct <= 100; pct += 20) {
-        char spec[32];
+        char spec[48];
         snprintf(spec, sizeof spec, "gpushare:%d", pct);
         make(spec, 1, NULL, &t);
         sim_gen_stats(&t, &s);
