@@ -109,18 +109,6 @@ void px_btls_teardown(px_t *px)
     px->btls_cred = NULL;
 }
 
-/* The transport: the connection's socket, never raising SIGPIPE. */
-static ssize_t push(gnutls_transport_ptr_t p, const void *buf, size_t n)
-{
-    return send((int)(intptr_t)p, buf, n, MSG_NOSIGNAL);
-}
-
-static ssize_t pull(gnutls_transport_ptr_t p, void *buf, size_t n)
-{
-    return recv((int)(intptr_t)p, buf, n, 0);
-}
-
-/* The name a backend is checked by: --backend-sni, else its address's host. */
 static void backend_host(const px_t *px, const px_backend_t *b, char *host, size_t n)
 {
     const char *a = b->name, *e;
@@ -165,9 +153,7 @@ int px_btls_new(px_t *px, px_backend_t *b, int fd, gnutls_session_t *out)
     }
     if (!px->c->backend_insecure)
         gnutls_session_set_verify_cert(t, host, 0); /* chain to the CA, and this name */
-    gnutls_transport_set_ptr(t, (gnutls_transport_ptr_t)(intptr_t)fd);
-    gnutls_transport_set_push_function(t, push);
-    gnutls_transport_set_pull_function(t, pull);
+    px_tls_transport(t, fd);
     *out = t;
     return 0;
 }

@@ -58,7 +58,8 @@ void px_tls_teardown(px_t *px)
     px->tls_cred = NULL;
 }
 
-/* GnuTLS's transport: the session's socket, never raising SIGPIPE. */
+/* GnuTLS's transport: the session's socket, never raising SIGPIPE (both
+ * directions: the listener's sessions and the backend ones, btls.c). */
 static ssize_t push(gnutls_transport_ptr_t p, const void *buf, size_t n)
 {
     return send((int)(intptr_t)p, buf, n, MSG_NOSIGNAL);
@@ -67,6 +68,13 @@ static ssize_t push(gnutls_transport_ptr_t p, const void *buf, size_t n)
 static ssize_t pull(gnutls_transport_ptr_t p, void *buf, size_t n)
 {
     return recv((int)(intptr_t)p, buf, n, 0);
+}
+
+void px_tls_transport(gnutls_session_t t, int fd)
+{
+    gnutls_transport_set_ptr(t, (gnutls_transport_ptr_t)(intptr_t)fd);
+    gnutls_transport_set_push_function(t, push);
+    gnutls_transport_set_pull_function(t, pull);
 }
 
 int px_tls_session(px_t *px, px_sess_t *s)
@@ -82,9 +90,7 @@ int px_tls_session(px_t *px, px_sess_t *s)
         gnutls_deinit(t);
         return -EINVAL;
     }
-    gnutls_transport_set_ptr(t, (gnutls_transport_ptr_t)(intptr_t)s->fd);
-    gnutls_transport_set_push_function(t, push);
-    gnutls_transport_set_pull_function(t, pull);
+    px_tls_transport(t, s->fd);
     s->tls = t;
     return 0;
 }

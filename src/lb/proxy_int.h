@@ -382,6 +382,8 @@ bool px_btls_idle_ok(gnutls_session_t t, int fd);
  * after a TLS 1.3 message of TLS's own (a ticket, a key update) GnuTLS says "again"
  * with the next record already waiting, and an edge-triggered loop gets no event for it. */
 ssize_t px_tls_record_recv(gnutls_session_t t, int fd, void *buf, size_t n);
+/* Set a session's transport to the socket fd (send without SIGPIPE, recv). */
+void px_tls_transport(gnutls_session_t t, int fd);
 void px_btls_failed(px_t *px, px_backend_t *b, const char *why, const char *doing);
 
 /* addresses (source.c): "host:port"; passive allows an empty host. */
