@@ -18,7 +18,7 @@
  * Scores are the artifact's integers (truncated, as Go's int64() does), kept
  * without rescaling except for bestfit, so that ties match the artifact's
  * (see paper.h on how ties are broken). GPUs inside the node are chosen
- * best-fit by the engine, except for random (its own picker).
+ * best-fit by the engine, except by the uniform-pick policy (its own picker).
  */
 #include <stdlib.h>
 #include <string.h>
