@@ -1,8 +1,10 @@
 /*
  * state_int.h: the resource manager's private parts, shared by the files of
- * src/state (state.c jobs, clock, events and the cycle; node.c reports and
- * drains; liveness.c node leases, lost tasks and stragglers; recover.c;
- * codec.c JSON; metrics.c). Not a public API.
+ * src/state (ledger.c clock, events, batches and the job table; jobs.c
+ * submit, get, list, cancel, explain; cycle.c the scheduler thread and the
+ * cycle; state.c open and close; node.c reports and drains; liveness.c node
+ * leases, lost tasks and stragglers; recover.c; codec.c JSON; metrics.c).
+ * Not a public API.
  *
  * Locking: one mutex, st.mu, guards everything here. Functions named do_*
  * and every helper in this header expect the caller to hold it.

@@ -1,0 +1,354 @@
+/*
+ * ledger.c: the ground every file of src/state stands on: the Lamport clock
+ * and the controller's clocks, the event log, the store batch of the
+ * mutation in progress and its tickets, the change hooks, the job table
+ * (find, add, retire, save, finish) and name interning. It calls nothing of
+ * the operations above it (jobs.c, node.c, service.c, ...) but through the
+ * hooks state_int.h names; scripts/lint.sh checks the layers.
+ *
+ * Every public function of the state takes s->mu, does its work in memory,
+ * queues the store operations of that work as one batch (st_flush) and
+ * returns the batch's ticket; the API waits for the ticket before it answers.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "state/jv.h"
+#include "state/service.h"
+#include "state/state_int.h"
+#include "util/mtime.h"
+
+const char *const st_task_state_names[] = {"pending", "assigned", "running",  "succeeded",
+                                           "failed",  "lost",     "cancelled"};
+
+const double st_cycle_buckets_ms[ST_HIST - 1] = {0.1, 0.5, 1, 2.5, 5, 10, 25, 50, 100, 250, 1000};
+
+#define CLOCK_BLOCK 1024 /* Lamport values reserved per persisted high-water mark */
+
+/* ---- clocks, events, batches ------------------------------------------------------ */
+
+int64_t st_mono_ns(void)
+{
+    return arb_mono_ns();
+}
+
+int64_t st_wall_ms(void)
+{
+    return arb_wall_ms();
+}
+
+int64_t st_now_ns(const st_t *s)
+{
+    return s->conf.clock.mono_ns ? s->conf.clock.mono_ns(s->conf.clock.arg) : st_mono_ns();
+}
+
+int64_t st_now_ms(const st_t *s)
+{
+    return s->conf.clock.wall_ms ? s->conf.clock.wall_ms(s->conf.clock.arg) : st_wall_ms();
+}
+
+struct timespec st_deadline(int64_t ms)
+{
+    return arb_deadline_ms(ms);
+}
+
+uint64_t st_tick(st_t *s, uint64_t remote)
+{
+    char v[32];
+
+    s->clock = (remote > s->clock ? remote : s->clock) + 1;
+    if (s->clock >= ST_LAMPORT_MAX)
+        s->clock_spent = true; /* st_store_status says so: the process exits, a start renumbers */
+    if (s->clock >= s->clock_hwm) {
+        s->clock_hwm = s->clock + CLOCK_BLOCK;
+        snprintf(v, sizeof v, "%llu", (unsigned long long)s->clock_hwm);
+        store_batch_putstr(&s->batch, "meta/clock", v);
+    }
+    return s->clock;
+}
+
+uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt, ...)
+{
+    char msg[512], key[40], tbuf[40];
+    va_list ap;
+    uint64_t lam = st_tick(s, 0);
+    json_t *o;
+    char *txt;
+
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    jv_time(st_now_ms(s), tbuf, sizeof tbuf);
+    o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)lam, "time", tbuf, "type", type,
+                  "message", msg);
+    if (!o)
+        return lam;
+    if (job)
+        json_object_set_new(o, "job", json_integer((json_int_t)job));
+    if (node)
+        json_object_set_new(o, "node", json_string(node));
+    txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    if (!txt)
+        return lam;
+    snprintf(key, sizeof key, "events/%020llu", (unsigned long long)lam);
+    store_batch_putstr(&s->batch, key, txt);
+    if (s->ring_n == s->ring_cap) { /* evict the oldest, in memory and in the store */
+        st_event_t *old = &s->ring[s->ring_head];
+        snprintf(key, sizeof key, "events/%020llu", (unsigned long long)old->lamport);
+        store_batch_del(&s->batch, key);
+        free(old->json);
+        s->ring_head = (s->ring_head + 1) % s->ring_cap;
+        s->ring_n--;
+    }
+    st_event_t *e = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
+    e->lamport = lam;
+    e->job = job;
+    e->json = txt;
+    s->ring_n++;
+    st_changed(s);
+    return lam;
+}
+
+int64_t st_flush(st_t *s)
+{
+    if (s->batch.nops == 0)
+        return store_gc_last(s->gc);
+    return store_gc_enqueue(s->gc, &s->batch);
+}
+
+int64_t st_seen(st_t *s)
+{
+    return store_gc_last(s->gc);
+}
+
+void st_changed(st_t *s)
+{
+    pthread_cond_broadcast(&s->ev_cond);
+    if (s->chg_fn)
+        s->chg_fn(s->chg_arg);
+}
+
+void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    s->chg_fn = fn;
+    s->chg_arg = arg;
+    pthread_mutex_unlock(&s->mu);
+}
+
+void st_set_node_hook(st_t *s, void (*fn)(void *arg, uint32_t key), void *arg)
+{
+    pthread_mutex_lock(&s->mu);
+    s->node_fn = fn;
+    s->node_arg = arg;
+    pthread_mutex_unlock(&s->mu);
+}
+
+bool st_stopping(st_t *s)
+{
+    pthread_mutex_lock(&s->mu);
+    bool stop = s->stop;
+    pthread_mutex_unlock(&s->mu);
+    return stop;
+}
+
+bool st_done(st_t *s, int64_t ticket)
+{
+    return ticket <= 0 || store_gc_done(s->gc, ticket);
+}
+
+int st_wait(st_t *s, int64_t ticket, arb_err_t *err)
+{
+    if (ticket < 0)
+        return arb_errf(err, -EIO, "the store failed earlier; the controller must restart");
+    return store_gc_wait(s->gc, ticket, err);
+}
+
+int st_store_status(st_t *s, arb_err_t *err)
+{
+    if (__atomic_load_n(&s->clock_spent, __ATOMIC_RELAXED))
+        return arb_errf(err, -ERANGE,
+                        "the Lamport clock reached its limit (%llu); a restart renumbers it",
+                        (unsigned long long)ST_LAMPORT_MAX);
+    return store_gc_status(s->gc, err);
+}
+
+void st_inject_store_failure(st_t *s, int n)
+{
+    store_gc_inject_failure(s->gc, n);
+}
+
+/* ---- job bookkeeping ------------------------------------------------------------------ */
+
+st_job_t *st_job_find(st_t *s, uint64_t id)
+{
+    return id > 0 && id < s->next_id && id < s->capjobs ? s->jobs[id] : NULL;
+}
+
+const char *st_name(st_t *s, const char *name)
+{
+    char cut[ST_NAME_MAX];
+    uint32_t id;
+
+    snprintf(cut, sizeof cut, "%s", name ? name : "");
+    if (!cut[0])
+        return "";
+    if (!(id = arb_intern(&s->names, cut)))
+        return NULL;
+    return arb_str(&s->names, id); /* each string its own allocation: it never moves */
+}
+
+int st_job_say(st_job_t *sj, const char *fmt, ...)
+{
+    char buf[256];
+    va_list ap;
+
+    va_start(ap, fmt);
+    vsnprintf(buf, sizeof buf, fmt, ap);
+    va_end(ap);
+    if (sj->message && strcmp(sj->message, buf) == 0)
+        return 0; /* the same words: kept (a caller may hold the old pointer) */
+    free(sj->message);
+    sj->message = NULL;
+    if (!buf[0])
+        return 0;
+    return (sj->message = strdup(buf)) ? 0 : -ENOMEM;
+}
+
+void st_job_free(st_job_t *sj)
+{
+    if (!sj)
+        return;
+    if (sj->own_j)
+        arb_job_free(sj->j);
+    free(sj->message);
+    free(sj->spec);
+    free(sj->tasks);
+    json_decref(sj->command);
+    json_decref(sj->env);
+    st_service_free(sj);
+    st_dep_free(sj->dep);
+    free(sj);
+}
+
+int st_job_add(st_t *s, st_job_t *sj)
+{
+    if (sj->id >= s->capjobs) {
+        uint64_t cap = s->capjobs ? s->capjobs : 1024;
+        while (cap <= sj->id)
+            cap *= 2;
+        st_job_t **v = realloc(s->jobs, cap * sizeof *v);
+        if (!v)
+            return -ENOMEM;
+        memset(v + s->capjobs, 0, (cap - s->capjobs) * sizeof *v);
+        s->jobs = v;
+        s->capjobs = cap;
+    }
+    sj->active_ix = -1;
+    if (sj->j->state < ARB_JOB_SUCCEEDED) { /* not ended */
+        if (s->nactive == s->capactive) {
+            int cap = s->capactive ? s->capactive * 2 : 1024;
+            st_job_t **v = realloc(s->active, (size_t)cap * sizeof *v);
+            if (!v)
+                return -ENOMEM;
+            s->active = v;
+            s->capactive = cap;
+        }
+        sj->active_ix = s->nactive;
+        s->active[s->nactive++] = sj;
+    }
+    if (!s->jobs[sj->id])
+        s->njobs++;
+    s->jobs[sj->id] = sj;
+    if (sj->id >= s->next_id)
+        s->next_id = sj->id + 1;
+    st_queue_seen(s, sj->j->queue);
+    return 0;
+}
+
+void st_job_retire(st_t *s, st_job_t *sj)
+{
+    int i = sj->active_ix;
+
+    if (i < 0)
+        return;
+    s->active[i] = s->active[--s->nactive];
+    s->active[i]->active_ix = i;
+    sj->active_ix = -1;
+    st_history_push(s, sj);
+}
+
+void st_queue_seen(st_t *s, uint32_t name)
+{
+    for (int i = 0; i < s->nqueues; i++)
+        if (s->queues[i] == name)
+            return;
+    uint32_t *v = realloc(s->queues, (size_t)(s->nqueues + 1) * sizeof *v);
+    if (!v)
+        return;
+    s->queues = v;
+    s->queues[s->nqueues++] = name;
+}
+
+void st_job_save(st_t *s, st_job_t *sj, uint64_t lamport)
+{
+    char key[40];
+    char *rec;
+
+    sj->version++;
+    if (lamport)
+        sj->lamport_update = lamport;
+    sj->last = sj->j->state;
+    st_node_assign_hint(s, sj); /* its nodes' agents' long polls look again */
+    rec = st_job_record(s, sj);
+    if (!rec)
+        return;
+    snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)sj->id);
+    store_batch_putstr(&s->batch, key, rec);
+    free(rec);
+}
+
+/* End sj (SUCCEEDED, FAILED, CANCELLED, TIMEOUT): release what it holds,
+ * event, record. */
+void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
+{
+    arb_err_t err;
+    int nalloc = sj->j->nalloc;
+
+    if (arb_sched_finish(s->sched, sj->j, to, &err) < 0)
+        return;
+    for (int t = 0; t < sj->ntasks; t++)
+        if (sj->tasks[t].state == TK_ASSIGNED || sj->tasks[t].state == TK_RUNNING)
+            sj->tasks[t].state = to == ARB_JOB_SUCCEEDED ? TK_SUCCEEDED
+                                 : to == ARB_JOB_FAILED
+                                     ? TK_FAILED
+                                     : TK_CANCELLED; /* or stopped at its limit */
+    (void)nalloc;
+    sj->end_ms = st_now_ms(s);
+    sj->stop = false;
+    sj->stop_then = ST_THEN_CANCEL;
+    st_job_say(sj, "%s", why);
+    uint64_t lam =
+        st_event(s,
+                 to == ARB_JOB_CANCELLED   ? "job-cancelled"
+                 : to == ARB_JOB_SUCCEEDED ? "job-succeeded"
+                 : to == ARB_JOB_TIMEOUT   ? "job-timeout"
+                                           : "job-failed",
+                 sj->id, NULL, "job %llu '%s': %s", (unsigned long long)sj->id, sj->j->name, why);
+    st_job_save(s, sj, lam);
+    st_job_retire(s, sj);
+    /* Out of the scheduler's working set: every later cycle would walk it.
+     * The record stays here, as a recovered ended job's does. */
+    if (!sj->own_j && arb_sched_forget(s->sched, sj->j, NULL) == 0)
+        sj->own_j = true;
+    if (to == ARB_JOB_CANCELLED)
+        s->m_cancelled++;
+    else
+        s->m_finished++;
+    s->dirty = true;
+    pthread_cond_signal(&s->kick);
+}
