@@ -7,10 +7,14 @@
 #      rand, stdio or getenv calls there.
 #   3. Modules include only what scripts/layers.txt allows them (the
 #      layering docs/architecture.md draws).
+#   4. A file of src/state uses (calls, or takes the address of) no function
+#      of a file in a layer above its own (scripts/layers.txt's state.*
+#      lines: ground, ops, top; state_int.h draws them).
 # Rules 1 and 2 read code only: comments and the text inside string and
 # character literals are blanked first (code_lines), so a comment saying
 # "random" or a message naming a call breaks nothing.
-#   sh scripts/lint.sh --self-test   checks the blanking (tests/cli/lint_self.sh)
+#   sh scripts/lint.sh --self-test   checks the blanking and the layer check
+#                                    (tests/cli/lint_self.sh)
 set -u
 cd "$(dirname "$0")/.."
 # code_lines: for the files named on stdin, each line as `FILE:LINE:code`
@@ -42,6 +46,56 @@ code_lines() {
         print FILENAME ":" FNR ":" out
     }'
 }
+# file_calls DIR: every use (a call, or a function's name taken) from a file of
+# DIR of a function another file of DIR defines, as `FILE:LINE: NAME DEFINER`
+file_calls() {
+    ls "$1"/*.c | code_lines | awk '
+    {
+        f = $0; sub(/:.*/, "", f); rest = substr($0, length(f) + 2)
+        ln = rest; sub(/:.*/, "", ln); code = substr(rest, length(ln) + 2)
+        sub(/.*\//, "", f)
+        nf++; F[nf] = f; N[nf] = ln; C[nf] = code
+        if (match(code, /^[A-Za-z_][A-Za-z0-9_ *]*[ *][a-z_][a-z0-9_]*\(/) && code !~ /;[ \t]*$/ &&
+            code !~ /^(typedef|extern|return|else)[ \t]/) {
+            h = substr(code, 1, RLENGTH - 1); name = h; sub(/.*[ *]/, "", name)
+            if (h ~ /^static[ \t]/) local[f, name] = 1
+            else def[name] = f
+        }
+    }
+    END {
+        for (i = 1; i <= nf; i++) {
+            s = C[i]
+            while (match(s, /[A-Za-z_][A-Za-z0-9_]*/)) {
+                w = substr(s, RSTART, RLENGTH); s = substr(s, RSTART + RLENGTH)
+                if ((w in def) && def[w] != F[i] && !((F[i], w) in local) && !seen[F[i], w]++)
+                    print F[i] ":" N[i] ": " w " " def[w]
+            }
+        }
+    }'
+}
+# layer_check DIR PREFIX TABLE: the uses in file_calls DIR that go up the
+# layers TABLE gives the files of DIR (lines `PREFIX.LAYER: FILE...`, the
+# lowest layer first; a file may use its own layer and those below), and
+# every file of DIR that has no layer.
+layer_check() {
+    ls "$1"/*.c | sed 's|.*/||; s|\.c$||' | while read -r f; do
+        grep -qE "^$2\.[a-z]+:.* $f( |\$)" "$3" || echo "$1/$f.c: in no layer of $3"
+    done
+    file_calls "$1" | awk -v prefix="$2" -v table="$3" -v dir="$1" '
+    BEGIN {
+        while ((getline line < table) > 0) {
+            if (line !~ "^" prefix "\\.[a-z]+:") continue
+            n++; name = line; sub(":.*", "", name); sub(".*\\.", "", name); lname[n] = name
+            sub("^[^:]*: *", "", line); k = split(line, fs, " ")
+            for (i = 1; i <= k; i++) layer[fs[i] ".c"] = n
+        }
+    }
+    {
+        from = $1; sub(/:.*/, "", from); at = $1; sub(/^[^:]*:/, "", at); sub(/:$/, "", at)
+        if ((from in layer) && ($3 in layer) && layer[$3] > layer[from])
+            print dir "/" from ":" at ": " $2 " (" $3 ", " lname[layer[$3]] ") used from the " lname[layer[from]] " layer"
+    }'
+}
 if [ "${1:-}" = --self-test ]; then
     t=$(mktemp)
     cat >"$t" <<'END'
@@ -58,6 +112,25 @@ END
     rm -f "$t"
     if [ "$got" != "2 5 6 " ]; then
         echo "lint self-test: calls found on lines '$got', want '2 5 6 '"
+        exit 1
+    fi
+    # the layers of a module's files: an upward use is found (a call, or a
+    # function's name taken), a downward one, a comment, a string and a
+    # static function of the caller's own with the same name are not; a file
+    # in no layer is named
+    d=$(mktemp -d)
+    printf '%s\n' 't.ground: low' 't.top: high' >"$d/layers"
+    printf '%s\n' 'int low_fn(int x)' '{' '    return x + 1; /* high_fn( */' '}' \
+        'int low_other(void)' '{' '    return high_fn(1);' '}' 'void *low_ptr = high_ptr;' >"$d/low.c"
+    printf '%s\n' 'int high_fn(int x)' '{' '    return low_fn(x) + low_other();' '}' \
+        'void high_ptr(void)' '{' '}' >"$d/high.c"
+    printf '%s\n' 'static int high_fn(int x)' '{' '    return x;' '}' \
+        'int other(void)' '{' '    return high_fn(2); /* "high_ptr" */' '}' >"$d/stray.c"
+    got=$(layer_check "$d" t "$d/layers" | sed "s|$d/||g" | tr '\n' ';')
+    rm -rf "$d"
+    want='stray.c: in no layer of layers;low.c:7: high_fn (high.c, top) used from the ground layer;low.c:9: high_ptr (high.c, top) used from the ground layer;'
+    if [ "$got" != "$want" ]; then
+        echo "lint self-test: layer check found '$got', want '$want'"
         exit 1
     fi
     echo "lint self-test: ok"
@@ -98,6 +171,8 @@ for dir in src/*/; do
             case " $allowed " in *" $top "*) ;; *) echo "$line  ($m may not include $top)" ;; esac
         done | rule "an include against the layering (scripts/layers.txt)"
 done
+layer_check src/state state scripts/layers.txt |
+    rule "a file of src/state using one above it (the layers: scripts/layers.txt, state_int.h)"
 if [ -s "$found" ]; then
     echo "lint: $(wc -l <"$found") rule(s) broken"
     exit 1

@@ -14,6 +14,24 @@
 #include "state/state_int.h"
 #include "util/mtime.h"
 
+/* ---- the job's owned parts ---------------------------------------------------------- */
+
+void st_job_free(st_job_t *sj)
+{
+    if (!sj)
+        return;
+    if (sj->own_j)
+        arb_job_free(sj->j);
+    free(sj->message);
+    free(sj->spec);
+    free(sj->tasks);
+    json_decref(sj->command);
+    json_decref(sj->env);
+    st_service_free(sj);
+    st_dep_free(sj->dep);
+    free(sj);
+}
+
 /* ---- jobs ------------------------------------------------------------------------------- */
 
 int st_time_limit(st_t *s, arb_job_t *j, arb_err_t *err)

@@ -17,7 +17,6 @@
 #include <time.h>
 
 #include "state/jv.h"
-#include "state/service.h"
 #include "state/state_int.h"
 #include "util/mtime.h"
 
@@ -219,22 +218,6 @@ int st_job_say(st_job_t *sj, const char *fmt, ...)
     return (sj->message = strdup(buf)) ? 0 : -ENOMEM;
 }
 
-void st_job_free(st_job_t *sj)
-{
-    if (!sj)
-        return;
-    if (sj->own_j)
-        arb_job_free(sj->j);
-    free(sj->message);
-    free(sj->spec);
-    free(sj->tasks);
-    json_decref(sj->command);
-    json_decref(sj->env);
-    st_service_free(sj);
-    st_dep_free(sj->dep);
-    free(sj);
-}
-
 int st_job_add(st_t *s, st_job_t *sj)
 {
     if (sj->id >= s->capjobs) {
@@ -279,7 +262,7 @@ void st_job_retire(st_t *s, st_job_t *sj)
     s->active[i] = s->active[--s->nactive];
     s->active[i]->active_ix = i;
     sj->active_ix = -1;
-    st_history_push(s, sj);
+    s->lops->retired(s, sj); /* into the history (history.c) */
 }
 
 void st_queue_seen(st_t *s, uint32_t name)
@@ -303,8 +286,8 @@ void st_job_save(st_t *s, st_job_t *sj, uint64_t lamport)
     if (lamport)
         sj->lamport_update = lamport;
     sj->last = sj->j->state;
-    st_node_assign_hint(s, sj); /* its nodes' agents' long polls look again */
-    rec = st_job_record(s, sj);
+    s->lops->saved(s, sj);        /* its nodes' agents' long polls look again (node.c) */
+    rec = s->lops->record(s, sj); /* codec.c: the store record's encoder */
     if (!rec)
         return;
     snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)sj->id);

@@ -14,6 +14,13 @@
 #include "state/state_int.h"
 #include "util/mtime.h"
 
+/* What the ledger (the ground, ledger.c) asks of the layers above it. */
+static const st_ledger_ops_t ledger_ops = {
+    .record = st_job_record,
+    .saved = st_node_assign_hint,
+    .retired = st_history_push,
+};
+
 /* ---- open, close --------------------------------------------------------------------- */
 
 static int build_sched(st_t *s, arb_err_t *err)
@@ -58,6 +65,7 @@ int st_open(const char *uri, const st_conf_t *conf, st_t **out, arb_err_t *err)
 
     if (!s)
         return arb_errf(err, -ENOMEM, "out of memory");
+    s->lops = &ledger_ops;
     arb_strtab_init(&s->names);
     s->conf = *conf;
     s->conf.queues = NULL;

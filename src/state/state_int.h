@@ -6,6 +6,22 @@
  * leases, lost tasks and stragglers; recover.c; codec.c JSON; metrics.c).
  * Not a public API.
  *
+ * Layers: a file uses the functions of its own layer and of those below it,
+ * never of one above (scripts/layers.txt lists them; `make lint` checks):
+ *
+ *   top     cycle.c (the scheduler thread, st_cycle)   state.c (open, close,
+ *      |    checks; it fills the ledger's st_ledger_ops_t)
+ *      v
+ *   ops     jobs.c node.c nodeops.c liveness.c resize.c service.c probe.c
+ *      |    depend.c codec.c recover.c history.c idem.c telhist.c
+ *      |    logticket.c metrics.c (they call each other freely)
+ *      v
+ *   ground  ledger.c (ledger.h: clocks, Lamport clock, events, the store
+ *           batch and tickets, hooks, the job table, names)   jv.c   config.c
+ *
+ * The ground asks what it needs of the operations (a job's store record,
+ * what follows a save or an end) through s->lops, never by name.
+ *
  * Locking: one mutex, st.mu, guards everything here. Functions named do_*
  * and every helper in this header expect the caller to hold it.
  *
@@ -35,6 +51,7 @@
 
 #include <pthread.h>
 
+#include "state/ledger.h"
 #include "state/state.h"
 
 enum { TK_PENDING, TK_ASSIGNED, TK_RUNNING, TK_SUCCEEDED, TK_FAILED, TK_LOST, TK_CANCELLED };
@@ -131,6 +148,7 @@ extern const double st_cycle_buckets_ms[ST_HIST - 1];
 
 struct st {
     st_conf_t conf;
+    const st_ledger_ops_t *lops; /* what the ledger asks of the layers above (state.c) */
     pthread_mutex_t mu;
     pthread_cond_t ev_cond; /* an event was appended (st_changed) */
     void (*chg_fn)(void *); /* st_set_change_hook: told with every ev_cond broadcast */
@@ -190,48 +208,14 @@ struct st {
     arb_strtab_t names;   /* jobs' team and owner names, each kept once (st_name) */
 };
 
-/* name (cut to ST_NAME_MAX - 1 bytes) as a string kept once in s->names,
- * valid until st_close; "" for NULL; NULL only when out of memory. */
-const char *st_name(st_t *s, const char *name);
-/* sj's message ("" none), and setting it (printf, cut at 255 bytes; an
- * empty one frees it): a heap string only while a job has one. 0, or
- * -ENOMEM (the message is then gone). */
+/* sj's message ("" none); st_job_say (ledger.h) sets it. */
 static inline const char *st_job_msg(const st_job_t *sj)
 {
     return sj->message ? sj->message : "";
 }
-int st_job_say(st_job_t *sj, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Clocks. st_mono_ns/st_wall_ms read the system clocks (for real waits
- * and durations); st_now_ns/st_now_ms read the controller's clock
- * (conf.clock: the system's, or a virtual one), which is what every
- * decision, lease, age and timestamp of the state uses. */
-int64_t st_mono_ns(void);
-int64_t st_wall_ms(void);
-int64_t st_now_ns(const st_t *s);
-int64_t st_now_ms(const st_t *s);
-/* The CLOCK_MONOTONIC instant ms from now, for arb_cond_wait_until on
- * s->ev_cond or s->kick (both made by arb_cond_init). */
-struct timespec st_deadline(int64_t ms);
-/* Lamport: clock = max(clock, remote) + 1; returns it (persists the
- * high-water mark when needed). */
-uint64_t st_tick(st_t *s, uint64_t remote);
-/* Append an event (type like "job-placed"; job 0 / node NULL when none). */
-uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt, ...)
-    __attribute__((format(printf, 5, 6)));
-/* Queue the current batch: the ticket for st_wait. */
-int64_t st_flush(st_t *s);
-/* A read: the ticket of everything seen. */
-int64_t st_seen(st_t *s);
-
-/* Jobs. */
-st_job_t *st_job_find(st_t *s, uint64_t id);
-/* Queue the job's record for writing, bumping its version. */
-void st_job_save(st_t *s, st_job_t *sj, uint64_t lamport);
-void st_job_retire(st_t *s, st_job_t *sj); /* drop from the active list */
-int st_job_add(st_t *s, st_job_t *sj);     /* index by id, add to active */
+/* Jobs (jobs.c; the job table is the ledger's, ledger.h). */
 void st_job_free(st_job_t *sj);
-void st_queue_seen(st_t *s, uint32_t name);
 /* Parse a spec body into a new finalized job (interned in s->cluster) and
  * its command/env; -EBADMSG for syntax, -EINVAL for content. */
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
@@ -271,8 +255,6 @@ void st_dep_explain(st_t *s, const st_job_t *sj, arb_wait_t why, char *buf, size
  * above the queue's maximum (-EINVAL naming both); config queues, then
  * scheduler.defaultTimeLimit/maxTimeLimit. */
 int st_time_limit(st_t *s, arb_job_t *j, arb_err_t *err);
-/* Re-charge tasks' allocations to their nodes (recovery); false on conflict. */
-void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why);
 
 /* Liveness (liveness.c). */
 /* Node leases, once per cycle: READY nodes silent past the lease go
@@ -436,10 +418,6 @@ void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok)
 /* The health prober thread. */
 int st_probe_start(st_t *s);
 void st_probe_stop(st_t *s);
-
-/* A long poll may have a new answer: wake the waiters on s->ev_cond and
- * tell the change hook (the API's suspended long polls). Caller holds s->mu. */
-void st_changed(st_t *s);
 
 /* Secret env values (codec.c). A job's env maps names to strings, or to
  * {"value": TEXT, "secret": true}. st_env_plain: names to strings, what a
