@@ -121,25 +121,6 @@ void api_server_set_state(api_server_t *a, st_t *s);
 int api_server_port(const api_server_t *a);
 void api_server_stop(api_server_t *a);
 
-/* ---- the route table --------------------------------------------------------------- */
-
-typedef struct api_req api_req_t;
-
-typedef struct api_route {
-    const char *method;
-    const char *path; /* "/v1/jobs/{id}": {x} matches one segment */
-    unsigned roles;   /* st_role_t bits allowed; 0: no auth needed; API_SELF: see below */
-    int (*fn)(api_req_t *r);
-    const char *summary;
-    const char *doc; /* parameters, body and reply, for docs/api.md */
-} api_route_t;
-
-/* A roles bit: an agent may use the route for its own node only (the
- * {name} of the path, else the `node` query parameter): 403 otherwise. */
-#define API_SELF 8u
-
-extern const api_route_t api_routes[];
-
 /* Write docs/api.md (from the route table and the config key table). */
 void api_doc_markdown(FILE *f);
 

@@ -1,6 +1,6 @@
 /*
- * api_int.h: what http.c (the libmicrohttpd glue) and routes.c (the route
- * table and handlers) share. Not a public API.
+ * api_int.h: what http.c (the libmicrohttpd glue), routes.c (the route
+ * table and handlers) and the API's encoders share. Not a public API.
  */
 #ifndef ARB_API_INT_H
 #define ARB_API_INT_H
@@ -19,6 +19,58 @@ typedef struct api_defer {
     int64_t report_t0; /* a report: when it began (arbiter_node_report_seconds), 0 none */
 } api_defer_t;
 
+/* ---- the route table (routes.c) ----------------------------------------------------
+ * One row per route: method, path pattern, the roles allowed, how the
+ * router treats it (flags), the body it takes, the handler, and its docs.
+ * http.c's dispatch matches the path (404, or 405 with the allowed methods),
+ * sends a follower's request to the leader, refuses a failed store,
+ * authenticates and checks the role from the row; api_route_run then reads
+ * what the row says the request carries (If-Match, a node name, the body)
+ * before the handler runs. docs/api.md is made from the same rows.
+ */
+typedef struct api_req api_req_t;
+
+/* A roles bit: an agent may use the route for its own node only (the
+ * {name} of the path, else the `node` query parameter): 403 otherwise. */
+#define API_SELF 8u
+
+/* api_route_t.flags */
+#define API_HERE 1u      /* answered by every controller: no follower redirect */
+#define API_UNCHECKED 2u /* answered when the store failed too */
+#define API_OPEN 4u      /* never authenticated, not even with --client-cert-auth */
+#define API_IF_MATCH 8u  /* header If-Match: VERSION read into r->if_match (-1 absent; 400) */
+#define API_NODE 16u     /* {name} is a node name: checked (404 naming the rule) */
+#define API_JOB 32u      /* {id} is a job id: read into r->job first (404 if not one) */
+
+/* api_route_t.body: what the body is (routes.c's table of them says how
+ * each is read: required or not, the name its parse errors give). */
+typedef enum {
+    API_BODY_NONE,     /* ignored */
+    API_BODY_SPEC,     /* a job spec or workload, JSON or YAML: raw in r->body, not empty */
+    API_BODY_REPORT,   /* an agent's report: JSON in r->jbody */
+    API_BODY_NODE,     /* an operator's change to a node: JSON in r->jbody */
+    API_BODY_NODE_OPT, /* the same, or empty (r->jbody NULL) */
+    API_BODY_LOAD,     /* a balancer's load counts: JSON in r->jbody */
+} api_body_t;
+
+typedef struct api_route {
+    const char *method;
+    const char *path; /* "/v1/jobs/{id}": {x} matches one segment */
+    unsigned roles;   /* st_role_t bits allowed; 0: no auth needed; API_SELF: see above */
+    unsigned flags;   /* API_HERE, API_UNCHECKED, API_OPEN, API_JOB, API_IF_MATCH, API_NODE */
+    api_body_t body;
+    int (*fn)(api_req_t *r);
+    const char *summary;
+    const char *doc; /* parameters, body and reply, for docs/api.md */
+} api_route_t;
+
+extern const api_route_t api_routes[];
+
+/* Run rt's handler on r: what rt's flags and body say the request carries
+ * is read first, in this order: the job id, If-Match, the node name, the
+ * body (an error reply, and no handler, for the first that is malformed). */
+int api_route_run(const api_route_t *rt, api_req_t *r);
+
 struct api_req {
     void *conn; /* struct MHD_Connection * */
     const char *method, *url;
@@ -26,6 +78,10 @@ struct api_req {
     size_t n;
     bool yaml; /* Content-Type says YAML */
     char params[API_MAX_PARAMS][256];
+    /* read by api_route_run as the route's row says */
+    uint64_t job;     /* API_JOB: the job id of the path */
+    int64_t if_match; /* API_IF_MATCH: the version the client has; -1 none */
+    json_t *jbody;    /* a JSON body (owned by api_route_run); NULL none */
     st_who_t who;
     const char *node; /* an agent's own node (its token or certificate); NULL none */
     st_t *st;

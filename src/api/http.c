@@ -329,7 +329,7 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, const api_c
         return api_error(r, 405, "%s %s: method not allowed; use %s", r->method, r->url, allow);
     if (!hit)
         return api_error(r, 404, "%s: no such endpoint; see docs/api.md", r->url);
-    if (strcmp(hit->path, "/healthz") != 0 && strcmp(hit->path, "/v1/leader") != 0) {
+    if (!(hit->flags & API_HERE)) {
         char n[128], u[256];
         int64_t term;
         /* A follower, or a leader whose lease may have run out (it was paused):
@@ -337,7 +337,7 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, const api_c
         if (!r->st || (r->ha && r->ha->leader(r->ha->arg, n, sizeof n, u, sizeof u, &term) != 1))
             return to_leader(r, loc, locsz);
     }
-    if (r->st && strcmp(hit->path, "/v1/leader") != 0) {
+    if (r->st && !(hit->flags & API_UNCHECKED)) {
         /* A failed commit: what memory holds may never have been written.
          * Nothing is answered from it (not /healthz: it says so), and the
          * controller exits (cli/controller.c) for a supervisor to restart. */
@@ -352,12 +352,11 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, const api_c
     }
     if (hit->roles || a->auth.require_cert) {
         api_principal_t p;
-        int st = strcmp(hit->path, "/healthz") == 0
-                     ? 0
-                     : api_authenticate(&a->auth, auth, cert, &p, msg, sizeof msg);
+        int st =
+            hit->flags & API_OPEN ? 0 : api_authenticate(&a->auth, auth, cert, &p, msg, sizeof msg);
         if (st)
             return api_error(r, st, "%s: %s", r->url, msg);
-        if (hit->roles && strcmp(hit->path, "/healthz") != 0) {
+        if (hit->roles && !(hit->flags & API_OPEN)) {
             r->who.role = p.role;
             r->who.team = p.team;
             r->who.name = p.name;
@@ -382,7 +381,7 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, const api_c
             }
         }
     }
-    return hit->fn(r);
+    return api_route_run(hit, r);
 }
 
 static enum MHD_Result send_reply(struct MHD_Connection *conn, api_req_t *r, bool close)

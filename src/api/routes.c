@@ -1,6 +1,10 @@
 /*
- * routes.c: the API's one route table and its handlers. Each handler
- * parses what the URL and query carry, calls one resource-manager function
+ * routes.c: the API's one route table and its handlers. A row says the
+ * method, the path, the roles allowed, how the router treats the route
+ * (answered by a follower too, unauthenticated, a job id or node name in
+ * the path, If-Match) and what its body is; http.c's dispatch and
+ * api_route_run act on the row, so a handler starts from a request already
+ * read: it parses its query, calls one resource-manager function
  * (src/state), and hands the result to api_finish, which waits until what
  * the call did or saw is durable before the reply goes out. docs/api.md is
  * generated from this table (api_doc_markdown).
@@ -18,6 +22,20 @@
 #define USER ST_ROLE_USER
 #define AGENT ST_ROLE_AGENT
 #define SELF API_SELF /* an agent for its own node only */
+/* the router's flags (api_int.h) and body kinds, short for the table */
+#define PLAIN 0u
+#define HERE API_HERE
+#define UNCHECKED API_UNCHECKED
+#define OPEN API_OPEN
+#define JOB API_JOB
+#define IF_MATCH API_IF_MATCH
+#define NODE API_NODE
+#define NOBODY API_BODY_NONE
+#define SPEC API_BODY_SPEC
+#define REPORT API_BODY_REPORT
+#define NODE_BODY API_BODY_NODE
+#define NODE_OPT API_BODY_NODE_OPT
+#define LOAD API_BODY_LOAD
 
 /* ---- parameter parsing --------------------------------------------------------------- */
 
@@ -146,10 +164,6 @@ static int h_submit(api_req_t *r)
     json_t *out = NULL;
     int64_t t = 0;
 
-    if (r->n == 0)
-        return api_error(r, 400,
-                         "empty body; send a job spec (JSON, or YAML with "
-                         "Content-Type: application/yaml)");
     if (api_is_workload(r)) /* a Kubernetes manifest or a Slurm script (submit_wl.c) */
         return api_submit_workload(r);
     bool created = false;
@@ -182,11 +196,7 @@ static int h_job(api_req_t *r)
     arb_err_t err = {{0}};
     json_t *out = NULL;
     int64_t t = 0;
-    uint64_t id;
-
-    if (job_id(r, &id))
-        return r->status;
-    int rc = st_job_get(r->st, &r->who, id, &out, &t, &err);
+    int rc = st_job_get(r->st, &r->who, r->job, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -194,12 +204,8 @@ static int h_cancel(api_req_t *r)
 {
     arb_err_t err = {{0}};
     json_t *out = NULL;
-    int64_t t = 0, im;
-    uint64_t id;
-
-    if (job_id(r, &id) || if_match(r, &im))
-        return r->status;
-    int rc = st_job_cancel(r->st, &r->who, id, im, &out, &t, &err);
+    int64_t t = 0;
+    int rc = st_job_cancel(r->st, &r->who, r->job, r->if_match, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -208,15 +214,12 @@ static int h_explain(api_req_t *r)
     arb_err_t err = {{0}};
     json_t *out = NULL;
     int64_t t = 0;
-    uint64_t id;
-
     const char *nodes = api_query(r, "nodes");
-    if (job_id(r, &id))
-        return r->status;
+
     if (nodes && strcmp(nodes, "true") != 0 && strcmp(nodes, "false") != 0)
         return api_error(r, 400, "nodes: '%s'; use true or false", nodes);
-    int rc =
-        st_job_explain_ex(r->st, &r->who, id, nodes && strcmp(nodes, "true") == 0, &out, &t, &err);
+    int rc = st_job_explain_ex(r->st, &r->who, r->job, nodes && strcmp(nodes, "true") == 0, &out,
+                               &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -257,18 +260,10 @@ static int64_t mono_ns(void)
 static int h_report(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_error_t je;
-    json_t *body, *out = NULL;
-    int64_t t = 0, t0 = mono_ns(), im;
+    json_t *out = NULL;
+    int64_t t = 0, t0 = mono_ns();
 
-    if (if_match(r, &im))
-        return r->status;
-    body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
-    if (!body)
-        return api_error(r, 400, "report.json:%d:%d: malformed JSON: %s", je.line, je.column,
-                         je.text);
-    int rc = st_node_report_if(r->st, &r->who, r->params[0], im, body, &out, &t, &err);
-    json_decref(body);
+    int rc = st_node_report_if(r->st, &r->who, r->params[0], r->if_match, r->jbody, &out, &t, &err);
     /* A Lamport time too far ahead: the refusal carries the clock. */
     json_t *lam = rc == -ERANGE ? json_incref(json_object_get(out, "lamport")) : NULL;
     r->no_defer = lam != NULL; /* the refusal carries the clock: made here, now */
@@ -317,34 +312,15 @@ static int h_assignments(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
-/* Node operations (src/state/nodeops.c): the node name is checked first,
- * the body (when there is one) is JSON. */
-static int node_body(api_req_t *r, bool need, json_t **body)
-{
-    json_error_t je;
-    arb_err_t err = {{0}};
-
-    *body = NULL;
-    if (st_node_name_check(r->params[0], &err) < 0)
-        return api_error(r, 404, "%s", err.msg);
-    if (r->n == 0 && !need)
-        return 0;
-    if (!(*body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je)))
-        return api_error(r, 400, "node.json:%d:%d: malformed JSON: %s", je.line, je.column,
-                         je.text);
-    return 0;
-}
-
+/* Node operations (src/state/nodeops.c): the router checked the node name
+ * and read the body (api_route_run). */
 static int cordon(api_req_t *r, st_cordon_t what)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL, *body;
-    int64_t t = 0, im;
-
-    if (if_match(r, &im) || node_body(r, false, &body))
-        return r->status;
-    int rc = st_node_cordon(r->st, &r->who, r->params[0], what, body, im, &out, &t, &err);
-    json_decref(body);
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc =
+        st_node_cordon(r->st, &r->who, r->params[0], what, r->jbody, r->if_match, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -366,26 +342,18 @@ static int h_uncordon(api_req_t *r)
 static int h_node_patch(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL, *body;
-    int64_t t = 0, im;
-
-    if (if_match(r, &im) || node_body(r, true, &body))
-        return r->status;
-    int rc = st_node_patch(r->st, &r->who, r->params[0], body, im, &out, &t, &err);
-    json_decref(body);
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_node_patch(r->st, &r->who, r->params[0], r->jbody, r->if_match, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_node_delete(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL, *body;
-    int64_t t = 0, im;
-
-    if (if_match(r, &im) || node_body(r, false, &body))
-        return r->status;
-    json_decref(body);
-    int rc = st_node_delete(r->st, r->params[0], im, &out, &t, &err);
+    json_t *out = NULL;
+    int64_t t = 0;
+    int rc = st_node_delete(r->st, r->params[0], r->if_match, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -436,14 +404,12 @@ static int h_logs_ticket(api_req_t *r)
     arb_err_t err = {{0}};
     json_t *out = NULL;
     int64_t t = 0;
-    uint64_t id, task = 0;
+    uint64_t task = 0;
     const char *q = api_query(r, "task");
 
-    if (job_id(r, &id))
-        return r->status;
     if (q && (parse_u64(q, &task) < 0 || task > 1000000))
         return api_error(r, 400, "task: '%s' is not a task index; use 0, 1, ...", q);
-    int rc = st_logs_ticket(r->st, &r->who, id, (int64_t)task, &out, &t, &err);
+    int rc = st_logs_ticket(r->st, &r->who, r->job, (int64_t)task, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -497,26 +463,73 @@ static int h_service(api_req_t *r)
 static int h_service_load(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_error_t je;
-    json_t *body, *out = NULL;
+    json_t *out = NULL;
     int64_t t = 0;
-
-    body = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je);
-    if (!body)
-        return api_error(r, 400, "load.json:%d:%d: malformed JSON: %s", je.line, je.column,
-                         je.text);
-    int rc = st_service_load(r->st, &r->who, r->params[0], body, &out, &t, &err);
-    json_decref(body);
+    int rc = st_service_load(r->st, &r->who, r->params[0], r->jbody, &out, &t, &err);
     return api_finish(r, rc, out, t, &err, 200);
+}
+
+/* ---- what a route's request carries -----------------------------------------------------------
+ */
+
+/* The body kinds (api_body_t): whether one must be there, and the name a
+ * parse error gives it. One row a kind, in api_body_t's order. */
+static const struct {
+    bool json, required;
+    const char *file; /* for parse errors */
+    const char *doc;  /* docs/api.md's body column */
+} bodies[] = {
+    [API_BODY_NONE] = {false, false, NULL, "none"},
+    [API_BODY_SPEC] = {false, true, "job", "job spec (JSON or YAML)"},
+    [API_BODY_REPORT] = {true, true, "report.json", "JSON"},
+    [API_BODY_NODE] = {true, true, "node.json", "JSON"},
+    [API_BODY_NODE_OPT] = {true, false, "node.json", "JSON (optional)"},
+    [API_BODY_LOAD] = {true, true, "load.json", "JSON"},
+};
+
+static int route_read(const api_route_t *rt, api_req_t *r)
+{
+    json_error_t je;
+    arb_err_t err = {{0}};
+
+    r->if_match = -1;
+    if ((rt->flags & API_JOB) && job_id(r, &r->job))
+        return r->status;
+    if ((rt->flags & API_IF_MATCH) && if_match(r, &r->if_match))
+        return r->status;
+    if ((rt->flags & API_NODE) && st_node_name_check(r->params[0], &err) < 0)
+        return api_error(r, 404, "%s", err.msg);
+    if (rt->body == API_BODY_SPEC && r->n == 0)
+        return api_error(r, 400,
+                         "empty body; send a job spec (JSON, or YAML with "
+                         "Content-Type: application/yaml)");
+    if (!bodies[rt->body].json || (r->n == 0 && !bodies[rt->body].required))
+        return 0;
+    if (!(r->jbody = json_loadb(r->body, r->n, JSON_REJECT_DUPLICATES, &je)))
+        return api_error(r, 400, "%s:%d:%d: malformed JSON: %s", bodies[rt->body].file, je.line,
+                         je.column, je.text);
+    return 0;
+}
+
+int api_route_run(const api_route_t *rt, api_req_t *r)
+{
+    int rc = route_read(rt, r);
+
+    if (rc == 0)
+        rc = rt->fn(r);
+    json_decref(r->jbody);
+    r->jbody = NULL;
+    return rc;
 }
 
 /* ---- the table ------------------------------------------------------------------------------ */
 
 const api_route_t api_routes[] = {
-    {"GET", "/healthz", ANYONE, h_healthz, "liveness: `ok`",
+    {"GET", "/healthz", ANYONE, HERE | OPEN, NOBODY, h_healthz, "liveness: `ok`",
      "No auth. Plain text `ok`; 503 (like every route) once a store commit failed or the "
      "Lamport clock reached its limit, for the moment before the controller exits 3."},
-    {"GET", "/metrics", ADMIN | USER | AGENT, h_metrics, "Prometheus metrics (text format 0.0.4)",
+    {"GET", "/metrics", ADMIN | USER | AGENT, PLAIN, NOBODY, h_metrics,
+     "Prometheus metrics (text format 0.0.4)",
      "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
      "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
      "store commits and their latency, agent report handling time "
@@ -531,11 +544,12 @@ const api_route_t api_routes[] = {
      "`..._transmit_bytes_per_second`, `arbiter_node_disk_read_bytes_per_second`, "
      "`..._write_bytes_per_second`. A value an agent did not report has no sample. Every "
      "family has HELP and TYPE (`promtool check metrics` passes)."},
-    {"GET", "/v1/status", ADMIN | USER | AGENT, h_status,
+    {"GET", "/v1/status", ADMIN | USER | AGENT, PLAIN, NOBODY, h_status,
      "the controller's Lamport clock, epoch, store revision, counts, and who you are",
      "Reply: `{\"lamport\", \"epoch\", \"revision\", \"jobs\", \"active_jobs\", \"nodes\", "
      "\"you\": {\"role\", \"team\", \"name\"}}`."},
-    {"GET", "/v1/leader", ANYONE, h_leader, "which controller leads (answered by every controller)",
+    {"GET", "/v1/leader", ANYONE, HERE | UNCHECKED, NOBODY, h_leader,
+     "which controller leads (answered by every controller)",
      "No auth. Reply: `{\"leader\": NAME, \"url\": URL, \"term\": N, \"you\": NAME, "
      "\"serving\": BOOL}`: the leader as this controller knows it, its term (the etcd leader "
      "key's create_revision; a single SQLite controller names itself, with its epoch as the "
@@ -545,10 +559,10 @@ const api_route_t api_routes[] = {
      "`/v1` request is answered 307 with `Location` at the leader's URL (same path and query; "
      "clients re-send method and body), or 503 with `Retry-After: 1` while none is known. "
      "See docs/ha.md."},
-    {"GET", "/v1/check", ADMIN, h_check, "check every allocation invariant",
+    {"GET", "/v1/check", ADMIN, PLAIN, NOBODY, h_check, "check every allocation invariant",
      "200 `{\"ok\": true}`, or 500 naming the first broken invariant (a GPU share held twice, "
      "usage that does not add up)."},
-    {"POST", "/v1/jobs", ADMIN | USER, h_submit, "submit a job",
+    {"POST", "/v1/jobs", ADMIN | USER, PLAIN, SPEC, h_submit, "submit a job",
      "Body: a job spec, JSON or YAML (`Content-Type: application/yaml`), with the fields of "
      "docs/scenario.md's jobs (`name`, `queue`, `priority` or `priorityClassName`, "
      "`preemptible`, `gangMin`, `timeLimit`, `dataset`, `nodeSelector`, `affinity`, "
@@ -573,11 +587,11 @@ const api_route_t api_routes[] = {
      "each workload becomes a job, submitted together (one refused: none stands), job i with "
      "key `KEY-i`; the reply is the job (one) or `{\"jobs\": [...], \"warnings\": [...]}`, "
      "with `warnings` naming every field not honoured."},
-    {"GET", "/v1/jobs", ADMIN | USER, h_jobs, "list jobs",
+    {"GET", "/v1/jobs", ADMIN | USER, PLAIN, NOBODY, h_jobs, "list jobs",
      "Query: `state` (pending, placed, running, preempted, succeeded, failed, cancelled, or "
      "`active`), `queue`, `after` (a job id: page from there), `limit`. Users see their team's "
      "jobs only. Reply: `{\"jobs\": [job, ...]}` in id order (without `groups` and `events`)."},
-    {"GET", "/v1/jobs/{id}", ADMIN | USER, h_job, "one job",
+    {"GET", "/v1/jobs/{id}", ADMIN | USER, JOB, NOBODY, h_job, "one job",
      "Reply: the job object: `id`, `name`, `queue`, `team`, `owner`, `state`, `priority`, "
      "`gpus`, `version`, `submitted_lamport`, `updated_lamport`, `attempt`, `epoch`, "
      "`submitted_at` (wall clock, for people), `tasks` (each with `index`, `group`, `state`, "
@@ -587,13 +601,13 @@ const api_route_t api_routes[] = {
      "`events`. A spec may say "
      "`restartable: false` (default true): a task lost with its node then fails the job "
      "instead of requeueing it."},
-    {"DELETE", "/v1/jobs/{id}", ADMIN | USER, h_cancel, "cancel a job",
+    {"DELETE", "/v1/jobs/{id}", ADMIN | USER, JOB | IF_MATCH, NOBODY, h_cancel, "cancel a job",
      "Header `If-Match: VERSION` (optional): 409 unless the job is at that version. A pending "
      "job, or a placed one no agent has fetched, is cancelled at once and its GPUs freed; a "
      "job an agent runs gets `stop_requested` and is cancelled when its agents report its "
      "tasks ended (its GPUs are never given to another job before). 409 when it already "
      "ended."},
-    {"GET", "/v1/jobs/{id}/explain", ADMIN | USER, h_explain, "why a job is pending",
+    {"GET", "/v1/jobs/{id}/explain", ADMIN | USER, JOB, NOBODY, h_explain, "why a job is pending",
      "Reply: `{\"job\", \"name\", \"state\", \"summary\", \"hint\", \"explain\": {...}}` where "
      "`explain` is the scheduler's structured explanation (nodes rejected per reason, the "
      "fragmentation diagnostic, quota, preemption, the nearest node). For a running gang over "
@@ -602,7 +616,7 @@ const api_route_t api_routes[] = {
      "`node_reasons`: `{NODE: REASON}`, each node's first failing filter for the task group "
      "`node_reasons_group` (`ok` where one of its tasks fits now; the console highlights "
      "them)."},
-    {"POST", "/v1/jobs/{id}/logs-ticket", ADMIN | USER, h_logs_ticket,
+    {"POST", "/v1/jobs/{id}/logs-ticket", ADMIN | USER, JOB, NOBODY, h_logs_ticket,
      "a short-lived ticket to read a task's log from its agent",
      "Query: `task` (default 0). The caller must be allowed to see the job. Reply: `{\"job\", "
      "\"task\", \"node\", \"logs_url\", \"ticket\", \"ttl_ms\"}`: GET "
@@ -610,11 +624,11 @@ const api_route_t api_routes[] = {
      "`Authorization: Bearer TICKET` (docs/agent.md). The ticket is bound to this job, task "
      "and node and lasts `ttl_ms` (60 s). 404 no such job or task, or the node serves no logs "
      "(its agent runs with `--logs-listen off`); 409 the task has not run yet."},
-    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT | SELF, h_logs_ticket_check,
+    {"GET", "/v1/logs/tickets/{ticket}", ADMIN | AGENT | SELF, PLAIN, NOBODY, h_logs_ticket_check,
      "an agent checks a log ticket",
      "Query: `job`, `task`, `node` (the agent's own). 200 `{\"ok\": true, \"ttl_ms\"}` (what is "
      "left of its life), 403 unknown, expired, or bound to another job, task or node."},
-    {"GET", "/v1/nodes", ADMIN | USER, h_nodes, "list nodes (the GPU map)",
+    {"GET", "/v1/nodes", ADMIN | USER, PLAIN, NOBODY, h_nodes, "list nodes (the GPU map)",
      "Reply: `{\"nodes\": [{\"name\", \"state\", \"version\", \"gpus\": [{\"index\", "
      "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
      "\"jobs\"}], \"capacity\", \"allocated\", \"tasks\", \"labels\", \"taints\", "
@@ -623,12 +637,13 @@ const api_route_t api_routes[] = {
      "`Draining` (cordoned or drained: no new tasks). Node names are DNS-1123 labels (as "
      "Kubernetes has them: 1..63 of lowercase letters, digits and `-`); a report under another "
      "name is 422."},
-    {"GET", "/v1/nodes/{name}", ADMIN | USER, h_node, "one node, with telemetry and inventory",
+    {"GET", "/v1/nodes/{name}", ADMIN | USER, PLAIN, NOBODY, h_node,
+     "one node, with telemetry and inventory",
      "Reply: the node object plus `telemetry` and `inventory` as last reported, `topology` "
      "(`rack`, `block`, `zone`), `operator` (what operators set over the inventory), `running` "
      "(each task placed there: `job`, `name`, `task`, `attempt`, `state`, `gpus`, `stopping`) "
      "and `stale_reports` (replayed reports ignored since this controller leads)."},
-    {"GET", "/v1/nodes/{name}/telemetry", ADMIN | USER, h_node_telemetry,
+    {"GET", "/v1/nodes/{name}/telemetry", ADMIN | USER, PLAIN, NOBODY, h_node_telemetry,
      "a node's telemetry over the last minutes",
      "Reply: `{\"node\", \"interval_s\", \"capacity\", \"samples\": [{\"age_s\", "
      "\"cpu_util\", \"memory_used_bytes\", \"net_rx_bps\", \"net_tx_bps\", "
@@ -636,7 +651,7 @@ const api_route_t api_routes[] = {
      "\"temp_c\", \"healthy\"}]}]}`, oldest first: one sample per `interval_s` (5 s) of the "
      "agent's reports, at most `capacity` (60: five minutes). A value the agent did not report "
      "is null. Kept in memory only: empty after a restart or a failover."},
-    {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT | SELF, h_report,
+    {"POST", "/v1/nodes/{name}/report", ADMIN | AGENT | SELF, IF_MATCH, REPORT, h_report,
      "an agent's report: registers the node, renews its lease",
      "Body: `{\"lamport\": N, \"inventory\": {\"cpu\", \"memory\", \"labels\", \"taints\", "
      "\"datasets\", \"extended\", \"gpus\": [{\"model\", \"memory\", \"nvlink\", \"pcie\", "
@@ -673,7 +688,7 @@ const api_route_t api_routes[] = {
      "arriving late): nothing of it is applied, not even the clock, and it is answered 200 "
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"stale\": true, \"message\"}`, "
      "without assignments (a report without `lamport` is never taken for a replay)."},
-    {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT | SELF, h_assignments,
+    {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT | SELF, PLAIN, NOBODY, h_assignments,
      "the tasks assigned to a node, with epochs; a long poll for its agent",
      "Query (optional): `wait` (0..60 s), `version` (the `assignments_version` the agent has: "
      "with `wait`, the reply waits until the list differs from it, so that an agent learns of "
@@ -696,7 +711,8 @@ const api_route_t api_routes[] = {
      "have `stop`. Allocations restored when the controller restarts are re-stamped with its "
      "new epoch. A task whose agent was sent `stop` before it started it, and that its agent's "
      "next report does not list, has ended."},
-    {"PATCH", "/v1/nodes/{name}", ADMIN, h_node_patch, "set or remove a node's labels and taints",
+    {"PATCH", "/v1/nodes/{name}", ADMIN, IF_MATCH | NODE, NODE_BODY, h_node_patch,
+     "set or remove a node's labels and taints",
      "Body: `{\"labels\": {\"KEY\": \"VALUE\" | null}, \"taints\": {\"add\": [{\"key\", "
      "\"value\", \"effect\": \"NoSchedule\" | \"PreferNoSchedule\" | \"NoExecute\"}], "
      "\"remove\": [{\"key\", \"effect\"}]}}` (`kubectl label` / `kubectl taint`): keys as "
@@ -709,29 +725,35 @@ const api_route_t api_routes[] = {
      "whole, or failed when `restartable: false`); NoSchedule and NoExecute keep new tasks "
      "off. Header `If-Match: VERSION` (optional; 409 when another change came first). Reply: "
      "the node object as `GET /v1/nodes/{name}`."},
-    {"DELETE", "/v1/nodes/{name}", ADMIN, h_node_delete, "remove a NotReady or Lost node",
+    {"DELETE", "/v1/nodes/{name}", ADMIN, IF_MATCH | NODE, NODE_OPT, h_node_delete,
+     "remove a NotReady or Lost node",
      "Only a node whose agent stopped: Lost, or NotReady with no task that may still run (409 "
      "otherwise, saying when it can be: a NotReady node's tasks are lost, and placed elsewhere, "
      "only after `nodes.grace`). Its record goes and its GPUs leave every total; an agent that "
      "reports under the name later registers it anew. Header `If-Match: VERSION` (optional). "
      "Reply: the node object as it was."},
-    {"POST", "/v1/nodes/{name}/cordon", ADMIN, h_cordon, "stop placing tasks on a node",
+    {"POST", "/v1/nodes/{name}/cordon", ADMIN, IF_MATCH | NODE, NODE_OPT, h_cordon,
+     "stop placing tasks on a node",
      "Body (optional): `{\"reason\": TEXT}` (`scontrol update state=drain reason=...`). Running "
      "tasks stay; state `Draining`, `schedulable` false, `reason` says by whom and why (kept in "
      "the store). Header `If-Match: VERSION` (optional). Reply: the node object."},
-    {"POST", "/v1/nodes/{name}/drain", ADMIN, h_drain, "cordon a node and evict what runs there",
+    {"POST", "/v1/nodes/{name}/drain", ADMIN, IF_MATCH | NODE, NODE_OPT, h_drain,
+     "cordon a node and evict what runs there",
      "As `kubectl drain`: cordon (body `{\"reason\"}` optional), then every job with a task "
      "there is stopped (SIGTERM, its grace, SIGKILL: its GPUs stay held until its tasks ended) "
      "and requeued whole elsewhere, or failed when its spec says `restartable: false`. Header "
      "`If-Match: VERSION` (optional). Reply: the node object with `evicted`: jobs stopped."},
-    {"POST", "/v1/nodes/{name}/uncordon", ADMIN, h_uncordon, "put a cordoned node back in service",
+    {"POST", "/v1/nodes/{name}/uncordon", ADMIN, IF_MATCH | NODE, NODE_OPT, h_uncordon,
+     "put a cordoned node back in service",
      "Header `If-Match: VERSION` (optional). Reply: the node object."},
-    {"POST", "/v1/nodes/{name}/undrain", ADMIN, h_uncordon, "the same as uncordon",
+    {"POST", "/v1/nodes/{name}/undrain", ADMIN, IF_MATCH | NODE, NODE_OPT, h_uncordon,
+     "the same as uncordon",
      "Kept for older clients. Header `If-Match: VERSION` (optional). Reply: the node object."},
-    {"GET", "/v1/queues", ADMIN | USER, h_queues, "queues with quota, usage and fair share",
+    {"GET", "/v1/queues", ADMIN | USER, PLAIN, NOBODY, h_queues,
+     "queues with quota, usage and fair share",
      "Reply: `{\"queues\": [{\"name\", \"cohort\", \"weight\", \"nominal\", "
      "\"borrowing_limit\", \"used\", \"pending\", \"running\", \"dominant_share\"}]}`."},
-    {"GET", "/v1/priorityclasses", ADMIN | USER, h_prio_classes,
+    {"GET", "/v1/priorityclasses", ADMIN | USER, PLAIN, NOBODY, h_prio_classes,
      "the priority classes submissions may name",
      "Reply: `{\"priorityClasses\": [{\"name\", \"value\", \"description\", "
      "\"preemptible\"}]}`: the built-ins (best-effort 0, low 100, normal 500, high 1000, "
@@ -739,15 +761,17 @@ const api_route_t api_routes[] = {
      "`preemptible`, when present, is the default of the class's jobs (a spec's own "
      "`preemptible:` wins). A spec's `priorityClassName` must name one of them (422 otherwise, "
      "listing them)."},
-    {"GET", "/v1/events", ADMIN | USER, h_events, "the event log, ordered by Lamport time",
+    {"GET", "/v1/events", ADMIN | USER, PLAIN, NOBODY, h_events,
+     "the event log, ordered by Lamport time",
      "Query: `since` (a Lamport time: events after it), `limit` (1..10000, default 1000), "
      "`wait` (0..60 s: long-poll until an event comes). Reply: `{\"events\": [{\"lamport\", "
      "\"time\", \"type\", \"job\", \"node\", \"message\"}], \"last\": N, \"oldest\": N, "
      "\"truncated\": bool}`; pass `last` as the next `since`. Users see no events of other "
      "teams' jobs."},
-    {"GET", "/v1/services", ADMIN | USER | AGENT, h_services, "running services and their replicas",
+    {"GET", "/v1/services", ADMIN | USER | AGENT, PLAIN, NOBODY, h_services,
+     "running services and their replicas",
      "Reply: `{\"services\": [SERVICE]}`, each as `GET /v1/services/{name}` gives it."},
-    {"GET", "/v1/services/{name}", ADMIN | USER | AGENT, h_service,
+    {"GET", "/v1/services/{name}", ADMIN | USER | AGENT, PLAIN, NOBODY, h_service,
      "a service's endpoints (what `arbiter lb --service` follows)",
      "Query: `version` and `wait` (0..60 s): when `version` is the current one, wait up to "
      "`wait` seconds for a change (a long poll). Reply: `{\"service\", \"job\", \"version\", "
@@ -759,16 +783,16 @@ const api_route_t api_routes[] = {
      "\"target_inflight\", "
      "\"target_gpu_util\", \"window_s\", \"cooldown_s\", \"recommended\", \"per_replica\", "
      "\"last\"}}`. A balancer sends to replicas that are `ready` and not `draining`."},
-    {"POST", "/v1/services/{name}/load", ADMIN | USER | AGENT, h_service_load,
+    {"POST", "/v1/services/{name}/load", ADMIN | USER | AGENT, PLAIN, LOAD, h_service_load,
      "a balancer's in-flight requests per replica (autoscaling input)",
      "Body: `{\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": N, \"queue\": Q}]}` "
      "(`queue` optional: what the replica reports waiting). Reply: "
      "`{\"service\", \"matched\", \"version\"}`. Counts older than 5 s are ignored."},
-    {"GET", "/", ANYONE, api_ui_redirect, "sends a browser to the console",
+    {"GET", "/", ANYONE, PLAIN, NOBODY, api_ui_redirect, "sends a browser to the console",
      "No auth. 302 to `/ui/` (a URL fragment such as `#token=...` is kept by the browser)."},
-    {"GET", "/ui", ANYONE, api_ui_redirect, "sends a browser to the console",
+    {"GET", "/ui", ANYONE, PLAIN, NOBODY, api_ui_redirect, "sends a browser to the console",
      "No auth. 302 to `/ui/`."},
-    {"GET", "/ui/", ANYONE, api_ui_index, "the web console",
+    {"GET", "/ui/", ANYONE, PLAIN, NOBODY, api_ui_index, "the web console",
      "No auth for the page and its files (`/ui/NAME`): they are the same for everyone and "
      "hold no cluster data. The page shows the GPU map, queues, pending jobs with their "
      "explanation, job and node detail, kept live by `GET /v1/events?wait=`; it reads them "
@@ -777,9 +801,9 @@ const api_route_t api_routes[] = {
      "tab's sessionStorage) or type the token when asked. Without `--tokens` no token is "
      "needed. Files are compiled into the binary; replies carry an `ETag` (304 on "
      "`If-None-Match`) and a `Content-Security-Policy`."},
-    {"GET", "/ui/{file}", ANYONE, api_ui_file, "the console's scripts and styles",
+    {"GET", "/ui/{file}", ANYONE, PLAIN, NOBODY, api_ui_file, "the console's scripts and styles",
      "No auth (see `/ui/`). 404 for a name that is not one of the console's files."},
-    {NULL, NULL, 0, NULL, NULL, NULL},
+    {NULL, NULL, 0, 0, API_BODY_NONE, NULL, NULL, NULL},
 };
 
 static void roles_text(unsigned roles, char *buf, size_t n)
@@ -876,10 +900,11 @@ void api_doc_markdown(FILE *f)
             "when another writer may interfere); a cancel sent again after a lost reply "
             "answers 409 (already ended) when the first one ended the job.\n\n"
             "## Routes\n\n"
-            "| method | path | roles | what |\n|---|---|---|---|\n");
+            "| method | path | roles | body | what |\n|---|---|---|---|---|\n");
     for (const api_route_t *r = api_routes; r->method; r++) {
         roles_text(r->roles, roles, sizeof roles);
-        fprintf(f, "| %s | `%s` | %s | %s |\n", r->method, r->path, roles, r->summary);
+        fprintf(f, "| %s | `%s` | %s | %s | %s |\n", r->method, r->path, roles, bodies[r->body].doc,
+                r->summary);
     }
     for (const api_route_t *r = api_routes; r->method; r++) {
         roles_text(r->roles, roles, sizeof roles);

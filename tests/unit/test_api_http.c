@@ -288,6 +288,35 @@ static void test_concurrent_submits(void **unused)
     assert_int_equal(call("GET", "/v1/check", ADMIN_TOK, NULL, "\"ok\":true"), 200);
 }
 
+/* What the route table's rows say a request carries, read by the router
+ * before the handler (api_route_run), in its order: the job id, If-Match,
+ * the node name, the body; 405 names the methods the path has. */
+static void test_router_rows(void **unused)
+{
+    (void)unused;
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK, NODE, NULL), 200);
+    assert_int_equal(call("PUT", "/v1/jobs/1", ADMIN_TOK, NULL, "use GET, DELETE"), 405);
+    assert_int_equal(call("PUT", "/v1/nodes/n1", ADMIN_TOK, NULL, "use GET, PATCH, DELETE"), 405);
+    /* the job id before If-Match (no header can be sent by call(): the id) */
+    assert_int_equal(call("DELETE", "/v1/jobs/0", ADMIN_TOK, NULL, "job ids are positive"), 404);
+    assert_int_equal(call("GET", "/v1/jobs/x/explain", ADMIN_TOK, NULL, "job 'x'"), 404);
+    /* the node name before the body; then the body, named by its kind */
+    assert_int_equal(call("PATCH", "/v1/nodes/Bad_Name", ADMIN_TOK, "{,", "Bad_Name"), 404);
+    assert_int_equal(call("PATCH", "/v1/nodes/n1", ADMIN_TOK, "{,", "node.json:1:"), 400);
+    assert_int_equal(call("PATCH", "/v1/nodes/n1", ADMIN_TOK, "", "node.json:"), 400);
+    assert_int_equal(call("POST", "/v1/nodes/n1/cordon", ADMIN_TOK, "[1,", "node.json:1:"), 400);
+    assert_int_equal(call("POST", "/v1/nodes/n1/cordon", ADMIN_TOK, "", "Draining"), 200);
+    assert_int_equal(
+        call("POST", "/v1/nodes/n1/report", AGENT_TOK, "{\"a\": 1, \"a\": 2}", "report.json:1:"),
+        400);
+    assert_int_equal(call("POST", "/v1/services/web/load", ADMIN_TOK, "nope", "load.json:1:"), 400);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, "", "empty body"), 400);
+    /* a body on a route that takes none is ignored, as before */
+    assert_int_equal(call("GET", "/v1/queues", ADMIN_TOK, "{,", "\"queues\""), 200);
+    /* nothing was applied by a refused request */
+    assert_int_equal(call("GET", "/v1/jobs", ADMIN_TOK, NULL, "{\"jobs\":[]}"), 200);
+}
+
 int main(void)
 {
     curl_global_init(CURL_GLOBAL_DEFAULT);
@@ -297,6 +326,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_metrics_events, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_poll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_submits, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_router_rows, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
