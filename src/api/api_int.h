@@ -222,6 +222,11 @@ int api_error(api_req_t *r, int status, const char *fmt, ...) __attribute__((for
 int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
                int ok_status);
 
+/* ---- encoders (enc_*.c): the state's typed views as the JSON clients read -------------
+ * Each returns a new reference (NULL only when out of memory). */
+json_t *api_res_json(const arb_res_t *r);
+json_t *api_queues_json(const st_queue_list_t *l);
+
 /* POST /v1/jobs of a Kubernetes manifest or a Slurm script (submit_wl.c). */
 bool api_is_workload(const api_req_t *r);
 int api_submit_workload(api_req_t *r);

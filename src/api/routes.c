@@ -360,9 +360,12 @@ static int h_node_delete(api_req_t *r)
 static int h_queues(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_queue_list_t l;
     int64_t t = 0;
-    int rc = st_queues_list(r->st, &out, &t, &err);
+    int rc = st_queues_list(r->st, &l, &t, &err);
+    json_t *out = rc == 0 ? api_queues_json(&l) : NULL;
+
+    st_queue_list_free(&l);
     return api_finish(r, rc, out, t, &err, 200);
 }
 

@@ -573,33 +573,27 @@ int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, jso
 
 /* ---- queues, events, checks, status --------------------------------------------------------- */
 
-static json_t *res_json(const arb_res_t *r)
+int st_queues_list(st_t *s, st_queue_list_t *out, int64_t *ticket, arb_err_t *err)
 {
-    char cpu[32], mem[32];
-    arb_qty_format(r->cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
-    arb_qty_format(r->mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
-    return json_pack("{s:f,s:s,s:s}", "nvidia.com/gpu", (double)r->gpu_milli / 1000.0, "cpu", cpu,
-                     "memory", mem);
-}
-
-int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
-{
-    json_t *arr = json_array();
     arb_res_t total = {0};
+    int rc = 0;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     for (uint32_t i = 0; i < s->cluster.nnodes; i++)
         if (s->cluster.nodes[i].state != ARB_NODE_LEFT)
             arb_res_add(&total, &s->cluster.nodes[i].cap);
-    for (int i = 0; i < s->nqueues; i++) {
+    if (s->nqueues > 0 && !(out->v = calloc((size_t)s->nqueues, sizeof *out->v)))
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+    for (int i = 0; rc == 0 && i < s->nqueues; i++) {
         const arb_queue_t *q = arb_sched_queue(s->sched, s->queues[i]);
-        int pending = 0, running = 0;
+        st_queue_view_t *v = &out->v[out->n++];
         for (int k = 0; k < s->nactive; k++) {
             const arb_job_t *j = s->active[k]->j;
             if (j->queue != s->queues[i] || s->active[k]->svc)
                 continue; /* a service is a record: its replicas are the jobs that run */
-            pending += j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED;
-            running += j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
+            v->pending += j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED;
+            v->running += j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
         }
         arb_res_t zero = {0};
         const arb_res_t *used = q ? &q->used : &zero;
@@ -610,23 +604,35 @@ int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err)
             share = (double)used->cpu_milli / (double)total.cpu_milli;
         if (total.mem_bytes > 0 && (double)used->mem_bytes / (double)total.mem_bytes > share)
             share = (double)used->mem_bytes / (double)total.mem_bytes;
-        json_t *o =
-            json_pack("{s:s,s:o,s:i,s:i,s:f,s:f}", "name", arb_str(&s->cluster.strs, s->queues[i]),
-                      "used", res_json(used), "pending", pending, "running", running, "weight",
-                      q ? q->weight : 1.0, "dominant_share", share);
+        v->used = *used;
+        v->weight = q ? q->weight : 1.0;
+        v->dominant_share = share;
+        v->name = strdup(arb_str(&s->cluster.strs, s->queues[i]));
         if (q && q->cohort)
-            json_object_set_new(o, "cohort", json_string(arb_str(&s->cluster.strs, q->cohort)));
+            v->cohort = strdup(arb_str(&s->cluster.strs, q->cohort));
         if (q && q->has_quota) {
-            json_object_set_new(o, "nominal", res_json(&q->nominal));
-            json_object_set_new(o, "borrowing_limit", res_json(&q->borrow_limit));
+            v->has_quota = true;
+            v->nominal = q->nominal;
+            v->borrow_limit = q->borrow_limit;
         }
-        json_array_append_new(arr, o);
+        if (!v->name || (q && q->cohort && !v->cohort))
+            rc = arb_errf(err, -ENOMEM, "out of memory");
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
-    *out = json_pack("{s:o}", "queues", arr);
-    (void)err;
-    return 0;
+    if (rc < 0)
+        st_queue_list_free(out);
+    return rc;
+}
+
+void st_queue_list_free(st_queue_list_t *l)
+{
+    for (int i = 0; i < l->n; i++) {
+        free(l->v[i].name);
+        free(l->v[i].cohort);
+    }
+    free(l->v);
+    memset(l, 0, sizeof *l);
 }
 
 int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,

@@ -269,7 +269,34 @@ int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t 
 
 /* ---- queues, events, metrics, checks --------------------------------------------------- */
 
-int st_queues_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
+/* Typed views (docs/architecture.md "The state's interface"): what a read
+ * returns as plain C, a snapshot taken under the lock that the caller owns
+ * and frees; src/api encodes it (src/api/enc_*.c). */
+
+/* A queue as GET /v1/queues shows it: its usage, the jobs it holds, its
+ * share of the cluster's largest resource, its quota when it has one. */
+typedef struct st_queue_view {
+    char *name;     /* owned by the list */
+    char *cohort;   /* owned; NULL: none */
+    arb_res_t used; /* what its jobs hold now */
+    int pending;    /* pending or preempted jobs (a service's replicas, not the service) */
+    int running;    /* placed or running ones */
+    double weight;
+    double dominant_share; /* its largest share of the cluster's gpu, cpu or memory, 0..1 */
+    bool has_quota;
+    arb_res_t nominal, borrow_limit; /* has_quota only */
+} st_queue_view_t;
+
+typedef struct st_queue_list {
+    st_queue_view_t *v; /* owned */
+    int n;
+} st_queue_list_t;
+
+/* Every queue seen (configured, or named by a job), in the order first
+ * seen. *out is the caller's (st_queue_list_free) on success, empty on
+ * failure (-ENOMEM). */
+int st_queues_list(st_t *s, st_queue_list_t *out, int64_t *ticket, arb_err_t *err);
+void st_queue_list_free(st_queue_list_t *l);
 /* Events with lamport > since, oldest first, at most limit (users do not
  * see events of other teams' jobs); when none, wait up to wait_ms for one. *out: {"events": [...],
  * "last": N, "oldest": N} */

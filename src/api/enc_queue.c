@@ -1,0 +1,36 @@
+/*
+ * enc_queue.c: the queues as clients read them (GET /v1/queues): the
+ * state's typed view (st_queue_list_t) encoded to JSON, field by field in
+ * the order the CLI, the console and docs/api.md know.
+ */
+#include "api/api_int.h"
+
+/* {"nvidia.com/gpu": GPUs (a fraction), "cpu": "1500m", "memory": "3Gi"} */
+json_t *api_res_json(const arb_res_t *r)
+{
+    char cpu[32], mem[32];
+    arb_qty_format(r->cpu_milli, ARB_QTY_MILLI, cpu, sizeof cpu);
+    arb_qty_format(r->mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
+    return json_pack("{s:f,s:s,s:s}", "nvidia.com/gpu", (double)r->gpu_milli / 1000.0, "cpu", cpu,
+                     "memory", mem);
+}
+
+json_t *api_queues_json(const st_queue_list_t *l)
+{
+    json_t *arr = json_array();
+
+    for (int i = 0; i < l->n; i++) {
+        const st_queue_view_t *q = &l->v[i];
+        json_t *o = json_pack("{s:s,s:o,s:i,s:i,s:f,s:f}", "name", q->name, "used",
+                              api_res_json(&q->used), "pending", q->pending, "running", q->running,
+                              "weight", q->weight, "dominant_share", q->dominant_share);
+        if (q->cohort)
+            json_object_set_new(o, "cohort", json_string(q->cohort));
+        if (q->has_quota) {
+            json_object_set_new(o, "nominal", api_res_json(&q->nominal));
+            json_object_set_new(o, "borrowing_limit", api_res_json(&q->borrow_limit));
+        }
+        json_array_append_new(arr, o);
+    }
+    return json_pack("{s:o}", "queues", arr);
+}
