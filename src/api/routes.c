@@ -226,19 +226,31 @@ static int h_explain(api_req_t *r)
 static int h_nodes(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_node_list_t l;
     int64_t t = 0;
-    int rc = st_nodes_list(r->st, &out, &t, &err);
+    int rc = st_nodes_list(r->st, &l, &t, &err);
+    json_t *out = rc == 0 ? api_nodes_json(&l) : NULL;
+
+    st_node_list_free(&l);
     return api_finish(r, rc, out, t, &err, 200);
+}
+
+/* A node operation's or read's view, encoded once the call returned. */
+static int finish_node(api_req_t *r, int rc, st_node_view_t *v, int64_t t, const arb_err_t *err)
+{
+    json_t *out = rc == 0 ? api_node_json(v) : NULL;
+
+    st_node_view_free(v);
+    return api_finish(r, rc, out, t, err, 200);
 }
 
 static int h_node(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_node_view_t v;
     int64_t t = 0;
-    int rc = st_node_get(r->st, r->params[0], &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    int rc = st_node_get(r->st, r->params[0], &v, &t, &err);
+    return finish_node(r, rc, &v, t, &err);
 }
 
 static int h_node_telemetry(api_req_t *r)
@@ -317,11 +329,11 @@ static int h_assignments(api_req_t *r)
 static int cordon(api_req_t *r, st_cordon_t what)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_node_view_t v;
     int64_t t = 0;
     int rc =
-        st_node_cordon(r->st, &r->who, r->params[0], what, r->jbody, r->if_match, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+        st_node_cordon(r->st, &r->who, r->params[0], what, r->jbody, r->if_match, &v, &t, &err);
+    return finish_node(r, rc, &v, t, &err);
 }
 
 static int h_cordon(api_req_t *r)
@@ -342,19 +354,19 @@ static int h_uncordon(api_req_t *r)
 static int h_node_patch(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_node_view_t v;
     int64_t t = 0;
-    int rc = st_node_patch(r->st, &r->who, r->params[0], r->jbody, r->if_match, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    int rc = st_node_patch(r->st, &r->who, r->params[0], r->jbody, r->if_match, &v, &t, &err);
+    return finish_node(r, rc, &v, t, &err);
 }
 
 static int h_node_delete(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_node_view_t v;
     int64_t t = 0;
-    int rc = st_node_delete(r->st, r->params[0], r->if_match, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    int rc = st_node_delete(r->st, r->params[0], r->if_match, &v, &t, &err);
+    return finish_node(r, rc, &v, t, &err);
 }
 
 static int h_queues(api_req_t *r)

@@ -253,7 +253,8 @@ static int add_nodes(place_run_t *r, arb_err_t *err)
 
     for (uint32_t i = 0; i < c->nnodes; i++) {
         const arb_node_t *n = &c->nodes[i];
-        json_t *inv = inventory(c, n), *out = NULL;
+        json_t *inv = inventory(c, n);
+        st_node_view_t out;
         int k = vc_node_add(r->v, arb_node_name(c, n), inv);
         int64_t t;
         json_decref(inv);
@@ -266,7 +267,7 @@ static int add_nodes(place_run_t *r, arb_err_t *err)
         if (n->state == ARB_NODE_DRAINING) {
             st_node_cordon(vc_state(r->v), &place_admin, arb_node_name(c, n), ST_CORDON, NULL, -1,
                            &out, &t, err);
-            json_decref(out);
+            st_node_view_free(&out);
         } else if (n->state == ARB_NODE_NOT_READY) {
             vc_agent_down(r->v, k, false);
             silent = true;

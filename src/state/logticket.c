@@ -71,7 +71,8 @@ static void prune(struct st_tickets *t, int64_t now)
 int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, json_t **out,
                    int64_t *ticket, arb_err_t *err)
 {
-    json_t *j = NULL, *nd = NULL, *tk;
+    json_t *j = NULL, *inv = NULL, *tk;
+    st_node_view_t nd = {0};
     const char *node, *url;
     unsigned char raw[16];
     st_lticket_t e;
@@ -97,7 +98,9 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, jso
     }
     if ((rc = st_node_get(s, node, &nd, ticket, err)) < 0)
         goto out;
-    url = json_string_value(json_object_get(json_object_get(nd, "inventory"), "logs_url"));
+    if (nd.inventory_json)
+        inv = json_loads(nd.inventory_json, 0, NULL);
+    url = json_string_value(json_object_get(inv, "logs_url"));
     if (!url || !url[0]) {
         rc = arb_errf(err, -ENOENT,
                       "node '%s' does not serve logs (its agent runs with --logs-listen off, or "
@@ -141,7 +144,8 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, jso
                      (json_int_t)(ST_TICKET_TTL_NS / 1000000));
 out:
     json_decref(j);
-    json_decref(nd);
+    json_decref(inv);
+    st_node_view_free(&nd);
     return rc;
 }
 

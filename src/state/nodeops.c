@@ -280,7 +280,7 @@ static int reason_of(const json_t *body, char *out, size_t n, arb_err_t *err)
 }
 
 int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
-                   const json_t *body, int64_t if_match, json_t **out, int64_t *ticket,
+                   const json_t *body, int64_t if_match, st_node_view_t *out, int64_t *ticket,
                    arb_err_t *err)
 {
     char reason[160];
@@ -288,6 +288,7 @@ int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t w
     int rc, evicted = 0;
     const char *by = who && who->name && who->name[0] ? who->name : "an admin";
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     if ((rc = node_for(s, name, if_match, &n, err)) < 0 ||
         (rc = reason_of(body, reason, sizeof reason, err)) < 0)
@@ -319,8 +320,12 @@ int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t w
         s->dirty = true;
         pthread_cond_signal(&s->kick);
     }
-    *out = st_node_json(s, n, false);
-    json_object_set_new(*out, "evicted", json_integer(evicted));
+    if (st_node_view_of(s, n, false, out) < 0) {
+        rc = arb_errf(err, -ENOMEM, "out of memory for the reply (the change was made)");
+        goto out;
+    }
+    out->has_evicted = true;
+    out->evicted = evicted;
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
@@ -420,7 +425,7 @@ static void drop_taints(json_t *arr, const char *key, const char *eff)
 }
 
 int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *body,
-                  int64_t if_match, json_t **out, int64_t *ticket, arb_err_t *err)
+                  int64_t if_match, st_node_view_t *out, int64_t *ticket, arb_err_t *err)
 {
     arb_node_t *n = NULL;
     json_t *v;
@@ -431,6 +436,7 @@ int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *
     size_t used = 0;
 
     (void)who;
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     if ((rc = node_for(s, name, if_match, &n, err)) < 0)
         goto out;
@@ -502,20 +508,22 @@ int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *
         st_node_noexecute(s, n, "set by an operator");
     s->dirty = true;
     pthread_cond_signal(&s->kick);
-    *out = st_node_json(s, n, true);
+    if (st_node_view_of(s, n, true, out) < 0)
+        rc = arb_errf(err, -ENOMEM, "out of memory for the reply (the change was made)");
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
-int st_node_delete(st_t *s, const char *name, int64_t if_match, json_t **out, int64_t *ticket,
-                   arb_err_t *err)
+int st_node_delete(st_t *s, const char *name, int64_t if_match, st_node_view_t *out,
+                   int64_t *ticket, arb_err_t *err)
 {
     arb_node_t *n = NULL;
     char key[300];
     int rc, live = 0;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     if ((rc = node_for(s, name, if_match, &n, err)) < 0)
         goto out;
@@ -544,10 +552,12 @@ int st_node_delete(st_t *s, const char *name, int64_t if_match, json_t **out, in
                       name, live, live == 1 ? "" : "s", left > 0 ? (double)left / 1e9 : 0.0);
         goto out;
     }
-    *out = st_node_json(s, n, false);
+    if (st_node_view_of(s, n, false, out) < 0) {
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+        goto out;
+    }
     if ((rc = arb_node_transition(&s->cluster, n, ARB_NODE_LEFT, err)) < 0) {
-        json_decref(*out);
-        *out = NULL;
+        st_node_view_free(out);
         goto out;
     }
     arb_node_touch(&s->cluster, n);

@@ -226,28 +226,105 @@ int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t 
  * the node is not at that version (or not registered). */
 int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
                       const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
-int st_node_get(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
-int st_nodes_list(st_t *s, json_t **out, int64_t *ticket, arb_err_t *err);
+
+/* A node as GET /v1/nodes shows it (a typed view, as the queues below):
+ * strings named "borrowed" are the state's interned names, valid until
+ * st_close; the rest is the view's own (st_node_view_free). */
+typedef struct st_gpu_view {
+    const char *model; /* borrowed */
+    int index, memory_mib, used_milli, nvlink, pcie, numa, util, temp_c;
+    bool healthy;
+    uint64_t *jobs; /* the jobs holding a share of it, each once (owned): filled by
+                       st_node_get and st_nodes_list only */
+    int njobs;
+} st_gpu_view_t;
+
+typedef struct st_label_view {
+    const char *key, *value; /* borrowed */
+} st_label_view_t;
+
+typedef struct st_taint_view {
+    const char *key, *value, *effect; /* borrowed; value "" none; effect its name */
+} st_taint_view_t;
+
+/* A task placed on the node (GET /v1/nodes/{name} "running"). */
+typedef struct st_task_here {
+    uint64_t job;
+    char name[ARB_JOB_NAME_MAX]; /* the job's */
+    int task;
+    uint64_t attempt;
+    const char *state; /* the task's state name (static) */
+    uint16_t gpu_mask;
+    bool stopping;
+} st_task_here_t;
+
+typedef struct st_node_view {
+    const char *name;  /* borrowed */
+    const char *state; /* "Ready", "NotReady", "Draining", ... or "Lost" (static) */
+    uint64_t version;
+    st_gpu_view_t *gpus; /* owned */
+    int ngpus;
+    arb_res_t cap, used;
+    int tasks;
+    st_label_view_t *labels; /* owned array; what the node applies (inventory under operators') */
+    int nlabels;
+    st_taint_view_t *taints; /* owned array */
+    int ntaints;
+    const char **datasets; /* owned array of borrowed names */
+    int ndatasets;
+    bool schedulable;
+    char reason[200]; /* why it is cordoned, NotReady or lost; "" none */
+    bool full;        /* the one-node form: topology, operator, telemetry, inventory */
+    const char *rack, *block, *zone; /* borrowed; NULL unknown (full only) */
+    char *op_json; /* what operators set, as JSON text (owned; NULL none; full only) */
+    bool lost;
+    bool reported;        /* a report came: the next three are set */
+    double report_age_s;  /* on the controller's clock */
+    char last_report[40]; /* wall clock, for people */
+    uint64_t report_lamport;
+    char *telemetry_json; /* the last telemetry as its agent sent it (owned; NULL none; full) */
+    char *inventory_json; /* the inventory likewise (owned; NULL none; full only) */
+    /* what the call that made the view adds */
+    bool detail; /* st_node_get: the two below */
+    uint64_t stale_reports;
+    st_task_here_t *running; /* owned */
+    int nrunning;
+    bool has_evicted; /* st_node_cordon: the jobs it stopped */
+    int evicted;
+} st_node_view_t;
+
+typedef struct st_node_list {
+    st_node_view_t *v; /* owned: every node not deleted, in registration order */
+    int n;
+} st_node_list_t;
+
+void st_node_view_free(st_node_view_t *v);
+void st_node_list_free(st_node_list_t *l);
+/* One node, full, with its GPUs' jobs, what runs there and its replays
+ * ignored; -ENOENT. *out is the caller's on success, empty on failure. */
+int st_node_get(st_t *s, const char *name, st_node_view_t *out, int64_t *ticket, arb_err_t *err);
+int st_nodes_list(st_t *s, st_node_list_t *out, int64_t *ticket, arb_err_t *err);
 /* Node names are DNS-1123 labels (as Kubernetes names nodes): -EINVAL
  * with the rule otherwise. */
 int st_node_name_check(const char *name, arb_err_t *err);
 /* Cordon (READY/NOT_READY -> DRAINING: no new tasks), drain (cordon, then
  * evict every job with a task there: stopped, requeued whole), uncordon
  * (DRAINING -> READY). body: NULL or {"reason": TEXT}. *out: the node,
- * with "evicted": jobs stopped. */
+ * with evicted: jobs stopped. Node operations' *out is the caller's on
+ * success (st_node_view_free), empty on failure. */
 typedef enum st_cordon { ST_CORDON, ST_DRAIN, ST_UNCORDON } st_cordon_t;
 int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
-                   const json_t *body, int64_t if_match, json_t **out, int64_t *ticket,
+                   const json_t *body, int64_t if_match, st_node_view_t *out, int64_t *ticket,
                    arb_err_t *err);
 /* Labels and taints (docs/api.md PATCH /v1/nodes/{name}); kept in the
  * node's record over what its inventory says. A NoExecute taint evicts
  * what does not tolerate it. */
 int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *body,
-                  int64_t if_match, json_t **out, int64_t *ticket, arb_err_t *err);
+                  int64_t if_match, st_node_view_t *out, int64_t *ticket, arb_err_t *err);
 /* Remove a NotReady node with nothing left that may run (or a Lost one):
  * its record and its GPUs leave every total; -EBUSY saying why not. */
-int st_node_delete(st_t *s, const char *name, int64_t if_match, json_t **out, int64_t *ticket,
-                   arb_err_t *err);
+int st_node_delete(st_t *s, const char *name, int64_t if_match, st_node_view_t *out,
+                   int64_t *ticket, arb_err_t *err);
 /* A node's telemetry over the last minutes (telhist.c): *out {"node",
  * "interval_s", "capacity", "samples": [...]} oldest first. */
 int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);

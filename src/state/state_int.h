@@ -12,7 +12,7 @@
  *   top     cycle.c (the scheduler thread, st_cycle)   state.c (open, close,
  *      |    checks; it fills the ledger's st_ledger_ops_t)
  *      v
- *   ops     jobs.c node.c nodeops.c liveness.c resize.c service.c probe.c
+ *   ops     jobs.c node.c nodeview.c nodeops.c liveness.c resize.c service.c probe.c
  *      |    depend.c codec.c recover.c history.c idem.c telhist.c
  *      |    logticket.c metrics.c (they call each other freely)
  *      v
@@ -331,6 +331,12 @@ void st_tickets_free(st_t *s);
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n);
 int st_nodes_grow(st_t *s);
 void st_node_save(st_t *s, arb_node_t *n);
+/* The jobs that may hold allocations on n (borrowed, valid until the next
+ * index change; callers still check each task's node). */
+int st_node_held(st_t *s, arb_node_t *n, st_job_t ***out);
+/* n's typed view (nodeview.c; full: the one-node form): 0, or -ENOMEM with
+ * *v empty. */
+int st_node_view_of(st_t *s, arb_node_t *n, bool full, st_node_view_t *v);
 /* sj was just placed (or restored): index it under each of its nodes. */
 void st_node_index_job(st_t *s, st_job_t *sj);
 /* Tell the node hook about every node sj has a task on (st_job_save). */
@@ -363,7 +369,6 @@ json_t *st_telhist_json(const st_node_t *x, int64_t now);
 /* JSON (codec.c). */
 json_t *st_job_json(st_t *s, st_job_t *sj, bool full);
 char *st_job_record(st_t *s, st_job_t *sj);
-json_t *st_node_json(st_t *s, arb_node_t *n, bool full);
 char *st_node_record(st_t *s, arb_node_t *n);
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
 /* A task's GPU mask as the list of its device indices. */

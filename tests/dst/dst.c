@@ -336,10 +336,11 @@ static int apply_op(run_t *r, int step, const dst_op_t *o)
             return 0;
         {
             static const st_who_t op = {ST_ROLE_ADMIN, "", "dst", NULL};
+            st_node_view_t nv;
             st_node_cordon(S(r), &op, vc_node(r->v, i)->name,
-                           o->k == OP_DRAIN ? ST_CORDON : ST_UNCORDON, NULL, -1, &out, &t, &err);
+                           o->k == OP_DRAIN ? ST_CORDON : ST_UNCORDON, NULL, -1, &nv, &t, &err);
+            st_node_view_free(&nv);
         }
-        json_decref(out);
         st_wait(S(r), t, NULL);
         return 0;
     case OP_REPLAY:
@@ -407,14 +408,14 @@ static int drain_phase(run_t *r, int step)
     int idle = 0;
 
     for (int i = 0; i < vc_nnodes(r->v); i++) {
-        json_t *out = NULL;
+        st_node_view_t nv;
         int64_t t;
         vc_cut(r->v, i, false);
         vc_agent_up(r->v, i);
         vc_node(r->v, i)->sick = 0;
         static const st_who_t op = {ST_ROLE_ADMIN, "", "dst", NULL};
-        st_node_cordon(S(r), &op, vc_node(r->v, i)->name, ST_UNCORDON, NULL, -1, &out, &t, &err);
-        json_decref(out);
+        st_node_cordon(S(r), &op, vc_node(r->v, i)->name, ST_UNCORDON, NULL, -1, &nv, &t, &err);
+        st_node_view_free(&nv);
         st_wait(S(r), t, NULL);
     }
     s = S(r);

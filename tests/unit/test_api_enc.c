@@ -50,10 +50,110 @@ static void test_queues(void **unused)
     expect_json(api_queues_json(&none), "{\"queues\":[]}");
 }
 
+/* A node's three forms: in the list (no topology, telemetry, inventory),
+ * alone (full, with what runs there), and a node operation's reply. */
+static void test_node(void **unused)
+{
+    (void)unused;
+    uint64_t jobs[] = {7, 9};
+    st_gpu_view_t g[2] = {
+        {.model = "H100",
+         .index = 0,
+         .memory_mib = 81920,
+         .used_milli = 1000,
+         .nvlink = 0,
+         .pcie = 1,
+         .numa = -1,
+         .util = 87,
+         .temp_c = 61,
+         .healthy = true,
+         .jobs = jobs,
+         .njobs = 2},
+        {.model = "H100", .index = 1, .memory_mib = 81920, .nvlink = -1, .pcie = -1, .numa = -1},
+    };
+    st_label_view_t lb[1] = {{"zone", "a"}};
+    st_taint_view_t tn[1] = {{"k", "", "NoSchedule"}};
+    const char *ds[1] = {"imagenet"};
+    st_node_view_t v = {.name = "n1",
+                        .state = "Draining",
+                        .version = 3,
+                        .gpus = g,
+                        .ngpus = 2,
+                        .cap = {.gpu_milli = 2000, .cpu_milli = 64000, .mem_bytes = 512LL << 30},
+                        .used = {.gpu_milli = 1500, .cpu_milli = 1500, .mem_bytes = 3LL << 30},
+                        .tasks = 2,
+                        .labels = lb,
+                        .nlabels = 1,
+                        .taints = tn,
+                        .ntaints = 1,
+                        .datasets = ds,
+                        .ndatasets = 1,
+                        .reason = "cordoned by root: disk",
+                        .reported = true,
+                        .report_age_s = 0.5,
+                        .last_report = "2026-12-01T20:52:13.840Z",
+                        .report_lamport = 41};
+    const char *list =
+        "{\"name\":\"n1\",\"state\":\"Draining\",\"version\":3,\"gpus\":[{\"index\":0,"
+        "\"model\":\"H100\",\"memory_mib\":81920,\"used_milli\":1000,\"nvlink\":0,"
+        "\"pcie\":1,\"numa\":-1,\"util\":87,\"temp_c\":61,\"healthy\":true,\"jobs\":[7,"
+        "9]},{\"index\":1,\"model\":\"H100\",\"memory_mib\":81920,\"used_milli\":0,"
+        "\"nvlink\":-1,\"pcie\":-1,\"numa\":-1,\"util\":0,\"temp_c\":0,\"healthy\":"
+        "false,\"jobs\":[]}],\"capacity\":{\"gpus\":2,\"cpu\":\"64\",\"memory\":"
+        "\"512Gi\"},\"allocated\":{\"gpus\":1.5,\"cpu\":\"1500m\",\"memory\":\"3Gi\"},"
+        "\"tasks\":2,\"labels\":{\"zone\":\"a\"},\"taints\":[{\"key\":\"k\",\"value\":"
+        "\"\",\"effect\":\"NoSchedule\"}],\"datasets\":[\"imagenet\"],\"schedulable\":"
+        "false,\"reason\":\"cordoned by root: disk\",\"report_age_s\":0.5,"
+        "\"last_report\":\"2026-12-01T20:52:13.840Z\",\"report_lamport\":41";
+    char want[4096];
+    snprintf(want, sizeof want, "%s}", list);
+    expect_json(api_node_json(&v), want);
+    st_node_list_t l = {&v, 1};
+    snprintf(want, sizeof want, "{\"nodes\":[%s}]}", list);
+    expect_json(api_nodes_json(&l), want);
+    v.has_evicted = true;
+    v.evicted = 2;
+    snprintf(want, sizeof want, "%s,\"evicted\":2}", list);
+    expect_json(api_node_json(&v), want);
+
+    /* alone: topology (null where unknown), operator, telemetry and
+     * inventory as kept, what runs there; never reported, lost */
+    char op[] = "{\"labels\":{\"rack\":\"r1\"}}", tel[] = "{\"cpu_util\":0.25}",
+         inv[] = "{\"cpu\":\"64\",\"memory\":\"512Gi\"}";
+    st_task_here_t here[1] = {
+        {.job = 7, .name = "train", .task = 0, .attempt = 2, .state = "running", .gpu_mask = 5}};
+    st_node_view_t w = {.name = "n2",
+                        .state = "Lost",
+                        .version = 1,
+                        .lost = true,
+                        .reason = "no report for longer than the lease",
+                        .full = true,
+                        .rack = "r1",
+                        .op_json = op,
+                        .telemetry_json = tel,
+                        .inventory_json = inv,
+                        .detail = true,
+                        .stale_reports = 4,
+                        .running = here,
+                        .nrunning = 1};
+    expect_json(api_node_json(&w),
+                "{\"name\":\"n2\",\"state\":\"Lost\",\"version\":1,\"gpus\":[],\"capacity\":{"
+                "\"gpus\":0,\"cpu\":\"0\",\"memory\":\"0\"},\"allocated\":{\"gpus\":0.0,\"cpu\":"
+                "\"0\",\"memory\":\"0\"},\"tasks\":0,\"labels\":{},\"taints\":[],\"datasets\":[],"
+                "\"schedulable\":false,\"reason\":\"no report for longer than the lease\","
+                "\"topology\":{\"rack\":\"r1\",\"block\":null,\"zone\":null},\"operator\":{"
+                "\"labels\":{\"rack\":\"r1\"}},\"lost\":true,\"report_age_s\":null,"
+                "\"telemetry\":{\"cpu_util\":0.25},\"inventory\":{\"cpu\":\"64\",\"memory\":"
+                "\"512Gi\"},\"stale_reports\":4,\"running\":[{\"job\":7,\"name\":\"train\","
+                "\"task\":0,\"attempt\":2,\"state\":\"running\",\"gpus\":[0,2],\"stopping\":"
+                "false}]}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_queues),
+        cmocka_unit_test(test_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
