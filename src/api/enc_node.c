@@ -33,12 +33,12 @@ json_t *api_node_json(const st_node_view_t *v)
         json_t *jobs = json_array();
         for (int k = 0; k < d->njobs; k++)
             json_array_append_new(jobs, json_integer((json_int_t)d->jobs[k]));
-        json_array_append_new(
-            gpus, json_pack("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:o}", "index", d->index,
-                            "model", d->model, "memory_mib", d->memory_mib, "used_milli",
-                            d->used_milli, "nvlink", d->nvlink, "pcie", d->pcie, "numa", d->numa,
-                            "util", d->util, "temp_c", d->temp_c, "healthy", d->healthy, "jobs",
-                            jobs));
+        json_array_append_new(gpus,
+                              json_pack("{s:i,s:s,s:i,s:i,s:i,s:i,s:i,s:i,s:i,s:b,s:o}", "index",
+                                        d->index, "model", d->model, "memory_mib", d->memory_mib,
+                                        "used_milli", d->used_milli, "nvlink", d->nvlink, "pcie",
+                                        d->pcie, "numa", d->numa, "util", d->util, "temp_c",
+                                        d->temp_c, "healthy", d->healthy, "jobs", jobs));
     }
     for (int i = 0; i < v->nlabels; i++)
         json_object_set_new(labels, v->labels[i].key, json_string(v->labels[i].value));
@@ -49,15 +49,14 @@ json_t *api_node_json(const st_node_view_t *v)
     o = json_pack("{s:s,s:s,s:I,s:o,s:{s:i,s:s,s:s},s:{s:f,s:s,s:s},s:i,s:o}", "name", v->name,
                   "state", v->state, "version", (json_int_t)v->version, "gpus", gpus, "capacity",
                   "gpus", (int)(v->cap.gpu_milli / 1000), "cpu", cpu, "memory", mem, "allocated",
-                  "gpus", (double)v->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem,
-                  "tasks", v->tasks, "labels", labels);
+                  "gpus", (double)v->used.gpu_milli / 1000.0, "cpu", ucpu, "memory", umem, "tasks",
+                  v->tasks, "labels", labels);
     if (!o)
         return NULL;
     json_t *taints = json_array(), *datasets = json_array();
     for (int i = 0; i < v->ntaints; i++)
         json_array_append_new(taints, json_pack("{s:s,s:s,s:s}", "key", v->taints[i].key, "value",
-                                                v->taints[i].value, "effect",
-                                                v->taints[i].effect));
+                                                v->taints[i].value, "effect", v->taints[i].effect));
     for (int i = 0; i < v->ndatasets; i++)
         json_array_append_new(datasets, json_string(v->datasets[i]));
     json_object_set_new(o, "taints", taints);
@@ -66,9 +65,9 @@ json_t *api_node_json(const st_node_view_t *v)
     if (v->reason[0])
         json_object_set_new(o, "reason", json_string(v->reason));
     if (v->full) {
-        json_object_set_new(o, "topology",
-                            json_pack("{s:s?,s:s?,s:s?}", "rack", v->rack, "block", v->block,
-                                      "zone", v->zone));
+        json_object_set_new(
+            o, "topology",
+            json_pack("{s:s?,s:s?,s:s?}", "rack", v->rack, "block", v->block, "zone", v->zone));
         if (v->op_json)
             json_object_set_new(o, "operator", doc(v->op_json));
     }
@@ -90,11 +89,11 @@ json_t *api_node_json(const st_node_view_t *v)
         json_object_set_new(o, "stale_reports", json_integer((json_int_t)v->stale_reports));
         for (int i = 0; i < v->nrunning; i++) {
             const st_task_here_t *h = &v->running[i];
-            json_array_append_new(
-                here, json_pack("{s:I,s:s,s:i,s:I,s:s,s:o,s:b}", "job", (json_int_t)h->job, "name",
-                                h->name, "task", h->task, "attempt", (json_int_t)h->attempt,
-                                "state", h->state, "gpus", gpu_list(h->gpu_mask), "stopping",
-                                h->stopping));
+            json_array_append_new(here, json_pack("{s:I,s:s,s:i,s:I,s:s,s:o,s:b}", "job",
+                                                  (json_int_t)h->job, "name", h->name, "task",
+                                                  h->task, "attempt", (json_int_t)h->attempt,
+                                                  "state", h->state, "gpus", gpu_list(h->gpu_mask),
+                                                  "stopping", h->stopping));
         }
         json_object_set_new(o, "running", here);
     }

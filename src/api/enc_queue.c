@@ -1,7 +1,8 @@
 /*
- * enc_queue.c: the queues as clients read them (GET /v1/queues): the
- * state's typed view (st_queue_list_t) encoded to JSON, field by field in
- * the order the CLI, the console and docs/api.md know.
+ * enc_queue.c: the queues as clients read them (GET /v1/queues), and the
+ * controller's counters (GET /v1/status): the state's typed views
+ * (st_queue_list_t, st_status_t) encoded to JSON, field by field in the
+ * order the CLI, the console and docs/api.md know.
  */
 #include "api/api_int.h"
 
@@ -13,6 +14,14 @@ json_t *api_res_json(const arb_res_t *r)
     arb_qty_format(r->mem_bytes, ARB_QTY_BYTES, mem, sizeof mem);
     return json_pack("{s:f,s:s,s:s}", "nvidia.com/gpu", (double)r->gpu_milli / 1000.0, "cpu", cpu,
                      "memory", mem);
+}
+
+/* {"lamport", "epoch", "revision", "jobs", "active_jobs", "nodes"} */
+json_t *api_status_json(const st_status_t *v)
+{
+    return json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)v->lamport, "epoch",
+                     (json_int_t)v->epoch, "revision", (json_int_t)v->revision, "jobs",
+                     (json_int_t)v->jobs, "active_jobs", v->active_jobs, "nodes", v->nodes);
 }
 
 json_t *api_queues_json(const st_queue_list_t *l)

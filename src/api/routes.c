@@ -104,7 +104,9 @@ static int h_metrics(api_req_t *r)
 
 static int h_status(api_req_t *r)
 {
-    json_t *o = st_status(r->st);
+    st_status_t ss;
+    st_status(r->st, &ss);
+    json_t *o = api_status_json(&ss);
     json_t *you = json_pack("{s:s,s:s,s:s}", "role", api_role_name(r->who.role), "team",
                             r->who.team, "name", r->who.name);
     if (r->node)
@@ -135,9 +137,9 @@ static int h_leader(api_req_t *r)
     if (r->ha) {
         rc = r->ha->leader(r->ha->arg, name, sizeof name, url, sizeof url, &term);
     } else {
-        json_t *st = st_status(r->st);
-        term = (int64_t)json_integer_value(json_object_get(st, "epoch"));
-        json_decref(st);
+        st_status_t ss;
+        st_status(r->st, &ss);
+        term = (int64_t)ss.epoch;
         snprintf(name, sizeof name, "%s", r->self_name);
         snprintf(url, sizeof url, "%s", r->self_url);
     }

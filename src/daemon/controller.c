@@ -231,15 +231,13 @@ int dmn_ctl_run(dmn_ctl_plan_t *p, const sigset_t *sigs)
         arb_log(ARB_LOG_ERROR, NULL, "%s", err.msg);
         goto out;
     }
-    json_t *status = st_status(st);
+    st_status_t status;
+    st_status(st, &status);
     write_url(p->data_dir, p->scheme, p->host, api_server_port(api));
     arb_log(ARB_LOG_INFO, NULL,
             "epoch %lld, %lld jobs and %lld nodes recovered from %s; listening on %s://%s:%d (%s)",
-            (long long)json_integer_value(json_object_get(status, "epoch")),
-            (long long)json_integer_value(json_object_get(status, "jobs")),
-            (long long)json_integer_value(json_object_get(status, "nodes")), p->data_dir, p->scheme,
-            p->host, api_server_port(api), p->auth);
-    json_decref(status);
+            (long long)status.epoch, (long long)status.jobs, (long long)status.nodes, p->data_dir,
+            p->scheme, p->host, api_server_port(api), p->auth);
     rc = serve(st, sigs);
 out:
     if (st)

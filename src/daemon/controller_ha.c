@@ -111,15 +111,13 @@ int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
                 continue;
             }
             api_server_set_state(api, st);
-            json_t *s = st_status(st);
+            st_status_t ss;
+            st_status(st, &ss);
             ha_log(h,
                    "serving as leader (term %lld): epoch %lld, %lld jobs and %lld nodes "
                    "recovered from etcd in %lld ms",
-                   (long long)term, (long long)json_integer_value(json_object_get(s, "epoch")),
-                   (long long)json_integer_value(json_object_get(s, "jobs")),
-                   (long long)json_integer_value(json_object_get(s, "nodes")),
+                   (long long)term, (long long)ss.epoch, (long long)ss.jobs, (long long)ss.nodes,
                    (long long)(now_ms() - t0));
-            json_decref(s);
         }
         if (role == HA_LEADER && st && st_store_status(st, &err) < 0) {
             /* A commit failed (fenced, or etcd unreachable for longer than the

@@ -84,9 +84,9 @@ int st_node_view_of(st_t *s, arb_node_t *n, bool full, st_node_view_t *v)
         v->labels[v->nlabels++] =
             (st_label_view_t){arb_str(strs, n->labels[i].key), arb_str(strs, n->labels[i].val)};
     for (int i = 0; i < n->ntaints; i++)
-        v->taints[v->ntaints++] = (st_taint_view_t){
-            arb_str(strs, n->taints[i].key), arb_str(strs, n->taints[i].val) ?: "",
-            st_taint_effect_name(n->taints[i].effect)};
+        v->taints[v->ntaints++] = (st_taint_view_t){arb_str(strs, n->taints[i].key),
+                                                    arb_str(strs, n->taints[i].val) ?: "",
+                                                    st_taint_effect_name(n->taints[i].effect)};
     for (int i = 0; i < n->ndatasets; i++)
         v->datasets[v->ndatasets++] = arb_str(strs, n->datasets[i]);
     v->schedulable = n->state == ARB_NODE_READY && !x->lost;

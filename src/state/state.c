@@ -227,13 +227,14 @@ int st_check(st_t *s, arb_err_t *err)
     return rc;
 }
 
-json_t *st_status(st_t *s)
+void st_status(st_t *s, st_status_t *out)
 {
     pthread_mutex_lock(&s->mu);
-    json_t *o =
-        json_pack("{s:I,s:I,s:I,s:I,s:i,s:i}", "lamport", (json_int_t)s->clock, "epoch",
-                  (json_int_t)s->epoch, "revision", (json_int_t)store_revision(s->store), "jobs",
-                  (json_int_t)s->njobs, "active_jobs", s->nactive, "nodes", st_nodes_live(s));
+    *out = (st_status_t){.lamport = s->clock,
+                         .epoch = s->epoch,
+                         .revision = store_revision(s->store),
+                         .jobs = s->njobs,
+                         .active_jobs = s->nactive,
+                         .nodes = st_nodes_live(s)};
     pthread_mutex_unlock(&s->mu);
-    return o;
 }

@@ -388,8 +388,16 @@ int st_metrics(st_t *s, char **buf, size_t *len);
 int st_check(st_t *s, arb_err_t *err);
 /* {"priorityClasses": [{"name", "value", "preemptible", "description"}]} */
 json_t *st_priority_classes(st_t *s);
-/* {"lamport", "epoch", "revision", "jobs", "nodes"} */
-json_t *st_status(st_t *s);
+/* The controller's counters (GET /v1/status; a typed view). */
+typedef struct st_status {
+    uint64_t lamport;  /* the Lamport clock now */
+    uint64_t epoch;    /* bumped at every start */
+    uint64_t revision; /* the store's */
+    uint64_t jobs;     /* jobs held, ended ones included */
+    int active_jobs;   /* not ended */
+    int nodes;         /* not deleted */
+} st_status_t;
+void st_status(st_t *s, st_status_t *out);
 
 /* 0 while the state may be served; -EIO with the failed commit's text
  * once a commit failed, -ERANGE once the Lamport clock reached

@@ -50,6 +50,16 @@ static void test_queues(void **unused)
     expect_json(api_queues_json(&none), "{\"queues\":[]}");
 }
 
+static void test_status(void **unused)
+{
+    (void)unused;
+    st_status_t v = {
+        .lamport = 1ULL << 61, .epoch = 3, .revision = 40, .jobs = 7, .active_jobs = 2, .nodes = 1};
+    expect_json(api_status_json(&v),
+                "{\"lamport\":2305843009213693952,\"epoch\":3,\"revision\":40,\"jobs\":7,"
+                "\"active_jobs\":2,\"nodes\":1}");
+}
+
 /* A node's three forms: in the list (no topology, telemetry, inventory),
  * alone (full, with what runs there), and a node operation's reply. */
 static void test_node(void **unused)
@@ -153,6 +163,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_queues),
+        cmocka_unit_test(test_status),
         cmocka_unit_test(test_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

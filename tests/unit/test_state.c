@@ -109,9 +109,9 @@ static void test_submit_place_recover(void **unused)
     assert_string_equal(job_state(s, b), "placed");
     assert_string_equal(job_state(s, c), "pending");
     assert_int_equal(st_check(s, NULL), 0);
-    json_t *st0 = st_status(s);
-    uint64_t lam0 = (uint64_t)json_integer_value(json_object_get(st0, "lamport"));
-    json_decref(st0);
+    st_status_t st0;
+    st_status(s, &st0);
+    uint64_t lam0 = st0.lamport;
     st_close(s);
 
     /* a restart: same jobs, same GPUs, a newer epoch, a later clock */
@@ -120,10 +120,10 @@ static void test_submit_place_recover(void **unused)
     assert_string_equal(job_state(s, b), "placed");
     assert_string_equal(job_state(s, c), "pending");
     assert_int_equal(st_check(s, NULL), 0);
-    json_t *st1 = st_status(s);
-    assert_int_equal(json_integer_value(json_object_get(st1, "epoch")), 2);
-    assert_true((uint64_t)json_integer_value(json_object_get(st1, "lamport")) > lam0);
-    json_decref(st1);
+    st_status_t st1;
+    st_status(s, &st1);
+    assert_int_equal(st1.epoch, 2);
+    assert_true(st1.lamport > lam0);
     json_t *out;
     int64_t t;
     assert_int_equal(st_job_get(s, &admin, b, &out, &t, NULL), 0);
@@ -144,7 +144,8 @@ static void test_rejects_change_nothing(void **unused)
     (void)unused;
     st_t *s = open_st(NULL);
     add_node(s, "n1", 8);
-    json_t *before = st_status(s), *after;
+    st_status_t before, after;
+    st_status(s, &before);
     submit(s, &admin, "{\"name\": \"x\",", -EBADMSG);
     submit(s, &admin, "{\"name\": \"x\", \"bogus\": 1}", -EINVAL);
     submit(s, &admin, "{\"name\": \"x\", \"replicas\": \"many\"}", -EINVAL);
@@ -152,12 +153,9 @@ static void test_rejects_change_nothing(void **unused)
     submit(s, &admin, GPUS(-1), -EINVAL);
     submit(s, &admin, "{\"name\": \"x\", \"command\": \"not a list\"}", -EINVAL);
     submit(s, &admin, "[1, 2]", -EBADMSG);
-    after = st_status(s);
-    assert_int_equal(json_integer_value(json_object_get(after, "jobs")), 0);
-    assert_int_equal(json_integer_value(json_object_get(after, "revision")),
-                     json_integer_value(json_object_get(before, "revision")));
-    json_decref(before);
-    json_decref(after);
+    st_status(s, &after);
+    assert_int_equal(after.jobs, 0);
+    assert_int_equal(after.revision, before.revision);
 
     /* messages say where and what */
     json_t *out = NULL;
@@ -554,9 +552,9 @@ static void test_events_and_store_failure(void **unused)
     assert_int_equal(st_wait(s, t, &err), -EIO);
     st_close(s);
     s = open_st(NULL);
-    json_t *stt = st_status(s);
-    assert_int_equal(json_integer_value(json_object_get(stt, "jobs")), 1);
-    json_decref(stt);
+    st_status_t stt;
+    st_status(s, &stt);
+    assert_int_equal(stt.jobs, 1);
     st_close(s);
 }
 

@@ -434,16 +434,16 @@ static void test_state_recovers_from_etcd(void **unused)
         assert_int_equal(st_wait(s, t, &err), 0);
         json_decref(out);
     }
-    json_t *st1 = st_status(s);
-    assert_int_equal(json_integer_value(json_object_get(st1, "epoch")), 1);
-    json_decref(st1);
+    st_status_t st1;
+    st_status(s, &st1);
+    assert_int_equal(st1.epoch, 1);
     st_close(s);
 
     assert_int_equal(st_open(uri, &conf, &s, &err), 0);
-    json_t *st2 = st_status(s);
-    assert_int_equal(json_integer_value(json_object_get(st2, "jobs")), 5);
-    assert_int_equal(json_integer_value(json_object_get(st2, "epoch")), 2);
-    json_decref(st2);
+    st_status_t st2;
+    st_status(s, &st2);
+    assert_int_equal(st2.jobs, 5);
+    assert_int_equal(st2.epoch, 2);
     assert_int_equal(st_check(s, &err), 0);
     json_t *out = NULL;
     int64_t t = 0;
