@@ -2,7 +2,7 @@
  * service.h: service jobs in the resource manager (`kind: service`): a
  * long-running job of N replicas that the controller keeps alive, scales
  * on live load, and publishes as endpoints for balancers. Private to
- * src/state (service.c, probe.c, and hooks in state.c, codec.c, recover.c).
+ * src/state (service.c, probe.c, and hooks in jobs.c, cycle.c, codec.c, recover.c).
  *
  * Model. The service is a parent job (job 7, kind service) that the
  * scheduler never sees: it holds nothing and stays RUNNING until it is
