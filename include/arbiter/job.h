@@ -188,8 +188,9 @@ typedef struct arb_job {
                           job id); 0: the scheduler id */
 } arb_job_t;
 
-/* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with
- * arb_job_free, which frees every array the job points to. */
+/* Allocate a job with ngroups zeroed groups (replicas 1 each), in one
+ * allocation with the job (never free or reallocate j->groups apart from it).
+ * Free with arb_job_free, which frees every array the job points to. */
 /* How many of n's taints of effect e job j does not tolerate. */
 int arb_job_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e);
 
