@@ -100,89 +100,97 @@ typedef struct arb_tgroup {
     int replicas;
     int gpus;      /* whole GPUs per task; 0 when gpu_share is used */
     int gpu_share; /* milli of one GPU per task (1..999), 0 when gpus is used */
+    arb_topo_req_t topo;
     arb_res_t req; /* per task; req.gpu_milli = gpus*1000 or gpu_share;
                       req.gpu_mem_mib = device memory needed on each GPU */
-    arb_res_t lim; /* per task limits (0 = same as req) */
-    arb_topo_req_t topo;
+    struct {
+        int64_t cpu_milli, mem_bytes;
+    } lim; /* per task limits (0 = same as req): the two the agent enforces (the cgroup's
+              CPU and memory caps); no placement reads them */
     int64_t ephemeral_bytes; /* ephemeral-storage asked for: shown, not placed on (nodes
                                 report no scratch disk) */
 } arb_tgroup_t;
 
+/* Fields are ordered by size within each part (what the job asks for; what the
+ * scheduler sets), so that a job has no padding to speak of: every queued job
+ * costs its arb_job_t. */
 typedef struct arb_job {
-    uint32_t id; /* assigned by arb_sched_submit */
-    char name[ARB_JOB_NAME_MAX];
+    uint32_t id;      /* assigned by arb_sched_submit */
     uint32_t queue;   /* interned queue (team) name; 0 = "default" */
     int32_t priority; /* higher runs first and may preempt lower */
-    bool preemptible;
     int gang_min;     /* tasks that must start together; 0 = all. Below the task count
                          (and not elastic): the first gang_min start together, the rest
                          as room frees (cycle.c), each ended task's room freed at once
                          (arb_sched_task_done); the job succeeds when all have run */
+    char name[ARB_JOB_NAME_MAX];
+    bool preemptible;
     bool gang_closed; /* no more of its tasks start (a task failed, it is stopping) */
-    int ngroups;
-    arb_tgroup_t *groups;
-    int nselector;
-    arb_label_t *selector; /* node labels that must all match */
-    int nrequired, npreferred;
-    arb_aff_term_t *required;  /* node affinity, required (OR of terms) */
-    arb_aff_term_t *preferred; /* node affinity, preferred (weighted) */
-    int ntolerations;
-    arb_toleration_t *tolerations;
-    int nmodels;
-    uint32_t *models;     /* allowed GPU models; none = any */
-    uint32_t dataset;     /* 0 = none */
-    int64_t time_limit_s; /* 0 = unlimited */
     /* Elastic training (spec replicas: {min, max}; src/core/elastic.c): the
      * job starts with at least gang_min tasks (the min, a gang), grows
      * toward ntasks (the max) when capacity frees, and shrinks toward
      * gang_min under pressure before it is preempted whole. */
     bool elastic;
-    int32_t grace_s;    /* terminationGracePeriodSeconds: SIGTERM, then SIGKILL after
-                           this long; -1 = the agent's default */
-    int8_t gpu_sharing; /* spec gpuSharing: 1 allow, -1 deny (GPU-share tasks then get
-                           a GPU of their own), 0 unset: shares share, whole GPUs do not */
     bool service;       /* a service replica (set by the controller, service.c): the
                            least-loaded score weighs it, as it does GPU-share tasks */
     bool exclusive;     /* spec exclusive (sbatch --exclusive): each task gets a node no
                            other task is on, and no other job's task joins it there */
+    int8_t gpu_sharing; /* spec gpuSharing: 1 allow, -1 deny (GPU-share tasks then get
+                           a GPU of their own), 0 unset: shares share, whole GPUs do not */
+    bool idle_fits;     /* set by the cycle (with idle_key, below): would it fit that
+                           shape's idle eligible nodes */
+    int32_t grace_s;    /* terminationGracePeriodSeconds: SIGTERM, then SIGKILL after
+                           this long; -1 = the agent's default */
+    int ngroups;
+    int nselector;
+    int nrequired, npreferred;
+    int ntolerations;
+    int nmodels;
+    uint32_t dataset; /* 0 = none */
+    arb_tgroup_t *groups;
+    arb_label_t *selector;     /* node labels that must all match */
+    arb_aff_term_t *required;  /* node affinity, required (OR of terms) */
+    arb_aff_term_t *preferred; /* node affinity, preferred (weighted) */
+    arb_toleration_t *tolerations;
+    uint32_t *models;     /* allowed GPU models; none = any */
+    int64_t time_limit_s; /* 0 = unlimited */
 
     /* Set by the scheduler. */
     arb_job_state_t state;
+    int ntasks;        /* sum of replicas */
     uint64_t seq;      /* submission order (a logical clock, not wall time) */
     int64_t submit_ns; /* scheduler-clock times */
     int64_t start_ns;
-    int ntasks;              /* sum of replicas */
-    int nalloc;              /* tasks currently allocated */
-    arb_task_alloc_t *alloc; /* ntasks entries; valid for the first nalloc */
+    int nalloc; /* tasks currently allocated */
     /* Deferred preemption (arb_sched_conf_t.preempt_defer): victims are
      * chosen but keep their allocations until the caller has stopped them
      * (never two processes on one GPU). */
-    bool evicting;         /* the whole job is to stop, then arb_sched_finish(PREEMPTED) */
-    int shrink_to;         /* > 0: tasks shrink_to..nalloc-1 are to stop, then
-                              arb_sched_shrink(j, shrink_to) */
-    uint32_t preempted_by; /* scheduler id of the job it makes room for */
-    bool waiting;          /* a preemptor whose victims are stopping: no new victims */
-    bool reclaimed;        /* with preempted_by: evicted to reclaim quota its queue was
-                              borrowing, not for priority (events and explain say so) */
-    uint32_t yield_to;     /* evicted for job yield_to - 1 (0: none): while that job is
-                              pending, this one is tried right after it (queue.c) */
-    uint32_t *claim;       /* a preemptor: the nodes its victims held (owned); they are
-                              its until it is placed or has had its turn with them free */
+    int shrink_to;           /* > 0: tasks shrink_to..nalloc-1 are to stop, then
+                                arb_sched_shrink(j, shrink_to) */
+    arb_task_alloc_t *alloc; /* ntasks entries; valid for the first nalloc */
+    uint32_t preempted_by;   /* scheduler id of the job it makes room for */
+    uint32_t yield_to;       /* evicted for job yield_to - 1 (0: none): while that job is
+                                pending, this one is tried right after it (queue.c) */
+    uint32_t *claim;         /* a preemptor: the nodes its victims held (owned); they are
+                                its until it is placed or has had its turn with them free */
     int nclaim;
     uint32_t resize_gen; /* bumped when nalloc changes while the job holds (elastic) */
+    bool evicting;       /* the whole job is to stop, then arb_sched_finish(PREEMPTED) */
+    bool waiting;        /* a preemptor whose victims are stopping: no new victims */
+    bool reclaimed;      /* with preempted_by: evicted to reclaim quota its queue was
+                            borrowing, not for priority (events and explain say so) */
     /* Set by the scheduling cycle (src/core/cycle.c) for a job it tried and
      * did not place: why it waits (arb_wait_t) and the job that holds it
      * back (a scheduler id; the fifo head, a starving job, the reserved job). */
     uint8_t wait;
     uint32_t wait_for;
     uint64_t idle_key; /* cycle.c: the cluster shape idle_fits was found on; 0 none */
-    bool idle_fits;    /* would it fit that shape's idle eligible nodes */
     uint64_t ext_id;   /* the caller's id of the job, for messages (the controller's
                           job id); 0: the scheduler id */
 } arb_job_t;
 
-/* Allocate a job with ngroups zeroed groups (replicas 1 each). Free with
- * arb_job_free, which frees every array the job points to. */
+/* Allocate a job with ngroups zeroed groups (replicas 1 each), in one
+ * allocation with the job (never free or reallocate j->groups apart from it).
+ * Free with arb_job_free, which frees every array the job points to. */
 /* How many of n's taints of effect e job j does not tolerate. */
 int arb_job_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effect_t e);
 

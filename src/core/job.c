@@ -2,25 +2,27 @@
  * job.c: the job model: construction, validation of a job's request, and
  * the job lifecycle drawn in job.h.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "arbiter/job.h"
 
+/* The job and its groups are one allocation (the groups right after the job:
+ * a queued job's two largest parts, one allocator header). */
 arb_job_t *arb_job_new(const char *name, int ngroups)
 {
-    arb_job_t *j = calloc(1, sizeof *j);
+    size_t ng = ngroups > 0 ? (size_t)ngroups : 0;
+    arb_job_t *j;
 
-    if (!j)
+    _Static_assert(sizeof(arb_job_t) % _Alignof(arb_tgroup_t) == 0, "groups follow the job");
+    if (ng > (SIZE_MAX - sizeof *j) / sizeof(arb_tgroup_t) ||
+        !(j = calloc(1, sizeof *j + ng * sizeof(arb_tgroup_t))))
         return NULL;
-    if (ngroups > 0) {
-        j->groups = calloc((size_t)ngroups, sizeof *j->groups);
-        if (!j->groups) {
-            free(j);
-            return NULL;
-        }
-        for (int i = 0; i < ngroups; i++)
+    if (ng > 0) {
+        j->groups = (arb_tgroup_t *)(j + 1);
+        for (size_t i = 0; i < ng; i++)
             j->groups[i].replicas = 1;
     }
     j->ngroups = ngroups;
@@ -44,7 +46,8 @@ void arb_job_free(arb_job_t *j)
 {
     if (!j)
         return;
-    free(j->groups);
+    if (j->groups != (arb_tgroup_t *)(j + 1)) /* set by a caller, not arb_job_new */
+        free(j->groups);
     free(j->selector);
     free_terms(j->required, j->nrequired);
     free_terms(j->preferred, j->npreferred);

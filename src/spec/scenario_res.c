@@ -276,10 +276,7 @@ int scn_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
     g->req.cpu_milli = req.cpu;
     g->req.mem_bytes = req.mem;
     memcpy(g->req.ext, req.ext, sizeof g->req.ext);
-    g->lim.gpu_milli = g->req.gpu_milli;
-    g->lim.gpu_mem_mib = lim.gpumem;
-    g->lim.cpu_milli = lim.cpu;
+    g->lim.cpu_milli = lim.cpu; /* the caps the agent sets; the other limits were checked */
     g->lim.mem_bytes = lim.mem;
-    memcpy(g->lim.ext, lim.ext, sizeof g->lim.ext);
     return 0;
 }

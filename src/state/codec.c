@@ -174,19 +174,23 @@ static int take_extras(sx_t *x, struct fy_node *root, json_t **command, json_t *
 /* The class table a stored job's spec is read with: the config's (or the
  * built-ins), plus the job's own priorityClassName when the table no
  * longer has it, resolving to the value it was given at submission (its
- * name into kept->gone). Into buf (at most max rows); NULL: use the
+ * name into kept->gone). Into *bufp (allocated here, at most max rows, only
+ * for a spec that names a class: the caller frees it); NULL: use the
  * config's as it is. */
 static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_prio_kept_t *kept,
-                                           spec_prio_class_t *buf, int max, spec_prio_table_t *t)
+                                           spec_prio_class_t **bufp, int max, spec_prio_table_t *t)
 {
     struct fy_node *pc = fy_node_mapping_lookup_by_string(root, "priorityClassName", -1);
-    char name[sizeof buf[0].name];
+    char name[sizeof(*bufp)[0].name];
     size_t len = 0;
     const char *text =
         pc && fy_node_is_scalar(pc) && !fy_node_is_alias(pc) ? sv_scalar(pc, &len) : NULL;
     int n = 0;
 
     if (!text || len == 0 || len >= sizeof name || memchr(text, '\0', len))
+        return NULL;
+    spec_prio_class_t *buf = *bufp = calloc((size_t)max, sizeof *buf);
+    if (!buf)
         return NULL;
     memcpy(name, text, len);
     name[len] = '\0';
@@ -284,8 +288,7 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool store
         const spec_prio_table_t *use = s->conf.nclasses ? &classes : NULL;
         spec_prio_class_t *buf = NULL;
         int max = s->conf.nclasses + 17;
-        if (kept && (buf = calloc((size_t)max, sizeof *buf)) != NULL &&
-            kept_table(s, root, kept, buf, max, &kt))
+        if (kept && kept_table(s, root, kept, &buf, max, &kt))
             use = &kt;
         rc = spec_job_from_node_classes(name, root, "", &s->cluster, use, job, err);
         if (rc == 0 && kept) { /* what it was given at submission, whatever the table says now */

@@ -415,11 +415,19 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
  */
 static size_t skip_string(const char *v, size_t n, size_t i) /* v[i] == '"'; past its end */
 {
-    for (i++; i < n; i++)
-        if (v[i] == '\\')
-            i++;
-        else if (v[i] == '"')
-            return i + 1;
+    /* quote to quote with memchr (a record's spec is most of its text, and comes
+     * before its state); a quote after an odd run of backslashes is escaped */
+    for (i++; i < n;) {
+        const char *q = memchr(v + i, '"', n - i);
+        if (!q)
+            return n;
+        size_t e = (size_t)(q - v), b = e;
+        while (b > i && v[b - 1] == '\\')
+            b--;
+        if ((e - b) % 2 == 0)
+            return e + 1;
+        i = e + 1;
+    }
     return n;
 }
 

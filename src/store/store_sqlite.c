@@ -371,7 +371,8 @@ static int sq_scan(store_t *s, const char *prefix, store_scan_fn fn, void *arg, 
 {
     sq_t *q = (sq_t *)s;
     size_t n = strlen(prefix);
-    char *hi = malloc(n + 2);
+    char *hi = malloc(n + 2), *v = NULL;
+    size_t cap = 0;
     int rc = 0, r;
 
     if (!hi)
@@ -387,19 +388,26 @@ static int sq_scan(store_t *s, const char *prefix, store_scan_fn fn, void *arg, 
         const char *k = (const char *)sqlite3_column_text(q->scan, 0);
         const void *blob = sqlite3_column_blob(q->scan, 1);
         size_t len = (size_t)sqlite3_column_bytes(q->scan, 1);
-        char *v = malloc(len + 1);
-        if (!v) {
-            rc = arb_errf(err, -ENOMEM, "out of memory");
-            break;
+        if (len + 1 > cap) { /* one buffer for the whole scan, as long as the longest value */
+            size_t c = cap ? cap : 4096;
+            while (c < len + 1)
+                c *= 2;
+            char *nv = realloc(v, c);
+            if (!nv) {
+                rc = arb_errf(err, -ENOMEM, "out of memory");
+                break;
+            }
+            v = nv;
+            cap = c;
         }
         if (len)
             memcpy(v, blob, len);
         v[len] = '\0';
         rc = fn(arg, k, v, len, (uint64_t)sqlite3_column_int64(q->scan, 2));
-        free(v);
         if (rc)
             break;
     }
+    free(v);
     if (r != SQLITE_ROW && r != SQLITE_DONE)
         rc = sq_fail(q, err, "scan");
     sqlite3_reset(q->scan);

@@ -164,7 +164,9 @@ static void test_recovery_leaves_older_ended_jobs_in_the_store(void **unused)
 
 /* A hand-written record whose nested values say "state" first, a damaged
  * one, and a pending one: the light reading of the state must not be
- * fooled by the nested ones, a damaged one is still reported damaged. */
+ * fooled by the nested ones nor by escapes (a string ending in an escaped
+ * backslash, escaped quotes after escaped backslashes), a damaged one is
+ * still reported damaged. */
 static void test_records_read_whole_where_in_doubt(void **unused)
 {
     (void)unused;
@@ -183,7 +185,9 @@ static void test_records_read_whole_where_in_doubt(void **unused)
     /* job a again, with a nested {"state": "succeeded"} before its own state */
     assert_int_equal(store_get(st, "jobs/00000000000000000001", &val, NULL, NULL, &err), 0);
     assert_non_null(strstr(val, "\"state\":\"pending\""));
-    snprintf(rec, sizeof rec, "{\"note\":{\"state\":\"succeeded\"},\"x\":[\"\\\"state\\\":\"],%s",
+    snprintf(rec, sizeof rec,
+             "{\"note\":{\"state\":\"succeeded\"},\"x\":[\"\\\"state\\\":\"],\"y\":\"a\\\\\","
+             "\"z\":\"\\\\\\\"state\\\\\\\":\\\\\",%s",
              val + 1);
     free(val);
     store_batch_putstr(&bt, "jobs/00000000000000000001", rec);
