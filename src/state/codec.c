@@ -212,12 +212,20 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
 
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, arb_err_t *err);
+                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, arb_err_t *err);
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
                   json_t **env, bool *restartable, st_dep_t **dep, arb_err_t *err)
 {
-    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, err);
+    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, NULL,
+                      err);
+}
+
+int st_spec_parse_svc(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
+                      json_t **command, json_t **env, bool *restartable, st_dep_t **dep,
+                      st_svc_conf_t *svc, arb_err_t *err)
+{
+    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, svc, err);
 }
 
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
@@ -226,7 +234,7 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
 {
     if (kept)
         kept->gone[0] = '\0';
-    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, err);
+    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, NULL, err);
 }
 
 /* stored: a spec from the store, whose JSON was checked (strictly) when it
@@ -234,7 +242,7 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
  * fifth of a recovered job's cost) only where that reader refuses it. */
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, arb_err_t *err)
+                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, arb_err_t *err)
 {
     st_dep_t *dp = NULL;
     const char *name = yaml ? "job.yaml" : "job.json";
@@ -300,6 +308,8 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool store
     }
     if (restartable)
         *restartable = restart;
+    if (rc == 0 && svc_out) /* the service settings, read once (st_service_check) */
+        *svc_out = svc;
     if (rc == 0 && dep) {
         *dep = dp;
         dp = NULL;
