@@ -123,36 +123,10 @@ static void str(rec_t *r, const char *s, size_t n)
         }
         put(r, s + i - run, run);
         run = 0;
-        char esc[6] = {'\\', 0};
-        size_t k = 2;
-        switch (c) {
-        case '"':
-            esc[1] = '"';
-            break;
-        case '\\':
-            esc[1] = '\\';
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            k = 6;
-        }
+        static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
+        const char *f = memchr(from, c, sizeof from - 1);
+        char esc[6] = {'\\', f ? to[f - from] : 'u', '0', '0', hex[c >> 4], hex[c & 15]};
+        size_t k = f ? 2 : 6;
         put(r, esc, k);
         i++;
     }

@@ -812,6 +812,19 @@ static void test_record_text(void **unused)
     cycle(s);
     for (int i = 0; i < 6; i++)
         check_record(s, ids[i]); /* placed, waiting, cancelled */
+    /* a message with every kind of escape (an agent's text may carry them) */
+    assert_int_equal(st_job_say(st_job_find(s, ids[4]), "a\x01"
+                                                        "b\bc\fd\x1f\x7f\"\\/\t\r\n\xc3\xa9"),
+                     0);
+    check_record(s, ids[4]);
+    char *rec = st_job_record(s, st_job_find(s, ids[4]));
+    assert_non_null(
+        strstr(rec, "\"message\":\"a\\u0001b\\bc\\fd\\u001F\x7f\\\"\\\\/\\t\\r\\n\xc3\xa9\""));
+    free(rec);
+    /* not UTF-8: no record, as jansson's pack gave none */
+    assert_int_equal(st_job_say(st_job_find(s, ids[4]), "bad \xc3("), 0);
+    assert_null(st_job_record(s, st_job_find(s, ids[4])));
+    assert_int_equal(st_job_say(st_job_find(s, ids[4]), "%s", ""), 0);
     st_close(s);
     s = open_st(NULL); /* what was written reads back */
     for (int i = 0; i < 6; i++)
