@@ -456,8 +456,9 @@ out:
     curl_global_cleanup();
     free(logs_json);
     if (keep && rc != 0) {
-        fprintf(stderr, "arbiter bench e2e: kept %s%s%s\n", r.dir, r.logs[0] ? " and " : "",
-                r.logs[0] ? r.logs : "");
+        bool other = c.agent_logs && r.logs[0]; /* the agents' logs outside r.dir */
+        fprintf(stderr, "arbiter bench e2e: kept %s%s%s\n", r.dir, other ? " and " : "",
+                other ? r.logs : "");
     } else {
         bench_rmtree(r.dir);
         if (c.agent_logs && r.logs[0])
