@@ -25,6 +25,11 @@
  *                              reports and mean round trip, the lists the
  *                              channel brought, the mean time to start a task
  *
+ * --agent-logs DIR puts the agents' log directories (each task's out and
+ * err files, the task and exit records) in a new directory under DIR
+ * rather than in the temp dir, e.g. on a tmpfs, to tell the cost of
+ * creating those files on the temp dir's file system from the rest.
+ *
  * --push-wait off runs the agents without the assignments channel
  * (src/agent/channel.h): each new task then reaches its agent with the
  * reply to a later report. --arbiter BINARY runs another build's
@@ -66,11 +71,12 @@ typedef struct e2e_conf {
     long agents, gpus, jobs, clients, timeout_s;
     const char *heartbeat, *push_wait; /* push_wait NULL: the agents' default */
     const char *arbiter;               /* the binary to run (NULL: this one) */
+    const char *agent_logs;            /* where the agents' log dirs go (NULL: the temp dir) */
     bool json;
 } e2e_conf_t;
 
 typedef struct e2e_run {
-    char dir[64], exe[PATH_MAX], url[256];
+    char dir[64], exe[PATH_MAX], url[256], logs[PATH_MAX]; /* logs: the agents' log dirs */
     pid_t controller, agent[E2E_MAX_AGENTS];
     int nagents;
 } e2e_run_t;
@@ -140,7 +146,7 @@ static int usage(void)
     fprintf(stderr,
             "usage: arbiter bench e2e [--agents 10] [--gpus 8] [--jobs 5000] [--clients 8]\n"
             "                         [--heartbeat 1s] [--push-wait 25s|off] "
-            "[--timeout 600] [--arbiter BINARY] [-o text|json]\n");
+            "[--timeout 600] [--arbiter BINARY] [--agent-logs DIR] [-o text|json]\n");
     return 2;
 }
 
@@ -173,6 +179,8 @@ static int parse(int argc, char **argv, e2e_conf_t *c)
             c->push_wait = v;
         } else if (!strcmp(o, "--arbiter")) {
             c->arbiter = v;
+        } else if (!strcmp(o, "--agent-logs")) {
+            c->agent_logs = v;
         } else if (!strcmp(o, "-o") && (!strcmp(v, "json") || !strcmp(v, "text"))) {
             c->json = !strcmp(v, "json");
         } else {
@@ -222,9 +230,9 @@ static int start(e2e_run_t *r, const e2e_conf_t *c)
     fprintf(stderr, "bench e2e: %ld agents x %ld GPUs against %s (push-wait %s)\n", c->agents,
             c->gpus, r->url, c->push_wait ? c->push_wait : "default");
     for (long k = 0; k < c->agents; k++) {
-        char name[32], logs[128], out[48], err[48];
+        char name[32], logs[PATH_MAX + 48], out[48], err[48];
         snprintf(name, sizeof name, "e2e-%ld", k + 1);
-        snprintf(logs, sizeof logs, "%s/logs/%s", r->dir, name);
+        snprintf(logs, sizeof logs, "%s/%s", r->logs, name);
         snprintf(out, sizeof out, "%s.out", name);
         snprintf(err, sizeof err, "%s.log", name);
         char *aargv[24] = {"arbiter",       "agent",
@@ -321,6 +329,7 @@ int cli_bench_e2e(int argc, char **argv)
     e2e_run_t r;
     int rc = 1;
     bool keep = true;
+    char *logs_json = NULL;
 
     if ((rc = parse(argc, argv, &c)) != 0)
         return rc;
@@ -332,6 +341,19 @@ int cli_bench_e2e(int argc, char **argv)
         goto out;
     if (c.arbiter && snprintf(r.exe, sizeof r.exe, "%s", c.arbiter) >= (int)sizeof r.exe)
         goto out;
+    /* The agents' log directories (each task's out and err, the task and
+     * exit records): the temp dir's logs/, or a directory of its own under
+     * --agent-logs (another file system: tmpfs takes the files' cost out) */
+    errno = 0;
+    if (snprintf(r.logs, sizeof r.logs, "%s/%s", c.agent_logs ? c.agent_logs : r.dir,
+                 c.agent_logs ? "arb_bench_e2e_logs.XXXXXX" : "logs") >= (int)sizeof r.logs ||
+        (c.agent_logs && !mkdtemp(r.logs))) {
+        fprintf(stderr, "arbiter bench e2e: --agent-logs %s: cannot make a directory there: %s\n",
+                c.agent_logs, strerror(errno ? errno : ENAMETOOLONG));
+        r.logs[0] = '\0';
+        keep = false; /* nothing ran */
+        goto out;
+    }
     curl_global_init(CURL_GLOBAL_DEFAULT);
     if (start(&r, &c) < 0)
         goto out;
@@ -393,6 +415,9 @@ int cli_bench_e2e(int argc, char **argv)
     }
     e2e_said_t said;
     agents_said(&r, &said);
+    json_t *lj = json_string(c.agent_logs ? c.agent_logs : "temp");
+    logs_json = lj ? json_dumps(lj, JSON_ENCODE_ANY) : NULL;
+    json_decref(lj);
     if (c.json)
         printf("{\"bench\": \"e2e\", \"agents\": %ld, \"gpus_per_agent\": %ld, \"jobs\": %ld, "
                "\"clients\": %ld, \"push\": %s, \"binary\": \"%s\", \"heartbeat\": \"%s\", "
@@ -402,15 +427,15 @@ int cli_bench_e2e(int argc, char **argv)
                "\"controller_cpu_cores\": %.3f, \"agents_cpu_cores\": %.3f, "
                "\"agent_cpu_ms_per_job\": %.3f, \"supervisor_and_task_cpu_ms_per_job\": %.3f, "
                "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
-               "\"task_start_ms\": %.2f, "
+               "\"task_start_ms\": %.2f, \"agent_logs\": %s, "
                "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
                c.agents, c.gpus, c.jobs, c.clients,
                c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
                c.arbiter ? c.arbiter : "this", c.heartbeat, ok, bad, failed, secs,
                (double)(ts - t0) / 1e9, per_s, ms_per_job, cpu_s / secs, acpu_s / secs,
                ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
-               said.reports, said.report_ms, said.pushes, said.start_ms, l0, l1,
-               met ? "true" : "false");
+               said.reports, said.report_ms, said.pushes, said.start_ms,
+               logs_json ? logs_json : "null", l0, l1, met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
@@ -429,9 +454,15 @@ out:
         bench_stop(r.agent[i], 10000);
     bench_stop(r.controller, 10000);
     curl_global_cleanup();
-    if (keep && rc != 0)
-        fprintf(stderr, "arbiter bench e2e: kept %s\n", r.dir);
-    else
+    free(logs_json);
+    if (keep && rc != 0) {
+        bool other = c.agent_logs && r.logs[0]; /* the agents' logs outside r.dir */
+        fprintf(stderr, "arbiter bench e2e: kept %s%s%s\n", r.dir, other ? " and " : "",
+                other ? r.logs : "");
+    } else {
         bench_rmtree(r.dir);
+        if (c.agent_logs && r.logs[0])
+            bench_rmtree(r.logs);
+    }
     return rc;
 }

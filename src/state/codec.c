@@ -1,7 +1,7 @@
 /*
  * codec.c: JSON in and out of the resource manager: job specs (JSON or
- * YAML) into core jobs, and jobs, tasks and nodes out as API objects and as
- * store records.
+ * YAML) into core jobs, and jobs, tasks and nodes out as API objects (a
+ * job's store record is jobrec.c's).
  *
  * Job specs reuse the scenario loader's job reader (src/spec), so a job
  * posted as JSON, a job posted as YAML and a job in a scenario file accept
@@ -216,12 +216,20 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
 
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, arb_err_t *err);
+                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, arb_err_t *err);
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
                   json_t **env, bool *restartable, st_dep_t **dep, arb_err_t *err)
 {
-    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, err);
+    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, NULL,
+                      err);
+}
+
+int st_spec_parse_svc(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
+                      json_t **command, json_t **env, bool *restartable, st_dep_t **dep,
+                      st_svc_conf_t *svc, arb_err_t *err)
+{
+    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, svc, err);
 }
 
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
@@ -230,7 +238,7 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
 {
     if (kept)
         kept->gone[0] = '\0';
-    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, err);
+    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, NULL, err);
 }
 
 /* stored: a spec from the store, whose JSON was checked (strictly) when it
@@ -238,7 +246,7 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
  * fifth of a recovered job's cost) only where that reader refuses it. */
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, arb_err_t *err)
+                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, arb_err_t *err)
 {
     st_dep_t *dp = NULL;
     const char *name = yaml ? "job.yaml" : "job.json";
@@ -303,6 +311,8 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool store
     }
     if (restartable)
         *restartable = restart;
+    if (rc == 0 && svc_out) /* the service settings, read once (st_service_check) */
+        *svc_out = svc;
     if (rc == 0 && dep) {
         *dep = dp;
         dp = NULL;
@@ -481,60 +491,6 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
     }
     json_object_set_new(o, "events", evs);
     return o;
-}
-
-char *st_job_record(st_t *s, st_job_t *sj)
-{
-    const arb_job_t *j = sj->j;
-    json_t *tasks = json_array(), *alloc = json_array(), *o;
-    char *txt;
-
-    for (int t = 0; t < sj->ntasks; t++) {
-        const st_task_t *tk = &sj->tasks[t];
-        json_t *e =
-            json_pack("[i,o]", tk->state, tk->has_exit ? json_integer(tk->exit_code) : json_null());
-        if (tk->node1 && tk->node1 <= s->cluster.nnodes)
-            json_array_append_new(
-                e, json_string(arb_node_name(&s->cluster, &s->cluster.nodes[tk->node1 - 1])));
-        json_array_append_new(tasks, e);
-    }
-    if (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING)
-        for (int t = 0; t < j->nalloc; t++) {
-            const arb_task_alloc_t *a = &j->alloc[t];
-            if (a->node == ARB_NO_NODE) /* ended, its room already freed */
-                json_array_append_new(alloc, json_pack("[n,i,i,i]", 0, 0, 0));
-            else
-                json_array_append_new(
-                    alloc,
-                    json_pack("[s,i,i,i]", arb_node_name(&s->cluster, &s->cluster.nodes[a->node]),
-                              a->gpu_mask, a->gpu_milli, a->gpu_mem_mib));
-        }
-    o = json_pack("{s:I,s:s,s:s,s:b,s:s%,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:o,s:o}",
-                  "id", (json_int_t)sj->id, "team", sj->team, "owner", sj->owner, "yaml", sj->yaml,
-                  "spec", sj->spec, sj->speclen, "state", arb_job_state_name(j->state), "version",
-                  (json_int_t)sj->version, "lamport_submit", (json_int_t)sj->lamport_submit,
-                  "lamport_update", (json_int_t)sj->lamport_update, "attempt",
-                  (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "submit_ms",
-                  (json_int_t)sj->submit_ms, "start_ms", (json_int_t)sj->start_ms, "end_ms",
-                  (json_int_t)sj->end_ms, "delivered", sj->delivered, "stop", sj->stop, "message",
-                  st_job_msg(sj), "tasks", tasks, "alloc", alloc);
-    if (!o)
-        return NULL;
-    /* The priority resolved at submission: recovery keeps it even when its
-     * priorityClassName has left the config since (recover.c). */
-    json_object_set_new(o, "priority", json_integer(j->priority));
-    /* and its time limit as resolved then (a queue's default may have given it) */
-    json_object_set_new(o, "time_limit_s", json_integer(j->time_limit_s));
-    json_object_set_new(o, "preemptible", json_boolean(j->preemptible));
-    if (sj->stop && sj->stop_then != ST_THEN_CANCEL)
-        json_object_set_new(o, "stop_then", json_integer(sj->stop_then));
-    if (j->resize_gen)
-        json_object_set_new(o, "resize_gen", json_integer(j->resize_gen));
-    st_resize_record(s, sj, o);
-    st_service_record(sj, o);
-    txt = json_dumps(o, JSON_COMPACT);
-    json_decref(o);
-    return txt;
 }
 
 /* The rendezvous port of a gang's attempt: derived from the job id and

@@ -124,8 +124,8 @@ static int submit_checks(st_t *s, const st_who_t *who, const char *body, size_t 
     const char *team = who->team ? who->team : "";
     int rc;
 
-    rc = st_spec_parse(s, body, n, yaml, j, command, env, restartable, dep, err);
-    if (rc < 0 || (rc = st_service_spec(s, body, n, yaml, *j, svc, err)) < 0 ||
+    rc = st_spec_parse_svc(s, body, n, yaml, j, command, env, restartable, dep, svc, err);
+    if (rc < 0 || (rc = st_service_check(s, *j, svc, err)) < 0 ||
         (rc = st_dep_check(s, *dep, err)) < 0)
         return rc;
     if (*dep && svc->is) {

@@ -97,12 +97,8 @@ static int port_span(const st_svc_conf_t *c)
     return c->autoscale ? c->as.max : c->replicas;
 }
 
-int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_job_t *tmpl,
-                    st_svc_conf_t *c, arb_err_t *err)
+int st_service_check(st_t *s, const arb_job_t *tmpl, const st_svc_conf_t *c, arb_err_t *err)
 {
-    int rc = spec_conf(s, body, n, yaml, c, err);
-    if (rc < 0)
-        return rc;
     if (c->is && tmpl->ntasks != 1)
         return arb_errf(err, -EINVAL,
                         "groups: a service replica is one task; give its resources at the top "

@@ -220,6 +220,12 @@ void st_job_free(st_job_t *sj);
  * its command/env; -EBADMSG for syntax, -EINVAL for content. */
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
                   json_t **env, bool *restartable, struct st_dep **dep, arb_err_t *err);
+/* st_spec_parse for a submission: also the spec's service settings (svc, as
+ * st_service_check takes them), from the same parse. */
+struct spec_service;
+int st_spec_parse_svc(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
+                      json_t **command, json_t **env, bool *restartable, struct st_dep **dep,
+                      struct spec_service *svc, arb_err_t *err);
 /* A stored job's priority as resolved at submission (its record's
  * "priority" and "preemptible"); gone: set to its priorityClassName when the
  * config no longer defines that class. */
@@ -391,10 +397,10 @@ int st_recover(st_t *s, arb_err_t *err);
 
 /* Services (service.c, probe.c; service.h has the model). */
 struct spec_service;
-/* The service settings of a spec (c->is false for a batch job); -EINVAL
- * when a service's template is more than one task. */
-int st_service_spec(st_t *s, const char *body, size_t n, bool yaml, const arb_job_t *tmpl,
-                    struct spec_service *c, arb_err_t *err);
+/* A submission's service settings (c, read by st_spec_parse_svc; c->is
+ * false for a batch job): -EINVAL when a service's template is more than
+ * one task, -EBUSY when its name or ports clash with a running service. */
+int st_service_check(st_t *s, const arb_job_t *tmpl, const struct spec_service *c, arb_err_t *err);
 /* Make sj (just added, never given to the scheduler) a service parent. */
 int st_service_attach(st_t *s, st_job_t *sj, const struct spec_service *c, int desired);
 void st_service_free(st_job_t *sj);

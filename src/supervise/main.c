@@ -4,8 +4,9 @@
  * agent starts one for every task: exec'ing the whole `arbiter` binary for
  * it (45 shared libraries: libcurl, GnuTLS, SQLite, ...) cost about 12 ms
  * of CPU per task, most of what a short task cost its node; this one costs
- * about a millisecond. The agent uses it when it lies beside its own binary
- * (src/cli/agent.c), else `arbiter supervise`, which is the same code.
+ * about a millisecond (less linked statically, as CMakeLists.txt links it
+ * where libc.a is there). The agent uses it when it lies beside its own
+ * binary (src/cli/agent.c), else `arbiter supervise`, which is the same code.
  *
  *   arbiter-supervise supervise --task-pid PID --exit FILE [--lease FILE] ...
  *

@@ -5,8 +5,9 @@
 # succeeded, a positive rate, the controller's CPU per job, the agents'
 # split, their reports and the lists the channel pushed (some: at most 4
 # tasks run at once, so most of the 40 arrive through it); with --push-wait
-# off no list is pushed and the jobs still all end. Bad usage exits 2 and
-# names the flag.
+# off no list is pushed and the jobs still all end; with --agent-logs the
+# agents' files go under the given directory and leave nothing there. Bad
+# usage exits 2 and names the flag.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -u
 ARB=$1
@@ -51,4 +52,16 @@ J=$(cat "$T/out")
 [ "$(field failed)" = 0 ] || fail "--push-wait off: failed: $J"
 [ "$(field pushed_lists)" = 0 ] || fail "--push-wait off: lists were pushed: $J"
 printf '%s' "$J" | grep -q '"push": false' || fail "--push-wait off: push: $J"
+# --agent-logs DIR: the agents' log directories under DIR, gone afterwards
+mkdir "$T/logs"
+$ARB bench e2e --agents 1 --gpus 2 --jobs 10 --agent-logs "$T/logs" --timeout 120 -o json \
+    >"$T/out" 2>"$T/err" || fail "--agent-logs: exit $?: $(cat "$T/out")"
+J=$(cat "$T/out")
+[ "$(field failed)" = 0 ] || fail "--agent-logs: failed: $J"
+printf '%s' "$J" | grep -q "\"agent_logs\": \"$T/logs\"" || fail "--agent-logs: not in the JSON: $J"
+[ -z "$(ls -A "$T/logs")" ] || fail "--agent-logs: left behind: $(ls -A "$T/logs")"
+$ARB bench e2e --agents 1 --jobs 1 --agent-logs "$T/no/such" >/dev/null 2>"$T/err"
+[ $? -eq 1 ] || fail "--agent-logs to a missing directory: want exit 1"
+grep -q -- "--agent-logs $T/no/such: cannot make a directory there" "$T/err" ||
+    fail "--agent-logs to a missing directory: message"
 echo "bench_e2e: ok"

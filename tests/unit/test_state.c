@@ -745,6 +745,91 @@ static void test_log_tickets(void **unused)
     st_close(s);
 }
 
+/* A job's store record (st_job_record, jobrec.c) is written without jansson:
+ * it must be the text jansson writes for the same values (a record parsed
+ * and re-encoded compactly is the same bytes), its spec exactly the body
+ * as submitted, for specs with quotes, backslashes, tabs (JSON's white
+ * space), CRs, a YAML line separator (U+2028), multi-byte
+ * UTF-8 and JSON escapes, pending, placed (nodes and GPUs), gangs and
+ * cancelled (a message, stop) jobs; and records survive a restart. */
+static void check_record(st_t *s, uint64_t id)
+{
+    st_job_t *sj = st_job_find(s, id);
+    assert_non_null(sj);
+    char *rec = st_job_record(s, sj);
+    assert_non_null(rec);
+    json_error_t je;
+    json_t *v = json_loads(rec, JSON_REJECT_DUPLICATES, &je);
+    if (!v)
+        fail_msg("job %llu: record is not JSON (%s): %s", (unsigned long long)id, je.text, rec);
+    char *again = json_dumps(v, JSON_COMPACT);
+    assert_string_equal(again, rec);
+    const json_t *spec = json_object_get(v, "spec");
+    assert_int_equal(json_string_length(spec), sj->speclen);
+    assert_memory_equal(json_string_value(spec), sj->spec, sj->speclen);
+    assert_int_equal(json_integer_value(json_object_get(v, "id")), (json_int_t)id);
+    assert_int_equal(json_array_size(json_object_get(v, "tasks")), sj->ntasks);
+    free(again);
+    json_decref(v);
+    free(rec);
+}
+
+static void test_record_text(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(NULL);
+    add_node(s, "n-1", 8);
+    add_node(s, "n-2", 8);
+    uint64_t ids[6];
+    ids[0] = submit(s, &admin, GPUS(4), 0);
+    ids[1] = submit(s, &admin,
+                    "name: \"q\\\"uo\\\\te\" # a tab, a quote \" and a \\ \xc3\xa9 \xe2\x80\xa8 "
+                    "\xf0\x9f\x98\x80\r\nresources:\n  requests: {nvidia.com/gpu: 2}\n"
+                    "command: [sh, -c, 'printf \"%s\\n\" \xc3\xa9']\nenv: {A: \"b\\tc\"}\n",
+                    0);
+    ids[2] = submit(s, &admin,
+                    "{\"name\": \"u\\u00e9\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": "
+                    "1}},\n\t\"command\": [\"echo\", \"\\\"\\\\\\/\\u00e9\"]}",
+                    0);
+    ids[3] = submit(s, &admin,
+                    "name: gang\ngroups:\n  - name: w\n    replicas: 2\n    resources:\n"
+                    "      requests: {nvidia.com/gpu: 4}\n",
+                    0);
+    ids[4] = submit(s, &admin, GPUS(8), 0); /* waits: no room */
+    ids[5] = submit(s, &admin, GPUS(1), 0);
+    for (int i = 0; i < 6; i++)
+        assert_true(ids[i] > 0);
+    for (int i = 0; i < 6; i++)
+        check_record(s, ids[i]); /* pending */
+    cycle(s);
+    json_t *out = NULL;
+    int64_t t;
+    assert_int_equal(st_job_cancel(s, &admin, ids[5], -1, &out, &t, NULL), 0);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    json_decref(out);
+    cycle(s);
+    for (int i = 0; i < 6; i++)
+        check_record(s, ids[i]); /* placed, waiting, cancelled */
+    /* a message with every kind of escape (an agent's text may carry them) */
+    assert_int_equal(st_job_say(st_job_find(s, ids[4]), "a\x01"
+                                                        "b\bc\fd\x1f\x7f\"\\/\t\r\n\xc3\xa9"),
+                     0);
+    check_record(s, ids[4]);
+    char *rec = st_job_record(s, st_job_find(s, ids[4]));
+    assert_non_null(
+        strstr(rec, "\"message\":\"a\\u0001b\\bc\\fd\\u001F\x7f\\\"\\\\/\\t\\r\\n\xc3\xa9\""));
+    free(rec);
+    /* not UTF-8: no record, as jansson's pack gave none */
+    assert_int_equal(st_job_say(st_job_find(s, ids[4]), "bad \xc3("), 0);
+    assert_null(st_job_record(s, st_job_find(s, ids[4])));
+    assert_int_equal(st_job_say(st_job_find(s, ids[4]), "%s", ""), 0);
+    st_close(s);
+    s = open_st(NULL); /* what was written reads back */
+    for (int i = 0; i < 6; i++)
+        check_record(s, ids[i]);
+    st_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -759,6 +844,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_events_and_store_failure, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_tickets, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_record_text, setup, teardown),
         cmocka_unit_test(test_config),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
