@@ -15,6 +15,7 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "client/failover.h"
 
 typedef struct bclient {
@@ -82,24 +83,37 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+typedef struct api_opts {
+    long long clients, jobs;
+    int json;
+} api_opts_t;
+
+static const fl_flag_t api_flags[] = {
+    FL_OPT(api_opts_t, clients, "--clients", NULL, FL_INT, "N", "concurrent clients", .def = "32",
+           .min = 1, .max = 1024),
+    FL_OPT(api_opts_t, jobs, "--jobs", NULL, FL_INT, "M",
+           "submissions in all, at least one a client", .def = "20000", .min = 1),
+    FL_OPT(api_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t api_verb = {
+    .name = "bench api",
+    .summary = "durable submissions/s against the controller at ARBITER_URL (the first of its "
+               "list: point it at the leader)",
+    .flags = api_flags};
+
 int cli_bench_api(int argc, char **argv)
 {
-    long clients = 32, jobs = 20000;
-    bool json = false;
+    api_opts_t o = {0};
+    fl_args_t a;
+    int frc;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
-            clients = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
-            jobs = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            json = strcmp(argv[++i], "json") == 0;
-        else if (strcmp(argv[i], "api") != 0) {
-            fprintf(stderr, "usage: arbiter bench api [--clients N] [--jobs M] [-o json]\n");
-            return 2;
-        }
-    }
-    if (clients < 1 || clients > 1024 || jobs < clients) {
+    if (!fl_run(&api_verb, argc, argv, &o, &a, &frc))
+        return frc;
+    long clients = (long)o.clients, jobs = (long)o.jobs;
+    bool json = o.json == 1;
+    if (jobs < clients) {
         fprintf(stderr, "arbiter bench api: use 1..1024 clients and at least one job each\n");
         return 2;
     }
