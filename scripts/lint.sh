@@ -2,7 +2,9 @@
 # scripts/lint.sh: the habits STYLE.md asks for, as checks CI runs
 # (.ci/run, `make lint`). Each rule prints the lines that break it.
 #   1. Every timed wait goes through arb_cond_wait_until (src/util/mtime.c),
-#      so none is measured on the wall clock (DESIGN invariant 5).
+#      so none is measured on the wall clock (DESIGN invariant 5), and the
+#      monotonic clock is read through arb_mono_ns/arb_mono_ms only (one
+#      helper, not one per file).
 #   2. src/core (and the model under it, src/model) takes time, randomness
 #      and I/O from its caller: no clock, rand, stdio or getenv calls there.
 #   3. Modules include only what scripts/layers.txt allows them (the
@@ -127,6 +129,8 @@ rule() {
 }
 git ls-files 'src/*.c' 'src/*.h' | grep -v '^src/util/mtime\.[ch]$' | code_lines |
     grep 'pthread_cond_timedwait' | rule "timed wait outside util/mtime.c (use arb_cond_wait_until on a cv from arb_cond_init)"
+git ls-files 'src/*.c' 'src/*.h' | grep -v '^src/util/' | code_lines |
+    grep 'clock_gettime *( *CLOCK_MONOTONIC' | rule "a monotonic clock read outside src/util (use arb_mono_ns or arb_mono_ms, util/mtime.h)"
 git ls-files 'src/core/*.c' 'src/model/*.c' | code_lines |
     grep -E '\b(time|clock_gettime|gettimeofday|rand|random|srand|fopen|printf|fprintf|getenv)\s*\(' | rule "src/core or src/model reaches for the clock, randomness or I/O (take them from arb_ctx_t)"
 for dir in src/*/; do

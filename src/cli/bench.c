@@ -24,13 +24,7 @@
 #include "arbiter/sched.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "util/mtime.h"
 
 /* This thread's CPU time: a decision's cost without the time the machine
  * gave to other processes meanwhile (the wall figures include it). */
@@ -265,9 +259,9 @@ static int bench_sched(int argc, char **argv)
         /* One scheduling cycle over every queued job, as the controller runs
          * it (queue order, quotas, gangs), timed whole. */
         arb_cycle_stats_t cs;
-        int64_t t0 = mono_ns();
+        int64_t t0 = arb_mono_ns();
         int crc = arb_sched_cycle(s, &ctx, &cs);
-        double ms = (double)(mono_ns() - t0) / 1e6;
+        double ms = (double)(arb_mono_ns() - t0) / 1e6;
         int64_t alloc = 0;
         for (uint32_t i = 0; i < c.nnodes; i++)
             alloc += c.nodes[i].used.gpu_milli;
@@ -288,9 +282,9 @@ static int bench_sched(int argc, char **argv)
     for (long i = 0; i < njobs; i++) {
         arb_job_t *j = arb_sched_job(s, (uint32_t)i);
         arb_res_t tot;
-        int64_t c0 = cpu_ns(), t0 = mono_ns();
+        int64_t c0 = cpu_ns(), t0 = arb_mono_ns();
         int prc = arb_sched_place(s, j, &ctx);
-        int64_t dt = mono_ns() - t0;
+        int64_t dt = arb_mono_ns() - t0;
         cpu[i] = cpu_ns() - c0;
         lat[i] = dt;
         tenth[i * 10 / njobs] += cpu[i];

@@ -17,6 +17,7 @@
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "client/failover.h"
+#include "util/mtime.h"
 
 typedef struct bclient {
     int jobs; /* to submit */
@@ -24,13 +25,6 @@ typedef struct bclient {
     int64_t *lat;     /* ns per submission */
     const char *base; /* the controller measured: the first of ARBITER_URL's list */
 } bclient_t;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static size_t sink(char *p, size_t s, size_t n, void *arg)
 {
@@ -63,10 +57,10 @@ static void *run_client(void *arg)
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     for (int i = 0; i < c->jobs; i++) {
         long st = 0;
-        int64_t t0 = now_ns();
+        int64_t t0 = arb_mono_ns();
         if (curl_easy_perform(h) == CURLE_OK)
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-        c->lat[i] = now_ns() - t0;
+        c->lat[i] = arb_mono_ns() - t0;
         if (st == 201)
             c->ok++;
         else
@@ -139,7 +133,7 @@ int cli_bench_api(int argc, char **argv)
         c[i].base = urls.url[0];
         off += c[i].jobs;
     }
-    int64_t t0 = now_ns();
+    int64_t t0 = arb_mono_ns();
     for (long i = 0; i < clients; i++)
         pthread_create(&t[i], NULL, run_client, &c[i]);
     int ok = 0, failed = 0;
@@ -148,7 +142,7 @@ int cli_bench_api(int argc, char **argv)
         ok += c[i].ok;
         failed += c[i].failed;
     }
-    double secs = (double)(now_ns() - t0) / 1e9;
+    double secs = (double)(arb_mono_ns() - t0) / 1e9;
     qsort(lat, (size_t)jobs, sizeof *lat, cmp_i64);
     double p50 = (double)lat[jobs / 2] / 1e6, p99 = (double)lat[(jobs * 99) / 100] / 1e6;
     double rate = (double)ok / secs;
