@@ -22,8 +22,9 @@
 
 #include "agent/discovery.h"
 #include "spec/scenario.h"
-#include "spec/scenario_int.h" /* scn_job_table, scn_node_table */
+#include "spec/scenario_int.h" /* scn_job_table */
 #include "spec/schema.h"
+#include "spec/schema_node.h" /* spec_node_table */
 #include "spec/schema_sched.h"
 #include "state/state.h"
 
@@ -415,10 +416,47 @@ static void test_documented_defaults(void **st)
     assert_int_equal(j->queue, 0); /* "default" */
     assert_string_equal(doc_default(&scn_job_table, "queue"), "default");
     assert_int_equal(s.cluster.nnodes, 1); /* count: 1 */
-    assert_string_equal(doc_default(&scn_node_table, "count"), "1");
-    assert_string_equal(doc_default(&scn_node_table, "condition"), "Ready");
+    assert_string_equal(doc_default(&spec_node_table, "count"), "1");
+    assert_string_equal(doc_default(&spec_node_table, "condition"), "Ready");
     assert_int_equal(s.cluster.nodes[0].state, ARB_NODE_READY);
     spec_scenario_free(&s);
+}
+
+/* One node table serves both formats: each format's keys are its rows, and
+ * a key of the other format's only is an unknown field there, with the
+ * format's own list of valid keys in the message. */
+static void test_node_table_formats(void **st)
+{
+    const char *keys[32];
+    char list[256] = "";
+    arb_err_t err;
+    spec_scenario_t s;
+    agent_inv_t *inv = calloc(1, sizeof *inv);
+
+    (void)st;
+    assert_non_null(inv);
+    int n = sc_keys(&spec_node_table, SC_CTX_INVENTORY, keys, 32);
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "", keys[i]);
+    assert_string_equal(list, "name cpu memory labels taints datasets gpus");
+    list[0] = '\0';
+    n = sc_keys(&spec_node_table, SC_CTX_SCENARIO, keys, 32);
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "", keys[i]);
+    assert_string_equal(list, "name count labels taints datasets condition allocatable gpus");
+    /* a scenario's count: in an inventory, an inventory's cpu: in a scenario */
+    const char *inv_bad = "count: 2\n";
+    memset(&err, 0, sizeof err);
+    assert_true(agent_inventory_parse("inv.yaml", inv_bad, strlen(inv_bad), inv, &err) < 0);
+    if (!strstr(err.msg, "unknown field 'count'") || !strstr(err.msg, "cpu"))
+        fail_msg("inventory: %s", err.msg);
+    const char *scen_bad = "nodes:\n  - name: n\n    cpu: 4\n";
+    memset(&err, 0, sizeof err);
+    assert_int_equal(spec_scenario_load_mem("s.yaml", scen_bad, strlen(scen_bad), &s, &err),
+                     -EINVAL);
+    if (!strstr(err.msg, "unknown field 'cpu'") || !strstr(err.msg, "allocatable"))
+        fail_msg("scenario: %s", err.msg);
+    free(inv);
 }
 
 /* st_conf_init's defaults are the table's, and the reference says them. */
@@ -463,6 +501,7 @@ int main(void)
         cmocka_unit_test(test_doc),
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_node_tables),
+        cmocka_unit_test(test_node_table_formats),
         cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),
     };
