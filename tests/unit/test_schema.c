@@ -459,6 +459,50 @@ static void test_node_table_formats(void **st)
     free(inv);
 }
 
+/* A job's flat fields are read through its table's rows (offsets and
+ * setters): each lands in the job, a bad value is refused naming its line,
+ * and a by-hand field beside them keeps its own rules. */
+static void test_job_flat_fields(void **st)
+{
+    const char *y = "name: j\nqueue: default\npreemptible: false\ntimeLimit: 1h30m\n"
+                    "dataset: c4\nterminationGracePeriodSeconds: 30\ngpuSharing: deny\n"
+                    "exclusive: true\nresources:\n  requests: {arbiter.io/gpu-share: 500m}\n";
+    static const struct {
+        const char *y, *want;
+    } bad[] = {
+        {"name: j\nexclusive: maybe\n", "job.yaml:2:"},
+        {"name: j\ntimeLimit: 1.5s\n", "is counted in whole seconds"},
+        {"name: j\nterminationGracePeriodSeconds: 4000\n", "out of range; use 0..3600"},
+        {"name: j\ngpuSharing: maybe\n", "maybe"},
+        {"name: j\npriority: 1\npriorityClassName: high\n", "not both"},
+    };
+    arb_cluster_t c;
+    arb_job_t *j = NULL;
+    arb_err_t err = {{0}};
+
+    (void)st;
+    arb_cluster_init(&c);
+    if (spec_job_load_mem("job.yaml", y, strlen(y), &c, &j, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(j->queue, 0);
+    assert_false(j->preemptible);
+    assert_int_equal(j->time_limit_s, 5400);
+    assert_string_equal(arb_str(&c.strs, j->dataset), "c4");
+    assert_int_equal(j->grace_s, 30);
+    assert_int_equal(j->gpu_sharing, -1);
+    assert_true(j->exclusive);
+    arb_job_free(j);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = NULL;
+        memset(&err, 0, sizeof err);
+        assert_true(spec_job_load_mem("job.yaml", bad[i].y, strlen(bad[i].y), &c, &j, &err) < 0);
+        assert_null(j);
+        if (!strstr(err.msg, bad[i].want))
+            fail_msg("%s: %s (want %s)", bad[i].y, err.msg, bad[i].want);
+    }
+    arb_cluster_free(&c);
+}
+
 /* st_conf_init's defaults are the table's, and the reference says them. */
 static void test_config_defaults(void **st)
 {
@@ -502,6 +546,7 @@ int main(void)
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_node_tables),
         cmocka_unit_test(test_node_table_formats),
+        cmocka_unit_test(test_job_flat_fields),
         cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),
     };
