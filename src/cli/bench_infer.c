@@ -863,45 +863,46 @@ static const char *DEFAULT_POLS[] = {"haproxy-roundrobin",
                                      "kv",
                                      "inference"};
 
-/* The flags, parsed into bi_opts_t, checked and copied into bi_conf_t. */
+/* The flags: most straight into the run's conf; the workload, the output,
+ * the seed and the two lists beside it, checked and converted after. */
 typedef struct bi_opts {
-    int wl, replicas, tenants, context, question, output, json;
-    const char *rates, *policies, *emulator, *haproxy, *emu_args;
-    double warmup, duration, drain, speedup;
+    bi_conf_t c;
+    int wl, json;
+    const char *rates, *policies;
     long long seed;
 } bi_opts_t;
 
 static const fl_flag_t bi_flags[] = {
     FL_OPT(bi_opts_t, wl, "--workload", NULL, FL_CHOICE, NULL, "the requests' shape",
            .def = "shared-prefix", .choices = "shared-prefix|no-prefix|mixed"),
-    FL_OPT(bi_opts_t, replicas, "--replicas", NULL, FL_I32, "N", "emulated replicas", .def = "8",
+    FL_OPT(bi_opts_t, c.replicas, "--replicas", NULL, FL_I32, "N", "emulated replicas", .def = "8",
            .min = 1, .max = MAXR),
     FL_OPT(bi_opts_t, rates, "--rates", NULL, FL_STR, "R,R,R",
            "requests/s to offer, one run each (at most 16; default by workload: 20,30,40, "
            "12,24,36 or 16,24,32)"),
-    FL_OPT(bi_opts_t, warmup, "--warmup", NULL, FL_NUM, "S", "seconds before the window",
+    FL_OPT(bi_opts_t, c.warmup, "--warmup", NULL, FL_NUM, "S", "seconds before the window",
            .def = "2", .min = 0, .max = 3600),
-    FL_OPT(bi_opts_t, duration, "--duration", NULL, FL_NUM, "S", "the measured window, seconds",
+    FL_OPT(bi_opts_t, c.duration, "--duration", NULL, FL_NUM, "S", "the measured window, seconds",
            .def = "6", .min = 0, .max = 3600),
-    FL_OPT(bi_opts_t, drain, "--drain", NULL, FL_NUM, "S", "seconds after it to finish", .def = "3",
-           .min = 0, .max = 3600),
-    FL_OPT(bi_opts_t, speedup, "--speedup", NULL, FL_NUM, "X", "the replicas' speed-up of time",
+    FL_OPT(bi_opts_t, c.drain, "--drain", NULL, FL_NUM, "S", "seconds after it to finish",
+           .def = "3", .min = 0, .max = 3600),
+    FL_OPT(bi_opts_t, c.speedup, "--speedup", NULL, FL_NUM, "X", "the replicas' speed-up of time",
            .def = "4", .min = 0, .max = 100),
-    FL_OPT(bi_opts_t, tenants, "--tenants", NULL, FL_I32, "N", "tenants (shared prefixes)",
+    FL_OPT(bi_opts_t, c.tenants, "--tenants", NULL, FL_I32, "N", "tenants (shared prefixes)",
            .def = "64", .min = 1, .max = 100000),
-    FL_OPT(bi_opts_t, context, "--context", NULL, FL_I32, "TOKENS", "a tenant's shared context",
+    FL_OPT(bi_opts_t, c.context, "--context", NULL, FL_I32, "TOKENS", "a tenant's shared context",
            .def = "6000", .min = 1, .max = 200000),
-    FL_OPT(bi_opts_t, question, "--question", NULL, FL_I32, "TOKENS", "each request's own part",
+    FL_OPT(bi_opts_t, c.question, "--question", NULL, FL_I32, "TOKENS", "each request's own part",
            .def = "200", .min = 1, .max = 200000),
-    FL_OPT(bi_opts_t, output, "--output", NULL, FL_I32, "TOKENS", "tokens each request generates",
+    FL_OPT(bi_opts_t, c.output, "--output", NULL, FL_I32, "TOKENS", "tokens each request generates",
            .def = "48", .min = 1, .max = 100000),
     FL_OPT(bi_opts_t, policies, "--policies", NULL, FL_STR, "P,P,...",
            "the policies to compare (default: the haproxy pair and every arbiter lb policy)"),
-    FL_OPT(bi_opts_t, emulator, "--emulator", NULL, FL_STR, "PATH",
+    FL_OPT(bi_opts_t, c.emulator, "--emulator", NULL, FL_STR, "PATH",
            "the replica emulator (default: tests/arb_llmemu beside this binary)"),
-    FL_OPT(bi_opts_t, haproxy, "--haproxy", NULL, FL_STR, "PATH", "the HAProxy binary",
+    FL_OPT(bi_opts_t, c.haproxy, "--haproxy", NULL, FL_STR, "PATH", "the HAProxy binary",
            .def = "haproxy"),
-    FL_OPT(bi_opts_t, emu_args, "--emulator-args", NULL, FL_STR, "\"...\"",
+    FL_OPT(bi_opts_t, c.emu_args, "--emulator-args", NULL, FL_STR, "\"...\"",
            "more arguments for each replica"),
     FL_OPT(bi_opts_t, seed, "--seed", NULL, FL_INT, "N", "the workload's seed", .def = "42"),
     FL_OPT(bi_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
@@ -954,18 +955,6 @@ static void print_line(const bi_conf_t *c, const char *pol, double rate, const b
 
 int cli_bench_infer(int argc, char **argv)
 {
-    bi_conf_t c = {.wl = WL_SHARED,
-                   .replicas = 8,
-                   .tenants = 64,
-                   .context = 6000,
-                   .question = 200,
-                   .output = 48,
-                   .warmup = 2,
-                   .duration = 6,
-                   .drain = 3,
-                   .speedup = 4,
-                   .haproxy = "haproxy",
-                   .seed = 42};
     static bi_res_t res[16][MAXPOL];
     char emu[PATH_MAX + 32];
     double la[3] = {0};
@@ -975,19 +964,8 @@ int cli_bench_infer(int argc, char **argv)
     int frc;
     if (!fl_run(&bi_verb, argc, argv, &o, &fa, &frc))
         return frc;
+    bi_conf_t c = o.c;
     c.wl = (wl_t)o.wl;
-    c.replicas = o.replicas;
-    c.tenants = o.tenants;
-    c.context = o.context;
-    c.question = o.question;
-    c.output = o.output;
-    c.warmup = o.warmup;
-    c.duration = o.duration;
-    c.drain = o.drain;
-    c.speedup = o.speedup;
-    c.emulator = o.emulator;
-    c.haproxy = o.haproxy;
-    c.emu_args = o.emu_args;
     c.seed = (uint64_t)o.seed;
     c.json = o.json == 1;
     if (c.warmup >= 3600 || c.duration <= 0 || c.duration >= 3600 || c.drain >= 3600 ||
