@@ -28,6 +28,10 @@
  * mem_used_mib <= mem_mib; (2) used <= cap in every dimension; (3) only a
  * READY node may receive new allocations (filters enforce it; arb_node_alloc
  * enforces (1) and (2) on every code path).
+ *
+ * Part of the model layer (src/model/cluster.c, library arbmodel): the agent
+ * and the loaders use it without the scheduler, so no type of sched.h or
+ * job.h belongs here.
  */
 #ifndef ARBITER_CLUSTER_H
 #define ARBITER_CLUSTER_H

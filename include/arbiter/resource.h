@@ -10,6 +10,9 @@
  *   mem_bytes    host memory, bytes
  *   ext[i]       named extended resources (e.g. "rdma/hca"), plain counts;
  *                names live in an arb_extnames_t table owned by the cluster
+ *
+ * Part of the model layer (src/model/, library arbmodel) that the scheduler,
+ * the loaders and the agent share; it carries no scheduler type.
  */
 #ifndef ARBITER_RESOURCE_H
 #define ARBITER_RESOURCE_H

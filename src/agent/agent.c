@@ -12,14 +12,12 @@
 
 #include "agent/agent.h"
 #include "util/log.h"
+#include "util/mtime.h"
 
 int64_t agent_mono_ns(void *ignored)
 {
-    struct timespec ts;
-
     (void)ignored;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return arb_mono_ns();
 }
 
 static int64_t now(agent_t *a)

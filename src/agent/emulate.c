@@ -11,6 +11,7 @@
 
 #include "agent/emulate.h"
 #include "util/log.h"
+#include "util/mtime.h"
 
 typedef struct samples {
     pthread_mutex_t mu;
@@ -30,13 +31,6 @@ typedef struct emu_thread {
     int registered;  /* its nodes with an active lease (under all.mu) */
     uint64_t fences; /* fences of its nodes (under all.mu) */
 } emu_thread_t;
-
-static int64_t mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static void quiet(void *ctx, const char *msg)
 {
@@ -63,7 +57,7 @@ static void push(samples_t *s, int64_t v, bool failed)
 
 static bool stopped(const agent_emu_conf_t *c, int64_t end)
 {
-    return (c->stop && *c->stop) || (end && mono() >= end);
+    return (c->stop && *c->stop) || (end && arb_mono_ns() >= end);
 }
 
 static void *run(void *arg)
@@ -83,7 +77,7 @@ static void *run(void *arg)
     for (int i = 0; !stopped(t->c, t->end); i = (i + 1) % t->n) {
         agent_t *a = &t->nodes[i];
         arb_err_t err;
-        int64_t now = mono(), t0;
+        int64_t now = arb_mono_ns(), t0;
         uint64_t fails;
 
         while (now < next && !stopped(t->c, t->end)) {
@@ -91,7 +85,7 @@ static void *run(void *arg)
             if (d > 50000000)
                 d = 50000000;
             nanosleep(&(struct timespec){d / 1000000000LL, d % 1000000000LL}, NULL);
-            now = mono();
+            now = arb_mono_ns();
         }
         if (stopped(t->c, t->end))
             break;
@@ -99,9 +93,9 @@ static void *run(void *arg)
             bool was = a->lease.state == AGENT_LEASE_ACTIVE;
             uint64_t fenced = a->lease.fences;
             fails = a->failures;
-            t0 = mono();
+            t0 = arb_mono_ns();
             agent_step(a, &err);
-            now = mono();
+            now = arb_mono_ns();
             push(&t->win, now - t0, a->failures != fails);
             push(&t->all, now - t0, a->failures != fails);
             /* the node counts the main thread prints, kept where it may read them */
@@ -240,7 +234,7 @@ int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *
             goto out;
         opened++;
     }
-    t0 = mono();
+    t0 = arb_mono_ns();
     for (int i = 0; i < nth; i++) {
         int lo = (int)((int64_t)i * k / nth), hi = (int)((int64_t)(i + 1) * k / nth);
         th[i].c = c;
@@ -264,7 +258,7 @@ int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *
     int64_t since = t0; /* the totals' start */
     for (int64_t last = t0; rc == 0 && !stopped(c, th[0].end);) {
         nanosleep(&(struct timespec){0, 100000000}, NULL);
-        int64_t now = mono();
+        int64_t now = arb_mono_ns();
         if (c->reset && *c->reset) {
             agent_emu_stats_t drop;
             *c->reset = 0;
@@ -287,7 +281,7 @@ int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *
     }
     for (int i = 0; i < started; i++)
         pthread_join(th[i].thr, NULL);
-    collect(th, nth, true, false, (double)(mono() - since) / 1e9, out);
+    collect(th, nth, true, false, (double)(arb_mono_ns() - since) / 1e9, out);
     count_nodes(th, nth, out);
     out->nodes = k;
     out->threads = nth;

@@ -35,6 +35,7 @@
 #include <unistd.h>
 
 #include "agent/exec_int.h"
+#include "util/mtime.h"
 
 #define DEFAULT_GRACE_NS (10LL * 1000000000LL)
 #define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
@@ -1418,22 +1419,15 @@ int agent_exec_fence(agent_exec_t *x, int64_t now_ns)
     return n;
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 int agent_exec_wait(agent_exec_t *x, int64_t timeout_ns)
 {
-    int64_t end = mono_ns() + timeout_ns;
+    int64_t end = arb_mono_ns() + timeout_ns;
 
     for (;;) {
-        agent_exec_poll(x, mono_ns());
+        agent_exec_poll(x, arb_mono_ns());
         if (agent_exec_live(x) == 0)
             return 0;
-        if (mono_ns() >= end)
+        if (arb_mono_ns() >= end)
             return -ETIMEDOUT;
         nanosleep(&(struct timespec){0, 5000000}, NULL);
     }

@@ -34,66 +34,17 @@
 
 #define INV_MAX_FILE (1 << 20)
 #define INV_MAX_VALUES 10000
-#define INV_MAX_CPUS (1 << 20)
 
-/* The inventory's own fields; its GPUs and taints are the scenario's
- * tables (spec/schema_node.h) in SC_CTX_INVENTORY. */
-static const sc_field_t inv_fields[] = {
-    {.key = "name",
-     .type = SC_STR,
-     .def_doc = "the host name",
-     .help = "the node's name; --name wins"},
-    {.key = "cpu",
-     .type = SC_INT,
-     .lo = 1,
-     .hi = INV_MAX_CPUS,
-     .def_doc = "/proc, sysfs",
-     .help = "logical CPUs"},
-    {.key = "memory",
-     .type = SC_QTY,
-     .qty = ARB_QTY_BYTES,
-     .def_doc = "/proc/meminfo",
-     .help = "the node's memory, more than 0"},
-    {.key = "labels",
-     .type = SC_CUSTOM,
-     .type_doc = "map",
-     .def_doc = "none",
-     .help = "at most 16; rack, block, zone are the node's topology coordinates"},
-    {.key = "taints",
-     .type = SC_CUSTOM,
-     .sub = &spec_taint_table,
-     .flags = SC_LIST,
-     .type_doc = "list",
-     .def_doc = "none",
-     .help = "at most 16 (operators add theirs: arbiter taint)"},
-    {.key = "datasets",
-     .type = SC_CUSTOM,
-     .type_doc = "list of strings",
-     .def_doc = "none",
-     .help = "cached here, at most 32"},
-    {.key = "gpus",
-     .type = SC_CUSTOM,
-     .sub = &spec_gpus_table,
-     .type_doc = "object or list",
-     .def_doc = "no GPUs",
-     .help = "the GPUs as a count with domains: {count: 8, model: H100, memory: 80Gi}"},
-    {.key = "gpus",
-     .type = SC_CUSTOM,
-     .sub = &spec_gpu_table,
-     .flags = SC_LIST,
-     .type_doc = "list",
-     .help = "or the GPUs one by one",
-     .ctx = SC_CTX_DOC},
-    {.key = NULL},
-};
-static const sc_table_t inv_table = {"inventory", inv_fields, NULL};
+/* The inventory's fields are the scenario's node table (spec/schema_node.h)
+ * in SC_CTX_INVENTORY: its own rows (cpu, memory, name) and the shared ones
+ * (labels, taints, datasets, gpus). */
 
 _Static_assert(SPEC_INV_NAME == AGENT_NAME_MAX, "the shared tables hold the agent's names");
 _Static_assert(SPEC_INV_UUID == sizeof(((agent_gpu_info_t *)0)->uuid), "and its GPU UUIDs");
 
 void agent_inventory_doc(FILE *f)
 {
-    sc_doc_markdown(f, &inv_table, SC_CTX_INVENTORY | SC_CTX_DOC, "");
+    sc_doc_markdown(f, &spec_node_table, SC_CTX_INVENTORY | SC_CTX_DOC, "");
 }
 
 static int uuid_check(sx_t *x, const sval_t *f, const char *u)
@@ -304,11 +255,11 @@ int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_i
                       INV_MAX_VALUES);
         goto out;
     }
-    if ((rc = sc_check_keys(&x, &root, &inv_table, SC_CTX_INVENTORY)) < 0)
+    if ((rc = sc_check_keys(&x, &root, &spec_node_table, SC_CTX_INVENTORY)) < 0)
         goto out;
     if (sv_get(&root, "name", &f) && (rc = sv_text(&x, &f, out->name, sizeof out->name, false)) < 0)
         goto out;
-    if (sv_get(&root, "cpu", &f) && (rc = sv_int32(&x, &f, 1, INV_MAX_CPUS, &out->cpus)) < 0)
+    if (sv_get(&root, "cpu", &f) && (rc = sv_int32(&x, &f, 1, SPEC_INV_MAX_CPUS, &out->cpus)) < 0)
         goto out;
     if (sv_get(&root, "memory", &f)) {
         int64_t bytes;

@@ -29,6 +29,7 @@
 
 #include "agent/logserve.h"
 #include "client/failover.h"
+#include "util/mtime.h"
 
 #define LS_CACHE 64
 #define LS_MAX_REPLY (1 << 20)
@@ -50,13 +51,6 @@ struct agent_logserve {
     tls_client_t tls;   /* the ticket check's client side (into the three above) */
     tls_server_t serve; /* the node's certificate, served (cert NULL: plain HTTP) */
 };
-
-static int64_t mono(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 /* The console (the controller's /ui/, another origin) reads logs here with
  * fetch(): let any origin send the ticket and read the size. The ticket,
@@ -117,7 +111,7 @@ static int64_t digits(const char *s, size_t n)
 static int check(agent_logserve_t *l, const char *id, uint64_t job, uint64_t task, char *msg,
                  size_t n)
 {
-    int64_t now = mono();
+    int64_t now = arb_mono_ns();
     int slot = 0, rc = 503;
 
     pthread_mutex_lock(&l->mu);

@@ -19,15 +19,14 @@
 #include <unistd.h>
 
 #include "agent/supervise.h"
+#include "util/mtime.h"
 
 #define LEASE_MAGIC "ARBLEASE"
 #define LEASE_SIZE 64 /* magic[8], deadline at 8, the rest reserved */
 
 int64_t agent_sup_mono_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+    return arb_mono_ns();
 }
 
 /* ---- the lease file ----------------------------------------------------------------- */

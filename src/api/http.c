@@ -45,6 +45,7 @@
 #include <unistd.h>
 
 #include "api/api_int.h"
+#include "util/buf.h"
 #include "util/mtime.h"
 #include "util/log.h"
 
@@ -64,8 +65,7 @@ struct api_server {
 
 typedef struct conn_ctx {
     api_server_t *a; /* whose busy count this request is in */
-    char *body;
-    size_t n, cap;
+    arb_buf_t body;  /* the request's body as it arrives (at most API_MAX_BODY) */
     bool too_big;
     api_park_t park;       /* a suspended long poll, or a reply after its commit */
     int64_t poll_until_ms; /* the long poll's deadline, kept across runs */
@@ -631,22 +631,10 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
             return MHD_YES; /* too big: BODY drops it, DISPATCH answers 413 */
         /* fall to DISPATCH now: answer 413 without reading the body */
     } else if (*upload_size > 0) { /* BODY */
-        if (!cc->too_big && cc->n + *upload_size > API_MAX_BODY)
+        if (!cc->too_big && cc->body.len + *upload_size > API_MAX_BODY)
             cc->too_big = true;
-        if (!cc->too_big) {
-            if (cc->n + *upload_size + 1 > cc->cap) {
-                size_t cap = (cc->n + *upload_size + 1) * 2;
-                if (cap > API_MAX_BODY + 1)
-                    cap = API_MAX_BODY + 1;
-                char *b = realloc(cc->body, cap);
-                if (!b)
-                    return MHD_NO;
-                cc->body = b;
-                cc->cap = cap;
-            }
-            memcpy(cc->body + cc->n, upload, *upload_size);
-            cc->n += *upload_size;
-        }
+        if (!cc->too_big && arb_buf_put(&cc->body, upload, *upload_size) < 0)
+            return MHD_NO; /* out of memory */
         *upload_size = 0;
         return MHD_YES;
     }
@@ -673,10 +661,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     r.ha = a->ha;
     r.self_name = a->name;
     r.self_url = a->url;
-    r.body = cc->body ? cc->body : "";
-    if (cc->body)
-        cc->body[cc->n] = '\0';
-    r.n = cc->n;
+    r.body = cc->body.p ? cc->body.p : ""; /* NUL-terminated (util/buf.h) */
+    r.n = cc->body.len;
     r.yaml = is_yaml(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"));
     r.who.role = ST_ROLE_ADMIN; /* without authentication: everyone is admin (loopback only) */
     r.who.team = "";
@@ -731,7 +717,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (cc) {
         __atomic_sub_fetch(&cc->a->busy, 1, __ATOMIC_ACQ_REL);
         json_decref(cc->defer.out); /* a reply never sent (the connection died) */
-        free(cc->body);
+        arb_buf_free(&cc->body);
         free(cc);
         *con_cls = NULL;
     }

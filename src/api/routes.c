@@ -16,6 +16,7 @@
 
 #include "api/api_int.h"
 #include "util/duration.h"
+#include "util/mtime.h"
 
 #define ANYONE 0u
 #define ADMIN ST_ROLE_ADMIN
@@ -264,18 +265,11 @@ static int h_node_telemetry(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static int h_report(api_req_t *r)
 {
     arb_err_t err = {{0}};
     json_t *out = NULL;
-    int64_t t = 0, t0 = mono_ns();
+    int64_t t = 0, t0 = arb_mono_ns();
 
     int rc = st_node_report_if(r->st, &r->who, r->params[0], r->if_match, r->jbody, &out, &t, &err);
     /* A Lamport time too far ahead: the refusal carries the clock. */
@@ -287,7 +281,7 @@ static int h_report(api_req_t *r)
     if (r->defer.on)
         r->defer.report_t0 = t0; /* noted when the reply goes, after its commit */
     else
-        st_note_report(r->st, mono_ns() - t0);
+        st_note_report(r->st, arb_mono_ns() - t0);
     return rc;
 }
 

@@ -23,13 +23,8 @@
 
 #include "arbiter/sched.h"
 #include "cli/cli.h"
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
+#include "cli/flags.h"
+#include "util/mtime.h"
 
 /* This thread's CPU time: a decision's cost without the time the machine
  * gave to other processes meanwhile (the wall figures include it). */
@@ -117,80 +112,104 @@ static arb_job_t *make_job(arb_cluster_t *c, arb_rng_t *r, int i, int *kind)
     return j;
 }
 
-static int usage(void)
+/* Each mode of `arbiter bench`: its name, its one line, its run. A mode
+ * parses its flags with a table of its own (cli/flags.h), so `arbiter
+ * bench MODE --help` prints them. */
+static int bench_sched(int argc, char **argv);
+static const struct bench_mode {
+    const char *name, *summary;
+    int (*run)(int argc, char **argv);
+} bench_modes[] = {
+    {"sched", "one decision at a time on a synthetic cluster (decisions/s, p99)", bench_sched},
+    {"cycle", "one whole scheduling cycle over a queue on a synthetic cluster", bench_sched},
+    {"api", "durable submissions/s against a running controller (ARBITER_URL)", cli_bench_api},
+    {"sim", "a trace replay's arrival loop (tasks/s), by policy", cli_bench_sim},
+    {"elastic", "elastic growth and preemption's shrink, one cycle each", cli_bench_elastic},
+    {"agents", "a controller with emulated agents: CPU, heartbeat round trip", cli_bench_agents},
+    {"e2e", "real agents on loopback: submission to running, end to end", cli_bench_e2e},
+    {"backlog", "a controller with a backlog of queued jobs", cli_bench_backlog},
+    {"infer", "LLM routing: the balancer's policies against HAProxy", cli_bench_infer},
+    {"recover", "a restart over a filled store", cli_bench_recover},
+    {NULL, NULL, NULL},
+};
+
+static void bench_list(FILE *f)
 {
-    fprintf(stderr, "usage: arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] "
-                    "[--policy NAME] [--queue fifo|priority|drf] [--full-scan]\n"
-                    "       [-o text|json]\n"
-                    "       arbiter bench sim [--workload default] [--policy fgd] "
-                    "[--seeds 42-44] [--traces DIR] [-o text|json]\n"
-                    "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] "
-                    "[-o text|json]\n"
-                    "       arbiter bench e2e [--agents 10] [--jobs 5000] [--push-wait 25s|off] "
-                    "[-o text|json]\n"
-                    "       arbiter bench backlog [--jobs 100000] [--chunk 10000] [--clients 8] "
-                    "[-o json]\n"
-                    "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] "
-                    "[--rates R,R] [-o text|json]\n"
-                    "       arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]\n");
-    return 2;
+    fprintf(f, "usage: arbiter bench MODE [FLAGS]   (arbiter bench MODE --help: its flags)\n\n");
+    for (const struct bench_mode *m = bench_modes; m->name; m++)
+        fprintf(f, "  %-8s %s\n", m->name, m->summary);
 }
+
+typedef struct sched_opts {
+    long long nodes, jobs, seed;
+    const char *policy, *queue;
+    bool full_scan;
+    int json;
+} sched_opts_t;
+
+static const fl_flag_t sched_flags[] = {
+    FL_OPT(sched_opts_t, nodes, "--nodes", NULL, FL_INT, "N", "8-GPU nodes in the cluster",
+           .def = "1000", .min = 1, .max = 1000000),
+    FL_OPT(sched_opts_t, jobs, "--jobs", NULL, FL_INT, "M", "jobs in the queue", .def = "10000",
+           .min = 1, .max = 10000000),
+    FL_OPT(sched_opts_t, seed, "--seed", NULL, FL_INT, "S", "the workload's and ties' seed",
+           .def = "1"),
+    FL_OPT(sched_opts_t, policy, "--policy", NULL, FL_STR, "NAME", "the scoring profile",
+           .def = "default"),
+    FL_OPT(sched_opts_t, queue, "--queue", NULL, FL_STR, "fifo|priority|drf", "the queue order",
+           .def = "fifo"),
+    FL_OPT(sched_opts_t, full_scan, "--full-scan", NULL, FL_BOOL, NULL,
+           "score every node (no node-class index), for comparison"),
+    FL_OPT(sched_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t sched_verbs[] = {
+    {.name = "bench sched",
+     .summary = "place a synthetic queue one job at a time: decisions/s, p50/p99 latency per "
+                "kind of job, peak RSS",
+     .flags = sched_flags},
+    {.name = "bench cycle",
+     .summary = "one scheduling cycle over every queued job, as the controller runs it",
+     .flags = sched_flags},
+};
 
 int cli_bench(int argc, char **argv)
 {
-    long nodes = 1000, njobs = 10000;
-    unsigned long long seed = 1;
-    const char *out = "text", *policy = "default";
+    if (argc >= 2 && (!strcmp(argv[1], "--help") || !strcmp(argv[1], "-h"))) {
+        bench_list(stdout);
+        return 0;
+    }
+    for (const struct bench_mode *m = argc >= 2 ? bench_modes : NULL; m && m->name; m++)
+        if (!strcmp(argv[1], m->name))
+            return m->run(argc - 1, argv + 1);
+    if (argc >= 2)
+        fprintf(stderr, "arbiter bench: unknown mode '%s'\n", argv[1]);
+    bench_list(stderr);
+    return 2;
+}
+
+/* `arbiter bench sched|cycle` (argv[0] the mode). */
+static int bench_sched(int argc, char **argv)
+{
+    sched_opts_t so = {0};
+    fl_args_t a;
     arb_cluster_t c;
     arb_sched_conf_t conf = {0};
-    arb_err_t err;
+    arb_err_t err = {{0}};
     arb_rng_t rng, wl;
     int rc = 1;
+    bool cycle = !strcmp(argv[0], "cycle");
 
-    if (argc >= 2 && strcmp(argv[1], "api") == 0)
-        return cli_bench_api(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "sim") == 0)
-        return cli_bench_sim(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "elastic") == 0)
-        return cli_bench_elastic(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "agents") == 0)
-        return cli_bench_agents(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "e2e") == 0)
-        return cli_bench_e2e(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "infer") == 0)
-        return cli_bench_infer(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "recover") == 0)
-        return cli_bench_recover(argc - 1, argv + 1);
-    if (argc >= 2 && strcmp(argv[1], "backlog") == 0)
-        return cli_bench_backlog(argc - 1, argv + 1);
-    bool cycle = argc >= 2 && strcmp(argv[1], "cycle") == 0;
-    if (argc < 2 || (strcmp(argv[1], "sched") != 0 && !cycle))
-        return usage();
-    for (int i = 2; i < argc; i++) {
-        if (i + 1 >= argc && strcmp(argv[i], "--full-scan") != 0)
-            return usage();
-        if (strcmp(argv[i], "--nodes") == 0)
-            nodes = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--jobs") == 0)
-            njobs = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--seed") == 0)
-            seed = strtoull(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--policy") == 0)
-            policy = argv[++i];
-        else if (strcmp(argv[i], "--queue") == 0) {
-            if (arb_queue_policy_parse(argv[++i], &conf.queue_policy, &err) < 0) {
-                fprintf(stderr, "arbiter bench: --queue: %s\n", err.msg);
-                return 2;
-            }
-        } else if (strcmp(argv[i], "-o") == 0)
-            out = argv[++i];
-        else if (strcmp(argv[i], "--full-scan") == 0)
-            conf.full_scan = true; /* a flag: takes no value */
-        else
-            return usage();
-    }
-    if (nodes <= 0 || nodes > 1000000 || njobs <= 0 || njobs > 10000000) {
-        fprintf(stderr, "arbiter bench: --nodes must be 1..1000000 and --jobs 1..10000000\n");
+    if (!fl_run(&sched_verbs[cycle], argc, argv, &so, &a, &rc))
+        return rc;
+    rc = 1;
+    long nodes = (long)so.nodes, njobs = (long)so.jobs;
+    unsigned long long seed = (unsigned long long)so.seed;
+    const char *out = so.json ? "json" : "text", *policy = so.policy;
+    conf.full_scan = so.full_scan;
+    if (arb_queue_policy_parse(so.queue, &conf.queue_policy, &err) < 0) {
+        fprintf(stderr, "arbiter bench: --queue: %s\n", err.msg);
         return 2;
     }
     if (arb_profile_lookup(policy, &conf.profile, &err) < 0) {
@@ -240,9 +259,9 @@ int cli_bench(int argc, char **argv)
         /* One scheduling cycle over every queued job, as the controller runs
          * it (queue order, quotas, gangs), timed whole. */
         arb_cycle_stats_t cs;
-        int64_t t0 = mono_ns();
+        int64_t t0 = arb_mono_ns();
         int crc = arb_sched_cycle(s, &ctx, &cs);
-        double ms = (double)(mono_ns() - t0) / 1e6;
+        double ms = (double)(arb_mono_ns() - t0) / 1e6;
         int64_t alloc = 0;
         for (uint32_t i = 0; i < c.nnodes; i++)
             alloc += c.nodes[i].used.gpu_milli;
@@ -263,9 +282,9 @@ int cli_bench(int argc, char **argv)
     for (long i = 0; i < njobs; i++) {
         arb_job_t *j = arb_sched_job(s, (uint32_t)i);
         arb_res_t tot;
-        int64_t c0 = cpu_ns(), t0 = mono_ns();
+        int64_t c0 = cpu_ns(), t0 = arb_mono_ns();
         int prc = arb_sched_place(s, j, &ctx);
-        int64_t dt = mono_ns() - t0;
+        int64_t dt = arb_mono_ns() - t0;
         cpu[i] = cpu_ns() - c0;
         lat[i] = dt;
         tenth[i * 10 / njobs] += cpu[i];

@@ -51,6 +51,7 @@
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 #include "util/mtime.h"
 
 #define NBUCKETS 32
@@ -193,42 +194,46 @@ static int submit_to_running(long long since, const long long *ids, int n, doubl
     return got;
 }
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: arbiter bench agents [--nodes N] [--seconds S] [--jobs J] "
-                    "[--heartbeat 1s] [-o text|json]\n");
-    return 2;
-}
+/* The flags, parsed into ba_opts_t and copied into the run's conf. */
+typedef struct ba_opts {
+    long long nodes, seconds, jobs;
+    const char *heartbeat;
+    int json;
+} ba_opts_t;
 
+static const fl_flag_t ba_flags[] = {
+    FL_OPT(ba_opts_t, nodes, "--nodes", NULL, FL_INT, "N", "emulated agents (1..100000)",
+           .def = "1000"),
+    FL_OPT(ba_opts_t, seconds, "--seconds", NULL, FL_INT, "S", "the measured window (1..3600)",
+           .def = "30"),
+    FL_OPT(ba_opts_t, jobs, "--jobs", NULL, FL_INT, "J",
+           "one-GPU jobs submitted over the window (0..10000)", .def = "100"),
+    FL_OPT(ba_opts_t, heartbeat, "--heartbeat", NULL, FL_STR, "D", "the emulated agents' heartbeat",
+           .def = "1s"),
+    FL_OPT(ba_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t ba_verb = {
+    .name = "bench agents",
+    .summary = "a controller with emulated agents: its CPU, the heartbeat round trip, "
+               "submission to running",
+    .flags = ba_flags};
+
+/* 0: go on; -1: the usage was asked for (exit 0); 2: a bad flag. */
 static int parse(int argc, char **argv, ba_conf_t *c)
 {
-    *c = (ba_conf_t){.nodes = 1000, .seconds = 30, .jobs = 100, .heartbeat = "1s"};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        long *dst = !strcmp(o, "--nodes")     ? &c->nodes
-                    : !strcmp(o, "--seconds") ? &c->seconds
-                    : !strcmp(o, "--jobs")    ? &c->jobs
-                                              : NULL;
-        if (!strcmp(o, "agents"))
-            continue;
-        if (!v)
-            return usage();
-        if (dst) {
-            *dst = strtol(v, &end, 10);
-            if (!*v || *end) {
-                fprintf(stderr, "arbiter bench agents: %s: '%s' is not a whole number\n", o, v);
-                return 2;
-            }
-        } else if (!strcmp(o, "--heartbeat")) {
-            c->heartbeat = v;
-        } else if (!strcmp(o, "-o") && (!strcmp(v, "json") || !strcmp(v, "text"))) {
-            c->json = !strcmp(v, "json");
-        } else {
-            return usage();
-        }
-        i++;
-    }
+    ba_opts_t o = {0};
+    fl_args_t a;
+    int rc;
+
+    if (!fl_run(&ba_verb, argc, argv, &o, &a, &rc))
+        return rc == 0 ? -1 : rc;
+    *c = (ba_conf_t){.nodes = (long)o.nodes,
+                     .seconds = (long)o.seconds,
+                     .jobs = (long)o.jobs,
+                     .heartbeat = o.heartbeat,
+                     .json = o.json == 1};
     if (c->nodes < 1 || c->nodes > 100000) {
         fprintf(stderr, "arbiter bench agents: --nodes %ld: use 1..100000\n", c->nodes);
         return 2;
@@ -321,7 +326,7 @@ int cli_bench_agents(int argc, char **argv)
     json_t *emu = NULL, *rt;
 
     if (rc)
-        return rc;
+        return rc < 0 ? 0 : rc;
     memset(&r, 0, sizeof r);
     if (bench_self_exe("agents", r.exe, sizeof r.exe) < 0 ||
         bench_tmpdir("agents", r.dir, sizeof r.dir) < 0)

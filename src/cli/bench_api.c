@@ -15,7 +15,9 @@
 #include <time.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "client/failover.h"
+#include "util/mtime.h"
 
 typedef struct bclient {
     int jobs; /* to submit */
@@ -23,13 +25,6 @@ typedef struct bclient {
     int64_t *lat;     /* ns per submission */
     const char *base; /* the controller measured: the first of ARBITER_URL's list */
 } bclient_t;
-
-static int64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 static size_t sink(char *p, size_t s, size_t n, void *arg)
 {
@@ -62,10 +57,10 @@ static void *run_client(void *arg)
     curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
     for (int i = 0; i < c->jobs; i++) {
         long st = 0;
-        int64_t t0 = now_ns();
+        int64_t t0 = arb_mono_ns();
         if (curl_easy_perform(h) == CURLE_OK)
             curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &st);
-        c->lat[i] = now_ns() - t0;
+        c->lat[i] = arb_mono_ns() - t0;
         if (st == 201)
             c->ok++;
         else
@@ -82,24 +77,37 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
+typedef struct api_opts {
+    long long clients, jobs;
+    int json;
+} api_opts_t;
+
+static const fl_flag_t api_flags[] = {
+    FL_OPT(api_opts_t, clients, "--clients", NULL, FL_INT, "N", "concurrent clients", .def = "32",
+           .min = 1, .max = 1024),
+    FL_OPT(api_opts_t, jobs, "--jobs", NULL, FL_INT, "M",
+           "submissions in all, at least one a client", .def = "20000", .min = 1),
+    FL_OPT(api_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t api_verb = {
+    .name = "bench api",
+    .summary = "durable submissions/s against the controller at ARBITER_URL (the first of its "
+               "list: point it at the leader)",
+    .flags = api_flags};
+
 int cli_bench_api(int argc, char **argv)
 {
-    long clients = 32, jobs = 20000;
-    bool json = false;
+    api_opts_t o = {0};
+    fl_args_t a;
+    int frc;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
-            clients = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
-            jobs = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            json = strcmp(argv[++i], "json") == 0;
-        else if (strcmp(argv[i], "api") != 0) {
-            fprintf(stderr, "usage: arbiter bench api [--clients N] [--jobs M] [-o json]\n");
-            return 2;
-        }
-    }
-    if (clients < 1 || clients > 1024 || jobs < clients) {
+    if (!fl_run(&api_verb, argc, argv, &o, &a, &frc))
+        return frc;
+    long clients = (long)o.clients, jobs = (long)o.jobs;
+    bool json = o.json == 1;
+    if (jobs < clients) {
         fprintf(stderr, "arbiter bench api: use 1..1024 clients and at least one job each\n");
         return 2;
     }
@@ -125,7 +133,7 @@ int cli_bench_api(int argc, char **argv)
         c[i].base = urls.url[0];
         off += c[i].jobs;
     }
-    int64_t t0 = now_ns();
+    int64_t t0 = arb_mono_ns();
     for (long i = 0; i < clients; i++)
         pthread_create(&t[i], NULL, run_client, &c[i]);
     int ok = 0, failed = 0;
@@ -134,7 +142,7 @@ int cli_bench_api(int argc, char **argv)
         ok += c[i].ok;
         failed += c[i].failed;
     }
-    double secs = (double)(now_ns() - t0) / 1e9;
+    double secs = (double)(arb_mono_ns() - t0) / 1e9;
     qsort(lat, (size_t)jobs, sizeof *lat, cmp_i64);
     double p50 = (double)lat[jobs / 2] / 1e6, p99 = (double)lat[(jobs * 99) / 100] / 1e6;
     double rate = (double)ok / secs;

@@ -45,6 +45,7 @@
 
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "util/mtime.h"
 
 typedef struct bl_run {
@@ -136,13 +137,26 @@ static int cmp_i64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int usage(void)
-{
-    fprintf(
-        stderr,
-        "usage: arbiter bench backlog [--jobs 100000] [--chunk 10000] [--clients 8] [-o json]\n");
-    return 2;
-}
+typedef struct bl_opts {
+    long long jobs, chunk, clients;
+    int json;
+} bl_opts_t;
+
+static const fl_flag_t bl_flags[] = {
+    FL_OPT(bl_opts_t, jobs, "--jobs", NULL, FL_INT, "N",
+           "submissions in all, whole chunks (at most 100,000,000)", .def = "100000"),
+    FL_OPT(bl_opts_t, chunk, "--chunk", NULL, FL_INT, "C", "submissions per measured chunk",
+           .def = "10000", .min = 1),
+    FL_OPT(bl_opts_t, clients, "--clients", NULL, FL_INT, "K", "concurrent submitters (1..256)",
+           .def = "8"),
+    FL_OPT(bl_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t bl_verb = {
+    .name = "bench backlog",
+    .summary = "submissions/s and the controller's RSS as its backlog of queued jobs grows",
+    .flags = bl_flags};
 
 static void report(bl_run_t *r, double load0, double load1)
 {
@@ -202,18 +216,15 @@ int cli_bench_backlog(int argc, char **argv)
     int rc = 1, cst;
     double l0, l1;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--jobs") == 0 && i + 1 < argc)
-            r.jobs = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--chunk") == 0 && i + 1 < argc)
-            r.chunk = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--clients") == 0 && i + 1 < argc)
-            r.clients = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
-            r.json = strcmp(argv[++i], "json") == 0;
-        else
-            return usage();
-    }
+    bl_opts_t o = {0};
+    fl_args_t a;
+    if (!fl_run(&bl_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    rc = 1;
+    r.jobs = (long)o.jobs;
+    r.chunk = (long)o.chunk;
+    r.clients = (long)o.clients;
+    r.json = o.json == 1;
     if (r.clients < 1 || r.clients > 256 || r.chunk < 1 || r.jobs < r.chunk || r.jobs > 100000000) {
         fprintf(stderr, "arbiter bench backlog: use --clients 1..256, --chunk of at least 1 and "
                         "--jobs at least one chunk (at most 100,000,000)\n");

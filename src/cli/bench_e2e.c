@@ -63,6 +63,7 @@
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/client.h"
+#include "cli/flags.h"
 #include "util/mtime.h"
 
 #define E2E_MAX_AGENTS 64
@@ -141,53 +142,59 @@ static void *run_client(void *arg)
     return NULL;
 }
 
-static int usage(void)
-{
-    fprintf(stderr,
-            "usage: arbiter bench e2e [--agents 10] [--gpus 8] [--jobs 5000] [--clients 8]\n"
-            "                         [--heartbeat 1s] [--push-wait 25s|off] "
-            "[--timeout 600] [--arbiter BINARY] [--agent-logs DIR] [-o text|json]\n");
-    return 2;
-}
+/* The flags, parsed into e2e_opts_t and copied into the run's conf. */
+typedef struct e2e_opts {
+    long long agents, gpus, jobs, clients, timeout_s;
+    const char *heartbeat, *push_wait, *arbiter, *agent_logs;
+    int json;
+} e2e_opts_t;
 
+static const fl_flag_t e2e_flags[] = {
+    FL_OPT(e2e_opts_t, agents, "--agents", NULL, FL_INT, "N", "real agents on loopback",
+           .def = "10"),
+    FL_OPT(e2e_opts_t, gpus, "--gpus", NULL, FL_INT, "G", "fake GPUs per agent (1..16)",
+           .def = "8"),
+    FL_OPT(e2e_opts_t, jobs, "--jobs", NULL, FL_INT, "M", "one-GPU jobs submitted", .def = "5000"),
+    FL_OPT(e2e_opts_t, clients, "--clients", NULL, FL_INT, "C", "concurrent submitters",
+           .def = "8"),
+    FL_OPT(e2e_opts_t, heartbeat, "--heartbeat", NULL, FL_STR, "D", "the agents' heartbeat",
+           .def = "1s"),
+    FL_OPT(e2e_opts_t, push_wait, "--push-wait", NULL, FL_STR, "D|off",
+           "the agents' assignments long poll (default: theirs)"),
+    FL_OPT(e2e_opts_t, timeout_s, "--timeout", NULL, FL_INT, "S",
+           "seconds to wait for every job to run (1..86400)", .def = "600"),
+    FL_OPT(e2e_opts_t, arbiter, "--arbiter", NULL, FL_STR, "BINARY",
+           "the binary to run (default: this one)"),
+    FL_OPT(e2e_opts_t, agent_logs, "--agent-logs", NULL, FL_STR, "DIR",
+           "put the agents' log directories under DIR (e.g. a tmpfs)"),
+    FL_OPT(e2e_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t e2e_verb = {
+    .name = "bench e2e",
+    .summary = "a controller and real agents on loopback: submission to running, end to end",
+    .flags = e2e_flags};
+
+/* 0: go on; -1: the usage was asked for (exit 0); 2: a bad flag. */
 static int parse(int argc, char **argv, e2e_conf_t *c)
 {
-    *c = (e2e_conf_t){
-        .agents = 10, .gpus = 8, .jobs = 5000, .clients = 8, .timeout_s = 600, .heartbeat = "1s"};
-    for (int i = 1; i < argc; i++) {
-        const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        char *end = NULL;
-        long *dst = !strcmp(o, "--agents")    ? &c->agents
-                    : !strcmp(o, "--gpus")    ? &c->gpus
-                    : !strcmp(o, "--jobs")    ? &c->jobs
-                    : !strcmp(o, "--clients") ? &c->clients
-                    : !strcmp(o, "--timeout") ? &c->timeout_s
-                                              : NULL;
-        if (!strcmp(o, "e2e"))
-            continue;
-        if (!v)
-            return usage();
-        if (dst) {
-            *dst = strtol(v, &end, 10);
-            if (!*v || *end) {
-                fprintf(stderr, "arbiter bench e2e: %s: '%s' is not a whole number\n", o, v);
-                return 2;
-            }
-        } else if (!strcmp(o, "--heartbeat")) {
-            c->heartbeat = v;
-        } else if (!strcmp(o, "--push-wait")) {
-            c->push_wait = v;
-        } else if (!strcmp(o, "--arbiter")) {
-            c->arbiter = v;
-        } else if (!strcmp(o, "--agent-logs")) {
-            c->agent_logs = v;
-        } else if (!strcmp(o, "-o") && (!strcmp(v, "json") || !strcmp(v, "text"))) {
-            c->json = !strcmp(v, "json");
-        } else {
-            return usage();
-        }
-        i++;
-    }
+    e2e_opts_t o = {0};
+    fl_args_t a;
+    int rc;
+
+    if (!fl_run(&e2e_verb, argc, argv, &o, &a, &rc))
+        return rc == 0 ? -1 : rc;
+    *c = (e2e_conf_t){.agents = (long)o.agents,
+                      .gpus = (long)o.gpus,
+                      .jobs = (long)o.jobs,
+                      .clients = (long)o.clients,
+                      .timeout_s = (long)o.timeout_s,
+                      .heartbeat = o.heartbeat,
+                      .push_wait = o.push_wait,
+                      .arbiter = o.arbiter,
+                      .agent_logs = o.agent_logs,
+                      .json = o.json == 1};
     if (c->agents < 1 || c->agents > E2E_MAX_AGENTS) {
         fprintf(stderr, "arbiter bench e2e: --agents %ld: use 1..%d\n", c->agents, E2E_MAX_AGENTS);
         return 2;
@@ -332,7 +339,7 @@ int cli_bench_e2e(int argc, char **argv)
     char *logs_json = NULL;
 
     if ((rc = parse(argc, argv, &c)) != 0)
-        return rc;
+        return rc < 0 ? 0 : rc;
     rc = 1;
     memset(&r, 0, sizeof r);
     if (bench_tmpdir("e2e", r.dir, sizeof r.dir) < 0)

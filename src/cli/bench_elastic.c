@@ -16,6 +16,7 @@
 
 #include "arbiter/sched.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "util/mtime.h"
 
 static arb_job_t *job(const char *kind, int i, int replicas, int gpus, int prio, int min)
@@ -130,6 +131,28 @@ out:
     return rc;
 }
 
+typedef struct elastic_opts {
+    long long nodes, jobs, preemptors;
+    int json;
+} elastic_opts_t;
+
+static const fl_flag_t elastic_flags[] = {
+    FL_OPT(elastic_opts_t, nodes, "--nodes", NULL, FL_INT, "N", "8-GPU nodes", .def = "1000",
+           .min = 1, .max = 100000),
+    FL_OPT(elastic_opts_t, jobs, "--jobs", NULL, FL_INT, "M",
+           "elastic jobs (min 2, max 16 GPUs; each starts with 2), at most 4 x nodes",
+           .def = "2000", .min = 1),
+    FL_OPT(elastic_opts_t, preemptors, "--preemptors", NULL, FL_INT, "P",
+           "8-GPU jobs at priority 1000 that take GPUs back, at most nodes", .def = "100"),
+    FL_OPT(elastic_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t elastic_verb = {
+    .name = "bench elastic",
+    .summary = "one cycle of elastic growth, then one of preemption shrinking them",
+    .flags = elastic_flags};
+
 int cli_bench_elastic(int argc, char **argv)
 {
     long nodes = 1000, nel = 2000, npre = 100;
@@ -137,20 +160,15 @@ int cli_bench_elastic(int argc, char **argv)
     double grow_ms = 0, pre_ms = 0, gdummy, mark_ms = 0;
     int grown = 0, victims = 0, shrunk = 0, placed = 0, gd, mvictims = 0, md, mplaced = 0;
 
-    for (int i = 1; i < argc; i++) {
-        if (i + 1 >= argc)
-            goto usage;
-        if (strcmp(argv[i], "--nodes") == 0)
-            nodes = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--jobs") == 0)
-            nel = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--preemptors") == 0)
-            npre = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-o") == 0)
-            json = strcmp(argv[++i], "json") == 0;
-        else
-            goto usage;
-    }
+    elastic_opts_t o = {0};
+    fl_args_t a;
+    int frc;
+    if (!fl_run(&elastic_verb, argc, argv, &o, &a, &frc))
+        return frc;
+    nodes = (long)o.nodes;
+    nel = (long)o.jobs;
+    npre = (long)o.preemptors;
+    json = o.json == 1;
     if (nodes < 1 || nodes > 100000 || nel < 1 || nel * 2 > nodes * 8 || npre < 0 || npre > nodes) {
         fprintf(stderr, "arbiter bench elastic: --nodes 1..100000, --jobs 1..4 x nodes (each "
                         "starts with 2 GPUs), --preemptors 0..nodes\n");
@@ -177,8 +195,4 @@ int cli_bench_elastic(int argc, char **argv)
                nodes, nel, grow_ms, grown, npre, pre_ms, victims, shrunk, placed, mark_ms,
                mvictims);
     return 0;
-usage:
-    fprintf(stderr, "usage: arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors "
-                    "100] [-o text|json]\n");
-    return 2;
 }

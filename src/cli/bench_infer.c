@@ -55,6 +55,7 @@
 
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "util/buf.h"
 #include "util/mtime.h"
 #include "lb/http.h"
@@ -862,18 +863,58 @@ static const char *DEFAULT_POLS[] = {"haproxy-roundrobin",
                                      "kv",
                                      "inference"};
 
-static int usage(void)
-{
-    fprintf(stderr,
-            "usage: arbiter bench infer [--workload shared-prefix|no-prefix|mixed] [--replicas 8]\n"
-            "         [--rates R,R,R] [--warmup S] [--duration S] [--drain S] [--speedup X]\n"
-            "         [--tenants N] [--context TOKENS] [--question TOKENS] [--output TOKENS]\n"
-            "         [--policies P,P,...] [--emulator PATH] [--haproxy PATH] [--emulator-args "
-            "\"...\"]\n"
-            "         [--seed N] [-o text|json]\n"
-            "policies: haproxy-roundrobin, haproxy-leastconn and every arbiter lb policy\n");
-    return 2;
-}
+/* The flags: most straight into the run's conf; the workload, the output,
+ * the seed and the two lists beside it, checked and converted after. */
+typedef struct bi_opts {
+    bi_conf_t c;
+    int wl, json;
+    const char *rates, *policies;
+    long long seed;
+} bi_opts_t;
+
+static const fl_flag_t bi_flags[] = {
+    FL_OPT(bi_opts_t, wl, "--workload", NULL, FL_CHOICE, NULL, "the requests' shape",
+           .def = "shared-prefix", .choices = "shared-prefix|no-prefix|mixed"),
+    FL_OPT(bi_opts_t, c.replicas, "--replicas", NULL, FL_I32, "N", "emulated replicas", .def = "8",
+           .min = 1, .max = MAXR),
+    FL_OPT(bi_opts_t, rates, "--rates", NULL, FL_STR, "R,R,R",
+           "requests/s to offer, one run each (at most 16; default by workload: 20,30,40, "
+           "12,24,36 or 16,24,32)"),
+    FL_OPT(bi_opts_t, c.warmup, "--warmup", NULL, FL_NUM, "S", "seconds before the window",
+           .def = "2", .min = 0, .max = 3600),
+    FL_OPT(bi_opts_t, c.duration, "--duration", NULL, FL_NUM, "S", "the measured window, seconds",
+           .def = "6", .min = 0, .max = 3600),
+    FL_OPT(bi_opts_t, c.drain, "--drain", NULL, FL_NUM, "S", "seconds after it to finish",
+           .def = "3", .min = 0, .max = 3600),
+    FL_OPT(bi_opts_t, c.speedup, "--speedup", NULL, FL_NUM, "X", "the replicas' speed-up of time",
+           .def = "4", .min = 0, .max = 100),
+    FL_OPT(bi_opts_t, c.tenants, "--tenants", NULL, FL_I32, "N", "tenants (shared prefixes)",
+           .def = "64", .min = 1, .max = 100000),
+    FL_OPT(bi_opts_t, c.context, "--context", NULL, FL_I32, "TOKENS", "a tenant's shared context",
+           .def = "6000", .min = 1, .max = 200000),
+    FL_OPT(bi_opts_t, c.question, "--question", NULL, FL_I32, "TOKENS", "each request's own part",
+           .def = "200", .min = 1, .max = 200000),
+    FL_OPT(bi_opts_t, c.output, "--output", NULL, FL_I32, "TOKENS", "tokens each request generates",
+           .def = "48", .min = 1, .max = 100000),
+    FL_OPT(bi_opts_t, policies, "--policies", NULL, FL_STR, "P,P,...",
+           "the policies to compare (default: the haproxy pair and every arbiter lb policy)"),
+    FL_OPT(bi_opts_t, c.emulator, "--emulator", NULL, FL_STR, "PATH",
+           "the replica emulator (default: tests/arb_llmemu beside this binary)"),
+    FL_OPT(bi_opts_t, c.haproxy, "--haproxy", NULL, FL_STR, "PATH", "the HAProxy binary",
+           .def = "haproxy"),
+    FL_OPT(bi_opts_t, c.emu_args, "--emulator-args", NULL, FL_STR, "\"...\"",
+           "more arguments for each replica"),
+    FL_OPT(bi_opts_t, seed, "--seed", NULL, FL_INT, "N", "the workload's seed", .def = "42"),
+    FL_OPT(bi_opts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t bi_verb = {
+    .name = "bench infer",
+    .summary = "LLM routing: every lb policy against HAProxy on emulated replicas (TTFT, TPOT, "
+               "cache hits)",
+    .flags = bi_flags,
+    .more = "policies: haproxy-roundrobin, haproxy-leastconn and every arbiter lb policy"};
 
 static bool parse_rates(bi_conf_t *c, const char *s)
 {
@@ -914,92 +955,44 @@ static void print_line(const bi_conf_t *c, const char *pol, double rate, const b
 
 int cli_bench_infer(int argc, char **argv)
 {
-    bi_conf_t c = {.wl = WL_SHARED,
-                   .replicas = 8,
-                   .tenants = 64,
-                   .context = 6000,
-                   .question = 200,
-                   .output = 48,
-                   .warmup = 2,
-                   .duration = 6,
-                   .drain = 3,
-                   .speedup = 4,
-                   .haproxy = "haproxy",
-                   .seed = 42};
     static bi_res_t res[16][MAXPOL];
     char emu[PATH_MAX + 32];
     double la[3] = {0};
 
-    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
-        const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
-        bool ok = v != NULL;
-        if (strcmp(a, "-o") == 0 && v) {
-            c.json = strcmp(v, "json") == 0;
-            ok = c.json || strcmp(v, "text") == 0;
-        } else if (strcmp(a, "--workload") == 0 && v) {
-            ok = false;
-            for (int k = 0; k < 3; k++)
-                if (strcmp(v, WL_NAMES[k]) == 0) {
-                    c.wl = (wl_t)k;
-                    ok = true;
-                }
-        } else if (strcmp(a, "--replicas") == 0 && v) {
-            c.replicas = atoi(v);
-            ok = c.replicas >= 1 && c.replicas <= MAXR;
-        } else if (strcmp(a, "--rates") == 0 && v) {
-            ok = parse_rates(&c, v);
-        } else if (strcmp(a, "--warmup") == 0 && v) {
-            c.warmup = atof(v);
-            ok = c.warmup >= 0 && c.warmup < 3600;
-        } else if (strcmp(a, "--duration") == 0 && v) {
-            c.duration = atof(v);
-            ok = c.duration > 0 && c.duration < 3600;
-        } else if (strcmp(a, "--drain") == 0 && v) {
-            c.drain = atof(v);
-            ok = c.drain >= 0 && c.drain < 3600;
-        } else if (strcmp(a, "--speedup") == 0 && v) {
-            c.speedup = atof(v);
-            ok = c.speedup > 0 && c.speedup <= 100;
-        } else if (strcmp(a, "--tenants") == 0 && v) {
-            c.tenants = atoi(v);
-            ok = c.tenants >= 1 && c.tenants <= 100000;
-        } else if (strcmp(a, "--context") == 0 && v) {
-            c.context = atoi(v);
-            ok = c.context >= 1 && c.context <= 200000;
-        } else if (strcmp(a, "--question") == 0 && v) {
-            c.question = atoi(v);
-            ok = c.question >= 1 && c.question <= 200000;
-        } else if (strcmp(a, "--output") == 0 && v) {
-            c.output = atoi(v);
-            ok = c.output >= 1 && c.output <= 100000;
-        } else if (strcmp(a, "--policies") == 0 && v) {
-            static char buf[1024];
-            char *save = NULL;
-            snprintf(buf, sizeof buf, "%s", v);
-            c.npols = 0;
-            for (char *t = strtok_r(buf, ",", &save); t && c.npols < MAXPOL;
-                 t = strtok_r(NULL, ",", &save))
-                c.pols[c.npols++] = t;
-            ok = c.npols > 0;
-        } else if (strcmp(a, "--emulator") == 0 && v) {
-            c.emulator = v;
-        } else if (strcmp(a, "--emulator-args") == 0 && v) {
-            c.emu_args = v;
-        } else if (strcmp(a, "--haproxy") == 0 && v) {
-            c.haproxy = v;
-        } else if (strcmp(a, "--seed") == 0 && v) {
-            c.seed = strtoull(v, NULL, 10);
-        } else if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            usage();
-            return 0;
-        } else {
-            fprintf(stderr, "arbiter bench infer: bad option '%s' (or its value is missing)\n", a);
-            return usage();
-        }
-        if (!ok) {
-            fprintf(stderr, "arbiter bench infer: %s '%s': out of range or unknown\n", a,
-                    v ? v : "");
-            return usage();
+    bi_opts_t o = {0};
+    fl_args_t fa;
+    int frc;
+    if (!fl_run(&bi_verb, argc, argv, &o, &fa, &frc))
+        return frc;
+    bi_conf_t c = o.c;
+    c.wl = (wl_t)o.wl;
+    c.seed = (uint64_t)o.seed;
+    c.json = o.json == 1;
+    if (c.warmup >= 3600 || c.duration <= 0 || c.duration >= 3600 || c.drain >= 3600 ||
+        c.speedup <= 0) {
+        fprintf(stderr, "arbiter bench infer: --warmup and --drain 0..3599 s, --duration more than "
+                        "0 and under 3600 s, --speedup more than 0 (at most 100)\n");
+        return 2;
+    }
+    if (o.rates && !parse_rates(&c, o.rates)) {
+        fprintf(stderr,
+                "arbiter bench infer: --rates '%s': give requests/s above 0 (at most "
+                "10000), comma-separated, e.g. 20,30,40\n",
+                o.rates);
+        return 2;
+    }
+    if (o.policies) {
+        static char buf[1024];
+        char *save = NULL;
+        snprintf(buf, sizeof buf, "%s", o.policies);
+        c.npols = 0;
+        for (char *t = strtok_r(buf, ",", &save); t && c.npols < MAXPOL;
+             t = strtok_r(NULL, ",", &save))
+            c.pols[c.npols++] = t;
+        if (c.npols == 0) {
+            fprintf(stderr, "arbiter bench infer: --policies '%s': name at least one policy\n",
+                    o.policies);
+            return 2;
         }
     }
     if (c.nrates == 0) {

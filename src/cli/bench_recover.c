@@ -45,6 +45,7 @@
 
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "store/store.h"
 #include "util/mtime.h"
 
@@ -54,15 +55,25 @@ typedef struct br_run {
     char dir[64], exe[PATH_MAX], path[PATH_MAX + 64];
 } br_run_t;
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]\n"
-                    "  fills a store with --jobs job records (--pending of them pending, "
-                    "default a tenth;\n"
-                    "  the rest succeeded), then times a controller's start over it and "
-                    "reads its RSS\n");
-    return 2;
-}
+typedef struct br_opts {
+    long long jobs, pending; /* pending -1: a tenth of jobs */
+    int json;
+} br_opts_t;
+
+static const fl_flag_t br_flags[] = {
+    FL_OPT(br_opts_t, jobs, "--jobs", NULL, FL_INT, "N", "job records in the store",
+           .def = "100000", .min = 1, .max = 10000000),
+    FL_OPT(br_opts_t, pending, "--pending", NULL, FL_INT, "P",
+           "of them pending, the rest succeeded (default a tenth, at most --jobs)"),
+    FL_OPT(br_opts_t, json, "--output", "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t br_verb = {
+    .name = "bench recover",
+    .summary = "fill a store with job records, then time a controller's start over it and read "
+               "its RSS",
+    .flags = br_flags};
 
 static const char *at(br_run_t *r, const char *name)
 {
@@ -223,23 +234,14 @@ int cli_bench_recover(int argc, char **argv)
     int rc = 1;
     pid_t pid;
 
-    for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "--help") == 0)
-            return usage(), 0;
-        if (i + 1 >= argc)
-            return usage();
-        if (strcmp(argv[i], "--jobs") == 0)
-            jobs = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "--pending") == 0)
-            pending = strtol(argv[++i], NULL, 10);
-        else if (strcmp(argv[i], "-o") == 0 || strcmp(argv[i], "--output") == 0) {
-            const char *o = argv[++i];
-            if (strcmp(o, "json") != 0 && strcmp(o, "text") != 0)
-                return usage();
-            json = strcmp(o, "json") == 0;
-        } else
-            return usage();
-    }
+    br_opts_t o = {.pending = -1};
+    fl_args_t a;
+    if (!fl_run(&br_verb, argc, argv, &o, &a, &rc))
+        return rc;
+    rc = 1;
+    jobs = (long)o.jobs;
+    pending = (long)o.pending;
+    json = o.json == 1;
     if (pending < 0)
         pending = jobs / 10;
     if (jobs < 1 || jobs > 10000000 || pending > jobs) {

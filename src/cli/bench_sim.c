@@ -17,14 +17,33 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/flags.h"
 #include "sim/sim.h"
 
-static int usage(void)
-{
-    fprintf(stderr, "usage: arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] "
-                    "[--traces DIR] [-o text|json]\n");
-    return 2;
-}
+typedef struct sim_bopts {
+    const char *workload, *policy, *traces, *seeds;
+    int json;
+} sim_bopts_t;
+
+static const fl_flag_t sim_flags[] = {
+    FL_OPT(sim_bopts_t, workload, "--workload", NULL, FL_STR, "NAME",
+           "the trace's workload (openb_pod_list_NAME.csv)", .def = "default"),
+    FL_OPT(sim_bopts_t, policy, "--policy", NULL, FL_STR, "NAME", "the placement policy",
+           .def = "fgd"),
+    FL_OPT(sim_bopts_t, seeds, "--seeds", NULL, FL_STR, "S-T",
+           "the seeds, one (42) or a range of at most 1000 (42-44)", .def = "42-44"),
+    FL_OPT(sim_bopts_t, seeds, "--seed", NULL, FL_STR, "S", "the same as --seeds"),
+    FL_OPT(sim_bopts_t, traces, "--traces", NULL, FL_STR, "DIR",
+           "the openb folder of ../shared/traces (default: $ARB_TRACES, or found beside the "
+           "binary)"),
+    FL_OPT(sim_bopts_t, json, NULL, "-o", FL_CHOICE, NULL, "output format", .def = "text",
+           .choices = "text|json"),
+    FL_END,
+};
+static const fl_verb_t sim_verb = {
+    .name = "bench sim",
+    .summary = "a trace replay's arrival loop: tasks decided and placed per CPU second",
+    .flags = sim_flags};
 
 static bool is_dir(const char *p)
 {
@@ -81,29 +100,25 @@ int cli_bench_sim(int argc, char **argv)
     long decided = 0, placed = 0;
     int rc = 1, nseeds;
 
-    for (int i = 1; i < argc; i += 2) { /* every option takes a value */
-        const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        if (!v)
-            return usage();
-        if (strcmp(argv[i], "--workload") == 0)
-            workload = v;
-        else if (strcmp(argv[i], "--policy") == 0)
-            policy = v;
-        else if (strcmp(argv[i], "--traces") == 0)
-            traces = v;
-        else if (strcmp(argv[i], "-o") == 0)
-            out = v;
-        else if (strcmp(argv[i], "--seeds") == 0 || strcmp(argv[i], "--seed") == 0) {
-            int k = sscanf(v, "%llu-%llu", &s0, &s1);
-            if (k == 1)
-                s1 = s0;
-            if (k < 1 || s1 < s0 || s1 - s0 > 999)
-                return usage();
-        } else
-            return usage();
+    sim_bopts_t bo = {0};
+    fl_args_t a;
+    if (!fl_run(&sim_verb, argc, argv, &bo, &a, &rc))
+        return rc;
+    rc = 1;
+    workload = bo.workload;
+    policy = bo.policy;
+    traces = bo.traces;
+    out = bo.json ? "json" : "text";
+    int k = sscanf(bo.seeds, "%llu-%llu", &s0, &s1);
+    if (k == 1)
+        s1 = s0;
+    if (k < 1 || s1 < s0 || s1 - s0 > 999) {
+        fprintf(stderr,
+                "arbiter bench sim: --seeds: '%s' is not a seed or a range of at most 1000 "
+                "(e.g. --seeds 42-44)\n",
+                bo.seeds);
+        return 2;
     }
-    if (strcmp(out, "text") != 0 && strcmp(out, "json") != 0)
-        return usage();
     if (!find_traces(traces, dir, sizeof dir)) {
         fprintf(stderr,
                 "arbiter bench sim: no trace directory%s%s; give --traces DIR (the openb "

@@ -17,20 +17,8 @@ const cli_cmd_t cli_cmds[] = {
      true},
     {"sim", "replay a GPU trace through the scheduler (the FGD paper's experiment, or events)",
      NULL, cli_sim, true},
-    {"bench", "benchmark the scheduler on a synthetic cluster (JSON with -o json)",
-     "arbiter bench sched|cycle [--nodes N] [--jobs M] [--seed S] [--policy NAME] "
-     "[--queue fifo|priority|drf] [--full-scan] [-o text|json]\n"
-     "       arbiter bench api [--clients 32] [--jobs 20000] [-o json]   (against ARBITER_URL)\n"
-     "       arbiter bench sim [--workload default] [--policy fgd] [--seeds 42-44] [--traces DIR] "
-     "[-o text|json]\n"
-     "       arbiter bench elastic [--nodes 1000] [--jobs 2000] [--preemptors 100] [-o text|json]\n"
-     "       arbiter bench agents [--nodes 5000] [--seconds 30] [--jobs 100] [-o text|json]\n"
-     "       arbiter bench backlog [--jobs 100000] [--chunk 10000] [--clients 8] [-o json]\n"
-     "       arbiter bench infer [--workload shared-prefix|no-prefix|mixed] [--rates R,R,R] "
-     "[--policies P,..] [-o json]\n"
-     "       arbiter bench recover [--jobs 100000] [--pending N] [-o text|json]   (a restart "
-     "over a filled store)",
-     cli_bench, false},
+    {"bench", "benchmark the scheduler, the controller, agents, the balancer (JSON with -o json)",
+     NULL, cli_bench, true},
     {"lb", "HTTP load balancer for inference replicas (round-robin ... feedback)", NULL, cli_lb,
      true},
     {"shard", "assign data shards to nodes by consistent hashing with bounded loads", NULL,

@@ -43,6 +43,7 @@
 #include "cli/client.h"
 #include "cli/flags.h"
 #include "util/buf.h"
+#include "util/mtime.h"
 
 #define MAX_FOLLOW 256
 
@@ -63,13 +64,6 @@ static void on_int(int sig)
 {
     (void)sig;
     interrupted = 1;
-}
-
-static int64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 static bool terminal(const char *state)
@@ -198,7 +192,7 @@ static int get_ticket(tail_t *tl, const char *job)
     if (u)
         snprintf(tl->url, sizeof tl->url, "%s", u);
     /* renewed 5 s before the controller would refuse it */
-    tl->ticket_until = mono_ns() + (ttl > 5000 ? ttl - 5000 : ttl / 2) * 1000000LL;
+    tl->ticket_until = arb_mono_ns() + (ttl > 5000 ? ttl - 5000 : ttl / 2) * 1000000LL;
     json_decref(reply);
     return 0;
 }
@@ -220,7 +214,7 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
         struct curl_slist *hd = NULL;
         arb_buf_t b = {0};
         long st = 0;
-        if (!tl->ticket[0] || mono_ns() >= tl->ticket_until) {
+        if (!tl->ticket[0] || arb_mono_ns() >= tl->ticket_until) {
             int rc = get_ticket(tl, job);
             if (rc)
                 return -2 - rc;

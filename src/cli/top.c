@@ -41,6 +41,7 @@
 #include "cli/client.h"
 #include "cli/flags.h"
 #include "util/duration.h"
+#include "util/mtime.h"
 
 typedef struct top_opts {
     bool once;
@@ -483,8 +484,7 @@ static int live(const top_opts_t *op)
         struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
         int64_t left = op->interval_ms;
         while (left > 0 && !top_stop && !top_resized) {
-            struct timespec a, b;
-            clock_gettime(CLOCK_MONOTONIC, &a);
+            int64_t a = arb_mono_ns();
             int r = poll(&p, tty_in ? 1 : 0, (int)(left > 1000 ? 1000 : left));
             if (r > 0) {
                 char c;
@@ -496,8 +496,7 @@ static int live(const top_opts_t *op)
             } else if (r < 0 && errno != EINTR) {
                 break;
             }
-            clock_gettime(CLOCK_MONOTONIC, &b);
-            left -= (b.tv_sec - a.tv_sec) * 1000 + (b.tv_nsec - a.tv_nsec) / 1000000;
+            left -= (arb_mono_ns() - a) / 1000000;
         }
     }
     if (tty_out)

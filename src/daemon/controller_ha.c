@@ -24,18 +24,12 @@
 #include "daemon/controller.h"
 #include "ha/election.h"
 #include "util/log.h"
+#include "util/mtime.h"
 
 static int leader_cb(void *arg, char *name, size_t nn, char *url, size_t un, int64_t *term)
 {
     ha_elect_t *h = __atomic_load_n((ha_elect_t **)arg, __ATOMIC_ACQUIRE);
     return h ? ha_leader(h, name, nn, url, un, term) : -ENOENT;
-}
-
-static int64_t now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
@@ -100,7 +94,7 @@ int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
         }
         ha_role_t role = ha_role(h);
         if (role == HA_LEADER && !st) {
-            int64_t t0 = now_ms(), term = ha_term(h);
+            int64_t t0 = arb_mono_ms(), term = ha_term(h);
             snprintf(uri, sizeof uri, "etcd://%s%s?fence=%lld&max-ops=%d", members, prefix,
                      (long long)term, p->max_ops);
             if (st_open(uri, &p->conf, &st, &err) < 0 || st_start(st, &err) < 0) {
@@ -117,7 +111,7 @@ int dmn_ctl_run_ha(dmn_ctl_plan_t *p, const sigset_t *sigs)
                    "serving as leader (term %lld): epoch %lld, %lld jobs and %lld nodes "
                    "recovered from etcd in %lld ms",
                    (long long)term, (long long)ss.epoch, (long long)ss.jobs, (long long)ss.nodes,
-                   (long long)(now_ms() - t0));
+                   (long long)(arb_mono_ms() - t0));
         }
         if (role == HA_LEADER && st && st_store_status(st, &err) < 0) {
             /* A commit failed (fenced, or etcd unreachable for longer than the

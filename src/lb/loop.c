@@ -19,6 +19,7 @@
 
 #include "lb/proxy_int.h"
 #include "util/log.h"
+#include "util/mtime.h"
 
 void lb_proxy_conf_default(lb_proxy_conf_t *c)
 {
@@ -50,9 +51,7 @@ void lb_proxy_conf_default(lb_proxy_conf_t *c)
 
 void px_clock_now(px_t *px)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    px->now_ns = (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    px->now_ns = arb_mono_ns();
     px->now_ms = px->now_ns / 1000000;
 }
 
@@ -341,7 +340,7 @@ static void bury(px_t *px)
     while (px->dead_sc) {
         px_scrape_t *c = px->dead_sc;
         px->dead_sc = c->next;
-        free(c->buf);
+        arb_buf_free(&c->buf);
         free(c);
     }
 }

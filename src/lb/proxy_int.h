@@ -19,6 +19,7 @@
 #include "lb/http.h"
 #include "lb/oai.h"
 #include "lb/proxy.h"
+#include "util/buf.h"
 
 #define PX_BUF 16384 /* per-direction buffer; a request or response head must fit */
 #define PX_TLS_PRIORITY "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2" /* both TLS sides */
@@ -153,8 +154,8 @@ struct px_scrape {
     bool tls_up;
     px_backend_t *be;
     bool connected, reading;
-    char *buf; /* the request, then the reply */
-    uint32_t sent, len, cap;
+    arb_buf_t buf; /* the request, then the reply (util/buf.h; at most 1 MiB) */
+    uint32_t sent;
     px_tnode_t t;
     px_scrape_t *next; /* graveyard */
 };

@@ -44,11 +44,11 @@ static void scrape_done(px_t *px, px_scrape_t *sc, bool ok)
     b->sc = NULL;
     if (ok) {
         http_head_t h;
-        int rc = http_parse_response(sc->buf, sc->len, &h);
+        int rc = http_parse_response(sc->buf.p, sc->buf.len, &h);
         ok = rc > 0 && h.status == 200;
         if (ok) {
-            char *body = sc->buf + rc;
-            size_t n = sc->len - (size_t)rc;
+            char *body = sc->buf.p + rc;
+            size_t n = sc->buf.len - (size_t)rc;
             if (h.chunked)
                 n = http_dechunk(body, n, body); /* in place: data never outruns framing */
             ok = prom_engine_parse(body, n, &e, &res) > 0;
@@ -85,33 +85,27 @@ static void scrape_done(px_t *px, px_scrape_t *sc, bool ok)
 static void scrape_start(px_t *px, px_backend_t *b)
 {
     px_scrape_t *sc = calloc(1, sizeof *sc);
-    int fd, n;
+    int fd;
 
     b->sc_next = px->now_ms + px->c->scrape_interval_ms;
     if (!sc)
         return;
-    sc->cap = 16384;
-    sc->buf = malloc(sc->cap);
-    if (!sc->buf) {
+    sc->buf.max = SC_MAX;
+    arb_buf_printf(&sc->buf,
+                   "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: arbiter-lb-scrape\r\n"
+                   "Accept: text/plain\r\nConnection: close\r\n\r\n",
+                   px->c->scrape_path, b->name);
+    if (sc->buf.oom) {
+        arb_buf_free(&sc->buf);
         free(sc);
         return;
     }
-    n = snprintf(sc->buf, sc->cap,
-                 "GET %s HTTP/1.1\r\nHost: %s\r\nUser-Agent: arbiter-lb-scrape\r\n"
-                 "Accept: text/plain\r\nConnection: close\r\n\r\n",
-                 px->c->scrape_path, b->name);
-    if (n <= 0 || (uint32_t)n >= sc->cap) {
-        free(sc->buf);
-        free(sc);
-        return;
-    }
-    sc->len = (uint32_t)n;
     sc->kind = PX_SCRAPE;
     sc->be = b;
     sc->t.owner = sc;
     fd = socket(b->sa.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0) {
-        free(sc->buf);
+        arb_buf_free(&sc->buf);
         free(sc);
         return;
     }
@@ -190,12 +184,12 @@ void px_scrape_event(px_t *px, px_scrape_t *sc, uint32_t ev)
     }
     int last = 0; /* a TLS error's code (btls.c) */
     while (!sc->reading) {
-        ssize_t n = px_bsend(sc->tls, sc->fd, sc->buf + sc->sent, sc->len - sc->sent, &last);
+        ssize_t n = px_bsend(sc->tls, sc->fd, sc->buf.p + sc->sent, sc->buf.len - sc->sent, &last);
         if (n > 0) {
             sc->sent += (uint32_t)n;
-            if (sc->sent == sc->len) {
+            if (sc->sent == sc->buf.len) {
                 sc->reading = true; /* the buffer now holds the reply */
-                sc->len = 0;
+                arb_buf_reset(&sc->buf);
             }
             continue;
         }
@@ -207,19 +201,19 @@ void px_scrape_event(px_t *px, px_scrape_t *sc, uint32_t ev)
         return;
     }
     for (;;) {
-        if (sc->len == sc->cap) {
-            uint32_t cap = sc->cap * 2;
-            char *b = cap <= SC_MAX ? realloc(sc->buf, cap) : NULL;
-            if (!b) {
-                scrape_done(px, sc, false); /* over 1 MiB of metrics: not for us */
-                return;
-            }
-            sc->buf = b;
-            sc->cap = cap;
+        /* room to read into: up to 16 KiB more, never past 1 MiB in all */
+        size_t want = SC_MAX - sc->buf.len < 16384 ? SC_MAX - sc->buf.len : 16384;
+        if (want == 0 || arb_buf_reserve(&sc->buf, want) < 0) {
+            scrape_done(px, sc, false); /* over 1 MiB of metrics: not for us */
+            return;
         }
-        ssize_t n = px_brecv(sc->tls, sc->fd, sc->buf + sc->len, sc->cap - sc->len, &last);
+        size_t room = sc->buf.cap - sc->buf.len - 1; /* the NUL's byte kept */
+        if (room > SC_MAX - sc->buf.len)
+            room = SC_MAX - sc->buf.len;
+        ssize_t n = px_brecv(sc->tls, sc->fd, sc->buf.p + sc->buf.len, room, &last);
         if (n > 0) {
-            sc->len += (uint32_t)n;
+            sc->buf.len += (size_t)n;
+            sc->buf.p[sc->buf.len] = '\0';
             continue;
         }
         if (n < 0 && errno == EAGAIN)

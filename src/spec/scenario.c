@@ -27,6 +27,7 @@
 #include <libfyaml.h>
 
 #include "spec/scenario_int.h"
+#include "spec/schema_node.h"
 #include "spec/schema_sched.h"
 
 /* ---- tables ------------------------------------------------------------- */
@@ -51,7 +52,7 @@ static const sc_field_t root_fields[] = {
      .help = "queues with quotas; jobs must then name one (or none: the queue 'default')"},
     {.key = "nodes",
      .type = SC_CUSTOM,
-     .sub = &scn_node_table,
+     .sub = &spec_node_table,
      .flags = SC_LIST | SC_REQUIRED,
      .type_doc = "list",
      .help = "the cluster's machines"},

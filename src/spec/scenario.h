@@ -62,7 +62,7 @@
 struct fy_node;
 
 /* Bounds that keep a hostile file from asking for unbounded memory. */
-#define SPEC_MAX_NODES 10000
+/* SPEC_MAX_NODES: spec/schema_node.h (the node table's bound) */
 #define SPEC_MAX_JOBS 100000
 #define SPEC_MAX_JOB_TASKS 100000 /* tasks (sum of replicas) of one job */
 #define SPEC_MAX_TASKS 5000000    /* tasks of all jobs of a scenario */

@@ -7,6 +7,7 @@
  */
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -76,15 +77,70 @@ static const sc_field_t group_fields[] = {
 };
 static const sc_table_t group_table = {"group", group_fields, NULL};
 
+/* ---- the job's own fields: setters of its table ---------------------------- */
+
+#define JOB(field) offsetof(arb_job_t, field)
+
+/* queue: interned (0 for "default"), one of queues: when any is defined. */
+static int set_queue(sx_t *x, const sval_t *v, void *at)
+{
+    uint32_t *queue = at;
+    char buf[SPEC_STR];
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    if (rc < 0)
+        return rc;
+    *queue = 0;
+    if (strcmp(buf, "default") != 0 && (rc = scn_intern(x, v, buf, queue)) < 0)
+        return rc;
+    if (x->nqueues > 0 && *queue) {
+        int q;
+        for (q = 0; q < x->nqueues && x->queues[q].name != *queue; q++)
+            ;
+        if (q == x->nqueues)
+            return sv_fail(x, v, -EINVAL,
+                           "unknown queue '%s'; define it under queues: or leave queue: out", buf);
+    }
+    return 0;
+}
+
+/* dataset: interned. */
+static int set_dataset(sx_t *x, const sval_t *v, void *at)
+{
+    char buf[SPEC_STR];
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    return rc < 0 ? rc : scn_intern(x, v, buf, at);
+}
+
+/* gpuSharing: allow 1, deny -1 (arb_job_finalize applies it). Isolation: a
+ * GPU is shared only by tasks that all allow it. A GPU-share task that
+ * denies sharing gets a GPU of its own (whole GPUs are never shared), so
+ * no other task can land on it. */
+static int set_sharing(sx_t *x, const sval_t *v, void *at)
+{
+    int m = 0, rc = sv_enum(x, v, sharing_modes, 2, &m);
+
+    if (rc == 0)
+        *(int8_t *)at = m == 0 ? 1 : -1;
+    return rc;
+}
+
 /* A job in a scenario; a lone job spec has the same fields (count: is
- * refused there with a word of its own). */
+ * refused there with a word of its own). The flat fields are read through
+ * the table (sc_walk in parse_job_fields); the rest (SC_HAND) by hand, for
+ * the rules between them: groups or a one-group job, priority or its
+ * class, gangMin within the tasks. */
 static const sc_field_t job_fields[] = {
     {.key = "name",
      .type = SC_STR,
-     .flags = SC_REQUIRED,
+     .flags = SC_REQUIRED | SC_HAND,
      .help = "unique; with count: N the jobs are NAME-1 .. NAME-N"},
     {.key = "queue",
-     .type = SC_STR,
+     .type = SC_CUSTOM,
+     .off = JOB(queue),
+     .set = set_queue,
+     .type_doc = "string",
      .def = "default",
      .help = "a queue under queues: (when any is defined); default is the quota-less queue"},
     {.key = "priority",
@@ -93,49 +149,62 @@ static const sc_field_t job_fields[] = {
      .hi = INT32_MAX,
      .def = "0",
      .type_doc = "int32",
+     .flags = SC_HAND,
      .help = "higher runs first and may preempt lower"},
     {.key = "priorityClassName",
      .type = SC_STR,
+     .flags = SC_HAND,
      .help = "best-effort 0, low 100, normal 500, high 1000, critical 10000 (or the controller's "
              "priorityClasses); not together with priority"},
     {.key = "preemptible",
      .type = SC_BOOL,
+     .off = JOB(preemptible),
      .def = "true",
      .help = "whether higher-priority jobs may evict it"},
     {.key = "gangMin",
      .type = SC_INT,
+     .flags = SC_HAND,
      .def_doc = "all tasks",
      .help = "how many tasks must start together (0..task count; 0 = all); below the task count "
              "the rest start as room frees"},
     {.key = "timeLimit",
      .type = SC_DURATION,
+     .off = JOB(time_limit_s),
      .flags = SC_SECONDS,
+     .range_msg = "is counted in whole seconds; give 1s or more (as 90s, 2m)",
      .def_doc = "unlimited, or its queue's defaultTimeLimit",
      .help = "whole seconds: 3600, 90m, 1h30m, 1d; enforced: SIGTERM, the grace, SIGKILL, state "
              "timeout"},
-    {.key = "dataset", .type = SC_STR, .help = "preferred on nodes that cache it"},
+    {.key = "dataset",
+     .type = SC_CUSTOM,
+     .off = JOB(dataset),
+     .set = set_dataset,
+     .type_doc = "string",
+     .help = "preferred on nodes that cache it"},
     {.key = "nodeSelector",
      .type = SC_CUSTOM,
+     .flags = SC_HAND,
      .type_doc = "map",
      .def_doc = "none",
      .help = "labels that must all match"},
-    {.key = "affinity", .type = SC_OBJECT, .sub = &scn_affinity_table},
+    {.key = "affinity", .type = SC_OBJECT, .sub = &scn_affinity_table, .flags = SC_HAND},
     {.key = "tolerations",
      .type = SC_CUSTOM,
      .sub = &scn_toleration_table,
-     .flags = SC_LIST,
+     .flags = SC_LIST | SC_HAND,
      .type_doc = "list",
      .def_doc = "[]",
      .help = "the taints the job tolerates"},
     {.key = "gpuModels",
      .type = SC_CUSTOM,
+     .flags = SC_HAND,
      .type_doc = "list of strings",
      .def_doc = "any",
      .help = "allowed GPU models"},
     {.key = "groups",
      .type = SC_CUSTOM,
      .sub = &group_table,
-     .flags = SC_LIST,
+     .flags = SC_LIST | SC_HAND,
      .type_doc = "list",
      .def_doc = "one group, main",
      .help = "task groups (at most 256); without groups, replicas, resources and topology sit on "
@@ -143,33 +212,39 @@ static const sc_field_t job_fields[] = {
     {.key = "replicas",
      .type = SC_CUSTOM,
      .sub = &elastic_table,
+     .flags = SC_HAND,
      .type_doc = "int or {min, max}",
      .def = "1",
      .help = "tasks of a one-group job, 1..100000; {min, max}: elastic, grown and shrunk between "
              "them"},
-    {.key = "resources", .type = SC_OBJECT, .sub = &scn_resources_table},
-    {.key = "topology", .type = SC_OBJECT, .sub = &topo_table},
+    {.key = "resources", .type = SC_OBJECT, .sub = &scn_resources_table, .flags = SC_HAND},
+    {.key = "topology", .type = SC_OBJECT, .sub = &topo_table, .flags = SC_HAND},
     {.key = "count",
      .type = SC_INT,
+     .flags = SC_HAND,
      .lo = 1,
      .hi = SPEC_MAX_JOBS,
      .def = "1",
      .help = "scenarios only: how many identical jobs arrive here (NAME-1 .. NAME-N)"},
     {.key = "terminationGracePeriodSeconds",
      .type = SC_INT,
+     .off = JOB(grace_s),
+     .size = sizeof(int32_t),
      .lo = 0,
      .hi = ARB_GRACE_MAX_S,
      .def_doc = "the agent's --grace (10 s)",
      .help = "0..3600: on preempt, cancel or shrink, SIGTERM to each task's process group, SIGKILL "
              "this long after"},
     {.key = "gpuSharing",
-     .type = SC_ENUM,
-     .names = sharing_modes,
-     .nnames = 2,
+     .type = SC_CUSTOM,
+     .off = JOB(gpu_sharing),
+     .set = set_sharing,
+     .type_doc = "allow\\|deny",
      .def_doc = "shares share, whole GPUs do not",
      .help = "deny gives a GPU-share task a GPU of its own"},
     {.key = "exclusive",
      .type = SC_BOOL,
+     .off = JOB(exclusive),
      .def = "false",
      .help = "true: each task goes to a node with no other task on it, and no other job's task "
              "joins it there (sbatch --exclusive)"},
@@ -355,20 +430,6 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
             return sv_fail(x, &f, -EINVAL,
                            "replicas {min, max} already sets the gang minimum; drop gangMin");
     }
-    if (sv_get(v, "terminationGracePeriodSeconds", &f) &&
-        (rc = sv_int32(x, &f, 0, ARB_GRACE_MAX_S, &j->grace_s)) < 0)
-        return rc;
-    if (sv_get(v, "exclusive", &f) && (rc = sv_bool(x, &f, &j->exclusive)) < 0)
-        return rc; /* each task a node of its own (filters.c) */
-    if (sv_get(v, "gpuSharing", &f)) {
-        /* Isolation: a GPU is shared only by tasks that all allow it. A
-         * GPU-share task that denies sharing gets a GPU of its own (whole
-         * GPUs are never shared), so no other task can land on it. */
-        int m = 0;
-        if ((rc = sv_enum(x, &f, sharing_modes, 2, &m)) < 0)
-            return rc;
-        j->gpu_sharing = m == 0 ? 1 : -1; /* arb_job_finalize applies it */
-    }
     int64_t ntasks = 0;
     for (int i = 0; i < j->ngroups; i++)
         ntasks += j->groups[i].replicas;
@@ -376,26 +437,11 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
         return sv_fail(x, groups ? groups : v, -EINVAL,
                        "%" PRId64 " tasks; a job has at most %d (the sum of its replicas)", ntasks,
                        SPEC_MAX_JOB_TASKS);
-    if (sv_get(v, "queue", &f)) {
-        if ((rc = sv_text(x, &f, buf, sizeof buf, false)) < 0)
-            return rc;
-        j->queue = 0;
-        if (strcmp(buf, "default") != 0 && (rc = scn_intern(x, &f, buf, &j->queue)) < 0)
-            return rc;
-        if (x->nqueues > 0 && j->queue) {
-            int q;
-            for (q = 0; q < x->nqueues && x->queues[q].name != j->queue; q++)
-                ;
-            if (q == x->nqueues)
-                return sv_fail(x, &f, -EINVAL,
-                               "unknown queue '%s'; define it under queues: or leave queue: "
-                               "out",
-                               buf);
-        }
-    }
     if ((rc = parse_priority(x, v, j)) < 0)
         return rc;
-    if (sv_get(v, "preemptible", &f) && (rc = sv_bool(x, &f, &j->preemptible)) < 0)
+    /* the flat fields, through the table (after priority: an explicit
+     * preemptible: wins over its class's) */
+    if ((rc = sc_walk(x, v, &scn_job_table, SC_CTX_SCENARIO, j)) < 0)
         return rc;
     if (sv_get(v, "gangMin", &f)) {
         int total = 0;
@@ -408,11 +454,6 @@ static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t
                                            total)
                                  : rc;
     }
-    if (sv_get(v, "timeLimit", &f) && (rc = sv_duration(x, &f, &j->time_limit_s)) < 0)
-        return rc;
-    if (sv_get(v, "dataset", &f) && ((rc = sv_text(x, &f, buf, sizeof buf, false)) < 0 ||
-                                     (rc = scn_intern(x, &f, buf, &j->dataset)) < 0))
-        return rc;
     if (sv_get(v, "nodeSelector", &f)) {
         void *it = NULL;
         struct fy_node_pair *p;

@@ -16,65 +16,8 @@
 #include "spec/scenario_int.h"
 #include "spec/schema_node.h"
 
-static const char *const conds[] = {"Ready", "NotReady", "Draining"};
-
-static const sc_field_t node_fields[] = {
-    {.key = "name",
-     .type = SC_STR,
-     .flags = SC_REQUIRED,
-     .help = "unique; with count: N the nodes are NAME-1 .. NAME-N"},
-    {.key = "count",
-     .type = SC_INT,
-     .lo = 1,
-     .hi = SPEC_MAX_NODES,
-     .def = "1",
-     .help = "copies of this node"},
-    {.key = "labels",
-     .type = SC_CUSTOM,
-     .type_doc = "map",
-     .def_doc = "none",
-     .help = "string map; rack, block, zone are also the node's topology coordinates"},
-    {.key = "taints",
-     .type = SC_CUSTOM,
-     .sub = &spec_taint_table,
-     .flags = SC_LIST,
-     .type_doc = "list",
-     .def_doc = "none",
-     .help = "jobs without a matching toleration keep off"},
-    {.key = "datasets",
-     .type = SC_CUSTOM,
-     .type_doc = "list of strings",
-     .def_doc = "none",
-     .help = "datasets cached on the node (data locality)"},
-    {.key = "condition",
-     .type = SC_ENUM,
-     .names = conds,
-     .nnames = 3,
-     .def = "Ready",
-     .help = "the node's state"},
-    {.key = "allocatable",
-     .type = SC_CUSTOM,
-     .type_doc = "resources",
-     .def_doc = "all 0",
-     .help = "cpu, memory and extended resources (rdma/hca: 4), which this declares; GPUs are "
-             "declared under gpus. Without it a node has no CPU or memory to give"},
-    {.key = "gpus",
-     .type = SC_CUSTOM,
-     .sub = &spec_gpus_table,
-     .type_doc = "object or list",
-     .def_doc = "no GPUs",
-     .help = "the GPUs as a count with domains: {count: 8, model: A100-80G, memory: 80Gi, "
-             "nvlinkDomains: 1}"},
-    {.key = "gpus",
-     .type = SC_CUSTOM,
-     .sub = &spec_gpu_table,
-     .flags = SC_LIST,
-     .type_doc = "list",
-     .help = "or the GPUs one by one, with their coordinates",
-     .ctx = SC_CTX_DOC},
-    {.key = NULL},
-};
-const sc_table_t scn_node_table = {"node", node_fields, NULL};
+/* The node table (keys, reference) is spec_node_table, which an agent's
+ * inventory shares (spec/schema_node.c). */
 
 static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
 {
@@ -204,7 +147,7 @@ static int parse_node(sx_t *x, const sval_t *v, int k)
         }
     }
     if (sv_get(v, "condition", &f)) {
-        if ((rc = sv_enum(x, &f, conds, 3, &cond)) < 0)
+        if ((rc = sv_enum(x, &f, spec_node_conditions, 3, &cond)) < 0)
             return rc;
         if (cstate[cond] != n->state &&
             (rc = arb_node_transition(x->c, n, cstate[cond], x->err)) < 0)
@@ -243,7 +186,7 @@ int scn_nodes(sx_t *x, const sval_t *v)
             return rc;
         if (!is)
             return sv_fail(x, &nv, -EINVAL, "a node needs at least a name:");
-        if ((rc = sc_check_keys(x, &nv, &scn_node_table, SC_CTX_SCENARIO)) < 0 ||
+        if ((rc = sc_check_keys(x, &nv, &spec_node_table, SC_CTX_SCENARIO)) < 0 ||
             (rc = scn_count(x, &nv, SPEC_MAX_NODES - total, &copies)) < 0 ||
             (rc = scn_charge(x, &nv, copies)) < 0)
             return rc;

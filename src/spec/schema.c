@@ -155,7 +155,7 @@ int sc_walk(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void 
         return rc;
     for (const sc_field_t *f = t->fields; f->key; f++) {
         sval_t v;
-        if (!in_ctx(f, ctx))
+        if (!in_ctx(f, ctx) || (f->flags & SC_HAND))
             continue;
         if (!sv_get(map, f->key, &v)) {
             if (f->flags & SC_REQUIRED)
@@ -179,6 +179,8 @@ static int init_field(const sc_field_t *f, unsigned ctx, char *obj, arb_err_t *e
     char *end;
     int64_t v;
 
+    if (f->flags & SC_HAND)
+        return 0;
     if (f->type == SC_OBJECT)
         return sc_init(f->sub, ctx, at, err);
     if (!f->def || f->type == SC_CUSTOM)

@@ -48,6 +48,9 @@ typedef enum sc_type {
 #define SC_EMPTY_OK 2u /* SC_STR: an empty value is "" */
 #define SC_SECONDS 4u  /* SC_DURATION: whole seconds into the int64_t */
 #define SC_LIST 8u     /* SC_CUSTOM: a list (of sub's objects): "key[]" in the docs */
+#define SC_HAND                                                                                    \
+    16u /* read by the caller, by rules of its own: sc_walk and sc_init                            \
+           pass it by (its key is still checked, its row still documented) */
 
 struct sc_table;
 

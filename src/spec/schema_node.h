@@ -1,6 +1,6 @@
 /*
- * schema_node.h: the parts of a node that a scenario and an agent's
- * inventory file share, as one table each (spec/schema.h): its GPUs as a
+ * schema_node.h: a node as a scenario and an agent's inventory file write
+ * it, as one table each (spec/schema.h): the node itself, its GPUs as a
  * count with domains, its GPUs one by one, and a taint. A scenario reads
  * them with SC_CTX_SCENARIO, the agent's inventory (agent/gpu_inventory.c)
  * with SC_CTX_INVENTORY, where a GPU also has its uuid and PCI bus id and
@@ -11,8 +11,21 @@
 
 #include "spec/schema.h"
 
-#define SPEC_INV_NAME 128 /* the inventory's names: AGENT_NAME_MAX */
-#define SPEC_INV_UUID 96  /* its GPU UUIDs: agent_gpu_info_t.uuid */
+#define SPEC_INV_NAME 128           /* the inventory's names: AGENT_NAME_MAX */
+#define SPEC_INV_UUID 96            /* its GPU UUIDs: agent_gpu_info_t.uuid */
+#define SPEC_INV_MAX_CPUS (1 << 20) /* an inventory's cpu: at most */
+#define SPEC_MAX_NODES 10000        /* a scenario's nodes, count: copies included */
+
+/* A node as a scenario and an inventory write it: one table with a row per
+ * format where they differ (a scenario's count:, condition: and
+ * allocatable:, an inventory's cpu: and memory:, each format's name:,
+ * labels:, taints: and datasets: with its own limits) and one row where
+ * they agree (gpus). Both read the
+ * values by hand (spec/scenario_node.c, agent/gpu_inventory.c); the table
+ * checks the keys and makes the reference. */
+extern const sc_table_t spec_node_table;
+/* condition:'s names, indexed by arb_node_state_t (a scenario's nodes). */
+extern const char *const spec_node_conditions[3];
 
 /* One taints[] item. */
 typedef struct spec_taint {

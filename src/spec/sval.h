@@ -13,12 +13,18 @@
  * libfyaml 0.7 has no public start mark for mappings and sequences, so a
  * collection's position is that of its first scalar (sv_node_mark), and a
  * value with none (an empty value, {}) is reported at its key (sval_t.hint).
+ *
+ * The layer knows the model (arbiter/cluster.h: quantities, the node types)
+ * and no scheduler: the queues a scenario's jobs may name are held by
+ * pointer only. With schema.c and schema_node.c it is a library of its own
+ * (arbsval), which the agent links for its inventory file without core.
  */
 #ifndef ARB_SPEC_SVAL_H
 #define ARB_SPEC_SVAL_H
 
-#include "arbiter/sched.h"
+#include "arbiter/cluster.h"
 
+struct arb_queue; /* arbiter/sched.h: a scenario's queues, held by pointer only */
 struct fy_node;
 struct fy_node_pair;
 struct fy_diag;
@@ -35,8 +41,8 @@ typedef struct sx {
     const char *file;
     arb_err_t *err;
     arb_cluster_t *c;
-    bool lone_job;             /* spec_job_*: count: is not allowed */
-    const arb_queue_t *queues; /* when nqueues > 0, jobs must name one of them */
+    bool lone_job;                  /* spec_job_*: count: is not allowed */
+    const struct arb_queue *queues; /* when nqueues > 0, jobs must name one of them */
     int nqueues;
     int64_t values, tasks;                 /* spent of SPEC_MAX_VALUES, SPEC_MAX_TASKS */
     const struct spec_prio_table *classes; /* priorityClassName's table; NULL: built-ins */

@@ -12,6 +12,7 @@
 
 #include "store/etcd.h"
 #include "util/buf.h"
+#include "util/mtime.h"
 
 struct etcd {
     CURL *c;
@@ -279,18 +280,11 @@ int etcd_nmembers(const etcd_t *e)
     return e->n;
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 int etcd_call(etcd_t *e, const char *path, json_t *body, json_t **resp, arb_err_t *err)
 {
     char *txt = body ? json_dumps(body, JSON_COMPACT) : NULL;
     char url[512], last[300] = "";
-    int64_t deadline = mono_ms() + e->retry_ms;
+    int64_t deadline = arb_mono_ms() + e->retry_ms;
     int rc = -EIO, tries = 0;
 
     json_decref(body);
@@ -338,7 +332,7 @@ int etcd_call(etcd_t *e, const char *path, json_t *body, json_t **resp, arb_err_
                      e->rx.p ? e->rx.p : "");
         e->cur = (e->cur + 1) % e->n; /* the next member */
         tries++;
-        if (mono_ms() >= deadline) {
+        if (arb_mono_ms() >= deadline) {
             rc = arb_errf(err, -EIO,
                           "etcd: no member answered %s within %d ms (last: %s); check that the "
                           "etcd cluster is up and has a leader",

@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "store/store.h"
+#include "util/mtime.h"
 
 const store_ops_t *const store_backends[] = {&store_sqlite_ops, &store_etcd_ops, NULL};
 
@@ -196,13 +197,6 @@ struct store_gc {
     store_gc_stats_t st;
 };
 
-static int64_t gc_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 static void *gc_main(void *arg)
 {
     store_gc_t *gc = arg;
@@ -222,13 +216,13 @@ static void *gc_main(void *arg)
         pthread_mutex_unlock(&gc->mu);
 
         arb_err_t err = {{0}};
-        int64_t t0 = gc_now_ns();
+        int64_t t0 = arb_mono_ns();
         int rc;
         pthread_mutex_lock(&gc->s->mu);
         rc = inject ? arb_errf(&err, -EIO, "injected commit failure")
                     : do_apply(gc->s, b.ops, b.nops, NULL, &err);
         pthread_mutex_unlock(&gc->s->mu);
-        int64_t dt = gc_now_ns() - t0;
+        int64_t dt = arb_mono_ns() - t0;
         int nops = b.nops;
         store_batch_free(&b);
 

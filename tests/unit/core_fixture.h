@@ -1,8 +1,9 @@
 /*
  * core_fixture.h: small helpers shared by the core's unit tests: build a
  * hand-made cluster, make jobs with constraints, drive a scheduler, take and
- * compare snapshots of every node's accounting, and check that a string is
- * one well-formed JSON value. Header-only (static inline), so each test
+ * compare snapshots of every node's accounting, run one job stream indexed
+ * and by full scan and compare the two (fx_ab_*), and check that a string
+ * is one well-formed JSON value. Header-only (static inline), so each test
  * executable stays one file plus this.
  *
  * Include after <cmocka.h>.
@@ -15,6 +16,7 @@
 #include <string.h>
 
 #include "arbiter/sched.h"
+#include "core/sched_int.h" /* sched_index_check, sched_index_sync (fx_ab_step) */
 
 #define GIB (1LL << 30)
 
@@ -263,6 +265,89 @@ static inline int fx_busy(fx_t *f, uint32_t id)
     for (int g = 0; g < N(f, id)->ngpus; g++)
         b += N(f, id)->gpu[g].used_milli > 0;
     return b;
+}
+
+/* ---- A/B runs: the scheduler's indexes against a full scan ----------------
+ * A test builds a cluster and a job stream from a seed (its run function),
+ * once indexed and once with conf.full_scan; with deterministic ties every
+ * decision must be the same. fx_ab_sched starts such a run's scheduler,
+ * fx_ab_record keeps job i's outcome, fx_ab_step checks the indexes after
+ * every step, fx_ab_compare runs both sides over seeds and compares them. */
+
+#define FX_AB_JOBS 512 /* the most jobs one stream records */
+#define FX_AB_TASKS 12 /* the most tasks of a job it compares */
+
+typedef struct fx_ab {
+    int rc[FX_AB_JOBS];     /* arb_sched_place's answer */
+    int nalloc[FX_AB_JOBS]; /* the tasks placed (0 when it did not place) */
+    arb_task_alloc_t a[FX_AB_JOBS][FX_AB_TASKS];
+} fx_ab_t;
+
+static inline void fx_ab_sched(fx_t *f, const char *policy, bool full_scan)
+{
+    arb_sched_conf_t base = {.full_scan = full_scan};
+    fx_sched_conf(f, policy, &base);
+    f->s->conf.profile.random_ties = false; /* deterministic: comparable */
+}
+
+/* Job i was placed with answer rc: keep its first FX_AB_TASKS tasks, and
+ * mark it running when it placed. */
+static inline void fx_ab_record(fx_ab_t *t, int i, arb_job_t *j, int rc)
+{
+    assert_true(i >= 0 && i < FX_AB_JOBS);
+    t->rc[i] = rc;
+    t->nalloc[i] = rc == 0 ? j->nalloc : 0;
+    memset(t->a[i], 0, sizeof t->a[i]);
+    if (rc == 0) {
+        memcpy(t->a[i], j->alloc,
+               (size_t)(j->nalloc < FX_AB_TASKS ? j->nalloc : FX_AB_TASKS) * sizeof j->alloc[0]);
+        arb_job_transition(j, ARB_JOB_RUNNING, NULL);
+    }
+}
+
+/* After every step: the indexes' invariants hold (again after a sync when
+ * indexed), and the cluster's. */
+static inline void fx_ab_step(fx_t *f, bool full_scan)
+{
+    assert_int_equal(sched_index_check(f->s), 0);
+    if (!full_scan) {
+        assert_int_equal(sched_index_sync(f->s), 0);
+        assert_int_equal(sched_index_check(f->s), 0);
+    }
+    fx_check(f);
+}
+
+/* Run policy's stream for seeds 1..nseeds indexed and by full scan (run
+ * records njobs jobs) and fail at the first decision that differs: its
+ * answer, its task count or any task's node and GPUs. *placed and *gangs
+ * (optional) count the indexed side's placements and gangs placed. */
+static inline void fx_ab_compare(const char *policy, int nseeds, int njobs,
+                                 void (*run)(const char *policy, bool full_scan, uint64_t seed,
+                                             fx_ab_t *t),
+                                 int *placed, int *gangs)
+{
+    static fx_ab_t a, b;
+
+    assert_true(njobs <= FX_AB_JOBS);
+    for (uint64_t seed = 1; seed <= (uint64_t)nseeds; seed++) {
+        run(policy, false, seed, &a);
+        run(policy, true, seed, &b);
+        for (int i = 0; i < njobs; i++) {
+            if (a.rc[i] != b.rc[i] || a.nalloc[i] != b.nalloc[i])
+                fail_msg("%s seed %llu job %d: rc %d/%d, %d/%d tasks (indexed/full scan)", policy,
+                         (unsigned long long)seed, i, a.rc[i], b.rc[i], a.nalloc[i], b.nalloc[i]);
+            for (int t = 0; t < a.nalloc[i] && t < FX_AB_TASKS; t++)
+                if (memcmp(&a.a[i][t], &b.a[i][t], sizeof a.a[i][t]) != 0)
+                    fail_msg("%s seed %llu job %d task %d: node %u gpus %#x, full scan node %u "
+                             "gpus %#x",
+                             policy, (unsigned long long)seed, i, t, a.a[i][t].node,
+                             a.a[i][t].gpu_mask, b.a[i][t].node, b.a[i][t].gpu_mask);
+            if (placed)
+                *placed += a.rc[i] == 0;
+            if (gangs)
+                *gangs += a.rc[i] == 0 && a.nalloc[i] > 1;
+        }
+    }
 }
 
 /* ---- a tiny JSON validator: one value, nothing after it ------------------- */

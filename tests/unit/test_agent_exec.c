@@ -125,20 +125,37 @@ static bool still_alive(pid_t pid)
     return true;
 }
 
-static agent_task_t *run(agent_exec_t *x, const char *job, int task, char *const *argv)
+/* Task (job, task) of epoch 1 running argv; a test sets what else it needs. */
+static agent_task_spec_t spec(const char *job, int task, char *const *argv)
 {
     agent_task_spec_t s;
-    agent_task_t *t = NULL;
-    arb_err_t err = {{0}};
 
     memset(&s, 0, sizeof s);
     s.job = job;
     s.task = task;
     s.epoch = 1;
     s.argv = argv;
-    if (agent_exec_start(x, &s, now(), &t, &err) != 0)
-        fail_msg("start %s/%d: %s", job, task, err.msg);
+    return s;
+}
+
+/* Start s: with the start that waits for the exec (agent_exec_start), or
+ * the one that does not (agent_exec_begin); fails the test if refused. */
+static agent_task_t *start_spec(agent_exec_t *x, const agent_task_spec_t *s, bool wait_exec)
+{
+    agent_task_t *t = NULL;
+    arb_err_t err = {{0}};
+    int rc = wait_exec ? agent_exec_start(x, s, now(), &t, &err)
+                       : agent_exec_begin(x, s, now(), &t, &err);
+
+    if (rc != 0)
+        fail_msg("%s %s/%d: %s", wait_exec ? "start" : "begin", s->job, s->task, err.msg);
     return t;
+}
+
+static agent_task_t *run(agent_exec_t *x, const char *job, int task, char *const *argv)
+{
+    agent_task_spec_t s = spec(job, task, argv);
+    return start_spec(x, &s, true);
 }
 
 /* Poll (real time) until t exits; at most 10 s. */
@@ -190,11 +207,8 @@ static void test_env_and_logs(void **st)
 
     setenv("ARB_AGENT_SECRET", "do-not-leak", 1);
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
-    memset(&s, 0, sizeof s);
-    s.job = "job-1";
-    s.task = 3;
+    s = spec("job-1", 3, argv);
     s.epoch = 42;
-    s.argv = argv;
     s.env = env;
     s.ngpus = 2;
     s.gpus[0] = 0;
@@ -272,9 +286,7 @@ static void test_refusals(void **st)
     fclose(fopen(noexec_path, "w"));
     chmod(noexec_path, 0644);
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
-    memset(&s, 0, sizeof s);
-    s.job = "j";
-    s.argv = missing;
+    s = spec("j", 0, missing);
     assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "command 'no-such-command-xyz' not found in PATH="));
     s.argv = noexec;
@@ -515,9 +527,7 @@ static void test_cgroup_limits(void **st)
         agent_exec_free(&x);
         skip();
     }
-    memset(&s, 0, sizeof s);
-    s.job = "lim";
-    s.argv = argv;
+    s = spec("lim", 0, argv);
     s.mem_bytes = 64 << 20;
     s.cpu_milli = 500;
     assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
@@ -596,10 +606,7 @@ static void test_cgroup_v2_fake(void **st)
     assert_int_equal(x.cg.mode, AGENT_CG_V2);
     snprintf(p, sizeof p, "%s/cgroup.subtree_control", root);
     assert_string_equal(slurp(p), "+memory +cpu");
-    memset(&s, 0, sizeof s);
-    s.job = "v2j";
-    s.task = 1;
-    s.argv = argv;
+    s = spec("v2j", 1, argv);
     s.mem_bytes = 1LL << 30;
     s.cpu_milli = 1500;
     assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
@@ -715,18 +722,8 @@ static void test_adopt_and_state_file(void **st)
  * start; the synchronous start still returns a failed exec as an error. */
 static agent_task_t *begin(agent_exec_t *x, const char *job, int task, char *const *argv)
 {
-    agent_task_spec_t s;
-    agent_task_t *t = NULL;
-    arb_err_t err = {{0}};
-
-    memset(&s, 0, sizeof s);
-    s.job = job;
-    s.task = task;
-    s.epoch = 1;
-    s.argv = argv;
-    if (agent_exec_begin(x, &s, now(), &t, &err) != 0)
-        fail_msg("begin %s/%d: %s", job, task, err.msg);
-    return t;
+    agent_task_spec_t s = spec(job, task, argv);
+    return start_spec(x, &s, false);
 }
 
 static void test_begin_async(void **st)
@@ -803,10 +800,7 @@ static void test_begin_async(void **st)
     assert_int_equal(agent_exec_forget(&x, "bad", 0), 0);
     /* the waiting start says the same as an error, and keeps nothing */
     agent_task_spec_t s;
-    memset(&s, 0, sizeof s);
-    s.job = "bad";
-    s.task = 1;
-    s.argv = bad;
+    s = spec("bad", 1, bad);
     assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "(exec): No such file or directory"));
     assert_null(agent_exec_find(&x, "bad", 1));

@@ -17,17 +17,10 @@
 #include <cmocka.h>
 
 #include "core_fixture.h"
-#include "core/sched_int.h"
 
 #define MAXNODES 96
 #define NJOBS 500
-#define MAXT 12
-
-typedef struct trace {
-    int rc[NJOBS];
-    int nalloc[NJOBS];
-    arb_task_alloc_t a[NJOBS][MAXT];
-} trace_t;
+#define MAXT FX_AB_TASKS
 
 static void add_node(fx_t *f, arb_rng_t *r, int i)
 {
@@ -90,10 +83,9 @@ static arb_job_t *make_job(fx_t *f, arb_rng_t *r, int i)
     return j;
 }
 
-static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
+static void run(const char *policy, bool full_scan, uint64_t seed, fx_ab_t *tr)
 {
     fx_t f;
-    arb_sched_conf_t base = {.full_scan = full_scan};
     arb_rng_t cl, wl;
     int nnodes;
 
@@ -102,20 +94,13 @@ static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
     nnodes = 24 + (int)arb_rng_below(&cl, MAXNODES - 24 - 8);
     for (int i = 0; i < nnodes; i++)
         add_node(&f, &cl, i);
-    fx_sched_conf(&f, policy, &base);
-    f.s->conf.profile.random_ties = false; /* deterministic: comparable */
+    fx_ab_sched(&f, policy, full_scan);
     arb_rng_seed(&wl, seed * 7919);
     for (int i = 0; i < NJOBS; i++) {
         arb_job_t *j = fx_submit(&f, make_job(&f, &wl, i));
         int ev = (int)arb_rng_below(&wl, 100);
 
-        tr->rc[i] = arb_sched_place(f.s, j, &f.ctx);
-        tr->nalloc[i] = tr->rc[i] == 0 ? j->nalloc : 0;
-        memset(tr->a[i], 0, sizeof tr->a[i]);
-        if (tr->rc[i] == 0) {
-            memcpy(tr->a[i], j->alloc, (size_t)j->nalloc * sizeof j->alloc[0]);
-            arb_job_transition(j, ARB_JOB_RUNNING, NULL);
-        }
+        fx_ab_record(tr, i, j, arb_sched_place(f.s, j, &f.ctx));
         /* Frees most often, and now and then a change to a node. */
         for (int e = 0; e < 2 && i > 0; e++) {
             arb_job_t *o = arb_sched_job(f.s, (uint32_t)arb_rng_below(&wl, (uint64_t)i));
@@ -141,38 +126,16 @@ static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
         } else if (ev < 8 && f.c.nnodes < MAXNODES) {
             add_node(&f, &wl, (int)f.c.nnodes);
         }
-        assert_int_equal(sched_index_check(f.s), 0);
-        if (!full_scan) {
-            assert_int_equal(sched_index_sync(f.s), 0);
-            assert_int_equal(sched_index_check(f.s), 0);
-        }
-        fx_check(&f);
+        fx_ab_step(&f, full_scan);
     }
     fx_free(&f);
 }
 
 static void compare(const char *policy)
 {
-    static trace_t a, b;
     int placed = 0, gangs = 0;
 
-    for (uint64_t seed = 1; seed <= 6; seed++) {
-        run(policy, false, seed, &a);
-        run(policy, true, seed, &b);
-        for (int i = 0; i < NJOBS; i++) {
-            if (a.rc[i] != b.rc[i] || a.nalloc[i] != b.nalloc[i])
-                fail_msg("%s seed %llu job %d: rc %d/%d, %d/%d tasks (indexed/full scan)", policy,
-                         (unsigned long long)seed, i, a.rc[i], b.rc[i], a.nalloc[i], b.nalloc[i]);
-            for (int t = 0; t < a.nalloc[i]; t++)
-                if (memcmp(&a.a[i][t], &b.a[i][t], sizeof a.a[i][t]) != 0)
-                    fail_msg("%s seed %llu job %d task %d: node %u gpus %#x, full scan node %u "
-                             "gpus %#x",
-                             policy, (unsigned long long)seed, i, t, a.a[i][t].node,
-                             a.a[i][t].gpu_mask, b.a[i][t].node, b.a[i][t].gpu_mask);
-            placed += a.rc[i] == 0;
-            gangs += a.rc[i] == 0 && a.nalloc[i] > 1;
-        }
-    }
+    fx_ab_compare(policy, 6, NJOBS, run, &placed, &gangs);
     /* The streams must exercise both outcomes, and gangs. */
     assert_true(placed > NJOBS);
     assert_true(placed < 6 * NJOBS);

@@ -13,15 +13,9 @@
 #include <cmocka.h>
 
 #include "core_fixture.h"
-#include "core/sched_int.h"
 
 #define NNODES 40
 #define NJOBS 400
-
-typedef struct trace {
-    int rc[NJOBS];
-    arb_task_alloc_t first[NJOBS];
-} trace_t;
 
 static void build(fx_t *f)
 {
@@ -39,16 +33,14 @@ static void build(fx_t *f)
     }
 }
 
-static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
+static void run(const char *policy, bool full_scan, uint64_t seed, fx_ab_t *tr)
 {
     fx_t f;
-    arb_sched_conf_t base = {.full_scan = full_scan};
     arb_rng_t wl;
 
     fx_init(&f);
     build(&f);
-    fx_sched_conf(&f, policy, &base);
-    f.s->conf.profile.random_ties = false; /* deterministic: comparable */
+    fx_ab_sched(&f, policy, full_scan);
     arb_rng_seed(&wl, seed);
     for (int i = 0; i < NJOBS; i++) {
         char name[16];
@@ -67,12 +59,7 @@ static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
         j->groups[0].req.cpu_milli = 1000 * (int64_t)(1 + arb_rng_below(&wl, 16));
         assert_int_equal(arb_job_finalize(j, NULL), 0);
         fx_submit(&f, j);
-        tr->rc[i] = arb_sched_place(f.s, j, &f.ctx);
-        memset(&tr->first[i], 0, sizeof tr->first[i]);
-        if (tr->rc[i] == 0) {
-            tr->first[i] = j->alloc[0];
-            arb_job_transition(j, ARB_JOB_RUNNING, NULL);
-        }
+        fx_ab_record(tr, i, j, arb_sched_place(f.s, j, &f.ctx));
         /* Departures, a drain and a direct telemetry write now and then. */
         if (i % 5 == 4) {
             arb_job_t *o = arb_sched_job(f.s, (uint32_t)arb_rng_below(&wl, (uint64_t)i));
@@ -85,27 +72,14 @@ static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
             N(&f, 6)->gpu[0].temp_c = 70;
             arb_node_touch(&f.c, N(&f, 6));
         }
-        assert_int_equal(sched_index_check(f.s), 0);
-        if (!full_scan) {
-            assert_int_equal(sched_index_sync(f.s), 0);
-            assert_int_equal(sched_index_check(f.s), 0);
-        }
-        fx_check(&f);
+        fx_ab_step(&f, full_scan);
     }
     fx_free(&f);
 }
 
 static void compare(const char *policy)
 {
-    static trace_t a, b;
-    for (uint64_t seed = 1; seed <= 3; seed++) {
-        run(policy, false, seed, &a);
-        run(policy, true, seed, &b);
-        for (int i = 0; i < NJOBS; i++) {
-            assert_int_equal(a.rc[i], b.rc[i]);
-            assert_memory_equal(&a.first[i], &b.first[i], sizeof a.first[i]);
-        }
-    }
+    fx_ab_compare(policy, 3, NJOBS, run, NULL, NULL);
 }
 
 static void test_pack(void **st)

@@ -22,8 +22,9 @@
 
 #include "agent/discovery.h"
 #include "spec/scenario.h"
-#include "spec/scenario_int.h" /* scn_job_table, scn_node_table */
+#include "spec/scenario_int.h" /* scn_job_table */
 #include "spec/schema.h"
+#include "spec/schema_node.h" /* spec_node_table */
 #include "spec/schema_sched.h"
 #include "state/state.h"
 
@@ -415,10 +416,91 @@ static void test_documented_defaults(void **st)
     assert_int_equal(j->queue, 0); /* "default" */
     assert_string_equal(doc_default(&scn_job_table, "queue"), "default");
     assert_int_equal(s.cluster.nnodes, 1); /* count: 1 */
-    assert_string_equal(doc_default(&scn_node_table, "count"), "1");
-    assert_string_equal(doc_default(&scn_node_table, "condition"), "Ready");
+    assert_string_equal(doc_default(&spec_node_table, "count"), "1");
+    assert_string_equal(doc_default(&spec_node_table, "condition"), "Ready");
     assert_int_equal(s.cluster.nodes[0].state, ARB_NODE_READY);
     spec_scenario_free(&s);
+}
+
+/* One node table serves both formats: each format's keys are its rows, and
+ * a key of the other format's only is an unknown field there, with the
+ * format's own list of valid keys in the message. */
+static void test_node_table_formats(void **st)
+{
+    const char *keys[32];
+    char list[256] = "";
+    arb_err_t err;
+    spec_scenario_t s;
+    agent_inv_t *inv = calloc(1, sizeof *inv);
+
+    (void)st;
+    assert_non_null(inv);
+    int n = sc_keys(&spec_node_table, SC_CTX_INVENTORY, keys, 32);
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "", keys[i]);
+    assert_string_equal(list, "name cpu memory labels taints datasets gpus");
+    list[0] = '\0';
+    n = sc_keys(&spec_node_table, SC_CTX_SCENARIO, keys, 32);
+    for (int i = 0; i < n; i++)
+        snprintf(list + strlen(list), sizeof list - strlen(list), "%s%s", i ? " " : "", keys[i]);
+    assert_string_equal(list, "name count labels taints datasets condition allocatable gpus");
+    /* a scenario's count: in an inventory, an inventory's cpu: in a scenario */
+    const char *inv_bad = "count: 2\n";
+    memset(&err, 0, sizeof err);
+    assert_true(agent_inventory_parse("inv.yaml", inv_bad, strlen(inv_bad), inv, &err) < 0);
+    if (!strstr(err.msg, "unknown field 'count'") || !strstr(err.msg, "cpu"))
+        fail_msg("inventory: %s", err.msg);
+    const char *scen_bad = "nodes:\n  - name: n\n    cpu: 4\n";
+    memset(&err, 0, sizeof err);
+    assert_int_equal(spec_scenario_load_mem("s.yaml", scen_bad, strlen(scen_bad), &s, &err),
+                     -EINVAL);
+    if (!strstr(err.msg, "unknown field 'cpu'") || !strstr(err.msg, "allocatable"))
+        fail_msg("scenario: %s", err.msg);
+    free(inv);
+}
+
+/* A job's flat fields are read through its table's rows (offsets and
+ * setters): each lands in the job, a bad value is refused naming its line,
+ * and a by-hand field beside them keeps its own rules. */
+static void test_job_flat_fields(void **st)
+{
+    const char *y = "name: j\nqueue: default\npreemptible: false\ntimeLimit: 1h30m\n"
+                    "dataset: c4\nterminationGracePeriodSeconds: 30\ngpuSharing: deny\n"
+                    "exclusive: true\nresources:\n  requests: {arbiter.io/gpu-share: 500m}\n";
+    static const struct {
+        const char *y, *want;
+    } bad[] = {
+        {"name: j\nexclusive: maybe\n", "job.yaml:2:"},
+        {"name: j\ntimeLimit: 1.5s\n", "is counted in whole seconds"},
+        {"name: j\nterminationGracePeriodSeconds: 4000\n", "out of range; use 0..3600"},
+        {"name: j\ngpuSharing: maybe\n", "maybe"},
+        {"name: j\npriority: 1\npriorityClassName: high\n", "not both"},
+    };
+    arb_cluster_t c;
+    arb_job_t *j = NULL;
+    arb_err_t err = {{0}};
+
+    (void)st;
+    arb_cluster_init(&c);
+    if (spec_job_load_mem("job.yaml", y, strlen(y), &c, &j, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(j->queue, 0);
+    assert_false(j->preemptible);
+    assert_int_equal(j->time_limit_s, 5400);
+    assert_string_equal(arb_str(&c.strs, j->dataset), "c4");
+    assert_int_equal(j->grace_s, 30);
+    assert_int_equal(j->gpu_sharing, -1);
+    assert_true(j->exclusive);
+    arb_job_free(j);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = NULL;
+        memset(&err, 0, sizeof err);
+        assert_true(spec_job_load_mem("job.yaml", bad[i].y, strlen(bad[i].y), &c, &j, &err) < 0);
+        assert_null(j);
+        if (!strstr(err.msg, bad[i].want))
+            fail_msg("%s: %s (want %s)", bad[i].y, err.msg, bad[i].want);
+    }
+    arb_cluster_free(&c);
 }
 
 /* st_conf_init's defaults are the table's, and the reference says them. */
@@ -463,6 +545,8 @@ int main(void)
         cmocka_unit_test(test_doc),
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_node_tables),
+        cmocka_unit_test(test_node_table_formats),
+        cmocka_unit_test(test_job_flat_fields),
         cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),
     };
