@@ -11,7 +11,9 @@
  * test_record_text: a record re-encoded by jansson is the same text), so
  * recovery (recover.c) reads it as before. Strings are escaped as jansson
  * escapes them (quote, backslash, control characters; UTF-8 as it is); a
- * string that is not UTF-8 fails the record (NULL), as jansson's pack did.
+ * byte that is not UTF-8 is written as U+FFFD (jansson refused the whole
+ * record, and the save it was for was never stored: a message cut inside
+ * a multi-byte character did that), so a record fails only for memory.
  * The rare extras (a pending shrink: resize.c; a service's fields:
  * service.c) still come as a jansson object, appended after the rest.
  */
@@ -19,11 +21,12 @@
 #include <string.h>
 
 #include "state/state_int.h"
+#include "util/utf8.h"
 
 typedef struct rec {
     char *p;
     size_t n, cap;
-    bool bad; /* out of memory, or a string that is not UTF-8 */
+    bool bad; /* out of memory */
 } rec_t;
 
 static void put(rec_t *r, const char *s, size_t n)
@@ -75,32 +78,6 @@ static void num(rec_t *r, long long v)
     put(r, q, (size_t)(e - q));
 }
 
-/* The length of the UTF-8 sequence at s (n bytes left), 0 if it is not one
- * (overlong, a surrogate, past U+10FFFF, cut short): jansson's rules. */
-static size_t utf8_len(const unsigned char *s, size_t n)
-{
-    unsigned c = s[0], cp;
-    size_t len;
-
-    if (c < 0x80)
-        return 1;
-    if (c < 0xC2 || c > 0xF4)
-        return 0;
-    len = c < 0xE0 ? 2 : c < 0xF0 ? 3 : 4;
-    if (len > n)
-        return 0;
-    cp = c & (0x7F >> len);
-    for (size_t i = 1; i < len; i++) {
-        if ((s[i] & 0xC0) != 0x80)
-            return 0;
-        cp = (cp << 6) | (s[i] & 0x3F);
-    }
-    if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
-        (cp >= 0xD800 && cp <= 0xDFFF))
-        return 0;
-    return len;
-}
-
 static void str(rec_t *r, const char *s, size_t n)
 {
     static const char hex[] = "0123456789ABCDEF";
@@ -111,10 +88,13 @@ static void str(rec_t *r, const char *s, size_t n)
     putc1(r, '"');
     for (size_t i = 0; i < n;) {
         unsigned char c = u[i];
-        size_t len = utf8_len(u + i, n - i);
-        if (!len) {
-            r->bad = true;
-            return;
+        size_t len = arb_utf8_len(u + i, n - i);
+        if (!len) { /* not UTF-8 (a text from outside): U+FFFD, the record still whole */
+            put(r, s + i - run, run);
+            run = 0;
+            put(r, "\xef\xbf\xbd", 3); /* U+FFFD, as jansson writes text: raw */
+            i++;
+            continue;
         }
         if (c >= 0x20 && c != '"' && c != '\\') {
             i += len;

@@ -19,6 +19,7 @@
 #include "state/jv.h"
 #include "state/state_int.h"
 #include "util/mtime.h"
+#include "util/utf8.h"
 
 const char *const st_task_state_names[] = {"pending", "assigned", "running",  "succeeded",
                                            "failed",  "lost",     "cancelled"};
@@ -80,6 +81,7 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    arb_utf8_fix(msg); /* cut inside a character, or not text: JSON would refuse it */
     jv_time(st_now_ms(s), tbuf, sizeof tbuf);
     o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)lam, "time", tbuf, "type", type,
                   "message", msg);
@@ -209,6 +211,7 @@ int st_job_say(st_job_t *sj, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
+    arb_utf8_fix(buf); /* a name cut inside a character by the buffer's size */
     if (sj->message && strcmp(sj->message, buf) == 0)
         return 0; /* the same words: kept (a caller may hold the old pointer) */
     free(sj->message);

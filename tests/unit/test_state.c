@@ -819,9 +819,32 @@ static void test_record_text(void **unused)
     assert_non_null(
         strstr(rec, "\"message\":\"a\\u0001b\\bc\\fd\\u001F\x7f\\\"\\\\/\\t\\r\\n\xc3\xa9\""));
     free(rec);
-    /* not UTF-8: no record, as jansson's pack gave none */
-    assert_int_equal(st_job_say(st_job_find(s, ids[4]), "bad \xc3("), 0);
-    assert_null(st_job_record(s, st_job_find(s, ids[4])));
+    /* not UTF-8: the record is still written (U+FFFD for the stray byte), or
+     * the save it was for would never be stored */
+    st_job_t *sj4 = st_job_find(s, ids[4]);
+    free(sj4->message);
+    sj4->message = strdup("bad \xc3(");
+    rec = st_job_record(s, sj4);
+    assert_non_null(rec);
+    assert_non_null(strstr(rec, "\"message\":\"bad \xef\xbf\xbd(\""));
+    free(rec);
+    check_record(s, ids[4]);
+    /* a message cut by its buffer inside a character (a long name in Chinese):
+     * mended to whole characters, so the record and its event are written */
+    char name[700] = "";
+    for (int i = 0; i < 200; i++) /* past both the message's 256 bytes and the event's 512 */
+        strcat(name, "\xe8\xae\xad");
+    assert_int_equal(st_job_say(sj4, "x%s", name), 0);
+    assert_true(strlen(sj4->message) < 256);
+    assert_int_equal(strlen(sj4->message) % 3, 1);
+    check_record(s, ids[4]);
+    uint64_t lam = st_event(s, "test", ids[4], NULL, "xy%s", name);
+    assert_int_equal(st_events(s, &admin, lam - 1, 1, 0, &out, &t, NULL), 0);
+    json_t *ev = json_array_get(json_object_get(out, "events"), 0);
+    assert_non_null(ev); /* before: an event JSON refused was never kept */
+    assert_int_equal(json_integer_value(json_object_get(ev, "lamport")), (json_int_t)lam);
+    assert_int_equal(json_string_length(json_object_get(ev, "message")) % 3, 2);
+    json_decref(out);
     assert_int_equal(st_job_say(st_job_find(s, ids[4]), "%s", ""), 0);
     st_close(s);
     s = open_st(NULL); /* what was written reads back */
