@@ -13,7 +13,10 @@
  * the decisions that make it; wall time, and the p99 of this thread's CPU
  * time, which a busy machine's preemptions do not inflate), the cost per
  * decision (CPU time) in each tenth of the run (flat if nothing grows with
- * the queue or the run), peak RSS and the final GPU allocation ratio.
+ * the queue or the run), the node classes at the end of each tenth and the
+ * classes a decision filters and scores (mean per tenth; arb_sched_nclasses:
+ * what a decision costs follows them), peak RSS and the final GPU allocation
+ * ratio.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -221,6 +224,8 @@ int cli_bench(int argc, char **argv)
     arb_ctx_t ctx = {.now_ns = 0, .rng = &rng};
     int64_t *lat = malloc((size_t)njobs * sizeof *lat), *klat = NULL;
     int64_t *cpu = malloc((size_t)njobs * sizeof *cpu), tenth[10] = {0};
+    uint32_t classes[10] = {0}; /* node classes at the end of each tenth */
+    uint64_t evals[10] = {0}, evals_before = 0;
     uint8_t *kind = malloc((size_t)njobs), *kplaced = malloc((size_t)njobs);
     arb_job_t **running = malloc((size_t)njobs * sizeof *running);
     long nrun = 0, head = 0, placed = 0;
@@ -269,6 +274,12 @@ int cli_bench(int argc, char **argv)
         cpu[i] = cpu_ns() - c0;
         lat[i] = dt;
         tenth[i * 10 / njobs] += cpu[i];
+        if ((i + 1) * 10 / njobs != i * 10 / njobs) {
+            uint64_t ev;
+            classes[i * 10 / njobs] = arb_sched_nclasses(s, &ev);
+            evals[i * 10 / njobs] = ev - evals_before;
+            evals_before = ev;
+        }
         kplaced[i] = prc == 0;
         t_all += dt;
         ctx.now_ns += 1000000; /* 1 ms of virtual time per decision */
@@ -340,6 +351,14 @@ int cli_bench(int argc, char **argv)
             for (int k = 0; k < 10; k++) { /* the run in tenths: does the cost grow? */
                 long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
                 printf("%s%.0f", k ? "," : "", (double)tenth[k] / (double)(cnt > 0 ? cnt : 1));
+            }
+            printf("],\"classes_tenths\":[");
+            for (int k = 0; k < 10; k++)
+                printf("%s%u", k ? "," : "", classes[k]);
+            printf("],\"classes_evaluated_tenths\":[");
+            for (int k = 0; k < 10; k++) { /* per decision */
+                long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
+                printf("%s%.1f", k ? "," : "", (double)evals[k] / (double)(cnt > 0 ? cnt : 1));
             }
             printf("],\"kinds\":{");
             for (int kd = 0; kd < NKINDS; kd++)

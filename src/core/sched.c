@@ -137,6 +137,13 @@ uint32_t arb_sched_njobs(const arb_sched_t *s)
     return s->nids;
 }
 
+uint32_t arb_sched_nclasses(const arb_sched_t *s, uint64_t *evaluated)
+{
+    if (evaluated)
+        *evaluated = s->nevaluated;
+    return s->idx.nlive;
+}
+
 /* Room for need jobs in *v (capacity *cap). 0 or -ENOMEM. */
 static int grow_jobs(arb_job_t ***v, uint32_t *cap, uint32_t need)
 {
@@ -598,7 +605,10 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                  s->fence_owner[n->id] != s->fence_self))
                 continue;
         }
-        if (quick_reject(pc.group, n) || sched_filter_node(&pc, n) != ARB_R_OK)
+        if (quick_reject(pc.group, n))
+            continue;
+        s->nevaluated += by_class;
+        if (sched_filter_node(&pc, n) != ARB_R_OK)
             continue;
         if (pc.group->gpu_share > 0 && s->picker >= 0 && nvlink < 0) {
             pc.state = s->pstate[s->picker];

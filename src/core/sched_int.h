@@ -136,6 +136,7 @@ struct arb_sched {
     int shrunk;          /* elastic tasks preemption took back (for the cycle's stats) */
     arb_hold_fn hold;    /* the caller's holds (arb_sched_set_hold); NULL none */
     void *hold_arg;
+    uint64_t nevaluated; /* classes filtered on the class path (arb_sched_nclasses) */
 };
 
 /* Node classes (nodeclass.c). sync: bring the classes up to date with the
