@@ -363,6 +363,15 @@ static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_
     return !sched_names_topo_labels(s, j);
 }
 
+/* The class summary's version of quick_reject and of the fit filter's GPU
+ * room (filters.c, gpu_shortfall): false only for a class they reject. */
+static inline bool class_may_fit(const sched_csum_t *m, const arb_tgroup_t *g)
+{
+    return m->ready && g->req.cpu_milli <= m->cpu && g->req.mem_bytes <= m->mem &&
+           g->req.gpu_milli <= m->gpu_milli &&
+           (g->gpus > 0 ? m->whole >= g->gpus : g->gpu_share <= 0 || m->share >= g->gpu_share);
+}
+
 /* A cheap test that implies the filter chain would reject n (not ready, or
  * short of CPU, memory or free GPU capacity in total). Most nodes of a busy
  * cluster fail it, so the full chain runs only on plausible ones. */
@@ -371,6 +380,48 @@ static inline bool quick_reject(const arb_tgroup_t *g, const arb_node_t *n)
     return n->state != ARB_NODE_READY || g->req.cpu_milli > n->cap.cpu_milli - n->used.cpu_milli ||
            g->req.mem_bytes > n->cap.mem_bytes - n->used.mem_bytes ||
            g->req.gpu_milli > n->cap.gpu_milli - n->used.gpu_milli;
+}
+
+/*
+ * Best-fit whole GPUs on class u's representative n, remembered in the
+ * class (its members are alike, and a class's state never changes while it
+ * has members) for the plain shapes: 1..8 whole GPUs, no model list, no
+ * device memory asked, no NVLink domain required or given. Of such a task
+ * best fit reads only the GPU count (and the profile's thermal limit, kept
+ * with the answers). Anything else is picked afresh.
+ */
+static int class_pick(arb_sched_t *s, uint32_t u, const arb_pctx_t *pc, const arb_node_t *n,
+                      int nvlink, arb_pick_t *pk)
+{
+    const arb_tgroup_t *g = pc->group;
+    sched_class_t *k = &s->idx.cls[u];
+    int b = g->gpus - 1, lim = s->conf.profile.thermal_limit_c, rc;
+
+    if (g->gpus < 1 || g->gpus > 8 || g->gpu_share > 0 || g->req.gpu_milli <= 0 || nvlink >= 0 ||
+        pc->job->nmodels > 0 || g->req.gpu_mem_mib > 0 ||
+        (g->topo.level == ARB_TOPO_NVLINK && g->topo.required))
+        return sched_pick_bestfit(pc, n, nvlink, pk);
+    if (k->pick_lim != lim) {
+        k->picked = k->pick_ok = 0;
+        k->pick_lim = lim;
+    }
+    if (k->picked >> b & 1) {
+        memset(pk, 0, sizeof *pk);
+        if (!(k->pick_ok >> b & 1))
+            return -ENOSPC;
+        pk->gpu_mask = k->pick[b];
+        pk->gpu_milli = 1000;
+        return 0;
+    }
+    rc = sched_pick_bestfit(pc, n, nvlink, pk);
+    if (rc == 0 && pk->gpu_milli == 1000) { /* what the replay above makes */
+        k->picked |= (uint8_t)(1u << b);
+        k->pick_ok |= (uint8_t)(1u << b);
+        k->pick[b] = pk->gpu_mask;
+    } else if (rc == -ENOSPC) {
+        k->picked |= (uint8_t)(1u << b);
+    }
+    return rc;
 }
 
 int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a)
@@ -595,7 +646,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         if (near) {
             n = &s->c->nodes[s->u_node[u]];
         } else if (by_class) {
-            if (!s->idx.cls[u].key)
+            if (!class_may_fit(&s->idx.sum[u], pc.group))
                 continue;
             n = &s->c->nodes[s->idx.cls[u].rep];
         } else {
@@ -613,6 +664,8 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         if (pc.group->gpu_share > 0 && s->picker >= 0 && nvlink < 0) {
             pc.state = s->pstate[s->picker];
             rc = p->score[s->picker].ops->pick(&pc, n, &pk);
+        } else if (by_class) {
+            rc = class_pick(s, u, &pc, n, nvlink, &pk);
         } else {
             rc = sched_pick_bestfit(&pc, n, nvlink, &pk);
         }

@@ -26,7 +26,22 @@ typedef struct sched_class {
     uint32_t n, cap;    /* members */
     uint32_t *mem;      /* member node ids, sorted */
     uint32_t next_free; /* free-list link while empty */
+    /* Best-fit picks of 1..8 plain whole GPUs on it (sched.c, class_pick):
+     * bit b of picked: known for b + 1 GPUs; of pick_ok: it fits, in pick[b]. */
+    uint16_t pick[8];
+    uint8_t picked, pick_ok;
+    int16_t pick_lim; /* the thermal limit they were picked under */
 } sched_class_t;
+
+/* What a class has room for (nodeclass.c, summarize), in an array beside
+ * the classes so that a decision skips the classes that cannot hold its task
+ * without reading their nodes: a necessary condition of the filters. */
+typedef struct sched_csum {
+    int64_t cpu, mem, gpu_milli; /* free */
+    int16_t share;               /* the largest free milli of a healthy GPU; -1 none */
+    uint8_t whole;               /* healthy GPUs with nothing on them */
+    bool ready;                  /* a live class of READY nodes */
+} sched_csum_t;
 
 /* Topology domain indexes (domidx.c), kept in step with the node classes:
  * per level (rack, block) the domains with their members, free whole GPUs
@@ -69,6 +84,7 @@ typedef struct sched_index {
     uint32_t *node_cls; /* per node: its class */
     uint64_t *node_ver; /* per node: node.version when keyed */
     sched_class_t *cls;
+    sched_csum_t *sum; /* per class slot, beside cls */
     uint32_t ncls, capcls, nlive, free_head;
     uint32_t *ht; /* class slot + 1 by key, linear probing */
     uint32_t htsize;
