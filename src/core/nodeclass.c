@@ -4,7 +4,9 @@
  * Two nodes are equivalent when every field a filter or score can read is
  * equal: lifecycle state, report time, capacity and usage, whether it holds
  * a task and how many exclusive ones (the exclusive filter reads no more of
- * the task count: two 1-GPU tasks and one 2-GPU task leave nodes alike),
+ * the task count: two 1-GPU tasks and one 2-GPU task leave nodes alike;
+ * with random ties the count itself, since the draws go class by class and
+ * a seeded run must draw as it always did),
  * every GPU (model, memory, usage, topology coordinates, temperature,
  * health), labels other than the topology ones (rack, block, zone), taints
  * and datasets. For a
@@ -66,7 +68,7 @@ static uint64_t node_key(const sched_index_t *x, const arb_node_t *n)
     h = mix_res(h, &n->cap);
     h = mix_res(h, &n->used);
     h = mix(h, (uint64_t)n->ngpus);
-    h = mix(h, (uint64_t)(n->ntasks > 0)); /* all f_exclusive reads of it */
+    h = mix(h, (uint64_t)(x->count_tasks ? n->ntasks : n->ntasks > 0));
     h = mix(h, (uint64_t)n->nexcl);
     for (int i = 0; i < n->ngpus; i++) {
         const arb_gpu_t *g = &n->gpu[i];
@@ -109,8 +111,8 @@ static int count_nontopo(const sched_index_t *x, const arb_node_t *n)
 static bool node_equiv(const sched_index_t *x, const arb_node_t *a, const arb_node_t *b)
 {
     if (a->state != b->state || a->report_ns != b->report_ns || a->ngpus != b->ngpus ||
-        (a->ntasks > 0) != (b->ntasks > 0) || a->nexcl != b->nexcl ||
-        memcmp(&a->cap, &b->cap, sizeof a->cap) != 0 ||
+        (x->count_tasks ? a->ntasks != b->ntasks : (a->ntasks > 0) != (b->ntasks > 0)) ||
+        a->nexcl != b->nexcl || memcmp(&a->cap, &b->cap, sizeof a->cap) != 0 ||
         memcmp(&a->used, &b->used, sizeof a->used) != 0 ||
         memcmp(a->gpu, b->gpu, (size_t)a->ngpus * sizeof a->gpu[0]) != 0 ||
         a->ntaints != b->ntaints || a->ndatasets != b->ndatasets ||
@@ -329,11 +331,23 @@ void sched_index_free(sched_index_t *x)
     memset(x, 0, sizeof *x);
 }
 
+static bool ties_at_random(const arb_sched_t *s)
+{
+    return s->conf.profile.random_ties;
+}
+
 int sched_index_sync(arb_sched_t *s)
 {
     sched_index_t *x = &s->idx;
     const arb_cluster_t *c = s->c;
 
+    if (x->valid && x->count_tasks != ties_at_random(s)) {
+        /* The profile's ties changed: re-key every node. */
+        for (uint32_t i = 0; i < x->nnodes; i++)
+            x->node_ver[i] = c->nodes[i].version - 1;
+        x->count_tasks = ties_at_random(s);
+        x->seen_version = c->version - 1;
+    }
     if (x->valid && x->seen_version == c->version && x->nnodes == c->nnodes)
         return 0;
     if (!x->k_rack) {
@@ -342,6 +356,7 @@ int sched_index_sync(arb_sched_t *s)
         x->k_zone = arb_intern(&s->c->strs, "zone");
         x->free_head = UINT32_MAX;
         x->s = s;
+        x->count_tasks = ties_at_random(s);
     }
     if (c->nnodes > x->nnodes) {
         uint32_t *a = realloc(x->node_cls, c->nnodes * sizeof *a);

@@ -113,6 +113,11 @@ void arb_sched_free(arb_sched_t *s)
     free(s->near_stamp);
     free(s->cls_stamp);
     free(s->cls_near);
+    free(s->gk_stamp);
+    free(s->gk_cls);
+    free(s->gk_rack);
+    free(s->gk_block);
+    free(s->gk_unit);
     sched_index_free(&s->idx);
     free(s);
 }
@@ -520,19 +525,12 @@ static int ensure_units(arb_sched_t *s, uint32_t n)
     return 0;
 }
 
-static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
+/* Count node among its class's near members (once per stamp). */
+static void near_mark(arb_sched_t *s, uint32_t node)
 {
     uint32_t k = s->idx.node_cls[node];
 
-    if (s->near_stamp[node] == s->stamp)
-        return 0;
     s->near_stamp[node] = s->stamp;
-    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
-        return -ENOMEM;
-    s->u_node[*nu] = node;
-    s->u_w[*nu] = 1;
-    s->u_cls[*nu] = UINT32_MAX;
-    (*nu)++;
     if (k != UINT32_MAX) {
         if (s->cls_stamp[k] != s->stamp) {
             s->cls_stamp[k] = s->stamp;
@@ -540,30 +538,116 @@ static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
         }
         s->cls_near[k]++;
     }
+}
+
+static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
+{
+    if (s->near_stamp[node] == s->stamp)
+        return 0;
+    near_mark(s, node);
+    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+        return -ENOMEM;
+    s->u_node[*nu] = node;
+    s->u_w[*nu] = 1;
+    s->u_cls[*nu] = UINT32_MAX;
+    (*nu)++;
+    return 0;
+}
+
+/* The group of near nodes that share class k, rack domain r and block
+ * domain b (racks and blocks as domidx.c numbers them): the unit that
+ * stands for them, or a new one. Open addressing over gk_*, cleared by
+ * stamp; sized to hold every node. */
+static int near_group(arb_sched_t *s, uint32_t node, uint32_t *nu)
+{
+    const sched_index_t *x = &s->idx;
+    uint32_t k = x->node_cls[node], r = x->dl[0].node_dom[node], b = x->dl[1].node_dom[node];
+    uint32_t m = s->gk_size - 1, p = (uint32_t)((k * 0x9e3779b1u) ^ (r * 0x85ebca6bu) ^ b) & m;
+
+    near_mark(s, node);
+    for (; s->gk_stamp[p] == s->stamp; p = (p + 1) & m)
+        if (s->gk_cls[p] == k && s->gk_rack[p] == r && s->gk_block[p] == b) {
+            uint32_t u = s->gk_unit[p];
+            s->u_w[u]++;
+            if (node < s->u_node[u])
+                s->u_node[u] = node;
+            return 0;
+        }
+    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+        return -ENOMEM;
+    s->gk_stamp[p] = s->stamp;
+    s->gk_cls[p] = k;
+    s->gk_rack[p] = r;
+    s->gk_block[p] = b;
+    s->gk_unit[p] = *nu;
+    s->u_node[*nu] = node;
+    s->u_w[*nu] = 1;
+    s->u_cls[*nu] = UINT32_MAX;
+    (*nu)++;
+    return 0;
+}
+
+/* Room for the near groups' table: twice the nodes, a power of two. */
+static int ensure_groups(arb_sched_t *s)
+{
+    uint32_t sz = 64;
+
+    while (sz < 2 * s->c->nnodes)
+        sz *= 2;
+    if (sz <= s->gk_size)
+        return 0;
+    free(s->gk_stamp);
+    free(s->gk_cls);
+    free(s->gk_rack);
+    free(s->gk_block);
+    free(s->gk_unit);
+    s->gk_stamp = calloc(sz, sizeof *s->gk_stamp);
+    s->gk_cls = malloc(sz * sizeof *s->gk_cls);
+    s->gk_rack = malloc(sz * sizeof *s->gk_rack);
+    s->gk_block = malloc(sz * sizeof *s->gk_block);
+    s->gk_unit = malloc(sz * sizeof *s->gk_unit);
+    s->gk_size = sz;
+    if (!s->gk_stamp || !s->gk_cls || !s->gk_rack || !s->gk_block || !s->gk_unit) {
+        s->gk_size = 0;
+        return -ENOMEM;
+    }
     return 0;
 }
 
 /*
  * The units to evaluate a task of j on when a score reads j's placed
  * tasks (topology: the same node, rack or block as one of them) and the
- * classes cannot stand in for every node: each node near a placed task
- * (sharing its node, rack or block) on its own, and each class through its
- * lowest member that is not near (all of its far members score alike),
- * weighing as many nodes as it has far members. The near nodes come from
- * the domain indexes' member lists: O(T + near + C) instead of O(N).
+ * classes cannot stand in for every node: each node holding a placed task
+ * on its own; the other nodes near one (sharing its rack or block) in
+ * groups of one class, rack and block, through their lowest member (they
+ * stand alike to every placed task, so they score alike; with random ties
+ * each on its own, so that a draw can land on any of them); and each class
+ * through its lowest member that is not near (all of its far members score
+ * alike), weighing as many nodes as it has far members. The near nodes come
+ * from the domain indexes' member lists, and only their ids, classes and
+ * domains are read: O(T + near + C) instead of O(N) node evaluations.
  * Returns the unit count, or -ENOMEM / -ENOENT (no index: scan every node).
  */
-static int near_units(arb_sched_t *s, const arb_job_t *j)
+static int near_units(arb_sched_t *s, const arb_job_t *j, bool rnd)
 {
     sched_index_t *x = &s->idx;
     uint32_t nu = 0;
 
-    if (ensure_units(s, x->ncls + 64) < 0)
+    if (ensure_units(s, x->ncls + 64) < 0 || (!rnd && ensure_groups(s) < 0))
         return -ENOMEM;
     if (++s->stamp == 0) { /* wrapped: clear the marks */
         memset(s->near_stamp, 0, s->capnear * sizeof *s->near_stamp);
         memset(s->cls_stamp, 0, s->capcs * sizeof *s->cls_stamp);
+        if (s->gk_stamp)
+            memset(s->gk_stamp, 0, s->gk_size * sizeof *s->gk_stamp);
         s->stamp = 1;
+    }
+    /* The placed tasks' nodes first, so that none joins a group (with
+     * random ties: in the order of old, which the draws follow). */
+    for (int t = 0; t < j->nalloc && !rnd; t++) {
+        uint32_t o = j->alloc[t].node;
+        if (o != ARB_NO_NODE && o < x->nnodes && near_add(s, o, &nu) < 0)
+            return -ENOMEM;
     }
     for (int t = 0; t < j->nalloc; t++) {
         uint32_t o = j->alloc[t].node;
@@ -571,16 +655,20 @@ static int near_units(arb_sched_t *s, const arb_job_t *j)
         if (o == ARB_NO_NODE || o >= x->nnodes)
             continue;
         on = &s->c->nodes[o];
-        if (near_add(s, o, &nu) < 0)
+        if (rnd && near_add(s, o, &nu) < 0)
             return -ENOMEM;
         for (int lv = 0; lv < 2; lv++) {
             uint32_t key = lv == 0 ? on->rack : on->block, dom;
             if (!key || (dom = x->dl[lv].node_dom[o]) == UINT32_MAX)
                 continue;
             const sched_dent_t *e = &x->dl[lv].d[dom];
-            for (uint32_t m = 0; m < e->n; m++)
-                if (near_add(s, e->mem[m], &nu) < 0)
+            for (uint32_t m = 0; m < e->n; m++) {
+                uint32_t node = e->mem[m];
+                if (s->near_stamp[node] == s->stamp)
+                    continue;
+                if ((rnd ? near_add(s, node, &nu) : near_group(s, node, &nu)) < 0)
                     return -ENOMEM;
+            }
         }
     }
     for (uint32_t u = 0; u < x->ncls; u++) {
@@ -620,7 +708,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     /* A gang's later tasks where a score reads the placed ones: near/far. */
     if (!by_class && !s->fence_on && s->use_classes && s->placed_dep && j->nalloc > 0 &&
         (!d || d->level == ARB_TOPO_ANY) && s->idx.valid && !sched_names_topo_labels(s, j)) {
-        int nu = near_units(s, j);
+        int nu = near_units(s, j, p->random_ties && ctx && ctx->rng);
         if (nu >= 0) {
             near = true;
             nunits = (uint32_t)nu;
@@ -644,6 +732,9 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         int rc;
 
         if (near) {
+            uint32_t k = s->idx.node_cls[s->u_node[u]];
+            if (k != UINT32_MAX && !class_may_fit(&s->idx.sum[k], pc.group))
+                continue;
             n = &s->c->nodes[s->u_node[u]];
         } else if (by_class) {
             if (!class_may_fit(&s->idx.sum[u], pc.group))

@@ -90,6 +90,7 @@ typedef struct sched_index {
     uint32_t htsize;
     uint32_t k_rack, k_block, k_zone; /* interned label keys kept out of the key */
     const struct arb_sched *s;        /* for the plugins' node_key */
+    bool count_tasks;                 /* key the task count, not only > 0 (random ties) */
     sched_dlevel_t dl[2];             /* rack, block (domidx.c) */
     uint8_t *node_free;               /* per node: free GPUs as the domains count them */
 } sched_index_t;
@@ -141,6 +142,9 @@ struct arb_sched {
     uint32_t *near_stamp;           /* per node: == stamp while near */
     uint32_t *cls_stamp, *cls_near; /* per class: near members counted this stamp */
     uint32_t capnear, capcs, stamp;
+    /* near_units' groups of near nodes by class, rack and block (== stamp: in use) */
+    uint32_t *gk_stamp, *gk_cls, *gk_rack, *gk_block, *gk_unit;
+    uint32_t gk_size;
     uint8_t *fence; /* cycle.c: per node, SCHED_FENCE_* bits: reserved by a job ahead */
     uint32_t nfence;
     uint32_t *fence_owner; /* per node, the job whose fence it is (the first); UINT32_MAX none */

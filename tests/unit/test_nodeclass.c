@@ -337,6 +337,13 @@ static void test_task_count_key(void **st)
     fx_submit(&f, x);
     assert_int_equal(arb_sched_place(f.s, x, &f.ctx), 0);
     assert_int_equal(x->alloc[0].node, 3);
+    /* With random ties the count itself (draws go class by class, and a
+     * seeded run must draw as before): turning them on re-keys the nodes. */
+    f.s->conf.profile.random_ties = true;
+    assert_int_equal(sched_index_sync(f.s), 0);
+    assert_int_equal(sched_index_check(f.s), 0);
+    assert_int_not_equal(f.s->idx.node_cls[0], f.s->idx.node_cls[1]);
+    assert_int_equal(arb_sched_nclasses(f.s, NULL), 4);
     fx_free(&f);
 }
 
