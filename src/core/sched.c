@@ -614,6 +614,18 @@ static int ensure_groups(arb_sched_t *s)
     return 0;
 }
 
+/* A new mark for near_stamp, cls_stamp and gk_stamp. */
+static void next_stamp(arb_sched_t *s)
+{
+    if (++s->stamp == 0) { /* wrapped: clear the marks */
+        memset(s->near_stamp, 0, s->capnear * sizeof *s->near_stamp);
+        memset(s->cls_stamp, 0, s->capcs * sizeof *s->cls_stamp);
+        if (s->gk_stamp)
+            memset(s->gk_stamp, 0, s->gk_size * sizeof *s->gk_stamp);
+        s->stamp = 1;
+    }
+}
+
 /*
  * The units to evaluate a task of j on when a score reads j's placed
  * tasks (topology: the same node, rack or block as one of them) and the
@@ -635,13 +647,7 @@ static int near_units(arb_sched_t *s, const arb_job_t *j, bool rnd)
 
     if (ensure_units(s, x->ncls + 64) < 0 || (!rnd && ensure_groups(s) < 0))
         return -ENOMEM;
-    if (++s->stamp == 0) { /* wrapped: clear the marks */
-        memset(s->near_stamp, 0, s->capnear * sizeof *s->near_stamp);
-        memset(s->cls_stamp, 0, s->capcs * sizeof *s->cls_stamp);
-        if (s->gk_stamp)
-            memset(s->gk_stamp, 0, s->gk_size * sizeof *s->gk_stamp);
-        s->stamp = 1;
-    }
+    next_stamp(s);
     /* The placed tasks' nodes first, so that none joins a group (with
      * random ties: in the order of old, which the draws follow). */
     for (int t = 0; t < j->nalloc && !rnd; t++) {
@@ -688,6 +694,36 @@ static int near_units(arb_sched_t *s, const arb_job_t *j, bool rnd)
     return (int)nu;
 }
 
+/*
+ * The units to evaluate a task of j on inside domain d, whose members are
+ * memb: each member holding one of j's placed tasks on its own, the other
+ * members in groups of one class, rack and block through their lowest
+ * member, as near_units groups near nodes (they score alike whatever the
+ * scores read of the placed tasks). A gang's task in a rack of 32 nodes is
+ * then evaluated on a few groups rather than 32 nodes. Deterministic ties
+ * only (a random draw must be able to land on any member). Returns the unit
+ * count or -ENOMEM.
+ */
+static int domain_units(arb_sched_t *s, const arb_job_t *j, const sched_dom_t *d,
+                        const uint32_t *memb, uint32_t nmemb)
+{
+    uint32_t nu = 0;
+
+    if (ensure_units(s, 64) < 0 || ensure_groups(s) < 0)
+        return -ENOMEM;
+    next_stamp(s);
+    for (int t = 0; t < j->nalloc; t++) {
+        uint32_t o = j->alloc[t].node;
+        if (o != ARB_NO_NODE && o < s->idx.nnodes && sched_in_domain(&s->c->nodes[o], d) &&
+            near_add(s, o, &nu) < 0)
+            return -ENOMEM;
+    }
+    for (uint32_t m = 0; m < nmemb; m++)
+        if (s->near_stamp[memb[m]] != s->stamp && near_group(s, memb[m], &nu) < 0)
+            return -ENOMEM;
+    return (int)nu;
+}
+
 int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                      const arb_ctx_t *ctx)
 {
@@ -721,6 +757,15 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     } else if (d && d->members) {
         memb = d->members;
         nmemb = d->nmembers;
+    }
+    /* A domain's members by class (a rack or block), deterministic ties. */
+    if (!near && !by_class && memb && nmemb > 2 && !s->fence_on && s->use_classes && s->idx.valid &&
+        !(p->random_ties && ctx && ctx->rng) && !sched_names_topo_labels(s, j)) {
+        int nu = domain_units(s, j, d, memb, nmemb);
+        if (nu >= 0) {
+            near = true;
+            nunits = (uint32_t)nu;
+        }
     }
     if (!near)
         nunits = by_class ? s->idx.ncls : memb ? nmemb : s->c->nnodes;
