@@ -7,13 +7,17 @@
  * node class (nodeclass.c), O(C x P) for C classes and P score plugins, or
  * every node, O(N x P), where classes cannot stand in; a gang confined to a
  * domain tries, in best-fit order, only the domains the domain indexes
- * (domidx.c) say can hold it, O(B + D_fit x tasks x N_d). The full listing
- * (list_domains, O(N x GPUs)) remains for conf.full_scan, the reference the
- * indexes are tested against, and for explain. A gang's later tasks, which
- * the topology score rates by where the earlier ones went, are evaluated
- * near/far (near_units): the nodes near a placed task one by one, the rest
- * by class; this assumes an ARB_SCORE_PLACED score reads only whether a
- * node shares a node, rack or block with a placed task. See
+ * (domidx.c) say can hold it, O(B + D_fit x tasks x N_d) steps, evaluating
+ * a rack's or block's members in groups of one class, rack and block
+ * (domain_units). The full listing (list_domains, O(N x GPUs)) remains for
+ * conf.full_scan, the reference the indexes are tested against, and for
+ * explain. A gang's later tasks, which the topology score rates by where
+ * the earlier ones went, are evaluated near/far (near_units): the nodes
+ * holding a placed task one by one, the other near ones in groups of one
+ * class, rack and block, the rest by class; this assumes an
+ * ARB_SCORE_PLACED score reads only whether a node shares a node, rack or
+ * block with a placed task. A class summary (nodeclass.c) skips classes
+ * that cannot hold the task before their node is read. See
  * docs/complexity.md.
  */
 #include <stdlib.h>
