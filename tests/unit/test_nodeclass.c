@@ -303,7 +303,7 @@ static void test_task_count_key(void **st)
     fx_t f;
     fx_init(&f);
     for (int i = 0; i < 4; i++) {
-        char name[8];
+        char name[16];
         snprintf(name, sizeof name, "e%d", i);
         fx_node(&f, name, 8, 2, NULL, 0);
     }
