@@ -9,7 +9,8 @@
  * runs twice per profile, indexed and with conf.full_scan (every domain
  * listed, every node scanned); with deterministic ties every task's node
  * and GPUs must be identical, and the indexes' invariants must hold after
- * every step (so they stay in sync through frees and node changes).
+ * every step (so they stay in sync through frees and node changes). Two
+ * streams run 2,500 jobs, so that classes are made and retired many times.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,12 +22,14 @@
 
 #define MAXNODES 96
 #define NJOBS 500
+#define LONGJOBS 2500 /* the long runs: many classes made and retired */
 #define MAXT 12
 
 typedef struct trace {
-    int rc[NJOBS];
-    int nalloc[NJOBS];
-    arb_task_alloc_t a[NJOBS][MAXT];
+    int rc[LONGJOBS];
+    int nalloc[LONGJOBS];
+    arb_task_alloc_t a[LONGJOBS][MAXT];
+    uint32_t max_classes;
 } trace_t;
 
 static void add_node(fx_t *f, arb_rng_t *r, int i)
@@ -90,7 +93,7 @@ static arb_job_t *make_job(fx_t *f, arb_rng_t *r, int i)
     return j;
 }
 
-static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
+static void run(const char *policy, bool full_scan, uint64_t seed, int njobs, trace_t *tr)
 {
     fx_t f;
     arb_sched_conf_t base = {.full_scan = full_scan};
@@ -105,7 +108,8 @@ static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
     fx_sched_conf(&f, policy, &base);
     f.s->conf.profile.random_ties = false; /* deterministic: comparable */
     arb_rng_seed(&wl, seed * 7919);
-    for (int i = 0; i < NJOBS; i++) {
+    tr->max_classes = 0;
+    for (int i = 0; i < njobs; i++) {
         arb_job_t *j = fx_submit(&f, make_job(&f, &wl, i));
         int ev = (int)arb_rng_below(&wl, 100);
 
@@ -145,21 +149,25 @@ static void run(const char *policy, bool full_scan, uint64_t seed, trace_t *tr)
         if (!full_scan) {
             assert_int_equal(sched_index_sync(f.s), 0);
             assert_int_equal(sched_index_check(f.s), 0);
+            if (arb_sched_nclasses(f.s, NULL) > tr->max_classes)
+                tr->max_classes = arb_sched_nclasses(f.s, NULL);
         }
         fx_check(&f);
     }
     fx_free(&f);
 }
 
-static void compare(const char *policy)
+static void compare_runs(const char *policy, uint64_t seeds, int njobs)
 {
     static trace_t a, b;
     int placed = 0, gangs = 0;
 
-    for (uint64_t seed = 1; seed <= 6; seed++) {
-        run(policy, false, seed, &a);
-        run(policy, true, seed, &b);
-        for (int i = 0; i < NJOBS; i++) {
+    for (uint64_t seed = 1; seed <= seeds; seed++) {
+        run(policy, false, seed, njobs, &a);
+        run(policy, true, seed, njobs, &b);
+        if (njobs > NJOBS)
+            assert_true(a.max_classes >= 40);
+        for (int i = 0; i < njobs; i++) {
             if (a.rc[i] != b.rc[i] || a.nalloc[i] != b.nalloc[i])
                 fail_msg("%s seed %llu job %d: rc %d/%d, %d/%d tasks (indexed/full scan)", policy,
                          (unsigned long long)seed, i, a.rc[i], b.rc[i], a.nalloc[i], b.nalloc[i]);
@@ -174,9 +182,21 @@ static void compare(const char *policy)
         }
     }
     /* The streams must exercise both outcomes, and gangs. */
-    assert_true(placed > NJOBS);
-    assert_true(placed < 6 * NJOBS);
+    assert_true(placed > (int)seeds * njobs / 6);
+    assert_true(placed < (int)seeds * njobs);
     assert_true(gangs > 100);
+}
+
+static void compare(const char *policy)
+{
+    compare_runs(policy, 6, NJOBS);
+}
+
+/* Two streams of 2,500 jobs: the churn makes and retires classes many
+ * times over, and near/far and rack attempts meet many of them. */
+static void test_long(void **st)
+{
+    compare_runs("default", 2, LONGJOBS);
 }
 
 static void test_default(void **st)
@@ -243,9 +263,8 @@ static void test_listing(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default),
-        cmocka_unit_test(test_pack),
-        cmocka_unit_test(test_spread),
+        cmocka_unit_test(test_default), cmocka_unit_test(test_pack),
+        cmocka_unit_test(test_spread),  cmocka_unit_test(test_long),
         cmocka_unit_test(test_listing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
