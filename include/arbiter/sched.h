@@ -219,6 +219,11 @@ int arb_sched_submit(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_err
 arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id);
 /* Ids issued so far (jobs 0..n-1, forgotten ones included). */
 uint32_t arb_sched_njobs(const arb_sched_t *s);
+/* The node classes the engine keeps now (nodeclass.c; 0 before the first
+ * decision), and in *evaluated (may be NULL) how many classes decisions on
+ * the class path have run the filters on so far: a decision's cost follows
+ * them. For the benchmarks, which report how they grow along a run. */
+uint32_t arb_sched_nclasses(const arb_sched_t *s, uint64_t *evaluated);
 /* Take ended job j (SUCCEEDED, FAILED, CANCELLED, TIMEOUT; it holds
  * nothing) out of the scheduler: it leaves the working set every cycle
  * walks, arb_sched_job(j->id) is NULL from now on, and the caller owns j

@@ -13,7 +13,11 @@
  * the decisions that make it; wall time, and the p99 of this thread's CPU
  * time, which a busy machine's preemptions do not inflate), the cost per
  * decision (CPU time) in each tenth of the run (flat if nothing grows with
- * the queue or the run), peak RSS and the final GPU allocation ratio.
+ * the queue or the run), the node classes at the end of each tenth and the
+ * classes a decision filters and scores (mean per tenth; arb_sched_nclasses:
+ * what a decision costs follows them), a digest of every decision (node and
+ * GPUs of each task: two builds that decide alike print the same), peak RSS
+ * and the final GPU allocation ratio.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -240,6 +244,9 @@ static int bench_sched(int argc, char **argv)
     arb_ctx_t ctx = {.now_ns = 0, .rng = &rng};
     int64_t *lat = malloc((size_t)njobs * sizeof *lat), *klat = NULL;
     int64_t *cpu = malloc((size_t)njobs * sizeof *cpu), tenth[10] = {0};
+    uint32_t classes[10] = {0}; /* node classes at the end of each tenth */
+    uint64_t evals[10] = {0}, evals_before = 0;
+    uint64_t digest = 1469598103934665603ULL; /* FNV-1a over every decision */
     uint8_t *kind = malloc((size_t)njobs), *kplaced = malloc((size_t)njobs);
     arb_job_t **running = malloc((size_t)njobs * sizeof *running);
     long nrun = 0, head = 0, placed = 0;
@@ -288,9 +295,21 @@ static int bench_sched(int argc, char **argv)
         cpu[i] = cpu_ns() - c0;
         lat[i] = dt;
         tenth[i * 10 / njobs] += cpu[i];
+        if ((i + 1) * 10 / njobs != i * 10 / njobs) {
+            uint64_t ev;
+            classes[i * 10 / njobs] = arb_sched_nclasses(s, &ev);
+            evals[i * 10 / njobs] = ev - evals_before;
+            evals_before = ev;
+        }
         kplaced[i] = prc == 0;
         t_all += dt;
         ctx.now_ns += 1000000; /* 1 ms of virtual time per decision */
+        for (int t = 0; prc == 0 && t < j->nalloc; t++) {
+            uint64_t v = (uint64_t)j->alloc[t].node << 32 | j->alloc[t].gpu_mask;
+            for (int b = 0; b < 8; b++)
+                digest = (digest ^ ((v >> (8 * b)) & 0xff)) * 1099511628211ULL;
+        }
+        digest = (digest ^ (uint64_t)(prc == 0)) * 1099511628211ULL;
         if (prc == 0) {
             placed++;
             arb_job_transition(j, ARB_JOB_RUNNING, NULL);
@@ -351,14 +370,23 @@ static int bench_sched(int argc, char **argv)
                    "\"jobs\":%ld,\"seed\":%llu,\"placed\":%ld,\"decisions_per_s\":%.0f,"
                    "\"placements_per_s\":%.0f,\"ns_per_decision\":%.0f,\"p50_us\":%.2f,"
                    "\"p99_us\":%.2f,\"cpu_p50_us\":%.2f,\"cpu_p99_us\":%.2f,\"rss_mb\":%.1f,"
-                   "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f,\"cpu_ns_per_decision_tenths\":[",
+                   "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f,\"decisions_digest\":\"%016llx\","
+                   "\"cpu_ns_per_decision_tenths\":[",
                    conf.full_scan ? "full-scan" : "indexed", conf.profile.name, nodes, njobs, seed,
                    placed, (double)njobs / secs, (double)placed / secs,
                    (double)t_all / (double)njobs, p50, p99, c50, c99, rss,
-                   rss * 1048576.0 / (double)njobs, apct);
+                   rss * 1048576.0 / (double)njobs, apct, (unsigned long long)digest);
             for (int k = 0; k < 10; k++) { /* the run in tenths: does the cost grow? */
                 long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
                 printf("%s%.0f", k ? "," : "", (double)tenth[k] / (double)(cnt > 0 ? cnt : 1));
+            }
+            printf("],\"classes_tenths\":[");
+            for (int k = 0; k < 10; k++)
+                printf("%s%u", k ? "," : "", classes[k]);
+            printf("],\"classes_evaluated_tenths\":[");
+            for (int k = 0; k < 10; k++) { /* per decision */
+                long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
+                printf("%s%.1f", k ? "," : "", (double)evals[k] / (double)(cnt > 0 ? cnt : 1));
             }
             printf("],\"kinds\":{");
             for (int kd = 0; kd < NKINDS; kd++)

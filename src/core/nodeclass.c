@@ -2,9 +2,14 @@
  * nodeclass.c: node equivalence classes, the scheduler's index.
  *
  * Two nodes are equivalent when every field a filter or score can read is
- * equal: lifecycle state, report time, capacity and usage, every GPU (model,
- * memory, usage, topology coordinates, temperature, health), labels other
- * than the topology ones (rack, block, zone), taints and datasets. For a
+ * equal: lifecycle state, report time, capacity and usage, whether it holds
+ * a task and how many exclusive ones (the exclusive filter reads no more of
+ * the task count: two 1-GPU tasks and one 2-GPU task leave nodes alike;
+ * with random ties the count itself, since the draws go class by class and
+ * a seeded run must draw as it always did),
+ * every GPU (model, memory, usage, topology coordinates, temperature,
+ * health), labels other than the topology ones (rack, block, zone), taints
+ * and datasets. For a
  * task whose placement cannot depend on node identity, the engine filters,
  * picks and scores one representative per class instead of every node, and
  * then binds to a member of the best class. In a 5,000-node cluster most
@@ -24,7 +29,8 @@
  * (2) all members of a class are equivalent (node_equiv) to its
  * representative, and sorted by node id (so mem[0] is the lowest);
  * (3) a class with no members is on the free list and not
- * in the hash table.
+ * in the hash table, and its summary is not ready; (4) a live class's
+ * summary (sum[], what it has room for) is its representative's.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,7 +68,7 @@ static uint64_t node_key(const sched_index_t *x, const arb_node_t *n)
     h = mix_res(h, &n->cap);
     h = mix_res(h, &n->used);
     h = mix(h, (uint64_t)n->ngpus);
-    h = mix(h, (uint64_t)n->ntasks);
+    h = mix(h, (uint64_t)(x->count_tasks ? n->ntasks : n->ntasks > 0));
     h = mix(h, (uint64_t)n->nexcl);
     for (int i = 0; i < n->ngpus; i++) {
         const arb_gpu_t *g = &n->gpu[i];
@@ -105,8 +111,8 @@ static int count_nontopo(const sched_index_t *x, const arb_node_t *n)
 static bool node_equiv(const sched_index_t *x, const arb_node_t *a, const arb_node_t *b)
 {
     if (a->state != b->state || a->report_ns != b->report_ns || a->ngpus != b->ngpus ||
-        a->ntasks != b->ntasks || a->nexcl != b->nexcl ||
-        memcmp(&a->cap, &b->cap, sizeof a->cap) != 0 ||
+        (x->count_tasks ? a->ntasks != b->ntasks : (a->ntasks > 0) != (b->ntasks > 0)) ||
+        a->nexcl != b->nexcl || memcmp(&a->cap, &b->cap, sizeof a->cap) != 0 ||
         memcmp(&a->used, &b->used, sizeof a->used) != 0 ||
         memcmp(a->gpu, b->gpu, (size_t)a->ngpus * sizeof a->gpu[0]) != 0 ||
         a->ntaints != b->ntaints || a->ndatasets != b->ndatasets ||
@@ -132,6 +138,29 @@ static bool node_equiv(const sched_index_t *x, const arb_node_t *a, const arb_no
             return false;
     }
     return true;
+}
+
+/* What a class has room for, read before its representative is (sched.c):
+ * the node's free CPU, memory and GPU milli, its healthy GPUs with nothing
+ * on them and the largest free share of a healthy GPU: exactly the counts
+ * the fit filter (filters.c, gpu_shortfall) starts from, so a class these
+ * cannot hold is one the filters would reject. */
+static void summarize(sched_csum_t *m, const arb_node_t *n)
+{
+    memset(m, 0, sizeof *m);
+    m->ready = n->state == ARB_NODE_READY;
+    m->share = -1;
+    for (int i = 0; i < n->ngpus; i++) {
+        int f = 1000 - n->gpu[i].used_milli;
+        if (!n->gpu[i].healthy)
+            continue;
+        m->whole += n->gpu[i].used_milli == 0;
+        if (f > m->share)
+            m->share = (int16_t)f;
+    }
+    m->cpu = n->cap.cpu_milli - n->used.cpu_milli;
+    m->mem = n->cap.mem_bytes - n->used.mem_bytes;
+    m->gpu_milli = n->cap.gpu_milli - n->used.gpu_milli;
 }
 
 /* ---- the hash table: class slot by key (linear probing) ------------------ */
@@ -204,6 +233,7 @@ static void leave(sched_index_t *x, uint32_t node)
     if (k->n == 0) {
         ht_delete(x, c);
         k->key = 0;
+        x->sum[c].ready = false;
         k->next_free = x->free_head;
         x->free_head = c;
         x->nlive--;
@@ -241,6 +271,11 @@ static int join(sched_index_t *x, const arb_cluster_t *c, uint32_t node)
                 return -ENOMEM;
             memset(v + x->capcls, 0, (cap - x->capcls) * sizeof *v);
             x->cls = v;
+            sched_csum_t *m = realloc(x->sum, cap * sizeof *m);
+            if (!m)
+                return -ENOMEM;
+            memset(m + x->capcls, 0, (cap - x->capcls) * sizeof *m);
+            x->sum = m;
             x->capcls = cap;
         }
         cls = x->ncls++;
@@ -249,6 +284,8 @@ static int join(sched_index_t *x, const arb_cluster_t *c, uint32_t node)
     k->key = key;
     k->rep = node;
     k->n = 0;
+    k->picked = k->pick_ok = 0; /* a new state: nothing picked on it yet */
+    summarize(&x->sum[cls], n);
     x->ht[p] = cls + 1;
     x->nlive++;
 add:
@@ -286,6 +323,7 @@ void sched_index_free(sched_index_t *x)
     for (uint32_t i = 0; i < x->ncls; i++)
         free(x->cls[i].mem);
     free(x->cls);
+    free(x->sum);
     free(x->ht);
     free(x->node_cls);
     free(x->node_ver);
@@ -293,11 +331,23 @@ void sched_index_free(sched_index_t *x)
     memset(x, 0, sizeof *x);
 }
 
+static bool ties_at_random(const arb_sched_t *s)
+{
+    return s->conf.profile.random_ties;
+}
+
 int sched_index_sync(arb_sched_t *s)
 {
     sched_index_t *x = &s->idx;
     const arb_cluster_t *c = s->c;
 
+    if (x->valid && x->count_tasks != ties_at_random(s)) {
+        /* The profile's ties changed: re-key every node. */
+        for (uint32_t i = 0; i < x->nnodes; i++)
+            x->node_ver[i] = c->nodes[i].version - 1;
+        x->count_tasks = ties_at_random(s);
+        x->seen_version = c->version - 1;
+    }
     if (x->valid && x->seen_version == c->version && x->nnodes == c->nnodes)
         return 0;
     if (!x->k_rack) {
@@ -306,6 +356,7 @@ int sched_index_sync(arb_sched_t *s)
         x->k_zone = arb_intern(&s->c->strs, "zone");
         x->free_head = UINT32_MAX;
         x->s = s;
+        x->count_tasks = ties_at_random(s);
     }
     if (c->nnodes > x->nnodes) {
         uint32_t *a = realloc(x->node_cls, c->nnodes * sizeof *a);
@@ -365,8 +416,15 @@ int sched_index_check(const arb_sched_t *s)
         return 0; /* stale by design until the next sync */
     for (uint32_t i = 0; i < x->ncls; i++) {
         const sched_class_t *k = &x->cls[i];
-        if (!k->key)
+        sched_csum_t sm;
+        if (!k->key) {
+            if (x->sum[i].ready)
+                return -EFAULT;
             continue;
+        }
+        summarize(&sm, &s->c->nodes[k->rep]);
+        if (memcmp(&sm, &x->sum[i], sizeof sm) != 0)
+            return -EFAULT;
         for (uint32_t m = 0; m < k->n; m++) {
             if (x->node_cls[k->mem[m]] != i || (m > 0 && k->mem[m - 1] >= k->mem[m]))
                 return -EFAULT;

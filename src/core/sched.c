@@ -7,13 +7,17 @@
  * node class (nodeclass.c), O(C x P) for C classes and P score plugins, or
  * every node, O(N x P), where classes cannot stand in; a gang confined to a
  * domain tries, in best-fit order, only the domains the domain indexes
- * (domidx.c) say can hold it, O(B + D_fit x tasks x N_d). The full listing
- * (list_domains, O(N x GPUs)) remains for conf.full_scan, the reference the
- * indexes are tested against, and for explain. A gang's later tasks, which
- * the topology score rates by where the earlier ones went, are evaluated
- * near/far (near_units): the nodes near a placed task one by one, the rest
- * by class; this assumes an ARB_SCORE_PLACED score reads only whether a
- * node shares a node, rack or block with a placed task. See
+ * (domidx.c) say can hold it, O(B + D_fit x tasks x N_d) steps, evaluating
+ * a rack's or block's members in groups of one class, rack and block
+ * (domain_units). The full listing (list_domains, O(N x GPUs)) remains for
+ * conf.full_scan, the reference the indexes are tested against, and for
+ * explain. A gang's later tasks, which the topology score rates by where
+ * the earlier ones went, are evaluated near/far (near_units): the nodes
+ * holding a placed task one by one, the other near ones in groups of one
+ * class, rack and block, the rest by class; this assumes an
+ * ARB_SCORE_PLACED score reads only whether a node shares a node, rack or
+ * block with a placed task. A class summary (nodeclass.c) skips classes
+ * that cannot hold the task before their node is read. See
  * docs/complexity.md.
  */
 #include <stdlib.h>
@@ -113,6 +117,11 @@ void arb_sched_free(arb_sched_t *s)
     free(s->near_stamp);
     free(s->cls_stamp);
     free(s->cls_near);
+    free(s->gk_stamp);
+    free(s->gk_cls);
+    free(s->gk_rack);
+    free(s->gk_block);
+    free(s->gk_unit);
     sched_index_free(&s->idx);
     free(s);
 }
@@ -135,6 +144,13 @@ arb_job_t *arb_sched_job(arb_sched_t *s, uint32_t id)
 uint32_t arb_sched_njobs(const arb_sched_t *s)
 {
     return s->nids;
+}
+
+uint32_t arb_sched_nclasses(const arb_sched_t *s, uint64_t *evaluated)
+{
+    if (evaluated)
+        *evaluated = s->nevaluated;
+    return s->idx.nlive;
 }
 
 /* Room for need jobs in *v (capacity *cap). 0 or -ENOMEM. */
@@ -356,6 +372,15 @@ static bool class_path_ok(const arb_sched_t *s, const arb_job_t *j, const sched_
     return !sched_names_topo_labels(s, j);
 }
 
+/* The class summary's version of quick_reject and of the fit filter's GPU
+ * room (filters.c, gpu_shortfall): false only for a class they reject. */
+static inline bool class_may_fit(const sched_csum_t *m, const arb_tgroup_t *g)
+{
+    return m->ready && g->req.cpu_milli <= m->cpu && g->req.mem_bytes <= m->mem &&
+           g->req.gpu_milli <= m->gpu_milli &&
+           (g->gpus > 0 ? m->whole >= g->gpus : g->gpu_share <= 0 || m->share >= g->gpu_share);
+}
+
 /* A cheap test that implies the filter chain would reject n (not ready, or
  * short of CPU, memory or free GPU capacity in total). Most nodes of a busy
  * cluster fail it, so the full chain runs only on plausible ones. */
@@ -364,6 +389,48 @@ static inline bool quick_reject(const arb_tgroup_t *g, const arb_node_t *n)
     return n->state != ARB_NODE_READY || g->req.cpu_milli > n->cap.cpu_milli - n->used.cpu_milli ||
            g->req.mem_bytes > n->cap.mem_bytes - n->used.mem_bytes ||
            g->req.gpu_milli > n->cap.gpu_milli - n->used.gpu_milli;
+}
+
+/*
+ * Best-fit whole GPUs on class u's representative n, remembered in the
+ * class (its members are alike, and a class's state never changes while it
+ * has members) for the plain shapes: 1..8 whole GPUs, no model list, no
+ * device memory asked, no NVLink domain required or given. Of such a task
+ * best fit reads only the GPU count (and the profile's thermal limit, kept
+ * with the answers). Anything else is picked afresh.
+ */
+static int class_pick(arb_sched_t *s, uint32_t u, const arb_pctx_t *pc, const arb_node_t *n,
+                      int nvlink, arb_pick_t *pk)
+{
+    const arb_tgroup_t *g = pc->group;
+    sched_class_t *k = &s->idx.cls[u];
+    int b = g->gpus - 1, lim = s->conf.profile.thermal_limit_c, rc;
+
+    if (g->gpus < 1 || g->gpus > 8 || g->gpu_share > 0 || g->req.gpu_milli <= 0 || nvlink >= 0 ||
+        pc->job->nmodels > 0 || g->req.gpu_mem_mib > 0 ||
+        (g->topo.level == ARB_TOPO_NVLINK && g->topo.required))
+        return sched_pick_bestfit(pc, n, nvlink, pk);
+    if (k->pick_lim != lim) {
+        k->picked = k->pick_ok = 0;
+        k->pick_lim = lim;
+    }
+    if (k->picked >> b & 1) {
+        memset(pk, 0, sizeof *pk);
+        if (!(k->pick_ok >> b & 1))
+            return -ENOSPC;
+        pk->gpu_mask = k->pick[b];
+        pk->gpu_milli = 1000;
+        return 0;
+    }
+    rc = sched_pick_bestfit(pc, n, nvlink, pk);
+    if (rc == 0 && pk->gpu_milli == 1000) { /* what the replay above makes */
+        k->picked |= (uint8_t)(1u << b);
+        k->pick_ok |= (uint8_t)(1u << b);
+        k->pick[b] = pk->gpu_mask;
+    } else if (rc == -ENOSPC) {
+        k->picked |= (uint8_t)(1u << b);
+    }
+    return rc;
 }
 
 int sched_bind_task(arb_sched_t *s, arb_job_t *j, int t, const arb_task_alloc_t *a)
@@ -462,19 +529,12 @@ static int ensure_units(arb_sched_t *s, uint32_t n)
     return 0;
 }
 
-static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
+/* Count node among its class's near members (once per stamp). */
+static void near_mark(arb_sched_t *s, uint32_t node)
 {
     uint32_t k = s->idx.node_cls[node];
 
-    if (s->near_stamp[node] == s->stamp)
-        return 0;
     s->near_stamp[node] = s->stamp;
-    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
-        return -ENOMEM;
-    s->u_node[*nu] = node;
-    s->u_w[*nu] = 1;
-    s->u_cls[*nu] = UINT32_MAX;
-    (*nu)++;
     if (k != UINT32_MAX) {
         if (s->cls_stamp[k] != s->stamp) {
             s->cls_stamp[k] = s->stamp;
@@ -482,30 +542,122 @@ static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
         }
         s->cls_near[k]++;
     }
+}
+
+static int near_add(arb_sched_t *s, uint32_t node, uint32_t *nu)
+{
+    if (s->near_stamp[node] == s->stamp)
+        return 0;
+    near_mark(s, node);
+    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+        return -ENOMEM;
+    s->u_node[*nu] = node;
+    s->u_w[*nu] = 1;
+    s->u_cls[*nu] = UINT32_MAX;
+    (*nu)++;
     return 0;
+}
+
+/* The group of near nodes that share class k, rack domain r and block
+ * domain b (racks and blocks as domidx.c numbers them): the unit that
+ * stands for them, or a new one. Open addressing over gk_*, cleared by
+ * stamp; sized to hold every node. */
+static int near_group(arb_sched_t *s, uint32_t node, uint32_t *nu)
+{
+    const sched_index_t *x = &s->idx;
+    uint32_t k = x->node_cls[node], r = x->dl[0].node_dom[node], b = x->dl[1].node_dom[node];
+    uint32_t m = s->gk_size - 1, p = (uint32_t)((k * 0x9e3779b1u) ^ (r * 0x85ebca6bu) ^ b) & m;
+
+    near_mark(s, node);
+    for (; s->gk_stamp[p] == s->stamp; p = (p + 1) & m)
+        if (s->gk_cls[p] == k && s->gk_rack[p] == r && s->gk_block[p] == b) {
+            uint32_t u = s->gk_unit[p];
+            s->u_w[u]++;
+            if (node < s->u_node[u])
+                s->u_node[u] = node;
+            return 0;
+        }
+    if (*nu >= s->capu && ensure_units(s, s->capu * 2 + 64) < 0)
+        return -ENOMEM;
+    s->gk_stamp[p] = s->stamp;
+    s->gk_cls[p] = k;
+    s->gk_rack[p] = r;
+    s->gk_block[p] = b;
+    s->gk_unit[p] = *nu;
+    s->u_node[*nu] = node;
+    s->u_w[*nu] = 1;
+    s->u_cls[*nu] = UINT32_MAX;
+    (*nu)++;
+    return 0;
+}
+
+/* Room for the near groups' table: twice the nodes, a power of two. */
+static int ensure_groups(arb_sched_t *s)
+{
+    uint32_t sz = 64;
+
+    while (sz < 2 * s->c->nnodes)
+        sz *= 2;
+    if (sz <= s->gk_size)
+        return 0;
+    free(s->gk_stamp);
+    free(s->gk_cls);
+    free(s->gk_rack);
+    free(s->gk_block);
+    free(s->gk_unit);
+    s->gk_stamp = calloc(sz, sizeof *s->gk_stamp);
+    s->gk_cls = malloc(sz * sizeof *s->gk_cls);
+    s->gk_rack = malloc(sz * sizeof *s->gk_rack);
+    s->gk_block = malloc(sz * sizeof *s->gk_block);
+    s->gk_unit = malloc(sz * sizeof *s->gk_unit);
+    s->gk_size = sz;
+    if (!s->gk_stamp || !s->gk_cls || !s->gk_rack || !s->gk_block || !s->gk_unit) {
+        s->gk_size = 0;
+        return -ENOMEM;
+    }
+    return 0;
+}
+
+/* A new mark for near_stamp, cls_stamp and gk_stamp. */
+static void next_stamp(arb_sched_t *s)
+{
+    if (++s->stamp == 0) { /* wrapped: clear the marks */
+        memset(s->near_stamp, 0, s->capnear * sizeof *s->near_stamp);
+        memset(s->cls_stamp, 0, s->capcs * sizeof *s->cls_stamp);
+        if (s->gk_stamp)
+            memset(s->gk_stamp, 0, s->gk_size * sizeof *s->gk_stamp);
+        s->stamp = 1;
+    }
 }
 
 /*
  * The units to evaluate a task of j on when a score reads j's placed
  * tasks (topology: the same node, rack or block as one of them) and the
- * classes cannot stand in for every node: each node near a placed task
- * (sharing its node, rack or block) on its own, and each class through its
- * lowest member that is not near (all of its far members score alike),
- * weighing as many nodes as it has far members. The near nodes come from
- * the domain indexes' member lists: O(T + near + C) instead of O(N).
+ * classes cannot stand in for every node: each node holding a placed task
+ * on its own; the other nodes near one (sharing its rack or block) in
+ * groups of one class, rack and block, through their lowest member (they
+ * stand alike to every placed task, so they score alike; with random ties
+ * each on its own, so that a draw can land on any of them); and each class
+ * through its lowest member that is not near (all of its far members score
+ * alike), weighing as many nodes as it has far members. The near nodes come
+ * from the domain indexes' member lists, and only their ids, classes and
+ * domains are read: O(T + near + C) instead of O(N) node evaluations.
  * Returns the unit count, or -ENOMEM / -ENOENT (no index: scan every node).
  */
-static int near_units(arb_sched_t *s, const arb_job_t *j)
+static int near_units(arb_sched_t *s, const arb_job_t *j, bool rnd)
 {
     sched_index_t *x = &s->idx;
     uint32_t nu = 0;
 
-    if (ensure_units(s, x->ncls + 64) < 0)
+    if (ensure_units(s, x->ncls + 64) < 0 || (!rnd && ensure_groups(s) < 0))
         return -ENOMEM;
-    if (++s->stamp == 0) { /* wrapped: clear the marks */
-        memset(s->near_stamp, 0, s->capnear * sizeof *s->near_stamp);
-        memset(s->cls_stamp, 0, s->capcs * sizeof *s->cls_stamp);
-        s->stamp = 1;
+    next_stamp(s);
+    /* The placed tasks' nodes first, so that none joins a group (with
+     * random ties: in the order of old, which the draws follow). */
+    for (int t = 0; t < j->nalloc && !rnd; t++) {
+        uint32_t o = j->alloc[t].node;
+        if (o != ARB_NO_NODE && o < x->nnodes && near_add(s, o, &nu) < 0)
+            return -ENOMEM;
     }
     for (int t = 0; t < j->nalloc; t++) {
         uint32_t o = j->alloc[t].node;
@@ -513,16 +665,20 @@ static int near_units(arb_sched_t *s, const arb_job_t *j)
         if (o == ARB_NO_NODE || o >= x->nnodes)
             continue;
         on = &s->c->nodes[o];
-        if (near_add(s, o, &nu) < 0)
+        if (rnd && near_add(s, o, &nu) < 0)
             return -ENOMEM;
         for (int lv = 0; lv < 2; lv++) {
             uint32_t key = lv == 0 ? on->rack : on->block, dom;
             if (!key || (dom = x->dl[lv].node_dom[o]) == UINT32_MAX)
                 continue;
             const sched_dent_t *e = &x->dl[lv].d[dom];
-            for (uint32_t m = 0; m < e->n; m++)
-                if (near_add(s, e->mem[m], &nu) < 0)
+            for (uint32_t m = 0; m < e->n; m++) {
+                uint32_t node = e->mem[m];
+                if (s->near_stamp[node] == s->stamp)
+                    continue;
+                if ((rnd ? near_add(s, node, &nu) : near_group(s, node, &nu)) < 0)
                     return -ENOMEM;
+            }
         }
     }
     for (uint32_t u = 0; u < x->ncls; u++) {
@@ -539,6 +695,36 @@ static int near_units(arb_sched_t *s, const arb_job_t *j)
         s->u_cls[nu] = u;
         nu++;
     }
+    return (int)nu;
+}
+
+/*
+ * The units to evaluate a task of j on inside domain d, whose members are
+ * memb: each member holding one of j's placed tasks on its own, the other
+ * members in groups of one class, rack and block through their lowest
+ * member, as near_units groups near nodes (they score alike whatever the
+ * scores read of the placed tasks). A gang's task in a rack of 32 nodes is
+ * then evaluated on a few groups rather than 32 nodes. Deterministic ties
+ * only (a random draw must be able to land on any member). Returns the unit
+ * count or -ENOMEM.
+ */
+static int domain_units(arb_sched_t *s, const arb_job_t *j, const sched_dom_t *d,
+                        const uint32_t *memb, uint32_t nmemb)
+{
+    uint32_t nu = 0;
+
+    if (ensure_units(s, 64) < 0 || ensure_groups(s) < 0)
+        return -ENOMEM;
+    next_stamp(s);
+    for (int t = 0; t < j->nalloc; t++) {
+        uint32_t o = j->alloc[t].node;
+        if (o != ARB_NO_NODE && o < s->idx.nnodes && sched_in_domain(&s->c->nodes[o], d) &&
+            near_add(s, o, &nu) < 0)
+            return -ENOMEM;
+    }
+    for (uint32_t m = 0; m < nmemb; m++)
+        if (s->near_stamp[memb[m]] != s->stamp && near_group(s, memb[m], &nu) < 0)
+            return -ENOMEM;
     return (int)nu;
 }
 
@@ -562,7 +748,7 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
     /* A gang's later tasks where a score reads the placed ones: near/far. */
     if (!by_class && !s->fence_on && s->use_classes && s->placed_dep && j->nalloc > 0 &&
         (!d || d->level == ARB_TOPO_ANY) && s->idx.valid && !sched_names_topo_labels(s, j)) {
-        int nu = near_units(s, j);
+        int nu = near_units(s, j, p->random_ties && ctx && ctx->rng);
         if (nu >= 0) {
             near = true;
             nunits = (uint32_t)nu;
@@ -576,6 +762,15 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         memb = d->members;
         nmemb = d->nmembers;
     }
+    /* A domain's members by class (a rack or block), deterministic ties. */
+    if (!near && !by_class && memb && nmemb > 2 && !s->fence_on && s->use_classes && s->idx.valid &&
+        !(p->random_ties && ctx && ctx->rng) && !sched_names_topo_labels(s, j)) {
+        int nu = domain_units(s, j, d, memb, nmemb);
+        if (nu >= 0) {
+            near = true;
+            nunits = (uint32_t)nu;
+        }
+    }
     if (!near)
         nunits = by_class ? s->idx.ncls : memb ? nmemb : s->c->nnodes;
 
@@ -586,9 +781,12 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
         int rc;
 
         if (near) {
+            uint32_t k = s->idx.node_cls[s->u_node[u]];
+            if (k != UINT32_MAX && !class_may_fit(&s->idx.sum[k], pc.group))
+                continue;
             n = &s->c->nodes[s->u_node[u]];
         } else if (by_class) {
-            if (!s->idx.cls[u].key)
+            if (!class_may_fit(&s->idx.sum[u], pc.group))
                 continue;
             n = &s->c->nodes[s->idx.cls[u].rep];
         } else {
@@ -598,11 +796,16 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
                  s->fence_owner[n->id] != s->fence_self))
                 continue;
         }
-        if (quick_reject(pc.group, n) || sched_filter_node(&pc, n) != ARB_R_OK)
+        if (quick_reject(pc.group, n))
+            continue;
+        s->nevaluated += by_class;
+        if (sched_filter_node(&pc, n) != ARB_R_OK)
             continue;
         if (pc.group->gpu_share > 0 && s->picker >= 0 && nvlink < 0) {
             pc.state = s->pstate[s->picker];
             rc = p->score[s->picker].ops->pick(&pc, n, &pk);
+        } else if (by_class) {
+            rc = class_pick(s, u, &pc, n, nvlink, &pk);
         } else {
             rc = sched_pick_bestfit(&pc, n, nvlink, &pk);
         }

@@ -26,7 +26,22 @@ typedef struct sched_class {
     uint32_t n, cap;    /* members */
     uint32_t *mem;      /* member node ids, sorted */
     uint32_t next_free; /* free-list link while empty */
+    /* Best-fit picks of 1..8 plain whole GPUs on it (sched.c, class_pick):
+     * bit b of picked: known for b + 1 GPUs; of pick_ok: it fits, in pick[b]. */
+    uint16_t pick[8];
+    uint8_t picked, pick_ok;
+    int16_t pick_lim; /* the thermal limit they were picked under */
 } sched_class_t;
+
+/* What a class has room for (nodeclass.c, summarize), in an array beside
+ * the classes so that a decision skips the classes that cannot hold its task
+ * without reading their nodes: a necessary condition of the filters. */
+typedef struct sched_csum {
+    int64_t cpu, mem, gpu_milli; /* free */
+    int16_t share;               /* the largest free milli of a healthy GPU; -1 none */
+    uint8_t whole;               /* healthy GPUs with nothing on them */
+    bool ready;                  /* a live class of READY nodes */
+} sched_csum_t;
 
 /* Topology domain indexes (domidx.c), kept in step with the node classes:
  * per level (rack, block) the domains with their members, free whole GPUs
@@ -69,11 +84,13 @@ typedef struct sched_index {
     uint32_t *node_cls; /* per node: its class */
     uint64_t *node_ver; /* per node: node.version when keyed */
     sched_class_t *cls;
+    sched_csum_t *sum; /* per class slot, beside cls */
     uint32_t ncls, capcls, nlive, free_head;
     uint32_t *ht; /* class slot + 1 by key, linear probing */
     uint32_t htsize;
     uint32_t k_rack, k_block, k_zone; /* interned label keys kept out of the key */
     const struct arb_sched *s;        /* for the plugins' node_key */
+    bool count_tasks;                 /* key the task count, not only > 0 (random ties) */
     sched_dlevel_t dl[2];             /* rack, block (domidx.c) */
     uint8_t *node_free;               /* per node: free GPUs as the domains count them */
 } sched_index_t;
@@ -125,6 +142,9 @@ struct arb_sched {
     uint32_t *near_stamp;           /* per node: == stamp while near */
     uint32_t *cls_stamp, *cls_near; /* per class: near members counted this stamp */
     uint32_t capnear, capcs, stamp;
+    /* near_units' groups of near nodes by class, rack and block (== stamp: in use) */
+    uint32_t *gk_stamp, *gk_cls, *gk_rack, *gk_block, *gk_unit;
+    uint32_t gk_size;
     uint8_t *fence; /* cycle.c: per node, SCHED_FENCE_* bits: reserved by a job ahead */
     uint32_t nfence;
     uint32_t *fence_owner; /* per node, the job whose fence it is (the first); UINT32_MAX none */
@@ -136,6 +156,7 @@ struct arb_sched {
     int shrunk;          /* elastic tasks preemption took back (for the cycle's stats) */
     arb_hold_fn hold;    /* the caller's holds (arb_sched_set_hold); NULL none */
     void *hold_arg;
+    uint64_t nevaluated; /* classes filtered on the class path (arb_sched_nclasses) */
 };
 
 /* Node classes (nodeclass.c). sync: bring the classes up to date with the

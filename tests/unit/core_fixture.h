@@ -274,13 +274,14 @@ static inline int fx_busy(fx_t *f, uint32_t id)
  * fx_ab_record keeps job i's outcome, fx_ab_step checks the indexes after
  * every step, fx_ab_compare runs both sides over seeds and compares them. */
 
-#define FX_AB_JOBS 512 /* the most jobs one stream records */
+#define FX_AB_JOBS 3000 /* the most jobs one stream records */
 #define FX_AB_TASKS 12 /* the most tasks of a job it compares */
 
 typedef struct fx_ab {
     int rc[FX_AB_JOBS];     /* arb_sched_place's answer */
     int nalloc[FX_AB_JOBS]; /* the tasks placed (0 when it did not place) */
     arb_task_alloc_t a[FX_AB_JOBS][FX_AB_TASKS];
+    uint32_t max_classes; /* the most node classes the indexed side held at once */
 } fx_ab_t;
 
 static inline void fx_ab_sched(fx_t *f, const char *policy, bool full_scan)
@@ -307,12 +308,14 @@ static inline void fx_ab_record(fx_ab_t *t, int i, arb_job_t *j, int rc)
 
 /* After every step: the indexes' invariants hold (again after a sync when
  * indexed), and the cluster's. */
-static inline void fx_ab_step(fx_t *f, bool full_scan)
+static inline void fx_ab_step(fx_t *f, bool full_scan, fx_ab_t *t)
 {
     assert_int_equal(sched_index_check(f->s), 0);
     if (!full_scan) {
         assert_int_equal(sched_index_sync(f->s), 0);
         assert_int_equal(sched_index_check(f->s), 0);
+        if (arb_sched_nclasses(f->s, NULL) > t->max_classes)
+            t->max_classes = arb_sched_nclasses(f->s, NULL);
     }
     fx_check(f);
 }
@@ -320,18 +323,24 @@ static inline void fx_ab_step(fx_t *f, bool full_scan)
 /* Run policy's stream for seeds 1..nseeds indexed and by full scan (run
  * records njobs jobs) and fail at the first decision that differs: its
  * answer, its task count or any task's node and GPUs. *placed and *gangs
- * (optional) count the indexed side's placements and gangs placed. */
-static inline void fx_ab_compare(const char *policy, int nseeds, int njobs,
-                                 void (*run)(const char *policy, bool full_scan, uint64_t seed,
-                                             fx_ab_t *t),
-                                 int *placed, int *gangs)
+ * (optional) count the indexed side's placements and gangs placed.
+ * Returns the fewest node classes any seed's indexed run reached at its
+ * peak (a long run must have made many, or it tests little). */
+static inline uint32_t fx_ab_compare(const char *policy, int nseeds, int njobs,
+                                     void (*run)(const char *policy, bool full_scan, uint64_t seed,
+                                                 int njobs, fx_ab_t *t),
+                                     int *placed, int *gangs)
 {
     static fx_ab_t a, b;
+    uint32_t least = UINT32_MAX;
 
     assert_true(njobs <= FX_AB_JOBS);
     for (uint64_t seed = 1; seed <= (uint64_t)nseeds; seed++) {
-        run(policy, false, seed, &a);
-        run(policy, true, seed, &b);
+        a.max_classes = b.max_classes = 0;
+        run(policy, false, seed, njobs, &a);
+        run(policy, true, seed, njobs, &b);
+        if (a.max_classes < least)
+            least = a.max_classes;
         for (int i = 0; i < njobs; i++) {
             if (a.rc[i] != b.rc[i] || a.nalloc[i] != b.nalloc[i])
                 fail_msg("%s seed %llu job %d: rc %d/%d, %d/%d tasks (indexed/full scan)", policy,
@@ -348,6 +357,7 @@ static inline void fx_ab_compare(const char *policy, int nseeds, int njobs,
                 *gangs += a.rc[i] == 0 && a.nalloc[i] > 1;
         }
     }
+    return least;
 }
 
 /* ---- a tiny JSON validator: one value, nothing after it ------------------- */

@@ -9,7 +9,8 @@
  * runs twice per profile, indexed and with conf.full_scan (every domain
  * listed, every node scanned); with deterministic ties every task's node
  * and GPUs must be identical, and the indexes' invariants must hold after
- * every step (so they stay in sync through frees and node changes).
+ * every step (so they stay in sync through frees and node changes). Two
+ * streams run 2,500 jobs, so that classes are made and retired many times.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -20,6 +21,7 @@
 
 #define MAXNODES 96
 #define NJOBS 500
+#define LONGJOBS 2500 /* the long runs: many classes made and retired */
 #define MAXT FX_AB_TASKS
 
 static void add_node(fx_t *f, arb_rng_t *r, int i)
@@ -83,7 +85,7 @@ static arb_job_t *make_job(fx_t *f, arb_rng_t *r, int i)
     return j;
 }
 
-static void run(const char *policy, bool full_scan, uint64_t seed, fx_ab_t *tr)
+static void run(const char *policy, bool full_scan, uint64_t seed, int njobs, fx_ab_t *tr)
 {
     fx_t f;
     arb_rng_t cl, wl;
@@ -96,7 +98,7 @@ static void run(const char *policy, bool full_scan, uint64_t seed, fx_ab_t *tr)
         add_node(&f, &cl, i);
     fx_ab_sched(&f, policy, full_scan);
     arb_rng_seed(&wl, seed * 7919);
-    for (int i = 0; i < NJOBS; i++) {
+    for (int i = 0; i < njobs; i++) {
         arb_job_t *j = fx_submit(&f, make_job(&f, &wl, i));
         int ev = (int)arb_rng_below(&wl, 100);
 
@@ -126,20 +128,34 @@ static void run(const char *policy, bool full_scan, uint64_t seed, fx_ab_t *tr)
         } else if (ev < 8 && f.c.nnodes < MAXNODES) {
             add_node(&f, &wl, (int)f.c.nnodes);
         }
-        fx_ab_step(&f, full_scan);
+        fx_ab_step(&f, full_scan, tr);
     }
     fx_free(&f);
 }
 
-static void compare(const char *policy)
+static void compare_runs(const char *policy, uint64_t seeds, int njobs)
 {
     int placed = 0, gangs = 0;
 
-    fx_ab_compare(policy, 6, NJOBS, run, &placed, &gangs);
+    uint32_t classes = fx_ab_compare(policy, (int)seeds, njobs, run, &placed, &gangs);
+    if (njobs > NJOBS)
+        assert_true(classes >= 40);
     /* The streams must exercise both outcomes, and gangs. */
-    assert_true(placed > NJOBS);
-    assert_true(placed < 6 * NJOBS);
+    assert_true(placed > (int)seeds * njobs / 6);
+    assert_true(placed < (int)seeds * njobs);
     assert_true(gangs > 100);
+}
+
+static void compare(const char *policy)
+{
+    compare_runs(policy, 6, NJOBS);
+}
+
+/* Two streams of 2,500 jobs: the churn makes and retires classes many
+ * times over, and near/far and rack attempts meet many of them. */
+static void test_long(void **st)
+{
+    compare_runs("default", 2, LONGJOBS);
 }
 
 static void test_default(void **st)
@@ -206,9 +222,8 @@ static void test_listing(void **st)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_default),
-        cmocka_unit_test(test_pack),
-        cmocka_unit_test(test_spread),
+        cmocka_unit_test(test_default), cmocka_unit_test(test_pack),
+        cmocka_unit_test(test_spread),  cmocka_unit_test(test_long),
         cmocka_unit_test(test_listing),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
