@@ -275,7 +275,7 @@ static inline int fx_busy(fx_t *f, uint32_t id)
  * every step, fx_ab_compare runs both sides over seeds and compares them. */
 
 #define FX_AB_JOBS 3000 /* the most jobs one stream records */
-#define FX_AB_TASKS 12 /* the most tasks of a job it compares */
+#define FX_AB_TASKS 12  /* the most tasks of a job it compares */
 
 typedef struct fx_ab {
     int rc[FX_AB_JOBS];     /* arb_sched_place's answer */

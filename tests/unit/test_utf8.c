@@ -37,9 +37,9 @@ static void test_decoder(void **st)
     assert_int_equal(arb_utf8_len((const unsigned char *)"\xc3\xa9", 2), 2);
     assert_int_equal(arb_utf8_len((const unsigned char *)"\xe8\xae\xad", 3), 3);
     assert_int_equal(arb_utf8_len((const unsigned char *)"\xf0\x9f\x98\x80", 4), 4);
-    assert_int_equal(arb_utf8_len((const unsigned char *)"\xc0\xaf", 2), 0);     /* overlong */
-    assert_int_equal(arb_utf8_len((const unsigned char *)"\xe0\x80\xaf", 3), 0); /* overlong */
-    assert_int_equal(arb_utf8_len((const unsigned char *)"\xed\xa0\x80", 3), 0); /* surrogate */
+    assert_int_equal(arb_utf8_len((const unsigned char *)"\xc0\xaf", 2), 0);         /* overlong */
+    assert_int_equal(arb_utf8_len((const unsigned char *)"\xe0\x80\xaf", 3), 0);     /* overlong */
+    assert_int_equal(arb_utf8_len((const unsigned char *)"\xed\xa0\x80", 3), 0);     /* surrogate */
     assert_int_equal(arb_utf8_len((const unsigned char *)"\xf4\x90\x80\x80", 4), 0); /* >10FFFF */
     assert_int_equal(arb_utf8_len((const unsigned char *)"\x80", 1), 0);
     assert_int_equal(arb_utf8_len((const unsigned char *)"\xe8\xae", 2), 0); /* cut short */
