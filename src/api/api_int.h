@@ -227,6 +227,7 @@ int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_
 json_t *api_res_json(const arb_res_t *r);
 json_t *api_queues_json(const st_queue_list_t *l);
 json_t *api_status_json(const st_status_t *v);
+json_t *api_prio_classes_json(const st_prio_list_t *l);
 json_t *api_node_json(const st_node_view_t *v);
 json_t *api_nodes_json(const st_node_list_t *l);
 

@@ -405,7 +405,15 @@ static int h_events(api_req_t *r)
 
 static int h_prio_classes(api_req_t *r)
 {
-    return api_finish(r, 0, st_priority_classes(r->st), 0, NULL, 200);
+    arb_err_t err = {{0}};
+    st_prio_list_t l = {0};
+    int rc = st_priority_classes(r->st, &l);
+    json_t *out = rc == 0 ? api_prio_classes_json(&l) : NULL;
+
+    if (rc < 0)
+        arb_errf(&err, rc, "out of memory listing the priority classes");
+    st_prio_list_free(&l);
+    return api_finish(r, rc, out, 0, &err, 200);
 }
 
 /* Log tickets (src/state/logticket.c): a user asks for one, the agent

@@ -634,26 +634,3 @@ char *st_node_record(st_t *s, arb_node_t *n)
     json_decref(o);
     return txt;
 }
-
-/* ---- priority classes --------------------------------------------------------------- */
-
-json_t *st_priority_classes(st_t *s)
-{
-    spec_prio_class_t bi[16];
-    const spec_prio_class_t *v = s->conf.classes;
-    int n = s->conf.nclasses;
-    json_t *a = json_array();
-
-    if (!n) { /* no priorityClasses: in the config */
-        n = spec_priority_builtins(bi, 16);
-        v = bi;
-    }
-    for (int i = 0; i < n; i++) {
-        json_t *o = json_pack("{s:s,s:i,s:s}", "name", v[i].name, "value", (int)v[i].value,
-                              "description", v[i].description);
-        if (v[i].preemptible >= 0)
-            json_object_set_new(o, "preemptible", json_boolean(v[i].preemptible));
-        json_array_append_new(a, o);
-    }
-    return json_pack("{s:o}", "priorityClasses", a);
-}

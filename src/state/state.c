@@ -238,3 +238,30 @@ void st_status(st_t *s, st_status_t *out)
                          .nodes = st_nodes_live(s)};
     pthread_mutex_unlock(&s->mu);
 }
+
+int st_priority_classes(st_t *s, st_prio_list_t *out)
+{
+    spec_prio_class_t bi[16];
+    const spec_prio_class_t *v = s->conf.classes;
+    int n = s->conf.nclasses;
+
+    if (!n) { /* no priorityClasses: in the config */
+        n = spec_priority_builtins(bi, 16);
+        v = bi;
+    }
+    out->n = 0;
+    out->v = n ? malloc((size_t)n * sizeof *out->v) : NULL;
+    if (n && !out->v)
+        return -ENOMEM;
+    if (n)
+        memcpy(out->v, v, (size_t)n * sizeof *out->v);
+    out->n = n;
+    return 0;
+}
+
+void st_prio_list_free(st_prio_list_t *l)
+{
+    free(l->v);
+    l->v = NULL;
+    l->n = 0;
+}

@@ -386,8 +386,15 @@ int st_metrics(st_t *s, char **buf, size_t *len);
 /* Check every invariant: core's cluster check, and that the allocations of
  * the jobs add up to the nodes' usage (no GPU share given twice). */
 int st_check(st_t *s, arb_err_t *err);
-/* {"priorityClasses": [{"name", "value", "preemptible", "description"}]} */
-json_t *st_priority_classes(st_t *s);
+/* The priority classes jobs may name (GET /v1/priorityclasses; a typed
+ * view): the config's priorityClasses, or the built-ins without them.
+ * Copied into out->v (malloc'd: st_prio_list_free); -ENOMEM. */
+typedef struct st_prio_list {
+    spec_prio_class_t *v;
+    int n;
+} st_prio_list_t;
+int st_priority_classes(st_t *s, st_prio_list_t *out);
+void st_prio_list_free(st_prio_list_t *l);
 /* The controller's counters (GET /v1/status; a typed view). */
 typedef struct st_status {
     uint64_t lamport;  /* the Lamport clock now */

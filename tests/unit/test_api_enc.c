@@ -60,6 +60,23 @@ static void test_status(void **unused)
                 "\"active_jobs\":2,\"nodes\":1}");
 }
 
+/* The priority classes: preemptible only where the class sets it. */
+static void test_prio_classes(void **unused)
+{
+    (void)unused;
+    spec_prio_class_t v[2] = {{.value = 1000, .preemptible = -1}, {.value = -5, .preemptible = 1}};
+    snprintf(v[0].name, sizeof v[0].name, "%s", "high");
+    snprintf(v[0].description, sizeof v[0].description, "%s", "trains \"first\"");
+    snprintf(v[1].name, sizeof v[1].name, "%s", "scavenger");
+    st_prio_list_t l = {.v = v, .n = 2};
+    expect_json(api_prio_classes_json(&l),
+                "{\"priorityClasses\":[{\"name\":\"high\",\"value\":1000,\"description\":"
+                "\"trains \\\"first\\\"\"},{\"name\":\"scavenger\",\"value\":-5,"
+                "\"description\":\"\",\"preemptible\":true}]}");
+    st_prio_list_t none = {0};
+    expect_json(api_prio_classes_json(&none), "{\"priorityClasses\":[]}");
+}
+
 /* A node's three forms: in the list (no topology, telemetry, inventory),
  * alone (full, with what runs there), and a node operation's reply. */
 static void test_node(void **unused)
@@ -164,6 +181,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_queues),
         cmocka_unit_test(test_status),
+        cmocka_unit_test(test_prio_classes),
         cmocka_unit_test(test_node),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
