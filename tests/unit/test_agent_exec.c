@@ -31,18 +31,13 @@
 #include <unistd.h>
 
 #include "agent/exec.h"
+#include "proc_fixture.h"
+#include "util/mtime.h"
 
 #define MS 1000000LL
 #define SEC 1000000000LL
 
 static char tmpdir[64];
-
-static int64_t now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
-}
 
 static int rm_cb(const char *p, const struct stat *st, int flag, struct FTW *f)
 {
@@ -79,46 +74,12 @@ static agent_exec_conf_t conf(void)
     return c;
 }
 
-/* The whole of a file, or "" (static buffer). */
-static const char *slurp(const char *path)
-{
-    static char buf[16384];
-    FILE *f = fopen(path, "r");
-    size_t n = 0;
-
-    buf[0] = '\0';
-    if (f) {
-        n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
-/* A live process (not a zombie). */
-static bool alive(pid_t pid)
-{
-    char path[64], buf[512], *p, st = 'X';
-    FILE *f;
-
-    if (kill(pid, 0) != 0)
-        return false;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(path, "r")))
-        return false;
-    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
-    fclose(f);
-    if ((p = strrchr(buf, ')')))
-        sscanf(p + 1, " %c", &st);
-    return st != 'Z' && st != 'X';
-}
-
 /* A signalled process dies asynchronously: wait up to 5 s for pid to be
  * gone (or a zombie) before calling it alive. */
 static bool still_alive(pid_t pid)
 {
     for (int i = 0; i < 500; i++) {
-        if (!alive(pid))
+        if (!fx_alive(pid))
             return false;
         usleep(10000);
     }
@@ -144,8 +105,8 @@ static agent_task_t *start_spec(agent_exec_t *x, const agent_task_spec_t *s, boo
 {
     agent_task_t *t = NULL;
     arb_err_t err = {{0}};
-    int rc = wait_exec ? agent_exec_start(x, s, now(), &t, &err)
-                       : agent_exec_begin(x, s, now(), &t, &err);
+    int rc = wait_exec ? agent_exec_start(x, s, arb_mono_ns(), &t, &err)
+                       : agent_exec_begin(x, s, arb_mono_ns(), &t, &err);
 
     if (rc != 0)
         fail_msg("%s %s/%d: %s", wait_exec ? "start" : "begin", s->job, s->task, err.msg);
@@ -161,9 +122,9 @@ static agent_task_t *run(agent_exec_t *x, const char *job, int task, char *const
 /* Poll (real time) until t exits; at most 10 s. */
 static void wait_exit(agent_exec_t *x, agent_task_t *t)
 {
-    int64_t end = now() + 10 * SEC;
-    while (t->state != AGENT_TASK_EXITED && now() < end) {
-        agent_exec_poll(x, now());
+    int64_t end = arb_mono_ns() + 10 * SEC;
+    while (t->state != AGENT_TASK_EXITED && arb_mono_ns() < end) {
+        agent_exec_poll(x, arb_mono_ns());
         usleep(2000);
     }
     assert_int_equal(t->state, AGENT_TASK_EXITED);
@@ -173,10 +134,10 @@ static void wait_exit(agent_exec_t *x, agent_task_t *t)
 static int read_pids(const agent_task_t *t, pid_t *pids, int max, int want)
 {
     int n = 0;
-    int64_t end = now() + 5 * SEC;
+    int64_t end = arb_mono_ns() + 5 * SEC;
 
-    while (now() < end) {
-        const char *s = slurp(t->out_path);
+    while (arb_mono_ns() < end) {
+        const char *s = fx_slurp(t->out_path);
         n = 0;
         while (*s && n < max) {
             long v = strtol(s, (char **)&s, 10);
@@ -217,7 +178,7 @@ static void test_env_and_logs(void **st)
     s.rank = 2;
     s.master_addr = "10.0.0.5";
     s.master_port = 29500;
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     assert_true(t->pid > 1);
     assert_int_equal(t->state, AGENT_TASK_RUNNING);
     wait_exit(&x, t);
@@ -229,7 +190,7 @@ static void test_env_and_logs(void **st)
     char want[256];
     snprintf(want, sizeof want, "%s/logs/job-1/3.out", tmpdir);
     assert_string_equal(t->out_path, want);
-    out = slurp(t->out_path);
+    out = fx_slurp(t->out_path);
     const char *lines[] = {"CUDA_VISIBLE_DEVICES=0,3\n",
                            "CUDA_DEVICE_ORDER=PCI_BUS_ID\n",
                            "ARBITER_JOB_ID=job-1\n",
@@ -258,10 +219,10 @@ static void test_env_and_logs(void **st)
     wait_exit(&x, t);
     assert_int_equal(t->exit_code, 7);
     assert_string_equal(t->reason, "exited");
-    out = slurp(t->out_path);
+    out = fx_slurp(t->out_path);
     assert_non_null(strstr(out, "CUDA_VISIBLE_DEVICES=\n"));
     assert_null(strstr(out, "WORLD_SIZE="));
-    assert_string_equal(slurp(t->err_path), "to-stderr\n");
+    assert_string_equal(fx_slurp(t->err_path), "to-stderr\n");
 
     /* forget: only exited tasks; then it is gone from the table. */
     assert_int_equal(agent_exec_forget(&x, "job-2", 0), 0);
@@ -287,14 +248,14 @@ static void test_refusals(void **st)
     chmod(noexec_path, 0644);
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
     s = spec("j", 0, missing);
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "command 'no-such-command-xyz' not found in PATH="));
     s.argv = noexec;
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EACCES);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -EACCES);
     assert_non_null(strstr(err.msg, "not-a-program' (exec): Permission denied"));
     s.argv = sleep_argv;
     s.cwd = "/nonexistent-dir";
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "changing directory to /nonexistent-dir"));
     s.cwd = NULL;
     assert_int_equal(agent_exec_live(&x), 0);
@@ -303,7 +264,7 @@ static void test_refusals(void **st)
     const char *badjobs[] = {"", "../x", ".hidden", "a/b", "sp ace", NULL};
     for (int i = 0; badjobs[i]; i++) {
         s.job = badjobs[i];
-        assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+        assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -EINVAL);
         assert_non_null(strstr(err.msg, "cannot name files"));
     }
     s.job = "j";
@@ -311,31 +272,31 @@ static void test_refusals(void **st)
     s.rank = 2;
     s.master_addr = "h";
     s.master_port = 1;
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "gang member"));
     s.world_size = 0;
     s.ngpus = 2;
     s.gpus[0] = s.gpus[1] = 1;
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "GPU 1 given twice"));
     s.ngpus = 0;
     char *badenv[] = {"NOEQUALS", NULL};
     s.env = badenv;
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EINVAL);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -EINVAL);
     s.env = NULL;
 
     /* One live task per (job, task). */
     agent_task_t *t;
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -EEXIST);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -EEXIST);
     assert_non_null(strstr(err.msg, "already running here"));
     assert_int_equal(agent_exec_forget(&x, "j", 0), -EBUSY);
-    assert_int_equal(agent_exec_fence(&x, now()), 1);
+    assert_int_equal(agent_exec_fence(&x, arb_mono_ns()), 1);
     assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
     /* Exited: the same task may start again (a retry). */
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     assert_int_equal(x.ntasks, 1);
-    agent_exec_fence(&x, now());
+    agent_exec_fence(&x, arb_mono_ns());
     assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
     agent_exec_free(&x);
 }
@@ -352,17 +313,17 @@ static void test_cancel_group(void **st)
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
     t = run(&x, "train", 0, argv);
     assert_int_equal(read_pids(t, kids, 2, 2), 2);
-    assert_true(alive(kids[0]) && alive(kids[1]));
+    assert_true(fx_alive(kids[0]) && fx_alive(kids[1]));
     assert_int_equal(getpgid(kids[0]), t->pid); /* one group, led by the task */
-    assert_int_equal(agent_exec_cancel(&x, "train", 0, now()), 0);
+    assert_int_equal(agent_exec_cancel(&x, "train", 0, arb_mono_ns()), 0);
     assert_int_equal(t->state, AGENT_TASK_STOPPING);
-    assert_int_equal(agent_exec_cancel(&x, "train", 0, now()), 0); /* again: nothing */
-    assert_int_equal(agent_exec_cancel(&x, "nope", 0, now()), -ENOENT);
+    assert_int_equal(agent_exec_cancel(&x, "train", 0, arb_mono_ns()), 0); /* again: nothing */
+    assert_int_equal(agent_exec_cancel(&x, "nope", 0, arb_mono_ns()), -ENOENT);
     wait_exit(&x, t);
     assert_string_equal(t->reason, "cancelled");
     assert_int_equal(t->signal, SIGTERM);
     assert_int_equal(t->exit_code, -1);
-    agent_exec_poll(&x, now()); /* reap the orphans */
+    agent_exec_poll(&x, arb_mono_ns()); /* reap the orphans */
     assert_false(still_alive(kids[0]));
     assert_false(still_alive(kids[1]));
     agent_exec_free(&x);
@@ -383,25 +344,25 @@ static void test_grace_then_kill(void **st)
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
     t = run(&x, "stubborn", 0, argv);
     assert_int_equal(read_pids(t, &kid, 1, 1), 1);
-    t0 = now();
+    t0 = arb_mono_ns();
     assert_int_equal(agent_exec_cancel(&x, "stubborn", 0, t0), 0);
     assert_int_equal(t->kill_at_ns, t0 + 5 * SEC);
     usleep(100000);
     /* Before the deadline (time passed in, not slept): still there. */
     agent_exec_poll(&x, t0 + 5 * SEC - 1);
     assert_int_equal(t->state, AGENT_TASK_STOPPING);
-    assert_true(alive(kid));
+    assert_true(fx_alive(kid));
     /* At the deadline: SIGKILL to the group. */
     agent_exec_poll(&x, t0 + 5 * SEC);
-    int64_t end = now() + 5 * SEC;
-    while (t->state != AGENT_TASK_EXITED && now() < end) {
+    int64_t end = arb_mono_ns() + 5 * SEC;
+    while (t->state != AGENT_TASK_EXITED && arb_mono_ns() < end) {
         agent_exec_poll(&x, t0 + 5 * SEC + 1);
         usleep(2000);
     }
     assert_int_equal(t->state, AGENT_TASK_EXITED);
     assert_int_equal(t->signal, SIGKILL);
     assert_string_equal(t->reason, "cancelled");
-    agent_exec_poll(&x, now());
+    agent_exec_poll(&x, arb_mono_ns());
     assert_false(still_alive(kid));
     agent_exec_free(&x);
 }
@@ -420,9 +381,9 @@ static void test_leader_exit_kills_leftovers(void **st)
     assert_int_equal(read_pids(t, &kid, 1, 1), 1);
     wait_exit(&x, t);
     assert_int_equal(t->exit_code, 0);
-    agent_exec_poll(&x, now());
+    agent_exec_poll(&x, arb_mono_ns());
     usleep(20000);
-    agent_exec_poll(&x, now());
+    agent_exec_poll(&x, arb_mono_ns());
     assert_false(still_alive(kid));
     agent_exec_free(&x);
 }
@@ -447,7 +408,7 @@ static void test_fence_kills_everything(void **st)
     for (int i = 0; i < 3; i++)
         assert_int_equal(read_pids(t[i], &kid[i], 1, 1), 1);
     assert_int_equal(agent_exec_live(&x), 3);
-    assert_int_equal(agent_exec_fence(&x, now()), 3);
+    assert_int_equal(agent_exec_fence(&x, arb_mono_ns()), 3);
     assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
     for (int i = 0; i < 3; i++) {
         assert_int_equal(t[i]->state, AGENT_TASK_EXITED);
@@ -455,14 +416,14 @@ static void test_fence_kills_everything(void **st)
         assert_int_equal(t[i]->signal, SIGKILL);
     }
     usleep(20000);
-    agent_exec_poll(&x, now());
+    agent_exec_poll(&x, arb_mono_ns());
     assert_false(still_alive(kid[0]));
     assert_false(still_alive(kid[1]));
     if (x.cg.mode != AGENT_CG_NONE)
         assert_false(still_alive(kid[2])); /* the escapee, through the cgroup */
-    else if (alive(kid[2]))
+    else if (fx_alive(kid[2]))
         kill(kid[2], SIGKILL); /* without cgroups it escapes: tidy up */
-    assert_int_equal(agent_exec_fence(&x, now()), 0);
+    assert_int_equal(agent_exec_fence(&x, arb_mono_ns()), 0);
     agent_exec_free(&x);
 }
 
@@ -489,7 +450,7 @@ static void test_run_as(void **st)
     t = run(&x, "asuser", 0, argv);
     wait_exit(&x, t);
     snprintf(want, sizeof want, "65534\n65534\n%s/logs/asuser\nwrote\n", tmpdir);
-    assert_string_equal(slurp(t->out_path), want);
+    assert_string_equal(fx_slurp(t->out_path), want);
     agent_exec_free(&x);
 
     /* --allow-root: as root. */
@@ -499,7 +460,7 @@ static void test_run_as(void **st)
     assert_non_null(strstr(x.warning, "tasks run as root"));
     t = run(&x, "asroot", 0, argv);
     wait_exit(&x, t);
-    assert_true(strncmp(slurp(t->out_path), "0\n0\n", 4) == 0);
+    assert_true(strncmp(fx_slurp(t->out_path), "0\n0\n", 4) == 0);
     agent_exec_free(&x);
 
     c.allow_root = false;
@@ -530,24 +491,24 @@ static void test_cgroup_limits(void **st)
     s = spec("lim", 0, argv);
     s.mem_bytes = 64 << 20;
     s.cpu_milli = 500;
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     assert_true(t->cg.n >= 1);
     if (x.cg.mode == AGENT_CG_V1) {
-        snprintf(buf, sizeof buf, "%s",
-                 slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[0]), "/memory.limit_in_bytes")));
+        snprintf(buf, sizeof buf, "%.63s",
+                 fx_slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[0]), "/memory.limit_in_bytes")));
         assert_string_equal(buf, "67108864\n");
-        snprintf(buf, sizeof buf, "%s",
-                 slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[1]), "/cpu.cfs_quota_us")));
+        snprintf(buf, sizeof buf, "%.63s",
+                 fx_slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[1]), "/cpu.cfs_quota_us")));
         assert_string_equal(buf, "50000\n");
     } else {
-        snprintf(buf, sizeof buf, "%s",
-                 slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[0]), "/memory.max")));
+        snprintf(buf, sizeof buf, "%.63s",
+                 fx_slurp(strcat(strcpy((char[4200]){0}, t->cg.dir[0]), "/memory.max")));
         assert_string_equal(buf, "67108864\n");
     }
     assert_int_equal(agent_cg_task_procs(&t->cg), 1);
     char dir0[4200];
     snprintf(dir0, sizeof dir0, "%s", t->cg.dir[0]);
-    agent_exec_fence(&x, now());
+    agent_exec_fence(&x, arb_mono_ns());
     assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
     assert_int_equal(access(dir0, F_OK), -1); /* the cgroup is removed */
 
@@ -557,7 +518,7 @@ static void test_cgroup_limits(void **st)
     s.argv = hog;
     s.mem_bytes = 32 << 20;
     s.cpu_milli = 0;
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     wait_exit(&x, t);
     if (t->exit_code == 0 || t->exit_code == -1)
         fail_msg("the memory hog ended with exit %d signal %d", t->exit_code, t->signal);
@@ -605,33 +566,33 @@ static void test_cgroup_v2_fake(void **st)
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
     assert_int_equal(x.cg.mode, AGENT_CG_V2);
     snprintf(p, sizeof p, "%s/cgroup.subtree_control", root);
-    assert_string_equal(slurp(p), "+memory +cpu");
+    assert_string_equal(fx_slurp(p), "+memory +cpu");
     s = spec("v2j", 1, argv);
     s.mem_bytes = 1LL << 30;
     s.cpu_milli = 1500;
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     snprintf(p, sizeof p, "%s/arbiter/v2j.1/memory.max", root);
-    assert_string_equal(slurp(p), "1073741824");
+    assert_string_equal(fx_slurp(p), "1073741824");
     snprintf(p, sizeof p, "%s/arbiter/v2j.1/cpu.max", root);
-    assert_string_equal(slurp(p), "150000 100000");
+    assert_string_equal(fx_slurp(p), "150000 100000");
     snprintf(p, sizeof p, "%s/arbiter/v2j.1/cgroup.procs", root);
-    assert_string_equal(slurp(p), "0"); /* the child joined itself */
-    agent_exec_cancel(&x, "v2j", 1, now());
+    assert_string_equal(fx_slurp(p), "0"); /* the child joined itself */
+    agent_exec_cancel(&x, "v2j", 1, arb_mono_ns());
     wait_exit(&x, t);
     snprintf(p, sizeof p, "%s/arbiter/v2j.1/cgroup.kill", root);
-    assert_string_equal(slurp(p), "1");
+    assert_string_equal(fx_slurp(p), "1");
     agent_exec_free(&x);
 
     /* No limits: "max". */
     c.cgroup_mode = "v2";
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
     s.mem_bytes = s.cpu_milli = 0;
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     snprintf(p, sizeof p, "%s/arbiter/v2j.1/memory.max", root);
-    assert_string_equal(slurp(p), "max");
+    assert_string_equal(fx_slurp(p), "max");
     snprintf(p, sizeof p, "%s/arbiter/v2j.1/cpu.max", root);
-    assert_string_equal(slurp(p), "max 100000");
-    agent_exec_fence(&x, now());
+    assert_string_equal(fx_slurp(p), "max 100000");
+    agent_exec_fence(&x, arb_mono_ns());
     assert_int_equal(agent_exec_wait(&x, 5 * SEC), 0);
     agent_exec_free(&x);
 
@@ -684,18 +645,18 @@ static void test_adopt_and_state_file(void **st)
     assert_int_equal(agent_exec_init(&y, &c, &err), 0);
     agent_task_record_t wrong = rec[0];
     wrong.start_ticks++; /* the pid now names another process */
-    assert_int_equal(agent_exec_adopt(&y, &wrong, now(), &err), -ESRCH);
-    assert_int_equal(agent_exec_adopt(&y, &rec[0], now(), &err), 0);
-    assert_int_equal(agent_exec_adopt(&y, &rec[0], now(), &err), -EEXIST);
+    assert_int_equal(agent_exec_adopt(&y, &wrong, arb_mono_ns(), &err), -ESRCH);
+    assert_int_equal(agent_exec_adopt(&y, &rec[0], arb_mono_ns(), &err), 0);
+    assert_int_equal(agent_exec_adopt(&y, &rec[0], arb_mono_ns(), &err), -EEXIST);
     agent_task_t *a = agent_exec_find(&y, "keep", 2);
     assert_true(a && a->adopted);
     assert_int_equal(a->attempt, 3);
-    assert_int_equal(agent_exec_poll(&y, now()), 0);
+    assert_int_equal(agent_exec_poll(&y, arb_mono_ns()), 0);
     assert_int_equal(a->state, AGENT_TASK_RUNNING);
-    assert_int_equal(agent_exec_cancel(&y, "keep", 2, now()), 0);
-    int64_t end = now() + 5 * SEC;
-    while (a->state != AGENT_TASK_EXITED && now() < end) {
-        agent_exec_poll(&y, now());
+    assert_int_equal(agent_exec_cancel(&y, "keep", 2, arb_mono_ns()), 0);
+    int64_t end = arb_mono_ns() + 5 * SEC;
+    while (a->state != AGENT_TASK_EXITED && arb_mono_ns() < end) {
+        agent_exec_poll(&y, arb_mono_ns());
         usleep(2000);
     }
     assert_int_equal(a->state, AGENT_TASK_EXITED);
@@ -747,10 +708,10 @@ static void test_begin_async(void **st)
     assert_int_equal(agent_exec_start_fds(&x, pf, 8), 8);
     assert_int_equal(agent_exec_start_fds(&x, pf, 2), 8); /* more than max: all counted */
     /* settled by polls (bounded: 60 s, far past 8 starts one after another) */
-    int64_t end = now() + 60 * SEC;
+    int64_t end = arb_mono_ns() + 60 * SEC;
     int running = 0;
-    while (running < 8 && now() < end) {
-        agent_exec_poll(&x, now());
+    while (running < 8 && arb_mono_ns() < end) {
+        agent_exec_poll(&x, arb_mono_ns());
         running = 0;
         for (int i = 0; i < 8; i++)
             running += t[i]->state == AGENT_TASK_RUNNING;
@@ -758,9 +719,9 @@ static void test_begin_async(void **st)
     }
     assert_int_equal(running, 8);
     for (int i = 0; i < 8; i++)
-        assert_true(t[i]->pid > 1 && alive(t[i]->pid));
+        assert_true(t[i]->pid > 1 && fx_alive(t[i]->pid));
     assert_int_equal(agent_exec_start_fds(&x, pf, 8), 0);
-    assert_int_equal(agent_exec_fence(&x, now()), 8);
+    assert_int_equal(agent_exec_fence(&x, arb_mono_ns()), 8);
     assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
     agent_exec_free(&x);
 
@@ -771,13 +732,13 @@ static void test_begin_async(void **st)
     f = begin(&x, "stuck", 0, sl);
     assert_int_equal(f->state, AGENT_TASK_STARTING);
     pid_t sup = f->sup_pid;
-    int64_t t0 = now();
-    assert_int_equal(agent_exec_fence(&x, now()), 1);
+    int64_t t0 = arb_mono_ns();
+    assert_int_equal(agent_exec_fence(&x, arb_mono_ns()), 1);
     assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
-    assert_true(now() - t0 < 30 * SEC); /* not the 60 s of the start */
+    assert_true(arb_mono_ns() - t0 < 30 * SEC); /* not the 60 s of the start */
     assert_int_equal(f->state, AGENT_TASK_EXITED);
     assert_string_equal(f->reason, "fenced");
-    assert_false(alive(sup));
+    assert_false(fx_alive(sup));
     if (f->pid > 1)
         assert_false(still_alive(f->pid));
     agent_exec_free(&x);
@@ -787,9 +748,9 @@ static void test_begin_async(void **st)
     c.start_delay_ns = 0;
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
     f = begin(&x, "bad", 0, bad);
-    end = now() + 10 * SEC;
-    while (f->state != AGENT_TASK_EXITED && now() < end) {
-        agent_exec_poll(&x, now());
+    end = arb_mono_ns() + 10 * SEC;
+    while (f->state != AGENT_TASK_EXITED && arb_mono_ns() < end) {
+        agent_exec_poll(&x, arb_mono_ns());
         usleep(5000);
     }
     assert_int_equal(f->state, AGENT_TASK_EXITED);
@@ -801,7 +762,7 @@ static void test_begin_async(void **st)
     /* the waiting start says the same as an error, and keeps nothing */
     agent_task_spec_t s;
     s = spec("bad", 1, bad);
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), -ENOENT);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), -ENOENT);
     assert_non_null(strstr(err.msg, "(exec): No such file or directory"));
     assert_null(agent_exec_find(&x, "bad", 1));
     assert_int_equal(x.ntasks, 0);

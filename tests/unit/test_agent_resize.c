@@ -19,38 +19,19 @@
 #include <unistd.h>
 
 #include "agent/report.h"
+#include "proc_fixture.h"
+#include "util/mtime.h"
 
 #define MS 1000000LL
 #define SEC 1000000000LL
 
 static char tmpdir[64];
 
-static int64_t now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
-}
-
-static const char *slurp(const char *path)
-{
-    static char buf[4096];
-    FILE *f = fopen(path, "re");
-    size_t n = 0;
-    buf[0] = '\0';
-    if (f) {
-        n = fread(buf, 1, sizeof buf - 1, f);
-        fclose(f);
-    }
-    buf[n] = '\0';
-    return buf;
-}
-
 /* Poll (bounded, 10 s) until path holds text. */
 static bool wait_for(const char *path, const char *text)
 {
     for (int i = 0; i < 1000; i++) {
-        if (strstr(slurp(path), text))
+        if (strstr(fx_slurp(path), text))
             return true;
         usleep(10000);
     }
@@ -168,13 +149,13 @@ static void test_resize_notice(void **st)
     s.master_addr = "127.0.0.1";
     s.master_port = 29500;
     s.hosts = "a,b";
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     snprintf(file, sizeof file, "%s/logs/7/1.resize", tmpdir);
-    assert_string_equal(slurp(file), "generation=3\nworld_size=2\nrank=1\nhosts=a,b\n");
+    assert_string_equal(fx_slurp(file), "generation=3\nworld_size=2\nrank=1\nhosts=a,b\n");
     char envf[300];
     snprintf(envf, sizeof envf, "%s.env", out);
     assert_true(wait_for(envf, "1/2 "));
-    assert_non_null(strstr(slurp(envf), "/logs/7/1.resize"));
+    assert_non_null(strstr(fx_slurp(envf), "/logs/7/1.resize"));
 
     /* same generation: nothing */
     assert_int_equal(agent_exec_resize(&x, "7", 1, 3, 2, 1, "a,b", &err), 0);
@@ -183,7 +164,7 @@ static void test_resize_notice(void **st)
     assert_true(wait_for(out, "generation=4\nworld_size=3\nrank=1\nhosts=a,b,c\n"));
     assert_int_equal(agent_exec_find(&x, "7", 1)->state, AGENT_TASK_RUNNING); /* USR1 caught */
     assert_int_equal(agent_exec_resize(&x, "7", 9, 5, 3, 1, "", &err), -ENOENT);
-    agent_exec_fence(&x, now());
+    agent_exec_fence(&x, arb_mono_ns());
     assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
     agent_exec_free(&x);
 }
@@ -210,11 +191,11 @@ static void test_own_grace(void **st)
     s.argv = argv;
     s.has_grace = true;
     s.grace_ns = 300 * MS;
-    assert_int_equal(agent_exec_start(&x, &s, now(), &t, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
     char up[300];
     snprintf(up, sizeof up, "%s.up", mark);
     assert_true(wait_for(up, "up"));
-    int64_t t0 = now();
+    int64_t t0 = arb_mono_ns();
     assert_int_equal(agent_exec_cancel(&x, "8", 0, t0), 0);
     t = agent_exec_find(&x, "8", 0);
     assert_int_equal(t->kill_at_ns, t0 + 300 * MS); /* its own grace, not the executor's */
@@ -249,13 +230,13 @@ static void test_state_file(void **st)
     s.world_size = 1;
     s.master_addr = "h";
     s.master_port = 29500;
-    assert_int_equal(agent_exec_start(&x, &s, now(), NULL, &err), 0);
+    assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), NULL, &err), 0);
     snprintf(path, sizeof path, "%s/state", tmpdir);
     assert_int_equal(agent_exec_save(&x, path, &err), 0);
     assert_int_equal(agent_exec_load(path, rec, 4, &err), 1);
     assert_int_equal(rec[0].grace_ns, 1500 * MS);
     assert_int_equal(rec[0].generation, 12);
-    agent_exec_fence(&x, now());
+    agent_exec_fence(&x, arb_mono_ns());
     assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
     agent_exec_free(&x);
 

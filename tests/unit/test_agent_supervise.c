@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "agent/exec.h"
+#include "proc_fixture.h"
 
 #define MS 1000000LL
 #define SEC 1000000000LL
@@ -73,23 +74,6 @@ static agent_exec_conf_t conf(bool leased)
     return c;
 }
 
-static bool alive(pid_t pid)
-{
-    char path[64], buf[512], *p, st = 'X';
-    FILE *f;
-
-    if (kill(pid, 0) != 0)
-        return false;
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(path, "r")))
-        return false;
-    buf[fread(buf, 1, sizeof buf - 1, f)] = '\0';
-    fclose(f);
-    if ((p = strrchr(buf, ')')))
-        sscanf(p + 1, " %c", &st);
-    return st != 'Z' && st != 'X';
-}
-
 /*
  * Wait (at most 20 s) for pid to die; fail if it is seen dead before
  * not_before. The time is read after each look, so a death seen with the
@@ -100,7 +84,7 @@ static int64_t wait_death(pid_t pid, int64_t not_before)
 {
     int64_t end = now() + 20 * SEC;
     for (;;) {
-        bool a = alive(pid);
+        bool a = fx_alive(pid);
         int64_t t = now();
         if (!a) {
             if (t < not_before)

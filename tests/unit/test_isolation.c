@@ -21,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/mtime.h"
 #include "agent/exec.h"
 
 #define SEC 1000000000LL
@@ -28,13 +29,6 @@
 
 static char tmpdir[64] = "/tmp/arb_isolation.XXXXXX";
 static char logs[128];
-
-static int64_t now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * SEC + ts.tv_nsec;
-}
 
 /* A counter of the cgroup's cpu.stat ("nr_throttled", "nr_periods"); -1 missing. */
 static long long cpu_stat(const char *dir, const char *key)
@@ -93,11 +87,11 @@ static void test_cpu_limit_holds(void **st)
     s.argv = busy;
     s.job = "train";
     s.cpu_milli = 100;
-    assert_int_equal(agent_exec_start(x, &s, now(), &train, &err), 0);
+    assert_int_equal(agent_exec_start(x, &s, arb_mono_ns(), &train, &err), 0);
     pid_t train_pid = train->pid;
     s.job = "svc";
     s.cpu_milli = 2000;
-    assert_int_equal(agent_exec_start(x, &s, now(), &svc, &err), 0);
+    assert_int_equal(agent_exec_start(x, &s, arb_mono_ns(), &svc, &err), 0);
     /* the pointers move as the table grows: look them up again */
     train = agent_exec_find(x, "train", 0);
     svc = agent_exec_find(x, "svc", 0);
@@ -113,8 +107,8 @@ static void test_cpu_limit_holds(void **st)
      * cgroup itself counted. Without the limit the kernel counts no
      * periods and throttles nothing, so the test fails. */
     long long periods = 0, sticks = 0, hz = sysconf(_SC_CLK_TCK);
-    int64_t deadline = now() + 40 * SEC;
-    while (now() < deadline) {
+    int64_t deadline = arb_mono_ns() + 40 * SEC;
+    while (arb_mono_ns() < deadline) {
         periods = cpu_stat(tdir, "nr_periods");
         sticks = cpu_ticks(svc->pid);
         if (periods >= 30 && sticks >= hz / 2)
@@ -143,7 +137,7 @@ static void test_cpu_limit_holds(void **st)
     assert_int_equal(sthrottled, 0);                 /* the service was never throttled */
     assert_true(sticks >= hz / 10);                  /* and kept getting CPU */
     assert_true(sticks * 1000 / hz > usage_ms);      /* more than the limited task */
-    agent_exec_fence(x, now());
+    agent_exec_fence(x, arb_mono_ns());
     assert_int_equal(agent_exec_wait(x, 10 * SEC), 0);
 }
 
@@ -172,7 +166,7 @@ static int setup(void **st)
 static int teardown(void **st)
 {
     agent_exec_t *x = *st;
-    agent_exec_fence(x, now());
+    agent_exec_fence(x, arb_mono_ns());
     agent_exec_wait(x, 10 * SEC);
     agent_exec_free(x);
     return 0;
@@ -205,7 +199,7 @@ int main(void)
         s.job = "probe";
         s.argv = t;
         s.cpu_milli = 100;
-        if (agent_exec_start(&probe, &s, now(), NULL, &err) < 0) {
+        if (agent_exec_start(&probe, &s, arb_mono_ns(), NULL, &err) < 0) {
             snprintf(probe.warning, sizeof probe.warning, "%s", err.msg);
             probe.cg.mode = AGENT_CG_NONE;
         }

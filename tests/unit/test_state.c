@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "util/mtime.h"
 #include "state/state_int.h"
 #include "state_fixture.h"
 
@@ -264,13 +265,6 @@ static void test_agent_reports(void **unused)
     st_close(s);
 }
 
-static int64_t mono_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 static st_t *open_short_lease(void)
 {
     st_conf_t c;
@@ -311,10 +305,10 @@ static const char *task_node(st_t *s, uint64_t id, int t)
 static void wait_state(st_t *s, uint64_t id, const char *want, const char *live, int live_task)
 {
     char body[256];
-    int64_t end = mono_ms() + 5000;
+    int64_t end = arb_mono_ms() + 5000;
 
     while (strcmp(job_state(s, id), want) != 0) {
-        if (mono_ms() > end)
+        if (arb_mono_ms() > end)
             fail_msg("job %llu stays %s, not %s", (unsigned long long)id, job_state(s, id), want);
         if (live) {
             snprintf(body, sizeof body,
@@ -360,14 +354,14 @@ static void test_lost_nodes(void **unused)
 
     /* n1 falls silent: lost after lease + grace; n2's member is stopped,
      * its GPUs stay held until n2 says it ended. */
-    int64_t end = mono_ms() + 5000;
+    int64_t end = arb_mono_ms() + 5000;
     for (;;) {
         json_t *tk = task_of(s, g, t1);
         bool lost = strcmp(json_string_value(json_object_get(tk, "state")), "lost") == 0;
         json_decref(tk);
         if (lost)
             break;
-        assert_true(mono_ms() < end);
+        assert_true(arb_mono_ms() < end);
         json_decref(report(s, "n2", b2, 0));
         cycle(s);
         usleep(20000);
