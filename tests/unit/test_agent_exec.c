@@ -717,6 +717,12 @@ static void test_begin_async(void **st)
             running += t[i]->state == AGENT_TASK_RUNNING;
         usleep(20000);
     }
+    for (int i = 0; running < 8 && i < 8; i++) /* say why, should it ever fail */
+        print_message("slow.%d: state %d pid %d sup %d exit %d signal %d reason '%s' start step %d "
+                      "errno %d '%s'\n",
+                      i, (int)t[i]->state, (int)t[i]->pid, (int)t[i]->sup_pid, t[i]->exit_code,
+                      t[i]->signal, t[i]->reason, t[i]->start_step, t[i]->start_errno,
+                      t[i]->start_err);
     assert_int_equal(running, 8);
     for (int i = 0; i < 8; i++)
         assert_true(t[i]->pid > 1 && fx_alive(t[i]->pid));
