@@ -765,10 +765,8 @@ static int spawn_supervisor(sup_spawn_t *sp, pid_t *pid)
 {
     sigset_t all;
     int rc = 0;
-    /* fd -1 is what MAP_ANONYMOUS asks for (mmap(2)); cppcheck's model wants >= 0 */
-    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK;
-    // cppcheck-suppress invalidFunctionArg
-    void *stack = mmap(NULL, SUP_STACK, PROT_READ | PROT_WRITE, flags, -1, 0);
+    void *stack = mmap(NULL, SUP_STACK, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
 
     if (stack == MAP_FAILED)
         return -errno;
