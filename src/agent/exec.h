@@ -174,9 +174,8 @@ typedef struct agent_exec_conf {
     bool timed;              /* --emulate-tasks timed: no process at all; a task whose
                                 command is `sleep N` runs N seconds, any other ends at
                                 once, both with exit 0; a stop ends it at once (143) */
-    int64_t start_delay_ns;  /* tests: each task sleeps this long before its exec, its
-                                supervisor running (a slow start;
-                                ARBITER_AGENT_START_DELAY_MS) */
+    int64_t start_delay_ns;  /* tests: each supervisor-to-be sleeps this long before it
+                                execs (a slow start; ARBITER_AGENT_START_DELAY_MS) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {

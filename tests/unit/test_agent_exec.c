@@ -678,7 +678,7 @@ static void test_adopt_and_state_file(void **st)
 
 /* A start that does not wait for the execs (agent_exec_begin): STARTING
  * at once, however slow the exec (the test hook start_delay_ns sleeps in
- * the task before its exec, its supervisor running); settled by agent_exec_poll; a
+ * the supervisor-to-be before it execs); settled by agent_exec_poll; a
  * failed exec reported as 127 when seen; a fence does not wait for a slow
  * start; the synchronous start still returns a failed exec as an error. */
 static agent_task_t *begin(agent_exec_t *x, const char *job, int task, char *const *argv)
