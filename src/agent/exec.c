@@ -4,15 +4,13 @@
  * with a grace period, fencing (exec_adopt.c: adoption after a restart
  * and the task table's state file).
  *
- * The children run only async-signal-safe calls before their execs
- * (everything they need is prepared in the parent), so the agent may have
- * threads: the supervisor-to-be is spawned in the agent's memory, as
- * posix_spawn does (spawn_supervisor), and forks the task. They report a
- * failure before exec through a close-on-exec pipe: the pipe's end in the
- * parent means the execs happened. The parent never waits for it at a
- * start (agent_exec_begin): the pipe is read as it becomes readable
- * (settle, from agent_exec_poll), so that many tasks start at once, each
- * exec overlapping the others.
+ * The child runs only async-signal-safe calls between fork and exec
+ * (everything it needs is prepared in the parent), so the agent may have
+ * threads. It reports a failure before exec through a close-on-exec pipe:
+ * the pipe's end in the parent means the execs happened. The parent never
+ * waits for it at a start (agent_exec_begin): the pipe is read as it
+ * becomes readable (settle, from agent_exec_poll), so that many tasks
+ * start at once, each exec overlapping the others.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -20,14 +18,11 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <pthread.h>
 #include <pwd.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -684,100 +679,9 @@ static void task_child(const agent_exec_t *x, const agent_task_spec_t *s, const 
             sigaction(sig, &dfl, NULL);
     sigemptyset(&none);
     sigprocmask(SIG_SETMASK, &none, NULL);
-    if (x->conf.start_delay_ns > 0) { /* tests: a slow start (its supervisor runs already) */
-        struct timespec d = {(time_t)(x->conf.start_delay_ns / 1000000000LL),
-                             (long)(x->conf.start_delay_ns % 1000000000LL)};
-        while (nanosleep(&d, &d) != 0 && errno == EINTR)
-            ;
-    }
     execve(path, s->argv, envv);
     child_report(fd, STEP_EXEC, errno);
     _exit(127);
-}
-
-/* What the supervisor-to-be needs, prepared before it is spawned: it
- * allocates nothing. */
-typedef struct sup_spawn {
-    const agent_exec_t *x;
-    const agent_task_spec_t *s;
-    const agent_task_t *t;
-    const char *path, *cwd;
-    char **envv, **sargv, *pidbuf;
-    int fd, nullfd, outfd, errfd;
-    sigset_t mask; /* the agent thread's, for the supervisor's exec */
-} sup_spawn_t;
-
-/* The supervisor-to-be, in the agent's memory (spawn_supervisor: the
- * agent's thread waits until it execs or exits): a session of its own, so
- * that nothing sent to the agent's process group (a terminal's ^Z, kill
- * -STOP -PGID) reaches it; it forks the task (_Fork: a copy of the agent's
- * memory, the only one; no atfork handlers, which would run here on the
- * agent's state), says its pid, and becomes `arbiter supervise`. The
- * agent's signal handlers must not run here: every signal is blocked, and
- * a caught one is set back to its default before the mask is restored for
- * the exec (which would reset them anyway; ignored ones stay ignored, as
- * an exec keeps them). Async-signal-safe calls only. */
-static int sup_child(void *arg)
-{
-    const sup_spawn_t *sp = arg;
-    const agent_exec_t *x = sp->x;
-    struct sigaction sa, dfl;
-    pid_t me = getpid(), tp;
-
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < 65; sig++)
-        if (sigaction(sig, NULL, &sa) == 0 && sa.sa_handler != SIG_IGN && sa.sa_handler != SIG_DFL)
-            sigaction(sig, &dfl, NULL);
-    setsid();
-    if ((tp = _Fork()) == 0)
-        task_child(x, sp->s, sp->t, sp->path, sp->envv, sp->cwd, sp->fd, sp->nullfd, sp->outfd,
-                   sp->errfd, me);
-    if (tp < 0)
-        child_report(sp->fd, STEP_FORK, errno);
-    utoa(sp->pidbuf, (unsigned long long)tp);
-    child_msg_t m = {MSG_PID, (int)tp, 0};
-    if (write(sp->fd, &m, sizeof m) != (ssize_t)sizeof m)
-        _exit(127);
-    dup2(sp->nullfd, 0);
-    dup2(sp->nullfd, 1);
-    dup2(sp->nullfd, 2);
-    sigprocmask(SIG_SETMASK, &sp->mask, NULL);
-    char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
-    execve(x->conf.supervisor, sp->sargv, senv);
-    int e = errno;
-    kill(-tp, SIGKILL);
-    kill(tp, SIGKILL);
-    child_report(sp->fd, STEP_SUPERVISOR, e);
-    return 127;
-}
-
-#define SUP_STACK (256 * 1024)
-
-/* Spawn the supervisor-to-be as posix_spawn does: a child sharing the
- * agent's memory on a stack of its own (CLONE_VM | CLONE_VFORK), so that no
- * copy of the agent's address space is made for it (a fork copied it twice
- * per task, once for the supervisor and once for the task, and each exec
- * then tore a copy down: about 1.7 ms of CPU per task, measured in
- * docs/complexity.md). This thread waits only for the supervisor's exec,
- * never for the task's. Its pid in *pid; -errno if it could not be made. */
-static int spawn_supervisor(sup_spawn_t *sp, pid_t *pid)
-{
-    sigset_t all;
-    int rc = 0;
-    void *stack = mmap(NULL, SUP_STACK, PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-
-    if (stack == MAP_FAILED)
-        return -errno;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &sp->mask);
-    *pid = clone(sup_child, (char *)stack + SUP_STACK, CLONE_VM | CLONE_VFORK | SIGCHLD, sp);
-    if (*pid < 0)
-        rc = -errno;
-    pthread_sigmask(SIG_SETMASK, &sp->mask, NULL);
-    munmap(stack, SUP_STACK);
-    return rc;
 }
 
 int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
@@ -791,8 +695,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     agent_task_t *t = NULL, *old;
     int rc, pipefd[2] = {-1, -1}, outfd = -1, errfd = -1, nullfd = -1;
     bool cg_made = false;
-    sup_spawn_t sp;
-    pid_t pid = -1;
+    pid_t pid;
 
     if ((rc = check_spec(s, err)) < 0)
         return rc;
@@ -901,21 +804,43 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         arb_errf(err, rc, "pipe: %s", strerror(errno));
         goto fail;
     }
-    sp = (sup_spawn_t){.x = x,
-                       .s = s,
-                       .t = t,
-                       .path = path,
-                       .envv = env.v,
-                       .cwd = cwd,
-                       .sargv = sargv,
-                       .pidbuf = pidbuf,
-                       .fd = pipefd[1],
-                       .nullfd = nullfd,
-                       .outfd = outfd,
-                       .errfd = errfd};
-    if ((rc = spawn_supervisor(&sp, &pid)) < 0) {
-        arb_errf(err, rc, "starting the supervisor: %s", strerror(-rc));
+
+    pid = fork();
+    if (pid < 0) {
+        rc = -errno;
+        arb_errf(err, rc, "fork: %s", strerror(errno));
         goto fail;
+    }
+    if (pid == 0) {
+        /* The supervisor-to-be: a session of its own, so that nothing sent
+         * to the agent's process group (a terminal's ^Z, kill -STOP -PGID)
+         * reaches it; it forks the task, says its pid, and becomes
+         * `arbiter supervise`. */
+        pid_t me = getpid(), tp;
+        setsid();
+        if ((tp = fork()) == 0)
+            task_child(x, s, t, path, env.v, cwd, pipefd[1], nullfd, outfd, errfd, me);
+        if (tp < 0)
+            child_report(pipefd[1], STEP_FORK, errno);
+        utoa(pidbuf, (unsigned long long)tp);
+        child_msg_t m = {MSG_PID, (int)tp, 0};
+        if (write(pipefd[1], &m, sizeof m) != (ssize_t)sizeof m)
+            _exit(127);
+        dup2(nullfd, 0);
+        dup2(nullfd, 1);
+        dup2(nullfd, 2);
+        if (x->conf.start_delay_ns > 0) { /* tests: a slow start */
+            struct timespec d = {(time_t)(x->conf.start_delay_ns / 1000000000LL),
+                                 (long)(x->conf.start_delay_ns % 1000000000LL)};
+            while (nanosleep(&d, &d) != 0 && errno == EINTR)
+                ;
+        }
+        char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
+        execve(x->conf.supervisor, sargv, senv);
+        int e = errno;
+        kill(-tp, SIGKILL);
+        kill(tp, SIGKILL);
+        child_report(pipefd[1], STEP_SUPERVISOR, e);
     }
 
     /* Parent: the task is STARTING; its start pipe (closed by both execs)
