@@ -14,6 +14,7 @@
 #include <libfyaml.h>
 
 #include "spec/sval.h"
+#include "util/utf8.h"
 #include "util/duration.h"
 
 /* ---- positions and messages ----------------------------------------------- */
@@ -734,30 +735,9 @@ static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
     *line = *col = 1;
     while (i < len) {
         unsigned c = s[i];
-        size_t n;
-        uint32_t cp, min;
+        size_t n = c == 0 || c == '\t' ? 0 : arb_utf8_len(s + i, len - i);
 
-        if (c == 0 || c == '\t')
-            return i;
-        if (c < 0x80) {
-            n = 1, cp = c, min = 0;
-        } else if ((c & 0xE0) == 0xC0) {
-            n = 2, cp = c & 0x1F, min = 0x80;
-        } else if ((c & 0xF0) == 0xE0) {
-            n = 3, cp = c & 0x0F, min = 0x800;
-        } else if ((c & 0xF8) == 0xF0) {
-            n = 4, cp = c & 0x07, min = 0x10000;
-        } else {
-            return i;
-        }
-        if (n > len - i)
-            return i;
-        for (size_t k = 1; k < n; k++) {
-            if ((s[i + k] & 0xC0) != 0x80)
-                return i;
-            cp = cp << 6 | (s[i + k] & 0x3F);
-        }
-        if (cp < min || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF))
+        if (!n)
             return i;
         if (c == '\n') {
             (*line)++;
