@@ -17,7 +17,11 @@
  * classes a decision filters and scores (mean per tenth; arb_sched_nclasses:
  * what a decision costs follows them), a digest of every decision (node and
  * GPUs of each task: two builds that decide alike print the same), peak RSS
- * and the final GPU allocation ratio.
+ * and the final GPU allocation ratio. With --decisions K only the first K
+ * jobs are placed and the rest stay queued: the same K decisions under a
+ * queue of 100,000 and of 1,000,000 tell the queue's share of a decision's
+ * cost apart from the run's (a longer run fragments the cluster into more
+ * distinct node states).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,7 +149,7 @@ static void bench_list(FILE *f)
 }
 
 typedef struct sched_opts {
-    long long nodes, jobs, seed;
+    long long nodes, jobs, decisions, seed;
     const char *policy, *queue;
     bool full_scan;
     int json;
@@ -156,6 +160,10 @@ static const fl_flag_t sched_flags[] = {
            .def = "1000", .min = 1, .max = 1000000),
     FL_OPT(sched_opts_t, jobs, "--jobs", NULL, FL_INT, "M", "jobs in the queue", .def = "10000",
            .min = 1, .max = 10000000),
+    FL_OPT(sched_opts_t, decisions, "--decisions", NULL, FL_INT, "K",
+           "sched: place only the first K queued jobs, the rest staying queued (0: every "
+           "job), to compare the same decisions under backlogs of different sizes",
+           .def = "0", .min = 0, .max = 10000000),
     FL_OPT(sched_opts_t, seed, "--seed", NULL, FL_INT, "S", "the workload's and ties' seed",
            .def = "1"),
     FL_OPT(sched_opts_t, policy, "--policy", NULL, FL_STR, "NAME", "the scoring profile",
@@ -209,6 +217,8 @@ static int bench_sched(int argc, char **argv)
         return rc;
     rc = 1;
     long nodes = (long)so.nodes, njobs = (long)so.jobs;
+    /* ndec decisions: the first ndec jobs of the queue; the rest stay queued */
+    long ndec = so.decisions > 0 && so.decisions < so.jobs ? (long)so.decisions : njobs;
     unsigned long long seed = (unsigned long long)so.seed;
     const char *out = so.json ? "json" : "text", *policy = so.policy;
     conf.full_scan = so.full_scan;
@@ -286,7 +296,7 @@ static int bench_sched(int argc, char **argv)
         rc = crc == 0 && arb_cluster_check(&c, &err) == 0 ? 0 : 1;
         goto out2;
     }
-    for (long i = 0; i < njobs; i++) {
+    for (long i = 0; i < ndec; i++) {
         arb_job_t *j = arb_sched_job(s, (uint32_t)i);
         arb_res_t tot;
         int64_t c0 = cpu_ns(), t0 = arb_mono_ns();
@@ -294,11 +304,11 @@ static int bench_sched(int argc, char **argv)
         int64_t dt = arb_mono_ns() - t0;
         cpu[i] = cpu_ns() - c0;
         lat[i] = dt;
-        tenth[i * 10 / njobs] += cpu[i];
-        if ((i + 1) * 10 / njobs != i * 10 / njobs) {
+        tenth[i * 10 / ndec] += cpu[i];
+        if ((i + 1) * 10 / ndec != i * 10 / ndec) {
             uint64_t ev;
-            classes[i * 10 / njobs] = arb_sched_nclasses(s, &ev);
-            evals[i * 10 / njobs] = ev - evals_before;
+            classes[i * 10 / ndec] = arb_sched_nclasses(s, &ev);
+            evals[i * 10 / ndec] = ev - evals_before;
             evals_before = ev;
         }
         kplaced[i] = prc == 0;
@@ -336,7 +346,7 @@ static int bench_sched(int argc, char **argv)
             goto out2;
         for (int kd = 0; kd < NKINDS; kd++) {
             long m = 0;
-            for (long i = 0; i < njobs; i++)
+            for (long i = 0; i < ndec; i++)
                 if (kind[i] == kd) {
                     klat[m++] = lat[i];
                     ks[kd].placed += kplaced[i];
@@ -348,36 +358,37 @@ static int bench_sched(int argc, char **argv)
             ks[kd].p50 = (double)klat[m / 2] / 1e3;
             ks[kd].p99 = (double)klat[(m * 99) / 100] / 1e3;
             m = 0;
-            for (long i = 0; i < njobs; i++)
+            for (long i = 0; i < ndec; i++)
                 if (kind[i] == kd)
                     klat[m++] = cpu[i];
             qsort(klat, (size_t)m, sizeof *klat, cmp_i64);
             ks[kd].cpu99 = (double)klat[(m * 99) / 100] / 1e3;
         }
-        qsort(cpu, (size_t)njobs, sizeof *cpu, cmp_i64);
+        qsort(cpu, (size_t)ndec, sizeof *cpu, cmp_i64);
         for (uint32_t i = 0; i < c.nnodes; i++)
             alloc += c.nodes[i].used.gpu_milli;
-        qsort(lat, (size_t)njobs, sizeof *lat, cmp_i64);
+        qsort(lat, (size_t)ndec, sizeof *lat, cmp_i64);
         struct rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         double secs = (double)t_all / 1e9;
-        double p50 = (double)lat[njobs / 2] / 1e3, p99 = (double)lat[(njobs * 99) / 100] / 1e3;
+        double p50 = (double)lat[ndec / 2] / 1e3, p99 = (double)lat[(ndec * 99) / 100] / 1e3;
         double rss = (double)ru.ru_maxrss / 1024.0;
         double apct = 100.0 * (double)alloc / (double)cap_milli;
-        double c50 = (double)cpu[njobs / 2] / 1e3, c99 = (double)cpu[(njobs * 99) / 100] / 1e3;
+        double c50 = (double)cpu[ndec / 2] / 1e3, c99 = (double)cpu[(ndec * 99) / 100] / 1e3;
         if (strcmp(out, "json") == 0) {
             printf("{\"bench\":\"sched\",\"index\":\"%s\",\"policy\":\"%s\",\"nodes\":%ld,"
-                   "\"jobs\":%ld,\"seed\":%llu,\"placed\":%ld,\"decisions_per_s\":%.0f,"
+                   "\"jobs\":%ld,\"decisions\":%ld,\"seed\":%llu,\"placed\":%ld,\"decisions_per_"
+                   "s\":%.0f,"
                    "\"placements_per_s\":%.0f,\"ns_per_decision\":%.0f,\"p50_us\":%.2f,"
                    "\"p99_us\":%.2f,\"cpu_p50_us\":%.2f,\"cpu_p99_us\":%.2f,\"rss_mb\":%.1f,"
                    "\"bytes_per_job\":%.0f,\"alloc_pct\":%.2f,\"decisions_digest\":\"%016llx\","
                    "\"cpu_ns_per_decision_tenths\":[",
-                   conf.full_scan ? "full-scan" : "indexed", conf.profile.name, nodes, njobs, seed,
-                   placed, (double)njobs / secs, (double)placed / secs,
-                   (double)t_all / (double)njobs, p50, p99, c50, c99, rss,
+                   conf.full_scan ? "full-scan" : "indexed", conf.profile.name, nodes, njobs, ndec,
+                   seed, placed, (double)ndec / secs, (double)placed / secs,
+                   (double)t_all / (double)ndec, p50, p99, c50, c99, rss,
                    rss * 1048576.0 / (double)njobs, apct, (unsigned long long)digest);
             for (int k = 0; k < 10; k++) { /* the run in tenths: does the cost grow? */
-                long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
+                long cnt = (ndec * (k + 1)) / 10 - (ndec * k) / 10;
                 printf("%s%.0f", k ? "," : "", (double)tenth[k] / (double)(cnt > 0 ? cnt : 1));
             }
             printf("],\"classes_tenths\":[");
@@ -385,7 +396,7 @@ static int bench_sched(int argc, char **argv)
                 printf("%s%u", k ? "," : "", classes[k]);
             printf("],\"classes_evaluated_tenths\":[");
             for (int k = 0; k < 10; k++) { /* per decision */
-                long cnt = (njobs * (k + 1)) / 10 - (njobs * k) / 10;
+                long cnt = (ndec * (k + 1)) / 10 - (ndec * k) / 10;
                 printf("%s%.1f", k ? "," : "", (double)evals[k] / (double)(cnt > 0 ? cnt : 1));
             }
             printf("],\"kinds\":{");
@@ -400,7 +411,7 @@ static int bench_sched(int argc, char **argv)
                    "  placed %ld, %.0f decisions/s, %.0f placements/s\n"
                    "  decision latency p50 %.2f us, p99 %.2f us (CPU time p99 %.2f us)\n"
                    "  peak RSS %.1f MiB, GPU allocation at the end %.2f%%\n",
-                   nodes, njobs, conf.profile.name, placed, (double)njobs / secs,
+                   nodes, njobs, conf.profile.name, placed, (double)ndec / secs,
                    (double)placed / secs, p50, p99, c99, rss, apct);
             for (int kd = 0; kd < NKINDS; kd++)
                 printf(
