@@ -230,6 +230,17 @@ json_t *api_status_json(const st_status_t *v);
 json_t *api_prio_classes_json(const st_prio_list_t *l);
 json_t *api_node_json(const st_node_view_t *v);
 json_t *api_nodes_json(const st_node_list_t *l);
+json_t *api_telemetry_json(const st_telemetry_view_t *v);
+json_t *api_logs_ticket_json(const st_logs_ticket_t *v);
+json_t *api_ticket_ok_json(int64_t ttl_ms);
+json_t *api_service_json(const st_service_view_t *v);
+json_t *api_services_json(const st_service_list_t *l);
+json_t *api_load_ack_json(const char *service, const st_load_ack_t *v);
+/* Decoders: a body the API received, checked, as the state's typed input.
+ * A balancer's load report ({"replicas": [{"address", "inflight",
+ * "queue"}]}): *out (malloc'd, *n entries; the addresses borrowed from
+ * body), or -EINVAL naming the field (-ENOMEM). */
+int api_load_decode(const json_t *body, st_replica_load_t **out, int *n, arb_err_t *err);
 
 /* POST /v1/jobs of a Kubernetes manifest or a Slurm script (submit_wl.c). */
 bool api_is_workload(const api_req_t *r);

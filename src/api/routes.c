@@ -259,9 +259,12 @@ static int h_node(api_req_t *r)
 static int h_node_telemetry(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_telemetry_view_t v;
     int64_t t = 0;
-    int rc = st_node_telemetry(r->st, r->params[0], &out, &t, &err);
+    int rc = st_node_telemetry(r->st, r->params[0], &v, &t, &err);
+    json_t *out = rc == 0 ? api_telemetry_json(&v) : NULL;
+
+    st_telemetry_view_free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -421,46 +424,51 @@ static int h_prio_classes(api_req_t *r)
 static int h_logs_ticket(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_logs_ticket_t v;
     int64_t t = 0;
     uint64_t task = 0;
     const char *q = api_query(r, "task");
 
     if (q && (parse_u64(q, &task) < 0 || task > 1000000))
         return api_error(r, 400, "task: '%s' is not a task index; use 0, 1, ...", q);
-    int rc = st_logs_ticket(r->st, &r->who, r->job, (int64_t)task, &out, &t, &err);
+    int rc = st_logs_ticket(r->st, &r->who, r->job, (int64_t)task, &v, &t, &err);
+    json_t *out = rc == 0 ? api_logs_ticket_json(&v) : NULL;
+
+    st_logs_ticket_free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_logs_ticket_check(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
-    int64_t t = 0;
+    int64_t t = 0, ttl_ms = 0;
     uint64_t job = 0, task = 0;
     const char *qj = api_query(r, "job"), *qt = api_query(r, "task"), *node = api_query(r, "node");
 
     if (!qj || parse_u64(qj, &job) < 0 || !qt || parse_u64(qt, &task) < 0 || task > 1000000 ||
         !node || !node[0])
         return api_error(r, 400, "give job, task (integers) and node as query parameters");
-    int rc = st_logs_ticket_check(r->st, r->params[0], job, (int64_t)task, node, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    int rc = st_logs_ticket_check(r->st, r->params[0], job, (int64_t)task, node, &ttl_ms, &t, &err);
+    return api_finish(r, rc, rc == 0 ? api_ticket_ok_json(ttl_ms) : NULL, t, &err, 200);
 }
 
 /* Services (src/state/service.c): endpoints with a long poll, balancers' load. */
 static int h_services(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_service_list_t l;
     int64_t t = 0;
-    int rc = st_services_list(r->st, &r->who, &out, &t, &err);
+    int rc = st_services_list(r->st, &r->who, &l, &t, &err);
+    json_t *out = rc == 0 ? api_services_json(&l) : NULL;
+
+    st_service_list_free(&l);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_service(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_service_view_t v;
     int64_t t = 0;
     uint64_t version = 0, wait = 0;
     const char *p;
@@ -469,23 +477,31 @@ static int h_service(api_req_t *r)
         return api_error(r, 400, "version: '%s' is not an endpoints version", p);
     if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
-    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, 0, &out, &t, &err);
-    if (rc == 0 && wait > 0 &&
-        (uint64_t)json_integer_value(json_object_get(out, "version")) == version &&
+    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, 0, &v, &t, &err);
+    if (rc == 0 && wait > 0 && v.version == version &&
         api_poll(r, (int64_t)wait * 1000)) { /* no change yet: wait without a thread */
-        json_decref(out);
+        st_service_view_free(&v);
         return 0;
     }
+    json_t *out = rc == 0 ? api_service_json(&v) : NULL;
+
+    st_service_view_free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_service_load(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_replica_load_t *v = NULL;
+    st_load_ack_t ack;
     int64_t t = 0;
-    int rc = st_service_load(r->st, &r->who, r->params[0], r->jbody, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    int n = 0;
+    int rc = api_load_decode(r->jbody, &v, &n, &err);
+
+    if (rc == 0)
+        rc = st_service_load(r->st, &r->who, r->params[0], v, n, &ack, &t, &err);
+    free(v);
+    return api_finish(r, rc, rc == 0 ? api_load_ack_json(r->params[0], &ack) : NULL, t, &err, 200);
 }
 
 /* ---- what a route's request carries -----------------------------------------------------------
