@@ -42,8 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check(err.msg[0] != '\0', "a refusal without a message", NULL);
         check(v == NULL && n == 0, "a refusal left entries", err.msg);
     } else {
-        check(n == (int)json_array_size(json_object_get(body, "replicas")), "entries lost",
-              NULL);
+        check(n == (int)json_array_size(json_object_get(body, "replicas")), "entries lost", NULL);
         for (int i = 0; i < n; i++) {
             check(v[i].address != NULL, "an entry without an address", NULL);
             check(v[i].inflight >= 0 && v[i].inflight <= 1e9, "inflight out of range", NULL);

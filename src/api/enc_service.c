@@ -15,9 +15,9 @@
  * node, address and load null while the replica holds nothing. */
 static json_t *replica_json(const st_replica_view_t *r)
 {
-    json_t *o = json_pack("{s:i,s:I,s:s,s:b,s:b,s:i}", "index", r->index, "job",
-                          (json_int_t)r->job, "state", r->state, "ready", r->ready, "draining",
-                          r->draining, "restarts", r->restarts);
+    json_t *o = json_pack("{s:i,s:I,s:s,s:b,s:b,s:i}", "index", r->index, "job", (json_int_t)r->job,
+                          "state", r->state, "ready", r->ready, "draining", r->draining, "restarts",
+                          r->restarts);
     if (!o)
         return NULL;
     json_object_set_new(o, "node", r->node ? json_string(r->node) : json_null());
@@ -42,10 +42,9 @@ json_t *api_service_json(const st_service_view_t *v)
                   "min", v->min, "port", v->port, "health", v->health, "replicas", reps);
     if (o && v->autoscale) {
         json_t *a = json_pack("{s:i,s:i,s:f,s:f,s:I,s:I}", "min", v->as.min, "max", v->as.max,
-                              "target_inflight", v->as.target, "target_gpu_util",
-                              v->as.gpu_target, "window_s",
-                              (json_int_t)(v->as.window_ns / 1000000000LL), "cooldown_s",
-                              (json_int_t)(v->as.cooldown_ns / 1000000000LL));
+                              "target_inflight", v->as.target, "target_gpu_util", v->as.gpu_target,
+                              "window_s", (json_int_t)(v->as.window_ns / 1000000000LL),
+                              "cooldown_s", (json_int_t)(v->as.cooldown_ns / 1000000000LL));
         if (a && v->has_last) {
             json_object_set_new(a, "recommended", json_integer(v->recommended));
             json_object_set_new(a, "per_replica", json_real(v->per_replica));

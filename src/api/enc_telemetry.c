@@ -45,8 +45,8 @@ json_t *api_telemetry_json(const st_telemetry_view_t *v)
         json_object_set_new(e, "gpus", gpus);
         json_array_append_new(arr, e);
     }
-    o = json_pack("{s:f,s:i,s:o}", "interval_s", v->interval_s, "capacity", v->capacity,
-                  "samples", arr);
+    o = json_pack("{s:f,s:i,s:o}", "interval_s", v->interval_s, "capacity", v->capacity, "samples",
+                  arr);
     if (o && v->node)
         json_object_set_new(o, "node", json_string(v->node));
     return o;

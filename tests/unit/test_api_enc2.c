@@ -2,9 +2,9 @@
  * enc_telemetry.c), as test_api_enc.c does it: the JSON clients read, byte
  * for byte, from the state's typed views built by hand (services and their
  * replicas, a load report's answer, a node's telemetry history, log
- * tickets), and a balancer's load report decoded, or refused naming the
- * field. The same views from a live state go through HTTP in the CLI tests
- * (tests/cli/service*.sh, telemetry*.sh, logs*.sh). */
+ * tickets), a balancer's load report decoded, or refused naming the
+ * field, and the route table's rows each answered one way. The same views from a live state go
+ * through HTTP in the CLI tests (tests/cli/service*.sh, telemetry*.sh, logs*.sh). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -235,13 +235,33 @@ static void test_logs_ticket(void **unused)
     expect_json(api_ticket_ok_json(59998), "{\"ok\":true,\"ttl_ms\":59998}");
 }
 
+/* The route table: every row is answered, by its handler or by a simple
+ * read (routes.c's read ops), never by both; a simple read is a GET that
+ * takes no body. */
+static void test_route_rows(void **unused)
+{
+    (void)unused;
+    int simple = 0;
+    for (const api_route_t *rt = api_routes; rt->method; rt++) {
+        if (!rt->fn && API_ROUTE_READ(rt) == API_READ_NONE)
+            fail_msg("%s %s: neither a handler nor a read", rt->method, rt->path);
+        if (rt->fn && API_ROUTE_READ(rt) != API_READ_NONE)
+            fail_msg("%s %s: a handler and a read", rt->method, rt->path);
+        if (!rt->fn) {
+            simple++;
+            assert_string_equal(rt->method, "GET");
+            assert_int_equal(rt->body, API_BODY_NONE);
+        }
+    }
+    assert_int_equal(simple, 6); /* nodes, node, telemetry, queues, classes, services */
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_service),
-        cmocka_unit_test(test_load_decode),
-        cmocka_unit_test(test_telemetry),
-        cmocka_unit_test(test_logs_ticket),
+        cmocka_unit_test(test_service),    cmocka_unit_test(test_load_decode),
+        cmocka_unit_test(test_telemetry),  cmocka_unit_test(test_logs_ticket),
+        cmocka_unit_test(test_route_rows),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
