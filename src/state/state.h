@@ -369,18 +369,19 @@ void st_telemetry_view_free(st_telemetry_view_t *v);
 /* -ENOENT no such node; *out is the caller's on success, empty on failure. */
 int st_node_telemetry(st_t *s, const char *name, st_telemetry_view_t *out, int64_t *ticket,
                       arb_err_t *err);
-/* The tasks assigned to node name, with epochs (marks them delivered). */
-int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
 /*
- * The agents' long poll (GET /v1/nodes/NAME/assignments?wait=S&version=V&
- * epoch=E): the same list, and its "version" (a digest of what the agent
- * acts on: each task's job, task, attempt, epoch, stop and generation; not
- * its state or the time left). *same is set when version == have (the
- * agent has this list already: the caller parks until a node hook for
- * *key, the node's id + 1, and asks again). An agent that gives its epoch
- * (epoch >= 0) gets nothing through the channel unless it is the
- * controller's and the node is registered and not lost: -ESTALE (409),
- * and it reports (registers) first, as its lease rules say.
+ * The tasks assigned to node name, with epochs (marks them delivered), for
+ * the agents' long poll (GET /v1/nodes/NAME/assignments?wait=S&version=V&
+ * epoch=E): {"node", "lamport", "epoch", "assignments_version",
+ * "assignments": [...]}, each entry as a report's reply has it (JSON
+ * still: typed with that reply, node.c), and the list's "version" (a
+ * digest of what the agent acts on: each task's job, task, attempt, epoch,
+ * stop and generation; not its state or the time left). *same is set when
+ * version == have (the agent has this list already: the caller parks
+ * until a node hook for *key, the node's id + 1, and asks again). An agent
+ * that gives its epoch (epoch >= 0) gets nothing through the channel
+ * unless it is the controller's and the node is registered and not lost:
+ * -ESTALE (409), and it reports (registers) first, as its lease rules say.
  */
 int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
                              uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err);
