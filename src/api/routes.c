@@ -6,8 +6,10 @@
  * api_route_run act on the row, so a handler starts from a request already
  * read: it parses its query, calls one resource-manager function
  * (src/state), and hands the result to api_finish, which waits until what
- * the call did or saw is durable before the reply goes out. docs/api.md is
- * generated from this table (api_doc_markdown).
+ * the call did or saw is durable before the reply goes out. A simple read
+ * (a typed view of the state, encoded, nothing else) has no handler: its
+ * row names a read op (READ(op)) from the reads table below. docs/api.md
+ * is generated from this table (api_doc_markdown).
  */
 #include <stdio.h>
 #include <stdlib.h>

@@ -652,8 +652,10 @@ int st_service_view_of(st_t *s, st_job_t *sj, st_service_view_t *v)
     v->min = sv->conf.min;
     v->port = sv->conf.port;
     snprintf(v->health, sizeof v->health, "%s", sv->conf.health);
-    if (sv->nrep > 0 && !(v->replicas = calloc((size_t)sv->nrep, sizeof *v->replicas)))
+    if (sv->nrep > 0 && !(v->replicas = calloc((size_t)sv->nrep, sizeof *v->replicas))) {
+        memset(v, 0, sizeof *v);
         return -ENOMEM;
+    }
     v->nreplicas = sv->nrep;
     for (int i = 0; i < sv->nrep; i++)
         replica_view(s, sj, i, now, &v->replicas[i]);

@@ -11,7 +11,9 @@
  * changes (a new inventory starts a new history).
  *
  * Unknown values (an agent that cannot read a counter leaves it out of its
- * report) are kept as unknown and written as null.
+ * report) are kept as unknown. A read is a typed view (st_telhist_view,
+ * st_node_telemetry), which src/api/enc_telemetry.c writes as JSON (an
+ * unknown value as null).
  */
 #include <stdlib.h>
 #include <string.h>
