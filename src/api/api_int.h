@@ -53,22 +53,40 @@ typedef enum {
     API_BODY_LOAD,     /* a balancer's load counts: JSON in r->jbody */
 } api_body_t;
 
+/* A simple read, answered without a handler of its own (fn NULL): the
+ * state's typed view named in the row's flags, API_READ(op) (routes.c's
+ * table of read ops: the state call, its encoder, its free), encoded. */
+typedef enum {
+    API_READ_NONE,           /* the row's fn answers */
+    API_READ_NODES,          /* st_nodes_list -> api_nodes_json */
+    API_READ_NODE,           /* st_node_get({name}) -> api_node_json */
+    API_READ_NODE_TELEMETRY, /* st_node_telemetry({name}) -> api_telemetry_json */
+    API_READ_QUEUES,         /* st_queues_list -> api_queues_json */
+    API_READ_PRIO_CLASSES,   /* st_priority_classes -> api_prio_classes_json */
+    API_READ_SERVICES,       /* st_services_list(the caller) -> api_services_json */
+} api_read_t;
+#define API_READ_SHIFT 8u
+#define API_READ(op) ((unsigned)(op) << API_READ_SHIFT) /* in api_route_t.flags */
+#define API_ROUTE_READ(rt) ((api_read_t)((rt)->flags >> API_READ_SHIFT))
+
 typedef struct api_route {
     const char *method;
     const char *path; /* "/v1/jobs/{id}": {x} matches one segment */
     unsigned roles;   /* st_role_t bits allowed; 0: no auth needed; API_SELF: see above */
-    unsigned flags;   /* API_HERE, API_UNCHECKED, API_OPEN, API_JOB, API_IF_MATCH, API_NODE */
+    unsigned flags;   /* API_HERE, API_UNCHECKED, API_OPEN, API_JOB, API_IF_MATCH, API_NODE;
+                         API_READ(op): a simple read */
     api_body_t body;
-    int (*fn)(api_req_t *r);
+    int (*fn)(api_req_t *r); /* NULL: a simple read (API_READ in flags) */
     const char *summary;
     const char *doc; /* parameters, body and reply, for docs/api.md */
 } api_route_t;
 
 extern const api_route_t api_routes[];
 
-/* Run rt's handler on r: what rt's flags and body say the request carries
- * is read first, in this order: the job id, If-Match, the node name, the
- * body (an error reply, and no handler, for the first that is malformed). */
+/* Run rt's handler (or its simple read) on r: what rt's flags and body say
+ * the request carries is read first, in this order: the job id, If-Match,
+ * the node name, the body (an error reply, and no handler, for the first
+ * that is malformed). */
 int api_route_run(const api_route_t *rt, api_req_t *r);
 
 struct api_req {
@@ -230,6 +248,17 @@ json_t *api_status_json(const st_status_t *v);
 json_t *api_prio_classes_json(const st_prio_list_t *l);
 json_t *api_node_json(const st_node_view_t *v);
 json_t *api_nodes_json(const st_node_list_t *l);
+json_t *api_telemetry_json(const st_telemetry_view_t *v);
+json_t *api_logs_ticket_json(const st_logs_ticket_t *v);
+json_t *api_ticket_ok_json(int64_t ttl_ms);
+json_t *api_service_json(const st_service_view_t *v);
+json_t *api_services_json(const st_service_list_t *l);
+json_t *api_load_ack_json(const char *service, const st_load_ack_t *v);
+/* Decoders: a body the API received, checked, as the state's typed input.
+ * A balancer's load report ({"replicas": [{"address", "inflight",
+ * "queue"}]}): *out (malloc'd, *n entries; the addresses borrowed from
+ * body), or -EINVAL naming the field (-ENOMEM). */
+int api_load_decode(const json_t *body, st_replica_load_t **out, int *n, arb_err_t *err);
 
 /* POST /v1/jobs of a Kubernetes manifest or a Slurm script (submit_wl.c). */
 bool api_is_workload(const api_req_t *r);

@@ -6,8 +6,10 @@
  * api_route_run act on the row, so a handler starts from a request already
  * read: it parses its query, calls one resource-manager function
  * (src/state), and hands the result to api_finish, which waits until what
- * the call did or saw is durable before the reply goes out. docs/api.md is
- * generated from this table (api_doc_markdown).
+ * the call did or saw is durable before the reply goes out. A simple read
+ * (a typed view of the state, encoded, nothing else) has no handler: its
+ * row names a read op (READ(op)) from the reads table below. docs/api.md
+ * is generated from this table (api_doc_markdown).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +39,7 @@
 #define NODE_BODY API_BODY_NODE
 #define NODE_OPT API_BODY_NODE_OPT
 #define LOAD API_BODY_LOAD
+#define READ(op) API_READ(API_READ_##op) /* a simple read: no handler (fn NULL) */
 
 /* ---- parameter parsing --------------------------------------------------------------- */
 
@@ -226,43 +229,13 @@ static int h_explain(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
-static int h_nodes(api_req_t *r)
-{
-    arb_err_t err = {{0}};
-    st_node_list_t l;
-    int64_t t = 0;
-    int rc = st_nodes_list(r->st, &l, &t, &err);
-    json_t *out = rc == 0 ? api_nodes_json(&l) : NULL;
-
-    st_node_list_free(&l);
-    return api_finish(r, rc, out, t, &err, 200);
-}
-
-/* A node operation's or read's view, encoded once the call returned. */
+/* A node operation's view, encoded once the call returned. */
 static int finish_node(api_req_t *r, int rc, st_node_view_t *v, int64_t t, const arb_err_t *err)
 {
     json_t *out = rc == 0 ? api_node_json(v) : NULL;
 
     st_node_view_free(v);
     return api_finish(r, rc, out, t, err, 200);
-}
-
-static int h_node(api_req_t *r)
-{
-    arb_err_t err = {{0}};
-    st_node_view_t v;
-    int64_t t = 0;
-    int rc = st_node_get(r->st, r->params[0], &v, &t, &err);
-    return finish_node(r, rc, &v, t, &err);
-}
-
-static int h_node_telemetry(api_req_t *r)
-{
-    arb_err_t err = {{0}};
-    json_t *out = NULL;
-    int64_t t = 0;
-    int rc = st_node_telemetry(r->st, r->params[0], &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_report(api_req_t *r)
@@ -365,18 +338,6 @@ static int h_node_delete(api_req_t *r)
     return finish_node(r, rc, &v, t, &err);
 }
 
-static int h_queues(api_req_t *r)
-{
-    arb_err_t err = {{0}};
-    st_queue_list_t l;
-    int64_t t = 0;
-    int rc = st_queues_list(r->st, &l, &t, &err);
-    json_t *out = rc == 0 ? api_queues_json(&l) : NULL;
-
-    st_queue_list_free(&l);
-    return api_finish(r, rc, out, t, &err, 200);
-}
-
 static int h_events(api_req_t *r)
 {
     arb_err_t err = {{0}};
@@ -403,64 +364,44 @@ static int h_events(api_req_t *r)
     return api_finish(r, rc, out, t, &err, 200);
 }
 
-static int h_prio_classes(api_req_t *r)
-{
-    arb_err_t err = {{0}};
-    st_prio_list_t l = {0};
-    int rc = st_priority_classes(r->st, &l);
-    json_t *out = rc == 0 ? api_prio_classes_json(&l) : NULL;
-
-    if (rc < 0)
-        arb_errf(&err, rc, "out of memory listing the priority classes");
-    st_prio_list_free(&l);
-    return api_finish(r, rc, out, 0, &err, 200);
-}
-
 /* Log tickets (src/state/logticket.c): a user asks for one, the agent
  * that holds the log checks it. */
 static int h_logs_ticket(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_logs_ticket_t v;
     int64_t t = 0;
     uint64_t task = 0;
     const char *q = api_query(r, "task");
 
     if (q && (parse_u64(q, &task) < 0 || task > 1000000))
         return api_error(r, 400, "task: '%s' is not a task index; use 0, 1, ...", q);
-    int rc = st_logs_ticket(r->st, &r->who, r->job, (int64_t)task, &out, &t, &err);
+    int rc = st_logs_ticket(r->st, &r->who, r->job, (int64_t)task, &v, &t, &err);
+    json_t *out = rc == 0 ? api_logs_ticket_json(&v) : NULL;
+
+    st_logs_ticket_free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_logs_ticket_check(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
-    int64_t t = 0;
+    int64_t t = 0, ttl_ms = 0;
     uint64_t job = 0, task = 0;
     const char *qj = api_query(r, "job"), *qt = api_query(r, "task"), *node = api_query(r, "node");
 
     if (!qj || parse_u64(qj, &job) < 0 || !qt || parse_u64(qt, &task) < 0 || task > 1000000 ||
         !node || !node[0])
         return api_error(r, 400, "give job, task (integers) and node as query parameters");
-    int rc = st_logs_ticket_check(r->st, r->params[0], job, (int64_t)task, node, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    int rc = st_logs_ticket_check(r->st, r->params[0], job, (int64_t)task, node, &ttl_ms, &t, &err);
+    return api_finish(r, rc, rc == 0 ? api_ticket_ok_json(ttl_ms) : NULL, t, &err, 200);
 }
 
 /* Services (src/state/service.c): endpoints with a long poll, balancers' load. */
-static int h_services(api_req_t *r)
-{
-    arb_err_t err = {{0}};
-    json_t *out = NULL;
-    int64_t t = 0;
-    int rc = st_services_list(r->st, &r->who, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
-}
-
 static int h_service(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_service_view_t v;
     int64_t t = 0;
     uint64_t version = 0, wait = 0;
     const char *p;
@@ -469,22 +410,131 @@ static int h_service(api_req_t *r)
         return api_error(r, 400, "version: '%s' is not an endpoints version", p);
     if ((p = api_query(r, "wait")) && (parse_u64(p, &wait) < 0 || wait > 60))
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
-    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, 0, &out, &t, &err);
-    if (rc == 0 && wait > 0 &&
-        (uint64_t)json_integer_value(json_object_get(out, "version")) == version &&
+    int rc = st_service_endpoints(r->st, &r->who, r->params[0], version, 0, &v, &t, &err);
+    if (rc == 0 && wait > 0 && v.version == version &&
         api_poll(r, (int64_t)wait * 1000)) { /* no change yet: wait without a thread */
-        json_decref(out);
+        st_service_view_free(&v);
         return 0;
     }
+    json_t *out = rc == 0 ? api_service_json(&v) : NULL;
+
+    st_service_view_free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_service_load(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_replica_load_t *v = NULL;
+    st_load_ack_t ack;
     int64_t t = 0;
-    int rc = st_service_load(r->st, &r->who, r->params[0], r->jbody, &out, &t, &err);
+    int n = 0;
+    int rc = api_load_decode(r->jbody, &v, &n, &err);
+
+    if (rc == 0)
+        rc = st_service_load(r->st, &r->who, r->params[0], v, n, &ack, &t, &err);
+    free(v);
+    return api_finish(r, rc, rc == 0 ? api_load_ack_json(r->params[0], &ack) : NULL, t, &err, 200);
+}
+
+/* ---- the simple reads ---------------------------------------------------------------------- */
+
+/* A read that calls the state for a typed view and answers it encoded,
+ * with nothing of its own to parse or wait for, has no handler: its row
+ * names one of these ops in its flags (READ(op), api_read_t) and read_run
+ * does the rest. The
+ * view lives on the stack, in this union of the views they take. */
+typedef union read_view {
+    st_node_list_t nodes;
+    st_node_view_t node;
+    st_telemetry_view_t telemetry;
+    st_queue_list_t queues;
+    st_prio_list_t prio;
+    st_service_list_t services;
+} read_view_t;
+
+typedef struct read_op {
+    /* the state's call; the view empty on failure */
+    int (*read)(api_req_t *r, read_view_t *v, int64_t *ticket, arb_err_t *err);
+    json_t *(*encode)(const read_view_t *v);
+    void (*free)(read_view_t *v);
+} read_op_t;
+
+/* An op's encoder and free: the typed ones, given the union's member. */
+#define READ_VIEW(member, encoder, freer)                                                          \
+    static json_t *enc_##member(const read_view_t *v)                                              \
+    {                                                                                              \
+        return encoder(&v->member);                                                                \
+    }                                                                                              \
+    static void free_##member(read_view_t *v)                                                      \
+    {                                                                                              \
+        freer(&v->member);                                                                         \
+    }
+
+READ_VIEW(nodes, api_nodes_json, st_node_list_free)
+READ_VIEW(node, api_node_json, st_node_view_free)
+READ_VIEW(telemetry, api_telemetry_json, st_telemetry_view_free)
+READ_VIEW(queues, api_queues_json, st_queue_list_free)
+READ_VIEW(prio, api_prio_classes_json, st_prio_list_free)
+READ_VIEW(services, api_services_json, st_service_list_free)
+
+static int read_nodes(api_req_t *r, read_view_t *v, int64_t *t, arb_err_t *err)
+{
+    return st_nodes_list(r->st, &v->nodes, t, err);
+}
+
+static int read_node(api_req_t *r, read_view_t *v, int64_t *t, arb_err_t *err)
+{
+    return st_node_get(r->st, r->params[0], &v->node, t, err);
+}
+
+static int read_telemetry(api_req_t *r, read_view_t *v, int64_t *t, arb_err_t *err)
+{
+    return st_node_telemetry(r->st, r->params[0], &v->telemetry, t, err);
+}
+
+static int read_queues(api_req_t *r, read_view_t *v, int64_t *t, arb_err_t *err)
+{
+    return st_queues_list(r->st, &v->queues, t, err);
+}
+
+static int read_prio(api_req_t *r, read_view_t *v, int64_t *t, arb_err_t *err)
+{
+    int rc = st_priority_classes(r->st, &v->prio); /* the config's: nothing to wait for */
+
+    *t = 0;
+    if (rc < 0)
+        arb_errf(err, rc, "out of memory listing the priority classes");
+    return rc;
+}
+
+static int read_services(api_req_t *r, read_view_t *v, int64_t *t, arb_err_t *err)
+{
+    return st_services_list(r->st, &r->who, &v->services, t, err);
+}
+
+static const read_op_t reads[] = {
+    [API_READ_NODES] = {read_nodes, enc_nodes, free_nodes},
+    [API_READ_NODE] = {read_node, enc_node, free_node},
+    [API_READ_NODE_TELEMETRY] = {read_telemetry, enc_telemetry, free_telemetry},
+    [API_READ_QUEUES] = {read_queues, enc_queues, free_queues},
+    [API_READ_PRIO_CLASSES] = {read_prio, enc_prio, free_prio},
+    [API_READ_SERVICES] = {read_services, enc_services, free_services},
+};
+
+/* Call the state, encode what it answered, free the view, and reply once
+ * what it saw is durable (api_finish). */
+static int read_run(const read_op_t *op, api_req_t *r)
+{
+    arb_err_t err = {{0}};
+    read_view_t v;
+    int64_t t = 0;
+
+    memset(&v, 0, sizeof v);
+    int rc = op->read(r, &v, &t, &err);
+    json_t *out = rc == 0 ? op->encode(&v) : NULL;
+
+    op->free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -534,8 +584,13 @@ int api_route_run(const api_route_t *rt, api_req_t *r)
 {
     int rc = route_read(rt, r);
 
-    if (rc == 0)
+    if (rc == 0 && rt->fn)
         rc = rt->fn(r);
+    else if (rc == 0 && API_ROUTE_READ(rt) > API_READ_NONE &&
+             (size_t)API_ROUTE_READ(rt) < sizeof reads / sizeof reads[0])
+        rc = read_run(&reads[API_ROUTE_READ(rt)], r);
+    else if (rc == 0) /* a row without either: test_api_enc2 checks there is none */
+        rc = api_error(r, 500, "%s %s: no handler", rt->method, rt->path);
     json_decref(r->jbody);
     r->jbody = NULL;
     return rc;
@@ -647,7 +702,7 @@ const api_route_t api_routes[] = {
      "an agent checks a log ticket",
      "Query: `job`, `task`, `node` (the agent's own). 200 `{\"ok\": true, \"ttl_ms\"}` (what is "
      "left of its life), 403 unknown, expired, or bound to another job, task or node."},
-    {"GET", "/v1/nodes", ADMIN | USER, PLAIN, NOBODY, h_nodes, "list nodes (the GPU map)",
+    {"GET", "/v1/nodes", ADMIN | USER, READ(NODES), NOBODY, NULL, "list nodes (the GPU map)",
      "Reply: `{\"nodes\": [{\"name\", \"state\", \"version\", \"gpus\": [{\"index\", "
      "\"model\", \"memory_mib\", \"used_milli\", \"util\", \"temp_c\", \"healthy\", "
      "\"jobs\"}], \"capacity\", \"allocated\", \"tasks\", \"labels\", \"taints\", "
@@ -656,13 +711,13 @@ const api_route_t api_routes[] = {
      "`Draining` (cordoned or drained: no new tasks). Node names are DNS-1123 labels (as "
      "Kubernetes has them: 1..63 of lowercase letters, digits and `-`); a report under another "
      "name is 422."},
-    {"GET", "/v1/nodes/{name}", ADMIN | USER, PLAIN, NOBODY, h_node,
+    {"GET", "/v1/nodes/{name}", ADMIN | USER, READ(NODE), NOBODY, NULL,
      "one node, with telemetry and inventory",
      "Reply: the node object plus `telemetry` and `inventory` as last reported, `topology` "
      "(`rack`, `block`, `zone`), `operator` (what operators set over the inventory), `running` "
      "(each task placed there: `job`, `name`, `task`, `attempt`, `state`, `gpus`, `stopping`) "
      "and `stale_reports` (replayed reports ignored since this controller leads)."},
-    {"GET", "/v1/nodes/{name}/telemetry", ADMIN | USER, PLAIN, NOBODY, h_node_telemetry,
+    {"GET", "/v1/nodes/{name}/telemetry", ADMIN | USER, READ(NODE_TELEMETRY), NOBODY, NULL,
      "a node's telemetry over the last minutes",
      "Reply: `{\"node\", \"interval_s\", \"capacity\", \"samples\": [{\"age_s\", "
      "\"cpu_util\", \"memory_used_bytes\", \"net_rx_bps\", \"net_tx_bps\", "
@@ -768,11 +823,11 @@ const api_route_t api_routes[] = {
     {"POST", "/v1/nodes/{name}/undrain", ADMIN, IF_MATCH | NODE, NODE_OPT, h_uncordon,
      "the same as uncordon",
      "Kept for older clients. Header `If-Match: VERSION` (optional). Reply: the node object."},
-    {"GET", "/v1/queues", ADMIN | USER, PLAIN, NOBODY, h_queues,
+    {"GET", "/v1/queues", ADMIN | USER, READ(QUEUES), NOBODY, NULL,
      "queues with quota, usage and fair share",
      "Reply: `{\"queues\": [{\"name\", \"cohort\", \"weight\", \"nominal\", "
      "\"borrowing_limit\", \"used\", \"pending\", \"running\", \"dominant_share\"}]}`."},
-    {"GET", "/v1/priorityclasses", ADMIN | USER, PLAIN, NOBODY, h_prio_classes,
+    {"GET", "/v1/priorityclasses", ADMIN | USER, READ(PRIO_CLASSES), NOBODY, NULL,
      "the priority classes submissions may name",
      "Reply: `{\"priorityClasses\": [{\"name\", \"value\", \"description\", "
      "\"preemptible\"}]}`: the built-ins (best-effort 0, low 100, normal 500, high 1000, "
@@ -787,7 +842,7 @@ const api_route_t api_routes[] = {
      "\"time\", \"type\", \"job\", \"node\", \"message\"}], \"last\": N, \"oldest\": N, "
      "\"truncated\": bool}`; pass `last` as the next `since`. Users see no events of other "
      "teams' jobs."},
-    {"GET", "/v1/services", ADMIN | USER | AGENT, PLAIN, NOBODY, h_services,
+    {"GET", "/v1/services", ADMIN | USER | AGENT, READ(SERVICES), NOBODY, NULL,
      "running services and their replicas",
      "Reply: `{\"services\": [SERVICE]}`, each as `GET /v1/services/{name}` gives it."},
     {"GET", "/v1/services/{name}", ADMIN | USER | AGENT, PLAIN, NOBODY, h_service,

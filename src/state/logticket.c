@@ -68,7 +68,13 @@ static void prune(struct st_tickets *t, int64_t now)
             i++;
 }
 
-int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, json_t **out,
+void st_logs_ticket_free(st_logs_ticket_t *t)
+{
+    free(t->logs_url);
+    memset(t, 0, sizeof *t);
+}
+
+int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, st_logs_ticket_t *out,
                    int64_t *ticket, arb_err_t *err)
 {
     json_t *j = NULL, *inv = NULL, *tk;
@@ -78,7 +84,7 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, jso
     st_lticket_t e;
     int rc;
 
-    *out = NULL;
+    memset(out, 0, sizeof *out);
     if ((rc = st_job_get(s, who, job, &j, ticket, err)) < 0)
         return rc;
     size_t ntasks = json_array_size(json_object_get(j, "tasks"));
@@ -139,9 +145,15 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, jso
         rc = arb_errf(err, -ENOMEM, "out of memory for log tickets");
         goto out;
     }
-    *out = json_pack("{s:I,s:I,s:s,s:s,s:s,s:I}", "job", (json_int_t)job, "task", (json_int_t)task,
-                     "node", node, "logs_url", url, "ticket", e.id, "ttl_ms",
-                     (json_int_t)(ST_TICKET_TTL_NS / 1000000));
+    if (!(out->logs_url = strdup(url))) {
+        rc = arb_errf(err, -ENOMEM, "out of memory for a log ticket");
+        goto out;
+    }
+    out->job = job;
+    out->task = task;
+    out->node = nd.name; /* interned: outlives nd */
+    snprintf(out->ticket, sizeof out->ticket, "%s", e.id);
+    out->ttl_ms = ST_TICKET_TTL_NS / 1000000;
 out:
     json_decref(j);
     json_decref(inv);
@@ -150,13 +162,13 @@ out:
 }
 
 int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, const char *node,
-                         json_t **out, int64_t *ticket, arb_err_t *err)
+                         int64_t *ttl_ms, int64_t *ticket, arb_err_t *err)
 {
     int rc = -EACCES;
     int64_t left = 0;
     bool other = false;
 
-    *out = NULL;
+    *ttl_ms = 0;
     *ticket = 0;
     pthread_mutex_lock(&s->mu);
     int64_t now = st_now_ns(s);
@@ -182,6 +194,6 @@ int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, co
     if (rc == -EACCES && !other)
         arb_errf(err, -EACCES, "unknown or expired log ticket; ask the controller for a new one");
     if (rc == 0)
-        *out = json_pack("{s:b,s:I}", "ok", 1, "ttl_ms", (json_int_t)(left / 1000000));
+        *ttl_ms = left / 1000000;
     return rc;
 }

@@ -945,19 +945,3 @@ int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t 
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
-
-int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err)
-{
-    int rc = 0;
-
-    pthread_mutex_lock(&s->mu);
-    arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
-    if (!n)
-        rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
-    else
-        *out = json_pack("{s:s,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
-                         "epoch", (json_int_t)s->epoch, "assignments", assignments(s, n));
-    *ticket = st_flush(s);
-    pthread_mutex_unlock(&s->mu);
-    return rc;
-}

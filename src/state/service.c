@@ -574,14 +574,28 @@ void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n)
                  (unsigned long long)victim->id, victim->j->name, vk, victim->j->priority);
 }
 
-/* ---- JSON ------------------------------------------------------------------------------ */
+/* ---- the view ------------------------------------------------------------------------------ */
+
+void st_service_view_free(st_service_view_t *v)
+{
+    free(v->replicas);
+    memset(v, 0, sizeof *v);
+}
+
+void st_service_list_free(st_service_list_t *l)
+{
+    for (int i = 0; i < l->n; i++)
+        st_service_view_free(&l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
 
 /* What the agent of a replica's node last reported, for the balancers'
  * feedback policy: the mean utilisation of the replica's GPUs (the node's
  * mean for a replica without GPUs), 0..1, the node's queue length, and the
- * report's age (ms, the controller's monotonic clock); NULL before the
+ * report's age (ms, the controller's monotonic clock); none before the
  * node's first report. */
-static json_t *replica_load_json(st_t *s, const st_job_t *c, int64_t now)
+static void replica_load(st_t *s, const st_job_t *c, int64_t now, st_replica_view_t *o)
 {
     const arb_node_t *n = &s->cluster.nodes[c->j->alloc[0].node];
     const st_node_t *x = st_node_ext(s, n);
@@ -590,67 +604,117 @@ static json_t *replica_load_json(st_t *s, const st_job_t *c, int64_t now)
     int k = 0;
 
     if (!x || x->report_mono <= 0)
-        return json_null();
+        return;
     for (int g = 0; g < n->ngpus; g++)
         if (!mask || (mask & (1u << g))) {
             util += n->gpu[g].util_pct;
             k++;
         }
-    return json_pack("{s:f,s:i,s:I}", "gpu_util", k ? util / k / 100.0 : 0.0, "queue",
-                     n->queue_len > 0 ? n->queue_len : 0, "age_ms",
-                     (json_int_t)((now - x->report_mono) / 1000000));
+    o->has_load = true;
+    o->gpu_util = k ? util / k / 100.0 : 0.0;
+    o->queue = n->queue_len > 0 ? n->queue_len : 0;
+    o->age_ms = (now - x->report_mono) / 1000000;
 }
 
-static json_t *replica_json(st_t *s, st_job_t *parent, int i, int64_t now)
+static void replica_view(st_t *s, st_job_t *parent, int i, int64_t now, st_replica_view_t *o)
 {
     st_replica_t *r = &parent->svc->rep[i];
     st_job_t *c = r->job ? st_job_find(s, r->job) : NULL;
-    json_t *o = json_pack("{s:i,s:I,s:s,s:b,s:b,s:i}", "index", i, "job", (json_int_t)r->job,
-                          "state", c ? arb_job_state_name(c->j->state) : "starting", "ready",
-                          r->ready, "draining", r->draining, "restarts", r->restarts);
+
+    memset(o, 0, sizeof *o);
+    o->index = i;
+    o->job = r->job;
+    o->state = c ? arb_job_state_name(c->j->state) : "starting";
+    o->ready = r->ready;
+    o->draining = r->draining;
+    o->restarts = r->restarts;
     if (holds(c)) {
-        json_object_set_new(
-            o, "node",
-            json_string(arb_node_name(&s->cluster, &s->cluster.nodes[c->j->alloc[0].node])));
-        json_object_set_new(o, "address", json_string(r->addr));
-        json_object_set_new(o, "load", replica_load_json(s, c, now));
-    } else {
-        json_object_set_new(o, "node", json_null());
-        json_object_set_new(o, "address", json_null());
-        json_object_set_new(o, "load", json_null());
+        o->node = arb_node_name(&s->cluster, &s->cluster.nodes[c->j->alloc[0].node]);
+        snprintf(o->address, sizeof o->address, "%s", r->addr);
+        replica_load(s, c, now, o);
     }
-    json_object_set_new(o, "port", json_integer(parent->svc->conf.port + i));
-    json_object_set_new(o, "inflight",
-                        r->load_ns && now - r->load_ns <= LOAD_FRESH_NS ? json_real(r->inflight)
-                                                                        : json_null());
-    return o;
+    o->port = parent->svc->conf.port + i;
+    o->has_inflight = r->load_ns && now - r->load_ns <= LOAD_FRESH_NS;
+    o->inflight = o->has_inflight ? r->inflight : 0;
 }
 
-json_t *st_service_json(st_t *s, st_job_t *sj)
+/* Service sj's view; -ENOMEM (v empty). Caller holds s->mu. */
+int st_service_view_of(st_t *s, st_job_t *sj, st_service_view_t *v)
 {
-    st_svc_t *v = sj->svc;
+    const st_svc_t *sv = sj->svc;
     int64_t now = st_now_ns(s);
-    json_t *reps = json_array();
 
-    for (int i = 0; i < v->nrep; i++)
-        json_array_append_new(reps, replica_json(s, sj, i, now));
-    json_t *o = json_pack("{s:s,s:I,s:I,s:i,s:i,s:i,s:s,s:o}", "service", sj->j->name, "job",
-                          (json_int_t)sj->id, "version", (json_int_t)v->version, "desired",
-                          v->desired, "min", v->conf.min, "port", v->conf.port, "health",
-                          v->conf.health, "replicas", reps);
-    if (v->conf.autoscale) {
-        json_t *a = json_pack("{s:i,s:i,s:f,s:f,s:I,s:I}", "min", v->conf.as.min, "max",
-                              v->conf.as.max, "target_inflight", v->conf.as.target,
-                              "target_gpu_util", v->conf.as.gpu_target, "window_s",
-                              (json_int_t)(v->conf.as.window_ns / 1000000000LL), "cooldown_s",
-                              (json_int_t)(v->conf.as.cooldown_ns / 1000000000LL));
-        if (v->last.why[0]) {
-            json_object_set_new(a, "recommended", json_integer(v->last.recommended));
-            json_object_set_new(a, "per_replica", json_real(v->last.per_replica));
-            json_object_set_new(a, "last", json_string(v->last.why));
+    memset(v, 0, sizeof *v);
+    snprintf(v->name, sizeof v->name, "%s", sj->j->name);
+    v->job = sj->id;
+    v->version = sv->version;
+    v->desired = sv->desired;
+    v->min = sv->conf.min;
+    v->port = sv->conf.port;
+    snprintf(v->health, sizeof v->health, "%s", sv->conf.health);
+    if (sv->nrep > 0 && !(v->replicas = calloc((size_t)sv->nrep, sizeof *v->replicas))) {
+        memset(v, 0, sizeof *v);
+        return -ENOMEM;
+    }
+    v->nreplicas = sv->nrep;
+    for (int i = 0; i < sv->nrep; i++)
+        replica_view(s, sj, i, now, &v->replicas[i]);
+    v->autoscale = sv->conf.autoscale;
+    if (v->autoscale) {
+        v->as = sv->conf.as;
+        v->has_last = sv->last.why[0] != '\0';
+        v->recommended = sv->last.recommended;
+        v->per_replica = sv->last.per_replica;
+        snprintf(v->last, sizeof v->last, "%s", sv->last.why);
+    }
+    return 0;
+}
+
+/* The service as a job's API object embeds it (codec.c's st_job_json,
+ * until the jobs are typed: then the job's view holds st_service_view_t
+ * and src/api/enc_service.c encodes both). The same bytes as
+ * api_service_json. */
+static json_t *st_service_json(st_t *s, st_job_t *sj)
+{
+    st_service_view_t v;
+    json_t *reps = json_array(), *o;
+
+    if (st_service_view_of(s, sj, &v) < 0) {
+        json_decref(reps);
+        return NULL;
+    }
+    for (int i = 0; i < v.nreplicas; i++) {
+        const st_replica_view_t *r = &v.replicas[i];
+        json_t *e = json_pack("{s:i,s:I,s:s,s:b,s:b,s:i}", "index", r->index, "job",
+                              (json_int_t)r->job, "state", r->state, "ready", r->ready, "draining",
+                              r->draining, "restarts", r->restarts);
+        json_object_set_new(e, "node", r->node ? json_string(r->node) : json_null());
+        json_object_set_new(e, "address", r->node ? json_string(r->address) : json_null());
+        json_object_set_new(e, "load",
+                            r->has_load
+                                ? json_pack("{s:f,s:i,s:I}", "gpu_util", r->gpu_util, "queue",
+                                            r->queue, "age_ms", (json_int_t)r->age_ms)
+                                : json_null());
+        json_object_set_new(e, "port", json_integer(r->port));
+        json_object_set_new(e, "inflight", r->has_inflight ? json_real(r->inflight) : json_null());
+        json_array_append_new(reps, e);
+    }
+    o = json_pack("{s:s,s:I,s:I,s:i,s:i,s:i,s:s,s:o}", "service", v.name, "job", (json_int_t)v.job,
+                  "version", (json_int_t)v.version, "desired", v.desired, "min", v.min, "port",
+                  v.port, "health", v.health, "replicas", reps);
+    if (o && v.autoscale) {
+        json_t *a = json_pack("{s:i,s:i,s:f,s:f,s:I,s:I}", "min", v.as.min, "max", v.as.max,
+                              "target_inflight", v.as.target, "target_gpu_util", v.as.gpu_target,
+                              "window_s", (json_int_t)(v.as.window_ns / 1000000000LL), "cooldown_s",
+                              (json_int_t)(v.as.cooldown_ns / 1000000000LL));
+        if (v.has_last) {
+            json_object_set_new(a, "recommended", json_integer(v.recommended));
+            json_object_set_new(a, "per_replica", json_real(v.per_replica));
+            json_object_set_new(a, "last", json_string(v.last));
         }
         json_object_set_new(o, "autoscale", a);
     }
+    st_service_view_free(&v);
     return o;
 }
 
@@ -688,12 +752,13 @@ static bool may_see_svc(const st_who_t *who, const st_job_t *sj)
 }
 
 int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_t version,
-                         int64_t wait_ms, json_t **out, int64_t *ticket, arb_err_t *err)
+                         int64_t wait_ms, st_service_view_t *out, int64_t *ticket, arb_err_t *err)
 {
     struct timespec dl;
     st_job_t *sj;
     int rc = 0;
 
+    memset(out, 0, sizeof *out);
     dl = st_deadline(wait_ms);
     pthread_mutex_lock(&s->mu);
     for (;;) {
@@ -710,52 +775,42 @@ int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_
         if (arb_cond_wait_until(&s->ev_cond, &s->mu, &dl) != 0)
             break;
     }
-    if (rc == 0)
-        *out = st_service_json(s, sj);
+    if (rc == 0 && st_service_view_of(s, sj, out) < 0)
+        rc = arb_errf(err, -ENOMEM, "out of memory for service '%s''s endpoints", name);
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
-int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket, arb_err_t *err)
+int st_services_list(st_t *s, const st_who_t *who, st_service_list_t *out, int64_t *ticket,
+                     arb_err_t *err)
 {
-    json_t *arr = json_array();
+    int rc = 0;
 
-    (void)err;
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
-    for (int i = 0; i < s->nactive; i++)
-        if (s->active[i]->svc && may_see_svc(who, s->active[i]))
-            json_array_append_new(arr, st_service_json(s, s->active[i]));
+    if (s->nactive > 0 && !(out->v = calloc((size_t)s->nactive, sizeof *out->v)))
+        rc = arb_errf(err, -ENOMEM, "out of memory listing the services");
+    for (int i = 0; rc == 0 && i < s->nactive; i++)
+        if (s->active[i]->svc && may_see_svc(who, s->active[i])) {
+            if (st_service_view_of(s, s->active[i], &out->v[out->n]) < 0)
+                rc = arb_errf(err, -ENOMEM, "out of memory listing the services");
+            else
+                out->n++;
+        }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
-    *out = json_pack("{s:o}", "services", arr);
-    return 0;
+    if (rc < 0)
+        st_service_list_free(out);
+    return rc;
 }
 
-int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t *body,
-                    json_t **out, int64_t *ticket, arb_err_t *err)
+int st_service_load(st_t *s, const st_who_t *who, const char *name, const st_replica_load_t *v,
+                    int n, st_load_ack_t *out, int64_t *ticket, arb_err_t *err)
 {
-    json_t *reps = json_object_get(body, "replicas"), *e;
-    size_t k;
-    int rc = 0, matched = 0;
+    int rc = 0;
 
-    if (!json_is_object(body) || !json_is_array(reps))
-        return arb_errf(err, -EINVAL,
-                        "body: give {\"replicas\": [{\"address\": \"HOST:PORT\", \"inflight\": "
-                        "N}]}");
-    json_array_foreach(reps, k, e)
-    {
-        json_t *a = json_object_get(e, "address"), *f = json_object_get(e, "inflight");
-        json_t *q = json_object_get(e, "queue");
-        if (!json_is_string(a) || !json_is_number(f) || json_number_value(f) < 0 ||
-            json_number_value(f) > 1e9)
-            return arb_errf(err, -EINVAL,
-                            "replicas[%zu]: give address (\"HOST:PORT\") and inflight (a "
-                            "number >= 0)",
-                            k);
-        if (q && (!json_is_number(q) || json_number_value(q) < 0 || json_number_value(q) > 1e9))
-            return arb_errf(err, -EINVAL, "replicas[%zu].queue: give a number >= 0", k);
-    }
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     st_job_t *sj = find_service(s, name);
     if (!sj || !may_see_svc(who, sj)) {
@@ -773,19 +828,15 @@ int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t
                 r->load_ns = now;
             }
         }
-        json_array_foreach(reps, k, e)
-        {
-            const char *a = json_string_value(json_object_get(e, "address"));
+        for (int k = 0; k < n; k++)
             for (int i = 0; i < sj->svc->nrep; i++)
-                if (strcmp(sj->svc->rep[i].addr, a) == 0) {
-                    sj->svc->rep[i].inflight = json_number_value(json_object_get(e, "inflight"));
-                    sj->svc->rep[i].queue = json_number_value(json_object_get(e, "queue"));
+                if (strcmp(sj->svc->rep[i].addr, v[k].address) == 0) {
+                    sj->svc->rep[i].inflight = v[k].inflight;
+                    sj->svc->rep[i].queue = v[k].queue;
                     sj->svc->rep[i].load_ns = now;
-                    matched++;
+                    out->matched++;
                 }
-        }
-        *out = json_pack("{s:s,s:i,s:I}", "service", name, "matched", matched, "version",
-                         (json_int_t)sj->svc->version);
+        out->version = sj->svc->version;
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);

@@ -48,6 +48,7 @@
 #include <jansson.h>
 #include <stdio.h>
 
+#include "arbiter/autoscale.h"
 #include "arbiter/sched.h"
 #include "spec/scenario.h"
 #include "store/store.h"
@@ -204,16 +205,27 @@ int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, jso
                       int64_t *ticket, arb_err_t *err);
 
 /* A ticket to read task `task` of job `job` from the agent that ran it
- * (logticket.c): the caller must be allowed to see the job. *out:
- * {"job", "task", "node", "logs_url", "ticket", "ttl_ms"}. -ENOENT no such
- * job or task, or the node serves no logs; -EBUSY the task has not run. */
-int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, json_t **out,
+ * (logticket.c; a typed view): the caller must be allowed to see the job.
+ * -ENOENT no such job or task, or the node serves no logs; -EBUSY the task
+ * has not run. *out is the caller's on success (st_logs_ticket_free),
+ * empty on failure. */
+typedef struct st_logs_ticket {
+    uint64_t job;
+    int64_t task;
+    const char *node; /* borrowed */
+    char *logs_url;   /* owned: where its agent serves logs */
+    char ticket[33];  /* 128 random bits, hex */
+    int64_t ttl_ms;
+} st_logs_ticket_t;
+
+void st_logs_ticket_free(st_logs_ticket_t *t);
+int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, st_logs_ticket_t *out,
                    int64_t *ticket, arb_err_t *err);
 /* An agent asks whether ticket id lets someone read job/task on node:
- * 0 and *out {"ok": true, "ttl_ms"}, or -EACCES (unknown, expired, or for
- * another job, task or node; err says which). */
+ * 0 and *ttl_ms what is left of its life, or -EACCES (unknown, expired,
+ * or for another job, task or node; err says which). */
 int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, const char *node,
-                         json_t **out, int64_t *ticket, arb_err_t *err);
+                         int64_t *ttl_ms, int64_t *ticket, arb_err_t *err);
 
 /* ---- nodes ---------------------------------------------------------------------- */
 
@@ -325,21 +337,51 @@ int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *
  * its record and its GPUs leave every total; -EBUSY saying why not. */
 int st_node_delete(st_t *s, const char *name, int64_t if_match, st_node_view_t *out,
                    int64_t *ticket, arb_err_t *err);
-/* A node's telemetry over the last minutes (telhist.c): *out {"node",
- * "interval_s", "capacity", "samples": [...]} oldest first. */
-int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
-/* The tasks assigned to node name, with epochs (marks them delivered). */
-int st_node_assignments(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err);
+/* A node's telemetry over the last minutes (telhist.c; a typed view):
+ * one sample per interval_s of its agent's reports, oldest first, at
+ * most capacity. A value the agent did not report is unknown. */
+typedef struct st_tel_gpu {
+    bool has_util, has_mem, has_temp; /* known */
+    int util;                         /* percent */
+    int64_t memory_used_mib;
+    int temp_c;
+    bool healthy;
+} st_tel_gpu_t;
+
+typedef struct st_tel_sample {
+    double age_s; /* on the controller's clock */
+    /* < 0: unknown */
+    double cpu_util, memory_used_bytes, net_rx_bps, net_tx_bps, disk_read_bps, disk_write_bps;
+    const st_tel_gpu_t *gpus; /* ngpus of them, in the view's gpus */
+} st_tel_sample_t;
+
+typedef struct st_telemetry_view {
+    const char *node; /* borrowed */
+    double interval_s;
+    int capacity;
+    int ngpus;
+    st_tel_sample_t *samples; /* owned */
+    int nsamples;
+    st_tel_gpu_t *gpus; /* owned: nsamples x ngpus */
+} st_telemetry_view_t;
+
+void st_telemetry_view_free(st_telemetry_view_t *v);
+/* -ENOENT no such node; *out is the caller's on success, empty on failure. */
+int st_node_telemetry(st_t *s, const char *name, st_telemetry_view_t *out, int64_t *ticket,
+                      arb_err_t *err);
 /*
- * The agents' long poll (GET /v1/nodes/NAME/assignments?wait=S&version=V&
- * epoch=E): the same list, and its "version" (a digest of what the agent
- * acts on: each task's job, task, attempt, epoch, stop and generation; not
- * its state or the time left). *same is set when version == have (the
- * agent has this list already: the caller parks until a node hook for
- * *key, the node's id + 1, and asks again). An agent that gives its epoch
- * (epoch >= 0) gets nothing through the channel unless it is the
- * controller's and the node is registered and not lost: -ESTALE (409),
- * and it reports (registers) first, as its lease rules say.
+ * The tasks assigned to node name, with epochs (marks them delivered), for
+ * the agents' long poll (GET /v1/nodes/NAME/assignments?wait=S&version=V&
+ * epoch=E): {"node", "lamport", "epoch", "assignments_version",
+ * "assignments": [...]}, each entry as a report's reply has it (JSON
+ * still: typed with that reply, node.c), and the list's "version" (a
+ * digest of what the agent acts on: each task's job, task, attempt, epoch,
+ * stop and generation; not its state or the time left). *same is set when
+ * version == have (the agent has this list already: the caller parks
+ * until a node hook for *key, the node's id + 1, and asks again). An agent
+ * that gives its epoch (epoch >= 0) gets nothing through the channel
+ * unless it is the controller's and the node is registered and not lost:
+ * -ESTALE (409), and it reports (registers) first, as its lease rules say.
  */
 int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
                              uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err);
@@ -423,17 +465,74 @@ int st_store_status(st_t *s, arb_err_t *err);
 
 /* ---- services (service.c) ------------------------------------------------------------ */
 
-/* The endpoints of running service `name`: {"service", "job", "version",
- * "desired", "replicas": [{"index", "job", "address", "ready", "draining",
- * "inflight", ...}]}. With wait_ms > 0 and version equal to the current
- * one, waits up to wait_ms for a change (a long poll). */
+/* A running service as GET /v1/services/{name} shows it (a typed view, as
+ * the nodes above): copied under the lock, the node names borrowed. */
+typedef struct st_replica_view {
+    int index;
+    uint64_t job;      /* its child job; 0 none yet */
+    const char *state; /* the child's state name, "starting" before one (static) */
+    bool ready, draining;
+    int restarts;
+    const char *node; /* borrowed; NULL while the child holds nothing (then no
+                         address and no load either) */
+    char address[80]; /* "HOST:PORT" (node set) */
+    bool has_load;    /* what the agent of its node last reported (node set, a report came): */
+    double gpu_util;  /* mean utilisation of its GPUs (the node's without GPUs), 0..1 */
+    int queue;        /* the node's queue length */
+    int64_t age_ms;   /* the report's age */
+    int port;
+    bool has_inflight; /* a balancer's count younger than 5 s */
+    double inflight;
+} st_replica_view_t;
+
+typedef struct st_service_view {
+    char name[ARB_JOB_NAME_MAX];
+    uint64_t job, version; /* the parent job; the endpoints' version */
+    int desired, min, port;
+    char health[128];
+    st_replica_view_t *replicas; /* owned (st_service_view_free) */
+    int nreplicas;
+    bool autoscale;   /* the four below */
+    arb_as_conf_t as; /* min, max, target (in flight), gpu_target, window_ns, cooldown_ns */
+    bool has_last;    /* a decision was made: the three below */
+    int recommended;
+    double per_replica;
+    char last[320]; /* why, in words */
+} st_service_view_t;
+
+typedef struct st_service_list {
+    st_service_view_t *v; /* owned */
+    int n;
+} st_service_list_t;
+
+void st_service_view_free(st_service_view_t *v);
+void st_service_list_free(st_service_list_t *l);
+
+/* The endpoints of running service `name`. With wait_ms > 0 and version
+ * equal to the current one, waits up to wait_ms for a change (a long
+ * poll). *out is the caller's on success, empty on failure. */
 int st_service_endpoints(st_t *s, const st_who_t *who, const char *name, uint64_t version,
-                         int64_t wait_ms, json_t **out, int64_t *ticket, arb_err_t *err);
-int st_services_list(st_t *s, const st_who_t *who, json_t **out, int64_t *ticket, arb_err_t *err);
-/* A balancer's in-flight counts per replica address: {"replicas":
- * [{"address": "HOST:PORT", "inflight": N}]}, input to autoscaling. */
-int st_service_load(st_t *s, const st_who_t *who, const char *name, const json_t *body,
-                    json_t **out, int64_t *ticket, arb_err_t *err);
+                         int64_t wait_ms, st_service_view_t *out, int64_t *ticket, arb_err_t *err);
+/* The running services the caller may see, in job order. */
+int st_services_list(st_t *s, const st_who_t *who, st_service_list_t *out, int64_t *ticket,
+                     arb_err_t *err);
+
+/* A balancer's in-flight counts per replica address (decoded by src/api
+ * from POST /v1/services/{name}/load), input to autoscaling. */
+typedef struct st_replica_load {
+    const char *address; /* "HOST:PORT" (the caller's) */
+    double inflight;     /* 0..1e9 */
+    double queue;        /* 0..1e9; 0 when not sent */
+} st_replica_load_t;
+
+/* What a load report matched: *out->version the endpoints' now. */
+typedef struct st_load_ack {
+    int matched; /* replicas whose address was listed */
+    uint64_t version;
+} st_load_ack_t;
+
+int st_service_load(st_t *s, const st_who_t *who, const char *name, const st_replica_load_t *v,
+                    int n, st_load_ack_t *out, int64_t *ticket, arb_err_t *err);
 
 /* Test hook: make the next n store commits fail. */
 void st_inject_store_failure(st_t *s, int n);

@@ -369,8 +369,9 @@ int st_inventory_check(const json_t *inv, arb_err_t *err);
  * telemetry, validated) when its interval passed; free the ring. */
 void st_telhist_note(st_node_t *x, int ngpus, const json_t *tel, int64_t now);
 void st_telhist_free(st_node_t *x);
-/* {"interval_s", "capacity", "samples": [...]} oldest first, ages from now. */
-json_t *st_telhist_json(const st_node_t *x, int64_t now);
+/* The history as a view (its node unset), oldest first, ages from now;
+ * -ENOMEM (v empty). */
+int st_telhist_view(const st_node_t *x, int64_t now, st_telemetry_view_t *v);
 
 /* JSON (codec.c). */
 json_t *st_job_json(st_t *s, st_job_t *sj, bool full);
@@ -416,6 +417,8 @@ bool st_service_cancel(st_t *s, st_job_t *sj, const char *by);
 bool st_service_who(st_t *s, const st_job_t *p, char *buf, size_t n);
 /* The event text for a preempted job: who preempted it, and why. */
 void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n);
+/* Service sj's view (GET /v1/services/{name}): 0 or -ENOMEM (v empty). */
+int st_service_view_of(st_t *s, st_job_t *sj, st_service_view_t *v);
 /* Service fields of a job's API object, and of its store record. */
 void st_service_job_json(st_t *s, st_job_t *sj, json_t *o);
 void st_service_record(st_job_t *sj, json_t *o);

@@ -11,7 +11,9 @@
  * changes (a new inventory starts a new history).
  *
  * Unknown values (an agent that cannot read a counter leaves it out of its
- * report) are kept as unknown and written as null.
+ * report) are kept as unknown. A read is a typed view (st_telhist_view,
+ * st_node_telemetry), which src/api/enc_telemetry.c writes as JSON (an
+ * unknown value as null).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -113,62 +115,69 @@ void st_telhist_free(st_node_t *x)
     x->hist = NULL;
 }
 
-static json_t *num_json(double v)
+void st_telemetry_view_free(st_telemetry_view_t *v)
 {
-    return v < 0 ? json_null() : json_real(v);
+    free(v->samples);
+    free(v->gpus);
+    memset(v, 0, sizeof *v);
 }
 
-/* {"interval_s", "samples": [{"age_s", "cpu_util", "memory_used_bytes",
- * "net_rx_bps", "net_tx_bps", "disk_read_bps", "disk_write_bps", "gpus":
- * [{"util", "memory_used_mib", "temp_c", "healthy"}]}]}, oldest first. */
-json_t *st_telhist_json(const st_node_t *x, int64_t now)
+int st_telhist_view(const st_node_t *x, int64_t now, st_telemetry_view_t *v)
 {
     const st_telhist_t *h = x->hist;
-    json_t *arr = json_array();
 
-    for (int k = 0; h && k < h->n; k++) {
+    memset(v, 0, sizeof *v);
+    v->interval_s = (double)ST_TEL_EVERY_NS / 1e9;
+    v->capacity = ST_TEL_SAMPLES;
+    if (!h || h->n == 0)
+        return 0;
+    v->ngpus = h->ngpus;
+    v->samples = calloc((size_t)h->n, sizeof *v->samples);
+    v->gpus = h->ngpus ? calloc((size_t)h->n * (size_t)h->ngpus, sizeof *v->gpus) : NULL;
+    if (!v->samples || (h->ngpus && !v->gpus)) {
+        st_telemetry_view_free(v);
+        return -ENOMEM;
+    }
+    v->nsamples = h->n;
+    for (int k = 0; k < h->n; k++) {
         int slot = (h->head + ST_TEL_SAMPLES - h->n + k) % ST_TEL_SAMPLES;
         const tel_node_t *s = &h->node[slot];
         const tel_gpu_t *sg = &h->gpu[(size_t)slot * (size_t)h->ngpus];
-        json_t *gpus = json_array();
-        for (int i = 0; i < h->ngpus; i++) {
-            json_t *e = json_object();
-            json_object_set_new(e, "util",
-                                sg[i].util == 255 ? json_null() : json_integer(sg[i].util));
-            json_object_set_new(e, "memory_used_mib",
-                                sg[i].mem_mib == UINT32_MAX ? json_null()
-                                                            : json_integer(sg[i].mem_mib));
-            json_object_set_new(e, "temp_c",
-                                sg[i].temp_c == -128 ? json_null() : json_integer(sg[i].temp_c));
-            json_object_set_new(e, "healthy", json_boolean(sg[i].healthy));
-            json_array_append_new(gpus, e);
-        }
-        json_t *o = json_object();
-        json_object_set_new(o, "age_s", json_real((double)(now - s->mono) / 1e9));
-        json_object_set_new(o, "cpu_util", num_json(s->cpu_util));
-        json_object_set_new(o, "memory_used_bytes", num_json(s->mem_used));
-        json_object_set_new(o, "net_rx_bps", num_json(s->net_rx));
-        json_object_set_new(o, "net_tx_bps", num_json(s->net_tx));
-        json_object_set_new(o, "disk_read_bps", num_json(s->disk_r));
-        json_object_set_new(o, "disk_write_bps", num_json(s->disk_w));
-        json_object_set_new(o, "gpus", gpus);
-        json_array_append_new(arr, o);
+        st_tel_gpu_t *og = v->gpus ? &v->gpus[(size_t)k * (size_t)h->ngpus] : NULL;
+        for (int i = 0; i < h->ngpus; i++)
+            og[i] = (st_tel_gpu_t){.has_util = sg[i].util != 255,
+                                   .util = sg[i].util,
+                                   .has_mem = sg[i].mem_mib != UINT32_MAX,
+                                   .memory_used_mib = sg[i].mem_mib,
+                                   .has_temp = sg[i].temp_c != -128,
+                                   .temp_c = sg[i].temp_c,
+                                   .healthy = sg[i].healthy};
+        v->samples[k] = (st_tel_sample_t){.age_s = (double)(now - s->mono) / 1e9,
+                                          .cpu_util = s->cpu_util,
+                                          .memory_used_bytes = s->mem_used,
+                                          .net_rx_bps = s->net_rx,
+                                          .net_tx_bps = s->net_tx,
+                                          .disk_read_bps = s->disk_r,
+                                          .disk_write_bps = s->disk_w,
+                                          .gpus = og};
     }
-    return json_pack("{s:f,s:i,s:o}", "interval_s", (double)ST_TEL_EVERY_NS / 1e9, "capacity",
-                     ST_TEL_SAMPLES, "samples", arr);
+    return 0;
 }
 
-int st_node_telemetry(st_t *s, const char *name, json_t **out, int64_t *ticket, arb_err_t *err)
+int st_node_telemetry(st_t *s, const char *name, st_telemetry_view_t *out, int64_t *ticket,
+                      arb_err_t *err)
 {
     int rc = 0;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
     if (!n) {
         rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
+    } else if (st_telhist_view(st_node_ext(s, n), st_now_ns(s), out) < 0) {
+        rc = arb_errf(err, -ENOMEM, "out of memory for node '%s''s telemetry", name);
     } else {
-        *out = st_telhist_json(st_node_ext(s, n), st_now_ns(s));
-        json_object_set_new(*out, "node", json_string(name));
+        out->node = arb_node_name(&s->cluster, n);
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);

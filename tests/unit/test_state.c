@@ -12,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api_int.h"
 #include "util/mtime.h"
 #include "state/state_int.h"
 #include "state_fixture.h"
@@ -672,6 +673,28 @@ static void test_gpu_lost(void **unused)
 }
 
 /* Log tickets: issued to who may see the job, bound to job, task and node. */
+
+/* A log ticket and its check as the API answers them (the state's view,
+ * src/api's encoder). */
+static int logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, json_t **out,
+                       int64_t *t, arb_err_t *err)
+{
+    st_logs_ticket_t v;
+    int rc = st_logs_ticket(s, who, job, task, &v, t, err);
+    *out = rc == 0 ? api_logs_ticket_json(&v) : NULL;
+    st_logs_ticket_free(&v);
+    return rc;
+}
+
+static int logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, const char *node,
+                             json_t **out, int64_t *t, arb_err_t *err)
+{
+    int64_t ttl_ms;
+    int rc = st_logs_ticket_check(s, id, job, task, node, &ttl_ms, t, err);
+    *out = rc == 0 ? api_ticket_ok_json(ttl_ms) : NULL;
+    return rc;
+}
+
 static void test_log_tickets(void **unused)
 {
     (void)unused;
@@ -697,7 +720,7 @@ static void test_log_tickets(void **unused)
     cycle(s);
     assert_string_equal(job_state(s, big), "pending");
 
-    assert_int_equal(st_logs_ticket(s, &alice, a, 0, &out, &t, &err), 0);
+    assert_int_equal(logs_ticket(s, &alice, a, 0, &out, &t, &err), 0);
     const char *id = json_string_value(json_object_get(out, "ticket"));
     assert_non_null(id);
     assert_int_equal(strlen(id), 32);
@@ -706,30 +729,30 @@ static void test_log_tickets(void **unused)
                         "http://127.0.0.1:7071");
     assert_int_equal(json_integer_value(json_object_get(out, "ttl_ms")), 60000);
     /* the agent of n1 checks it */
-    assert_int_equal(st_logs_ticket_check(s, id, a, 0, "n1", &chk, &t, &err), 0);
+    assert_int_equal(logs_ticket_check(s, id, a, 0, "n1", &chk, &t, &err), 0);
     assert_true(json_is_true(json_object_get(chk, "ok")));
     json_decref(chk);
     memset(&err, 0, sizeof err);
-    assert_int_equal(st_logs_ticket_check(s, id, a, 0, "n2", &chk, &t, &err), -EACCES);
+    assert_int_equal(logs_ticket_check(s, id, a, 0, "n2", &chk, &t, &err), -EACCES);
     assert_non_null(strstr(err.msg, "not job"));
-    assert_int_equal(st_logs_ticket_check(s, id, a, 1, "n1", &chk, &t, &err), -EACCES);
-    assert_int_equal(st_logs_ticket_check(s, id, big, 0, "n1", &chk, &t, &err), -EACCES);
+    assert_int_equal(logs_ticket_check(s, id, a, 1, "n1", &chk, &t, &err), -EACCES);
+    assert_int_equal(logs_ticket_check(s, id, big, 0, "n1", &chk, &t, &err), -EACCES);
     memset(&err, 0, sizeof err);
     assert_int_equal(
-        st_logs_ticket_check(s, "0123456789abcdef0123456789abcdef", a, 0, "n1", &chk, &t, &err),
+        logs_ticket_check(s, "0123456789abcdef0123456789abcdef", a, 0, "n1", &chk, &t, &err),
         -EACCES);
     assert_non_null(strstr(err.msg, "unknown or expired"));
     json_decref(out);
     /* refused: another team, no such task or job, not run yet, a node without logs */
     memset(&err, 0, sizeof err);
-    assert_int_equal(st_logs_ticket(s, &bob, a, 0, &out, &t, &err), -EACCES);
+    assert_int_equal(logs_ticket(s, &bob, a, 0, &out, &t, &err), -EACCES);
     assert_non_null(strstr(err.msg, "team-a"));
-    assert_int_equal(st_logs_ticket(s, &alice, a, 1, &out, &t, &err), -ENOENT);
-    assert_int_equal(st_logs_ticket(s, &alice, 999, 0, &out, &t, &err), -ENOENT);
-    assert_int_equal(st_logs_ticket(s, &alice, big, 0, &out, &t, &err), -EBUSY);
+    assert_int_equal(logs_ticket(s, &alice, a, 1, &out, &t, &err), -ENOENT);
+    assert_int_equal(logs_ticket(s, &alice, 999, 0, &out, &t, &err), -ENOENT);
+    assert_int_equal(logs_ticket(s, &alice, big, 0, &out, &t, &err), -EBUSY);
     memset(&err, 0, sizeof err);
     assert_string_equal(job_state(s, cpu), "placed");
-    int rc = st_logs_ticket(s, &alice, cpu, 0, &out, &t, &err);
+    int rc = logs_ticket(s, &alice, cpu, 0, &out, &t, &err);
     if (rc == 0) { /* placed on n1: fine too; n2 is what is tested */
         json_decref(out);
     } else {

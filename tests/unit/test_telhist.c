@@ -3,6 +3,7 @@
  * console's charts: one sample kept per 5 s of reports, at most 60 (the
  * oldest dropped first), written oldest first with their ages; values as
  * reported, what a report left out as null; a new GPU count starts anew.
+ * Read through the state's view and src/api's encoder, as the API does.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,9 +13,21 @@
 
 #include <cmocka.h>
 
+#include "api/api_int.h"
 #include "state/state_int.h"
 
 #define S (1000000000LL)
+
+/* The history as GET /v1/nodes/{name}/telemetry writes it (the state's
+ * view, src/api's encoder), without the node's name. */
+static json_t *st_telhist_json(const st_node_t *x, int64_t now)
+{
+    st_telemetry_view_t v;
+    assert_int_equal(st_telhist_view(x, now, &v), 0);
+    json_t *o = api_telemetry_json(&v);
+    st_telemetry_view_free(&v);
+    return o;
+}
 
 static json_t *tel(int cpu_pct, int util, int temp)
 {
