@@ -255,6 +255,122 @@ static void test_doc(void **st)
     free(buf);
 }
 
+/* A table with a rule row and a whole-object setter: the mechanism the
+ * job table is read by. */
+typedef struct span {
+    int lo, hi;
+    int width, seen_lo; /* set by span's setter, from the whole object */
+    int after;          /* a field below the rule */
+} span_t;
+
+static int set_span(sx_t *x, const sval_t *v, void *obj)
+{
+    span_t *s = obj;
+    int rc = sv_int32(x, v, 0, 1000, &s->width);
+
+    s->seen_lo = s->lo; /* read by the field above it */
+    return rc;
+}
+
+static int rule_lo_hi(sx_t *x, const sval_t *map, void *obj)
+{
+    const span_t *s = obj;
+    sval_t f;
+
+    if (s->lo <= s->hi)
+        return 0;
+    sv_get(map, "lo", &f);
+    return sv_fail(x, &f, -EINVAL, "lo %d is above hi %d; give lo <= hi", s->lo, s->hi);
+}
+
+static const sc_field_t span_fields[] = {
+    {.key = "lo",
+     .type = SC_INT,
+     .off = offsetof(span_t, lo),
+     .size = sizeof(int),
+     .flags = SC_REQUIRED,
+     .missing = "missing lo:; give the span's start",
+     .help = "start"},
+    {.key = "hi", .type = SC_INT, .off = offsetof(span_t, hi), .size = sizeof(int), .help = "end"},
+    {.key = "lo, hi", .type = SC_RULE, .check = rule_lo_hi, .help = "lo <= hi"},
+    {.key = "width",
+     .type = SC_CUSTOM,
+     .set = set_span,
+     .flags = SC_WHOLE,
+     .type_doc = "int",
+     .help = "the width"},
+    {.key = "after",
+     .type = SC_INT,
+     .off = offsetof(span_t, after),
+     .size = sizeof(int),
+     .lo = 0,
+     .hi = 9,
+     .help = "a field below the rule"},
+    {.key = NULL},
+};
+static const sc_table_t span_table = {"span", span_fields, NULL};
+
+static int walk_span(const char *yaml, span_t *s, arb_err_t *err)
+{
+    sv_doc_t d;
+    sx_t x = {.file = "s.yaml", .err = err};
+    sval_t root;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    memset(err, 0, sizeof *err);
+    if ((rc = sv_doc_open("s.yaml", yaml, strlen(yaml), &d, err)) < 0)
+        return rc;
+    sv_root(&root, fy_document_root(d.doc), "");
+    rc = sc_walk(&x, &root, &span_table, SC_CTX_SCENARIO, s);
+    sv_doc_close(&d);
+    return rc;
+}
+
+/* Rule rows run where they sit (after the rows above, before those below)
+ * with the object as read, their errors at the field they name; a
+ * SC_WHOLE setter gets the whole object; a required field's own missing
+ * text; rule rows are no keys; the reference lists the rules. */
+static void test_rules(void **st)
+{
+    const char *keys[16];
+    char *buf = NULL;
+    size_t len = 0;
+    arb_err_t err;
+    span_t s;
+    FILE *f;
+
+    (void)st;
+    assert_int_equal(walk_span("lo: 2\nhi: 5\nwidth: 3\nafter: 1\n", &s, &err), 0);
+    assert_int_equal(s.width, 3);
+    assert_int_equal(s.seen_lo, 2);
+    assert_int_equal(s.after, 1);
+    /* the rule refuses, at lo's line, and the field below it is not read */
+    assert_int_equal(walk_span("hi: 1\nlo: 4\nafter: 99\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "s.yaml:2:") || !strstr(err.msg, "lo 4 is above hi 1; give lo <= hi"))
+        fail_msg("rule: %s", err.msg);
+    /* a bad field above the rule is read (and refused) before it */
+    assert_int_equal(walk_span("lo: 4\nhi: x\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "'x' is not an integer"))
+        fail_msg("above: %s", err.msg);
+    assert_int_equal(walk_span("hi: 1\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "missing lo:; give the span's start"))
+        fail_msg("missing: %s", err.msg);
+    /* a rule's key is no field: unknown, and not in the valid list */
+    assert_int_equal(walk_span("lo: 1\n'lo, hi': 2\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "unknown field 'lo, hi'") || !strstr(err.msg, "lo, hi, width, after"))
+        fail_msg("keys: %s", err.msg);
+    assert_int_equal(sc_keys(&span_table, SC_CTX_SCENARIO, keys, 16), 4);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    sc_doc_markdown(f, &span_table, SC_CTX_SCENARIO, "");
+    fclose(f);
+    assert_non_null(strstr(buf, "| `width` | int | none | the width |\n"));
+    assert_null(strstr(buf, "| `lo, hi`"));
+    assert_non_null(strstr(buf, "\nRules between fields:\n\n- `span` (lo, hi): lo <= hi\n"));
+    free(buf);
+}
+
 /* The shared tables: the same text means the same in both formats. */
 static void test_shared_tables(void **st)
 {
@@ -543,6 +659,7 @@ int main(void)
         cmocka_unit_test(test_defaults_and_values),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_doc),
+        cmocka_unit_test(test_rules),
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_node_tables),
         cmocka_unit_test(test_node_table_formats),
