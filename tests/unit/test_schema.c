@@ -508,9 +508,10 @@ static const char *doc_default(const sc_table_t *t, const char *key)
     return NULL;
 }
 
-/* The job and node parsers are written by hand (their fields depend on one
- * another), so the defaults their tables document are checked here
- * against what the parsers give a spec that leaves the field out. */
+/* The job table's setters and the node parser do not take their defaults
+ * from sc_init (a job's come from arb_job_new), so the defaults their
+ * tables document are checked here against what the parsers give a spec
+ * that leaves the field out. */
 static void test_documented_defaults(void **st)
 {
     static const char scen[] = "nodes:\n  - name: n\njobs:\n  - name: j\n";
@@ -577,7 +578,7 @@ static void test_node_table_formats(void **st)
 
 /* A job's flat fields are read through its table's rows (offsets and
  * setters): each lands in the job, a bad value is refused naming its line,
- * and a by-hand field beside them keeps its own rules. */
+ * and a rule between fields beside them keeps its text. */
 static void test_job_flat_fields(void **st)
 {
     const char *y = "name: j\nqueue: default\npreemptible: false\ntimeLimit: 1h30m\n"
@@ -608,6 +609,124 @@ static void test_job_flat_fields(void **st)
     assert_int_equal(j->gpu_sharing, -1);
     assert_true(j->exclusive);
     arb_job_free(j);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = NULL;
+        memset(&err, 0, sizeof err);
+        assert_true(spec_job_load_mem("job.yaml", bad[i].y, strlen(bad[i].y), &c, &j, &err) < 0);
+        assert_null(j);
+        if (!strstr(err.msg, bad[i].want))
+            fail_msg("%s: %s (want %s)", bad[i].y, err.msg, bad[i].want);
+    }
+    arb_cluster_free(&c);
+}
+
+/* The fields a job table may leave to another reader, and why. */
+static const char *const job_hand[] = {
+    "count", /* a jobs[] item's repeat count: the jobs list reads it (scn_count) */
+    NULL,
+};
+
+static bool in_list(const char *const *l, const char *s)
+{
+    for (; *l; l++)
+        if (!strcmp(*l, s))
+            return true;
+    return false;
+}
+
+/* Every key of the job table is read by its row: a typed row, a setter,
+ * or an object's sub-table or setter; no row is left to a hand-written
+ * branch but those job_hand lists; every rule row has its check and help;
+ * and the reference (arbiter help spec) lists every key with its help and
+ * every rule. Then the texts of the rules and of the fields that were read
+ * by hand, from the table now. */
+static void test_job_table_reads_every_field(void **st)
+{
+    static const struct {
+        const char *y, *want;
+    } bad[] = {
+        {"name: j\nqueue: default\ncount: 2\n",
+         "job.yaml:3:8: count: count: repeats a job in a scenario; submit one job here"},
+        {"queue: default\n", "missing name:; give every job a unique name"},
+        {"name: j\ngroups: [{replicas: 1}]\nreplicas: 2\n",
+         "replicas: replicas: belongs inside each of groups:, or drop groups: for a one-group "
+         "job"},
+        {"name: j\ngroups: []\n", "groups: needs at least one group"},
+        {"name: j\ngroups: [{name: a}, {name: a}]\n", "group name 'a' is used twice in this job"},
+        {"name: j\ngroups: [~]\n", "a group needs resources: at least"},
+        {"name: j\ngroups: [{replicas: {min: 1, max: 2}}]\n",
+         "elastic replicas {min, max} are for a one-group job; give this group a number"},
+        {"name: j\nreplicas: {min: 2}\n", "elastic replicas need both min: and max:"},
+        {"name: j\nreplicas: {min: 3, max: 2}\n", "min 3 is above max 2; give min <= max"},
+        {"name: j\nreplicas: {min: 1, max: 2}\ngangMin: 1\n",
+         "gangMin: replicas {min, max} already sets the gang minimum; drop gangMin"},
+        {"name: j\nreplicas: 3\ngangMin: 4\n",
+         "job.yaml:3:10: gangMin: gangMin must be 0..3 (the job's tasks; 0 means all)"},
+        {"name: j\nreplicas: 3\ngangMin: -1\n", "gangMin must be 0..3 (the job's tasks"},
+        {"name: j\ngroups: [{replicas: 2}, {replicas: 2}]\ngangMin: 5\n",
+         "gangMin must be 0..4 (the job's tasks"},
+        {"name: j\ngangMin: 99999999999\n", "gangMin must be 0..the job's tasks"},
+        {"name: j\nreplicas: 100001\n", "100001 is out of range; use 1..100000"},
+        {"name: j\ntopology: nvlink\nresources: {requests: {cpu: 1}}\n",
+         "topology: an NVLink requirement needs whole GPUs (nvidia.com/gpu) in the request"},
+        {"name: j\ngroups: [{topology: {level: nvlink}}]\n",
+         "groups[0].topology: an NVLink requirement needs whole GPUs"},
+        {"name: j\ntopology: {mode: preferred}\n", "missing level: (nvlink, node, rack or block)"},
+        {"name: j\npriorityClassName: urgent\n", "unknown priority class 'urgent'; use"},
+        {"name: j\npriority: 1.5\n", "'1.5' is not an integer"},
+        {"name: j\nnodeSelector: [a]\n", "nodeSelector"},
+        {"name: j\ngpuModels: {a: b}\n", "gpuModels"},
+        {"name: j\ntolerations: [{value: v}]\n", "missing key:; only operator: Exists"},
+        {"name: j\naffinity: {required: [[]]}\n", "a term needs at least one expression"},
+    };
+    const sc_field_t *f;
+    char *buf = NULL, want[512];
+    size_t len = 0;
+    FILE *doc = open_memstream(&buf, &len);
+    arb_cluster_t c;
+    arb_job_t *j;
+    arb_err_t err;
+    int nrules = 0;
+
+    (void)st;
+    for (f = scn_job_table.fields; f->key; f++) {
+        if (f->type == SC_RULE) {
+            assert_non_null(f->check);
+            assert_non_null(f->help);
+            nrules++;
+            continue;
+        }
+        if (f->flags & SC_HAND) {
+            if (!in_list(job_hand, f->key))
+                fail_msg("job field %s is read by hand, and job_hand does not say why", f->key);
+            continue;
+        }
+        if (f->type == SC_CUSTOM && !f->set)
+            fail_msg("job field %s has no reader", f->key);
+        if (f->type == SC_OBJECT && !f->sub)
+            fail_msg("job field %s has no sub-table", f->key);
+    }
+    assert_true(nrules >= 7);
+    assert_non_null(doc);
+    spec_job_doc(doc);
+    fclose(doc);
+    for (f = scn_job_table.fields; f->key; f++) {
+        if (f->type == SC_RULE)
+            snprintf(want, sizeof want, "- `job` (%s): %s\n", f->key, f->help);
+        else if (f->type == SC_OBJECT)
+            snprintf(want, sizeof want, "| `%s.", f->key);
+        else
+            snprintf(want, sizeof want, "| `%s%s` |", f->key, (f->flags & SC_LIST) ? "[]" : "");
+        if (!strstr(buf, want))
+            fail_msg("arbiter help spec lacks %s", want);
+        if (f->type != SC_RULE && f->help && !strstr(buf, f->help))
+            fail_msg("arbiter help spec lacks the help of %s", f->key);
+    }
+    assert_non_null(strstr(buf, "- `groups[]` (topology, resources): "));
+    assert_non_null(strstr(buf, "- `replicas` (min, max): min <= max\n"));
+    free(buf);
+
+    arb_cluster_init(&c);
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         j = NULL;
         memset(&err, 0, sizeof err);
@@ -664,6 +783,7 @@ int main(void)
         cmocka_unit_test(test_node_tables),
         cmocka_unit_test(test_node_table_formats),
         cmocka_unit_test(test_job_flat_fields),
+        cmocka_unit_test(test_job_table_reads_every_field),
         cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),
     };
