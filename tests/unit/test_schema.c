@@ -369,6 +369,25 @@ static void test_rules(void **st)
     assert_null(strstr(buf, "| `lo, hi`"));
     assert_non_null(strstr(buf, "\nRules between fields:\n\n- `span` (lo, hi): lo <= hi\n"));
     free(buf);
+    /* the shared tables' rules are rows too: a scenario's node GPUs */
+    const char *scen = "nodes:\n  - name: n\n    gpus: {count: 2, nvlinkDomains: 1}\n";
+    spec_scenario_t sc;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(spec_scenario_load_mem("g.yaml", scen, strlen(scen), &sc, &err), -EINVAL);
+    if (!strstr(err.msg, "g.yaml:3:12: nodes[0].gpus: missing memory: (device memory per GPU"))
+        fail_msg("gpus: %s", err.msg);
+    scen = "nodes:\n  - name: n\n    gpus: {count: 2, memory: 1Gi, numaNodes: 3}\n";
+    memset(&err, 0, sizeof err);
+    assert_int_equal(spec_scenario_load_mem("g.yaml", scen, strlen(scen), &sc, &err), -ERANGE);
+    if (!strstr(err.msg, "numaNodes: 3 is out of range; use 0..2"))
+        fail_msg("gpus: %s", err.msg);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(sc_doc_rules(f, &spec_gpus_table, SC_CTX_SCENARIO, "gpus"), 2);
+    fclose(f);
+    assert_non_null(strstr(buf, "- `gpus` (count, memory): "));
+    free(buf);
 }
 
 /* The shared tables: the same text means the same in both formats. */
