@@ -120,6 +120,8 @@ static int read_field(sx_t *x, const sval_t *v, const sc_field_t *f, unsigned ct
     case SC_DURATION:
         return read_duration(x, v, f, at);
     case SC_ENUM:
+        if ((f->flags & SC_EMPTY_OK) && sv_null(v))
+            return 0;
         if ((rc = sv_enum(x, v, f->names, f->nnames, &k)) == 0)
             *(int *)at = k;
         return rc;

@@ -58,7 +58,7 @@ typedef enum sc_type {
 
 /* Field flags. */
 #define SC_REQUIRED 1u /* absent: "missing KEY:" (with help) */
-#define SC_EMPTY_OK 2u /* SC_STR: an empty value is "" */
+#define SC_EMPTY_OK 2u /* SC_STR: an empty value is ""; SC_ENUM: it leaves the default */
 #define SC_SECONDS 4u  /* SC_DURATION: whole seconds into the int64_t */
 #define SC_LIST 8u     /* SC_CUSTOM: a list (of sub's objects): "key[]" in the docs */
 #define SC_HAND                                                                                    \

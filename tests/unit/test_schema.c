@@ -697,6 +697,34 @@ static void test_job_table_reads_every_field(void **st)
         {"name: j\ngpuModels: {a: b}\n", "gpuModels"},
         {"name: j\ntolerations: [{value: v}]\n", "missing key:; only operator: Exists"},
         {"name: j\naffinity: {required: [[]]}\n", "a term needs at least one expression"},
+        {"name: j\naffinity: {required: [[{key: z, operator: In}]]}\n",
+         "job.yaml:2:25: affinity.required[0][0]: In needs values: [one or more]"},
+        {"name: j\naffinity: {required: [[{key: z, operator: Exists, values: [a]}]]}\n",
+         "affinity.required[0][0].values: Exists takes no values"},
+        {"name: j\naffinity: {required: [[{key: z, operator: Gt, values: [1, 2]}]]}\n",
+         "affinity.required[0][0].values: Gt needs exactly one integer value"},
+        {"name: j\naffinity: {required: [[{key: z, operator: Lt, values: [\"x\"]}]]}\n",
+         "'x' is not an integer"},
+        {"name: j\naffinity: {required: [[{operator: In}]]}\n", "missing key:"},
+        {"name: j\naffinity: {required: [[{key: z}]]}\n",
+         "missing operator: (In, NotIn, Exists, DoesNotExist, Gt, Lt)"},
+        {"name: j\naffinity: {required: [[~]]}\n", "an expression needs key: and operator:"},
+        {"name: j\naffinity: {preferred: [~]}\n", "a preferred term needs weight: and match:"},
+        {"name: j\naffinity: {preferred: [{match: [{key: z, operator: Exists}]}]}\n",
+         "missing weight: (1..100)"},
+        {"name: j\naffinity: {preferred: [{weight: 101, match: []}]}\n",
+         "101 is out of range; use 1..100"},
+        {"name: j\naffinity: {preferred: [{weight: 1}]}\n", "missing match: [expressions]"},
+        {"name: j\ntolerations: [{key: k, operator: Exists, value: v}]\n",
+         "tolerations[0].value: operator Exists takes no value:"},
+        {"name: j\ntolerations: [~]\n", "missing key:; only operator: Exists"},
+        {"name: j\ntolerations: [{key: k, effect: Never}]\n", "Never"},
+        {"name: j\nresources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}\n",
+         "job.yaml:2:53: resources.limits: the limit of nvidia.com/gpu must equal its request"},
+        {"name: j\nresources: {limits: {nvidia.com/gpu-memory: 1Gi}}\n",
+         "resources: nvidia.com/gpu-memory is memory on each GPU the task gets; ask for"},
+        {"name: j\nresources: {limits: {nvidia.com/gpu: 1, arbiter.io/gpu-share: 500m}}\n",
+         "asks for both whole GPUs (nvidia.com/gpu) and a GPU share"},
     };
     const sc_field_t *f;
     char *buf = NULL, want[512];
@@ -754,6 +782,25 @@ static void test_job_table_reads_every_field(void **st)
         if (!strstr(err.msg, bad[i].want))
             fail_msg("%s: %s (want %s)", bad[i].y, err.msg, bad[i].want);
     }
+    /* what the table reads, it reads into the job */
+    const char *y = "name: j\naffinity:\n  required: [[{key: z, operator: Gt, values: [\"4\"]}]]\n"
+                    "  preferred: [{weight: 7, match: [{key: r, operator: In, values: [a, b]}]}]\n"
+                    "tolerations: [{operator: Exists}, {key: k, value: v, effect: ~}]\n";
+    j = NULL;
+    memset(&err, 0, sizeof err);
+    if (spec_job_load_mem("job.yaml", y, strlen(y), &c, &j, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(j->nrequired, 1);
+    assert_int_equal(j->required[0].expr[0].op, ARB_OP_GT);
+    assert_int_equal(j->required[0].expr[0].num, 4);
+    assert_int_equal(j->preferred[0].weight, 7);
+    assert_int_equal(j->preferred[0].expr[0].nvals, 2);
+    assert_int_equal(j->ntolerations, 2);
+    assert_true(j->tolerations[0].exists);
+    assert_int_equal(j->tolerations[0].key, 0);
+    assert_string_equal(arb_str(&c.strs, j->tolerations[1].val), "v");
+    assert_int_equal(j->tolerations[1].effect, 0);
+    arb_job_free(j);
     arb_cluster_free(&c);
 }
 
