@@ -18,11 +18,13 @@
  * check runs where it sits, after the fields above it are read and before
  * those below (table order is read order), with the object as read so far:
  * priority: or priorityClassName:, not both; gangMin within the job's
- * tasks; an NVLink topology needs whole GPUs. A field whose reader needs
- * the fields above it, or writes more than one member, is SC_WHOLE: its
- * set() gets the whole object. So every field is read by its row (its type
- * or its setter), every rule is a row, and the reference lists both
- * (sc_doc_markdown: the fields, then "Rules between fields").
+ * tasks; an NVLink topology needs whole GPUs (a rule may also complete
+ * what it checks: a resource with only a limit requests its limit). A
+ * field whose reader needs the fields above it, or writes more than one
+ * member, is SC_WHOLE: its set() gets the whole object. So every field is
+ * read by its row (its type or its setter), every rule is a row, and the
+ * reference lists both (sc_doc_markdown: the fields, then "Rules between
+ * fields").
  *
  * Values are read with the value layer (sval.h), so every message is
  * "FILE:LINE:COL: PATH: what; fix".
