@@ -23,15 +23,23 @@ static const char *const levels[] = {[ARB_TOPO_NVLINK] = "nvlink",
 static const char *const topo_modes[] = {"preferred", "required"};
 static const char *const sharing_modes[] = {"allow", "deny"};
 
+/* topology: {level, mode} read into this, then into the group's request. */
+typedef struct topo_rd {
+    int level, mode;
+} topo_rd_t;
+
 static const sc_field_t topo_fields[] = {
     {.key = "level",
      .type = SC_ENUM,
+     .off = offsetof(topo_rd_t, level),
      .names = levels,
      .nnames = 5,
      .flags = SC_REQUIRED,
+     .missing = "missing level: (nvlink, node, rack or block)",
      .help = "where the group's tasks must be together (topology: nvlink is {level: nvlink})"},
     {.key = "mode",
      .type = SC_ENUM,
+     .off = offsetof(topo_rd_t, mode),
      .names = topo_modes,
      .nnames = 2,
      .def = "required",
@@ -45,34 +53,139 @@ static const sc_table_t topo_table = {"topology", topo_fields, NULL};
  * the start (the job's size changes, its task table does not), so max is
  * held to ELASTIC_MAX: 4,096 ranks, 32,768 GPUs at 8 per task. */
 #define ELASTIC_MAX 4096
+#define ELASTIC_BOTH "elastic replicas need both min: and max: (e.g. {min: 2, max: 8})"
+
+typedef struct elastic_rd {
+    int min, max;
+} elastic_rd_t;
+
+static int rule_min_max(sx_t *x, const sval_t *map, void *obj)
+{
+    const elastic_rd_t *e = obj;
+    sval_t a;
+
+    if (e->min <= e->max)
+        return 0;
+    sv_get(map, "min", &a);
+    return sv_fail(x, &a, -EINVAL, "min %d is above max %d; give min <= max", e->min, e->max);
+}
 
 static const sc_field_t elastic_fields[] = {
     {.key = "min",
      .type = SC_INT,
+     .off = offsetof(elastic_rd_t, min),
+     .size = sizeof(int),
      .lo = 1,
      .hi = ELASTIC_MAX,
      .flags = SC_REQUIRED,
+     .missing = ELASTIC_BOTH,
      .help = "the ranks the job starts with at least (its gang minimum)"},
     {.key = "max",
      .type = SC_INT,
+     .off = offsetof(elastic_rd_t, max),
+     .size = sizeof(int),
      .lo = 1,
      .hi = ELASTIC_MAX,
      .flags = SC_REQUIRED,
+     .missing = ELASTIC_BOTH,
      .help = "the ranks it grows to when there is room"},
+    {.key = "min, max", .type = SC_RULE, .check = rule_min_max, .help = "min <= max"},
     {.key = NULL},
 };
 static const sc_table_t elastic_table = {"elastic replicas", elastic_fields, NULL};
 
+/* ---- a group's fields: setters of its table (a groups[] item, or the job's
+ * one group when the job has no groups:) ------------------------------------ */
+
+#define GROUP(field) offsetof(arb_tgroup_t, field)
+
+/* topology: nvlink  ==  {level: nvlink} */
+static int read_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
+{
+    topo_rd_t rd = {.level = 0, .mode = 1};
+    int rc = sv_no_alias(x, v);
+
+    if (rc < 0 || sv_null(v))
+        return rc;
+    if (fy_node_is_scalar(v->n))
+        rc = sv_enum(x, v, levels, 5, &rd.level);
+    else
+        rc = sc_walk(x, v, &topo_table, SC_CTX_SCENARIO, &rd);
+    if (rc < 0)
+        return rc;
+    t->level = (arb_topo_level_t)rd.level;
+    t->required = rd.mode == 1;
+    return 0;
+}
+
+static int set_group_topology(sx_t *x, const sval_t *v, void *g)
+{
+    return read_topology(x, v, &((arb_tgroup_t *)g)->topo);
+}
+
+static int set_group_resources(sx_t *x, const sval_t *v, void *g)
+{
+    return scn_resources(x, v, g);
+}
+
+/* A groups[] item's replicas: a number (elastic is for a one-group job). */
+static int set_group_replicas(sx_t *x, const sval_t *v, void *at)
+{
+    if (!sv_null(v) && fy_node_is_mapping(v->n))
+        return sv_fail(x, v, -EINVAL,
+                       "elastic replicas {min, max} are for a one-group job; give this "
+                       "group a number");
+    return sv_int32(x, v, 1, 100000, at);
+}
+
+/* An NVLink requirement, in group g of the object in map. */
+static int nvlink_rule(sx_t *x, const sval_t *map, const arb_tgroup_t *g)
+{
+    sval_t f;
+
+    if (g->topo.level != ARB_TOPO_NVLINK || !g->topo.required || g->gpus != 0)
+        return 0;
+    if (!sv_get(map, "topology", &f))
+        f = *map;
+    return sv_fail(x, &f, -EINVAL, "an NVLink requirement needs whole GPUs (%s) in the request",
+                   RES_GPU);
+}
+
+static int rule_group_nvlink(sx_t *x, const sval_t *map, void *g)
+{
+    return nvlink_rule(x, map, g);
+}
+
+#define NVLINK_HELP "topology nvlink (required) needs whole GPUs (nvidia.com/gpu) in the requests"
+
 static const sc_field_t group_fields[] = {
-    {.key = "name", .type = SC_STR, .def_doc = "group-I", .help = "unique in the job"},
+    {.key = "name",
+     .type = SC_STR,
+     .off = GROUP(name),
+     .size = sizeof(((arb_tgroup_t *)0)->name),
+     .def_doc = "group-I",
+     .help = "unique in the job"},
     {.key = "replicas",
-     .type = SC_INT,
-     .lo = 1,
-     .hi = 100000,
+     .type = SC_CUSTOM,
+     .off = GROUP(replicas),
+     .set = set_group_replicas,
+     .type_doc = "int",
      .def = "1",
      .help = "tasks of the group"},
-    {.key = "resources", .type = SC_OBJECT, .sub = &scn_resources_table},
-    {.key = "topology", .type = SC_OBJECT, .sub = &topo_table},
+    {.key = "resources",
+     .type = SC_OBJECT,
+     .sub = &scn_resources_table,
+     .set = set_group_resources,
+     .flags = SC_WHOLE},
+    {.key = "topology",
+     .type = SC_OBJECT,
+     .sub = &topo_table,
+     .set = set_group_topology,
+     .flags = SC_WHOLE},
+    {.key = "topology, resources",
+     .type = SC_RULE,
+     .check = rule_group_nvlink,
+     .help = NVLINK_HELP},
     {.key = NULL},
 };
 static const sc_table_t group_table = {"group", group_fields, NULL};
@@ -80,6 +193,108 @@ static const sc_table_t group_table = {"group", group_fields, NULL};
 /* ---- the job's own fields: setters of its table ---------------------------- */
 
 #define JOB(field) offsetof(arb_job_t, field)
+#define JOB_NAME_MAX (ARB_JOB_NAME_MAX - 8) /* room for count:'s -K */
+
+/* groups: j->ngroups of them (scn_job sized the job by the list), each
+ * read through the group table, their names unique. */
+static int set_groups(sx_t *x, const sval_t *v, void *obj)
+{
+    arb_job_t *j = obj;
+    void *it = NULL;
+    sval_t iv, f;
+    bool is;
+    int rc;
+
+    for (int i = 0; i < j->ngroups; i++) {
+        sv_item(&iv, v, fy_node_sequence_iterate(v->n, &it), i);
+        if ((rc = sv_map(x, &iv, &is)) < 0)
+            return rc;
+        if (!is)
+            return sv_fail(x, &iv, -EINVAL, "a group needs resources: at least");
+        snprintf(j->groups[i].name, sizeof j->groups[i].name, "group-%d", i);
+        if ((rc = sc_walk(x, &iv, &group_table, SC_CTX_SCENARIO, &j->groups[i])) < 0)
+            return rc;
+        for (int k = 0; k < i; k++)
+            if (!strcmp(j->groups[k].name, j->groups[i].name)) {
+                sv_get(&iv, "name", &f);
+                return sv_fail(x, &f, -EINVAL, "group name '%s' is used twice in this job",
+                               j->groups[i].name);
+            }
+    }
+    return 0;
+}
+
+/* The job's one group (no groups:, rule_lone_fields): replicas, a number
+ * or {min, max} (elastic: the min is the gang minimum, the max the
+ * replicas). */
+static int set_replicas(sx_t *x, const sval_t *v, void *obj)
+{
+    arb_job_t *j = obj;
+    elastic_rd_t e = {0, 0};
+    int rc;
+
+    if (sv_null(v) || !fy_node_is_mapping(v->n))
+        return sv_int32(x, v, 1, 100000, &j->groups[0].replicas);
+    if ((rc = sc_walk(x, v, &elastic_table, SC_CTX_SCENARIO, &e)) < 0)
+        return rc;
+    j->groups[0].replicas = e.max;
+    j->gang_min = e.min;
+    j->elastic = true;
+    return 0;
+}
+
+static int set_resources(sx_t *x, const sval_t *v, void *obj)
+{
+    return scn_resources(x, v, &((arb_job_t *)obj)->groups[0]);
+}
+
+static int set_topology(sx_t *x, const sval_t *v, void *obj)
+{
+    return read_topology(x, v, &((arb_job_t *)obj)->groups[0].topo);
+}
+
+static int priority_from_table(sx_t *x, const sval_t *pc, const char *name, arb_job_t *j)
+{
+    const spec_prio_table_t *t = x->classes;
+    char list[512];
+    size_t used = 0;
+
+    for (int i = 0; i < t->n; i++)
+        if (strcmp(t->v[i].name, name) == 0) {
+            j->priority = t->v[i].value;
+            if (t->v[i].preemptible >= 0)
+                j->preemptible = t->v[i].preemptible > 0;
+            return 0;
+        }
+    list[0] = '\0';
+    for (int i = 0; i < t->n && used < sizeof list; i++)
+        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%d)", i ? ", " : "",
+                                 t->v[i].name, (int)t->v[i].value);
+    return sv_fail(x, pc, -EINVAL,
+                   "unknown priority class '%s'; the defined classes are %s (GET "
+                   "/v1/priorityclasses), or give priority: N",
+                   name, t->n ? list : "none");
+}
+
+/* priorityClassName: the caller's classes (x->classes: the priority and
+ * maybe preemptible), else the built-in ones. */
+static int set_priority_class(sx_t *x, const sval_t *v, void *obj)
+{
+    arb_job_t *j = obj;
+    char buf[64];
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    if (rc < 0)
+        return rc;
+    if (x->classes)
+        return priority_from_table(x, v, buf, j);
+    if (spec_priority_class(buf, &j->priority) < 0)
+        return sv_fail(x, v, -EINVAL,
+                       "unknown priority class '%s'; use best-effort (0), low (100), normal "
+                       "(500), high (1000) or critical (10000), or give priority: N",
+                       buf);
+    return 0;
+}
 
 /* queue: interned (0 for "default"), one of queues: when any is defined. */
 static int set_queue(sx_t *x, const sval_t *v, void *at)
@@ -126,15 +341,187 @@ static int set_sharing(sx_t *x, const sval_t *v, void *at)
     return rc;
 }
 
+/* nodeSelector: {label: value}, keys and values interned. */
+static int set_selector(sx_t *x, const sval_t *v, void *obj)
+{
+    arb_job_t *j = obj;
+    char buf[SPEC_STR];
+    void *it = NULL;
+    struct fy_node_pair *p;
+    sval_t iv;
+    bool is;
+    int count, rc = sv_map(x, v, &is);
+
+    if (rc < 0)
+        return rc;
+    count = is ? fy_node_mapping_item_count(v->n) : 0;
+    if (count > SPEC_MAX_LIST)
+        return sv_fail(x, v, -EINVAL, "%d labels; the most is %d", count, SPEC_MAX_LIST);
+    if (count > 0 && !(j->selector = calloc((size_t)count, sizeof *j->selector)))
+        return sv_oom(x, v);
+    while (is && j->nselector < count && (p = fy_node_mapping_iterate(v->n, &it))) {
+        size_t len = 0;
+        const char *k = sv_key_text(fy_node_pair_key(p), &len);
+        arb_label_t *l = &j->selector[j->nselector];
+        sv_pair(&iv, v, p);
+        if (!k || len >= sizeof buf) {
+            iv.n = fy_node_pair_key(p) ? fy_node_pair_key(p) : iv.n;
+            return sv_fail(x, &iv, -EINVAL, "label keys are plain names");
+        }
+        memcpy(buf, k, len);
+        buf[len] = '\0';
+        if ((rc = scn_intern(x, &iv, buf, &l->key)) < 0 ||
+            (rc = sv_text(x, &iv, buf, sizeof buf, true)) < 0 ||
+            (rc = scn_intern(x, &iv, buf, &l->val)) < 0)
+            return rc;
+        j->nselector++;
+    }
+    return 0;
+}
+
+static int set_affinity(sx_t *x, const sval_t *v, void *obj)
+{
+    return scn_affinity(x, v, obj);
+}
+
+static int set_tolerations(sx_t *x, const sval_t *v, void *obj)
+{
+    return scn_tolerations(x, v, obj);
+}
+
+/* gpuModels: [model, ...], interned. */
+static int set_models(sx_t *x, const sval_t *v, void *obj)
+{
+    arb_job_t *j = obj;
+    char buf[SPEC_STR];
+    void *it = NULL;
+    sval_t iv;
+    int count, rc = sv_seq(x, v, SPEC_MAX_LIST, &count);
+
+    if (rc < 0)
+        return rc;
+    if (count && !(j->models = calloc((size_t)count, sizeof *j->models)))
+        return sv_oom(x, v);
+    for (int i = 0; i < count; i++) {
+        sv_item(&iv, v, fy_node_sequence_iterate(v->n, &it), i);
+        if ((rc = sv_text(x, &iv, buf, sizeof buf, false)) < 0 ||
+            (rc = scn_intern(x, &iv, buf, &j->models[j->nmodels])) < 0)
+            return rc;
+        j->nmodels++;
+    }
+    return 0;
+}
+
+/* ---- the job's rules between fields ------------------------------------------ */
+
+/* count: only where it means something (a scenario's jobs[]). */
+static int rule_count(sx_t *x, const sval_t *map, void *obj)
+{
+    sval_t f;
+
+    if (x->lone_job && sv_get(map, "count", &f))
+        return sv_fail(x, &f, -EINVAL, "count: repeats a job in a scenario; submit one job here");
+    return 0;
+}
+
+/* groups: or the one group's replicas, resources and topology on the job. */
+static int rule_lone_fields(sx_t *x, const sval_t *map, void *obj)
+{
+    static const char *const lone[] = {"replicas", "resources", "topology"};
+    sval_t f;
+
+    if (!sv_get(map, "groups", &f))
+        return 0;
+    for (int i = 0; i < 3; i++)
+        if (sv_get(map, lone[i], &f))
+            return sv_fail(x, &f, -EINVAL,
+                           "%s: belongs inside each of groups:, or drop groups: for a "
+                           "one-group job",
+                           lone[i]);
+    return 0;
+}
+
+static int rule_job_nvlink(sx_t *x, const sval_t *map, void *obj)
+{
+    const arb_job_t *j = obj;
+    sval_t f;
+
+    return sv_get(map, "groups", &f) ? 0 : nvlink_rule(x, map, &j->groups[0]);
+}
+
+static int rule_elastic_gang(sx_t *x, const sval_t *map, void *obj)
+{
+    const arb_job_t *j = obj;
+    sval_t f;
+
+    if (j->elastic && sv_get(map, "gangMin", &f))
+        return sv_fail(x, &f, -EINVAL,
+                       "replicas {min, max} already sets the gang minimum; drop gangMin");
+    return 0;
+}
+
+static int job_tasks(const arb_job_t *j)
+{
+    int64_t n = 0;
+
+    for (int i = 0; i < j->ngroups; i++)
+        n += j->groups[i].replicas;
+    return n > INT_MAX ? INT_MAX : (int)n;
+}
+
+static int rule_tasks(sx_t *x, const sval_t *map, void *obj)
+{
+    int64_t ntasks = job_tasks(obj);
+    sval_t f;
+
+    if (ntasks <= SPEC_MAX_JOB_TASKS)
+        return 0;
+    if (!sv_get(map, "groups", &f))
+        f = *map;
+    return sv_fail(x, &f, -EINVAL,
+                   "%" PRId64 " tasks; a job has at most %d (the sum of its replicas)", ntasks,
+                   SPEC_MAX_JOB_TASKS);
+}
+
+static int rule_priority(sx_t *x, const sval_t *map, void *obj)
+{
+    sval_t f, pc;
+
+    if (sv_get(map, "priority", &f) && sv_get(map, "priorityClassName", &pc))
+        return sv_fail(x, &pc, -EINVAL, "give priority: or priorityClassName:, not both");
+    return 0;
+}
+
+/* gangMin: 0..the job's tasks (read as any int32 by its row). */
+static int rule_gang_min(sx_t *x, const sval_t *map, void *obj)
+{
+    const arb_job_t *j = obj;
+    int total = job_tasks(j);
+    sval_t f;
+
+    if (!sv_get(map, "gangMin", &f) || (j->gang_min >= 0 && j->gang_min <= total))
+        return 0;
+    return sv_fail(x, &f, -EINVAL, "gangMin must be 0..%d (the job's tasks; 0 means all)", total);
+}
+
 /* A job in a scenario; a lone job spec has the same fields (count: is
- * refused there with a word of its own). The flat fields are read through
- * the table (sc_walk in parse_job_fields); the rest (SC_HAND) by hand, for
- * the rules between them: groups or a one-group job, priority or its
- * class, gangMin within the tasks. */
+ * refused there with a word of its own). Every field is read by its row,
+ * in table order (scn_job sizes the job by groups: first); the rules
+ * between fields are rows where they are checked: a rule row runs after
+ * the rows above it (gangMin's range after groups and replicas), and
+ * priorityClassName sits above preemptible, so an explicit preemptible:
+ * wins over its class's. */
 static const sc_field_t job_fields[] = {
+    {.key = "count",
+     .type = SC_RULE,
+     .check = rule_count,
+     .help = "only in a scenario's jobs[]; a lone job spec is one job"},
     {.key = "name",
      .type = SC_STR,
-     .flags = SC_REQUIRED | SC_HAND,
+     .off = JOB(name),
+     .size = JOB_NAME_MAX,
+     .flags = SC_REQUIRED,
+     .missing = "missing name:; give every job a unique name",
      .help = "unique; with count: N the jobs are NAME-1 .. NAME-N"},
     {.key = "queue",
      .type = SC_CUSTOM,
@@ -143,17 +530,24 @@ static const sc_field_t job_fields[] = {
      .type_doc = "string",
      .def = "default",
      .help = "a queue under queues: (when any is defined); default is the quota-less queue"},
+    {.key = "priority, priorityClassName",
+     .type = SC_RULE,
+     .check = rule_priority,
+     .help = "give priority or priorityClassName, not both"},
     {.key = "priority",
      .type = SC_INT,
+     .off = JOB(priority),
+     .size = sizeof(int32_t),
      .lo = INT32_MIN,
      .hi = INT32_MAX,
      .def = "0",
      .type_doc = "int32",
-     .flags = SC_HAND,
      .help = "higher runs first and may preempt lower"},
     {.key = "priorityClassName",
-     .type = SC_STR,
-     .flags = SC_HAND,
+     .type = SC_CUSTOM,
+     .set = set_priority_class,
+     .flags = SC_WHOLE,
+     .type_doc = "string",
      .help = "best-effort 0, low 100, normal 500, high 1000, critical 10000 (or the controller's "
              "priorityClasses); not together with priority"},
     {.key = "preemptible",
@@ -163,7 +557,11 @@ static const sc_field_t job_fields[] = {
      .help = "whether higher-priority jobs may evict it"},
     {.key = "gangMin",
      .type = SC_INT,
-     .flags = SC_HAND,
+     .off = JOB(gang_min),
+     .size = sizeof(int),
+     .lo = INT32_MIN,
+     .hi = INT32_MAX,
+     .range_msg = "gangMin must be 0..the job's tasks (0 means all)",
      .def_doc = "all tasks",
      .help = "how many tasks must start together (0..task count; 0 = all); below the task count "
              "the rest start as room frees"},
@@ -183,28 +581,40 @@ static const sc_field_t job_fields[] = {
      .help = "preferred on nodes that cache it"},
     {.key = "nodeSelector",
      .type = SC_CUSTOM,
-     .flags = SC_HAND,
+     .set = set_selector,
+     .flags = SC_WHOLE,
      .type_doc = "map",
      .def_doc = "none",
      .help = "labels that must all match"},
-    {.key = "affinity", .type = SC_OBJECT, .sub = &scn_affinity_table, .flags = SC_HAND},
+    {.key = "affinity",
+     .type = SC_OBJECT,
+     .sub = &scn_affinity_table,
+     .set = set_affinity,
+     .flags = SC_WHOLE},
     {.key = "tolerations",
      .type = SC_CUSTOM,
      .sub = &scn_toleration_table,
-     .flags = SC_LIST | SC_HAND,
+     .set = set_tolerations,
+     .flags = SC_LIST | SC_WHOLE,
      .type_doc = "list",
      .def_doc = "[]",
      .help = "the taints the job tolerates"},
     {.key = "gpuModels",
      .type = SC_CUSTOM,
-     .flags = SC_HAND,
+     .set = set_models,
+     .flags = SC_WHOLE,
      .type_doc = "list of strings",
      .def_doc = "any",
      .help = "allowed GPU models"},
+    {.key = "groups, replicas, resources, topology",
+     .type = SC_RULE,
+     .check = rule_lone_fields,
+     .help = "with groups:, replicas, resources and topology go inside each group"},
     {.key = "groups",
      .type = SC_CUSTOM,
      .sub = &group_table,
-     .flags = SC_LIST | SC_HAND,
+     .set = set_groups,
+     .flags = SC_LIST | SC_WHOLE,
      .type_doc = "list",
      .def_doc = "one group, main",
      .help = "task groups (at most 256); without groups, replicas, resources and topology sit on "
@@ -212,20 +622,43 @@ static const sc_field_t job_fields[] = {
     {.key = "replicas",
      .type = SC_CUSTOM,
      .sub = &elastic_table,
-     .flags = SC_HAND,
+     .set = set_replicas,
+     .flags = SC_WHOLE,
      .type_doc = "int or {min, max}",
      .def = "1",
      .help = "tasks of a one-group job, 1..100000; {min, max}: elastic, grown and shrunk between "
              "them"},
-    {.key = "resources", .type = SC_OBJECT, .sub = &scn_resources_table, .flags = SC_HAND},
-    {.key = "topology", .type = SC_OBJECT, .sub = &topo_table, .flags = SC_HAND},
+    {.key = "resources",
+     .type = SC_OBJECT,
+     .sub = &scn_resources_table,
+     .set = set_resources,
+     .flags = SC_WHOLE},
+    {.key = "topology",
+     .type = SC_OBJECT,
+     .sub = &topo_table,
+     .set = set_topology,
+     .flags = SC_WHOLE},
+    {.key = "topology, resources", .type = SC_RULE, .check = rule_job_nvlink, .help = NVLINK_HELP},
+    {.key = "gangMin, replicas",
+     .type = SC_RULE,
+     .check = rule_elastic_gang,
+     .help = "replicas {min, max} sets the gang minimum (its min): not with gangMin"},
+    {.key = "groups, replicas",
+     .type = SC_RULE,
+     .check = rule_tasks,
+     .help = "a job has at most 100000 tasks (the sum of its replicas)"},
+    {.key = "gangMin, groups, replicas",
+     .type = SC_RULE,
+     .check = rule_gang_min,
+     .help = "gangMin is 0..the job's tasks"},
     {.key = "count",
      .type = SC_INT,
      .flags = SC_HAND,
      .lo = 1,
      .hi = SPEC_MAX_JOBS,
      .def = "1",
-     .help = "scenarios only: how many identical jobs arrive here (NAME-1 .. NAME-N)"},
+     .help = "scenarios only: how many identical jobs arrive here (NAME-1 .. NAME-N); read by "
+             "the jobs list (it repeats the job)"},
     {.key = "terminationGracePeriodSeconds",
      .type = SC_INT,
      .off = JOB(grace_s),
@@ -252,262 +685,12 @@ static const sc_field_t job_fields[] = {
 };
 const sc_table_t scn_job_table = {"job", job_fields, NULL};
 
-static int parse_topology(sx_t *x, const sval_t *v, arb_topo_req_t *t)
-{
-    int level, mode = 1, rc = sv_no_alias(x, v);
-    sval_t f;
-    bool is;
-
-    if (rc < 0 || sv_null(v))
-        return rc;
-    if (fy_node_is_scalar(v->n)) { /* topology: nvlink  ==  {level: nvlink} */
-        if ((rc = sv_enum(x, v, levels, 5, &level)) < 0)
-            return rc;
-    } else {
-        if ((rc = sv_map(x, v, &is)) < 0 ||
-            (rc = sc_check_keys(x, v, &topo_table, SC_CTX_SCENARIO)) < 0)
-            return rc;
-        if (!sv_get(v, "level", &f))
-            return sv_fail(x, v, -EINVAL, "missing level: (nvlink, node, rack or block)");
-        if ((rc = sv_enum(x, &f, levels, 5, &level)) < 0)
-            return rc;
-        if (sv_get(v, "mode", &f) && (rc = sv_enum(x, &f, topo_modes, 2, &mode)) < 0)
-            return rc;
-    }
-    t->level = (arb_topo_level_t)level;
-    t->required = mode == 1;
-    return 0;
-}
-
-/* replicas: {min, max} (elastic_table): *min gets the min, the group's
- * replicas the max. */
-static int parse_elastic(sx_t *x, const sval_t *f, arb_tgroup_t *g, int *min)
-{
-    sval_t a, b;
-    int rc;
-
-    if ((rc = sc_check_keys(x, f, &elastic_table, SC_CTX_SCENARIO)) < 0)
-        return rc;
-    if (!sv_get(f, "min", &a) || !sv_get(f, "max", &b))
-        return sv_fail(x, f, -EINVAL,
-                       "elastic replicas need both min: and max: (e.g. {min: 2, max: 8})");
-    if ((rc = sv_int32(x, &a, 1, ELASTIC_MAX, min)) < 0 ||
-        (rc = sv_int32(x, &b, 1, ELASTIC_MAX, &g->replicas)) < 0)
-        return rc;
-    if (*min > g->replicas)
-        return sv_fail(x, &a, -EINVAL, "min %d is above max %d; give min <= max", *min,
-                       g->replicas);
-    return 0;
-}
-
-/* A group's fields, from a groups[] item or from the job itself. *emin
- * (when not NULL) gets an elastic min, else stays 0. */
-static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
-                          bool named, int *emin);
-
-static int parse_group(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname, bool named)
-{
-    return parse_group_el(x, v, g, defname, named, NULL);
-}
-
-static int parse_group_el(sx_t *x, const sval_t *v, arb_tgroup_t *g, const char *defname,
-                          bool named, int *emin)
-{
-    sval_t f;
-    int rc;
-    bool is_map = false;
-
-    snprintf(g->name, sizeof g->name, "%s", defname);
-    if (named && sv_get(v, "name", &f) && (rc = sv_text(x, &f, g->name, sizeof g->name, false)) < 0)
-        return rc;
-    g->replicas = 1;
-    if (sv_get(v, "replicas", &f) && !sv_null(&f) && fy_node_is_mapping(f.n)) {
-        int min = 0;
-        if (!emin)
-            return sv_fail(x, &f, -EINVAL,
-                           "elastic replicas {min, max} are for a one-group job; give this "
-                           "group a number");
-        if ((rc = parse_elastic(x, &f, g, &min)) < 0)
-            return rc;
-        *emin = min;
-        is_map = true;
-    }
-    if (!is_map && sv_get(v, "replicas", &f) && (rc = sv_int32(x, &f, 1, 100000, &g->replicas)) < 0)
-        return rc;
-    if (sv_get(v, "resources", &f) && (rc = scn_resources(x, &f, g)) < 0)
-        return rc;
-    if (sv_get(v, "topology", &f) && (rc = parse_topology(x, &f, &g->topo)) < 0)
-        return rc;
-    if (g->topo.level == ARB_TOPO_NVLINK && g->topo.required && g->gpus == 0)
-        return sv_fail(x, &f, -EINVAL, "an NVLink requirement needs whole GPUs (%s) in the request",
-                       RES_GPU);
-    return 0;
-}
-
-static int priority_from_table(sx_t *x, const sval_t *pc, const char *name, arb_job_t *j)
-{
-    const spec_prio_table_t *t = x->classes;
-    char list[512];
-    size_t used = 0;
-
-    for (int i = 0; i < t->n; i++)
-        if (strcmp(t->v[i].name, name) == 0) {
-            j->priority = t->v[i].value;
-            if (t->v[i].preemptible >= 0)
-                j->preemptible = t->v[i].preemptible > 0;
-            return 0;
-        }
-    list[0] = '\0';
-    for (int i = 0; i < t->n && used < sizeof list; i++)
-        used += (size_t)snprintf(list + used, sizeof list - used, "%s%s (%d)", i ? ", " : "",
-                                 t->v[i].name, (int)t->v[i].value);
-    return sv_fail(x, pc, -EINVAL,
-                   "unknown priority class '%s'; the defined classes are %s (GET "
-                   "/v1/priorityclasses), or give priority: N",
-                   name, t->n ? list : "none");
-}
-
-static int parse_priority(sx_t *x, const sval_t *v, arb_job_t *j)
-{
-    sval_t f, pc;
-    bool has_prio = sv_get(v, "priority", &f), has_class = sv_get(v, "priorityClassName", &pc);
-    char buf[64];
-    int rc;
-
-    if (has_prio && has_class)
-        return sv_fail(x, &pc, -EINVAL, "give priority: or priorityClassName:, not both");
-    if (has_prio)
-        return sv_int32(x, &f, INT32_MIN, INT32_MAX, &j->priority);
-    if (!has_class)
-        return 0;
-    if ((rc = sv_text(x, &pc, buf, sizeof buf, false)) < 0)
-        return rc;
-    if (x->classes)
-        return priority_from_table(x, &pc, buf, j);
-    if (spec_priority_class(buf, &j->priority) < 0)
-        return sv_fail(x, &pc, -EINVAL,
-                       "unknown priority class '%s'; use best-effort (0), low (100), normal "
-                       "(500), high (1000) or critical (10000), or give priority: N",
-                       buf);
-    return 0;
-}
-
-static int parse_job_fields(sx_t *x, const sval_t *v, arb_job_t *j, const sval_t *groups)
-{
-    char buf[SPEC_STR];
-    sval_t f, iv;
-    int rc, count, emin = 0;
-    bool is;
-
-    if (groups) {
-        void *it = NULL;
-        for (int i = 0; i < j->ngroups; i++) {
-            char defname[24];
-            sv_item(&iv, groups, fy_node_sequence_iterate(groups->n, &it), i);
-            if ((rc = sv_map(x, &iv, &is)) < 0)
-                return rc;
-            if (!is)
-                return sv_fail(x, &iv, -EINVAL, "a group needs resources: at least");
-            if ((rc = sc_check_keys(x, &iv, &group_table, SC_CTX_SCENARIO)) < 0)
-                return rc;
-            snprintf(defname, sizeof defname, "group-%d", i);
-            if ((rc = parse_group(x, &iv, &j->groups[i], defname, true)) < 0)
-                return rc;
-            for (int k = 0; k < i; k++)
-                if (!strcmp(j->groups[k].name, j->groups[i].name)) {
-                    sv_get(&iv, "name", &f);
-                    return sv_fail(x, &f, -EINVAL, "group name '%s' is used twice in this job",
-                                   j->groups[i].name);
-                }
-        }
-    } else if ((rc = parse_group_el(x, v, &j->groups[0], "main", false, &emin)) < 0) {
-        return rc;
-    }
-    if (emin > 0) {
-        j->elastic = true;
-        j->gang_min = emin;
-        if (sv_get(v, "gangMin", &f))
-            return sv_fail(x, &f, -EINVAL,
-                           "replicas {min, max} already sets the gang minimum; drop gangMin");
-    }
-    int64_t ntasks = 0;
-    for (int i = 0; i < j->ngroups; i++)
-        ntasks += j->groups[i].replicas;
-    if (ntasks > SPEC_MAX_JOB_TASKS)
-        return sv_fail(x, groups ? groups : v, -EINVAL,
-                       "%" PRId64 " tasks; a job has at most %d (the sum of its replicas)", ntasks,
-                       SPEC_MAX_JOB_TASKS);
-    if ((rc = parse_priority(x, v, j)) < 0)
-        return rc;
-    /* the flat fields, through the table (after priority: an explicit
-     * preemptible: wins over its class's) */
-    if ((rc = sc_walk(x, v, &scn_job_table, SC_CTX_SCENARIO, j)) < 0)
-        return rc;
-    if (sv_get(v, "gangMin", &f)) {
-        int total = 0;
-        for (int i = 0; i < j->ngroups; i++)
-            total += j->groups[i].replicas;
-        if ((rc = sv_int32(x, &f, 0, total, &j->gang_min)) < 0)
-            return rc == -ERANGE ? sv_fail(x, &f, -EINVAL,
-                                           "gangMin must be 0..%d (the job's tasks; 0 means "
-                                           "all)",
-                                           total)
-                                 : rc;
-    }
-    if (sv_get(v, "nodeSelector", &f)) {
-        void *it = NULL;
-        struct fy_node_pair *p;
-        if ((rc = sv_map(x, &f, &is)) < 0)
-            return rc;
-        count = is ? fy_node_mapping_item_count(f.n) : 0;
-        if (count > SPEC_MAX_LIST)
-            return sv_fail(x, &f, -EINVAL, "%d labels; the most is %d", count, SPEC_MAX_LIST);
-        if (count > 0 && !(j->selector = calloc((size_t)count, sizeof *j->selector)))
-            return sv_oom(x, &f);
-        while (is && j->nselector < count && (p = fy_node_mapping_iterate(f.n, &it))) {
-            size_t len = 0;
-            const char *k = sv_key_text(fy_node_pair_key(p), &len);
-            arb_label_t *l = &j->selector[j->nselector];
-            sv_pair(&iv, &f, p);
-            if (!k || len >= sizeof buf) {
-                iv.n = fy_node_pair_key(p) ? fy_node_pair_key(p) : iv.n;
-                return sv_fail(x, &iv, -EINVAL, "label keys are plain names");
-            }
-            memcpy(buf, k, len);
-            buf[len] = '\0';
-            if ((rc = scn_intern(x, &iv, buf, &l->key)) < 0 ||
-                (rc = sv_text(x, &iv, buf, sizeof buf, true)) < 0 ||
-                (rc = scn_intern(x, &iv, buf, &l->val)) < 0)
-                return rc;
-            j->nselector++;
-        }
-    }
-    if (sv_get(v, "affinity", &f) && (rc = scn_affinity(x, &f, j)) < 0)
-        return rc;
-    if (sv_get(v, "tolerations", &f) && (rc = scn_tolerations(x, &f, j)) < 0)
-        return rc;
-    if (sv_get(v, "gpuModels", &f)) {
-        void *it = NULL;
-        if ((rc = sv_seq(x, &f, SPEC_MAX_LIST, &count)) < 0)
-            return rc;
-        if (count && !(j->models = calloc((size_t)count, sizeof *j->models)))
-            return sv_oom(x, &f);
-        for (int i = 0; i < count; i++) {
-            sv_item(&iv, &f, fy_node_sequence_iterate(f.n, &it), i);
-            if ((rc = sv_text(x, &iv, buf, sizeof buf, false)) < 0 ||
-                (rc = scn_intern(x, &iv, buf, &j->models[j->nmodels])) < 0)
-                return rc;
-            j->nmodels++;
-        }
-    }
-    return 0;
-}
-
-/* One job (instance k of a job with count:, named NAME-k); *out on success. */
+/* One job (instance k of a job with count:, named NAME-k); *out on success.
+ * Its groups live in the job's own allocation, so the job is sized by
+ * groups: before its table reads it. */
 int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out)
 {
-    char name[ARB_JOB_NAME_MAX + 16];
-    sval_t f, groups;
+    sval_t groups;
     arb_job_t *j = NULL;
     int rc, ngroups = 1;
     bool is, has_groups;
@@ -518,32 +701,21 @@ int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out)
         return sv_fail(x, v, -EINVAL, "a job needs at least a name: and resources:");
     if ((rc = sc_check_keys(x, v, &scn_job_table, SC_CTX_SCENARIO)) < 0)
         return rc;
-    if (x->lone_job && sv_get(v, "count", &f))
-        return sv_fail(x, &f, -EINVAL, "count: repeats a job in a scenario; submit one job here");
-    if (!sv_get(v, "name", &f))
-        return sv_fail(x, v, -EINVAL, "missing name:; give every job a unique name");
-    if ((rc = sv_text(x, &f, name, ARB_JOB_NAME_MAX - 8, false)) < 0)
-        return rc;
-    if (k > 0)
-        snprintf(name + strlen(name), 16, "-%d", k);
     has_groups = sv_get(v, "groups", &groups);
     if (has_groups) {
-        static const char *const lone[] = {"replicas", "resources", "topology"};
-        for (int i = 0; i < 3; i++)
-            if (sv_get(v, lone[i], &f))
-                return sv_fail(x, &f, -EINVAL,
-                               "%s: belongs inside each of groups:, or drop groups: for a "
-                               "one-group job",
-                               lone[i]);
         if ((rc = sv_seq(x, &groups, SPEC_MAX_GROUPS, &ngroups)) < 0)
             return rc;
         if (ngroups == 0)
             return sv_fail(x, &groups, -EINVAL, "groups: needs at least one group");
     }
-    j = arb_job_new(name, ngroups);
+    j = arb_job_new(NULL, ngroups);
     if (!j)
         return sv_oom(x, v);
-    rc = parse_job_fields(x, v, j, has_groups ? &groups : NULL);
+    if (!has_groups)
+        snprintf(j->groups[0].name, sizeof j->groups[0].name, "main");
+    rc = sc_walk_fields(x, v, &scn_job_table, SC_CTX_SCENARIO, j);
+    if (rc == 0 && k > 0)
+        snprintf(j->name + strlen(j->name), sizeof j->name - strlen(j->name), "-%d", k);
     if (rc == 0 && (rc = arb_job_finalize(j, x->err)) < 0)
         rc = sv_prefix(x, v, rc, true);
     if (rc < 0) {

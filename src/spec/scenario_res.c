@@ -9,6 +9,7 @@
  */
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -194,9 +195,77 @@ void scn_rmap_to_res(const rmap_t *r, arb_res_t *out)
     memcpy(out->ext, r->ext, sizeof out->ext);
 }
 
+/* requests + limits, read into this by the table, then into the group. */
+typedef struct res_rd {
+    rmap_t req, lim;
+} res_rd_t;
+
+static int set_rmap(sx_t *x, const sval_t *v, void *at)
+{
+    return scn_rmap(x, v, RM_REQUEST, at);
+}
+
+/* The request or limit of resource i (RF_*, extended RF_EXT0 + k). */
+static int64_t *rm_at(rmap_t *r, int i)
+{
+    int64_t *base[RF_EXT0] = {&r->gpu, &r->share, &r->gpumem, &r->cpu, &r->mem};
+
+    return i < RF_EXT0 ? base[i] : &r->ext[i - RF_EXT0];
+}
+
+/* Kubernetes' rules between the two: a resource with only a limit
+ * requests its limit; a limit is never below its request; GPUs and
+ * extended resources are never overcommitted (request == limit). */
+static int rule_limits(sx_t *x, const sval_t *map, void *obj)
+{
+    res_rd_t *rd = obj;
+    const char *names[RF_EXT0] = {RES_GPU, RES_GPU_SHARE, RES_GPU_MEM, "cpu", "memory"};
+    sval_t lv;
+
+    if (!sv_get(map, "limits", &lv))
+        lv = *map;
+    for (int i = 0; i < RF_EXT0 + ARB_MAX_EXT; i++) {
+        unsigned bit = 1u << i;
+        const char *nm = i < RF_EXT0 ? names[i] : x->c->ext.name[i - RF_EXT0];
+        int64_t *rq = rm_at(&rd->req, i), *lm = rm_at(&rd->lim, i);
+        if (!(rd->lim.has & bit))
+            continue;
+        if (!(rd->req.has & bit)) {
+            *rq = *lm;
+            rd->req.has |= bit;
+        } else if (*lm < *rq) {
+            return sv_fail(x, &lv, -EINVAL, "the limit of %s is below its request", nm);
+        } else if ((i == RF_GPU || i == RF_SHARE || i >= RF_EXT0) && *lm != *rq) {
+            return sv_fail(x, &lv, -EINVAL,
+                           "the limit of %s must equal its request (it is not overcommitted)", nm);
+        }
+    }
+    return 0;
+}
+
+static int rule_gpu_kind(sx_t *x, const sval_t *map, void *obj)
+{
+    const rmap_t *req = &((res_rd_t *)obj)->req;
+    sval_t rv;
+
+    if (!sv_get(map, "requests", &rv))
+        rv = *map;
+    if ((req->has & (1u << RF_GPU)) && (req->has & (1u << RF_SHARE)) && req->gpu)
+        return sv_fail(x, &rv, -EINVAL,
+                       "asks for both whole GPUs (%s) and a GPU share (%s); choose one", RES_GPU,
+                       RES_GPU_SHARE);
+    if (req->gpumem && !req->gpu && !req->share)
+        return sv_fail(x, &rv, -EINVAL,
+                       "%s is memory on each GPU the task gets; ask for %s or %s too", RES_GPU_MEM,
+                       RES_GPU, RES_GPU_SHARE);
+    return 0;
+}
+
 static const sc_field_t resources_fields[] = {
     {.key = "requests",
      .type = SC_CUSTOM,
+     .off = offsetof(res_rd_t, req),
+     .set = set_rmap,
      .type_doc = "resources",
      .def_doc = "{}",
      .help = "per task: cpu, memory, ephemeral-storage, nvidia.com/gpu (whole GPUs), "
@@ -204,79 +273,46 @@ static const sc_field_t resources_fields[] = {
              "extended resources a node declares"},
     {.key = "limits",
      .type = SC_CUSTOM,
+     .off = offsetof(res_rd_t, lim),
+     .set = set_rmap,
      .type_doc = "resources",
      .def_doc = "the requests",
      .help = "per task, as in Kubernetes: a resource with only a limit requests it; never "
              "below the request; GPUs and extended resources equal to it"},
+    {.key = "limits, requests",
+     .type = SC_RULE,
+     .check = rule_limits,
+     .help = "a resource with only a limit requests its limit; a limit is never below its "
+             "request; GPUs and extended resources: limit == request"},
+    {.key = "requests",
+     .type = SC_RULE,
+     .check = rule_gpu_kind,
+     .help = "whole GPUs or a GPU share, not both; nvidia.com/gpu-memory only with one of them"},
     {.key = NULL},
 };
 const sc_table_t scn_resources_table = {"resources", resources_fields, NULL};
 
-/* requests + limits into group g, with Kubernetes' rules: a resource with
- * only a limit requests its limit; a limit is never below its request; GPUs
- * are never overcommitted (request == limit). */
+/* requests + limits into group g, through the table and its rules. */
 int scn_resources(sx_t *x, const sval_t *v, arb_tgroup_t *g)
 {
-    rmap_t req, lim;
-    sval_t f, rv = *v, lv = *v;
+    res_rd_t rd;
     bool is;
     int rc = sv_map(x, v, &is);
 
     if (rc < 0 || !is)
         return rc;
-    if ((rc = sc_check_keys(x, v, &scn_resources_table, SC_CTX_SCENARIO)) < 0)
+    memset(&rd, 0, sizeof rd);
+    if ((rc = sc_walk(x, v, &scn_resources_table, SC_CTX_SCENARIO, &rd)) < 0)
         return rc;
-    memset(&req, 0, sizeof req);
-    memset(&lim, 0, sizeof lim);
-    if (sv_get(v, "requests", &f)) {
-        rv = f;
-        if ((rc = scn_rmap(x, &f, RM_REQUEST, &req)) < 0)
-            return rc;
-    }
-    if (sv_get(v, "limits", &f)) {
-        lv = f;
-        if ((rc = scn_rmap(x, &f, RM_REQUEST, &lim)) < 0)
-            return rc;
-    }
-    int64_t *rq[RF_EXT0 + ARB_MAX_EXT] = {&req.gpu, &req.share, &req.gpumem, &req.cpu, &req.mem};
-    int64_t *lm[RF_EXT0 + ARB_MAX_EXT] = {&lim.gpu, &lim.share, &lim.gpumem, &lim.cpu, &lim.mem};
-    const char *names[RF_EXT0] = {RES_GPU, RES_GPU_SHARE, RES_GPU_MEM, "cpu", "memory"};
-    for (int i = 0; i < ARB_MAX_EXT; i++) {
-        rq[RF_EXT0 + i] = &req.ext[i];
-        lm[RF_EXT0 + i] = &lim.ext[i];
-    }
-    for (int i = 0; i < RF_EXT0 + ARB_MAX_EXT; i++) {
-        unsigned bit = 1u << i;
-        const char *nm = i < RF_EXT0 ? names[i] : x->c->ext.name[i - RF_EXT0];
-        if (!(lim.has & bit))
-            continue;
-        if (!(req.has & bit)) {
-            *rq[i] = *lm[i];
-            req.has |= bit;
-        } else if (*lm[i] < *rq[i]) {
-            return sv_fail(x, &lv, -EINVAL, "the limit of %s is below its request", nm);
-        } else if ((i == RF_GPU || i == RF_SHARE || i >= RF_EXT0) && *lm[i] != *rq[i]) {
-            return sv_fail(x, &lv, -EINVAL,
-                           "the limit of %s must equal its request (it is not overcommitted)", nm);
-        }
-    }
-    if ((req.has & (1u << RF_GPU)) && (req.has & (1u << RF_SHARE)) && req.gpu)
-        return sv_fail(x, &rv, -EINVAL,
-                       "asks for both whole GPUs (%s) and a GPU share (%s); choose one", RES_GPU,
-                       RES_GPU_SHARE);
-    if (req.gpumem && !req.gpu && !req.share)
-        return sv_fail(x, &rv, -EINVAL,
-                       "%s is memory on each GPU the task gets; ask for %s or %s too", RES_GPU_MEM,
-                       RES_GPU, RES_GPU_SHARE);
-    g->gpus = (int)req.gpu;
-    g->gpu_share = (int)req.share;
-    g->ephemeral_bytes = req.eph ? req.eph : lim.eph;
-    g->req.gpu_milli = req.gpu ? req.gpu * 1000 : req.share;
-    g->req.gpu_mem_mib = req.gpumem;
-    g->req.cpu_milli = req.cpu;
-    g->req.mem_bytes = req.mem;
-    memcpy(g->req.ext, req.ext, sizeof g->req.ext);
-    g->lim.cpu_milli = lim.cpu; /* the caps the agent sets; the other limits were checked */
-    g->lim.mem_bytes = lim.mem;
+    g->gpus = (int)rd.req.gpu;
+    g->gpu_share = (int)rd.req.share;
+    g->ephemeral_bytes = rd.req.eph ? rd.req.eph : rd.lim.eph;
+    g->req.gpu_milli = rd.req.gpu ? rd.req.gpu * 1000 : rd.req.share;
+    g->req.gpu_mem_mib = rd.req.gpumem;
+    g->req.cpu_milli = rd.req.cpu;
+    g->req.mem_bytes = rd.req.mem;
+    memcpy(g->req.ext, rd.req.ext, sizeof g->req.ext);
+    g->lim.cpu_milli = rd.lim.cpu; /* the caps the agent sets; the other limits were checked */
+    g->lim.mem_bytes = rd.lim.mem;
     return 0;
 }

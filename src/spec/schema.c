@@ -19,13 +19,19 @@ static bool in_ctx(const sc_field_t *f, unsigned ctx)
     return !f->ctx || (f->ctx & ctx);
 }
 
+/* A field of the object in ctx (not a rule row). */
+static bool is_field(const sc_field_t *f, unsigned ctx)
+{
+    return f->type != SC_RULE && in_ctx(f, ctx);
+}
+
 int sc_keys(const sc_table_t *t, unsigned ctx, const char **names, int max)
 {
     int n = 0;
 
     for (const sc_field_t *f = t->fields; f->key && n < max - 1; f++) {
         bool seen = false;
-        if (!in_ctx(f, ctx))
+        if (!is_field(f, ctx))
             continue;
         for (int i = 0; i < n && !seen; i++)
             seen = strcmp(names[i], f->key) == 0;
@@ -114,6 +120,8 @@ static int read_field(sx_t *x, const sval_t *v, const sc_field_t *f, unsigned ct
     case SC_DURATION:
         return read_duration(x, v, f, at);
     case SC_ENUM:
+        if ((f->flags & SC_EMPTY_OK) && sv_null(v))
+            return 0;
         if ((rc = sv_enum(x, v, f->names, f->nnames, &k)) == 0)
             *(int *)at = k;
         return rc;
@@ -129,9 +137,13 @@ static int read_field(sx_t *x, const sval_t *v, const sc_field_t *f, unsigned ct
         *(int64_t *)at = i64;
         return 0;
     case SC_OBJECT:
+        if (f->set)
+            return f->set(x, v, (f->flags & SC_WHOLE) ? obj : at);
         return sc_walk(x, v, f->sub, ctx, at);
     case SC_CUSTOM:
-        return f->set(x, v, at);
+        return f->set(x, v, (f->flags & SC_WHOLE) ? obj : at);
+    case SC_RULE:
+        break;
     }
     return sv_fail(x, v, -EINVAL, "field %s has no type", f->key);
 }
@@ -153,11 +165,25 @@ int sc_walk(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void 
         return rc;
     if (is && (rc = sc_check_keys(x, map, t, ctx)) < 0)
         return rc;
+    return sc_walk_fields(x, map, t, ctx, obj);
+}
+
+int sc_walk_fields(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void *obj)
+{
+    int rc;
+
     for (const sc_field_t *f = t->fields; f->key; f++) {
         sval_t v;
         if (!in_ctx(f, ctx) || (f->flags & SC_HAND))
             continue;
+        if (f->type == SC_RULE) {
+            if ((rc = f->check(x, map, obj)) < 0)
+                return rc;
+            continue;
+        }
         if (!sv_get(map, f->key, &v)) {
+            if ((f->flags & SC_REQUIRED) && f->missing)
+                return sv_fail(x, map, -EINVAL, "%s", f->missing);
             if (f->flags & SC_REQUIRED)
                 return sv_fail(x, map, -EINVAL, "missing %s:%s%s%s", f->key, f->help ? " (" : "",
                                f->help ? f->help : "", f->help ? ")" : "");
@@ -179,11 +205,11 @@ static int init_field(const sc_field_t *f, unsigned ctx, char *obj, arb_err_t *e
     char *end;
     int64_t v;
 
-    if (f->flags & SC_HAND)
+    if ((f->flags & SC_HAND) || f->type == SC_RULE)
         return 0;
-    if (f->type == SC_OBJECT)
+    if (f->type == SC_OBJECT && !f->set)
         return sc_init(f->sub, ctx, at, err);
-    if (!f->def || f->type == SC_CUSTOM)
+    if (!f->def || f->type == SC_CUSTOM || f->type == SC_OBJECT)
         return 0;
     switch (f->type) {
     case SC_STR:
@@ -250,6 +276,7 @@ static void type_text(const sc_field_t *f, char *buf, size_t n)
         [SC_STR] = "string",   [SC_INT] = "int",           [SC_DOUBLE] = "number",
         [SC_BOOL] = "bool",    [SC_DURATION] = "duration", [SC_ENUM] = "enum",
         [SC_QTY] = "quantity", [SC_OBJECT] = "object",     [SC_CUSTOM] = "value",
+        [SC_RULE] = "rule",
     };
     size_t used = 0;
 
@@ -272,7 +299,7 @@ void sc_doc_rows(FILE *out, const sc_table_t *t, unsigned ctx, const char *prefi
     char key[160], type[160];
 
     for (const sc_field_t *f = t->fields; f->key; f++) {
-        if (!in_ctx(f, ctx))
+        if (!is_field(f, ctx))
             continue;
         snprintf(key, sizeof key, "%s%s%s", prefix, *prefix ? "." : "", f->key);
         if (f->type == SC_OBJECT) {
@@ -293,8 +320,39 @@ void sc_doc_rows(FILE *out, const sc_table_t *t, unsigned ctx, const char *prefi
     }
 }
 
+int sc_doc_rules(FILE *out, const sc_table_t *t, unsigned ctx, const char *prefix)
+{
+    char key[160];
+    int n = 0;
+
+    for (const sc_field_t *f = t->fields; f->key; f++)
+        if (in_ctx(f, ctx) && f->type == SC_RULE) {
+            fprintf(out, "- `%s` (%s): %s\n", *prefix ? prefix : t->name, f->key,
+                    f->help ? f->help : "");
+            n++;
+        }
+    for (const sc_field_t *f = t->fields; f->key; f++) {
+        if (!is_field(f, ctx) || !f->sub)
+            continue;
+        snprintf(key, sizeof key, "%s%s%s%s", prefix, *prefix ? "." : "", f->key,
+                 (f->flags & SC_LIST) ? "[]" : "");
+        n += sc_doc_rules(out, f->sub, ctx, key);
+    }
+    return n;
+}
+
 void sc_doc_markdown(FILE *out, const sc_table_t *t, unsigned ctx, const char *prefix)
 {
+    char *rules = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&rules, &len);
+    int n = mem ? sc_doc_rules(mem, t, ctx, prefix) : 0;
+
+    if (mem)
+        fclose(mem);
     fprintf(out, "| key | type | default | what |\n|---|---|---|---|\n");
     sc_doc_rows(out, t, ctx, prefix);
+    if (n > 0)
+        fprintf(out, "\nRules between fields:\n\n%s", rules);
+    free(rules);
 }

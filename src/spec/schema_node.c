@@ -61,16 +61,23 @@ const sc_table_t spec_taint_table = {"taint", taint_fields, NULL};
 
 static const char *const dom_keys[3] = {"nvlinkDomains", "pcieSwitches", "numaNodes"};
 
-/* A node's domains split its GPUs, so at most count of each; memory is
- * what each GPU has, so a node with GPUs gives it. */
-static int gpus_check(sx_t *x, const sval_t *map, void *obj, unsigned ctx)
+/* Memory is what each GPU has, so a node with GPUs gives it. */
+static int rule_gpu_memory(sx_t *x, const sval_t *map, void *obj)
 {
     const spec_gpus_t *g = obj;
     sval_t f;
 
-    (void)ctx;
     if (g->count > 0 && !sv_get(map, "memory", &f))
         return sv_fail(x, map, -EINVAL, "missing memory: (device memory per GPU, e.g. 80Gi)");
+    return 0;
+}
+
+/* A node's domains split its GPUs, so at most count of each. */
+static int rule_gpu_domains(sx_t *x, const sval_t *map, void *obj)
+{
+    const spec_gpus_t *g = obj;
+    sval_t f;
+
     for (int d = 0; d < 3; d++)
         if (g->dom[d] > g->count && sv_get(map, dom_keys[d], &f))
             return sv_fail(x, &f, -ERANGE, "%d is out of range; use 0..%d", g->dom[d], g->count);
@@ -147,9 +154,17 @@ static const sc_field_t gpus_fields[] = {
      .hi = ARB_MAX_GPUS,
      .def = "0",
      .help = "NUMA nodes (0: unknown), 0..count"},
+    {.key = "count, memory",
+     .type = SC_RULE,
+     .check = rule_gpu_memory,
+     .help = "a node with GPUs (count > 0) gives their memory"},
+    {.key = "count, nvlinkDomains, pcieSwitches, numaNodes",
+     .type = SC_RULE,
+     .check = rule_gpu_domains,
+     .help = "each of the domains is at most count"},
     {.key = NULL},
 };
-const sc_table_t spec_gpus_table = {"gpus", gpus_fields, gpus_check};
+const sc_table_t spec_gpus_table = {"gpus", gpus_fields, NULL};
 
 int spec_gpus_read(sx_t *x, const sval_t *v, unsigned ctx, spec_gpus_t *g)
 {

@@ -44,12 +44,14 @@ static int check_limits(sx_t *x, const sval_t *map, int64_t def_s, int64_t max_s
     return 0;
 }
 
-static int sched_check(sx_t *x, const sval_t *map, void *obj, unsigned ctx)
+static int rule_sched_limits(sx_t *x, const sval_t *map, void *obj)
 {
     const spec_sched_t *s = obj;
 
-    return ctx & SC_CTX_CONFIG ? check_limits(x, map, s->default_limit_s, s->max_limit_s) : 0;
+    return check_limits(x, map, s->default_limit_s, s->max_limit_s);
 }
+
+#define LIMITS_RULE "maxTimeLimit is not below defaultTimeLimit"
 
 #define SCHED(field) offsetof(spec_sched_t, field)
 
@@ -131,10 +133,15 @@ static const sc_field_t sched_fields[] = {
      .help = "the longest timeLimit a job may ask for, in a queue without its own (Slurm's "
              "MaxTime); a job that gives none gets it when there is no default",
      .ctx = SC_CTX_CONFIG},
+    {.key = "defaultTimeLimit, maxTimeLimit",
+     .type = SC_RULE,
+     .check = rule_sched_limits,
+     .help = LIMITS_RULE,
+     .ctx = SC_CTX_CONFIG},
     {.key = NULL},
 };
 
-const sc_table_t spec_sched_table = {"scheduler", sched_fields, sched_check};
+const sc_table_t spec_sched_table = {"scheduler", sched_fields, NULL};
 
 /* ---- queues ------------------------------------------------------------------ */
 
@@ -177,11 +184,11 @@ static int set_borrow(sx_t *x, const sval_t *v, void *obj)
     return read_quota(x, v, &q->borrow_limit);
 }
 
-static int queue_check(sx_t *x, const sval_t *map, void *obj, unsigned ctx)
+static int rule_queue_limits(sx_t *x, const sval_t *map, void *obj)
 {
     const spec_queue_t *q = obj;
 
-    return ctx & SC_CTX_CONFIG ? check_limits(x, map, q->default_limit_s, q->max_limit_s) : 0;
+    return check_limits(x, map, q->default_limit_s, q->max_limit_s);
 }
 
 #define QUEUE(field) offsetof(spec_queue_t, field)
@@ -253,10 +260,15 @@ static const sc_field_t queue_fields[] = {
      .flags = SC_SECONDS,
      .help = "the longest timeLimit this queue's jobs may ask for",
      .ctx = SC_CTX_CONFIG},
+    {.key = "defaultTimeLimit, maxTimeLimit",
+     .type = SC_RULE,
+     .check = rule_queue_limits,
+     .help = LIMITS_RULE,
+     .ctx = SC_CTX_CONFIG},
     {.key = NULL},
 };
 
-const sc_table_t spec_queue_table = {"queue", queue_fields, queue_check};
+const sc_table_t spec_queue_table = {"queue", queue_fields, NULL};
 
 int spec_queues_read(sx_t *x, const sval_t *v, unsigned ctx, spec_queue_t **out, int *n)
 {

@@ -255,6 +255,141 @@ static void test_doc(void **st)
     free(buf);
 }
 
+/* A table with a rule row and a whole-object setter: the mechanism the
+ * job table is read by. */
+typedef struct span {
+    int lo, hi;
+    int width, seen_lo; /* set by span's setter, from the whole object */
+    int after;          /* a field below the rule */
+} span_t;
+
+static int set_span(sx_t *x, const sval_t *v, void *obj)
+{
+    span_t *s = obj;
+    int rc = sv_int32(x, v, 0, 1000, &s->width);
+
+    s->seen_lo = s->lo; /* read by the field above it */
+    return rc;
+}
+
+static int rule_lo_hi(sx_t *x, const sval_t *map, void *obj)
+{
+    const span_t *s = obj;
+    sval_t f;
+
+    if (s->lo <= s->hi)
+        return 0;
+    sv_get(map, "lo", &f);
+    return sv_fail(x, &f, -EINVAL, "lo %d is above hi %d; give lo <= hi", s->lo, s->hi);
+}
+
+static const sc_field_t span_fields[] = {
+    {.key = "lo",
+     .type = SC_INT,
+     .off = offsetof(span_t, lo),
+     .size = sizeof(int),
+     .flags = SC_REQUIRED,
+     .missing = "missing lo:; give the span's start",
+     .help = "start"},
+    {.key = "hi", .type = SC_INT, .off = offsetof(span_t, hi), .size = sizeof(int), .help = "end"},
+    {.key = "lo, hi", .type = SC_RULE, .check = rule_lo_hi, .help = "lo <= hi"},
+    {.key = "width",
+     .type = SC_CUSTOM,
+     .set = set_span,
+     .flags = SC_WHOLE,
+     .type_doc = "int",
+     .help = "the width"},
+    {.key = "after",
+     .type = SC_INT,
+     .off = offsetof(span_t, after),
+     .size = sizeof(int),
+     .lo = 0,
+     .hi = 9,
+     .help = "a field below the rule"},
+    {.key = NULL},
+};
+static const sc_table_t span_table = {"span", span_fields, NULL};
+
+static int walk_span(const char *yaml, span_t *s, arb_err_t *err)
+{
+    sv_doc_t d;
+    sx_t x = {.file = "s.yaml", .err = err};
+    sval_t root;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    memset(err, 0, sizeof *err);
+    if ((rc = sv_doc_open("s.yaml", yaml, strlen(yaml), &d, err)) < 0)
+        return rc;
+    sv_root(&root, fy_document_root(d.doc), "");
+    rc = sc_walk(&x, &root, &span_table, SC_CTX_SCENARIO, s);
+    sv_doc_close(&d);
+    return rc;
+}
+
+/* Rule rows run where they sit (after the rows above, before those below)
+ * with the object as read, their errors at the field they name; a
+ * SC_WHOLE setter gets the whole object; a required field's own missing
+ * text; rule rows are no keys; the reference lists the rules. */
+static void test_rules(void **st)
+{
+    const char *keys[16];
+    char *buf = NULL;
+    size_t len = 0;
+    arb_err_t err;
+    span_t s;
+    FILE *f;
+
+    (void)st;
+    assert_int_equal(walk_span("lo: 2\nhi: 5\nwidth: 3\nafter: 1\n", &s, &err), 0);
+    assert_int_equal(s.width, 3);
+    assert_int_equal(s.seen_lo, 2);
+    assert_int_equal(s.after, 1);
+    /* the rule refuses, at lo's line, and the field below it is not read */
+    assert_int_equal(walk_span("hi: 1\nlo: 4\nafter: 99\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "s.yaml:2:") || !strstr(err.msg, "lo 4 is above hi 1; give lo <= hi"))
+        fail_msg("rule: %s", err.msg);
+    /* a bad field above the rule is read (and refused) before it */
+    assert_int_equal(walk_span("lo: 4\nhi: x\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "'x' is not an integer"))
+        fail_msg("above: %s", err.msg);
+    assert_int_equal(walk_span("hi: 1\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "missing lo:; give the span's start"))
+        fail_msg("missing: %s", err.msg);
+    /* a rule's key is no field: unknown, and not in the valid list */
+    assert_int_equal(walk_span("lo: 1\n'lo, hi': 2\n", &s, &err), -EINVAL);
+    if (!strstr(err.msg, "unknown field 'lo, hi'") || !strstr(err.msg, "lo, hi, width, after"))
+        fail_msg("keys: %s", err.msg);
+    assert_int_equal(sc_keys(&span_table, SC_CTX_SCENARIO, keys, 16), 4);
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    sc_doc_markdown(f, &span_table, SC_CTX_SCENARIO, "");
+    fclose(f);
+    assert_non_null(strstr(buf, "| `width` | int | none | the width |\n"));
+    assert_null(strstr(buf, "| `lo, hi`"));
+    assert_non_null(strstr(buf, "\nRules between fields:\n\n- `span` (lo, hi): lo <= hi\n"));
+    free(buf);
+    /* the shared tables' rules are rows too: a scenario's node GPUs */
+    const char *scen = "nodes:\n  - name: n\n    gpus: {count: 2, nvlinkDomains: 1}\n";
+    spec_scenario_t sc;
+    memset(&err, 0, sizeof err);
+    assert_int_equal(spec_scenario_load_mem("g.yaml", scen, strlen(scen), &sc, &err), -EINVAL);
+    if (!strstr(err.msg, "g.yaml:3:12: nodes[0].gpus: missing memory: (device memory per GPU"))
+        fail_msg("gpus: %s", err.msg);
+    scen = "nodes:\n  - name: n\n    gpus: {count: 2, memory: 1Gi, numaNodes: 3}\n";
+    memset(&err, 0, sizeof err);
+    assert_int_equal(spec_scenario_load_mem("g.yaml", scen, strlen(scen), &sc, &err), -ERANGE);
+    if (!strstr(err.msg, "numaNodes: 3 is out of range; use 0..2"))
+        fail_msg("gpus: %s", err.msg);
+    buf = NULL;
+    f = open_memstream(&buf, &len);
+    assert_non_null(f);
+    assert_int_equal(sc_doc_rules(f, &spec_gpus_table, SC_CTX_SCENARIO, "gpus"), 2);
+    fclose(f);
+    assert_non_null(strstr(buf, "- `gpus` (count, memory): "));
+    free(buf);
+}
+
 /* The shared tables: the same text means the same in both formats. */
 static void test_shared_tables(void **st)
 {
@@ -392,9 +527,10 @@ static const char *doc_default(const sc_table_t *t, const char *key)
     return NULL;
 }
 
-/* The job and node parsers are written by hand (their fields depend on one
- * another), so the defaults their tables document are checked here
- * against what the parsers give a spec that leaves the field out. */
+/* The job table's setters and the node parser do not take their defaults
+ * from sc_init (a job's come from arb_job_new), so the defaults their
+ * tables document are checked here against what the parsers give a spec
+ * that leaves the field out. */
 static void test_documented_defaults(void **st)
 {
     static const char scen[] = "nodes:\n  - name: n\njobs:\n  - name: j\n";
@@ -461,7 +597,7 @@ static void test_node_table_formats(void **st)
 
 /* A job's flat fields are read through its table's rows (offsets and
  * setters): each lands in the job, a bad value is refused naming its line,
- * and a by-hand field beside them keeps its own rules. */
+ * and a rule between fields beside them keeps its text. */
 static void test_job_flat_fields(void **st)
 {
     const char *y = "name: j\nqueue: default\npreemptible: false\ntimeLimit: 1h30m\n"
@@ -500,6 +636,171 @@ static void test_job_flat_fields(void **st)
         if (!strstr(err.msg, bad[i].want))
             fail_msg("%s: %s (want %s)", bad[i].y, err.msg, bad[i].want);
     }
+    arb_cluster_free(&c);
+}
+
+/* The fields a job table may leave to another reader, and why. */
+static const char *const job_hand[] = {
+    "count", /* a jobs[] item's repeat count: the jobs list reads it (scn_count) */
+    NULL,
+};
+
+static bool in_list(const char *const *l, const char *s)
+{
+    for (; *l; l++)
+        if (!strcmp(*l, s))
+            return true;
+    return false;
+}
+
+/* Every key of the job table is read by its row: a typed row, a setter,
+ * or an object's sub-table or setter; no row is left to a hand-written
+ * branch but those job_hand lists; every rule row has its check and help;
+ * and the reference (arbiter help spec) lists every key with its help and
+ * every rule. Then the texts of the rules and of the fields that were read
+ * by hand, from the table now. */
+static void test_job_table_reads_every_field(void **st)
+{
+    static const struct {
+        const char *y, *want;
+    } bad[] = {
+        {"name: j\nqueue: default\ncount: 2\n",
+         "job.yaml:3:8: count: count: repeats a job in a scenario; submit one job here"},
+        {"queue: default\n", "missing name:; give every job a unique name"},
+        {"name: j\ngroups: [{replicas: 1}]\nreplicas: 2\n",
+         "replicas: replicas: belongs inside each of groups:, or drop groups: for a one-group "
+         "job"},
+        {"name: j\ngroups: []\n", "groups: needs at least one group"},
+        {"name: j\ngroups: [{name: a}, {name: a}]\n", "group name 'a' is used twice in this job"},
+        {"name: j\ngroups: [~]\n", "a group needs resources: at least"},
+        {"name: j\ngroups: [{replicas: {min: 1, max: 2}}]\n",
+         "elastic replicas {min, max} are for a one-group job; give this group a number"},
+        {"name: j\nreplicas: {min: 2}\n", "elastic replicas need both min: and max:"},
+        {"name: j\nreplicas: {min: 3, max: 2}\n", "min 3 is above max 2; give min <= max"},
+        {"name: j\nreplicas: {min: 1, max: 2}\ngangMin: 1\n",
+         "gangMin: replicas {min, max} already sets the gang minimum; drop gangMin"},
+        {"name: j\nreplicas: 3\ngangMin: 4\n",
+         "job.yaml:3:10: gangMin: gangMin must be 0..3 (the job's tasks; 0 means all)"},
+        {"name: j\nreplicas: 3\ngangMin: -1\n", "gangMin must be 0..3 (the job's tasks"},
+        {"name: j\ngroups: [{replicas: 2}, {replicas: 2}]\ngangMin: 5\n",
+         "gangMin must be 0..4 (the job's tasks"},
+        {"name: j\ngangMin: 99999999999\n", "gangMin must be 0..the job's tasks"},
+        {"name: j\nreplicas: 100001\n", "100001 is out of range; use 1..100000"},
+        {"name: j\ntopology: nvlink\nresources: {requests: {cpu: 1}}\n",
+         "topology: an NVLink requirement needs whole GPUs (nvidia.com/gpu) in the request"},
+        {"name: j\ngroups: [{topology: {level: nvlink}}]\n",
+         "groups[0].topology: an NVLink requirement needs whole GPUs"},
+        {"name: j\ntopology: {mode: preferred}\n", "missing level: (nvlink, node, rack or block)"},
+        {"name: j\npriorityClassName: urgent\n", "unknown priority class 'urgent'; use"},
+        {"name: j\npriority: 1.5\n", "'1.5' is not an integer"},
+        {"name: j\nnodeSelector: [a]\n", "nodeSelector"},
+        {"name: j\ngpuModels: {a: b}\n", "gpuModels"},
+        {"name: j\ntolerations: [{value: v}]\n", "missing key:; only operator: Exists"},
+        {"name: j\naffinity: {required: [[]]}\n", "a term needs at least one expression"},
+        {"name: j\naffinity: {required: [[{key: z, operator: In}]]}\n",
+         "job.yaml:2:25: affinity.required[0][0]: In needs values: [one or more]"},
+        {"name: j\naffinity: {required: [[{key: z, operator: Exists, values: [a]}]]}\n",
+         "affinity.required[0][0].values: Exists takes no values"},
+        {"name: j\naffinity: {required: [[{key: z, operator: Gt, values: [1, 2]}]]}\n",
+         "affinity.required[0][0].values: Gt needs exactly one integer value"},
+        {"name: j\naffinity: {required: [[{key: z, operator: Lt, values: [\"x\"]}]]}\n",
+         "'x' is not an integer"},
+        {"name: j\naffinity: {required: [[{operator: In}]]}\n", "missing key:"},
+        {"name: j\naffinity: {required: [[{key: z}]]}\n",
+         "missing operator: (In, NotIn, Exists, DoesNotExist, Gt, Lt)"},
+        {"name: j\naffinity: {required: [[~]]}\n", "an expression needs key: and operator:"},
+        {"name: j\naffinity: {preferred: [~]}\n", "a preferred term needs weight: and match:"},
+        {"name: j\naffinity: {preferred: [{match: [{key: z, operator: Exists}]}]}\n",
+         "missing weight: (1..100)"},
+        {"name: j\naffinity: {preferred: [{weight: 101, match: []}]}\n",
+         "101 is out of range; use 1..100"},
+        {"name: j\naffinity: {preferred: [{weight: 1}]}\n", "missing match: [expressions]"},
+        {"name: j\ntolerations: [{key: k, operator: Exists, value: v}]\n",
+         "tolerations[0].value: operator Exists takes no value:"},
+        {"name: j\ntolerations: [~]\n", "missing key:; only operator: Exists"},
+        {"name: j\ntolerations: [{key: k, effect: Never}]\n", "Never"},
+        {"name: j\nresources: {requests: {nvidia.com/gpu: 1}, limits: {nvidia.com/gpu: 2}}\n",
+         "job.yaml:2:53: resources.limits: the limit of nvidia.com/gpu must equal its request"},
+        {"name: j\nresources: {limits: {nvidia.com/gpu-memory: 1Gi}}\n",
+         "resources: nvidia.com/gpu-memory is memory on each GPU the task gets; ask for"},
+        {"name: j\nresources: {limits: {nvidia.com/gpu: 1, arbiter.io/gpu-share: 500m}}\n",
+         "asks for both whole GPUs (nvidia.com/gpu) and a GPU share"},
+    };
+    const sc_field_t *f;
+    char *buf = NULL, want[512];
+    size_t len = 0;
+    FILE *doc = open_memstream(&buf, &len);
+    arb_cluster_t c;
+    arb_job_t *j;
+    arb_err_t err;
+    int nrules = 0;
+
+    (void)st;
+    for (f = scn_job_table.fields; f->key; f++) {
+        if (f->type == SC_RULE) {
+            assert_non_null(f->check);
+            assert_non_null(f->help);
+            nrules++;
+            continue;
+        }
+        if (f->flags & SC_HAND) {
+            if (!in_list(job_hand, f->key))
+                fail_msg("job field %s is read by hand, and job_hand does not say why", f->key);
+            continue;
+        }
+        if (f->type == SC_CUSTOM && !f->set)
+            fail_msg("job field %s has no reader", f->key);
+        if (f->type == SC_OBJECT && !f->sub)
+            fail_msg("job field %s has no sub-table", f->key);
+    }
+    assert_true(nrules >= 7);
+    assert_non_null(doc);
+    spec_job_doc(doc);
+    fclose(doc);
+    for (f = scn_job_table.fields; f->key; f++) {
+        if (f->type == SC_RULE)
+            snprintf(want, sizeof want, "- `job` (%s): %s\n", f->key, f->help);
+        else if (f->type == SC_OBJECT)
+            snprintf(want, sizeof want, "| `%s.", f->key);
+        else
+            snprintf(want, sizeof want, "| `%s%s` |", f->key, (f->flags & SC_LIST) ? "[]" : "");
+        if (!strstr(buf, want))
+            fail_msg("arbiter help spec lacks %s", want);
+        if (f->type != SC_RULE && f->help && !strstr(buf, f->help))
+            fail_msg("arbiter help spec lacks the help of %s", f->key);
+    }
+    assert_non_null(strstr(buf, "- `groups[]` (topology, resources): "));
+    assert_non_null(strstr(buf, "- `replicas` (min, max): min <= max\n"));
+    free(buf);
+
+    arb_cluster_init(&c);
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        j = NULL;
+        memset(&err, 0, sizeof err);
+        assert_true(spec_job_load_mem("job.yaml", bad[i].y, strlen(bad[i].y), &c, &j, &err) < 0);
+        assert_null(j);
+        if (!strstr(err.msg, bad[i].want))
+            fail_msg("%s: %s (want %s)", bad[i].y, err.msg, bad[i].want);
+    }
+    /* what the table reads, it reads into the job */
+    const char *y = "name: j\naffinity:\n  required: [[{key: z, operator: Gt, values: [\"4\"]}]]\n"
+                    "  preferred: [{weight: 7, match: [{key: r, operator: In, values: [a, b]}]}]\n"
+                    "tolerations: [{operator: Exists}, {key: k, value: v, effect: ~}]\n";
+    j = NULL;
+    memset(&err, 0, sizeof err);
+    if (spec_job_load_mem("job.yaml", y, strlen(y), &c, &j, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(j->nrequired, 1);
+    assert_int_equal(j->required[0].expr[0].op, ARB_OP_GT);
+    assert_int_equal(j->required[0].expr[0].num, 4);
+    assert_int_equal(j->preferred[0].weight, 7);
+    assert_int_equal(j->preferred[0].expr[0].nvals, 2);
+    assert_int_equal(j->ntolerations, 2);
+    assert_true(j->tolerations[0].exists);
+    assert_int_equal(j->tolerations[0].key, 0);
+    assert_string_equal(arb_str(&c.strs, j->tolerations[1].val), "v");
+    assert_int_equal(j->tolerations[1].effect, 0);
+    arb_job_free(j);
     arb_cluster_free(&c);
 }
 
@@ -543,10 +844,12 @@ int main(void)
         cmocka_unit_test(test_defaults_and_values),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_doc),
+        cmocka_unit_test(test_rules),
         cmocka_unit_test(test_shared_tables),
         cmocka_unit_test(test_node_tables),
         cmocka_unit_test(test_node_table_formats),
         cmocka_unit_test(test_job_flat_fields),
+        cmocka_unit_test(test_job_table_reads_every_field),
         cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),
     };
