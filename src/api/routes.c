@@ -985,8 +985,7 @@ void api_doc_markdown(FILE *f)
         fprintf(f, "\n### %s %s\n\n%s. Roles: %s.\n\n%s\n", r->method, r->path, r->summary, roles,
                 r->doc);
     }
-    fprintf(f, "\n## Configuration (`--config FILE`, YAML)\n\n"
-               "| key | type | default | what |\n|---|---|---|---|\n");
+    fprintf(f, "\n## Configuration (`--config FILE`, YAML)\n\n");
     st_conf_doc(f);
     fprintf(f,
             "\nA duration, here as in job specs and scenarios: %s; units ns, us, ms, s, m, h, "

@@ -104,7 +104,6 @@ int cli_verb_help(const cli_cmd_t *c)
 
 static void config_doc(FILE *f)
 {
-    fprintf(f, "| key | type | default | what |\n|---|---|---|---|\n");
     st_conf_doc(f);
 }
 

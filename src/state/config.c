@@ -416,7 +416,7 @@ void st_conf_free(st_conf_t *c)
 
 void st_conf_doc(FILE *f)
 {
-    sc_doc_rows(f, &conf_table, SC_CTX_CONFIG, "");
+    sc_doc_markdown(f, &conf_table, SC_CTX_CONFIG, "");
 }
 
 /* The queues of the document as the controller keeps them (calloc'd). */

@@ -116,8 +116,8 @@ int st_conf_load_file(const char *path, st_conf_t *c, arb_err_t *err);
 int st_conf_load_mem(const char *name, const char *buf, size_t len, st_conf_t *c, arb_err_t *err);
 void st_conf_free(st_conf_t *c);
 
-/* The configuration's reference, from the tables the parser reads (one
- * Markdown row per key: "| `key` | type | default | what |"). */
+/* The configuration's reference, from the tables the parser reads: a
+ * Markdown table, one row per key, then the rules between its fields. */
 void st_conf_doc(FILE *f);
 
 /* ---- lifecycle ---------------------------------------------------------------- */
