@@ -2,13 +2,18 @@
  * fuzz_supervise.c: libFuzzer target for what the per-task supervisors
  * read (src/agent/supervise.c, exec.c): the `arbiter supervise` arguments,
  * the exit records they write, and the task records a restarted agent
- * adopts them by. The first byte picks which; the rest is the input (for
- * the arguments, split at newlines).
+ * adopts them by, and the start record the agent hands a supervisor (the
+ * task's command, environment, user, fds: sup_start.c). The first byte
+ * picks which; the rest is the input (for the arguments, split at
+ * newlines; the start record as raw bytes, NULs and all).
  *
  * Checked: no crash, hang or sanitizer report on any input; a parsed
  * argument set has a task pid above 1 and an exit path, at most two cgroup
  * directories; a parsed exit record names a known reason; a parsed task
- * record has a job id that can name files and pids above 1.
+ * record has a job id that can name files and pids above 1; a parsed start
+ * record has a program, a directory, an argv ending in NULL, fds above 2
+ * and at most two cgroup files, and encodes back to bytes that parse the
+ * same.
  *
  * Seed corpus: fuzz/seeds/fuzz_supervise.
  */
@@ -36,7 +41,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     memcpy(text, data + 1, size - 1);
     text[size - 1] = '\0';
-    switch (data[0] % 3) {
+    switch (data[0] % 4) {
     case 0: {
         agent_sup_exit_t e;
         if (agent_sup_exit_parse(text, &e) == 0)
@@ -50,6 +55,34 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         if (agent_task_record_parse(text, &r, &sup, &ticks) == 0)
             check(agent_job_id_ok(r.job) && r.pid > 1 && sup > 1 && r.task >= 0,
                   "a task record with a bad job, task or pid");
+        break;
+    }
+    case 3: {
+        agent_sup_start_t st, again;
+        arb_err_t err;
+        char *copy = malloc(size - 1 ? size - 1 : 1), *enc = NULL;
+        size_t n = 0;
+        if (!copy)
+            break;
+        memcpy(copy, data + 1, size - 1);
+        if (agent_sup_start_parse(copy, size - 1, &st, &err) == 0) {
+            int argc = 0;
+            while (st.argv[argc])
+                argc++;
+            check(st.path && st.cwd && argc > 0 && st.envv && st.report_fd > 2 && st.out_fd > 2 &&
+                      st.err_fd > 2 && st.ncg <= 2 && st.ngroups <= AGENT_SUP_MAX_GROUPS,
+                  "a start record without its program, directory or fds");
+            check(agent_sup_start_encode(&st, &enc, &n) == 0,
+                  "a start record that does not encode");
+            check(agent_sup_start_parse(enc, n, &again, &err) == 0 &&
+                      strcmp(again.path, st.path) == 0 && strcmp(again.cwd, st.cwd) == 0 &&
+                      again.ncg == st.ncg && again.drop == st.drop,
+                  "a start record that does not parse back the same");
+            agent_sup_start_free(&again);
+            free(enc);
+            agent_sup_start_free(&st);
+        }
+        free(copy);
         break;
     }
     default: {

@@ -1,16 +1,19 @@
 /*
- * exec.c: the task executor (see exec.h): fork/exec into a new session and
- * process group, cgroups, user switch, environment, logs; reaping, cancel
+ * exec.c: the task executor (see exec.h): each task's supervisor spawned
+ * with what it needs to start the task (its command, environment, user,
+ * directory, cgroups, logs: a start record, supervise.h); reaping, cancel
  * with a grace period, fencing (exec_adopt.c: adoption after a restart
  * and the task table's state file).
  *
- * The child runs only async-signal-safe calls between fork and exec
- * (everything it needs is prepared in the parent), so the agent may have
- * threads. It reports a failure before exec through a close-on-exec pipe:
- * the pipe's end in the parent means the execs happened. The parent never
- * waits for it at a start (agent_exec_begin): the pipe is read as it
- * becomes readable (settle, from agent_exec_poll), so that many tasks
- * start at once, each exec overlapping the others.
+ * The agent never forks: posix_spawn starts the supervisor (no copy of the
+ * agent's address space, nothing run in the child but glibc's internal
+ * system calls, so the agent may have threads and a sanitizer's state),
+ * and the supervisor forks the task from its own small process. The task
+ * and the supervisor report through a close-on-exec pipe: the task's pid,
+ * or the step that failed; the pipe's end in the agent means the task
+ * exec'd. The agent never waits for it at a start (agent_exec_begin): the
+ * pipe is read as it becomes readable (settle, from agent_exec_poll), so
+ * that many tasks start at once, each exec overlapping the others.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -20,9 +23,11 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -544,50 +549,12 @@ static int check_spec(const agent_task_spec_t *s, arb_err_t *err)
     return 0;
 }
 
-/* What the supervisor-to-be and the task write to the start pipe: the
- * task's pid (the supervisor), or the step that failed and its errno. */
-enum { MSG_FAIL = 1, MSG_PID = 2 };
-typedef struct child_msg {
-    int kind, a, b;
-} child_msg_t;
-
-enum {
-    STEP_SETSID,
-    STEP_CGROUP,
-    STEP_OUTPUT,
-    STEP_USER,
-    STEP_CHDIR,
-    STEP_EXEC,
-    STEP_FORK,
-    STEP_SUPERVISOR,
-    STEP_N
-};
-static const char *const step_name[STEP_N] = {
+/* The start pipe's messages and steps: supervise.h (the supervisor and
+ * the task write them). */
+static const char *const step_name[AGENT_SUP_STEP_N] = {
     "setsid",           "joining its cgroups",    "redirecting output",
     "switching user",   "changing directory",     "exec",
     "forking the task", "starting its supervisor"};
-
-static void child_report(int fd, int step, int e)
-{
-    child_msg_t m = {MSG_FAIL, step, e};
-    ssize_t w = write(fd, &m, sizeof m);
-    (void)w;
-    _exit(127);
-}
-
-/* Decimal digits of v into buf (async-signal-safe: between fork and exec). */
-static void utoa(char *buf, unsigned long long v)
-{
-    char tmp[24];
-    int n = 0;
-
-    do
-        tmp[n++] = (char)('0' + v % 10);
-    while ((v /= 10) && n < 23);
-    while (n)
-        *buf++ = tmp[--n];
-    *buf = '\0';
-}
 
 /* `sleep N` (N seconds, a decimal, an optional s): N in ns; else 0. */
 static int64_t sleep_ns(char *const *argv)
@@ -643,52 +610,124 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     return 0;
 }
 
-/* The task, between fork and exec: async-signal-safe calls only (the
- * agent may have threads). Reports a failed step through fd; never
- * returns. sup is its supervisor, whose death it does not outlive. */
-static void task_child(const agent_exec_t *x, const agent_task_spec_t *s, const agent_task_t *t,
-                       const char *path, char **envv, const char *cwd, int fd, int nullfd,
-                       int outfd, int errfd, pid_t sup) __attribute__((noreturn));
-static void task_child(const agent_exec_t *x, const agent_task_spec_t *s, const agent_task_t *t,
-                       const char *path, char **envv, const char *cwd, int fd, int nullfd,
-                       int outfd, int errfd, pid_t sup)
-{
-    sigset_t none;
-    struct sigaction dfl;
+/* The fds the supervisor inherits (spawn_supervisor), at fixed numbers;
+ * the start record names them. */
+enum {
+    SUP_FD_START = 3, /* the start record (a memfd) */
+    SUP_FD_REPORT,    /* the start pipe's write end */
+    SUP_FD_OUT,       /* the task's stdout and stderr */
+    SUP_FD_ERR,
+    SUP_FD_CG, /* its cgroup.procs files: SUP_FD_CG, SUP_FD_CG + 1 */
+    SUP_FD_END = SUP_FD_CG + 2
+};
 
-    if (setsid() < 0)
-        child_report(fd, STEP_SETSID, errno);
-    if (agent_cg_enter(&t->cg) < 0)
-        child_report(fd, STEP_CGROUP, errno);
-    if (dup2(nullfd, 0) < 0 || dup2(outfd, 1) < 0 || dup2(errfd, 2) < 0)
-        child_report(fd, STEP_OUTPUT, errno);
-    if (x->drop && (setgroups((size_t)x->ngroups, x->groups) != 0 || setgid(x->gid) != 0 ||
-                    setuid(x->uid) != 0 || getuid() == 0 || geteuid() == 0))
-        child_report(fd, STEP_USER, errno ? errno : EPERM);
-    if (chdir(cwd) != 0)
-        child_report(fd, STEP_CHDIR, errno);
-    /* It dies with its supervisor (nothing would fence it then). After the
-     * user switch, which clears it; the check closes the window in which
-     * the supervisor died before it was set. */
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != sup)
-        _exit(137);
-    memset(&dfl, 0, sizeof dfl);
-    dfl.sa_handler = SIG_DFL;
-    for (int sig = 1; sig < 32; sig++) /* ignored signals survive exec: reset them */
-        if (sig != SIGKILL && sig != SIGSTOP)
-            sigaction(sig, &dfl, NULL);
-    sigemptyset(&none);
-    sigprocmask(SIG_SETMASK, &none, NULL);
-    execve(path, s->argv, envv);
-    child_report(fd, STEP_EXEC, errno);
-    _exit(127);
+/*
+ * Spawn the supervisor: posix_spawn (glibc's runs the child on a stack of
+ * its own, with its internal system calls only: the agent's memory is
+ * neither copied nor touched by any interceptor of a sanitizer), in a
+ * session of its own (nothing sent to the agent's process group reaches
+ * it), with the default action for every signal and SIGTERM and SIGCHLD
+ * blocked until its loop waits for them; stdio /dev/null and the fds of
+ * the start record at SUP_FD_*. The start record travels in a memfd: its
+ * environment is the task's, never the supervisor's (a root supervisor
+ * would honour GLIBC_TUNABLES), nor its argv (world-readable). The fds
+ * given are the caller's still; 0 or -errno with text.
+ */
+static int spawn_supervisor(const agent_exec_t *x, agent_sup_start_t *st, const agent_cg_task_t *cg,
+                            char **sargv, int pipew, int outfd, int errfd, int nullfd, pid_t *pid,
+                            arb_err_t *err)
+{
+    posix_spawn_file_actions_t fa;
+    posix_spawnattr_t at;
+    sigset_t def, mask;
+    char *rec = NULL;
+    size_t len = 0;
+    int rc, memfd = -1, src[SUP_FD_END], moved[SUP_FD_END], ncg = 0;
+    char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
+
+    for (int i = 0; i < SUP_FD_END; i++)
+        src[i] = -1;
+    src[0] = src[1] = src[2] = nullfd;
+    src[SUP_FD_REPORT] = pipew;
+    src[SUP_FD_OUT] = outfd;
+    src[SUP_FD_ERR] = errfd;
+    for (int i = 0; i < cg->n && i < 2; i++)
+        if (cg->procs_fd[i] >= 0)
+            src[SUP_FD_CG + ncg++] = cg->procs_fd[i];
+    st->report_fd = SUP_FD_REPORT;
+    st->out_fd = SUP_FD_OUT;
+    st->err_fd = SUP_FD_ERR;
+    st->ncg = ncg;
+    st->cg_fd[0] = SUP_FD_CG;
+    st->cg_fd[1] = SUP_FD_CG + 1;
+    if (agent_sup_start_encode(st, &rec, &len) < 0)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    memfd = memfd_create("arbiter-start", MFD_CLOEXEC);
+    if (memfd < 0) {
+        rc = arb_errf(err, -errno, "memfd_create: %s", strerror(errno));
+        free(rec);
+        return rc;
+    }
+    for (size_t off = 0; off < len;) {
+        ssize_t w = write(memfd, rec + off, len - off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            rc = arb_errf(err, w < 0 ? -errno : -EIO, "the start record: %s", strerror(errno));
+            free(rec);
+            close(memfd);
+            return rc;
+        }
+        off += (size_t)w;
+    }
+    free(rec);
+    /* Every source above the targets, so that no dup2 of the file actions
+     * overwrites another's source: a copy (close-on-exec) where it is not. */
+    src[SUP_FD_START] = memfd;
+    for (int i = 0; i < SUP_FD_END; i++)
+        moved[i] = src[i] < SUP_FD_END ? -1 : src[i];
+    for (int i = 0; i < SUP_FD_END; i++) {
+        if (src[i] < 0 || src[i] >= SUP_FD_END)
+            continue;
+        if ((moved[i] = fcntl(src[i], F_DUPFD_CLOEXEC, SUP_FD_END)) < 0) {
+            rc = arb_errf(err, -errno, "fcntl: %s", strerror(errno));
+            goto out;
+        }
+    }
+    posix_spawn_file_actions_init(&fa);
+    for (int i = 0; i < SUP_FD_END; i++)
+        if (moved[i] >= 0)
+            posix_spawn_file_actions_adddup2(&fa, moved[i], i);
+#if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
+    posix_spawn_file_actions_addclosefrom_np(&fa, SUP_FD_END); /* the agent's other fds */
+#endif
+    posix_spawnattr_init(&at);
+    sigfillset(&def);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGCHLD);
+    posix_spawnattr_setsigdefault(&at, &def);
+    posix_spawnattr_setsigmask(&at, &mask);
+    posix_spawnattr_setflags(&at,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    rc = posix_spawn(pid, x->conf.supervisor, &fa, &at, sargv, senv);
+    posix_spawnattr_destroy(&at);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0)
+        rc = arb_errf(err, -rc, "%s: %s", x->conf.supervisor, strerror(rc));
+out:
+    for (int i = 0; i < SUP_FD_END; i++) /* the copies made above */
+        if (moved[i] >= 0 && moved[i] != src[i])
+            close(moved[i]);
+    close(memfd);
+    return rc;
 }
 
 int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err)
 {
     char cg_name[AGENT_JOB_MAX + 16], jobdir[PATH_MAX], path[PATH_MAX];
-    char exit_path[PATH_MAX], lease_path[PATH_MAX], pidbuf[24] = "", limbuf[24], gracebuf[24];
+    char exit_path[PATH_MAX], lease_path[PATH_MAX], startbuf[8], limbuf[24], gracebuf[24];
     char *sargv[20];
     const char *cwd;
     envv_t env = {0};
@@ -765,17 +804,18 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     if (old) /* the EXITED run before this one: its records go before the new ones */
         agent_exec_forget(x, s->job, s->task);
     old = NULL;
-    /* The supervisor's command line, prepared here: nothing between fork
-     * and exec allocates. pidbuf is filled in by the supervisor-to-be. */
+    /* The supervisor's command line: it forks the task from the start
+     * record on its fd SUP_FD_START (spawn_supervisor). */
     exec_fmt(exit_path, sizeof exit_path, "%s/%s.%d.exit", x->sup_dir, s->job, s->task);
     exec_fmt(lease_path, sizeof lease_path, "%s/lease", x->sup_dir);
+    snprintf(startbuf, sizeof startbuf, "%d", SUP_FD_START);
     unlink(exit_path);
     {
         int k = 0;
         sargv[k++] = "arbiter"; /* as ps shows it; the program is conf.supervisor */
         sargv[k++] = "supervise";
-        sargv[k++] = "--task-pid";
-        sargv[k++] = pidbuf;
+        sargv[k++] = "--start";
+        sargv[k++] = startbuf;
         sargv[k++] = "--exit";
         sargv[k++] = exit_path;
         if (x->conf.leased) {
@@ -804,47 +844,31 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         arb_errf(err, rc, "pipe: %s", strerror(errno));
         goto fail;
     }
-
-    pid = fork();
-    if (pid < 0) {
-        rc = -errno;
-        arb_errf(err, rc, "fork: %s", strerror(errno));
-        goto fail;
-    }
-    if (pid == 0) {
-        /* The supervisor-to-be: a session of its own, so that nothing sent
-         * to the agent's process group (a terminal's ^Z, kill -STOP -PGID)
-         * reaches it; it forks the task, says its pid, and becomes
-         * `arbiter supervise`. */
-        pid_t me = getpid(), tp;
-        setsid();
-        if ((tp = fork()) == 0)
-            task_child(x, s, t, path, env.v, cwd, pipefd[1], nullfd, outfd, errfd, me);
-        if (tp < 0)
-            child_report(pipefd[1], STEP_FORK, errno);
-        utoa(pidbuf, (unsigned long long)tp);
-        child_msg_t m = {MSG_PID, (int)tp, 0};
-        if (write(pipefd[1], &m, sizeof m) != (ssize_t)sizeof m)
-            _exit(127);
-        dup2(nullfd, 0);
-        dup2(nullfd, 1);
-        dup2(nullfd, 2);
-        if (x->conf.start_delay_ns > 0) { /* tests: a slow start */
-            struct timespec d = {(time_t)(x->conf.start_delay_ns / 1000000000LL),
-                                 (long)(x->conf.start_delay_ns % 1000000000LL)};
-            while (nanosleep(&d, &d) != 0 && errno == EINTR)
-                ;
+    {
+        agent_sup_start_t st = {
+            .path = path,
+            .cwd = cwd,
+            .argv = (char **)s->argv,
+            .envv = env.v,
+            .drop = x->drop,
+            .uid = x->uid,
+            .gid = x->gid,
+            .ngroups = x->ngroups < AGENT_SUP_MAX_GROUPS ? x->ngroups : AGENT_SUP_MAX_GROUPS,
+            .delay_ns = x->conf.start_delay_ns,
+        };
+        memcpy(st.groups, x->groups, sizeof st.groups[0] * (size_t)st.ngroups);
+        arb_err_t why = {{0}};
+        if ((rc = spawn_supervisor(x, &st, &t->cg, sargv, pipefd[1], outfd, errfd, nullfd, &pid,
+                                   &why)) < 0) {
+            arb_errf(err, rc, "%s (%s): %s", t->start_err, step_name[AGENT_SUP_STEP_SUPERVISOR],
+                     why.msg);
+            goto fail;
         }
-        char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
-        execve(x->conf.supervisor, sargv, senv);
-        int e = errno;
-        kill(-tp, SIGKILL);
-        kill(tp, SIGKILL);
-        child_report(pipefd[1], STEP_SUPERVISOR, e);
     }
 
-    /* Parent: the task is STARTING; its start pipe (closed by both execs)
-     * is read by agent_exec_poll, never waited on here. */
+    /* The task is STARTING; its start pipe (its end: the supervisor's copy
+     * closed, the task exec'd) is read by agent_exec_poll, never waited on
+     * here. */
     close(pipefd[1]);
     pipefd[1] = -1;
     agent_cg_task_close_fds(&t->cg);
@@ -903,8 +927,9 @@ fail:
 static void start_failed(agent_exec_t *x, agent_task_t *t, bool reaped)
 {
     char path[PATH_MAX];
-    int step = t->start_errno > 0 && t->start_step >= 0 && t->start_step < STEP_N ? t->start_step
-                                                                                  : STEP_SUPERVISOR;
+    int step = t->start_errno > 0 && t->start_step >= 0 && t->start_step < AGENT_SUP_STEP_N
+                   ? t->start_step
+                   : AGENT_SUP_STEP_SUPERVISOR;
     size_t used = strlen(t->start_err);
 
     if (!reaped)
@@ -916,10 +941,10 @@ static void start_failed(agent_exec_t *x, agent_task_t *t, bool reaped)
     record_path(x, t->job, t->task, "exit", path, sizeof path);
     unlink(path);
     snprintf(t->start_err + used, sizeof t->start_err - used, " (%s%s%s): %s", step_name[step],
-             step == STEP_USER || step == STEP_CHDIR ? " to " : "",
-             step == STEP_USER    ? x->user
-             : step == STEP_CHDIR ? (t->start_cwd ? t->start_cwd : "?")
-                                  : "",
+             step == AGENT_SUP_STEP_USER || step == AGENT_SUP_STEP_CHDIR ? " to " : "",
+             step == AGENT_SUP_STEP_USER    ? x->user
+             : step == AGENT_SUP_STEP_CHDIR ? (t->start_cwd ? t->start_cwd : "?")
+                                            : "",
              t->start_errno > 0 ? strerror(t->start_errno) : "the supervisor died at its start");
     t->start_rc = t->start_errno > 0 ? -t->start_errno : -ECHILD;
     t->start_failed = true;
@@ -941,21 +966,21 @@ static void start_failed(agent_exec_t *x, agent_task_t *t, bool reaped)
  */
 static int settle(agent_exec_t *x, agent_task_t *t, bool block, bool reaped)
 {
-    child_msg_t m;
+    agent_sup_msg_t m;
 
     if (t->state != AGENT_TASK_STARTING)
         return 1;
     for (;;) {
         ssize_t got = read(t->start_fd, &m, sizeof m);
         if (got == (ssize_t)sizeof m) {
-            if (m.kind == MSG_PID && t->pid == 0 && m.a > 1) {
+            if (m.kind == AGENT_SUP_MSG_PID && t->pid == 0 && m.a > 1) {
                 t->pid = m.a;
                 if (agent_proc_start_ticks(t->pid, &t->start_ticks) < 0)
                     t->start_ticks = 0;
                 if (agent_proc_start_ticks(t->sup_pid, &t->sup_ticks) < 0)
                     t->sup_ticks = 0;
                 write_task_record(x, t); /* without it the lease still ends it */
-            } else if (m.kind == MSG_FAIL && t->start_errno <= 0) {
+            } else if (m.kind == AGENT_SUP_MSG_FAIL && t->start_errno <= 0) {
                 t->start_step = m.a;
                 t->start_errno = m.b > 0 ? m.b : ECHILD;
             }

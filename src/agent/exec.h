@@ -31,20 +31,22 @@
  * Time is passed in (monotonic ns read at the edge); nothing here sleeps
  * except agent_exec_wait, which tests and shutdown use.
  *
- * Supervisors: the executor forks a supervisor per task, which forks the
- * task and then execs conf.supervisor (`arbiter supervise`, so that it
- * carries nothing of the agent's memory); the task gets SIGKILL when its
- * supervisor dies. With conf.leased, the executor keeps the lease file
+ * Supervisors: the executor spawns a supervisor per task (posix_spawn of
+ * conf.supervisor: no copy of the agent's memory), handing it a start
+ * record (supervise.h); the supervisor forks the task and prepares it
+ * between its fork and exec; the task gets SIGKILL when its supervisor
+ * dies. With conf.leased, the executor keeps the lease file
  * LOG_DIR/.arbiter/lease, where agent_exec_set_deadline publishes the
  * agent's lease expiry to every supervisor; each kills its task when it
  * has passed. The executor records each task in LOG_DIR/.arbiter/JOB.TASK.task
  * (agent_exec_adopt_all finds them after a restart, with or without a
  * state file) and reads how it ended from the supervisor's exit record.
  *
- * Starting a task never waits for an exec (agent_exec_begin): the
- * supervisor-to-be is forked and the task is STARTING until its start
- * pipe, polled with the other tasks (agent_exec_start_fds, agent_exec_poll),
- * says that both it and the task exec'd (the pipe closes on exec), or
+ * Starting a task never waits for the task's exec (agent_exec_begin): the
+ * supervisor is spawned (posix_spawn returns once it has exec'd) and the
+ * task is STARTING until its start pipe, polled with the other tasks
+ * (agent_exec_start_fds, agent_exec_poll), says that the task exec'd (the
+ * supervisor closes its copy, the task's closes on exec), or
  * which step failed: the task is then EXITED with exit code 127 (not
  * found) or 126 and start_err saying why, as a shell would. A STARTING
  * task is live, holds its GPUs and is reported running; a cancel or a
@@ -174,8 +176,8 @@ typedef struct agent_exec_conf {
     bool timed;              /* --emulate-tasks timed: no process at all; a task whose
                                 command is `sleep N` runs N seconds, any other ends at
                                 once, both with exit 0; a stop ends it at once (143) */
-    int64_t start_delay_ns;  /* tests: each supervisor-to-be sleeps this long before it
-                                execs (a slow start; ARBITER_AGENT_START_DELAY_MS) */
+    int64_t start_delay_ns;  /* tests: each task sleeps this long before its exec, forked
+                                by its supervisor (a slow start; ARBITER_AGENT_START_DELAY_MS) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {
@@ -211,8 +213,9 @@ int agent_exec_start(agent_exec_t *x, const agent_task_spec_t *spec, int64_t now
 /*
  * Start a task without waiting for it to exec: as agent_exec_start, but
  * the task is STARTING when this returns (RUNNING at once when conf.timed).
- * A failure found before the fork returns as agent_exec_start's; one after
- * it (a step of the child, an exec) makes the task EXITED, start_failed,
+ * A failure found before the supervisor runs (its spawn included: a
+ * supervisor program that cannot be exec'd) returns as agent_exec_start's;
+ * one after it (a step of the task's child, its exec) makes the task EXITED, start_failed,
  * in the agent_exec_poll that sees it (which counts it as a task that
  * became EXITED).
  */

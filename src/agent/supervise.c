@@ -188,7 +188,11 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
         int64_t x = 0;
         if (!v)
             return arb_errf(err, -EINVAL, "%s needs a value", o);
-        if (!strcmp(o, "--task-pid")) {
+        if (!strcmp(o, "--start")) {
+            if (parse_i64(v, &x) < 0 || x < 3 || x > 1023)
+                return arb_errf(err, -EINVAL, "--start '%s': a file descriptor 3..1023", v);
+            a->start_fd = (int)x;
+        } else if (!strcmp(o, "--task-pid")) {
             if (parse_i64(v, &x) < 0 || x <= 1 || x > 0x7fffffff)
                 return arb_errf(err, -EINVAL, "--task-pid '%s': not a process id", v);
             a->task = (pid_t)x;
@@ -209,8 +213,10 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
             return arb_errf(err, -EINVAL, "unknown option '%s'", o);
         }
     }
-    if (!a->task || !a->exit_path)
-        return arb_errf(err, -EINVAL, "--task-pid and --exit are required");
+    if ((!a->task && !a->start_fd) || !a->exit_path)
+        return arb_errf(err, -EINVAL, "--exit and one of --task-pid or --start are required");
+    if (a->task && a->start_fd)
+        return arb_errf(err, -EINVAL, "--task-pid and --start: give one (--start forks the task)");
     return 0;
 }
 
@@ -264,8 +270,32 @@ static void kill_task(const agent_sup_args_t *a)
     kill_task_cgroup(a);
 }
 
-int agent_sup_run(const agent_sup_args_t *a)
+/* --start: read the record, fork the task from this process (the agent's
+ * memory is never copied for it). Its pid, or -1 (said on the start pipe
+ * when the record named one). */
+static pid_t start_task(int fd)
 {
+    agent_sup_start_t st;
+    arb_err_t err = {{0}};
+    char *buf = NULL;
+    size_t len = 0;
+    pid_t pid = -1;
+
+    int rc = agent_sup_start_read(fd, &buf, &len, &err);
+    close(fd); /* read: the task has no use for it */
+    if (rc < 0)
+        return -1;
+    if (agent_sup_start_parse(buf, len, &st, &err) == 0) {
+        pid = agent_sup_start_task(&st);
+        agent_sup_start_free(&st);
+    }
+    free(buf);
+    return pid;
+}
+
+int agent_sup_run(const agent_sup_args_t *args)
+{
+    agent_sup_args_t run = *args, *a = &run;
     agent_leasefile_t lf = {.fd = -1};
     agent_sup_exit_t ex;
     sigset_t set;
@@ -273,7 +303,6 @@ int agent_sup_run(const agent_sup_args_t *a)
     int64_t hard_at = 0, last_kill = 0;
     int status = 0, rc = 0;
 
-    close_inherited();
     /* Orphans of the task come to this process, which reaps them, rather
      * than to the agent or init. */
     prctl(PR_SET_CHILD_SUBREAPER, 1);
@@ -284,6 +313,11 @@ int agent_sup_run(const agent_sup_args_t *a)
     sigaddset(&set, SIGCHLD);
     sigaddset(&set, SIGTERM);
     sigprocmask(SIG_BLOCK, &set, NULL);
+    /* Blocked first: a SIGTERM from the agent from here on kills the task
+     * (STOPPED) rather than the supervisor alone. */
+    if (a->start_fd > 0 && (a->task = start_task(a->start_fd)) <= 0)
+        return 127;
+    close_inherited(); /* the start pipe's copy here too: its end says the task exec'd */
     memset(&ex, 0, sizeof ex);
     /* No readable lease: nothing says the task may run, so it may not. */
     if (a->lease)

@@ -4,11 +4,17 @@
  * fence holds whatever state the agent is in (running, SIGSTOPped, hung
  * in a system call, killed).
  *
- *   agent --fork--> supervisor (own session; `arbiter supervise`, exec'd)
- *                       |
+ *   agent --posix_spawn--> supervisor (own session; `arbiter-supervise`)
+ *                       |   reads its start record (agent_sup_start_t)
  *                       +--fork--> task (own session and process group,
- *                                  its cgroups, PR_SET_PDEATHSIG: it dies
- *                                  with its supervisor)
+ *                                  its cgroups, user, directory, output,
+ *                                  PR_SET_PDEATHSIG: it dies with its
+ *                                  supervisor), then exec
+ *
+ * The agent's address space is never copied for a task: posix_spawn runs
+ * the supervisor's exec on a stack of its own in glibc (internal system
+ * calls only: no sanitizer interceptor runs in the agent's memory), and
+ * the supervisor, a small static program, forks the task from its own.
  *
  * The supervisor holds two deadlines, both on CLOCK_MONOTONIC (one clock
  * for every process of the machine):
@@ -112,8 +118,69 @@ int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e);
 
 /* ---- the supervisor process ------------------------------------------------------- */
 
+/* ---- the start record ------------------------------------------------------------- */
+
+/*
+ * What the agent hands the supervisor it spawns (`--start FD`: a memfd
+ * holding agent_sup_start_encode's bytes), so that the supervisor forks
+ * and prepares the task: the program and its arguments, the environment,
+ * the directory, the user, and the file descriptors the supervisor
+ * inherited for it (the start pipe, the task's stdout and stderr, its
+ * cgroup.procs files). On the start pipe the supervisor writes the task's
+ * pid (AGENT_SUP_MSG_PID) and the task a failed step (AGENT_SUP_MSG_FAIL,
+ * step, errno) before it _exits 127; the pipe's end (the supervisor's copy
+ * closed, the task's closed by its exec) says the task exec'd.
+ */
+#define AGENT_SUP_MAX_GROUPS 64
+enum { AGENT_SUP_MSG_FAIL = 1, AGENT_SUP_MSG_PID = 2 };
+typedef struct agent_sup_msg {
+    int kind, a, b;
+} agent_sup_msg_t;
+enum {
+    AGENT_SUP_STEP_SETSID,
+    AGENT_SUP_STEP_CGROUP,
+    AGENT_SUP_STEP_OUTPUT,
+    AGENT_SUP_STEP_USER,
+    AGENT_SUP_STEP_CHDIR,
+    AGENT_SUP_STEP_EXEC,
+    AGENT_SUP_STEP_FORK,
+    AGENT_SUP_STEP_SUPERVISOR,
+    AGENT_SUP_STEP_N
+};
+
+typedef struct agent_sup_start {
+    const char *path, *cwd;
+    char **argv, **envv; /* NULL-ended; parsed: arrays owned, strings in the buffer */
+    bool drop;           /* switch to uid, gid and groups */
+    uid_t uid;
+    gid_t gid;
+    int ngroups;
+    gid_t groups[AGENT_SUP_MAX_GROUPS];
+    int64_t delay_ns; /* tests: the task sleeps this long before its exec */
+    int report_fd, out_fd, err_fd;
+    int ncg;
+    int cg_fd[2]; /* cgroup.procs of the task's cgroups */
+} agent_sup_start_t;
+
+/* The record's bytes (malloc'd, *len of them): 0 or -ENOMEM. */
+int agent_sup_start_encode(const agent_sup_start_t *s, char **out, size_t *len);
+/* Parse buf (len bytes, kept: the strings point into it): 0 or -EINVAL with
+ * text; free with agent_sup_start_free. */
+int agent_sup_start_parse(char *buf, size_t len, agent_sup_start_t *s, arb_err_t *err);
+void agent_sup_start_free(agent_sup_start_t *s);
+/* The record from fd (from its start, whatever its offset): malloc'd. */
+int agent_sup_start_read(int fd, char **buf, size_t *len, arb_err_t *err);
+/* Fork the task and say its pid on the start pipe: its pid, or -1 (the
+ * failure said on the pipe). */
+pid_t agent_sup_start_task(const agent_sup_start_t *s);
+/* One message on the start pipe. */
+void agent_sup_report(int fd, int kind, int a, int b);
+
+/* ---- the supervisor process ------------------------------------------------------- */
+
 typedef struct agent_sup_args {
-    pid_t task;        /* its child, the task leader (process group id) */
+    pid_t task;        /* its child, the task leader (process group id); 0 with start_fd */
+    int start_fd;      /* --start FD: the start record; the supervisor forks the task; 0 none */
     const char *lease; /* the lease file; NULL: no lease (the executor used alone) */
     const char *exit_path;
     agent_cg_mode_t cg_mode;
@@ -123,10 +190,13 @@ typedef struct agent_sup_args {
     int64_t limit_grace_ns; /* SIGTERM -> SIGKILL at the time limit */
 } agent_sup_args_t;
 
-/* `arbiter supervise` arguments (the executor writes them): 0 or -EINVAL. */
+/* `arbiter supervise` arguments (the executor writes them): 0 or -EINVAL.
+ * --task-pid PID (a task already forked) or --start FD (fork it). */
 int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err);
-/* Supervise until the task is reaped; returns the process's exit code (0,
- * or 1 when the task was not this process's child). */
+/* Supervise until the task is reaped (with start_fd: start it first);
+ * returns the process's exit code (0, 1 when the task was not this
+ * process's child, 127 when the start record could not be read or the
+ * task not forked: said on the start pipe). */
 int agent_sup_run(const agent_sup_args_t *a);
 
 int64_t agent_sup_mono_ns(void);

@@ -1,15 +1,17 @@
 /*
  * supervise.c: `arbiter supervise`, the per-task supervisor the agent
  * starts between itself and each task (src/agent/supervise.h): it is not
- * run by hand. The agent forks it, it forks the task, and then it execs
- * this verb so that it carries nothing of the agent's memory.
+ * run by hand. The agent spawns it (arbiter-supervise, or this verb where
+ * that program is not there) with a start record on fd FD; it forks the
+ * task from it (--start), or supervises a task already forked (--task-pid).
  *
- *   arbiter supervise --task-pid PID --exit FILE [--lease FILE]
+ *   arbiter supervise (--start FD | --task-pid PID) --exit FILE [--lease FILE]
  *                     [--cgroup-v2 DIR | --cgroup-v1 DIR ...]
  *                     [--time-limit-at NS --grace NS]
  *
  * Exit status: 0 the task ended and its exit record is written; 1 PID was
- * not this process's child; 2 bad usage.
+ * not this process's child; 2 bad usage; 127 the start record could not
+ * be read or the task not forked.
  */
 #include <stdio.h>
 #include <string.h>
@@ -18,7 +20,7 @@
 #include "cli/cli.h"
 
 #define SUPERVISE_USAGE                                                                            \
-    "usage: arbiter supervise --task-pid PID --exit FILE [--lease FILE]\n"                         \
+    "usage: arbiter supervise (--start FD | --task-pid PID) --exit FILE [--lease FILE]\n"          \
     "                         [--cgroup-v2 DIR | --cgroup-v1 DIR ...]\n"                           \
     "                         [--time-limit-at NS --grace NS]\n"                                   \
     "  (started by the agent for each task: docs/agent.md)\n"

@@ -8,7 +8,7 @@
  * where libc.a is there). The agent uses it when it lies beside its own
  * binary (src/cli/agent.c), else `arbiter supervise`, which is the same code.
  *
- *   arbiter-supervise supervise --task-pid PID --exit FILE [--lease FILE] ...
+ *   arbiter-supervise supervise --start FD --exit FILE [--lease FILE] ...
  *
  * (the agent's command line for `arbiter supervise`, word for word).
  */
@@ -25,10 +25,12 @@ int main(int argc, char **argv)
     if (argc > 1 && !strcmp(argv[1], "supervise")) /* the agent's words: skip the verb */
         argc--, argv++;
     if (agent_sup_parse(argc, argv, &a, &err) < 0) {
-        fprintf(stderr,
-                "arbiter-supervise: %s\nusage: arbiter-supervise supervise --task-pid PID --exit "
-                "FILE [--lease FILE] ... (started by the agent for each task: docs/agent.md)\n",
-                err.msg);
+        fprintf(
+            stderr,
+            "arbiter-supervise: %s\nusage: arbiter-supervise supervise (--start FD | --task-pid "
+            "PID) --exit FILE [--lease FILE] ... (started by the agent for each task: "
+            "docs/agent.md)\n",
+            err.msg);
         return 2;
     }
     return agent_sup_run(&a);

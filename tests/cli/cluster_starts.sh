@@ -1,8 +1,8 @@
 #!/bin/sh
 # Concurrent task starts (issue 20; docs/agent.md "Starting tasks"). A real
 # controller and a real agent with 16 fake GPUs whose every task start is
-# slowed by 3 s before its supervisor execs (ARBITER_AGENT_START_DELAY_MS,
-# a test hook in the supervisor-to-be). 16 one-GPU jobs started one after
+# slowed by 3 s before its exec (ARBITER_AGENT_START_DELAY_MS, a test hook
+# in the task, forked by its supervisor). 16 one-GPU jobs started one after
 # another, each waiting for its execs, would take 48 s or more:
 #   - all 16 tasks are running (each has written its marker file, as a real
 #     process) within 30 s of their submission, so the starts overlapped;

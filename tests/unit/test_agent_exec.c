@@ -18,8 +18,10 @@
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <ftw.h>
 #include <signal.h>
 #include <stdio.h>
@@ -678,7 +680,7 @@ static void test_adopt_and_state_file(void **st)
 
 /* A start that does not wait for the execs (agent_exec_begin): STARTING
  * at once, however slow the exec (the test hook start_delay_ns sleeps in
- * the supervisor-to-be before it execs); settled by agent_exec_poll; a
+ * the task before its exec, in its supervisor's fork); settled by agent_exec_poll; a
  * failed exec reported as 127 when seen; a fence does not wait for a slow
  * start; the synchronous start still returns a failed exec as an error. */
 static agent_task_t *begin(agent_exec_t *x, const char *job, int task, char *const *argv)
@@ -775,6 +777,126 @@ static void test_begin_async(void **st)
     agent_exec_free(&x);
 }
 
+/* /proc/PID/stat's field n (4: ppid, 6: session). */
+static long stat_field(pid_t pid, int n)
+{
+    char path[64];
+    const char *text, *p;
+    long v = -1;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(text = fx_slurp(path)) || !(p = strrchr(text, ')')))
+        return -1;
+    p += 2; /* field 3, the state */
+    for (int f = 3; f < n && p; f++)
+        p = strchr(p + 1, ' ');
+    if (p)
+        sscanf(p, " %ld", &v);
+    return v;
+}
+
+/* A NUL-separated /proc file (environ, cmdline) with its NULs as newlines
+ * (a static buffer). */
+static const char *proc_list(pid_t pid, const char *what)
+{
+    static char buf[16384];
+    char path[64];
+    size_t n = 0;
+    FILE *f;
+
+    snprintf(path, sizeof path, "/proc/%d/%s", (int)pid, what);
+    if ((f = fopen(path, "re"))) {
+        n = fread(buf, 1, sizeof buf - 1, f);
+        fclose(f);
+    }
+    for (size_t i = 0; i < n; i++)
+        buf[i] = buf[i] ? buf[i] : '\n';
+    buf[n] = '\0';
+    return buf;
+}
+
+/* The fds of pid above 2, as "N->target\n" lines. */
+static void fds_above_2(pid_t pid, char *buf, size_t n)
+{
+    char dir[64], link[PATH_MAX + 64], target[PATH_MAX];
+    struct dirent *e;
+    DIR *d;
+    size_t used = 0;
+
+    buf[0] = '\0';
+    snprintf(dir, sizeof dir, "/proc/%d/fd", (int)pid);
+    if (!(d = opendir(dir)))
+        return;
+    while ((e = readdir(d))) {
+        if (atoi(e->d_name) <= 2)
+            continue;
+        snprintf(link, sizeof link, "%s/%s", dir, e->d_name);
+        ssize_t got = readlink(link, target, sizeof target - 1);
+        target[got > 0 ? got : 0] = '\0';
+        used += (size_t)snprintf(buf + used, n - used, "%s->%s\n", e->d_name, target);
+        if (used >= n)
+            break;
+    }
+    closedir(d);
+}
+
+/* The spawn (posix_spawn of the supervisor, which forks the task): the
+ * task is the supervisor's child and the supervisor the executor's, in a
+ * session of its own; the task's environment reached the task but is in
+ * neither the supervisor's environment nor its argv (world-readable); the
+ * supervisor holds no fd of the executor's, and the task none past its
+ * stdio. */
+static void test_spawn_private(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *argv[] = {"sleep", "1000", NULL};
+    char *env[] = {"ARB_TASK_SECRET=s3cret-value", NULL};
+    char fds[2048];
+    const char *text;
+    agent_task_spec_t s;
+    agent_task_t *t;
+    int leak = open("/dev/null", O_RDONLY); /* not close-on-exec: the agent's own */
+
+    (void)st;
+    c.leased = true;
+    assert_true(leak > 2);
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    agent_exec_set_deadline(&x, arb_mono_ns() + 600 * SEC); /* 0 would fence it at once */
+    s = spec("private", 0, argv);
+    s.env = env;
+    t = start_spec(&x, &s, true);
+    assert_int_equal(t->state, AGENT_TASK_RUNNING);
+    assert_int_equal(stat_field(t->pid, 4), (long)t->sup_pid);
+    assert_int_equal(stat_field(t->sup_pid, 4), (long)getpid());
+    assert_int_equal(stat_field(t->sup_pid, 6), (long)t->sup_pid); /* its own session */
+    assert_int_equal(stat_field(t->pid, 6), (long)t->pid);
+    /* the environment: the task's, and only there */
+    assert_non_null(strstr(proc_list(t->pid, "environ"), "\nARB_TASK_SECRET=s3cret-value\n"));
+    text = proc_list(t->sup_pid, "environ");
+    assert_null(strstr(text, "s3cret"));
+    assert_non_null(strstr(text, "PATH="));
+    text = proc_list(t->sup_pid, "cmdline");
+    assert_null(strstr(text, "s3cret"));
+    assert_non_null(strstr(text, "\n--start\n"));
+    /* fds: the supervisor's lease file only; the task's stdio only */
+    fds_above_2(t->sup_pid, fds, sizeof fds);
+    for (char *l = fds, *nl; *l; l = nl + 1) {
+        nl = strchr(l, '\n');
+        *nl = '\0';
+        if (!strstr(l, "/.arbiter/lease"))
+            fail_msg("the supervisor holds fd %s", l);
+    }
+    fds_above_2(t->pid, fds, sizeof fds);
+    if (fds[0])
+        fail_msg("the task holds fds past its stdio: %s", fds);
+    assert_int_equal(agent_exec_fence(&x, arb_mono_ns()), 1);
+    assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
+    agent_exec_free(&x);
+    close(leak);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -789,6 +911,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cgroup_v2_fake, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopt_and_state_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_begin_async, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spawn_private, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

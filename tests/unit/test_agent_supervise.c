@@ -359,6 +359,85 @@ static void test_needs_supervisor(void **st)
     agent_exec_free(&x);
 }
 
+/* The start record (sup_start.c): what the agent encodes the supervisor
+ * parses back the same; a damaged one is refused with the field named;
+ * --start and --task-pid are one or the other. */
+static void test_start_record(void **st)
+{
+    char *argv[] = {"sh", "-c", "echo a\nb", NULL}, *env[] = {"A=1", "B=two words", NULL};
+    agent_sup_start_t in = {.path = "/bin/sh",
+                            .cwd = "/tmp",
+                            .argv = argv,
+                            .envv = env,
+                            .drop = true,
+                            .uid = 65534,
+                            .gid = 65534,
+                            .ngroups = 2,
+                            .groups = {65534, 100},
+                            .delay_ns = 5,
+                            .report_fd = 4,
+                            .out_fd = 5,
+                            .err_fd = 6,
+                            .ncg = 1,
+                            .cg_fd = {7, -1}};
+    agent_sup_start_t out;
+    arb_err_t err = {{0}};
+    char *buf = NULL;
+    size_t len = 0;
+
+    (void)st;
+    assert_int_equal(agent_sup_start_encode(&in, &buf, &len), 0);
+    assert_int_equal(agent_sup_start_parse(buf, len, &out, &err), 0);
+    assert_string_equal(out.path, "/bin/sh");
+    assert_string_equal(out.cwd, "/tmp");
+    assert_string_equal(out.argv[2], "echo a\nb");
+    assert_null(out.argv[3]);
+    assert_string_equal(out.envv[1], "B=two words");
+    assert_null(out.envv[2]);
+    assert_true(out.drop);
+    assert_int_equal(out.uid, 65534);
+    assert_int_equal(out.ngroups, 2);
+    assert_int_equal(out.groups[1], 100);
+    assert_int_equal(out.delay_ns, 5);
+    assert_int_equal(out.report_fd, 4);
+    assert_int_equal(out.err_fd, 6);
+    assert_int_equal(out.ncg, 1);
+    assert_int_equal(out.cg_fd[0], 7);
+    agent_sup_start_free(&out);
+    /* cut short (no final NUL), a bad magic, a key with no value */
+    assert_int_equal(agent_sup_start_parse(buf, len - 1, &out, &err), -EINVAL);
+    buf[0] = 'X';
+    assert_int_equal(agent_sup_start_parse(buf, len, &out, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "magic"));
+    free(buf);
+    char nofd[] = "ARBSTART1\0exec\0/bin/true\0cwd\0/\0arg\0true\0report\0"
+                  "2\0";
+    assert_int_equal(agent_sup_start_parse(nofd, sizeof nofd - 1, &out, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "report '2'"));
+    char unknown[] = "ARBSTART1\0exec\0/bin/true\0shell\0yes\0";
+    assert_int_equal(agent_sup_start_parse(unknown, sizeof unknown - 1, &out, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "unknown key 'shell'"));
+    char noargs[] = "ARBSTART1\0exec\0/bin/true\0cwd\0/\0report\0"
+                    "4\0out\0"
+                    "5\0err\0"
+                    "6\0";
+    assert_int_equal(agent_sup_start_parse(noargs, sizeof noargs - 1, &out, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "required"));
+    char dangling[] = "ARBSTART1\0exec\0";
+    assert_int_equal(agent_sup_start_parse(dangling, sizeof dangling - 1, &out, &err), -EINVAL);
+
+    agent_sup_args_t a;
+    char *both[] = {"supervise", "--task-pid", "99", "--start", "3", "--exit", "x", NULL};
+    assert_int_equal(agent_sup_parse(7, both, &a, &err), -EINVAL);
+    assert_non_null(strstr(err.msg, "give one"));
+    char *start[] = {"supervise", "--start", "3", "--exit", "x", NULL};
+    assert_int_equal(agent_sup_parse(5, start, &a, &err), 0);
+    assert_int_equal(a.start_fd, 3);
+    assert_int_equal(a.task, 0);
+    char *lowfd[] = {"supervise", "--start", "1", "--exit", "x", NULL};
+    assert_int_equal(agent_sup_parse(5, lowfd, &a, &err), -EINVAL);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -368,6 +447,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_time_limit_without_agent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_dies_with_supervisor, setup, teardown),
         cmocka_unit_test_setup_teardown(test_needs_supervisor, setup, teardown),
+        cmocka_unit_test(test_start_record),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
