@@ -380,7 +380,6 @@ static int h_queues(api_req_t *r)
 static int h_events(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     uint64_t since = 0, limit = 1000, wait = 0;
     const char *p;
@@ -393,13 +392,14 @@ static int h_events(api_req_t *r)
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
     /* The answer now; when there is none yet, the connection waits without
      * a thread (api_poll) and this runs again when the state changes. */
-    int rc = st_events(r->st, &r->who, since, (int)limit, 0, &out, &t, &err);
-    if (rc == 0 && json_array_size(json_object_get(out, "events")) == 0 &&
-        (uint64_t)json_integer_value(json_object_get(out, "last")) == since &&
-        api_poll(r, (int64_t)wait * 1000)) {
-        json_decref(out);
+    st_event_list_t l;
+    int rc = st_events(r->st, &r->who, since, (int)limit, 0, &l, &t, &err);
+    if (rc == 0 && l.n == 0 && l.last == since && api_poll(r, (int64_t)wait * 1000)) {
+        st_event_list_free(&l);
         return 0;
     }
+    json_t *out = rc == 0 ? api_events_json(&l) : NULL;
+    st_event_list_free(&l);
     return api_finish(r, rc, out, t, &err, 200);
 }
 

@@ -485,9 +485,12 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
             break;
     }
     while (found > 0) {
-        json_t *e = json_loads(s->ring[idx[--found]].json, 0, NULL);
+        const st_event_t *ev = &s->ring[idx[--found]];
+        char *txt = ev->type ? st_event_record(ev) : NULL;
+        json_t *e = txt ? json_loads(txt, 0, NULL) : NULL;
         if (e)
             json_array_append_new(evs, e);
+        free(txt);
     }
     json_object_set_new(o, "events", evs);
     return o;

@@ -635,13 +635,21 @@ void st_queue_list_free(st_queue_list_t *l)
     memset(l, 0, sizeof *l);
 }
 
-int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
-              json_t **out, int64_t *ticket, arb_err_t *err)
+void st_event_list_free(st_event_list_t *l)
 {
-    json_t *arr = json_array();
-    struct timespec dl;
-    int n = 0;
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i].message);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
 
+int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
+              st_event_list_t *out, int64_t *ticket, arb_err_t *err)
+{
+    struct timespec dl;
+    int n = 0, rc = 0;
+
+    memset(out, 0, sizeof *out);
     if (limit <= 0 || limit > 10000)
         limit = 1000;
     dl = st_deadline(wait_ms);
@@ -662,8 +670,11 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
         else
             hi = mid;
     }
+    int want = s->ring_n - lo < limit ? s->ring_n - lo : limit;
+    if (want > 0 && !(out->v = calloc((size_t)want, sizeof *out->v)))
+        rc = arb_errf(err, -ENOMEM, "out of memory");
     uint64_t last = since;
-    for (int i = lo; i < s->ring_n && n < limit; i++) {
+    for (int i = lo; rc == 0 && i < s->ring_n && n < limit; i++) {
         const st_event_t *ev = &s->ring[(s->ring_head + i) % s->ring_cap];
         last = ev->lamport;
         if (ev->job && who->role == ST_ROLE_USER) {
@@ -671,16 +682,16 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
             if (sj && !may_see(who, sj))
                 continue;
         }
-        json_t *e = json_loads(ev->json, 0, NULL);
-        if (e)
-            json_array_append_new(arr, e);
-        n++;
+        n++; /* an unreadable stored one counts, and is shown to nobody */
+        if (ev->type && st_event_view_of(ev, &out->v[out->n++]) < 0)
+            rc = arb_errf(err, -ENOMEM, "out of memory");
     }
-    uint64_t oldest = s->ring_n ? s->ring[s->ring_head].lamport : 0;
-    *out = json_pack("{s:o,s:I,s:I,s:b}", "events", arr, "last", (json_int_t)last, "oldest",
-                     (json_int_t)oldest, "truncated", since + 1 < oldest);
+    out->last = last;
+    out->oldest = s->ring_n ? s->ring[s->ring_head].lamport : 0;
+    out->truncated = since + 1 < out->oldest;
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
-    (void)err;
-    return 0;
+    if (rc < 0)
+        st_event_list_free(out);
+    return rc;
 }

@@ -374,11 +374,33 @@ typedef struct st_queue_list {
  * failure (-ENOMEM). */
 int st_queues_list(st_t *s, st_queue_list_t *out, int64_t *ticket, arb_err_t *err);
 void st_queue_list_free(st_queue_list_t *l);
+/* One event of the log (GET /v1/events; a typed view): type and node are
+ * names the state interns (borrowed, valid until st_close), the message
+ * the view's own. */
+typedef struct st_event_view {
+    uint64_t lamport;
+    char time[32];    /* wall clock, for people */
+    const char *type; /* "job-placed", ... (borrowed) */
+    char *message;    /* owned */
+    uint64_t job;     /* 0: none */
+    const char *node; /* borrowed; NULL none */
+} st_event_view_t;
+
+typedef struct st_event_list {
+    st_event_view_t *v; /* owned, oldest first */
+    int n;
+    uint64_t last;   /* the Lamport time of the last event looked at (since: none) */
+    uint64_t oldest; /* the oldest event kept (0: none) */
+    bool truncated;  /* events after since were dropped from the log (since + 1 < oldest) */
+} st_event_list_t;
+
 /* Events with lamport > since, oldest first, at most limit (users do not
- * see events of other teams' jobs); when none, wait up to wait_ms for one. *out: {"events": [...],
- * "last": N, "oldest": N} */
+ * see events of other teams' jobs); when none, wait up to wait_ms for one.
+ * *out is the caller's (st_event_list_free) on success, empty on failure
+ * (-ENOMEM). */
 int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
-              json_t **out, int64_t *ticket, arb_err_t *err);
+              st_event_list_t *out, int64_t *ticket, arb_err_t *err);
+void st_event_list_free(st_event_list_t *l);
 /* Record how long the API took to handle one agent report (metrics). */
 void st_note_report(st_t *s, int64_t ns);
 /* Append Prometheus text-format metrics to *buf (malloc'd, *len bytes). */

@@ -137,10 +137,17 @@ typedef struct st_node {
     st_telhist_t *hist; /* telemetry of the last minutes (owned; volatile; telhist.c) */
 } st_node_t;
 
+/* One event of the log, as kept in memory (its store record is
+ * st_event_record's text). type and node are interned (st_name); type
+ * NULL: a stored record that could not be read (kept for its place, shown
+ * to nobody). */
 typedef struct st_event {
     uint64_t lamport;
-    uint64_t job;
-    char *json; /* owned */
+    uint64_t job;     /* 0: none */
+    const char *type; /* "job-placed", ... */
+    const char *node; /* NULL: none */
+    char *msg;        /* owned */
+    char time[32];    /* wall clock, for people (jv_time) */
 } st_event_t;
 
 #define ST_HIST 12

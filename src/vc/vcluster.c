@@ -512,15 +512,15 @@ int vc_cycle(vc_t *v, arb_cycle_stats_t *st, arb_err_t *err)
 static int new_events(vc_t *v)
 {
     static const st_who_t admin = {ST_ROLE_ADMIN, "", "vc", NULL};
-    json_t *out = NULL;
+    st_event_list_t out;
     int64_t ticket;
     int n = 0;
 
     if (st_events(v->s, &admin, v->ev_seen, 10000, 0, &out, &ticket, NULL) == 0) {
-        n = (int)json_array_size(json_object_get(out, "events"));
-        v->ev_seen = (uint64_t)json_integer_value(json_object_get(out, "last"));
+        n = out.n;
+        v->ev_seen = out.last;
+        st_event_list_free(&out);
     }
-    json_decref(out);
     return n;
 }
 

@@ -141,19 +141,17 @@ static ev_count_t *count_of(run_t *r, uint64_t job)
 static int scan_events(run_t *r, int step)
 {
     static const st_who_t admin = {ST_ROLE_ADMIN, "", "dst", NULL};
-    json_t *out = NULL, *e;
+    st_event_list_t out;
     int64_t t;
-    size_t i;
     int rc = 0;
 
     if (st_events(S(r), &admin, r->ev_seen, 10000, 0, &out, &t, NULL) < 0)
         return 0;
-    r->ev_seen = (uint64_t)json_integer_value(json_object_get(out, "last"));
-    json_array_foreach(json_object_get(out, "events"), i, e)
-    {
-        const char *type = json_string_value(json_object_get(e, "type"));
-        const char *msg = json_string_value(json_object_get(e, "message"));
-        uint64_t job = (uint64_t)json_integer_value(json_object_get(e, "job"));
+    r->ev_seen = out.last;
+    for (int i = 0; i < out.n; i++) {
+        const char *type = out.v[i].type;
+        const char *msg = out.v[i].message;
+        uint64_t job = out.v[i].job;
         const char *by = msg ? strstr(msg, "by job ") : NULL;
         bool evicted = !strcmp(type, "job-preempting") || !strcmp(type, "job-preempted") ||
                        !strcmp(type, "job-reclaiming") ||
@@ -185,7 +183,7 @@ static int scan_events(run_t *r, int step)
             break;
         }
     }
-    json_decref(out);
+    st_event_list_free(&out);
     return rc;
 }
 
@@ -499,14 +497,13 @@ static int run(const dst_world_t *w, const dst_op_t *ops, int nops, bool drain, 
         *fail_step = r.fail_step;
         if (verbose > 1 && r.v) { /* the event log, to read what happened */
             static const st_who_t admin = {ST_ROLE_ADMIN, "", "dst", NULL};
-            json_t *out = NULL, *e;
+            st_event_list_t out;
             int64_t t;
-            size_t i;
-            st_events(S(&r), &admin, 0, 10000, 0, &out, &t, NULL);
-            json_array_foreach(json_object_get(out, "events"), i, e)
-                fprintf(stderr, "  event %s: %s\n", json_string_value(json_object_get(e, "type")),
-                        json_string_value(json_object_get(e, "message")));
-            json_decref(out);
+            if (st_events(S(&r), &admin, 0, 10000, 0, &out, &t, NULL) == 0) {
+                for (int i = 0; i < out.n; i++)
+                    fprintf(stderr, "  event %s: %s\n", out.v[i].type, out.v[i].message);
+                st_event_list_free(&out);
+            }
         }
     }
 out:

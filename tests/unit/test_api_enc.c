@@ -176,13 +176,42 @@ static void test_node(void **unused)
                 "false}]}");
 }
 
+/* The event log: job and node only where the event has them; an empty
+ * page keeps its cursor. */
+static void test_events(void **unused)
+{
+    (void)unused;
+    char m0[] = "job 7 'train' placed on n1 \"now\"", m1[] = "node 'n1' registered";
+    st_event_view_t v[2] = {
+        {.lamport = 41,
+         .time = "2026-12-01T20:52:13.840Z",
+         .type = "job-placed",
+         .message = m0,
+         .job = 7},
+        {.lamport = 42,
+         .time = "2026-12-01T20:52:14.001Z",
+         .type = "node-registered",
+         .message = m1,
+         .node = "n1"},
+    };
+    st_event_list_t l = {.v = v, .n = 2, .last = 42, .oldest = 3};
+    expect_json(api_events_json(&l),
+                "{\"events\":[{\"lamport\":41,\"time\":\"2026-12-01T20:52:13.840Z\",\"type\":"
+                "\"job-placed\",\"message\":\"job 7 'train' placed on n1 \\\"now\\\"\",\"job\":7},"
+                "{\"lamport\":42,\"time\":\"2026-12-01T20:52:14.001Z\",\"type\":"
+                "\"node-registered\",\"message\":\"node 'n1' registered\",\"node\":\"n1\"}],"
+                "\"last\":42,\"oldest\":3,\"truncated\":false}");
+    st_event_list_t none = {.last = 9, .oldest = 12, .truncated = true};
+    expect_json(api_events_json(&none),
+                "{\"events\":[],\"last\":9,\"oldest\":12,\"truncated\":true}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_queues),
-        cmocka_unit_test(test_status),
-        cmocka_unit_test(test_prio_classes),
-        cmocka_unit_test(test_node),
+        cmocka_unit_test(test_queues),       cmocka_unit_test(test_status),
+        cmocka_unit_test(test_prio_classes), cmocka_unit_test(test_node),
+        cmocka_unit_test(test_events),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

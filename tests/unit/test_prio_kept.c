@@ -90,19 +90,15 @@ static void job(st_t *s, uint64_t id, const char *state, int prio, bool preempti
 /* Events of type `type` naming job id. */
 static int events_of(st_t *s, const char *type, uint64_t id)
 {
-    json_t *out = NULL, *e;
+    st_event_list_t out;
     int64_t t;
-    size_t i;
     int n = 0;
 
     assert_int_equal(st_events(s, &admin, 0, 0, 0, &out, &t, NULL), 0);
-    json_array_foreach(json_object_get(out, "events"), i, e)
-    {
-        if (strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
-            (uint64_t)json_integer_value(json_object_get(e, "job")) == id)
+    for (int i = 0; i < out.n; i++)
+        if (strcmp(out.v[i].type, type) == 0 && out.v[i].job == id)
             n++;
-    }
-    json_decref(out);
+    st_event_list_free(&out);
     return n;
 }
 
