@@ -161,24 +161,33 @@ static int h_leader(api_req_t *r)
     return 200;
 }
 
+/* The reply of a call that gives one job: its view encoded, then freed. */
+static int finish_job(api_req_t *r, int rc, st_job_view_t *v, int64_t t, const arb_err_t *err,
+                      int ok_status)
+{
+    json_t *out = rc == 0 ? api_job_json(v) : NULL;
+
+    st_job_view_free(v);
+    return api_finish(r, rc, out, t, err, ok_status);
+}
+
 static int h_submit(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
 
     if (api_is_workload(r)) /* a Kubernetes manifest or a Slurm script (submit_wl.c) */
         return api_submit_workload(r);
     bool created = false;
+    st_job_view_t v;
     int rc = st_job_submit_key(r->st, &r->who, api_header(r, "Idempotency-Key"), r->body, r->n,
-                               r->yaml, &out, &created, &t, &err);
-    return api_finish(r, rc, out, t, &err, created ? 201 : 200);
+                               r->yaml, &v, &created, &t, &err);
+    return finish_job(r, rc, &v, t, &err, created ? 201 : 200);
 }
 
 static int h_jobs(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     uint64_t after = 0, limit = 0;
     const char *a = api_query(r, "after"), *l = api_query(r, "limit");
@@ -187,29 +196,32 @@ static int h_jobs(api_req_t *r)
         return api_error(r, 400, "after: '%s' is not a job id", a);
     if (l && (parse_u64(l, &limit) < 0 || limit > 1000000))
         return api_error(r, 400, "limit: '%s' is not a count (0..1000000)", l);
+    st_job_list_t jl;
     int rc = st_jobs_list(r->st, &r->who, api_query(r, "state"), api_query(r, "queue"), after,
-                          (int)limit, &out, &t, &err);
+                          (int)limit, &jl, &t, &err);
     if (rc == -EINVAL)
         rc = -EBADMSG; /* a bad query parameter is a bad request */
+    json_t *out = rc == 0 ? api_jobs_json(&jl) : NULL;
+    st_job_list_free(&jl);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_job(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
-    int rc = st_job_get(r->st, &r->who, r->job, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    st_job_view_t v;
+    int rc = st_job_get(r->st, &r->who, r->job, &v, &t, &err);
+    return finish_job(r, rc, &v, t, &err, 200);
 }
 
 static int h_cancel(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
-    int rc = st_job_cancel(r->st, &r->who, r->job, r->if_match, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    st_job_view_t v;
+    int rc = st_job_cancel(r->st, &r->who, r->job, r->if_match, &v, &t, &err);
+    return finish_job(r, rc, &v, t, &err, 200);
 }
 
 static int h_explain(api_req_t *r)

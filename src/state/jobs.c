@@ -105,8 +105,8 @@ static bool may_see(const st_who_t *who, const st_job_t *sj)
     return who->role != ST_ROLE_USER || strcmp(who->team ? who->team : "", sj->team) == 0;
 }
 
-int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml, json_t **out,
-                  int64_t *ticket, arb_err_t *err)
+int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                  st_job_view_t *out, int64_t *ticket, arb_err_t *err)
 {
     bool created;
     return st_job_submit_key(s, who, NULL, body, n, yaml, out, &created, ticket, err);
@@ -196,7 +196,7 @@ int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n
 }
 
 int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
-                      bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err)
+                      bool yaml, st_job_view_t *out, bool *created, int64_t *ticket, arb_err_t *err)
 {
     arb_job_t *j = NULL;
     json_t *command = NULL, *env = NULL;
@@ -206,6 +206,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     const char *team = who->team ? who->team : "";
 
     *created = false;
+    memset(out, 0, sizeof *out);
     if (key && (rc = st_idem_check(key, err)) < 0) {
         *ticket = 0;
         return rc;
@@ -225,9 +226,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
                           "Idempotency-Key: '%s' was used for job %llu with a different body; "
                           "send a new key with a new job",
                           key, (unsigned long long)prev);
-        } else {
-            *out = st_job_json_for(s, pj, who);
-            rc = 0;
+        } else if ((rc = st_job_view_of(s, pj, true, who, out)) < 0) {
+            rc = arb_errf(err, rc, "out of memory");
         }
         st_job_free(stored);
         *ticket = st_seen(s);
@@ -301,7 +301,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     s->m_submitted++;
     s->dirty = true;
     pthread_cond_signal(&s->kick);
-    *out = st_job_json_for(s, sj, who);
+    if (st_job_view_of(s, sj, true, who, out) < 0) /* the job stands: only the reply is lost */
+        rc = arb_errf(err, -ENOMEM, "out of memory");
     sj = NULL;
 out:
     if (sj) {
@@ -335,12 +336,13 @@ static int find_visible(st_t *s, const st_who_t *who, uint64_t id, st_job_t **sj
     return 0;
 }
 
-int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
+int st_job_get(st_t *s, const st_who_t *who, uint64_t id, st_job_view_t *out, int64_t *ticket,
                arb_err_t *err)
 {
     st_job_t *sj;
     int rc;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc == -ENOENT && s->nstored && id > 0 && id < s->next_id) {
@@ -349,29 +351,29 @@ int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t 
             if (!may_see(who, sj))
                 rc = arb_errf(err, -EACCES, "job %llu belongs to team '%s', not to yours ('%s')",
                               (unsigned long long)id, sj->team, who->team ? who->team : "");
-            else
-                *out = st_job_json_for(s, sj, who);
+            else if ((rc = st_job_view_of(s, sj, true, who, out)) < 0)
+                rc = arb_errf(err, rc, "out of memory");
             st_job_free(sj);
         }
         *ticket = st_seen(s);
         pthread_mutex_unlock(&s->mu);
         return rc;
     }
-    if (rc == 0)
-        *out = st_job_json_for(s, sj, who);
+    if (rc == 0 && (rc = st_job_view_of(s, sj, true, who, out)) < 0)
+        rc = arb_errf(err, rc, "out of memory");
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
 int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue, uint64_t after,
-                 int limit, json_t **out, int64_t *ticket, arb_err_t *err)
+                 int limit, st_job_list_t *out, int64_t *ticket, arb_err_t *err)
 {
     arb_job_state_t want = ARB_JOB_PENDING;
-    json_t *arr;
-    int rc = 0, n = 0;
+    int rc = 0, cap = 0;
     uint32_t q = 0;
 
+    memset(out, 0, sizeof *out);
     if (state && state[0]) {
         int k = 0;
         while (k < ARB_JOB_NSTATES && strcmp(arb_job_state_name((arb_job_state_t)k), state))
@@ -383,13 +385,11 @@ int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *qu
                             state);
         want = (arb_job_state_t)k;
     }
-    arr = json_array();
-    if (!arr)
-        return arb_errf(err, -ENOMEM, "out of memory");
     pthread_mutex_lock(&s->mu);
     if (queue && queue[0] && !(q = arb_strtab_find(&s->cluster.strs, queue)))
         q = UINT32_MAX; /* no job can be in a queue never named */
-    for (uint64_t id = after + 1; id < s->next_id && (limit <= 0 || n < limit); id++) {
+    for (uint64_t id = after + 1; rc == 0 && id < s->next_id && (limit <= 0 || out->n < limit);
+         id++) {
         st_job_t *sj = s->jobs[id];
         if (!sj || !may_see(who, sj))
             continue;
@@ -399,21 +399,35 @@ int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *qu
         }
         if (q && sj->j->queue != q)
             continue;
-        json_array_append_new(arr, st_job_json(s, sj, false));
-        n++;
+        if (out->n == cap) {
+            int nc = cap ? 2 * cap : 16;
+            st_job_view_t *v = realloc(out->v, (size_t)nc * sizeof *v);
+            if (!v) {
+                rc = arb_errf(err, -ENOMEM, "out of memory");
+                break;
+            }
+            out->v = v;
+            cap = nc;
+        }
+        if (st_job_view_of(s, sj, false, NULL, &out->v[out->n]) < 0)
+            rc = arb_errf(err, -ENOMEM, "out of memory");
+        else
+            out->n++;
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
-    *out = json_pack("{s:o}", "jobs", arr);
+    if (rc < 0)
+        st_job_list_free(out);
     return rc;
 }
 
-int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, json_t **out,
+int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, st_job_view_t *out,
                   int64_t *ticket, arb_err_t *err)
 {
     st_job_t *sj;
     int rc;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc < 0)
@@ -423,10 +437,8 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
                       (unsigned long long)id, (unsigned long long)sj->version, (long long)if_match);
         goto out;
     }
-    if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name)) {
-        *out = st_job_json_for(s, sj, who);
-        goto out;
-    }
+    if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name))
+        goto reply;
     switch (sj->j->state) {
     case ARB_JOB_SUCCEEDED:
     case ARB_JOB_FAILED:
@@ -462,7 +474,9 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
     }
     }
-    *out = st_job_json_for(s, sj, who);
+reply:
+    if (st_job_view_of(s, sj, true, who, out) < 0) /* cancelled: only the reply is lost */
+        rc = arb_errf(err, -ENOMEM, "out of memory");
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);

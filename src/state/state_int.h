@@ -260,9 +260,10 @@ void st_dep_free(st_dep_t *d);
 /* At submission: every job it names exists (-EINVAL naming it). */
 int st_dep_check(st_t *s, const st_dep_t *d, arb_err_t *err);
 arb_wait_t st_dep_hold(void *arg, const arb_job_t *j);
-/* The job's dependency and array for its read-back (o gets "dependency",
- * "array"), and what it waits for (explain's summary) when held. */
-void st_dep_json(const st_job_t *sj, json_t *o);
+/* The job's dependency and array for its read-back (v's dependency and
+ * array fields; -ENOMEM), and what it waits for (explain's summary) when
+ * held. */
+int st_dep_view(const st_job_t *sj, st_job_view_t *v);
 void st_dep_explain(st_t *s, const st_job_t *sj, arb_wait_t why, char *buf, size_t n);
 /* Give j its queue's default time limit when it has none, or refuse one
  * above the queue's maximum (-EINVAL naming both); config queues, then
@@ -379,8 +380,12 @@ void st_telhist_free(st_node_t *x);
 /* {"interval_s", "capacity", "samples": [...]} oldest first, ages from now. */
 json_t *st_telhist_json(const st_node_t *x, int64_t now);
 
+/* *v: sj as the API shows it (jobview.c): full, the one-job form (what it
+ * asks for, command, env, events), its secrets shown when who may see
+ * them (who NULL: never); -ENOMEM, *v empty. */
+int st_job_view_of(st_t *s, st_job_t *sj, bool full, const st_who_t *who, st_job_view_t *v);
+
 /* JSON (codec.c). */
-json_t *st_job_json(st_t *s, st_job_t *sj, bool full);
 char *st_job_record(st_t *s, st_job_t *sj);
 char *st_node_record(st_t *s, arb_node_t *n);
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
@@ -437,15 +442,12 @@ void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok)
 int st_probe_start(st_t *s);
 void st_probe_stop(st_t *s);
 
-/* Secret env values (codec.c). A job's env maps names to strings, or to
- * {"value": TEXT, "secret": true}. st_env_plain: names to strings, what a
- * task gets (the node's own agent only). st_env_view: what the API shows,
- * a secret as {"secret": true} unless reveal (then {"value", "secret"}).
- * st_job_json_for: the full job as who may see it: secrets revealed to
- * admins and the job's submitter only (st_may_see_secrets). */
+/* Secret env values. A job's env maps names to strings, or to
+ * {"value": TEXT, "secret": true}. st_env_plain (codec.c): names to
+ * strings, what a task gets (the node's own agent only). The API shows a
+ * secret's value to admins and the job's submitter only
+ * (st_may_see_secrets, jobview.c). */
 json_t *st_env_plain(const json_t *env);
-json_t *st_env_view(const json_t *env, bool reveal);
 bool st_may_see_secrets(const st_who_t *who, const st_job_t *sj);
-json_t *st_job_json_for(st_t *s, st_job_t *sj, const st_who_t *who);
 
 #endif

@@ -543,15 +543,15 @@ int vc_settle(vc_t *v, int quiet, int max, arb_err_t *err)
 
 int vc_submit(vc_t *v, const st_who_t *who, const char *yaml, uint64_t *id, arb_err_t *err)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t ticket = 0;
     int rc = st_job_submit(v->s, who, yaml, strlen(yaml), true, &out, &ticket, err);
 
     if (st_wait(v->s, ticket, NULL) < 0 && rc == 0)
         rc = arb_errf(err, -EIO, "the store failed");
     if (rc == 0 && id)
-        *id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+        *id = out.id;
+    st_job_view_free(&out);
     return rc;
 }
 

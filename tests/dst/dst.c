@@ -278,7 +278,6 @@ static int node_of(run_t *r, int a)
 static int apply_op(run_t *r, int step, const dst_op_t *o)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     int i = node_of(r, o->a), rc;
 
@@ -298,10 +297,13 @@ static int apply_op(run_t *r, int step, const dst_op_t *o)
     case OP_CANCEL:
         if (r->nacked == 0)
             return 0;
-        st_job_cancel(S(r), &who_of[0], r->acked[o->a % r->nacked], -1, &out, &t, &err);
-        json_decref(out);
-        st_wait(S(r), t, NULL);
-        return 0;
+        {
+            st_job_view_t cv;
+            st_job_cancel(S(r), &who_of[0], r->acked[o->a % r->nacked], -1, &cv, &t, &err);
+            st_job_view_free(&cv);
+            st_wait(S(r), t, NULL);
+            return 0;
+        }
     case OP_JOIN: {
         char name[16];
         json_error_t je;
@@ -419,10 +421,10 @@ static int drain_phase(run_t *r, int step)
     s = S(r);
     for (int i = 0; i < s->nactive; i++)
         if (s->active[i]->svc) {
-            json_t *out = NULL;
+            st_job_view_t out;
             int64_t t;
             st_job_cancel(s, &who_of[0], s->active[i]->id, -1, &out, &t, &err);
-            json_decref(out);
+            st_job_view_free(&out);
             st_wait(s, t, NULL);
         }
     /* up to 20 minutes of virtual time, a second at a time (no job runs

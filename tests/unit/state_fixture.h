@@ -67,7 +67,7 @@ static SF_UNUSED st_t *sf_open(const char *yaml, int history)
  * whether it is a new job, as the API would say. */
 static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, bool *created)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     arb_err_t err = {{0}};
     bool c = false;
@@ -75,8 +75,8 @@ static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, 
     if (st_job_submit_key(s, &alice, key, spec, strlen(spec), false, &out, &c, &t, &err) < 0)
         fail_msg("submit: %s", err.msg);
     assert_int_equal(st_wait(s, t, NULL), 0);
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+    uint64_t id = out.id;
+    st_job_view_free(&out);
     if (created)
         *created = c;
     return id;

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "util/mtime.h"
+#include "api/api_int.h" /* the replies as clients read them */
 #include "state/state_int.h"
 #include "state_fixture.h"
 
@@ -57,12 +58,54 @@ static void add_node(st_t *s, const char *name, int gpus)
     json_decref(b);
 }
 
+/* The job calls with their reply as the API encodes it (src/api/enc_job.c;
+ * *out NULL on failure), so the checks read what clients read. */
+static int job_submit(st_t *s, const st_who_t *who, const char *spec, size_t n, bool yaml,
+                      json_t **out, int64_t *t, arb_err_t *err)
+{
+    st_job_view_t v;
+    int rc = st_job_submit(s, who, spec, n, yaml, &v, t, err);
+    *out = rc == 0 ? api_job_json(&v) : NULL;
+    st_job_view_free(&v);
+    return rc;
+}
+
+static int job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
+                   arb_err_t *err)
+{
+    st_job_view_t v;
+    int rc = st_job_get(s, who, id, &v, t, err);
+    *out = rc == 0 ? api_job_json(&v) : NULL;
+    st_job_view_free(&v);
+    return rc;
+}
+
+static int job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, json_t **out,
+                      int64_t *t, arb_err_t *err)
+{
+    st_job_view_t v;
+    int rc = st_job_cancel(s, who, id, if_match, &v, t, err);
+    *out = rc == 0 ? api_job_json(&v) : NULL;
+    st_job_view_free(&v);
+    return rc;
+}
+
+static int jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue,
+                     uint64_t after, int limit, json_t **out, int64_t *t, arb_err_t *err)
+{
+    st_job_list_t l;
+    int rc = st_jobs_list(s, who, state, queue, after, limit, &l, t, err);
+    *out = rc == 0 ? api_jobs_json(&l) : NULL;
+    st_job_list_free(&l);
+    return rc;
+}
+
 static uint64_t submit(st_t *s, const st_who_t *who, const char *spec, int want_rc)
 {
     json_t *out = NULL;
     int64_t t = 0;
     arb_err_t err = {{0}};
-    int rc = st_job_submit(s, who, spec, strlen(spec), spec[0] != '{', &out, &t, &err);
+    int rc = job_submit(s, who, spec, strlen(spec), spec[0] != '{', &out, &t, &err);
 
     assert_int_equal(st_wait(s, t, NULL), 0);
     if (rc != want_rc)
@@ -77,7 +120,7 @@ static const char *job_state(st_t *s, uint64_t id)
     static char buf[32];
     json_t *out = NULL;
     int64_t t;
-    assert_int_equal(st_job_get(s, &admin, id, &out, &t, NULL), 0);
+    assert_int_equal(job_get(s, &admin, id, &out, &t, NULL), 0);
     snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(out, "state")));
     json_decref(out);
     return buf;
@@ -127,7 +170,7 @@ static void test_submit_place_recover(void **unused)
     assert_true(st1.lamport > lam0);
     json_t *out;
     int64_t t;
-    assert_int_equal(st_job_get(s, &admin, b, &out, &t, NULL), 0);
+    assert_int_equal(job_get(s, &admin, b, &out, &t, NULL), 0);
     assert_string_equal(json_string_value(json_array_get(json_object_get(out, "command"), 0)),
                         "sleep");
     assert_string_equal(json_string_value(json_object_get(json_object_get(out, "env"), "A")), "b");
@@ -164,11 +207,11 @@ static void test_rejects_change_nothing(void **unused)
     arb_err_t err = {{0}};
     const char *bad =
         "{\n  \"name\": \"x\",\n  \"resources\": {\"requests\": {\"memory\": \"1Gx\"}}\n}";
-    assert_int_equal(st_job_submit(s, &admin, bad, strlen(bad), false, &out, &t, &err), -EINVAL);
+    assert_int_equal(job_submit(s, &admin, bad, strlen(bad), false, &out, &t, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "job.json:3:"));
     assert_non_null(strstr(err.msg, "resources.requests.memory"));
     const char *mal = "{\"name\": \"x\",\n \"a\": }";
-    assert_int_equal(st_job_submit(s, &admin, mal, strlen(mal), false, &out, &t, &err), -EBADMSG);
+    assert_int_equal(job_submit(s, &admin, mal, strlen(mal), false, &out, &t, &err), -EBADMSG);
     assert_non_null(strstr(err.msg, "job.json:2:"));
     st_close(s);
 }
@@ -183,21 +226,21 @@ static void test_teams_and_versions(void **unused)
     json_t *out = NULL;
     int64_t t;
     arb_err_t err = {{0}};
-    assert_int_equal(st_job_get(s, &bob, a, &out, &t, &err), -EACCES);
-    assert_int_equal(st_job_cancel(s, &bob, a, -1, &out, &t, &err), -EACCES);
-    assert_int_equal(st_job_get(s, &alice, a, &out, &t, &err), 0);
+    assert_int_equal(job_get(s, &bob, a, &out, &t, &err), -EACCES);
+    assert_int_equal(job_cancel(s, &bob, a, -1, &out, &t, &err), -EACCES);
+    assert_int_equal(job_get(s, &alice, a, &out, &t, &err), 0);
     assert_string_equal(json_string_value(json_object_get(out, "queue")), "team-a");
     json_decref(out);
     /* bob's list does not show alice's job */
-    assert_int_equal(st_jobs_list(s, &bob, NULL, NULL, 0, 0, &out, &t, &err), 0);
+    assert_int_equal(jobs_list(s, &bob, NULL, NULL, 0, 0, &out, &t, &err), 0);
     assert_int_equal(json_array_size(json_object_get(out, "jobs")), 0);
     json_decref(out);
     /* If-Match */
-    assert_int_equal(st_job_cancel(s, &alice, a, 99, &out, &t, &err), -ESTALE);
-    assert_int_equal(st_job_cancel(s, &alice, a, 1, &out, &t, &err), 0);
+    assert_int_equal(job_cancel(s, &alice, a, 99, &out, &t, &err), -ESTALE);
+    assert_int_equal(job_cancel(s, &alice, a, 1, &out, &t, &err), 0);
     assert_string_equal(json_string_value(json_object_get(out, "state")), "cancelled");
     json_decref(out);
-    assert_int_equal(st_job_cancel(s, &alice, a, -1, &out, &t, &err), -EPERM);
+    assert_int_equal(job_cancel(s, &alice, a, -1, &out, &t, &err), -EPERM);
     st_wait(s, t, NULL);
     st_close(s);
 }
@@ -237,7 +280,7 @@ static void test_agent_reports(void **unused)
                  0);
     json_decref(out);
     assert_string_equal(job_state(s, a), "running");
-    assert_int_equal(st_job_cancel(s, &admin, a, -1, &c, &t, NULL), 0);
+    assert_int_equal(job_cancel(s, &admin, a, -1, &c, &t, NULL), 0);
     assert_true(json_is_true(json_object_get(c, "stop_requested")));
     json_decref(c);
     st_wait(s, t, NULL);
@@ -285,7 +328,7 @@ static json_t *task_of(st_t *s, uint64_t id, int t)
 {
     json_t *out = NULL, *tk;
     int64_t tt;
-    assert_int_equal(st_job_get(s, &admin, id, &out, &tt, NULL), 0);
+    assert_int_equal(job_get(s, &admin, id, &out, &tt, NULL), 0);
     tk = json_incref(json_array_get(json_object_get(out, "tasks"), (size_t)t));
     json_decref(out);
     return tk;
@@ -400,7 +443,7 @@ static void test_lost_nodes(void **unused)
      * that do not list it end it. */
     json_t *c;
     int64_t t;
-    assert_int_equal(st_job_cancel(s, &admin, g, -1, &c, &t, NULL), 0);
+    assert_int_equal(job_cancel(s, &admin, g, -1, &c, &t, NULL), 0);
     json_decref(c);
     st_wait(s, t, NULL);
     for (int i = 0; i < 2; i++) {
@@ -507,7 +550,7 @@ static void test_queue_order_survives(void **unused)
     int64_t t;
     for (int i = 0; i < 5; i++) {
         uint64_t holder = i == 0 ? first : ids[i - 1];
-        assert_int_equal(st_job_cancel(s, &admin, holder, -1, &out, &t, NULL), 0);
+        assert_int_equal(job_cancel(s, &admin, holder, -1, &out, &t, NULL), 0);
         json_decref(out);
         st_wait(s, t, NULL);
         cycle(s);
@@ -540,7 +583,7 @@ static void test_events_and_store_failure(void **unused)
     st_inject_store_failure(s, 1);
     arb_err_t err = {{0}};
     const char *spec = GPUS(1);
-    int rc = st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err);
+    int rc = job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err);
     assert_int_equal(rc, 0);
     json_decref(out);
     assert_int_equal(st_wait(s, t, &err), -EIO);
@@ -798,7 +841,7 @@ static void test_record_text(void **unused)
     cycle(s);
     json_t *out = NULL;
     int64_t t;
-    assert_int_equal(st_job_cancel(s, &admin, ids[5], -1, &out, &t, NULL), 0);
+    assert_int_equal(job_cancel(s, &admin, ids[5], -1, &out, &t, NULL), 0);
     assert_int_equal(st_wait(s, t, NULL), 0);
     json_decref(out);
     cycle(s);
