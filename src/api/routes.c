@@ -227,14 +227,16 @@ static int h_cancel(api_req_t *r)
 static int h_explain(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     const char *nodes = api_query(r, "nodes");
 
     if (nodes && strcmp(nodes, "true") != 0 && strcmp(nodes, "false") != 0)
         return api_error(r, 400, "nodes: '%s'; use true or false", nodes);
-    int rc = st_job_explain_ex(r->st, &r->who, r->job, nodes && strcmp(nodes, "true") == 0, &out,
-                               &t, &err);
+    st_explain_view_t v;
+    int rc = st_job_explain_ex(r->st, &r->who, r->job, nodes && strcmp(nodes, "true") == 0, &v, &t,
+                               &err);
+    json_t *out = rc == 0 ? api_explain_json(&v) : NULL;
+    st_explain_view_free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 

@@ -483,105 +483,133 @@ out:
     return rc;
 }
 
-/* "node_reasons": {NODE: reason} for the group explain found stuck (the
- * console highlights the nodes that could take a task). */
-static void explain_nodes(st_t *s, st_job_t *sj, const arb_ctx_t *ctx, int group, json_t *o)
+void st_explain_view_free(st_explain_view_t *v)
 {
-    arb_reason_t *why = calloc(s->cluster.nnodes + 1, sizeof *why);
-    json_t *m = json_object();
-    int g = group < 0 ? 0 : group;
-
-    if (why && m && arb_sched_explain_nodes(s->sched, sj->j, ctx, g, why) == 0) {
-        for (uint32_t i = 0; i < s->cluster.nnodes; i++)
-            json_object_set_new(m, arb_node_name(&s->cluster, &s->cluster.nodes[i]),
-                                json_string(arb_reason_name(why[i])));
-        json_object_set_new(o, "node_reasons", m);
-        json_object_set_new(o, "node_reasons_group", json_string(sj->j->groups[g].name));
-        m = NULL;
-    }
-    json_decref(m);
-    free(why);
+    free(v->explain_json);
+    free(v->summary);
+    free(v->hint);
+    free(v->node_reasons);
+    free(v->message);
+    free(v->waiting_for);
+    free(v->unhealthy);
+    free(v->stragglers);
+    memset(v, 0, sizeof *v);
 }
 
-int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
-                   arb_err_t *err)
+/* Each node's first failing filter for the group explain found stuck (the
+ * console highlights the nodes that could take a task); -ENOMEM. */
+static int explain_nodes(st_t *s, st_job_t *sj, const arb_ctx_t *ctx, int group,
+                         st_explain_view_t *v)
+{
+    arb_reason_t *why = calloc(s->cluster.nnodes + 1, sizeof *why);
+    int g = group < 0 ? 0 : group, rc = 0;
+
+    if (!why)
+        return -ENOMEM;
+    if (arb_sched_explain_nodes(s->sched, sj->j, ctx, g, why) == 0) {
+        if (s->cluster.nnodes &&
+            !(v->node_reasons = calloc(s->cluster.nnodes, sizeof *v->node_reasons))) {
+            rc = -ENOMEM;
+        } else {
+            for (uint32_t i = 0; i < s->cluster.nnodes; i++)
+                v->node_reasons[v->nnode_reasons++] = (st_node_reason_t){
+                    arb_node_name(&s->cluster, &s->cluster.nodes[i]), arb_reason_name(why[i])};
+            v->has_node_reasons = true;
+            snprintf(v->node_reasons_group, sizeof v->node_reasons_group, "%s",
+                     sj->j->groups[g].name);
+        }
+    }
+    free(why);
+    return rc;
+}
+
+int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, st_explain_view_t *out,
+                   int64_t *ticket, arb_err_t *err)
 {
     return st_job_explain_ex(s, who, id, false, out, ticket, err);
 }
 
-int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, json_t **out,
+/* A pending (or preempted) job: the scheduler's explanation and the
+ * state's additions. The caller holds s->mu; -ENOMEM. */
+static int explain_pending(st_t *s, st_job_t *sj, bool nodes, st_explain_view_t *v)
+{
+    arb_explain_t ex;
+    arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
+
+    v->pending = true;
+    memset(&ex, 0, sizeof ex);
+    arb_sched_explain(s->sched, sj->j, &ctx, &ex);
+    int need = arb_explain_json(s->sched, &ex, NULL, 0);
+    if (!(v->explain_json = malloc((size_t)need + 1)))
+        return -ENOMEM;
+    arb_explain_json(s->sched, &ex, v->explain_json, (size_t)need + 1);
+    if (sj->dep && (ex.wait == ARB_WAIT_DEPENDENCY || ex.wait == ARB_WAIT_DEP_NEVER ||
+                    ex.wait == ARB_WAIT_THROTTLE)) /* name the jobs it waits for */
+        st_dep_explain(s, sj, ex.wait, ex.summary, sizeof ex.summary);
+    if (!(v->summary = strdup(ex.summary)) || !(v->hint = strdup(ex.hint)))
+        return -ENOMEM;
+    if (nodes && explain_nodes(s, sj, &ctx, ex.group, v) < 0)
+        return -ENOMEM;
+    if (sj->message && !(v->message = strdup(sj->message))) /* e.g. who preempted it, and why */
+        return -ENOMEM;
+    if (sj->j->waiting && st_resize_explain(s, sj, v) < 0) /* resize.c: its victims stop */
+        return -ENOMEM;
+    return st_explain_unhealthy(s, sj, v);
+}
+
+/* A job not pending: what it is doing, its stragglers. The caller holds s->mu. */
+static int explain_other(st_t *s, st_job_t *sj, st_explain_view_t *v)
+{
+    char txt[600], hint[600] = "";
+    size_t used = 0;
+
+    snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s", (unsigned long long)sj->id,
+             arb_job_state_name(sj->j->state), sj->message ? ": " : "", st_job_msg(sj));
+    for (int t = 0; t < sj->j->nalloc && held_job(sj->j); t++) {
+        const st_task_t *tk = &sj->tasks[t];
+        const char *node = arb_node_name(&s->cluster, &s->cluster.nodes[sj->j->alloc[t].node]);
+        if (tk->straggler == ST_STRAG_NONE)
+            continue;
+        st_straggler_view_t *g = realloc(v->stragglers, (size_t)(v->nstragglers + 1) * sizeof *g);
+        if (!g)
+            return -ENOMEM;
+        v->stragglers = g;
+        g[v->nstragglers++] = (st_straggler_view_t){
+            t, node, tk->straggler == ST_STRAG_STALE ? "stale-report" : "low-gpu-utilization"};
+        if (used < sizeof hint)
+            used += (size_t)snprintf(
+                hint + used, sizeof hint - used, "%stask %d on node '%s' is a straggler: %s",
+                used ? "; " : "", t, node,
+                tk->straggler == ST_STRAG_STALE ? "its node's reports are late"
+                                                : "its GPUs are far less busy than its peers'");
+    }
+    if (!(v->summary = strdup(txt)) || !(v->hint = strdup(hint)))
+        return -ENOMEM;
+    return 0;
+}
+
+int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, st_explain_view_t *out,
                       int64_t *ticket, arb_err_t *err)
 {
     st_job_t *sj;
     int rc;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc == 0) {
-        json_t *o = json_pack("{s:I,s:s,s:s}", "job", (json_int_t)sj->id, "name", sj->j->name,
-                              "state", arb_job_state_name(sj->j->state));
-        if (sj->j->state == ARB_JOB_PENDING || sj->j->state == ARB_JOB_PREEMPTED) {
-            arb_explain_t ex;
-            arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
-            memset(&ex, 0, sizeof ex);
-            arb_sched_explain(s->sched, sj->j, &ctx, &ex);
-            int need = arb_explain_json(s->sched, &ex, NULL, 0);
-            char *buf = malloc((size_t)need + 1);
-            if (buf) {
-                arb_explain_json(s->sched, &ex, buf, (size_t)need + 1);
-                json_t *e = json_loads(buf, 0, NULL);
-                if (e)
-                    json_object_set_new(o, "explain", e);
-                free(buf);
-            }
-            if (sj->dep && (ex.wait == ARB_WAIT_DEPENDENCY || ex.wait == ARB_WAIT_DEP_NEVER ||
-                            ex.wait == ARB_WAIT_THROTTLE)) { /* name the jobs it waits for */
-                st_dep_explain(s, sj, ex.wait, ex.summary, sizeof ex.summary);
-            }
-            json_object_set_new(o, "summary", json_string(ex.summary));
-            json_object_set_new(o, "hint", json_string(ex.hint));
-            if (nodes)
-                explain_nodes(s, sj, &ctx, ex.group, o);
-            if (sj->message) /* e.g. who preempted it, and why */
-                json_object_set_new(o, "message", json_string(sj->message));
-            if (sj->j->waiting) /* resize.c: its victims are being stopped */
-                st_resize_explain(s, sj, o);
-            st_explain_unhealthy(s, sj, o);
-        } else {
-            char txt[600], hint[600] = "";
-            json_t *strag = json_array();
-            size_t used = 0;
-            snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s", (unsigned long long)sj->id,
-                     arb_job_state_name(sj->j->state), sj->message ? ": " : "", st_job_msg(sj));
-            for (int t = 0; t < sj->j->nalloc && held_job(sj->j); t++) {
-                const st_task_t *tk = &sj->tasks[t];
-                const char *node =
-                    arb_node_name(&s->cluster, &s->cluster.nodes[sj->j->alloc[t].node]);
-                if (tk->straggler == ST_STRAG_NONE)
-                    continue;
-                json_array_append_new(
-                    strag, json_pack("{s:i,s:s,s:s}", "task", t, "node", node, "reason",
-                                     tk->straggler == ST_STRAG_STALE ? "stale-report"
-                                                                     : "low-gpu-utilization"));
-                if (used < sizeof hint)
-                    used += (size_t)snprintf(hint + used, sizeof hint - used,
-                                             "%stask %d on node '%s' is a straggler: %s",
-                                             used ? "; " : "", t, node,
-                                             tk->straggler == ST_STRAG_STALE
-                                                 ? "its node's reports are late"
-                                                 : "its GPUs are far less busy than its peers'");
-            }
-            json_object_set_new(o, "summary", json_string(txt));
-            json_object_set_new(o, "hint", json_string(hint));
-            if (json_array_size(strag))
-                json_object_set_new(o, "stragglers", strag);
-            else
-                json_decref(strag);
-        }
-        *out = o;
+        out->job = sj->id;
+        snprintf(out->name, sizeof out->name, "%s", sj->j->name);
+        out->state = arb_job_state_name(sj->j->state);
+        if ((sj->j->state == ARB_JOB_PENDING || sj->j->state == ARB_JOB_PREEMPTED
+                 ? explain_pending(s, sj, nodes, out)
+                 : explain_other(s, sj, out)) < 0)
+            rc = arb_errf(err, -ENOMEM, "out of memory");
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
+    if (rc < 0)
+        st_explain_view_free(out);
     return rc;
 }
 

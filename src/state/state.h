@@ -288,12 +288,59 @@ int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *qu
 /* Cancel; if_match < 0: no version check. *out: the job after it. */
 int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, st_job_view_t *out,
                   int64_t *ticket, arb_err_t *err);
-/* Why is it pending: {"job", "state", "explain": {...core's JSON...}, "summary", "hint"} */
-int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
-                   arb_err_t *err);
-/* The same; with nodes, also "node_reasons": {NODE: reason} (each node's
- * first failing filter for the stuck group, "ok" where a task fits now). */
-int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, json_t **out,
+/* Why is it pending (GET /v1/jobs/{id}/explain; a typed view): the
+ * scheduler's explanation (core's own encoding of it, arb_explain_json,
+ * as its text), the summary and hint people read, and what the state adds:
+ * each node's first failing filter when asked, the victims being stopped
+ * for it, unhealthy GPUs; for a job not pending, its stragglers. Names are
+ * borrowed (st_close), the rest the view's own (st_explain_view_free). */
+typedef struct st_node_reason {
+    const char *node, *reason; /* borrowed; static ("ok" where a task fits now) */
+} st_node_reason_t;
+
+typedef struct st_victim_view {
+    uint64_t job;
+    char name[ARB_JOB_NAME_MAX];
+    const char *action; /* "preempted", "shrinking" (static) */
+} st_victim_view_t;
+
+typedef struct st_gpu_ref {
+    const char *node; /* borrowed */
+    int gpu;
+} st_gpu_ref_t;
+
+typedef struct st_straggler_view {
+    int task;
+    const char *node;   /* borrowed */
+    const char *reason; /* "stale-report", "low-gpu-utilization" (static) */
+} st_straggler_view_t;
+
+typedef struct st_explain_view {
+    uint64_t job;
+    char name[ARB_JOB_NAME_MAX];
+    const char *state;              /* static */
+    bool pending;                   /* pending or preempted: the fields down to unhealthy */
+    char *explain_json;             /* core's explanation as JSON text (owned; NULL none) */
+    char *summary, *hint;           /* owned, never NULL in a filled view */
+    bool has_node_reasons;          /* asked for (nodes) and made: the two below */
+    st_node_reason_t *node_reasons; /* owned, every node in id order */
+    int nnode_reasons;
+    char node_reasons_group[64];   /* the task group they are for */
+    char *message;                 /* why it is in its state (owned; NULL none) */
+    st_victim_view_t *waiting_for; /* owned; its victims being stopped */
+    int nwaiting_for;
+    st_gpu_ref_t *unhealthy; /* owned; unhealthy GPUs it could otherwise use */
+    int nunhealthy;
+    st_straggler_view_t *stragglers; /* owned; a running job's slow tasks */
+    int nstragglers;
+} st_explain_view_t;
+
+void st_explain_view_free(st_explain_view_t *v);
+/* Why job id waits (or what it is doing); with nodes, node_reasons too (for
+ * the stuck group). *out is the caller's on success, empty on failure. */
+int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, st_explain_view_t *out,
+                   int64_t *ticket, arb_err_t *err);
+int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, st_explain_view_t *out,
                       int64_t *ticket, arb_err_t *err);
 
 /* A ticket to read task `task` of job `job` from the agent that ran it

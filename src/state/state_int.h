@@ -295,9 +295,9 @@ void st_job_requeue(st_t *s, st_job_t *sj, const char *why);
  * scheduler's capacity (arb_gpu_t.healthy). */
 void st_gpu_lost(st_t *s, arb_node_t *n, int gpu);
 /* For `explain` of a pending job that wants GPUs: list the unhealthy GPUs
- * of nodes in service in o ("unhealthy_gpus": [{"node", "gpu"}]) and say
- * so at the end of o's "summary" ("GPU 3 on node 'n1' unhealthy"). */
-void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o);
+ * of nodes in service in v->unhealthy and say so at the end of v->summary
+ * ("GPU 3 on node 'n1' unhealthy"); -ENOMEM. */
+int st_explain_unhealthy(st_t *s, const st_job_t *sj, st_explain_view_t *v);
 /* Flag stragglers of running multi-node gangs (stale report, GPUs far
  * below their peers'): events on changes. */
 void st_check_stragglers(st_t *s, int64_t now);
@@ -311,9 +311,9 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj);
 /* Once every task above the shrink mark has ended, release them (the job
  * runs on smaller) and say so; true when it shrank. Called by settle. */
 bool st_resize_settle(st_t *s, st_job_t *sj);
-/* A waiting preemptor's explanation: "waiting_for" (its victims, still
- * stopping) and a hint that says so, set on o. */
-void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
+/* A waiting preemptor's explanation: v->waiting_for (its victims, still
+ * stopping) and a hint that says so; -ENOMEM. */
+int st_resize_explain(st_t *s, st_job_t *sj, st_explain_view_t *v);
 /* The shrink mark in a job record (codec.c): "shrink": {"to": K, "for": ID}
  * while j->shrink_to is set; and back at recovery (recover.c): the mark
  * restored (no second announcement), then, once every job is back, the

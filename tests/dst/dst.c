@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api.h" /* api_explain_json: explain as the API answers it */
 #include "dst.h"
 #include "state/state_int.h"
 #include "vc/vcluster.h"
@@ -130,6 +131,18 @@ static ev_count_t *count_of(run_t *r, uint64_t job)
     memset(&r->evs[r->nevs], 0, sizeof *r->evs);
     r->evs[r->nevs].job = job;
     return &r->evs[r->nevs++];
+}
+
+/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
+ * *out NULL on failure). */
+static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
+                       arb_err_t *err)
+{
+    st_explain_view_t v;
+    int rc = st_job_explain(s, who, id, &v, t, err);
+    *out = rc == 0 ? api_explain_json(&v) : NULL;
+    st_explain_view_free(&v);
+    return rc;
 }
 
 /* P1: count evictions from the new events. An eviction is counted against
@@ -243,7 +256,7 @@ static int tick(run_t *r, int step, int64_t dt)
         int64_t t;
         if (!queued(sj->j) || sj->own_j)
             continue;
-        if (st_job_explain(s, &who_of[0], sj->id, &out, &t, &err) < 0)
+        if (job_explain(s, &who_of[0], sj->id, &out, &t, &err) < 0)
             return failf(r, step, "E explain %llu: %s", (unsigned long long)sj->id, err.msg);
         json_t *fn = json_object_get(json_object_get(out, "explain"), "fits_now");
         const char *sum = json_string_value(json_object_get(out, "summary"));
@@ -448,7 +461,7 @@ static int drain_phase(run_t *r, int step)
         if (fits_alone(r, sj)) {
             json_t *out = NULL;
             int64_t t;
-            st_job_explain(s, &who_of[0], sj->id, &out, &t, &err);
+            job_explain(s, &who_of[0], sj->id, &out, &t, &err);
             int rc = failf(r, step,
                            "P3 freeze: job %llu '%s' fits the idle cluster alone but stays "
                            "pending on an idle cluster; explain: %s",
