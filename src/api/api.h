@@ -124,4 +124,9 @@ void api_server_stop(api_server_t *a);
 /* Write docs/api.md (from the route table and the config key table). */
 void api_doc_markdown(FILE *f);
 
+/* Why a job waits as GET /v1/jobs/{id}/explain answers (enc_explain.c):
+ * for callers of the state outside the server (`arbiter place`). A new
+ * reference; NULL out of memory. */
+json_t *api_explain_json(const st_explain_view_t *v);
+
 #endif

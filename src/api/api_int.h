@@ -259,6 +259,11 @@ json_t *api_load_ack_json(const char *service, const st_load_ack_t *v);
  * "queue"}]}): *out (malloc'd, *n entries; the addresses borrowed from
  * body), or -EINVAL naming the field (-ENOMEM). */
 int api_load_decode(const json_t *body, st_replica_load_t **out, int *n, arb_err_t *err);
+json_t *api_event_json(const st_event_view_t *v);
+json_t *api_events_json(const st_event_list_t *l);
+json_t *api_job_json(const st_job_view_t *v);
+json_t *api_jobs_json(const st_job_list_t *l);
+/* api_explain_json: api.h (`arbiter place` prints it too). */
 
 /* POST /v1/jobs of a Kubernetes manifest or a Slurm script (submit_wl.c). */
 bool api_is_workload(const api_req_t *r);

@@ -164,24 +164,33 @@ static int h_leader(api_req_t *r)
     return 200;
 }
 
+/* The reply of a call that gives one job: its view encoded, then freed. */
+static int finish_job(api_req_t *r, int rc, st_job_view_t *v, int64_t t, const arb_err_t *err,
+                      int ok_status)
+{
+    json_t *out = rc == 0 ? api_job_json(v) : NULL;
+
+    st_job_view_free(v);
+    return api_finish(r, rc, out, t, err, ok_status);
+}
+
 static int h_submit(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
 
     if (api_is_workload(r)) /* a Kubernetes manifest or a Slurm script (submit_wl.c) */
         return api_submit_workload(r);
     bool created = false;
+    st_job_view_t v;
     int rc = st_job_submit_key(r->st, &r->who, api_header(r, "Idempotency-Key"), r->body, r->n,
-                               r->yaml, &out, &created, &t, &err);
-    return api_finish(r, rc, out, t, &err, created ? 201 : 200);
+                               r->yaml, &v, &created, &t, &err);
+    return finish_job(r, rc, &v, t, &err, created ? 201 : 200);
 }
 
 static int h_jobs(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     uint64_t after = 0, limit = 0;
     const char *a = api_query(r, "after"), *l = api_query(r, "limit");
@@ -190,42 +199,47 @@ static int h_jobs(api_req_t *r)
         return api_error(r, 400, "after: '%s' is not a job id", a);
     if (l && (parse_u64(l, &limit) < 0 || limit > 1000000))
         return api_error(r, 400, "limit: '%s' is not a count (0..1000000)", l);
+    st_job_list_t jl;
     int rc = st_jobs_list(r->st, &r->who, api_query(r, "state"), api_query(r, "queue"), after,
-                          (int)limit, &out, &t, &err);
+                          (int)limit, &jl, &t, &err);
     if (rc == -EINVAL)
         rc = -EBADMSG; /* a bad query parameter is a bad request */
+    json_t *out = rc == 0 ? api_jobs_json(&jl) : NULL;
+    st_job_list_free(&jl);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
 static int h_job(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
-    int rc = st_job_get(r->st, &r->who, r->job, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    st_job_view_t v;
+    int rc = st_job_get(r->st, &r->who, r->job, &v, &t, &err);
+    return finish_job(r, rc, &v, t, &err, 200);
 }
 
 static int h_cancel(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
-    int rc = st_job_cancel(r->st, &r->who, r->job, r->if_match, &out, &t, &err);
-    return api_finish(r, rc, out, t, &err, 200);
+    st_job_view_t v;
+    int rc = st_job_cancel(r->st, &r->who, r->job, r->if_match, &v, &t, &err);
+    return finish_job(r, rc, &v, t, &err, 200);
 }
 
 static int h_explain(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     const char *nodes = api_query(r, "nodes");
 
     if (nodes && strcmp(nodes, "true") != 0 && strcmp(nodes, "false") != 0)
         return api_error(r, 400, "nodes: '%s'; use true or false", nodes);
-    int rc = st_job_explain_ex(r->st, &r->who, r->job, nodes && strcmp(nodes, "true") == 0, &out,
-                               &t, &err);
+    st_explain_view_t v;
+    int rc = st_job_explain_ex(r->st, &r->who, r->job, nodes && strcmp(nodes, "true") == 0, &v, &t,
+                               &err);
+    json_t *out = rc == 0 ? api_explain_json(&v) : NULL;
+    st_explain_view_free(&v);
     return api_finish(r, rc, out, t, &err, 200);
 }
 
@@ -341,7 +355,6 @@ static int h_node_delete(api_req_t *r)
 static int h_events(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     uint64_t since = 0, limit = 1000, wait = 0;
     const char *p;
@@ -354,13 +367,14 @@ static int h_events(api_req_t *r)
         return api_error(r, 400, "wait: '%s'; use 0..60 (seconds)", p);
     /* The answer now; when there is none yet, the connection waits without
      * a thread (api_poll) and this runs again when the state changes. */
-    int rc = st_events(r->st, &r->who, since, (int)limit, 0, &out, &t, &err);
-    if (rc == 0 && json_array_size(json_object_get(out, "events")) == 0 &&
-        (uint64_t)json_integer_value(json_object_get(out, "last")) == since &&
-        api_poll(r, (int64_t)wait * 1000)) {
-        json_decref(out);
+    st_event_list_t l;
+    int rc = st_events(r->st, &r->who, since, (int)limit, 0, &l, &t, &err);
+    if (rc == 0 && l.n == 0 && l.last == since && api_poll(r, (int64_t)wait * 1000)) {
+        st_event_list_free(&l);
         return 0;
     }
+    json_t *out = rc == 0 ? api_events_json(&l) : NULL;
+    st_event_list_free(&l);
     return api_finish(r, rc, out, t, &err, 200);
 }
 

@@ -66,7 +66,7 @@ int api_submit_workload(api_req_t *r)
     {
         char *body = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
         char k[200];
-        json_t *one = NULL;
+        st_job_view_t one;
         bool created = false;
         if (key)
             snprintf(k, sizeof k, "%.150s-%zu", key, i);
@@ -80,19 +80,20 @@ int api_submit_workload(api_req_t *r)
             break;
         }
         created_any |= created;
-        json_array_append_new(jobs, one);
+        json_array_append_new(jobs, api_job_json(&one));
+        st_job_view_free(&one);
     }
     if (rc < 0) { /* together or not at all: take back what this request made */
         size_t k2;
         json_t *j;
         json_array_foreach(jobs, k2, j)
         {
-            json_t *c = NULL;
+            st_job_view_t c;
             arb_err_t e2 = {{0}};
             int64_t t2 = 0;
             st_job_cancel(r->st, &r->who, (uint64_t)json_integer_value(json_object_get(j, "id")),
                           -1, &c, &t2, &e2);
-            json_decref(c);
+            st_job_view_free(&c);
             if (t2 > t)
                 t = t2;
         }

@@ -34,6 +34,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "arbiter/sched.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
@@ -396,10 +397,13 @@ static const char *state_of(const st_job_t *sj)
 /* The controller's explanation of job sj (a new reference). */
 static json_t *explain(place_run_t *r, st_job_t *sj)
 {
-    json_t *out = NULL;
+    st_explain_view_t v;
     int64_t t;
     arb_err_t err;
-    st_job_explain(vc_state(r->v), &place_admin, sj->id, &out, &t, &err);
+    json_t *out = st_job_explain(vc_state(r->v), &place_admin, sj->id, &v, &t, &err) == 0
+                      ? api_explain_json(&v)
+                      : NULL;
+    st_explain_view_free(&v);
     return out;
 }
 

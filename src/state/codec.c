@@ -1,7 +1,8 @@
 /*
  * codec.c: JSON in and out of the resource manager: job specs (JSON or
- * YAML) into core jobs, and jobs, tasks and nodes out as API objects (a
- * job's store record is jobrec.c's).
+ * YAML) into core jobs, a task's assignment out to its agent, and a node's
+ * store record (a job's store record is jobrec.c's; the jobs the API shows
+ * are jobview.c's typed views).
  *
  * Job specs reuse the scenario loader's job reader (src/spec), so a job
  * posted as JSON, a job posted as YAML and a job in a scenario file accept
@@ -11,11 +12,11 @@
  * into the same text (422). Two fields belong to the controller and are
  * taken out before the spec reader sees the mapping: "command" (a list of
  * strings), "env" (a map of names to strings, or to {value, secret: true}
- * for a secret: see st_env_view) and "restartable" (a bool, default true: a
+ * for a secret: see st_may_see_secrets) and "restartable" (a bool, default true: a
  * task lost with its node requeues the job; false fails it).
  *
- * What the state holds (a job's command and env, a node's telemetry and
- * inventory) goes into a reply as a deep copy, never shared by reference:
+ * What the state holds (a job's command and env) goes into an assignment as
+ * a deep copy, never shared by reference:
  * the reply is encoded and freed by the API's thread after the state lock
  * is released, and jansson's reference counts are not safe to share across
  * threads (its decrement releases without an acquire before the free; a
@@ -341,40 +342,6 @@ json_t *st_gpu_list(uint16_t mask)
     return a;
 }
 
-static json_t *task_json(st_t *s, st_job_t *sj, int t)
-{
-    const arb_job_t *j = sj->j;
-    const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
-    const st_task_t *tk = &sj->tasks[t];
-    json_t *o = json_pack("{s:i,s:s,s:s}", "index", t, "group", g ? g->name : "", "state",
-                          st_task_state_names[tk->state]);
-    bool held = t < j->nalloc && (j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING) &&
-                j->alloc[t].node != ARB_NO_NODE;
-
-    if (held) {
-        const arb_task_alloc_t *a = &j->alloc[t];
-        json_object_set_new(o, "node",
-                            json_string(arb_node_name(&s->cluster, &s->cluster.nodes[a->node])));
-        json_object_set_new(o, "gpus", st_gpu_list(a->gpu_mask));
-        if (a->gpu_mask)
-            json_object_set_new(o, "gpu_milli", json_integer(a->gpu_milli));
-    } else {
-        json_object_set_new(o, "node", json_null());
-        json_object_set_new(o, "gpus", json_array());
-    }
-    /* Where it last ran (its logs are there), after it ended too. */
-    if (tk->node1 && tk->node1 <= s->cluster.nnodes)
-        json_object_set_new(
-            o, "last_node",
-            json_string(arb_node_name(&s->cluster, &s->cluster.nodes[tk->node1 - 1])));
-    json_object_set_new(o, "exit_code", tk->has_exit ? json_integer(tk->exit_code) : json_null());
-    if (held && tk->straggler != ST_STRAG_NONE)
-        json_object_set_new(
-            o, "straggler",
-            json_string(tk->straggler == ST_STRAG_STALE ? "stale-report" : "low-gpu-utilization"));
-    return o;
-}
-
 json_t *st_env_plain(const json_t *env)
 {
     json_t *o = json_object();
@@ -387,109 +354,6 @@ json_t *st_env_plain(const json_t *env)
         json_object_set_new(o, k,
                             json_string(json_string_value(val) ? json_string_value(val) : ""));
     }
-    return o;
-}
-
-json_t *st_env_view(const json_t *env, bool reveal)
-{
-    json_t *o = json_object();
-    const char *k;
-    json_t *v;
-
-    json_object_foreach((json_t *)env, k, v)
-    {
-        if (json_is_object(v) && !reveal)
-            json_object_set_new(o, k, json_pack("{s:b}", "secret", 1));
-        else
-            json_object_set_new(o, k, json_deep_copy(v));
-    }
-    return o;
-}
-
-bool st_may_see_secrets(const st_who_t *who, const st_job_t *sj)
-{
-    if (who->role == ST_ROLE_ADMIN)
-        return true;
-    return who->role == ST_ROLE_USER && who->name && strcmp(who->name, sj->owner) == 0 &&
-           strcmp(who->team ? who->team : "", sj->team) == 0;
-}
-
-json_t *st_job_json_for(st_t *s, st_job_t *sj, const st_who_t *who)
-{
-    json_t *o = st_job_json(s, sj, true);
-    if (o && sj->env && st_may_see_secrets(who, sj))
-        json_object_set_new(o, "env", st_env_view(sj->env, true));
-    return o;
-}
-
-json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
-{
-    const arb_job_t *j = sj->j;
-    char tbuf[40];
-    json_t *o, *tasks = json_array();
-    int gpus = 0;
-
-    for (int i = 0; i < j->ngroups; i++)
-        gpus += j->groups[i].gpus * j->groups[i].replicas;
-    o = json_pack("{s:I,s:s,s:s,s:s,s:s,s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:I}", "id", (json_int_t)sj->id,
-                  "name", j->name, "queue", arb_str(&s->cluster.strs, j->queue), "team", sj->team,
-                  "owner", sj->owner, "state", arb_job_state_name(j->state), "priority",
-                  j->priority, "gpus", gpus, "version", (json_int_t)sj->version,
-                  "submitted_lamport", (json_int_t)sj->lamport_submit, "updated_lamport",
-                  (json_int_t)sj->lamport_update, "attempt", (json_int_t)sj->attempt, "epoch",
-                  (json_int_t)sj->epoch);
-    jv_time(sj->submit_ms, tbuf, sizeof tbuf);
-    json_object_set_new(o, "submitted_at", json_string(tbuf));
-    if (sj->start_ms) {
-        jv_time(sj->start_ms, tbuf, sizeof tbuf);
-        json_object_set_new(o, "started_at", json_string(tbuf));
-    }
-    if (sj->end_ms) {
-        jv_time(sj->end_ms, tbuf, sizeof tbuf);
-        json_object_set_new(o, "ended_at", json_string(tbuf));
-    }
-    if (sj->stop)
-        json_object_set_new(o, "stop_requested", json_true());
-    if (sj->message)
-        json_object_set_new(o, "message", json_string(sj->message));
-    for (int t = 0; t < sj->ntasks; t++)
-        json_array_append_new(tasks, task_json(s, sj, t));
-    json_object_set_new(o, "tasks", tasks);
-    if ((j->state == ARB_JOB_PENDING || j->state == ARB_JOB_PREEMPTED) && j->wait)
-        json_object_set_new(o, "wait", json_string(arb_wait_name((arb_wait_t)j->wait)));
-    st_dep_json(sj, o);
-    st_service_job_json(s, sj, o);
-    if (!full)
-        return o;
-    /* What it asks for and where it may run: the same object a dry run
-     * prints (src/spec/job_json.c), plus the elastic job's live size. */
-    json_t *asks = spec_job_json(&s->cluster, j);
-    json_object_del(asks, "gpus");
-    json_object_update(o, asks);
-    json_decref(asks);
-    if (j->elastic)
-        json_object_set_new(o, "elastic",
-                            json_pack("{s:i,s:i,s:i,s:i}", "min", j->gang_min, "max", j->ntasks,
-                                      "current", j->nalloc, "generation", (int)j->resize_gen));
-    json_object_set_new(o, "command", sj->command ? json_deep_copy(sj->command) : json_array());
-    if (sj->env) /* fresh copies; secrets hidden: st_job_json_for shows them to whom they belong */
-        json_object_set_new(o, "env", st_env_view(sj->env, false));
-    /* The job's recent events, oldest first. */
-    json_t *evs = json_array();
-    int found = 0, idx[32];
-    for (int i = s->ring_n - 1; i >= 0 && found < 32; i--) {
-        int k = (s->ring_head + i) % s->ring_cap;
-        if (s->ring[k].job == sj->id)
-            idx[found++] = k;
-        if (s->ring[k].lamport < sj->lamport_submit)
-            break;
-    }
-    while (found > 0) {
-        json_t *e = json_loads(s->ring[idx[--found]].json, 0, NULL);
-        if (e)
-            json_array_append_new(evs, e);
-    }
-    json_object_set_new(o, "events", evs);
     return o;
 }
 

@@ -262,22 +262,21 @@ arb_wait_t st_dep_hold(void *arg, const arb_job_t *j)
     return ARB_WAIT_NONE;
 }
 
-void st_dep_json(const st_job_t *sj, json_t *o)
+int st_dep_view(const st_job_t *sj, st_job_view_t *v)
 {
     const st_dep_t *d = sj->dep;
     if (!d)
-        return;
-    if (d->d.n)
-        json_object_set_new(o, "dependency", json_string(d->text));
+        return 0;
+    if (d->d.n && !(v->dependency = strdup(d->text)))
+        return -ENOMEM;
     if (d->array) {
-        json_t *a = json_pack("{s:I,s:i}", "job", (json_int_t)(d->array_of ? d->array_of : sj->id),
-                              "task", (int)d->task);
-        if (d->count)
-            json_object_set_new(a, "count", json_integer(d->count));
-        if (d->throttle)
-            json_object_set_new(a, "throttle", json_integer(d->throttle));
-        json_object_set_new(o, "array", a);
+        v->array = true;
+        v->array_job = d->array_of ? d->array_of : sj->id;
+        v->array_task = (int)d->task;
+        v->array_count = d->count;
+        v->array_throttle = d->throttle;
     }
+    return 0;
 }
 
 void st_dep_explain(st_t *s, const st_job_t *sj, arb_wait_t why, char *buf, size_t n)

@@ -105,8 +105,8 @@ static bool may_see(const st_who_t *who, const st_job_t *sj)
     return who->role != ST_ROLE_USER || strcmp(who->team ? who->team : "", sj->team) == 0;
 }
 
-int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml, json_t **out,
-                  int64_t *ticket, arb_err_t *err)
+int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                  st_job_view_t *out, int64_t *ticket, arb_err_t *err)
 {
     bool created;
     return st_job_submit_key(s, who, NULL, body, n, yaml, out, &created, ticket, err);
@@ -196,7 +196,7 @@ int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n
 }
 
 int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
-                      bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err)
+                      bool yaml, st_job_view_t *out, bool *created, int64_t *ticket, arb_err_t *err)
 {
     arb_job_t *j = NULL;
     json_t *command = NULL, *env = NULL;
@@ -206,6 +206,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     const char *team = who->team ? who->team : "";
 
     *created = false;
+    memset(out, 0, sizeof *out);
     if (key && (rc = st_idem_check(key, err)) < 0) {
         *ticket = 0;
         return rc;
@@ -225,9 +226,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
                           "Idempotency-Key: '%s' was used for job %llu with a different body; "
                           "send a new key with a new job",
                           key, (unsigned long long)prev);
-        } else {
-            *out = st_job_json_for(s, pj, who);
-            rc = 0;
+        } else if ((rc = st_job_view_of(s, pj, true, who, out)) < 0) {
+            rc = arb_errf(err, rc, "out of memory");
         }
         st_job_free(stored);
         *ticket = st_seen(s);
@@ -301,7 +301,8 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     s->m_submitted++;
     s->dirty = true;
     pthread_cond_signal(&s->kick);
-    *out = st_job_json_for(s, sj, who);
+    if (st_job_view_of(s, sj, true, who, out) < 0) /* the job stands: only the reply is lost */
+        rc = arb_errf(err, -ENOMEM, "out of memory");
     sj = NULL;
 out:
     if (sj) {
@@ -335,12 +336,13 @@ static int find_visible(st_t *s, const st_who_t *who, uint64_t id, st_job_t **sj
     return 0;
 }
 
-int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
+int st_job_get(st_t *s, const st_who_t *who, uint64_t id, st_job_view_t *out, int64_t *ticket,
                arb_err_t *err)
 {
     st_job_t *sj;
     int rc;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc == -ENOENT && s->nstored && id > 0 && id < s->next_id) {
@@ -349,29 +351,29 @@ int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t 
             if (!may_see(who, sj))
                 rc = arb_errf(err, -EACCES, "job %llu belongs to team '%s', not to yours ('%s')",
                               (unsigned long long)id, sj->team, who->team ? who->team : "");
-            else
-                *out = st_job_json_for(s, sj, who);
+            else if ((rc = st_job_view_of(s, sj, true, who, out)) < 0)
+                rc = arb_errf(err, rc, "out of memory");
             st_job_free(sj);
         }
         *ticket = st_seen(s);
         pthread_mutex_unlock(&s->mu);
         return rc;
     }
-    if (rc == 0)
-        *out = st_job_json_for(s, sj, who);
+    if (rc == 0 && (rc = st_job_view_of(s, sj, true, who, out)) < 0)
+        rc = arb_errf(err, rc, "out of memory");
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
 int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue, uint64_t after,
-                 int limit, json_t **out, int64_t *ticket, arb_err_t *err)
+                 int limit, st_job_list_t *out, int64_t *ticket, arb_err_t *err)
 {
     arb_job_state_t want = ARB_JOB_PENDING;
-    json_t *arr;
-    int rc = 0, n = 0;
+    int rc = 0, cap = 0;
     uint32_t q = 0;
 
+    memset(out, 0, sizeof *out);
     if (state && state[0]) {
         int k = 0;
         while (k < ARB_JOB_NSTATES && strcmp(arb_job_state_name((arb_job_state_t)k), state))
@@ -383,13 +385,11 @@ int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *qu
                             state);
         want = (arb_job_state_t)k;
     }
-    arr = json_array();
-    if (!arr)
-        return arb_errf(err, -ENOMEM, "out of memory");
     pthread_mutex_lock(&s->mu);
     if (queue && queue[0] && !(q = arb_strtab_find(&s->cluster.strs, queue)))
         q = UINT32_MAX; /* no job can be in a queue never named */
-    for (uint64_t id = after + 1; id < s->next_id && (limit <= 0 || n < limit); id++) {
+    for (uint64_t id = after + 1; rc == 0 && id < s->next_id && (limit <= 0 || out->n < limit);
+         id++) {
         st_job_t *sj = s->jobs[id];
         if (!sj || !may_see(who, sj))
             continue;
@@ -399,21 +399,35 @@ int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *qu
         }
         if (q && sj->j->queue != q)
             continue;
-        json_array_append_new(arr, st_job_json(s, sj, false));
-        n++;
+        if (out->n == cap) {
+            int nc = cap ? 2 * cap : 16;
+            st_job_view_t *v = realloc(out->v, (size_t)nc * sizeof *v);
+            if (!v) {
+                rc = arb_errf(err, -ENOMEM, "out of memory");
+                break;
+            }
+            out->v = v;
+            cap = nc;
+        }
+        if (st_job_view_of(s, sj, false, NULL, &out->v[out->n]) < 0)
+            rc = arb_errf(err, -ENOMEM, "out of memory");
+        else
+            out->n++;
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
-    *out = json_pack("{s:o}", "jobs", arr);
+    if (rc < 0)
+        st_job_list_free(out);
     return rc;
 }
 
-int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, json_t **out,
+int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, st_job_view_t *out,
                   int64_t *ticket, arb_err_t *err)
 {
     st_job_t *sj;
     int rc;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc < 0)
@@ -423,10 +437,8 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
                       (unsigned long long)id, (unsigned long long)sj->version, (long long)if_match);
         goto out;
     }
-    if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name)) {
-        *out = st_job_json_for(s, sj, who);
-        goto out;
-    }
+    if (sj->active_ix >= 0 && st_service_cancel(s, sj, who->name))
+        goto reply;
     switch (sj->j->state) {
     case ARB_JOB_SUCCEEDED:
     case ARB_JOB_FAILED:
@@ -462,112 +474,142 @@ int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, j
         st_finish_job(s, sj, ARB_JOB_CANCELLED, why);
     }
     }
-    *out = st_job_json_for(s, sj, who);
+reply:
+    if (st_job_view_of(s, sj, true, who, out) < 0) /* cancelled: only the reply is lost */
+        rc = arb_errf(err, -ENOMEM, "out of memory");
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
     return rc;
 }
 
-/* "node_reasons": {NODE: reason} for the group explain found stuck (the
- * console highlights the nodes that could take a task). */
-static void explain_nodes(st_t *s, st_job_t *sj, const arb_ctx_t *ctx, int group, json_t *o)
+void st_explain_view_free(st_explain_view_t *v)
 {
-    arb_reason_t *why = calloc(s->cluster.nnodes + 1, sizeof *why);
-    json_t *m = json_object();
-    int g = group < 0 ? 0 : group;
-
-    if (why && m && arb_sched_explain_nodes(s->sched, sj->j, ctx, g, why) == 0) {
-        for (uint32_t i = 0; i < s->cluster.nnodes; i++)
-            json_object_set_new(m, arb_node_name(&s->cluster, &s->cluster.nodes[i]),
-                                json_string(arb_reason_name(why[i])));
-        json_object_set_new(o, "node_reasons", m);
-        json_object_set_new(o, "node_reasons_group", json_string(sj->j->groups[g].name));
-        m = NULL;
-    }
-    json_decref(m);
-    free(why);
+    free(v->explain_json);
+    free(v->summary);
+    free(v->hint);
+    free(v->node_reasons);
+    free(v->message);
+    free(v->waiting_for);
+    free(v->unhealthy);
+    free(v->stragglers);
+    memset(v, 0, sizeof *v);
 }
 
-int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
-                   arb_err_t *err)
+/* Each node's first failing filter for the group explain found stuck (the
+ * console highlights the nodes that could take a task); -ENOMEM. */
+static int explain_nodes(st_t *s, st_job_t *sj, const arb_ctx_t *ctx, int group,
+                         st_explain_view_t *v)
+{
+    arb_reason_t *why = calloc(s->cluster.nnodes + 1, sizeof *why);
+    int g = group < 0 ? 0 : group, rc = 0;
+
+    if (!why)
+        return -ENOMEM;
+    if (arb_sched_explain_nodes(s->sched, sj->j, ctx, g, why) == 0) {
+        if (s->cluster.nnodes &&
+            !(v->node_reasons = calloc(s->cluster.nnodes, sizeof *v->node_reasons))) {
+            rc = -ENOMEM;
+        } else {
+            for (uint32_t i = 0; i < s->cluster.nnodes; i++)
+                v->node_reasons[v->nnode_reasons++] = (st_node_reason_t){
+                    arb_node_name(&s->cluster, &s->cluster.nodes[i]), arb_reason_name(why[i])};
+            v->has_node_reasons = true;
+            snprintf(v->node_reasons_group, sizeof v->node_reasons_group, "%s",
+                     sj->j->groups[g].name);
+        }
+    }
+    free(why);
+    return rc;
+}
+
+int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, st_explain_view_t *out,
+                   int64_t *ticket, arb_err_t *err)
 {
     return st_job_explain_ex(s, who, id, false, out, ticket, err);
 }
 
-int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, json_t **out,
+/* A pending (or preempted) job: the scheduler's explanation and the
+ * state's additions. The caller holds s->mu; -ENOMEM. */
+static int explain_pending(st_t *s, st_job_t *sj, bool nodes, st_explain_view_t *v)
+{
+    arb_explain_t ex;
+    arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
+
+    v->pending = true;
+    memset(&ex, 0, sizeof ex);
+    arb_sched_explain(s->sched, sj->j, &ctx, &ex);
+    int need = arb_explain_json(s->sched, &ex, NULL, 0);
+    if (!(v->explain_json = malloc((size_t)need + 1)))
+        return -ENOMEM;
+    arb_explain_json(s->sched, &ex, v->explain_json, (size_t)need + 1);
+    if (sj->dep && (ex.wait == ARB_WAIT_DEPENDENCY || ex.wait == ARB_WAIT_DEP_NEVER ||
+                    ex.wait == ARB_WAIT_THROTTLE)) /* name the jobs it waits for */
+        st_dep_explain(s, sj, ex.wait, ex.summary, sizeof ex.summary);
+    if (!(v->summary = strdup(ex.summary)) || !(v->hint = strdup(ex.hint)))
+        return -ENOMEM;
+    if (nodes && explain_nodes(s, sj, &ctx, ex.group, v) < 0)
+        return -ENOMEM;
+    if (sj->message && !(v->message = strdup(sj->message))) /* e.g. who preempted it, and why */
+        return -ENOMEM;
+    if (sj->j->waiting && st_resize_explain(s, sj, v) < 0) /* resize.c: its victims stop */
+        return -ENOMEM;
+    return st_explain_unhealthy(s, sj, v);
+}
+
+/* A job not pending: what it is doing, its stragglers. The caller holds s->mu. */
+static int explain_other(st_t *s, st_job_t *sj, st_explain_view_t *v)
+{
+    char txt[600], hint[600] = "";
+    size_t used = 0;
+
+    snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s", (unsigned long long)sj->id,
+             arb_job_state_name(sj->j->state), sj->message ? ": " : "", st_job_msg(sj));
+    for (int t = 0; t < sj->j->nalloc && held_job(sj->j); t++) {
+        const st_task_t *tk = &sj->tasks[t];
+        const char *node = arb_node_name(&s->cluster, &s->cluster.nodes[sj->j->alloc[t].node]);
+        if (tk->straggler == ST_STRAG_NONE)
+            continue;
+        st_straggler_view_t *g = realloc(v->stragglers, (size_t)(v->nstragglers + 1) * sizeof *g);
+        if (!g)
+            return -ENOMEM;
+        v->stragglers = g;
+        g[v->nstragglers++] = (st_straggler_view_t){
+            t, node, tk->straggler == ST_STRAG_STALE ? "stale-report" : "low-gpu-utilization"};
+        if (used < sizeof hint)
+            used += (size_t)snprintf(
+                hint + used, sizeof hint - used, "%stask %d on node '%s' is a straggler: %s",
+                used ? "; " : "", t, node,
+                tk->straggler == ST_STRAG_STALE ? "its node's reports are late"
+                                                : "its GPUs are far less busy than its peers'");
+    }
+    if (!(v->summary = strdup(txt)) || !(v->hint = strdup(hint)))
+        return -ENOMEM;
+    return 0;
+}
+
+int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, st_explain_view_t *out,
                       int64_t *ticket, arb_err_t *err)
 {
     st_job_t *sj;
     int rc;
 
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     rc = find_visible(s, who, id, &sj, err);
     if (rc == 0) {
-        json_t *o = json_pack("{s:I,s:s,s:s}", "job", (json_int_t)sj->id, "name", sj->j->name,
-                              "state", arb_job_state_name(sj->j->state));
-        if (sj->j->state == ARB_JOB_PENDING || sj->j->state == ARB_JOB_PREEMPTED) {
-            arb_explain_t ex;
-            arb_ctx_t ctx = {.now_ns = st_now_ns(s), .rng = &s->rng};
-            memset(&ex, 0, sizeof ex);
-            arb_sched_explain(s->sched, sj->j, &ctx, &ex);
-            int need = arb_explain_json(s->sched, &ex, NULL, 0);
-            char *buf = malloc((size_t)need + 1);
-            if (buf) {
-                arb_explain_json(s->sched, &ex, buf, (size_t)need + 1);
-                json_t *e = json_loads(buf, 0, NULL);
-                if (e)
-                    json_object_set_new(o, "explain", e);
-                free(buf);
-            }
-            if (sj->dep && (ex.wait == ARB_WAIT_DEPENDENCY || ex.wait == ARB_WAIT_DEP_NEVER ||
-                            ex.wait == ARB_WAIT_THROTTLE)) { /* name the jobs it waits for */
-                st_dep_explain(s, sj, ex.wait, ex.summary, sizeof ex.summary);
-            }
-            json_object_set_new(o, "summary", json_string(ex.summary));
-            json_object_set_new(o, "hint", json_string(ex.hint));
-            if (nodes)
-                explain_nodes(s, sj, &ctx, ex.group, o);
-            if (sj->message) /* e.g. who preempted it, and why */
-                json_object_set_new(o, "message", json_string(sj->message));
-            if (sj->j->waiting) /* resize.c: its victims are being stopped */
-                st_resize_explain(s, sj, o);
-            st_explain_unhealthy(s, sj, o);
-        } else {
-            char txt[600], hint[600] = "";
-            json_t *strag = json_array();
-            size_t used = 0;
-            snprintf(txt, sizeof txt, "job %llu is %s, not pending%s%s", (unsigned long long)sj->id,
-                     arb_job_state_name(sj->j->state), sj->message ? ": " : "", st_job_msg(sj));
-            for (int t = 0; t < sj->j->nalloc && held_job(sj->j); t++) {
-                const st_task_t *tk = &sj->tasks[t];
-                const char *node =
-                    arb_node_name(&s->cluster, &s->cluster.nodes[sj->j->alloc[t].node]);
-                if (tk->straggler == ST_STRAG_NONE)
-                    continue;
-                json_array_append_new(
-                    strag, json_pack("{s:i,s:s,s:s}", "task", t, "node", node, "reason",
-                                     tk->straggler == ST_STRAG_STALE ? "stale-report"
-                                                                     : "low-gpu-utilization"));
-                if (used < sizeof hint)
-                    used += (size_t)snprintf(hint + used, sizeof hint - used,
-                                             "%stask %d on node '%s' is a straggler: %s",
-                                             used ? "; " : "", t, node,
-                                             tk->straggler == ST_STRAG_STALE
-                                                 ? "its node's reports are late"
-                                                 : "its GPUs are far less busy than its peers'");
-            }
-            json_object_set_new(o, "summary", json_string(txt));
-            json_object_set_new(o, "hint", json_string(hint));
-            if (json_array_size(strag))
-                json_object_set_new(o, "stragglers", strag);
-            else
-                json_decref(strag);
-        }
-        *out = o;
+        out->job = sj->id;
+        snprintf(out->name, sizeof out->name, "%s", sj->j->name);
+        out->state = arb_job_state_name(sj->j->state);
+        if ((sj->j->state == ARB_JOB_PENDING || sj->j->state == ARB_JOB_PREEMPTED
+                 ? explain_pending(s, sj, nodes, out)
+                 : explain_other(s, sj, out)) < 0)
+            rc = arb_errf(err, -ENOMEM, "out of memory");
     }
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
+    if (rc < 0)
+        st_explain_view_free(out);
     return rc;
 }
 
@@ -635,13 +677,21 @@ void st_queue_list_free(st_queue_list_t *l)
     memset(l, 0, sizeof *l);
 }
 
-int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
-              json_t **out, int64_t *ticket, arb_err_t *err)
+void st_event_list_free(st_event_list_t *l)
 {
-    json_t *arr = json_array();
-    struct timespec dl;
-    int n = 0;
+    for (int i = 0; i < l->n; i++)
+        free(l->v[i].message);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
 
+int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
+              st_event_list_t *out, int64_t *ticket, arb_err_t *err)
+{
+    struct timespec dl;
+    int n = 0, rc = 0;
+
+    memset(out, 0, sizeof *out);
     if (limit <= 0 || limit > 10000)
         limit = 1000;
     dl = st_deadline(wait_ms);
@@ -662,8 +712,11 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
         else
             hi = mid;
     }
+    int want = s->ring_n - lo < limit ? s->ring_n - lo : limit;
+    if (want > 0 && !(out->v = calloc((size_t)want, sizeof *out->v)))
+        rc = arb_errf(err, -ENOMEM, "out of memory");
     uint64_t last = since;
-    for (int i = lo; i < s->ring_n && n < limit; i++) {
+    for (int i = lo; rc == 0 && i < s->ring_n && n < limit; i++) {
         const st_event_t *ev = &s->ring[(s->ring_head + i) % s->ring_cap];
         last = ev->lamport;
         if (ev->job && who->role == ST_ROLE_USER) {
@@ -671,16 +724,16 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
             if (sj && !may_see(who, sj))
                 continue;
         }
-        json_t *e = json_loads(ev->json, 0, NULL);
-        if (e)
-            json_array_append_new(arr, e);
-        n++;
+        n++; /* an unreadable stored one counts, and is shown to nobody */
+        if (ev->type && st_event_view_of(ev, &out->v[out->n++]) < 0)
+            rc = arb_errf(err, -ENOMEM, "out of memory");
     }
-    uint64_t oldest = s->ring_n ? s->ring[s->ring_head].lamport : 0;
-    *out = json_pack("{s:o,s:I,s:I,s:b}", "events", arr, "last", (json_int_t)last, "oldest",
-                     (json_int_t)oldest, "truncated", since + 1 < oldest);
+    out->last = last;
+    out->oldest = s->ring_n ? s->ring[s->ring_head].lamport : 0;
+    out->truncated = since + 1 < out->oldest;
     *ticket = st_seen(s);
     pthread_mutex_unlock(&s->mu);
-    (void)err;
-    return 0;
+    if (rc < 0)
+        st_event_list_free(out);
+    return rc;
 }

@@ -70,47 +70,98 @@ uint64_t st_tick(st_t *s, uint64_t remote)
     return s->clock;
 }
 
+char *st_event_record(const st_event_t *e)
+{
+    json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)e->lamport, "time", e->time,
+                          "type", e->type ? e->type : "", "message", e->msg ? e->msg : "");
+    char *txt;
+
+    if (!o)
+        return NULL;
+    if (e->job)
+        json_object_set_new(o, "job", json_integer((json_int_t)e->job));
+    if (e->node)
+        json_object_set_new(o, "node", json_string(e->node));
+    txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    json_decref(o);
+    return txt;
+}
+
+int st_event_decode(st_t *s, uint64_t lamport, const char *val, size_t n, st_event_t *e)
+{
+    json_t *o = json_loadb(val, n, 0, NULL);
+    const char *type = json_string_value(json_object_get(o, "type"));
+    const char *msg = json_string_value(json_object_get(o, "message"));
+    const char *time = json_string_value(json_object_get(o, "time"));
+    const char *node = json_string_value(json_object_get(o, "node"));
+    int rc = 0;
+
+    memset(e, 0, sizeof *e);
+    e->lamport = lamport;
+    if (!o) /* unreadable: kept for its place in the log, shown to nobody */
+        return 0;
+    e->job = (uint64_t)json_integer_value(json_object_get(o, "job"));
+    snprintf(e->time, sizeof e->time, "%s", time ? time : "");
+    if ((type && !(e->type = st_name(s, type))) || (node && !(e->node = st_name(s, node))) ||
+        !(e->msg = strdup(msg ? msg : "")))
+        rc = -ENOMEM;
+    json_decref(o);
+    return rc;
+}
+
+int st_event_view_of(const st_event_t *e, st_event_view_t *v)
+{
+    memset(v, 0, sizeof *v);
+    v->lamport = e->lamport;
+    memcpy(v->time, e->time, sizeof v->time);
+    v->type = e->type;
+    v->job = e->job;
+    v->node = e->node;
+    return (v->message = strdup(e->msg ? e->msg : "")) ? 0 : -ENOMEM;
+}
+
+void st_event_clear(st_event_t *e)
+{
+    free(e->msg);
+    memset(e, 0, sizeof *e);
+}
+
 uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt, ...)
 {
-    char msg[512], key[40], tbuf[40];
+    char msg[512], key[40];
     va_list ap;
     uint64_t lam = st_tick(s, 0);
-    json_t *o;
+    st_event_t ev = {.lamport = lam, .job = job};
     char *txt;
 
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     arb_utf8_fix(msg); /* cut inside a character, or not text: JSON would refuse it */
-    jv_time(st_now_ms(s), tbuf, sizeof tbuf);
-    o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)lam, "time", tbuf, "type", type,
-                  "message", msg);
-    if (!o)
-        return lam;
-    if (job)
-        json_object_set_new(o, "job", json_integer((json_int_t)job));
-    if (node)
-        json_object_set_new(o, "node", json_string(node));
-    txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-    json_decref(o);
-    if (!txt)
-        return lam;
+    jv_time(st_now_ms(s), ev.time, sizeof ev.time);
+    ev.type = st_name(s, type);
+    ev.node = node ? st_name(s, node) : NULL;
+    if (!ev.type || (node && !ev.node) || !(ev.msg = strdup(msg)))
+        goto oom;
+    if (!(txt = st_event_record(&ev)))
+        goto oom;
     snprintf(key, sizeof key, "events/%020llu", (unsigned long long)lam);
     store_batch_putstr(&s->batch, key, txt);
+    free(txt);
     if (s->ring_n == s->ring_cap) { /* evict the oldest, in memory and in the store */
         st_event_t *old = &s->ring[s->ring_head];
         snprintf(key, sizeof key, "events/%020llu", (unsigned long long)old->lamport);
         store_batch_del(&s->batch, key);
-        free(old->json);
+        st_event_clear(old);
         s->ring_head = (s->ring_head + 1) % s->ring_cap;
         s->ring_n--;
     }
-    st_event_t *e = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
-    e->lamport = lam;
-    e->job = job;
-    e->json = txt;
+    s->ring[(s->ring_head + s->ring_n) % s->ring_cap] = ev;
     s->ring_n++;
     st_changed(s);
+    return lam;
+oom:
+    free(ev.msg);
     return lam;
 }
 

@@ -17,6 +17,7 @@
 #include "state/state.h"
 
 typedef struct st_job st_job_t;
+typedef struct st_event st_event_t;
 
 /* What the ground asks of the layers above it: each entry is set (state.c). */
 typedef struct st_ledger_ops {
@@ -53,6 +54,16 @@ uint64_t st_tick(st_t *s, uint64_t remote);
 /* Append an event (type like "job-placed"; job 0 / node NULL when none). */
 uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
+/* An event's store record (the state's own format, "events/LAMPORT"):
+ * {"lamport", "time", "type", "message", "job" (when one), "node" (when
+ * one)}, malloc'd text; NULL out of memory. */
+char *st_event_record(const st_event_t *e);
+/* A stored record back into *e (its names interned, its message
+ * copied): -ENOMEM; a text that is no event gives an entry of type NULL. */
+int st_event_decode(st_t *s, uint64_t lamport, const char *val, size_t n, st_event_t *e);
+void st_event_clear(st_event_t *e); /* frees what *e owns */
+/* *v for e (of type not NULL): its message copied; -ENOMEM. */
+int st_event_view_of(const st_event_t *e, st_event_view_t *v);
 /* Queue the current batch: the ticket for st_wait. */
 int64_t st_flush(st_t *s);
 /* A read: the ticket of everything seen. */

@@ -263,17 +263,15 @@ void st_gpu_lost(st_t *s, arb_node_t *n, int gpu)
     s->dirty = true;
 }
 
-void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o)
+int st_explain_unhealthy(st_t *s, const st_job_t *sj, st_explain_view_t *v)
 {
-    json_t *list = json_array();
     char txt[1024];
     size_t used = 0;
     bool gpus = false;
 
     for (int g = 0; g < sj->j->ngroups; g++)
         gpus |= sj->j->groups[g].gpus > 0 || sj->j->groups[g].gpu_share > 0;
-    const char *summary = json_string_value(json_object_get(o, "summary"));
-    used = (size_t)snprintf(txt, sizeof txt, "%s", summary ? summary : "");
+    used = (size_t)snprintf(txt, sizeof txt, "%s", v->summary ? v->summary : "");
     for (uint32_t i = 0; gpus && i < s->cluster.nnodes; i++) {
         const arb_node_t *n = &s->cluster.nodes[i];
         if (n->state == ARB_NODE_LEFT || st_node_ext(s, n)->lost)
@@ -282,21 +280,27 @@ void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o)
             if (n->gpu[k].healthy)
                 continue;
             const char *name = arb_node_name(&s->cluster, n);
-            json_array_append_new(list, json_pack("{s:s,s:i}", "node", name, "gpu", k));
-            if (json_array_size(list) <= 8 && used < sizeof txt)
+            st_gpu_ref_t *u = realloc(v->unhealthy, (size_t)(v->nunhealthy + 1) * sizeof *u);
+            if (!u)
+                return -ENOMEM;
+            v->unhealthy = u;
+            u[v->nunhealthy++] = (st_gpu_ref_t){name, k};
+            if (v->nunhealthy <= 8 && used < sizeof txt)
                 used += (size_t)snprintf(
                     txt + used, sizeof txt - used, "%sGPU %d on node '%s' unhealthy",
-                    json_array_size(list) == 1 ? "; out of capacity: " : ", ", k, name);
+                    v->nunhealthy == 1 ? "; out of capacity: " : ", ", k, name);
         }
     }
-    if (json_array_size(list) > 8 && used < sizeof txt)
-        snprintf(txt + used, sizeof txt - used, " and %zu more", json_array_size(list) - 8);
-    if (json_array_size(list)) {
-        json_object_set_new(o, "summary", json_string(txt));
-        json_object_set_new(o, "unhealthy_gpus", list);
-    } else {
-        json_decref(list);
+    if (v->nunhealthy > 8 && used < sizeof txt)
+        snprintf(txt + used, sizeof txt - used, " and %d more", v->nunhealthy - 8);
+    if (v->nunhealthy) {
+        char *sum = strdup(txt);
+        if (!sum)
+            return -ENOMEM;
+        free(v->summary);
+        v->summary = sum;
     }
+    return 0;
 }
 
 /* ---- nodes ---------------------------------------------------------------------------- */

@@ -77,7 +77,8 @@ void st_logs_ticket_free(st_logs_ticket_t *t)
 int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, st_logs_ticket_t *out,
                    int64_t *ticket, arb_err_t *err)
 {
-    json_t *j = NULL, *inv = NULL, *tk;
+    json_t *inv = NULL;
+    st_job_view_t j = {0};
     st_node_view_t nd = {0};
     const char *node, *url;
     unsigned char raw[16];
@@ -87,16 +88,15 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, st_
     memset(out, 0, sizeof *out);
     if ((rc = st_job_get(s, who, job, &j, ticket, err)) < 0)
         return rc;
-    size_t ntasks = json_array_size(json_object_get(j, "tasks"));
+    size_t ntasks = (size_t)j.ntasks;
     if (task < 0 || (size_t)task >= ntasks) {
         rc = arb_errf(err, -ENOENT, "task %lld: job %llu has %zu task%s (0..%zu)", (long long)task,
                       (unsigned long long)job, ntasks, ntasks == 1 ? "" : "s", ntasks - 1);
         goto out;
     }
-    tk = json_array_get(json_object_get(j, "tasks"), (size_t)task);
-    node = json_string_value(json_object_get(tk, "node"));
+    node = j.tasks[task].node; /* borrowed: the state's names outlive the view */
     if (!node)
-        node = json_string_value(json_object_get(tk, "last_node"));
+        node = j.tasks[task].last_node;
     if (!node) {
         rc = arb_errf(err, -EBUSY, "job %llu task %lld has not run yet: no log to read",
                       (unsigned long long)job, (long long)task);
@@ -155,7 +155,7 @@ int st_logs_ticket(st_t *s, const st_who_t *who, uint64_t job, int64_t task, st_
     snprintf(out->ticket, sizeof out->ticket, "%s", e.id);
     out->ttl_ms = ST_TICKET_TTL_NS / 1000000;
 out:
-    json_decref(j);
+    st_job_view_free(&j);
     json_decref(inv);
     st_node_view_free(&nd);
     return rc;

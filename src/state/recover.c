@@ -650,12 +650,11 @@ static int load_event(void *arg, const char *key, const char *val, size_t n, uin
     ev_load_t *el = arg;
     st_t *s = el->s;
     uint64_t lam = strtoull(key + strlen("events/"), NULL, 10);
-    json_t *o = json_loadb(val, n, 0, NULL);
-    char *txt = strdup(val);
+    st_event_t ev;
 
     (void)rev;
-    if (!txt) {
-        json_decref(o);
+    if (st_event_decode(s, lam, val, n, &ev) < 0) {
+        st_event_clear(&ev);
         return -ENOMEM;
     }
     if (s->ring_n == s->ring_cap) { /* retention shrank: drop the oldest */
@@ -663,19 +662,15 @@ static int load_event(void *arg, const char *key, const char *val, size_t n, uin
         char k[40];
         snprintf(k, sizeof k, "events/%020llu", (unsigned long long)old->lamport);
         store_batch_del(&s->batch, k);
-        free(old->json);
+        st_event_clear(old);
         s->ring_head = (s->ring_head + 1) % s->ring_cap;
         s->ring_n--;
         el->dropped++;
     }
-    st_event_t *e = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
-    e->lamport = lam;
-    e->job = o ? (uint64_t)json_integer_value(json_object_get(o, "job")) : 0;
-    e->json = txt;
+    s->ring[(s->ring_head + s->ring_n) % s->ring_cap] = ev;
     s->ring_n++;
     if (lam > s->clock)
         s->clock = lam;
-    json_decref(o);
     return 0;
 }
 
@@ -740,21 +735,19 @@ static int rebase_clock(st_t *s, arb_err_t *err)
     for (int i = 0; i < s->ring_n; i++) {
         st_event_t *e = &s->ring[(s->ring_head + i) % s->ring_cap];
         uint64_t nl = rank_of(u, k, e->lamport);
-        json_t *o = json_loads(e->json, 0, NULL);
         char *txt;
         snprintf(key, sizeof key, "events/%020llu", (unsigned long long)e->lamport);
         store_batch_del(&s->batch, key);
         e->lamport = nl;
-        if (o) {
-            json_object_set_new(o, "lamport", json_integer((json_int_t)nl));
-            if ((txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
-                free(e->json);
-                e->json = txt;
-            }
-            json_decref(o);
+        if (!e->type) /* unreadable: it leaves the log */
+            continue;
+        if (!(txt = st_event_record(e))) {
+            free(u);
+            return arb_errf(err, -ENOMEM, "out of memory");
         }
         snprintf(key, sizeof key, "events/%020llu", (unsigned long long)nl);
-        store_batch_putstr(&s->batch, key, e->json);
+        store_batch_putstr(&s->batch, key, txt);
+        free(txt);
     }
     for (uint64_t id = 1; id < s->next_id; id++) {
         st_job_t *sj = s->jobs[id];

@@ -28,6 +28,7 @@
  *   job 5 'train' resized 6 -> 4: tasks 4..5 stopped for job 7 'serve'
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "state/state_int.h"
@@ -266,36 +267,41 @@ void st_resize_recover_all(st_t *s)
     }
 }
 
-void st_resize_explain(st_t *s, st_job_t *sj, json_t *o)
+int st_resize_explain(st_t *s, st_job_t *sj, st_explain_view_t *v)
 {
-    json_t *arr = json_array();
     char hint[512];
     size_t used = 0;
 
     hint[0] = '\0';
     for (int i = 0; i < s->nactive; i++) {
-        st_job_t *v = s->active[i];
-        const arb_job_t *j = v->j;
-        if (v == sj || j->preempted_by != sj->j->id || !(j->evicting || j->shrink_to > 0) ||
+        st_job_t *o = s->active[i];
+        const arb_job_t *j = o->j;
+        if (o == sj || j->preempted_by != sj->j->id || !(j->evicting || j->shrink_to > 0) ||
             !held(j))
             continue;
-        json_array_append_new(arr,
-                              json_pack("{s:I,s:s,s:s}", "job", (json_int_t)v->id, "name", j->name,
-                                        "action", j->evicting ? "preempted" : "shrinking"));
+        st_victim_view_t *w = realloc(v->waiting_for, (size_t)(v->nwaiting_for + 1) * sizeof *w);
+        if (!w)
+            return -ENOMEM;
+        v->waiting_for = w;
+        w = &w[v->nwaiting_for++];
+        w->job = o->id;
+        snprintf(w->name, sizeof w->name, "%s", j->name);
+        w->action = j->evicting ? "preempted" : "shrinking";
         if (used < sizeof hint)
             used += (size_t)snprintf(hint + used, sizeof hint - used, "%sjob %llu '%s' (%s)",
-                                     used ? ", " : "", (unsigned long long)v->id, j->name,
+                                     used ? ", " : "", (unsigned long long)o->id, j->name,
                                      j->evicting ? "preempted whole" : "shrinking");
     }
-    if (json_array_size(arr) > 0) {
-        char txt[700];
+    if (v->nwaiting_for > 0) {
+        char txt[700], *h;
         snprintf(txt, sizeof txt,
                  "its victims are stopping: %s; it starts once their tasks have exited (SIGTERM, "
                  "the grace period, SIGKILL)",
                  hint);
-        json_object_set_new(o, "hint", json_string(txt));
-        json_object_set_new(o, "waiting_for", arr);
-    } else {
-        json_decref(arr);
+        if (!(h = strdup(txt)))
+            return -ENOMEM;
+        free(v->hint);
+        v->hint = h;
     }
+    return 0;
 }

@@ -171,37 +171,177 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket);
 
 /* ---- jobs ---------------------------------------------------------------------- */
 
+/* One event of the log (GET /v1/events; a typed view): type and node are
+ * names the state interns (borrowed, valid until st_close), the message
+ * the view's own. */
+typedef struct st_event_view {
+    uint64_t lamport;
+    char time[32];    /* wall clock, for people */
+    const char *type; /* "job-placed", ... (borrowed) */
+    char *message;    /* owned */
+    uint64_t job;     /* 0: none */
+    const char *node; /* borrowed; NULL none */
+} st_event_view_t;
+
+typedef struct st_event_list {
+    st_event_view_t *v; /* owned, oldest first */
+    int n;
+    uint64_t last;   /* the Lamport time of the last event looked at (since: none) */
+    uint64_t oldest; /* the oldest event kept (0: none) */
+    bool truncated;  /* events after since were dropped from the log (since + 1 < oldest) */
+} st_event_list_t;
+
+/* A job as GET /v1/jobs/{id} and the list show it (a typed view, as the
+ * nodes below): strings named "borrowed" are names the state interns
+ * (queue, team, owner, node names), valid until st_close; the rest is the
+ * view's own (st_job_view_free). Two parts stay another module's JSON,
+ * carried as its text: what the job asks for (src/spec's encoding of the
+ * spec, spec_job_json) and a service's block (service.c). */
+typedef struct st_task_view {
+    int index;
+    char group[64];        /* its task group's name */
+    const char *state;     /* the task's state name (static) */
+    const char *node;      /* borrowed; NULL: holds no node now */
+    uint16_t gpu_mask;     /* held only */
+    int gpu_milli;         /* held only, shown with GPUs */
+    const char *last_node; /* where it last ran (borrowed; NULL never) */
+    bool has_exit;
+    int exit_code;
+    const char *straggler; /* "stale-report", "low-gpu-utilization" (static); NULL none */
+} st_task_view_t;
+
+typedef struct st_env_view {
+    char *name;  /* owned */
+    char *value; /* owned; NULL: a secret not shown to this caller */
+    bool secret;
+} st_env_view_t;
+
+typedef struct st_job_view {
+    uint64_t id;
+    char name[ARB_JOB_NAME_MAX];
+    const char *queue, *team, *owner; /* borrowed */
+    const char *state;                /* "pending", ... (static) */
+    int priority, gpus;
+    uint64_t version, submitted_lamport, updated_lamport, attempt, epoch;
+    char submitted_at[40], started_at[40], ended_at[40]; /* wall clock; "" not yet */
+    bool stop_requested;
+    char *message;         /* why it is in its state (owned; NULL none) */
+    st_task_view_t *tasks; /* owned */
+    int ntasks;
+    const char *wait; /* pending or preempted: why it waits (static); NULL none */
+    char *dependency; /* its dependency as given (owned; NULL none) */
+    bool array;       /* an array's element: the four below */
+    uint64_t array_job;
+    int array_task, array_count, array_throttle; /* count, throttle: 0 none */
+    const char *kind;    /* "service", "replica" (static); NULL a batch job */
+    char *service_json;  /* a service: its block as service.c writes it (owned) */
+    uint64_t replica_of; /* a replica: its service's job */
+    char replica_of_name[ARB_JOB_NAME_MAX]; /* and name ("" gone) */
+    int replica;
+    /* the one-job form (full): */
+    bool full;
+    char *asks_json; /* what it asks for and where it may run, as a dry run prints it
+                        (src/spec/job_json.c; its "gpus" left out), JSON text (owned) */
+    bool elastic;    /* the four below */
+    int elastic_min, elastic_max, elastic_current, elastic_generation;
+    char **command; /* owned */
+    int ncommand;
+    bool has_env;
+    st_env_view_t *env; /* owned */
+    int nenv;
+    st_event_view_t *events; /* its recent events, oldest first (owned) */
+    int nevents;
+} st_job_view_t;
+
+typedef struct st_job_list {
+    st_job_view_t *v; /* owned: the short form of each (not full) */
+    int n;
+} st_job_list_t;
+
+void st_job_view_free(st_job_view_t *v);
+void st_job_list_free(st_job_list_t *l);
+
 /* Submit a job spec (JSON when !yaml, else YAML; the Kubernetes-style
  * fields of docs/scenario.md plus "command" and "env"). 201 semantics:
- * *out is the new job object. */
-int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml, json_t **out,
-                  int64_t *ticket, arb_err_t *err);
+ * *out is the new job (full; secrets shown to whom they belong). Every
+ * call below that fills a st_job_view_t or st_job_list_t leaves it the
+ * caller's on success, empty on failure. */
+int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
+                  st_job_view_t *out, int64_t *ticket, arb_err_t *err);
 /* The same with an Idempotency-Key (NULL: none): when this principal's key
  * already created a job, *out is that job and *created false (200), else
  * the key is recorded with the new job, durably (201). The same key with a
  * different body: -EINVAL. */
 int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char *body, size_t n,
-                      bool yaml, json_t **out, bool *created, int64_t *ticket, arb_err_t *err);
+                      bool yaml, st_job_view_t *out, bool *created, int64_t *ticket,
+                      arb_err_t *err);
 /* Every check st_job_submit makes, and nothing made: 0 when this spec would be
  * accepted now (a file of several jobs is checked whole before any is
  * submitted). */
 int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
                         arb_err_t *err);
-int st_job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
+int st_job_get(st_t *s, const st_who_t *who, uint64_t id, st_job_view_t *out, int64_t *ticket,
                arb_err_t *err);
 /* Jobs the caller may see, filtered by state and queue (NULL: any), in id
- * order after `after`, at most limit (0: no limit). *out: {"jobs": [...]} */
+ * order after `after`, at most limit (0: no limit). */
 int st_jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue, uint64_t after,
-                 int limit, json_t **out, int64_t *ticket, arb_err_t *err);
-/* Cancel; if_match < 0: no version check. */
-int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, json_t **out,
+                 int limit, st_job_list_t *out, int64_t *ticket, arb_err_t *err);
+/* Cancel; if_match < 0: no version check. *out: the job after it. */
+int st_job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, st_job_view_t *out,
                   int64_t *ticket, arb_err_t *err);
-/* Why is it pending: {"job", "state", "explain": {...core's JSON...}, "summary", "hint"} */
-int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *ticket,
-                   arb_err_t *err);
-/* The same; with nodes, also "node_reasons": {NODE: reason} (each node's
- * first failing filter for the stuck group, "ok" where a task fits now). */
-int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, json_t **out,
+/* Why is it pending (GET /v1/jobs/{id}/explain; a typed view): the
+ * scheduler's explanation (core's own encoding of it, arb_explain_json,
+ * as its text), the summary and hint people read, and what the state adds:
+ * each node's first failing filter when asked, the victims being stopped
+ * for it, unhealthy GPUs; for a job not pending, its stragglers. Names are
+ * borrowed (st_close), the rest the view's own (st_explain_view_free). */
+typedef struct st_node_reason {
+    const char *node, *reason; /* borrowed; static ("ok" where a task fits now) */
+} st_node_reason_t;
+
+typedef struct st_victim_view {
+    uint64_t job;
+    char name[ARB_JOB_NAME_MAX];
+    const char *action; /* "preempted", "shrinking" (static) */
+} st_victim_view_t;
+
+typedef struct st_gpu_ref {
+    const char *node; /* borrowed */
+    int gpu;
+} st_gpu_ref_t;
+
+typedef struct st_straggler_view {
+    int task;
+    const char *node;   /* borrowed */
+    const char *reason; /* "stale-report", "low-gpu-utilization" (static) */
+} st_straggler_view_t;
+
+typedef struct st_explain_view {
+    uint64_t job;
+    char name[ARB_JOB_NAME_MAX];
+    const char *state;              /* static */
+    bool pending;                   /* pending or preempted: the fields down to unhealthy */
+    char *explain_json;             /* core's explanation as JSON text (owned; NULL none) */
+    char *summary, *hint;           /* owned, never NULL in a filled view */
+    bool has_node_reasons;          /* asked for (nodes) and made: the two below */
+    st_node_reason_t *node_reasons; /* owned, every node in id order */
+    int nnode_reasons;
+    char node_reasons_group[64];   /* the task group they are for */
+    char *message;                 /* why it is in its state (owned; NULL none) */
+    st_victim_view_t *waiting_for; /* owned; its victims being stopped */
+    int nwaiting_for;
+    st_gpu_ref_t *unhealthy; /* owned; unhealthy GPUs it could otherwise use */
+    int nunhealthy;
+    st_straggler_view_t *stragglers; /* owned; a running job's slow tasks */
+    int nstragglers;
+} st_explain_view_t;
+
+void st_explain_view_free(st_explain_view_t *v);
+/* Why job id waits (or what it is doing); with nodes, node_reasons too (for
+ * the stuck group). *out is the caller's on success, empty on failure. */
+int st_job_explain(st_t *s, const st_who_t *who, uint64_t id, st_explain_view_t *out,
+                   int64_t *ticket, arb_err_t *err);
+int st_job_explain_ex(st_t *s, const st_who_t *who, uint64_t id, bool nodes, st_explain_view_t *out,
                       int64_t *ticket, arb_err_t *err);
 
 /* A ticket to read task `task` of job `job` from the agent that ran it
@@ -417,10 +557,12 @@ typedef struct st_queue_list {
 int st_queues_list(st_t *s, st_queue_list_t *out, int64_t *ticket, arb_err_t *err);
 void st_queue_list_free(st_queue_list_t *l);
 /* Events with lamport > since, oldest first, at most limit (users do not
- * see events of other teams' jobs); when none, wait up to wait_ms for one. *out: {"events": [...],
- * "last": N, "oldest": N} */
+ * see events of other teams' jobs); when none, wait up to wait_ms for one.
+ * *out is the caller's (st_event_list_free) on success, empty on failure
+ * (-ENOMEM). */
 int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t wait_ms,
-              json_t **out, int64_t *ticket, arb_err_t *err);
+              st_event_list_t *out, int64_t *ticket, arb_err_t *err);
+void st_event_list_free(st_event_list_t *l);
 /* Record how long the API took to handle one agent report (metrics). */
 void st_note_report(st_t *s, int64_t ns);
 /* Append Prometheus text-format metrics to *buf (malloc'd, *len bytes). */

@@ -137,10 +137,17 @@ typedef struct st_node {
     st_telhist_t *hist; /* telemetry of the last minutes (owned; volatile; telhist.c) */
 } st_node_t;
 
+/* One event of the log, as kept in memory (its store record is
+ * st_event_record's text). type and node are interned (st_name); type
+ * NULL: a stored record that could not be read (kept for its place, shown
+ * to nobody). */
 typedef struct st_event {
     uint64_t lamport;
-    uint64_t job;
-    char *json; /* owned */
+    uint64_t job;     /* 0: none */
+    const char *type; /* "job-placed", ... */
+    const char *node; /* NULL: none */
+    char *msg;        /* owned */
+    char time[32];    /* wall clock, for people (jv_time) */
 } st_event_t;
 
 #define ST_HIST 12
@@ -253,9 +260,10 @@ void st_dep_free(st_dep_t *d);
 /* At submission: every job it names exists (-EINVAL naming it). */
 int st_dep_check(st_t *s, const st_dep_t *d, arb_err_t *err);
 arb_wait_t st_dep_hold(void *arg, const arb_job_t *j);
-/* The job's dependency and array for its read-back (o gets "dependency",
- * "array"), and what it waits for (explain's summary) when held. */
-void st_dep_json(const st_job_t *sj, json_t *o);
+/* The job's dependency and array for its read-back (v's dependency and
+ * array fields; -ENOMEM), and what it waits for (explain's summary) when
+ * held. */
+int st_dep_view(const st_job_t *sj, st_job_view_t *v);
 void st_dep_explain(st_t *s, const st_job_t *sj, arb_wait_t why, char *buf, size_t n);
 /* Give j its queue's default time limit when it has none, or refuse one
  * above the queue's maximum (-EINVAL naming both); config queues, then
@@ -287,9 +295,9 @@ void st_job_requeue(st_t *s, st_job_t *sj, const char *why);
  * scheduler's capacity (arb_gpu_t.healthy). */
 void st_gpu_lost(st_t *s, arb_node_t *n, int gpu);
 /* For `explain` of a pending job that wants GPUs: list the unhealthy GPUs
- * of nodes in service in o ("unhealthy_gpus": [{"node", "gpu"}]) and say
- * so at the end of o's "summary" ("GPU 3 on node 'n1' unhealthy"). */
-void st_explain_unhealthy(st_t *s, const st_job_t *sj, json_t *o);
+ * of nodes in service in v->unhealthy and say so at the end of v->summary
+ * ("GPU 3 on node 'n1' unhealthy"); -ENOMEM. */
+int st_explain_unhealthy(st_t *s, const st_job_t *sj, st_explain_view_t *v);
 /* Flag stragglers of running multi-node gangs (stale report, GPUs far
  * below their peers'): events on changes. */
 void st_check_stragglers(st_t *s, int64_t now);
@@ -303,9 +311,9 @@ void st_resize_after_cycle(st_t *s, st_job_t *sj);
 /* Once every task above the shrink mark has ended, release them (the job
  * runs on smaller) and say so; true when it shrank. Called by settle. */
 bool st_resize_settle(st_t *s, st_job_t *sj);
-/* A waiting preemptor's explanation: "waiting_for" (its victims, still
- * stopping) and a hint that says so, set on o. */
-void st_resize_explain(st_t *s, st_job_t *sj, json_t *o);
+/* A waiting preemptor's explanation: v->waiting_for (its victims, still
+ * stopping) and a hint that says so; -ENOMEM. */
+int st_resize_explain(st_t *s, st_job_t *sj, st_explain_view_t *v);
 /* The shrink mark in a job record (codec.c): "shrink": {"to": K, "for": ID}
  * while j->shrink_to is set; and back at recovery (recover.c): the mark
  * restored (no second announcement), then, once every job is back, the
@@ -373,8 +381,12 @@ void st_telhist_free(st_node_t *x);
  * -ENOMEM (v empty). */
 int st_telhist_view(const st_node_t *x, int64_t now, st_telemetry_view_t *v);
 
+/* *v: sj as the API shows it (jobview.c): full, the one-job form (what it
+ * asks for, command, env, events), its secrets shown when who may see
+ * them (who NULL: never); -ENOMEM, *v empty. */
+int st_job_view_of(st_t *s, st_job_t *sj, bool full, const st_who_t *who, st_job_view_t *v);
+
 /* JSON (codec.c). */
-json_t *st_job_json(st_t *s, st_job_t *sj, bool full);
 char *st_job_record(st_t *s, st_job_t *sj);
 char *st_node_record(st_t *s, arb_node_t *n);
 json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
@@ -433,15 +445,12 @@ void st_service_probed(st_t *s, uint64_t parent, int i, uint64_t child, bool ok)
 int st_probe_start(st_t *s);
 void st_probe_stop(st_t *s);
 
-/* Secret env values (codec.c). A job's env maps names to strings, or to
- * {"value": TEXT, "secret": true}. st_env_plain: names to strings, what a
- * task gets (the node's own agent only). st_env_view: what the API shows,
- * a secret as {"secret": true} unless reveal (then {"value", "secret"}).
- * st_job_json_for: the full job as who may see it: secrets revealed to
- * admins and the job's submitter only (st_may_see_secrets). */
+/* Secret env values. A job's env maps names to strings, or to
+ * {"value": TEXT, "secret": true}. st_env_plain (codec.c): names to
+ * strings, what a task gets (the node's own agent only). The API shows a
+ * secret's value to admins and the job's submitter only
+ * (st_may_see_secrets, jobview.c). */
 json_t *st_env_plain(const json_t *env);
-json_t *st_env_view(const json_t *env, bool reveal);
 bool st_may_see_secrets(const st_who_t *who, const st_job_t *sj);
-json_t *st_job_json_for(st_t *s, st_job_t *sj, const st_who_t *who);
 
 #endif

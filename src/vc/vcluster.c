@@ -512,15 +512,15 @@ int vc_cycle(vc_t *v, arb_cycle_stats_t *st, arb_err_t *err)
 static int new_events(vc_t *v)
 {
     static const st_who_t admin = {ST_ROLE_ADMIN, "", "vc", NULL};
-    json_t *out = NULL;
+    st_event_list_t out;
     int64_t ticket;
     int n = 0;
 
     if (st_events(v->s, &admin, v->ev_seen, 10000, 0, &out, &ticket, NULL) == 0) {
-        n = (int)json_array_size(json_object_get(out, "events"));
-        v->ev_seen = (uint64_t)json_integer_value(json_object_get(out, "last"));
+        n = out.n;
+        v->ev_seen = out.last;
+        st_event_list_free(&out);
     }
-    json_decref(out);
     return n;
 }
 
@@ -543,15 +543,15 @@ int vc_settle(vc_t *v, int quiet, int max, arb_err_t *err)
 
 int vc_submit(vc_t *v, const st_who_t *who, const char *yaml, uint64_t *id, arb_err_t *err)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t ticket = 0;
     int rc = st_job_submit(v->s, who, yaml, strlen(yaml), true, &out, &ticket, err);
 
     if (st_wait(v->s, ticket, NULL) < 0 && rc == 0)
         rc = arb_errf(err, -EIO, "the store failed");
     if (rc == 0 && id)
-        *id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+        *id = out.id;
+    st_job_view_free(&out);
     return rc;
 }
 

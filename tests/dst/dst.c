@@ -43,6 +43,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "api/api.h" /* api_explain_json: explain as the API answers it */
 #include "dst.h"
 #include "state/state_int.h"
 #include "vc/vcluster.h"
@@ -132,6 +133,18 @@ static ev_count_t *count_of(run_t *r, uint64_t job)
     return &r->evs[r->nevs++];
 }
 
+/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
+ * *out NULL on failure). */
+static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
+                       arb_err_t *err)
+{
+    st_explain_view_t v;
+    int rc = st_job_explain(s, who, id, &v, t, err);
+    *out = rc == 0 ? api_explain_json(&v) : NULL;
+    st_explain_view_free(&v);
+    return rc;
+}
+
 /* P1: count evictions from the new events. An eviction is counted against
  * its preemptor's current attempt: a preemptor that was placed and then
  * lost its place (its node lost, its quota reclaimed: a job-requeued event
@@ -141,19 +154,17 @@ static ev_count_t *count_of(run_t *r, uint64_t job)
 static int scan_events(run_t *r, int step)
 {
     static const st_who_t admin = {ST_ROLE_ADMIN, "", "dst", NULL};
-    json_t *out = NULL, *e;
+    st_event_list_t out;
     int64_t t;
-    size_t i;
     int rc = 0;
 
     if (st_events(S(r), &admin, r->ev_seen, 10000, 0, &out, &t, NULL) < 0)
         return 0;
-    r->ev_seen = (uint64_t)json_integer_value(json_object_get(out, "last"));
-    json_array_foreach(json_object_get(out, "events"), i, e)
-    {
-        const char *type = json_string_value(json_object_get(e, "type"));
-        const char *msg = json_string_value(json_object_get(e, "message"));
-        uint64_t job = (uint64_t)json_integer_value(json_object_get(e, "job"));
+    r->ev_seen = out.last;
+    for (int i = 0; i < out.n; i++) {
+        const char *type = out.v[i].type;
+        const char *msg = out.v[i].message;
+        uint64_t job = out.v[i].job;
         const char *by = msg ? strstr(msg, "by job ") : NULL;
         bool evicted = !strcmp(type, "job-preempting") || !strcmp(type, "job-preempted") ||
                        !strcmp(type, "job-reclaiming") ||
@@ -185,7 +196,7 @@ static int scan_events(run_t *r, int step)
             break;
         }
     }
-    json_decref(out);
+    st_event_list_free(&out);
     return rc;
 }
 
@@ -245,7 +256,7 @@ static int tick(run_t *r, int step, int64_t dt)
         int64_t t;
         if (!queued(sj->j) || sj->own_j)
             continue;
-        if (st_job_explain(s, &who_of[0], sj->id, &out, &t, &err) < 0)
+        if (job_explain(s, &who_of[0], sj->id, &out, &t, &err) < 0)
             return failf(r, step, "E explain %llu: %s", (unsigned long long)sj->id, err.msg);
         json_t *fn = json_object_get(json_object_get(out, "explain"), "fits_now");
         const char *sum = json_string_value(json_object_get(out, "summary"));
@@ -280,7 +291,6 @@ static int node_of(run_t *r, int a)
 static int apply_op(run_t *r, int step, const dst_op_t *o)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t = 0;
     int i = node_of(r, o->a), rc;
 
@@ -300,10 +310,13 @@ static int apply_op(run_t *r, int step, const dst_op_t *o)
     case OP_CANCEL:
         if (r->nacked == 0)
             return 0;
-        st_job_cancel(S(r), &who_of[0], r->acked[o->a % r->nacked], -1, &out, &t, &err);
-        json_decref(out);
-        st_wait(S(r), t, NULL);
-        return 0;
+        {
+            st_job_view_t cv;
+            st_job_cancel(S(r), &who_of[0], r->acked[o->a % r->nacked], -1, &cv, &t, &err);
+            st_job_view_free(&cv);
+            st_wait(S(r), t, NULL);
+            return 0;
+        }
     case OP_JOIN: {
         char name[16];
         json_error_t je;
@@ -421,10 +434,10 @@ static int drain_phase(run_t *r, int step)
     s = S(r);
     for (int i = 0; i < s->nactive; i++)
         if (s->active[i]->svc) {
-            json_t *out = NULL;
+            st_job_view_t out;
             int64_t t;
             st_job_cancel(s, &who_of[0], s->active[i]->id, -1, &out, &t, &err);
-            json_decref(out);
+            st_job_view_free(&out);
             st_wait(s, t, NULL);
         }
     /* up to 20 minutes of virtual time, a second at a time (no job runs
@@ -448,7 +461,7 @@ static int drain_phase(run_t *r, int step)
         if (fits_alone(r, sj)) {
             json_t *out = NULL;
             int64_t t;
-            st_job_explain(s, &who_of[0], sj->id, &out, &t, &err);
+            job_explain(s, &who_of[0], sj->id, &out, &t, &err);
             int rc = failf(r, step,
                            "P3 freeze: job %llu '%s' fits the idle cluster alone but stays "
                            "pending on an idle cluster; explain: %s",
@@ -499,14 +512,13 @@ static int run(const dst_world_t *w, const dst_op_t *ops, int nops, bool drain, 
         *fail_step = r.fail_step;
         if (verbose > 1 && r.v) { /* the event log, to read what happened */
             static const st_who_t admin = {ST_ROLE_ADMIN, "", "dst", NULL};
-            json_t *out = NULL, *e;
+            st_event_list_t out;
             int64_t t;
-            size_t i;
-            st_events(S(&r), &admin, 0, 10000, 0, &out, &t, NULL);
-            json_array_foreach(json_object_get(out, "events"), i, e)
-                fprintf(stderr, "  event %s: %s\n", json_string_value(json_object_get(e, "type")),
-                        json_string_value(json_object_get(e, "message")));
-            json_decref(out);
+            if (st_events(S(&r), &admin, 0, 10000, 0, &out, &t, NULL) == 0) {
+                for (int i = 0; i < out.n; i++)
+                    fprintf(stderr, "  event %s: %s\n", out.v[i].type, out.v[i].message);
+                st_event_list_free(&out);
+            }
         }
     }
 out:

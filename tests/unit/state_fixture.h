@@ -67,7 +67,7 @@ static SF_UNUSED st_t *sf_open(const char *yaml, int history)
  * whether it is a new job, as the API would say. */
 static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, bool *created)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     arb_err_t err = {{0}};
     bool c = false;
@@ -75,8 +75,8 @@ static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, 
     if (st_job_submit_key(s, &alice, key, spec, strlen(spec), false, &out, &c, &t, &err) < 0)
         fail_msg("submit: %s", err.msg);
     assert_int_equal(st_wait(s, t, NULL), 0);
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+    uint64_t id = out.id;
+    st_job_view_free(&out);
     if (created)
         *created = c;
     return id;
@@ -85,15 +85,13 @@ static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, 
 /* Whether the event log holds an event of this type whose message contains text. */
 static SF_UNUSED bool has_event(st_t *s, const char *type, const char *text)
 {
-    json_t *out = NULL, *e;
+    st_event_list_t out;
     int64_t t;
-    size_t i;
     bool found = false;
     assert_int_equal(st_events(s, &admin, 0, 10000, 0, &out, &t, NULL), 0);
-    json_array_foreach(json_object_get(out, "events"), i, e) found |=
-        strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
-        strstr(json_string_value(json_object_get(e, "message")), text) != NULL;
-    json_decref(out);
+    for (int i = 0; i < out.n; i++)
+        found |= strcmp(out.v[i].type, type) == 0 && strstr(out.v[i].message, text) != NULL;
+    st_event_list_free(&out);
     return found;
 }
 

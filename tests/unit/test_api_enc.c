@@ -176,13 +176,235 @@ static void test_node(void **unused)
                 "false}]}");
 }
 
+/* The event log: job and node only where the event has them; an empty
+ * page keeps its cursor. */
+static void test_events(void **unused)
+{
+    (void)unused;
+    char m0[] = "job 7 'train' placed on n1 \"now\"", m1[] = "node 'n1' registered";
+    st_event_view_t v[2] = {
+        {.lamport = 41,
+         .time = "2026-12-01T20:52:13.840Z",
+         .type = "job-placed",
+         .message = m0,
+         .job = 7},
+        {.lamport = 42,
+         .time = "2026-12-01T20:52:14.001Z",
+         .type = "node-registered",
+         .message = m1,
+         .node = "n1"},
+    };
+    st_event_list_t l = {.v = v, .n = 2, .last = 42, .oldest = 3};
+    expect_json(api_events_json(&l),
+                "{\"events\":[{\"lamport\":41,\"time\":\"2026-12-01T20:52:13.840Z\",\"type\":"
+                "\"job-placed\",\"message\":\"job 7 'train' placed on n1 \\\"now\\\"\",\"job\":7},"
+                "{\"lamport\":42,\"time\":\"2026-12-01T20:52:14.001Z\",\"type\":"
+                "\"node-registered\",\"message\":\"node 'n1' registered\",\"node\":\"n1\"}],"
+                "\"last\":42,\"oldest\":3,\"truncated\":false}");
+    st_event_list_t none = {.last = 9, .oldest = 12, .truncated = true};
+    expect_json(api_events_json(&none),
+                "{\"events\":[],\"last\":9,\"oldest\":12,\"truncated\":true}");
+}
+
+/* A job's two forms: in the list (no spec, command, env, events) and
+ * alone (full: what it asks for merged in, its elastic size replacing the
+ * spec's, command, env with one secret shown and one hidden, its events);
+ * a replica's service block and an array element; a service's block as
+ * the state kept its text. */
+static void test_job(void **unused)
+{
+    (void)unused;
+    st_task_view_t tk[2] = {
+        {.index = 0,
+         .group = "worker",
+         .state = "running",
+         .node = "n1",
+         .gpu_mask = 6,
+         .gpu_milli = 1000,
+         .last_node = "n1",
+         .straggler = "stale-report"},
+        {.index = 1,
+         .group = "worker",
+         .state = "failed",
+         .last_node = "n2",
+         .has_exit = true,
+         .exit_code = 3},
+    };
+    char msg[] = "preempted by job 9", dep[] = "afterok:3";
+    st_job_view_t v = {.id = 7,
+                       .name = "train",
+                       .queue = "team-a",
+                       .team = "team-a",
+                       .owner = "alice",
+                       .state = "running",
+                       .priority = 100,
+                       .gpus = 4,
+                       .version = 5,
+                       .submitted_lamport = 11,
+                       .updated_lamport = 20,
+                       .attempt = 2,
+                       .epoch = 1,
+                       .submitted_at = "2026-12-01T20:52:13.840Z",
+                       .started_at = "2026-12-01T20:52:14.000Z",
+                       .stop_requested = true,
+                       .message = msg,
+                       .tasks = tk,
+                       .ntasks = 2,
+                       .dependency = dep,
+                       .array = true,
+                       .array_job = 5,
+                       .array_task = 2,
+                       .array_count = 4,
+                       .kind = "replica",
+                       .replica_of = 4,
+                       .replica_of_name = "web",
+                       .replica = 1};
+    const char *head =
+        "{\"id\":7,\"name\":\"train\",\"queue\":\"team-a\",\"team\":\"team-a\",\"owner\":"
+        "\"alice\",\"state\":\"running\",\"priority\":100,\"gpus\":4,\"version\":5,"
+        "\"submitted_lamport\":11,\"updated_lamport\":20,\"attempt\":2,\"epoch\":1,"
+        "\"submitted_at\":\"2026-12-01T20:52:13.840Z\",\"started_at\":\"2026-12-01T20:52:14."
+        "000Z\",\"stop_requested\":true,\"message\":\"preempted by job 9\",\"tasks\":[{"
+        "\"index\":0,\"group\":\"worker\",\"state\":\"running\",\"node\":\"n1\",\"gpus\":[1,"
+        "2],\"gpu_milli\":1000,\"last_node\":\"n1\",\"exit_code\":null,\"straggler\":\"stale-"
+        "report\"},{\"index\":1,\"group\":\"worker\",\"state\":\"failed\",\"node\":null,"
+        "\"gpus\":[],\"last_node\":\"n2\",\"exit_code\":3}],\"dependency\":\"afterok:3\","
+        "\"array\":{\"job\":5,\"task\":2,\"count\":4},\"kind\":\"replica\",\"service\":{"
+        "\"job\":4,\"name\":\"web\",\"replica\":1}";
+    char want[4096];
+    snprintf(want, sizeof want, "%s}", head);
+    expect_json(api_job_json(&v), want);
+    st_job_list_t l = {&v, 1};
+    snprintf(want, sizeof want, "{\"jobs\":[%s}]}", head);
+    expect_json(api_jobs_json(&l), want);
+
+    /* alone */
+    char asks[] = "{\"ntasks\":2,\"groups\":[{\"name\":\"worker\"}],\"gang_min\":1,\"elastic\":"
+                  "{\"min\":1,\"max\":2},\"preemptible\":false}";
+    char a0[] = "sleep", a1[] = "60", *cmd[] = {a0, a1};
+    char e0[] = "PLAIN", e0v[] = "visible", e1[] = "TOKEN", e1v[] = "s3cr3t", e2[] = "KEY";
+    st_env_view_t env[3] = {{e0, e0v, false}, {e1, e1v, true}, {e2, NULL, true}};
+    char m0[] = "job 7 'train' placed on n1";
+    st_event_view_t ev[1] = {{.lamport = 12,
+                              .time = "2026-12-01T20:52:13.900Z",
+                              .type = "job-placed",
+                              .message = m0,
+                              .job = 7}};
+    v.full = true;
+    v.asks_json = asks;
+    v.elastic = true;
+    v.elastic_min = 1;
+    v.elastic_max = 2;
+    v.elastic_current = 1;
+    v.elastic_generation = 3;
+    v.command = cmd;
+    v.ncommand = 2;
+    v.has_env = true;
+    v.env = env;
+    v.nenv = 3;
+    v.events = ev;
+    v.nevents = 1;
+    snprintf(want, sizeof want,
+             "%s,\"ntasks\":2,\"groups\":[{\"name\":\"worker\"}],\"gang_min\":1,\"elastic\":{"
+             "\"min\":1,\"max\":2,\"current\":1,\"generation\":3},\"preemptible\":false,"
+             "\"command\":[\"sleep\",\"60\"],\"env\":{\"PLAIN\":\"visible\",\"TOKEN\":{\"value\":"
+             "\"s3cr3t\",\"secret\":true},\"KEY\":{\"secret\":true}},\"events\":[{\"lamport\":12,"
+             "\"time\":\"2026-12-01T20:52:13.900Z\",\"type\":\"job-placed\",\"message\":\"job 7 "
+             "'train' placed on n1\",\"job\":7}]}",
+             head);
+    expect_json(api_job_json(&v), want);
+
+    /* pending, never started, a service: no env (none given), an empty command */
+    char svc[] = "{\"name\":\"web\",\"desired\":2}";
+    st_job_view_t w = {.id = 4,
+                       .name = "web",
+                       .queue = "default",
+                       .team = "",
+                       .owner = "",
+                       .state = "pending",
+                       .submitted_at = "2026-12-01T20:52:13.840Z",
+                       .ended_at = "2026-12-01T20:53:00.000Z",
+                       .wait = "held-by-order",
+                       .kind = "service",
+                       .service_json = svc,
+                       .full = true,
+                       .asks_json = (char[]){"{}"}};
+    expect_json(api_job_json(&w),
+                "{\"id\":4,\"name\":\"web\",\"queue\":\"default\",\"team\":\"\",\"owner\":\"\","
+                "\"state\":\"pending\",\"priority\":0,\"gpus\":0,\"version\":0,"
+                "\"submitted_lamport\":0,\"updated_lamport\":0,\"attempt\":0,\"epoch\":0,"
+                "\"submitted_at\":\"2026-12-01T20:52:13.840Z\",\"ended_at\":\"2026-12-01T20:53:"
+                "00.000Z\",\"tasks\":[],\"wait\":\"held-by-order\",\"kind\":\"service\","
+                "\"service\":{\"name\":\"web\",\"desired\":2},\"command\":[],\"events\":[]}");
+}
+
+/* Why a job waits: core's explanation as kept, then what the state adds in
+ * the order clients know (per-node reasons when asked, the message, the
+ * victims it waits for, unhealthy GPUs); a running job's stragglers. */
+static void test_explain(void **unused)
+{
+    (void)unused;
+    char core[] = "{\"summary\":\"0/2 nodes are available\",\"nodes\":2,\"fits_now\":false}";
+    char sum[] = "0/2 nodes are available; out of capacity: GPU 1 on node 'n2' unhealthy",
+         hint[] = "its victims are stopping: job 3 'low' (preempted whole)", msg[] = "requeued";
+    st_node_reason_t nr[2] = {{"n1", "insufficient-gpu"}, {"n2", "ok"}};
+    st_victim_view_t vic[1] = {{.job = 3, .name = "low", .action = "preempted"}};
+    st_gpu_ref_t bad[1] = {{"n2", 1}};
+    st_explain_view_t v = {.job = 7,
+                           .name = "train",
+                           .state = "pending",
+                           .pending = true,
+                           .explain_json = core,
+                           .summary = sum,
+                           .hint = hint,
+                           .has_node_reasons = true,
+                           .node_reasons = nr,
+                           .nnode_reasons = 2,
+                           .node_reasons_group = "worker",
+                           .message = msg,
+                           .waiting_for = vic,
+                           .nwaiting_for = 1,
+                           .unhealthy = bad,
+                           .nunhealthy = 1};
+    expect_json(api_explain_json(&v),
+                "{\"job\":7,\"name\":\"train\",\"state\":\"pending\",\"explain\":{\"summary\":"
+                "\"0/2 nodes are available\",\"nodes\":2,\"fits_now\":false},\"summary\":\"0/2 "
+                "nodes are available; out of capacity: GPU 1 on node 'n2' unhealthy\",\"hint\":"
+                "\"its victims are stopping: job 3 'low' (preempted whole)\",\"node_reasons\":{"
+                "\"n1\":\"insufficient-gpu\",\"n2\":\"ok\"},\"node_reasons_group\":\"worker\","
+                "\"message\":\"requeued\",\"waiting_for\":[{\"job\":3,\"name\":\"low\",\"action\":"
+                "\"preempted\"}],\"unhealthy_gpus\":[{\"node\":\"n2\",\"gpu\":1}]}");
+    v.has_node_reasons = false;
+    v.message = NULL;
+    v.nwaiting_for = v.nunhealthy = 0;
+    v.explain_json = NULL; /* core's could not be made: left out */
+    expect_json(api_explain_json(&v),
+                "{\"job\":7,\"name\":\"train\",\"state\":\"pending\",\"summary\":\"0/2 nodes are "
+                "available; out of capacity: GPU 1 on node 'n2' unhealthy\",\"hint\":\"its victims "
+                "are stopping: job 3 'low' (preempted whole)\"}");
+
+    char rs[] = "job 9 is running, not pending", rh[] = "", rh2[] = "task 1 on node 'n2' is slow";
+    st_straggler_view_t sg[1] = {{1, "n2", "low-gpu-utilization"}};
+    st_explain_view_t r = {.job = 9, .name = "gang", .state = "running", .summary = rs, .hint = rh};
+    expect_json(api_explain_json(&r),
+                "{\"job\":9,\"name\":\"gang\",\"state\":\"running\","
+                "\"summary\":\"job 9 is running, not pending\",\"hint\":\"\"}");
+    r.hint = rh2;
+    r.stragglers = sg;
+    r.nstragglers = 1;
+    expect_json(api_explain_json(&r),
+                "{\"job\":9,\"name\":\"gang\",\"state\":\"running\",\"summary\":\"job 9 is "
+                "running, not pending\",\"hint\":\"task 1 on node 'n2' is slow\",\"stragglers\":[{"
+                "\"task\":1,\"node\":\"n2\",\"reason\":\"low-gpu-utilization\"}]}");
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_queues),
-        cmocka_unit_test(test_status),
-        cmocka_unit_test(test_prio_classes),
-        cmocka_unit_test(test_node),
+        cmocka_unit_test(test_queues),       cmocka_unit_test(test_status),
+        cmocka_unit_test(test_prio_classes), cmocka_unit_test(test_node),
+        cmocka_unit_test(test_events),       cmocka_unit_test(test_job),
+        cmocka_unit_test(test_explain),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

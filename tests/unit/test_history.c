@@ -33,13 +33,13 @@ static uint64_t submit(st_t *s, const char *key, bool *created)
 
 static void cancel(st_t *s, uint64_t id)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     arb_err_t err = {{0}};
 
     if (st_job_cancel(s, &alice, id, -1, &out, &t, &err) < 0)
         fail_msg("cancel %llu: %s", (unsigned long long)id, err.msg);
-    json_decref(out);
+    st_job_view_free(&out);
     assert_int_equal(st_wait(s, t, NULL), 0);
 }
 
@@ -63,14 +63,14 @@ static bool in_memory(st_t *s, uint64_t id)
 static const char *job_state(st_t *s, const st_who_t *who, uint64_t id, arb_err_t *err)
 {
     static char st[32];
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
 
     if (st_job_get(s, who, id, &out, &t, err) < 0)
         return NULL;
-    snprintf(st, sizeof st, "%s", json_string_value(json_object_get(out, "state")) ?: "?");
-    assert_int_equal((uint64_t)json_integer_value(json_object_get(out, "id")), id);
-    json_decref(out);
+    snprintf(st, sizeof st, "%s", out.state ?: "?");
+    assert_int_equal(out.id, id);
+    st_job_view_free(&out);
     return st;
 }
 
@@ -104,7 +104,7 @@ static void test_ended_jobs_past_the_history_leave_memory(void **unused)
     assert_null(job_state(s, &bob, id[0], &err));
     assert_non_null(strstr(err.msg, "belongs to team 'team-a'"));
     /* other verbs say where it went */
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     assert_true(st_job_cancel(s, &alice, id[0], -1, &out, &t, &err) < 0);
     assert_non_null(strstr(err.msg, "jobs.history"));
@@ -202,7 +202,7 @@ static void test_records_read_whole_where_in_doubt(void **unused)
     assert_false(in_memory(s, b));   /* ended, past a history of 0 */
     assert_int_equal(s->nstored, 2); /* b, and 7 (not decoded: its state says ended) */
     /* job 7's record was never decoded; asked for, it says it is damaged */
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     assert_true(st_job_get(s, &admin, 7, &out, &t, &err) < 0);
     assert_non_null(strstr(err.msg, "damaged"));

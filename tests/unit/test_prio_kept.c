@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api_int.h" /* api_job_json: the job as the API shows it */
 #include "state/state_int.h"
 #include "state_fixture.h"
 
@@ -59,25 +60,27 @@ static void add_node(st_t *s, const char *name)
 
 static uint64_t submit(st_t *s, const char *yaml)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     arb_err_t err = {{0}};
 
     if (st_job_submit(s, &admin, yaml, strlen(yaml), true, &out, &t, &err) < 0)
         fail_msg("submit: %s", err.msg);
     assert_int_equal(st_wait(s, t, NULL), 0);
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+    uint64_t id = out.id;
+    st_job_view_free(&out);
     return id;
 }
 
 /* Job id's state, priority and preemptible as GET /v1/jobs/ID says. */
 static void job(st_t *s, uint64_t id, const char *state, int prio, bool preemptible)
 {
-    json_t *out = NULL;
+    st_job_view_t v;
     int64_t t;
 
-    assert_int_equal(st_job_get(s, &admin, id, &out, &t, NULL), 0);
+    assert_int_equal(st_job_get(s, &admin, id, &v, &t, NULL), 0);
+    json_t *out = api_job_json(&v); /* as the API shows it */
+    st_job_view_free(&v);
     const char *st = json_string_value(json_object_get(out, "state"));
     if (strcmp(st, state) != 0)
         fail_msg("job %llu: %s (%s), wanted %s", (unsigned long long)id, st,
@@ -90,19 +93,15 @@ static void job(st_t *s, uint64_t id, const char *state, int prio, bool preempti
 /* Events of type `type` naming job id. */
 static int events_of(st_t *s, const char *type, uint64_t id)
 {
-    json_t *out = NULL, *e;
+    st_event_list_t out;
     int64_t t;
-    size_t i;
     int n = 0;
 
     assert_int_equal(st_events(s, &admin, 0, 0, 0, &out, &t, NULL), 0);
-    json_array_foreach(json_object_get(out, "events"), i, e)
-    {
-        if (strcmp(json_string_value(json_object_get(e, "type")), type) == 0 &&
-            (uint64_t)json_integer_value(json_object_get(e, "job")) == id)
+    for (int i = 0; i < out.n; i++)
+        if (strcmp(out.v[i].type, type) == 0 && out.v[i].job == id)
             n++;
-    }
-    json_decref(out);
+    st_event_list_free(&out);
     return n;
 }
 
@@ -144,7 +143,7 @@ static void test_class_removed(void **unused)
     assert_int_equal(events_of(s, "job-priority-kept", plain), 0);
     /* new submissions see the config as it is now */
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t;
     const char *gone = "name: e\npriorityClassName: batch-low\n";
     assert_int_equal(st_job_submit(s, &admin, gone, strlen(gone), true, &out, &t, &err), -EINVAL);
@@ -154,7 +153,7 @@ static void test_class_removed(void **unused)
     job(s, prod2, "pending", 9000, true);
     /* the job the node holds ends normally; the node goes to the highest */
     assert_int_equal(st_job_cancel(s, &admin, placed, -1, &out, &t, &err), 0);
-    json_decref(out);
+    st_job_view_free(&out);
     assert_int_equal(st_wait(s, t, NULL), 0);
     cycle(s);
     job(s, prod2, "placed", 9000, true);

@@ -77,7 +77,6 @@ static void test_channel_versions_and_fencing(void **unused)
     st_conf_t c;
     st_t *s = NULL;
     arb_err_t err = {{0}};
-    json_t *out = NULL;
     int64_t t;
     uint64_t v0, v1, v2, vr;
     size_t n;
@@ -99,9 +98,10 @@ static void test_channel_versions_and_fencing(void **unused)
     assert_true(same); /* the agent has it: the route parks the poll */
 
     const char *spec = "{\"name\": \"j\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}}";
-    assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err), 0);
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+    st_job_view_t jv;
+    assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &jv, &t, &err), 0);
+    uint64_t id = jv.id;
+    st_job_view_free(&jv);
     hook_calls = 0;
     assert_int_equal(st_cycle(s, NULL, &t), 0);
     assert_int_equal(st_wait(s, t, NULL), 0);

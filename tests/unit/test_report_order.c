@@ -49,11 +49,11 @@ static int report(st_t *s, const char *body, char *msg, size_t n)
 static const char *state_of(st_t *s, uint64_t id)
 {
     static char buf[32];
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t;
     assert_int_equal(st_job_get(s, &admin, id, &out, &t, NULL), 0);
-    snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(out, "state")));
-    json_decref(out);
+    snprintf(buf, sizeof buf, "%s", out.state);
+    st_job_view_free(&out);
     return buf;
 }
 
@@ -64,7 +64,6 @@ static void test_late_report_changes_nothing(void **unused)
     st_t *s = NULL;
     arb_err_t err = {{0}};
     char msg[512], body[512];
-    json_t *out = NULL;
     int64_t t;
 
     st_conf_init(&c);
@@ -73,9 +72,10 @@ static void test_late_report_changes_nothing(void **unused)
     st_conf_free(&c);
     assert_int_equal(report(s, "{\"lamport\": 1, " INVENTORY "}", msg, sizeof msg), 0);
     const char *spec = "{\"name\": \"j\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": 1}}}";
-    assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err), 0);
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+    st_job_view_t jv;
+    assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &jv, &t, &err), 0);
+    uint64_t id = jv.id;
+    st_job_view_free(&jv);
     assert_int_equal(st_cycle(s, NULL, &t), 0);
     assert_int_equal(st_wait(s, t, NULL), 0);
     assert_string_equal(state_of(s, id), "placed");

@@ -16,6 +16,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api_int.h" /* api_job_json: the job as the API shows it */
 #include "state/state_int.h"
 #include "state_fixture.h"
 
@@ -61,9 +62,21 @@ static json_t *report(st_t *s, const char *name, const char *tasks, bool invento
     return out;
 }
 
+/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
+ * *out NULL on failure). */
+static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
+                       arb_err_t *err)
+{
+    st_explain_view_t v;
+    int rc = st_job_explain(s, who, id, &v, t, err);
+    *out = rc == 0 ? api_explain_json(&v) : NULL;
+    st_explain_view_free(&v);
+    return rc;
+}
+
 static uint64_t submit(st_t *s, const char *spec)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     arb_err_t err = {{0}};
     int rc = st_job_submit(s, &admin, spec, strlen(spec), true, &out, &t, &err);
@@ -71,16 +84,19 @@ static uint64_t submit(st_t *s, const char *spec)
     assert_int_equal(st_wait(s, t, NULL), 0);
     if (rc != 0)
         fail_msg("submit: %s", err.msg);
-    uint64_t id = (uint64_t)json_integer_value(json_object_get(out, "id"));
-    json_decref(out);
+    uint64_t id = out.id;
+    st_job_view_free(&out);
     return id;
 }
 
+/* The job as GET /v1/jobs/ID shows it. */
 static json_t *job(st_t *s, uint64_t id)
 {
-    json_t *out = NULL;
+    st_job_view_t v;
     int64_t t;
-    assert_int_equal(st_job_get(s, &admin, id, &out, &t, NULL), 0);
+    assert_int_equal(st_job_get(s, &admin, id, &v, &t, NULL), 0);
+    json_t *out = api_job_json(&v);
+    st_job_view_free(&v);
     return out;
 }
 
@@ -173,7 +189,7 @@ static void test_delivered_victim_waits(void **unused)
     /* explain names what it waits for */
     json_t *ex = NULL;
     int64_t t;
-    assert_int_equal(st_job_explain(s, &admin, high, &ex, &t, NULL), 0);
+    assert_int_equal(job_explain(s, &admin, high, &ex, &t, NULL), 0);
     assert_non_null(strstr(json_string_value(json_object_get(ex, "hint")),
                            "its victims are stopping: job 1 'low' (preempted whole)"));
     json_decref(ex);

@@ -20,7 +20,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/api_int.h"
+#include "api/api_int.h" /* api_job_json: the job as the API shows it */
 #include "state/service.h"
 #include "state/state_int.h"
 #include "state_fixture.h"
@@ -69,9 +69,21 @@ static void add_node(st_t *s, const char *name, const char *addr, int gpus)
     json_decref(report(s, name, body));
 }
 
+/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
+ * *out NULL on failure). */
+static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
+                       arb_err_t *err)
+{
+    st_explain_view_t v;
+    int rc = st_job_explain(s, who, id, &v, t, err);
+    *out = rc == 0 ? api_explain_json(&v) : NULL;
+    st_explain_view_free(&v);
+    return rc;
+}
+
 static uint64_t submit(st_t *s, const char *spec, int want_rc, char *msg, size_t n)
 {
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     arb_err_t err = {{0}};
     int rc = st_job_submit(s, &admin, spec, strlen(spec), true, &out, &t, &err);
@@ -81,8 +93,8 @@ static uint64_t submit(st_t *s, const char *spec, int want_rc, char *msg, size_t
         fail_msg("submit rc %d, wanted %d: %s", rc, want_rc, err.msg);
     if (msg)
         snprintf(msg, n, "%s", err.msg);
-    uint64_t id = rc == 0 ? (uint64_t)json_integer_value(json_object_get(out, "id")) : 0;
-    json_decref(out);
+    uint64_t id = rc == 0 ? out.id : 0;
+    st_job_view_free(&out);
     return id;
 }
 
@@ -93,11 +105,14 @@ static void cycle(st_t *s)
     assert_int_equal(st_wait(s, t, NULL), 0);
 }
 
+/* The job as GET /v1/jobs/ID shows it. */
 static json_t *job(st_t *s, uint64_t id)
 {
-    json_t *out = NULL;
+    st_job_view_t v;
     int64_t t;
-    assert_int_equal(st_job_get(s, &admin, id, &out, &t, NULL), 0);
+    assert_int_equal(st_job_get(s, &admin, id, &v, &t, NULL), 0);
+    json_t *out = api_job_json(&v);
+    st_job_view_free(&v);
     return out;
 }
 
@@ -323,9 +338,9 @@ static void test_replicas_endpoints_restart(void **unused)
     json_decref(e);
 
     /* cancel: replicas stop (their agent reports them ended), then the service */
-    json_t *c = NULL;
+    st_job_view_t c;
     assert_int_equal(st_job_cancel(s, &admin, svc, -1, &c, &t, NULL), 0);
-    json_decref(c);
+    st_job_view_free(&c);
     st_wait(s, t, NULL);
     cycle(s);
     json_decref(report(s, "n1", "{\"tasks\": []}"));
@@ -377,7 +392,7 @@ static void test_preemption_across_kinds(void **unused)
              (unsigned long long)svc);
     json_t *ex = NULL;
     int64_t t;
-    assert_int_equal(st_job_explain(s, &admin, train, &ex, &t, NULL), 0);
+    assert_int_equal(job_explain(s, &admin, train, &ex, &t, NULL), 0);
     assert_non_null(strstr(json_string_value(json_object_get(ex, "summary")), want));
     json_decref(ex);
     assert_string_equal(job_state(s, r0), "pending"); /* its GPUs are not free yet */
@@ -392,7 +407,7 @@ static void test_preemption_across_kinds(void **unused)
     assert_string_equal(job_state(s, train), "pending");
     assert_string_equal(job_state(s, r0), "placed");
     assert_string_equal(job_state(s, replica_job(s, "web", 1)), "placed");
-    assert_int_equal(st_job_explain(s, &admin, train, &ex, &t, NULL), 0);
+    assert_int_equal(job_explain(s, &admin, train, &ex, &t, NULL), 0);
     assert_non_null(strstr(json_string_value(json_object_get(ex, "message")), want));
     json_decref(ex);
     json_t *o = job(s, replica_job(s, "web", 1));
@@ -450,11 +465,11 @@ static void test_bad_input(void **unused)
     submit(s, "name: a\nkind: service\nport: 9000\nreplicas: {min: 1, max: 3}\ncommand: [x]\n",
            -EINVAL, msg, sizeof msg);
     assert_non_null(strstr(msg, "replicas: a service's replicas is a count (replicas: 2)"));
-    json_t *out = NULL;
+    st_job_list_t jl;
     int64_t t;
-    assert_int_equal(st_jobs_list(s, &admin, NULL, NULL, 0, 0, &out, &t, NULL), 0);
-    assert_int_equal(json_array_size(json_object_get(out, "jobs")), 0); /* nothing applied */
-    json_decref(out);
+    assert_int_equal(st_jobs_list(s, &admin, NULL, NULL, 0, 0, &jl, &t, NULL), 0);
+    assert_int_equal(jl.n, 0); /* nothing applied */
+    st_job_list_free(&jl);
     /* load reports: validated whole; unknown service */
     arb_err_t err = {{0}};
     json_t *b = json_loads("{\"replicas\": [{\"address\": \"x:1\", \"inflight\": -1}]}", 0, NULL);

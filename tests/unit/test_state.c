@@ -14,6 +14,7 @@
 
 #include "api/api_int.h"
 #include "util/mtime.h"
+#include "api/api_int.h" /* the replies as clients read them */
 #include "state/state_int.h"
 #include "state_fixture.h"
 
@@ -58,12 +59,66 @@ static void add_node(st_t *s, const char *name, int gpus)
     json_decref(b);
 }
 
+/* The job calls with their reply as the API encodes it (src/api/enc_job.c;
+ * *out NULL on failure), so the checks read what clients read. */
+static int job_submit(st_t *s, const st_who_t *who, const char *spec, size_t n, bool yaml,
+                      json_t **out, int64_t *t, arb_err_t *err)
+{
+    st_job_view_t v;
+    int rc = st_job_submit(s, who, spec, n, yaml, &v, t, err);
+    *out = rc == 0 ? api_job_json(&v) : NULL;
+    st_job_view_free(&v);
+    return rc;
+}
+
+static int job_get(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
+                   arb_err_t *err)
+{
+    st_job_view_t v;
+    int rc = st_job_get(s, who, id, &v, t, err);
+    *out = rc == 0 ? api_job_json(&v) : NULL;
+    st_job_view_free(&v);
+    return rc;
+}
+
+static int job_cancel(st_t *s, const st_who_t *who, uint64_t id, int64_t if_match, json_t **out,
+                      int64_t *t, arb_err_t *err)
+{
+    st_job_view_t v;
+    int rc = st_job_cancel(s, who, id, if_match, &v, t, err);
+    *out = rc == 0 ? api_job_json(&v) : NULL;
+    st_job_view_free(&v);
+    return rc;
+}
+
+static int jobs_list(st_t *s, const st_who_t *who, const char *state, const char *queue,
+                     uint64_t after, int limit, json_t **out, int64_t *t, arb_err_t *err)
+{
+    st_job_list_t l;
+    int rc = st_jobs_list(s, who, state, queue, after, limit, &l, t, err);
+    *out = rc == 0 ? api_jobs_json(&l) : NULL;
+    st_job_list_free(&l);
+    return rc;
+}
+
+/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
+ * *out NULL on failure). */
+static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
+                       arb_err_t *err)
+{
+    st_explain_view_t v;
+    int rc = st_job_explain(s, who, id, &v, t, err);
+    *out = rc == 0 ? api_explain_json(&v) : NULL;
+    st_explain_view_free(&v);
+    return rc;
+}
+
 static uint64_t submit(st_t *s, const st_who_t *who, const char *spec, int want_rc)
 {
     json_t *out = NULL;
     int64_t t = 0;
     arb_err_t err = {{0}};
-    int rc = st_job_submit(s, who, spec, strlen(spec), spec[0] != '{', &out, &t, &err);
+    int rc = job_submit(s, who, spec, strlen(spec), spec[0] != '{', &out, &t, &err);
 
     assert_int_equal(st_wait(s, t, NULL), 0);
     if (rc != want_rc)
@@ -78,7 +133,7 @@ static const char *job_state(st_t *s, uint64_t id)
     static char buf[32];
     json_t *out = NULL;
     int64_t t;
-    assert_int_equal(st_job_get(s, &admin, id, &out, &t, NULL), 0);
+    assert_int_equal(job_get(s, &admin, id, &out, &t, NULL), 0);
     snprintf(buf, sizeof buf, "%s", json_string_value(json_object_get(out, "state")));
     json_decref(out);
     return buf;
@@ -128,7 +183,7 @@ static void test_submit_place_recover(void **unused)
     assert_true(st1.lamport > lam0);
     json_t *out;
     int64_t t;
-    assert_int_equal(st_job_get(s, &admin, b, &out, &t, NULL), 0);
+    assert_int_equal(job_get(s, &admin, b, &out, &t, NULL), 0);
     assert_string_equal(json_string_value(json_array_get(json_object_get(out, "command"), 0)),
                         "sleep");
     assert_string_equal(json_string_value(json_object_get(json_object_get(out, "env"), "A")), "b");
@@ -165,11 +220,11 @@ static void test_rejects_change_nothing(void **unused)
     arb_err_t err = {{0}};
     const char *bad =
         "{\n  \"name\": \"x\",\n  \"resources\": {\"requests\": {\"memory\": \"1Gx\"}}\n}";
-    assert_int_equal(st_job_submit(s, &admin, bad, strlen(bad), false, &out, &t, &err), -EINVAL);
+    assert_int_equal(job_submit(s, &admin, bad, strlen(bad), false, &out, &t, &err), -EINVAL);
     assert_non_null(strstr(err.msg, "job.json:3:"));
     assert_non_null(strstr(err.msg, "resources.requests.memory"));
     const char *mal = "{\"name\": \"x\",\n \"a\": }";
-    assert_int_equal(st_job_submit(s, &admin, mal, strlen(mal), false, &out, &t, &err), -EBADMSG);
+    assert_int_equal(job_submit(s, &admin, mal, strlen(mal), false, &out, &t, &err), -EBADMSG);
     assert_non_null(strstr(err.msg, "job.json:2:"));
     st_close(s);
 }
@@ -184,21 +239,21 @@ static void test_teams_and_versions(void **unused)
     json_t *out = NULL;
     int64_t t;
     arb_err_t err = {{0}};
-    assert_int_equal(st_job_get(s, &bob, a, &out, &t, &err), -EACCES);
-    assert_int_equal(st_job_cancel(s, &bob, a, -1, &out, &t, &err), -EACCES);
-    assert_int_equal(st_job_get(s, &alice, a, &out, &t, &err), 0);
+    assert_int_equal(job_get(s, &bob, a, &out, &t, &err), -EACCES);
+    assert_int_equal(job_cancel(s, &bob, a, -1, &out, &t, &err), -EACCES);
+    assert_int_equal(job_get(s, &alice, a, &out, &t, &err), 0);
     assert_string_equal(json_string_value(json_object_get(out, "queue")), "team-a");
     json_decref(out);
     /* bob's list does not show alice's job */
-    assert_int_equal(st_jobs_list(s, &bob, NULL, NULL, 0, 0, &out, &t, &err), 0);
+    assert_int_equal(jobs_list(s, &bob, NULL, NULL, 0, 0, &out, &t, &err), 0);
     assert_int_equal(json_array_size(json_object_get(out, "jobs")), 0);
     json_decref(out);
     /* If-Match */
-    assert_int_equal(st_job_cancel(s, &alice, a, 99, &out, &t, &err), -ESTALE);
-    assert_int_equal(st_job_cancel(s, &alice, a, 1, &out, &t, &err), 0);
+    assert_int_equal(job_cancel(s, &alice, a, 99, &out, &t, &err), -ESTALE);
+    assert_int_equal(job_cancel(s, &alice, a, 1, &out, &t, &err), 0);
     assert_string_equal(json_string_value(json_object_get(out, "state")), "cancelled");
     json_decref(out);
-    assert_int_equal(st_job_cancel(s, &alice, a, -1, &out, &t, &err), -EPERM);
+    assert_int_equal(job_cancel(s, &alice, a, -1, &out, &t, &err), -EPERM);
     st_wait(s, t, NULL);
     st_close(s);
 }
@@ -238,7 +293,7 @@ static void test_agent_reports(void **unused)
                  0);
     json_decref(out);
     assert_string_equal(job_state(s, a), "running");
-    assert_int_equal(st_job_cancel(s, &admin, a, -1, &c, &t, NULL), 0);
+    assert_int_equal(job_cancel(s, &admin, a, -1, &c, &t, NULL), 0);
     assert_true(json_is_true(json_object_get(c, "stop_requested")));
     json_decref(c);
     st_wait(s, t, NULL);
@@ -286,7 +341,7 @@ static json_t *task_of(st_t *s, uint64_t id, int t)
 {
     json_t *out = NULL, *tk;
     int64_t tt;
-    assert_int_equal(st_job_get(s, &admin, id, &out, &tt, NULL), 0);
+    assert_int_equal(job_get(s, &admin, id, &out, &tt, NULL), 0);
     tk = json_incref(json_array_get(json_object_get(out, "tasks"), (size_t)t));
     json_decref(out);
     return tk;
@@ -401,7 +456,7 @@ static void test_lost_nodes(void **unused)
      * that do not list it end it. */
     json_t *c;
     int64_t t;
-    assert_int_equal(st_job_cancel(s, &admin, g, -1, &c, &t, NULL), 0);
+    assert_int_equal(job_cancel(s, &admin, g, -1, &c, &t, NULL), 0);
     json_decref(c);
     st_wait(s, t, NULL);
     for (int i = 0; i < 2; i++) {
@@ -508,7 +563,7 @@ static void test_queue_order_survives(void **unused)
     int64_t t;
     for (int i = 0; i < 5; i++) {
         uint64_t holder = i == 0 ? first : ids[i - 1];
-        assert_int_equal(st_job_cancel(s, &admin, holder, -1, &out, &t, NULL), 0);
+        assert_int_equal(job_cancel(s, &admin, holder, -1, &out, &t, NULL), 0);
         json_decref(out);
         st_wait(s, t, NULL);
         cycle(s);
@@ -526,22 +581,22 @@ static void test_events_and_store_failure(void **unused)
     add_node(s, "n1", 1);
     submit(s, &admin, GPUS(1), 0);
     json_t *out;
+    st_event_list_t el;
     int64_t t;
-    assert_int_equal(st_events(s, &admin, 0, 100, 0, &out, &t, NULL), 0);
-    json_t *ev = json_object_get(out, "events");
-    size_t n = json_array_size(ev);
+    assert_int_equal(st_events(s, &admin, 0, 100, 0, &el, &t, NULL), 0);
+    size_t n = (size_t)el.n;
     assert_true(n >= 3); /* controller-started, node-registered, job-submitted */
-    uint64_t l1 = (uint64_t)json_integer_value(json_object_get(json_array_get(ev, 1), "lamport"));
-    json_decref(out);
-    assert_int_equal(st_events(s, &admin, l1, 100, 0, &out, &t, NULL), 0);
-    assert_int_equal(json_array_size(json_object_get(out, "events")), n - 2);
-    json_decref(out);
+    uint64_t l1 = el.v[1].lamport;
+    st_event_list_free(&el);
+    assert_int_equal(st_events(s, &admin, l1, 100, 0, &el, &t, NULL), 0);
+    assert_int_equal(el.n, n - 2);
+    st_event_list_free(&el);
 
     /* a failed commit: the caller learns it, nothing later is acknowledged */
     st_inject_store_failure(s, 1);
     arb_err_t err = {{0}};
     const char *spec = GPUS(1);
-    int rc = st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err);
+    int rc = job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err);
     assert_int_equal(rc, 0);
     json_decref(out);
     assert_int_equal(st_wait(s, t, &err), -EIO);
@@ -654,7 +709,7 @@ static void test_gpu_lost(void **unused)
                 strcmp(job_state(s, a), "preempted") == 0);
     json_t *ex = NULL;
     int64_t t;
-    assert_int_equal(st_job_explain(s, &admin, a, &ex, &t, NULL), 0);
+    assert_int_equal(job_explain(s, &admin, a, &ex, &t, NULL), 0);
     char want[64];
     snprintf(want, sizeof want, "GPU %d on node 'n1' unhealthy", g);
     assert_non_null(strstr(json_string_value(json_object_get(ex, "summary")), want));
@@ -821,7 +876,7 @@ static void test_record_text(void **unused)
     cycle(s);
     json_t *out = NULL;
     int64_t t;
-    assert_int_equal(st_job_cancel(s, &admin, ids[5], -1, &out, &t, NULL), 0);
+    assert_int_equal(job_cancel(s, &admin, ids[5], -1, &out, &t, NULL), 0);
     assert_int_equal(st_wait(s, t, NULL), 0);
     json_decref(out);
     cycle(s);
@@ -856,12 +911,12 @@ static void test_record_text(void **unused)
     assert_int_equal(strlen(sj4->message) % 3, 1);
     check_record(s, ids[4]);
     uint64_t lam = st_event(s, "test", ids[4], NULL, "xy%s", name);
-    assert_int_equal(st_events(s, &admin, lam - 1, 1, 0, &out, &t, NULL), 0);
-    json_t *ev = json_array_get(json_object_get(out, "events"), 0);
-    assert_non_null(ev); /* before: an event JSON refused was never kept */
-    assert_int_equal(json_integer_value(json_object_get(ev, "lamport")), (json_int_t)lam);
-    assert_int_equal(json_string_length(json_object_get(ev, "message")) % 3, 2);
-    json_decref(out);
+    st_event_list_t el;
+    assert_int_equal(st_events(s, &admin, lam - 1, 1, 0, &el, &t, NULL), 0);
+    assert_int_equal(el.n, 1); /* before: an event JSON refused was never kept */
+    assert_int_equal(el.v[0].lamport, lam);
+    assert_int_equal(strlen(el.v[0].message) % 3, 2);
+    st_event_list_free(&el);
     assert_int_equal(st_job_say(st_job_find(s, ids[4]), "%s", ""), 0);
     st_close(s);
     s = open_st(NULL); /* what was written reads back */

@@ -428,11 +428,11 @@ static void test_state_recovers_from_etcd(void **unused)
     snprintf(uri, sizeof uri, "etcd://%s/t3", members);
     assert_int_equal(st_open(uri, &conf, &s, &err), 0);
     for (int i = 0; i < 5; i++) {
-        json_t *out = NULL;
+        st_job_view_t out;
         int64_t t = 0;
         assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err), 0);
         assert_int_equal(st_wait(s, t, &err), 0);
-        json_decref(out);
+        st_job_view_free(&out);
     }
     st_status_t st1;
     st_status(s, &st1);
@@ -445,17 +445,17 @@ static void test_state_recovers_from_etcd(void **unused)
     assert_int_equal(st2.jobs, 5);
     assert_int_equal(st2.epoch, 2);
     assert_int_equal(st_check(s, &err), 0);
-    json_t *out = NULL;
+    st_job_view_t out;
     int64_t t = 0;
     assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err), 0);
     assert_int_equal(st_wait(s, t, &err), 0);
-    assert_int_equal(json_integer_value(json_object_get(out, "id")), 6); /* ids never reused */
-    json_decref(out);
+    assert_int_equal(out.id, 6); /* ids never reused */
+    st_job_view_free(&out);
     /* A failed commit is reported by st_store_status (the controller then steps down). */
     assert_int_equal(st_store_status(s, &err), 0);
     st_inject_store_failure(s, 1);
     assert_int_equal(st_job_submit(s, &admin, spec, strlen(spec), false, &out, &t, &err), 0);
-    json_decref(out);
+    st_job_view_free(&out);
     assert_int_equal(st_wait(s, t, &err), -EIO);
     assert_int_equal(st_store_status(s, &err), -EIO);
     assert_non_null(strstr(err.msg, "injected"));
