@@ -21,7 +21,7 @@ NOASLR=""
 setarch "$(uname -m)" -R true 2>/dev/null && NOASLR="setarch $(uname -m) -R"
 rc=0
 (cd build-tsan && TSAN_OPTIONS="log_path=$PWD/tsan/race second_deadlock_stack=1" \
-    $NOASLR ctest --output-on-failure -j "$JOBS" -E '^(sim|sim_policy|sim_events|nodeclass|cli_sim|cli_sim_events|cli_bench_.*|dst|dst_.*)$') || rc=1
+    CL_WAIT_SCALE=3 $NOASLR ctest --output-on-failure -j "$JOBS" -E '^(sim|sim_policy|sim_events|nodeclass|cli_sim|cli_sim_events|cli_bench_.*|dst|dst_.*)$') || rc=1
 reports=$(ls build-tsan/tsan)
 if [ -n "$reports" ]; then
     for f in build-tsan/tsan/*; do

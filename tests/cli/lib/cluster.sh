@@ -81,8 +81,11 @@ cl_fail() {
     exit 1
 }
 
+# cl_wait WHAT SECS CMD...: until CMD succeeds, at least SECS seconds (times
+# CL_WAIT_SCALE, which the sanitizer passes set: their builds run several
+# times slower, so a deadline generous for the plain build is tight there).
 cl_wait() {
-    what=$1 secs=$2
+    what=$1 secs=$(($2 * ${CL_WAIT_SCALE:-1}))
     shift 2
     n=$((secs * 10))
     while ! "$@" >/dev/null 2>&1; do
