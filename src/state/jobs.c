@@ -255,7 +255,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     }
     memcpy(sj->spec, body, n);
     sj->spec[n] = '\0';
-    sj->speclen = n;
+    sj->speclen = (uint32_t)n; /* at most API_MAX_BODY */
     sj->yaml = yaml;
     sj->ntasks = j->ntasks;
     sj->id = s->next_id;

@@ -237,7 +237,7 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
     const json_t *corev = json_object_get(o, "core");
     const char *core = json_string_value(corev);
     if (spec) { /* a record without a compact form, or a service's: its spec stays in memory */
-        sj->speclen = json_string_length(json_object_get(o, "spec"));
+        sj->speclen = (uint32_t)json_string_length(json_object_get(o, "spec"));
         if (!(sj->spec = malloc(sj->speclen + 1))) {
             st_job_free(sj);
             return arb_errf(err, -ENOMEM, "out of memory");

@@ -72,39 +72,41 @@ typedef struct st_task {
 
 typedef struct st_job st_job_t;
 
+/* Fields by size (eight-byte ones, then four, then one), so that the
+ * record has no padding to speak of: every pending job costs one. */
 struct st_job {
     uint64_t id;
-    arb_job_t *j; /* the scheduler's job (owned by it unless own_j) */
-    bool own_j;   /* an ended job: recovered so (never handed to the scheduler), or taken
-                   * back from it when it ended (arb_sched_forget) */
+    arb_job_t *j;             /* the scheduler's job (owned by it unless own_j) */
     const char *team, *owner; /* interned in st.names (st_name): shared, never NULL */
-    char *spec; /* the spec as submitted (owned) for a service and its replicas (re-read
-                 * for them) and a job recovered from a record without a compact form;
-                 * NULL otherwise: under specs/ID in the store (st_job_spec_text) */
-    size_t speclen;
-    bool yaml;
-    uint32_t pclass;       /* the priorityClassName its spec named (interned in st.names); 0 none */
+    char *spec;            /* the spec as submitted (owned) for a service and its replicas (re-read
+                            * for them) and a job recovered from a record without a compact form;
+                            * NULL otherwise: under specs/ID in the store (st_job_spec_text) */
     json_t *command, *env; /* owned references, may be NULL */
     uint64_t version, lamport_submit, lamport_update;
     uint64_t attempt, epoch;             /* of the current assignment */
     int64_t submit_ms, start_ms, end_ms; /* wall clock, for people */
     int64_t running_mono; /* controller's ns when every task was known running (volatile) */
+    st_task_t *tasks;
+    char *message;        /* why it is in its state, for people (owned); NULL none: st_job_msg */
+    uint64_t shrink_for;  /* recovery only: the id of the job a restored shrink mark is for */
+    struct st_svc *svc;   /* a service (service.h): its replicas (owned); NULL otherwise */
+    uint64_t svc_of;      /* a service's replica: the service's job id; 0 otherwise */
+    struct st_dep *dep;   /* its dependency and array (depend.c; owned); NULL none */
+    uint32_t speclen;     /* of spec (a body is at most API_MAX_BODY) */
+    uint32_t pclass;      /* the priorityClassName its spec named (interned in st.names); 0 none */
     arb_job_state_t last; /* the state last persisted */
     int ntasks;
-    st_task_t *tasks;
-    bool delivered;      /* an agent has fetched the current assignment */
-    bool stop;           /* its tasks are being stopped (cancel, lost gang member) */
-    uint8_t stop_then;   /* ST_THEN_*: what follows once every task ended */
-    bool restartable;    /* a lost task requeues the job (spec "restartable", default true) */
-    int active_ix;       /* index in st.active, -1 when terminal */
-    char *message;       /* why it is in its state, for people (owned); NULL none: st_job_msg */
-    int nalloc_seen;     /* tasks the controller has assigned (resize.c: growth shows as more) */
-    int shrink_noted;    /* the j->shrink_to already announced; 0 none */
-    uint64_t shrink_for; /* recovery only: the id of the job a restored shrink mark is for */
-    struct st_svc *svc;  /* a service (service.h): its replicas (owned); NULL otherwise */
-    uint64_t svc_of;     /* a service's replica: the service's job id; 0 otherwise */
-    int replica;         /* a service's replica: its index */
-    struct st_dep *dep;  /* its dependency and array (depend.c; owned); NULL none */
+    int active_ix;    /* index in st.active, -1 when terminal */
+    int nalloc_seen;  /* tasks the controller has assigned (resize.c: growth shows as more) */
+    int shrink_noted; /* the j->shrink_to already announced; 0 none */
+    int replica;      /* a service's replica: its index */
+    bool own_j;       /* an ended job: recovered so (never handed to the scheduler), or taken
+                       * back from it when it ended (arb_sched_forget) */
+    bool yaml;
+    bool delivered;    /* an agent has fetched the current assignment */
+    bool stop;         /* its tasks are being stopped (cancel, lost gang member) */
+    uint8_t stop_then; /* ST_THEN_*: what follows once every task ended */
+    bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
 };
 
 /* Must task t of sj stop: its job stops, or it is above an elastic job's
