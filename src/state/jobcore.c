@@ -229,11 +229,17 @@ char *st_core_text(const arb_cluster_t *c, const arb_job_t *j, const char *pclas
 
 /* ---- reading ------------------------------------------------------------------------ */
 
+/* The most tasks a form may give a job: above anything a spec gives (sbatch's
+ * --ntasks is at most 1,000,000), below what an allocation of its task slots
+ * could not take; a record over it is read from its spec instead (recover.c). */
+#define CORE_MAX_TASKS 10000000
+
 typedef struct cr {
     const char *p, *end;
     const char *tok; /* the current token */
     size_t len;
     int ntok;
+    int ntasks; /* the groups' replicas so far (at most CORE_MAX_TASKS) */
     arb_err_t *err;
     int rc;
 } cr_t;
@@ -413,7 +419,8 @@ static void cr_groups(cr_t *r, arb_cluster_t *c, arb_job_t *j)
     for (int i = 0; i < j->ngroups && !r->rc; i++) {
         arb_tgroup_t *g = &j->groups[i];
         cr_text(r, g->name, sizeof g->name, NULL);
-        g->replicas = (int)cr_num(r, 1, INT32_MAX / 2);
+        g->replicas = (int)cr_num(r, 1, CORE_MAX_TASKS - r->ntasks);
+        r->ntasks += g->replicas;
         g->gpus = (int)cr_num(r, 0, 16);
         g->gpu_share = (int)cr_num(r, 0, 999);
         g->topo.level = (arb_topo_level_t)cr_num(r, ARB_TOPO_ANY, ARB_TOPO_BLOCK);

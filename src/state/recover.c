@@ -294,6 +294,17 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
         st_job_free(sj);
         return arb_errf(err, -ENOMEM, "out of memory");
     }
+    char *stored = NULL; /* its spec under specs/ID, where the form did not read */
+    size_t storedlen = 0;
+    if (prc < 0 && !spec && core) {
+        char key[40];
+        snprintf(key, sizeof key, "specs/%020llu", (unsigned long long)sj->id);
+        if (store_get(s->store, key, &stored, &storedlen, NULL, NULL) == 0) {
+            sj->spec = stored; /* kept: the record carries it from now on */
+            sj->speclen = (uint32_t)storedlen;
+            spec = stored;
+        }
+    }
     if (prc < 0 && spec)
         prc = st_spec_parse_kept(s, sj->spec, sj->speclen, sj->yaml, has_kept ? &kept : NULL, &j,
                                  &sj->command, &sj->env, &sj->restartable, &sj->dep, pc, &perr);

@@ -336,6 +336,11 @@ static void test_old_store_recovers(void **unused)
     store_batch_putstr(&b, "jobs/00000000000000000001", r1);
     store_batch_putstr(&b, "jobs/00000000000000000002", r2);
     store_batch_putstr(&b, "jobs/00000000000000000003", r3);
+    /* a form that does not read, its spec under specs/ID: read from the spec */
+    const char *r4 = "{\"id\":4,\"team\":\"\",\"owner\":\"\",\"yaml\":false,\"state\":\"pending\","
+                     "\"core\":\"a1 =j ~ 0 1 nope\",\"tasks\":[[0,null]],\"alloc\":[]}";
+    store_batch_putstr(&b, "jobs/00000000000000000004", r4);
+    store_batch_putstr(&b, "specs/00000000000000000004", spec1);
     store_batch_putstr(&b, "meta/clock", "100");
     assert_int_equal(store_apply(st, &b, NULL, &err), 0);
     store_batch_free(&b);
@@ -355,6 +360,9 @@ static void test_old_store_recovers(void **unused)
     assert_non_null(j2->dep);
     assert_int_equal(j3->j->state, ARB_JOB_FAILED);
     assert_non_null(strstr(st_job_msg(j3), "token"));
+    assert_non_null(st_job_find(s, 4));
+    assert_int_equal(st_job_find(s, 4)->j->state, ARB_JOB_PENDING);
+    assert_string_equal(st_job_find(s, 4)->j->name, "old");
     assert_non_null(j1->spec); /* the old form keeps it in memory, the record keeps it */
     /* the next save writes the compact form beside the spec */
     int64_t t;
