@@ -523,7 +523,7 @@ json_t *st_job_json(st_t *s, st_job_t *sj, bool full)
             break;
     }
     while (found > 0) {
-        json_t *e = st_event_json(s, &s->ring[idx[--found]]);
+        json_t *e = json_loads(s->ring[idx[--found]].json, 0, NULL);
         if (e)
             json_array_append_new(evs, e);
     }

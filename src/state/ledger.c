@@ -82,8 +82,7 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     arb_utf8_fix(msg); /* cut inside a character, or not text: JSON would refuse it */
-    int64_t now_ms = st_now_ms(s);
-    jv_time(now_ms, tbuf, sizeof tbuf);
+    jv_time(st_now_ms(s), tbuf, sizeof tbuf);
     o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)lam, "time", tbuf, "type", type,
                   "message", msg);
     if (!o)
@@ -102,98 +101,17 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
         st_event_t *old = &s->ring[s->ring_head];
         snprintf(key, sizeof key, "events/%020llu", (unsigned long long)old->lamport);
         store_batch_del(&s->batch, key);
-        free(old->text);
+        free(old->json);
         s->ring_head = (s->ring_head + 1) % s->ring_cap;
         s->ring_n--;
     }
     st_event_t *e = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
-    *e = (st_event_t){.lamport = lam, .job = job, .ms = now_ms};
-    e->type = arb_intern(&s->names, type);
-    e->node = node ? arb_intern(&s->names, node) : 0;
-    if (e->type && (!node || e->node) && (e->text = strdup(msg))) {
-        free(txt); /* its parts kept: the JSON is made again when read */
-    } else {
-        free(e->text);
-        e->type = 0; /* out of memory for a part: kept whole */
-        e->text = txt;
-    }
+    e->lamport = lam;
+    e->job = job;
+    e->json = txt;
     s->ring_n++;
     st_changed(s);
     return lam;
-}
-
-json_t *st_event_json(const st_t *s, const st_event_t *e)
-{
-    char tbuf[40];
-    json_t *o;
-
-    if (!e->type)
-        return json_loads(e->text, 0, NULL);
-    jv_time(e->ms, tbuf, sizeof tbuf);
-    o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)e->lamport, "time", tbuf, "type",
-                  arb_str(&s->names, e->type), "message", e->text);
-    if (o && e->job)
-        json_object_set_new(o, "job", json_integer((json_int_t)e->job));
-    if (o && e->node)
-        json_object_set_new(o, "node", json_string(arb_str(&s->names, e->node)));
-    return o;
-}
-
-/* "2026-12-02T00:27:42.001Z" (jv_time's) as wall-clock ms; -1 when it is not
- * that form */
-static int64_t time_ms(const char *t)
-{
-    struct tm tm = {0};
-    int ms = 0, len = 0;
-
-    if (!t ||
-        sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &len) != 7 ||
-        t[len] != '\0')
-        return -1;
-    tm.tm_year -= 1900;
-    tm.tm_mon -= 1;
-    time_t sec = timegm(&tm);
-    return sec < 0 ? -1 : (int64_t)sec * 1000 + ms;
-}
-
-int st_event_load(st_t *s, st_event_t *e, const char *txt, size_t n)
-{
-    json_t *o = json_loadb(txt, n, 0, NULL);
-    const char *type = json_string_value(json_object_get(o, "type"));
-    const char *msg = json_string_value(json_object_get(o, "message"));
-    const char *time = json_string_value(json_object_get(o, "time"));
-    const json_t *job = json_object_get(o, "job"), *node = json_object_get(o, "node");
-    char tbuf[40];
-    int64_t ms = time_ms(time);
-
-    *e = (st_event_t){.job = o ? (uint64_t)json_integer_value(job) : 0};
-    if (ms >= 0)
-        jv_time(ms, tbuf, sizeof tbuf);
-    /* the shape st_event writes, byte for byte when made again: its parts;
-     * anything else: its text as it is */
-    bool parts = type && msg && ms >= 0 && strcmp(tbuf, time) == 0 &&
-                 json_is_integer(json_object_get(o, "lamport")) &&
-                 json_object_size(o) == 4u + (job != NULL) + (node != NULL) &&
-                 (!job || json_is_integer(job)) && (!node || json_is_string(node));
-    if (parts) {
-        e->ms = ms;
-        e->type = arb_intern(&s->names, type);
-        e->node = node ? arb_intern(&s->names, json_string_value(node)) : 0;
-        if (!e->type || (node && !e->node) || !(e->text = strdup(msg)))
-            parts = false;
-    }
-    if (!parts) {
-        e->type = e->node = 0;
-        if (!(e->text = malloc(n + 1))) {
-            json_decref(o);
-            return -ENOMEM;
-        }
-        memcpy(e->text, txt, n);
-        e->text[n] = '\0';
-    }
-    json_decref(o);
-    return 0;
 }
 
 int64_t st_flush(st_t *s)

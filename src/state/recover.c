@@ -696,26 +696,32 @@ static int load_event(void *arg, const char *key, const char *val, size_t n, uin
     ev_load_t *el = arg;
     st_t *s = el->s;
     uint64_t lam = strtoull(key + strlen("events/"), NULL, 10);
+    json_t *o = json_loadb(val, n, 0, NULL);
+    char *txt = strdup(val);
 
     (void)rev;
+    if (!txt) {
+        json_decref(o);
+        return -ENOMEM;
+    }
     if (s->ring_n == s->ring_cap) { /* retention shrank: drop the oldest */
         st_event_t *old = &s->ring[s->ring_head];
         char k[40];
         snprintf(k, sizeof k, "events/%020llu", (unsigned long long)old->lamport);
         store_batch_del(&s->batch, k);
-        free(old->text);
-        old->text = NULL;
+        free(old->json);
         s->ring_head = (s->ring_head + 1) % s->ring_cap;
         s->ring_n--;
         el->dropped++;
     }
     st_event_t *e = &s->ring[(s->ring_head + s->ring_n) % s->ring_cap];
-    if (st_event_load(s, e, val, n) < 0)
-        return -ENOMEM;
     e->lamport = lam;
+    e->job = o ? (uint64_t)json_integer_value(json_object_get(o, "job")) : 0;
+    e->json = txt;
     s->ring_n++;
     if (lam > s->clock)
         s->clock = lam;
+    json_decref(o);
     return 0;
 }
 
@@ -780,25 +786,21 @@ static int rebase_clock(st_t *s, arb_err_t *err)
     for (int i = 0; i < s->ring_n; i++) {
         st_event_t *e = &s->ring[(s->ring_head + i) % s->ring_cap];
         uint64_t nl = rank_of(u, k, e->lamport);
-        json_t *o = st_event_json(s, e);
-        char *txt = NULL;
+        json_t *o = json_loads(e->json, 0, NULL);
+        char *txt;
         snprintf(key, sizeof key, "events/%020llu", (unsigned long long)e->lamport);
         store_batch_del(&s->batch, key);
         e->lamport = nl;
         if (o) {
             json_object_set_new(o, "lamport", json_integer((json_int_t)nl));
-            txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+            if ((txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER))) {
+                free(e->json);
+                e->json = txt;
+            }
             json_decref(o);
         }
-        if (txt && !e->type) { /* kept whole: its text with the new time */
-            free(e->text);
-            e->text = txt;
-            txt = NULL;
-        }
         snprintf(key, sizeof key, "events/%020llu", (unsigned long long)nl);
-        if (txt || !e->type)
-            store_batch_putstr(&s->batch, key, txt ? txt : e->text);
-        free(txt);
+        store_batch_putstr(&s->batch, key, e->json);
     }
     for (uint64_t id = 1; id < s->next_id; id++) {
         st_job_t *sj = s->jobs[id];

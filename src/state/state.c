@@ -174,7 +174,7 @@ void st_close(st_t *s)
     arb_cluster_free(&s->cluster);
     arb_strtab_free(&s->names);
     for (int i = 0; s->ring && i < s->ring_n; i++)
-        free(s->ring[(s->ring_head + i) % s->ring_cap].text);
+        free(s->ring[(s->ring_head + i) % s->ring_cap].json);
     free(s->ring);
     free(s->queues);
     free(s->conf.queues);

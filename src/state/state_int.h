@@ -142,24 +142,11 @@ typedef struct st_node {
     st_telhist_t *hist; /* telemetry of the last minutes (owned; volatile; telhist.c) */
 } st_node_t;
 
-/* An event in memory: its parts, its JSON (what the store holds and readers
- * get) made when read (st_event_json): the names interned once, no JSON
- * framing kept per event. */
 typedef struct st_event {
     uint64_t lamport;
-    uint64_t job;  /* 0 none */
-    int64_t ms;    /* wall clock, for people ("time") */
-    uint32_t type; /* interned in st.names; 0: text is the event's whole JSON (a stored
-                      event of another shape, kept as it was) */
-    uint32_t node; /* interned in st.names; 0 none */
-    char *text;    /* its message (owned) */
+    uint64_t job;
+    char *json; /* owned */
 } st_event_t;
-
-/* e as JSON, {lamport, time, type, message, job?, node?} (a new object;
- * NULL out of memory): what the store holds for it. */
-json_t *st_event_json(const st_t *s, const st_event_t *e);
-/* Fill e from a stored event's text (owned copies); -ENOMEM. */
-int st_event_load(st_t *s, st_event_t *e, const char *txt, size_t n);
 
 #define ST_HIST 12
 extern const double st_cycle_buckets_ms[ST_HIST - 1];

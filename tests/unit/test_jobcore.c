@@ -81,12 +81,8 @@ static void test_core_text_round_trip(void **unused)
     (void)unused;
     arb_cluster_t c;
     arb_err_t err = {{0}};
-    st_dep_parts_t dp = {.text = "afterok:3?afterany:4",
-                         .array = true,
-                         .array_of = 7,
-                         .task = 2,
-                         .count = 10,
-                         .throttle = 3};
+    st_dep_parts_t dp = {.text = "afterok:3?afterany:4", .array = true, .array_of = 7, .task = 2,
+                         .count = 10, .throttle = 3};
     st_dep_t *dep = NULL, *dep2 = NULL;
 
     arb_cluster_init(&c);
@@ -135,9 +131,9 @@ static void test_core_text_round_trip(void **unused)
     j->preferred[0].weight = 50;
     j->tolerations = calloc(2, sizeof *j->tolerations);
     j->ntolerations = 2;
-    j->tolerations[0] =
-        (arb_toleration_t){arb_intern(&c.strs, "dedicated"), arb_intern(&c.strs, "infer"), false,
-                           ARB_TAINT_NO_SCHEDULE};
+    j->tolerations[0] = (arb_toleration_t){arb_intern(&c.strs, "dedicated"),
+                                           arb_intern(&c.strs, "infer"), false,
+                                           ARB_TAINT_NO_SCHEDULE};
     j->tolerations[1] = (arb_toleration_t){0, 0, true, 0};
     j->models = calloc(1, sizeof *j->models);
     j->models[0] = arb_intern(&c.strs, "A100-80G");
@@ -177,13 +173,8 @@ static void test_core_text_round_trip(void **unused)
 
     /* damaged forms: refused, naming the token; nothing leaks */
     static const char *const bad[] = {
-        "",
-        "a2",
-        "a1 =j",
-        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1",
-        "a1 =j ~ x",
-        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 99999999999999999999",
-        "a1 =%ZZ",
+        "", "a2", "a1 =j", "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1", "a1 =j ~ x",
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 99999999999999999999", "a1 =%ZZ",
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 0 S 0 R 0 P 0 T 0 M 0 D 0", /* no groups */
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 0 S 0 R 0 P 0 T 0 M 0 D 0 x",
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 1 =no/such 1 S 0 R 0 P 0 T 0 "
@@ -243,8 +234,7 @@ static void test_restart_from_core(void **unused)
         "resources: {requests: {arbiter.io/gpu-share: \"0.25\"}}\n",
         "name: dep\ndependency: afterok:1\narray: {count: 3, throttle: 1}\n"
         "resources: {requests: {nvidia.com/gpu: 8}}\n",
-        "name: \"q\\\"uo\\\\te \xc3\xa9\"\npriority: 42\nresources: {requests: {nvidia.com/gpu: "
-        "8}}\n",
+        "name: \"q\\\"uo\\\\te \xc3\xa9\"\npriority: 42\nresources: {requests: {nvidia.com/gpu: 8}}\n",
     };
     enum { N = sizeof specs / sizeof specs[0] };
     uint64_t ids[N];
@@ -304,11 +294,11 @@ static char *old_record(uint64_t id, const char *spec_json, const char *state)
         "{s:I,s:s,s:s,s:b,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:[[i,n]],s:[],"
         "s:i,s:i,s:b}",
         "id", (json_int_t)id, "team", "", "owner", "root", "yaml", 0, "spec", spec_json, "state",
-        state, "version", (json_int_t)1, "lamport_submit", (json_int_t)(10 + id), "lamport_update",
-        (json_int_t)(10 + id), "attempt", (json_int_t)0, "epoch", (json_int_t)0, "submit_ms",
-        (json_int_t)1700000000000LL, "start_ms", (json_int_t)0, "end_ms", (json_int_t)0,
-        "delivered", 0, "stop", 0, "message", "", "tasks", 0, "alloc", "priority", 7,
-        "time_limit_s", 0, "preemptible", 1);
+        state, "version", (json_int_t)1, "lamport_submit", (json_int_t)(10 + id),
+        "lamport_update", (json_int_t)(10 + id), "attempt", (json_int_t)0, "epoch", (json_int_t)0,
+        "submit_ms", (json_int_t)1700000000000LL, "start_ms", (json_int_t)0, "end_ms",
+        (json_int_t)0, "delivered", 0, "stop", 0, "message", "", "tasks", 0, "alloc", "priority",
+        7, "time_limit_s", 0, "preemptible", 1);
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return txt;
@@ -384,96 +374,12 @@ static void test_old_store_recovers(void **unused)
     st_close(s);
 }
 
-/* The event log in memory keeps each event's parts, its JSON made when
- * read: the same text as before a restart (and as the store holds), and a
- * stored event of another shape comes back as it was. */
-static char *events_text(st_t *s, size_t first, size_t count)
-{
-    json_t *out = NULL;
-    int64_t t;
-    assert_int_equal(st_events(s, &admin, 0, 10000, 0, &out, &t, NULL), 0);
-    json_t *evs = json_object_get(out, "events"), *part = json_array();
-    for (size_t i = first; i < first + count && i < json_array_size(evs); i++)
-        json_array_append(part, json_array_get(evs, i));
-    char *txt = json_dumps(part, JSON_COMPACT);
-    json_decref(part);
-    json_decref(out);
-    return txt;
-}
-
-static void test_events_compact(void **unused)
-{
-    (void)unused;
-    st_t *s = sf_open(NULL, -1);
-    add_node(s, "n1");
-    uint64_t id =
-        submit(s, "name: \"e \\\" \xc3\xa9\"\nresources: {requests: {nvidia.com/gpu: 1}}\n");
-    int64_t t;
-    assert_int_equal(st_cycle(s, NULL, &t), 0);
-    assert_int_equal(st_wait(s, t, NULL), 0);
-    json_t *out = NULL;
-    assert_int_equal(st_events(s, &admin, 0, 10000, 0, &out, &t, NULL), 0);
-    size_t n = json_array_size(json_object_get(out, "events"));
-    bool with_node = false;
-    for (size_t i = 0; i < n; i++)
-        with_node |=
-            json_object_get(json_array_get(json_object_get(out, "events"), i), "node") != NULL;
-    json_decref(out);
-    assert_true(n >= 3);
-    assert_true(with_node);
-    char *before = events_text(s, 0, n);
-    /* each as the store holds it */
-    for (int i = 0; i < s->ring_n; i++) {
-        const st_event_t *e = &s->ring[(s->ring_head + i) % s->ring_cap];
-        char key[40], *v = NULL;
-        snprintf(key, sizeof key, "events/%020llu", (unsigned long long)e->lamport);
-        assert_int_equal(store_get(s->store, key, &v, NULL, NULL, NULL), 0);
-        json_t *o = st_event_json(s, e);
-        char *mine = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
-        assert_string_equal(mine, v);
-        assert_true(e->type != 0); /* kept as parts */
-        free(mine);
-        free(v);
-        json_decref(o);
-    }
-    uint64_t last = s->clock + 10;
-    st_close(s);
-    /* an event of another shape (a key this controller does not write) */
-    store_t *st = NULL;
-    store_opts_t so = {.sync = STORE_SYNC_NORMAL};
-    store_batch_t b = {0};
-    char key[40], odd[200];
-    snprintf(key, sizeof key, "events/%020llu", (unsigned long long)last);
-    snprintf(odd, sizeof odd,
-             "{\"lamport\":%llu,\"time\":\"yesterday\",\"type\":\"x\",\"message\":\"m\","
-             "\"extra\":[1]}",
-             (unsigned long long)last);
-    assert_int_equal(store_open(dir, &so, &st, NULL), 0);
-    store_batch_putstr(&b, key, odd);
-    assert_int_equal(store_apply(st, &b, NULL, NULL), 0);
-    store_batch_free(&b);
-    store_close(st);
-    s = sf_open(NULL, -1);
-    char *after = events_text(s, 0, n);
-    assert_string_equal(after, before);
-    char *more = events_text(s, n, 1);
-    char want[220];
-    snprintf(want, sizeof want, "[%s]", odd);
-    assert_string_equal(more, want);
-    assert_non_null(st_job_find(s, id));
-    free(more);
-    free(after);
-    free(before);
-    st_close(s);
-}
-
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_core_text_round_trip),
         cmocka_unit_test_setup_teardown(test_restart_from_core, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_store_recovers, setup, teardown),
-        cmocka_unit_test_setup_teardown(test_events_compact, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
