@@ -6,7 +6,13 @@
  * transactions of 10,000 records: fast, no API), with records of the shape
  * the controller writes (st_job_record): a one-GPU job submitted as
  * `arbiter submit --gpus 1 -- true` would be (the same indented spec text),
- * --pending of them PENDING and the rest SUCCEEDED (the older ids), then
+ * --pending of them PENDING and the rest SUCCEEDED (the older ids). With
+ * --records controller (the default) each record is the one this build's
+ * controller wrote for that job, submitted once through its API (its
+ * compact form, "core", and its spec under specs/ID where it writes them),
+ * its id, state and times set per job; with --records spec, the form
+ * controllers wrote before the compact form (the spec inside the record,
+ * no "core": the path an old store recovers by). Then it
  * starts a real controller process over it (fork/exec of this binary) and
  * times from the exec until it serves (GET /v1/status answers 200). Reported:
  *
@@ -43,6 +49,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
@@ -53,11 +61,15 @@
 
 typedef struct br_run {
     char dir[64], exe[PATH_MAX], path[PATH_MAX + 64];
+    char *tmpl;      /* --records controller: the record the controller wrote for job 1 */
+    char *tmpl_spec; /* and its specs/ID value; NULL none */
+    size_t tmpl_speclen;
 } br_run_t;
 
 typedef struct br_opts {
     long long jobs, pending; /* pending -1: a tenth of jobs */
     int json;
+    int records; /* 0 controller, 1 spec */
 } br_opts_t;
 
 static const fl_flag_t br_flags[] = {
@@ -67,6 +79,10 @@ static const fl_flag_t br_flags[] = {
            "of them pending, the rest succeeded (default a tenth, at most --jobs)"),
     FL_OPT(br_opts_t, json, "--output", "-o", FL_CHOICE, NULL, "output format", .def = "text",
            .choices = "text|json"),
+    FL_OPT(br_opts_t, records, "--records", NULL, FL_CHOICE, NULL,
+           "the records' form: as this controller writes them, or the older one with the spec "
+           "inside (no compact form)",
+           .def = "controller", .choices = "controller|spec"),
     FL_END,
 };
 static const fl_verb_t br_verb = {
@@ -81,7 +97,18 @@ static const char *at(br_run_t *r, const char *name)
     return r->path;
 }
 
-/* The record of job id, as st_job_record writes it. */
+/* what `arbiter submit --gpus 1 --name bench -- true` posts (malloc'd) */
+static char *bench_spec(void)
+{
+    json_t *o = json_pack("{s:s,s:i,s:{s:{s:s}},s:[s]}", "name", "bench", "replicas", 1,
+                          "resources", "requests", "nvidia.com/gpu", "1", "command", "true");
+    char *spec = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
+    json_decref(o);
+    return spec;
+}
+
+/* The record of job id, as st_job_record wrote it before the compact form. */
 static char *record(uint64_t id, bool pending, const char *spec)
 {
     json_t *tasks = json_pack("[[i,o]]", pending ? 0 : 3, pending ? json_null() : json_integer(0));
@@ -102,6 +129,89 @@ static char *record(uint64_t id, bool pending, const char *spec)
     return txt;
 }
 
+/* The record of job id from the controller's own (r->tmpl): its fields per job set. */
+static char *record_like(const br_run_t *r, uint64_t id, bool pending)
+{
+    json_t *o = json_loads(r->tmpl, 0, NULL);
+    int64_t ms = 1700000000000LL + (int64_t)id;
+    char *txt = NULL;
+
+    if (!json_is_object(o)) {
+        json_decref(o);
+        return NULL;
+    }
+    json_object_set_new(o, "id", json_integer((json_int_t)id));
+    json_object_set_new(o, "state", json_string(pending ? "pending" : "succeeded"));
+    json_object_set_new(o, "version", json_integer(pending ? 1 : 4));
+    json_object_set_new(o, "lamport_submit", json_integer((json_int_t)(2 * id)));
+    json_object_set_new(o, "lamport_update", json_integer((json_int_t)(2 * id + 1)));
+    json_object_set_new(o, "attempt", json_integer(pending ? 0 : 1));
+    json_object_set_new(o, "epoch", json_integer(pending ? 0 : 1));
+    json_object_set_new(o, "submit_ms", json_integer((json_int_t)ms));
+    json_object_set_new(o, "start_ms", json_integer((json_int_t)(pending ? 0 : ms + 10)));
+    json_object_set_new(o, "end_ms", json_integer((json_int_t)(pending ? 0 : ms + 20)));
+    json_object_set_new(o, "delivered", json_boolean(!pending));
+    json_object_set_new(o, "message", json_string(pending ? "" : "task 0 exited 0"));
+    json_object_set_new(
+        o, "tasks", json_pack("[[i,o]]", pending ? 0 : 3, pending ? json_null() : json_integer(0)));
+    txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return txt;
+}
+
+static size_t br_sink(char *p, size_t sz, size_t n, void *arg)
+{
+    (void)p;
+    (void)arg;
+    return sz * n;
+}
+
+/* Submit spec to the controller at DIR/d/url once (it serves an empty
+ * store), stop it, and keep the record and spec it wrote as r->tmpl. */
+static int take_template(br_run_t *r, pid_t pid, const char *spec)
+{
+    char url[256] = "", post[300], *v = NULL;
+    store_t *st = NULL;
+    store_opts_t so = {.sync = STORE_SYNC_NORMAL};
+    arb_err_t err = {{0}};
+    long code = 0;
+    int rc = -1;
+    CURL *h;
+
+    if (bench_read_url(at(r, "d/url"), url, sizeof url) < 0 || !(h = curl_easy_init()))
+        return -1;
+    struct curl_slist *hd = curl_slist_append(NULL, "Content-Type: application/json");
+    snprintf(post, sizeof post, "%s/v1/jobs", url);
+    curl_easy_setopt(h, CURLOPT_URL, post);
+    curl_easy_setopt(h, CURLOPT_HTTPHEADER, hd);
+    curl_easy_setopt(h, CURLOPT_POSTFIELDS, spec);
+    curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, br_sink);
+    curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
+    if (curl_easy_perform(h) == CURLE_OK)
+        curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
+    curl_slist_free_all(hd);
+    curl_easy_cleanup(h);
+    if (bench_stop(pid, 30000) != 0 || code != 201) {
+        fprintf(stderr, "arbiter bench recover: the controller took no job (HTTP %ld)\n", code);
+        return -1;
+    }
+    if (store_open(at(r, "d"), &so, &st, &err) < 0) {
+        fprintf(stderr, "arbiter bench recover: %s\n", err.msg);
+        return -1;
+    }
+    if (store_get(st, "jobs/00000000000000000001", &v, NULL, NULL, &err) == 0) {
+        r->tmpl = v;
+        rc = 0;
+        v = NULL;
+        if (store_get(st, "specs/00000000000000000001", &v, &r->tmpl_speclen, NULL, &err) == 0)
+            r->tmpl_spec = v;
+    } else {
+        fprintf(stderr, "arbiter bench recover: the job's record: %s\n", err.msg);
+    }
+    store_close(st);
+    return rc;
+}
+
 /* Fill DIR/d with n job records, the last `pending` of them pending. */
 static int fill(br_run_t *r, long n, long pending)
 {
@@ -111,12 +221,8 @@ static int fill(br_run_t *r, long n, long pending)
     arb_err_t err = {{0}};
     char key[40], clock[32];
     int rc;
-    /* what `arbiter submit --gpus 1 --name bench -- true` posts */
-    json_t *so_spec = json_pack("{s:s,s:i,s:{s:{s:s}},s:[s]}", "name", "bench", "replicas", 1,
-                                "resources", "requests", "nvidia.com/gpu", "1", "command", "true");
-    char *spec = json_dumps(so_spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+    char *spec = bench_spec();
 
-    json_decref(so_spec);
     if (!spec)
         return -ENOMEM;
     if ((rc = store_open(at(r, "d"), &so, &st, &err)) < 0) {
@@ -125,10 +231,15 @@ static int fill(br_run_t *r, long n, long pending)
         return rc;
     }
     for (long id = 1; id <= n && rc == 0; id++) {
-        char *rec = record((uint64_t)id, id > n - pending, spec);
+        char *rec = r->tmpl ? record_like(r, (uint64_t)id, id > n - pending)
+                            : record((uint64_t)id, id > n - pending, spec);
         snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)id);
         rc = rec ? store_batch_putstr(&b, key, rec) : -ENOMEM;
         free(rec);
+        if (rc == 0 && r->tmpl_spec) {
+            snprintf(key, sizeof key, "specs/%020llu", (unsigned long long)id);
+            rc = store_batch_put(&b, key, r->tmpl_spec, r->tmpl_speclen);
+        }
         if (rc == 0 && (b.nops == FILL_TXN || id == n)) {
             if (id == n) {
                 snprintf(clock, sizeof clock, "%llu", (unsigned long long)(2 * n + 2));
@@ -257,8 +368,15 @@ int cli_bench_recover(int argc, char **argv)
         goto fail;
     bench_sleep_ms(500);
     before = rss_mb(pid);
-    if (bench_stop(pid, 30000) != 0)
+    if (o.records == 0) { /* one job through the API: the record this controller writes */
+        char *spec = bench_spec();
+        int trc = spec ? take_template(&r, pid, spec) : -1;
+        free(spec);
+        if (trc < 0)
+            goto fail;
+    } else if (bench_stop(pid, 30000) != 0) {
         goto fail;
+    }
     remove(at(&r, "d/arbiter.db"));
     remove(at(&r, "d/arbiter.db-wal"));
     remove(at(&r, "d/arbiter.db-shm"));
@@ -299,8 +417,12 @@ int cli_bench_recover(int argc, char **argv)
     }
     rc = 0;
     bench_rmtree(r.dir);
+    free(r.tmpl);
+    free(r.tmpl_spec);
     return rc;
 fail:
+    free(r.tmpl);
+    free(r.tmpl_spec);
     fprintf(stderr, "arbiter bench recover: failed; the directory is kept: %s (controller.log)\n",
             r.dir);
     return rc;

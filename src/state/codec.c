@@ -215,31 +215,66 @@ static const spec_prio_table_t *kept_table(st_t *s, struct fy_node *root, st_pri
     return t;
 }
 
+/* The priorityClassName a spec names, into buf ("" none or not a plain name). */
+static void spec_pclass(struct fy_node *root, char *buf, size_t max)
+{
+    struct fy_node *pc = fy_node_mapping_lookup_by_string(root, "priorityClassName", -1);
+    size_t len = 0;
+    const char *text =
+        pc && fy_node_is_scalar(pc) && !fy_node_is_alias(pc) ? sv_scalar(pc, &len) : NULL;
+
+    buf[0] = '\0';
+    if (text && len > 0 && len < max && !memchr(text, '\0', len)) {
+        memcpy(buf, text, len);
+        buf[len] = '\0';
+    }
+}
+
+bool st_prio_class_known(const st_t *s, const char *name)
+{
+    spec_prio_class_t buf[32];
+    int n = s->conf.nclasses;
+
+    for (int i = 0; i < n; i++)
+        if (strcmp(s->conf.classes[i].name, name) == 0)
+            return true;
+    if (n)
+        return false;
+    n = spec_priority_builtins(buf, (int)(sizeof buf / sizeof buf[0]));
+    for (int i = 0; i < n; i++)
+        if (strcmp(buf[i].name, name) == 0)
+            return true;
+    return false;
+}
+
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, arb_err_t *err);
+                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, char *pclass,
+                      arb_err_t *err);
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
                   json_t **env, bool *restartable, st_dep_t **dep, arb_err_t *err)
 {
     return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, NULL,
-                      err);
+                      NULL, err);
 }
 
 int st_spec_parse_svc(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
                       json_t **command, json_t **env, bool *restartable, st_dep_t **dep,
-                      st_svc_conf_t *svc, arb_err_t *err)
+                      st_svc_conf_t *svc, char *pclass, arb_err_t *err)
 {
-    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, svc, err);
+    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, svc,
+                      pclass, err);
 }
 
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                        arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                       st_dep_t **dep, arb_err_t *err)
+                       st_dep_t **dep, char *pclass, arb_err_t *err)
 {
     if (kept)
         kept->gone[0] = '\0';
-    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, NULL, err);
+    return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, NULL,
+                      pclass, err);
 }
 
 /* stored: a spec from the store, whose JSON was checked (strictly) when it
@@ -247,7 +282,8 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
  * fifth of a recovered job's cost) only where that reader refuses it. */
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, arb_err_t *err)
+                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, char *pclass,
+                      arb_err_t *err)
 {
     st_dep_t *dp = NULL;
     const char *name = yaml ? "job.yaml" : "job.json";
@@ -286,6 +322,8 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool store
     }
     struct fy_node *root = fy_document_root(d.doc);
     sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
+    if (pclass) /* the class it names, kept beside the job (its compact form, jobcore.c) */
+        spec_pclass(root, pclass, ST_PCLASS_MAX);
     rc = take_extras(&x, root, command, env, &restart);
     if (rc == 0)
         rc = st_dep_take(&x, root, &dp); /* dependency, array (depend.c) */

@@ -115,6 +115,40 @@ void st_dep_free(st_dep_t *d)
     free(d);
 }
 
+bool st_dep_parts(const st_dep_t *d, st_dep_parts_t *out)
+{
+    if (!d)
+        return false;
+    snprintf(out->text, sizeof out->text, "%s", d->text);
+    out->array = d->array;
+    out->array_of = d->array_of;
+    out->task = d->task;
+    out->count = d->count;
+    out->throttle = d->throttle;
+    return true;
+}
+
+int st_dep_make(const st_dep_parts_t *p, st_dep_t **out, arb_err_t *err)
+{
+    st_dep_t *d = calloc(1, sizeof *d);
+
+    *out = NULL;
+    if (!d)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    snprintf(d->text, sizeof d->text, "%s", p->text);
+    if (d->text[0] && spec_dep_parse(d->text, &d->d, err) < 0) {
+        free(d);
+        return -EINVAL;
+    }
+    d->array = p->array;
+    d->array_of = p->array_of;
+    d->task = p->task;
+    d->count = p->count;
+    d->throttle = p->throttle;
+    *out = d;
+    return 0;
+}
+
 int st_dep_check(st_t *s, const st_dep_t *d, arb_err_t *err)
 {
     if (!d)

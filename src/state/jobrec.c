@@ -136,6 +136,19 @@ static void cstr(rec_t *r, const char *v)
     str(r, v, strlen(v));
 }
 
+/* a jansson value, as jansson writes it (command and env: rare beside the rest) */
+static void raw(rec_t *r, const json_t *v)
+{
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+
+    if (!t) {
+        r->bad = true;
+        return;
+    }
+    lit(r, t);
+    free(t);
+}
+
 char *st_job_record(st_t *s, st_job_t *sj)
 {
     const arb_job_t *j = sj->j;
@@ -147,7 +160,22 @@ char *st_job_record(st_t *s, st_job_t *sj)
     key(&r, "team"), cstr(&r, sj->team);
     key(&r, "owner"), cstr(&r, sj->owner);
     key(&r, "yaml"), boolean(&r, sj->yaml);
-    key(&r, "spec"), str(&r, sj->spec, sj->speclen);
+    if (sj->spec)
+        key(&r, "spec"), str(&r, sj->spec, sj->speclen);
+    if (!sj->svc && !sj->svc_of) { /* the compact form: recovery reads it, not the spec */
+        char *core = st_core_text(&s->cluster, j, arb_str(&s->names, sj->pclass), sj->dep);
+        if (core)
+            key(&r, "core"), cstr(&r, core);
+        else
+            r.bad = true;
+        free(core);
+        if (sj->command)
+            key(&r, "command"), raw(&r, sj->command);
+        if (sj->env)
+            key(&r, "env"), raw(&r, sj->env);
+        if (!sj->restartable)
+            key(&r, "restartable"), boolean(&r, false);
+    }
     key(&r, "state"), cstr(&r, arb_job_state_name(j->state));
     key(&r, "version"), num(&r, (long long)sj->version);
     key(&r, "lamport_submit"), num(&r, (long long)sj->lamport_submit);

@@ -119,12 +119,12 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
  * frees them either way. The caller holds s->mu. */
 static int submit_checks(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
                          arb_job_t **j, json_t **command, json_t **env, bool *restartable,
-                         st_dep_t **dep, st_svc_conf_t *svc, arb_err_t *err)
+                         st_dep_t **dep, st_svc_conf_t *svc, char *pclass, arb_err_t *err)
 {
     const char *team = who->team ? who->team : "";
     int rc;
 
-    rc = st_spec_parse_svc(s, body, n, yaml, j, command, env, restartable, dep, svc, err);
+    rc = st_spec_parse_svc(s, body, n, yaml, j, command, env, restartable, dep, svc, pclass, err);
     if (rc < 0 || (rc = st_service_check(s, *j, svc, err)) < 0 ||
         (rc = st_dep_check(s, *dep, err)) < 0)
         return rc;
@@ -184,9 +184,10 @@ int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n
     st_dep_t *dep = NULL;
     bool restartable = true;
     st_svc_conf_t svc;
+    char pclass[ST_PCLASS_MAX];
     pthread_mutex_lock(&s->mu);
-    int rc =
-        submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc, err);
+    int rc = submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc,
+                           pclass, err);
     pthread_mutex_unlock(&s->mu);
     arb_job_free(j);
     json_decref(command);
@@ -221,7 +222,9 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
         if (!pj) {
             rc = arb_errf(err, -ENOENT, "Idempotency-Key: '%s' created job %llu, which is gone",
                           key, (unsigned long long)prev);
-        } else if (pj->speclen != n || memcmp(pj->spec, body, n) != 0) {
+        } else if ((rc = st_job_spec_same(s, pj, body, n, err)) < 0) {
+            /* err says why its spec could not be read back */
+        } else if (rc == 0) {
             rc = arb_errf(err, -EINVAL,
                           "Idempotency-Key: '%s' was used for job %llu with a different body; "
                           "send a new key with a new job",
@@ -236,8 +239,9 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     }
     bool restartable = true;
     st_svc_conf_t svc;
+    char pclass[ST_PCLASS_MAX];
     if ((rc = submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc,
-                            err)) < 0)
+                            pclass, err)) < 0)
         goto out;
 
     sj = calloc(1, sizeof *sj);
@@ -251,13 +255,14 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     }
     memcpy(sj->spec, body, n);
     sj->spec[n] = '\0';
-    sj->speclen = n;
+    sj->speclen = (uint32_t)n; /* at most API_MAX_BODY */
     sj->yaml = yaml;
     sj->ntasks = j->ntasks;
     sj->id = s->next_id;
     sj->team = st_name(s, team);
     sj->owner = st_name(s, who->name);
-    if (!sj->team || !sj->owner) {
+    sj->pclass = pclass[0] ? arb_intern(&s->names, pclass) : 0;
+    if (!sj->team || !sj->owner || (pclass[0] && !sj->pclass)) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto out;
     }
@@ -297,6 +302,13 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
                  sj->owner[0] ? sj->owner : "anonymous");
     if (svc.is && st_service_attach(s, sj, &svc, 0) == 0)
         sj->last = ARB_JOB_RUNNING;
+    if (!svc.is) { /* its spec, written once; its record carries the compact form (jobcore.c) */
+        char skey[40];
+        snprintf(skey, sizeof skey, "specs/%020llu", (unsigned long long)sj->id);
+        store_batch_put(&s->batch, skey, sj->spec, sj->speclen);
+        free(sj->spec);
+        sj->spec = NULL;
+    }
     st_job_save(s, sj, sj->lamport_submit);
     s->m_submitted++;
     s->dirty = true;

@@ -236,6 +236,46 @@ void st_inject_store_failure(st_t *s, int n)
 
 /* ---- job bookkeeping ------------------------------------------------------------------ */
 
+int st_job_spec_text(st_t *s, const st_job_t *sj, char **txt, size_t *n, arb_err_t *err)
+{
+    char key[40];
+    int rc;
+
+    *txt = NULL;
+    *n = 0;
+    if (sj->spec) {
+        if (!(*txt = malloc(sj->speclen + 1)))
+            return arb_errf(err, -ENOMEM, "out of memory");
+        memcpy(*txt, sj->spec, sj->speclen + 1);
+        *n = sj->speclen;
+        return 0;
+    }
+    snprintf(key, sizeof key, "specs/%020llu", (unsigned long long)sj->id);
+    rc = store_get(s->store, key, txt, n, NULL, err);
+    if (rc == -ENOENT) {
+        /* written at its submission, perhaps not yet committed (group
+         * commit): wait for what is queued, then read again */
+        if ((rc = store_gc_wait(s->gc, store_gc_last(s->gc), err)) == 0)
+            rc = store_get(s->store, key, txt, n, NULL, err);
+    }
+    if (rc == -ENOENT)
+        return arb_errf(err, -ENOENT, "job %llu: its spec is not in the store (%s)",
+                        (unsigned long long)sj->id, key);
+    return rc < 0 ? rc : 0;
+}
+
+int st_job_spec_same(st_t *s, const st_job_t *sj, const char *body, size_t n, arb_err_t *err)
+{
+    char *txt = NULL;
+    size_t len = 0;
+    int rc = st_job_spec_text(s, sj, &txt, &len, err);
+
+    if (rc == 0)
+        rc = len == n && memcmp(txt, body, n) == 0;
+    free(txt);
+    return rc;
+}
+
 st_job_t *st_job_find(st_t *s, uint64_t id)
 {
     return id > 0 && id < s->next_id && id < s->capjobs ? s->jobs[id] : NULL;

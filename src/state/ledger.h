@@ -74,6 +74,12 @@ void st_changed(st_t *s);
 
 /* Jobs. */
 st_job_t *st_job_find(st_t *s, uint64_t id);
+/* The spec sj was submitted with (malloc'd into *txt, *n bytes): its copy in
+ * memory where it keeps one, else specs/ID from the store (written once at
+ * submission). st_job_spec_same: 1 when it is body, 0 when not, < 0 when it
+ * cannot be read (err says why). Caller holds s->mu. */
+int st_job_spec_text(st_t *s, const st_job_t *sj, char **txt, size_t *n, arb_err_t *err);
+int st_job_spec_same(st_t *s, const st_job_t *sj, const char *body, size_t n, arb_err_t *err);
 /* Queue the job's record for writing, bumping its version. */
 void st_job_save(st_t *s, st_job_t *sj, uint64_t lamport);
 void st_job_retire(st_t *s, st_job_t *sj); /* drop from the active list */

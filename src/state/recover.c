@@ -234,8 +234,16 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
         return arb_errf(err, -ENOMEM, "out of memory");
     sj->id = get_u64(o, "id");
     sj->yaml = json_is_true(json_object_get(o, "yaml"));
-    sj->spec = strdup(spec ? spec : "");
-    sj->speclen = spec ? json_string_length(json_object_get(o, "spec")) : 0;
+    const json_t *corev = json_object_get(o, "core");
+    const char *core = json_string_value(corev);
+    if (spec) { /* a record without a compact form, or a service's: its spec stays in memory */
+        sj->speclen = (uint32_t)json_string_length(json_object_get(o, "spec"));
+        if (!(sj->spec = malloc(sj->speclen + 1))) {
+            st_job_free(sj);
+            return arb_errf(err, -ENOMEM, "out of memory");
+        }
+        memcpy(sj->spec, spec, sj->speclen + 1);
+    }
     sj->team = st_name(s, json_string_value(json_object_get(o, "team")));
     sj->owner = st_name(s, json_string_value(json_object_get(o, "owner")));
     if (!sj->team || !sj->owner ||
@@ -256,7 +264,7 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
     sj->stop_then = sj->stop ? (uint8_t)get_u64(o, "stop_then") : ST_THEN_CANCEL;
     if (sj->stop_then > ST_THEN_TIMEOUT)
         sj->stop_then = ST_THEN_FAIL;
-    if (!sj->spec || !spec || sj->id == 0 || state < 0) {
+    if ((!spec && !core) || sj->id == 0 || state < 0) {
         arb_errf(err, 0, "%s", sj->id == 0 ? "no id" : state < 0 ? "no known state" : "no spec");
         st_job_free(sj);
         return 1;
@@ -266,10 +274,48 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
     st_prio_kept_t kept = {.priority = (int32_t)json_integer_value(json_object_get(o, "priority")),
                            .preemptible = json_is_true(json_object_get(o, "preemptible"))};
     bool has_kept = json_is_integer(json_object_get(o, "priority"));
-    if (st_spec_parse_kept(s, sj->spec, sj->speclen, sj->yaml, has_kept ? &kept : NULL, &j,
-                           &sj->command, &sj->env, &sj->restartable, &sj->dep, &perr) < 0) {
-        /* The spec no longer loads (a newer controller is stricter): keep
-         * the job visible, ended. */
+    char pc[ST_PCLASS_MAX] = "";
+    int prc = -EINVAL;
+    if (core) { /* the compact form (jobcore.c): no spec to read */
+        prc = st_core_read(&s->cluster, core, json_string_length(corev), &j, pc, sizeof pc,
+                           &sj->dep, &perr);
+        if (prc == 0) {
+            const json_t *cmd = json_object_get(o, "command"), *env = json_object_get(o, "env");
+            sj->command = cmd && !json_is_null(cmd) ? json_incref((json_t *)cmd) : NULL;
+            sj->env = env && !json_is_null(env) ? json_incref((json_t *)env) : NULL;
+            sj->restartable = !json_is_false(json_object_get(o, "restartable"));
+            kept.priority = j->priority;
+            kept.preemptible = j->preemptible;
+            if (pc[0] && !st_prio_class_known(s, pc))
+                snprintf(kept.gone, sizeof kept.gone, "%s", pc);
+        }
+    }
+    if (prc == -ENOMEM) {
+        st_job_free(sj);
+        return arb_errf(err, -ENOMEM, "out of memory");
+    }
+    char *stored = NULL; /* its spec under specs/ID, where the form did not read */
+    size_t storedlen = 0;
+    if (prc < 0 && !spec && core) {
+        char key[40];
+        snprintf(key, sizeof key, "specs/%020llu", (unsigned long long)sj->id);
+        if (store_get(s->store, key, &stored, &storedlen, NULL, NULL) == 0) {
+            sj->spec = stored; /* kept: the record carries it from now on */
+            sj->speclen = (uint32_t)storedlen;
+            spec = stored;
+        }
+    }
+    if (prc < 0 && spec)
+        prc = st_spec_parse_kept(s, sj->spec, sj->speclen, sj->yaml, has_kept ? &kept : NULL, &j,
+                                 &sj->command, &sj->env, &sj->restartable, &sj->dep, pc, &perr);
+    if (prc == 0 && pc[0] && !(sj->pclass = arb_intern(&s->names, pc))) {
+        arb_job_free(j);
+        st_job_free(sj);
+        return arb_errf(err, -ENOMEM, "out of memory");
+    }
+    if (prc < 0) {
+        /* Neither its compact form nor its spec loads (a newer controller
+         * is stricter): keep the job visible, ended. */
         j = arb_job_new("unloadable", 1);
         if (!j || arb_job_finalize(j, NULL) < 0) {
             arb_job_free(j);
@@ -282,7 +328,7 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
     }
     if (json_is_integer(json_object_get(o, "time_limit_s"))) /* as resolved at submission */
         j->time_limit_s = json_integer_value(json_object_get(o, "time_limit_s"));
-    if (has_kept && kept.gone[0] && state < ARB_JOB_SUCCEEDED)
+    if ((has_kept || core) && kept.gone[0] && state < ARB_JOB_SUCCEEDED)
         st_event(s, "job-priority-kept", sj->id, NULL,
                  "job %llu: priority class '%s' is no longer in the config; the job keeps the "
                  "priority it was given at submission (%d)%s",

@@ -72,36 +72,41 @@ typedef struct st_task {
 
 typedef struct st_job st_job_t;
 
+/* Fields by size (eight-byte ones, then four, then one), so that the
+ * record has no padding to speak of: every pending job costs one. */
 struct st_job {
     uint64_t id;
-    arb_job_t *j; /* the scheduler's job (owned by it unless own_j) */
-    bool own_j;   /* an ended job: recovered so (never handed to the scheduler), or taken
-                   * back from it when it ended (arb_sched_forget) */
+    arb_job_t *j;             /* the scheduler's job (owned by it unless own_j) */
     const char *team, *owner; /* interned in st.names (st_name): shared, never NULL */
-    char *spec;               /* the spec as submitted (owned), re-parsed on recovery */
-    size_t speclen;
-    bool yaml;
+    char *spec;            /* the spec as submitted (owned) for a service and its replicas (re-read
+                            * for them) and a job recovered from a record without a compact form;
+                            * NULL otherwise: under specs/ID in the store (st_job_spec_text) */
     json_t *command, *env; /* owned references, may be NULL */
     uint64_t version, lamport_submit, lamport_update;
     uint64_t attempt, epoch;             /* of the current assignment */
     int64_t submit_ms, start_ms, end_ms; /* wall clock, for people */
     int64_t running_mono; /* controller's ns when every task was known running (volatile) */
+    st_task_t *tasks;
+    char *message;        /* why it is in its state, for people (owned); NULL none: st_job_msg */
+    uint64_t shrink_for;  /* recovery only: the id of the job a restored shrink mark is for */
+    struct st_svc *svc;   /* a service (service.h): its replicas (owned); NULL otherwise */
+    uint64_t svc_of;      /* a service's replica: the service's job id; 0 otherwise */
+    struct st_dep *dep;   /* its dependency and array (depend.c; owned); NULL none */
+    uint32_t speclen;     /* of spec (a body is at most API_MAX_BODY) */
+    uint32_t pclass;      /* the priorityClassName its spec named (interned in st.names); 0 none */
     arb_job_state_t last; /* the state last persisted */
     int ntasks;
-    st_task_t *tasks;
-    bool delivered;      /* an agent has fetched the current assignment */
-    bool stop;           /* its tasks are being stopped (cancel, lost gang member) */
-    uint8_t stop_then;   /* ST_THEN_*: what follows once every task ended */
-    bool restartable;    /* a lost task requeues the job (spec "restartable", default true) */
-    int active_ix;       /* index in st.active, -1 when terminal */
-    char *message;       /* why it is in its state, for people (owned); NULL none: st_job_msg */
-    int nalloc_seen;     /* tasks the controller has assigned (resize.c: growth shows as more) */
-    int shrink_noted;    /* the j->shrink_to already announced; 0 none */
-    uint64_t shrink_for; /* recovery only: the id of the job a restored shrink mark is for */
-    struct st_svc *svc;  /* a service (service.h): its replicas (owned); NULL otherwise */
-    uint64_t svc_of;     /* a service's replica: the service's job id; 0 otherwise */
-    int replica;         /* a service's replica: its index */
-    struct st_dep *dep;  /* its dependency and array (depend.c; owned); NULL none */
+    int active_ix;    /* index in st.active, -1 when terminal */
+    int nalloc_seen;  /* tasks the controller has assigned (resize.c: growth shows as more) */
+    int shrink_noted; /* the j->shrink_to already announced; 0 none */
+    int replica;      /* a service's replica: its index */
+    bool own_j;       /* an ended job: recovered so (never handed to the scheduler), or taken
+                       * back from it when it ended (arb_sched_forget) */
+    bool yaml;
+    bool delivered;    /* an agent has fetched the current assignment */
+    bool stop;         /* its tasks are being stopped (cancel, lost gang member) */
+    uint8_t stop_then; /* ST_THEN_*: what follows once every task ended */
+    bool restartable;  /* a lost task requeues the job (spec "restartable", default true) */
 };
 
 /* Must task t of sj stop: its job stops, or it is above an elastic job's
@@ -232,7 +237,11 @@ int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **jo
 struct spec_service;
 int st_spec_parse_svc(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
                       json_t **command, json_t **env, bool *restartable, struct st_dep **dep,
-                      struct spec_service *svc, arb_err_t *err);
+                      struct spec_service *svc, char *pclass, arb_err_t *err);
+/* the longest priorityClassName kept with a job (pclass above: that many bytes) */
+#define ST_PCLASS_MAX 64
+/* Does the config (or, without one, the built-in table) define class name? */
+bool st_prio_class_known(const st_t *s, const char *name);
 /* A stored job's priority as resolved at submission (its record's
  * "priority" and "preemptible"); gone: set to its priorityClassName when the
  * config no longer defines that class. */
@@ -246,7 +255,7 @@ typedef struct st_prio_kept {
  * gone from the config resolves to it instead of failing the spec. */
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
                        arb_job_t **job, json_t **command, json_t **env, bool *restartable,
-                       struct st_dep **dep, arb_err_t *err);
+                       struct st_dep **dep, char *pclass, arb_err_t *err);
 
 /* Dependencies and array throttles (depend.c). A spec's "dependency"
  * (Slurm's text) and "array" ({job, task, count, throttle}) as the
@@ -257,6 +266,26 @@ struct fy_node;
 struct sx;
 int st_dep_take(struct sx *x, struct fy_node *root, st_dep_t **out);
 void st_dep_free(st_dep_t *d);
+/* A dependency's parts as the job's compact form keeps them (jobcore.c):
+ * st_dep_parts fills out (false: d is NULL, none); st_dep_make rebuilds one
+ * (its text read again: -EINVAL naming what is wrong). */
+typedef struct st_dep_parts {
+    char text[256];
+    bool array;
+    uint64_t array_of;
+    int32_t task, count, throttle;
+} st_dep_parts_t;
+bool st_dep_parts(const st_dep_t *d, st_dep_parts_t *out);
+int st_dep_make(const st_dep_parts_t *p, st_dep_t **out, arb_err_t *err);
+/* The compact form of a job (jobcore.c): j's asks, the priority class its
+ * spec named (pclass, "" none) and its dependency, as one line of text
+ * (malloc'd; NULL out of memory); st_core_read builds a finalized job from
+ * it (names interned in c), pclass (pn bytes) and *dep; -EINVAL naming the
+ * token when it is not such a form. */
+char *st_core_text(const arb_cluster_t *c, const arb_job_t *j, const char *pclass,
+                   const st_dep_t *dep);
+int st_core_read(arb_cluster_t *c, const char *text, size_t n, arb_job_t **out, char *pclass,
+                 size_t pn, st_dep_t **dep, arb_err_t *err);
 /* At submission: every job it names exists (-EINVAL naming it). */
 int st_dep_check(st_t *s, const st_dep_t *d, arb_err_t *err);
 arb_wait_t st_dep_hold(void *arg, const arb_job_t *j);

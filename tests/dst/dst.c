@@ -401,11 +401,15 @@ static bool fits_alone(run_t *r, st_job_t *sj)
      * the spec only for admins) */
     if (sj->team[0])
         who.role = ST_ROLE_USER;
-    if (vc_submit(o, &who, sj->spec, &id, &err) == 0) {
+    char *spec = NULL; /* as submitted: kept in the store (specs/ID), not in memory */
+    size_t speclen = 0;
+    if (st_job_spec_text(S(r), sj, &spec, &speclen, &err) == 0 &&
+        vc_submit(o, &who, spec, &id, &err) == 0) {
         vc_settle(o, 3, 20, &err);
         st_job_t *x = st_job_find(vc_state(o), id);
         ok = x && !queued(x->j);
     }
+    free(spec);
     vc_close(o);
     snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
     if (system(cmd) != 0)

@@ -819,11 +819,14 @@ static void test_log_tickets(void **unused)
 
 /* A job's store record (st_job_record, jobrec.c) is written without jansson:
  * it must be the text jansson writes for the same values (a record parsed
- * and re-encoded compactly is the same bytes), its spec exactly the body
- * as submitted, for specs with quotes, backslashes, tabs (JSON's white
- * space), CRs, a YAML line separator (U+2028), multi-byte
- * UTF-8 and JSON escapes, pending, placed (nodes and GPUs), gangs and
- * cancelled (a message, stop) jobs; and records survive a restart. */
+ * and re-encoded compactly is the same bytes), its spec (under specs/ID,
+ * written once at submission, st_job_spec_text) exactly the body as
+ * submitted, its compact form a job like the one submitted, for specs with quotes, backslashes,
+ * tabs (JSON's white space), CRs, a YAML line separator (U+2028), multi-byte UTF-8 and JSON
+ * escapes, pending, placed (nodes and GPUs), gangs and cancelled (a message, stop) jobs; and
+ * records survive a restart. */
+static const char *record_body[8]; /* what each of test_record_text's jobs was submitted with */
+
 static void check_record(st_t *s, uint64_t id)
 {
     st_job_t *sj = st_job_find(s, id);
@@ -836,9 +839,31 @@ static void check_record(st_t *s, uint64_t id)
         fail_msg("job %llu: record is not JSON (%s): %s", (unsigned long long)id, je.text, rec);
     char *again = json_dumps(v, JSON_COMPACT);
     assert_string_equal(again, rec);
-    const json_t *spec = json_object_get(v, "spec");
-    assert_int_equal(json_string_length(spec), sj->speclen);
-    assert_memory_equal(json_string_value(spec), sj->spec, sj->speclen);
+    char *spec = NULL;
+    size_t speclen = 0;
+    assert_null(json_object_get(v, "spec")); /* not in the record: written once, apart */
+    assert_int_equal(st_job_spec_text(s, sj, &spec, &speclen, NULL), 0);
+    assert_int_equal(speclen, strlen(record_body[id]));
+    assert_memory_equal(spec, record_body[id], speclen);
+    free(spec);
+    const json_t *core = json_object_get(v, "core");
+    arb_job_t *j = NULL;
+    st_dep_t *dep = NULL;
+    char pc[ST_PCLASS_MAX];
+    arb_err_t cerr = {{0}};
+    assert_true(json_is_string(core));
+    if (st_core_read(&s->cluster, json_string_value(core), json_string_length(core), &j, pc,
+                     sizeof pc, &dep, &cerr) < 0)
+        fail_msg("job %llu: its compact form does not read back: %s", (unsigned long long)id,
+                 cerr.msg);
+    assert_string_equal(j->name, sj->j->name);
+    assert_int_equal(j->ntasks, sj->j->ntasks);
+    assert_int_equal(j->groups[0].req.gpu_milli, sj->j->groups[0].req.gpu_milli);
+    char *again_core = st_core_text(&s->cluster, j, pc, dep);
+    assert_string_equal(again_core, json_string_value(core));
+    free(again_core);
+    arb_job_free(j);
+    st_dep_free(dep);
     assert_int_equal(json_integer_value(json_object_get(v, "id")), (json_int_t)id);
     assert_int_equal(json_array_size(json_object_get(v, "tasks")), sj->ntasks);
     free(again);
@@ -853,22 +878,23 @@ static void test_record_text(void **unused)
     add_node(s, "n-1", 8);
     add_node(s, "n-2", 8);
     uint64_t ids[6];
-    ids[0] = submit(s, &admin, GPUS(4), 0);
-    ids[1] = submit(s, &admin,
-                    "name: \"q\\\"uo\\\\te\" # a tab, a quote \" and a \\ \xc3\xa9 \xe2\x80\xa8 "
-                    "\xf0\x9f\x98\x80\r\nresources:\n  requests: {nvidia.com/gpu: 2}\n"
-                    "command: [sh, -c, 'printf \"%s\\n\" \xc3\xa9']\nenv: {A: \"b\\tc\"}\n",
-                    0);
-    ids[2] = submit(s, &admin,
-                    "{\"name\": \"u\\u00e9\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": "
-                    "1}},\n\t\"command\": [\"echo\", \"\\\"\\\\\\/\\u00e9\"]}",
-                    0);
-    ids[3] = submit(s, &admin,
-                    "name: gang\ngroups:\n  - name: w\n    replicas: 2\n    resources:\n"
-                    "      requests: {nvidia.com/gpu: 4}\n",
-                    0);
-    ids[4] = submit(s, &admin, GPUS(8), 0); /* waits: no room */
-    ids[5] = submit(s, &admin, GPUS(1), 0);
+    static const char *const bodies[6] = {
+        GPUS(4),
+        "name: \"q\\\"uo\\\\te\" # a tab, a quote \" and a \\ \xc3\xa9 \xe2\x80\xa8 "
+        "\xf0\x9f\x98\x80\r\nresources:\n  requests: {nvidia.com/gpu: 2}\n"
+        "command: [sh, -c, 'printf \"%s\\n\" \xc3\xa9']\nenv: {A: \"b\\tc\"}\n",
+        "{\"name\": \"u\\u00e9\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": "
+        "1}},\n\t\"command\": [\"echo\", \"\\\"\\\\\\/\\u00e9\"]}",
+        "name: gang\ngroups:\n  - name: w\n    replicas: 2\n    resources:\n"
+        "      requests: {nvidia.com/gpu: 4}\n",
+        GPUS(8), /* waits: no room */
+        GPUS(1),
+    };
+    for (int i = 0; i < 6; i++) {
+        ids[i] = submit(s, &admin, bodies[i], 0);
+        assert_true(ids[i] > 0 && ids[i] < 8);
+        record_body[ids[i]] = bodies[i];
+    }
     for (int i = 0; i < 6; i++)
         assert_true(ids[i] > 0);
     for (int i = 0; i < 6; i++)

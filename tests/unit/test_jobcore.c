@@ -1,0 +1,389 @@
+/* test_jobcore.c: a job's compact form (src/state/jobcore.c) and recovery
+ * from it (real SQLite store): every field the scheduler reads survives a
+ * write and a read (text, then the same text again); a restart rebuilds
+ * jobs of every kind (selectors, affinity, tolerations, models, dataset,
+ * topology, gangs, elastic, exclusive, sharing, grace, time limit, a
+ * priority class, a dependency and an array) as they were (their read-back
+ * the same before and after), the spec under specs/ID, not in the record;
+ * a store written by the controller before the compact form (records with
+ * their spec, no "core") still recovers, and its jobs take the compact form
+ * at their next save; a damaged form is refused naming its token, and such
+ * a record without a spec is kept visible, failed. */
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <cmocka.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "api/api_int.h"
+#include "state/state_int.h"
+#include "state_fixture.h"
+#include "store/store.h"
+
+static void add_node(st_t *s, const char *name)
+{
+    const char *body =
+        "{\"lamport\": 3, \"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"labels\": "
+        "{\"rack\": \"r1\", \"zone\": \"z1\"}, \"gpus\": [{\"model\": \"H100\", \"memory\": "
+        "\"80Gi\", \"nvlink\": 0}, {\"model\": \"H100\", \"memory\": \"80Gi\", \"nvlink\": 0}]}}";
+    json_t *out = NULL, *b = json_loads(body, 0, NULL);
+    int64_t t;
+    arb_err_t err = {{0}};
+
+    assert_non_null(b);
+    if (st_node_report(s, &agent, name, b, &out, &t, &err) < 0)
+        fail_msg("report: %s", err.msg);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    json_decref(out);
+    json_decref(b);
+}
+
+static uint64_t submit(st_t *s, const char *yaml)
+{
+    st_job_view_t out;
+    int64_t t = 0;
+    arb_err_t err = {{0}};
+
+    if (st_job_submit(s, &admin, yaml, strlen(yaml), true, &out, &t, &err) < 0)
+        fail_msg("submit: %s", err.msg);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    uint64_t id = out.id;
+    st_job_view_free(&out);
+    return id;
+}
+
+/* GET /v1/jobs/ID, as text, less what a restart changes by design */
+static char *job_text(st_t *s, uint64_t id)
+{
+    st_job_view_t v;
+    int64_t t;
+
+    assert_int_equal(st_job_get(s, &admin, id, &v, &t, NULL), 0);
+    json_t *out = api_job_json(&v); /* as the API shows it (src/api/enc_job.c) */
+    st_job_view_free(&v);
+    assert_non_null(out);
+    json_object_del(out, "version");
+    json_object_del(out, "epoch");
+    json_object_del(out, "events"); /* a restart adds its own */
+    char *txt = json_dumps(out, JSON_COMPACT | JSON_SORT_KEYS);
+    json_decref(out);
+    return txt;
+}
+
+static char *record_of(st_t *s, uint64_t id)
+{
+    char key[40], *v = NULL;
+    snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)id);
+    assert_int_equal(store_get(s->store, key, &v, NULL, NULL, NULL), 0);
+    return v;
+}
+
+static void test_core_text_round_trip(void **unused)
+{
+    (void)unused;
+    arb_cluster_t c;
+    arb_err_t err = {{0}};
+    st_dep_parts_t dp = {.text = "afterok:3?afterany:4", .array = true, .array_of = 7, .task = 2,
+                         .count = 10, .throttle = 3};
+    st_dep_t *dep = NULL, *dep2 = NULL;
+
+    arb_cluster_init(&c);
+    int ext = arb_extnames_index(&c.ext, "rdma/hca", true);
+    assert_true(ext >= 0);
+    arb_job_t *j = arb_job_new("a name with spaces, % and \xc3\xa9", 2);
+    assert_non_null(j);
+    j->queue = arb_intern(&c.strs, "team a");
+    j->priority = -7;
+    j->preemptible = false;
+    j->gang_min = 2;
+    j->exclusive = true;
+    j->gpu_sharing = -1;
+    j->grace_s = 45;
+    j->time_limit_s = 5400;
+    j->dataset = arb_intern(&c.strs, "imagenet");
+    snprintf(j->groups[0].name, sizeof j->groups[0].name, "launcher");
+    j->groups[0].req.cpu_milli = 500;
+    j->groups[0].req.mem_bytes = 1 << 30;
+    snprintf(j->groups[1].name, sizeof j->groups[1].name, "worker");
+    j->groups[1].replicas = 4;
+    j->groups[1].gpus = 2;
+    j->groups[1].topo = (arb_topo_req_t){ARB_TOPO_NVLINK, false};
+    j->groups[1].req.gpu_mem_mib = 40960;
+    j->groups[1].req.ext[ext] = 1;
+    j->groups[1].lim.cpu_milli = 8000;
+    j->groups[1].lim.mem_bytes = 64LL << 30;
+    j->groups[1].ephemeral_bytes = 1000;
+    j->selector = calloc(1, sizeof *j->selector);
+    j->selector[0] = (arb_label_t){arb_intern(&c.strs, "rack"), arb_intern(&c.strs, "r1")};
+    j->nselector = 1;
+    j->required = calloc(1, sizeof *j->required);
+    j->nrequired = 1;
+    j->required[0].nexpr = 2;
+    j->required[0].expr = calloc(2, sizeof *j->required[0].expr);
+    j->required[0].expr[0] = (arb_match_expr_t){.key = arb_intern(&c.strs, "zone"),
+                                                .op = ARB_OP_IN,
+                                                .nvals = 2,
+                                                .vals = calloc(2, sizeof(uint32_t))};
+    j->required[0].expr[0].vals[0] = arb_intern(&c.strs, "z1");
+    j->required[0].expr[0].vals[1] = arb_intern(&c.strs, "z 2");
+    j->required[0].expr[1] =
+        (arb_match_expr_t){.key = arb_intern(&c.strs, "gpus"), .op = ARB_OP_GT, .num = 4};
+    j->preferred = calloc(1, sizeof *j->preferred);
+    j->npreferred = 1;
+    j->preferred[0].weight = 50;
+    j->tolerations = calloc(2, sizeof *j->tolerations);
+    j->ntolerations = 2;
+    j->tolerations[0] = (arb_toleration_t){arb_intern(&c.strs, "dedicated"),
+                                           arb_intern(&c.strs, "infer"), false,
+                                           ARB_TAINT_NO_SCHEDULE};
+    j->tolerations[1] = (arb_toleration_t){0, 0, true, 0};
+    j->models = calloc(1, sizeof *j->models);
+    j->models[0] = arb_intern(&c.strs, "A100-80G");
+    j->nmodels = 1;
+    assert_int_equal(arb_job_finalize(j, &err), 0);
+    assert_int_equal(st_dep_make(&dp, &dep, &err), 0);
+
+    char *text = st_core_text(&c, j, "batch low", dep);
+    assert_non_null(text);
+    assert_null(strpbrk(text, "\"\\\n")); /* nothing JSON would escape */
+    arb_job_t *k = NULL;
+    char pc[ST_PCLASS_MAX];
+    if (st_core_read(&c, text, strlen(text), &k, pc, sizeof pc, &dep2, &err) < 0)
+        fail_msg("read: %s (%s)", err.msg, text);
+    assert_string_equal(pc, "batch low");
+    assert_string_equal(k->name, j->name);
+    assert_int_equal(k->queue, j->queue);
+    assert_int_equal(k->ntasks, 5);
+    assert_int_equal(k->gang_min, 2);
+    assert_int_equal(k->groups[1].req.gpu_milli, 2000);
+    assert_int_equal(k->groups[1].req.ext[ext], 1);
+    assert_int_equal(k->required[0].expr[0].vals[1], j->required[0].expr[0].vals[1]);
+    assert_int_equal(k->required[0].expr[1].num, 4);
+    assert_int_equal(k->tolerations[0].effect, ARB_TAINT_NO_SCHEDULE);
+    assert_true(k->tolerations[1].exists);
+    assert_int_equal(k->models[0], j->models[0]);
+    assert_int_equal(k->time_limit_s, 5400);
+    assert_int_equal(k->grace_s, 45);
+    assert_int_equal(k->gpu_sharing, -1);
+    st_dep_parts_t dq;
+    assert_true(st_dep_parts(dep2, &dq));
+    assert_string_equal(dq.text, dp.text);
+    assert_int_equal(dq.array_of, 7);
+    assert_int_equal(dq.throttle, 3);
+    char *again = st_core_text(&c, k, pc, dep2);
+    assert_string_equal(again, text);
+
+    /* damaged forms: refused, naming the token; nothing leaks */
+    static const char *const bad[] = {
+        "", "a2", "a1 =j", "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1", "a1 =j ~ x",
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 99999999999999999999", "a1 =%ZZ",
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 0 S 0 R 0 P 0 T 0 M 0 D 0", /* no groups */
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 0 S 0 R 0 P 0 T 0 M 0 D 0 x",
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 1 =no/such 1 S 0 R 0 P 0 T 0 "
+        "M 0 D 0",
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        arb_job_t *x = NULL;
+        st_dep_t *dx = NULL;
+        arb_err_t e = {{0}};
+        int rc = st_core_read(&c, bad[i], strlen(bad[i]), &x, pc, sizeof pc, &dx, &e);
+        if (rc != -EINVAL)
+            fail_msg("'%s': rc %d, wanted -EINVAL", bad[i], rc);
+        assert_null(x);
+        assert_null(dx);
+        assert_true(e.msg[0] != '\0');
+    }
+    /* the smallest form reads */
+    const char *ok =
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 0 S 0 R 0 P 0 T 0 M 0 D 0";
+    arb_job_t *x = NULL;
+    st_dep_t *dx = NULL;
+    assert_int_equal(st_core_read(&c, ok, strlen(ok), &x, pc, sizeof pc, &dx, &err), 0);
+    assert_int_equal(x->groups[0].req.gpu_milli, 1000);
+    arb_job_free(x);
+    free(again);
+    free(text);
+    arb_job_free(k);
+    arb_job_free(j);
+    st_dep_free(dep);
+    st_dep_free(dep2);
+    arb_cluster_free(&c);
+}
+
+#define CLASSES "priorityClasses:\n  - {name: batch-low, value: 50, preemptible: true}\n"
+
+static void test_restart_from_core(void **unused)
+{
+    (void)unused;
+    st_t *s = sf_open(CLASSES, -1);
+    add_node(s, "n1");
+    static const char *const specs[] = {
+        "name: rich\npriorityClassName: batch-low\ngangMin: 1\ntimeLimit: 1h30m\n"
+        "dataset: imagenet\nnodeSelector: {rack: r1}\n"
+        "affinity:\n  required: [[{key: zone, operator: In, values: [z1, z2]},\n"
+        "              {key: gpus, operator: Gt, values: [\"1\"]}]]\n"
+        "  preferred: [{weight: 50, match: [{key: rack, operator: NotIn, values: [r9]}]}]\n"
+        "tolerations: [{key: dedicated, operator: Equal, value: infer, effect: NoSchedule},\n"
+        "              {operator: Exists}]\ngpuModels: [H100]\n"
+        "terminationGracePeriodSeconds: 20\n"
+        "groups:\n  - name: launcher\n    resources: {requests: {cpu: 500m, memory: 1Gi}}\n"
+        "  - name: worker\n    replicas: 2\n    topology: {level: nvlink, mode: preferred}\n"
+        "    resources:\n      requests: {nvidia.com/gpu: 1, nvidia.com/gpu-memory: 40Gi}\n"
+        "      limits: {nvidia.com/gpu: 1, cpu: 8, memory: 64Gi}\n"
+        "command: [sh, -c, 'echo \"hi\"']\nenv: {A: \"b\\tc\"}\nrestartable: false\n",
+        "name: el\nreplicas: {min: 1, max: 4}\nresources: {requests: {nvidia.com/gpu: 1}}\n",
+        "name: ex\nexclusive: true\ngpuSharing: deny\n"
+        "resources: {requests: {arbiter.io/gpu-share: \"0.25\"}}\n",
+        "name: dep\ndependency: afterok:1\narray: {count: 3, throttle: 1}\n"
+        "resources: {requests: {nvidia.com/gpu: 8}}\n",
+        "name: \"q\\\"uo\\\\te \xc3\xa9\"\npriority: 42\nresources: {requests: {nvidia.com/gpu: 8}}\n",
+    };
+    enum { N = sizeof specs / sizeof specs[0] };
+    uint64_t ids[N];
+    char *before[N];
+    for (int i = 0; i < N; i++)
+        ids[i] = submit(s, specs[i]);
+    int64_t t;
+    assert_int_equal(st_cycle(s, NULL, &t), 0);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        before[i] = job_text(s, ids[i]);
+        char *rec = record_of(s, ids[i]);
+        assert_null(strstr(rec, "\"spec\":")); /* the spec is apart: specs/ID */
+        assert_non_null(strstr(rec, "\"core\":\"a1 "));
+        free(rec);
+    }
+    st_close(s);
+    /* the class is gone from the config: the job keeps its priority, an event says so */
+    s = sf_open(NULL, -1);
+    assert_int_equal(st_cycle(s, NULL, &t), 0); /* what the cycle says of each, again */
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    for (int i = 0; i < N; i++) {
+        char *after = job_text(s, ids[i]);
+        if (strcmp(after, before[i]) != 0) {
+            size_t k = 0;
+            while (after[k] == before[i][k])
+                k++;
+            k = k > 60 ? k - 60 : 0;
+            fail_msg("job %llu changed at a restart:\n before ...%.160s\n after  ...%.160s",
+                     (unsigned long long)ids[i], before[i] + k, after + k);
+        }
+        free(after);
+        /* the spec still reads back exactly (an Idempotency-Key's retry compares it) */
+        char *spec = NULL;
+        size_t n = 0;
+        assert_int_equal(st_job_spec_text(s, st_job_find(s, ids[i]), &spec, &n, NULL), 0);
+        assert_int_equal(n, strlen(specs[i]));
+        assert_memory_equal(spec, specs[i], n);
+        free(spec);
+    }
+    assert_true(has_event(s, "job-priority-kept", "batch-low"));
+    st_job_t *rich = st_job_find(s, ids[0]);
+    assert_null(rich->spec); /* out of memory */
+    assert_false(rich->restartable);
+    assert_non_null(rich->command);
+    assert_non_null(st_job_find(s, ids[3])->dep);
+    st_close(s);
+    for (int i = 0; i < N; i++)
+        free(before[i]);
+}
+
+/* A record as the controller wrote it before the compact form (main at
+ * 6ff25ce, jobrec.c's key order): its spec inside, no "core". */
+static char *old_record(uint64_t id, const char *spec_json, const char *state)
+{
+    json_t *o = json_pack(
+        "{s:I,s:s,s:s,s:b,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:[[i,n]],s:[],"
+        "s:i,s:i,s:b}",
+        "id", (json_int_t)id, "team", "", "owner", "root", "yaml", 0, "spec", spec_json, "state",
+        state, "version", (json_int_t)1, "lamport_submit", (json_int_t)(10 + id),
+        "lamport_update", (json_int_t)(10 + id), "attempt", (json_int_t)0, "epoch", (json_int_t)0,
+        "submit_ms", (json_int_t)1700000000000LL, "start_ms", (json_int_t)0, "end_ms",
+        (json_int_t)0, "delivered", 0, "stop", 0, "message", "", "tasks", 0, "alloc", "priority",
+        7, "time_limit_s", 0, "preemptible", 1);
+    char *txt = json_dumps(o, JSON_COMPACT);
+    json_decref(o);
+    return txt;
+}
+
+static void test_old_store_recovers(void **unused)
+{
+    (void)unused;
+    st_t *s = sf_open(NULL, -1);
+    add_node(s, "n1");
+    st_close(s);
+    store_t *st = NULL;
+    store_opts_t so = {.sync = STORE_SYNC_NORMAL};
+    store_batch_t b = {0};
+    arb_err_t err = {{0}};
+    assert_int_equal(store_open(dir, &so, &st, &err), 0);
+    const char *spec1 = "{\"name\": \"old\", \"resources\": {\"requests\": {\"nvidia.com/gpu\": "
+                        "1}}, \"command\": [\"true\"]}";
+    const char *spec2 = "{\"name\": \"old2\", \"dependency\": \"afterok:1\", \"resources\": "
+                        "{\"requests\": {\"nvidia.com/gpu\": 8}}}";
+    char *r1 = old_record(1, spec1, "pending"), *r2 = old_record(2, spec2, "pending");
+    /* a compact form that does not read, and no spec: kept visible, failed */
+    const char *r3 = "{\"id\":3,\"team\":\"\",\"owner\":\"\",\"yaml\":false,\"state\":\"pending\","
+                     "\"core\":\"a1 =j ~ 0 1 nope\",\"tasks\":[[0,null]],\"alloc\":[]}";
+    store_batch_putstr(&b, "jobs/00000000000000000001", r1);
+    store_batch_putstr(&b, "jobs/00000000000000000002", r2);
+    store_batch_putstr(&b, "jobs/00000000000000000003", r3);
+    /* a form that does not read, its spec under specs/ID: read from the spec */
+    const char *r4 = "{\"id\":4,\"team\":\"\",\"owner\":\"\",\"yaml\":false,\"state\":\"pending\","
+                     "\"core\":\"a1 =j ~ 0 1 nope\",\"tasks\":[[0,null]],\"alloc\":[]}";
+    store_batch_putstr(&b, "jobs/00000000000000000004", r4);
+    store_batch_putstr(&b, "specs/00000000000000000004", spec1);
+    store_batch_putstr(&b, "meta/clock", "100");
+    assert_int_equal(store_apply(st, &b, NULL, &err), 0);
+    store_batch_free(&b);
+    store_close(st);
+    free(r1);
+    free(r2);
+
+    s = sf_open(NULL, -1);
+    st_job_t *j1 = st_job_find(s, 1), *j2 = st_job_find(s, 2), *j3 = st_job_find(s, 3);
+    assert_non_null(j1);
+    assert_non_null(j2);
+    assert_non_null(j3);
+    assert_string_equal(j1->j->name, "old");
+    assert_int_equal(j1->j->priority, 7);
+    assert_int_equal(j1->j->groups[0].req.gpu_milli, 1000);
+    assert_non_null(j1->command);
+    assert_non_null(j2->dep);
+    assert_int_equal(j3->j->state, ARB_JOB_FAILED);
+    assert_non_null(strstr(st_job_msg(j3), "token"));
+    assert_non_null(st_job_find(s, 4));
+    assert_int_equal(st_job_find(s, 4)->j->state, ARB_JOB_PENDING);
+    assert_string_equal(st_job_find(s, 4)->j->name, "old");
+    assert_non_null(j1->spec); /* the old form keeps it in memory, the record keeps it */
+    /* the next save writes the compact form beside the spec */
+    int64_t t;
+    assert_int_equal(st_cycle(s, NULL, &t), 0);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    char *rec = record_of(s, 1);
+    assert_non_null(strstr(rec, "\"core\":\"a1 "));
+    assert_non_null(strstr(rec, "\"spec\":"));
+    free(rec);
+    char *spec = NULL;
+    size_t n = 0;
+    assert_int_equal(st_job_spec_text(s, j2, &spec, &n, NULL), 0);
+    assert_string_equal(spec, spec2);
+    free(spec);
+    st_close(s);
+    s = sf_open(NULL, -1); /* and it reads back again */
+    assert_string_equal(st_job_find(s, 1)->j->name, "old");
+    assert_int_equal(st_job_find(s, 3)->j->state, ARB_JOB_FAILED);
+    st_close(s);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_core_text_round_trip),
+        cmocka_unit_test_setup_teardown(test_restart_from_core, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_store_recovers, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
