@@ -82,8 +82,8 @@ static void cw_num(cw_t *w, long long v)
 
 static bool plain(unsigned char c)
 {
-    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-           c == '.' || c == '_' || c == '/' || c == ':' || c == '-';
+    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+           c == '_' || c == '/' || c == ':' || c == '-';
 }
 
 static void cw_text(cw_t *w, const char *s)
@@ -438,9 +438,9 @@ static void cr_groups(cr_t *r, arb_cluster_t *c, arb_job_t *j)
             int64_t v = cr_num(r, 1, INT64_MAX);
             int x = r->rc ? 0 : arb_extnames_index(&c->ext, name, false);
             if (r->rc == 0 && x < 0)
-                r->rc = arb_errf(r->err, -EINVAL,
-                                 "no node offers extended resource '%s' (the job asks for it)",
-                                 name);
+                r->rc =
+                    arb_errf(r->err, -EINVAL,
+                             "no node offers extended resource '%s' (the job asks for it)", name);
             else if (r->rc == 0)
                 g->req.ext[x] = v;
         }

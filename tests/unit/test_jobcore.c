@@ -85,8 +85,12 @@ static void test_core_text_round_trip(void **unused)
     (void)unused;
     arb_cluster_t c;
     arb_err_t err = {{0}};
-    st_dep_parts_t dp = {.text = "afterok:3?afterany:4", .array = true, .array_of = 7, .task = 2,
-                         .count = 10, .throttle = 3};
+    st_dep_parts_t dp = {.text = "afterok:3?afterany:4",
+                         .array = true,
+                         .array_of = 7,
+                         .task = 2,
+                         .count = 10,
+                         .throttle = 3};
     st_dep_t *dep = NULL, *dep2 = NULL;
 
     arb_cluster_init(&c);
@@ -135,9 +139,9 @@ static void test_core_text_round_trip(void **unused)
     j->preferred[0].weight = 50;
     j->tolerations = calloc(2, sizeof *j->tolerations);
     j->ntolerations = 2;
-    j->tolerations[0] = (arb_toleration_t){arb_intern(&c.strs, "dedicated"),
-                                           arb_intern(&c.strs, "infer"), false,
-                                           ARB_TAINT_NO_SCHEDULE};
+    j->tolerations[0] =
+        (arb_toleration_t){arb_intern(&c.strs, "dedicated"), arb_intern(&c.strs, "infer"), false,
+                           ARB_TAINT_NO_SCHEDULE};
     j->tolerations[1] = (arb_toleration_t){0, 0, true, 0};
     j->models = calloc(1, sizeof *j->models);
     j->models[0] = arb_intern(&c.strs, "A100-80G");
@@ -177,8 +181,13 @@ static void test_core_text_round_trip(void **unused)
 
     /* damaged forms: refused, naming the token; nothing leaks */
     static const char *const bad[] = {
-        "", "a2", "a1 =j", "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1", "a1 =j ~ x",
-        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 99999999999999999999", "a1 =%ZZ",
+        "",
+        "a2",
+        "a1 =j",
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1",
+        "a1 =j ~ x",
+        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 99999999999999999999",
+        "a1 =%ZZ",
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 0 S 0 R 0 P 0 T 0 M 0 D 0", /* no groups */
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 0 S 0 R 0 P 0 T 0 M 0 D 0 x",
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 1 =no/such 1 S 0 R 0 P 0 T 0 "
@@ -238,7 +247,8 @@ static void test_restart_from_core(void **unused)
         "resources: {requests: {arbiter.io/gpu-share: \"0.25\"}}\n",
         "name: dep\ndependency: afterok:1\narray: {count: 3, throttle: 1}\n"
         "resources: {requests: {nvidia.com/gpu: 8}}\n",
-        "name: \"q\\\"uo\\\\te \xc3\xa9\"\npriority: 42\nresources: {requests: {nvidia.com/gpu: 8}}\n",
+        "name: \"q\\\"uo\\\\te \xc3\xa9\"\npriority: 42\nresources: {requests: {nvidia.com/gpu: "
+        "8}}\n",
     };
     enum { N = sizeof specs / sizeof specs[0] };
     uint64_t ids[N];
@@ -298,11 +308,11 @@ static char *old_record(uint64_t id, const char *spec_json, const char *state)
         "{s:I,s:s,s:s,s:b,s:s,s:s,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:b,s:b,s:s,s:[[i,n]],s:[],"
         "s:i,s:i,s:b}",
         "id", (json_int_t)id, "team", "", "owner", "root", "yaml", 0, "spec", spec_json, "state",
-        state, "version", (json_int_t)1, "lamport_submit", (json_int_t)(10 + id),
-        "lamport_update", (json_int_t)(10 + id), "attempt", (json_int_t)0, "epoch", (json_int_t)0,
-        "submit_ms", (json_int_t)1700000000000LL, "start_ms", (json_int_t)0, "end_ms",
-        (json_int_t)0, "delivered", 0, "stop", 0, "message", "", "tasks", 0, "alloc", "priority",
-        7, "time_limit_s", 0, "preemptible", 1);
+        state, "version", (json_int_t)1, "lamport_submit", (json_int_t)(10 + id), "lamport_update",
+        (json_int_t)(10 + id), "attempt", (json_int_t)0, "epoch", (json_int_t)0, "submit_ms",
+        (json_int_t)1700000000000LL, "start_ms", (json_int_t)0, "end_ms", (json_int_t)0,
+        "delivered", 0, "stop", 0, "message", "", "tasks", 0, "alloc", "priority", 7,
+        "time_limit_s", 0, "preemptible", 1);
     char *txt = json_dumps(o, JSON_COMPACT);
     json_decref(o);
     return txt;
