@@ -57,6 +57,9 @@ while [ "$run" -le "$RUNS" ]; do
     else
         echo "$NAME: run $run: the 16-GPU job is $st: $($ARB explain "$big" | head -3)" >&2
         $ARB nodes >&2
+        # for the post-mortem: where each job went, when, and the nodes' report ages
+        $ARB events 2>/dev/null | grep -E 'job-placed|node-' >&2 || true
+        $ARB nodes -o json 2>/dev/null | grep -E '"name"|report|age' >&2 || true
     fi
     run=$((run + 1))
 done
