@@ -248,6 +248,8 @@ json_t *api_status_json(const st_status_t *v);
 json_t *api_prio_classes_json(const st_prio_list_t *l);
 json_t *api_node_json(const st_node_view_t *v);
 json_t *api_nodes_json(const st_node_list_t *l);
+/* A GPU mask as the list of its device indices ([0, 3]): nodes' and jobs' tasks. */
+json_t *api_gpu_list(uint16_t mask);
 json_t *api_telemetry_json(const st_telemetry_view_t *v);
 json_t *api_logs_ticket_json(const st_logs_ticket_t *v);
 json_t *api_ticket_ok_json(int64_t ttl_ms);

@@ -9,16 +9,6 @@
  */
 #include "api/api_int.h"
 
-/* A task's GPU mask as the list of its device indices. */
-static json_t *gpu_list(uint16_t mask)
-{
-    json_t *a = json_array();
-    for (int g = 0; g < ARB_MAX_GPUS; g++)
-        if (mask & (1u << g))
-            json_array_append_new(a, json_integer(g));
-    return a;
-}
-
 static json_t *task_json(const st_task_view_t *t)
 {
     json_t *o = json_pack("{s:i,s:s,s:s}", "index", t->index, "group", t->group, "state", t->state);
@@ -27,7 +17,7 @@ static json_t *task_json(const st_task_view_t *t)
         return NULL;
     if (t->node) {
         json_object_set_new(o, "node", json_string(t->node));
-        json_object_set_new(o, "gpus", gpu_list(t->gpu_mask));
+        json_object_set_new(o, "gpus", api_gpu_list(t->gpu_mask));
         if (t->gpu_mask)
             json_object_set_new(o, "gpu_milli", json_integer(t->gpu_milli));
     } else {

@@ -8,7 +8,7 @@
 #include "api/api_int.h"
 
 /* A task's GPU mask as the list of its device indices. */
-static json_t *gpu_list(uint16_t mask)
+json_t *api_gpu_list(uint16_t mask)
 {
     json_t *a = json_array();
     for (int g = 0; g < ARB_MAX_GPUS; g++)
@@ -89,11 +89,11 @@ json_t *api_node_json(const st_node_view_t *v)
         json_object_set_new(o, "stale_reports", json_integer((json_int_t)v->stale_reports));
         for (int i = 0; i < v->nrunning; i++) {
             const st_task_here_t *h = &v->running[i];
-            json_array_append_new(here, json_pack("{s:I,s:s,s:i,s:I,s:s,s:o,s:b}", "job",
-                                                  (json_int_t)h->job, "name", h->name, "task",
-                                                  h->task, "attempt", (json_int_t)h->attempt,
-                                                  "state", h->state, "gpus", gpu_list(h->gpu_mask),
-                                                  "stopping", h->stopping));
+            json_array_append_new(
+                here,
+                json_pack("{s:I,s:s,s:i,s:I,s:s,s:o,s:b}", "job", (json_int_t)h->job, "name",
+                          h->name, "task", h->task, "attempt", (json_int_t)h->attempt, "state",
+                          h->state, "gpus", api_gpu_list(h->gpu_mask), "stopping", h->stopping));
         }
         json_object_set_new(o, "running", here);
     }

@@ -82,6 +82,36 @@ static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, 
     return id;
 }
 
+/* An agent reports body (JSON) for node name; waits for it to be durable. */
+static SF_UNUSED void sf_report(st_t *s, const char *name, const char *body)
+{
+    json_t *out = NULL, *b = json_loads(body, 0, NULL);
+    int64_t t;
+    arb_err_t err = {{0}};
+
+    assert_non_null(b);
+    if (st_node_report(s, &agent, name, b, &out, &t, &err) < 0)
+        fail_msg("report: %s", err.msg);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    json_decref(out);
+    json_decref(b);
+}
+
+/* The admin submits a YAML spec and waits for it to be durable: the job's id. */
+static SF_UNUSED uint64_t sf_submit_yaml(st_t *s, const char *yaml)
+{
+    st_job_view_t out;
+    int64_t t = 0;
+    arb_err_t err = {{0}};
+
+    if (st_job_submit(s, &admin, yaml, strlen(yaml), true, &out, &t, &err) < 0)
+        fail_msg("submit: %s", err.msg);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    uint64_t id = out.id;
+    st_job_view_free(&out);
+    return id;
+}
+
 /* Whether the event log holds an event of this type whose message contains text. */
 static SF_UNUSED bool has_event(st_t *s, const char *type, const char *text)
 {

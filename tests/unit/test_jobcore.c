@@ -28,30 +28,12 @@ static void add_node(st_t *s, const char *name)
         "{\"lamport\": 3, \"inventory\": {\"cpu\": 64, \"memory\": \"512Gi\", \"labels\": "
         "{\"rack\": \"r1\", \"zone\": \"z1\"}, \"gpus\": [{\"model\": \"H100\", \"memory\": "
         "\"80Gi\", \"nvlink\": 0}, {\"model\": \"H100\", \"memory\": \"80Gi\", \"nvlink\": 0}]}}";
-    json_t *out = NULL, *b = json_loads(body, 0, NULL);
-    int64_t t;
-    arb_err_t err = {{0}};
-
-    assert_non_null(b);
-    if (st_node_report(s, &agent, name, b, &out, &t, &err) < 0)
-        fail_msg("report: %s", err.msg);
-    assert_int_equal(st_wait(s, t, NULL), 0);
-    json_decref(out);
-    json_decref(b);
+    sf_report(s, name, body);
 }
 
 static uint64_t submit(st_t *s, const char *yaml)
 {
-    st_job_view_t out;
-    int64_t t = 0;
-    arb_err_t err = {{0}};
-
-    if (st_job_submit(s, &admin, yaml, strlen(yaml), true, &out, &t, &err) < 0)
-        fail_msg("submit: %s", err.msg);
-    assert_int_equal(st_wait(s, t, NULL), 0);
-    uint64_t id = out.id;
-    st_job_view_free(&out);
-    return id;
+    return sf_submit_yaml(s, yaml);
 }
 
 /* GET /v1/jobs/ID, as text, less what a restart changes by design */
