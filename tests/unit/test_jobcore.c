@@ -172,8 +172,8 @@ static void test_core_text_round_trip(void **unused)
         "a1 =%ZZ",
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 0 S 0 R 0 P 0 T 0 M 0 D 0", /* no groups */
         "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 0 S 0 R 0 P 0 T 0 M 0 D 0 x",
-        "a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 1 =no/such 1 S 0 R 0 P 0 T 0 "
-        "M 0 D 0",
+        ("a1 =j ~ 0 1 0 0 0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 1 =no/such 1 S 0 R 0 P 0 T 0 "
+         "M 0 D 0"), /* an unknown extended resource (one string, two lines) */
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         arb_job_t *x = NULL;
