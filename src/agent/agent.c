@@ -62,8 +62,15 @@ static void publish_lease(agent_t *a)
     agent_exec_set_deadline(&a->exec, dl);
 }
 
+static void note_ended(agent_t *a);
+
 static void fence(agent_t *a, int64_t t)
 {
+    /* Collect first what already ended: a task its supervisor killed while
+     * this agent was stopped is told as such, not counted as killed here
+     * (whichever of the loop's paths fences first after a resume). */
+    if (agent_exec_poll(&a->exec, t) > 0)
+        note_ended(a);
     int n = agent_exec_fence(&a->exec, t); /* publishes 0: every supervisor kills too */
     /* SIGKILL is on its way; reap now, so that nothing of them is left, not
      * even a zombie, by the time the controller may place them elsewhere. */
