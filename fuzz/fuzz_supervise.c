@@ -8,7 +8,8 @@
  * newlines; the start record as raw bytes, NULs and all).
  *
  * Checked: no crash, hang or sanitizer report on any input; a parsed
- * argument set has a task pid above 1 and an exit path, at most two cgroup
+ * argument set has exactly one of a task pid above 1 or a start record fd
+ * above 2 (--start: the supervisor forks the task), an exit path, at most two cgroup
  * directories; a parsed exit record names a known reason; a parsed task
  * record has a job id that can name files and pids above 1; a parsed start
  * record has a program, a directory, an argv ending in NULL, fds above 2
@@ -99,7 +100,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         argv[argc] = NULL;
         if (agent_sup_parse(argc, argv, &a, &err) == 0)
-            check(a.task > 1 && a.exit_path && a.ncg <= 2, "arguments without a task or exit");
+            check((a.task > 1) != (a.start_fd > 2) && a.exit_path && a.ncg <= 2,
+                  "arguments without one of a task pid or start record, or an exit");
         break;
     }
     }
