@@ -47,6 +47,7 @@
 #include "dst.h"
 #include "state/state_int.h"
 #include "vc/vcluster.h"
+#include "../unit/api_fixture.h" /* job_explain */
 
 static int verbose;
 static char skip[64]; /* checks not to make, e.g. "P2" (to see what else fails) */
@@ -131,18 +132,6 @@ static ev_count_t *count_of(run_t *r, uint64_t job)
     memset(&r->evs[r->nevs], 0, sizeof *r->evs);
     r->evs[r->nevs].job = job;
     return &r->evs[r->nevs++];
-}
-
-/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
- * *out NULL on failure). */
-static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
-                       arb_err_t *err)
-{
-    st_explain_view_t v;
-    int rc = st_job_explain(s, who, id, &v, t, err);
-    *out = rc == 0 ? api_explain_json(&v) : NULL;
-    st_explain_view_free(&v);
-    return rc;
 }
 
 /* P1: count evictions from the new events. An eviction is counted against

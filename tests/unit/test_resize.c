@@ -19,6 +19,7 @@
 #include "api/api_int.h" /* api_job_json: the job as the API shows it */
 #include "state/state_int.h"
 #include "state_fixture.h"
+#include "api_fixture.h"
 
 static st_t *open_st(void)
 {
@@ -60,18 +61,6 @@ static json_t *report(st_t *s, const char *name, const char *tasks, bool invento
     assert_int_equal(st_wait(s, t, NULL), 0);
     json_decref(b);
     return out;
-}
-
-/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
- * *out NULL on failure). */
-static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
-                       arb_err_t *err)
-{
-    st_explain_view_t v;
-    int rc = st_job_explain(s, who, id, &v, t, err);
-    *out = rc == 0 ? api_explain_json(&v) : NULL;
-    st_explain_view_free(&v);
-    return rc;
 }
 
 static uint64_t submit(st_t *s, const char *spec)

@@ -12,11 +12,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "api/api_int.h"
 #include "util/mtime.h"
 #include "api/api_int.h" /* the replies as clients read them */
 #include "state/state_int.h"
 #include "state_fixture.h"
+#include "api_fixture.h"
 
 static st_t *open_st(const char *queue_policy)
 {
@@ -98,18 +98,6 @@ static int jobs_list(st_t *s, const st_who_t *who, const char *state, const char
     int rc = st_jobs_list(s, who, state, queue, after, limit, &l, t, err);
     *out = rc == 0 ? api_jobs_json(&l) : NULL;
     st_job_list_free(&l);
-    return rc;
-}
-
-/* st_job_explain with its reply as the API encodes it (src/api/enc_explain.c;
- * *out NULL on failure). */
-static int job_explain(st_t *s, const st_who_t *who, uint64_t id, json_t **out, int64_t *t,
-                       arb_err_t *err)
-{
-    st_explain_view_t v;
-    int rc = st_job_explain(s, who, id, &v, t, err);
-    *out = rc == 0 ? api_explain_json(&v) : NULL;
-    st_explain_view_free(&v);
     return rc;
 }
 
