@@ -48,7 +48,7 @@ AGENTS=10
 GPUS=8
 CLIENTS=8
 BOX=${SLURM_TIMEBOX_S:-$((120 + 600 * RUNS))}
-T=$(mktemp -d /tmp/arb_bench_e2e.XXXXXX)
+T=$(mktemp -d /tmp/arb_e2e_slurm.XXXXXX)
 chmod 755 "$T"
 PIDS=""
 SLURM_PIDS=""
@@ -91,7 +91,7 @@ free_ports() { # N: the first of them
 }
 SLURM_WHY=""
 no_slurm() { # WHY: Slurm cannot run; the Arbiter runs go on alone
-    SLURM_WHY=$(echo "$1" | sed 's/["\\]/ /g' | tr '\n\t' '  ')
+    SLURM_WHY=$(echo "$1" | sed 's/["\\]/ /g' | tr '\n\t' '  ' | sed 's/ *$//')
     stop_slurm
     return 1
 }
