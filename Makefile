@@ -7,6 +7,7 @@
 #   make bench-lb  arbiter lb vs HAProxy and NGINX (wrk), JSON on stdout
 #   make bench-infer  LLM routing: every lb policy vs HAProxy on emulated replicas, JSON on stdout
 #   make bench-api durable submissions/s, arbiter vs Slurm (slurm-wlm), JSON on stdout
+#   make bench-e2e trivial jobs end to end, arbiter vs Slurm (10 slurmd, GPU GRES), JSON on stdout
 #   make bench-conns  the controller with 10,000 keep-alive agents (and a slowloris), JSON
 #   make bench-ui  the web console's first paint at 1,000 nodes in chromium, JSON on stdout
 #   make demo   the main job: the seed's case study, on paper and as a live cluster
@@ -22,7 +23,7 @@ BUILD ?= build
 FUZZ_SECONDS ?= 20
 SOAK_SECONDS ?= 1800
 
-.PHONY: all deps build test asan reference bench bench-lb bench-infer bench-api bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
+.PHONY: all deps build test asan reference bench bench-lb bench-infer bench-api bench-e2e bench-ui bench-conns demo demo-hybrid fuzz format check-format lint cppcheck tsan quiet-build clean
 
 all: build
 
@@ -68,6 +69,14 @@ bench-infer: quiet-build
 # arbiter bench api vs sbatch into a local slurmctld (installs slurm-wlm and munge as root).
 bench-api: quiet-build
 	@sh bench/api.sh $(BUILD)/arbiter
+
+# arbiter bench e2e vs sbatch --gres=gpu:1 --wrap true on 10 local slurmd (installs slurm-wlm and
+# munge as root); E2E_JOBS (5000) jobs, E2E_RUNS (1) alternating runs of each side and their medians.
+# Not in `make bench`: like bench-api it installs packages, and Slurm's side alone takes minutes.
+E2E_JOBS ?= 5000
+E2E_RUNS ?= 1
+bench-e2e: quiet-build
+	@sh bench/e2e.sh $(BUILD)/arbiter $(E2E_JOBS) $(E2E_RUNS)
 
 # the console (/ui/) at 1,000 emulated nodes: first paint in Debian's chromium, 5 runs; JSON line.
 bench-ui: quiet-build
