@@ -395,6 +395,7 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, api_req_t *r, boo
 
     if (!txt) { /* json_dumps(JSON_COMPACT)'s text, written straight (util/jsonw.h) */
         arb_buf_t b = {0};
+        (void)arb_buf_reserve(&b, 1024); /* most replies fit: no regrowth */
         if (!r->json || arb_jsonw_compact(&b, r->json) < 0) {
             arb_buf_reset(&b);
             arb_buf_put(&b, "{}", 2);
