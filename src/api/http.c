@@ -46,6 +46,7 @@
 
 #include "api/api_int.h"
 #include "util/buf.h"
+#include "util/jsonw.h"
 #include "util/mtime.h"
 #include "util/log.h"
 
@@ -392,19 +393,18 @@ static enum MHD_Result send_reply(struct MHD_Connection *conn, api_req_t *r, boo
     size_t len = r->textlen;
     const char *ctype = r->ctype ? r->ctype : "application/json";
 
-    if (!txt) {
-        txt = r->json ? json_dumps(r->json, JSON_COMPACT | JSON_PRESERVE_ORDER) : NULL;
-        if (!txt)
-            txt = strdup("{}");
-        len = txt ? strlen(txt) : 0;
-        if (txt) { /* a trailing newline for people using curl */
-            char *t2 = realloc(txt, len + 2);
-            if (t2) {
-                txt = t2;
-                txt[len++] = '\n';
-                txt[len] = '\0';
-            }
+    if (!txt) { /* json_dumps(JSON_COMPACT)'s text, written straight (util/jsonw.h) */
+        arb_buf_t b = {0};
+        (void)arb_buf_reserve(&b, 1024); /* most replies fit: no regrowth */
+        if (!r->json || arb_jsonw_compact(&b, r->json) < 0) {
+            arb_buf_reset(&b);
+            arb_buf_put(&b, "{}", 2);
         }
+        arb_buf_putc(&b, '\n'); /* a trailing newline for people using curl */
+        len = b.len;
+        txt = arb_buf_take(&b);
+        if (!txt)
+            len = 0;
         ctype = "application/json";
     }
     resp = MHD_create_response_from_buffer(

@@ -12,6 +12,9 @@
  *                                                        FAILED (every waiter, and every
  *                                                                later enqueue, gets -EIO)
  *
+ * A transaction applies its ops in order, less those a later op on the
+ * same key supersedes (the store it leaves is the same; superseded()).
+ *
  * Invariants: (1) batches are written in ticket order, each transaction
  * holding a contiguous run of tickets; (2) durable <= last; (3) a ticket is
  * reported durable only after the transaction holding it committed.
@@ -155,12 +158,48 @@ void store_batch_free(store_batch_t *b)
     memset(b, 0, sizeof *b);
 }
 
+/* Mark in skip[] each op that a later op of the same batch on the same key
+ * supersedes (a job saved as submitted and then as placed, both queued
+ * before one commit): the transaction leaves the same store without it.
+ * One pass from the end over an open-addressed table of key hashes. Where
+ * no table can be had, nothing is skipped. */
+static void superseded(const store_op_t *ops, int nops, bool *skip)
+{
+    size_t cap = 16;
+    while (cap < (size_t)nops * 2)
+        cap *= 2;
+    int *slot = malloc(cap * sizeof *slot);
+
+    if (!slot)
+        return;
+    for (size_t i = 0; i < cap; i++)
+        slot[i] = -1;
+    for (int i = nops - 1; i >= 0; i--) {
+        uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+        for (const unsigned char *k = (const unsigned char *)ops[i].key; *k; k++)
+            h = (h ^ *k) * 1099511628211ULL;
+        size_t at = (size_t)h & (cap - 1);
+        while (slot[at] >= 0 && strcmp(ops[slot[at]].key, ops[i].key) != 0)
+            at = (at + 1) & (cap - 1);
+        if (slot[at] >= 0)
+            skip[i] = true;
+        else
+            slot[at] = i;
+    }
+    free(slot);
+}
+
 /* Caller holds s->mu. */
 static int do_apply(store_t *s, const store_op_t *ops, int nops, uint64_t *rev, arb_err_t *err)
 {
+    bool few[64] = {false}, *skip = nops <= 64 ? few : calloc((size_t)nops, sizeof *skip);
     int rc = s->ops->begin(s, err);
 
+    if (skip && nops > 1)
+        superseded(ops, nops, skip);
     for (int i = 0; rc == 0 && i < nops; i++) {
+        if (skip && skip[i])
+            continue;
         if (ops[i].val)
             rc = s->ops->put(s, ops[i].key, ops[i].val, ops[i].n, err);
         else
@@ -170,6 +209,8 @@ static int do_apply(store_t *s, const store_op_t *ops, int nops, uint64_t *rev, 
         rc = s->ops->commit(s, rev, err);
     else
         s->ops->rollback(s);
+    if (skip != few)
+        free(skip);
     return rc;
 }
 

@@ -46,6 +46,7 @@ typedef struct sq {
     uint64_t rev; /* committed revision */
     bool in_txn;
     sqlite3_stmt *put, *del, *get, *scan, *setrev;
+    sqlite3_stmt *begin, *commit; /* prepared once: no SQL parsed per commit */
 } sq_t;
 
 /* Rewrite the marker in place: one short pwrite. */
@@ -111,6 +112,8 @@ static void sq_close(store_t *s)
     sqlite3_finalize(q->get);
     sqlite3_finalize(q->scan);
     sqlite3_finalize(q->setrev);
+    sqlite3_finalize(q->begin);
+    sqlite3_finalize(q->commit);
     sqlite3_close(q->db);
     if (q->markerfd >= 0) {
         fsync(q->markerfd);
@@ -252,7 +255,9 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
                            "SELECT key,val,rev FROM kv WHERE key>=?1 AND key<?2 ORDER BY key", -1,
                            &q->scan, NULL) != SQLITE_OK ||
         sqlite3_prepare_v2(q->db, "UPDATE meta SET v=?1 WHERE k='revision'", -1, &q->setrev,
-                           NULL) != SQLITE_OK) {
+                           NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(q->db, "BEGIN IMMEDIATE", -1, &q->begin, NULL) != SQLITE_OK ||
+        sqlite3_prepare_v2(q->db, "COMMIT", -1, &q->commit, NULL) != SQLITE_OK) {
         rc = sq_fail(q, err, "prepare");
         goto out;
     }
@@ -267,20 +272,20 @@ out:
     return 0;
 }
 
-static int sq_begin(store_t *s, arb_err_t *err)
-{
-    sq_t *q = (sq_t *)s;
-    int rc = sq_exec(q, "BEGIN IMMEDIATE", err);
-    q->in_txn = rc == 0;
-    return rc;
-}
-
 static int sq_step_done(sq_t *q, sqlite3_stmt *st, arb_err_t *err, const char *what)
 {
     int r = sqlite3_step(st);
     int rc = (r == SQLITE_DONE) ? 0 : sq_fail(q, err, what);
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
+    return rc;
+}
+
+static int sq_begin(store_t *s, arb_err_t *err)
+{
+    sq_t *q = (sq_t *)s;
+    int rc = sq_step_done(q, q->begin, err, "BEGIN IMMEDIATE");
+    q->in_txn = rc == 0;
     return rc;
 }
 
@@ -310,7 +315,7 @@ static int sq_commit(store_t *s, uint64_t *rev, arb_err_t *err)
     sqlite3_bind_int64(q->setrev, 1, (sqlite3_int64)(q->rev + 1));
     rc = sq_step_done(q, q->setrev, err, "revision");
     if (rc == 0)
-        rc = sq_exec(q, "COMMIT", err);
+        rc = sq_step_done(q, q->commit, err, "COMMIT");
     if (rc < 0) {
         sqlite3_exec(q->db, "ROLLBACK", NULL, NULL, NULL);
         q->in_txn = false;

@@ -89,6 +89,66 @@ static void test_put_get_scan_reopen(void **unused)
     store_close(s);
 }
 
+/* A batch that names a key more than once (the group committer merges
+ * many writers' batches: a job saved as submitted, then as placed) leaves
+ * what applying every op in order leaves: the last op on each key wins,
+ * a delete after a put included, and a put after a delete. Batches of a few
+ * ops and of more than 64 (the table on the heap) alike. */
+static void test_same_key_twice(void **unused)
+{
+    store_t *s;
+    arb_err_t err;
+    store_batch_t b = {0};
+    uint64_t rev = 0;
+    char *v, key[32], want[32];
+    size_t n;
+
+    (void)unused;
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    store_batch_putstr(&b, "jobs/1", "submitted");
+    store_batch_putstr(&b, "jobs/2", "two");
+    store_batch_putstr(&b, "jobs/1", "placed");
+    store_batch_del(&b, "jobs/2");
+    store_batch_del(&b, "jobs/3");
+    store_batch_putstr(&b, "jobs/3", "back");
+    store_batch_putstr(&b, "jobs/1", "running");
+    assert_int_equal(store_apply(s, &b, &rev, &err), 0);
+    assert_int_equal(rev, 1);
+    store_batch_free(&b);
+    for (int round = 0; round < 3; round++) /* 300 ops on 100 keys */
+        for (int i = 0; i < 100; i++) {
+            snprintf(key, sizeof key, "specs/%03d", i);
+            snprintf(want, sizeof want, "v%d", round);
+            if (round == 2 && i % 3 == 0)
+                store_batch_del(&b, key);
+            else
+                store_batch_putstr(&b, key, want);
+        }
+    assert_int_equal(store_apply(s, &b, &rev, &err), 0);
+    store_batch_free(&b);
+    store_close(s);
+
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_get(s, "jobs/1", &v, &n, NULL, &err), 0);
+    assert_string_equal(v, "running");
+    free(v);
+    assert_int_equal(store_get(s, "jobs/2", &v, &n, NULL, &err), -ENOENT);
+    assert_int_equal(store_get(s, "jobs/3", &v, &n, NULL, &err), 0);
+    assert_string_equal(v, "back");
+    free(v);
+    for (int i = 0; i < 100; i++) {
+        snprintf(key, sizeof key, "specs/%03d", i);
+        if (i % 3 == 0) {
+            assert_int_equal(store_get(s, key, &v, &n, NULL, &err), -ENOENT);
+            continue;
+        }
+        assert_int_equal(store_get(s, key, &v, &n, NULL, &err), 0);
+        assert_string_equal(v, "v2");
+        free(v);
+    }
+    store_close(s);
+}
+
 static void test_one_controller_per_dir(void **unused)
 {
     store_t *s, *s2;
@@ -252,6 +312,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_put_get_scan_reopen, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_same_key_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_controller_per_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewound_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),

@@ -1,0 +1,193 @@
+/*
+ * jsonw.c: compact JSON text of a jansson tree, as json_dumps writes it
+ * (why, and what falls back to jansson: see jsonw.h).
+ */
+#include "util/jsonw.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/utf8.h"
+
+/* A string as jansson's dump_string writes it without flags: '"' and '\\'
+ * escaped, the control characters with their short forms where JSON has
+ * one and as \u00XX (upper-case hex) where not, everything else (UTF-8
+ * included) as it is. -EINVAL for bytes that are not UTF-8, with what
+ * jansson had written by then written (the quote, the text up to its last
+ * escape). */
+static int put_string(arb_buf_t *b, const char *s, size_t n)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    const unsigned char *u = (const unsigned char *)s;
+    size_t i = 0, run = 0;
+
+    arb_buf_putc(b, '"');
+    while (i < n) {
+        unsigned c = u[i];
+        if (c >= 0x80) {
+            size_t len = arb_utf8_len(u + i, n - i);
+            if (!len)
+                return -EINVAL;
+            i += len;
+            continue;
+        }
+        if (c >= 0x20 && c != '"' && c != '\\') {
+            i++;
+            continue;
+        }
+        arb_buf_put(b, s + run, i - run);
+        char esc[6] = {'\\', 0};
+        size_t elen = 2;
+        switch (c) {
+        case '"':
+        case '\\':
+            esc[1] = (char)c;
+            break;
+        case '\b':
+            esc[1] = 'b';
+            break;
+        case '\f':
+            esc[1] = 'f';
+            break;
+        case '\n':
+            esc[1] = 'n';
+            break;
+        case '\r':
+            esc[1] = 'r';
+            break;
+        case '\t':
+            esc[1] = 't';
+            break;
+        default:
+            memcpy(esc + 1, "u00", 3);
+            esc[4] = hex[c >> 4];
+            esc[5] = hex[c & 15];
+            elen = 6;
+        }
+        arb_buf_put(b, esc, elen);
+        run = ++i;
+    }
+    arb_buf_put(b, s + run, n - run);
+    arb_buf_putc(b, '"');
+    return 0;
+}
+
+static void put_int(arb_buf_t *b, json_int_t v)
+{
+    char d[24];
+    int k = (int)sizeof d;
+    /* the magnitude as unsigned: -LLONG_MIN does not fit a json_int_t */
+    unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
+
+    do {
+        d[--k] = (char)('0' + m % 10);
+        m /= 10;
+    } while (m);
+    if (v < 0)
+        d[--k] = '-';
+    arb_buf_put(b, d + k, sizeof d - (size_t)k);
+}
+
+/* 0, -EINVAL (json_dumps would fail), -E2BIG (too deep: jansson's turn). */
+static int put_value(arb_buf_t *b, const json_t *v, int depth)
+{
+    int rc = 0;
+
+    switch (json_typeof(v)) {
+    case JSON_OBJECT: {
+        if (depth >= ARB_JSONW_MAX_DEPTH)
+            return -E2BIG;
+        arb_buf_putc(b, '{');
+        bool first = true;
+        for (void *it = json_object_iter((json_t *)v); it && rc == 0;
+             it = json_object_iter_next((json_t *)v, it)) {
+            if (!first)
+                arb_buf_putc(b, ',');
+            first = false;
+            /* jansson writes on past a key that is not UTF-8 (only a
+             * _nocheck call makes one), its text cut where its string
+             * writer stopped; so does this, for the same bytes */
+            (void)put_string(b, json_object_iter_key(it), json_object_iter_key_len(it));
+            arb_buf_putc(b, ':');
+            rc = put_value(b, json_object_iter_value(it), depth + 1);
+        }
+        arb_buf_putc(b, '}');
+        return rc;
+    }
+    case JSON_ARRAY: {
+        if (depth >= ARB_JSONW_MAX_DEPTH)
+            return -E2BIG;
+        arb_buf_putc(b, '[');
+        size_t n = json_array_size(v);
+        for (size_t i = 0; i < n && rc == 0; i++) {
+            if (i)
+                arb_buf_putc(b, ',');
+            rc = put_value(b, json_array_get(v, i), depth + 1);
+        }
+        arb_buf_putc(b, ']');
+        return rc;
+    }
+    case JSON_STRING:
+        return put_string(b, json_string_value(v), json_string_length(v));
+    case JSON_INTEGER:
+        put_int(b, json_integer_value(v));
+        return 0;
+    case JSON_REAL: { /* jansson's own text for it: its precision, its ".0" */
+        char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+        if (!t)
+            return -EINVAL;
+        arb_buf_puts(b, t);
+        free(t);
+        return 0;
+    }
+    case JSON_TRUE:
+        arb_buf_put(b, "true", 4);
+        return 0;
+    case JSON_FALSE:
+        arb_buf_put(b, "false", 5);
+        return 0;
+    case JSON_NULL:
+        arb_buf_put(b, "null", 4);
+        return 0;
+    }
+    return -EINVAL;
+}
+
+int arb_jsonw_compact(arb_buf_t *b, const json_t *v)
+{
+    size_t at = b->len;
+    int rc;
+
+    if (!v || !(json_is_object(v) || json_is_array(v)))
+        return -EINVAL;
+    rc = put_value(b, v, 0);
+    if (rc == -E2BIG) { /* deeper than anything the code builds: jansson writes it */
+        b->len = at;
+        if (b->p)
+            b->p[at] = '\0';
+        char *t = json_dumps(v, JSON_COMPACT);
+        rc = t ? 0 : -EINVAL;
+        if (t)
+            arb_buf_puts(b, t);
+        free(t);
+    }
+    if (rc == 0 && b->oom)
+        rc = -ENOMEM;
+    if (rc == -EINVAL && b->p) { /* nothing of it stays */
+        b->len = at;
+        b->p[at] = '\0';
+    }
+    return rc;
+}
+
+char *arb_jsonw_dumps(const json_t *v)
+{
+    arb_buf_t b = {0};
+
+    if (arb_jsonw_compact(&b, v) < 0) {
+        arb_buf_free(&b);
+        return NULL;
+    }
+    return arb_buf_take(&b);
+}
