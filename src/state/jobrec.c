@@ -508,6 +508,95 @@ static bool rd_str(rd_t *d, const char **out, size_t *len)
     return false;
 }
 
+/*
+ * Values shared between records (st_jobrec_share_t): the jobs of an array
+ * or a sweep, or a whole workload of one command, hold one jansson value
+ * for the same text instead of a copy each (a one-word command and its
+ * array were about 200 bytes a job). The values are never changed once a
+ * job holds them (codec.c and jobview.c read them, copying), so sharing
+ * one is as holding one's own. Open addressing over the texts; a full
+ * table (half its slots) takes no more: the rest are read as before.
+ */
+typedef struct share_slot {
+    uint64_t h;
+    char *text;
+    size_t n;
+    json_t *v;
+} share_slot_t;
+
+struct st_jobrec_share {
+    share_slot_t *slot;
+    size_t cap, used;
+};
+
+static uint64_t share_hash(const char *t, size_t n)
+{
+    uint64_t h = 1469598103934665603ULL; /* FNV-1a */
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (unsigned char)t[i]) * 1099511628211ULL;
+    return h;
+}
+
+st_jobrec_share_t *st_jobrec_share_new(void)
+{
+    st_jobrec_share_t *t = calloc(1, sizeof *t);
+
+    if (t && !(t->slot = calloc((t->cap = 4096), sizeof *t->slot))) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+void st_jobrec_share_free(st_jobrec_share_t *t)
+{
+    for (size_t i = 0; t && i < t->cap; i++) {
+        free(t->slot[i].text);
+        json_decref(t->slot[i].v);
+    }
+    if (t)
+        free(t->slot);
+    free(t);
+}
+
+/* the slot for text, empty or holding it */
+static share_slot_t *share_find(st_jobrec_share_t *t, const char *text, size_t n, uint64_t h)
+{
+    for (size_t i = h & (t->cap - 1);; i = (i + 1) & (t->cap - 1)) {
+        share_slot_t *e = &t->slot[i];
+        if (!e->text || (e->h == h && e->n == n && memcmp(e->text, text, n) == 0))
+            return e;
+    }
+}
+
+static json_t *share_get(st_jobrec_share_t *t, const char *text, size_t n)
+{
+    share_slot_t *e;
+
+    if (!t)
+        return NULL;
+    e = share_find(t, text, n, share_hash(text, n));
+    return e->text ? json_incref(e->v) : NULL;
+}
+
+static void share_put(st_jobrec_share_t *t, const char *text, size_t n, json_t *v)
+{
+    uint64_t h;
+    share_slot_t *e;
+
+    if (!t || t->used >= t->cap / 2)
+        return;
+    h = share_hash(text, n);
+    e = share_find(t, text, n, h);
+    if (e->text || !(e->text = malloc(n)))
+        return; /* out of memory: this one is not shared, nothing else changes */
+    memcpy(e->text, text, n);
+    e->n = n;
+    e->h = h;
+    e->v = json_incref(v);
+    t->used++;
+}
+
 /* A JSON value of any shape (command, env): its extent found here, the
  * value read by jansson, which checks it whole. */
 static bool rd_json(rd_t *d, json_t **out)
@@ -539,8 +628,13 @@ static bool rd_json(rd_t *d, json_t **out)
     }
     if (depth || i == s || i > d->n)
         return false;
+    if ((*out = share_get(d->r->share, d->v + s, i - s)) != NULL) {
+        d->i = i;
+        return true;
+    }
     if (!(*out = json_loadb(d->v + s, i - s, JSON_DECODE_ANY, NULL)))
         return false;
+    share_put(d->r->share, d->v + s, i - s, *out);
     d->i = i;
     return true;
 }
@@ -716,7 +810,9 @@ void st_jobrec_reset(st_jobrec_t *r)
     size_t bufcap = r->bufcap, taskcap = r->taskcap, alloccap = r->alloccap;
     st_rec_task_t *tasks = r->tasks;
     st_rec_alloc_t *alloc = r->alloc;
+    st_jobrec_share_t *share = r->share;
     *r = (st_jobrec_t){.restartable = true,
+                       .share = share,
                        .buf = buf,
                        .bufcap = bufcap,
                        .tasks = tasks,
@@ -731,7 +827,7 @@ void st_jobrec_clear(st_jobrec_t *r)
     free(r->buf);
     free(r->tasks);
     free(r->alloc);
-    *r = (st_jobrec_t){0};
+    *r = (st_jobrec_t){0}; /* the share table is its owner's */
 }
 
 int st_jobrec_read(st_jobrec_t *r, const char *v, size_t n)

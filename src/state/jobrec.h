@@ -16,6 +16,11 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* Values shared between the records one reader reads (jobrec.c). */
+typedef struct st_jobrec_share st_jobrec_share_t;
+st_jobrec_share_t *st_jobrec_share_new(void); /* NULL: out of memory */
+void st_jobrec_share_free(st_jobrec_share_t *t);
+
 /* a task's [state, exit code or null, node it last had] */
 typedef struct st_rec_task {
     int64_t state, exit_code;
@@ -51,6 +56,8 @@ typedef struct st_jobrec {
     size_t ntasks, nalloc, taskcap, alloccap;
     char *buf; /* the texts, decoded */
     size_t bufcap;
+    st_jobrec_share_t *share; /* set by the caller, NULL none: command and env values
+                                 of the same text are one value (never changed once held) */
 } st_jobrec_t;
 
 /* Read the record text v[0..n) as st_job_record writes it: 0 read; 1 not

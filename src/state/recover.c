@@ -639,7 +639,7 @@ static int decode_one(st_t *s, st_jobrec_t *r, const char *key, const char *val,
 static int recover_jobs(st_t *s, arb_err_t *err)
 {
     rec_scan_t r = {.s = s, .ringcap = (size_t)s->conf.job_history};
-    st_jobrec_t jr = {0};
+    st_jobrec_t jr = {.share = st_jobrec_share_new()}; /* NULL: nothing shared */
     char key[40];
     size_t li = 0, ri = 0;
     int rc = 0;
@@ -682,6 +682,7 @@ static int recover_jobs(st_t *s, arb_err_t *err)
                 (double)(t1 - t0) / 1e9, r.nlive + r.ringn, (double)(st_mono_ns() - t1) / 1e9,
                 (unsigned long long)s->nstored);
 out:
+    st_jobrec_share_free(jr.share);
     st_jobrec_clear(&jr);
     for (size_t i = 0; r.ring && i < r.ringcap; i++)
         free(r.ring[i]);

@@ -8,7 +8,8 @@
  * with a shrink's extras. Each reads the same both ways, and builds the
  * same job (st_job_decode, the record written again is the same text);
  * what the text reader leaves to jansson (extras, odd types, escapes
- * jansson refuses, every cut of a record) it says so and holds nothing. */
+ * jansson refuses, every cut of a record) it says so and holds nothing;
+ * records of the same command share one value for it. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -187,7 +188,7 @@ static void test_every_kind_reads_the_same(void **unused)
 }
 
 #define REC(rest)                                                                                  \
-    "{\"id\":5,\"team\":\"t\",\"owner\":\"o\",\"state\":\"pending\",\"core\":\"a1 =j ~ 0 1 0 0 " \
+    "{\"id\":5,\"team\":\"t\",\"owner\":\"o\",\"state\":\"pending\",\"core\":\"a1 =j ~ 0 1 0 0 "   \
     "0 0 -1 0 ~ ~ G 1 =g 1 1 0 0 0 0 0 0 0 0 0 0 S 0 R 0 P 0 T 0 M 0 D 0\"" rest "}"
 
 static void test_edges(void **unused)
@@ -253,15 +254,15 @@ static void test_edges(void **unused)
         REC(",\"shrink\":{\"to\":1}"),
         REC(",\"svc_of\":1"),
         REC("") " x",
-        REC(",") ,
+        REC(","),
     };
     for (size_t i = 0; i < sizeof left / sizeof left[0]; i++)
         check(s, left[i], strlen(left[i]), 1);
     /* every cut of a whole record: never taken (and never read past its end) */
-    static const char full[] = REC(
-        ",\"command\":[\"sh\",\"-c\",\"echo \\\"hi\\\"\"],\"env\":{\"A\":\"b\\tc\"},"
-        "\"message\":\"\\u00e9\\ud83d\\ude00\",\"tasks\":[[2,null,\"n1\"],[3,0,\"n2\"]],"
-        "\"alloc\":[[\"n1\",3,1000,0],[null,0,0,0]],\"priority\":-50,\"resize_gen\":3");
+    static const char full[] =
+        REC(",\"command\":[\"sh\",\"-c\",\"echo \\\"hi\\\"\"],\"env\":{\"A\":\"b\\tc\"},"
+            "\"message\":\"\\u00e9\\ud83d\\ude00\",\"tasks\":[[2,null,\"n1\"],[3,0,\"n2\"]],"
+            "\"alloc\":[[\"n1\",3,1000,0],[null,0,0,0]],\"priority\":-50,\"resize_gen\":3");
     check(s, full, strlen(full), 0);
     for (size_t n = 0; n < strlen(full); n++) {
         char *cut = malloc(n ? n : 1); /* exactly n bytes: ASan sees a read past them */
@@ -272,11 +273,39 @@ static void test_edges(void **unused)
     st_close(s);
 }
 
+/* The same command's text, read twice with a share table: one value, held
+ * by both (and by nothing once they and the table let go: ASan's leak
+ * check); another command its own. */
+static void test_shared_values(void **unused)
+{
+    (void)unused;
+    static const char a[] = REC(",\"command\":[\"torchrun\",\"train.py\"],\"env\":{\"A\":\"1\"}");
+    static const char b[] = REC(",\"command\":[\"torchrun\",\"eval.py\"],\"env\":{\"A\":\"1\"}");
+    st_jobrec_t r = {.share = st_jobrec_share_new()};
+    assert_non_null(r.share);
+    assert_int_equal(st_jobrec_read(&r, a, strlen(a)), 0);
+    json_t *c1 = json_incref(r.command), *e1 = json_incref(r.env);
+    assert_int_equal(st_jobrec_read(&r, a, strlen(a)), 0);
+    assert_ptr_equal(r.command, c1);
+    assert_ptr_equal(r.env, e1);
+    assert_int_equal(st_jobrec_read(&r, b, strlen(b)), 0);
+    assert_ptr_not_equal(r.command, c1);
+    assert_ptr_equal(r.env, e1);
+    assert_string_equal(json_string_value(json_array_get(r.command, 1)), "eval.py");
+    st_jobrec_share_free(r.share);
+    r.share = NULL;
+    assert_string_equal(json_string_value(json_array_get(c1, 1)), "train.py"); /* still held */
+    st_jobrec_clear(&r);
+    json_decref(c1);
+    json_decref(e1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_every_kind_reads_the_same, setup, teardown),
         cmocka_unit_test_setup_teardown(test_edges, setup, teardown),
+        cmocka_unit_test(test_shared_values),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
