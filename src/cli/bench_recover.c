@@ -29,6 +29,15 @@
  * The controller is stopped (SIGTERM) and the directory removed; it is kept,
  * and named, when something failed. A line for people, one JSON object with
  * -o json.
+ *
+ * --rounds R starts the controller R times over the one filled store (a
+ * 1,000,000-job store takes minutes to fill on a busy machine), and --vs
+ * EXE alternates each round with another build's controller (EXE, e.g.
+ * main's build) over the same store: a line per start ("exe": "this" or
+ * "vs", "round"), then one line per side with the medians (recover_s_med,
+ * recover_cpu_s_med, rss_mb_after_med) and, with --vs, the ratios this/vs.
+ * Each start recovers what the one before left (its epoch, its few events):
+ * the same jobs.
  */
 #include <errno.h>
 #include <arpa/inet.h>
@@ -70,6 +79,8 @@ typedef struct br_opts {
     long long jobs, pending; /* pending -1: a tenth of jobs */
     int json;
     int records; /* 0 controller, 1 spec */
+    long long rounds;
+    const char *vs; /* another build's arbiter, alternated with this one's */
 } br_opts_t;
 
 static const fl_flag_t br_flags[] = {
@@ -83,6 +94,11 @@ static const fl_flag_t br_flags[] = {
            "the records' form: as this controller writes them, or the older one with the spec "
            "inside (no compact form)",
            .def = "controller", .choices = "controller|spec"),
+    FL_OPT(br_opts_t, rounds, "--rounds", NULL, FL_INT, "R",
+           "start the controller R times over the one filled store", .def = "1", .min = 1,
+           .max = 99),
+    FL_OPT(br_opts_t, vs, "--vs", NULL, FL_STR, "EXE",
+           "alternate each round with the controller of another build's arbiter"),
     FL_END,
 };
 static const fl_verb_t br_verb = {
@@ -306,7 +322,7 @@ static bool serves(const char *url)
 /* Start a controller over DIR/d and wait until it serves: its pid, the
  * seconds it took in *secs, the CPU seconds it spent by then in *cpu; -1
  * when it did not within limit_s. */
-static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
+static pid_t start_exe(br_run_t *r, const char *exe, double *secs, double *cpu, int limit_s)
 {
     char datadir[128], url[256] = "";
     char *argv[] = {"arbiter",    "controller", "--listen", "127.0.0.1:0",
@@ -316,7 +332,7 @@ static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
 
     snprintf(datadir, sizeof datadir, "%s/d", r->dir);
     remove(at(r, "d/url"));
-    if ((pid = bench_spawn(r->exe, argv, r->dir, NULL, "controller.log", true)) < 0)
+    if ((pid = bench_spawn(exe, argv, r->dir, NULL, "controller.log", true)) < 0)
         return -1;
     while (arb_mono_ns() - t0 < (int64_t)limit_s * 1000000000LL) {
         if (!bench_alive(pid))
@@ -334,6 +350,64 @@ static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
     kill(pid, SIGKILL);
     waitpid(pid, NULL, 0);
     return -1;
+}
+
+static pid_t start(br_run_t *r, double *secs, double *cpu, int limit_s)
+{
+    return start_exe(r, r->exe, secs, cpu, limit_s);
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median(const double *v, int n)
+{
+    double t[100];
+    memcpy(t, v, (size_t)n * sizeof *t);
+    qsort(t, (size_t)n, sizeof *t, cmp_dbl);
+    return n % 2 ? t[n / 2] : (t[n / 2 - 1] + t[n / 2]) / 2;
+}
+
+/* --rounds / --vs: the filled store recovered R times by each side in turn */
+static int rounds(br_run_t *r, const br_opts_t *o, long jobs, long pending, double before)
+{
+    int sides = o->vs ? 2 : 1, n = (int)o->rounds;
+    double secs[2][100], cpu[2][100], rss[2][100];
+
+    for (int i = 0; i < n; i++)
+        for (int k = 0; k < sides; k++) {
+            const char *exe = k ? o->vs : r->exe;
+            pid_t pid = start_exe(r, exe, &secs[k][i], &cpu[k][i], 600);
+            if (pid < 0) {
+                fprintf(stderr, "arbiter bench recover: the controller of %s did not serve\n", exe);
+                return -1;
+            }
+            bench_sleep_ms(500);
+            rss[k][i] = rss_mb(pid);
+            if (bench_stop(pid, 30000) != 0)
+                return -1;
+            printf("{\"bench\":\"recover\",\"exe\":\"%s\",\"round\":%d,\"jobs\":%ld,"
+                   "\"pending\":%ld,\"recover_s\":%.3f,\"recover_cpu_s\":%.3f,"
+                   "\"rss_mb_before\":%.1f,\"rss_mb_after\":%.1f,\"bytes_per_job\":%.0f}\n",
+                   k ? "vs" : "this", i + 1, jobs, pending, secs[k][i], cpu[k][i], before,
+                   rss[k][i], (rss[k][i] - before) * 1048576.0 / (double)jobs);
+            fflush(stdout);
+        }
+    for (int k = 0; k < sides; k++)
+        printf("{\"bench\":\"recover\",\"exe\":\"%s\",\"rounds\":%d,\"jobs\":%ld,"
+               "\"pending\":%ld,\"recover_s_med\":%.3f,\"recover_cpu_s_med\":%.3f,"
+               "\"rss_mb_after_med\":%.1f}\n",
+               k ? "vs" : "this", n, jobs, pending, median(secs[k], n), median(cpu[k], n),
+               median(rss[k], n));
+    if (sides == 2)
+        printf("{\"bench\":\"recover\",\"ratio\":\"this/vs\",\"recover_s\":%.3f,"
+               "\"recover_cpu_s\":%.3f,\"rss_mb_after\":%.3f}\n",
+               median(secs[0], n) / median(secs[1], n), median(cpu[0], n) / median(cpu[1], n),
+               median(rss[0], n) / median(rss[1], n));
+    return 0;
 }
 
 int cli_bench_recover(int argc, char **argv)
@@ -388,6 +462,15 @@ int cli_bench_recover(int argc, char **argv)
         goto fail;
     fill_s = (double)(arb_mono_ns() - t0) / 1e9;
     fprintf(stderr, "arbiter bench recover: filled in %.1f s; starting the controller\n", fill_s);
+    if (o.rounds > 1 || o.vs) {
+        if (rounds(&r, &o, jobs, pending, before) < 0)
+            goto fail;
+        rc = 0;
+        bench_rmtree(r.dir);
+        free(r.tmpl);
+        free(r.tmpl_spec);
+        return rc;
+    }
     if ((pid = start(&r, &recover_s, &cpu, 600)) < 0)
         goto fail;
     bench_sleep_ms(500);

@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "state/jobrec.h"
 #include "state/state_int.h"
 
 #define HIST_SWEEP 256 /* jobs freed at a time, at most: one sweep of the node indexes each */
@@ -121,7 +122,8 @@ int st_job_stored(st_t *s, uint64_t id, st_job_t **out, arb_err_t *err)
     char key[40], *val = NULL;
     size_t n = 0;
     int state = -1, rc;
-    json_t *o;
+    json_t *o = NULL;
+    st_jobrec_t r = {0};
 
     *out = NULL;
     snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)id);
@@ -130,17 +132,27 @@ int st_job_stored(st_t *s, uint64_t id, st_job_t **out, arb_err_t *err)
             return arb_errf(err, -ENOENT, "job %llu: no such job", (unsigned long long)id);
         return rc;
     }
-    o = json_loadb(val, n, 0, NULL);
-    free(val);
-    if (!json_is_object(o)) {
-        json_decref(o);
-        return arb_errf(err, -ENOENT,
-                        "job %llu ended and its record in the store (%s) is damaged: not a "
-                        "JSON object",
-                        (unsigned long long)id, key);
+    /* straight from its text where it can be (jobrec.c), through jansson where not */
+    if ((rc = st_jobrec_read(&r, val, n)) > 0) {
+        o = json_loadb(val, n, 0, NULL);
+        if (!json_is_object(o)) {
+            json_decref(o);
+            free(val);
+            st_jobrec_clear(&r);
+            return arb_errf(err, -ENOENT,
+                            "job %llu ended and its record in the store (%s) is damaged: not a "
+                            "JSON object",
+                            (unsigned long long)id, key);
+        }
+        rc = st_jobrec_from_json(&r, o);
     }
-    rc = st_job_decode(s, o, out, &state, err);
+    if (rc == 0)
+        rc = st_job_decode(s, &r, out, &state, err);
+    else
+        rc = arb_errf(err, -ENOMEM, "out of memory");
+    st_jobrec_clear(&r);
     json_decref(o);
+    free(val);
     if (rc > 0) {
         char why[200];
         snprintf(why, sizeof why, "%.150s", err->msg);

@@ -32,6 +32,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "state/jobrec.h"
 #include "state/jv.h"
 #include "state/state_int.h"
 #include "util/log.h"
@@ -184,10 +185,10 @@ static int job_state_of(const char *name)
 
 /* Re-charge the allocations of a placed or running job. On failure
  * nothing stays charged and err says why. */
-static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_ctx_t *ctx,
+static int restore_alloc(st_t *s, arb_job_t *j, const st_jobrec_t *r, const arb_ctx_t *ctx,
                          arb_err_t *err)
 {
-    size_t n = json_array_size(alloc), t;
+    size_t n = r->nalloc, t;
     int rc = 0;
 
     if (n == 0 || n > (size_t)j->ntasks || (int)n < j->gang_min)
@@ -197,10 +198,10 @@ static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_c
     if (!ta)
         return arb_errf(err, -ENOMEM, "out of memory");
     for (t = 0; t < n && rc == 0; t++) {
-        const json_t *a = json_array_get(alloc, t);
-        const char *node = json_string_value(json_array_get(a, 0));
+        const st_rec_alloc_t *a = &r->alloc[t];
+        const char *node = a->node;
         arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
-        if (json_is_null(json_array_get(a, 0))) { /* an ended task's slot, holding nothing */
+        if (a->null_node) { /* an ended task's slot, holding nothing */
             ta[t].node = ARB_NO_NODE;
             continue;
         }
@@ -209,9 +210,9 @@ static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_c
             break;
         }
         ta[t].node = nd->id;
-        ta[t].gpu_mask = (uint16_t)json_integer_value(json_array_get(a, 1));
-        ta[t].gpu_milli = (int16_t)json_integer_value(json_array_get(a, 2));
-        ta[t].gpu_mem_mib = (int32_t)json_integer_value(json_array_get(a, 3));
+        ta[t].gpu_mask = (uint16_t)a->mask;
+        ta[t].gpu_milli = (int16_t)a->milli;
+        ta[t].gpu_mem_mib = (int32_t)a->mib;
     }
     /* Bound through the scheduler, as if it had placed the job: node
      * accounting, queue usage, plugin state and indexes in one step; a
@@ -222,46 +223,44 @@ static int restore_alloc(st_t *s, arb_job_t *j, const json_t *alloc, const arb_c
     return rc;
 }
 
-int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err_t *err)
+int st_job_decode(st_t *s, const st_jobrec_t *o, st_job_t **out, int *statep, arb_err_t *err)
 {
     st_job_t *sj = calloc(1, sizeof *sj);
-    const char *spec = json_string_value(json_object_get(o, "spec"));
-    int state = job_state_of(json_string_value(json_object_get(o, "state")));
+    const char *spec = o->spec;
+    int state = job_state_of(o->state);
     arb_job_t *j = NULL;
     arb_err_t perr = {{0}};
 
     if (!sj)
         return arb_errf(err, -ENOMEM, "out of memory");
-    sj->id = get_u64(o, "id");
-    sj->yaml = json_is_true(json_object_get(o, "yaml"));
-    const json_t *corev = json_object_get(o, "core");
-    const char *core = json_string_value(corev);
+    sj->id = o->id;
+    sj->yaml = o->yaml;
+    const char *core = o->core;
     if (spec) { /* a record without a compact form, or a service's: its spec stays in memory */
-        sj->speclen = (uint32_t)json_string_length(json_object_get(o, "spec"));
+        sj->speclen = (uint32_t)o->speclen;
         if (!(sj->spec = malloc(sj->speclen + 1))) {
             st_job_free(sj);
             return arb_errf(err, -ENOMEM, "out of memory");
         }
         memcpy(sj->spec, spec, sj->speclen + 1);
     }
-    sj->team = st_name(s, json_string_value(json_object_get(o, "team")));
-    sj->owner = st_name(s, json_string_value(json_object_get(o, "owner")));
-    if (!sj->team || !sj->owner ||
-        st_job_say(sj, "%s", json_string_value(json_object_get(o, "message")) ?: "") < 0) {
+    sj->team = st_name(s, o->team);
+    sj->owner = st_name(s, o->owner);
+    if (!sj->team || !sj->owner || st_job_say(sj, "%s", o->message ?: "") < 0) {
         st_job_free(sj);
         return arb_errf(err, -ENOMEM, "out of memory");
     }
-    sj->version = get_u64(o, "version");
-    sj->lamport_submit = get_u64(o, "lamport_submit");
-    sj->lamport_update = get_u64(o, "lamport_update");
-    sj->attempt = get_u64(o, "attempt");
-    sj->epoch = get_u64(o, "epoch");
-    sj->submit_ms = (int64_t)get_u64(o, "submit_ms");
-    sj->start_ms = (int64_t)get_u64(o, "start_ms");
-    sj->end_ms = (int64_t)get_u64(o, "end_ms");
-    sj->delivered = json_is_true(json_object_get(o, "delivered"));
-    sj->stop = json_is_true(json_object_get(o, "stop"));
-    sj->stop_then = sj->stop ? (uint8_t)get_u64(o, "stop_then") : ST_THEN_CANCEL;
+    sj->version = o->version;
+    sj->lamport_submit = o->lamport_submit;
+    sj->lamport_update = o->lamport_update;
+    sj->attempt = o->attempt;
+    sj->epoch = o->epoch;
+    sj->submit_ms = o->submit_ms;
+    sj->start_ms = o->start_ms;
+    sj->end_ms = o->end_ms;
+    sj->delivered = o->delivered;
+    sj->stop = o->stop;
+    sj->stop_then = sj->stop ? (uint8_t)o->stop_then : ST_THEN_CANCEL;
     if (sj->stop_then > ST_THEN_TIMEOUT)
         sj->stop_then = ST_THEN_FAIL;
     if ((!spec && !core) || sj->id == 0 || state < 0) {
@@ -271,19 +270,16 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
     }
     /* The priority it was given at submission (records since it is kept):
      * a priority class removed from the config since must not fail it. */
-    st_prio_kept_t kept = {.priority = (int32_t)json_integer_value(json_object_get(o, "priority")),
-                           .preemptible = json_is_true(json_object_get(o, "preemptible"))};
-    bool has_kept = json_is_integer(json_object_get(o, "priority"));
+    st_prio_kept_t kept = {.priority = (int32_t)o->priority, .preemptible = o->preemptible};
+    bool has_kept = o->has_priority;
     char pc[ST_PCLASS_MAX] = "";
     int prc = -EINVAL;
     if (core) { /* the compact form (jobcore.c): no spec to read */
-        prc = st_core_read(&s->cluster, core, json_string_length(corev), &j, pc, sizeof pc,
-                           &sj->dep, &perr);
+        prc = st_core_read(&s->cluster, core, o->corelen, &j, pc, sizeof pc, &sj->dep, &perr);
         if (prc == 0) {
-            const json_t *cmd = json_object_get(o, "command"), *env = json_object_get(o, "env");
-            sj->command = cmd && !json_is_null(cmd) ? json_incref((json_t *)cmd) : NULL;
-            sj->env = env && !json_is_null(env) ? json_incref((json_t *)env) : NULL;
-            sj->restartable = !json_is_false(json_object_get(o, "restartable"));
+            sj->command = o->command ? json_incref(o->command) : NULL;
+            sj->env = o->env ? json_incref(o->env) : NULL;
+            sj->restartable = o->restartable;
             kept.priority = j->priority;
             kept.preemptible = j->preemptible;
             if (pc[0] && !st_prio_class_known(s, pc))
@@ -326,8 +322,8 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
         if (state < ARB_JOB_SUCCEEDED)
             state = ARB_JOB_FAILED;
     }
-    if (json_is_integer(json_object_get(o, "time_limit_s"))) /* as resolved at submission */
-        j->time_limit_s = json_integer_value(json_object_get(o, "time_limit_s"));
+    if (o->has_time_limit) /* as resolved at submission */
+        j->time_limit_s = o->time_limit_s;
     if ((has_kept || core) && kept.gone[0] && state < ARB_JOB_SUCCEEDED)
         st_event(s, "job-priority-kept", sj->id, NULL,
                  "job %llu: priority class '%s' is no longer in the config; the job keeps the "
@@ -341,17 +337,16 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
         st_job_free(sj);
         return arb_errf(err, -ENOMEM, "out of memory");
     }
-    json_t *tasks = json_object_get(o, "tasks");
-    for (int t = 0; t < sj->ntasks && t < (int)json_array_size(tasks); t++) {
-        json_t *tk = json_array_get(tasks, (size_t)t);
-        sj->tasks[t].state = (uint8_t)json_integer_value(json_array_get(tk, 0));
+    for (int t = 0; t < sj->ntasks && (size_t)t < o->ntasks; t++) {
+        const st_rec_task_t *tk = &o->tasks[t];
+        sj->tasks[t].state = (uint8_t)tk->state;
         if (sj->tasks[t].state > TK_CANCELLED)
             sj->tasks[t].state = TK_PENDING;
-        if (json_is_integer(json_array_get(tk, 1))) {
+        if (tk->has_exit) {
             sj->tasks[t].has_exit = true;
-            sj->tasks[t].exit_code = (int32_t)json_integer_value(json_array_get(tk, 1));
+            sj->tasks[t].exit_code = (int32_t)tk->exit_code;
         }
-        const char *node = json_string_value(json_array_get(tk, 2));
+        const char *node = tk->node;
         const arb_node_t *nd = node ? arb_cluster_find_node(&s->cluster, node) : NULL;
         sj->tasks[t].node1 = nd ? nd->id + 1 : 0;
     }
@@ -364,16 +359,17 @@ int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *statep, arb_err
     return 0;
 }
 
-static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
+static int recover_job(st_t *s, const char *key, const st_jobrec_t *r, arb_err_t *err)
 {
     st_job_t *sj = NULL;
     arb_job_t *j;
-    int state = -1, rc = st_job_decode(s, o, &sj, &state, err);
+    const json_t *o = r->o; /* its tree, where its extras needed one */
+    int state = -1, rc = st_job_decode(s, r, &sj, &state, err);
 
     if (rc < 0)
         return rc;
     if (rc > 0) {
-        damaged(s, key_of(o), err->msg);
+        damaged(s, key, err->msg);
         return 0;
     }
     rc = 0;
@@ -422,14 +418,14 @@ static int recover_job(st_t *s, const json_t *o, arb_err_t *err)
         return rc;
     if (state == ARB_JOB_PLACED || state == ARB_JOB_RUNNING) {
         arb_err_t aerr = {{0}};
-        if (restore_alloc(s, j, json_object_get(o, "alloc"), &ctx, &aerr) == 0) {
+        if (restore_alloc(s, j, r, &ctx, &aerr) == 0) {
             if (state == ARB_JOB_RUNNING)
                 arb_job_transition(j, ARB_JOB_RUNNING, NULL);
             /* its start on this run's clock, from the wall clock of its
              * placement (this machine's): its time limit keeps counting */
             j->start_ns =
                 sj->start_ms ? ctx.now_ns - (st_now_ms(s) - sj->start_ms) * 1000000LL : ctx.now_ns;
-            j->resize_gen = (uint32_t)get_u64(o, "resize_gen"); /* no spurious notice */
+            j->resize_gen = (uint32_t)r->resize_gen; /* no spurious notice */
             sj->nalloc_seen = j->nalloc;
             for (int t = 0; t < j->nalloc; t++) /* a failed task: no more of its gang start */
                 j->gang_closed |= sj->tasks[t].state == TK_FAILED;
@@ -611,18 +607,31 @@ static int scan_job(void *arg, const char *key, const char *val, size_t n, uint6
     return 0;
 }
 
-static int decode_one(st_t *s, const char *key, const char *val, size_t n, arb_err_t *err)
+/* A record read straight from its text where st_job_record wrote it
+ * (jobrec.c), through a jansson tree where not (its extras, an old or odd
+ * form): the same job either way. */
+static int decode_one(st_t *s, st_jobrec_t *r, const char *key, const char *val, size_t n,
+                      arb_err_t *err)
 {
-    json_t *o = json_loadb(val, n, 0, NULL);
-    int rc;
+    json_t *o = NULL;
+    int rc = st_jobrec_read(r, val, n);
 
-    if (!json_is_object(o)) {
-        json_decref(o);
-        damaged(s, key, "not a JSON object");
-        return 0;
+    if (rc < 0)
+        return arb_errf(err, rc, "out of memory reading the jobs");
+    if (rc > 0) {
+        o = json_loadb(val, n, 0, NULL);
+        if (!json_is_object(o)) {
+            json_decref(o);
+            damaged(s, key, "not a JSON object");
+            return 0;
+        }
+        if ((rc = st_jobrec_from_json(r, o)) < 0) {
+            json_decref(o);
+            return arb_errf(err, rc, "out of memory reading the jobs");
+        }
     }
-    json_object_set_new(o, "_key", json_string(key));
-    rc = recover_job(s, o, err);
+    rc = recover_job(s, key, r, err);
+    st_jobrec_reset(r);
     json_decref(o);
     return rc;
 }
@@ -630,6 +639,7 @@ static int decode_one(st_t *s, const char *key, const char *val, size_t n, arb_e
 static int recover_jobs(st_t *s, arb_err_t *err)
 {
     rec_scan_t r = {.s = s, .ringcap = (size_t)s->conf.job_history};
+    st_jobrec_t jr = {.share = st_jobrec_share_new()}; /* NULL: nothing shared */
     char key[40];
     size_t li = 0, ri = 0;
     int rc = 0;
@@ -653,11 +663,11 @@ static int recover_jobs(st_t *s, arb_err_t *err)
         bool take_live = ri >= r.ringn || (li < r.nlive && r.live[li].id < r.ringid[k]);
         if (take_live) {
             snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)r.live[li].id);
-            rc = decode_one(s, key, r.arena + r.live[li].off, r.live[li].n, err);
+            rc = decode_one(s, &jr, key, r.arena + r.live[li].off, r.live[li].n, err);
             li++;
         } else {
             snprintf(key, sizeof key, "jobs/%020llu", (unsigned long long)r.ringid[k]);
-            rc = decode_one(s, key, r.ring[k], r.ringlen[k], err);
+            rc = decode_one(s, &jr, key, r.ring[k], r.ringlen[k], err);
             free(r.ring[k]);
             r.ring[k] = NULL;
             ri++;
@@ -672,6 +682,8 @@ static int recover_jobs(st_t *s, arb_err_t *err)
                 (double)(t1 - t0) / 1e9, r.nlive + r.ringn, (double)(st_mono_ns() - t1) / 1e9,
                 (unsigned long long)s->nstored);
 out:
+    st_jobrec_share_free(jr.share);
+    st_jobrec_clear(&jr);
     for (size_t i = 0; r.ring && i < r.ringcap; i++)
         free(r.ring[i]);
     free(r.ring);

@@ -366,7 +366,8 @@ void st_history_free(st_t *s);
 int st_job_stored(st_t *s, uint64_t id, st_job_t **out, arb_err_t *err);
 /* Decode one job record (recover.c) into a new job of its own, not indexed
  * nor handed to the scheduler; 1 when the record is damaged (skipped, said). */
-int st_job_decode(st_t *s, const json_t *o, st_job_t **out, int *state, arb_err_t *err);
+struct st_jobrec; /* jobrec.h */
+int st_job_decode(st_t *s, const struct st_jobrec *r, st_job_t **out, int *state, arb_err_t *err);
 /* Log tickets (logticket.c): free the table (st_close). */
 void st_tickets_free(st_t *s);
 
