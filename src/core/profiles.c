@@ -21,16 +21,16 @@ typedef struct profile_row {
 /* Plugins named here that are not built (paper.h absent) are skipped. */
 static const profile_row_t profiles[] = {
     {"default",
-     "fragmentation-aware (FGD) with topology, data locality, thermal, freshness; live load for "
-     "GPU "
-     "shares and service replicas",
+     "fragmentation-aware (FGD), its ties kept off whole nodes and NVLink domains, with "
+     "topology, data locality, thermal, freshness; live load for GPU shares and service replicas",
      {{"fgd", 4},
       {"topology", 2},
       {"prefer", 1},
       {"data", 1},
       {"thermal", 0.5},
       {"freshness", 0.5},
-      {"least-loaded", 4}},
+      {"least-loaded", 4},
+      {"whole", 0.25}},
      false},
     {"pack",
      "most-allocated first: keeps whole nodes and NVLink domains free",

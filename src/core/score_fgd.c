@@ -458,12 +458,27 @@ static void fgd_fini(void *state)
     free(st);
 }
 
+/* Rebuild the table now, not at the next score: a placement that scores
+ * nothing (one candidate node, or one class of alike nodes) must not move
+ * the rebuild, or the indexed and the full-scan engines would learn the mix
+ * at different moments and disagree later (test_nodeclass, test_domidx). */
+static void table_rebuild(fgd_state_t *st)
+{
+    if (fgd_table_build(st->tab) == 0) {
+        st->gen++;
+        st->next_build = st->tab->tasks + (st->tab->tasks / 8 > 1 ? st->tab->tasks / 8 : 1);
+        st->dirty = false;
+    } else {
+        st->dirty = true; /* out of memory: the next score tries again */
+    }
+}
+
 static void fgd_observe(void *state, const arb_job_t *j)
 {
     fgd_state_t *st = state;
 
     if (fgd_table_count(st->tab, j) == 0 && st->tab->tasks >= st->next_build)
-        st->dirty = true;
+        table_rebuild(st);
 }
 
 /* Make the caches cover every node and every shape index; false on ENOMEM
@@ -511,13 +526,8 @@ static fgd_state_t *prepare(const arb_pctx_t *pc)
     fgd_state_t *st = pc->state;
     const arb_job_t *j = pc->job;
 
-    if (st->dirty) {
-        if (fgd_table_build(st->tab) == 0) {
-            st->gen++;
-            st->next_build = st->tab->tasks + (st->tab->tasks / 8 > 1 ? st->tab->tasks / 8 : 1);
-        }
-        st->dirty = false;
-    }
+    if (st->dirty)
+        table_rebuild(st);
     if (j != st->job || j->id != st->job_id || j->seq != st->job_seq || pc->group != st->grp) {
         st->job = j;
         st->job_id = j->id;

@@ -121,20 +121,67 @@ static double s_thermal(const arb_pctx_t *pc, const arb_node_t *n, const arb_pic
     return hot >= 100 ? 0 : 100 - hot;
 }
 
-/* freshness: a bounded penalty for a report older than half the stale
- * threshold (or 30 s when the profile sets none), falling to 0 at the
- * threshold; every fresher node scores 100, so report-age differences of
- * nodes that report on time never break a tie (absolute, not rescaled). */
+/* freshness: exactly flat (100) while a report is fresh, younger than the
+ * stale threshold (nodes.staleness; 30 s when the profile sets none), then
+ * falling to 0 at twice the threshold. Where the threshold is set, a node
+ * past it is filtered out (filters.c) before this is read, so a late
+ * heartbeat within the threshold never moves a placement: report-age noise
+ * (an agent starved on a loaded machine, report times floored to the
+ * second) cannot break a tie. Where none is set (the simulator, `place`),
+ * nodes silent 30 to 60 s lose up to the whole score. Absolute, not
+ * rescaled. */
 static double s_freshness(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pk)
 {
-    int64_t lim =
-        pc->sched->conf.profile.stale_ns ? pc->sched->conf.profile.stale_ns : 60LL * 1000000000;
-    int64_t age = (pc->ctx ? pc->ctx->now_ns : 0) - n->report_ns, fresh = lim / 2;
+    int64_t fresh =
+        pc->sched->conf.profile.stale_ns ? pc->sched->conf.profile.stale_ns : 30LL * 1000000000;
+    int64_t age = (pc->ctx ? pc->ctx->now_ns : 0) - n->report_ns, lim = 2 * fresh;
+    (void)pk;
     if (age <= fresh)
         return 100;
     if (age >= lim)
         return 0;
     return 100 * (1 - (double)(age - fresh) / (double)(lim - fresh));
+}
+
+/*
+ * whole: keep whole nodes and whole NVLink domains free for the jobs that
+ * need them (the seed's 16-GPU job in one NVLink domain). 100, less 50 when
+ * the task is the first to use a node with nothing on it, less 50 when one
+ * of its GPUs comes from an NVLink domain with nothing on it (a GPU of
+ * unknown domain counts the node as its domain). FGD cannot see this when
+ * the learned mix has no shape as large as a node: a node with 12 free GPUs
+ * and one with 16 both fit every 4-GPU shape, so they tie; this makes the
+ * tie go to the used node on purpose, as Kubernetes' MostAllocated does for
+ * every resource, but counting only what a large job loses. Absolute (0, 50
+ * or 100, not rescaled): in the default profile (weight 0.25: 25 points at
+ * most) it outweighs a temperature difference under 50 C (thermal, 0.5 a
+ * degree) and freshness (flat while reports are fresh), and gives way to a
+ * fragmentation difference of more than 6 of FGD's points (FGD's 0..99 is
+ * not rescaled, at weight 4). Neutral (100) for tasks
+ * without whole GPUs, GPU shares (FGD weighs their fragments) and service
+ * replicas (least-loaded spreads them by live load).
+ */
+static double s_whole(const arb_pctx_t *pc, const arb_node_t *n, const arb_pick_t *pk)
+{
+    bool node_whole = true, dom_whole = false;
+
+    if (!pk->gpu_mask || pc->group->gpus <= 0 || pc->job->service)
+        return 100;
+    for (int i = 0; i < n->ngpus && node_whole; i++)
+        node_whole = n->gpu[i].used_milli == 0;
+    for (int i = 0; i < n->ngpus && !dom_whole; i++) {
+        if (!(pk->gpu_mask & (1u << i)))
+            continue;
+        if (n->gpu[i].nvlink < 0) {
+            dom_whole = node_whole;
+            continue;
+        }
+        dom_whole = true;
+        for (int k = 0; k < n->ngpus && dom_whole; k++)
+            if (n->gpu[k].nvlink == n->gpu[i].nvlink && n->gpu[k].used_milli > 0)
+                dom_whole = false;
+    }
+    return 100 - (node_whole ? 50 : 0) - (dom_whole ? 50 : 0);
 }
 
 /* prefer: preferred node affinity weights, minus untolerated
@@ -161,13 +208,28 @@ const arb_score_ops_t arb_score_thermal = {
     .name = "thermal", .score = s_thermal, .normalize = normalize_none};
 const arb_score_ops_t arb_score_freshness = {
     .name = "freshness", .score = s_freshness, .normalize = normalize_none};
+const arb_score_ops_t arb_score_whole = {
+    .name = "whole", .score = s_whole, .normalize = normalize_none};
 SCORE(prefer, s_prefer);
 
 const arb_score_ops_t *const arb_scores[] = {
-    &arb_score_pack,    &arb_score_spread,    &arb_score_topology,       &arb_score_data,
-    &arb_score_thermal, &arb_score_freshness, &arb_score_prefer,         &arb_score_fgd,
-    &arb_score_random,  &arb_score_dotprod,   &arb_score_gpu_clustering, &arb_score_gpu_packing,
-    &arb_score_bestfit, &arb_score_fgd_la,    &arb_score_least_loaded,   NULL,
+    &arb_score_pack,
+    &arb_score_spread,
+    &arb_score_topology,
+    &arb_score_data,
+    &arb_score_thermal,
+    &arb_score_freshness,
+    &arb_score_prefer,
+    &arb_score_fgd,
+    &arb_score_random,
+    &arb_score_dotprod,
+    &arb_score_gpu_clustering,
+    &arb_score_gpu_packing,
+    &arb_score_bestfit,
+    &arb_score_fgd_la,
+    &arb_score_least_loaded,
+    &arb_score_whole,
+    NULL,
 };
 
 const arb_score_ops_t *arb_score_lookup(const char *name)

@@ -6,7 +6,12 @@
 # different draw each run), then a job of 16 GPUs in one NVLink domain. It
 # must be placed every time. (Once the 16-GPU shape is not in FGD's learned
 # mix the nodes tie, and the ties used to go to sub-second differences in
-# report age through the min-max rescaled freshness score: 4 of 7 runs.)
+# report age through the min-max rescaled freshness score: 4 of 7 runs; then,
+# at load ~35, to agents whose heartbeat was seconds late, through the
+# freshness penalty below the stale threshold: 19 of 20. The default
+# profile's `whole` score now packs such ties on purpose and freshness is
+# flat below the threshold; the unit test seed16_noise searches the same case
+# with report ages and GPU load drawn at random.)
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
 ARB=$1
