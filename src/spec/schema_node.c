@@ -327,7 +327,8 @@ static int set_labels(sx_t *x, const sval_t *v, void *obj)
         if (f->hi && rd->nlabels == f->hi)
             return sv_fail(x, &lv, -EINVAL, "more than %d labels", (int)f->hi);
         if (!k) {
-            lv.n = kn ? kn : lv.n;
+            if (kn && sv_node_mark(kn, 0)) /* a key with a place of its own: there */
+                lv.n = kn;
             return sv_fail(x, &lv, -EINVAL, "a label key must be a plain string");
         }
         if (klen >= size)
