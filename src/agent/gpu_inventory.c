@@ -36,11 +36,15 @@
 #define INV_MAX_VALUES 10000
 
 /* The inventory's fields are the scenario's node table (spec/schema_node.h)
- * in SC_CTX_INVENTORY: its own rows (cpu, memory, name) and the shared ones
- * (labels, taints, datasets, gpus). */
+ * in SC_CTX_INVENTORY: its own rows (cpu, memory, name; labels, taints and
+ * datasets with the agent's limits) and the shared one (gpus), each read by
+ * its row (spec_node_read) into the sinks below. */
 
 _Static_assert(SPEC_INV_NAME == AGENT_NAME_MAX, "the shared tables hold the agent's names");
 _Static_assert(SPEC_INV_UUID == sizeof(((agent_gpu_info_t *)0)->uuid), "and its GPU UUIDs");
+_Static_assert(SPEC_INV_MAX_LABELS == AGENT_MAX_LABELS && SPEC_INV_MAX_TAINTS == AGENT_MAX_TAINTS &&
+                   SPEC_INV_MAX_DATASETS == AGENT_MAX_DATASETS,
+               "and as many labels, taints and datasets as it keeps");
 
 void agent_inventory_doc(FILE *f)
 {
@@ -58,179 +62,111 @@ static int uuid_check(sx_t *x, const sval_t *f, const char *u)
     return 0;
 }
 
-/* gpus: [{model, memory, nvlink, pcie, numa, uuid, pciBusId}, ...], through
- * the scenario format's table; the ids are checked here. */
-static int parse_gpu_list(sx_t *x, const sval_t *v, agent_inv_t *inv)
+/* src into dst[n]; the rows hold the inventory's names to SPEC_INV_NAME - 1
+ * bytes, so nothing is cut. */
+static void put_name(char *dst, size_t n, const char *src)
 {
-    int count, rc = sv_seq(x, v, ARB_MAX_GPUS, &count);
-    void *it = NULL;
+    size_t len = strnlen(src, n - 1);
 
-    for (int i = 0; rc == 0 && i < count; i++) {
-        agent_gpu_info_t *g = &inv->gpu[i];
-        spec_gpu_t sg;
-        arb_err_t ierr;
-        sval_t e, f;
-        bool is;
-
-        sv_item(&e, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sv_map(x, &e, &is)) < 0)
-            return rc;
-        if (!is)
-            return sv_fail(x, &e, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
-        memset(&sg, 0, sizeof sg);
-        if ((rc = sc_init(&spec_gpu_table, SC_CTX_INVENTORY, &sg, &ierr)) < 0)
-            return sv_fail(x, &e, rc, "%s", ierr.msg);
-        if ((rc = sc_walk(x, &e, &spec_gpu_table, SC_CTX_INVENTORY, &sg)) < 0)
-            return rc;
-        memset(g, 0, sizeof *g);
-        g->index = i;
-        snprintf(g->model, sizeof g->model, "%s", sg.model);
-        g->mem_mib = (int32_t)sg.mem_mib;
-        g->nvlink = (int16_t)sg.nvlink;
-        g->pcie = (int16_t)sg.pcie;
-        g->numa = (int16_t)sg.numa;
-        if (sv_get(&e, "uuid", &f)) {
-            memcpy(g->uuid, sg.uuid, sizeof g->uuid); /* the same size */
-            if ((rc = uuid_check(x, &f, g->uuid)) < 0)
-                return rc;
-            for (int j = 0; j < i; j++)
-                if (strcmp(inv->gpu[j].uuid, g->uuid) == 0)
-                    return sv_fail(x, &f, -EINVAL,
-                                   "uuid '%s' is also gpus[%d]'s; UUIDs are "
-                                   "unique",
-                                   g->uuid, j);
-        }
-        if (sv_get(&e, "pciBusId", &f)) {
-            if (agent_pci_busid_norm(sg.pci_bus_id, g->pci_bus_id, sizeof g->pci_bus_id) < 0)
-                return sv_fail(x, &f, -EINVAL,
-                               "'%s' is not a PCI bus id; write it like "
-                               "\"0000:17:00.0\"",
-                               sg.pci_bus_id);
-            for (int j = 0; j < i; j++)
-                if (strcmp(inv->gpu[j].pci_bus_id, g->pci_bus_id) == 0)
-                    return sv_fail(x, &f, -EINVAL, "PCI bus id %s is also gpus[%d]'s",
-                                   g->pci_bus_id, j);
-        }
-    }
-    if (rc == 0)
-        inv->ngpus = count;
-    return rc;
+    memcpy(dst, src, len);
+    dst[len] = '\0';
 }
 
-/* gpus: {count, model, memory, nvlinkDomains, pcieSwitches, numaNodes},
- * through the scenario format's table. */
-static int parse_gpu_block(sx_t *x, const sval_t *v, agent_inv_t *inv)
-{
-    spec_gpus_t gs;
-    int rc = spec_gpus_read(x, v, SC_CTX_INVENTORY, &gs);
+/* ---- the inventory's sinks: the node table's rows read every field
+ * (spec_node_read), these keep them in the agent_inv_t ------------------- */
 
-    if (rc < 0)
-        return rc;
-    for (int i = 0; i < gs.count; i++) {
-        agent_gpu_info_t *g = &inv->gpu[i];
-        memset(g, 0, sizeof *g);
-        g->index = i;
-        snprintf(g->model, sizeof g->model, "%s", gs.model);
-        g->mem_mib = (int32_t)gs.mem_mib;
-        /* Equal runs, as in scenarios: 8 GPUs, 2 domains -> 0000 1111. */
-        g->nvlink = (int16_t)(gs.dom[0] ? i * gs.dom[0] / gs.count : -1);
-        g->pcie = (int16_t)(gs.dom[1] ? i * gs.dom[1] / gs.count : -1);
-        g->numa = (int16_t)(gs.dom[2] ? i * gs.dom[2] / gs.count : -1);
-    }
-    inv->ngpus = gs.count;
+static int inv_label(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *key, const char *val)
+{
+    agent_inv_t *inv = rd->dst;
+    agent_label_t *l = &inv->labels[rd->nlabels]; /* the row holds them to AGENT_MAX_LABELS */
+
+    for (int j = 0; j < rd->nlabels; j++)
+        if (strcmp(inv->labels[j].key, key) == 0)
+            return sv_fail(x, v, -EINVAL, "label '%s' given twice", key);
+    put_name(l->key, sizeof l->key, key);
+    put_name(l->val, sizeof l->val, val);
+    inv->nlabels = rd->nlabels + 1;
     return 0;
 }
 
-static int parse_labels(sx_t *x, const sval_t *v, agent_inv_t *inv)
+static int inv_taint(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_taint_t *st)
 {
-    void *it = NULL;
-    struct fy_node_pair *p;
-    bool is;
-    int rc = sv_map(x, v, &is), n = 0;
+    agent_inv_t *inv = rd->dst;
+    agent_taint_t *t = &inv->taints[rd->ntaints];
 
-    if (rc < 0 || !is)
-        return rc;
-    while ((p = fy_node_mapping_iterate(v->n, &it))) {
-        agent_label_t *l = &inv->labels[n];
-        size_t klen = 0;
-        const char *k = sv_key_text(fy_node_pair_key(p), &klen);
-        sval_t f;
-
-        sv_pair(&f, v, p);
-        if (n == AGENT_MAX_LABELS)
-            return sv_fail(x, &f, -EINVAL, "more than %d labels", AGENT_MAX_LABELS);
-        if (!k)
-            return sv_fail(x, &f, -EINVAL, "a label key must be a plain string");
-        if (klen >= sizeof l->key)
-            return sv_fail(x, &f, -EINVAL, "label key longer than %zu characters",
-                           sizeof l->key - 1);
-        for (size_t i = 0; i < klen; i++)
-            if (iscntrl((unsigned char)k[i]))
-                return sv_fail(x, &f, -EINVAL, "label key with a control character");
-        memcpy(l->key, k, klen);
-        l->key[klen] = '\0';
-        if ((rc = sv_text(x, &f, l->val, sizeof l->val, true)) < 0)
-            return rc;
-        for (int j = 0; j < n; j++)
-            if (strcmp(inv->labels[j].key, l->key) == 0)
-                return sv_fail(x, &f, -EINVAL, "label '%s' given twice", l->key);
-        n++;
-    }
-    inv->nlabels = n;
+    (void)x;
+    (void)v;
+    put_name(t->key, sizeof t->key, st->key);
+    put_name(t->val, sizeof t->val, st->val);
+    snprintf(t->effect, sizeof t->effect, "%s", spec_taint_effects[st->effect]);
+    inv->ntaints = rd->ntaints + 1;
     return 0;
 }
 
-static int parse_taints(sx_t *x, const sval_t *v, agent_inv_t *inv)
+static int inv_dataset(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *name)
 {
-    void *it = NULL;
-    int n, rc = sv_seq(x, v, AGENT_MAX_TAINTS, &n);
+    agent_inv_t *inv = rd->dst;
 
-    for (int i = 0; rc == 0 && i < n; i++) {
-        agent_taint_t *t = &inv->taints[i];
-        spec_taint_t st;
-        sval_t tv;
-        bool is;
-        sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
-        memset(&st, 0, sizeof st);
-        if ((rc = sv_map(x, &tv, &is)) < 0)
-            return rc;
-        if (!is)
-            return sv_fail(x, &tv, -EINVAL, "a taint needs key: and effect:");
-        if ((rc = sc_walk(x, &tv, &spec_taint_table, SC_CTX_INVENTORY, &st)) < 0)
-            return rc;
-        /* the table holds both to SPEC_INV_NAME - 1 bytes */
-        memcpy(t->key, st.key, sizeof t->key - 1);
-        t->key[sizeof t->key - 1] = '\0';
-        memcpy(t->val, st.val, sizeof t->val - 1);
-        t->val[sizeof t->val - 1] = '\0';
-        snprintf(t->effect, sizeof t->effect, "%s", spec_taint_effects[st.effect]);
-    }
-    if (rc == 0)
-        inv->ntaints = n;
-    return rc;
+    (void)x;
+    (void)v;
+    put_name(inv->datasets[rd->ndatasets], sizeof inv->datasets[0], name);
+    inv->ndatasets = rd->ndatasets + 1;
+    return 0;
 }
 
-static int parse_datasets(sx_t *x, const sval_t *v, agent_inv_t *inv)
+/* GPU rd->ngpus; a listed one's uuid and pciBusId are checked here, unique
+ * among the GPUs before it. */
+static int inv_gpu(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_gpu_t *sg)
 {
-    void *it = NULL;
-    int n, rc = sv_seq(x, v, AGENT_MAX_DATASETS, &n);
+    agent_inv_t *inv = rd->dst;
+    int i = rd->ngpus, rc;
+    agent_gpu_info_t *g = &inv->gpu[i];
+    sval_t f;
 
-    for (int i = 0; rc == 0 && i < n; i++) {
-        sval_t dv;
-        sv_item(&dv, v, fy_node_sequence_iterate(v->n, &it), i);
-        rc = sv_text(x, &dv, inv->datasets[i], sizeof inv->datasets[i], false);
+    memset(g, 0, sizeof *g);
+    g->index = i;
+    snprintf(g->model, sizeof g->model, "%s", sg->model);
+    g->mem_mib = (int32_t)sg->mem_mib;
+    g->nvlink = (int16_t)sg->nvlink;
+    g->pcie = (int16_t)sg->pcie;
+    g->numa = (int16_t)sg->numa;
+    if (sg->uuid[0] && sv_get(v, "uuid", &f)) {
+        memcpy(g->uuid, sg->uuid, sizeof g->uuid); /* the same size */
+        if ((rc = uuid_check(x, &f, g->uuid)) < 0)
+            return rc;
+        for (int j = 0; j < i; j++)
+            if (strcmp(inv->gpu[j].uuid, g->uuid) == 0)
+                return sv_fail(x, &f, -EINVAL, "uuid '%s' is also gpus[%d]'s; UUIDs are unique",
+                               g->uuid, j);
     }
-    if (rc == 0)
-        inv->ndatasets = n;
-    return rc;
+    if (sg->pci_bus_id[0] && sv_get(v, "pciBusId", &f)) {
+        if (agent_pci_busid_norm(sg->pci_bus_id, g->pci_bus_id, sizeof g->pci_bus_id) < 0)
+            return sv_fail(x, &f, -EINVAL,
+                           "'%s' is not a PCI bus id; write it like \"0000:17:00.0\"",
+                           sg->pci_bus_id);
+        for (int j = 0; j < i; j++)
+            if (strcmp(inv->gpu[j].pci_bus_id, g->pci_bus_id) == 0)
+                return sv_fail(x, &f, -EINVAL, "PCI bus id %s is also gpus[%d]'s", g->pci_bus_id,
+                               j);
+    }
+    inv->ngpus = i + 1;
+    return 0;
 }
+
+static const spec_node_ops_t inv_ops = {
+    .label = inv_label,
+    .taint = inv_taint,
+    .dataset = inv_dataset,
+    .gpu = inv_gpu,
+};
 
 int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_inv_t *inv,
                           arb_err_t *err)
 {
+    spec_node_rd_t rd;
     sv_doc_t d;
     sx_t x;
-    sval_t root, f;
+    sval_t root;
     agent_inv_t *out;
     int rc;
 
@@ -255,43 +191,20 @@ int agent_inventory_parse(const char *name, const char *buf, size_t len, agent_i
                       INV_MAX_VALUES);
         goto out;
     }
-    if ((rc = sc_check_keys(&x, &root, &spec_node_table, SC_CTX_INVENTORY)) < 0)
+    /* What the file leaves out keeps what the host shows. */
+    memset(&rd, 0, sizeof rd);
+    rd.ops = &inv_ops;
+    rd.dst = out;
+    rd.ctx = SC_CTX_INVENTORY;
+    snprintf(rd.name, sizeof rd.name, "%s", out->name);
+    rd.cpus = out->cpus;
+    rd.mem_bytes = out->mem_bytes;
+    if ((rc = sc_check_keys(&x, &root, &spec_node_table, SC_CTX_INVENTORY)) < 0 ||
+        (rc = spec_node_read(&x, &root, &rd)) < 0)
         goto out;
-    if (sv_get(&root, "name", &f) && (rc = sv_text(&x, &f, out->name, sizeof out->name, false)) < 0)
-        goto out;
-    if (sv_get(&root, "cpu", &f) && (rc = sv_int32(&x, &f, 1, SPEC_INV_MAX_CPUS, &out->cpus)) < 0)
-        goto out;
-    if (sv_get(&root, "memory", &f)) {
-        int64_t bytes;
-        if ((rc = sv_qty(&x, &f, ARB_QTY_BYTES, &bytes)) < 0)
-            goto out;
-        if (bytes <= 0) {
-            rc = sv_fail(&x, &f, -ERANGE, "memory must be more than 0");
-            goto out;
-        }
-        out->mem_bytes = bytes;
-    }
-    if (sv_get(&root, "labels", &f) && (rc = parse_labels(&x, &f, out)) < 0)
-        goto out;
-    if (sv_get(&root, "taints", &f) && !sv_null(&f) && (rc = parse_taints(&x, &f, out)) < 0)
-        goto out;
-    if (sv_get(&root, "datasets", &f) && !sv_null(&f) && (rc = parse_datasets(&x, &f, out)) < 0)
-        goto out;
-    if (sv_get(&root, "gpus", &f) && !sv_null(&f)) {
-        if ((rc = sv_no_alias(&x, &f)) < 0)
-            goto out;
-        if (fy_node_is_sequence(f.n))
-            rc = parse_gpu_list(&x, &f, out);
-        else if (fy_node_is_mapping(f.n))
-            rc = parse_gpu_block(&x, &f, out);
-        else
-            rc = sv_fail(&x, &f, -EINVAL,
-                         "expected a list of GPUs or {count: N, model: M, "
-                         "memory: 80Gi}, got %s",
-                         sv_kind(f.n));
-        if (rc < 0)
-            goto out;
-    }
+    put_name(out->name, sizeof out->name, rd.name);
+    out->cpus = rd.cpus;
+    out->mem_bytes = rd.mem_bytes;
     *inv = *out;
 out:
     free(out);

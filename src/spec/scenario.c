@@ -1,7 +1,8 @@
 /*
  * scenario.c: the YAML loader behind scenario.h: the document's top level
- * (nodes first, then the scheduler settings, queues and jobs), the budgets
- * that bound what one file may ask for, and the public calls. Each object
+ * (a table, scn_root_table, read in its order: nodes first, then the
+ * scheduler settings, queues and jobs), the budgets that bound what one
+ * file may ask for, and the public calls. Each object
  * has its file (scenario_int.h lists them); the scheduler settings and
  * queues are tables (schema_sched.c) that the controller config reads too.
  *
@@ -40,42 +41,6 @@ typedef struct prio_class {
 static const prio_class_t prio_classes[] = {
     {"best-effort", 0}, {"low", 100}, {"normal", 500}, {"high", 1000}, {"critical", 10000},
 };
-
-static const sc_field_t root_fields[] = {
-    {.key = "scheduler", .type = SC_OBJECT, .sub = &spec_sched_table},
-    {.key = "queues",
-     .type = SC_CUSTOM,
-     .sub = &spec_queue_table,
-     .flags = SC_LIST,
-     .type_doc = "list",
-     .def_doc = "none",
-     .help = "queues with quotas; jobs must then name one (or none: the queue 'default')"},
-    {.key = "nodes",
-     .type = SC_CUSTOM,
-     .sub = &spec_node_table,
-     .flags = SC_LIST | SC_REQUIRED,
-     .type_doc = "list",
-     .help = "the cluster's machines"},
-    {.key = "jobs",
-     .type = SC_CUSTOM,
-     .sub = &scn_job_table,
-     .flags = SC_LIST,
-     .type_doc = "list",
-     .def_doc = "[]",
-     .help = "in arrival order"},
-    {.key = NULL},
-};
-static const sc_table_t root_table = {"scenario", root_fields, NULL};
-
-void spec_scenario_doc(FILE *f)
-{
-    sc_doc_markdown(f, &root_table, SC_CTX_SCENARIO | SC_CTX_DOC, "");
-}
-
-void spec_job_doc(FILE *f)
-{
-    sc_doc_markdown(f, &scn_job_table, SC_CTX_SCENARIO | SC_CTX_DOC, "");
-}
 
 /* ---- budgets ---------------------------------------------------------------- */
 
@@ -162,6 +127,82 @@ static int parse_queues(sx_t *x, const sval_t *v, spec_scenario_t *s)
 out:
     free(q);
     return rc;
+}
+
+/* ---- the document ------------------------------------------------------------------ */
+
+static int set_nodes(sx_t *x, const sval_t *v, void *obj)
+{
+    (void)obj;
+    return scn_nodes(x, v);
+}
+
+static int set_scheduler(sx_t *x, const sval_t *v, void *obj)
+{
+    return parse_scheduler(x, v, obj);
+}
+
+/* Jobs must then name a defined queue: the jobs below see the list. */
+static int set_queues(sx_t *x, const sval_t *v, void *obj)
+{
+    spec_scenario_t *s = obj;
+    int rc = parse_queues(x, v, s);
+
+    x->queues = s->queues;
+    x->nqueues = s->nqueues;
+    return rc;
+}
+
+static int set_jobs(sx_t *x, const sval_t *v, void *obj)
+{
+    return scn_jobs(x, v, obj);
+}
+
+/* The document, read in table order: nodes first (they declare the
+ * extended resources that quotas and jobs may name), queues before jobs
+ * (which must name a defined queue). Each row's setter gets the whole
+ * scenario. */
+static const sc_field_t root_fields[] = {
+    {.key = "nodes",
+     .type = SC_CUSTOM,
+     .sub = &spec_node_table,
+     .set = set_nodes,
+     .flags = SC_LIST | SC_REQUIRED | SC_WHOLE,
+     .type_doc = "list",
+     .help = "the cluster's machines"},
+    {.key = "scheduler",
+     .type = SC_OBJECT,
+     .sub = &spec_sched_table,
+     .set = set_scheduler,
+     .flags = SC_WHOLE},
+    {.key = "queues",
+     .type = SC_CUSTOM,
+     .sub = &spec_queue_table,
+     .set = set_queues,
+     .flags = SC_LIST | SC_WHOLE,
+     .type_doc = "list",
+     .def_doc = "none",
+     .help = "queues with quotas; jobs must then name one (or none: the queue 'default')"},
+    {.key = "jobs",
+     .type = SC_CUSTOM,
+     .sub = &scn_job_table,
+     .set = set_jobs,
+     .flags = SC_LIST | SC_WHOLE,
+     .type_doc = "list",
+     .def_doc = "[]",
+     .help = "in arrival order"},
+    {.key = NULL},
+};
+const sc_table_t scn_root_table = {"scenario", root_fields, NULL};
+
+void spec_scenario_doc(FILE *f)
+{
+    sc_doc_markdown(f, &scn_root_table, SC_CTX_SCENARIO | SC_CTX_DOC, "");
+}
+
+void spec_job_doc(FILE *f)
+{
+    sc_doc_markdown(f, &scn_job_table, SC_CTX_SCENARIO | SC_CTX_DOC, "");
 }
 
 /* ---- jobs ------------------------------------------------------------------------ */
@@ -268,7 +309,7 @@ int spec_scenario_load_mem(const char *name, const char *buf, size_t len, spec_s
     spec_scenario_t s;
     sv_doc_t d;
     sx_t x = {.file = name ? name : "scenario", .err = err};
-    sval_t root, f;
+    sval_t root;
     int rc;
 
     if ((rc = sv_doc_open(x.file, buf, len, &d, err)) < 0)
@@ -277,25 +318,7 @@ int spec_scenario_load_mem(const char *name, const char *buf, size_t len, spec_s
     arb_cluster_init(&s.cluster);
     x.c = &s.cluster;
     sv_root(&root, fy_document_root(d.doc), "");
-    if ((rc = sc_check_keys(&x, &root, &root_table, SC_CTX_SCENARIO)) < 0)
-        goto out;
-    /* Nodes first: they declare the extended resources that quotas and jobs
-     * may name; queues before jobs, which must name a defined queue. */
-    if (!sv_get(&root, "nodes", &f)) {
-        rc = sv_fail(&x, &root, -EINVAL, "missing nodes: (the cluster's machines)");
-        goto out;
-    }
-    if ((rc = scn_nodes(&x, &f)) < 0)
-        goto out;
-    if (sv_get(&root, "scheduler", &f) && (rc = parse_scheduler(&x, &f, &s)) < 0)
-        goto out;
-    if (sv_get(&root, "queues", &f) && (rc = parse_queues(&x, &f, &s)) < 0)
-        goto out;
-    x.queues = s.queues;
-    x.nqueues = s.nqueues;
-    if (sv_get(&root, "jobs", &f) && (rc = scn_jobs(&x, &f, &s)) < 0)
-        goto out;
-out:
+    rc = sc_walk(&x, &root, &scn_root_table, SC_CTX_SCENARIO, &s);
     sv_doc_close(&d);
     if (rc < 0) {
         spec_scenario_free(&s);

@@ -63,7 +63,7 @@ int scn_charge(sx_t *x, const sval_t *v, int copies);
 int scn_count(sx_t *x, const sval_t *v, int left, int *count);
 
 /* The tables of the objects (the reference: spec_scenario_doc). */
-extern const sc_table_t scn_job_table, scn_affinity_table, scn_toleration_table,
+extern const sc_table_t scn_root_table, scn_job_table, scn_affinity_table, scn_toleration_table,
     scn_resources_table;
 
 int scn_nodes(sx_t *x, const sval_t *v);                       /* scenario_node.c */

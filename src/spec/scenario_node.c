@@ -2,13 +2,10 @@
  * scenario_node.c: a scenario's nodes: name and count:, labels, taints,
  * datasets, condition, allocatable and GPUs (a count with domains, or a
  * list of GPUs with their NVLink, PCIe and NUMA coordinates), built into
- * the loader's private cluster.
+ * the loader's private cluster. The fields are read by the node table's
+ * rows (spec_node_read); this file is where their values go.
  */
-#include <inttypes.h>
-#include <stddef.h>
-#include <limits.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <libfyaml.h>
@@ -16,154 +13,112 @@
 #include "spec/scenario_int.h"
 #include "spec/schema_node.h"
 
-/* The node table (keys, reference) is spec_node_table, which an agent's
- * inventory shares (spec/schema_node.c). */
+_Static_assert(SPEC_MAX_NODE_LIST == SPEC_MAX_LIST, "a node's lists as long as a job's");
 
-static int parse_gpus(sx_t *x, const sval_t *v, arb_node_t *n)
+/* A node is read by the rows of spec_node_table (spec/schema_node.c, which
+ * an agent's inventory shares); these are the scenario's sinks, building
+ * each value into the cluster's node. */
+
+typedef struct scn_node_rd {
+    int k;         /* the copy (NAME-k), 0: the only one */
+    arb_node_t *n; /* made by name: */
+} scn_node_rd_t;
+
+static arb_node_t *node_of(const spec_node_rd_t *rd)
 {
-    int rc = sv_no_alias(x, v), count = 0;
+    return ((const scn_node_rd_t *)rd->dst)->n;
+}
 
-    if (rc < 0 || sv_null(v))
-        return rc;
-    if (fy_node_is_sequence(v->n)) {
-        if ((rc = sv_seq(x, v, ARB_MAX_GPUS, &count)) < 0)
-            return rc;
-        void *it = NULL;
-        for (int i = 0; i < count; i++) {
-            struct fy_node *item = fy_node_sequence_iterate(v->n, &it);
-            spec_gpu_t gpu;
-            arb_err_t ierr;
-            sval_t g;
-            bool is;
+static int node_named(sx_t *x, const sval_t *v, spec_node_rd_t *rd)
+{
+    scn_node_rd_t *s = rd->dst;
+    char full[SPEC_STR + 16];
+    int rc;
 
-            sv_item(&g, v, item, i);
-            if ((rc = sv_map(x, &g, &is)) < 0)
-                return rc;
-            if (!is)
-                return sv_fail(x, &g, -EINVAL, "a GPU needs at least memory: (e.g. 80Gi)");
-            memset(&gpu, 0, sizeof gpu);
-            if ((rc = sc_init(&spec_gpu_table, SC_CTX_SCENARIO, &gpu, &ierr)) < 0)
-                return sv_fail(x, &g, rc, "%s", ierr.msg);
-            if ((rc = sc_walk(x, &g, &spec_gpu_table, SC_CTX_SCENARIO, &gpu)) < 0)
-                return rc;
-            rc = arb_node_add_gpu(x->c, n, gpu.model, (int32_t)gpu.mem_mib, gpu.numa, gpu.pcie,
-                                  gpu.nvlink, x->err);
-            if (rc < 0)
-                return sv_prefix(x, &g, rc, true);
-        }
-        return 0;
-    }
-    spec_gpus_t gs;
-
-    if ((rc = spec_gpus_read(x, v, SC_CTX_SCENARIO, &gs)) < 0)
-        return rc;
-    for (int i = 0; i < gs.count; i++) {
-        /* Domains split the GPUs in equal runs: 8 GPUs, 2 domains -> 0000 1111. */
-        int c3[3];
-        for (int d = 0; d < 3; d++)
-            c3[d] = gs.dom[d] ? i * gs.dom[d] / gs.count : -1;
-        rc = arb_node_add_gpu(x->c, n, gs.model, (int32_t)gs.mem_mib, c3[2], c3[1], c3[0], x->err);
-        if (rc < 0)
-            return sv_prefix(x, v, rc, true);
-    }
+    if (s->k > 0)
+        snprintf(full, sizeof full, "%s-%d", rd->name, s->k);
+    else
+        snprintf(full, sizeof full, "%s", rd->name);
+    if ((rc = arb_cluster_add_node(x->c, full, &s->n, x->err)) < 0)
+        return sv_prefix(x, v, rc == -EEXIST ? -EINVAL : rc, true);
     return 0;
 }
 
-static int parse_taints(sx_t *x, const sval_t *v, arb_node_t *n)
+static int node_label(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *key,
+                      const char *val)
 {
-    int count, rc = sv_seq(x, v, SPEC_MAX_LIST, &count);
-    void *it = NULL;
-
-    for (int i = 0; rc == 0 && i < count; i++) {
-        spec_taint_t t;
-        sval_t tv;
-
-        memset(&t, 0, sizeof t);
-        sv_item(&tv, v, fy_node_sequence_iterate(v->n, &it), i);
-        if ((rc = sc_walk(x, &tv, &spec_taint_table, SC_CTX_SCENARIO, &t)) < 0)
-            return rc;
-        if (arb_node_add_taint(x->c, n, t.key, t.val, (arb_taint_effect_t)t.effect) < 0)
-            return sv_oom(x, &tv);
-    }
-    return rc;
+    return arb_node_set_label(x->c, node_of(rd), key, val) < 0 ? sv_oom(x, v) : 0;
 }
+
+static int node_taint(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_taint_t *t)
+{
+    if (arb_node_add_taint(x->c, node_of(rd), t->key, t->val, (arb_taint_effect_t)t->effect) < 0)
+        return sv_oom(x, v);
+    return 0;
+}
+
+static int node_dataset(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *name)
+{
+    return arb_node_add_dataset(x->c, node_of(rd), name) < 0 ? sv_oom(x, v) : 0;
+}
+
+static int node_condition(sx_t *x, const sval_t *v, spec_node_rd_t *rd)
+{
+    static const arb_node_state_t cstate[] = {ARB_NODE_READY, ARB_NODE_NOT_READY,
+                                              ARB_NODE_DRAINING};
+    arb_node_t *n = node_of(rd);
+    int rc;
+
+    if (cstate[rd->condition] != n->state &&
+        (rc = arb_node_transition(x->c, n, cstate[rd->condition], x->err)) < 0)
+        return sv_prefix(x, v, rc, true);
+    return 0;
+}
+
+static int node_allocatable(sx_t *x, const sval_t *v, spec_node_rd_t *rd)
+{
+    arb_node_t *n = node_of(rd);
+    rmap_t r;
+    int rc;
+
+    if ((rc = scn_rmap(x, v, RM_ALLOCATABLE, &r)) < 0)
+        return rc;
+    n->cap.cpu_milli = r.cpu;
+    n->cap.mem_bytes = r.mem;
+    memcpy(n->cap.ext, r.ext, sizeof n->cap.ext);
+    arb_node_touch(x->c, n);
+    return 0;
+}
+
+static int node_gpu(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_gpu_t *g)
+{
+    int rc = arb_node_add_gpu(x->c, node_of(rd), g->model, (int32_t)g->mem_mib, g->numa, g->pcie,
+                              g->nvlink, x->err);
+
+    return rc < 0 ? sv_prefix(x, v, rc, true) : 0;
+}
+
+static const spec_node_ops_t scn_node_ops = {
+    .named = node_named,
+    .label = node_label,
+    .taint = node_taint,
+    .dataset = node_dataset,
+    .condition = node_condition,
+    .allocatable = node_allocatable,
+    .gpu = node_gpu,
+};
 
 /* One node (or instance k of a node with count:, named NAME-k). */
 static int parse_node(sx_t *x, const sval_t *v, int k)
 {
-    static const arb_node_state_t cstate[] = {ARB_NODE_READY, ARB_NODE_NOT_READY,
-                                              ARB_NODE_DRAINING};
-    char name[SPEC_STR], full[SPEC_STR + 16], buf[SPEC_STR], val[SPEC_STR];
-    arb_node_t *n;
-    sval_t f, sv;
-    rmap_t r;
-    int rc, count, cond;
-    bool is;
+    scn_node_rd_t s = {.k = k};
+    spec_node_rd_t rd;
 
-    if (!sv_get(v, "name", &f))
-        return sv_fail(x, v, -EINVAL, "missing name:; give every node a unique name");
-    if ((rc = sv_text(x, &f, name, sizeof name, false)) < 0)
-        return rc;
-    if (k > 0)
-        snprintf(full, sizeof full, "%s-%d", name, k);
-    else
-        snprintf(full, sizeof full, "%s", name);
-    if ((rc = arb_cluster_add_node(x->c, full, &n, x->err)) < 0)
-        return sv_prefix(x, &f, rc == -EEXIST ? -EINVAL : rc, true);
-
-    if (sv_get(v, "labels", &f)) {
-        void *it = NULL;
-        struct fy_node_pair *p;
-        if ((rc = sv_map(x, &f, &is)) < 0)
-            return rc;
-        while (is && (p = fy_node_mapping_iterate(f.n, &it))) {
-            size_t len = 0;
-            const char *lk = sv_key_text(fy_node_pair_key(p), &len);
-            sv_pair(&sv, &f, p);
-            if (!lk || len >= sizeof buf) {
-                sv.n = fy_node_pair_key(p) ? fy_node_pair_key(p) : sv.n;
-                return sv_fail(x, &sv, -EINVAL, "label keys are plain names");
-            }
-            memcpy(buf, lk, len);
-            buf[len] = '\0';
-            if ((rc = sv_text(x, &sv, val, sizeof val, true)) < 0)
-                return rc;
-            if (arb_node_set_label(x->c, n, buf, val) < 0)
-                return sv_oom(x, &sv);
-        }
-    }
-    if (sv_get(v, "taints", &f) && (rc = parse_taints(x, &f, n)) < 0)
-        return rc;
-    if (sv_get(v, "datasets", &f)) {
-        void *it = NULL;
-        if ((rc = sv_seq(x, &f, SPEC_MAX_LIST, &count)) < 0)
-            return rc;
-        for (int i = 0; i < count; i++) {
-            sv_item(&sv, &f, fy_node_sequence_iterate(f.n, &it), i);
-            if ((rc = sv_text(x, &sv, buf, sizeof buf, false)) < 0)
-                return rc;
-            if (arb_node_add_dataset(x->c, n, buf) < 0)
-                return sv_oom(x, &sv);
-        }
-    }
-    if (sv_get(v, "condition", &f)) {
-        if ((rc = sv_enum(x, &f, spec_node_conditions, 3, &cond)) < 0)
-            return rc;
-        if (cstate[cond] != n->state &&
-            (rc = arb_node_transition(x->c, n, cstate[cond], x->err)) < 0)
-            return sv_prefix(x, &f, rc, true);
-    }
-    if (sv_get(v, "allocatable", &f)) {
-        if ((rc = scn_rmap(x, &f, RM_ALLOCATABLE, &r)) < 0)
-            return rc;
-        n->cap.cpu_milli = r.cpu;
-        n->cap.mem_bytes = r.mem;
-        memcpy(n->cap.ext, r.ext, sizeof n->cap.ext);
-        arb_node_touch(x->c, n);
-    }
-    if (sv_get(v, "gpus", &f) && (rc = parse_gpus(x, &f, n)) < 0)
-        return rc;
-    return 0;
+    memset(&rd, 0, sizeof rd);
+    rd.ops = &scn_node_ops;
+    rd.dst = &s;
+    rd.ctx = SC_CTX_SCENARIO;
+    return spec_node_read(x, v, &rd);
 }
 
 /* nodes: (at least one), each with its count: copies. */

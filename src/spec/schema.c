@@ -25,6 +25,14 @@ static bool is_field(const sc_field_t *f, unsigned ctx)
     return f->type != SC_RULE && in_ctx(f, ctx);
 }
 
+const sc_field_t *sc_find(const sc_table_t *t, const char *key, unsigned ctx)
+{
+    for (const sc_field_t *f = t->fields; f->key; f++)
+        if (is_field(f, ctx) && strcmp(f->key, key) == 0)
+            return f;
+    return NULL;
+}
+
 int sc_keys(const sc_table_t *t, unsigned ctx, const char **names, int max)
 {
     int n = 0;

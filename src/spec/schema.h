@@ -142,6 +142,10 @@ void sc_doc_markdown(FILE *f, const sc_table_t *t, unsigned ctx, const char *pre
 /* The rules of t and the tables under it as those items; how many. */
 int sc_doc_rules(FILE *f, const sc_table_t *t, unsigned ctx, const char *prefix);
 
+/* The row of key in t in ctx (not a rule), or NULL: a setter's own row,
+ * for the limits (hi, size) its format gives it. */
+const sc_field_t *sc_find(const sc_table_t *t, const char *key, unsigned ctx);
+
 /* The keys of t in ctx into names (at most max - 1, NULL-terminated). */
 int sc_keys(const sc_table_t *t, unsigned ctx, const char **names, int max);
 

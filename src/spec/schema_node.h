@@ -15,14 +15,21 @@
 #define SPEC_INV_UUID 96            /* its GPU UUIDs: agent_gpu_info_t.uuid */
 #define SPEC_INV_MAX_CPUS (1 << 20) /* an inventory's cpu: at most */
 #define SPEC_MAX_NODES 10000        /* a scenario's nodes, count: copies included */
+#define SPEC_INV_MAX_LABELS 16      /* an inventory's labels: at most */
+#define SPEC_INV_MAX_TAINTS 16      /* its taints */
+#define SPEC_INV_MAX_DATASETS 32    /* its datasets */
+#define SPEC_MAX_NODE_LIST 4096     /* a scenario node's taints, datasets: at most */
 
 /* A node as a scenario and an inventory write it: one table with a row per
  * format where they differ (a scenario's count:, condition: and
  * allocatable:, an inventory's cpu: and memory:, each format's name:,
- * labels:, taints: and datasets: with its own limits) and one row where
- * they agree (gpus). Both read the
- * values by hand (spec/scenario_node.c, agent/gpu_inventory.c); the table
- * checks the keys and makes the reference. */
+ * labels:, taints: and datasets: with its own limits: a list row's hi is
+ * its most items, 0 none; size the bytes of each name) and one row where
+ * they agree (gpus). Every field is read by its row into a spec_node_rd_t
+ * (spec_node_read); the values each format keeps in a node of its own (a
+ * cluster's node, the agent's inventory) go on to it through the format's
+ * sink, spec_node_ops_t. Only a scenario's count: is read by the nodes
+ * list, which repeats the node (SC_HAND). */
 extern const sc_table_t spec_node_table;
 /* condition:'s names, indexed by arb_node_state_t (a scenario's nodes). */
 extern const char *const spec_node_conditions[3];
@@ -57,6 +64,47 @@ typedef struct spec_gpu {
     int nvlink, pcie, numa;                   /* -1: none or unknown */
     char uuid[SPEC_INV_UUID], pci_bus_id[64]; /* pciBusId as written */
 } spec_gpu_t;
+
+/* ---- reading a node through spec_node_table ---------------------------------- */
+
+typedef struct spec_node_rd spec_node_rd_t;
+
+/* Where a format keeps what its rows read, each called as its row is read
+ * (table order), v the value (for messages). NULL: the format keeps it in
+ * the spec_node_rd_t only. */
+typedef struct spec_node_ops {
+    /* name: read into rd->name (a scenario's first field: it makes the node) */
+    int (*named)(sx_t *x, const sval_t *v, spec_node_rd_t *rd);
+    /* one label, taint or dataset: the ones so far are rd->nlabels, ... */
+    int (*label)(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *key, const char *val);
+    int (*taint)(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_taint_t *t);
+    int (*dataset)(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *name);
+    /* condition: read into rd->condition */
+    int (*condition)(sx_t *x, const sval_t *v, spec_node_rd_t *rd);
+    /* allocatable: the format reads v (its resource names are the format's) */
+    int (*allocatable)(sx_t *x, const sval_t *v, spec_node_rd_t *rd);
+    /* GPU rd->ngpus of the node, in either form of gpus: (a count's GPUs with
+     * the coordinates of their runs); v the list item, or the gpus: mapping */
+    int (*gpu)(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_gpu_t *g);
+} spec_node_ops_t;
+
+struct spec_node_rd {
+    const spec_node_ops_t *ops;
+    void *dst;    /* the format's node, for its ops */
+    unsigned ctx; /* SC_CTX_SCENARIO or SC_CTX_INVENTORY */
+    /* the fields kept here (absent ones keep what the caller put) */
+    char name[SPEC_STR];
+    int cpus;          /* inventory */
+    int64_t mem_bytes; /* inventory */
+    int condition;     /* scenario: spec_node_conditions' index */
+    /* what went to the sink so far */
+    int nlabels, ntaints, ndatasets, ngpus;
+};
+
+/* The fields of the node mapping in v through spec_node_table in rd->ctx
+ * (the caller checked the keys: sc_check_keys), each value handed to
+ * rd->ops as its row reads it. */
+int spec_node_read(sx_t *x, const sval_t *v, spec_node_rd_t *rd);
 
 extern const sc_table_t spec_taint_table; /* walk it into a spec_taint_t */
 extern const sc_table_t spec_gpus_table;  /* gpus: {count, model, memory, domains} */

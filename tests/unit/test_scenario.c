@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "spec/scenario.h"
+#include "spec/scenario_int.h" /* scn_root_table */
 
 /* A node block of 4 lines: jobs in the error cases start on line 5. */
 #define NODES                                                                                      \
@@ -544,6 +545,47 @@ static void test_fuzz_regressions(void **st)
     }
 }
 
+/* The document is read by its table's rows (scn_root_table), in table
+ * order whatever the file's: nodes first (they declare the extended
+ * resources that quotas and jobs name), queues before the jobs that name
+ * them. Every row has its reader, and `arbiter help scenario` lists each. */
+static void test_root_table(void **st)
+{
+    static const char y[] = "jobs:\n"
+                            "  - {name: j, queue: qa, resources: {requests: {rdma/hca: 1}}}\n"
+                            "queues:\n"
+                            "  - {name: qa, nominal: {rdma/hca: 2}}\n"
+                            "scheduler: {queue: drf}\n"
+                            "nodes:\n"
+                            "  - {name: n, allocatable: {cpu: 1, rdma/hca: 4}}\n";
+    spec_scenario_t s;
+    arb_err_t err = {{0}};
+    char *buf = NULL, want[128];
+    size_t len = 0;
+    FILE *doc = open_memstream(&buf, &len);
+
+    (void)st;
+    if (spec_scenario_load_mem("t.yaml", y, strlen(y), &s, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(s.cluster.nnodes, 1);
+    assert_int_equal(s.nqueues, 1);
+    assert_int_equal(s.njobs, 1);
+    assert_int_equal(s.queue_policy, ARB_QP_DRF);
+    assert_int_equal(s.jobs[0]->queue, s.queues[0].name);
+    spec_scenario_free(&s);
+    assert_non_null(doc);
+    spec_scenario_doc(doc);
+    fclose(doc);
+    for (const sc_field_t *f = scn_root_table.fields; f->key; f++) {
+        if (!f->set)
+            fail_msg("scenario field %s has no reader", f->key);
+        snprintf(want, sizeof want, "| `%s%s", f->key, (f->flags & SC_LIST) ? "[]" : ".");
+        if (!strstr(buf, want))
+            fail_msg("arbiter help scenario lacks %s", want);
+    }
+    free(buf);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -554,6 +596,7 @@ int main(void)
         cmocka_unit_test(test_limits),
         cmocka_unit_test(test_mangled),
         cmocka_unit_test(test_fuzz_regressions),
+        cmocka_unit_test(test_root_table),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

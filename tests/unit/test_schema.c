@@ -804,6 +804,308 @@ static void test_job_table_reads_every_field(void **st)
     arb_cluster_free(&c);
 }
 
+/* The fields the node table may leave to another reader, and why. */
+static const char *const node_hand[] = {
+    "count", /* a scenario's nodes[] item's repeat count: the nodes list reads it (scn_count) */
+    NULL,
+};
+
+/* What a test sink saw of one node. */
+typedef struct seen {
+    int named, labels, taints, datasets, condition, allocatable, gpus;
+    char label[64], taint[64], dataset[64], gpu[128];
+} seen_t;
+
+static int seen_named(sx_t *x, const sval_t *v, spec_node_rd_t *rd)
+{
+    ((seen_t *)rd->dst)->named++;
+    return 0;
+}
+
+static int seen_label(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *k, const char *val)
+{
+    seen_t *s = rd->dst;
+    snprintf(s->label, sizeof s->label, "%d %.20s=%.20s", rd->nlabels, k, val);
+    s->labels++;
+    return 0;
+}
+
+static int seen_taint(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_taint_t *t)
+{
+    seen_t *s = rd->dst;
+    snprintf(s->taint, sizeof s->taint, "%d %.16s=%.16s:%.16s", rd->ntaints, t->key, t->val,
+             spec_taint_effects[t->effect]);
+    s->taints++;
+    return 0;
+}
+
+static int seen_dataset(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const char *name)
+{
+    seen_t *s = rd->dst;
+    snprintf(s->dataset, sizeof s->dataset, "%d %.40s", rd->ndatasets, name);
+    s->datasets++;
+    return 0;
+}
+
+static int seen_condition(sx_t *x, const sval_t *v, spec_node_rd_t *rd)
+{
+    ((seen_t *)rd->dst)->condition++;
+    return 0;
+}
+
+static int seen_allocatable(sx_t *x, const sval_t *v, spec_node_rd_t *rd)
+{
+    ((seen_t *)rd->dst)->allocatable++;
+    return 0;
+}
+
+static int seen_gpu(sx_t *x, const sval_t *v, spec_node_rd_t *rd, const spec_gpu_t *g)
+{
+    seen_t *s = rd->dst;
+    snprintf(s->gpu, sizeof s->gpu, "%d %.20s %lld %d/%d/%d %.40s", rd->ngpus, g->model,
+             (long long)g->mem_mib, g->nvlink, g->pcie, g->numa, g->uuid);
+    s->gpus++;
+    return 0;
+}
+
+static const spec_node_ops_t seen_ops = {
+    .named = seen_named,
+    .label = seen_label,
+    .taint = seen_taint,
+    .dataset = seen_dataset,
+    .condition = seen_condition,
+    .allocatable = seen_allocatable,
+    .gpu = seen_gpu,
+};
+
+/* The node mapping y read by spec_node_read alone in ctx, into s and rd. */
+static int read_node(const char *y, unsigned ctx, seen_t *s, spec_node_rd_t *rd, arb_err_t *err)
+{
+    sv_doc_t d;
+    sx_t x = {.file = "n.yaml", .err = err};
+    sval_t root;
+    int rc;
+
+    memset(s, 0, sizeof *s);
+    memset(rd, 0, sizeof *rd);
+    rd->ops = &seen_ops;
+    rd->dst = s;
+    rd->ctx = ctx;
+    if ((rc = sv_doc_open("n.yaml", y, strlen(y), &d, err)) < 0)
+        return rc;
+    sv_root(&root, fy_document_root(d.doc), "");
+    if ((rc = sc_check_keys(&x, &root, &spec_node_table, ctx)) == 0)
+        rc = spec_node_read(&x, &root, rd);
+    sv_doc_close(&d);
+    return rc;
+}
+
+/* Every key of the node table is read by its row, in both formats: a
+ * typed row, or a setter that hands each value to the format's sink; no
+ * row is left to a hand-written branch but those node_hand lists (so a
+ * node read by spec_node_read alone, with a sink that only counts, sees
+ * every field of a node that has them all); every rule row of the node's
+ * tables has its check and help; and the references (arbiter help
+ * scenario, arbiter help inventory) list every key with its help. Then a
+ * scenario and an inventory built from the same reading, and the texts
+ * the formats had when they read these fields by hand. */
+static void test_node_table_reads_every_field(void **st)
+{
+    static const unsigned ctxs[] = {SC_CTX_SCENARIO, SC_CTX_INVENTORY};
+    static const char scen_node[] =
+        "name: n\ncount: 2\nlabels: {rack: r1, zone: z1}\n"
+        "taints: [{key: a, effect: NoSchedule}, {key: k, value: v, effect: NoExecute}]\n"
+        "datasets: [c4, imagenet]\ncondition: Draining\n"
+        "allocatable: {cpu: 8, memory: 64Gi, rdma/hca: 4}\n"
+        "gpus: [{model: H100, memory: 80Gi, nvlink: 0, pcie: 1, numa: 0}, "
+        "{model: H100, memory: 80Gi, nvlink: 0, pcie: 1, numa: 1}]\n";
+    static const char inv_node[] =
+        "name: n\ncpu: 64\nmemory: 512Gi\nlabels: {rack: r1, zone: z1}\n"
+        "taints: [{key: a, effect: NoSchedule}, {key: k, value: v, effect: NoExecute}]\n"
+        "datasets: [c4, imagenet]\n"
+        "gpus: [{model: H100, memory: 80Gi, nvlink: 0, pcie: 1, numa: 0}, "
+        "{model: H100, memory: 80Gi, nvlink: 0, pcie: 1, numa: 1, uuid: GPU-2, "
+        "pciBusId: \"0000:17:00.0\"}]\n";
+    static const struct {
+        unsigned ctx; /* 0: both */
+        const char *y, *want;
+    } bad[] = {
+        {SC_CTX_SCENARIO, "count: 2\n", "n.yaml:1:1: missing name:; give every node a unique name"},
+        {0, "labels: {? [a]: b}\n", "n.yaml:1:13: labels.?: a label key must be a plain string"},
+        {0, "labels: {\"a\\x01\": b}\n", ": label key with a control character"},
+        {SC_CTX_INVENTORY,
+         "labels: {a: 1, b: 2, c: 3, d: 4, e: 5, f: 6, g: 7, h: 8, i: 9, j: 10, k: 11, l: 12, "
+         "m: 13, n: 14, o: 15, p: 16, q: 17}\n",
+         "labels.q: more than 16 labels"},
+        {0, "taints: [~]\n", "n.yaml:1:10: taints[0]: a taint needs key: and effect:"},
+        {0, "taints: {key: k}\n", "taints: expected a list"},
+        {0, "datasets: [~]\n", "datasets[0]: has no value"},
+        {0, "gpus: 8\n", "n.yaml:1:7: gpus: expected a list of GPUs or {count: N"},
+        {0, "gpus: [~]\n", "gpus[0]: a GPU needs at least memory: (e.g. 80Gi)"},
+        {0, "gpus: {count: 2, memory: 1Gi, numaNodes: 3}\n",
+         "gpus.numaNodes: 3 is out of range; use 0..2"},
+        {SC_CTX_SCENARIO, "name: n\ncondition: Up\n", "condition: unknown value 'Up'"},
+        {SC_CTX_INVENTORY, "cpu: 0\n", "cpu: 0 is out of range; use 1..1048576"},
+        {SC_CTX_INVENTORY, "memory: 0\n", "memory: memory must be more than 0"},
+        {SC_CTX_INVENTORY, "name: n\ncount: 2\n", "unknown field 'count'"},
+    };
+    const sc_field_t *f;
+    char *buf = NULL;
+    size_t len = 0;
+    char want[512];
+    spec_node_rd_t rd;
+    seen_t s;
+    arb_err_t err;
+    int nrules = 0;
+
+    (void)st;
+    for (f = spec_node_table.fields; f->key; f++) {
+        assert_true(f->type != SC_RULE);
+        if (f->flags & SC_HAND) {
+            if (!in_list(node_hand, f->key))
+                fail_msg("node field %s is read by hand, and node_hand does not say why", f->key);
+            continue;
+        }
+        if (f->ctx == SC_CTX_DOC) /* a second form the reference shows */
+            continue;
+        if (f->type == SC_CUSTOM && !f->set)
+            fail_msg("node field %s has no reader", f->key);
+        if (f->type == SC_OBJECT && !f->sub && !f->set)
+            fail_msg("node field %s has no sub-table", f->key);
+    }
+    for (const sc_table_t *const *t = (const sc_table_t *const[]){&spec_gpus_table, &spec_gpu_table,
+                                                                  &spec_taint_table, NULL};
+         *t; t++)
+        for (f = (*t)->fields; f->key; f++)
+            if (f->type == SC_RULE) {
+                assert_non_null(f->check);
+                assert_non_null(f->help);
+                nrules++;
+            }
+    assert_true(nrules >= 2);
+
+    /* the rows alone read every field, each value to the sink */
+    assert_int_equal(read_node(scen_node, SC_CTX_SCENARIO, &s, &rd, &err), 0);
+    assert_string_equal(rd.name, "n");
+    assert_int_equal(s.named, 1);
+    assert_int_equal(rd.nlabels, 2);
+    assert_int_equal(s.labels, 2);
+    assert_string_equal(s.label, "1 zone=z1");
+    assert_int_equal(s.taints, 2);
+    assert_string_equal(s.taint, "1 k=v:NoExecute");
+    assert_int_equal(s.datasets, 2);
+    assert_string_equal(s.dataset, "1 imagenet");
+    assert_int_equal(s.condition, 1);
+    assert_int_equal(rd.condition, 2);
+    assert_int_equal(s.allocatable, 1);
+    assert_int_equal(s.gpus, 2);
+    assert_int_equal(rd.ngpus, 2);
+    assert_string_equal(s.gpu, "1 H100 81920 0/1/1 ");
+    if (read_node(inv_node, SC_CTX_INVENTORY, &s, &rd, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(rd.cpus, 64);
+    assert_int_equal(rd.mem_bytes, 512LL << 30);
+    assert_int_equal(s.labels + s.taints + s.datasets, 6);
+    assert_int_equal(s.condition + s.allocatable, 0);
+    assert_string_equal(s.gpu, "1 H100 81920 0/1/1 GPU-2");
+    assert_int_equal(read_node("gpus: {count: 8, model: A, memory: 1Gi, nvlinkDomains: 2, "
+                               "pcieSwitches: 4, numaNodes: 2}\n",
+                               SC_CTX_INVENTORY, &s, &rd, &err),
+                     0);
+    assert_int_equal(s.gpus, 8);
+    assert_string_equal(s.gpu, "7 A 1024 1/3/1 ");
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+        for (size_t c = 0; c < 2; c++) {
+            if (bad[i].ctx && bad[i].ctx != ctxs[c])
+                continue;
+            /* a scenario node has its name (last, so the lines stay) */
+            snprintf(want, sizeof want, "%s%s", bad[i].y,
+                     ctxs[c] == SC_CTX_SCENARIO && !strstr(bad[i].y, "name:") &&
+                             !strstr(bad[i].want, "missing name:")
+                         ? "name: n\n"
+                         : "");
+            memset(&err, 0, sizeof err);
+            assert_true(read_node(want, ctxs[c], &s, &rd, &err) < 0);
+            if (!strstr(err.msg, bad[i].want))
+                fail_msg("%s (ctx %u): %s (want %s)", bad[i].y, ctxs[c], err.msg, bad[i].want);
+        }
+
+    /* the references list every row of their format */
+    for (size_t c = 0; c < 2; c++) {
+        FILE *doc = open_memstream(&buf, &len);
+        assert_non_null(doc);
+        if (ctxs[c] == SC_CTX_SCENARIO)
+            spec_scenario_doc(doc);
+        else
+            agent_inventory_doc(doc);
+        fclose(doc);
+        for (f = spec_node_table.fields; f->key; f++) {
+            if (f->ctx && !(f->ctx & (ctxs[c] | SC_CTX_DOC)))
+                continue;
+            snprintf(want, sizeof want, "| `%s%s%s", ctxs[c] == SC_CTX_SCENARIO ? "nodes[]." : "",
+                     f->key, (f->flags & SC_LIST) ? "[]" : "");
+            if (!strstr(buf, want))
+                fail_msg("the reference (ctx %u) lacks %s", ctxs[c], want);
+            if (f->help && !strstr(buf, f->help))
+                fail_msg("the reference (ctx %u) lacks the help of %s", ctxs[c], f->key);
+        }
+        free(buf);
+        buf = NULL;
+    }
+
+    /* a scenario and an inventory built from the same reading */
+    char y[1024];
+    size_t o = (size_t)snprintf(y, sizeof y, "nodes:\n  - ");
+    for (const char *p = scen_node; *p && o < sizeof y - 8; p++) {
+        y[o++] = *p;
+        if (*p == '\n' && p[1])
+            o += (size_t)snprintf(y + o, sizeof y - o, "    ");
+    }
+    y[o] = '\0';
+    spec_scenario_t sc;
+    memset(&err, 0, sizeof err);
+    if (spec_scenario_load_mem("s.yaml", y, strlen(y), &sc, &err) != 0)
+        fail_msg("%s: %s", y, err.msg);
+    assert_int_equal(sc.cluster.nnodes, 2);
+    arb_node_t *n = arb_cluster_find_node(&sc.cluster, "n-2");
+    assert_non_null(n);
+    assert_int_equal(n->state, ARB_NODE_DRAINING);
+    assert_int_equal(n->nlabels, 2);
+    assert_int_equal(n->ntaints, 2);
+    assert_int_equal(n->ndatasets, 2);
+    assert_int_equal(n->cap.cpu_milli, 8000);
+    assert_int_equal(n->ngpus, 2);
+    assert_int_equal(n->gpu[1].numa, 1);
+    assert_int_equal(n->gpu[1].pcie, 1);
+    assert_string_equal(arb_str(&sc.cluster.strs, n->taints[1].val), "v");
+    spec_scenario_free(&sc);
+    agent_inv_t *inv = calloc(1, sizeof *inv);
+    assert_non_null(inv);
+    inv->cpus = 4;
+    if (agent_inventory_parse("inv.yaml", inv_node, strlen(inv_node), inv, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_string_equal(inv->name, "n");
+    assert_int_equal(inv->cpus, 64);
+    assert_int_equal(inv->nlabels, 2);
+    assert_string_equal(inv->labels[1].val, "z1");
+    assert_int_equal(inv->ntaints, 2);
+    assert_int_equal(inv->ndatasets, 2);
+    assert_string_equal(inv->datasets[1], "imagenet");
+    assert_int_equal(inv->ngpus, 2);
+    assert_string_equal(inv->gpu[1].uuid, "GPU-2");
+    assert_string_equal(inv->gpu[1].pci_bus_id, "0000:17:00.0");
+    /* what the file leaves out keeps what the host shows */
+    inv->cpus = 4;
+    const char *few = "labels: {a: b}\n";
+    if (agent_inventory_parse("inv.yaml", few, strlen(few), inv, &err) != 0)
+        fail_msg("%s", err.msg);
+    assert_int_equal(inv->cpus, 4);
+    assert_string_equal(inv->name, "n");
+    assert_int_equal(inv->nlabels, 1);
+    assert_int_equal(inv->ngpus, 0);
+    free(inv);
+}
+
 /* st_conf_init's defaults are the table's, and the reference says them. */
 static void test_config_defaults(void **st)
 {
@@ -850,6 +1152,7 @@ int main(void)
         cmocka_unit_test(test_node_table_formats),
         cmocka_unit_test(test_job_flat_fields),
         cmocka_unit_test(test_job_table_reads_every_field),
+        cmocka_unit_test(test_node_table_reads_every_field),
         cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),
     };
