@@ -261,6 +261,10 @@ json_t *api_load_ack_json(const char *service, const st_load_ack_t *v);
  * "queue"}]}): *out (malloc'd, *n entries; the addresses borrowed from
  * body), or -EINVAL naming the field (-ENOMEM). */
 int api_load_decode(const json_t *body, st_replica_load_t **out, int *n, arb_err_t *err);
+/* A cordon's, drain's or uncordon's body (enc_node.c): NULL or
+ * {"reason": TEXT}; reason ("" none; n bytes, ST_REASON_MAX) or -EINVAL
+ * naming the field. */
+int api_cordon_decode(const json_t *body, char *reason, size_t n, arb_err_t *err);
 /* An agent's report (enc_report.c): *out (the caller's: api_report_free;
  * the inventory and telemetry as JSON text), or -EINVAL naming the field
  * (-ENOMEM), *out empty. The inventory's own fields are checked by the

@@ -4,8 +4,26 @@
  * (st_node_view_t) encoded to JSON, field by field in the order the CLI
  * (`arbiter nodes`), the console's GPU map and docs/api.md know. Telemetry,
  * inventory and what operators set come as the JSON text the state kept.
+ * A cordon's or drain's body ({"reason": TEXT}) is decoded here.
  */
 #include "api/api_int.h"
+#include "state/jv.h"
+
+int api_cordon_decode(const json_t *body, char *reason, size_t n, arb_err_t *err)
+{
+    static const char *const keys[] = {"reason", NULL};
+    int rc;
+
+    reason[0] = '\0';
+    if (!body)
+        return 0;
+    if ((rc = jv_object(body, "", keys, err)) < 0 ||
+        (rc = jv_str(body, "reason", "", reason, n, err)) < 0) {
+        reason[0] = '\0';
+        return rc;
+    }
+    return 0;
+}
 
 /* A task's GPU mask as the list of its device indices. */
 json_t *api_gpu_list(uint16_t mask)

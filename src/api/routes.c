@@ -311,10 +311,13 @@ static int h_assignments(api_req_t *r)
 static int cordon(api_req_t *r, st_cordon_t what)
 {
     arb_err_t err = {{0}};
-    st_node_view_t v;
+    st_node_view_t v = {0};
+    char reason[ST_REASON_MAX];
     int64_t t = 0;
-    int rc =
-        st_node_cordon(r->st, &r->who, r->params[0], what, r->jbody, r->if_match, &v, &t, &err);
+    int rc = api_cordon_decode(r->jbody, reason, sizeof reason, &err);
+
+    if (rc == 0)
+        rc = st_node_cordon(r->st, &r->who, r->params[0], what, reason, r->if_match, &v, &t, &err);
     return finish_node(r, rc, &v, t, &err);
 }
 

@@ -265,33 +265,19 @@ static int node_for(st_t *s, const char *name, int64_t if_match, arb_node_t **ou
     return 0;
 }
 
-static int reason_of(const json_t *body, char *out, size_t n, arb_err_t *err)
-{
-    static const char *const keys[] = {"reason", NULL};
-    int rc;
-
-    out[0] = '\0';
-    if (!body)
-        return 0;
-    if ((rc = jv_object(body, "", keys, err)) < 0 ||
-        (rc = jv_str(body, "reason", "", out, n, err)) < 0)
-        return rc;
-    return 0;
-}
-
 int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
-                   const json_t *body, int64_t if_match, st_node_view_t *out, int64_t *ticket,
+                   const char *why_given, int64_t if_match, st_node_view_t *out, int64_t *ticket,
                    arb_err_t *err)
 {
-    char reason[160];
+    char reason[ST_REASON_MAX];
     arb_node_t *n = NULL;
     int rc, evicted = 0;
     const char *by = who && who->name && who->name[0] ? who->name : "an admin";
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
-    if ((rc = node_for(s, name, if_match, &n, err)) < 0 ||
-        (rc = reason_of(body, reason, sizeof reason, err)) < 0)
+    snprintf(reason, sizeof reason, "%s", why_given ? why_given : "");
+    if ((rc = node_for(s, name, if_match, &n, err)) < 0)
         goto out;
     st_node_t *x = st_node_ext(s, n);
     bool on = what != ST_UNCORDON;

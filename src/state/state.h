@@ -564,12 +564,14 @@ int st_nodes_list(st_t *s, st_node_list_t *out, int64_t *ticket, arb_err_t *err)
 int st_node_name_check(const char *name, arb_err_t *err);
 /* Cordon (READY/NOT_READY -> DRAINING: no new tasks), drain (cordon, then
  * evict every job with a task there: stopped, requeued whole), uncordon
- * (DRAINING -> READY). body: NULL or {"reason": TEXT}. *out: the node,
- * with evicted: jobs stopped. Node operations' *out is the caller's on
- * success (st_node_view_free), empty on failure. */
+ * (DRAINING -> READY). reason: NULL or "" none, else why (the body's
+ * "reason", decoded by the API: api_cordon_decode; up to ST_REASON_MAX - 1
+ * bytes). *out: the node, with evicted: jobs stopped. Node operations'
+ * *out is the caller's on success (st_node_view_free), empty on failure. */
+#define ST_REASON_MAX 160
 typedef enum st_cordon { ST_CORDON, ST_DRAIN, ST_UNCORDON } st_cordon_t;
 int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
-                   const json_t *body, int64_t if_match, st_node_view_t *out, int64_t *ticket,
+                   const char *reason, int64_t if_match, st_node_view_t *out, int64_t *ticket,
                    arb_err_t *err);
 /* Labels and taints (docs/api.md PATCH /v1/nodes/{name}); kept in the
  * node's record over what its inventory says. A NoExecute taint evicts
