@@ -15,6 +15,7 @@
 #ifndef ARB_API_H
 #define ARB_API_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "state/state.h"

@@ -265,6 +265,11 @@ int api_load_decode(const json_t *body, st_replica_load_t **out, int *n, arb_err
  * {"reason": TEXT}; reason ("" none; n bytes, ST_REASON_MAX) or -EINVAL
  * naming the field. */
 int api_cordon_decode(const json_t *body, char *reason, size_t n, arb_err_t *err);
+/* A node patch's body (enc_node.c): *out (the caller's: api_patch_free;
+ * strings borrowed from body), or -EINVAL naming the field (-ENOMEM),
+ * *out empty. */
+int api_patch_decode(const json_t *body, st_patch_t *out, arb_err_t *err);
+void api_patch_free(st_patch_t *p);
 /* An agent's report (enc_report.c): *out (the caller's: api_report_free;
  * the inventory and telemetry as JSON text), or -EINVAL naming the field
  * (-ENOMEM), *out empty. The inventory's own fields are checked by the

@@ -339,9 +339,15 @@ static int h_uncordon(api_req_t *r)
 static int h_node_patch(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    st_node_view_t v;
+    st_node_view_t v = {0};
+    st_patch_t p;
     int64_t t = 0;
-    int rc = st_node_patch(r->st, &r->who, r->params[0], r->jbody, r->if_match, &v, &t, &err);
+    int rc = api_patch_decode(r->jbody, &p, &err);
+
+    if (rc == 0) {
+        rc = st_node_patch(r->st, &r->who, r->params[0], &p, r->if_match, &v, &t, &err);
+        api_patch_free(&p);
+    }
     return finish_node(r, rc, &v, t, &err);
 }
 

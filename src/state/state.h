@@ -40,12 +40,14 @@
  * such object (404), -EACCES outside the caller's rights (403), -ESTALE an
  * If-Match version that does not match (409), -EPERM an illegal transition
  * (409), -EBUSY a conflict with current state (409), -EIO the store failed
- * (503). Functions that return a json_t * give the caller a new reference.
+ * (503). The interface is plain C (docs/architecture.md, "The state's
+ * interface"): no JSON crosses it, the wire format is src/api's.
  */
 #ifndef ARB_STATE_H
 #define ARB_STATE_H
 
-#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "arbiter/autoscale.h"
@@ -575,9 +577,29 @@ int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t w
                    arb_err_t *err);
 /* Labels and taints (docs/api.md PATCH /v1/nodes/{name}); kept in the
  * node's record over what its inventory says. A NoExecute taint evicts
- * what does not tolerate it. */
-int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+ * what does not tolerate it. The body comes decoded and checked by the API
+ * (api_patch_decode; strings borrowed from it): labels set (value) or
+ * removed (value NULL), taints removed (effect "" any) and added; the
+ * state checks that what is removed is there (-ENOENT). */
+typedef struct st_label_edit {
+    const char *key, *value; /* value NULL: remove */
+} st_label_edit_t;
+
+typedef struct st_taint_edit {
+    const char *key, *value, *effect; /* value "" none; effect "" (a removal): any */
+} st_taint_edit_t;
+
+typedef struct st_patch {
+    st_label_edit_t *labels;
+    int nlabels;
+    st_taint_edit_t *add, *remove;
+    int nadd, nremove;
+} st_patch_t;
+
+int st_node_patch(st_t *s, const st_who_t *who, const char *name, const st_patch_t *p,
                   int64_t if_match, st_node_view_t *out, int64_t *ticket, arb_err_t *err);
+/* A taint effect's number (arb_taint_effect_t) from its name, 0 unknown. */
+int st_taint_effect(const char *s);
 /* Remove a NotReady node with nothing left that may run (or a Lost one):
  * its record and its GPUs leave every total; -EBUSY saying why not. */
 int st_node_delete(st_t *s, const char *name, int64_t if_match, st_node_view_t *out,

@@ -49,6 +49,7 @@
 #ifndef ARB_STATE_INT_H
 #define ARB_STATE_INT_H
 
+#include <jansson.h>
 #include <pthread.h>
 
 #include "state/ledger.h"
@@ -393,7 +394,6 @@ int st_node_evict(st_t *s, arb_node_t *n, bool all, const char *why);
 /* n carries NoExecute taints: evict what does not tolerate them. */
 void st_node_noexecute(st_t *s, arb_node_t *n, const char *source);
 /* A taint effect by name (0: none of them), and its name. */
-int st_taint_effect(const char *s);
 const char *st_taint_effect_name(int e);
 /* Nodes not deleted (LEFT). */
 int st_nodes_live(st_t *s);
