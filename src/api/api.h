@@ -15,6 +15,7 @@
 #ifndef ARB_API_H
 #define ARB_API_H
 
+#include <jansson.h>
 #include <stdio.h>
 
 #include "state/state.h"
@@ -128,5 +129,17 @@ void api_doc_markdown(FILE *f);
  * for callers of the state outside the server (`arbiter place`). A new
  * reference; NULL out of memory. */
 json_t *api_explain_json(const st_explain_view_t *v);
+
+/* An agent's report and its reply as the wire has them (enc_report.c):
+ * body decoded (api_report_decode), applied (st_node_report_if), the reply
+ * encoded; what POST /v1/nodes/{name}/report does without the HTTP, for the
+ * virtual cluster (src/vc) and tests. *out is the caller's on success, and
+ * on -ERANGE ({"lamport": the controller's clock}); NULL otherwise. */
+int api_node_report(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                    const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
+/* The same for the assignments long poll (st_node_assignments_wait):
+ * *out the reply on success, NULL on failure. */
+int api_node_assignments(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
+                         uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err);
 
 #endif

@@ -261,6 +261,25 @@ json_t *api_load_ack_json(const char *service, const st_load_ack_t *v);
  * "queue"}]}): *out (malloc'd, *n entries; the addresses borrowed from
  * body), or -EINVAL naming the field (-ENOMEM). */
 int api_load_decode(const json_t *body, st_replica_load_t **out, int *n, arb_err_t *err);
+/* A cordon's, drain's or uncordon's body (enc_node.c): NULL or
+ * {"reason": TEXT}; reason ("" none; n bytes, ST_REASON_MAX) or -EINVAL
+ * naming the field. */
+int api_cordon_decode(const json_t *body, char *reason, size_t n, arb_err_t *err);
+/* A node patch's body (enc_node.c): *out (the caller's: api_patch_free;
+ * strings borrowed from body), or -EINVAL naming the field (-ENOMEM),
+ * *out empty. */
+int api_patch_decode(const json_t *body, st_patch_t *out, arb_err_t *err);
+void api_patch_free(st_patch_t *p);
+/* An agent's report (enc_report.c): *out (the caller's: api_report_free;
+ * the inventory and telemetry as JSON text), or -EINVAL naming the field
+ * (-ENOMEM), *out empty. The inventory's own fields are checked by the
+ * state (st_node_report). */
+int api_report_decode(const json_t *body, st_report_t *out, arb_err_t *err);
+void api_report_free(st_report_t *r);
+/* The reply to a report; the assignments long poll's list. */
+json_t *api_report_reply_json(const st_report_reply_t *r);
+json_t *api_assignments_json(const char *node, uint64_t lamport, uint64_t epoch,
+                             const st_assign_list_t *l);
 json_t *api_event_json(const st_event_view_t *v);
 json_t *api_events_json(const st_event_list_t *l);
 json_t *api_job_json(const st_job_view_t *v);

@@ -4,8 +4,164 @@
  * (st_node_view_t) encoded to JSON, field by field in the order the CLI
  * (`arbiter nodes`), the console's GPU map and docs/api.md know. Telemetry,
  * inventory and what operators set come as the JSON text the state kept.
+ * A cordon's or drain's body ({"reason": TEXT}) and a patch's ({"labels":
+ * {K: V|null}, "taints": {"add": [...], "remove": [...]}}) are decoded here,
+ * checked field by field (Kubernetes' label and taint syntax).
  */
+#include <ctype.h>
+#include <stdlib.h>
+#include <string.h>
+
 #include "api/api_int.h"
+#include "state/jv.h"
+
+/* A label name part: 1..63 of [A-Za-z0-9-_.], alphanumeric at both ends. */
+static bool label_name_ok(const char *s, size_t n)
+{
+    if (n < 1 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
+        return false;
+    for (size_t i = 0; i < n; i++)
+        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
+            return false;
+    return true;
+}
+
+/* A Kubernetes label (or taint) key: [PREFIX/]NAME, PREFIX a DNS subdomain. */
+static int key_check(const char *what, const char *k, arb_err_t *err)
+{
+    const char *slash = strchr(k, '/');
+    const char *name = slash ? slash + 1 : k;
+    bool ok = label_name_ok(name, strlen(name));
+
+    if (ok && slash) {
+        size_t pn = (size_t)(slash - k);
+        ok = pn >= 1 && pn <= 253 && isalnum((unsigned char)k[0]) &&
+             isalnum((unsigned char)k[pn - 1]);
+        for (size_t i = 0; ok && i < pn; i++)
+            ok = (k[i] >= 'a' && k[i] <= 'z') || isdigit((unsigned char)k[i]) || k[i] == '-' ||
+                 k[i] == '.';
+    }
+    if (!ok)
+        return arb_errf(err, -EINVAL,
+                        "%s key '%.80s': use [PREFIX/]NAME, NAME 1..63 letters, digits, '-', '_' "
+                        "or '.' starting and ending with a letter or digit, PREFIX a DNS name "
+                        "(example.com/rack)",
+                        what, k);
+    return 0;
+}
+
+static int value_check(const char *what, const char *k, const char *v, arb_err_t *err)
+{
+    if (v[0] && !label_name_ok(v, strlen(v)))
+        return arb_errf(err, -EINVAL,
+                        "%s '%.80s': value '%.80s': empty, or 1..63 letters, digits, '-', '_' "
+                        "or '.' starting and ending with a letter or digit",
+                        what, k, v);
+    return 0;
+}
+
+void api_patch_free(st_patch_t *p)
+{
+    free(p->labels);
+    free(p->add);
+    free(p->remove);
+    memset(p, 0, sizeof *p);
+}
+
+int api_patch_decode(const json_t *b, st_patch_t *out, arb_err_t *err)
+{
+    static const char *const keys[] = {"labels", "taints", NULL};
+    static const char *const tkeys[] = {"add", "remove", NULL};
+    static const char *const akeys[] = {"key", "value", "effect", NULL};
+    static const char *const rkeys[] = {"key", "effect", NULL};
+    json_t *labels, *taints, *a[2] = {NULL, NULL}, *v;
+    const char *k;
+    size_t i;
+    int rc;
+
+    memset(out, 0, sizeof *out);
+    if (!json_is_object(b))
+        return arb_errf(err, -EINVAL, "body: expected {\"labels\": {...}, \"taints\": {...}}");
+    if ((rc = jv_object(b, "", keys, err)) < 0 ||
+        (rc = jv_member(b, "labels", "", JSON_OBJECT, &labels, err)) < 0 ||
+        (rc = jv_member(b, "taints", "", JSON_OBJECT, &taints, err)) < 0)
+        return rc;
+    json_object_foreach(labels, k, v)
+    {
+        if ((rc = key_check("label", k, err)) < 0)
+            return rc;
+        if (!json_is_string(v) && !json_is_null(v))
+            return arb_errf(err, -EINVAL, "labels.%s: a string (set it) or null (remove it)", k);
+        if (json_is_string(v) && (rc = value_check("label", k, json_string_value(v), err)) < 0)
+            return rc;
+    }
+    if (taints && (rc = jv_object(taints, "taints", tkeys, err)) < 0)
+        return rc;
+    for (int pass = 0; pass < 2; pass++) {
+        const char *what = pass ? "remove" : "add";
+        char path[64];
+        if ((rc = jv_member(taints, what, "taints", JSON_ARRAY, &a[pass], err)) < 0)
+            return rc;
+        json_array_foreach(a[pass], i, v)
+        {
+            char key[256] = "", val[256] = "", eff[32] = "";
+            snprintf(path, sizeof path, "taints.%s[%zu]", what, i);
+            if ((rc = jv_object(v, path, pass ? rkeys : akeys, err)) < 0 ||
+                (rc = jv_str(v, "key", path, key, sizeof key, err)) < 0 ||
+                (!pass && (rc = jv_str(v, "value", path, val, sizeof val, err)) < 0) ||
+                (rc = jv_str(v, "effect", path, eff, sizeof eff, err)) < 0)
+                return rc;
+            if ((rc = key_check("taint", key, err)) < 0 ||
+                (rc = value_check("taint", key, val, err)) < 0)
+                return rc;
+            if ((!pass || eff[0]) && !st_taint_effect(eff))
+                return arb_errf(err, -EINVAL,
+                                "%s.effect: '%s'; use NoSchedule, PreferNoSchedule or NoExecute",
+                                path, eff);
+        }
+    }
+    /* Checked whole: the edits, their strings borrowed from b. */
+    if ((json_object_size(labels) &&
+         !(out->labels = calloc(json_object_size(labels), sizeof *out->labels))) ||
+        (json_array_size(a[0]) && !(out->add = calloc(json_array_size(a[0]), sizeof *out->add))) ||
+        (json_array_size(a[1]) &&
+         !(out->remove = calloc(json_array_size(a[1]), sizeof *out->remove)))) {
+        api_patch_free(out);
+        return arb_errf(err, -ENOMEM, "out of memory reading the patch");
+    }
+    json_object_foreach(labels, k, v)
+    {
+        out->labels[out->nlabels].key = k;
+        out->labels[out->nlabels++].value = json_string_value(v); /* null: NULL, removed */
+    }
+    for (int pass = 0; pass < 2; pass++)
+        json_array_foreach(a[pass], i, v)
+        {
+            st_taint_edit_t *e = pass ? &out->remove[out->nremove++] : &out->add[out->nadd++];
+            const char *val = json_string_value(json_object_get(v, "value"));
+            const char *eff = json_string_value(json_object_get(v, "effect"));
+            e->key = json_string_value(json_object_get(v, "key"));
+            e->value = val ? val : "";
+            e->effect = eff ? eff : "";
+        }
+    return 0;
+}
+
+int api_cordon_decode(const json_t *body, char *reason, size_t n, arb_err_t *err)
+{
+    static const char *const keys[] = {"reason", NULL};
+    int rc;
+
+    reason[0] = '\0';
+    if (!body)
+        return 0;
+    if ((rc = jv_object(body, "", keys, err)) < 0 ||
+        (rc = jv_str(body, "reason", "", reason, n, err)) < 0) {
+        reason[0] = '\0';
+        return rc;
+    }
+    return 0;
+}
 
 /* A task's GPU mask as the list of its device indices. */
 json_t *api_gpu_list(uint16_t mask)

@@ -258,7 +258,7 @@ static int h_report(api_req_t *r)
     json_t *out = NULL;
     int64_t t = 0, t0 = arb_mono_ns();
 
-    int rc = st_node_report_if(r->st, &r->who, r->params[0], r->if_match, r->jbody, &out, &t, &err);
+    int rc = api_node_report(r->st, &r->who, r->params[0], r->if_match, r->jbody, &out, &t, &err);
     /* A Lamport time too far ahead: the refusal carries the clock. */
     json_t *lam = rc == -ERANGE ? json_incref(json_object_get(out, "lamport")) : NULL;
     r->no_defer = lam != NULL; /* the refusal carries the clock: made here, now */
@@ -297,8 +297,7 @@ static int h_assignments(api_req_t *r)
             return api_error(r, 400, "epoch: '%s'; give the epoch of your lease (an integer)", p);
         epoch = (int64_t)e;
     }
-    int rc =
-        st_node_assignments_wait(r->st, r->params[0], epoch, have, &same, &key, &out, &t, &err);
+    int rc = api_node_assignments(r->st, r->params[0], epoch, have, &same, &key, &out, &t, &err);
     if (rc == 0 && same && api_poll(r, (int64_t)wait * 1000)) {
         r->poll_key = key; /* woken by this node's changes only */
         json_decref(out);
@@ -312,10 +311,13 @@ static int h_assignments(api_req_t *r)
 static int cordon(api_req_t *r, st_cordon_t what)
 {
     arb_err_t err = {{0}};
-    st_node_view_t v;
+    st_node_view_t v = {0};
+    char reason[ST_REASON_MAX];
     int64_t t = 0;
-    int rc =
-        st_node_cordon(r->st, &r->who, r->params[0], what, r->jbody, r->if_match, &v, &t, &err);
+    int rc = api_cordon_decode(r->jbody, reason, sizeof reason, &err);
+
+    if (rc == 0)
+        rc = st_node_cordon(r->st, &r->who, r->params[0], what, reason, r->if_match, &v, &t, &err);
     return finish_node(r, rc, &v, t, &err);
 }
 
@@ -337,9 +339,15 @@ static int h_uncordon(api_req_t *r)
 static int h_node_patch(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    st_node_view_t v;
+    st_node_view_t v = {0};
+    st_patch_t p;
     int64_t t = 0;
-    int rc = st_node_patch(r->st, &r->who, r->params[0], r->jbody, r->if_match, &v, &t, &err);
+    int rc = api_patch_decode(r->jbody, &p, &err);
+
+    if (rc == 0) {
+        rc = st_node_patch(r->st, &r->who, r->params[0], &p, r->if_match, &v, &t, &err);
+        api_patch_free(&p);
+    }
     return finish_node(r, rc, &v, t, &err);
 }
 

@@ -371,28 +371,95 @@ static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool store
 
 /* ---- jobs out -------------------------------------------------------------------- */
 
-json_t *st_gpu_list(uint16_t mask)
+/* Set key in an assignment's env: in place when it is there (as a JSON
+ * object keeps a key's place), else at the end. key is static or the
+ * caller's; value copied. */
+static int env_set(st_assignment_t *o, const char *key, const char *value)
 {
-    json_t *a = json_array();
-    for (int g = 0; g < ARB_MAX_GPUS; g++)
-        if (mask & (1u << g))
-            json_array_append_new(a, json_integer(g));
-    return a;
+    for (int i = 0; i < o->nenv; i++)
+        if (strcmp(o->env[i].key, key) == 0) {
+            char *v = strdup(value);
+            if (!v)
+                return -ENOMEM;
+            free(o->env[i].value);
+            o->env[i].value = v;
+            return 0;
+        }
+    st_env_pair_t *e = realloc(o->env, ((size_t)o->nenv + 1) * sizeof *e);
+    if (!e)
+        return -ENOMEM;
+    o->env = e;
+    e[o->nenv].key = strdup(key);
+    e[o->nenv].value = strdup(value);
+    if (!e[o->nenv].key || !e[o->nenv].value) {
+        free(e[o->nenv].key);
+        free(e[o->nenv].value);
+        return -ENOMEM;
+    }
+    o->nenv++;
+    return 0;
 }
 
-json_t *st_env_plain(const json_t *env)
+/* The job's env with secrets as plain values ({"value": TEXT} -> TEXT). */
+static int env_plain(st_assignment_t *o, const json_t *env)
 {
-    json_t *o = json_object();
     const char *k;
     json_t *v;
 
+    if (json_object_size(env) && !(o->env = calloc(json_object_size(env), sizeof *o->env)))
+        return -ENOMEM;
     json_object_foreach((json_t *)env, k, v)
     {
         json_t *val = json_is_object(v) ? json_object_get(v, "value") : v;
-        json_object_set_new(o, k,
-                            json_string(json_string_value(val) ? json_string_value(val) : ""));
+        const char *txt = json_string_value(val) ? json_string_value(val) : "";
+        st_env_pair_t *e = &o->env[o->nenv];
+        e->key = strdup(k);
+        e->value = strdup(txt);
+        if (!e->key || !e->value) {
+            free(e->key);
+            free(e->value);
+            return -ENOMEM;
+        }
+        o->nenv++;
     }
-    return o;
+    return 0;
+}
+
+static int strs_of(const json_t *arr, char ***out, int *n)
+{
+    size_t i;
+    json_t *v;
+
+    *out = NULL;
+    *n = 0;
+    if (!json_array_size(arr))
+        return 0;
+    if (!(*out = calloc(json_array_size(arr), sizeof **out)))
+        return -ENOMEM;
+    json_array_foreach(arr, i, v)
+    {
+        if (!((*out)[i] = strdup(json_string_value(v) ? json_string_value(v) : "")))
+            return -ENOMEM;
+        (*n)++;
+    }
+    return 0;
+}
+
+void st_assignment_free(st_assignment_t *a)
+{
+    for (int i = 0; i < a->ncommand; i++)
+        free(a->command[i]);
+    free(a->command);
+    for (int i = 0; i < a->nenv; i++) {
+        free(a->env[i].key);
+        free(a->env[i].value);
+    }
+    free(a->env);
+    for (int i = 0; i < a->nhosts; i++)
+        free(a->hosts[i]);
+    free(a->hosts);
+    free(a->master_addr);
+    memset(a, 0, sizeof *a);
 }
 
 /* The rendezvous port of a gang's attempt: derived from the job id and
@@ -425,15 +492,15 @@ static int64_t granted_gpu_mib(st_t *s, const arb_job_t *j, int t)
     return a->gpu_milli >= 1000 ? dev : dev * a->gpu_milli / 1000;
 }
 
-json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
+int st_task_assignment(st_t *s, st_job_t *sj, int t, st_assignment_t *o)
 {
     const arb_job_t *j = sj->j;
     const arb_task_alloc_t *a = &j->alloc[t];
     const arb_tgroup_t *g = arb_job_task_group(j, t, NULL);
-    char cpu[32], mem[32], mib[32];
-    json_t *o, *env = st_env_plain(sj->env); /* secrets as plain values */
+    char mib[32];
     int64_t cpu_cap = g->lim.cpu_milli, mem_cap = g->lim.mem_bytes, gmib = granted_gpu_mib(s, j, t);
 
+    memset(o, 0, sizeof *o);
     /* Kubernetes' rule: requests are what the scheduler reserves; limits
      * are the caps (cgroups on the agent). A request without a limit is no
      * cap, unless resources.capRequests says so. */
@@ -441,59 +508,68 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
         cpu_cap = cpu_cap ? cpu_cap : g->req.cpu_milli;
         mem_cap = mem_cap ? mem_cap : g->req.mem_bytes;
     }
-    arb_qty_format(cpu_cap, ARB_QTY_MILLI, cpu, sizeof cpu);
-    arb_qty_format(mem_cap, ARB_QTY_BYTES, mem, sizeof mem);
+    if (env_plain(o, sj->env) < 0 || strs_of(sj->command, &o->command, &o->ncommand) < 0)
+        goto oom;
     snprintf(mib, sizeof mib, "%lld", (long long)gmib);
-    if (gmib > 0)
-        json_object_set_new(env, "ARBITER_GPU_MEMORY_MIB", json_string(mib));
-    o = json_pack(
-        "{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:o,s:o,s:s,s:b}", "job", (json_int_t)sj->id, "name",
-        j->name, "task", t, "ntasks", arb_job_partial_gang(j) ? j->ntasks : j->nalloc, "attempt",
-        (json_int_t)sj->attempt, "epoch", (json_int_t)sj->epoch, "gpus", st_gpu_list(a->gpu_mask),
-        "gpu_milli", a->gpu_milli, "gpu_memory_mib", a->gpu_mem_mib, "command",
-        sj->command ? json_deep_copy(sj->command) : json_array(), "env", env, "state",
-        st_task_state_names[sj->tasks[t].state], "stop", st_task_stop(sj, t));
-    if (o && cpu_cap) /* the caps: absent, none */
-        json_object_set_new(o, "cpu", json_string(cpu));
-    if (o && mem_cap)
-        json_object_set_new(o, "memory", json_string(mem));
-    if (o && j->grace_s >= 0) /* SIGTERM -> SIGKILL for this job (else the agent's) */
-        json_object_set_new(o, "grace_s", json_integer(j->grace_s));
-    if (o && j->time_limit_s > 0) {
+    if (gmib > 0 && env_set(o, "ARBITER_GPU_MEMORY_MIB", mib) < 0)
+        goto oom;
+    o->job = sj->id;
+    snprintf(o->name, sizeof o->name, "%s", j->name);
+    o->task = t;
+    o->ntasks = arb_job_partial_gang(j) ? j->ntasks : j->nalloc;
+    o->attempt = sj->attempt;
+    o->epoch = sj->epoch;
+    o->gpus = a->gpu_mask;
+    o->gpu_milli = a->gpu_milli;
+    o->gpu_memory_mib = a->gpu_mem_mib;
+    o->state = st_task_state_names[sj->tasks[t].state];
+    o->stop = st_task_stop(sj, t);
+    if (cpu_cap) /* the caps: absent, none */
+        arb_qty_format(cpu_cap, ARB_QTY_MILLI, o->cpu, sizeof o->cpu);
+    if (mem_cap)
+        arb_qty_format(mem_cap, ARB_QTY_BYTES, o->memory, sizeof o->memory);
+    if (j->grace_s >= 0) { /* SIGTERM -> SIGKILL for this job (else the agent's) */
+        o->has_grace = true;
+        o->grace_s = j->grace_s;
+    }
+    if (j->time_limit_s > 0) {
         /* What is left of its time limit: the agent stops it then by
          * itself, on its own clock, should the controller be out of reach. */
         int64_t left = j->start_ns + j->time_limit_s * 1000000000LL - st_now_ns(s);
-        json_object_set_new(o, "time_limit_ms", json_integer(left > 0 ? left / 1000000 : 0));
+        o->has_time_limit = true;
+        o->time_limit_ms = left > 0 ? left / 1000000 : 0;
     }
-    if (o && j->elastic) {
+    if (j->elastic) {
         /* The resize notice: a new generation makes the agent rewrite the
          * task's ARBITER_RESIZE_FILE and send it SIGUSR1 (resize.c). Hosts
          * for up to 64 ranks (a reply stays O(tasks)); larger jobs find
          * their peers through the MASTER_ADDR rendezvous. */
-        json_t *hosts = json_array();
+        o->elastic = true;
+        o->generation = j->resize_gen;
+        if (j->nalloc <= 64 && j->nalloc > 0 &&
+            !(o->hosts = calloc((size_t)j->nalloc, sizeof(char *))))
+            goto oom;
         for (int k = 0; k < j->nalloc && j->nalloc <= 64; k++) {
             const arb_node_t *hn = &s->cluster.nodes[j->alloc[k].node];
             const st_node_t *hx = st_node_ext(s, hn);
-            json_array_append_new(
-                hosts, json_string(hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn)));
+            if (!(o->hosts[k] = strdup(hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn))))
+                goto oom;
+            o->nhosts++;
         }
-        json_object_set_new(o, "elastic", json_true());
-        json_object_set_new(o, "generation", json_integer(j->resize_gen));
-        json_object_set_new(o, "hosts", hosts);
     }
     /* A gang: what distributed launchers rendezvous with (task 0 is the master). */
-    if (o && (j->nalloc > 1 || j->elastic || arb_job_partial_gang(j))) {
+    if (j->nalloc > 1 || j->elastic || arb_job_partial_gang(j)) {
         int mt = 0; /* the master: task 0, or the first still holding (task 0 ended) */
         while (mt < j->nalloc - 1 && j->alloc[mt].node == ARB_NO_NODE)
             mt++;
         const arb_node_t *m = &s->cluster.nodes[j->alloc[mt].node];
         const st_node_t *mx = st_node_ext(s, m);
-        json_object_set_new(o, "rank", json_integer(t));
-        json_object_set_new(o, "world_size", /* a gang that starts as room frees: all of it */
-                            json_integer(arb_job_partial_gang(j) ? j->ntasks : j->nalloc));
-        json_object_set_new(o, "master_addr",
-                            json_string(mx->addr[0] ? mx->addr : arb_node_name(&s->cluster, m)));
-        json_object_set_new(o, "master_port", json_integer(master_port(sj)));
+        o->gang = true;
+        o->rank = t;
+        o->world_size = arb_job_partial_gang(j) ? j->ntasks : j->nalloc; /* all of a growing gang */
+        if (!(o->master_addr = strdup(mx->addr[0] ? mx->addr : arb_node_name(&s->cluster, m))))
+            goto oom;
+        o->master_port = master_port(sj);
         /* Every task's host, in task order, for launchers that list their
          * peers (TF_CONFIG, an MPI hostfile: src/spec/k8s.c); up to 256
          * tasks, so a reply stays O(tasks). A task not holding: empty.
@@ -511,12 +587,16 @@ json_t *st_task_assignment(st_t *s, st_job_t *sj, int t)
                 const st_node_t *hx = st_node_ext(s, hn);
                 arb_buf_puts(&hb, hx->addr[0] ? hx->addr : arb_node_name(&s->cluster, hn));
             }
-            if (!hb.oom && hb.p)
-                json_object_set_new(env, "ARBITER_TASK_HOSTS", json_string(hb.p));
+            int rc = !hb.oom && hb.p ? env_set(o, "ARBITER_TASK_HOSTS", hb.p) : 0;
             free(hb.p);
+            if (rc < 0)
+                goto oom;
         }
     }
-    return o;
+    return 0;
+oom:
+    st_assignment_free(o);
+    return -ENOMEM;
 }
 
 /* ---- node records ------------------------------------------------------------------- */

@@ -40,19 +40,14 @@
  * The last Lamport time is volatile: a new leader accepts each node's next
  * report.
  *
- * Body (JSON; docs/api.md has the full reference):
- *   {"lamport": 41,
- *    "inventory": {"cpu": "128", "memory": "1Ti", "labels": {"rack": "r1"},
- *                  "taints": [{"key": "k", "value": "v", "effect": "NoSchedule"}],
- *                  "datasets": ["imagenet"], "extended": {"rdma/hca": 4},
- *                  "gpus": [{"model": "H100", "memory": "80Gi", "nvlink": 0,
- *                            "pcie": 0, "numa": 0, "uuid": "GPU-..."}]},
- *    "telemetry": {"cpu_util": 0.4, "memory_used": "100Gi", "net_rx_bps": 1e9,
- *                  "net_tx_bps": 1e9, "disk_read_bps": 0, "disk_write_bps": 0,
- *                  "gpus": [{"index": 0, "util": 87, "memory_used_mib": 70000,
- *                            "temp_c": 61, "healthy": true}]},
- *    "tasks": [{"job": 7, "task": 0, "attempt": 1, "state": "running",
- *               "exit_code": null}]}
+ * The body (docs/api.md has the full reference) comes decoded and checked
+ * by the API (src/api/enc_report.c) as an st_report_t: the Lamport time,
+ * the task states, what of the telemetry the scheduler reads, and the
+ * inventory and telemetry as the agent sent them (JSON text: the inventory
+ * is checked here, as recovery checks stored ones, and both are kept as
+ * they came). The reply, and the assignments long poll's list, are typed
+ * (st_report_reply_t, st_assign_list_t: codec.c's st_task_assignment
+ * builds each entry), encoded by the API.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,21 +56,12 @@
 #include "state/jv.h"
 #include "state/state_int.h"
 
-static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
 static const char *const inv_keys[] = {"cpu",      "memory",   "labels",   "taints",
                                        "datasets", "extended", "gpus",     "address",
                                        "hostname", "log_dir",  "logs_url", NULL};
 static const char *const gpu_keys[] = {"model", "memory", "nvlink", "pcie", "numa", "uuid", NULL};
 static const char *const taint_keys[] = {"key", "value", "effect", NULL};
-static const char *const tel_keys[] = {"cpu_util",   "memory_used",   "net_rx_bps",
-                                       "net_tx_bps", "disk_read_bps", "disk_write_bps",
-                                       "gpus",       "queue_length",  NULL};
-static const char *const tgpu_keys[] = {"index",  "util",    "memory_used_mib",
-                                        "temp_c", "healthy", NULL};
-static const char *const task_keys[] = {"job",       "task",      "attempt", "state",
-                                        "exit_code", "fenced_by", NULL};
-
-static uint64_t list_version(const json_t *arr);
+static uint64_t list_version(const st_assign_list_t *l);
 
 st_node_t *st_node_ext(st_t *s, const arb_node_t *n)
 {
@@ -320,79 +306,6 @@ static bool same_resources(const json_t *a, const json_t *b)
     return eq;
 }
 
-static const char *const rtask_states[] = {"running", "succeeded", "failed", "lost", NULL};
-
-static int report_check(const json_t *body, arb_err_t *err)
-{
-    json_t *inv, *tel, *tasks, *a, *v;
-    int64_t x;
-    double d;
-    size_t i;
-    char p[JV_PATH], buf[32];
-    int rc;
-
-    if ((rc = jv_object(body, "", report_keys, err)) < 0 ||
-        (rc = jv_int(body, "lamport", "", 0, (int64_t)ST_LAMPORT_MAX, &x, err)) < 0 ||
-        (rc = jv_member(body, "inventory", "", JSON_OBJECT, &inv, err)) < 0 ||
-        (rc = jv_member(body, "telemetry", "", JSON_OBJECT, &tel, err)) < 0 ||
-        (rc = jv_member(body, "tasks", "", JSON_ARRAY, &tasks, err)) < 0)
-        return rc;
-    if (inv && (rc = st_inventory_check(inv, err)) < 0)
-        return rc;
-    if (tel) {
-        if ((rc = jv_object(tel, "telemetry", tel_keys, err)) < 0 ||
-            (rc = jv_num(tel, "cpu_util", "telemetry", 0, 1, &d, err)) < 0 ||
-            (rc = jv_qty(tel, "memory_used", "telemetry", ARB_QTY_BYTES, &x, err)) < 0 ||
-            (rc = jv_num(tel, "net_rx_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
-            (rc = jv_num(tel, "net_tx_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
-            (rc = jv_num(tel, "disk_read_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
-            (rc = jv_num(tel, "disk_write_bps", "telemetry", 0, 1e15, &d, err)) < 0 ||
-            (rc = jv_member(tel, "gpus", "telemetry", JSON_ARRAY, &a, err)) < 0 ||
-            (rc = jv_int(tel, "queue_length", "telemetry", 0, INT32_MAX, &x, err)) < 0)
-            return rc;
-        json_array_foreach(a, i, v)
-        {
-            bool b;
-            jv_path_idx(p, "telemetry.gpus", i);
-            if ((rc = jv_object(v, p, tgpu_keys, err)) < 0 ||
-                (rc = jv_int(v, "index", p, 0, ARB_MAX_GPUS - 1, &x, err)) < 0 ||
-                (rc = jv_int(v, "util", p, 0, 100, &x, err)) < 0 ||
-                (rc = jv_int(v, "memory_used_mib", p, 0, INT32_MAX, &x, err)) < 0 ||
-                (rc = jv_int(v, "temp_c", p, -100, 300, &x, err)) < 0 ||
-                (rc = jv_bool(v, "healthy", p, &b, err)) < 0)
-                return rc;
-            if (!json_object_get(v, "index"))
-                return arb_errf(err, -EINVAL, "%s.index: required", p);
-        }
-    }
-    json_array_foreach(tasks, i, v)
-    {
-        jv_path_idx(p, "tasks", i);
-        buf[0] = '\0';
-        if ((rc = jv_object(v, p, task_keys, err)) < 0 ||
-            (rc = jv_int(v, "job", p, 1, INT64_MAX, &x, err)) < 0 ||
-            (rc = jv_int(v, "task", p, 0, INT32_MAX, &x, err)) < 0 ||
-            (rc = jv_int(v, "attempt", p, 0, INT64_MAX, &x, err)) < 0 ||
-            (rc = jv_int(v, "exit_code", p, INT32_MIN, INT32_MAX, &x, err)) < 0 ||
-            (rc = jv_str(v, "state", p, buf, sizeof buf, err)) < 0)
-            return rc;
-        if (!json_object_get(v, "job") || !json_object_get(v, "task") || !buf[0])
-            return arb_errf(err, -EINVAL, "%s: job, task and state are required", p);
-        int k = 0;
-        while (rtask_states[k] && strcmp(rtask_states[k], buf))
-            k++;
-        if (!rtask_states[k])
-            return arb_errf(err, -EINVAL, "%s.state: '%s'; use running, succeeded, failed or lost",
-                            p, buf);
-        buf[0] = '\0';
-        if ((rc = jv_str(v, "fenced_by", p, buf, sizeof buf, err)) < 0)
-            return rc;
-        if (buf[0] && strcmp(buf, "agent") && strcmp(buf, "supervisor"))
-            return arb_errf(err, -EINVAL, "%s.fenced_by: '%s'; use agent or supervisor", p, buf);
-    }
-    return 0;
-}
-
 /* ---- the per-node job index ------------------------------------------------------ */
 
 static bool holds_on(const st_job_t *sj, uint32_t node)
@@ -456,23 +369,19 @@ static int held_on(st_t *s, arb_node_t *n, st_job_t ***out)
 
 /* Apply one task report from node n. Stale attempts and tasks not placed
  * on n are ignored (the agent learns from its assignments list). */
-static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
+static void apply_task(st_t *s, arb_node_t *n, const st_report_task_t *v, uint64_t lam)
 {
-    st_job_t *sj = st_job_find(s, (uint64_t)json_integer_value(json_object_get(v, "job")));
-    json_int_t t = json_integer_value(json_object_get(v, "task"));
-    json_t *att = json_object_get(v, "attempt");
-    const char *state = json_string_value(json_object_get(v, "state"));
-    json_t *ec = json_object_get(v, "exit_code");
+    st_job_t *sj = st_job_find(s, v->job);
+    int64_t t = v->task;
     char why[160];
     arb_job_t *j;
 
-    const char *by = json_string_value(json_object_get(v, "fenced_by"));
-    bool sup = by && strcmp(by, "supervisor") == 0;
+    bool by = v->fenced_by != ST_FENCED_NONE, sup = v->fenced_by == ST_FENCED_SUPERVISOR;
 
     bool mine = sj && sj->active_ix >= 0 &&
                 (sj->j->state == ARB_JOB_PLACED || sj->j->state == ARB_JOB_RUNNING) && t >= 0 &&
                 t < sj->j->nalloc && sj->j->alloc[t].node == n->id &&
-                (!att || (uint64_t)json_integer_value(att) == sj->attempt);
+                (!v->has_attempt || v->attempt == sj->attempt);
 
     if (!mine) {
         /* Not (or no longer) a task of this node: a fenced one is what
@@ -483,16 +392,16 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
                      "job %llu task %lld (attempt %lld) on node '%s' was killed by its %s when "
                      "the node's lease ran out unrenewed",
                      (unsigned long long)sj->id, (long long)t,
-                     (long long)(att ? json_integer_value(att) : 0), arb_node_name(&s->cluster, n),
+                     (long long)(v->has_attempt ? v->attempt : 0), arb_node_name(&s->cluster, n),
                      sup ? "supervisor" : "agent");
         return;
     }
     j = sj->j;
     st_task_t *tk = &sj->tasks[t];
-    uint8_t to = strcmp(state, "running") == 0     ? TK_RUNNING
-                 : strcmp(state, "succeeded") == 0 ? TK_SUCCEEDED
-                 : strcmp(state, "failed") == 0    ? TK_FAILED
-                                                   : TK_LOST;
+    uint8_t to = v->state == ST_RT_RUNNING     ? TK_RUNNING
+                 : v->state == ST_RT_SUCCEEDED ? TK_SUCCEEDED
+                 : v->state == ST_RT_FAILED    ? TK_FAILED
+                                               : TK_LOST;
     if (tk->state == to || tk->state >= TK_SUCCEEDED)
         return;
     sj->delivered = true;
@@ -503,9 +412,9 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
         return;
     }
     tk->state = to;
-    if (json_is_integer(ec)) {
+    if (v->has_exit) {
         tk->has_exit = true;
-        tk->exit_code = (int32_t)json_integer_value(ec);
+        tk->exit_code = v->exit_code;
     }
     if (to != TK_RUNNING) {
         if (tk->has_exit)
@@ -543,12 +452,12 @@ static void apply_task(st_t *s, arb_node_t *n, const json_t *v, uint64_t lam)
  *    and its job requeued whole like any lost task.
  * Only reports that carry a task list say anything about absence.
  */
-static void absent_tasks(st_t *s, arb_node_t *n, const json_t *tasks)
+static void absent_tasks(st_t *s, arb_node_t *n, const st_report_t *r)
 {
     st_job_t **held;
     int nh;
 
-    if (!json_is_array(tasks))
+    if (!r->has_tasks)
         return;
     /* Settling never adds to the index; it may retire a job from s->active
      * (the fallback list), moving the last one into its slot: walk backwards. */
@@ -561,16 +470,13 @@ static void absent_tasks(st_t *s, arb_node_t *n, const json_t *tasks)
             continue;
         for (int t = 0; t < j->nalloc; t++) {
             st_task_t *tk = &sj->tasks[t];
-            size_t k;
-            json_t *v;
             bool listed = false;
             if (j->alloc[t].node != n->id ||
                 !(tk->state == TK_RUNNING ||
                   (tk->state == TK_ASSIGNED && st_task_stop(sj, t) && tk->stop_sent)))
                 continue;
-            json_array_foreach(tasks, k, v) listed |=
-                (uint64_t)json_integer_value(json_object_get(v, "job")) == sj->id &&
-                json_integer_value(json_object_get(v, "task")) == t;
+            for (int k = 0; k < r->ntasks && !listed; k++)
+                listed = r->tasks[k].job == sj->id && r->tasks[k].task == t;
             if (listed)
                 continue;
             if (tk->state == TK_RUNNING) {
@@ -595,12 +501,50 @@ static void absent_tasks(st_t *s, arb_node_t *n, const json_t *tasks)
     }
 }
 
-static json_t *assignments(st_t *s, arb_node_t *n)
+void st_assign_list_free(st_assign_list_t *l)
 {
-    json_t *arr = json_array();
-    st_job_t **held;
-    int nh = held_on(s, n, &held);
+    for (int i = 0; i < l->n; i++)
+        st_assignment_free(&l->v[i]);
+    free(l->v);
+    memset(l, 0, sizeof *l);
+}
 
+void st_report_reply_free(st_report_reply_t *r)
+{
+    st_assign_list_free(&r->assigned);
+}
+
+/* What runs (or stops) on n, with its version, in *out; marks it
+ * delivered. -ENOMEM: *out empty, nothing marked. */
+static int assignments(st_t *s, arb_node_t *n, st_assign_list_t *out)
+{
+    st_job_t **held;
+    int nh = held_on(s, n, &held), cap = 0;
+
+    memset(out, 0, sizeof *out);
+    for (int i = 0; i < nh; i++) {
+        const arb_job_t *j = held[i]->j;
+        if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
+            continue;
+        for (int t = 0; t < j->nalloc; t++)
+            cap += j->alloc[t].node == n->id;
+    }
+    if (cap && !(out->v = calloc((size_t)cap, sizeof *out->v)))
+        return -ENOMEM;
+    for (int i = 0; i < nh; i++) {
+        const arb_job_t *j = held[i]->j;
+        if (j->state != ARB_JOB_PLACED && j->state != ARB_JOB_RUNNING)
+            continue;
+        for (int t = 0; t < j->nalloc; t++)
+            if (j->alloc[t].node == n->id) {
+                if (st_task_assignment(s, held[i], t, &out->v[out->n]) < 0) {
+                    st_assign_list_free(out);
+                    return -ENOMEM;
+                }
+                out->n++;
+            }
+    }
+    /* Built whole: now it counts as told. */
     for (int i = 0; i < nh; i++) {
         st_job_t *sj = held[i];
         const arb_job_t *j = sj->j;
@@ -609,7 +553,6 @@ static json_t *assignments(st_t *s, arb_node_t *n)
             continue;
         for (int t = 0; t < j->nalloc; t++)
             if (j->alloc[t].node == n->id) {
-                json_array_append_new(arr, st_task_assignment(s, sj, t));
                 sj->tasks[t].stop_sent |= st_task_stop(sj, t);
                 here = true;
             }
@@ -619,38 +562,56 @@ static json_t *assignments(st_t *s, arb_node_t *n)
             st_job_save(s, sj, 0);
         }
     }
-    return arr;
+    out->version = list_version(out);
+    return 0;
 }
 
-int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body, json_t **out,
-                   int64_t *ticket, arb_err_t *err)
+int st_node_report(st_t *s, const st_who_t *who, const char *name, const st_report_t *r,
+                   st_report_reply_t *out, int64_t *ticket, arb_err_t *err)
 {
-    return st_node_report_if(s, who, name, -1, body, out, ticket, err);
+    return st_node_report_if(s, who, name, -1, r, out, ticket, err);
+}
+
+/* The inventory or telemetry text the API passed on, as JSON: *out NULL
+ * when there is none; -EBADMSG not an object. */
+static int kept_json(const char *txt, const char *what, json_t **out, arb_err_t *err)
+{
+    json_error_t je;
+
+    *out = NULL;
+    if (!txt)
+        return 0;
+    if (!(*out = json_loads(txt, 0, &je)) || !json_is_object(*out)) {
+        json_decref(*out);
+        *out = NULL;
+        return arb_errf(err, -EBADMSG, "%s: not a JSON object (%s)", what, je.text);
+    }
+    return 0;
 }
 
 int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
-                      const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err)
+                      const st_report_t *r, st_report_reply_t *out, int64_t *ticket, arb_err_t *err)
 {
-    json_t *inv = json_object_get(body, "inventory");
-    json_t *tel = json_object_get(body, "telemetry");
-    json_t *tasks = json_object_get(body, "tasks");
-    int64_t remote = 0;
+    json_t *inv = NULL, *tel = NULL;
+    int64_t remote = r->lamport;
     arb_node_t *n;
     st_node_t *x;
     int rc = 0;
-    size_t i;
-    json_t *v;
     bool touch = false;
 
+    memset(out, 0, sizeof *out);
+    out->node = name;
+    *ticket = 0;
     if ((rc = st_node_name_check(name, err)) < 0)
         return rc;
-    if ((rc = report_check(body, err)) < 0)
+    if ((rc = kept_json(r->inventory, "inventory", &inv, err)) < 0 ||
+        (inv && (rc = st_inventory_check(inv, err)) < 0) ||
+        (rc = kept_json(r->telemetry, "telemetry", &tel, err)) < 0) {
+        json_decref(inv);
         return rc;
-    if (json_is_null(inv))
-        inv = NULL;
-    if (json_is_null(tel))
-        tel = NULL;
-    jv_int(body, "lamport", "", 0, (int64_t)ST_LAMPORT_MAX, &remote, NULL);
+    }
+    if (!r->has_lamport)
+        remote = 0;
     pthread_mutex_lock(&s->mu);
     n = arb_cluster_find_node(&s->cluster, name);
     if (if_match >= 0 && (!n || st_node_ext(s, n)->version != (uint64_t)if_match)) {
@@ -666,9 +627,9 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                           name);
         *ticket = st_seen(s);
         pthread_mutex_unlock(&s->mu);
-        return rc;
+        goto done;
     }
-    bool has_lam = json_is_integer(json_object_get(body, "lamport"));
+    bool has_lam = r->has_lamport;
     if (has_lam && (uint64_t)remote > s->clock + ST_LAMPORT_STEP) {
         /* DESIGN.md invariant 9: no input moves the clock more than a
          * bounded step. Refused whole, before anything moves; the reply
@@ -682,37 +643,33 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
                       "reply) and registers again",
                       (long long)remote, (unsigned long long)((uint64_t)remote - s->clock),
                       (unsigned long long)s->clock, (unsigned long long)ST_LAMPORT_STEP);
-        *out = json_pack("{s:I}", "lamport", (json_int_t)s->clock);
+        out->lamport = s->clock;
         *ticket = st_seen(s);
         pthread_mutex_unlock(&s->mu);
-        return rc;
+        goto done;
     }
     if (n && !inv && has_lam && !st_node_ext(s, n)->lost &&
         remote < st_node_ext(s, n)->agent_lamport) {
         x = st_node_ext(s, n);
         x->stale_reports++;
-        *out = json_pack("{s:s,s:I,s:I,s:I,s:b}", "node", name, "lamport", (json_int_t)s->clock,
-                         "epoch", (json_int_t)s->epoch, "lease_ms",
-                         (json_int_t)(s->conf.lease_ns / 1000000), "stale", 1);
-        json_object_set_new(*out, "message",
-                            json_sprintf("a replay: this report (lamport %lld) is older than one "
-                                         "already applied for node '%s' (lamport %lld); nothing "
-                                         "of it was applied",
-                                         (long long)remote, name, (long long)x->agent_lamport));
-        goto out;
+        out->kind = ST_REPORT_STALE;
+        snprintf(out->message, sizeof out->message,
+                 "a replay: this report (lamport %lld) is older than one already applied for "
+                 "node '%s' (lamport %lld); nothing of it was applied",
+                 (long long)remote, name, (long long)x->agent_lamport);
+        goto reply;
     }
     uint64_t lam = st_tick(s, (uint64_t)remote);
     if ((!n || st_node_ext(s, n)->lost) && !inv) {
         /* Not registered, or declared lost (its tasks requeued): the agent
          * must fence (it has, if its clock kept time) and register again. */
-        *out = json_pack("{s:s,s:I,s:I,s:I,s:b,s:s}", "node", name, "lamport", (json_int_t)s->clock,
-                         "epoch", (json_int_t)s->epoch, "lease_ms",
-                         (json_int_t)(s->conf.lease_ns / 1000000), "lost", 1, "message",
-                         n ? "this node was declared lost and its tasks requeued; fence and "
-                             "register again with the inventory"
-                           : "this node is not registered; its first report must carry its "
-                             "inventory");
-        goto out;
+        out->kind = ST_REPORT_LOST;
+        snprintf(out->message, sizeof out->message, "%s",
+                 n ? "this node was declared lost and its tasks requeued; fence and "
+                     "register again with the inventory"
+                   : "this node is not registered; its first report must carry its "
+                     "inventory");
+        goto reply;
     }
     if (!n) {
         if ((rc = st_nodes_grow(s)) < 0 ||
@@ -808,60 +765,67 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         s->dirty = true;
     }
     if (tel) {
-        json_t *g = json_object_get(tel, "gpus");
-        json_array_foreach(g, i, v)
-        {
-            int ix = (int)json_integer_value(json_object_get(v, "index"));
-            json_t *f;
+        for (int i = 0; i < r->ngpus; i++) {
+            const st_report_gpu_t *g = &r->gpus[i];
+            int ix = g->index;
             if (ix >= n->ngpus)
                 continue;
-            if ((f = json_object_get(v, "util")) && json_is_integer(f) &&
-                n->gpu[ix].util_pct != (uint8_t)json_integer_value(f)) {
-                n->gpu[ix].util_pct = (uint8_t)json_integer_value(f);
+            if (g->has_util && n->gpu[ix].util_pct != (uint8_t)g->util) {
+                n->gpu[ix].util_pct = (uint8_t)g->util;
                 touch = true;
             }
-            if ((f = json_object_get(v, "temp_c")) && json_is_integer(f))
-                n->gpu[ix].temp_c = (int16_t)json_integer_value(f);
-            if ((f = json_object_get(v, "healthy")) && json_is_boolean(f) &&
-                n->gpu[ix].healthy != json_is_true(f)) {
-                n->gpu[ix].healthy = json_is_true(f);
+            if (g->has_temp)
+                n->gpu[ix].temp_c = (int16_t)g->temp_c;
+            if (g->has_healthy && n->gpu[ix].healthy != g->healthy) {
+                n->gpu[ix].healthy = g->healthy;
                 touch = true;
-                st_event(s, json_is_true(f) ? "gpu-healthy" : "gpu-unhealthy", 0, name,
+                st_event(s, g->healthy ? "gpu-healthy" : "gpu-unhealthy", 0, name,
                          "node '%s' GPU %d is %s", name, ix,
-                         json_is_true(f) ? "healthy again; back in capacity"
-                                         : "unhealthy; out of capacity, its tasks stopped");
+                         g->healthy ? "healthy again; back in capacity"
+                                    : "unhealthy; out of capacity, its tasks stopped");
                 s->dirty = true;
-                if (!json_is_true(f))
+                if (!g->healthy)
                     st_gpu_lost(s, n, ix);
             }
         }
-        json_t *ql = json_object_get(tel, "queue_length"); /* the least-loaded score's */
-        if (json_is_integer(ql) && n->queue_len != (int32_t)json_integer_value(ql)) {
-            n->queue_len = (int32_t)json_integer_value(ql);
+        /* the least-loaded score's */
+        if (r->has_queue_length && n->queue_len != r->queue_length) {
+            n->queue_len = r->queue_length;
             touch = true;
         }
         json_decref(x->telemetry);
-        x->telemetry = json_deep_copy(tel);
+        x->telemetry = tel; /* kept, as its agent sent it */
+        tel = NULL;
         x->tel_mono = x->report_mono;
-        st_telhist_note(x, n->ngpus, tel, x->report_mono);
+        st_telhist_note(x, n->ngpus, x->telemetry, x->report_mono);
     }
     /* Only what the scheduler reads (report time, utilisation, health)
      * makes the node "changed" for its indexes. */
     if (touch)
         arb_node_touch(&s->cluster, n);
-    json_array_foreach(tasks, i, v) apply_task(s, n, v, lam);
-    absent_tasks(s, n, tasks);
-    json_t *arr = assignments(s, n);
-    *out = json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
-                     "epoch", (json_int_t)s->epoch, "lease_ms",
-                     (json_int_t)(s->conf.lease_ns / 1000000), "version",
-                     (json_int_t)st_node_ext(s, n)->version, "assignments_version",
-                     (json_int_t)list_version(arr), "assignments", arr);
+    for (int i = 0; i < r->ntasks; i++)
+        apply_task(s, n, &r->tasks[i], lam);
+    absent_tasks(s, n, r);
+    if ((rc = assignments(s, n, &out->assigned)) < 0) {
+        arb_errf(err, rc, "out of memory listing node '%s''s assignments", name);
+        goto out;
+    }
+    out->kind = ST_REPORT_APPLIED;
+    out->version = st_node_ext(s, n)->version;
     if (s->dirty)
         pthread_cond_signal(&s->kick);
+reply:
+    out->lamport = s->clock;
+    out->epoch = s->epoch;
+    out->lease_ms = s->conf.lease_ns / 1000000;
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
+done:
+    json_decref(inv);
+    json_decref(tel);
+    if (rc < 0 && rc != -ERANGE)
+        st_report_reply_free(out);
     return rc;
 }
 
@@ -886,24 +850,23 @@ void st_node_assign_hint(st_t *s, const st_job_t *sj)
 
 /* The list's version: what the agent acts on, entry by entry (FNV-1a),
  * combined so that the order of the list does not matter; 1..2^63-1. */
-static uint64_t list_version(const json_t *arr)
+static uint64_t list_version(const st_assign_list_t *l)
 {
-    static const char *const keys[] = {"job", "task", "attempt", "epoch", "generation", NULL};
     uint64_t v = 0;
-    size_t i;
-    json_t *a;
 
-    json_array_foreach(arr, i, a)
-    {
+    for (int i = 0; i < l->n; i++) {
+        const st_assignment_t *a = &l->v[i];
+        const uint64_t keys[] = {a->job, (uint64_t)a->task, a->attempt, a->epoch,
+                                 a->elastic ? a->generation : 0};
         uint64_t h = 1469598103934665603ULL;
-        for (int k = 0; keys[k]; k++) {
-            uint64_t x = (uint64_t)json_integer_value(json_object_get(a, keys[k]));
+        for (int k = 0; k < 5; k++) {
+            uint64_t x = keys[k];
             for (int b = 0; b < 8; b++) {
                 h ^= (x >> (8 * b)) & 0xff;
                 h *= 1099511628211ULL;
             }
         }
-        h ^= json_is_true(json_object_get(a, "stop"));
+        h ^= a->stop;
         h *= 1099511628211ULL;
         v += h * 0x9e3779b97f4a7c15ULL + (h >> 29);
     }
@@ -912,14 +875,18 @@ static uint64_t list_version(const json_t *arr)
 }
 
 int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
-                             uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err)
+                             uint32_t *key, st_assign_list_t *out, uint64_t *lamport,
+                             uint64_t *epoch_out, int64_t *ticket, arb_err_t *err)
 {
     int rc = 0;
 
     *same = false;
     *key = 0;
+    memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
     arb_node_t *n = arb_cluster_find_node(&s->cluster, name);
+    *lamport = s->clock;
+    *epoch_out = s->epoch;
     if (!n) {
         rc = arb_errf(err, -ENOENT, "node '%s': no such node", name);
     } else if (epoch >= 0 && ((uint64_t)epoch != s->epoch || st_node_ext(s, n)->lost)) {
@@ -931,15 +898,11 @@ int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t 
                       name,
                       st_node_ext(s, n)->lost ? "declared lost, its tasks requeued"
                                               : "the agent's epoch is not this controller's");
-        *out = json_pack("{s:I}", "epoch", (json_int_t)s->epoch);
+    } else if ((rc = assignments(s, n, out)) < 0) {
+        arb_errf(err, rc, "out of memory listing node '%s''s assignments", name);
     } else {
-        json_t *arr = assignments(s, n);
-        uint64_t v = list_version(arr);
         *key = n->id + 1;
-        *same = have != 0 && v == have;
-        *out = json_pack("{s:s,s:I,s:I,s:I,s:o}", "node", name, "lamport", (json_int_t)s->clock,
-                         "epoch", (json_int_t)s->epoch, "assignments_version", (json_int_t)v,
-                         "assignments", arr);
+        *same = have != 0 && out->version == have;
     }
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);

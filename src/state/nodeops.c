@@ -83,51 +83,6 @@ int st_node_name_check(const char *name, arb_err_t *err)
     return 0;
 }
 
-/* A label name part: 1..63 of [A-Za-z0-9-_.], alphanumeric at both ends. */
-static bool label_name_ok(const char *s, size_t n)
-{
-    if (n < 1 || n > 63 || !isalnum((unsigned char)s[0]) || !isalnum((unsigned char)s[n - 1]))
-        return false;
-    for (size_t i = 0; i < n; i++)
-        if (!isalnum((unsigned char)s[i]) && s[i] != '-' && s[i] != '_' && s[i] != '.')
-            return false;
-    return true;
-}
-
-/* A Kubernetes label (or taint) key: [PREFIX/]NAME, PREFIX a DNS subdomain. */
-static int key_check(const char *what, const char *k, arb_err_t *err)
-{
-    const char *slash = strchr(k, '/');
-    const char *name = slash ? slash + 1 : k;
-    bool ok = label_name_ok(name, strlen(name));
-
-    if (ok && slash) {
-        size_t pn = (size_t)(slash - k);
-        ok = pn >= 1 && pn <= 253 && isalnum((unsigned char)k[0]) &&
-             isalnum((unsigned char)k[pn - 1]);
-        for (size_t i = 0; ok && i < pn; i++)
-            ok = (k[i] >= 'a' && k[i] <= 'z') || isdigit((unsigned char)k[i]) || k[i] == '-' ||
-                 k[i] == '.';
-    }
-    if (!ok)
-        return arb_errf(err, -EINVAL,
-                        "%s key '%.80s': use [PREFIX/]NAME, NAME 1..63 letters, digits, '-', '_' "
-                        "or '.' starting and ending with a letter or digit, PREFIX a DNS name "
-                        "(example.com/rack)",
-                        what, k);
-    return 0;
-}
-
-static int value_check(const char *what, const char *k, const char *v, arb_err_t *err)
-{
-    if (v[0] && !label_name_ok(v, strlen(v)))
-        return arb_errf(err, -EINVAL,
-                        "%s '%.80s': value '%.80s': empty, or 1..63 letters, digits, '-', '_' "
-                        "or '.' starting and ending with a letter or digit",
-                        what, k, v);
-    return 0;
-}
-
 /* ---- the effective labels and taints ------------------------------------------------ */
 
 static bool untainted(const json_t *untaint, const char *key, const char *eff)
@@ -265,33 +220,19 @@ static int node_for(st_t *s, const char *name, int64_t if_match, arb_node_t **ou
     return 0;
 }
 
-static int reason_of(const json_t *body, char *out, size_t n, arb_err_t *err)
-{
-    static const char *const keys[] = {"reason", NULL};
-    int rc;
-
-    out[0] = '\0';
-    if (!body)
-        return 0;
-    if ((rc = jv_object(body, "", keys, err)) < 0 ||
-        (rc = jv_str(body, "reason", "", out, n, err)) < 0)
-        return rc;
-    return 0;
-}
-
 int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
-                   const json_t *body, int64_t if_match, st_node_view_t *out, int64_t *ticket,
+                   const char *why_given, int64_t if_match, st_node_view_t *out, int64_t *ticket,
                    arb_err_t *err)
 {
-    char reason[160];
+    char reason[ST_REASON_MAX];
     arb_node_t *n = NULL;
     int rc, evicted = 0;
     const char *by = who && who->name && who->name[0] ? who->name : "an admin";
 
     memset(out, 0, sizeof *out);
     pthread_mutex_lock(&s->mu);
-    if ((rc = node_for(s, name, if_match, &n, err)) < 0 ||
-        (rc = reason_of(body, reason, sizeof reason, err)) < 0)
+    snprintf(reason, sizeof reason, "%s", why_given ? why_given : "");
+    if ((rc = node_for(s, name, if_match, &n, err)) < 0)
         goto out;
     st_node_t *x = st_node_ext(s, n);
     bool on = what != ST_UNCORDON;
@@ -340,74 +281,27 @@ static bool has_label(st_t *s, const arb_node_t *n, const char *k)
     return false;
 }
 
-/* PATCH body: {"labels": {K: V|null}, "taints": {"add": [...], "remove": [...]}}. */
-static int patch_check(const st_node_t *x, const arb_node_t *n, st_t *s, const json_t *b,
+/* What a patch removes must be there: a label (the node's, as it applies)
+ * or a taint (as it applies: the inventory's not untainted, the operators'). */
+static int patch_check(const st_node_t *x, const arb_node_t *n, st_t *s, const st_patch_t *p,
                        arb_err_t *err)
 {
-    static const char *const keys[] = {"labels", "taints", NULL};
-    static const char *const tkeys[] = {"add", "remove", NULL};
-    static const char *const akeys[] = {"key", "value", "effect", NULL};
-    static const char *const rkeys[] = {"key", "effect", NULL};
-    json_t *labels, *taints, *a, *v;
-    const char *k;
-    size_t i;
-    int rc;
-
-    if (!json_is_object(b))
-        return arb_errf(err, -EINVAL, "body: expected {\"labels\": {...}, \"taints\": {...}}");
-    if ((rc = jv_object(b, "", keys, err)) < 0 ||
-        (rc = jv_member(b, "labels", "", JSON_OBJECT, &labels, err)) < 0 ||
-        (rc = jv_member(b, "taints", "", JSON_OBJECT, &taints, err)) < 0)
-        return rc;
-    json_object_foreach(labels, k, v)
-    {
-        if ((rc = key_check("label", k, err)) < 0)
-            return rc;
-        if (!json_is_string(v) && !json_is_null(v))
-            return arb_errf(err, -EINVAL, "labels.%s: a string (set it) or null (remove it)", k);
-        if (json_is_string(v) && (rc = value_check("label", k, json_string_value(v), err)) < 0)
-            return rc;
-        if (json_is_null(v) && !has_label(s, n, k))
-            return arb_errf(err, -ENOENT, "label '%s': node '%s' has no such label", k,
-                            arb_node_name(&s->cluster, n));
-    }
-    if (taints && (rc = jv_object(taints, "taints", tkeys, err)) < 0)
-        return rc;
-    for (int pass = 0; pass < 2; pass++) {
-        const char *what = pass ? "remove" : "add";
-        char path[64];
-        if ((rc = jv_member(taints, what, "taints", JSON_ARRAY, &a, err)) < 0)
-            return rc;
-        json_array_foreach(a, i, v)
-        {
-            char key[256] = "", val[256] = "", eff[32] = "";
-            snprintf(path, sizeof path, "taints.%s[%zu]", what, i);
-            if ((rc = jv_object(v, path, pass ? rkeys : akeys, err)) < 0 ||
-                (rc = jv_str(v, "key", path, key, sizeof key, err)) < 0 ||
-                (!pass && (rc = jv_str(v, "value", path, val, sizeof val, err)) < 0) ||
-                (rc = jv_str(v, "effect", path, eff, sizeof eff, err)) < 0)
-                return rc;
-            if ((rc = key_check("taint", key, err)) < 0 ||
-                (rc = value_check("taint", key, val, err)) < 0)
-                return rc;
-            if ((!pass || eff[0]) && !st_taint_effect(eff))
-                return arb_errf(err, -EINVAL,
-                                "%s.effect: '%s'; use NoSchedule, PreferNoSchedule or NoExecute",
-                                path, eff);
-            if (pass) { /* what is removed must be there */
-                bool found = false;
-                json_t *t, *eff_t = effective_taints(x);
-                size_t j;
-                json_array_foreach(eff_t, j, t) found |=
-                    strcmp(json_string_value(json_object_get(t, "key")) ?: "", key) == 0 &&
-                    (!eff[0] ||
-                     strcmp(json_string_value(json_object_get(t, "effect")) ?: "", eff) == 0);
-                json_decref(eff_t);
-                if (!found)
-                    return arb_errf(err, -ENOENT, "taint '%s%s%s': node '%s' has no such taint",
-                                    key, eff[0] ? ":" : "", eff, arb_node_name(&s->cluster, n));
-            }
-        }
+    for (int i = 0; i < p->nlabels; i++)
+        if (!p->labels[i].value && !has_label(s, n, p->labels[i].key))
+            return arb_errf(err, -ENOENT, "label '%s': node '%s' has no such label",
+                            p->labels[i].key, arb_node_name(&s->cluster, n));
+    for (int i = 0; i < p->nremove; i++) {
+        const char *key = p->remove[i].key, *eff = p->remove[i].effect;
+        bool found = false;
+        json_t *t, *eff_t = effective_taints(x);
+        size_t j;
+        json_array_foreach(eff_t, j, t) found |=
+            strcmp(json_string_value(json_object_get(t, "key")) ?: "", key) == 0 &&
+            (!eff[0] || strcmp(json_string_value(json_object_get(t, "effect")) ?: "", eff) == 0);
+        json_decref(eff_t);
+        if (!found)
+            return arb_errf(err, -ENOENT, "taint '%s%s%s': node '%s' has no such taint", key,
+                            eff[0] ? ":" : "", eff, arb_node_name(&s->cluster, n));
     }
     return 0;
 }
@@ -424,13 +318,10 @@ static void drop_taints(json_t *arr, const char *key, const char *eff)
     }
 }
 
-int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+int st_node_patch(st_t *s, const st_who_t *who, const char *name, const st_patch_t *p,
                   int64_t if_match, st_node_view_t *out, int64_t *ticket, arb_err_t *err)
 {
     arb_node_t *n = NULL;
-    json_t *v;
-    const char *k;
-    size_t i;
     int rc;
     char said[400] = "";
     size_t used = 0;
@@ -441,7 +332,7 @@ int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *
     if ((rc = node_for(s, name, if_match, &n, err)) < 0)
         goto out;
     st_node_t *x = st_node_ext(s, n);
-    if ((rc = patch_check(x, n, s, body, err)) < 0)
+    if ((rc = patch_check(x, n, s, p, err)) < 0)
         goto out;
     if (!x->op && !(x->op = json_object())) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
@@ -456,47 +347,39 @@ int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *
     if (!ou)
         json_object_set_new(x->op, "untaint", ou = json_array());
     bool noexec = false;
-    json_object_foreach(json_object_get(body, "labels"), k, v)
-    {
+    for (int i = 0; i < p->nlabels; i++) {
+        const char *k = p->labels[i].key, *val = p->labels[i].value;
         /* null: removed; an inventory label stays removed (null kept), an
          * operator's own goes */
-        if (json_is_null(v) && !json_object_get(json_object_get(x->inventory, "labels"), k))
+        if (!val && !json_object_get(json_object_get(x->inventory, "labels"), k))
             json_object_del(ol, k);
         else
-            json_object_set(ol, k, v);
+            json_object_set_new(ol, k, val ? json_string(val) : json_null());
         if (used < sizeof said)
             used += (size_t)snprintf(said + used, sizeof said - used, "%slabel %s%s%s",
-                                     used ? ", " : "", k, json_is_null(v) ? " removed" : "=",
-                                     json_is_null(v) ? "" : json_string_value(v));
+                                     used ? ", " : "", k, !val ? " removed" : "=", val ? val : "");
     }
-    json_t *tb = json_object_get(body, "taints");
-    json_array_foreach(json_object_get(tb, "remove"), i, v)
-    {
-        const char *key = json_string_value(json_object_get(v, "key"));
-        const char *eff = json_string_value(json_object_get(v, "effect"));
-        drop_taints(ot, key, eff && eff[0] ? eff : NULL);
+    for (int i = 0; i < p->nremove; i++) {
+        const char *key = p->remove[i].key, *eff = p->remove[i].effect;
+        drop_taints(ot, key, eff[0] ? eff : NULL);
         json_t *u = json_pack("{s:s}", "key", key);
-        if (eff && eff[0])
+        if (eff[0])
             json_object_set_new(u, "effect", json_string(eff));
         json_array_append_new(ou, u);
         if (used < sizeof said)
-            used +=
-                (size_t)snprintf(said + used, sizeof said - used, "%staint %s%s%s removed",
-                                 used ? ", " : "", key, eff && eff[0] ? ":" : "", eff ? eff : "");
+            used += (size_t)snprintf(said + used, sizeof said - used, "%staint %s%s%s removed",
+                                     used ? ", " : "", key, eff[0] ? ":" : "", eff);
     }
-    json_array_foreach(json_object_get(tb, "add"), i, v)
-    {
-        const char *key = json_string_value(json_object_get(v, "key"));
-        const char *val = json_string_value(json_object_get(v, "value"));
-        const char *eff = json_string_value(json_object_get(v, "effect"));
+    for (int i = 0; i < p->nadd; i++) {
+        const char *key = p->add[i].key, *val = p->add[i].value, *eff = p->add[i].effect;
         drop_taints(ot, key, eff); /* one value per key and effect, as kubectl */
         drop_taints(ou, key, eff);
-        json_array_append_new(
-            ot, json_pack("{s:s,s:s,s:s}", "key", key, "value", val ? val : "", "effect", eff));
+        json_array_append_new(ot,
+                              json_pack("{s:s,s:s,s:s}", "key", key, "value", val, "effect", eff));
         noexec |= st_taint_effect(eff) == ARB_TAINT_NO_EXECUTE;
         if (used < sizeof said)
             used += (size_t)snprintf(said + used, sizeof said - used, "%staint %s=%s:%s",
-                                     used ? ", " : "", key, val ? val : "", eff);
+                                     used ? ", " : "", key, val, eff);
     }
     st_node_apply_meta(s, n);
     st_node_save(s, n);

@@ -40,12 +40,14 @@
  * such object (404), -EACCES outside the caller's rights (403), -ESTALE an
  * If-Match version that does not match (409), -EPERM an illegal transition
  * (409), -EBUSY a conflict with current state (409), -EIO the store failed
- * (503). Functions that return a json_t * give the caller a new reference.
+ * (503). The interface is plain C (docs/architecture.md, "The state's
+ * interface"): no JSON crosses it, the wire format is src/api's.
  */
 #ifndef ARB_STATE_H
 #define ARB_STATE_H
 
-#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "arbiter/autoscale.h"
@@ -369,15 +371,118 @@ int st_logs_ticket_check(st_t *s, const char *id, uint64_t job, int64_t task, co
 
 /* ---- nodes ---------------------------------------------------------------------- */
 
-/* An agent's report (docs/api.md): inventory (first report, or changed),
- * telemetry, task states, its Lamport clock. Creates the node on first
- * report. *out: {"node", "lamport", "epoch", "assignments": [...]} */
-int st_node_report(st_t *s, const st_who_t *who, const char *name, const json_t *body, json_t **out,
-                   int64_t *ticket, arb_err_t *err);
+/* An agent's report (docs/api.md), decoded and checked by the API
+ * (src/api/enc_report.c, api_report_decode): its Lamport clock, the
+ * inventory and telemetry as the agent sent them (JSON text, kept as they
+ * came: the node's record and its view show them), what of the telemetry
+ * the scheduler reads, and its task states. */
+typedef enum st_rtask_state {
+    ST_RT_RUNNING,
+    ST_RT_SUCCEEDED,
+    ST_RT_FAILED,
+    ST_RT_LOST
+} st_rtask_state_t;
+typedef enum st_fenced_by { ST_FENCED_NONE, ST_FENCED_AGENT, ST_FENCED_SUPERVISOR } st_fenced_by_t;
+
+typedef struct st_report_task {
+    uint64_t job;
+    int64_t task;
+    bool has_attempt; /* "attempt" given (null counts as 0, as before) */
+    uint64_t attempt;
+    st_rtask_state_t state;
+    bool has_exit; /* an integer exit_code */
+    int32_t exit_code;
+    st_fenced_by_t fenced_by;
+} st_report_task_t;
+
+typedef struct st_report_gpu {
+    int index;
+    bool has_util, has_temp, has_healthy; /* given (not null) */
+    int util, temp_c;
+    bool healthy;
+} st_report_gpu_t;
+
+typedef struct st_report {
+    bool has_lamport; /* an integer "lamport" */
+    int64_t lamport;
+    const char *inventory; /* JSON text (NULL: none or null); checked by the state */
+    const char *telemetry; /* JSON text (NULL: none or null) */
+    st_report_gpu_t *gpus; /* telemetry.gpus, in order */
+    int ngpus;
+    bool has_queue_length;
+    int32_t queue_length;
+    bool has_tasks; /* a "tasks" list (its absence says nothing of absent tasks) */
+    st_report_task_t *tasks;
+    int ntasks;
+} st_report_t;
+
+/* One task an agent runs (or stops), as a report's reply and the
+ * assignments long poll list it (codec.c's st_task_assignment; docs/api.md):
+ * the caller's (st_assign_list_free). */
+typedef struct st_env_pair {
+    char *key, *value; /* owned */
+} st_env_pair_t;
+
+typedef struct st_assignment {
+    uint64_t job;
+    char name[ARB_JOB_NAME_MAX];
+    int task, ntasks;
+    uint64_t attempt, epoch;
+    uint16_t gpus; /* mask */
+    int gpu_milli, gpu_memory_mib;
+    char **command; /* owned */
+    int ncommand;
+    st_env_pair_t *env; /* owned, in order (secrets as plain values) */
+    int nenv;
+    const char *state; /* the task's state name (static) */
+    bool stop;
+    char cpu[32], memory[32]; /* the caps; "" none */
+    bool has_grace;
+    int grace_s;
+    bool has_time_limit;
+    int64_t time_limit_ms; /* what is left of it */
+    bool elastic;
+    uint64_t generation;
+    char **hosts; /* owned (elastic) */
+    int nhosts;
+    bool gang; /* the four below */
+    int rank, world_size, master_port;
+    char *master_addr; /* owned */
+} st_assignment_t;
+
+typedef struct st_assign_list {
+    st_assignment_t *v; /* owned */
+    int n;
+    uint64_t version; /* a digest of what the agent acts on (st_node_assignments_wait) */
+} st_assign_list_t;
+
+/* The reply to a report: applied (the assignments), a replay (stale) or a
+ * node that must register (lost); err's -ERANGE refusal sets lamport too. */
+typedef enum st_report_kind { ST_REPORT_APPLIED, ST_REPORT_STALE, ST_REPORT_LOST } st_report_kind_t;
+
+typedef struct st_report_reply {
+    const char *node; /* the name the caller gave (borrowed) */
+    uint64_t lamport, epoch;
+    int64_t lease_ms;
+    st_report_kind_t kind;
+    char message[240];         /* stale, lost: why */
+    uint64_t version;          /* applied: the node's */
+    st_assign_list_t assigned; /* applied */
+} st_report_reply_t;
+
+void st_assign_list_free(st_assign_list_t *l);
+void st_report_reply_free(st_report_reply_t *r);
+/* Apply report r of node name: creates the node on first report (with
+ * inventory). *out is the caller's (st_report_reply_free) on success, and
+ * on -ERANGE (a Lamport time too far ahead: out->lamport the clock);
+ * empty otherwise. */
+int st_node_report(st_t *s, const st_who_t *who, const char *name, const st_report_t *r,
+                   st_report_reply_t *out, int64_t *ticket, arb_err_t *err);
 /* The same with If-Match (< 0: none): -ESTALE (409), nothing applied, when
  * the node is not at that version (or not registered). */
 int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
-                      const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
+                      const st_report_t *r, st_report_reply_t *out, int64_t *ticket,
+                      arb_err_t *err);
 
 /* A node as GET /v1/nodes shows it (a typed view, as the queues below):
  * strings named "borrowed" are the state's interned names, valid until
@@ -461,18 +566,40 @@ int st_nodes_list(st_t *s, st_node_list_t *out, int64_t *ticket, arb_err_t *err)
 int st_node_name_check(const char *name, arb_err_t *err);
 /* Cordon (READY/NOT_READY -> DRAINING: no new tasks), drain (cordon, then
  * evict every job with a task there: stopped, requeued whole), uncordon
- * (DRAINING -> READY). body: NULL or {"reason": TEXT}. *out: the node,
- * with evicted: jobs stopped. Node operations' *out is the caller's on
- * success (st_node_view_free), empty on failure. */
+ * (DRAINING -> READY). reason: NULL or "" none, else why (the body's
+ * "reason", decoded by the API: api_cordon_decode; up to ST_REASON_MAX - 1
+ * bytes). *out: the node, with evicted: jobs stopped. Node operations'
+ * *out is the caller's on success (st_node_view_free), empty on failure. */
+#define ST_REASON_MAX 160
 typedef enum st_cordon { ST_CORDON, ST_DRAIN, ST_UNCORDON } st_cordon_t;
 int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t what,
-                   const json_t *body, int64_t if_match, st_node_view_t *out, int64_t *ticket,
+                   const char *reason, int64_t if_match, st_node_view_t *out, int64_t *ticket,
                    arb_err_t *err);
 /* Labels and taints (docs/api.md PATCH /v1/nodes/{name}); kept in the
  * node's record over what its inventory says. A NoExecute taint evicts
- * what does not tolerate it. */
-int st_node_patch(st_t *s, const st_who_t *who, const char *name, const json_t *body,
+ * what does not tolerate it. The body comes decoded and checked by the API
+ * (api_patch_decode; strings borrowed from it): labels set (value) or
+ * removed (value NULL), taints removed (effect "" any) and added; the
+ * state checks that what is removed is there (-ENOENT). */
+typedef struct st_label_edit {
+    const char *key, *value; /* value NULL: remove */
+} st_label_edit_t;
+
+typedef struct st_taint_edit {
+    const char *key, *value, *effect; /* value "" none; effect "" (a removal): any */
+} st_taint_edit_t;
+
+typedef struct st_patch {
+    st_label_edit_t *labels;
+    int nlabels;
+    st_taint_edit_t *add, *remove;
+    int nadd, nremove;
+} st_patch_t;
+
+int st_node_patch(st_t *s, const st_who_t *who, const char *name, const st_patch_t *p,
                   int64_t if_match, st_node_view_t *out, int64_t *ticket, arb_err_t *err);
+/* A taint effect's number (arb_taint_effect_t) from its name, 0 unknown. */
+int st_taint_effect(const char *s);
 /* Remove a NotReady node with nothing left that may run (or a Lost one):
  * its record and its GPUs leave every total; -EBUSY saying why not. */
 int st_node_delete(st_t *s, const char *name, int64_t if_match, st_node_view_t *out,
@@ -512,19 +639,20 @@ int st_node_telemetry(st_t *s, const char *name, st_telemetry_view_t *out, int64
 /*
  * The tasks assigned to node name, with epochs (marks them delivered), for
  * the agents' long poll (GET /v1/nodes/NAME/assignments?wait=S&version=V&
- * epoch=E): {"node", "lamport", "epoch", "assignments_version",
- * "assignments": [...]}, each entry as a report's reply has it (JSON
- * still: typed with that reply, node.c), and the list's "version" (a
- * digest of what the agent acts on: each task's job, task, attempt, epoch,
- * stop and generation; not its state or the time left). *same is set when
- * version == have (the agent has this list already: the caller parks
- * until a node hook for *key, the node's id + 1, and asks again). An agent
- * that gives its epoch (epoch >= 0) gets nothing through the channel
- * unless it is the controller's and the node is registered and not lost:
- * -ESTALE (409), and it reports (registers) first, as its lease rules say.
+ * epoch=E): *out the list (each entry as a report's reply has it), its
+ * "version" (a digest of what the agent acts on: each task's job, task,
+ * attempt, epoch, stop and generation; not its state or the time left),
+ * *lamport and *epoch the controller's. *same is set when version == have
+ * (the agent has this list already: the caller parks until a node hook for
+ * *key, the node's id + 1, and asks again). An agent that gives its epoch
+ * (epoch >= 0) gets nothing through the channel unless it is the
+ * controller's and the node is registered and not lost: -ESTALE (409), and
+ * it reports (registers) first, as its lease rules say. *out is the
+ * caller's on success (st_assign_list_free), empty on failure.
  */
 int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
-                             uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err);
+                             uint32_t *key, st_assign_list_t *out, uint64_t *lamport,
+                             uint64_t *epoch_out, int64_t *ticket, arb_err_t *err);
 
 /* ---- queues, events, metrics, checks --------------------------------------------------- */
 

@@ -49,6 +49,7 @@
 #ifndef ARB_STATE_INT_H
 #define ARB_STATE_INT_H
 
+#include <jansson.h>
 #include <pthread.h>
 
 #include "state/ledger.h"
@@ -394,7 +395,6 @@ int st_node_evict(st_t *s, arb_node_t *n, bool all, const char *why);
 /* n carries NoExecute taints: evict what does not tolerate them. */
 void st_node_noexecute(st_t *s, arb_node_t *n, const char *source);
 /* A taint effect by name (0: none of them), and its name. */
-int st_taint_effect(const char *s);
 const char *st_taint_effect_name(int e);
 /* Nodes not deleted (LEFT). */
 int st_nodes_live(st_t *s);
@@ -419,9 +419,10 @@ int st_job_view_of(st_t *s, st_job_t *sj, bool full, const st_who_t *who, st_job
 /* JSON (codec.c). */
 char *st_job_record(st_t *s, st_job_t *sj);
 char *st_node_record(st_t *s, arb_node_t *n);
-json_t *st_task_assignment(st_t *s, st_job_t *sj, int t);
-/* A task's GPU mask as the list of its device indices. */
-json_t *st_gpu_list(uint16_t mask);
+/* Task t of sj as its agent is told it (*o the caller's: st_assignment_free);
+ * -ENOMEM, *o empty. */
+int st_task_assignment(st_t *s, st_job_t *sj, int t, st_assignment_t *o);
+void st_assignment_free(st_assignment_t *a);
 
 /* Idempotency-Keys (idem.c): key syntax (-EBADMSG); the job a principal's
  * key created (0: none, or expired: then deleted in the current batch);
@@ -476,11 +477,10 @@ int st_probe_start(st_t *s);
 void st_probe_stop(st_t *s);
 
 /* Secret env values. A job's env maps names to strings, or to
- * {"value": TEXT, "secret": true}. st_env_plain (codec.c): names to
- * strings, what a task gets (the node's own agent only). The API shows a
+ * {"value": TEXT, "secret": true}. A task gets them as plain strings
+ * (codec.c's st_task_assignment; the node's own agent only). The API shows a
  * secret's value to admins and the job's submitter only
  * (st_may_see_secrets, jobview.c). */
-json_t *st_env_plain(const json_t *env);
 bool st_may_see_secrets(const st_who_t *who, const st_job_t *sj);
 
 #endif

@@ -22,6 +22,7 @@
 
 #include "agent/lease.h"
 #include "agent/report.h"
+#include "api/api.h"
 #include "vc/vcluster.h"
 
 struct vc {
@@ -387,7 +388,7 @@ static int send_report(vc_t *v, vc_node_t *n, json_t *body, bool live, arb_err_t
     int64_t ticket = 0;
     agent_reply_t r;
     char *txt;
-    int rc = st_node_report(v->s, &agent, n->name, body, &out, &ticket, err);
+    int rc = api_node_report(v->s, &agent, n->name, -1, body, &out, &ticket, err);
 
     if (st_wait(v->s, ticket, NULL) < 0 && rc == 0)
         rc = arb_errf(err, -EIO, "the store failed");

@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "api/api.h"
+
 #define SF_UNUSED __attribute__((unused))
 
 static char dir[256]; /* this test's data directory */
@@ -82,7 +84,8 @@ static SF_UNUSED uint64_t sf_submit(st_t *s, const char *key, const char *spec, 
     return id;
 }
 
-/* An agent reports body (JSON) for node name; waits for it to be durable. */
+/* An agent reports body (JSON) for node name, as the API takes it
+ * (api_node_report); waits for it to be durable. */
 static SF_UNUSED void sf_report(st_t *s, const char *name, const char *body)
 {
     json_t *out = NULL, *b = json_loads(body, 0, NULL);
@@ -90,7 +93,7 @@ static SF_UNUSED void sf_report(st_t *s, const char *name, const char *body)
     arb_err_t err = {{0}};
 
     assert_non_null(b);
-    if (st_node_report(s, &agent, name, b, &out, &t, &err) < 0)
+    if (api_node_report(s, &agent, name, -1, b, &out, &t, &err) < 0)
         fail_msg("report: %s", err.msg);
     assert_int_equal(st_wait(s, t, NULL), 0);
     json_decref(out);

@@ -2,9 +2,10 @@
  * enc_telemetry.c), as test_api_enc.c does it: the JSON clients read, byte
  * for byte, from the state's typed views built by hand (services and their
  * replicas, a load report's answer, a node's telemetry history, log
- * tickets), a balancer's load report decoded, or refused naming the
- * field, and the route table's rows each answered one way. The same views from a live state go
- * through HTTP in the CLI tests (tests/cli/service*.sh, telemetry*.sh, logs*.sh). */
+ * tickets, a report's reply and the assignments list), a balancer's load
+ * report and an agent's report decoded, or refused naming the field, and the route table's rows
+ * each answered one way. The same views from a live state go through HTTP in the CLI tests
+ * (tests/cli/service*.sh, telemetry*.sh, logs*.sh). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -238,6 +239,203 @@ static void test_logs_ticket(void **unused)
 /* The route table: every row is answered, by its handler or by a simple
  * read (routes.c's read ops), never by both; a simple read is a GET that
  * takes no body. */
+/* A report's reply, applied: a task with caps, a grace, a time limit and
+ * env; a gang's elastic member (its hosts, rank, master); then a replay's
+ * and a lost node's; the assignments long poll's list. */
+static void test_report_reply(void **unused)
+{
+    (void)unused;
+    char *cmd[] = {"sh", "-c", "echo hi"};
+    st_env_pair_t env[] = {{"A", "1"}, {"ARBITER_GPU_MEMORY_MIB", "81920"}};
+    char *hosts[] = {"10.0.0.1", "n2"};
+    st_assignment_t a[2] = {
+        {.job = 7,
+         .name = "train",
+         .task = 0,
+         .ntasks = 1,
+         .attempt = 2,
+         .epoch = 1,
+         .gpus = 0x5,
+         .gpu_milli = 1000,
+         .command = cmd,
+         .ncommand = 3,
+         .env = env,
+         .nenv = 2,
+         .state = "running",
+         .cpu = "4",
+         .memory = "8Gi",
+         .has_grace = true,
+         .grace_s = 7,
+         .has_time_limit = true,
+         .time_limit_ms = 3599000},
+        {.job = 9,
+         .name = "el",
+         .task = 1,
+         .ntasks = 2,
+         .attempt = 1,
+         .epoch = 1,
+         .gpus = 0x2,
+         .gpu_milli = 500,
+         .gpu_memory_mib = 20480,
+         .state = "assigned",
+         .stop = true,
+         .elastic = true,
+         .generation = 3,
+         .hosts = hosts,
+         .nhosts = 2,
+         .gang = true,
+         .rank = 1,
+         .world_size = 2,
+         .master_port = 23456,
+         .master_addr = "10.0.0.1"},
+    };
+    st_report_reply_t r = {.node = "n1",
+                           .lamport = 41,
+                           .epoch = 1,
+                           .lease_ms = 10000,
+                           .kind = ST_REPORT_APPLIED,
+                           .version = 3,
+                           .assigned = {.v = a, .n = 2, .version = 12345}};
+    const char *one =
+        "{\"job\":7,\"name\":\"train\",\"task\":0,\"ntasks\":1,\"attempt\":2,\"epoch\":1,"
+        "\"gpus\":[0,2],\"gpu_milli\":1000,\"gpu_memory_mib\":0,\"command\":[\"sh\",\"-c\","
+        "\"echo hi\"],\"env\":{\"A\":\"1\",\"ARBITER_GPU_MEMORY_MIB\":\"81920\"},\"state\":"
+        "\"running\",\"stop\":false,\"cpu\":\"4\",\"memory\":\"8Gi\",\"grace_s\":7,"
+        "\"time_limit_ms\":3599000}";
+    const char *two =
+        "{\"job\":9,\"name\":\"el\",\"task\":1,\"ntasks\":2,\"attempt\":1,\"epoch\":1,\"gpus\":"
+        "[1],\"gpu_milli\":500,\"gpu_memory_mib\":20480,\"command\":[],\"env\":{},\"state\":"
+        "\"assigned\",\"stop\":true,\"elastic\":true,\"generation\":3,\"hosts\":[\"10.0.0.1\","
+        "\"n2\"],\"rank\":1,\"world_size\":2,\"master_addr\":\"10.0.0.1\",\"master_port\":23456}";
+    char want[2048];
+
+    snprintf(want, sizeof want,
+             "{\"node\":\"n1\",\"lamport\":41,\"epoch\":1,\"lease_ms\":10000,\"version\":3,"
+             "\"assignments_version\":12345,\"assignments\":[%s,%s]}",
+             one, two);
+    expect_json(api_report_reply_json(&r), want);
+    snprintf(want, sizeof want,
+             "{\"node\":\"n1\",\"lamport\":41,\"epoch\":1,\"assignments_version\":12345,"
+             "\"assignments\":[%s,%s]}",
+             one, two);
+    expect_json(api_assignments_json("n1", 41, 1, &r.assigned), want);
+
+    st_report_reply_t stale = {.node = "n1",
+                               .lamport = 41,
+                               .epoch = 1,
+                               .lease_ms = 10000,
+                               .kind = ST_REPORT_STALE,
+                               .message = "a replay"};
+    expect_json(api_report_reply_json(&stale),
+                "{\"node\":\"n1\",\"lamport\":41,\"epoch\":1,\"lease_ms\":10000,\"stale\":true,"
+                "\"message\":\"a replay\"}");
+    stale.kind = ST_REPORT_LOST;
+    snprintf(stale.message, sizeof stale.message, "register again");
+    expect_json(api_report_reply_json(&stale),
+                "{\"node\":\"n1\",\"lamport\":41,\"epoch\":1,\"lease_ms\":10000,\"lost\":true,"
+                "\"message\":\"register again\"}");
+    st_assign_list_t none = {.version = 1};
+    expect_json(api_assignments_json("n2", 5, 2, &none),
+                "{\"node\":\"n2\",\"lamport\":5,\"epoch\":2,\"assignments_version\":1,"
+                "\"assignments\":[]}");
+}
+
+static int decode(const char *txt, st_report_t *r, arb_err_t *err)
+{
+    json_t *b = json_loads(txt, 0, NULL);
+    assert_non_null(b);
+    int rc = api_report_decode(b, r, err);
+    json_decref(b);
+    return rc;
+}
+
+/* A report decoded field for field (the inventory and telemetry kept as
+ * text), nulls as absent, and refusals naming the field. */
+static void test_report_decode(void **unused)
+{
+    (void)unused;
+    st_report_t r;
+    arb_err_t err = {{0}};
+
+    assert_int_equal(
+        decode("{\"lamport\": 41, \"inventory\": {\"cpu\": \"64\", \"gpus\": []},"
+               " \"telemetry\": {\"cpu_util\": 0.5, \"queue_length\": 3, \"gpus\": [{\"index\": 1,"
+               " \"util\": 87, \"healthy\": false}, {\"index\": 0, \"temp_c\": 61}]},"
+               " \"tasks\": [{\"job\": 7, \"task\": 1, \"attempt\": 2, \"state\": \"failed\","
+               " \"exit_code\": -9}, {\"job\": 8, \"task\": 0, \"state\": \"lost\","
+               " \"fenced_by\": \"supervisor\", \"attempt\": null}]}",
+               &r, &err),
+        0);
+    assert_true(r.has_lamport);
+    assert_int_equal(r.lamport, 41);
+    assert_string_equal(r.inventory, "{\"cpu\":\"64\",\"gpus\":[]}");
+    assert_string_equal(r.telemetry,
+                        "{\"cpu_util\":0.5,\"queue_length\":3,\"gpus\":[{\"index\":1,"
+                        "\"util\":87,\"healthy\":false},{\"index\":0,\"temp_c\":61}]}");
+    assert_true(r.has_queue_length);
+    assert_int_equal(r.queue_length, 3);
+    assert_int_equal(r.ngpus, 2);
+    assert_int_equal(r.gpus[0].index, 1);
+    assert_true(r.gpus[0].has_util && r.gpus[0].has_healthy && !r.gpus[0].has_temp);
+    assert_int_equal(r.gpus[0].util, 87);
+    assert_false(r.gpus[0].healthy);
+    assert_true(r.gpus[1].has_temp && !r.gpus[1].has_util && !r.gpus[1].has_healthy);
+    assert_int_equal(r.gpus[1].temp_c, 61);
+    assert_true(r.has_tasks);
+    assert_int_equal(r.ntasks, 2);
+    assert_int_equal(r.tasks[0].job, 7);
+    assert_int_equal(r.tasks[0].task, 1);
+    assert_true(r.tasks[0].has_attempt);
+    assert_int_equal(r.tasks[0].attempt, 2);
+    assert_int_equal(r.tasks[0].state, ST_RT_FAILED);
+    assert_true(r.tasks[0].has_exit);
+    assert_int_equal(r.tasks[0].exit_code, -9);
+    assert_int_equal(r.tasks[0].fenced_by, ST_FENCED_NONE);
+    assert_int_equal(r.tasks[1].state, ST_RT_LOST);
+    assert_int_equal(r.tasks[1].fenced_by, ST_FENCED_SUPERVISOR);
+    assert_true(r.tasks[1].has_attempt); /* null: attempt 0, as the state always took it */
+    assert_int_equal(r.tasks[1].attempt, 0);
+    assert_false(r.tasks[1].has_exit);
+    api_report_free(&r);
+
+    /* nulls are as if absent; an empty body is a heartbeat */
+    assert_int_equal(decode("{\"lamport\": null, \"inventory\": null, \"telemetry\": null,"
+                            " \"tasks\": null}",
+                            &r, &err),
+                     0);
+    assert_false(r.has_lamport || r.has_tasks || r.has_queue_length);
+    assert_null(r.inventory);
+    assert_null(r.telemetry);
+    api_report_free(&r);
+    assert_int_equal(decode("{}", &r, &err), 0);
+    assert_false(r.has_tasks);
+    api_report_free(&r);
+
+    static const struct {
+        const char *body, *msg;
+    } bad[] = {
+        {"[1]", "expected an object"},
+        {"{\"foo\": 1}", "foo"},
+        {"{\"lamport\": \"x\"}", "lamport: expected an integer"},
+        {"{\"inventory\": []}", "inventory: expected an object"},
+        {"{\"telemetry\": {\"cpu_util\": 2}}", "telemetry.cpu_util"},
+        {"{\"telemetry\": {\"gpus\": [{\"util\": 3}]}}", "telemetry.gpus[0].index: required"},
+        {"{\"tasks\": [{\"job\": 1}]}", "tasks[0]: job, task and state are required"},
+        {"{\"tasks\": [{\"job\": 1, \"task\": 0, \"state\": \"zzz\"}]}", "tasks[0].state: 'zzz'"},
+        {"{\"tasks\": [{\"job\": 1, \"task\": 0, \"state\": \"lost\", \"fenced_by\": \"x\"}]}",
+         "tasks[0].fenced_by: 'x'; use agent or supervisor"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        memset(&err, 0, sizeof err);
+        assert_int_equal(decode(bad[i].body, &r, &err), -EINVAL);
+        if (!strstr(err.msg, bad[i].msg))
+            fail_msg("%s: got '%s', want '%s'", bad[i].body, err.msg, bad[i].msg);
+        assert_null(r.tasks);
+        assert_null(r.gpus);
+        assert_null(r.telemetry);
+    }
+}
+
 static void test_route_rows(void **unused)
 {
     (void)unused;
@@ -259,9 +457,10 @@ static void test_route_rows(void **unused)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_service),    cmocka_unit_test(test_load_decode),
-        cmocka_unit_test(test_telemetry),  cmocka_unit_test(test_logs_ticket),
-        cmocka_unit_test(test_route_rows),
+        cmocka_unit_test(test_service),       cmocka_unit_test(test_load_decode),
+        cmocka_unit_test(test_telemetry),     cmocka_unit_test(test_logs_ticket),
+        cmocka_unit_test(test_route_rows),    cmocka_unit_test(test_report_reply),
+        cmocka_unit_test(test_report_decode),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

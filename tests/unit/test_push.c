@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "state/state_int.h"
 #include "state_fixture.h"
 
@@ -39,7 +40,7 @@ static void report(st_t *s, const char *body, uint64_t *ver)
     arb_err_t err = {{0}};
 
     assert_non_null(b);
-    assert_int_equal(st_node_report(s, &agent, "n1", b, &out, &t, &err), 0);
+    assert_int_equal(api_node_report(s, &agent, "n1", -1, b, &out, &t, &err), 0);
     if (t)
         assert_int_equal(st_wait(s, t, NULL), 0);
     if (ver)
@@ -55,7 +56,7 @@ static int poll_n1(st_t *s, int64_t epoch, uint64_t have, uint64_t *ver, size_t 
     int64_t t = 0;
     uint32_t key = 0;
     arb_err_t err = {{0}};
-    int rc = st_node_assignments_wait(s, "n1", epoch, have, same, &key, &out, &t, &err);
+    int rc = api_node_assignments(s, "n1", epoch, have, same, &key, &out, &t, &err);
 
     if (t)
         assert_int_equal(st_wait(s, t, NULL), 0);

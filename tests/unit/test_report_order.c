@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "api/api.h"
 #include "state/state_int.h"
 #include "state_fixture.h"
 
@@ -31,7 +32,7 @@ static int report(st_t *s, const char *body, char *msg, size_t n)
     arb_err_t err = {{0}};
 
     assert_non_null(b);
-    int rc = st_node_report(s, &agent, "n1", b, &out, &t, &err);
+    int rc = api_node_report(s, &agent, "n1", -1, b, &out, &t, &err);
     if (t)
         assert_int_equal(st_wait(s, t, NULL), 0);
     if (msg)

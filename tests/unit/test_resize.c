@@ -56,7 +56,7 @@ static json_t *report(st_t *s, const char *name, const char *tasks, bool invento
              tasks ? ", \"tasks\": " : "", tasks ? tasks : "");
     b = json_loads(body, 0, NULL);
     assert_non_null(b);
-    if (st_node_report(s, &agent, name, b, &out, &t, &err) < 0)
+    if (api_node_report(s, &agent, name, -1, b, &out, &t, &err) < 0)
         fail_msg("report: %s", err.msg);
     assert_int_equal(st_wait(s, t, NULL), 0);
     json_decref(b);

@@ -46,7 +46,7 @@ static json_t *report(st_t *s, const char *node, const char *body)
     int64_t t = 0;
     arb_err_t err = {{0}};
     assert_non_null(b);
-    if (st_node_report(s, &agent, node, b, &out, &t, &err) < 0)
+    if (api_node_report(s, &agent, node, -1, b, &out, &t, &err) < 0)
         fail_msg("report: %s", err.msg);
     st_wait(s, t, NULL);
     json_decref(b);

@@ -52,7 +52,7 @@ static void add_node(st_t *s, const char *name, int gpus)
     snprintf(body + used, sizeof body - used, "]}}");
     b = json_loads(body, 0, NULL);
     assert_non_null(b);
-    if (st_node_report(s, &agent, name, b, &out, &t, &err) < 0)
+    if (api_node_report(s, &agent, name, -1, b, &out, &t, &err) < 0)
         fail_msg("report: %s", err.msg);
     assert_int_equal(st_wait(s, t, NULL), 0);
     json_decref(out);
@@ -252,7 +252,7 @@ static json_t *report(st_t *s, const char *node, const char *body, int want)
     int64_t t = 0;
     arb_err_t err = {{0}};
     assert_non_null(b);
-    int rc = st_node_report(s, &agent, node, b, &out, &t, &err);
+    int rc = api_node_report(s, &agent, node, -1, b, &out, &t, &err);
     if (rc != want)
         fail_msg("report rc %d: %s", rc, err.msg);
     st_wait(s, t, NULL);
