@@ -648,6 +648,25 @@ static bool rd_u64(rd_t *d, uint64_t *out)
     return true;
 }
 
+/* One more zeroed item at the end of a growing array of the record's (its
+ * tasks, its allocation); NULL with d->oom set when memory runs out. */
+static void *rd_slot(rd_t *d, void **items, size_t *n, size_t *cap, size_t size)
+{
+    if (*n == *cap) {
+        size_t c = *cap ? *cap * 2 : 8;
+        void *p = realloc(*items, c * size);
+        if (!p) {
+            d->oom = true;
+            return NULL;
+        }
+        *items = p;
+        *cap = c;
+    }
+    void *it = (char *)*items + (*n)++ * size;
+    memset(it, 0, size);
+    return it;
+}
+
 static bool rd_tasks(rd_t *d)
 {
     st_jobrec_t *r = d->r;
@@ -657,16 +676,9 @@ static bool rd_tasks(rd_t *d)
     if (eat(d, ']'))
         return true;
     do {
-        if (r->ntasks == r->taskcap) {
-            size_t cap = r->taskcap ? r->taskcap * 2 : 8;
-            st_rec_task_t *t = realloc(r->tasks, cap * sizeof *t);
-            if (!t)
-                return !(d->oom = true);
-            r->tasks = t;
-            r->taskcap = cap;
-        }
-        st_rec_task_t *t = &r->tasks[r->ntasks++];
-        *t = (st_rec_task_t){0};
+        st_rec_task_t *t = rd_slot(d, (void **)&r->tasks, &r->ntasks, &r->taskcap, sizeof *t);
+        if (!t)
+            return false;
         if (!eat(d, '[') || !rd_int(d, &t->state) || !eat(d, ','))
             return false;
         if (!word(d, "null")) {
@@ -691,16 +703,9 @@ static bool rd_alloc(rd_t *d)
     if (eat(d, ']'))
         return true;
     do {
-        if (r->nalloc == r->alloccap) {
-            size_t cap = r->alloccap ? r->alloccap * 2 : 8;
-            st_rec_alloc_t *a = realloc(r->alloc, cap * sizeof *a);
-            if (!a)
-                return !(d->oom = true);
-            r->alloc = a;
-            r->alloccap = cap;
-        }
-        st_rec_alloc_t *a = &r->alloc[r->nalloc++];
-        *a = (st_rec_alloc_t){0};
+        st_rec_alloc_t *a = rd_slot(d, (void **)&r->alloc, &r->nalloc, &r->alloccap, sizeof *a);
+        if (!a)
+            return false;
         if (!eat(d, '['))
             return false;
         if (word(d, "null"))
