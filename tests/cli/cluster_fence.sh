@@ -65,7 +65,8 @@ cl_wait "the namespaced node" 10 cl_node_ready cut
 job=$($ARB submit --gpus 4 --name fenced -- sh -c \
     "echo \$\$ > $T/pid.\$ARBITER_NODE.\$ARBITER_EPOCH; date +%s%N > $T/start.\$ARBITER_NODE; exec sleep 300")
 cl_wait "job $job to run" 15 cl_is "$job" running
-cl_wait "the task's pid" 5 sh -c "ls $T/pid.cut.* >/dev/null"
+# non-empty: the shell creates the file before it writes the pid (one write)
+cl_wait "the task's pid" 5 sh -c "cat $T/pid.cut.* 2>/dev/null | grep -q ."
 TPID=$(cat "$T"/pid.cut.*)
 kill -0 "$TPID" || cl_fail "task pid $TPID is not running"
 
