@@ -3,9 +3,9 @@
  * /v1/jobs, the replies of submit and cancel): the state's typed view
  * (st_job_view_t) encoded to JSON, field by field in the order the CLI
  * (`arbiter job`, `arbiter queue`), the console, the Slurm verbs (squeue,
- * sacct) and docs/api.md know. What the job asks for is src/spec's object
- * (the one a dry run prints), merged in as the state kept its text; a
- * service's block likewise.
+ * sacct) and docs/api.md know. What the job asks for is enc_asks.c's (the
+ * object a dry run prints); a service's block is enc_service.c's, as GET
+ * /v1/services/{name} shows it.
  */
 #include "api/api_int.h"
 
@@ -89,8 +89,8 @@ json_t *api_job_json(const st_job_view_t *v)
     if (v->kind) {
         json_object_set_new(o, "kind", json_string(v->kind));
         json_object_set_new(o, "service",
-                            v->service_json
-                                ? json_loads(v->service_json, 0, NULL)
+                            v->service
+                                ? api_service_json(v->service)
                                 : json_pack("{s:I,s:s,s:i}", "job", (json_int_t)v->replica_of,
                                             "name", v->replica_of_name, "replica", v->replica));
     }
@@ -98,7 +98,7 @@ json_t *api_job_json(const st_job_view_t *v)
         return o;
     /* What it asks for and where it may run: the dry run's object, merged
      * (its "elastic" replaced by the live size below). */
-    json_t *asks = v->asks_json ? json_loads(v->asks_json, 0, NULL) : NULL;
+    json_t *asks = api_asks_json(&v->asks);
     if (asks)
         json_object_update(o, asks);
     json_decref(asks);

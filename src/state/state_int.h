@@ -462,8 +462,7 @@ bool st_service_who(st_t *s, const st_job_t *p, char *buf, size_t n);
 void st_service_preempted(st_t *s, st_job_t *victim, char *msg, size_t n);
 /* Service sj's view (GET /v1/services/{name}): 0 or -ENOMEM (v empty). */
 int st_service_view_of(st_t *s, st_job_t *sj, st_service_view_t *v);
-/* Service fields of a job's API object, and of its store record. */
-void st_service_job_json(st_t *s, st_job_t *sj, json_t *o);
+/* Service fields of a job's store record. */
 void st_service_record(st_job_t *sj, json_t *o);
 /* Recovery of a service parent (*parent true: never give it to the
  * scheduler) or replica (re-dressed: env, name, preemptible). */

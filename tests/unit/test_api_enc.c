@@ -279,8 +279,7 @@ static void test_job(void **unused)
     expect_json(api_jobs_json(&l), want);
 
     /* alone */
-    char asks[] = "{\"ntasks\":2,\"groups\":[{\"name\":\"worker\"}],\"gang_min\":1,\"elastic\":"
-                  "{\"min\":1,\"max\":2},\"preemptible\":false}";
+    st_ask_group_t grp = {.name = "worker", .replicas = 2, .gpus = 2, .cpu_milli = 4000};
     char a0[] = "sleep", a1[] = "60", *cmd[] = {a0, a1};
     char e0[] = "PLAIN", e0v[] = "visible", e1[] = "TOKEN", e1v[] = "s3cr3t", e2[] = "KEY";
     st_env_view_t env[3] = {{e0, e0v, false}, {e1, e1v, true}, {e2, NULL, true}};
@@ -291,7 +290,8 @@ static void test_job(void **unused)
                               .message = m0,
                               .job = 7}};
     v.full = true;
-    v.asks_json = asks;
+    v.asks = (st_job_asks_t){
+        .ntasks = 2, .gang_min = 1, .elastic = true, .grace_s = -1, .groups = &grp, .ngroups = 1};
     v.elastic = true;
     v.elastic_min = 1;
     v.elastic_max = 2;
@@ -305,7 +305,8 @@ static void test_job(void **unused)
     v.events = ev;
     v.nevents = 1;
     snprintf(want, sizeof want,
-             "%s,\"ntasks\":2,\"groups\":[{\"name\":\"worker\"}],\"gang_min\":1,\"elastic\":{"
+             "%s,\"ntasks\":2,\"groups\":[{\"name\":\"worker\",\"replicas\":2,\"gpus\":2,"
+             "\"cpu\":\"4\",\"memory\":\"0\"}],\"gang_min\":1,\"elastic\":{"
              "\"min\":1,\"max\":2,\"current\":1,\"generation\":3},\"preemptible\":false,"
              "\"command\":[\"sleep\",\"60\"],\"env\":{\"PLAIN\":\"visible\",\"TOKEN\":{\"value\":"
              "\"s3cr3t\",\"secret\":true},\"KEY\":{\"secret\":true}},\"events\":[{\"lamport\":12,"
@@ -315,7 +316,7 @@ static void test_job(void **unused)
     expect_json(api_job_json(&v), want);
 
     /* pending, never started, a service: no env (none given), an empty command */
-    char svc[] = "{\"name\":\"web\",\"desired\":2}";
+    st_service_view_t svc = {.name = "web", .job = 4, .version = 1, .desired = 2, .port = 8000};
     st_job_view_t w = {.id = 4,
                        .name = "web",
                        .queue = "default",
@@ -326,16 +327,19 @@ static void test_job(void **unused)
                        .ended_at = "2026-12-01T20:53:00.000Z",
                        .wait = "held-by-order",
                        .kind = "service",
-                       .service_json = svc,
+                       .service = &svc,
                        .full = true,
-                       .asks_json = (char[]){"{}"}};
+                       .asks = {.grace_s = -1}};
     expect_json(api_job_json(&w),
                 "{\"id\":4,\"name\":\"web\",\"queue\":\"default\",\"team\":\"\",\"owner\":\"\","
                 "\"state\":\"pending\",\"priority\":0,\"gpus\":0,\"version\":0,"
                 "\"submitted_lamport\":0,\"updated_lamport\":0,\"attempt\":0,\"epoch\":0,"
                 "\"submitted_at\":\"2026-12-01T20:52:13.840Z\",\"ended_at\":\"2026-12-01T20:53:"
                 "00.000Z\",\"tasks\":[],\"wait\":\"held-by-order\",\"kind\":\"service\","
-                "\"service\":{\"name\":\"web\",\"desired\":2},\"command\":[],\"events\":[]}");
+                "\"service\":{\"service\":\"web\",\"job\":4,\"version\":1,\"desired\":2,"
+                "\"min\":0,\"port\":8000,\"health\":\"\",\"replicas\":[]},\"ntasks\":0,"
+                "\"groups\":[],\"gang_min\":0,\"preemptible\":false,\"command\":[],"
+                "\"events\":[]}");
 }
 
 /* Why a job waits: core's explanation as kept, then what the state adds in
