@@ -89,7 +89,7 @@ struct la_plan {
     pl_type_t *ty;   /* PL_MAX_TYPES */
     double *V;       /* [type][1001] */
     double *sigma;   /* [type][1000]: the share rows' duals */
-    int *node_type;  /* by node id; -1 unknown */
+    int *node_type;  /* by node id at the solve; -1 unknown (a hint: see type_of) */
     uint32_t nnodes; /* that node_type covers */
 };
 
@@ -571,6 +571,24 @@ double la_plan_base(const la_plan_t *p, const la_plan_task_t *t)
     return isfinite(best) ? best : 0;
 }
 
+/* n's type: the one of its model, GPU count, CPU and memory, whatever n's
+ * state was at the solve. By its own fields, not by its id at the solve, so
+ * that alike nodes price alike (the node classes evaluate them as one) and
+ * a node drained then or joined since is priced as its type. -1: none. */
+static int type_of(const la_plan_t *p, const arb_node_t *n)
+{
+    uint32_t model = n->ngpus ? n->gpu[0].model : 0;
+    int hint = n->id < p->nnodes ? p->node_type[n->id] : -1;
+
+    for (int i = -1; i < p->nty; i++) {
+        int k = i < 0 ? hint : i;
+        if (k >= 0 && p->ty[k].model == model && p->ty[k].gpus == n->ngpus &&
+            p->ty[k].cpu == n->cap.cpu_milli && p->ty[k].mem == n->cap.mem_bytes)
+            return k;
+    }
+    return -1;
+}
+
 double la_plan_cost(const la_plan_t *p, const arb_node_t *n, const la_plan_task_t *t,
                     int free_before)
 {
@@ -578,7 +596,7 @@ double la_plan_cost(const la_plan_t *p, const arb_node_t *n, const la_plan_task_
     double c;
     int k;
 
-    if (!la_plan_ok(p) || n->id >= p->nnodes || (k = p->node_type[n->id]) < 0)
+    if (!la_plan_ok(p) || (k = type_of(p, n)) < 0)
         return 0;
     V = &p->V[k * 1001];
     c = resource_cost(p, k, t);

@@ -46,7 +46,7 @@ double la_plan_base(const la_plan_t *p, const la_plan_task_t *t);
 /* The price of what the task takes on n: its CPU and memory at n's type's
  * prices and, for a share put on a GPU with free_before milli free, the value
  * of that GPU's room before minus after; for whole GPUs, their value. 0 when
- * the plan is off or does not know n. */
+ * the plan is off or knows no node of n's type (model, GPUs, CPU, memory). */
 double la_plan_cost(const la_plan_t *p, const arb_node_t *n, const la_plan_task_t *t,
                     int free_before);
 

@@ -854,7 +854,11 @@ int sched_place_task(arb_sched_t *s, arb_job_t *j, int t, const sched_dom_t *d,
             best = c;
             nties = w;
             node = cnode;
-        } else if (s->total[c] > s->total[best] - 1e-9) {
+        } else if (s->total[c] >= s->total[best] - 1e-9) {
+            /* >=: an exact tie is one at any magnitude (near 1e8, fgd-la's
+             * scale, 1e-9 is below half a unit in the last place, so
+             * total - 1e-9 == total and > would miss it: the first in
+             * iteration order, class or node, would win). */
             nties += w;
             if (rnd ? arb_rng_below(ctx->rng, nties) < w : cnode < node) {
                 best = c;

@@ -129,6 +129,7 @@ typedef struct la_state {
     double share[LA_MAX_CLASSES][LA_MAX_POOLS]; /* a class's part of pool_need */
     double loss[LA_MAX_POOLS];                  /* for the task being placed */
     bool any_loss;
+    uint64_t pools_ver; /* the cluster's version st->loss was computed at */
     /* The plan (fgdla_plan.c): prices from the LP of the observed mix. */
     la_plan_t *plan;
     double plan_tasks;    /* observed tasks at the last solve */
@@ -514,14 +515,46 @@ static void la_fini(void *state)
     free(st);
 }
 
+/* Rebuild the weighted shapes (and, on its geometric schedule or when the
+ * nodes changed, the plan) now. Called from observe, never from a score: a
+ * placement that scores nothing (one candidate node, or one class of alike
+ * nodes) must not move the rebuild, or the indexed and the full-scan
+ * engines would learn the mix and price the nodes at different moments and
+ * disagree later (test_domidx's test_all_profiles). */
+static void la_rebuild(la_state_t *st)
+{
+    if (la_build(st) < 0) {
+        st->dirty = true; /* out of memory: the next score tries again */
+        return;
+    }
+    double t = fgd_table_tasks(st->tab);
+    /* A solve costs a few hundred ms on openb: on a geometric schedule, and
+     * when the nodes changed. Failure leaves it off (fgd-la is then FGD with
+     * its look-ahead and pool balance). */
+    if (t >= st->plan_tasks * LA_PLAN_GROWTH || la_plan_nodes(st->plan) != st->c->nnodes) {
+        la_plan_solve(st->plan, st->c, st->tab, NULL);
+        st->plan_tasks = t;
+    }
+    st->gen++;
+    st->next_build = t + (t / 8 > 1 ? t / 8 : 1);
+    st->job = NULL; /* the memoised task's base price is stale */
+    st->dirty = false;
+}
+
+/* Each arrival: learn its shape, and rebuild when the mix grew past the
+ * threshold or nodes joined since the plan was made (checked here, at an
+ * arrival both engines see, not at the next score, so a joined node is
+ * priced from the same arrival on either engine). */
 static void la_observe(void *state, const arb_job_t *j)
 {
     la_state_t *st = state;
 
     arb_score_fgd.observe(st->fgd, j);
     pools_observe(st, j);
-    if (fgd_table_count(st->tab, j) == 0 && fgd_table_tasks(st->tab) >= st->next_build)
-        st->dirty = true;
+    bool grew = fgd_table_count(st->tab, j) == 0 && fgd_table_tasks(st->tab) >= st->next_build;
+    bool joined = la_plan_ok(st->plan) && la_plan_nodes(st->plan) != st->c->nnodes;
+    if (grew || joined)
+        la_rebuild(st);
 }
 
 static bool key_eq(const la_key_t *a, const la_key_t *b)
@@ -585,25 +618,8 @@ static la_state_t *prepare(const arb_pctx_t *pc, arb_pctx_t *fp)
 
     *fp = *pc;
     fp->state = st->fgd;
-    /* Nodes joined since the plan was made: price them too. */
-    if (la_plan_ok(st->plan) && la_plan_nodes(st->plan) != st->c->nnodes)
-        st->dirty = true;
-    if (st->dirty) {
-        if (la_build(st) == 0) {
-            double t = fgd_table_tasks(st->tab);
-            /* A solve costs a few hundred ms on openb: on a geometric
-             * schedule, and when the nodes changed. Failure leaves it off
-             * (fgd-la is then FGD with its look-ahead and pool balance). */
-            if (t >= st->plan_tasks * LA_PLAN_GROWTH || la_plan_nodes(st->plan) != st->c->nnodes) {
-                la_plan_solve(st->plan, st->c, st->tab, NULL);
-                st->plan_tasks = t;
-            }
-            st->gen++;
-            st->next_build = t + (t / 8 > 1 ? t / 8 : 1);
-            st->job = NULL; /* the memoised task's base price is stale */
-        }
-        st->dirty = false;
-    }
+    if (st->dirty)
+        la_rebuild(st);
     if (j != st->job || j->id != st->job_id || j->seq != st->job_seq || pc->group != st->grp) {
         const arb_tgroup_t *g = pc->group;
         la_key_t *k = &st->cur;
@@ -622,6 +638,7 @@ static la_state_t *prepare(const arb_pctx_t *pc, arb_pctx_t *fp)
         st->grp = g;
         st->key = cache_slot(st, k);
         pools_prepare(st, j, g);
+        st->pools_ver = st->c->version;
         st->ptask.cpu = k->cpu;
         st->ptask.mem = (double)k->mem;
         st->ptask.milli = k->milli;
@@ -629,6 +646,15 @@ static la_state_t *prepare(const arb_pctx_t *pc, arb_pctx_t *fp)
         st->ptask.nmodels = k->nmodels;
         st->ptask.models = k->models;
         st->pbase = la_plan_base(st->plan, &st->ptask);
+    }
+    /* The pools read what is free now: a task bound (a gang's earlier one,
+     * another job's) or a node changed since they were computed makes them
+     * stale. Recomputed on the cluster's version, not only per job: the
+     * indexed engine does not score a task with one candidate, so a memo
+     * kept from the first score would differ between the engines. */
+    if (st->pools_ver != st->c->version) {
+        pools_prepare(st, j, pc->group);
+        st->pools_ver = st->c->version;
     }
     return st;
 }

@@ -360,6 +360,38 @@ static inline uint32_t fx_ab_compare(const char *policy, int nseeds, int njobs,
     return least;
 }
 
+/* fx_ab_compare for every profile in src/core/profiles.c's table (the
+ * names arb_profile_names lists), so a profile added there is compared
+ * too, but those that break ties at random (their scores draw too: only
+ * the distribution is the engines' to share). Fails naming the profile,
+ * seed and first differing decision. */
+static inline void fx_ab_compare_all(int nseeds, int njobs,
+                                     void (*run)(const char *policy, bool full_scan, uint64_t seed,
+                                                 int njobs, fx_ab_t *t))
+{
+    char names[512];
+    int nprofiles = 0;
+
+    arb_profile_names(names, sizeof names);
+    assert_true(strlen(names) + 1 < sizeof names); /* the list was not cut short */
+    for (char *p = names, *next; *p; p = next) {
+        int placed = 0;
+        char *comma = strstr(p, ", ");
+        next = comma ? comma + 2 : p + strlen(p);
+        arb_profile_t prof;
+        if (comma)
+            *comma = '\0';
+        assert_int_equal(arb_profile_lookup(p, &prof, NULL), 0);
+        if (prof.random_ties)
+            continue; /* draws, not decisions: the engines draw alike, not the same */
+        fx_ab_compare(p, nseeds, njobs, run, &placed, NULL);
+        if (placed == 0)
+            fail_msg("%s placed nothing: the comparison tests little", p);
+        nprofiles++;
+    }
+    assert_true(nprofiles >= 2);
+}
+
 /* ---- a tiny JSON validator: one value, nothing after it ------------------- */
 
 typedef struct fx_json {
