@@ -3,7 +3,7 @@
 # against Slurm, in one script (issue 20). JSON lines on stdout, progress on
 # stderr. Defaults: 5000 jobs, 1 run of each side (RUNS=3 for medians).
 #
-#  1. slurm's cluster, set up once: Debian's slurm-wlm (slurmctld, slurmd,
+#  1. slurm's cluster, set up once (bench/lib/slurm.sh, as bench/api.sh's): Debian's slurm-wlm (slurmctld, slurmd,
 #     munge; installed with apt-get when missing and we are root), munged
 #     with a generated key, a slurm.conf in a temp dir: 10 nodes (n01..n10)
 #     of 8 CPUs and 8 GPUs each, every node its own slurmd on this host
@@ -51,48 +51,22 @@ BOX=${SLURM_TIMEBOX_S:-$((120 + 600 * RUNS))}
 T=$(mktemp -d /tmp/arb_e2e_slurm.XXXXXX)
 chmod 755 "$T"
 PIDS=""
-SLURM_PIDS=""
-stop_slurm() {
-    for p in $SLURM_PIDS; do kill "$p" 2>/dev/null || true; done
-    for p in $SLURM_PIDS; do wait "$p" 2>/dev/null || true; done
-    SLURM_PIDS=""
-}
+# shellcheck source=bench/lib/slurm.sh
+. "$(dirname "$0")/lib/slurm.sh"
 cleanup() {
-    stop_slurm
+    sl_stop_all
     for p in $PIDS; do kill "$p" 2>/dev/null || true; done
     for p in $PIDS; do wait "$p" 2>/dev/null || true; done
     if [ -n "${E2E_KEEP:-}" ]; then echo "bench/e2e.sh: kept $T" >&2; else rm -rf "$T"; fi
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM
-wait_for() { # SECS CMD...: bounded polling
-    n=$(($1 * 10))
-    shift
-    until "$@" >/dev/null 2>&1; do
-        n=$((n - 1))
-        [ $n -gt 0 ] || return 1
-        sleep 0.1
-    done
-}
-load() { cut -d' ' -f1 /proc/loadavg; }
-now() { date +%s.%N; }
 field() { echo "$2" | sed -n "s/.*\"$1\": *\([0-9.]*\).*/\1/p"; }
 median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR] = $1} END {if (NR == 0) print "null"; else if (NR % 2) print v[(NR + 1) / 2]; else printf "%.1f\n", (v[NR / 2] + v[NR / 2 + 1]) / 2}'; }
-# N consecutive ports that no socket uses now (ss), below the kernel's
-# ephemeral range, so no outgoing connection takes one of them meanwhile
-free_ports() { # N: the first of them
-    lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || echo 32768)
-    ss -Htan 2>/dev/null | awk '{n = split($4, a, ":"); print a[n]}' | sort -un >"$T/ports.used"
-    while :; do
-        b=$(($(od -An -N2 -tu2 /dev/urandom) % (lo - 10000 - $1) + 10000))
-        hit=$(awk -v b="$b" -v e=$((b + $1 - 1)) '$1 >= b && $1 <= e' "$T/ports.used" | head -n 1)
-        [ -z "$hit" ] && { echo "$b"; return; }
-    done
-}
 SLURM_WHY=""
 no_slurm() { # WHY: Slurm cannot run; the Arbiter runs go on alone
-    SLURM_WHY=$(echo "$1" | sed 's/["\\]/ /g' | tr '\n\t' '  ' | sed 's/ *$//')
-    stop_slurm
+    SLURM_WHY=$(sl_text "$1")
+    sl_stop
     return 1
 }
 
@@ -101,42 +75,11 @@ DEADLINE=$(($(date +%s) + BOX))
 left() { l=$((DEADLINE - $(date +%s))); [ $l -gt 0 ] || l=1; echo $l; }
 LAYOUT=""
 write_conf() { # NODES GPUS_PER_NODE: slurm.conf and gres.conf for that layout
-    cat >"$T/slurm.conf" <<CONF
-ClusterName=arbe2e
-SlurmctldHost=$HOST(127.0.0.1)
-SlurmUser=root
-SlurmdUser=root
-SlurmctldPort=$CP
-AuthType=auth/munge
-AuthInfo=socket=$T/munge/munge.sock
-CredType=cred/munge
-StateSaveLocation=$T/state
-SlurmdSpoolDir=$T/spool/%n
-SlurmctldPidFile=$T/slurmctld.pid
-SlurmdPidFile=$T/slurmd.%n.pid
-SlurmctldLogFile=$T/slurmctld.log
-SlurmdLogFile=$T/slurmd.%n.log
-SlurmdParameters=config_overrides
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core
-SchedulerType=sched/backfill
-GresTypes=gpu
-MaxJobCount=$((JOBS * RUNS + 1000))
-MinJobAge=86400
-MpiDefault=none
-ReturnToService=2
-JobCompType=jobcomp/none
-AccountingStorageType=accounting_storage/none
-JobAcctGatherType=jobacct_gather/none
-PartitionName=bench Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-CONF
+    sl_conf arbe2e $((JOBS * RUNS + 1000))
+    printf 'GresTypes=gpu\nMinJobAge=86400\n' >>"$T/slurm.conf"
     i=1
     while [ $i -le "$1" ]; do
-        n=$(printf 'n%02d' $i)
-        echo "NodeName=$n NodeAddr=127.0.0.1 NodeHostname=$HOST Port=$((DP + i - 1)) CPUs=$2 RealMemory=1000 Gres=gpu:$2 State=UNKNOWN" >>"$T/slurm.conf"
-        mkdir -p "$T/spool/$n"
+        sl_node "$(printf 'n%02d' $i)" $((SL_CP + i)) "$2" "$2"
         i=$((i + 1))
     done
     write_gres "$1" "$2" ""
@@ -173,56 +116,27 @@ write_gres() { # NODES GPUS_PER_NODE FILES: gres.conf, with device files when FI
         i=$((i + 1))
     done
 }
-idle_nodes() { sinfo -h -N -o '%N %T' 2>/dev/null | grep -c ' idle$' || true; }
 start_slurm() { # NODES GPUS_PER_NODE SECS: the daemons up and every node idle, or 1
     write_conf "$1" "$2"
-    rm -rf "$T/state"
-    mkdir -p "$T/state"
-    slurmctld -D -i -f "$T/slurm.conf" >"$T/slurmctld.out" 2>&1 &
-    SLURM_PIDS="$SLURM_PIDS $!"
+    names=""
     i=1
     while [ $i -le "$1" ]; do
-        slurmd -D -N "$(printf 'n%02d' $i)" -f "$T/slurm.conf" >"$T/slurmd.$i.out" 2>&1 &
-        SLURM_PIDS="$SLURM_PIDS $!"
+        names="$names $(printf 'n%02d' $i)"
         i=$((i + 1))
     done
-    wait_for "$3" sh -c "[ \$(sinfo -h -N -o '%N %T' | grep -c ' idle\$') -ge $1 ]"
+    # shellcheck disable=SC2086 # one word a node
+    sl_start "$3" $names
 }
 setup_slurm() {
-    if ! command -v slurmctld >/dev/null 2>&1 || ! command -v slurmd >/dev/null 2>&1 ||
-        ! command -v sbatch >/dev/null 2>&1 || ! command -v munged >/dev/null 2>&1; then
-        if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
-            echo "bench/e2e.sh: installing slurmctld, slurmd, slurm-client, munge..." >&2
-            DEBIAN_FRONTEND=noninteractive timeout "$(left)" apt-get install -y --no-install-recommends \
-                slurmctld slurmd slurm-client munge >"$T/apt.log" 2>&1 ||
-                no_slurm "apt-get install slurmctld slurmd slurm-client munge failed: $(tail -n 2 "$T/apt.log")" || return 1
-        else
-            no_slurm "slurm-wlm is not installed and this is not root with apt-get: install slurmctld slurmd slurm-client munge" || return 1
-        fi
-    fi
-    [ "$(id -u)" = 0 ] || no_slurm "slurmd must run as root to start jobs (this is uid $(id -u))" || return 1
-    mkdir -p "$T/munge" "$T/out"
-    chmod 755 "$T/munge"
-    dd if=/dev/urandom of="$T/munge/munge.key" bs=1024 count=1 2>/dev/null
-    chmod 400 "$T/munge/munge.key"
-    munged --key-file="$T/munge/munge.key" --socket="$T/munge/munge.sock" \
-        --pid-file="$T/munge/munged.pid" --log-file="$T/munge/munged.log" \
-        --seed-file="$T/munge/seed" --force 2>"$T/munged.err" ||
-        no_slurm "munged did not start: $(cat "$T/munged.err") $(tail -n 2 "$T/munge/munged.log" 2>/dev/null)" || return 1
-    wait_for 10 test -s "$T/munge/munged.pid" || no_slurm "munged wrote no pid file" || return 1
-    PIDS="$PIDS $(cat "$T/munge/munged.pid")"
-    HOST=$(hostname -s)
-    CP=$(free_ports $((AGENTS + 1)))
-    DP=$((CP + 1))
-    SLURM_CONF=$T/slurm.conf
-    export SLURM_CONF
+    sl_setup bench/e2e.sh $((AGENTS + 1)) "$(left)" || no_slurm "$SL_WHY" || return 1
+    mkdir -p "$T/out"
     echo "bench/e2e.sh: slurm: $AGENTS slurmd of $GPUS GPUs on this host..." >&2
     if start_slurm $AGENTS $GPUS 60; then
         LAYOUT="$AGENTS nodes x $GPUS GPUs, one slurmd per node on this host"
         return 0
     fi
-    many="$(idle_nodes) of $AGENTS nodes idle after 60 s: $(tail -n 2 "$T/slurmctld.log" "$T/slurmd.n02.log" 2>/dev/null | tr '\n' ' ')"
-    stop_slurm
+    many="$(sl_idle) of $AGENTS nodes idle after 60 s: $(tail -n 2 "$T/slurmctld.log" "$T/slurmd.n02.log" 2>/dev/null | tr '\n' ' ')"
+    sl_stop
     for f in "$T"/slurm*.log "$T"/slurm*.out; do mv "$f" "$f.multi" 2>/dev/null || true; done
     echo "bench/e2e.sh: slurm: several slurmd on one host did not come up ($many); one node of $((AGENTS * GPUS)) GPUs instead" >&2
     if start_slurm 1 $((AGENTS * GPUS)) 60; then
@@ -241,21 +155,21 @@ slurm_run() { # RUN: one run of the N jobs on Slurm; its JSON line, its rate in 
     name=e2e$1
     per=$(((JOBS + CLIENTS - 1) / CLIENTS))
     echo "bench/e2e.sh: slurm run $1: $JOBS sbatch --gres=gpu:1 --wrap true from $CLIENTS workers..." >&2
-    l0=$(load)
-    t0=$(now)
+    l0=$(sl_load)
+    t0=$(sl_now)
     # shellcheck disable=SC2016 # the worker's own $1, $2, $i
     seq "$JOBS" | timeout "$(left)" xargs -P "$CLIENTS" -n "$per" sh -c \
         'n=$1; o=$2; shift 2; for i; do sbatch --parsable --gres=gpu:1 -J "$n" -o "$o/%j.out" --wrap true || echo "sbatch failed" >&2; done' _ "$name" "$T/out" \
         >"$T/ids.$1" 2>"$T/sbatch.err.$1" || true
-    ts=$(now)
+    ts=$(sl_now)
     ok=$(grep -c '^[0-9]' "$T/ids.$1" || true)
     ended=1
     until [ "$(active "$name")" = 0 ]; do
         [ "$(date +%s)" -lt "$DEADLINE" ] || { ended=0; break; }
         sleep 0.1
     done
-    t1=$(now)
-    l1=$(load)
+    t1=$(sl_now)
+    l1=$(sl_load)
     squeue -h -n "$name" -t all -o %T >"$T/states.$1" 2>/dev/null || true
     done_ok=$(grep -c '^COMPLETED$' "$T/states.$1" || true)
     left_n=$(active "$name")
@@ -264,7 +178,7 @@ slurm_run() { # RUN: one run of the N jobs on Slurm; its JSON line, its rate in 
     S_RATE=$(echo "$done_ok $secs" | awk '{printf "%.1f", $1 / $2}')
     states=$(sort "$T/states.$1" | uniq -c | awk '{printf "%s\"%s\": %d", (NR > 1 ? ", " : ""), $2, $1}')
     printf '{"system": "slurm", "run": %d, "version": "%s", "layout": "%s", "gres": "%s", "jobs": %d, "submitted": %d, "completed": %d, "not_ended": %d, "ended_in_time": %s, "states": {%s}, "clients": %d, "submit_s": %s, "seconds": %s, "completed_per_s": %s, "load_before": %s, "load_after": %s, "method": "one sbatch --gres=gpu:1 --wrap true per job from %d parallel workers, output to a file per job; timed from the first submission until squeue shows none pending, running or completing (polled every 0.1 s)"}\n' \
-        "$1" "$(sbatch --version | awk '{print $2}')" "$LAYOUT" "$GRES" "$JOBS" "$ok" "$done_ok" "$left_n" \
+        "$1" "$(sl_version)" "$LAYOUT" "$GRES" "$JOBS" "$ok" "$done_ok" "$left_n" \
         "$([ $ended = 1 ] && echo true || echo false)" "$states" "$CLIENTS" "$sub" "$secs" "$S_RATE" "$l0" "$l1" "$CLIENTS"
     [ $ended = 1 ] || {
         SLURM_WHY="the time box (SLURM_TIMEBOX_S=$BOX s) ended with $left_n jobs of run $1 not ended"
@@ -276,9 +190,9 @@ A_RATES="" S_RATES="" A_CPU=""
 r=1
 while [ $r -le "$RUNS" ]; do
     echo "bench/e2e.sh: arbiter run $r: arbiter bench e2e --agents $AGENTS --jobs $JOBS..." >&2
-    l0=$(load)
+    l0=$(sl_load)
     A=$($ARB bench e2e --agents $AGENTS --gpus $GPUS --clients $CLIENTS --jobs "$JOBS" -o json) || A=""
-    l1=$(load)
+    l1=$(sl_load)
     if [ -n "$A" ]; then
         echo "$A" | sed "s/^{/{\"system\": \"arbiter\", \"run\": $r, /"
         A_RATES="$A_RATES $(field completed_per_s "$A")"
@@ -291,7 +205,7 @@ while [ $r -le "$RUNS" ]; do
             S_RATES="$S_RATES $S_RATE"
         else # out of time: its line says so, its rate is left out, no more runs
             SLURM=0
-            stop_slurm
+            sl_stop
         fi
     fi
     r=$((r + 1))
@@ -305,4 +219,4 @@ ratio=null
 [ "$am" != null ] && [ "$sm" != null ] && ratio=$(echo "$am $sm" | awk '{printf "%.2f", ($2 > 0 ? $1 / $2 : 0)}')
 printf '{"e2e_summary": true, "jobs": %d, "runs": %d, "arbiter_completed_per_s": [%s], "slurm_completed_per_s": [%s], "arbiter_median": %s, "slurm_median": %s, "arbiter_controller_cpu_ms_per_job": [%s], "ratio_arbiter_over_slurm": %s, "load": %s}\n' \
     "$JOBS" "$RUNS" "$(echo "$A_RATES" | sed 's/^ //; s/ /, /g')" "$(echo "$S_RATES" | sed 's/^ //; s/ /, /g')" \
-    "$am" "$sm" "$(echo "$A_CPU" | sed 's/^ //; s/ /, /g')" "$ratio" "$(load)"
+    "$am" "$sm" "$(echo "$A_CPU" | sed 's/^ //; s/ /, /g')" "$ratio" "$(sl_load)"

@@ -282,9 +282,6 @@ json_t *api_assignments_json(const char *node, uint64_t lamport, uint64_t epoch,
                              const st_assign_list_t *l);
 json_t *api_event_json(const st_event_view_t *v);
 json_t *api_events_json(const st_event_list_t *l);
-/* What a job asks for: the dry run's object (src/spec's spec_job_json) less
- * its "gpus" (enc_asks.c); NULL when out of memory. */
-json_t *api_asks_json(const st_job_asks_t *a);
 json_t *api_job_json(const st_job_view_t *v);
 json_t *api_jobs_json(const st_job_list_t *l);
 /* api_explain_json: api.h (`arbiter place` prints it too). */

@@ -3,11 +3,12 @@
  * /v1/jobs, the replies of submit and cancel): the state's typed view
  * (st_job_view_t) encoded to JSON, field by field in the order the CLI
  * (`arbiter job`, `arbiter queue`), the console, the Slurm verbs (squeue,
- * sacct) and docs/api.md know. What the job asks for is enc_asks.c's (the
- * object a dry run prints); a service's block is enc_service.c's, as GET
- * /v1/services/{name} shows it.
+ * sacct) and docs/api.md know. What the job asks for is written by the
+ * dry run's writer (src/spec/job_json.c's spec_asks_json); a service's block is enc_service.c's, as
+ * GET /v1/services/{name} shows it.
  */
 #include "api/api_int.h"
+#include "spec/job_json.h"
 
 static json_t *task_json(const st_task_view_t *t)
 {
@@ -96,9 +97,10 @@ json_t *api_job_json(const st_job_view_t *v)
     }
     if (!v->full)
         return o;
-    /* What it asks for and where it may run: the dry run's object, merged
-     * (its "elastic" replaced by the live size below). */
-    json_t *asks = api_asks_json(&v->asks);
+    /* What it asks for and where it may run: the dry run's object (its one
+     * writer, src/spec's spec_asks_json), merged (its "elastic" replaced by
+     * the live size below). */
+    json_t *asks = spec_asks_json(&v->asks);
     if (asks)
         json_object_update(o, asks);
     json_decref(asks);

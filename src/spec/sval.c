@@ -193,6 +193,151 @@ const char *sv_scalar(struct fy_node *n, size_t *len)
     return fy_node_get_scalar(n, len);
 }
 
+/* ---- duplicate keys ------------------------------------------------------------ */
+
+/*
+ * libfyaml 0.7.12 checks a mapping's keys for duplicates as it builds the
+ * mapping, each new key against every one before it: n^2/2 node
+ * comparisons, seconds at 4,000 keys and hours at the ~100,000 a 1 MiB
+ * request body holds, on a controller thread. So documents are parsed with
+ * FYPCF_ALLOW_DUPLICATE_KEYS and their keys checked here, each mapping's
+ * sorted by text: n log n. Scalar keys are the same when their texts are,
+ * however quoted (as the library compares them); an alias key is the same
+ * as another of that alias; null keys are the same. Keys that are mappings
+ * or lists (no format here has them) are compared with each other as the
+ * library does, at most DUP_MAX_COMPLEX of them in one mapping.
+ */
+#define DUP_MAX_COMPLEX 64
+
+typedef struct dup_key {
+    const char *s;
+    size_t len;
+    int kind; /* 0 null, 1 scalar, 2 alias, 3 a mapping or list */
+    int index;
+    struct fy_node *key, *value;
+} dup_key_t;
+
+static int dup_cmp(const void *a, const void *b)
+{
+    const dup_key_t *x = a, *y = b;
+    int c;
+
+    if (x->kind != y->kind)
+        return x->kind - y->kind;
+    if (x->len != y->len)
+        return x->len < y->len ? -1 : 1;
+    if (x->len && (c = memcmp(x->s, y->s, x->len)) != 0)
+        return c;
+    return x->index - y->index;
+}
+
+/* The key k of the pair the duplicate found is at (its position: the key's,
+ * else its value's), if before the one in *best. */
+static void dup_found(const dup_key_t *k, struct fy_node *map, const struct fy_mark **best)
+{
+    const struct fy_mark *m = sv_node_mark(k->key, 0);
+
+    if (!m)
+        m = sv_node_mark(k->value, 0);
+    if (!m)
+        m = sv_node_mark(map, 0);
+    if (m && (!*best || m->input_pos < (*best)->input_pos))
+        *best = m;
+}
+
+/* Check mapping n's keys, and every mapping below n; -ENOMEM, -E2BIG (too
+ * many complex keys), or 0 with the first duplicate's position in *best
+ * (which stays NULL when there is none; *found counts them). */
+static int dup_walk(struct fy_node *n, int depth, const struct fy_mark **best, int *found)
+{
+    void *it = NULL;
+    int rc = 0;
+
+    if (!n || depth > 512 || fy_node_is_alias(n))
+        return 0;
+    if (fy_node_is_sequence(n)) {
+        struct fy_node *c;
+        while (rc == 0 && (c = fy_node_sequence_iterate(n, &it)))
+            rc = dup_walk(c, depth + 1, best, found);
+        return rc;
+    }
+    if (!fy_node_is_mapping(n))
+        return 0;
+    int count = fy_node_mapping_item_count(n), nk = 0, ncomplex = 0;
+    dup_key_t *keys = count > 1 ? calloc((size_t)count, sizeof *keys) : NULL;
+    struct fy_node_pair *p;
+
+    if (count > 1 && !keys)
+        return -ENOMEM;
+    while (rc == 0 && (p = fy_node_mapping_iterate(n, &it))) {
+        struct fy_node *k = fy_node_pair_key(p), *v = fy_node_pair_value(p);
+        if (keys && nk < count) {
+            dup_key_t *d = &keys[nk];
+            d->key = k;
+            d->value = v;
+            d->index = nk++;
+            if (!k) {
+                d->kind = 0;
+            } else if (fy_node_is_alias(k)) {
+                d->kind = 2;
+                d->s = fy_node_get_scalar(k, &d->len);
+            } else if (fy_node_is_scalar(k)) {
+                d->kind = 1;
+                d->s = sv_scalar(k, &d->len);
+            } else {
+                d->kind = 3;
+                ncomplex++;
+            }
+            if (!d->s)
+                d->len = 0;
+        }
+        if ((rc = dup_walk(k, depth + 1, best, found)) == 0)
+            rc = dup_walk(v, depth + 1, best, found);
+    }
+    if (rc == 0 && ncomplex > DUP_MAX_COMPLEX)
+        rc = -E2BIG;
+    if (rc == 0 && nk > 1) {
+        qsort(keys, (size_t)nk, sizeof *keys, dup_cmp);
+        for (int i = 1; i < nk; i++) { /* a run of equal keys: all but its first */
+            const dup_key_t *a = &keys[i - 1], *b = &keys[i];
+            if (b->kind != 3 && a->kind == b->kind && a->len == b->len &&
+                (!b->len || memcmp(a->s, b->s, b->len) == 0)) {
+                dup_found(b, n, best);
+                (*found)++;
+            }
+        }
+        for (int i = nk - ncomplex; i < nk; i++)
+            for (int j = nk - ncomplex; j < i; j++)
+                if (fy_node_compare(keys[i].key, keys[j].key)) {
+                    dup_found(keys[i].index > keys[j].index ? &keys[i] : &keys[j], n, best);
+                    (*found)++;
+                }
+    }
+    free(keys);
+    return rc;
+}
+
+/* The document's first duplicate key as libfyaml words it, or 0. */
+static int dup_check(const char *name, struct fy_document *doc, arb_err_t *err)
+{
+    const struct fy_mark *m = NULL;
+    int found = 0, rc = dup_walk(doc ? fy_document_root(doc) : NULL, 0, &m, &found);
+
+    if (rc == -ENOMEM)
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    if (rc == -E2BIG)
+        return arb_errf(err, -EINVAL,
+                        "%s: YAML syntax: more than %d keys in one mapping are mappings or "
+                        "lists; a key is a name",
+                        name, DUP_MAX_COMPLEX);
+    if (!found)
+        return 0;
+    if (m)
+        return arb_errf(err, -EINVAL, "%s:%d:%d: YAML syntax: duplicate key", name, m->line + 1,
+                        m->column + 1);
+    return arb_errf(err, -EINVAL, "%s: YAML syntax: duplicate key", name);
+}
+
 /* Put "FILE:LINE:COL: PATH: " in front of the text already in x->err. */
 int sv_prefix(sx_t *x, const sval_t *v, int code, bool with_path)
 {
@@ -783,7 +928,7 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     fy_diag_set_collect_errors(d->diag, true);
     memset(&pc, 0, sizeof pc);
-    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2;
+    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_ALLOW_DUPLICATE_KEYS; /* dup_check */
     pc.diag = d->diag;
     d->fyp = fy_parser_create(&pc);
     if (!d->fyp || fy_parser_set_string(d->fyp, buf, len) != 0) {
@@ -801,6 +946,8 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
         rc = arb_errf(err, -EINVAL, "%s: the file holds no YAML document", name);
         goto out;
     }
+    if ((rc = dup_check(name, d->doc, err)) < 0)
+        goto out;
     more = fy_parse_load_document(d->fyp);
     if (more) {
         const struct fy_mark *m = sv_node_mark(fy_document_root(more), 0);
@@ -866,13 +1013,15 @@ int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     fy_diag_set_collect_errors(d->diag, true);
     memset(&pc, 0, sizeof pc);
-    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2;
+    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_ALLOW_DUPLICATE_KEYS; /* dup_check */
     pc.diag = d->diag;
     d->fyp = fy_parser_create(&pc);
     if (!d->fyp || fy_parser_set_string(d->fyp, buf, len) != 0) {
         sv_doc_close(d);
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     }
+    d->buf = buf;
+    d->len = len;
     return 0;
 }
 
@@ -890,5 +1039,14 @@ int sv_docs_next(sv_doc_t *d, const char *name, arb_err_t *err)
         d->doc = NULL;
         return rc;
     }
-    return d->doc ? 1 : 0;
+    if (!d->doc)
+        return 0;
+    sq_prepare(d->doc, d->buf, d->len);
+    int rc = dup_check(name, d->doc, err);
+    if (rc < 0) {
+        fy_parse_document_destroy(d->fyp, d->doc);
+        d->doc = NULL;
+        return rc;
+    }
+    return 1;
 }

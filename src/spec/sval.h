@@ -134,13 +134,16 @@ typedef struct sv_doc {
     struct fy_diag *diag;
     struct fy_parser *fyp;
     struct fy_document *doc;
+    const char *buf; /* several documents: the text (the caller's) */
+    size_t len;
 } sv_doc_t;
 
 /*
  * Parse buf[0..len) as exactly one YAML document whose root is a mapping.
  * The text must be UTF-8 without NUL bytes (checked first: libfyaml 0.7.12
  * loops forever on some invalid bytes). Syntax errors come back as
- * "NAME:LINE:COL: YAML syntax: ...". On success close d with sv_doc_close;
+ * "NAME:LINE:COL: YAML syntax: ...", a duplicate key among them (checked
+ * in n log n: libfyaml's own check is quadratic, see sval.c). On success close d with sv_doc_close;
  * on failure d holds nothing. buf must outlive d.
  */
 int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err);

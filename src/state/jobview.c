@@ -7,10 +7,10 @@
  * Names (the queue, team, owner, the nodes of its tasks) are borrowed from
  * the state's interned strings, which never move nor go before st_close;
  * the rest (the message, the command, env values, events) is copied. What
- * the job asks for (st_job_asks_t) is read off its spec the way src/spec's
- * spec_job_json reads it for a dry run (the API encodes both the same:
- * tests/unit/test_api_enc2.c holds them to it); a service's block is its
- * st_service_view_t (service.c).
+ * the job asks for (spec_asks_t) is read off its spec by src/spec's
+ * spec_asks_read, and written by its spec_asks_json, the dry run's writer
+ * (tests/unit/test_jobasks.c holds the two to the same bytes); a service's
+ * block is its st_service_view_t (service.c).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,13 +27,7 @@ void st_job_view_free(st_job_view_t *v)
     if (v->service)
         st_service_view_free(v->service);
     free(v->service);
-    free(v->asks.groups);
-    free(v->asks.selector);
-    free(v->asks.terms);
-    free(v->asks.exprs);
-    free(v->asks.vals);
-    free(v->asks.tolerations);
-    free(v->asks.models);
+    spec_asks_free(&v->asks);
     for (int i = 0; i < v->ncommand; i++)
         free(v->command[i]);
     free(v->command);
@@ -170,119 +164,6 @@ static int service_part(st_t *s, st_job_t *sj, st_job_view_t *v)
     return 0;
 }
 
-/* A name from c's table: "" for none (as spec_job_json writes it). */
-static const char *name_of(const arb_cluster_t *c, uint32_t id)
-{
-    const char *n = id ? arb_str(&c->strs, id) : NULL;
-    return n ? n : "";
-}
-
-static void group_ask(const arb_cluster_t *c, const arb_tgroup_t *g, st_ask_group_t *a)
-{
-    snprintf(a->name, sizeof a->name, "%s", g->name);
-    a->replicas = g->replicas;
-    a->gpus = g->gpus;
-    a->gpu_share = g->gpu_share;
-    a->cpu_milli = g->req.cpu_milli;
-    a->mem_bytes = g->req.mem_bytes;
-    a->gpu_mem_mib = g->req.gpu_mem_mib;
-    if (g->lim.cpu_milli != g->req.cpu_milli)
-        a->cpu_limit_milli = g->lim.cpu_milli;
-    if (g->lim.mem_bytes != g->req.mem_bytes)
-        a->mem_limit_bytes = g->lim.mem_bytes;
-    a->ephemeral_bytes = g->ephemeral_bytes;
-    for (int i = 0; i < c->ext.n && i < ARB_MAX_EXT; i++)
-        a->ext[i] = g->req.ext[i];
-    if (g->topo.level != ARB_TOPO_ANY) {
-        a->topo_level = arb_topo_level_name(g->topo.level);
-        a->topo_required = g->topo.required;
-    }
-}
-
-/* Count the expressions and values of n terms. */
-static void terms_size(const arb_aff_term_t *t, int n, int *nexpr, int *nvals)
-{
-    for (int i = 0; i < n; i++) {
-        *nexpr += t[i].nexpr;
-        for (int k = 0; k < t[i].nexpr; k++)
-            *nvals += t[i].expr[k].nvals;
-    }
-}
-
-static void term_ask(const arb_cluster_t *c, const arb_aff_term_t *t, st_job_asks_t *a)
-{
-    static const char *const ops[] = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
-    st_ask_term_t *at = &a->terms[a->nrequired + a->npreferred];
-
-    at->weight = t->weight;
-    at->expr0 = a->nexprs;
-    at->nexpr = t->nexpr;
-    for (int i = 0; i < t->nexpr; i++) {
-        const arb_match_expr_t *e = &t->expr[i];
-        st_ask_expr_t *x = &a->exprs[a->nexprs++];
-        x->key = name_of(c, e->key);
-        x->op = (unsigned)e->op < 6 ? ops[e->op] : "?";
-        x->num = e->num;
-        x->val0 = a->nvals;
-        if (e->op == ARB_OP_GT || e->op == ARB_OP_LT)
-            continue;
-        x->nvals = e->nvals;
-        for (int k = 0; k < e->nvals; k++)
-            a->vals[a->nvals++] = name_of(c, e->vals[k]);
-    }
-}
-
-/* What j asks for, read off its spec (spec_job_json's fields). */
-static int asks_view(const arb_cluster_t *c, const arb_job_t *j, st_job_asks_t *a)
-{
-    static const char *const eff[] = {"", "NoSchedule", "PreferNoSchedule", "NoExecute"};
-    int nexpr = 0, nvals = 0, nterms = j->nrequired + j->npreferred;
-
-    a->ntasks = j->ntasks;
-    a->gang_min = j->gang_min;
-    a->elastic = j->elastic;
-    a->grace_s = j->grace_s < 0 ? -1 : j->grace_s;
-    if (j->gpu_sharing)
-        a->gpu_sharing = j->gpu_sharing > 0 ? "allow" : "deny";
-    a->preemptible = j->preemptible;
-    a->exclusive = j->exclusive;
-    a->time_limit_s = j->time_limit_s;
-    a->dataset = j->dataset ? name_of(c, j->dataset) : NULL;
-    for (int i = 0; i < c->ext.n && i < ARB_MAX_EXT; i++)
-        a->ext_name[a->next++] = c->ext.name[i];
-    terms_size(j->required, j->nrequired, &nexpr, &nvals);
-    terms_size(j->preferred, j->npreferred, &nexpr, &nvals);
-    if ((j->ngroups && !(a->groups = calloc((size_t)j->ngroups, sizeof *a->groups))) ||
-        (j->nselector && !(a->selector = calloc((size_t)j->nselector, sizeof *a->selector))) ||
-        (nterms && !(a->terms = calloc((size_t)nterms, sizeof *a->terms))) ||
-        (nexpr && !(a->exprs = calloc((size_t)nexpr, sizeof *a->exprs))) ||
-        (nvals && !(a->vals = calloc((size_t)nvals, sizeof *a->vals))) ||
-        (j->ntolerations &&
-         !(a->tolerations = calloc((size_t)j->ntolerations, sizeof *a->tolerations))) ||
-        (j->nmodels && !(a->models = calloc((size_t)j->nmodels, sizeof *a->models))))
-        return -ENOMEM;
-    for (int i = 0; i < j->ngroups; i++)
-        group_ask(c, &j->groups[i], &a->groups[a->ngroups++]);
-    for (int i = 0; i < j->nselector; i++, a->nselector++) {
-        a->selector[i].key = name_of(c, j->selector[i].key);
-        a->selector[i].value = name_of(c, j->selector[i].val);
-    }
-    for (int i = 0; i < j->nrequired; i++, a->nrequired++)
-        term_ask(c, &j->required[i], a);
-    for (int i = 0; i < j->npreferred; i++, a->npreferred++)
-        term_ask(c, &j->preferred[i], a);
-    for (int i = 0; i < j->ntolerations; i++) {
-        const arb_toleration_t *t = &j->tolerations[i];
-        st_ask_toleration_t *at = &a->tolerations[a->ntolerations++];
-        at->key = t->key ? name_of(c, t->key) : NULL;
-        at->value = t->exists ? NULL : name_of(c, t->val);
-        at->effect = t->effect > 0 && t->effect < 4 ? eff[t->effect] : NULL;
-    }
-    for (int i = 0; i < j->nmodels; i++)
-        a->models[a->nmodels++] = name_of(c, j->models[i]);
-    return 0;
-}
-
 int st_job_view_of(st_t *s, st_job_t *sj, bool full, const st_who_t *who, st_job_view_t *v)
 {
     const arb_job_t *j = sj->j;
@@ -321,7 +202,7 @@ int st_job_view_of(st_t *s, st_job_t *sj, bool full, const st_who_t *who, st_job
     if (!full)
         return 0;
     v->full = true;
-    if (asks_view(&s->cluster, j, &v->asks) < 0)
+    if (spec_asks_read(&s->cluster, j, &v->asks) < 0)
         goto oom;
     if (j->elastic) {
         v->elastic = true;

@@ -52,6 +52,7 @@
 
 #include "arbiter/autoscale.h"
 #include "arbiter/sched.h"
+#include "spec/job_json.h"
 #include "spec/scenario.h"
 #include "store/store.h"
 
@@ -196,8 +197,8 @@ typedef struct st_event_list {
 /* A job as GET /v1/jobs/{id} and the list show it (a typed view, as the
  * nodes below): strings named "borrowed" are names the state interns
  * (queue, team, owner, node names), valid until st_close; the rest is the
- * view's own (st_job_view_free). What the job asks for (st_job_asks_t) is
- * its spec as src/spec reads it; a service's block is the service's own
+ * view's own (st_job_view_free). What the job asks for (spec_asks_t) is
+ * its spec as src/spec reads it (spec_asks_read); a service's block is the service's own
  * view (st_service_view_t, as GET /v1/services/{name} shows it). */
 typedef struct st_task_view {
     int index;
@@ -217,67 +218,6 @@ typedef struct st_env_view {
     char *value; /* owned; NULL: a secret not shown to this caller */
     bool secret;
 } st_env_view_t;
-
-/* What a job asks for and where it may run (the object a dry run prints,
- * src/spec/job_json.c, less its "gpus"): one task group. */
-typedef struct st_ask_group {
-    char name[64];
-    int replicas, gpus, gpu_share; /* gpu_share: thousandths of one GPU; 0 whole GPUs */
-    int64_t cpu_milli, mem_bytes, gpu_mem_mib;
-    int64_t cpu_limit_milli, mem_limit_bytes; /* 0: the same as asked */
-    int64_t ephemeral_bytes;                  /* 0: none */
-    int64_t ext[ARB_MAX_EXT];                 /* by st_job_asks_t.ext_name; 0 none */
-    const char *topo_level;                   /* "node", ... (static); NULL: none */
-    bool topo_required;                       /* else preferred */
-} st_ask_group_t;
-
-/* One node-affinity expression: In/NotIn/Exists/DoesNotExist its values,
- * Gt/Lt its number. */
-typedef struct st_ask_expr {
-    const char *key; /* borrowed */
-    const char *op;  /* "In", ... (static) */
-    int64_t num;     /* Gt, Lt */
-    int val0, nvals; /* st_job_asks_t.vals[val0 .. val0 + nvals) */
-} st_ask_expr_t;
-
-typedef struct st_ask_term {
-    int weight;       /* a preferred term's (1..100) */
-    int expr0, nexpr; /* st_job_asks_t.exprs[expr0 .. expr0 + nexpr) */
-} st_ask_term_t;
-
-typedef struct st_ask_toleration {
-    const char *key;    /* borrowed; NULL: every key */
-    const char *value;  /* borrowed; NULL: operator Exists */
-    const char *effect; /* "NoSchedule", ... (static); NULL: every effect */
-} st_ask_toleration_t;
-
-typedef struct st_job_asks {
-    int ntasks, gang_min;
-    bool elastic;            /* its size: st_job_view_t's elastic_* */
-    int grace_s;             /* -1: the agent's default */
-    const char *gpu_sharing; /* "allow", "deny" (static); NULL unset */
-    bool preemptible, exclusive;
-    int64_t time_limit_s;   /* 0: none */
-    st_ask_group_t *groups; /* owned */
-    int ngroups;
-    const char *ext_name[ARB_MAX_EXT]; /* the extended resources' names (borrowed) */
-    int next;
-    struct {
-        const char *key, *value; /* borrowed */
-    } * selector;                /* owned */
-    int nselector;
-    st_ask_term_t *terms; /* owned: the required ones, then the preferred */
-    int nrequired, npreferred;
-    st_ask_expr_t *exprs; /* owned, the terms' */
-    int nexprs;
-    const char **vals; /* owned array of borrowed names, the expressions' */
-    int nvals;
-    st_ask_toleration_t *tolerations; /* owned */
-    int ntolerations;
-    const char **models; /* owned array of borrowed names */
-    int nmodels;
-    const char *dataset; /* borrowed; NULL none */
-} st_job_asks_t;
 
 typedef struct st_job_view {
     uint64_t id;
@@ -303,8 +243,8 @@ typedef struct st_job_view {
     int replica;
     /* the one-job form (full): */
     bool full;
-    st_job_asks_t asks; /* what it asks for and where it may run */
-    bool elastic;       /* the four below */
+    spec_asks_t asks; /* what it asks for and where it may run */
+    bool elastic;     /* the four below */
     int elastic_min, elastic_max, elastic_current, elastic_generation;
     char **command; /* owned */
     int ncommand;

@@ -279,7 +279,7 @@ static void test_job(void **unused)
     expect_json(api_jobs_json(&l), want);
 
     /* alone */
-    st_ask_group_t grp = {.name = "worker", .replicas = 2, .gpus = 2, .cpu_milli = 4000};
+    spec_ask_group_t grp = {.name = "worker", .replicas = 2, .gpus = 2, .cpu_milli = 4000};
     char a0[] = "sleep", a1[] = "60", *cmd[] = {a0, a1};
     char e0[] = "PLAIN", e0v[] = "visible", e1[] = "TOKEN", e1v[] = "s3cr3t", e2[] = "KEY";
     st_env_view_t env[3] = {{e0, e0v, false}, {e1, e1v, true}, {e2, NULL, true}};
@@ -290,7 +290,7 @@ static void test_job(void **unused)
                               .message = m0,
                               .job = 7}};
     v.full = true;
-    v.asks = (st_job_asks_t){
+    v.asks = (spec_asks_t){
         .ntasks = 2, .gang_min = 1, .elastic = true, .grace_s = -1, .groups = &grp, .ngroups = 1};
     v.elastic = true;
     v.elastic_min = 1;

@@ -1,16 +1,22 @@
 /* test_api_http.c: the API over real HTTP on 127.0.0.1 (an ephemeral port),
  * with a real store in a temp dir: auth and roles, limits and validation,
- * the status codes, metrics, long-poll events, concurrent submissions. */
+ * the status codes, metrics, long-poll events, concurrent submissions, and
+ * the connection deadlines (a head, a body, an idle keep-alive connection:
+ * each closed past its own, the request never run). */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <curl/curl.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "api/api.h"
@@ -287,6 +293,113 @@ static void test_concurrent_submits(void **unused)
     assert_int_equal(call("GET", "/v1/check", ADMIN_TOK, NULL, "\"ok\":true"), 200);
 }
 
+static double mono_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int raw_connect(int p)
+{
+    struct sockaddr_in a = {.sin_family = AF_INET,
+                            .sin_port = htons((uint16_t)p),
+                            .sin_addr.s_addr = htonl(0x7f000001)};
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    assert_true(fd >= 0);
+    assert_int_equal(connect(fd, (struct sockaddr *)&a, sizeof a), 0);
+    return fd;
+}
+
+/* Send s on fd, then drip[] one byte every 100 ms (NULL: none) until the
+ * server closes the connection or `limit` seconds pass; what it answered
+ * goes to got (up to cap - 1 bytes, NUL-terminated). The seconds it took
+ * to close, or -1 when it stayed open. */
+static double until_closed(int fd, const char *s, const char *drip, double limit, char *got,
+                           size_t cap)
+{
+    double t0 = mono_s();
+    size_t n = 0, d = 0;
+
+    assert_int_equal(send(fd, s, strlen(s), MSG_NOSIGNAL), (ssize_t)strlen(s));
+    got[0] = '\0';
+    while (mono_s() - t0 < limit) {
+        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        if (poll(&pf, 1, 100) > 0) {
+            ssize_t k = recv(fd, got + n, cap - 1 - n, 0);
+            if (k <= 0)
+                return mono_s() - t0; /* closed (or reset) by the server */
+            n += (size_t)k;
+            got[n] = '\0';
+            if (n == cap - 1)
+                n = 0; /* keep reading; only the start is looked at */
+            continue;
+        }
+        if (drip && drip[d] && send(fd, drip + d, 1, MSG_NOSIGNAL) == 1)
+            d++;
+    }
+    return -1;
+}
+
+/* The deadlines (api_opts_t's head, body and idle timeouts, 1 s each
+ * here): a head sent a line at a time, a body a byte at a time, and an
+ * idle keep-alive connection are each closed past theirs (not before it,
+ * and within a bound), the slow request never runs, and the server still
+ * answers. */
+static void test_deadlines(void **unused)
+{
+    arb_err_t err = {{0}};
+    char got[4096], head[512], drip[256];
+    (void)unused;
+    api_server_stop(srv);
+    api_opts_t o = {.host = "127.0.0.1",
+                    .tokens = &toks,
+                    .head_timeout_ms = 1000,
+                    .body_timeout_ms = 1000,
+                    .idle_timeout_ms = 1000};
+    assert_int_equal(api_server_start(st, &o, &srv, &err), 0);
+    port = api_server_port(srv);
+    memset(drip, 'x', sizeof drip - 1);
+    drip[sizeof drip - 1] = '\0';
+
+    /* the head: header lines a byte every 100 ms, never ended */
+    int fd = raw_connect(port);
+    char lines[2048] = "";
+    for (int i = 0; i < 100; i++)
+        snprintf(lines + strlen(lines), sizeof lines - strlen(lines), "X-%d: y\r\n", i);
+    double t =
+        until_closed(fd, "GET /v1/status HTTP/1.1\r\nHost: x\r\n", lines, 15, got, sizeof got);
+    close(fd);
+    if (t < 0.5 || t > 15)
+        fail_msg("a slow head: closed after %.2f s (-1: open 15 s on; its deadline: 1 s)", t);
+    assert_null(strstr(got, "HTTP/1.1 200"));
+
+    /* the body: the head whole, then one byte of the 200 every 100 ms */
+    snprintf(head, sizeof head,
+             "POST /v1/jobs HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\n"
+             "Content-Type: application/json\r\nContent-Length: 200\r\n\r\n",
+             ADMIN_TOK);
+    fd = raw_connect(port);
+    t = until_closed(fd, head, drip, 15, got, sizeof got);
+    close(fd);
+    if (t < 0.5 || t > 15)
+        fail_msg("a slow body: closed after %.2f s (-1: open 15 s on; its deadline: 1 s)", t);
+    assert_null(strstr(got, "HTTP/1.1 2"));
+
+    /* idle: one request answered, then nothing */
+    fd = raw_connect(port);
+    t = until_closed(fd, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", NULL, 15, got, sizeof got);
+    close(fd);
+    assert_non_null(strstr(got, "HTTP/1.1 200"));
+    if (t < 0.5 || t > 15)
+        fail_msg("an idle connection: closed after %.2f s (-1: open 15 s on; its deadline: 1 s)",
+                 t);
+
+    /* nothing ran, and the server answers */
+    assert_int_equal(call("GET", "/v1/jobs", ADMIN_TOK, NULL, "{\"jobs\":[]}"), 200);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+}
+
 /* What the route table's rows say a request carries, read by the router
  * before the handler (api_route_run), in its order: the job id, If-Match,
  * the node name, the body; 405 names the methods the path has. */
@@ -326,6 +439,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_long_poll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_submits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_router_rows, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();

@@ -1,8 +1,8 @@
 /* test_jobasks.c: what a job asks for, as the API shows it (the job view's
- * st_job_asks_t, src/state/jobview.c, encoded by src/api/enc_asks.c), held
- * to the dry run's object for the same job (src/spec's spec_job_json, less
- * its "gpus"), byte for byte, over jobs a real controller (SQLite store)
- * took of every kind: plain, several groups, a gang, elastic, a selector,
+ * spec_asks_t, copied under the state's lock in src/state/jobview.c and
+ * written later by src/spec's spec_asks_json), held to the dry run's
+ * object for the same job (spec_job_json, less its "gpus"), byte for byte, over jobs a real
+ * controller (SQLite store) took of every kind: plain, several groups, a gang, elastic, a selector,
  * required and preferred affinity (In, NotIn, Exists, Gt, Lt), tolerations
  * (Equal, Exists, every key), GPU models, a dataset, topology, a GPU share
  * and GPU memory, limits, ephemeral storage, extended resources, a grace,
@@ -39,7 +39,7 @@ static void both(st_t *s, uint64_t id, char **api, char **dry)
 
     assert_int_equal(st_job_get(s, &admin, id, &v, &t, &err), 0);
     assert_true(v.full);
-    *api = dump(api_asks_json(&v.asks));
+    *api = dump(spec_asks_json(&v.asks));
     st_job_view_free(&v);
     pthread_mutex_lock(&s->mu);
     st_job_t *sj = st_job_find(s, id);
