@@ -136,7 +136,11 @@ static void test_cpu_limit_holds(void **st)
     assert_true(usage_ms <= budget_ms * 3 / 2 + 20); /* held to 100m (unlimited: up to 10x) */
     assert_int_equal(sthrottled, 0);                 /* the service was never throttled */
     assert_true(sticks >= hz / 10);                  /* and kept getting CPU */
-    assert_true(sticks * 1000 / hz > usage_ms);      /* more than the limited task */
+    /* No "more CPU than the limited task": at a load where every runnable
+     * process's fair share is under 100m (2 cores, load 40+), the limit never
+     * binds the training task's share and both get the same (one run had 500
+     * ms against 560). That the service is free is its cgroup's own count: it
+     * was never throttled, while the training task was. */
     agent_exec_fence(x, arb_mono_ns());
     assert_int_equal(agent_exec_wait(x, 10 * SEC), 0);
 }
