@@ -148,6 +148,7 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
 
     memset(x, 0, sizeof *x);
     x->conf = *conf;
+    x->zyg.fd = -1;
     if (!x->conf.grace_ns)
         x->conf.grace_ns = DEFAULT_GRACE_NS;
     if (!conf->log_dir || !conf->log_dir[0])
@@ -256,6 +257,7 @@ void agent_exec_free(agent_exec_t *x)
     x->ntasks = x->cap = 0;
     agent_cg_scope_remove(&x->cg);
     agent_leasefile_close(&x->lease);
+    agent_zygote_stop(&x->zyg);
 }
 
 /* ---- the table -------------------------------------------------------------------- */
@@ -610,6 +612,9 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     return 0;
 }
 
+/* A zygote that died this often is not started again (posix_spawn then). */
+#define AGENT_EXEC_ZYGOTE_DEATHS 8
+
 /* The fds the supervisor inherits (spawn_supervisor), at fixed numbers;
  * the start record names them. */
 enum {
@@ -633,7 +638,7 @@ enum {
  * would honour GLIBC_TUNABLES), nor its argv (world-readable). The fds
  * given are the caller's still; 0 or -errno with text.
  */
-static int spawn_supervisor(const agent_exec_t *x, agent_sup_start_t *st, const agent_cg_task_t *cg,
+static int spawn_supervisor(agent_exec_t *x, agent_sup_start_t *st, const agent_cg_task_t *cg,
                             char **sargv, int pipew, int outfd, int errfd, int nullfd, pid_t *pid,
                             arb_err_t *err)
 {
@@ -681,9 +686,23 @@ static int spawn_supervisor(const agent_exec_t *x, agent_sup_start_t *st, const 
         off += (size_t)w;
     }
     free(rec);
+    src[SUP_FD_START] = memfd;
+    /* The zygote forks it when there is one (zygote.h): no exec, no start of
+     * a program. Gone before the request: spawned here instead. */
+    if (!x->conf.no_zygote && !x->zyg.off && x->zyg.fd < 0)
+        agent_zygote_start(&x->zyg, x->conf.supervisor, NULL);
+    if (x->zyg.fd >= 0) {
+        rc = agent_zygote_spawn(&x->zyg, sargv, &src[SUP_FD_START], SUP_FD_CG + ncg - SUP_FD_START,
+                                pid, err);
+        if (rc != -EPIPE) {
+            close(memfd);
+            return rc;
+        }
+        if (++x->zyg_deaths >= AGENT_EXEC_ZYGOTE_DEATHS)
+            x->zyg.off = true;
+    }
     /* Every source above the targets, so that no dup2 of the file actions
      * overwrites another's source: a copy (close-on-exec) where it is not. */
-    src[SUP_FD_START] = memfd;
     for (int i = 0; i < SUP_FD_END; i++)
         moved[i] = src[i] < SUP_FD_END ? -1 : src[i];
     for (int i = 0; i < SUP_FD_END; i++) {
@@ -1311,6 +1330,10 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
      * that exited since the loop above is recorded here. */
     while (x->conf.subreaper && (r = waitpid(-1, &status, WNOHANG)) > 0) {
         agent_task_t *t = find_sup(x, r);
+        if (r == x->zyg.pid) { /* the zygote died: reaped, its pid no longer ours */
+            x->zyg.pid = 0;
+            agent_zygote_stop(&x->zyg);
+        }
         if (t) {
             settle(x, t, true, true); /* a STARTING one: how its start ended first */
             if (t->state != AGENT_TASK_EXITED)

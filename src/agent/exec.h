@@ -84,6 +84,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/supervise.h"
+#include "agent/zygote.h"
 #include "arbiter/cluster.h"
 
 #define AGENT_JOB_MAX 128
@@ -178,6 +179,7 @@ typedef struct agent_exec_conf {
                                 once, both with exit 0; a stop ends it at once (143) */
     int64_t start_delay_ns;  /* tests: each task sleeps this long before its exec, forked
                                 by its supervisor (a slow start; ARBITER_AGENT_START_DELAY_MS) */
+    bool no_zygote;          /* posix_spawn every supervisor, no zygote (zygote.h) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {
@@ -194,6 +196,8 @@ typedef struct agent_exec {
     char warning[640];      /* cgroup and user notes to log at start; "" none */
     char sup_dir[PATH_MAX]; /* LOG_DIR/.arbiter: the lease file, task and exit records */
     agent_leasefile_t lease;
+    agent_zygote_t zyg; /* forks the supervisors (zygote.h); started at the first task */
+    int zyg_deaths;     /* how often it died: at AGENT_EXEC_ZYGOTE_DEATHS, no more of it */
 } agent_exec_t;
 
 /* Set up: the tasks' user, the log dir, cgroups. Free with agent_exec_free. */
