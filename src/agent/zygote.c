@@ -265,21 +265,30 @@ static void sup_child(int *fds, int nfds, char **argv, int argc)
     _exit(agent_sup_run(&a));
 }
 
-/* One request: fork its supervisor; the reply (its pid or -errno). */
-static int32_t serve(int sock, char *buf, size_t len, int *fds, int nfds)
+int agent_zygote_args(char *buf, size_t len, char **argv, int max)
 {
-    char *argv[AGENT_ZYGOTE_MAX_ARGS];
     int argc = 0;
 
-    for (size_t off = 0; off < len && argc < AGENT_ZYGOTE_MAX_ARGS - 1;) {
+    if (max < 3)
+        return -EINVAL;
+    for (size_t off = 0; off < len;) {
         char *end = memchr(buf + off, '\0', len - off);
-        if (!end)
-            return -EINVAL;
+        if (!end || argc == max - 1)
+            return -EINVAL; /* a string without its NUL, or too many */
         argv[argc++] = buf + off;
         off = (size_t)(end - buf) + 1;
     }
     argv[argc] = NULL;
-    if (argc < 2 || nfds < 1)
+    return argc < 2 ? -EINVAL : argc;
+}
+
+/* One request: fork its supervisor; the reply (its pid or -errno). */
+static int32_t serve(int sock, char *buf, size_t len, int *fds, int nfds)
+{
+    char *argv[AGENT_ZYGOTE_MAX_ARGS];
+    int argc = agent_zygote_args(buf, len, argv, AGENT_ZYGOTE_MAX_ARGS);
+
+    if (argc < 0 || nfds < 1)
         return -EINVAL;
     /* Its parent is the agent (CLONE_PARENT), whose SIGCHLD it sends at
      * its end, as a supervisor the agent spawned itself. A raw clone, as

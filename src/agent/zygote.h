@@ -34,10 +34,10 @@
 
 #include "arbiter/arbiter.h"
 
-#define AGENT_ZYGOTE_MAX_FDS 6    /* the supervisor's fds 3..8 */
-#define AGENT_ZYGOTE_MAX_ARGS 32  /* the supervisor's argv */
-#define AGENT_ZYGOTE_MSG 32768    /* a request's bytes at most (its argv) */
-#define AGENT_ZYGOTE_TITLE 4096   /* room for a supervisor's command line (ps) */
+#define AGENT_ZYGOTE_MAX_FDS 6   /* the supervisor's fds 3..8 */
+#define AGENT_ZYGOTE_MAX_ARGS 32 /* the supervisor's argv */
+#define AGENT_ZYGOTE_MSG 32768   /* a request's bytes at most (its argv) */
+#define AGENT_ZYGOTE_TITLE 4096  /* room for a supervisor's command line (ps) */
 
 typedef struct agent_zygote {
     pid_t pid; /* 0: none running */
@@ -57,6 +57,11 @@ int agent_zygote_spawn(agent_zygote_t *z, char *const *argv, const int *fds, int
                        arb_err_t *err);
 /* Close its socket (it exits) and reap it. */
 void agent_zygote_stop(agent_zygote_t *z);
+
+/* A request's argv: len bytes of NUL-ended strings into argv (max slots,
+ * NULL-ended; the strings stay in buf). argc (>= 2), or -EINVAL: a string
+ * without its NUL, more than max - 1 of them, or fewer than two. */
+int agent_zygote_args(char *buf, size_t len, char **argv, int max);
 
 /* The zygote's loop, in the supervisor program (`supervise --zygote FD
  * ROOM`; ROOM, spaces, is where each supervisor writes its command line):
