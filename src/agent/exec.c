@@ -639,7 +639,7 @@ enum {
  * given are the caller's still; 0 or -errno with text.
  */
 static int spawn_supervisor(agent_exec_t *x, agent_sup_start_t *st, const agent_cg_task_t *cg,
-                            char **sargv, int pipew, int outfd, int errfd, int nullfd, pid_t *pid,
+                            char **sargv, int pipew, int outfd, int errfd, pid_t *pid,
                             arb_err_t *err)
 {
     posix_spawn_file_actions_t fa;
@@ -647,12 +647,11 @@ static int spawn_supervisor(agent_exec_t *x, agent_sup_start_t *st, const agent_
     sigset_t def, mask;
     char *rec = NULL;
     size_t len = 0;
-    int rc, memfd = -1, src[SUP_FD_END], moved[SUP_FD_END], ncg = 0;
+    int rc, memfd = -1, nullfd = -1, src[SUP_FD_END], moved[SUP_FD_END], ncg = 0;
     char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
 
     for (int i = 0; i < SUP_FD_END; i++)
         src[i] = -1;
-    src[0] = src[1] = src[2] = nullfd;
     src[SUP_FD_REPORT] = pipew;
     src[SUP_FD_OUT] = outfd;
     src[SUP_FD_ERR] = errfd;
@@ -701,6 +700,13 @@ static int spawn_supervisor(agent_exec_t *x, agent_sup_start_t *st, const agent_
         if (++x->zyg_deaths >= AGENT_EXEC_ZYGOTE_DEATHS)
             x->zyg.off = true;
     }
+    /* its stdio /dev/null (the zygote's is, and so are its supervisors') */
+    if ((nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        rc = arb_errf(err, -errno, "/dev/null: %s", strerror(errno));
+        close(memfd);
+        return rc;
+    }
+    src[0] = src[1] = src[2] = nullfd;
     /* Every source above the targets, so that no dup2 of the file actions
      * overwrites another's source: a copy (close-on-exec) where it is not. */
     for (int i = 0; i < SUP_FD_END; i++)
@@ -739,6 +745,7 @@ out:
         if (moved[i] >= 0 && moved[i] != src[i])
             close(moved[i]);
     close(memfd);
+    close(nullfd);
     return rc;
 }
 
@@ -751,7 +758,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     const char *cwd;
     envv_t env = {0};
     agent_task_t *t = NULL, *old;
-    int rc, pipefd[2] = {-1, -1}, outfd = -1, errfd = -1, nullfd = -1;
+    int rc, pipefd[2] = {-1, -1}, outfd = -1, errfd = -1;
     bool cg_made = false;
     pid_t pid;
 
@@ -810,8 +817,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     exec_fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
     outfd = open(t->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     errfd = open(t->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (outfd < 0 || errfd < 0 || nullfd < 0) {
+    if (outfd < 0 || errfd < 0) {
         rc = -errno;
         arb_errf(err, rc, "cannot open the task's log files in %s: %s", jobdir, strerror(errno));
         goto fail;
@@ -877,8 +883,8 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         };
         memcpy(st.groups, x->groups, sizeof st.groups[0] * (size_t)st.ngroups);
         arb_err_t why = {{0}};
-        if ((rc = spawn_supervisor(x, &st, &t->cg, sargv, pipefd[1], outfd, errfd, nullfd, &pid,
-                                   &why)) < 0) {
+        if ((rc = spawn_supervisor(x, &st, &t->cg, sargv, pipefd[1], outfd, errfd, &pid, &why)) <
+            0) {
             arb_errf(err, rc, "%s (%s): %s", t->start_err, step_name[AGENT_SUP_STEP_SUPERVISOR],
                      why.msg);
             goto fail;
@@ -927,8 +933,6 @@ fail:
         close(outfd);
     if (errfd >= 0)
         close(errfd);
-    if (nullfd >= 0)
-        close(nullfd);
     if (t) {
         agent_cg_task_close_fds(&t->cg);
         if (cg_made)

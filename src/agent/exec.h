@@ -31,8 +31,11 @@
  * Time is passed in (monotonic ns read at the edge); nothing here sleeps
  * except agent_exec_wait, which tests and shutdown use.
  *
- * Supervisors: the executor spawns a supervisor per task (posix_spawn of
- * conf.supervisor: no copy of the agent's memory), handing it a start
+ * Supervisors: the executor starts a supervisor per task, forked with no
+ * exec by its zygote (zygote.h: one long-lived `conf.supervisor supervise
+ * --zygote` per executor, started at the first task; the supervisor is
+ * still the agent's child), or posix_spawn'd where there is no zygote (no
+ * copy of the agent's memory either way), handing it a start
  * record (supervise.h); the supervisor forks the task and prepares it
  * between its fork and exec; the task gets SIGKILL when its supervisor
  * dies. With conf.leased, the executor keeps the lease file
@@ -43,7 +46,8 @@
  * state file) and reads how it ended from the supervisor's exit record.
  *
  * Starting a task never waits for the task's exec (agent_exec_begin): the
- * supervisor is spawned (posix_spawn returns once it has exec'd) and the
+ * supervisor is forked (the zygote answers with its pid; posix_spawn
+ * returns once it has exec'd) and the
  * task is STARTING until its start pipe, polled with the other tasks
  * (agent_exec_start_fds, agent_exec_poll), says that the task exec'd (the
  * supervisor closes its copy, the task's closes on exec), or
