@@ -83,6 +83,11 @@ static int mkdir_p(const char *path, mode_t mode)
 
     if (n == 0 || n >= sizeof buf)
         return -ENAMETOOLONG;
+    /* the parent is there (a job's directory under the log dir): one call */
+    if (mkdir(path, mode) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
     memcpy(buf, path, n + 1);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
