@@ -220,6 +220,7 @@ int agent_emulate(const agent_emu_conf_t *c, agent_emu_stats_t *out, arb_err_t *
         nc.disc.no_hwloc = true;
         nc.exec.log_dir = logs[i];
         nc.exec.subreaper = false; /* waitpid(-1) would reap the other nodes' tasks */
+        nc.exec.no_zygote = true;  /* not a zygote process per emulated node */
         nc.exec.cgroup_mode = "none";
         nc.tel_proc_root = "/nonexistent/arbiter-emulated";
         nc.state_file = NULL;

@@ -83,6 +83,11 @@ static int mkdir_p(const char *path, mode_t mode)
 
     if (n == 0 || n >= sizeof buf)
         return -ENAMETOOLONG;
+    /* the parent is there (a job's directory under the log dir): one call */
+    if (mkdir(path, mode) == 0 || errno == EEXIST)
+        return 0;
+    if (errno != ENOENT)
+        return -errno;
     memcpy(buf, path, n + 1);
     for (char *p = buf + 1; *p; p++) {
         if (*p != '/')
@@ -148,6 +153,7 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
 
     memset(x, 0, sizeof *x);
     x->conf = *conf;
+    x->zyg.fd = -1;
     if (!x->conf.grace_ns)
         x->conf.grace_ns = DEFAULT_GRACE_NS;
     if (!conf->log_dir || !conf->log_dir[0])
@@ -256,6 +262,7 @@ void agent_exec_free(agent_exec_t *x)
     x->ntasks = x->cap = 0;
     agent_cg_scope_remove(&x->cg);
     agent_leasefile_close(&x->lease);
+    agent_zygote_stop(&x->zyg);
 }
 
 /* ---- the table -------------------------------------------------------------------- */
@@ -610,6 +617,9 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     return 0;
 }
 
+/* A zygote that died this often is not started again (posix_spawn then). */
+#define AGENT_EXEC_ZYGOTE_DEATHS 8
+
 /* The fds the supervisor inherits (spawn_supervisor), at fixed numbers;
  * the start record names them. */
 enum {
@@ -633,8 +643,8 @@ enum {
  * would honour GLIBC_TUNABLES), nor its argv (world-readable). The fds
  * given are the caller's still; 0 or -errno with text.
  */
-static int spawn_supervisor(const agent_exec_t *x, agent_sup_start_t *st, const agent_cg_task_t *cg,
-                            char **sargv, int pipew, int outfd, int errfd, int nullfd, pid_t *pid,
+static int spawn_supervisor(agent_exec_t *x, agent_sup_start_t *st, const agent_cg_task_t *cg,
+                            char **sargv, int pipew, int outfd, int errfd, pid_t *pid,
                             arb_err_t *err)
 {
     posix_spawn_file_actions_t fa;
@@ -642,12 +652,11 @@ static int spawn_supervisor(const agent_exec_t *x, agent_sup_start_t *st, const 
     sigset_t def, mask;
     char *rec = NULL;
     size_t len = 0;
-    int rc, memfd = -1, src[SUP_FD_END], moved[SUP_FD_END], ncg = 0;
+    int rc, memfd = -1, nullfd = -1, src[SUP_FD_END], moved[SUP_FD_END], ncg = 0;
     char *senv[] = {"PATH=" DEFAULT_PATH, NULL};
 
     for (int i = 0; i < SUP_FD_END; i++)
         src[i] = -1;
-    src[0] = src[1] = src[2] = nullfd;
     src[SUP_FD_REPORT] = pipew;
     src[SUP_FD_OUT] = outfd;
     src[SUP_FD_ERR] = errfd;
@@ -681,9 +690,30 @@ static int spawn_supervisor(const agent_exec_t *x, agent_sup_start_t *st, const 
         off += (size_t)w;
     }
     free(rec);
+    src[SUP_FD_START] = memfd;
+    /* The zygote forks it when there is one (zygote.h): no exec, no start of
+     * a program. Gone before the request: spawned here instead. */
+    if (!x->conf.no_zygote && !x->zyg.off && x->zyg.fd < 0)
+        agent_zygote_start(&x->zyg, x->conf.supervisor, NULL);
+    if (x->zyg.fd >= 0) {
+        rc = agent_zygote_spawn(&x->zyg, sargv, &src[SUP_FD_START], SUP_FD_CG + ncg - SUP_FD_START,
+                                pid, err);
+        if (rc != -EPIPE) {
+            close(memfd);
+            return rc;
+        }
+        if (++x->zyg_deaths >= AGENT_EXEC_ZYGOTE_DEATHS)
+            x->zyg.off = true;
+    }
+    /* its stdio /dev/null (the zygote's is, and so are its supervisors') */
+    if ((nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC)) < 0) {
+        rc = arb_errf(err, -errno, "/dev/null: %s", strerror(errno));
+        close(memfd);
+        return rc;
+    }
+    src[0] = src[1] = src[2] = nullfd;
     /* Every source above the targets, so that no dup2 of the file actions
      * overwrites another's source: a copy (close-on-exec) where it is not. */
-    src[SUP_FD_START] = memfd;
     for (int i = 0; i < SUP_FD_END; i++)
         moved[i] = src[i] < SUP_FD_END ? -1 : src[i];
     for (int i = 0; i < SUP_FD_END; i++) {
@@ -720,6 +750,7 @@ out:
         if (moved[i] >= 0 && moved[i] != src[i])
             close(moved[i]);
     close(memfd);
+    close(nullfd);
     return rc;
 }
 
@@ -732,7 +763,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     const char *cwd;
     envv_t env = {0};
     agent_task_t *t = NULL, *old;
-    int rc, pipefd[2] = {-1, -1}, outfd = -1, errfd = -1, nullfd = -1;
+    int rc, pipefd[2] = {-1, -1}, outfd = -1, errfd = -1;
     bool cg_made = false;
     pid_t pid;
 
@@ -791,8 +822,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     exec_fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
     outfd = open(t->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
     errfd = open(t->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    nullfd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (outfd < 0 || errfd < 0 || nullfd < 0) {
+    if (outfd < 0 || errfd < 0) {
         rc = -errno;
         arb_errf(err, rc, "cannot open the task's log files in %s: %s", jobdir, strerror(errno));
         goto fail;
@@ -858,8 +888,8 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         };
         memcpy(st.groups, x->groups, sizeof st.groups[0] * (size_t)st.ngroups);
         arb_err_t why = {{0}};
-        if ((rc = spawn_supervisor(x, &st, &t->cg, sargv, pipefd[1], outfd, errfd, nullfd, &pid,
-                                   &why)) < 0) {
+        if ((rc = spawn_supervisor(x, &st, &t->cg, sargv, pipefd[1], outfd, errfd, &pid, &why)) <
+            0) {
             arb_errf(err, rc, "%s (%s): %s", t->start_err, step_name[AGENT_SUP_STEP_SUPERVISOR],
                      why.msg);
             goto fail;
@@ -908,8 +938,6 @@ fail:
         close(outfd);
     if (errfd >= 0)
         close(errfd);
-    if (nullfd >= 0)
-        close(nullfd);
     if (t) {
         agent_cg_task_close_fds(&t->cg);
         if (cg_made)
@@ -1311,6 +1339,10 @@ int agent_exec_poll(agent_exec_t *x, int64_t now_ns)
      * that exited since the loop above is recorded here. */
     while (x->conf.subreaper && (r = waitpid(-1, &status, WNOHANG)) > 0) {
         agent_task_t *t = find_sup(x, r);
+        if (r == x->zyg.pid) { /* the zygote died: reaped, its pid no longer ours */
+            x->zyg.pid = 0;
+            agent_zygote_stop(&x->zyg);
+        }
         if (t) {
             settle(x, t, true, true); /* a STARTING one: how its start ended first */
             if (t->state != AGENT_TASK_EXITED)

@@ -31,8 +31,11 @@
  * Time is passed in (monotonic ns read at the edge); nothing here sleeps
  * except agent_exec_wait, which tests and shutdown use.
  *
- * Supervisors: the executor spawns a supervisor per task (posix_spawn of
- * conf.supervisor: no copy of the agent's memory), handing it a start
+ * Supervisors: the executor starts a supervisor per task, forked with no
+ * exec by its zygote (zygote.h: one long-lived `conf.supervisor supervise
+ * --zygote` per executor, started at the first task; the supervisor is
+ * still the agent's child), or posix_spawn'd where there is no zygote (no
+ * copy of the agent's memory either way), handing it a start
  * record (supervise.h); the supervisor forks the task and prepares it
  * between its fork and exec; the task gets SIGKILL when its supervisor
  * dies. With conf.leased, the executor keeps the lease file
@@ -43,7 +46,8 @@
  * state file) and reads how it ended from the supervisor's exit record.
  *
  * Starting a task never waits for the task's exec (agent_exec_begin): the
- * supervisor is spawned (posix_spawn returns once it has exec'd) and the
+ * supervisor is forked (the zygote answers with its pid; posix_spawn
+ * returns once it has exec'd) and the
  * task is STARTING until its start pipe, polled with the other tasks
  * (agent_exec_start_fds, agent_exec_poll), says that the task exec'd (the
  * supervisor closes its copy, the task's closes on exec), or
@@ -84,6 +88,7 @@
 
 #include "agent/cgroup.h"
 #include "agent/supervise.h"
+#include "agent/zygote.h"
 #include "arbiter/cluster.h"
 
 #define AGENT_JOB_MAX 128
@@ -178,6 +183,7 @@ typedef struct agent_exec_conf {
                                 once, both with exit 0; a stop ends it at once (143) */
     int64_t start_delay_ns;  /* tests: each task sleeps this long before its exec, forked
                                 by its supervisor (a slow start; ARBITER_AGENT_START_DELAY_MS) */
+    bool no_zygote;          /* posix_spawn every supervisor, no zygote (zygote.h) */
 } agent_exec_conf_t;
 
 typedef struct agent_exec {
@@ -194,6 +200,8 @@ typedef struct agent_exec {
     char warning[640];      /* cgroup and user notes to log at start; "" none */
     char sup_dir[PATH_MAX]; /* LOG_DIR/.arbiter: the lease file, task and exit records */
     agent_leasefile_t lease;
+    agent_zygote_t zyg; /* forks the supervisors (zygote.h); started at the first task */
+    int zyg_deaths;     /* how often it died: at AGENT_EXEC_ZYGOTE_DEATHS, no more of it */
 } agent_exec_t;
 
 /* Set up: the tasks' user, the log dir, cgroups. Free with agent_exec_free. */

@@ -14,6 +14,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -222,14 +223,19 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
 
 /* ---- the loop ------------------------------------------------------------------------------ */
 
-/* Everything but stdio: the agent's sockets, its log server, its files. */
+/* Everything but stdio: the agent's sockets, its log server, its files.
+ * One close_range (Linux 5.9); where there is none, each fd /proc lists. */
 static void close_inherited(void)
 {
-    DIR *d = opendir("/proc/self/fd");
+    DIR *d;
     struct dirent *e;
     int keep;
 
-    if (!d) {
+#ifdef SYS_close_range
+    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+        return;
+#endif
+    if (!(d = opendir("/proc/self/fd"))) {
         for (int fd = 3; fd < 1024; fd++)
             close(fd);
         return;

@@ -4,17 +4,20 @@
  * fence holds whatever state the agent is in (running, SIGSTOPped, hung
  * in a system call, killed).
  *
- *   agent --posix_spawn--> supervisor (own session; `arbiter-supervise`)
+ *   agent --(its zygote forks it, zygote.h; or posix_spawn)--> supervisor
+ *                       |   (own session; the agent's child; `arbiter-supervise`)
  *                       |   reads its start record (agent_sup_start_t)
  *                       +--fork--> task (own session and process group,
  *                                  its cgroups, user, directory, output,
  *                                  PR_SET_PDEATHSIG: it dies with its
  *                                  supervisor), then exec
  *
- * The agent's address space is never copied for a task: posix_spawn runs
- * the supervisor's exec on a stack of its own in glibc (internal system
- * calls only: no sanitizer interceptor runs in the agent's memory), and
- * the supervisor, a small static program, forks the task from its own.
+ * The agent's address space is never copied for a task: the zygote, a
+ * small static program started once, forks each supervisor from its own
+ * (where there is none, posix_spawn runs the supervisor's exec on a stack
+ * of its own in glibc: internal system calls only, no sanitizer
+ * interceptor runs in the agent's memory), and the supervisor forks the
+ * task from its own.
  *
  * The supervisor holds two deadlines, both on CLOCK_MONOTONIC (one clock
  * for every process of the machine):

@@ -27,7 +27,7 @@ const cli_cmd_t cli_cmds[] = {
      true},
     {"supervise", "internal: the per-task supervisor the agent starts (it holds the lease)",
      "arbiter supervise --task-pid PID --exit FILE [--lease FILE] [--cgroup-v2 DIR | "
-     "--cgroup-v1 DIR ...] [--time-limit-at NS --grace NS]",
+     "--cgroup-v1 DIR ...] [--time-limit-at NS --grace NS] | --zygote FD",
      cli_supervise, true},
     {"version", "print the version", "arbiter version", cli_version, false},
     {"controller", "run the controller daemon: durable state, scheduler, HTTP/JSON API", NULL,

@@ -8,21 +8,26 @@
  *   arbiter supervise (--start FD | --task-pid PID) --exit FILE [--lease FILE]
  *                     [--cgroup-v2 DIR | --cgroup-v1 DIR ...]
  *                     [--time-limit-at NS --grace NS]
+ *   arbiter supervise --zygote FD   (one per agent: forks the supervisors,
+ *                                    src/agent/zygote.h)
  *
  * Exit status: 0 the task ended and its exit record is written; 1 PID was
  * not this process's child; 2 bad usage; 127 the start record could not
  * be read or the task not forked.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/supervise.h"
+#include "agent/zygote.h"
 #include "cli/cli.h"
 
 #define SUPERVISE_USAGE                                                                            \
     "usage: arbiter supervise (--start FD | --task-pid PID) --exit FILE [--lease FILE]\n"          \
     "                         [--cgroup-v2 DIR | --cgroup-v1 DIR ...]\n"                           \
     "                         [--time-limit-at NS --grace NS]\n"                                   \
+    "       arbiter supervise --zygote FD\n"                                                       \
     "  (started by the agent for each task: docs/agent.md)\n"
 
 int cli_supervise(int argc, char **argv)
@@ -34,6 +39,8 @@ int cli_supervise(int argc, char **argv)
         fputs(SUPERVISE_USAGE, stdout);
         return 0;
     }
+    if (argc >= 3 && argc <= 4 && !strcmp(argv[1], "--zygote"))
+        return agent_zygote_main(atoi(argv[2]));
     if (agent_sup_parse(argc, argv, &a, &err) < 0) {
         fprintf(stderr, "arbiter supervise: %s\n" SUPERVISE_USAGE, err.msg);
         return 2;

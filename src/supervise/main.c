@@ -9,13 +9,17 @@
  * binary (src/cli/agent.c), else `arbiter supervise`, which is the same code.
  *
  *   arbiter-supervise supervise --start FD --exit FILE [--lease FILE] ...
+ *   arbiter-supervise supervise --zygote FD
  *
- * (the agent's command line for `arbiter supervise`, word for word).
+ * (the agent's command line for `arbiter supervise`, word for word; the
+ * second, once per agent, forks each task's supervisor: src/agent/zygote.h).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "agent/supervise.h"
+#include "agent/zygote.h"
 
 int main(int argc, char **argv)
 {
@@ -24,11 +28,13 @@ int main(int argc, char **argv)
 
     if (argc > 1 && !strcmp(argv[1], "supervise")) /* the agent's words: skip the verb */
         argc--, argv++;
+    if (argc >= 3 && argc <= 4 && !strcmp(argv[1], "--zygote"))
+        return agent_zygote_main(atoi(argv[2]));
     if (agent_sup_parse(argc, argv, &a, &err) < 0) {
         fprintf(
             stderr,
             "arbiter-supervise: %s\nusage: arbiter-supervise supervise (--start FD | --task-pid "
-            "PID) --exit FILE [--lease FILE] ... (started by the agent for each task: "
+            "PID) --exit FILE [--lease FILE] ... | --zygote FD (started by the agent: "
             "docs/agent.md)\n",
             err.msg);
         return 2;

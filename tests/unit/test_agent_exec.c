@@ -906,6 +906,82 @@ static void test_spawn_private(void **st)
     close(leak);
 }
 
+#if defined(__SANITIZE_THREAD__)
+#define TEST_TSAN 1
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define TEST_TSAN 1
+#endif
+#endif
+
+/* The supervisors' zygote (src/agent/zygote.h): each supervisor is forked
+ * by it yet is the agent's child, with its own command line; a zygote that
+ * dies is replaced (the start in between spawns its supervisor itself);
+ * none with no_zygote; it ends with the executor. */
+static void test_zygote(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *seven[] = {"sh", "-c", "exit 7", NULL}, *three[] = {"sh", "-c", "exit 3", NULL};
+    char *nap[] = {"sleep", "1000", NULL};
+    agent_task_t *t;
+    pid_t z;
+
+    (void)st;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    assert_int_equal(x.zyg.pid, 0); /* started at the first task */
+    t = run(&x, "z", 0, nap);
+#ifdef TEST_TSAN
+    /* no zygote under ThreadSanitizer (zygote.c): every supervisor spawned */
+    assert_true(x.zyg.off);
+    assert_int_equal(x.zyg.pid, 0);
+    assert_int_equal(stat_field(t->sup_pid, 4), (long)getpid());
+    assert_int_equal(agent_exec_fence(&x, arb_mono_ns()), 1);
+    assert_int_equal(agent_exec_wait(&x, 10 * SEC), 0);
+    agent_exec_free(&x);
+    (void)seven, (void)three, (void)z;
+    return;
+#endif
+    assert_true(x.zyg.pid > 0);
+    z = x.zyg.pid;
+    assert_int_equal(stat_field(z, 4), (long)getpid());
+    assert_non_null(strstr(proc_list(z, "cmdline"), "\n--zygote\n"));
+    assert_int_equal(stat_field(t->sup_pid, 4), (long)getpid()); /* ours, not the zygote's */
+    assert_int_equal(stat_field(t->sup_pid, 6), (long)t->sup_pid);
+    assert_int_equal(stat_field(t->pid, 4), (long)t->sup_pid);
+    assert_non_null(strstr(proc_list(t->sup_pid, "cmdline"), "\n--start\n"));
+    assert_int_equal(agent_exec_cancel(&x, "z", 0, arb_mono_ns()), 0);
+    wait_exit(&x, t);
+    assert_int_equal(t->signal, SIGTERM);
+    t = run(&x, "z", 1, seven);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 7);
+    assert_int_equal(x.zyg.pid, z); /* the same zygote for every task */
+    /* killed: the next start spawns its own supervisor, the one after a new zygote */
+    kill(z, SIGKILL);
+    while (still_alive(z) && waitpid(z, NULL, WNOHANG) == 0)
+        usleep(1000);
+    t = run(&x, "z", 2, three);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 3);
+    t = run(&x, "z", 3, seven);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 7);
+    assert_true(x.zyg.pid > 0 && x.zyg.pid != z);
+    z = x.zyg.pid;
+    agent_exec_free(&x);
+    assert_true(kill(z, 0) != 0 && errno == ESRCH); /* it ended, reaped */
+
+    c.no_zygote = true;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "z", 4, three);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 3);
+    assert_int_equal(x.zyg.pid, 0);
+    agent_exec_free(&x);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -921,6 +997,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adopt_and_state_file, setup, teardown),
         cmocka_unit_test_setup_teardown(test_begin_async, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_private, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_zygote, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
