@@ -134,9 +134,9 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 
     pthread_mutex_lock(&s->mu);
     st_check_leases(s, now);
-    /* The checks driven by the clock walk every active job: at most every
-     * ST_CHECK_GAP_NS, so a burst of cycles (one per batch of submissions)
-     * does not walk the whole backlog each time. */
+    /* The checks driven by the clock walk the jobs that hold allocations
+     * (the nodes' job indexes, liveness.c: never the pending backlog), at
+     * most every ST_CHECK_GAP_NS. */
     if (!s->checks_ns || now - s->checks_ns >= ST_CHECK_GAP_NS || now < s->checks_ns) {
         st_check_time_limits(s, now);
         st_check_stragglers(s, now);
