@@ -41,6 +41,7 @@ int st_start(st_t *s, arb_err_t *err)
 {
     if (pthread_create(&s->thr, NULL, sched_main, s) != 0)
         return arb_errf(err, -EAGAIN, "cannot start the scheduler thread");
+    pthread_setname_np(s->thr, "arb-sched"); /* top, perf, bench backlog's CPU split */
     s->running = true;
     if (st_probe_start(s) < 0)
         return arb_errf(err, -EAGAIN, "cannot start the health-probe thread");
