@@ -13,6 +13,10 @@
  *                 chunk..2 chunk, ...)
  *   first_rate, last_rate, last_over_first
  *   chunk_cpu_s   the controller's utime + stime (/proc/PID/stat) per chunk
+ *   chunk_sched_cpu_s   of which its scheduler thread's (the thread named
+ *                 arb-sched: cycles and the clock-driven checks; the rest is
+ *                 the HTTP workers, the committer and SQLite); [] when the
+ *                 thread was not found
  *   p50_ms, p99_ms of all submissions
  *   rss_mb_before, rss_mb_after   the controller's resident memory before the
  *                 first submission and after the last (VmRSS)
@@ -28,6 +32,7 @@
  * stderr.
  */
 #include <curl/curl.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -59,6 +64,8 @@ typedef struct bl_run {
     int64_t *lat;     /* ns, by submission index */
     int64_t *t_chunk; /* mono ns when chunk k ended; [0] the start */
     long long *cpu_chunk;
+    long long *sched_chunk; /* the scheduler thread's ticks when chunk k ended */
+    pid_t sched_tid;        /* 0: not found */
     long long rss0_kb, rss1_kb;
 } bl_run_t;
 
@@ -104,6 +111,8 @@ static void *client(void *arg)
         if (n % r->chunk == 0) { /* this acknowledgement ends chunk n / chunk */
             r->t_chunk[n / r->chunk] = arb_mono_ns();
             r->cpu_chunk[n / r->chunk] = bench_cpu_ticks(r->controller, false);
+            if (r->sched_tid)
+                r->sched_chunk[n / r->chunk] = bench_thread_cpu_ticks(r->controller, r->sched_tid);
         }
     }
     curl_slist_free_all(hd);
@@ -129,6 +138,33 @@ static int start(bl_run_t *r)
         return -1;
     }
     return 0;
+}
+
+/* The controller's scheduler thread (src/state/cycle.c names it
+ * "arb-sched"): its TID, 0 when none is found. */
+static pid_t sched_thread(pid_t pid)
+{
+    char p[96], comm[32];
+    pid_t tid = 0;
+    struct dirent *e;
+    DIR *d;
+
+    snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
+    if (!(d = opendir(p)))
+        return 0;
+    while (!tid && (e = readdir(d))) {
+        FILE *f;
+        if (e->d_name[0] == '.')
+            continue;
+        snprintf(p, sizeof p, "/proc/%d/task/%.20s/comm", (int)pid, e->d_name);
+        if (!(f = fopen(p, "re")))
+            continue;
+        if (fgets(comm, sizeof comm, f) && strcmp(comm, "arb-sched\n") == 0)
+            tid = (pid_t)atoi(e->d_name);
+        fclose(f);
+    }
+    closedir(d);
+    return tid;
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -184,14 +220,20 @@ static void report(bl_run_t *r, double load0, double load1)
         if (r->json)
             printf("%s%.1f", k > 1 ? "," : "", rate);
         else
-            printf("  backlog %7ld..%-7ld %8.0f submits/s, controller CPU %.2f s\n",
-                   (k - 1) * r->chunk, k * r->chunk, rate, cpu);
+            printf("  backlog %7ld..%-7ld %8.0f submits/s, controller CPU %.2f s (scheduler thread "
+                   "%.2f s)\n",
+                   (k - 1) * r->chunk, k * r->chunk, rate, cpu,
+                   r->sched_tid ? (double)(r->sched_chunk[k] - r->sched_chunk[k - 1]) / hz : 0);
     }
     if (r->json) {
         printf("],\"chunk_cpu_s\":[");
         for (long k = 1; k <= nch; k++)
             printf("%s%.2f", k > 1 ? "," : "",
                    (double)(r->cpu_chunk[k] - r->cpu_chunk[k - 1]) / hz);
+        printf("],\"chunk_sched_cpu_s\":[");
+        for (long k = 1; r->sched_tid && k <= nch; k++)
+            printf("%s%.2f", k > 1 ? "," : "",
+                   (double)(r->sched_chunk[k] - r->sched_chunk[k - 1]) / hz);
         printf("],\"first_rate\":%.1f,\"last_rate\":%.1f,\"last_over_first\":%.3f,"
                "\"p50_ms\":%.3f,\"p99_ms\":%.3f,\"target_met\":%s,\"load_before\":%.2f,"
                "\"load_after\":%.2f,\"rss_mb_before\":%.1f,\"rss_mb_after\":%.1f,"
@@ -238,13 +280,16 @@ int cli_bench_backlog(int argc, char **argv)
     r.lat = calloc((size_t)r.jobs, sizeof *r.lat);
     r.t_chunk = calloc((size_t)(r.jobs / r.chunk + 1), sizeof *r.t_chunk);
     r.cpu_chunk = calloc((size_t)(r.jobs / r.chunk + 1), sizeof *r.cpu_chunk);
+    r.sched_chunk = calloc((size_t)(r.jobs / r.chunk + 1), sizeof *r.sched_chunk);
     t = calloc((size_t)r.clients, sizeof *t);
-    if (!r.lat || !r.t_chunk || !r.cpu_chunk || !t || start(&r) < 0)
+    if (!r.lat || !r.t_chunk || !r.cpu_chunk || !r.sched_chunk || !t || start(&r) < 0)
         goto out;
     curl_global_init(CURL_GLOBAL_DEFAULT);
     fprintf(stderr, "bench backlog: %ld submissions to %s\n", r.jobs, r.url);
     l0 = bench_load1();
     r.cpu_chunk[0] = bench_cpu_ticks(r.controller, false);
+    if ((r.sched_tid = sched_thread(r.controller)))
+        r.sched_chunk[0] = bench_thread_cpu_ticks(r.controller, r.sched_tid);
     r.rss0_kb = bench_rss_kb(r.controller);
     r.t_chunk[0] = arb_mono_ns();
     long started = 0;
@@ -271,6 +316,7 @@ out:
     free(r.lat);
     free(r.t_chunk);
     free(r.cpu_chunk);
+    free(r.sched_chunk);
     free(t);
     if (rc == 0)
         bench_rmtree(r.dir);

@@ -136,14 +136,13 @@ int bench_wait_url(pid_t pid, const char *path, char *url, size_t n, long timeou
     }
 }
 
-long long bench_cpu_ticks(pid_t pid, bool children)
+static long long stat_ticks(const char *p, bool children)
 {
-    char p[64], buf[2048], *s;
+    char buf[2048], *s;
     unsigned long long ut, st, cut, cst;
     FILE *f;
     size_t k;
 
-    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
     if (!(f = fopen(p, "re")))
         return -1;
     k = fread(buf, 1, sizeof buf - 1, f);
@@ -156,6 +155,22 @@ long long bench_cpu_ticks(pid_t pid, bool children)
                &cut, &cst) != 4)
         return -1;
     return (long long)(ut + st + (children ? cut + cst : 0));
+}
+
+long long bench_cpu_ticks(pid_t pid, bool children)
+{
+    char p[64];
+
+    snprintf(p, sizeof p, "/proc/%d/stat", (int)pid);
+    return stat_ticks(p, children);
+}
+
+long long bench_thread_cpu_ticks(pid_t pid, pid_t tid)
+{
+    char p[96];
+
+    snprintf(p, sizeof p, "/proc/%d/task/%d/stat", (int)pid, (int)tid);
+    return stat_ticks(p, false);
 }
 
 double bench_load1(void)

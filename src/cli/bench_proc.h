@@ -56,6 +56,9 @@ int bench_wait_url(pid_t pid, const char *path, char *url, size_t n, long timeou
 /* utime + stime of pid (and its reaped children's, with children), in
  * clock ticks; -1 when it cannot be read. */
 long long bench_cpu_ticks(pid_t pid, bool children);
+/* utime + stime of thread tid of pid alone (/proc/PID/task/TID/stat), in
+ * clock ticks; -1 when it cannot be read. */
+long long bench_thread_cpu_ticks(pid_t pid, pid_t tid);
 /* pid's resident set (VmRSS) in KiB; -1 when it cannot be read. */
 long long bench_rss_kb(pid_t pid);
 

@@ -41,6 +41,7 @@ int st_start(st_t *s, arb_err_t *err)
 {
     if (pthread_create(&s->thr, NULL, sched_main, s) != 0)
         return arb_errf(err, -EAGAIN, "cannot start the scheduler thread");
+    pthread_setname_np(s->thr, "arb-sched"); /* top, perf, bench backlog's CPU split */
     s->running = true;
     if (st_probe_start(s) < 0)
         return arb_errf(err, -EAGAIN, "cannot start the health-probe thread");
@@ -134,9 +135,9 @@ int st_cycle(st_t *s, arb_cycle_stats_t *stats, int64_t *ticket)
 
     pthread_mutex_lock(&s->mu);
     st_check_leases(s, now);
-    /* The checks driven by the clock walk every active job: at most every
-     * ST_CHECK_GAP_NS, so a burst of cycles (one per batch of submissions)
-     * does not walk the whole backlog each time. */
+    /* The checks driven by the clock walk the jobs that hold allocations
+     * (the nodes' job indexes, liveness.c: never the pending backlog), at
+     * most every ST_CHECK_GAP_NS. */
     if (!s->checks_ns || now - s->checks_ns >= ST_CHECK_GAP_NS || now < s->checks_ns) {
         st_check_time_limits(s, now);
         st_check_stragglers(s, now);

@@ -179,37 +179,102 @@ bool st_timed_out(const st_job_t *sj, int64_t now)
     return j->time_limit_s > 0 && held(j) && now >= j->start_ns + j->time_limit_s * 1000000000LL;
 }
 
+static int cmp_active_ix(const void *a, const void *b)
+{
+    int x = (*(st_job_t *const *)a)->active_ix, y = (*(st_job_t *const *)b)->active_ix;
+    return (x > y) - (x < y);
+}
+
+static bool first_node_is(const arb_job_t *j, uint32_t node)
+{
+    for (int t = 0; t < j->nalloc; t++)
+        if (j->alloc[t].node != ARB_NO_NODE)
+            return j->alloc[t].node == node;
+    return false;
+}
+
+/* The jobs that hold allocations (placed or running), each once, in the
+ * order of s->active, from the nodes' job indexes (node.c): what the
+ * clock-driven checks walk, so that they cost what runs (nodes plus their
+ * entries), not what waits: a backlog of pending jobs adds nothing. A job
+ * is listed at the node of its first placed task. *out is malloc'd (the
+ * caller frees it); -ENOMEM: walk s->active instead. */
+static int held_jobs(st_t *s, st_job_t ***out)
+{
+    st_job_t **v = NULL;
+    int n = 0, cap = 0;
+
+    *out = NULL;
+    if (s->held_oom) /* the index is short: the walk of every active job it stands for */
+        return -ENOMEM;
+    for (uint32_t i = 0; i < s->cluster.nnodes; i++) {
+        st_job_t **h;
+        int nh = st_node_held(s, &s->cluster.nodes[i], &h); /* live entries only */
+        for (int k = 0; k < nh; k++) {
+            if (!held(h[k]->j) || !first_node_is(h[k]->j, i))
+                continue;
+            if (n == cap) {
+                int nc = cap ? cap * 2 : 64;
+                st_job_t **nv = realloc(v, (size_t)nc * sizeof *nv);
+                if (!nv) {
+                    free(v);
+                    return -ENOMEM;
+                }
+                v = nv;
+                cap = nc;
+            }
+            v[n++] = h[k];
+        }
+    }
+    if (n > 1)
+        qsort(v, (size_t)n, sizeof *v, cmp_active_ix);
+    *out = v;
+    return n;
+}
+
+static void time_limit_one(st_t *s, st_job_t *sj, int64_t now)
+{
+    arb_job_t *j = sj->j;
+    char why[200], grace[32];
+
+    s->m_check_visits++;
+    if (sj->own_j || sj->active_ix < 0 || !st_timed_out(sj, now) ||
+        (sj->stop && (sj->stop_then == ST_THEN_TIMEOUT || sj->stop_then == ST_THEN_CANCEL)))
+        return;
+    snprintf(why, sizeof why, "its time limit (%lld s) was reached", (long long)j->time_limit_s);
+    if (!sj->delivered) { /* no agent has it: nothing runs */
+        st_finish_job(s, sj, ARB_JOB_TIMEOUT, why);
+        return;
+    }
+    if (j->grace_s >= 0)
+        snprintf(grace, sizeof grace, "%d s", j->grace_s);
+    else
+        snprintf(grace, sizeof grace, "the agent's grace");
+    sj->stop = true;
+    sj->stop_then = ST_THEN_TIMEOUT;
+    st_job_say(sj, "%s", why);
+    uint64_t lam = st_event(s, "job-time-limit", sj->id, NULL,
+                            "job %llu '%s': %s: SIGTERM to its %d task%s, SIGKILL after %s; "
+                            "it ends as timeout",
+                            (unsigned long long)sj->id, j->name, why, j->nalloc,
+                            j->nalloc == 1 ? "" : "s", grace);
+    st_job_save(s, sj, lam);
+    s->dirty = true;
+}
+
 void st_check_time_limits(st_t *s, int64_t now)
 {
-    /* Backwards: ending a job retires it, which moves the last one into its slot. */
-    for (int i = s->nactive - 1; i >= 0; i--) {
-        st_job_t *sj = s->active[i];
-        arb_job_t *j = sj->j;
-        char why[200], grace[32];
-        if (sj->own_j || !st_timed_out(sj, now) ||
-            (sj->stop && (sj->stop_then == ST_THEN_TIMEOUT || sj->stop_then == ST_THEN_CANCEL)))
-            continue;
-        snprintf(why, sizeof why, "its time limit (%lld s) was reached",
-                 (long long)j->time_limit_s);
-        if (!sj->delivered) { /* no agent has it: nothing runs */
-            st_finish_job(s, sj, ARB_JOB_TIMEOUT, why);
-            continue;
-        }
-        if (j->grace_s >= 0)
-            snprintf(grace, sizeof grace, "%d s", j->grace_s);
-        else
-            snprintf(grace, sizeof grace, "the agent's grace");
-        sj->stop = true;
-        sj->stop_then = ST_THEN_TIMEOUT;
-        st_job_say(sj, "%s", why);
-        uint64_t lam = st_event(s, "job-time-limit", sj->id, NULL,
-                                "job %llu '%s': %s: SIGTERM to its %d task%s, SIGKILL after %s; "
-                                "it ends as timeout",
-                                (unsigned long long)sj->id, j->name, why, j->nalloc,
-                                j->nalloc == 1 ? "" : "s", grace);
-        st_job_save(s, sj, lam);
-        s->dirty = true;
-    }
+    st_job_t **v;
+    int n = held_jobs(s, &v);
+
+    /* Backwards, as the walk of s->active goes: ending a job retires it,
+     * which moves the last active one into its slot. */
+    if (n < 0)
+        for (int i = s->nactive - 1; i >= 0; i--)
+            time_limit_one(s, s->active[i], now);
+    for (int i = n - 1; i >= 0; i--)
+        time_limit_one(s, v[i], now);
+    free(v);
 }
 
 void st_task_lost(st_t *s, st_job_t *sj, int t, const char *why)
@@ -397,61 +462,71 @@ static int task_util(st_t *s, const st_job_t *sj, int t)
     return k ? sum / k : -1;
 }
 
+static void straggler_one(st_t *s, st_job_t *sj, int64_t now, int64_t stale)
+{
+    arb_job_t *j = sj->j;
+    int util[64], sorted[64], nu = 0, median = -1;
+    bool multi = false;
+
+    s->m_check_visits++;
+    if (j->state != ARB_JOB_RUNNING || j->nalloc < 2 || sj->stop || arb_job_partial_gang(j))
+        return; /* (a gang that starts as room frees has no peers in step) */
+    for (int t = 1; t < j->nalloc && !multi; t++)
+        multi = j->alloc[t].node != j->alloc[0].node;
+    if (!multi)
+        return;
+    for (int t = 0; t < j->nalloc && t < 64; t++) {
+        util[t] = task_util(s, sj, t);
+        if (util[t] >= 0)
+            sorted[nu++] = util[t];
+    }
+    if (nu >= 2) {
+        qsort(sorted, (size_t)nu, sizeof *sorted, cmp_int);
+        median = sorted[nu / 2];
+    }
+    for (int t = 0; t < j->nalloc && t < 64; t++) {
+        st_task_t *tk = &sj->tasks[t];
+        const arb_node_t *n = &s->cluster.nodes[j->alloc[t].node];
+        int64_t age = now - st_node_ext(s, n)->report_mono;
+        uint8_t flag = ST_STRAG_NONE;
+        if (age > stale)
+            flag = ST_STRAG_STALE;
+        else if (util[t] >= 0 && median >= 30 && util[t] * 2 < median && median - util[t] >= 30)
+            flag = ST_STRAG_SLOW;
+        if (flag == tk->straggler)
+            continue;
+        tk->straggler = flag;
+        if (flag == ST_STRAG_STALE)
+            st_event(s, "task-straggler", sj->id, arb_node_name(&s->cluster, n),
+                     "job %llu '%s' task %d on node '%s' is a straggler: its node's last "
+                     "report is %.1f s old",
+                     (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n),
+                     (double)age / 1e9);
+        else if (flag == ST_STRAG_SLOW)
+            st_event(s, "task-straggler", sj->id, arb_node_name(&s->cluster, n),
+                     "job %llu '%s' task %d on node '%s' is a straggler: its GPUs are %d%% "
+                     "busy, its peers' median %d%%",
+                     (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n), util[t],
+                     median);
+        else
+            st_event(s, "task-caught-up", sj->id, arb_node_name(&s->cluster, n),
+                     "job %llu '%s' task %d on node '%s' keeps pace again",
+                     (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n));
+    }
+}
+
 void st_check_stragglers(st_t *s, int64_t now)
 {
     int64_t stale = s->conf.lease_ns / 3;
+    st_job_t **v;
+    int n = held_jobs(s, &v); /* only running jobs can straggle */
 
-    for (int i = 0; i < s->nactive; i++) {
-        st_job_t *sj = s->active[i];
-        arb_job_t *j = sj->j;
-        int util[64], sorted[64], nu = 0, median = -1;
-        bool multi = false;
-
-        if (j->state != ARB_JOB_RUNNING || j->nalloc < 2 || sj->stop || arb_job_partial_gang(j))
-            continue; /* (a gang that starts as room frees has no peers in step) */
-        for (int t = 1; t < j->nalloc && !multi; t++)
-            multi = j->alloc[t].node != j->alloc[0].node;
-        if (!multi)
-            continue;
-        for (int t = 0; t < j->nalloc && t < 64; t++) {
-            util[t] = task_util(s, sj, t);
-            if (util[t] >= 0)
-                sorted[nu++] = util[t];
-        }
-        if (nu >= 2) {
-            qsort(sorted, (size_t)nu, sizeof *sorted, cmp_int);
-            median = sorted[nu / 2];
-        }
-        for (int t = 0; t < j->nalloc && t < 64; t++) {
-            st_task_t *tk = &sj->tasks[t];
-            const arb_node_t *n = &s->cluster.nodes[j->alloc[t].node];
-            int64_t age = now - st_node_ext(s, n)->report_mono;
-            uint8_t flag = ST_STRAG_NONE;
-            if (age > stale)
-                flag = ST_STRAG_STALE;
-            else if (util[t] >= 0 && median >= 30 && util[t] * 2 < median && median - util[t] >= 30)
-                flag = ST_STRAG_SLOW;
-            if (flag == tk->straggler)
-                continue;
-            tk->straggler = flag;
-            if (flag == ST_STRAG_STALE)
-                st_event(s, "task-straggler", sj->id, arb_node_name(&s->cluster, n),
-                         "job %llu '%s' task %d on node '%s' is a straggler: its node's last "
-                         "report is %.1f s old",
-                         (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n),
-                         (double)age / 1e9);
-            else if (flag == ST_STRAG_SLOW)
-                st_event(s, "task-straggler", sj->id, arb_node_name(&s->cluster, n),
-                         "job %llu '%s' task %d on node '%s' is a straggler: its GPUs are %d%% "
-                         "busy, its peers' median %d%%",
-                         (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n),
-                         util[t], median);
-            else
-                st_event(s, "task-caught-up", sj->id, arb_node_name(&s->cluster, n),
-                         "job %llu '%s' task %d on node '%s' keeps pace again",
-                         (unsigned long long)sj->id, j->name, t, arb_node_name(&s->cluster, n));
-        }
-    }
+    if (n < 0)
+        for (int i = 0; i < s->nactive; i++)
+            straggler_one(s, s->active[i], now, stale);
+    for (int i = 0; i < n; i++)
+        straggler_one(s, v[i], now, stale);
+    free(v);
 }
 
 void st_note_report(st_t *s, int64_t ns)

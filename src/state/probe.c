@@ -101,7 +101,8 @@ static void *probe_main(void *arg)
     pthread_mutex_lock(&s->mu);
     while (!s->probe_stop) {
         n = 0;
-        for (int i = 0; i < s->nactive; i++) {
+        /* services only: with none ever attached, no walk of the backlog */
+        for (int i = 0; s->nsvc_ever && i < s->nactive; i++) {
             st_job_t *p = s->active[i];
             if (!p->svc)
                 continue;

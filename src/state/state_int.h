@@ -214,8 +214,10 @@ struct st {
     double m_report_sum_s;
     uint64_t m_placed_window; /* placements since m_window_mono */
     int64_t m_window_mono;
-    int64_t checks_ns;  /* st_now_ns of the last time-driven checks (st_cycle); 0 never */
-    uint64_t nsvc_ever; /* services ever attached (st_service_attach) */
+    int64_t checks_ns;       /* st_now_ns of the last time-driven checks (st_cycle); 0 never */
+    uint64_t m_check_visits; /* jobs the time-driven checks looked at (liveness.c): what
+                                runs, never the pending backlog (test_backlog.c counts it) */
+    uint64_t nsvc_ever;      /* services ever attached (st_service_attach) */
     double m_decisions_per_s;
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
     arb_strtab_t names;   /* jobs' team and owner names, each kept once (st_name) */
