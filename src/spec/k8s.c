@@ -247,6 +247,26 @@ static int kjob_done(kx_t *k, kjob_t *j, kopts_t *o, const sval_t *at)
     }
     if (queue[0])
         json_object_set_new(spec, "queue", json_string(queue));
+    for (int i = 0; i < j->ngroups; i++) { /* HAMi's use-gputype: the job's GPU models */
+        const char *m = j->pods[i].gpu_models;
+        if (!m[0] || json_object_get(spec, "gpuModels"))
+            continue;
+        json_t *a = json_array();
+        char one[K8S_NAME];
+        for (const char *p = m; *p;) {
+            size_t n = strcspn(p, ",");
+            snprintf(one, sizeof one, "%.*s", (int)n, p);
+            char *t = one + strspn(one, " ");
+            t[strcspn(t, " ")] = '\0';
+            if (*t)
+                json_array_append_new(a, json_string(t));
+            p += n + (p[n] == ',');
+        }
+        if (json_array_size(a))
+            json_object_set_new(spec, "gpuModels", a);
+        else
+            json_decref(a);
+    }
     if (prio[0])
         json_object_set_new(spec, "priorityClassName", json_string(prio));
     if (grace >= 0)
@@ -449,6 +469,22 @@ static int kind_job(kx_t *k, kdoc_t *d)
     if (rc < 0) {
         kjob_free(j);
         return rc;
+    }
+    /* Kueue's partial admission: the Job may start with as few as N pods. */
+    char buf[K8S_NAME];
+    if (k8s_meta(&d->meta, "annotations", "kueue.x-k8s.io/job-min-parallelism", buf, sizeof buf)) {
+        char *end;
+        long mp = strtol(buf, &end, 10);
+        if (*end || end == buf || mp < 1 || mp > pods) {
+            sval_t f;
+            sv_get(&d->meta, "annotations", &f);
+            kjob_free(j);
+            return sv_fail(&k->x, &f, -EINVAL,
+                           "kueue.x-k8s.io/job-min-parallelism '%s': give a pod count 1..%" PRId64
+                           " (at most the Job's parallelism)",
+                           buf, pods);
+        }
+        o.gang_min = (int)mp;
     }
     return kjob_done(k, j, &o, &d->root);
 }

@@ -39,29 +39,30 @@ typedef struct k8s_res {
 typedef struct k8s_pod {
     int nres;
     k8s_res_t res[K8S_MAX_RES];
-    int share_milli;          /* KAI gpu-fraction, 0 none */
-    int64_t share_mib;        /* KAI gpu-memory (MiB), 0 none */
-    json_t *selector;         /* {label: value} (owned) */
-    json_t *required;         /* [[expr...], ...] (owned) */
-    json_t *preferred;        /* [{weight, match}] (owned) */
-    json_t *tolerations;      /* [...] (owned) */
-    char prio[K8S_NAME];      /* priorityClassName, "" none */
-    int grace;                /* terminationGracePeriodSeconds, -1 none */
-    int64_t deadline_s;       /* activeDeadlineSeconds, 0 none */
-    json_t *argv;             /* the main container's command + args (owned) */
-    json_t *env;              /* static variables (owned) */
-    json_t *dyn;              /* variables set at start, marked text (owned) */
-    bool expand;              /* argv holds marked references */
-    char dir[512];            /* workingDir, "" none */
-    char queue[K8S_NAME];     /* from the template's labels (Kueue, KAI), "" none */
-    char topo_req[K8S_NAME];  /* Kueue podset-required-topology label key */
-    char topo_pref[K8S_NAME]; /* Kueue podset-preferred-topology label key */
-    char name[K8S_NAME];      /* metadata.name, "" none */
-    char podgroup[K8S_NAME];  /* Kueue pod-group-name or Volcano group-name, "" none */
-    int podgroup_total;       /* Kueue pod-group-total-count, 0 unknown */
-    int port;                 /* the first containerPort, 0 none */
-    char health[128];         /* readinessProbe.httpGet.path, "" none */
-    int probe_port;           /* its port when numeric, 0 otherwise */
+    int share_milli;           /* KAI gpu-fraction, 0 none */
+    int64_t share_mib;         /* KAI gpu-memory (MiB), 0 none */
+    json_t *selector;          /* {label: value} (owned) */
+    json_t *required;          /* [[expr...], ...] (owned) */
+    json_t *preferred;         /* [{weight, match}] (owned) */
+    json_t *tolerations;       /* [...] (owned) */
+    char prio[K8S_NAME];       /* priorityClassName, "" none */
+    int grace;                 /* terminationGracePeriodSeconds, -1 none */
+    int64_t deadline_s;        /* activeDeadlineSeconds, 0 none */
+    json_t *argv;              /* the main container's command + args (owned) */
+    json_t *env;               /* static variables (owned) */
+    json_t *dyn;               /* variables set at start, marked text (owned) */
+    bool expand;               /* argv holds marked references */
+    char dir[512];             /* workingDir, "" none */
+    char queue[K8S_NAME];      /* from the template's labels (Kueue, KAI), "" none */
+    char topo_req[K8S_NAME];   /* Kueue podset-required-topology label key */
+    char topo_pref[K8S_NAME];  /* Kueue podset-preferred-topology label key */
+    char name[K8S_NAME];       /* metadata.name, "" none */
+    char podgroup[K8S_NAME];   /* Kueue pod-group-name or Volcano group-name, "" none */
+    char gpu_models[K8S_NAME]; /* HAMi nvidia.com/use-gputype: "A100,V100", "" any */
+    int podgroup_total;        /* Kueue pod-group-total-count, 0 unknown */
+    int port;                  /* the first containerPort, 0 none */
+    char health[128];          /* readinessProbe.httpGet.path, "" none */
+    int probe_port;            /* its port when numeric, 0 otherwise */
 } k8s_pod_t;
 
 /* Read a PodTemplateSpec (or a Pod: metadata + spec) at v into *p. ctx

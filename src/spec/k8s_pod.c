@@ -169,6 +169,24 @@ static int res_unit(kx_t *k, const sval_t *key, const char *name, bool *skip)
                    name);
 }
 
+/*
+ * A quantity as Kubernetes reads it: a byte quantity with a fraction of a
+ * byte ("0.2Gi") is rounded up to the next byte, as Quantity.Value() does
+ * (the API server accepts it); everything else as arb_qty_parse reads it.
+ */
+static int k8s_qty(const char *val, arb_qty_kind_t unit, const char *field, int64_t *q,
+                   arb_err_t *err)
+{
+    int64_t milli;
+
+    if (unit == ARB_QTY_BYTES && arb_qty_parse(val, unit, field, q, NULL) < 0 &&
+        arb_qty_parse(val, ARB_QTY_MILLI, field, &milli, NULL) == 0) {
+        *q = milli / 1000 + (milli % 1000 != 0);
+        return 0;
+    }
+    return arb_qty_parse(val, unit, field, q, err);
+}
+
 /* requests or limits of one container into s (is_lim picks the side). */
 static int read_rmap(kx_t *k, const sval_t *v, bool is_lim, rsum_t *s)
 {
@@ -201,7 +219,7 @@ static int read_rmap(kx_t *k, const sval_t *v, bool is_lim, rsum_t *s)
             return rc;
         if (skip)
             continue;
-        if ((rc = arb_qty_parse(val, (arb_qty_kind_t)unit, f.path, &q, k->x.err)) < 0)
+        if ((rc = k8s_qty(val, (arb_qty_kind_t)unit, f.path, &q, k->x.err)) < 0)
             return sv_prefix(&k->x, &f, rc, false);
         k8s_res_t *r = res_slot(s, name, (arb_qty_kind_t)unit);
         if (!r)
@@ -662,17 +680,85 @@ static void warn_rest(kx_t *k, const sval_t *v, const char *const *quiet, const 
     }
 }
 
-/* The main container: the one named by a Kubeflow kind, else the first. */
-static int main_container(kx_t *k, const sval_t *ctrs, int n)
+/*
+ * HAMi's vGPU resources (Project-HAMi): nvidia.com/gpu counts vGPUs, each on
+ * its own device, nvidia.com/gpucores and nvidia.com/gpumem-percentage the
+ * percent of that device's cores and memory, nvidia.com/gpumem its memory in
+ * MiB (no nvidia.com/gpu: one vGPU, HAMi's default). One vGPU is an Arbiter GPU share (percent x 10
+ * thousandths; memory in MiB alone shares by memory, as KAI's gpu-memory); a vGPU on several
+ * devices is an error, as Arbiter shares one device per task. The names are taken out of the
+ * extended resources (no node offers them).
+ */
+static int hami_share(kx_t *k, const sval_t *at, k8s_pod_t *p)
 {
-    void *it = NULL;
-    for (int i = 0; k->mainctr && i < n; i++) {
-        sval_t c, f;
-        char name[128];
-        sv_item(&c, ctrs, fy_node_sequence_iterate(ctrs->n, &it), i);
-        if (sv_get(&c, "name", &f) && k8s_text(k, &f, name, sizeof name) == 0 &&
-            !strcmp(name, k->mainctr))
-            return i;
+    static const char *const names[] = {"nvidia.com/gpucores", "nvidia.com/gpumem-percentage",
+                                        "nvidia.com/gpumem"};
+    int64_t v[3] = {0, 0, 0};
+    bool any = false;
+    int n = 0;
+
+    for (int i = 0; i < p->nres; i++) {
+        int which = -1;
+        for (int w = 0; w < 3; w++)
+            if (!strcmp(p->res[i].name, names[w]))
+                which = w;
+        if (which < 0) {
+            p->res[n++] = p->res[i];
+            continue;
+        }
+        v[which] = p->res[i].req;
+        any = true;
+    }
+    if (!any)
+        return 0;
+    p->nres = n;
+    int64_t gpus = k8s_pod_gpus(p);
+    if (gpus > 1) /* none given: one vGPU, HAMi's default */
+        return sv_fail(&k->x, at, -EINVAL,
+                       "HAMi's nvidia.com/gpucores, gpumem and gpumem-percentage with "
+                       "nvidia.com/gpu: %" PRId64
+                       " ask for a share of each of several GPUs, and Arbiter shares one GPU per "
+                       "task; ask for nvidia.com/gpu: 1 with them, or drop them for whole GPUs",
+                       gpus);
+    for (int w = 0; w < 2; w++)
+        if (v[w] < 0 || v[w] > 100)
+            return sv_fail(&k->x, at, -EINVAL, "%s: %" PRId64 " is not a percent (1..100)",
+                           names[w], v[w]);
+    if (p->share_milli || p->share_mib)
+        return sv_fail(&k->x, at, -EINVAL,
+                       "a GPU share is given twice (KAI's gpu-fraction or gpu-memory and HAMi's "
+                       "nvidia.com/gpucores or gpumem); keep one");
+    int64_t pct = v[0] > v[1] ? v[0] : v[1];
+    if (pct >= 100) /* all of its cores or memory: the whole device */
+        return 0;
+    p->share_milli = (int)(pct * 10);
+    p->share_mib = v[2];
+    return 0;
+}
+
+/* The main container: the one named by a Kubeflow kind, else the first. */
+static int main_container(kx_t *k, const sval_t *ctrs, int n, const sval_t *meta)
+{
+    /* the container the pod names (kubectl's default-container, or the one KAI gives the GPU
+     * fraction to), else the operator's (pytorch, tensorflow, ...), else the first */
+    char named[2][K8S_NAME] = {"", ""};
+    const char *want[3] = {NULL, NULL, k->mainctr};
+    if (meta && k8s_meta(meta, "annotations", "kubectl.kubernetes.io/default-container", named[0],
+                         sizeof named[0]))
+        want[0] = named[0];
+    if (meta &&
+        k8s_meta(meta, "annotations", "gpu-fraction-container-name", named[1], sizeof named[1]))
+        want[1] = named[1];
+    for (int w = 0; w < 3; w++) {
+        void *it = NULL;
+        for (int i = 0; want[w] && i < n; i++) {
+            sval_t c, f;
+            char name[128];
+            sv_item(&c, ctrs, fy_node_sequence_iterate(ctrs->n, &it), i);
+            if (sv_get(&c, "name", &f) && k8s_text(k, &f, name, sizeof name) == 0 &&
+                !strcmp(name, want[w]))
+                return i;
+        }
     }
     return 0;
 }
@@ -691,7 +777,7 @@ static int read_containers(kx_t *k, const sval_t *spec, const json_t *ctx, k8s_p
         return rc;
     if (n == 0)
         return sv_fail(&k->x, &ctrs, -EINVAL, "containers: is empty; a pod runs at least one");
-    mainix = main_container(k, &ctrs, n);
+    mainix = main_container(k, &ctrs, n, meta);
     for (int i = 0; i < n; i++) {
         bool is;
         sv_item(&c, &ctrs, fy_node_sequence_iterate(ctrs.n, &it), i);
@@ -764,7 +850,7 @@ static int read_containers(kx_t *k, const sval_t *spec, const json_t *ctx, k8s_p
         sum_into(&total, &one);
     p->nres = total.n;
     memcpy(p->res, total.r, sizeof total.r);
-    return 0;
+    return hami_share(k, &ctrs, p);
 }
 
 /* ---- the pod ------------------------------------------------------------------------- */
@@ -811,6 +897,13 @@ static int read_spec(kx_t *k, const sval_t *spec, const json_t *ctx, k8s_pod_t *
         return sv_fail(&k->x, &f, -EINVAL,
                        "nodeName pins the pod to one node, bypassing the scheduler; drop it, or "
                        "use nodeSelector with a label that node carries");
+    if (sv_get(spec, "resourceClaims", &f) && !sv_null(&f) &&
+        !(fy_node_is_sequence(f.n) && fy_node_sequence_item_count(f.n) == 0))
+        return sv_fail(&k->x, &f, -EINVAL,
+                       "resourceClaims (dynamic resource allocation) cannot be honoured: Arbiter "
+                       "places devices by their resource names; drop the claims and ask for the "
+                       "devices in resources (nvidia.com/gpu: 1, or a MIG profile such as "
+                       "nvidia.com/mig-1g.5gb: 1)");
     if (sv_get(spec, "nodeSelector", &f)) {
         void *it = NULL;
         struct fy_node_pair *pr;
@@ -896,6 +989,16 @@ static int read_meta(kx_t *k, const sval_t *meta, k8s_pod_t *p)
         snprintf(p->topo_req, sizeof p->topo_req, "%s", buf);
     if (k8s_meta(meta, "annotations", "kueue.x-k8s.io/podset-preferred-topology", buf, sizeof buf))
         snprintf(p->topo_pref, sizeof p->topo_pref, "%s", buf);
+    if (k8s_meta(meta, "annotations", "kueue.x-k8s.io/podset-slice-required-topology", buf,
+                 sizeof buf)) {
+        sv_get(meta, "annotations", &f);
+        return sv_fail(&k->x, &f, -EINVAL,
+                       "kueue.x-k8s.io/podset-slice-required-topology '%s' (each slice of "
+                       "podset-slice-size pods within one domain) cannot be honoured: Arbiter "
+                       "keeps a whole group within one domain; drop the slice annotations, or "
+                       "give the group podset-required-topology at the slice's level",
+                       buf);
+    }
     if (k8s_meta(meta, "labels", "kueue.x-k8s.io/pod-group-name", buf, sizeof buf) ||
         k8s_meta(meta, "annotations", "scheduling.k8s.io/group-name", buf, sizeof buf))
         snprintf(p->podgroup, sizeof p->podgroup, "%s", buf);
@@ -921,6 +1024,20 @@ static int read_meta(kx_t *k, const sval_t *meta, k8s_pod_t *p)
                            "(\"20Gi\")",
                            buf);
         p->share_mib = mib;
+    }
+    /* KAI: the priorityClassName label (spec.priorityClassName, read later, wins) */
+    if (k8s_meta(meta, "labels", "priorityClassName", buf, sizeof buf))
+        snprintf(p->prio, sizeof p->prio, "%s", buf);
+    /* HAMi: the GPU models the pod may get, or must not get */
+    if (k8s_meta(meta, "annotations", "nvidia.com/use-gputype", buf, sizeof buf))
+        snprintf(p->gpu_models, sizeof p->gpu_models, "%s", buf);
+    if (k8s_meta(meta, "annotations", "nvidia.com/nouse-gputype", buf, sizeof buf)) {
+        sv_get(meta, "annotations", &f);
+        return sv_fail(&k->x, &f, -EINVAL,
+                       "nvidia.com/nouse-gputype '%s' (GPU models to avoid) cannot be honoured: "
+                       "Arbiter takes the models a pod may get; give them in "
+                       "nvidia.com/use-gputype",
+                       buf);
     }
     if (k8s_meta(meta, "annotations", "gpu-fraction-num-devices", buf, sizeof buf) &&
         atoi(buf) > 1) {

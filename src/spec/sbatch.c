@@ -304,6 +304,7 @@ static const sb_opt_t opts[] = {
     {"bbf", 0, A_REQ, O_IGNORE, "burst buffers"},
     {"begin", 'b', A_REQ, O_BEGIN, NULL},
     {"chdir", 'D', A_REQ, O_CHDIR, NULL},
+    {"cluster", 0, A_REQ, O_IGNORE, "one cluster"}, /* sbatch's alias of --clusters */
     {"cluster-constraint", 0, A_REQ, O_IGNORE, "federation"},
     {"clusters", 'M', A_REQ, O_IGNORE, "one cluster"},
     {"comment", 0, A_REQ, O_QUIET, NULL},
@@ -365,6 +366,8 @@ static const sb_opt_t opts[] = {
     {"ntasks-per-core", 0, A_REQ, O_IGNORE, "task binding"},
     {"ntasks-per-gpu", 0, A_REQ, O_IGNORE, "task per GPU layout"},
     {"ntasks-per-node", 0, A_REQ, O_TPN, NULL},
+    {"tasks", 0, A_REQ, O_NTASKS, NULL},       /* sbatch's alias of --ntasks */
+    {"tasks-per-node", 0, A_REQ, O_TPN, NULL}, /* and of --ntasks-per-node */
     {"ntasks-per-socket", 0, A_REQ, O_IGNORE, "socket layout"},
     {"oom-kill-step", 0, A_OPT, O_QUIET, NULL},
     {"open-mode", 0, A_REQ, O_QUIET, NULL},
@@ -403,6 +406,7 @@ static const sb_opt_t opts[] = {
     {"wait", 'W', A_NONE, O_WAIT, NULL},
     {"wait-all-nodes", 0, A_REQ, O_QUIET, NULL},
     {"wckey", 0, A_REQ, O_IGNORE, "workload keys"},
+    {"workdir", 0, A_REQ, O_CHDIR, NULL}, /* --chdir's name before Slurm 17.11 */
     {"wrap", 0, A_REQ, O_WRAP, NULL},
 };
 

@@ -521,8 +521,8 @@ int sb_build(sbx_t *s, const char *file, const char *script, size_t len, const w
     if (j->account[0])
         wl_warn(w, "%s: --account %s is not charged (Arbiter's teams come from tokens)", file,
                 j->account);
-    if (j->time_s > 0)
-        json_object_set_new(spec, "timeLimit", json_integer(j->time_s));
+    if (j->time_s > 0) /* Slurm's resolution is a minute: seconds round up to the next */
+        json_object_set_new(spec, "timeLimit", json_integer((j->time_s + 59) / 60 * 60));
     if (j->no_requeue)
         json_object_set_new(spec, "restartable", json_false());
     for (int c = 0; c < j->ncomp; c++)

@@ -1,7 +1,7 @@
 /*
  * test_compat.c: workloads users already have (src/spec/wl.h).
  *
- *   - The corpus: 45 public files (tests/fixtures/compat, origins in
+ *   - The corpus: 112 public files (tests/fixtures/compat, origins in
  *     SOURCES.tsv) read as `arbiter submit --dry-run` reads them, every
  *     job asserted field by field (jobs, GPUs, tasks and groups, gang,
  *     queue, time limit, kind), or the refusal's message.
@@ -189,6 +189,89 @@ static const expect_t corpus[] = {
     {"k8s/jobset-coordinator.yaml", NULL, 1, "batch", "default", 0, 5, 5, 0,
      "workers:4:0,driver:1:0"},
     {"k8s/jobset-pytorch-resnet.yaml", NULL, 1, "batch", "default", 0, 4, 4, 0, "workers:4:0"},
+    /* ---- the second corpus (k8): other projects' files ---- */
+    /* Kubeflow training-operator examples not in the first corpus */
+    {"k8s/pytorch-mnist-gloo.yaml", NULL, 1, "batch", "default", 2, 2, 2, 0,
+     "master:1:1,worker:1:1"},
+    {"k8s/pytorch-elastic-imagenet.yaml", NULL, 1, "batch", "default", 0, 3, 1, 0, "main:3:0"},
+    {"k8s/tfjob-dist-mnist.yaml", NULL, 1, "batch", "default", 0, 6, 6, 0, "ps:2:0,worker:4:0"},
+    {"k8s/paddle-simple-gpu.yaml", NULL, 1, "batch", "default", 4, 2, 2, 0, "worker:2:2"},
+    {"k8s/xgboost-iris-train.yaml", NULL, 1, "batch", "default", 0, 3, 3, 0,
+     "master:1:0,worker:2:0"},
+    {"k8s/jaxjob-cpu-demo.yaml", NULL, 1, "batch", "default", 0, 2, 2, 0, "worker:2:0"},
+    {"k8s/mxjob-dist-gpu.yaml", NULL, 1, "batch", "default", 1, 3, 3, 0,
+     "scheduler:1:0,server:1:0,worker:1:1"},
+    {"k8s/mpi-tensorflow-mnist-elastic.yaml", NULL, 1, "batch", "default", 0, 3, 3, 0,
+     "launcher:1:0,worker:2:0"},
+    /* Kubeflow Trainer v2: a TrainJob needs its runtime (not in the file) */
+    {"k8s/trainer-hello-world.yaml",
+     "kind TrainJob (trainer.kubeflow.org/v1alpha1) is not supported"},
+    /* Volcano examples */
+    {"k8s/volcano-tf-gpu.yaml", NULL, 1, "batch", "default", 3, 4, 4, 0, "ps:1:0,worker:3:1"},
+    {"k8s/volcano-openmpi-hello.yaml", NULL, 1, "batch", "default", 0, 3, 3, 0,
+     "mpimaster:1:0,mpiworker:2:0"},
+    {"k8s/volcano-task-dependency.yaml", NULL, 1, "batch", "default", 0, 11, 1, 0,
+     "job-nginx1:1:0,job-nginx2:5:0,job-nginx3:5:0"},
+    {"k8s/volcano-ray.yaml", NULL, 1, "batch", "default", 0, 3, 3, 0, "head:1:0,worker:2:0"},
+    /* Kueue's documentation samples */
+    {"k8s/kueue-rayjob.yaml", "kind RayJob (ray.io/v1) is not supported"},
+    {"k8s/kueue-pod.yaml", NULL, 1, "batch", "user-queue", 0, 1, 1, 0, "pod:1:0"},
+    {"k8s/kueue-mxjob.yaml", NULL, 1, "batch", "user-queue", 0, 3, 3, 0,
+     "scheduler:1:0,server:1:0,worker:1:0"},
+    {"k8s/kueue-jobset-tas-combined.yaml",
+     "podset-slice-required-topology 'cloud.provider.com/topology-rack'"},
+    {"k8s/kueue-job-partial-admission.yaml", NULL, 1, "batch", "user-queue", 0, 20, 5, 0,
+     "pod:20:0"},
+    {"k8s/kueue-dra-gpu-job.yaml",
+     "resourceClaims (dynamic resource allocation) cannot be honoured"},
+    /* KAI scheduler's docs */
+    {"k8s/kai-gpu-sharing-init-container.yaml", NULL, 1, "batch", "default-queue", 0, 1, 1, 0,
+     "pod:1:0:500"},
+    {"k8s/kai-gpu-sharing-non-default.yaml", NULL, 1, "batch", "default-queue", 0, 1, 1, 0,
+     "pod:1:0:500"},
+    {"k8s/kai-gpu-sharing-mps.yaml", NULL, 1, "batch", "default-queue", 0, 1, 1, 0, "pod:1:0:500"},
+    {"k8s/kai-train-priority-pod.yaml", NULL, 1, "batch", "default-queue", 1, 1, 1, 0, "pod:1:1"},
+    /* JobSet and LeaderWorkerSet examples */
+    {"k8s/jobset-success-policy.yaml", NULL, 1, "batch", "default", 0, 3, 3, 0,
+     "leader:1:0,workers:2:0"},
+    {"k8s/jobset-tensorflow-mnist.yaml", NULL, 1, "batch", "default", 0, 2, 2, 0, "tensorflow:2:0"},
+    {"k8s/lws-multi-template.yaml", NULL, 3, "batch", "default", 0, 4, 4, 0,
+     "leader:1:0,worker:3:0"},
+    {"k8s/lws-sglang.yaml", NULL, 2, "batch", "default", 2, 2, 2, 0, "leader:1:1,worker:1:1"},
+    /* HAMi's GPU examples (MIG, vGPU shares, card types) and Kubernetes' Job */
+    {"k8s/hami-mig.yaml", NULL, 1, "batch", "default", 0, 1, 1, 0, "pod:1:0"},
+    {"k8s/hami-default-use.yaml", "ask for nvidia.com/gpu: 1 with them"},
+    {"k8s/hami-card-type.yaml", NULL, 1, "batch", "default", 2, 1, 1, 0, "pod:1:2"},
+    {"k8s/k8s-job-pi.yaml", NULL, 1, "batch", "default", 0, 1, 1, 0, "pod:1:0"},
+    /* Slurm: HPC centres' examples (CSC, UAntwerp, Compute Canada) and ML repositories */
+    {"slurm/csc-gpu4-dist-mahti.sh", NULL, 1, "batch", "gputest", 4, 1, 1, 900, "node:1:4", 1},
+    {"slurm/csc-gpu8-dist-mahti.sh", NULL, 1, "batch", "gpumedium", 8, 2, 2, 900, "node:2:4", 2},
+    {"slurm/csc-deepspeed-gpu8.sh", NULL, 1, "batch", "gputest", 8, 2, 2, 900, "node:2:4", 8},
+    {"slurm/klust-job-array.slurm", NULL, 1, "batch", "default", 0, 1, 1, 900, "node:1:0", 1},
+    {"slurm/klust-job-depend.slurm", NULL, 1, "batch", "default", 0, 1, 1, 600, "node:1:0", 1},
+    {"slurm/klust-mpi-hello.slurm", NULL, 1, "batch", "default", 0, 1, 1, 300, "node:1:0", 40},
+    {"slurm/cedar-ntasks-per-node.sh", NULL, 1, "batch", "default", 1, 1, 1, 0, "node:1:1", 4},
+    {"slurm/cedar-gpu-node-exclusive.sh", NULL, 1, "batch", "default", 4, 1, 1, 180, "node:1:4",
+     24},
+    {"slurm/alliance-gpu-node-typed.sh", NULL, 1, "batch", "default", 4, 1, 1, 180, "node:1:4", 24},
+    {"slurm/megatron-ds-template.sh", "--nodes 'NUM_NODES' is not a count"},
+    {"slurm/reft-ds-pretrain.sh", NULL, 1, "batch", "i64m1tga800u", 2, 1, 1, 0, "node:1:2", 2},
+    {"slurm/amarel-array-throttle.sh", NULL, 10, "batch", "main", 0, 1, 1, 172800, "node:1:0", 1},
+    {"slurm/paynelab-array-1000.sh", NULL, 1000, "batch", "default", 0, 1, 1, 21600, "node:1:0", 1},
+    {"slurm/faa-swimmer-array.sh", NULL, 5, "batch", "default", 0, 1, 1, 900, "node:1:0", 10},
+    {"slurm/gaurikadiwan-broken-line.sh", NULL, 1, "batch", "default", 0, 1, 1, 0, "node:1:0", 1},
+    {"slurm/raw-ovd-train.sh", NULL, 1, "batch", "YOUR_PARTITION", 16, 2, 2, 259200, "node:2:8",
+     16},
+    {"slurm/pytorch-hpc-multinode.sh", NULL, 1, "batch", "default", 8, 2, 2, 1800, "node:2:4", 8},
+    {"slurm/sleeper-double-shebang.sh", NULL, 1, "batch", "gpu", 1, 1, 1, 5400, "node:1:1", 1},
+    {"slurm/urs-space-shebang.sh", NULL, 1, "batch", "rtx2080", 2, 1, 1, 0, "node:1:2", 1},
+    {"slurm/marl-array-qos.sh", NULL, 10, "batch", "cpu", 0, 1, 1, 86400, "node:1:0", 1},
+    {"slurm/nanogpt-workdir.sh", NULL, 1, "batch", "gpu", 1, 1, 1, 0, "node:1:1", 1},
+    {"slurm/woah-vllm-typed-gpus.sh", NULL, 1, "batch", "gpu", 4, 1, 1, 14400, "node:1:4", 1},
+    {"slurm/nlpkg-vllm-serve.sh", NULL, 1, "batch", "default", 1, 1, 1, 0, "node:1:1", 1},
+    {"slurm/vllm-multinode-nodelist.sh", NULL, 1, "batch", "Compute", 0, 2, 2, 3600, "node:2:0", 2},
+    {"slurm/jazzy-cat-nested-sbatch.sh", NULL, 1, "batch", "cuda-gpu", 1, 1, 1, 0, "node:1:1", 1},
+    {"slurm/transformer-tasks-prefix.sh", NULL, 1, "batch", "gpu4", 0, 1, 1, 86400, "node:1:0", 10},
 };
 
 static void check_groups(const char *file, const json_t *job, const char *want)
@@ -283,8 +366,8 @@ static void test_corpus(void **st)
         }
         json_decref(out);
     }
-    assert_true(k8s >= 35);
-    assert_true(slurm >= 20);
+    assert_true(k8s >= 66);
+    assert_true(slurm >= 46);
 }
 
 /* Field-level details of corpus files that a table row does not show. */
@@ -427,6 +510,55 @@ static void test_corpus_details(void **st)
     assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "array"), "count")), 4);
     json_decref(out);
     free(text);
+    /* the second corpus's details: a fractional byte quantity rounds up (0.2Gi) */
+    text = slurp(FIX "k8s/kueue-mxjob.yaml", &n);
+    out = dry_ok("kueue-mxjob.yaml", text, NULL);
+    g = json_array_get(json_object_get(json_array_get(json_object_get(out, "jobs"), 0), "groups"),
+                       0);
+    assert_string_equal(json_string_value(json_object_get(g, "memory")), "214748365");
+    json_decref(out);
+    free(text);
+    /* KAI's gpu-fraction-container-name names the container that runs */
+    text = slurp(FIX "k8s/kai-gpu-sharing-non-default.yaml", &n);
+    out = dry_ok("kai-non-default.yaml", text, NULL);
+    j = json_array_get(json_object_get(out, "jobs"), 0);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(j, "command"), 0)),
+                        "nvidia-smi");
+    assert_true(has_warning(out, "container 0 is not run"));
+    json_decref(out);
+    free(text);
+    /* KAI's priorityClassName label is the pod's priority class */
+    text = slurp(FIX "k8s/kai-train-priority-pod.yaml", &n);
+    out = dry_ok("kai-train-priority-pod.yaml", text, NULL);
+    assert_true(has_warning(out, "priorityClassName 'train' is not a built-in class"));
+    json_decref(out);
+    free(text);
+    /* HAMi's use-gputype: the allowed GPU models */
+    text = slurp(FIX "k8s/hami-card-type.yaml", &n);
+    out = dry_ok("hami-card-type.yaml", text, NULL);
+    j = json_array_get(json_object_get(out, "jobs"), 0);
+    assert_int_equal(json_array_size(json_object_get(j, "gpu_models")), 2);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(j, "gpu_models"), 1)),
+                        "V100");
+    json_decref(out);
+    free(text);
+    /* --workdir (sbatch's name for --chdir before 17.11): the directory the script runs in */
+    text = slurp(FIX "slurm/nanogpt-workdir.sh", &n);
+    out = dry_ok("nanogpt-workdir.sh", text, NULL);
+    j = json_array_get(json_object_get(out, "jobs"), 0);
+    assert_non_null(strstr(json_string_value(json_array_get(json_object_get(j, "command"), 2)),
+                           "cd '/p/tmp/heitzig'"));
+    json_decref(out);
+    free(text);
+    /* --tasks is sbatch's alias of --ntasks: 10 tasks on one node, 10 CPUs */
+    text = slurp(FIX "slurm/transformer-tasks-prefix.sh", &n);
+    out = dry_ok("transformer.sh", text, NULL);
+    g = json_array_get(json_object_get(json_array_get(json_object_get(out, "jobs"), 0), "groups"),
+                       0);
+    assert_string_equal(json_string_value(json_object_get(g, "cpu")), "10");
+    assert_string_equal(json_string_value(json_object_get(g, "memory")), "40Gi");
+    json_decref(out);
+    free(text);
 }
 
 /* ---- sbatch's rules ------------------------------------------------------------------------ */
@@ -567,6 +699,28 @@ static void test_sbatch_directives(void **st)
     assert_non_null(strstr(dry_err("d.sh", "#!/bin/sh\n#SBATCH -d afterfoo:1\ntrue\n", NULL),
                            "'afterfoo' is not a dependency type"));
 
+    /* sbatch's aliases: --tasks, --tasks-per-node, --workdir; seconds round up to a minute */
+    out = dry_ok("a.sh",
+                 "#!/bin/sh\n#SBATCH --tasks=6 --tasks-per-node=3\n#SBATCH --workdir=/w\n"
+                 "#SBATCH --time=00:00:30\nsrun true\n",
+                 NULL);
+    j = json_array_get(json_object_get(out, "jobs"), 0);
+    g = json_array_get(json_object_get(j, "groups"), 0);
+    assert_int_equal(json_integer_value(json_object_get(g, "replicas")), 2);
+    assert_int_equal(json_integer_value(json_object_get(json_object_get(j, "source"), "ntasks")),
+                     6);
+    assert_int_equal(json_integer_value(json_object_get(j, "time_limit_s")), 60);
+    assert_non_null(
+        strstr(json_string_value(json_array_get(json_object_get(j, "command"), 2)), "cd '/w'"));
+    json_decref(out);
+    out = dry_ok("m.sh", "#!/bin/sh\n#SBATCH -t 5:30\ntrue\n", NULL);
+    assert_int_equal(json_integer_value(json_object_get(
+                         json_array_get(json_object_get(out, "jobs"), 0), "time_limit_s")),
+                     360);
+    json_decref(out);
+    assert_non_null(
+        strstr(dry_err("e.sh", "#!/bin/sh\n#SBATCH --task=2\ntrue\n", NULL), "is ambiguous"));
+
     /* errors name the line and the fix */
     assert_non_null(strstr(dry_err("e.sh", "#!/bin/sh\n#SBATCH --nodez=2\ntrue\n", NULL),
                            "e.sh:2: unknown sbatch option '--nodez'; did you mean '--nodes'?"));
@@ -680,6 +834,79 @@ static void test_k8s_rules(void **st)
     /* a kind without apiVersion */
     assert_non_null(
         strstr(dry_err("k.yaml", "kind: Job\nmetadata: {name: j}\n", NULL), "without apiVersion"));
+    /* Kubernetes rounds a fraction of a byte up (Quantity.Value) */
+    out = dry_ok("q.yaml",
+                 POD("", "  containers: [{name: c, command: [true], resources: {limits: "
+                         "{memory: 0.5Ki, ephemeral-storage: 1.0001k}}}]\n"),
+                 NULL);
+    g = json_array_get(json_object_get(json_array_get(json_object_get(out, "jobs"), 0), "groups"),
+                       0);
+    assert_string_equal(json_string_value(json_object_get(g, "memory")), "512");
+    assert_string_equal(json_string_value(json_object_get(g, "ephemeral_storage")), "1001");
+    json_decref(out);
+    /* DRA claims change where a pod runs and cannot be honoured */
+    assert_non_null(
+        strstr(dry_err("d.yaml",
+                       POD("", "  resourceClaims: [{name: g, resourceClaimTemplateName: t}]\n"
+                               "  containers: [{name: c, command: [true], resources: {claims: "
+                               "[{name: g}]}}]\n"),
+                       NULL),
+               "resourceClaims (dynamic resource allocation) cannot be honoured"));
+    /* HAMi: one vGPU with cores and memory is a GPU share; memory alone shares by memory */
+    out = dry_ok("h.yaml",
+                 POD("", "  containers: [{name: c, command: [true], resources: {limits: "
+                         "{nvidia.com/gpu: 1, nvidia.com/gpumem: 3000, nvidia.com/gpucores: "
+                         "30}}}]\n"),
+                 NULL);
+    g = json_array_get(json_object_get(json_array_get(json_object_get(out, "jobs"), 0), "groups"),
+                       0);
+    assert_int_equal(json_integer_value(json_object_get(g, "gpu_share")), 300);
+    assert_int_equal(json_integer_value(json_object_get(g, "gpus")), 0);
+    assert_string_equal(json_string_value(json_object_get(g, "gpu_memory")), "3000Mi");
+    assert_null(json_object_get(g, "extended"));
+    json_decref(out);
+    out = dry_ok("h.yaml",
+                 POD("", "  containers: [{name: c, command: [true], resources: {limits: "
+                         "{nvidia.com/gpumem-percentage: 100}}}]\n"),
+                 NULL);
+    g = json_array_get(json_object_get(json_array_get(json_object_get(out, "jobs"), 0), "groups"),
+                       0);
+    assert_int_equal(json_integer_value(json_object_get(g, "gpu_share")), 0);
+    json_decref(out);
+    assert_non_null(strstr(dry_err("h.yaml",
+                                   POD("", "  containers: [{name: c, resources: {limits: "
+                                           "{nvidia.com/gpucores: 130}}}]\n"),
+                                   NULL),
+                           "130 is not a percent"));
+    assert_non_null(strstr(dry_err("h.yaml",
+                                   POD("  annotations: {gpu-fraction: '0.5'}\n",
+                                       "  containers: [{name: c, resources: {limits: "
+                                       "{nvidia.com/gpumem: 100}}}]\n"),
+                                   NULL),
+                           "a GPU share is given twice"));
+    assert_non_null(strstr(dry_err("h.yaml",
+                                   POD("  annotations: {nvidia.com/nouse-gputype: V100}\n",
+                                       "  containers: [{name: c}]\n"),
+                                   NULL),
+                           "nvidia.com/nouse-gputype 'V100'"));
+    /* kubectl's default-container annotation names the container that runs */
+    out = dry_ok("m.yaml",
+                 POD("  annotations: {kubectl.kubernetes.io/default-container: b}\n",
+                     "  containers:\n  - {name: a, command: [sleep, '9']}\n"
+                     "  - {name: b, command: [train]}\n"),
+                 NULL);
+    j = json_array_get(json_object_get(out, "jobs"), 0);
+    assert_string_equal(json_string_value(json_array_get(json_object_get(j, "command"), 0)),
+                        "train");
+    json_decref(out);
+    /* Kueue's partial admission: the Job may start with job-min-parallelism pods */
+    assert_non_null(
+        strstr(dry_err("j.yaml",
+                       "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: j\n  annotations: "
+                       "{kueue.x-k8s.io/job-min-parallelism: '9'}\nspec:\n  parallelism: 4\n"
+                       "  template:\n    spec:\n      containers: [{name: c, command: [true]}]\n",
+                       NULL),
+               "give a pod count 1..4"));
     /* $(VAR) in args from env; fieldRef metadata.name */
     out =
         dry_ok("v.yaml",
