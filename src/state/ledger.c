@@ -18,6 +18,7 @@
 
 #include "state/jv.h"
 #include "state/state_int.h"
+#include "util/jsonw.h"
 #include "util/mtime.h"
 #include "util/utf8.h"
 
@@ -115,7 +116,7 @@ char *st_event_record(const st_event_t *e)
         json_object_set_new(o, "job", json_integer((json_int_t)e->job));
     if (e->node)
         json_object_set_new(o, "node", json_string(e->node));
-    txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    txt = arb_jsonw_dumps(o); /* json_dumps's bytes, without its cycle check's allocations */
     json_decref(o);
     return txt;
 }

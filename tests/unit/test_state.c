@@ -977,6 +977,24 @@ static void test_event_times(void **unused)
         free(v.message);
         st_event_clear(&e);
     }
+    /* the record is jansson's dump of the same object, byte for byte (escapes, UTF-8) */
+    {
+        st_event_t e = {.lamport = 77, .job = 9, .type = "job-\"x\"", .node = "n\\1\t"};
+        e.msg = strdup("a\x01b\bc\fd\x1f\x7f\"\\/\t\r\n\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80");
+        e.time_ms = 1764657625123LL;
+        char *txt = st_event_record(&e);
+        json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I,s:s}", "lamport", (json_int_t)77, "time",
+                              "2025-12-02T06:40:25.123Z", "type", e.type, "message", e.msg, "job",
+                              (json_int_t)9, "node", e.node);
+        char *want = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(txt, want);
+        free(want);
+        free(txt);
+        json_decref(o);
+        e.type = NULL;
+        e.node = NULL;
+        st_event_clear(&e);
+    }
     /* live: the time is now's text, the same after a restart */
     uint64_t lam = st_event(s, "test", 0, NULL, "hello");
     st_event_list_t el;
