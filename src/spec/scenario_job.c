@@ -520,13 +520,6 @@ static int rule_gang_min(sx_t *x, const sval_t *map, void *obj)
     return sv_fail(x, &f, -EINVAL, "gangMin must be 0..%d (the job's tasks; 0 means all)", total);
 }
 
-/* A job in a scenario; a lone job spec has the same fields (count: is
- * refused there with a word of its own). Every field is read by its row,
- * in table order (scn_job sizes the job by groups: first); the rules
- * between fields are rows where they are checked: a rule row runs after
- * the rows above it (gangMin's range after groups and replicas), and
- * priorityClassName sits above preemptible, so an explicit preemptible:
- * wins over its class's. */
 /* The job's name: text of at most JOB_NAME_MAX - 1 bytes, kept through the
  * job's setter (job.h). */
 static int set_job_name(sx_t *x, const sval_t *v, void *obj)
@@ -539,6 +532,13 @@ static int set_job_name(sx_t *x, const sval_t *v, void *obj)
     return arb_job_set_name(obj, buf) < 0 ? sv_oom(x, v) : 0;
 }
 
+/* A job in a scenario; a lone job spec has the same fields (count: is
+ * refused there with a word of its own). Every field is read by its row,
+ * in table order (scn_job sizes the job by groups: first); the rules
+ * between fields are rows where they are checked: a rule row runs after
+ * the rows above it (gangMin's range after groups and replicas), and
+ * priorityClassName sits above preemptible, so an explicit preemptible:
+ * wins over its class's. */
 static const sc_field_t job_fields[] = {
     {.key = "count",
      .type = SC_RULE,
