@@ -31,8 +31,9 @@
 
 #include "arbiter/cluster.h"
 
-#define ARB_JOB_NAME_MAX 96
-#define ARB_GRACE_MAX_S 3600 /* the longest terminationGracePeriodSeconds */
+#define ARB_JOB_NAME_MAX 96   /* a job's name is shorter (arb_job_set_name) */
+#define ARB_GROUP_NAME_MAX 64 /* a task group's name is shorter (arb_tgroup_set_name) */
+#define ARB_GRACE_MAX_S 3600  /* the longest terminationGracePeriodSeconds */
 
 typedef enum arb_job_state {
     ARB_JOB_PENDING,
@@ -96,7 +97,7 @@ typedef struct arb_toleration {
 } arb_toleration_t;
 
 typedef struct arb_tgroup {
-    char name[64];
+    const char *name; /* owned: set only with arb_tgroup_set_name; "" at first */
     int replicas;
     int gpus;      /* whole GPUs per task; 0 when gpu_share is used */
     int gpu_share; /* milli of one GPU per task (1..999), 0 when gpus is used */
@@ -122,7 +123,6 @@ typedef struct arb_job {
                          (and not elastic): the first gang_min start together, the rest
                          as room frees (cycle.c), each ended task's room freed at once
                          (arb_sched_task_done); the job succeeds when all have run */
-    char name[ARB_JOB_NAME_MAX];
     bool preemptible;
     bool gang_closed; /* no more of its tasks start (a task failed, it is stopping) */
     /* Elastic training (spec replicas: {min, max}; src/core/elastic.c): the
@@ -146,6 +146,7 @@ typedef struct arb_job {
     int ntolerations;
     int nmodels;
     uint32_t dataset; /* 0 = none */
+    const char *name; /* owned: set only with arb_job_set_name; "" at first */
     arb_tgroup_t *groups;
     arb_label_t *selector;     /* node labels that must all match */
     arb_aff_term_t *required;  /* node affinity, required (OR of terms) */
@@ -196,6 +197,14 @@ int arb_job_untolerated(const arb_job_t *j, const arb_node_t *n, arb_taint_effec
 
 arb_job_t *arb_job_new(const char *name, int ngroups);
 void arb_job_free(arb_job_t *j);
+
+/* The one way a job's or a group's name is set: a copy of name (NULL: ""),
+ * one allocation sized to it, the one before freed. A name is kept to
+ * ARB_JOB_NAME_MAX - 1 (a group's ARB_GROUP_NAME_MAX - 1) bytes, as the
+ * inline arrays it replaces kept it: a reader that refuses a longer one
+ * checks before. Returns 0, or -ENOMEM with the name as it was. */
+int arb_job_set_name(arb_job_t *j, const char *name);
+int arb_tgroup_set_name(arb_tgroup_t *g, const char *name);
 
 /* Fill derived fields (ntasks, req.gpu_milli, gang_min default) and check the
  * job is well formed; -EINVAL with text naming the field otherwise. */

@@ -2,6 +2,7 @@
  * job.c: the job model: construction, validation of a job's request, and
  * the job lifecycle drawn in job.h.
  */
+#include <errno.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,8 +10,55 @@
 
 #include "arbiter/job.h"
 
+/* A name not set yet, or set to "": never freed. */
+static const char no_name[] = "";
+
+/* A copy of name cut to max - 1 bytes (as snprintf into a char[max] cut it),
+ * or no_name for "". NULL: out of memory. */
+static const char *name_dup(const char *name, size_t max)
+{
+    size_t n = name ? strnlen(name, max - 1) : 0;
+    char *p;
+
+    if (n == 0)
+        return no_name;
+    if (!(p = malloc(n + 1)))
+        return NULL;
+    memcpy(p, name, n);
+    p[n] = '\0';
+    return p;
+}
+
+static void name_free(const char *name)
+{
+    if (name && name != no_name)
+        free((char *)name);
+}
+
+static int set_name(const char **at, const char *name, size_t max)
+{
+    const char *p = name_dup(name, max);
+
+    if (!p)
+        return -ENOMEM;
+    name_free(*at);
+    *at = p;
+    return 0;
+}
+
+int arb_job_set_name(arb_job_t *j, const char *name)
+{
+    return set_name(&j->name, name, ARB_JOB_NAME_MAX);
+}
+
+int arb_tgroup_set_name(arb_tgroup_t *g, const char *name)
+{
+    return set_name(&g->name, name, ARB_GROUP_NAME_MAX);
+}
+
 /* The job and its groups are one allocation (the groups right after the job:
- * a queued job's two largest parts, one allocator header). */
+ * a queued job's two largest parts, one allocator header); the names are
+ * apart, each sized to it (arb_job_set_name). */
 arb_job_t *arb_job_new(const char *name, int ngroups)
 {
     size_t ng = ngroups > 0 ? (size_t)ngroups : 0;
@@ -22,11 +70,16 @@ arb_job_t *arb_job_new(const char *name, int ngroups)
         return NULL;
     if (ng > 0) {
         j->groups = (arb_tgroup_t *)(j + 1);
-        for (size_t i = 0; i < ng; i++)
+        for (size_t i = 0; i < ng; i++) {
             j->groups[i].replicas = 1;
+            j->groups[i].name = no_name;
+        }
     }
     j->ngroups = ngroups;
-    snprintf(j->name, sizeof j->name, "%s", name ? name : "");
+    if (!(j->name = name_dup(name, ARB_JOB_NAME_MAX))) {
+        free(j);
+        return NULL;
+    }
     j->preemptible = true;
     j->grace_s = -1;
     return j;
@@ -46,6 +99,9 @@ void arb_job_free(arb_job_t *j)
 {
     if (!j)
         return;
+    name_free(j->name);
+    for (int i = 0; j->groups && i < j->ngroups; i++)
+        name_free(j->groups[i].name);
     if (j->groups != (arb_tgroup_t *)(j + 1)) /* set by a caller, not arb_job_new */
         free(j->groups);
     free(j->selector);

@@ -247,6 +247,11 @@ static bool fits_empty(fit_memo_t *m, const arb_strtab_t *strs, const arb_job_t 
     if (!copy)
         return true; /* out of memory: let the queue find out */
     copy->groups[0] = *g;
+    copy->groups[0].name = NULL; /* j's: the copy's is its own (arb_tgroup_set_name) */
+    if (arb_tgroup_set_name(&copy->groups[0], g->name) < 0) {
+        arb_job_free(copy);
+        return true;
+    }
     /* Model ids are interned in the main cluster: intern the names here. */
     if (j->nmodels > 0 && (copy->models = malloc((size_t)j->nmodels * sizeof *copy->models))) {
         copy->nmodels = j->nmodels;

@@ -119,13 +119,13 @@ int *sim_node_order(const sim_nodes_t *nodes, arb_rng_t *rng)
     return v;
 }
 
-/* Fill g (and the model ids) with task t's request. */
+/* Fill g (and the model ids) with task t's request; its name is the
+ * caller's to set (a job's group: "task"). */
 static int task_group(arb_cluster_t *c, const sim_task_t *t, arb_tgroup_t *g, uint32_t *models,
                       int *nmodels)
 {
     memset(g, 0, sizeof *g);
     g->replicas = 1;
-    snprintf(g->name, sizeof g->name, "task");
     g->req.cpu_milli = t->cpu_milli;
     g->req.mem_bytes = t->memory_mib * 1048576;
     *nmodels = 0;
@@ -162,7 +162,8 @@ arb_job_t *sim_make_job(arb_cluster_t *c, const sim_task_t *t, int replicas, arb
         arb_errf(err, -ENOMEM, "out of memory");
         return NULL;
     }
-    if (task_group(c, t, &j->groups[0], models, &nm) < 0)
+    if (task_group(c, t, &j->groups[0], models, &nm) < 0 ||
+        arb_tgroup_set_name(&j->groups[0], "task") < 0)
         goto fail;
     j->groups[0].replicas = replicas > 0 ? replicas : 1;
     j->groups[0].topo.level = level;

@@ -158,11 +158,24 @@ static int rule_group_nvlink(sx_t *x, const sval_t *map, void *g)
 
 #define NVLINK_HELP "topology nvlink (required) needs whole GPUs (nvidia.com/gpu) in the requests"
 
+/* A group's name: read as text of at most ARB_GROUP_NAME_MAX - 1 bytes, kept
+ * through the group's setter (job.h). */
+static int set_group_name(sx_t *x, const sval_t *v, void *g)
+{
+    char buf[ARB_GROUP_NAME_MAX];
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    if (rc < 0)
+        return rc;
+    return arb_tgroup_set_name(g, buf) < 0 ? sv_oom(x, v) : 0;
+}
+
 static const sc_field_t group_fields[] = {
     {.key = "name",
-     .type = SC_STR,
-     .off = GROUP(name),
-     .size = sizeof(((arb_tgroup_t *)0)->name),
+     .type = SC_CUSTOM,
+     .set = set_group_name,
+     .flags = SC_WHOLE,
+     .type_doc = "string",
      .def_doc = "group-I",
      .help = "unique in the job"},
     {.key = "replicas",
@@ -211,7 +224,10 @@ static int set_groups(sx_t *x, const sval_t *v, void *obj)
             return rc;
         if (!is)
             return sv_fail(x, &iv, -EINVAL, "a group needs resources: at least");
-        snprintf(j->groups[i].name, sizeof j->groups[i].name, "group-%d", i);
+        char dflt[ARB_GROUP_NAME_MAX];
+        snprintf(dflt, sizeof dflt, "group-%d", i);
+        if (arb_tgroup_set_name(&j->groups[i], dflt) < 0)
+            return sv_oom(x, &iv);
         if ((rc = sc_walk(x, &iv, &group_table, SC_CTX_SCENARIO, &j->groups[i])) < 0)
             return rc;
         for (int k = 0; k < i; k++)
@@ -504,6 +520,18 @@ static int rule_gang_min(sx_t *x, const sval_t *map, void *obj)
     return sv_fail(x, &f, -EINVAL, "gangMin must be 0..%d (the job's tasks; 0 means all)", total);
 }
 
+/* The job's name: text of at most JOB_NAME_MAX - 1 bytes, kept through the
+ * job's setter (job.h). */
+static int set_job_name(sx_t *x, const sval_t *v, void *obj)
+{
+    char buf[JOB_NAME_MAX];
+    int rc = sv_text(x, v, buf, sizeof buf, false);
+
+    if (rc < 0)
+        return rc;
+    return arb_job_set_name(obj, buf) < 0 ? sv_oom(x, v) : 0;
+}
+
 /* A job in a scenario; a lone job spec has the same fields (count: is
  * refused there with a word of its own). Every field is read by its row,
  * in table order (scn_job sizes the job by groups: first); the rules
@@ -517,10 +545,10 @@ static const sc_field_t job_fields[] = {
      .check = rule_count,
      .help = "only in a scenario's jobs[]; a lone job spec is one job"},
     {.key = "name",
-     .type = SC_STR,
-     .off = JOB(name),
-     .size = JOB_NAME_MAX,
-     .flags = SC_REQUIRED,
+     .type = SC_CUSTOM,
+     .set = set_job_name,
+     .type_doc = "string",
+     .flags = SC_REQUIRED | SC_WHOLE,
      .missing = "missing name:; give every job a unique name",
      .help = "unique; with count: N the jobs are NAME-1 .. NAME-N"},
     {.key = "queue",
@@ -711,11 +739,17 @@ int scn_job(sx_t *x, const sval_t *v, int k, arb_job_t **out)
     j = arb_job_new(NULL, ngroups);
     if (!j)
         return sv_oom(x, v);
-    if (!has_groups)
-        snprintf(j->groups[0].name, sizeof j->groups[0].name, "main");
+    if (!has_groups && arb_tgroup_set_name(&j->groups[0], "main") < 0) {
+        arb_job_free(j);
+        return sv_oom(x, v);
+    }
     rc = sc_walk_fields(x, v, &scn_job_table, SC_CTX_SCENARIO, j);
-    if (rc == 0 && k > 0)
-        snprintf(j->name + strlen(j->name), sizeof j->name - strlen(j->name), "-%d", k);
+    if (rc == 0 && k > 0) {
+        char nm[ARB_JOB_NAME_MAX];
+        snprintf(nm, sizeof nm, "%s-%d", j->name, k);
+        if (arb_job_set_name(j, nm) < 0)
+            rc = sv_oom(x, v);
+    }
     if (rc == 0 && (rc = arb_job_finalize(j, x->err)) < 0)
         rc = sv_prefix(x, v, rc, true);
     if (rc < 0) {

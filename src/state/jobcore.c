@@ -418,7 +418,10 @@ static void cr_groups(cr_t *r, arb_cluster_t *c, arb_job_t *j)
 {
     for (int i = 0; i < j->ngroups && !r->rc; i++) {
         arb_tgroup_t *g = &j->groups[i];
-        cr_text(r, g->name, sizeof g->name, NULL);
+        char gname[ARB_GROUP_NAME_MAX];
+        cr_text(r, gname, sizeof gname, NULL);
+        if (!r->rc && arb_tgroup_set_name(g, gname) < 0)
+            r->rc = arb_errf(r->err, -ENOMEM, "out of memory");
         g->replicas = (int)cr_num(r, 1, CORE_MAX_TASKS - r->ntasks);
         r->ntasks += g->replicas;
         g->gpus = (int)cr_num(r, 0, 16);

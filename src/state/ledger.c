@@ -18,6 +18,7 @@
 
 #include "state/jv.h"
 #include "state/state_int.h"
+#include "util/jsonw.h"
 #include "util/mtime.h"
 #include "util/utf8.h"
 
@@ -70,19 +71,52 @@ uint64_t st_tick(st_t *s, uint64_t remote)
     return s->clock;
 }
 
+/* e's wall time as jv_time's text (or the stored text it kept). */
+static void event_time(const st_event_t *e, char *buf, size_t n)
+{
+    if (e->time_ms != ST_EVENT_TIME_TEXT)
+        jv_time(e->time_ms, buf, n);
+    else
+        snprintf(buf, n, "%s", e->msg ? e->msg + strlen(e->msg) + 1 : "");
+}
+
+/* The milliseconds of a time text that jv_time gives back byte for byte;
+ * ST_EVENT_TIME_TEXT for any other text. */
+static int64_t time_ms_of(const char *t)
+{
+    struct tm tm;
+    int ms = -1, end = 0;
+    char back[32];
+    int64_t v;
+
+    memset(&tm, 0, sizeof tm);
+    if (sscanf(t, "%4d-%2d-%2dT%2d:%2d:%2d.%3dZ%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
+               &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &ms, &end) != 7 ||
+        t[end] || ms < 0)
+        return ST_EVENT_TIME_TEXT;
+    tm.tm_year -= 1900;
+    tm.tm_mon -= 1;
+    v = (int64_t)timegm(&tm) * 1000 + ms;
+    jv_time(v, back, sizeof back);
+    return strcmp(back, t) == 0 ? v : ST_EVENT_TIME_TEXT;
+}
+
 char *st_event_record(const st_event_t *e)
 {
-    json_t *o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)e->lamport, "time", e->time,
-                          "type", e->type ? e->type : "", "message", e->msg ? e->msg : "");
+    char time[32];
+    json_t *o;
     char *txt;
 
+    event_time(e, time, sizeof time);
+    o = json_pack("{s:I,s:s,s:s,s:s}", "lamport", (json_int_t)e->lamport, "time", time, "type",
+                  e->type ? e->type : "", "message", e->msg ? e->msg : "");
     if (!o)
         return NULL;
     if (e->job)
         json_object_set_new(o, "job", json_integer((json_int_t)e->job));
     if (e->node)
         json_object_set_new(o, "node", json_string(e->node));
-    txt = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+    txt = arb_jsonw_dumps(o); /* json_dumps's bytes, without its cycle check's allocations */
     json_decref(o);
     return txt;
 }
@@ -101,9 +135,20 @@ int st_event_decode(st_t *s, uint64_t lamport, const char *val, size_t n, st_eve
     if (!o) /* unreadable: kept for its place in the log, shown to nobody */
         return 0;
     e->job = (uint64_t)json_integer_value(json_object_get(o, "job"));
-    snprintf(e->time, sizeof e->time, "%s", time ? time : "");
+    if (!msg)
+        msg = "";
+    e->time_ms = time_ms_of(time ? time : "");
+    if (e->time_ms != ST_EVENT_TIME_TEXT)
+        e->msg = strdup(msg);
+    else { /* the time's text after the message's NUL */
+        size_t a = strlen(msg) + 1, b = strlen(time ? time : "") + 1;
+        if ((e->msg = malloc(a + b))) {
+            memcpy(e->msg, msg, a);
+            memcpy(e->msg + a, time ? time : "", b);
+        }
+    }
     if ((type && !(e->type = st_name(s, type))) || (node && !(e->node = st_name(s, node))) ||
-        !(e->msg = strdup(msg ? msg : "")))
+        !e->msg)
         rc = -ENOMEM;
     json_decref(o);
     return rc;
@@ -113,7 +158,7 @@ int st_event_view_of(const st_event_t *e, st_event_view_t *v)
 {
     memset(v, 0, sizeof *v);
     v->lamport = e->lamport;
-    memcpy(v->time, e->time, sizeof v->time);
+    event_time(e, v->time, sizeof v->time);
     v->type = e->type;
     v->job = e->job;
     v->node = e->node;
@@ -138,7 +183,7 @@ uint64_t st_event(st_t *s, const char *type, uint64_t job, const char *node, con
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
     arb_utf8_fix(msg); /* cut inside a character, or not text: JSON would refuse it */
-    jv_time(st_now_ms(s), ev.time, sizeof ev.time);
+    ev.time_ms = st_now_ms(s);
     ev.type = st_name(s, type);
     ev.node = node ? st_name(s, node) : NULL;
     if (!ev.type || (node && !ev.node) || !(ev.msg = strdup(msg)))

@@ -168,7 +168,10 @@ static json_t *replica_env(const st_job_t *parent, int i)
 /* Make a replica of job j (the parsed template) into child job sj. */
 static void dress_replica(st_t *s, st_job_t *parent, st_job_t *sj, arb_job_t *j, int i)
 {
-    snprintf(j->name, sizeof j->name, "%.80s-%d", parent->j->name, i);
+    char nm[ARB_JOB_NAME_MAX];
+
+    snprintf(nm, sizeof nm, "%.80s-%d", parent->j->name, i);
+    (void)arb_job_set_name(j, nm); /* -ENOMEM: it keeps the template's name, the service's */
     j->queue = parent->j->queue;
     j->priority = parent->j->priority;
     /* Below the minimum a service is never preempted. */

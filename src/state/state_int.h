@@ -146,14 +146,18 @@ typedef struct st_node {
 /* One event of the log, as kept in memory (its store record is
  * st_event_record's text). type and node are interned (st_name); type
  * NULL: a stored record that could not be read (kept for its place, shown
- * to nobody). */
+ * to nobody). The wall time is kept as milliseconds, its text (jv_time)
+ * made when it is read; a stored time that text would not give back
+ * (another form, a damaged record) is kept as text after the message's NUL
+ * (time_ms ST_EVENT_TIME_TEXT). All of it is ledger.c's to read. */
+#define ST_EVENT_TIME_TEXT INT64_MIN
 typedef struct st_event {
     uint64_t lamport;
     uint64_t job;     /* 0: none */
     const char *type; /* "job-placed", ... */
     const char *node; /* NULL: none */
     char *msg;        /* owned */
-    char time[32];    /* wall clock, for people (jv_time) */
+    int64_t time_ms;  /* wall clock, for people (jv_time); or ST_EVENT_TIME_TEXT */
 } st_event_t;
 
 #define ST_HIST 12

@@ -114,7 +114,7 @@ static inline arb_job_t *fx_job_new(const char *name, int replicas, int gpus, in
 {
     arb_job_t *j = arb_job_new(name, 1);
     assert_non_null(j);
-    snprintf(j->groups[0].name, sizeof j->groups[0].name, "main");
+    arb_tgroup_set_name(&j->groups[0], "main");
     j->groups[0].replicas = replicas;
     j->groups[0].gpus = gpus;
     j->groups[0].gpu_share = share;

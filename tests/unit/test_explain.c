@@ -271,7 +271,7 @@ static void test_gang_whole(void **st)
     fx_run(&f, "xa", 1, 4, 0);
     fx_run(&f, "xb", 1, 4, 0);
     arb_job_t *g = fx_job_new("gang", 3, 4, 0);
-    snprintf(g->groups[0].name, sizeof g->groups[0].name, "workers");
+    arb_tgroup_set_name(&g->groups[0], "workers");
     fx_submit(&f, g);
     assert_int_equal(arb_sched_place(f.s, g, &f.ctx), -ENOSPC);
     arb_explain_t ex;
@@ -292,8 +292,8 @@ static void test_gang_whole(void **st)
 
     /* A second group that no node can take is named instead. */
     arb_job_t *m = arb_job_new("two", 2);
-    snprintf(m->groups[0].name, sizeof m->groups[0].name, "ps");
-    snprintf(m->groups[1].name, sizeof m->groups[1].name, "huge");
+    arb_tgroup_set_name(&m->groups[0], "ps");
+    arb_tgroup_set_name(&m->groups[1], "huge");
     m->groups[0].gpus = 1;
     m->groups[1].gpus = 8;
     fx_submit(&f, m);
@@ -314,7 +314,7 @@ static void test_json_escaping(void **st)
     fx_sched(&f, "pack");
     fx_run(&f, "x", 1, 6, 0);
     arb_job_t *g = fx_job_new("we\"ird\\job\n", 2, 2, 0);
-    snprintf(g->groups[0].name, sizeof g->groups[0].name, "w\"k\\\x01");
+    arb_tgroup_set_name(&g->groups[0], "w\"k\\\x01");
     fx_submit(&f, g);
     assert_int_equal(arb_sched_place(f.s, g, &f.ctx), -ENOSPC);
     arb_explain_t ex;

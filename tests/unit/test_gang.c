@@ -222,8 +222,8 @@ static arb_job_t *random_job(fx_t *f, arb_rng_t *r, int i)
             j->gang_min = 1 + (int)arb_rng_below(r, (uint64_t)j->groups[0].replicas);
     } else { /* two groups: a launcher (share or CPU) and workers */
         arb_job_t *k = arb_job_new(nm, 2);
-        snprintf(k->groups[0].name, sizeof k->groups[0].name, "launcher");
-        snprintf(k->groups[1].name, sizeof k->groups[1].name, "worker");
+        arb_tgroup_set_name(&k->groups[0], "launcher");
+        arb_tgroup_set_name(&k->groups[1], "worker");
         k->groups[0].gpu_share = arb_rng_below(r, 2) ? 250 : 0;
         k->groups[0].req.cpu_milli = 2000;
         k->groups[1].replicas = 1 + (int)arb_rng_below(r, 4);

@@ -89,10 +89,10 @@ static void test_core_text_round_trip(void **unused)
     j->grace_s = 45;
     j->time_limit_s = 5400;
     j->dataset = arb_intern(&c.strs, "imagenet");
-    snprintf(j->groups[0].name, sizeof j->groups[0].name, "launcher");
+    arb_tgroup_set_name(&j->groups[0], "launcher");
     j->groups[0].req.cpu_milli = 500;
     j->groups[0].req.mem_bytes = 1 << 30;
-    snprintf(j->groups[1].name, sizeof j->groups[1].name, "worker");
+    arb_tgroup_set_name(&j->groups[1], "worker");
     j->groups[1].replicas = 4;
     j->groups[1].gpus = 2;
     j->groups[1].topo = (arb_topo_req_t){ARB_TOPO_NVLINK, false};

@@ -327,6 +327,37 @@ static void test_submit_rejects(void **st)
     fx_free(&f); /* frees each job once (ASan would tell) */
 }
 
+/* Names live apart from the job, each sized to it, set only through the
+ * setters: cut where the inline arrays cut them (95 and 63 bytes), "" for
+ * none, a new one replacing the old (ASan sees the frees). */
+static void test_job_names(void **st)
+{
+    char longer[200];
+    arb_job_t *j;
+
+    (void)st;
+    memset(longer, 'n', sizeof longer - 1);
+    longer[sizeof longer - 1] = '\0';
+    assert_non_null(j = arb_job_new(longer, 2));
+    assert_int_equal(strlen(j->name), ARB_JOB_NAME_MAX - 1);
+    assert_string_equal(j->groups[0].name, "");
+    assert_string_equal(j->groups[1].name, "");
+    assert_int_equal(arb_tgroup_set_name(&j->groups[0], longer), 0);
+    assert_int_equal(strlen(j->groups[0].name), ARB_GROUP_NAME_MAX - 1);
+    assert_int_equal(arb_tgroup_set_name(&j->groups[0], "launcher"), 0);
+    assert_string_equal(j->groups[0].name, "launcher");
+    assert_int_equal(arb_tgroup_set_name(&j->groups[1], NULL), 0);
+    assert_string_equal(j->groups[1].name, "");
+    assert_int_equal(arb_job_set_name(j, "train"), 0);
+    assert_string_equal(j->name, "train");
+    assert_int_equal(arb_job_set_name(j, ""), 0);
+    assert_string_equal(j->name, "");
+    arb_job_free(j);
+    assert_non_null(j = arb_job_new(NULL, 0));
+    assert_string_equal(j->name, "");
+    arb_job_free(j);
+}
+
 static void test_topo_names(void **st)
 {
     for (int i = 0; i <= ARB_TOPO_BLOCK; i++) {
@@ -352,6 +383,7 @@ int main(void)
         cmocka_unit_test(test_finish_releases),
         cmocka_unit_test(test_preempted_requeues),
         cmocka_unit_test(test_submit_rejects),
+        cmocka_unit_test(test_job_names),
         cmocka_unit_test(test_topo_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -469,6 +469,35 @@ static void test_job_spec(void **st)
         fail_msg("%s", err.msg);
     assert_non_null(strstr(err.msg, "nodes offer: rdma/hca"));
     assert_null(j);
+    /* Names at their limits (87 bytes a job's, 63 a group's) and one past. */
+    {
+        char spec[512], jn[100], gn[80];
+        memset(jn, 'j', sizeof jn);
+        memset(gn, 'g', sizeof gn);
+        for (int extra = 0; extra < 2; extra++) {
+            snprintf(spec, sizeof spec, "name: %.*s\ngroups:\n  - name: %.63s\n", 87 + extra, jn,
+                     gn);
+            if (extra == 0) {
+                if (spec_job_load_mem("job.yaml", spec, strlen(spec), &c, &j, &err) != 0)
+                    fail_msg("%s", err.msg);
+                assert_int_equal(strlen(j->name), 87);
+                assert_int_equal(strlen(j->groups[0].name), 63);
+                arb_job_free(j);
+                j = NULL;
+                continue;
+            }
+            assert_int_equal(spec_job_load_mem("job.yaml", spec, strlen(spec), &c, &j, &err),
+                             -EINVAL);
+            assert_string_equal(err.msg,
+                                "job.yaml:1:7: name: is too long (88 characters; the most is 87)");
+            snprintf(spec, sizeof spec, "name: x\ngroups:\n  - name: %.64s\n", gn);
+            assert_int_equal(spec_job_load_mem("job.yaml", spec, strlen(spec), &c, &j, &err),
+                             -EINVAL);
+            assert_string_equal(err.msg, "job.yaml:3:11: groups[0].name: is too long (64 "
+                                         "characters; the most is 63)");
+            assert_null(j);
+        }
+    }
     arb_cluster_free(&c);
 }
 

@@ -939,6 +939,85 @@ static void test_record_text(void **unused)
     st_close(s);
 }
 
+/* An event keeps its wall time as milliseconds and writes the same text as
+ * when it kept the text: live, after a restart, and for a stored time in
+ * another form (kept as that text, byte for byte). */
+static void test_event_times(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(NULL);
+    static const char *const recs[] = {
+        "{\"lamport\":5,\"time\":\"2026-12-02T06:40:25.123Z\",\"type\":\"t\",\"message\":\"m\","
+        "\"job\":3,\"node\":\"n-1\"}",
+        "{\"lamport\":5,\"time\":\"1970-01-01T00:00:00.000Z\",\"type\":\"t\",\"message\":\"\"}",
+        "{\"lamport\":5,\"time\":\"2026-12-02 06:40:25\",\"type\":\"t\",\"message\":\"m\"}",
+        "{\"lamport\":5,\"time\":\"2026-13-02T06:40:25.123Z\",\"type\":\"t\",\"message\":\"m\"}",
+        "{\"lamport\":5,\"time\":\"\",\"type\":\"t\",\"message\":\"\"}",
+        "{\"lamport\":5,\"type\":\"t\",\"message\":\"m\"}",
+    };
+    static const char *const times[] = {"2026-12-02T06:40:25.123Z",
+                                        "1970-01-01T00:00:00.000Z",
+                                        "2026-12-02 06:40:25",
+                                        "2026-13-02T06:40:25.123Z",
+                                        "",
+                                        ""};
+    for (size_t i = 0; i < sizeof recs / sizeof recs[0]; i++) {
+        st_event_t e;
+        st_event_view_t v;
+        assert_int_equal(st_event_decode(s, 5, recs[i], strlen(recs[i]), &e), 0);
+        assert_int_equal(st_event_view_of(&e, &v), 0);
+        assert_string_equal(v.time, times[i]);
+        char *txt = st_event_record(&e);
+        if (i == sizeof recs / sizeof recs[0] - 1) /* no time: written as "" */
+            assert_string_equal(txt,
+                                "{\"lamport\":5,\"time\":\"\",\"type\":\"t\",\"message\":\"m\"}");
+        else
+            assert_string_equal(txt, recs[i]);
+        free(txt);
+        free(v.message);
+        st_event_clear(&e);
+    }
+    /* the record is jansson's dump of the same object, byte for byte (escapes, UTF-8) */
+    {
+        st_event_t e = {.lamport = 77, .job = 9, .type = "job-\"x\"", .node = "n\\1\t"};
+        e.msg = strdup("a\x01b\bc\fd\x1f\x7f\"\\/\t\r\n\xc3\xa9 \xe2\x80\xa8 \xf0\x9f\x98\x80");
+        e.time_ms = 1764657625123LL;
+        char *txt = st_event_record(&e);
+        json_t *o = json_pack("{s:I,s:s,s:s,s:s,s:I,s:s}", "lamport", (json_int_t)77, "time",
+                              "2025-12-02T06:40:25.123Z", "type", e.type, "message", e.msg, "job",
+                              (json_int_t)9, "node", e.node);
+        char *want = json_dumps(o, JSON_COMPACT | JSON_PRESERVE_ORDER);
+        assert_string_equal(txt, want);
+        free(want);
+        free(txt);
+        json_decref(o);
+        e.type = NULL;
+        e.node = NULL;
+        st_event_clear(&e);
+    }
+    /* live: the time is now's text, the same after a restart */
+    uint64_t lam = st_event(s, "test", 0, NULL, "hello");
+    st_event_list_t el;
+    int64_t t;
+    assert_int_equal(st_events(s, &admin, lam - 1, 1, 0, &el, &t, NULL), 0);
+    assert_int_equal(st_wait(s, st_flush(s), NULL), 0);
+    assert_int_equal(el.n, 1);
+    char was[32];
+    snprintf(was, sizeof was, "%s", el.v[0].time);
+    assert_int_equal(strlen(was), 24);
+    assert_int_equal(was[23], 'Z');
+    st_event_list_free(&el);
+    st_close(s);
+    s = open_st(NULL);
+    assert_int_equal(st_events(s, &admin, lam - 1, 1, 0, &el, &t, NULL), 0);
+    assert_true(el.n >= 1);
+    assert_int_equal(el.v[0].lamport, lam);
+    assert_string_equal(el.v[0].time, was);
+    assert_string_equal(el.v[0].message, "hello");
+    st_event_list_free(&el);
+    st_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -951,6 +1030,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_task_gone, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_order_survives, setup, teardown),
         cmocka_unit_test_setup_teardown(test_events_and_store_failure, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_event_times, setup, teardown),
         cmocka_unit_test_setup_teardown(test_gpu_lost, setup, teardown),
         cmocka_unit_test_setup_teardown(test_log_tickets, setup, teardown),
         cmocka_unit_test_setup_teardown(test_record_text, setup, teardown),
