@@ -115,7 +115,8 @@ struct api_req {
     int retry_after;      /* a Retry-After header when > 0 */
     /* long polls (api_poll) */
     int64_t poll_until_ms; /* CLOCK_MONOTONIC deadline once waiting; 0 not yet */
-    bool poll_over;        /* the deadline passed, or the server stops: answer now */
+    bool poll_over;        /* the deadline passed, or the server stops: answer now (the
+                              state's own stop is read by api_poll) */
     bool suspend;          /* set by api_poll: no reply yet, run again later */
     uint32_t poll_key;     /* a node's id + 1: woken by that node's changes only
                               (api_hk_changed_key); 0: by any change of the state */
@@ -202,16 +203,15 @@ void api_hk_changed(void *hk);
  * state's lock): wake the long polls parked with that key (0: every keyed
  * one, as when the state quiesces). */
 void api_hk_changed_key(void *hk, uint32_t key);
-uint64_t api_hk_gen(api_hk_t *hk);
-/* The count of keyed changes so far (read before a keyed poll's handler). */
-uint64_t api_hk_kgen(api_hk_t *hk);
-bool api_hk_stopping(api_hk_t *hk);
+/* Read before each request's handler, under one lock: the count of changes
+ * (gen), of keyed changes (kgen), and whether the server stops. */
+void api_hk_snap(api_hk_t *hk, uint64_t *gen, uint64_t *kgen, bool *stopping);
 /* Park a suspended connection until the state changes from gen or until
  * until_ms: true parked; false (the state changed already, or the server
  * stops) the caller resumes it itself. */
 bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t until_ms);
 /* The same for a keyed poll: parked until api_hk_changed_key(key) or
- * until_ms; false when any keyed change came since kgen (api_hk_kgen
+ * until_ms; false when any keyed change came since kgen (api_hk_snap's
  * before the handler looked: the caller runs it again) or the server stops. */
 bool api_hk_park_key(api_hk_t *hk, api_park_t *p, void *conn, uint32_t key, uint64_t kgen,
                      int64_t until_ms);

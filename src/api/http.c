@@ -668,12 +668,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     r.who.team = "";
     r.who.name = "local";
     r.poll_until_ms = cc->poll_until_ms;
-    r.poll_over = api_hk_stopping(a->hk) || (r.st && st_stopping(r.st)) ||
-                  (cc->poll_until_ms && arb_mono_ms() >= cc->poll_until_ms);
+    uint64_t gen, kgen; /* before the handler looks at the state */
+    bool stopping;
+    api_hk_snap(a->hk, &gen, &kgen, &stopping);
+    r.poll_over = stopping || (cc->poll_until_ms && arb_mono_ms() >= cc->poll_until_ms);
     fill_peer(conn, &r);
     char loc[2048];
-    uint64_t gen = api_hk_gen(a->hk); /* before the handler looks at the state */
-    uint64_t kgen = api_hk_kgen(a->hk);
     if (cc->too_big)
         api_error(&r, 413, "request body is larger than %u bytes (1 MiB)", API_MAX_BODY);
     else
