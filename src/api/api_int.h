@@ -6,6 +6,7 @@
 #define ARB_API_INT_H
 
 #include "api/api.h"
+#include "util/buf.h"
 
 #define API_MAX_PARAMS 4
 
@@ -15,6 +16,8 @@ typedef struct api_defer {
     int64_t ticket;
     int rc, ok;
     json_t *out; /* owned */
+    char *text;  /* owned: the reply's text, written straight (api_finish_text); NULL none */
+    size_t textlen;
     char msg[512];
     int64_t report_t0; /* a report: when it began (arbiter_node_report_seconds), 0 none */
 } api_defer_t;
@@ -239,6 +242,10 @@ int api_error(api_req_t *r, int status, const char *fmt, ...) __attribute__((for
  * durable yet the reply is parked (r->defer) and sent after the commit. */
 int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
                int ok_status);
+/* The same with the reply's text already written (text taken: sent as
+ * application/json, so it ends with the newline send_reply adds to a tree). */
+int api_finish_text(api_req_t *r, int rc, char *text, size_t len, int64_t ticket,
+                    const arb_err_t *err, int ok_status);
 
 /* ---- encoders (enc_*.c): the state's typed views as the JSON clients read -------------
  * Each returns a new reference (NULL only when out of memory). */
@@ -280,6 +287,11 @@ void api_report_free(st_report_t *r);
 json_t *api_report_reply_json(const st_report_reply_t *r);
 json_t *api_assignments_json(const char *node, uint64_t lamport, uint64_t epoch,
                              const st_assign_list_t *l);
+/* The same replies' text written straight into b (the trees above are it
+ * parsed): 0, -EINVAL, -ENOMEM. */
+int api_report_reply_write(arb_buf_t *b, const st_report_reply_t *r);
+int api_assignments_write(arb_buf_t *b, const char *node, uint64_t lamport, uint64_t epoch,
+                          const st_assign_list_t *l);
 json_t *api_event_json(const st_event_view_t *v);
 json_t *api_events_json(const st_event_list_t *l);
 /* What a job asks for: the dry run's object (src/spec's spec_job_json) less
