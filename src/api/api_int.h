@@ -299,6 +299,10 @@ json_t *api_events_json(const st_event_list_t *l);
 json_t *api_asks_json(const st_job_asks_t *a);
 json_t *api_job_json(const st_job_view_t *v);
 json_t *api_jobs_json(const st_job_list_t *l);
+/* The same jobs' text written straight into b (the trees above are it
+ * parsed): 0, -EINVAL (a string jansson could not pack), -ENOMEM. */
+int api_job_write(arb_buf_t *b, const st_job_view_t *v);
+int api_jobs_write(arb_buf_t *b, const st_job_list_t *l);
 /* api_explain_json: api.h (`arbiter place` prints it too). */
 
 /* POST /v1/jobs of a Kubernetes manifest or a Slurm script (submit_wl.c). */

@@ -168,10 +168,21 @@ static int h_leader(api_req_t *r)
 static int finish_job(api_req_t *r, int rc, st_job_view_t *v, int64_t t, const arb_err_t *err,
                       int ok_status)
 {
-    json_t *out = rc == 0 ? api_job_json(v) : NULL;
+    arb_buf_t b = {0};
+    arb_err_t oom = {{0}};
 
+    if (rc == 0) { /* written straight (enc_job.c), a newline after it as send_reply adds */
+        (void)arb_buf_reserve(&b, 2048);
+        if (api_job_write(&b, v) < 0 || arb_buf_putc(&b, '\n') < 0) {
+            rc = arb_errf(&oom, -ENOMEM, "out of memory encoding job %llu",
+                          (unsigned long long)v->id);
+            err = &oom;
+            arb_buf_free(&b);
+        }
+    }
     st_job_view_free(v);
-    return api_finish(r, rc, out, t, err, ok_status);
+    size_t len = b.len;
+    return api_finish_text(r, rc, arb_buf_take(&b), len, t, err, ok_status);
 }
 
 static int h_submit(api_req_t *r)
@@ -204,9 +215,14 @@ static int h_jobs(api_req_t *r)
                           (int)limit, &jl, &t, &err);
     if (rc == -EINVAL)
         rc = -EBADMSG; /* a bad query parameter is a bad request */
-    json_t *out = rc == 0 ? api_jobs_json(&jl) : NULL;
+    arb_buf_t b = {0};
+    if (rc == 0 && (api_jobs_write(&b, &jl) < 0 || arb_buf_putc(&b, '\n') < 0)) {
+        rc = arb_errf(&err, -ENOMEM, "out of memory encoding the jobs");
+        arb_buf_free(&b);
+    }
     st_job_list_free(&jl);
-    return api_finish(r, rc, out, t, &err, 200);
+    size_t len = b.len;
+    return api_finish_text(r, rc, arb_buf_take(&b), len, t, &err, 200);
 }
 
 static int h_job(api_req_t *r)

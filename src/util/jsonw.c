@@ -276,6 +276,22 @@ void arb_jw_str(arb_jw_t *w, const char *s)
     jw_text(w, s);
 }
 
+void arb_jw_kstr_opt(arb_jw_t *w, const char *k, const char *s)
+{
+    if (!s)
+        return;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t len = u[i] < 0x80 ? 1 : arb_utf8_len(u + i, n - i);
+        if (!len)
+            return;
+        i += len;
+    }
+    arb_jw_key(w, k);
+    arb_jw_str(w, s);
+}
+
 void arb_jw_int(arb_jw_t *w, int64_t v)
 {
     jw_sep(w);

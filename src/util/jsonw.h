@@ -65,6 +65,9 @@ void arb_jw_str(arb_jw_t *w, const char *s);
 void arb_jw_int(arb_jw_t *w, int64_t v);
 void arb_jw_bool(arb_jw_t *w, bool v);
 void arb_jw_null(arb_jw_t *w);
+/* The member k: s, only when s is a UTF-8 string (NULL or not UTF-8: left
+ * out, as json_object_set_new(o, k, json_string(s)) leaves it). */
+void arb_jw_kstr_opt(arb_jw_t *w, const char *k, const char *s);
 /* A tree as a value, as arb_jsonw_compact writes it (any type). */
 void arb_jw_json(arb_jw_t *w, const json_t *v);
 /* 0 (every container closed), -EINVAL (see above, or unbalanced), -ENOMEM. */

@@ -360,6 +360,24 @@ static void test_stream(void **st)
     assert_int_equal(arb_jw_end(&w), 0);
     assert_string_equal(b.p, "{\"a\":[],\"o\":{},\"min\":-9223372036854775808,"
                              "\"max\":9223372036854775807}");
+    arb_buf_reset(&b);
+    /* an optional member is left out where jansson's json_string refuses its text */
+    json_t *o = json_object();
+    const char *vals[] = {"ok", "\xff", "caf\xc3\xa9", "cut \xe2\x82", NULL};
+    arb_jw_begin(&w, &b);
+    arb_jw_obj(&w);
+    for (int i = 0; i < 5; i++) {
+        char k[8];
+        snprintf(k, sizeof k, "k%d", i);
+        arb_jw_kstr_opt(&w, k, vals[i]);
+        json_object_set_new(o, k, vals[i] ? json_string(vals[i]) : NULL);
+    }
+    arb_jw_obj_end(&w);
+    assert_int_equal(arb_jw_end(&w), 0);
+    char *want = json_dumps(o, JSON_COMPACT);
+    assert_string_equal(b.p, want);
+    free(want);
+    json_decref(o);
     arb_buf_free(&b);
 }
 
