@@ -174,7 +174,8 @@ static int finish_job(api_req_t *r, int rc, st_job_view_t *v, int64_t t, const a
     if (rc == 0) { /* written straight (enc_job.c), a newline after it as send_reply adds */
         (void)arb_buf_reserve(&b, 2048);
         if (api_job_write(&b, v) < 0 || arb_buf_putc(&b, '\n') < 0) {
-            rc = arb_errf(&oom, -ENOMEM, "out of memory encoding job %llu",
+            rc = arb_errf(&oom, -ENOMEM,
+                          "cannot encode job %llu (out of memory, or a name that is not UTF-8)",
                           (unsigned long long)v->id);
             err = &oom;
             arb_buf_free(&b);
@@ -217,7 +218,8 @@ static int h_jobs(api_req_t *r)
         rc = -EBADMSG; /* a bad query parameter is a bad request */
     arb_buf_t b = {0};
     if (rc == 0 && (api_jobs_write(&b, &jl) < 0 || arb_buf_putc(&b, '\n') < 0)) {
-        rc = arb_errf(&err, -ENOMEM, "out of memory encoding the jobs");
+        rc = arb_errf(&err, -ENOMEM,
+                      "cannot encode the jobs (out of memory, or a name that is not UTF-8)");
         arb_buf_free(&b);
     }
     st_job_list_free(&jl);
