@@ -367,7 +367,7 @@ static void test_stream(void **st)
     arb_jw_begin(&w, &b);
     arb_jw_obj(&w);
     for (int i = 0; i < 5; i++) {
-        char k[8];
+        char k[16];
         snprintf(k, sizeof k, "k%d", i);
         arb_jw_kstr_opt(&w, k, vals[i]);
         json_object_set_new(o, k, vals[i] ? json_string(vals[i]) : NULL);
