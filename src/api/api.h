@@ -137,9 +137,17 @@ json_t *api_explain_json(const st_explain_view_t *v);
  * on -ERANGE ({"lamport": the controller's clock}); NULL otherwise. */
 int api_node_report(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
                     const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err);
-/* The same for the assignments long poll (st_node_assignments_wait):
- * *out the reply on success, NULL on failure. */
+/* The same with the reply's text written straight (util/jsonw.h), as the
+ * route sends it (a newline at its end): on success *text (the caller's to
+ * free) and *len, *out NULL; on -ERANGE *out as above. text NULL: *out the
+ * reply as a tree, as api_node_report gives it. */
+int api_node_report_text(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                         const json_t *body, char **text, size_t *len, json_t **out,
+                         int64_t *ticket, arb_err_t *err);
+/* The same for the assignments long poll (st_node_assignments_wait): the
+ * reply's text written straight (a newline at its end) in *text (the
+ * caller's to free) and *len on success; NULL on failure. */
 int api_node_assignments(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
-                         uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err);
+                         uint32_t *key, char **text, size_t *len, int64_t *ticket, arb_err_t *err);
 
 #endif

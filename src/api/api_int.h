@@ -6,6 +6,7 @@
 #define ARB_API_INT_H
 
 #include "api/api.h"
+#include "util/buf.h"
 
 #define API_MAX_PARAMS 4
 
@@ -15,6 +16,8 @@ typedef struct api_defer {
     int64_t ticket;
     int rc, ok;
     json_t *out; /* owned */
+    char *text;  /* owned: the reply's text, written straight (api_finish_text); NULL none */
+    size_t textlen;
     char msg[512];
     int64_t report_t0; /* a report: when it began (arbiter_node_report_seconds), 0 none */
 } api_defer_t;
@@ -115,7 +118,8 @@ struct api_req {
     int retry_after;      /* a Retry-After header when > 0 */
     /* long polls (api_poll) */
     int64_t poll_until_ms; /* CLOCK_MONOTONIC deadline once waiting; 0 not yet */
-    bool poll_over;        /* the deadline passed, or the server stops: answer now */
+    bool poll_over;        /* the deadline passed, or the server stops: answer now (the
+                              state's own stop is read by api_poll) */
     bool suspend;          /* set by api_poll: no reply yet, run again later */
     uint32_t poll_key;     /* a node's id + 1: woken by that node's changes only
                               (api_hk_changed_key); 0: by any change of the state */
@@ -202,16 +206,15 @@ void api_hk_changed(void *hk);
  * state's lock): wake the long polls parked with that key (0: every keyed
  * one, as when the state quiesces). */
 void api_hk_changed_key(void *hk, uint32_t key);
-uint64_t api_hk_gen(api_hk_t *hk);
-/* The count of keyed changes so far (read before a keyed poll's handler). */
-uint64_t api_hk_kgen(api_hk_t *hk);
-bool api_hk_stopping(api_hk_t *hk);
+/* Read before each request's handler, under one lock: the count of changes
+ * (gen), of keyed changes (kgen), and whether the server stops. */
+void api_hk_snap(api_hk_t *hk, uint64_t *gen, uint64_t *kgen, bool *stopping);
 /* Park a suspended connection until the state changes from gen or until
  * until_ms: true parked; false (the state changed already, or the server
  * stops) the caller resumes it itself. */
 bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t until_ms);
 /* The same for a keyed poll: parked until api_hk_changed_key(key) or
- * until_ms; false when any keyed change came since kgen (api_hk_kgen
+ * until_ms; false when any keyed change came since kgen (api_hk_snap's
  * before the handler looked: the caller runs it again) or the server stops. */
 bool api_hk_park_key(api_hk_t *hk, api_park_t *p, void *conn, uint32_t key, uint64_t kgen,
                      int64_t until_ms);
@@ -239,6 +242,10 @@ int api_error(api_req_t *r, int status, const char *fmt, ...) __attribute__((for
  * durable yet the reply is parked (r->defer) and sent after the commit. */
 int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
                int ok_status);
+/* The same with the reply's text already written (text taken: sent as
+ * application/json, so it ends with the newline send_reply adds to a tree). */
+int api_finish_text(api_req_t *r, int rc, char *text, size_t len, int64_t ticket,
+                    const arb_err_t *err, int ok_status);
 
 /* ---- encoders (enc_*.c): the state's typed views as the JSON clients read -------------
  * Each returns a new reference (NULL only when out of memory). */
@@ -280,10 +287,19 @@ void api_report_free(st_report_t *r);
 json_t *api_report_reply_json(const st_report_reply_t *r);
 json_t *api_assignments_json(const char *node, uint64_t lamport, uint64_t epoch,
                              const st_assign_list_t *l);
+/* The same replies' text written straight into b (the trees above are it
+ * parsed): 0, -EINVAL, -ENOMEM. */
+int api_report_reply_write(arb_buf_t *b, const st_report_reply_t *r);
+int api_assignments_write(arb_buf_t *b, const char *node, uint64_t lamport, uint64_t epoch,
+                          const st_assign_list_t *l);
 json_t *api_event_json(const st_event_view_t *v);
 json_t *api_events_json(const st_event_list_t *l);
 json_t *api_job_json(const st_job_view_t *v);
 json_t *api_jobs_json(const st_job_list_t *l);
+/* The same jobs' text written straight into b (the trees above are it
+ * parsed): 0, -EINVAL (a string jansson could not pack), -ENOMEM. */
+int api_job_write(arb_buf_t *b, const st_job_view_t *v);
+int api_jobs_write(arb_buf_t *b, const st_job_list_t *l);
 /* api_explain_json: api.h (`arbiter place` prints it too). */
 
 /* POST /v1/jobs of a Kubernetes manifest or a Slurm script (submit_wl.c). */

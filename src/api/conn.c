@@ -46,6 +46,7 @@ struct api_hk {
     pthread_cond_t ccv; /* a reply joined commits */
     api_conn_t *conns;
     api_park_t *parked;
+    int nplain; /* of them, the unkeyed ones (api_hk_park): what api_hk_changed may answer */
     api_park_t *commits;
     pthread_t cth;
     uint64_t gen;  /* state changes seen */
@@ -100,6 +101,8 @@ static void *hk_main(void *arg)
                 p->next->prev = p->prev;
             p->prev = p->next = NULL;
             p->parked = false;
+            if (!p->key)
+                hk->nplain--;
         }
         if (n) {
             pthread_mutex_unlock(&hk->mu);
@@ -280,25 +283,12 @@ void api_hk_changed(void *arg)
     api_hk_t *hk = arg;
     pthread_mutex_lock(&hk->mu);
     hk->gen++;
-    if (hk->parked)
+    /* Only an unkeyed poll waits for any change: the agents' assignment
+     * polls (keyed) are woken by api_hk_changed_key, so waking the thread
+     * for them at every event would only make it look and wait again. */
+    if (hk->nplain)
         pthread_cond_signal(&hk->cv);
     pthread_mutex_unlock(&hk->mu);
-}
-
-uint64_t api_hk_gen(api_hk_t *hk)
-{
-    pthread_mutex_lock(&hk->mu);
-    uint64_t g = hk->gen;
-    pthread_mutex_unlock(&hk->mu);
-    return g;
-}
-
-bool api_hk_stopping(api_hk_t *hk)
-{
-    pthread_mutex_lock(&hk->mu);
-    bool s = hk->stopping;
-    pthread_mutex_unlock(&hk->mu);
-    return s;
 }
 
 bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t until_ms)
@@ -317,6 +307,7 @@ bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t 
             hk->parked->prev = p;
         hk->parked = p;
         p->parked = true;
+        hk->nplain++;
         pthread_cond_signal(&hk->cv); /* its deadline may be the nearest */
         ok = true;
     }
@@ -364,12 +355,13 @@ void api_hk_changed_key(void *arg, uint32_t key)
     pthread_mutex_unlock(&hk->mu);
 }
 
-uint64_t api_hk_kgen(api_hk_t *hk)
+void api_hk_snap(api_hk_t *hk, uint64_t *gen, uint64_t *kgen, bool *stopping)
 {
     pthread_mutex_lock(&hk->mu);
-    uint64_t g = hk->kgen;
+    *gen = hk->gen;
+    *kgen = hk->kgen;
+    *stopping = hk->stopping;
     pthread_mutex_unlock(&hk->mu);
-    return g;
 }
 
 api_conn_t *api_conn_open(api_hk_t *hk, int fd)
@@ -424,7 +416,8 @@ void api_hk_counts(api_hk_t *hk, uint64_t out[3])
 
 bool api_poll(api_req_t *r, int64_t wait_ms)
 {
-    if (wait_ms <= 0 || r->poll_over)
+    /* the state's stop read here, not for every request: it takes the state's lock */
+    if (wait_ms <= 0 || r->poll_over || (r->st && st_stopping(r->st)))
         return false;
     if (!r->poll_until_ms)
         r->poll_until_ms = arb_mono_ms() + wait_ms;

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "api/api_int.h"
+#include "util/jsonw.h"
 #include "state/jv.h"
 
 static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
@@ -196,120 +197,242 @@ oom:
  * "env", "state", "stop"}, then what applies of "cpu", "memory", "grace_s",
  * "time_limit_ms", "elastic", "generation", "hosts", "rank", "world_size",
  * "master_addr", "master_port". */
-static json_t *assignment_json(const st_assignment_t *a)
+/* One assignment, written straight (util/jsonw.h): the agents' long poll
+ * and their reports' replies carry a node's whole list every time it moves,
+ * so its encoding is paid per task start and end, not per list. */
+static void assignment_write(arb_jw_t *w, const st_assignment_t *a)
 {
-    json_t *cmd = json_array(), *env = json_object(), *o;
-
-    for (int i = 0; cmd && i < a->ncommand; i++)
-        json_array_append_new(cmd, json_string(a->command[i]));
-    for (int i = 0; env && i < a->nenv; i++)
-        json_object_set_new(env, a->env[i].key, json_string(a->env[i].value));
-    o = json_pack("{s:I,s:s,s:i,s:i,s:I,s:I,s:o,s:i,s:i,s:o,s:o,s:s,s:b}", "job",
-                  (json_int_t)a->job, "name", a->name, "task", a->task, "ntasks", a->ntasks,
-                  "attempt", (json_int_t)a->attempt, "epoch", (json_int_t)a->epoch, "gpus",
-                  api_gpu_list(a->gpus), "gpu_milli", a->gpu_milli, "gpu_memory_mib",
-                  a->gpu_memory_mib, "command", cmd, "env", env, "state", a->state, "stop",
-                  a->stop);
-    if (!o)
-        return NULL;
-    if (a->cpu[0])
-        json_object_set_new(o, "cpu", json_string(a->cpu));
-    if (a->memory[0])
-        json_object_set_new(o, "memory", json_string(a->memory));
-    if (a->has_grace)
-        json_object_set_new(o, "grace_s", json_integer(a->grace_s));
-    if (a->has_time_limit)
-        json_object_set_new(o, "time_limit_ms", json_integer(a->time_limit_ms));
+    arb_jw_obj(w);
+    arb_jw_key(w, "job");
+    arb_jw_int(w, (int64_t)a->job);
+    arb_jw_key(w, "name");
+    arb_jw_str(w, a->name);
+    arb_jw_key(w, "task");
+    arb_jw_int(w, a->task);
+    arb_jw_key(w, "ntasks");
+    arb_jw_int(w, a->ntasks);
+    arb_jw_key(w, "attempt");
+    arb_jw_int(w, (int64_t)a->attempt);
+    arb_jw_key(w, "epoch");
+    arb_jw_int(w, (int64_t)a->epoch);
+    arb_jw_key(w, "gpus");
+    arb_jw_arr(w);
+    for (int g = 0; g < ARB_MAX_GPUS; g++)
+        if (a->gpus & (1u << g))
+            arb_jw_int(w, g);
+    arb_jw_arr_end(w);
+    arb_jw_key(w, "gpu_milli");
+    arb_jw_int(w, a->gpu_milli);
+    arb_jw_key(w, "gpu_memory_mib");
+    arb_jw_int(w, a->gpu_memory_mib);
+    arb_jw_key(w, "command");
+    arb_jw_arr(w);
+    for (int i = 0; i < a->ncommand; i++)
+        arb_jw_str(w, a->command[i]);
+    arb_jw_arr_end(w);
+    arb_jw_key(w, "env");
+    arb_jw_obj(w);
+    for (int i = 0; i < a->nenv; i++) { /* keys unique (env_set, src/state/codec.c) */
+        arb_jw_key(w, a->env[i].key);
+        arb_jw_str(w, a->env[i].value);
+    }
+    arb_jw_obj_end(w);
+    arb_jw_key(w, "state");
+    arb_jw_str(w, a->state);
+    arb_jw_key(w, "stop");
+    arb_jw_bool(w, a->stop);
+    if (a->cpu[0]) {
+        arb_jw_key(w, "cpu");
+        arb_jw_str(w, a->cpu);
+    }
+    if (a->memory[0]) {
+        arb_jw_key(w, "memory");
+        arb_jw_str(w, a->memory);
+    }
+    if (a->has_grace) {
+        arb_jw_key(w, "grace_s");
+        arb_jw_int(w, a->grace_s);
+    }
+    if (a->has_time_limit) {
+        arb_jw_key(w, "time_limit_ms");
+        arb_jw_int(w, a->time_limit_ms);
+    }
     if (a->elastic) {
-        json_t *hosts = json_array();
-        for (int i = 0; hosts && i < a->nhosts; i++)
-            json_array_append_new(hosts, json_string(a->hosts[i]));
-        json_object_set_new(o, "elastic", json_true());
-        json_object_set_new(o, "generation", json_integer((json_int_t)a->generation));
-        json_object_set_new(o, "hosts", hosts);
+        arb_jw_key(w, "elastic");
+        arb_jw_bool(w, true);
+        arb_jw_key(w, "generation");
+        arb_jw_int(w, (int64_t)a->generation);
+        arb_jw_key(w, "hosts");
+        arb_jw_arr(w);
+        for (int i = 0; i < a->nhosts; i++)
+            arb_jw_str(w, a->hosts[i]);
+        arb_jw_arr_end(w);
     }
     if (a->gang) {
-        json_object_set_new(o, "rank", json_integer(a->rank));
-        json_object_set_new(o, "world_size", json_integer(a->world_size));
-        json_object_set_new(o, "master_addr", json_string(a->master_addr));
-        json_object_set_new(o, "master_port", json_integer(a->master_port));
+        arb_jw_key(w, "rank");
+        arb_jw_int(w, a->rank);
+        arb_jw_key(w, "world_size");
+        arb_jw_int(w, a->world_size);
+        arb_jw_key(w, "master_addr");
+        arb_jw_str(w, a->master_addr);
+        arb_jw_key(w, "master_port");
+        arb_jw_int(w, a->master_port);
     }
-    return o;
+    arb_jw_obj_end(w);
 }
 
-static json_t *list_json(const st_assign_list_t *l)
+static void list_write(arb_jw_t *w, const st_assign_list_t *l)
 {
-    json_t *arr = json_array();
+    arb_jw_arr(w);
+    for (int i = 0; i < l->n; i++)
+        assignment_write(w, &l->v[i]);
+    arb_jw_arr_end(w);
+}
 
-    for (int i = 0; arr && i < l->n; i++)
-        json_array_append_new(arr, assignment_json(&l->v[i]));
-    return arr;
+int api_report_reply_write(arb_buf_t *b, const st_report_reply_t *r)
+{
+    arb_jw_t w;
+
+    arb_jw_begin(&w, b);
+    arb_jw_obj(&w);
+    arb_jw_key(&w, "node");
+    arb_jw_str(&w, r->node);
+    arb_jw_key(&w, "lamport");
+    arb_jw_int(&w, (int64_t)r->lamport);
+    arb_jw_key(&w, "epoch");
+    arb_jw_int(&w, (int64_t)r->epoch);
+    arb_jw_key(&w, "lease_ms");
+    arb_jw_int(&w, (int64_t)r->lease_ms);
+    switch (r->kind) {
+    case ST_REPORT_APPLIED:
+        arb_jw_key(&w, "version");
+        arb_jw_int(&w, (int64_t)r->version);
+        arb_jw_key(&w, "assignments_version");
+        arb_jw_int(&w, (int64_t)r->assigned.version);
+        arb_jw_key(&w, "assignments");
+        list_write(&w, &r->assigned);
+        break;
+    case ST_REPORT_STALE:
+    case ST_REPORT_LOST:
+        arb_jw_key(&w, r->kind == ST_REPORT_STALE ? "stale" : "lost");
+        arb_jw_bool(&w, true);
+        arb_jw_key(&w, "message");
+        arb_jw_str(&w, r->message);
+        break;
+    default:
+        w.err = -EINVAL;
+    }
+    arb_jw_obj_end(&w);
+    return arb_jw_end(&w);
 }
 
 json_t *api_report_reply_json(const st_report_reply_t *r)
 {
-    json_t *o;
+    arb_buf_t b = {0};
+    json_t *o = api_report_reply_write(&b, r) == 0 ? json_loadb(b.p, b.len, 0, NULL) : NULL;
 
-    switch (r->kind) {
-    case ST_REPORT_APPLIED:
-        return json_pack("{s:s,s:I,s:I,s:I,s:I,s:I,s:o}", "node", r->node, "lamport",
-                         (json_int_t)r->lamport, "epoch", (json_int_t)r->epoch, "lease_ms",
-                         (json_int_t)r->lease_ms, "version", (json_int_t)r->version,
-                         "assignments_version", (json_int_t)r->assigned.version, "assignments",
-                         list_json(&r->assigned));
-    case ST_REPORT_STALE:
-    case ST_REPORT_LOST:
-        o = json_pack("{s:s,s:I,s:I,s:I,s:b}", "node", r->node, "lamport", (json_int_t)r->lamport,
-                      "epoch", (json_int_t)r->epoch, "lease_ms", (json_int_t)r->lease_ms,
-                      r->kind == ST_REPORT_STALE ? "stale" : "lost", 1);
-        if (o)
-            json_object_set_new(o, "message", json_string(r->message));
-        return o;
-    }
-    return NULL;
+    arb_buf_free(&b);
+    return o;
+}
+
+int api_assignments_write(arb_buf_t *b, const char *node, uint64_t lamport, uint64_t epoch,
+                          const st_assign_list_t *l)
+{
+    arb_jw_t w;
+
+    arb_jw_begin(&w, b);
+    arb_jw_obj(&w);
+    arb_jw_key(&w, "node");
+    arb_jw_str(&w, node);
+    arb_jw_key(&w, "lamport");
+    arb_jw_int(&w, (int64_t)lamport);
+    arb_jw_key(&w, "epoch");
+    arb_jw_int(&w, (int64_t)epoch);
+    arb_jw_key(&w, "assignments_version");
+    arb_jw_int(&w, (int64_t)l->version);
+    arb_jw_key(&w, "assignments");
+    list_write(&w, l);
+    arb_jw_obj_end(&w);
+    return arb_jw_end(&w);
 }
 
 json_t *api_assignments_json(const char *node, uint64_t lamport, uint64_t epoch,
                              const st_assign_list_t *l)
 {
-    return json_pack("{s:s,s:I,s:I,s:I,s:o}", "node", node, "lamport", (json_int_t)lamport, "epoch",
-                     (json_int_t)epoch, "assignments_version", (json_int_t)l->version,
-                     "assignments", list_json(l));
+    arb_buf_t b = {0};
+    json_t *o = api_assignments_write(&b, node, lamport, epoch, l) == 0
+                    ? json_loadb(b.p, b.len, 0, NULL)
+                    : NULL;
+
+    arb_buf_free(&b);
+    return o;
 }
 
-int api_node_report(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
-                    const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err)
+int api_node_report_text(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                         const json_t *body, char **text, size_t *len, json_t **out,
+                         int64_t *ticket, arb_err_t *err)
 {
     st_report_t rep;
     st_report_reply_t v = {0};
+    arb_buf_t b = {0};
 
     *out = NULL;
     *ticket = 0;
+    if (text) {
+        *text = NULL;
+        *len = 0;
+    }
     /* The name first, as the state checks it: its message before the body's. */
     int rc = st_node_name_check(name, err);
     if (rc == 0 && (rc = api_report_decode(body, &rep, err)) == 0) {
         rc = st_node_report_if(s, who, name, if_match, &rep, &v, ticket, err);
         api_report_free(&rep);
     }
-    if (rc == 0 && !(*out = api_report_reply_json(&v)))
+    if (rc == 0 && text) {
+        (void)arb_buf_reserve(&b, 1024);
+        if (api_report_reply_write(&b, &v) < 0 || arb_buf_putc(&b, '\n') < 0) {
+            rc = arb_errf(err, -ENOMEM, "out of memory encoding the reply to node '%s'", name);
+        } else {
+            *len = b.len;
+            *text = arb_buf_take(&b);
+        }
+    } else if (rc == 0 && !(*out = api_report_reply_json(&v))) {
         rc = arb_errf(err, -ENOMEM, "out of memory encoding the reply to node '%s'", name);
-    else if (rc == -ERANGE) /* a Lamport time too far ahead: the refusal carries the clock */
+    } else if (rc == -ERANGE) { /* a Lamport time too far ahead: the refusal carries the clock */
         *out = json_pack("{s:I}", "lamport", (json_int_t)v.lamport);
+    }
     st_report_reply_free(&v);
+    arb_buf_free(&b);
     return rc;
 }
 
+int api_node_report(st_t *s, const st_who_t *who, const char *name, int64_t if_match,
+                    const json_t *body, json_t **out, int64_t *ticket, arb_err_t *err)
+{
+    return api_node_report_text(s, who, name, if_match, body, NULL, NULL, out, ticket, err);
+}
+
 int api_node_assignments(st_t *s, const char *name, int64_t epoch, uint64_t have, bool *same,
-                         uint32_t *key, json_t **out, int64_t *ticket, arb_err_t *err)
+                         uint32_t *key, char **text, size_t *len, int64_t *ticket, arb_err_t *err)
 {
     st_assign_list_t l;
     uint64_t lamport = 0, cur = 0;
+    arb_buf_t b = {0};
     int rc =
         st_node_assignments_wait(s, name, epoch, have, same, key, &l, &lamport, &cur, ticket, err);
 
-    *out = NULL;
-    if (rc == 0 && !(*out = api_assignments_json(name, lamport, cur, &l)))
-        rc = arb_errf(err, -ENOMEM, "out of memory encoding node '%s''s assignments", name);
+    *text = NULL;
+    *len = 0;
+    if (rc == 0) {
+        (void)arb_buf_reserve(&b, 1024);
+        if (api_assignments_write(&b, name, lamport, cur, &l) < 0 || arb_buf_putc(&b, '\n') < 0) {
+            rc = arb_errf(err, -ENOMEM, "out of memory encoding node '%s''s assignments", name);
+        } else {
+            *len = b.len;
+            *text = arb_buf_take(&b);
+        }
+    }
     st_assign_list_free(&l);
+    arb_buf_free(&b);
     return rc;
 }

@@ -134,8 +134,8 @@ int api_error(api_req_t *r, int status, const char *fmt, ...)
 }
 
 /* The reply of a state call whose ticket is durable (or failed). */
-static int finish_now(api_req_t *r, int rc, json_t *out, int64_t ticket, const char *msg,
-                      int ok_status)
+static int finish_now(api_req_t *r, int rc, json_t *out, char *text, size_t textlen, int64_t ticket,
+                      const char *msg, int ok_status)
 {
     arb_err_t werr = {{0}};
 
@@ -143,8 +143,18 @@ static int finish_now(api_req_t *r, int rc, json_t *out, int64_t ticket, const c
      * that is not yet durable. */
     if (st_wait(r->st, ticket, &werr) < 0) {
         json_decref(out);
+        free(text);
         return api_error(r, 503, "%s", werr.msg);
     }
+    if (rc == 0 && text) { /* written straight: sent as it is (send_reply) */
+        json_decref(out);
+        r->text = text;
+        r->textlen = textlen;
+        r->ctype = NULL;
+        r->status = ok_status;
+        return ok_status;
+    }
+    free(text);
     if (rc == 0) {
         r->json = out;
         r->status = ok_status;
@@ -162,8 +172,8 @@ static int finish_now(api_req_t *r, int rc, json_t *out, int64_t ticket, const c
     return api_error(r, status, "%s", msg && msg[0] ? msg : strerror(-rc));
 }
 
-int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
-               int ok_status)
+static int finish(api_req_t *r, int rc, json_t *out, char *text, size_t len, int64_t ticket,
+                  const arb_err_t *err, int ok_status)
 {
     /* Not durable yet: the reply waits for its commit without holding this
      * event-loop thread (its other connections go on); see conn.c. */
@@ -174,10 +184,24 @@ int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_
         d->rc = rc;
         d->ok = ok_status;
         d->out = out;
+        d->text = text;
+        d->textlen = len;
         snprintf(d->msg, sizeof d->msg, "%s", err ? err->msg : "");
         return ok_status;
     }
-    return finish_now(r, rc, out, ticket, err ? err->msg : NULL, ok_status);
+    return finish_now(r, rc, out, text, len, ticket, err ? err->msg : NULL, ok_status);
+}
+
+int api_finish(api_req_t *r, int rc, json_t *out, int64_t ticket, const arb_err_t *err,
+               int ok_status)
+{
+    return finish(r, rc, out, NULL, 0, ticket, err, ok_status);
+}
+
+int api_finish_text(api_req_t *r, int rc, char *text, size_t len, int64_t ticket,
+                    const arb_err_t *err, int ok_status)
+{
+    return finish(r, rc, NULL, text, len, ticket, err, ok_status);
 }
 
 /* ---- routing ------------------------------------------------------------------------------- */
@@ -644,11 +668,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     if (cc->defer.on) { /* the commit it waited for is done (or failed) */
         api_defer_t *d = &cc->defer;
         r.st = cc->defer_st;
-        finish_now(&r, d->rc, d->out, d->ticket, d->msg, d->ok);
+        finish_now(&r, d->rc, d->out, d->text, d->textlen, d->ticket, d->msg, d->ok);
         if (d->report_t0)
             st_note_report(r.st, arb_mono_ns() - d->report_t0);
         d->on = false;
         d->out = NULL;
+        d->text = NULL;
         ret = send_reply(conn, &r, false);
         json_decref(r.json);
         free(r.text);
@@ -668,12 +693,12 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     r.who.team = "";
     r.who.name = "local";
     r.poll_until_ms = cc->poll_until_ms;
-    r.poll_over = api_hk_stopping(a->hk) || (r.st && st_stopping(r.st)) ||
-                  (cc->poll_until_ms && arb_mono_ms() >= cc->poll_until_ms);
+    uint64_t gen, kgen; /* before the handler looks at the state */
+    bool stopping;
+    api_hk_snap(a->hk, &gen, &kgen, &stopping);
+    r.poll_over = stopping || (cc->poll_until_ms && arb_mono_ms() >= cc->poll_until_ms);
     fill_peer(conn, &r);
     char loc[2048];
-    uint64_t gen = api_hk_gen(a->hk); /* before the handler looks at the state */
-    uint64_t kgen = api_hk_kgen(a->hk);
     if (cc->too_big)
         api_error(&r, 413, "request body is larger than %u bytes (1 MiB)", API_MAX_BODY);
     else
@@ -717,6 +742,7 @@ static void completed(void *cls, struct MHD_Connection *conn, void **con_cls,
     if (cc) {
         __atomic_sub_fetch(&cc->a->busy, 1, __ATOMIC_ACQ_REL);
         json_decref(cc->defer.out); /* a reply never sent (the connection died) */
+        free(cc->defer.text);
         arb_buf_free(&cc->body);
         free(cc);
         *con_cls = NULL;

@@ -168,10 +168,22 @@ static int h_leader(api_req_t *r)
 static int finish_job(api_req_t *r, int rc, st_job_view_t *v, int64_t t, const arb_err_t *err,
                       int ok_status)
 {
-    json_t *out = rc == 0 ? api_job_json(v) : NULL;
+    arb_buf_t b = {0};
+    arb_err_t oom = {{0}};
 
+    if (rc == 0) { /* written straight (enc_job.c), a newline after it as send_reply adds */
+        (void)arb_buf_reserve(&b, 2048);
+        if (api_job_write(&b, v) < 0 || arb_buf_putc(&b, '\n') < 0) {
+            rc = arb_errf(&oom, -ENOMEM,
+                          "cannot encode job %llu (out of memory, or a name that is not UTF-8)",
+                          (unsigned long long)v->id);
+            err = &oom;
+            arb_buf_free(&b);
+        }
+    }
     st_job_view_free(v);
-    return api_finish(r, rc, out, t, err, ok_status);
+    size_t len = b.len;
+    return api_finish_text(r, rc, arb_buf_take(&b), len, t, err, ok_status);
 }
 
 static int h_submit(api_req_t *r)
@@ -204,9 +216,15 @@ static int h_jobs(api_req_t *r)
                           (int)limit, &jl, &t, &err);
     if (rc == -EINVAL)
         rc = -EBADMSG; /* a bad query parameter is a bad request */
-    json_t *out = rc == 0 ? api_jobs_json(&jl) : NULL;
+    arb_buf_t b = {0};
+    if (rc == 0 && (api_jobs_write(&b, &jl) < 0 || arb_buf_putc(&b, '\n') < 0)) {
+        rc = arb_errf(&err, -ENOMEM,
+                      "cannot encode the jobs (out of memory, or a name that is not UTF-8)");
+        arb_buf_free(&b);
+    }
     st_job_list_free(&jl);
-    return api_finish(r, rc, out, t, &err, 200);
+    size_t len = b.len;
+    return api_finish_text(r, rc, arb_buf_take(&b), len, t, &err, 200);
 }
 
 static int h_job(api_req_t *r)
@@ -256,13 +274,17 @@ static int h_report(api_req_t *r)
 {
     arb_err_t err = {{0}};
     json_t *out = NULL;
+    char *text = NULL; /* the reply, written straight (enc_report.c) */
+    size_t len = 0;
     int64_t t = 0, t0 = arb_mono_ns();
 
-    int rc = api_node_report(r->st, &r->who, r->params[0], r->if_match, r->jbody, &out, &t, &err);
+    int rc = api_node_report_text(r->st, &r->who, r->params[0], r->if_match, r->jbody, &text, &len,
+                                  &out, &t, &err);
     /* A Lamport time too far ahead: the refusal carries the clock. */
     json_t *lam = rc == -ERANGE ? json_incref(json_object_get(out, "lamport")) : NULL;
     r->no_defer = lam != NULL; /* the refusal carries the clock: made here, now */
-    rc = api_finish(r, rc, out, t, &err, 200);
+    json_decref(out);          /* only the refusal's clock, taken above */
+    rc = api_finish_text(r, rc, text, len, t, &err, 200);
     if (lam) /* jansson drops lam when there is no error object */
         json_object_set_new(json_object_get(r->json, "error"), "lamport", lam);
     if (r->defer.on)
@@ -280,7 +302,8 @@ static int h_report(api_req_t *r)
 static int h_assignments(api_req_t *r)
 {
     arb_err_t err = {{0}};
-    json_t *out = NULL;
+    char *text = NULL; /* the reply, written straight (enc_report.c) */
+    size_t len = 0;
     int64_t t = 0, epoch = -1;
     uint64_t wait = 0, have = 0, e;
     uint32_t key = 0;
@@ -297,13 +320,14 @@ static int h_assignments(api_req_t *r)
             return api_error(r, 400, "epoch: '%s'; give the epoch of your lease (an integer)", p);
         epoch = (int64_t)e;
     }
-    int rc = api_node_assignments(r->st, r->params[0], epoch, have, &same, &key, &out, &t, &err);
+    int rc =
+        api_node_assignments(r->st, r->params[0], epoch, have, &same, &key, &text, &len, &t, &err);
     if (rc == 0 && same && api_poll(r, (int64_t)wait * 1000)) {
         r->poll_key = key; /* woken by this node's changes only */
-        json_decref(out);
+        free(text);
         return 0;
     }
-    return api_finish(r, rc, out, t, &err, 200);
+    return api_finish_text(r, rc, text, len, t, &err, 200);
 }
 
 /* Node operations (src/state/nodeops.c): the router checked the node name

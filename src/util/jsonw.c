@@ -191,3 +191,140 @@ char *arb_jsonw_dumps(const json_t *v)
     }
     return arb_buf_take(&b);
 }
+
+/* ---- written as it goes ------------------------------------------------------ */
+
+void arb_jw_begin(arb_jw_t *w, arb_buf_t *b)
+{
+    *w = (arb_jw_t){.b = b};
+}
+
+/* Before a value or a key: the comma after the previous member. */
+static void jw_sep(arb_jw_t *w)
+{
+    if (w->after_key) {
+        w->after_key = false;
+        return;
+    }
+    if (w->depth > 0) {
+        uint64_t bit = 1ull << (w->depth - 1);
+        if (w->more & bit)
+            arb_buf_putc(w->b, ',');
+        w->more |= bit;
+    }
+}
+
+static void jw_open(arb_jw_t *w, char c)
+{
+    jw_sep(w);
+    if (w->depth >= ARB_JW_MAX_DEPTH) {
+        w->err = w->err ? w->err : -EINVAL;
+        return;
+    }
+    arb_buf_putc(w->b, c);
+    w->depth++;
+    w->more &= ~(1ull << (w->depth - 1));
+}
+
+static void jw_close(arb_jw_t *w, char c)
+{
+    if (w->depth <= 0 || w->after_key) {
+        w->err = w->err ? w->err : -EINVAL;
+        return;
+    }
+    w->depth--;
+    arb_buf_putc(w->b, c);
+}
+
+void arb_jw_obj(arb_jw_t *w)
+{
+    jw_open(w, '{');
+}
+
+void arb_jw_obj_end(arb_jw_t *w)
+{
+    jw_close(w, '}');
+}
+
+void arb_jw_arr(arb_jw_t *w)
+{
+    jw_open(w, '[');
+}
+
+void arb_jw_arr_end(arb_jw_t *w)
+{
+    jw_close(w, ']');
+}
+
+static void jw_text(arb_jw_t *w, const char *s)
+{
+    if (!s || put_string(w->b, s, strlen(s)) < 0)
+        w->err = w->err ? w->err : -EINVAL;
+}
+
+void arb_jw_key(arb_jw_t *w, const char *k)
+{
+    jw_sep(w);
+    jw_text(w, k);
+    arb_buf_putc(w->b, ':');
+    w->after_key = true;
+}
+
+void arb_jw_str(arb_jw_t *w, const char *s)
+{
+    jw_sep(w);
+    jw_text(w, s);
+}
+
+void arb_jw_kstr_opt(arb_jw_t *w, const char *k, const char *s)
+{
+    if (!s)
+        return;
+    const unsigned char *u = (const unsigned char *)s;
+    size_t n = strlen(s);
+    for (size_t i = 0; i < n;) {
+        size_t len = u[i] < 0x80 ? 1 : arb_utf8_len(u + i, n - i);
+        if (!len)
+            return;
+        i += len;
+    }
+    arb_jw_key(w, k);
+    arb_jw_str(w, s);
+}
+
+void arb_jw_int(arb_jw_t *w, int64_t v)
+{
+    jw_sep(w);
+    put_int(w->b, (json_int_t)v);
+}
+
+void arb_jw_bool(arb_jw_t *w, bool v)
+{
+    jw_sep(w);
+    if (v)
+        arb_buf_put(w->b, "true", 4);
+    else
+        arb_buf_put(w->b, "false", 5);
+}
+
+void arb_jw_null(arb_jw_t *w)
+{
+    jw_sep(w);
+    arb_buf_put(w->b, "null", 4);
+}
+
+void arb_jw_json(arb_jw_t *w, const json_t *v)
+{
+    jw_sep(w);
+    if (!v || put_value(w->b, v, w->depth) < 0)
+        w->err = w->err ? w->err : -EINVAL;
+}
+
+int arb_jw_end(arb_jw_t *w)
+{
+    if (!w->err && (w->depth != 0 || w->after_key))
+        w->err = -EINVAL;
+    if (!w->err && w->b->oom)
+        w->err = -ENOMEM;
+    return w->err;
+}

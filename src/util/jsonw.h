@@ -15,6 +15,9 @@
 #ifndef ARB_UTIL_JSONW_H
 #define ARB_UTIL_JSONW_H
 
+#include <stdbool.h>
+#include <stdint.h>
+
 #include <jansson.h>
 
 #include "util/buf.h"
@@ -30,5 +33,44 @@ int arb_jsonw_compact(arb_buf_t *b, const json_t *v);
 /* json_dumps(v, JSON_COMPACT)'s text, the caller's to free(), or NULL
  * where json_dumps gives NULL (or out of memory). */
 char *arb_jsonw_dumps(const json_t *v);
+
+/*
+ * The same text written as it goes, without a tree: for a reply the code
+ * builds field by field (an agent's assignment list, a job), so no jansson
+ * object is allocated, filled, dumped and freed for it. The calls follow the
+ * shape (obj, key, value, ..., obj_end); commas and colons are the writer's.
+ * A key or string value that is NULL or not UTF-8 fails the whole text
+ * (arb_jw_end says -EINVAL), as json_pack fails for it; so does nesting past
+ * ARB_JW_MAX_DEPTH. The bytes are json_dumps(JSON_COMPACT)'s for the tree
+ * the same calls would build (test_jsonw).
+ */
+#define ARB_JW_MAX_DEPTH 64
+
+typedef struct arb_jw {
+    arb_buf_t *b;
+    int depth;
+    uint64_t more;  /* bit d: the container at depth d has a member already */
+    bool after_key; /* the next value is a member's: no comma before it */
+    int err;        /* the first failure, 0 none */
+} arb_jw_t;
+
+/* Start writing into b (appended to what it holds). */
+void arb_jw_begin(arb_jw_t *w, arb_buf_t *b);
+void arb_jw_obj(arb_jw_t *w);
+void arb_jw_obj_end(arb_jw_t *w);
+void arb_jw_arr(arb_jw_t *w);
+void arb_jw_arr_end(arb_jw_t *w);
+void arb_jw_key(arb_jw_t *w, const char *k);
+void arb_jw_str(arb_jw_t *w, const char *s);
+void arb_jw_int(arb_jw_t *w, int64_t v);
+void arb_jw_bool(arb_jw_t *w, bool v);
+void arb_jw_null(arb_jw_t *w);
+/* The member k: s, only when s is a UTF-8 string (NULL or not UTF-8: left
+ * out, as json_object_set_new(o, k, json_string(s)) leaves it). */
+void arb_jw_kstr_opt(arb_jw_t *w, const char *k, const char *s);
+/* A tree as a value, as arb_jsonw_compact writes it (any type). */
+void arb_jw_json(arb_jw_t *w, const json_t *v);
+/* 0 (every container closed), -EINVAL (see above, or unbalanced), -ENOMEM. */
+int arb_jw_end(arb_jw_t *w);
 
 #endif

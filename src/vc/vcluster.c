@@ -387,17 +387,19 @@ static int send_report(vc_t *v, vc_node_t *n, json_t *body, bool live, arb_err_t
     json_t *out = NULL;
     int64_t ticket = 0;
     agent_reply_t r;
-    char *txt;
-    int rc = api_node_report(v->s, &agent, n->name, -1, body, &out, &ticket, err);
+    char *txt = NULL; /* the reply's text, as the route sends it to an agent */
+    size_t len = 0;
+    int rc = api_node_report_text(v->s, &agent, n->name, -1, body, &txt, &len, &out, &ticket, err);
 
     if (st_wait(v->s, ticket, NULL) < 0 && rc == 0)
         rc = arb_errf(err, -EIO, "the store failed");
     if (rc < 0 || !live) {
         json_decref(out);
+        free(txt);
         return rc;
     }
-    txt = json_dumps(out, JSON_COMPACT);
-    if (!txt || agent_reply_parse(txt, strlen(txt), &r, err) < 0) {
+    out = json_loadb(txt, len, 0, NULL); /* the assignments' raw members (apply) */
+    if (!out || agent_reply_parse(txt, len, &r, err) < 0) {
         free(txt);
         json_decref(out);
         return arb_errf(err, -EPROTO, "node '%s': the controller's reply does not parse: %s",

@@ -22,6 +22,17 @@ static void expect_json(json_t *o, const char *want)
     json_decref(o);
 }
 
+/* A job's text as the routes send it, written straight (api_job_write,
+ * api_jobs_write): the same bytes, with no tree between. */
+static void expect_job_text(const st_job_view_t *v, const st_job_list_t *l, const char *want)
+{
+    arb_buf_t b = {0};
+    assert_int_equal(l ? api_jobs_write(&b, l) : api_job_write(&b, v), 0);
+    if (strcmp(b.p, want) != 0)
+        fail_msg("got  %s\nwant %s", b.p, want);
+    arb_buf_free(&b);
+}
+
 static void test_queues(void **unused)
 {
     (void)unused;
@@ -274,9 +285,11 @@ static void test_job(void **unused)
     char want[4096];
     snprintf(want, sizeof want, "%s}", head);
     expect_json(api_job_json(&v), want);
+    expect_job_text(&v, NULL, want);
     st_job_list_t l = {&v, 1};
     snprintf(want, sizeof want, "{\"jobs\":[%s}]}", head);
     expect_json(api_jobs_json(&l), want);
+    expect_job_text(NULL, &l, want);
 
     /* alone */
     spec_ask_group_t grp = {.name = "worker", .replicas = 2, .gpus = 2, .cpu_milli = 4000};
@@ -314,6 +327,7 @@ static void test_job(void **unused)
              "'train' placed on n1\",\"job\":7}]}",
              head);
     expect_json(api_job_json(&v), want);
+    expect_job_text(&v, NULL, want);
 
     /* pending, never started, a service: no env (none given), an empty command */
     st_service_view_t svc = {.name = "web", .job = 4, .version = 1, .desired = 2, .port = 8000};

@@ -25,6 +25,24 @@ static void expect_json(json_t *o, const char *want)
     json_decref(o);
 }
 
+/* The assignments list's and the report reply's text as written straight
+ * (api_assignments_write, api_report_reply_write), with no tree. */
+static void expect_text_of(const st_report_reply_t *r, const char *want_list)
+{
+    arb_buf_t b = {0};
+    assert_int_equal(api_assignments_write(&b, "n1", 41, 1, &r->assigned), 0);
+    if (strcmp(b.p, want_list) != 0)
+        fail_msg("got  %s\nwant %s", b.p, want_list);
+    arb_buf_reset(&b);
+    assert_int_equal(api_report_reply_write(&b, r), 0);
+    json_t *o = api_report_reply_json(r);
+    char *tree = json_dumps(o, JSON_COMPACT);
+    assert_string_equal(b.p, tree);
+    free(tree);
+    json_decref(o);
+    arb_buf_free(&b);
+}
+
 /* A service with a placed replica (load reported, a balancer's count), one
  * starting and one draining without a report; then autoscaled, before and
  * after its first decision. */
@@ -319,6 +337,7 @@ static void test_report_reply(void **unused)
              "\"assignments\":[%s,%s]}",
              one, two);
     expect_json(api_assignments_json("n1", 41, 1, &r.assigned), want);
+    expect_text_of(&r, want); /* the bytes the routes send, written straight */
 
     st_report_reply_t stale = {.node = "n1",
                                .lamport = 41,

@@ -6,19 +6,22 @@
  * (an escape, an integer's edge, a key's order), or a dump that succeeds
  * where jansson's fails. The search: every byte value in strings and keys,
  * integers at their edges, reals, empty and deep containers, and 3,000
- * random trees, each compared with jansson's text (both NULL, or equal).
+ * random trees, each compared with jansson's text (both NULL, or equal);
+ * the same trees replayed through the streaming writer (arb_jw_*).
  */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
 #include <cmocka.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "util/jsonw.h"
+#include "util/utf8.h"
 
 /* Both writers on v: the same text, or both refuse. */
 static void same(json_t *v)
@@ -218,11 +221,172 @@ static void test_append(void **st)
     json_decref(o);
 }
 
+/* The streaming writer (arb_jw_*) replaying v's shape call by call: false
+ * when v holds what its C-string calls cannot say (a NUL inside a string
+ * or key) or a key that is not UTF-8 (which it refuses, where jansson
+ * writes on). */
+static bool expressible(const json_t *v)
+{
+    const char *k;
+    json_t *x;
+    size_t i;
+
+    if (json_is_object(v)) {
+        json_object_foreach((json_t *)v, k, x)
+        {
+            size_t n = strlen(k);
+            const unsigned char *u = (const unsigned char *)k;
+            for (size_t p = 0; p < n;) {
+                size_t l = u[p] < 0x80 ? 1 : arb_utf8_len(u + p, n - p);
+                if (!l)
+                    return false;
+                p += l;
+            }
+            if (!expressible(x))
+                return false;
+        }
+    } else if (json_is_array(v)) {
+        json_array_foreach(v, i, x) if (!expressible(x)) return false;
+    } else if (json_is_string(v)) {
+        return strlen(json_string_value(v)) == json_string_length(v);
+    }
+    return true;
+}
+
+static void replay(arb_jw_t *w, const json_t *v)
+{
+    const char *k;
+    json_t *x;
+    size_t i;
+
+    switch (json_typeof(v)) {
+    case JSON_OBJECT:
+        arb_jw_obj(w);
+        json_object_foreach((json_t *)v, k, x)
+        {
+            arb_jw_key(w, k);
+            replay(w, x);
+        }
+        arb_jw_obj_end(w);
+        break;
+    case JSON_ARRAY:
+        arb_jw_arr(w);
+        json_array_foreach(v, i, x) replay(w, x);
+        arb_jw_arr_end(w);
+        break;
+    case JSON_STRING:
+        arb_jw_str(w, json_string_value(v));
+        break;
+    case JSON_INTEGER:
+        arb_jw_int(w, json_integer_value(v));
+        break;
+    case JSON_TRUE:
+    case JSON_FALSE:
+        arb_jw_bool(w, json_is_true(v));
+        break;
+    case JSON_NULL:
+        arb_jw_null(w);
+        break;
+    default: /* a real: the tree call */
+        arb_jw_json(w, v);
+    }
+}
+
+/* The streaming writer over the random trees: jansson's text, or both
+ * refuse; and what it refuses by itself. */
+static void test_stream(void **st)
+{
+    (void)st;
+    int compared = 0;
+    for (int i = 0; i < 3000; i++) {
+        json_t *a = json_array();
+        json_array_append_new(a, gen(0));
+        json_array_append_new(a, gen(0));
+        if (expressible(a)) {
+            char *want = json_dumps(a, JSON_COMPACT);
+            arb_buf_t b = {0};
+            arb_jw_t w;
+            arb_jw_begin(&w, &b);
+            replay(&w, a);
+            int rc = arb_jw_end(&w);
+            if (!want) {
+                assert_int_equal(rc, -EINVAL);
+            } else {
+                assert_int_equal(rc, 0);
+                assert_string_equal(b.p, want);
+                compared++;
+            }
+            free(want);
+            arb_buf_free(&b);
+        }
+        json_decref(a);
+    }
+    assert_true(compared > 1000);
+
+    arb_buf_t b = {0};
+    arb_jw_t w;
+    arb_jw_begin(&w, &b); /* a NULL string, as json_pack refuses it */
+    arb_jw_obj(&w);
+    arb_jw_key(&w, "name");
+    arb_jw_str(&w, NULL);
+    arb_jw_obj_end(&w);
+    assert_int_equal(arb_jw_end(&w), -EINVAL);
+    arb_buf_reset(&b);
+    arb_jw_begin(&w, &b); /* unclosed, and a key without its value */
+    arb_jw_obj(&w);
+    arb_jw_key(&w, "a");
+    assert_int_equal(arb_jw_end(&w), -EINVAL);
+    arb_buf_reset(&b);
+    arb_jw_begin(&w, &b); /* deeper than ARB_JW_MAX_DEPTH */
+    for (int d = 0; d <= ARB_JW_MAX_DEPTH; d++)
+        arb_jw_arr(&w);
+    for (int d = 0; d <= ARB_JW_MAX_DEPTH; d++)
+        arb_jw_arr_end(&w);
+    assert_int_equal(arb_jw_end(&w), -EINVAL);
+    arb_buf_reset(&b);
+    arb_jw_begin(&w, &b); /* the empty containers, and ints at their edges */
+    arb_jw_obj(&w);
+    arb_jw_key(&w, "a");
+    arb_jw_arr(&w);
+    arb_jw_arr_end(&w);
+    arb_jw_key(&w, "o");
+    arb_jw_obj(&w);
+    arb_jw_obj_end(&w);
+    arb_jw_key(&w, "min");
+    arb_jw_int(&w, INT64_MIN);
+    arb_jw_key(&w, "max");
+    arb_jw_int(&w, INT64_MAX);
+    arb_jw_obj_end(&w);
+    assert_int_equal(arb_jw_end(&w), 0);
+    assert_string_equal(b.p, "{\"a\":[],\"o\":{},\"min\":-9223372036854775808,"
+                             "\"max\":9223372036854775807}");
+    arb_buf_reset(&b);
+    /* an optional member is left out where jansson's json_string refuses its text */
+    json_t *o = json_object();
+    const char *vals[] = {"ok", "\xff", "caf\xc3\xa9", "cut \xe2\x82", NULL};
+    arb_jw_begin(&w, &b);
+    arb_jw_obj(&w);
+    for (int i = 0; i < 5; i++) {
+        char k[16];
+        snprintf(k, sizeof k, "k%d", i);
+        arb_jw_kstr_opt(&w, k, vals[i]);
+        json_object_set_new(o, k, vals[i] ? json_string(vals[i]) : NULL);
+    }
+    arb_jw_obj_end(&w);
+    assert_int_equal(arb_jw_end(&w), 0);
+    char *want = json_dumps(o, JSON_COMPACT);
+    assert_string_equal(b.p, want);
+    free(want);
+    json_decref(o);
+    arb_buf_free(&b);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_bytes),  cmocka_unit_test(test_scalars), cmocka_unit_test(test_deep),
-        cmocka_unit_test(test_random), cmocka_unit_test(test_append),
+        cmocka_unit_test(test_bytes),  cmocka_unit_test(test_scalars),
+        cmocka_unit_test(test_deep),   cmocka_unit_test(test_random),
+        cmocka_unit_test(test_append), cmocka_unit_test(test_stream),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
