@@ -135,6 +135,9 @@ int arb_node_add_gpu(arb_cluster_t *c, arb_node_t *n, const char *model, int32_t
 /* Set a label (replacing the key's value); "rack", "block" and "zone" also
  * set the node's topology coordinates. */
 int arb_node_set_label(arb_cluster_t *c, arb_node_t *n, const char *key, const char *val);
+/* Add a label the caller knows n lacks (rebuilding n's labels from a set
+ * with unique keys): no search, so n labels cost n, not n^2/2. */
+int arb_node_add_label(arb_cluster_t *c, arb_node_t *n, const char *key, const char *val);
 /* The interned value of label key on n, or 0 when absent. */
 uint32_t arb_node_label(const arb_node_t *n, uint32_t key);
 int arb_node_add_taint(arb_cluster_t *c, arb_node_t *n, const char *key, const char *val,

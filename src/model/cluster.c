@@ -99,15 +99,13 @@ int arb_node_add_gpu(arb_cluster_t *c, arb_node_t *n, const char *model, int32_t
     return 0;
 }
 
-int arb_node_set_label(arb_cluster_t *c, arb_node_t *n, const char *key, const char *val)
+/* Put label key=val at n->labels[i] (i == n->nlabels: a new one). */
+static int label_put(arb_cluster_t *c, arb_node_t *n, int i, const char *key, const char *val)
 {
     uint32_t k = arb_intern(&c->strs, key), v = arb_intern(&c->strs, val ? val : "");
-    int i;
 
     if (!k || (!v && val && *val))
         return -ENOMEM;
-    for (i = 0; i < n->nlabels && n->labels[i].key != k; i++)
-        ;
     if (i == n->nlabels) {
         arb_label_t *l = realloc(n->labels, (n->nlabels + 1) * sizeof *l);
         if (!l)
@@ -126,6 +124,23 @@ int arb_node_set_label(arb_cluster_t *c, arb_node_t *n, const char *key, const c
     n->version++;
     c->version++;
     return 0;
+}
+
+int arb_node_set_label(arb_cluster_t *c, arb_node_t *n, const char *key, const char *val)
+{
+    uint32_t k = arb_intern(&c->strs, key);
+    int i;
+
+    if (!k)
+        return -ENOMEM;
+    for (i = 0; i < n->nlabels && n->labels[i].key != k; i++)
+        ;
+    return label_put(c, n, i, key, val);
+}
+
+int arb_node_add_label(arb_cluster_t *c, arb_node_t *n, const char *key, const char *val)
+{
+    return label_put(c, n, n->nlabels, key, val);
 }
 
 uint32_t arb_node_label(const arb_node_t *n, uint32_t key)

@@ -249,7 +249,7 @@ int st_node_apply_inventory(st_t *s, arb_node_t *n, const json_t *inv, arb_err_t
     m = json_object_get(inv, "labels");
     json_object_foreach(m, k, v)
     {
-        if (arb_node_set_label(c, n, k, json_string_value(v)) < 0)
+        if (arb_node_add_label(c, n, k, json_string_value(v)) < 0) /* cleared above; keys unique */
             return arb_errf(err, -ENOMEM, "out of memory");
     }
     a = json_object_get(inv, "taints");

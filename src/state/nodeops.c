@@ -129,10 +129,12 @@ void st_node_apply_meta(st_t *s, arb_node_t *n)
 
     n->nlabels = n->ntaints = n->ndatasets = 0;
     n->rack = n->block = n->zone = 0;
+    /* the two sets are disjoint (an operator's key hides the inventory's):
+     * added, not searched for */
     json_object_foreach(labels, k, v) if (json_is_string(v) && !json_object_get(ol, k))
-        arb_node_set_label(c, n, k, json_string_value(v));
+        arb_node_add_label(c, n, k, json_string_value(v));
     json_object_foreach(ol, k, v) if (json_is_string(v))
-        arb_node_set_label(c, n, k, json_string_value(v));
+        arb_node_add_label(c, n, k, json_string_value(v));
     json_array_foreach(taints, i, v)
     {
         const char *key = json_string_value(json_object_get(v, "key"));

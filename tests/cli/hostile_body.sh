@@ -7,7 +7,8 @@
 # UTF-8 and NUL bytes, a UTF-16 text, nesting 100,000 deep, duplicate
 # keys, and one mapping of 70,000 keys (under the 1 MiB body limit:
 # libfyaml's own duplicate-key check takes about 20 minutes on it, one
-# controller thread busy, src/spec/sval.c's a fraction of a second). Each is answered with a 4xx naming what is wrong, within a
+# controller thread busy, src/spec/sval.c's a fraction of a second), and a
+# report and a patch with tens of thousands of labels. Each is answered with a 4xx naming what is wrong, within a
 # bounded time, while another client's requests are answered; afterwards
 # nothing changed (no job; the node Ready, its version, labels, taints
 # and schedulable as they were), and the controller still serves (a sanitizer build: no report).
@@ -109,6 +110,26 @@ jobs=$(curl -sf "$ARBITER_URL/v1/jobs")
 [ "$jobs" = '{"jobs":[]}' ] || cl_fail "a hostile body made a job: $jobs"
 cl_node_ready n1 || cl_fail "n1 is not Ready after the hostile bodies: $($ARB nodes)"
 [ "$(node_admin)" = "$v0" ] || cl_fail "a hostile body changed n1: $v0 before, $(node_admin) after"
+# wide but well-formed: a node's report with 70,000 labels, an operator's
+# patch of 20,000 more (each label once searched for among all the node's
+# others: minutes under the state's lock); both answered within the bound
+awk 'BEGIN { printf "{\"lamport\": 1, \"inventory\": {\"cpu\": \"8\", \"memory\": \"8Gi\", \"labels\": {\"rack\": \"r7\"";
+    for (i = 0; i < 70000; i++) printf ", \"k%d\": \"v\"", i; printf "}}}" }' > "$B/wide_report"
+awk 'BEGIN { printf "{\"labels\": {\"zone\": \"z3\"";
+    for (i = 0; i < 20000; i++) printf ", \"p%d\": \"w\"", i; printf "}}" }' > "$B/wide_patch"
+secs=$((60 * ${CL_WAIT_SCALE:-1}))
+for step in "POST /v1/nodes/wide/report $B/wide_report" "PATCH /v1/nodes/wide $B/wide_patch"; do
+    set -- $step # METHOD PATH FILE
+    code=$(curl -s -m "$secs" -o "$T/resp" -w '%{http_code}' -X "$1" -H 'Content-Type: application/json' \
+        -H 'Expect:' --data-binary @"$3" "$ARBITER_URL$2") || true
+    [ "$code" = 200 ] || cl_fail "$1 $2: $code (000: no answer within ${secs}s): $(head -c 300 "$T/resp")"
+done
+curl -sf "$ARBITER_URL/v1/nodes/wide" > "$T/wide.json"
+grep -o '"labels":{[^}]*}' "$T/wide.json" | head -n 1 > "$T/wide.labels" # the effective ones
+[ "$(grep -o '"k[0-9]*":"v"' "$T/wide.labels" | wc -l)" -eq 70000 ] &&
+    [ "$(grep -o '"p[0-9]*":"w"' "$T/wide.labels" | wc -l)" -eq 20000 ] &&
+    grep -q '"topology":{"rack":"r7","block":null,"zone":"z3"}' "$T/wide.json" ||
+    cl_fail "the wide node's labels: $(grep -o '"topology":{[^}]*}' "$T/wide.json")"
 job=$($ARB submit --gpus 1 --name after -- sleep 30)
 cl_wait "a job after the hostile bodies to run" 20 cl_is "$job" running
 echo "$NAME: ok ($n hostile bodies answered 4xx; nothing changed; the controller serves)"
