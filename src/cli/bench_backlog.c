@@ -152,6 +152,7 @@ static pid_t sched_thread(pid_t pid)
     snprintf(p, sizeof p, "/proc/%d/task", (int)pid);
     if (!(d = opendir(p)))
         return 0;
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
     while (!tid && (e = readdir(d))) {
         FILE *f;
         if (e->d_name[0] == '.')
