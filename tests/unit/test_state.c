@@ -947,8 +947,8 @@ static void test_event_times(void **unused)
     (void)unused;
     st_t *s = open_st(NULL);
     static const char *const recs[] = {
-        "{\"lamport\":5,\"time\":\"2026-12-02T06:40:25.123Z\",\"type\":\"t\",\"message\":\"m\","
-        "\"job\":3,\"node\":\"n-1\"}",
+        ("{\"lamport\":5,\"time\":\"2026-12-02T06:40:25.123Z\",\"type\":\"t\",\"message\":\"m\","
+         "\"job\":3,\"node\":\"n-1\"}"),
         "{\"lamport\":5,\"time\":\"1970-01-01T00:00:00.000Z\",\"type\":\"t\",\"message\":\"\"}",
         "{\"lamport\":5,\"time\":\"2026-12-02 06:40:25\",\"type\":\"t\",\"message\":\"m\"}",
         "{\"lamport\":5,\"time\":\"2026-13-02T06:40:25.123Z\",\"type\":\"t\",\"message\":\"m\"}",
