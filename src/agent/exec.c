@@ -649,7 +649,6 @@ static int spawn_supervisor(agent_exec_t *x, agent_sup_start_t *st, const agent_
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    sigset_t def, mask;
     char *rec = NULL;
     size_t len = 0;
     int rc, memfd = -1, nullfd = -1, src[SUP_FD_END], moved[SUP_FD_END], ncg = 0;
@@ -731,15 +730,7 @@ static int spawn_supervisor(agent_exec_t *x, agent_sup_start_t *st, const agent_
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
     posix_spawn_file_actions_addclosefrom_np(&fa, SUP_FD_END); /* the agent's other fds */
 #endif
-    posix_spawnattr_init(&at);
-    sigfillset(&def);
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGCHLD);
-    posix_spawnattr_setsigdefault(&at, &def);
-    posix_spawnattr_setsigmask(&at, &mask);
-    posix_spawnattr_setflags(&at,
-                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    agent_sup_spawnattr(&at);
     rc = posix_spawn(pid, x->conf.supervisor, &fa, &at, sargv, senv);
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);

@@ -356,3 +356,18 @@ pid_t agent_sup_start_task(const agent_sup_start_t *s)
     agent_sup_report(s->report_fd, AGENT_SUP_MSG_PID, (int)pid, 0);
     return pid;
 }
+
+void agent_sup_spawnattr(posix_spawnattr_t *at)
+{
+    sigset_t def, mask;
+
+    posix_spawnattr_init(at);
+    sigfillset(&def);
+    sigemptyset(&mask);
+    sigaddset(&mask, SIGTERM);
+    sigaddset(&mask, SIGCHLD);
+    posix_spawnattr_setsigdefault(at, &def);
+    posix_spawnattr_setsigmask(at, &mask);
+    posix_spawnattr_setflags(at,
+                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+}

@@ -61,6 +61,7 @@
 #ifndef ARB_AGENT_SUPERVISE_H
 #define ARB_AGENT_SUPERVISE_H
 
+#include <spawn.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -178,6 +179,10 @@ int agent_sup_start_read(int fd, char **buf, size_t *len, arb_err_t *err);
 pid_t agent_sup_start_task(const agent_sup_start_t *s);
 /* One message on the start pipe. */
 void agent_sup_report(int fd, int kind, int a, int b);
+/* The attributes a supervisor (or the zygote that forks them) is spawned
+ * with: its own session, every signal's default action, SIGTERM and SIGCHLD
+ * blocked until it has set its handlers. Destroy with posix_spawnattr_destroy. */
+void agent_sup_spawnattr(posix_spawnattr_t *at);
 
 /* ---- the supervisor process ------------------------------------------------------- */
 

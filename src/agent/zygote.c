@@ -41,7 +41,6 @@ int agent_zygote_start(agent_zygote_t *z, const char *program, arb_err_t *err)
 {
     posix_spawn_file_actions_t fa;
     posix_spawnattr_t at;
-    sigset_t def, mask;
     static char room[AGENT_ZYGOTE_TITLE + 1]; /* its supervisors' command lines' room */
     char *argv[] = {"arbiter", "supervise", "--zygote", "3", room, NULL};
     char *envp[] = {"PATH=/usr/local/bin:/usr/bin:/bin", NULL};
@@ -70,15 +69,7 @@ int agent_zygote_start(agent_zygote_t *z, const char *program, arb_err_t *err)
 #if defined(__GLIBC__) && (__GLIBC__ > 2 || (__GLIBC__ == 2 && __GLIBC_MINOR__ >= 34))
     posix_spawn_file_actions_addclosefrom_np(&fa, 4);
 #endif
-    posix_spawnattr_init(&at);
-    sigfillset(&def);
-    sigemptyset(&mask);
-    sigaddset(&mask, SIGTERM);
-    sigaddset(&mask, SIGCHLD);
-    posix_spawnattr_setsigdefault(&at, &def);
-    posix_spawnattr_setsigmask(&at, &mask);
-    posix_spawnattr_setflags(&at,
-                             POSIX_SPAWN_SETSID | POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+    agent_sup_spawnattr(&at);
     rc = posix_spawn(&z->pid, program, &fa, &at, argv, envp);
     posix_spawnattr_destroy(&at);
     posix_spawn_file_actions_destroy(&fa);
