@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../tests/unit/jsonw_replay.h"
 #include "util/jsonw.h"
 
 /* -1: not expressible through arb_jw_*; 0 fine; 1 a key that is not UTF-8. */
@@ -50,45 +51,6 @@ static int check(const json_t *v, int depth)
         return -1;
     }
     return depth >= ARB_JW_MAX_DEPTH - 1 ? -1 : bad;
-}
-
-static void replay(arb_jw_t *w, const json_t *v)
-{
-    const char *k;
-    json_t *x;
-    size_t i;
-
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        arb_jw_obj(w);
-        json_object_foreach((json_t *)v, k, x)
-        {
-            arb_jw_key(w, k);
-            replay(w, x);
-        }
-        arb_jw_obj_end(w);
-        break;
-    case JSON_ARRAY:
-        arb_jw_arr(w);
-        json_array_foreach(v, i, x) replay(w, x);
-        arb_jw_arr_end(w);
-        break;
-    case JSON_STRING:
-        arb_jw_str(w, json_string_value(v));
-        break;
-    case JSON_INTEGER:
-        arb_jw_int(w, json_integer_value(v));
-        break;
-    case JSON_TRUE:
-    case JSON_FALSE:
-        arb_jw_bool(w, json_is_true(v));
-        break;
-    case JSON_NULL:
-        arb_jw_null(w);
-        break;
-    default:
-        arb_jw_json(w, v);
-    }
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonw_replay.h"
 #include "util/jsonw.h"
 #include "util/utf8.h"
 
@@ -251,45 +252,6 @@ static bool expressible(const json_t *v)
         return strlen(json_string_value(v)) == json_string_length(v);
     }
     return true;
-}
-
-static void replay(arb_jw_t *w, const json_t *v)
-{
-    const char *k;
-    json_t *x;
-    size_t i;
-
-    switch (json_typeof(v)) {
-    case JSON_OBJECT:
-        arb_jw_obj(w);
-        json_object_foreach((json_t *)v, k, x)
-        {
-            arb_jw_key(w, k);
-            replay(w, x);
-        }
-        arb_jw_obj_end(w);
-        break;
-    case JSON_ARRAY:
-        arb_jw_arr(w);
-        json_array_foreach(v, i, x) replay(w, x);
-        arb_jw_arr_end(w);
-        break;
-    case JSON_STRING:
-        arb_jw_str(w, json_string_value(v));
-        break;
-    case JSON_INTEGER:
-        arb_jw_int(w, json_integer_value(v));
-        break;
-    case JSON_TRUE:
-    case JSON_FALSE:
-        arb_jw_bool(w, json_is_true(v));
-        break;
-    case JSON_NULL:
-        arb_jw_null(w);
-        break;
-    default: /* a real: the tree call */
-        arb_jw_json(w, v);
-    }
 }
 
 /* The streaming writer over the random trees: jansson's text, or both
