@@ -912,6 +912,7 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     if (s) {
         st_set_change_hook(s, api_hk_changed, a->hk);
         st_set_node_hook(s, api_hk_changed_key, a->hk);
+        st_set_durable_hook(s, api_hk_durable, a->hk);
     }
     *out = a;
     return 0;
@@ -927,6 +928,7 @@ void api_server_set_state(api_server_t *a, st_t *s)
     if (s) {
         st_set_change_hook(s, api_hk_changed, a->hk);
         st_set_node_hook(s, api_hk_changed_key, a->hk);
+        st_set_durable_hook(s, api_hk_durable, a->hk);
     }
     __atomic_store_n(&a->st, s, __ATOMIC_RELEASE);
 }
@@ -958,6 +960,7 @@ void api_server_stop(api_server_t *a)
     if (s) {
         st_set_change_hook(s, NULL, NULL);
         st_set_node_hook(s, NULL, NULL);
+        st_set_durable_hook(s, NULL, NULL);
     }
     MHD_stop_daemon(a->d);
     if (ls != MHD_INVALID_SOCKET)
