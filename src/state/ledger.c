@@ -476,6 +476,5 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
         s->m_cancelled++;
     else
         s->m_finished++;
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
 }
