@@ -192,6 +192,7 @@ int api_hk_start(api_hk_t **out, int idle_ms, int head_ms, int body_ms, arb_err_
         free(hk);
         return arb_errf(err, -EAGAIN, "cannot start the API's housekeeping thread");
     }
+    pthread_setname_np(hk->th, "arb-api-hk"); /* top, perf: deadlines and long polls */
     *out = hk;
     return 0;
 }

@@ -323,6 +323,7 @@ int store_gc_start(store_t *s, store_gc_t **out, arb_err_t *err)
         free(gc);
         return arb_errf(err, -EAGAIN, "cannot start the store's commit thread");
     }
+    pthread_setname_np(gc->thr, "arb-commit"); /* top, perf: the committer apart */
     *out = gc;
     return 0;
 }
