@@ -106,7 +106,7 @@ typedef struct api_opts {
     const tls_server_t *tls;    /* NULL or no cert: plain HTTP (copied) */
     int max_conns;              /* 0: 16384, capped by the open-file limit */
     int max_conns_per_client;   /* connections one IP address may hold; 0: 256 */
-    int threads;                /* event-loop threads; 0: 4 per CPU, 8..64 */
+    int threads;                /* event-loop threads; 0: one per CPU, 2..64 */
     int head_timeout_ms;        /* a request's head, whole, from its first line (0: 10 s) */
     int body_timeout_ms;        /* its body, whole, after the head (0: 60 s) */
     int idle_timeout_ms;        /* a connection waiting for its next request (0: 60 s) */

@@ -224,11 +224,14 @@ void api_conn_close(api_hk_t *hk, api_conn_t *c);
 void api_conn_phase(api_hk_t *hk, api_conn_t *c, api_phase_t ph);
 /* Connections closed for each deadline so far: idle, head, body. */
 void api_hk_counts(api_hk_t *hk, uint64_t out[3]);
-/* Resume conn (suspended) once ticket of s is durable: one waiter thread
- * waits for the newest ticket of all those parked (group commit makes
- * them durable together) and resumes each. p is the caller's (it lives in
- * the request). false: the server stops; the caller resumes it itself. */
+/* Resume conn (suspended) once ticket of s is durable: api_hk_durable,
+ * called by s's store after each commit, resumes it. p is the caller's (it
+ * lives in the request). false: durable already, or the server stops; the
+ * caller resumes it itself. */
 bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64_t ticket);
+/* A commit is durable (st_set_durable_hook, on the store's commit thread):
+ * resume the replies parked by api_hk_after_commit whose ticket it covers. */
+void api_hk_durable(void *hk);
 
 /* A query parameter, or NULL. */
 const char *api_query(api_req_t *r, const char *key);

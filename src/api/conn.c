@@ -19,15 +19,18 @@
  * poll, so a thousand of them cost a thousand small records.
  *
  *   commits      suspended replies waiting for their store ticket (a write,
- *                or a read that saw what is not durable yet): one thread
- *                waits for the newest ticket among them (group commit makes
- *                them durable together) and resumes them all. An event-loop
- *                thread never waits for the disk, so a commit holds up only
- *                the replies that need it.
+ *                or a read that saw what is not durable yet). No thread of
+ *                ours waits for them: the store's commit thread, once a
+ *                transaction is durable, calls api_hk_durable
+ *                (st_set_durable_hook), which resumes every reply it made
+ *                durable (group commit makes them durable together). An
+ *                event-loop thread never waits for the disk, so a commit
+ *                holds up only the replies that need it.
  *
  * Lock order: the state's lock, then this one (api_hk_changed is called
- * with the state's lock held); nothing here takes the state's lock or calls
- * libmicrohttpd with this lock held.
+ * with the state's lock held), then the committer's (st_done, asked under
+ * this one); nothing here takes the state's lock or calls libmicrohttpd
+ * with this lock held.
  */
 #include <microhttpd.h>
 #include <pthread.h>
@@ -42,15 +45,13 @@
 
 struct api_hk {
     pthread_mutex_t mu;
-    pthread_cond_t cv;  /* CLOCK_MONOTONIC */
-    pthread_cond_t ccv; /* a reply joined commits */
+    pthread_cond_t cv; /* CLOCK_MONOTONIC */
     api_conn_t *conns;
     api_park_t *parked;
     int nplain; /* of them, the unkeyed ones (api_hk_park): what api_hk_changed may answer */
-    api_park_t *commits;
-    pthread_t cth;
-    uint64_t gen;  /* state changes seen */
-    uint64_t kgen; /* keyed changes (one node's assignments) seen */
+    api_park_t *commits; /* replies waiting for their ticket (api_hk_durable resumes them) */
+    uint64_t gen;        /* state changes seen */
+    uint64_t kgen;       /* keyed changes (one node's assignments) seen */
     bool stopping, quit;
     pthread_t th;
     int64_t limit_ms[3]; /* idle, head, body */
@@ -119,69 +120,37 @@ static void *hk_main(void *arg)
     return NULL;
 }
 
-static void *commit_main(void *arg)
+/* The store committed (st_set_durable_hook: on its commit thread, no lock
+ * held): resume each reply whose ticket is now durable, here, so that the
+ * thread that learned it is the one that wakes them (no hop to a waiter
+ * thread). Group commit is the store's: every reply queued while one
+ * transaction was written waits for the next one, and all of them are
+ * resumed after it. p is gone once its connection runs again: only the
+ * collected pointers are used after the lock is let go. */
+void api_hk_durable(void *arg)
 {
     api_hk_t *hk = arg;
-    void **wake = NULL;
-    size_t cap = 0;
+    void *wake[64];
+    size_t n;
 
-    pthread_mutex_lock(&hk->mu);
-    while (!hk->quit || hk->commits) {
-        if (!hk->commits) {
-            pthread_cond_wait(&hk->ccv, &hk->mu);
-            continue;
-        }
-        api_park_t *list = hk->commits;
-        hk->commits = NULL;
-        pthread_mutex_unlock(&hk->mu);
-        size_t n = 0;
-        for (api_park_t *p = list; p; p = p->next)
-            n++;
-        if (n > cap) {
-            void **w = realloc(wake, n * sizeof *w);
-            if (w) {
-                wake = w;
-                cap = n;
-            }
-        }
-        /* the newest ticket of each state (one, but for a failover): waiting
-         * for it covers every older one (tickets commit in order) */
-        struct top {
-            st_t *st;
-            int64_t top;
-        } tops[4];
-        int nt = 0;
-        for (api_park_t *p = list; p; p = p->next) {
-            int k = 0;
-            while (k < nt && tops[k].st != p->st)
-                k++;
-            if (k == nt && nt < 4)
-                tops[nt++] = (struct top){p->st, p->ticket};
-            else if (k < nt && p->ticket > tops[k].top)
-                tops[k].top = p->ticket;
-            else if (k == nt && !st_done(p->st, p->ticket)) /* more states than slots */
-                st_wait(p->st, p->ticket, NULL);
-        }
-        for (int k = 0; k < nt; k++)
-            if (!st_done(tops[k].st, tops[k].top))
-                st_wait(tops[k].st, tops[k].top, NULL);
-        size_t k = 0;
-        for (api_park_t *p = list, *nx; p; p = nx) {
-            nx = p->next;
-            p->parked = false;
-            if (k < cap)
-                wake[k++] = p->conn;
-            else
-                MHD_resume_connection(p->conn); /* no room to collect: at once */
-        }
-        /* p is gone once its connection runs again: only the collected pointers */
-        for (size_t i = 0; i < k; i++)
-            MHD_resume_connection(wake[i]);
+    do {
+        n = 0;
         pthread_mutex_lock(&hk->mu);
-    }
-    pthread_mutex_unlock(&hk->mu);
-    free(wake);
-    return NULL;
+        for (api_park_t **pp = &hk->commits; *pp && n < sizeof wake / sizeof *wake;) {
+            api_park_t *p = *pp;
+            if (!st_done(p->st, p->ticket)) {
+                pp = &p->next;
+                continue;
+            }
+            *pp = p->next;
+            p->next = NULL;
+            p->parked = false;
+            wake[n++] = p->conn;
+        }
+        pthread_mutex_unlock(&hk->mu);
+        for (size_t i = 0; i < n; i++)
+            MHD_resume_connection(wake[i]);
+    } while (n == sizeof wake / sizeof *wake); /* more may be done: look again */
 }
 
 bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64_t ticket)
@@ -189,7 +158,10 @@ bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64
     bool ok = false;
 
     pthread_mutex_lock(&hk->mu);
-    if (!hk->quit) {
+    /* Asked under hk->mu: a commit that makes ticket durable after this
+     * answer runs api_hk_durable after it, which waits for this lock and
+     * then finds p in the list. No wakeup is lost. */
+    if (!hk->quit && !st_done(s, ticket)) {
         p->conn = conn;
         p->st = s;
         p->ticket = ticket;
@@ -197,7 +169,6 @@ bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64
         p->next = hk->commits;
         hk->commits = p;
         p->parked = true;
-        pthread_cond_signal(&hk->ccv);
         ok = true;
     }
     pthread_mutex_unlock(&hk->mu);
@@ -212,29 +183,16 @@ int api_hk_start(api_hk_t **out, int idle_ms, int head_ms, int body_ms, arb_err_
         return arb_errf(err, -ENOMEM, "out of memory");
     pthread_mutex_init(&hk->mu, NULL);
     arb_cond_init(&hk->cv);
-    pthread_cond_init(&hk->ccv, NULL);
     hk->limit_ms[API_PH_IDLE] = idle_ms;
     hk->limit_ms[API_PH_HEAD] = head_ms;
     hk->limit_ms[API_PH_BODY] = body_ms;
     if (pthread_create(&hk->th, NULL, hk_main, hk) != 0) {
         pthread_cond_destroy(&hk->cv);
-        pthread_cond_destroy(&hk->ccv);
         pthread_mutex_destroy(&hk->mu);
         free(hk);
         return arb_errf(err, -EAGAIN, "cannot start the API's housekeeping thread");
     }
-    if (pthread_create(&hk->cth, NULL, commit_main, hk) != 0) {
-        pthread_mutex_lock(&hk->mu);
-        hk->quit = true;
-        pthread_cond_signal(&hk->cv);
-        pthread_mutex_unlock(&hk->mu);
-        pthread_join(hk->th, NULL);
-        pthread_cond_destroy(&hk->cv);
-        pthread_cond_destroy(&hk->ccv);
-        pthread_mutex_destroy(&hk->mu);
-        free(hk);
-        return arb_errf(err, -EAGAIN, "cannot start the API's commit-waiter thread");
-    }
+    pthread_setname_np(hk->th, "arb-api-hk"); /* top, perf: deadlines and long polls */
     *out = hk;
     return 0;
 }
@@ -263,17 +221,14 @@ void api_hk_stop(api_hk_t *hk)
     pthread_mutex_lock(&hk->mu);
     hk->quit = true;
     pthread_cond_signal(&hk->cv);
-    pthread_cond_signal(&hk->ccv);
     pthread_mutex_unlock(&hk->mu);
     pthread_join(hk->th, NULL);
-    pthread_join(hk->cth, NULL);
     while (hk->conns) { /* the daemon is stopped: none is open any more */
         api_conn_t *c = hk->conns;
         hk->conns = c->next;
         free(c);
     }
     pthread_cond_destroy(&hk->cv);
-    pthread_cond_destroy(&hk->ccv);
     pthread_mutex_destroy(&hk->mu);
     free(hk);
 }

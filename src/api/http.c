@@ -846,11 +846,15 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
                            o->head_timeout_ms > 0 ? o->head_timeout_ms : 10000,
                            o->body_timeout_ms > 0 ? o->body_timeout_ms : 60000, err)) < 0)
         goto fail;
+    /* One event loop per CPU (at least 2): a reply waits for its commit
+     * without its thread (conn.c) and no long poll holds one, so loops
+     * beyond the CPUs mostly add context switches (4 per CPU cost 1.2 more
+     * a job in bench e2e on 2 CPUs, docs/complexity.md). */
     long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = o->threads > 0 ? o->threads : (int)(ncpu > 0 ? ncpu * 4 : 8);
+    int threads = o->threads > 0 ? o->threads : (int)(ncpu > 0 ? ncpu : 2);
     threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
     if (o->threads <= 0)
-        threads = threads < 8 ? 8 : threads > 64 ? 64 : threads;
+        threads = threads < 2 ? 2 : threads > 64 ? 64 : threads;
     unsigned limit = conn_budget(o->max_conns > 0 ? o->max_conns : 16384);
     /* one address may not take the whole budget, whatever the fd limit left */
     unsigned per_ip = (unsigned)(o->max_conns_per_client > 0 ? o->max_conns_per_client : 256);
@@ -912,6 +916,7 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
     if (s) {
         st_set_change_hook(s, api_hk_changed, a->hk);
         st_set_node_hook(s, api_hk_changed_key, a->hk);
+        st_set_durable_hook(s, api_hk_durable, a->hk);
     }
     *out = a;
     return 0;
@@ -927,6 +932,7 @@ void api_server_set_state(api_server_t *a, st_t *s)
     if (s) {
         st_set_change_hook(s, api_hk_changed, a->hk);
         st_set_node_hook(s, api_hk_changed_key, a->hk);
+        st_set_durable_hook(s, api_hk_durable, a->hk);
     }
     __atomic_store_n(&a->st, s, __ATOMIC_RELEASE);
 }
@@ -958,6 +964,7 @@ void api_server_stop(api_server_t *a)
     if (s) {
         st_set_change_hook(s, NULL, NULL);
         st_set_node_hook(s, NULL, NULL);
+        st_set_durable_hook(s, NULL, NULL);
     }
     MHD_stop_daemon(a->d);
     if (ls != MHD_INVALID_SOCKET)

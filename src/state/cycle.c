@@ -14,23 +14,54 @@
 #include "util/mtime.h"
 
 #define ST_CHECK_GAP_NS 200000000LL /* 200 ms between the clock-driven checks */
+/* The least time between the ends of two cycles that a change starts: what
+ * arrives meanwhile is taken by one cycle (one batch, one commit, one push
+ * per agent) instead of a cycle each. The first change after a quiet spell
+ * starts a cycle at once; a busy one waits at most this long. */
+#define ST_GATHER_NS 1000000LL
 
 /* ---- the scheduler thread ------------------------------------------------------------- */
 
+/*
+ * The thread's loop, under s->mu except while a cycle runs:
+ *
+ *           interval passed, or st_kick (dirty)
+ *   IDLE ------------------------------------------> GATHER: dirty, and the
+ *   (sched_idle: kicks signal)                        last cycle ended less than
+ *     ^                                               ST_GATHER_NS ago: wait out
+ *     |                                               the rest (kicks only mark)
+ *     | dirty false                                          |
+ *     +------------------ CYCLE (st_cycle) <-----------------+
+ *                            | dirty again (set while it ran): GATHER
+ *
+ * Lost wakeups cannot happen: dirty is read under s->mu before every wait,
+ * and st_kick signals whenever the thread waits in IDLE.
+ */
 static void *sched_main(void *arg)
 {
     st_t *s = arg;
+    int64_t last = 0; /* st_mono_ns when the last cycle ended; 0 none yet */
 
     pthread_mutex_lock(&s->mu);
     while (!s->stop) {
         struct timespec ts = arb_deadline_ns(s->conf.interval_ns);
-        if (!s->dirty)
+        if (!s->dirty) {
+            s->sched_idle = true;
             arb_cond_wait_until(&s->kick, &s->mu, &ts);
+            s->sched_idle = false;
+        }
+        for (int64_t now = st_mono_ns();
+             s->dirty && last && !s->stop && now >= last && now < last + ST_GATHER_NS;
+             now = st_mono_ns()) {
+            struct timespec g = arb_deadline_ns(last + ST_GATHER_NS - now);
+            arb_cond_wait_until(&s->kick, &s->mu, &g); /* only st_close wakes it early */
+        }
         if (s->stop)
             break;
         st_history_trim(s); /* ended jobs past jobs.history leave memory (history.c) */
         pthread_mutex_unlock(&s->mu);
         st_cycle(s, NULL, NULL); /* a failed store stops every waiter, not this loop */
+        last = st_mono_ns();
         pthread_mutex_lock(&s->mu);
     }
     pthread_mutex_unlock(&s->mu);

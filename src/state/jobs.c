@@ -311,8 +311,7 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     }
     st_job_save(s, sj, sj->lamport_submit);
     s->m_submitted++;
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
     if (st_job_view_of(s, sj, true, who, out) < 0) /* the job stands: only the reply is lost */
         rc = arb_errf(err, -ENOMEM, "out of memory");
     sj = NULL;

@@ -245,6 +245,11 @@ void st_set_node_hook(st_t *s, void (*fn)(void *arg, uint32_t key), void *arg)
     pthread_mutex_unlock(&s->mu);
 }
 
+void st_set_durable_hook(st_t *s, void (*fn)(void *arg), void *arg)
+{
+    store_gc_on_durable(s->gc, fn, arg); /* not under s->mu: fn never takes it */
+}
+
 bool st_stopping(st_t *s)
 {
     pthread_mutex_lock(&s->mu);
@@ -471,6 +476,5 @@ void st_finish_job(st_t *s, st_job_t *sj, arb_job_state_t to, const char *why)
         s->m_cancelled++;
     else
         s->m_finished++;
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
 }

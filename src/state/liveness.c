@@ -82,8 +82,7 @@ void st_job_requeue(st_t *s, st_job_t *sj, const char *why)
                    "job %llu '%s': attempt %llu ended, requeued whole: %s",
                    (unsigned long long)sj->id, sj->j->name, (unsigned long long)attempt, why);
     st_job_save(s, sj, lam); /* last = PREEMPTED: the next placement is a new attempt */
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
 }
 
 void st_job_settle(st_t *s, st_job_t *sj, const char *why)

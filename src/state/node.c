@@ -813,7 +813,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     out->kind = ST_REPORT_APPLIED;
     out->version = st_node_ext(s, n)->version;
     if (s->dirty)
-        pthread_cond_signal(&s->kick);
+        st_kick(s);
 reply:
     out->lamport = s->clock;
     out->epoch = s->epoch;

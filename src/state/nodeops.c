@@ -182,8 +182,7 @@ int st_node_evict(st_t *s, arb_node_t *n, bool all, const char *why)
         stopped++;
     }
     if (stopped) {
-        s->dirty = true;
-        pthread_cond_signal(&s->kick);
+        st_kick(s);
     }
     return stopped;
 }
@@ -260,8 +259,7 @@ int st_node_cordon(st_t *s, const st_who_t *who, const char *name, st_cordon_t w
                                      : "node-uncordoned",
                  0, name, "node '%s' %s%s", name, on ? x->reason : "back in service",
                  what == ST_DRAIN && evicted ? "; its jobs evicted" : "");
-        s->dirty = true;
-        pthread_cond_signal(&s->kick);
+        st_kick(s);
     }
     if (st_node_view_of(s, n, false, out) < 0) {
         rc = arb_errf(err, -ENOMEM, "out of memory for the reply (the change was made)");
@@ -391,8 +389,7 @@ int st_node_patch(st_t *s, const st_who_t *who, const char *name, const st_patch
              name, said[0] ? said : "nothing changed");
     if (noexec)
         st_node_noexecute(s, n, "set by an operator");
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
     if (st_node_view_of(s, n, true, out) < 0)
         rc = arb_errf(err, -ENOMEM, "out of memory for the reply (the change was made)");
 out:
@@ -452,8 +449,7 @@ int st_node_delete(st_t *s, const char *name, int64_t if_match, st_node_view_t *
              "node '%s' deleted (%s); its %d GPUs left every total; an agent of that name "
              "registers as a new node",
              name, x->lost ? "Lost" : "NotReady", n->ngpus);
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
 out:
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);

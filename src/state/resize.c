@@ -114,8 +114,7 @@ bool st_resize_settle(st_t *s, st_job_t *sj)
                             (unsigned long long)sj->id, j->name, from, to,
                             from - to == 1 ? "" : "s", to, from - 1, by);
     st_job_save(s, sj, lam);
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
     return true;
 }
 

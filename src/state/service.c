@@ -341,8 +341,7 @@ bool st_service_cancel(st_t *s, st_job_t *sj, const char *by)
                                 (unsigned long long)sj->id, sj->svc->nrep);
         st_job_save(s, sj, lam);
     }
-    s->dirty = true;
-    pthread_cond_signal(&s->kick);
+    st_kick(s);
     return true;
 }
 

@@ -162,6 +162,12 @@ void st_set_change_hook(st_t *s, void (*fn)(void *arg), void *arg);
  * (placed, stopped, resized, ended). A hint, not a promise that the list
  * changed: the poll compares versions. fn NULL: none. */
 void st_set_node_hook(st_t *s, void (*fn)(void *arg, uint32_t key), void *arg);
+/* Replies parked until their ticket is durable (src/api/conn.c): fn(arg) is
+ * called on the store's commit thread after each commit (or the failed
+ * one), without the state's lock; st_done then says which tickets are
+ * done. fn must not take the state's lock. fn NULL: none; setting waits for
+ * a call of the old fn in progress to return. */
+void st_set_durable_hook(st_t *s, void (*fn)(void *arg), void *arg);
 
 /* Wait until everything up to ticket is durable: 0 or -EIO. */
 int st_wait(st_t *s, int64_t ticket, arb_err_t *err);

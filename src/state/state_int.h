@@ -172,7 +172,7 @@ struct st {
     void *chg_arg;
     void (*node_fn)(void *, uint32_t); /* st_set_node_hook: a node's assignments may have moved */
     void *node_arg;
-    pthread_cond_t kick; /* something changed: run a cycle */
+    pthread_cond_t kick; /* something changed: run a cycle (st_kick) */
     store_t *store;
     store_gc_t *gc;
     store_batch_t batch; /* ops of the mutation in progress */
@@ -202,6 +202,9 @@ struct st {
     int ring_cap, ring_n, ring_head; /* head: index of the oldest */
 
     bool dirty, stop, running;
+    bool sched_idle; /* the scheduler thread waits for work on kick (sched_main): st_kick
+                      * signals only then; running a cycle or gathering, it reads dirty
+                      * before it waits again */
     pthread_t thr;
     pthread_t probe_thr; /* service health probes (probe.c) */
     bool probe_running, probe_stop;
@@ -226,6 +229,18 @@ struct st {
     struct st_idem *idem; /* Idempotency-Keys of submissions (idem.c) */
     arb_strtab_t names;   /* jobs' team and owner names, each kept once (st_name) */
 };
+
+/* Something changed that a cycle must see: mark the state dirty, and wake
+ * the scheduler thread only if it waits for work. Busy (in a cycle, or
+ * gathering after one, cycle.c) it finds dirty set before it waits again:
+ * no wakeup is lost, and a thousand submissions a second do not each make
+ * a futex wake and a context switch. */
+static inline void st_kick(st_t *s)
+{
+    s->dirty = true;
+    if (s->sched_idle)
+        pthread_cond_signal(&s->kick);
+}
 
 /* sj's message ("" none); st_job_say (ledger.h) sets it. */
 static inline const char *st_job_msg(const st_job_t *sj)

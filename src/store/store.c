@@ -233,7 +233,11 @@ struct store_gc {
     int64_t last;        /* ticket of the last batch queued */
     int64_t durable;     /* every ticket <= durable is committed */
     bool failed, stop;
-    int inject; /* fault injection: commits left to fail */
+    void (*on_fn)(void *); /* store_gc_on_durable: told after each commit, without gc->mu */
+    void *on_arg;
+    bool in_hook;        /* on_fn is running (store_gc_on_durable waits for it to return) */
+    pthread_cond_t idle; /* in_hook went false */
+    int inject;          /* fault injection: commits left to fail */
     arb_err_t fail_err;
     store_gc_stats_t st;
 };
@@ -283,6 +287,16 @@ static void *gc_main(void *arg)
             gc->durable = upto;
         }
         pthread_cond_broadcast(&gc->done);
+        if (gc->on_fn) { /* this thread resumes the replies that waited: no hop to another */
+            void (*fn)(void *) = gc->on_fn;
+            void *fa = gc->on_arg;
+            gc->in_hook = true;
+            pthread_mutex_unlock(&gc->mu);
+            fn(fa);
+            pthread_mutex_lock(&gc->mu);
+            gc->in_hook = false;
+            pthread_cond_broadcast(&gc->idle);
+        }
         if (gc->failed)
             break;
     }
@@ -300,13 +314,16 @@ int store_gc_start(store_t *s, store_gc_t **out, arb_err_t *err)
     pthread_mutex_init(&gc->mu, NULL);
     pthread_cond_init(&gc->work, NULL);
     pthread_cond_init(&gc->done, NULL);
+    pthread_cond_init(&gc->idle, NULL);
     if (pthread_create(&gc->thr, NULL, gc_main, gc) != 0) {
         pthread_mutex_destroy(&gc->mu);
         pthread_cond_destroy(&gc->work);
         pthread_cond_destroy(&gc->done);
+        pthread_cond_destroy(&gc->idle);
         free(gc);
         return arb_errf(err, -EAGAIN, "cannot start the store's commit thread");
     }
+    pthread_setname_np(gc->thr, "arb-commit"); /* top, perf: the committer apart */
     *out = gc;
     return 0;
 }
@@ -324,7 +341,18 @@ void store_gc_stop(store_gc_t *gc)
     pthread_mutex_destroy(&gc->mu);
     pthread_cond_destroy(&gc->work);
     pthread_cond_destroy(&gc->done);
+    pthread_cond_destroy(&gc->idle);
     free(gc);
+}
+
+void store_gc_on_durable(store_gc_t *gc, void (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&gc->mu);
+    while (gc->in_hook) /* the old fn may be running: its arg must outlive it */
+        pthread_cond_wait(&gc->idle, &gc->mu);
+    gc->on_fn = fn;
+    gc->on_arg = arg;
+    pthread_mutex_unlock(&gc->mu);
 }
 
 int64_t store_gc_enqueue(store_gc_t *gc, store_batch_t *b)

@@ -147,6 +147,13 @@ void store_gc_get_stats(store_gc_t *gc, store_gc_stats_t *st);
 /* 0 while every commit succeeded; -EIO, with the failed commit's text in
  * err, once one failed (the committer then refuses every batch). */
 int store_gc_status(store_gc_t *gc, arb_err_t *err);
+/* fn(arg) is called on the committer's thread after each commit (and after
+ * the one that failed), once store_gc_done says so for its tickets, with no
+ * lock of gc held: whoever parked work behind a ticket resumes it there,
+ * without a thread of its own waiting. fn must not call store_gc_on_durable.
+ * fn NULL: none. Setting waits for a call of the old fn in progress to
+ * return, so the old arg may be freed after. */
+void store_gc_on_durable(store_gc_t *gc, void (*fn)(void *arg), void *arg);
 /* Test hook: the next n commits fail with -EIO (fault injection). */
 void store_gc_inject_failure(store_gc_t *gc, int n);
 

@@ -308,6 +308,73 @@ static void test_failed_commit_is_fatal(void **unused)
     store_close(s);
 }
 
+/* What the durable hook saw: each call asks whether the ticket it waits for is done. */
+typedef struct heard {
+    pthread_mutex_t mu;
+    store_gc_t *gc;
+    int64_t want;
+    int calls, done_calls;
+} heard_t;
+
+static void on_durable(void *arg)
+{
+    heard_t *h = arg;
+    pthread_mutex_lock(&h->mu);
+    h->calls++;
+    if (store_gc_done(h->gc, h->want)) /* the hook may take gc's lock: it holds none */
+        h->done_calls++;
+    pthread_mutex_unlock(&h->mu);
+}
+
+/* Wait (at most 10 s) until the hook has said n times that want is done. */
+static bool heard_done(heard_t *h, int n)
+{
+    for (int i = 0; i < 1000; i++) {
+        pthread_mutex_lock(&h->mu);
+        bool ok = h->done_calls >= n;
+        pthread_mutex_unlock(&h->mu);
+        if (ok)
+            return true;
+        usleep(10000);
+    }
+    return false;
+}
+
+/* The committer's thread calls the durable hook after each commit (the API
+ * resumes its parked replies there), after the failed one too, and never
+ * again once it is unset. */
+static void test_durable_hook(void **unused)
+{
+    store_t *s;
+    arb_err_t err;
+    store_batch_t b = {0};
+    heard_t h = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
+    (void)unused;
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_gc_start(s, &h.gc, &err), 0);
+    store_gc_on_durable(h.gc, on_durable, &h);
+    store_batch_putstr(&b, "a", "1");
+    pthread_mutex_lock(&h.mu);
+    h.want = store_gc_enqueue(h.gc, &b);
+    pthread_mutex_unlock(&h.mu);
+    assert_true(h.want > 0);
+    assert_true(heard_done(&h, 1)); /* no one waits with store_gc_wait: the hook alone tells */
+    store_gc_inject_failure(h.gc, 1);
+    store_batch_putstr(&b, "b", "2");
+    pthread_mutex_lock(&h.mu);
+    h.want = store_gc_enqueue(h.gc, &b);
+    pthread_mutex_unlock(&h.mu);
+    assert_true(heard_done(&h, 2)); /* failed: done too, so its waiters learn it */
+    store_gc_on_durable(h.gc, NULL, NULL);
+    pthread_mutex_lock(&h.mu);
+    int calls = h.calls;
+    pthread_mutex_unlock(&h.mu);
+    store_gc_stop(h.gc);
+    assert_int_equal(h.calls, calls); /* unset: not called again */
+    store_close(s);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -317,6 +384,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rewound_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_commit_is_fatal, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_durable_hook, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
