@@ -229,6 +229,9 @@ int agent_open(agent_t *a, const agent_conf_t *c, arb_err_t *err)
                         "(%lld ms)",
                         (long long)(a->conf.lease_ns / 1000000),
                         (long long)(a->conf.heartbeat_ns / 1000000));
+    a->incarnation = a->conf.incarnation > 0 ? a->conf.incarnation : arb_wall_ms();
+    if (a->incarnation <= 0)
+        a->incarnation = 1;
     a->tr = a->conf.transport ? a->conf.transport : &agent_transport_stdout;
     if ((rc = agent_disc_open(&a->disc, &a->conf.disc, err)) < 0)
         return rc;
@@ -542,6 +545,7 @@ int agent_step(agent_t *a, arb_err_t *err)
     }
     memset(&in, 0, sizeof in);
     in.lamport = agent_lamport_tick(&a->clock);
+    in.incarnation = a->incarnation;
     in.inv = a->inventory_acked ? NULL : &a->disc.inv;
     in.tel = sample ? &a->last : NULL;
     in.exec = &a->exec;
@@ -601,6 +605,15 @@ int agent_step(agent_t *a, arb_err_t *err)
          * with the controller's clock taken in. */
         say(a, "report ignored by the controller: %s", reply.message);
         agent_lamport_recv(&a->clock, reply.lamport);
+        if (reply.reregister) {
+            /* Not a life the controller knows (it restarted, or this agent's
+             * clock stepped back): a higher number, and the inventory again
+             * at once. Nothing is fenced: the tasks go on and are listed. */
+            if (reply.incarnation >= a->incarnation)
+                a->incarnation = reply.incarnation + 1;
+            a->inventory_acked = false;
+            a->urgent = true;
+        }
         agent_reply_free(&reply);
         if (agent_lease_tick(&a->lease, t) == AGENT_LEASE_FENCE)
             fence(a, t);

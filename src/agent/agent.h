@@ -60,6 +60,8 @@ typedef struct agent_conf {
     const char *address;       /* reported for gang rendezvous; NULL: the controller uses
                                   the address the reports come from */
     int64_t report_timeout_ns; /* at most this per report (0: only the lease bounds it) */
+    int64_t incarnation;       /* this life's number in every report (0: the wall clock in ms at
+                                  agent_open, so a restart's is larger; src/state/node.c "Lives") */
     const char *tel_proc_root; /* telemetry's /proc; NULL: disc.proc_root */
     int fake_busy_pct;         /* fake GPUs held by a task show this utilisation (0: 90;
                                   < 0: leave the fake telemetry alone) */
@@ -83,6 +85,7 @@ typedef struct agent {
     agent_exec_t exec;
     agent_lease_t lease;
     agent_lamport_t clock;
+    int64_t incarnation; /* this life's (conf.incarnation, or the time it opened) */
     const agent_transport_ops_t *tr;
     void *tstate;
     bool inventory_acked; /* the controller has the inventory */

@@ -186,6 +186,8 @@ json_t *agent_report_build(const agent_report_in_t *in)
     json_t *o = json_pack("{s:I}", "lamport", (json_int_t)in->lamport);
     int bad = !o;
 
+    if (o && in->incarnation > 0)
+        bad |= set(o, "incarnation", json_integer((json_int_t)in->incarnation));
     if (o && in->inv)
         bad |= set(o, "inventory", inventory_in(in));
     if (o && in->tel)
@@ -451,6 +453,10 @@ int agent_reply_parse(const char *text, size_t len, agent_reply_t *out, arb_err_
         r.lease_ns = lease_ms * 1000000;
         r.lost = json_is_true(lost);
         r.stale = json_is_true(json_object_get(root, "stale"));
+        r.reregister = r.stale && json_is_true(json_object_get(root, "register"));
+        if (r.reregister &&
+            (rc = get_int(root, "incarnation", "", 0, INT64_MAX, false, &r.incarnation, err)) < 0)
+            goto out;
         if (json_is_string(msg))
             snprintf(r.message, sizeof r.message, "%s", json_string_value(msg));
     }

@@ -21,6 +21,7 @@
 
 typedef struct agent_report_in {
     uint64_t lamport;
+    int64_t incarnation;           /* this life of the agent (> 0); 0: not sent */
     const agent_inv_t *inv;        /* NULL: no inventory (it did not change) */
     const agent_tel_sample_t *tel; /* NULL: no telemetry */
     const agent_exec_t *exec;      /* NULL: no tasks */
@@ -65,6 +66,8 @@ typedef struct agent_reply {
     int64_t lease_ns;      /* the controller's lease for this node; 0 not said */
     bool lost;             /* the controller does not know this node as live: fence */
     bool stale;            /* the controller took this report for a replay and ignored it */
+    bool reregister;       /* with stale: from a life it does not know; register again */
+    int64_t incarnation;   /* with reregister: the life it knows (0 none): take one above */
     bool have_assignments; /* the list below is authoritative for this node */
     uint64_t version;      /* the list's assignments_version (the long poll's); 0 not said */
     char message[256];     /* the controller's word with lost; "" none */

@@ -8,7 +8,7 @@
  * encoded in the order the agent (src/agent/report.c) and docs/api.md know.
  *
  * Body (docs/api.md has the full reference):
- *   {"lamport": 41,
+ *   {"lamport": 41, "incarnation": 1764680000000,
  *    "inventory": {"cpu": "128", "memory": "1Ti", "gpus": [...], ...},
  *    "telemetry": {"cpu_util": 0.4, "memory_used": "100Gi", "net_rx_bps": 1e9,
  *                  "net_tx_bps": 1e9, "disk_read_bps": 0, "disk_write_bps": 0,
@@ -26,7 +26,8 @@
 #include "util/jsonw.h"
 #include "state/jv.h"
 
-static const char *const report_keys[] = {"lamport", "inventory", "telemetry", "tasks", NULL};
+static const char *const report_keys[] = {"lamport",   "incarnation", "inventory",
+                                          "telemetry", "tasks",       NULL};
 static const char *const tel_keys[] = {"cpu_util",   "memory_used",   "net_rx_bps",
                                        "net_tx_bps", "disk_read_bps", "disk_write_bps",
                                        "gpus",       "queue_length",  NULL};
@@ -48,6 +49,7 @@ static int report_check(const json_t *body, arb_err_t *err)
 
     if ((rc = jv_object(body, "", report_keys, err)) < 0 ||
         (rc = jv_int(body, "lamport", "", 0, (int64_t)ST_LAMPORT_MAX, &x, err)) < 0 ||
+        (rc = jv_int(body, "incarnation", "", 1, INT64_MAX, &x, err)) < 0 ||
         (rc = jv_member(body, "inventory", "", JSON_OBJECT, &inv, err)) < 0 ||
         (rc = jv_member(body, "telemetry", "", JSON_OBJECT, &tel, err)) < 0 ||
         (rc = jv_member(body, "tasks", "", JSON_ARRAY, &tasks, err)) < 0)
@@ -136,6 +138,9 @@ int api_report_decode(const json_t *body, st_report_t *out, arb_err_t *err)
     g = json_object_get(tel, "gpus");
     out->has_lamport = json_is_integer(json_object_get(body, "lamport"));
     out->lamport = out->has_lamport ? json_integer_value(json_object_get(body, "lamport")) : 0;
+    out->has_incarnation = json_is_integer(json_object_get(body, "incarnation"));
+    out->incarnation =
+        out->has_incarnation ? json_integer_value(json_object_get(body, "incarnation")) : 0;
     /* The inventory and telemetry go on as the agent sent them: the
      * state keeps them (its record, the node's view) as they came. */
     if (inv && !(out->inventory = json_dumps(inv, JSON_COMPACT | JSON_PRESERVE_ORDER)))
@@ -318,6 +323,12 @@ int api_report_reply_write(arb_buf_t *b, const st_report_reply_t *r)
         arb_jw_bool(&w, true);
         arb_jw_key(&w, "message");
         arb_jw_str(&w, r->message);
+        if (r->kind == ST_REPORT_STALE && r->reregister) {
+            arb_jw_key(&w, "register");
+            arb_jw_bool(&w, true);
+            arb_jw_key(&w, "incarnation");
+            arb_jw_int(&w, r->incarnation);
+        }
         break;
     default:
         w.err = -EINVAL;

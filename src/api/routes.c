@@ -807,7 +807,15 @@ const api_route_t api_routes[] = {
      "applied for the node is a replay (re-sent to another controller after a timeout, "
      "arriving late): nothing of it is applied, not even the clock, and it is answered 200 "
      "`{\"node\", \"lamport\", \"epoch\", \"lease_ms\", \"stale\": true, \"message\"}`, "
-     "without assignments (a report without `lamport` is never taken for a replay)."},
+     "without assignments (a report without `lamport` is never taken for a replay). An agent "
+     "also sends `incarnation` (1..2^63-1), one number per life of the agent, larger at each "
+     "restart (its start time in ms): Lamport order holds within one incarnation, a "
+     "registration's too; a report of an older incarnation than the node's last registration "
+     "(a late copy from before a restart), or one without inventory of an incarnation this "
+     "controller has not seen register (after its own restart: incarnations are not stored), "
+     "changes nothing and is answered `{..., \"stale\": true, \"register\": true, "
+     "\"incarnation\": I, \"message\"}`: a live agent takes an incarnation above I and "
+     "registers again with its inventory and tasks, nothing fenced."},
     {"GET", "/v1/nodes/{name}/assignments", ADMIN | AGENT | SELF, PLAIN, NOBODY, h_assignments,
      "the tasks assigned to a node, with epochs; a long poll for its agent",
      "Query (optional): `wait` (0..60 s), `version` (the `assignments_version` the agent has: "

@@ -40,6 +40,25 @@
  * The last Lamport time is volatile: a new leader accepts each node's next
  * report.
  *
+ * Lives: an agent that restarts without its state starts its Lamport clock
+ * again, so a late copy of a report from its previous life may carry a
+ * time above the new life's and would be applied: its task list, from
+ * before the new life's tasks, would make the controller take a running
+ * task for gone and start it elsewhere while it runs (two copies). An
+ * agent therefore sends an "incarnation" with every report, one number per
+ * life, larger for each new life (its start time in ms, or one more than
+ * the last it was told). The controller keeps the incarnation of the last
+ * registration it applied for each node; Lamport order holds within one
+ * incarnation, registrations included (a late copy of this life's own
+ * registration lists none of the tasks it started since). A report of an older incarnation is from
+ * a previous life (or from an agent whose clock stepped back): nothing of it is applied, and the
+ * reply ({"stale": true, "register": true, "incarnation": I}) tells a live sender to take an
+ * incarnation above I and register again. A report without inventory of a newer incarnation, or of
+ * any incarnation when the controller knows none (after its own restart: incarnations are
+ * volatile), is not applied either: its agent registers again (with its inventory and the tasks it
+ * runs: nothing is fenced), and that registration is applied. Reports without "incarnation" keep
+ * the rules above.
+ *
  * The body (docs/api.md has the full reference) comes decoded and checked
  * by the API (src/api/enc_report.c) as an st_report_t: the Lamport time,
  * the task states, what of the telemetry the scheduler reads, and the
@@ -648,8 +667,33 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
         pthread_mutex_unlock(&s->mu);
         goto done;
     }
-    if (n && !inv && has_lam && !st_node_ext(s, n)->lost &&
+    if (n && r->has_incarnation &&
+        (r->incarnation < st_node_ext(s, n)->incarnation ||
+         (!inv && !st_node_ext(s, n)->lost && r->incarnation != st_node_ext(s, n)->incarnation))) {
+        /* Another life of its agent (see "Lives"): an older one's late report, or a
+         * life this controller has not seen register. Nothing is applied. */
+        x = st_node_ext(s, n);
+        x->stale_reports++;
+        out->kind = ST_REPORT_STALE;
+        out->reregister = true;
+        out->incarnation = x->incarnation;
+        if (r->incarnation < x->incarnation)
+            snprintf(out->message, sizeof out->message,
+                     "from a previous life of node '%s''s agent: incarnation %lld, older than the "
+                     "registered %lld; nothing of it was applied (a live agent takes a higher "
+                     "incarnation and registers again)",
+                     name, (long long)r->incarnation, (long long)x->incarnation);
+        else
+            snprintf(out->message, sizeof out->message,
+                     "incarnation %lld of node '%s''s agent has not registered with this "
+                     "controller; nothing of it was applied: register again with the inventory",
+                     (long long)r->incarnation, name);
+        goto reply;
+    }
+    if (n && has_lam && !st_node_ext(s, n)->lost &&
+        (!inv || (r->has_incarnation && r->incarnation == st_node_ext(s, n)->incarnation)) &&
         remote < st_node_ext(s, n)->agent_lamport) {
+        /* A registration too, within one life: only a new life starts its clock again. */
         x = st_node_ext(s, n);
         x->stale_reports++;
         out->kind = ST_REPORT_STALE;
@@ -734,6 +778,8 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     x->lamport = lam;
     if (has_lam)
         x->agent_lamport = remote;
+    if (r->has_incarnation)
+        x->incarnation = r->incarnation; /* a registration's, or the same life's */
     x->reports++;
     /* The scheduler sees report times to the second: nodes that report at
      * different moments of one second stay one node class (nodeclass.c

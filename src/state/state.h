@@ -411,6 +411,8 @@ typedef struct st_report_gpu {
 typedef struct st_report {
     bool has_lamport; /* an integer "lamport" */
     int64_t lamport;
+    bool has_incarnation; /* an integer "incarnation": which life of its agent sent it */
+    int64_t incarnation;
     const char *inventory; /* JSON text (NULL: none or null); checked by the state */
     const char *telemetry; /* JSON text (NULL: none or null) */
     st_report_gpu_t *gpus; /* telemetry.gpus, in order */
@@ -472,6 +474,8 @@ typedef struct st_report_reply {
     int64_t lease_ms;
     st_report_kind_t kind;
     char message[240];         /* stale, lost: why */
+    bool reregister;           /* stale: from another life of the agent; register again */
+    int64_t incarnation;       /* with reregister: the life the controller knows (0 none) */
     uint64_t version;          /* applied: the node's */
     st_assign_list_t assigned; /* applied */
 } st_report_reply_t;

@@ -131,6 +131,8 @@ typedef struct st_node {
     int64_t agent_lamport;  /* the agent's Lamport time in the last report applied (volatile):
                                one older is a replay and is ignored (node.c) */
     uint64_t stale_reports; /* replays ignored */
+    int64_t incarnation;    /* the life of its agent whose registration was applied last
+                               (volatile; 0 unknown: node.c, "Lives") */
     bool lost;              /* declared lost (its tasks requeued); cleared by a registration */
     struct st_job **held;   /* jobs placed here (owned array, borrowed jobs): a report costs
                                what runs on its node, not what the cluster runs. Entries go

@@ -138,6 +138,7 @@ int vc_node_add(vc_t *v, const char *name, json_t *inv)
     snprintf(n->name, sizeof n->name, "%s", name);
     n->inv = json_incref(inv);
     n->up = true;
+    n->incarnation = 1;
     agent_lease_init(n->lease, v->st_conf.lease_ns);
     return v->nnodes++;
 }
@@ -187,6 +188,7 @@ void vc_agent_up(vc_t *v, int i)
     n->up = true;
     n->registered = false;
     n->lamport = 0;
+    n->incarnation++; /* a new life: its old reports, replayed, are told apart */
     agent_lease_init(n->lease, v->st_conf.lease_ns);
     n->next_report = v->now;
 }
@@ -352,6 +354,7 @@ static json_t *report_body(vc_t *v, vc_node_t *n)
     uint32_t busy = 0;
 
     json_object_set_new(o, "lamport", json_integer(++n->lamport));
+    json_object_set_new(o, "incarnation", json_integer(n->incarnation));
     if (!n->registered)
         json_object_set_new(o, "inventory", json_deep_copy(n->inv));
     for (int k = 0; k < n->nt; k++) {
@@ -411,6 +414,11 @@ static int send_report(vc_t *v, vc_node_t *n, json_t *body, bool live, arb_err_t
             n->fences++;
         kill_all(n, v->now, true);
         n->registered = false;
+    } else if (r.stale && r.reregister) { /* a life the controller does not know */
+        if (r.incarnation >= n->incarnation)
+            n->incarnation = r.incarnation + 1;
+        n->registered = false;
+        n->next_report = v->now; /* at once, as the agent does */
     } else if (!r.stale) {
         int lrc = 0;
         if (!n->registered) {

@@ -76,6 +76,7 @@ typedef struct vc_node {
     bool cut;    /* partitioned: runs, but its reports do not arrive */
     bool registered;
     int64_t lamport;
+    int64_t incarnation; /* its agent's life: one more at every vc_agent_up */
     int64_t next_report;
     uint64_t fences;
     uint16_t sick; /* GPUs its telemetry reports unhealthy (fallen off the bus) */
