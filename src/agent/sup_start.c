@@ -325,7 +325,7 @@ static void task_child(const agent_sup_start_t *s, pid_t sup, const int go[2])
         while (nanosleep(&d, &d) != 0 && errno == EINTR)
             ;
     }
-    /* Not before the supervisor's word: the task record is on disk then, so
+    /* Not before the supervisor's word: the task record is in place then, so
      * that no restarted agent can miss this copy and start another. */
     if (go[0] >= 0) {
         char b;

@@ -61,9 +61,9 @@ int agent_proc_start_ticks(pid_t pid, uint64_t *out)
     return 0;
 }
 
-int agent_sup_write_durable(const char *path, const char *text)
+int agent_sup_write_atomic(const char *path, const char *text)
 {
-    char tmp[PATH_MAX + 8], dir[PATH_MAX];
+    char tmp[PATH_MAX + 8];
     size_t len = strlen(text);
     int fd, rc = 0;
 
@@ -72,26 +72,12 @@ int agent_sup_write_durable(const char *path, const char *text)
         return -errno;
     if (write(fd, text, len) != (ssize_t)len)
         rc = errno ? -errno : -EIO;
-    if (rc == 0 && fsync(fd) != 0)
-        rc = -errno;
     if (close(fd) != 0 && rc == 0)
         rc = -errno;
     if (rc == 0 && rename(tmp, path) != 0)
         rc = -errno;
-    if (rc < 0) {
+    if (rc < 0)
         unlink(tmp);
-        return rc;
-    }
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    if (slash) {
-        *slash = '\0';
-        if ((fd = open(slash == dir ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) >= 0) {
-            if (fsync(fd) != 0)
-                rc = -errno;
-            close(fd);
-        }
-    }
     return rc;
 }
 
@@ -413,7 +399,7 @@ static int write_record(const agent_sup_args_t *a, pid_t task)
     snprintf(line, sizeof line, "%s %d %llu %llu %d %llu %d %llu %lld %u\n", job, tnum, att, ep,
              (int)getpid(), (unsigned long long)sticks, (int)task, (unsigned long long)tticks,
              grace, gen);
-    return agent_sup_write_durable(a->record, line);
+    return agent_sup_write_atomic(a->record, line);
 }
 
 /*

@@ -38,12 +38,12 @@
  * supervisor takes the task's lock (LOG_DIR/.arbiter/JOB.TASK.lock, flock
  * LOCK_EX, held for its life; held by another supervisor: it starts
  * nothing) before it forks the task, and writes the task record
- * (JOB.TASK.task) durably itself between the fork and the exec; the task
+ * (JOB.TASK.task) itself (renamed into place) between the fork and the exec; the task
  * execs only on the supervisor's word (one byte on a pipe), sent once the
- * record is on disk. A task that runs has a record; a start that finds the
+ * record is in place. A task that runs has a record; a start that finds the
  * lock held adopts the running copy (exec.c) instead of starting another.
  *
- *   task: FORKED --record on disk: the byte--> EXEC'D (runs)
+ *   task: FORKED --record in place: byte--> EXEC'D (runs)
  *            \--no byte (record failed, supervisor died)--> _exit 127 (never ran)
  *
  * When the task ends (by itself, killed by the agent, or by a deadline),
@@ -218,7 +218,7 @@ typedef struct agent_sup_args {
      * and this supervisor starts nothing (STEP_LOCK, EBUSY). */
     const char *lock;
     /* --record FILE --record-fields "JOB TASK ATTEMPT EPOCH GRACE_MS GEN":
-     * the task record (agent_task_record_parse's line), written durably by
+     * the task record (agent_task_record_parse's line), written (renamed into place) by
      * the supervisor after the fork and before the task may exec. */
     const char *record, *record_fields;
 } agent_sup_args_t;
@@ -235,9 +235,11 @@ int agent_sup_run(const agent_sup_args_t *a);
 int64_t agent_sup_mono_ns(void);
 /* The start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
 int agent_proc_start_ticks(pid_t pid, uint64_t *out);
-/* Write text to path durably: a temporary file, fsync, rename, the
- * directory fsync'd (whole or not at all, and there after a crash). 0 or
- * -errno. */
-int agent_sup_write_durable(const char *path, const char *text);
+/* Write text to path atomically (a temporary file renamed: whole or not at
+ * all, seen by every process at once). Not fsync'd: the record is for an
+ * agent restarted on the same running kernel; a crash of the machine ends
+ * its tasks too, and a stale record is refused at adoption (pid and start
+ * ticks). 0 or -errno. */
+int agent_sup_write_atomic(const char *path, const char *text);
 
 #endif
