@@ -14,6 +14,11 @@
  * exec'd. The agent never waits for it at a start (agent_exec_begin): the
  * pipe is read as it becomes readable (settle, from agent_exec_poll), so
  * that many tasks start at once, each exec overlapping the others.
+ *
+ * The task's record (JOB.TASK.task) is its supervisor's, written before
+ * the task execs, under the task's lock (supervise.h): a start that finds
+ * the lock held takes the running copy over (exec_adopt_running) rather
+ * than start a second one, so no moment of the agent's death leaves two.
  */
 #include <ctype.h>
 #include <stdarg.h>
@@ -27,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -113,26 +119,28 @@ static void record_path(const agent_exec_t *x, const char *job, int task, const 
     exec_fmt(buf, n, "%s/%s.%d.%s", x->sup_dir, job, task, ext);
 }
 
-/* LOG_DIR/.arbiter/JOB.TASK.task, atomically: what a restarted agent needs
- * to find the task's supervisor (agent_exec_adopt_all). */
-static int write_task_record(const agent_exec_t *x, const agent_task_t *t)
+/* Is the task's lock (LOG_DIR/.arbiter/JOB.TASK.lock) held by a
+ * supervisor? unlink: when it is not, remove it (held here meanwhile, so
+ * that no supervisor takes it in between: take_lock checks its inode). */
+static bool lock_held(const agent_exec_t *x, const char *job, int task, bool unlink_free)
 {
-    char path[PATH_MAX], tmp[PATH_MAX + 8];
-    FILE *f;
+    char path[PATH_MAX];
+    int fd;
+    bool held = false;
 
-    record_path(x, t->job, t->task, "task", path, sizeof path);
-    exec_fmt(tmp, sizeof tmp, "%s.tmp", path);
-    if (!(f = fopen(tmp, "we")))
-        return -errno;
-    fprintf(f, "%s %d %llu %llu %d %llu %d %llu %lld %u\n", t->job, t->task,
-            (unsigned long long)t->attempt, (unsigned long long)t->epoch, (int)t->sup_pid,
-            (unsigned long long)t->sup_ticks, (int)t->pid, (unsigned long long)t->start_ticks,
-            (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), t->generation);
-    if (fclose(f) != 0 || rename(tmp, path) != 0) {
-        unlink(tmp);
-        return -errno;
+    record_path(x, job, task, "lock", path, sizeof path);
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return false;
+    while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        if (errno == EINTR)
+            continue;
+        held = errno == EWOULDBLOCK;
+        break;
     }
-    return 0;
+    if (!held && unlink_free)
+        unlink(path);
+    close(fd);
+    return held;
 }
 
 static void remove_records(const agent_exec_t *x, const char *job, int task)
@@ -302,8 +310,8 @@ int agent_exec_forget(agent_exec_t *x, const char *job, int task)
         if (t->state != AGENT_TASK_EXITED)
             return -EBUSY;
         agent_cg_task_remove(&t->cg);
-        if (t->sup_pid > 0)
-            remove_records(x, t->job, t->task);
+        if (t->sup_pid > 0 && !lock_held(x, t->job, t->task, true))
+            remove_records(x, t->job, t->task); /* (held: another supervisor's records) */
         free(t);
         memmove(&x->tasks[i], &x->tasks[i + 1], sizeof x->tasks[0] * (size_t)(x->ntasks - i - 1));
         x->ntasks--;
@@ -558,10 +566,16 @@ static int check_spec(const agent_task_spec_t *s, arb_err_t *err)
 
 /* The start pipe's messages and steps: supervise.h (the supervisor and
  * the task write them). */
-static const char *const step_name[AGENT_SUP_STEP_N] = {
-    "setsid",           "joining its cgroups",    "redirecting output",
-    "switching user",   "changing directory",     "exec",
-    "forking the task", "starting its supervisor"};
+static const char *const step_name[AGENT_SUP_STEP_N] = {"setsid",
+                                                        "joining its cgroups",
+                                                        "redirecting output",
+                                                        "switching user",
+                                                        "changing directory",
+                                                        "exec",
+                                                        "forking the task",
+                                                        "starting its supervisor",
+                                                        "taking its lock",
+                                                        "writing its task record"};
 
 /* `sleep N` (N seconds, a decimal, an optional s): N in ns; else 0. */
 static int64_t sleep_ns(char *const *argv)
@@ -750,7 +764,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
 {
     char cg_name[AGENT_JOB_MAX + 16], jobdir[PATH_MAX], path[PATH_MAX];
     char exit_path[PATH_MAX], lease_path[PATH_MAX], startbuf[8], limbuf[24], gracebuf[24];
-    char *sargv[20];
+    char *sargv[28], lock_path[PATH_MAX], rec_path[PATH_MAX], fields[AGENT_JOB_MAX + 96];
     const char *cwd;
     envv_t env = {0};
     agent_task_t *t = NULL, *old;
@@ -768,6 +782,14 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         if (old)
             agent_exec_forget(x, s->job, s->task);
         return start_timed(x, s, now_ns, out, err);
+    }
+    /* A supervisor holds the task's lock: it runs already (a previous run
+     * of this agent started it and died before it knew): taken over, never
+     * started twice. */
+    if (lock_held(x, s->job, s->task, false)) {
+        if (old)
+            agent_exec_forget(x, s->job, s->task);
+        return exec_adopt_running(x, s->job, s->task, now_ns, out, err);
     }
     if (!(t = calloc(1, sizeof *t)))
         return arb_errf(err, -ENOMEM, "out of memory");
@@ -839,6 +861,18 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         sargv[k++] = startbuf;
         sargv[k++] = "--exit";
         sargv[k++] = exit_path;
+        /* It takes the lock, and writes the task record before the exec. */
+        record_path(x, s->job, s->task, "lock", lock_path, sizeof lock_path);
+        record_path(x, s->job, s->task, "task", rec_path, sizeof rec_path);
+        snprintf(fields, sizeof fields, "%s %d %llu %llu %lld %u", s->job, s->task,
+                 (unsigned long long)s->attempt, (unsigned long long)s->epoch,
+                 (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), s->generation);
+        sargv[k++] = "--lock";
+        sargv[k++] = lock_path;
+        sargv[k++] = "--record";
+        sargv[k++] = rec_path;
+        sargv[k++] = "--record-fields";
+        sargv[k++] = fields;
         if (x->conf.leased) {
             sargv[k++] = "--lease";
             sargv[k++] = lease_path;
@@ -954,11 +988,13 @@ static void start_failed(agent_exec_t *x, agent_task_t *t, bool reaped)
     if (!reaped)
         while (waitpid(t->sup_pid, NULL, 0) < 0 && errno == EINTR)
             ;
-    agent_cg_task_kill(&x->cg, &t->cg);
-    agent_cg_task_remove(&t->cg);
-    remove_records(x, t->job, t->task);
-    record_path(x, t->job, t->task, "exit", path, sizeof path);
-    unlink(path);
+    if (step != AGENT_SUP_STEP_LOCK) { /* else they are the running copy's */
+        agent_cg_task_kill(&x->cg, &t->cg);
+        agent_cg_task_remove(&t->cg);
+        remove_records(x, t->job, t->task);
+        record_path(x, t->job, t->task, "exit", path, sizeof path);
+        unlink(path);
+    }
     snprintf(t->start_err + used, sizeof t->start_err - used, " (%s%s%s): %s", step_name[step],
              step == AGENT_SUP_STEP_USER || step == AGENT_SUP_STEP_CHDIR ? " to " : "",
              step == AGENT_SUP_STEP_USER    ? x->user
@@ -998,7 +1034,7 @@ static int settle(agent_exec_t *x, agent_task_t *t, bool block, bool reaped)
                     t->start_ticks = 0;
                 if (agent_proc_start_ticks(t->sup_pid, &t->sup_ticks) < 0)
                     t->sup_ticks = 0;
-                write_task_record(x, t); /* without it the lease still ends it */
+                /* Its task record: the supervisor's, written before the exec. */
             } else if (m.kind == AGENT_SUP_MSG_FAIL && t->start_errno <= 0) {
                 t->start_step = m.a;
                 t->start_errno = m.b > 0 ? m.b : ECHILD;
@@ -1146,35 +1182,6 @@ static void finish_task(agent_exec_t *x, agent_task_t *t, int status, bool have_
 static void finish(agent_exec_t *x, agent_task_t *t, int status, bool have_status, int64_t now)
 {
     finish_task(x, t, status, have_status, false, now);
-}
-
-int agent_proc_start_ticks(pid_t pid, uint64_t *out)
-{
-    char path[64], buf[1024], *p;
-    unsigned long long ticks;
-    FILE *f;
-    size_t got;
-
-    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-    if (!(f = fopen(path, "re")))
-        return -errno;
-    got = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
-    buf[got] = '\0';
-    /* comm may hold spaces and ')': the fields start after the last ')'. */
-    if (!(p = strrchr(buf, ')')))
-        return -EINVAL;
-    p++;
-    for (int field = 3; field < 22; field++) {
-        while (*p == ' ')
-            p++;
-        while (*p && *p != ' ')
-            p++;
-    }
-    if (sscanf(p, " %llu", &ticks) != 1)
-        return -EINVAL;
-    *out = ticks;
-    return 0;
 }
 
 /* Is pid still the process that started at ticks, and not a zombie? */

@@ -316,9 +316,6 @@ int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended);
 int agent_task_record_parse(const char *line, agent_task_record_t *r, pid_t *sup,
                             uint64_t *sup_ticks);
 
-/* The start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
-int agent_proc_start_ticks(pid_t pid, uint64_t *out);
-
 /* Persist the live tasks (job, task, attempt, epoch, pid, start ticks) to
  * path, atomically (write, fsync, rename), for agent_exec_load after a
  * restart. */

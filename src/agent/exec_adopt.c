@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -107,6 +108,77 @@ static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *s
     return ok;
 }
 
+/* A table entry (added; RUNNING, adopted) for a task record's task. NULL
+ * when it is known already or there is no memory. */
+static agent_task_t *adopt_record(agent_exec_t *x, const agent_task_record_t *r, pid_t sup,
+                                  uint64_t sup_ticks, int64_t now_ns)
+{
+    agent_task_t *t;
+
+    if (agent_exec_find(x, r->job, r->task) || !(t = calloc(1, sizeof *t)))
+        return NULL;
+    snprintf(t->job, sizeof t->job, "%s", r->job);
+    t->task = r->task;
+    t->attempt = r->attempt;
+    t->epoch = r->epoch;
+    t->pid = r->pid;
+    t->start_ticks = r->start_ticks;
+    t->sup_pid = sup;
+    t->sup_ticks = sup_ticks;
+    t->grace_ns = r->grace_ns;
+    t->generation = r->generation;
+    t->state = AGENT_TASK_RUNNING;
+    t->adopted = true;
+    t->start_ns = now_ns;
+    t->exit_code = -1;
+    t->start_fd = -1;
+    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
+    exec_fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, r->job, r->task);
+    exec_fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, r->job, r->task);
+    for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
+        struct stat st;
+        exec_fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], r->job, r->task);
+        if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
+            break;
+        t->cg.n = i + 1;
+    }
+    if (exec_table_add(x, t) < 0) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+int exec_adopt_running(agent_exec_t *x, const char *job, int task, int64_t now_ns,
+                       agent_task_t **out, arb_err_t *err)
+{
+    char path[PATH_MAX];
+    agent_task_record_t r;
+    pid_t sup;
+    uint64_t sup_ticks;
+    agent_task_t *t;
+
+    exec_fmt(path, sizeof path, "%s/%s.%d.task", x->sup_dir, job, task);
+    /* Written between the task's fork and its exec: milliseconds, at most
+     * 5 s here (a supervisor that takes longer is stuck: said, not waited). */
+    for (int i = 0; !parse_task_record(path, &r, &sup, &sup_ticks); i++) {
+        if (i == 500)
+            return arb_errf(err, -EBUSY,
+                            "job %s task %d: a supervisor holds its lock (%s/%s.%d.lock) but "
+                            "wrote no task record in 5 s; it is starting or stuck: retry, or "
+                            "kill that supervisor",
+                            job, task, x->sup_dir, job, task);
+        nanosleep(&(struct timespec){0, 10000000}, NULL);
+    }
+    if (strcmp(r.job, job) != 0 || r.task != task ||
+        !(t = adopt_record(x, &r, sup, sup_ticks, now_ns)))
+        return arb_errf(err, -EBUSY, "job %s task %d: its running copy cannot be taken over (%s)",
+                        job, task, path);
+    if (out)
+        *out = t;
+    return 0;
+}
+
 int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended)
 {
     DIR *d = x->sup_dir[0] ? opendir(x->sup_dir) : NULL;
@@ -133,36 +205,8 @@ int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended)
             unlink(path); /* not ours, or half of one: nothing can be done with it */
             continue;
         }
-        if (agent_exec_find(x, r.job, r.task) || !(t = calloc(1, sizeof *t)))
+        if (!(t = adopt_record(x, &r, sup, sup_ticks, now_ns)))
             continue;
-        snprintf(t->job, sizeof t->job, "%s", r.job);
-        t->task = r.task;
-        t->attempt = r.attempt;
-        t->epoch = r.epoch;
-        t->pid = r.pid;
-        t->start_ticks = r.start_ticks;
-        t->sup_pid = sup;
-        t->sup_ticks = sup_ticks;
-        t->grace_ns = r.grace_ns;
-        t->generation = r.generation;
-        t->state = AGENT_TASK_RUNNING;
-        t->adopted = true;
-        t->start_ns = now_ns;
-        t->exit_code = -1;
-        t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
-        exec_fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, r.job, r.task);
-        exec_fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, r.job, r.task);
-        for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
-            struct stat st;
-            exec_fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], r.job, r.task);
-            if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
-                break;
-            t->cg.n = i + 1;
-        }
-        if (exec_table_add(x, t) < 0) {
-            free(t);
-            continue;
-        }
         if (exec_adopted_alive(t)) {
             live++;
         } else {

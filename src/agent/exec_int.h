@@ -24,4 +24,11 @@ bool exec_adopted_alive(const agent_task_t *t);
 /* t's supervisor is gone: how the task ended is what its exit record says. */
 void exec_sup_done(agent_exec_t *x, agent_task_t *t, int64_t now);
 
+/* The task's lock is held: its supervisor runs it already. Take it over
+ * from the task record that supervisor wrote (waited for a little: it is
+ * written between the fork and the exec): *out RUNNING and adopted, or
+ * -EBUSY with text when there is no record to go by. */
+int exec_adopt_running(agent_exec_t *x, const char *job, int task, int64_t now_ns,
+                       agent_task_t **out, arb_err_t *err);
+
 #endif

@@ -290,8 +290,9 @@ static void child_fail(const agent_sup_start_t *s, int step, int e)
 
 /* The task between fork and exec, in the supervisor's process (one thread:
  * any call is safe here). Never returns. */
-static void task_child(const agent_sup_start_t *s, pid_t sup) __attribute__((noreturn));
-static void task_child(const agent_sup_start_t *s, pid_t sup)
+static void task_child(const agent_sup_start_t *s, pid_t sup, const int go[2])
+    __attribute__((noreturn));
+static void task_child(const agent_sup_start_t *s, pid_t sup, const int go[2])
 {
     agent_cg_task_t cg;
     struct sigaction dfl;
@@ -324,6 +325,18 @@ static void task_child(const agent_sup_start_t *s, pid_t sup)
         while (nanosleep(&d, &d) != 0 && errno == EINTR)
             ;
     }
+    /* Not before the supervisor's word: the task record is in place then, so
+     * that no restarted agent can miss this copy and start another. */
+    if (go[0] >= 0) {
+        char b;
+        ssize_t got;
+        close(go[1]);
+        while ((got = read(go[0], &b, 1)) < 0 && errno == EINTR)
+            ;
+        if (got != 1)
+            _exit(127); /* the supervisor gave up (said on the start pipe) or died */
+        close(go[0]);
+    }
     memset(&dfl, 0, sizeof dfl);
     dfl.sa_handler = SIG_DFL;
     for (int sig = 1; sig < 32; sig++) /* ignored signals survive exec: reset them */
@@ -335,7 +348,7 @@ static void task_child(const agent_sup_start_t *s, pid_t sup)
     child_fail(s, AGENT_SUP_STEP_EXEC, errno);
 }
 
-pid_t agent_sup_start_task(const agent_sup_start_t *s)
+pid_t agent_sup_start_task(const agent_sup_start_t *s, const int go[2])
 {
     pid_t me = getpid(), pid;
     int fds[5] = {s->report_fd, s->out_fd, s->err_fd, s->ncg > 0 ? s->cg_fd[0] : -1,
@@ -348,7 +361,7 @@ pid_t agent_sup_start_task(const agent_sup_start_t *s)
             fcntl(fds[i], F_SETFD, FD_CLOEXEC);
     pid = fork();
     if (pid == 0)
-        task_child(s, me);
+        task_child(s, me, go);
     if (pid < 0) {
         agent_sup_report(s->report_fd, AGENT_SUP_MSG_FAIL, AGENT_SUP_STEP_FORK, errno);
         return -1;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -28,6 +29,56 @@
 int64_t agent_sup_mono_ns(void)
 {
     return arb_mono_ns();
+}
+
+/* From procfs; in this file for the supervisor, which records its task. */
+int agent_proc_start_ticks(pid_t pid, uint64_t *out)
+{
+    char path[64], buf[1024], *p;
+    unsigned long long ticks;
+    FILE *f;
+    size_t got;
+
+    snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+    if (!(f = fopen(path, "re")))
+        return -errno;
+    got = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[got] = '\0';
+    /* comm may hold spaces and ')': the fields start after the last ')'. */
+    if (!(p = strrchr(buf, ')')))
+        return -EINVAL;
+    p++;
+    for (int field = 3; field < 22; field++) {
+        while (*p == ' ')
+            p++;
+        while (*p && *p != ' ')
+            p++;
+    }
+    if (sscanf(p, " %llu", &ticks) != 1)
+        return -EINVAL;
+    *out = ticks;
+    return 0;
+}
+
+int agent_sup_write_atomic(const char *path, const char *text)
+{
+    char tmp[PATH_MAX + 8];
+    size_t len = strlen(text);
+    int fd, rc = 0;
+
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644)) < 0)
+        return -errno;
+    if (write(fd, text, len) != (ssize_t)len)
+        rc = errno ? -errno : -EIO;
+    if (close(fd) != 0 && rc == 0)
+        rc = -errno;
+    if (rc == 0 && rename(tmp, path) != 0)
+        rc = -errno;
+    if (rc < 0)
+        unlink(tmp);
+    return rc;
 }
 
 /* ---- the lease file ----------------------------------------------------------------- */
@@ -201,6 +252,24 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
             a->lease = v;
         } else if (!strcmp(o, "--exit")) {
             a->exit_path = v;
+        } else if (!strcmp(o, "--lock")) {
+            a->lock = v;
+        } else if (!strcmp(o, "--record")) {
+            a->record = v;
+        } else if (!strcmp(o, "--record-fields")) {
+            char job[130];
+            int task, n = 0;
+            unsigned long long att, ep;
+            long long grace;
+            unsigned gen;
+            if (sscanf(v, "%129s %d %llu %llu %lld %u%n", job, &task, &att, &ep, &grace, &gen,
+                       &n) != 6 ||
+                v[n] != '\0' || strlen(job) > 128 || task < 0 || grace < -1)
+                return arb_errf(err, -EINVAL,
+                                "--record-fields '%s': \"JOB TASK ATTEMPT EPOCH GRACE_MS "
+                                "GENERATION\"",
+                                v);
+            a->record_fields = v;
         } else if (!strcmp(o, "--cgroup-v1") || !strcmp(o, "--cgroup-v2")) {
             if (a->ncg == 2)
                 return arb_errf(err, -EINVAL, "at most two cgroup directories");
@@ -218,6 +287,10 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
         return arb_errf(err, -EINVAL, "--exit and one of --task-pid or --start are required");
     if (a->task && a->start_fd)
         return arb_errf(err, -EINVAL, "--task-pid and --start: give one (--start forks the task)");
+    if (!a->record != !a->record_fields)
+        return arb_errf(err, -EINVAL, "--record and --record-fields go together");
+    if ((a->record || a->lock) && !a->start_fd)
+        return arb_errf(err, -EINVAL, "--record and --lock need --start (the task forked here)");
     return 0;
 }
 
@@ -225,26 +298,30 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
 
 /* Everything but stdio: the agent's sockets, its log server, its files.
  * One close_range (Linux 5.9); where there is none, each fd /proc lists. */
-static void close_inherited(void)
+static void close_inherited(int keep_fd)
 {
     DIR *d;
     struct dirent *e;
     int keep;
 
 #ifdef SYS_close_range
-    if (syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+    if (keep_fd < 3 && syscall(SYS_close_range, 3U, ~0U, 0U) == 0)
+        return;
+    if (keep_fd >= 3 && (keep_fd == 3 || syscall(SYS_close_range, 3U, keep_fd - 1U, 0U) == 0) &&
+        syscall(SYS_close_range, keep_fd + 1U, ~0U, 0U) == 0)
         return;
 #endif
     if (!(d = opendir("/proc/self/fd"))) {
         for (int fd = 3; fd < 1024; fd++)
-            close(fd);
+            if (fd != keep_fd)
+                close(fd);
         return;
     }
     keep = dirfd(d);
     /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
     while ((e = readdir(d))) {
         int fd = atoi(e->d_name);
-        if (fd > 2 && fd != keep)
+        if (fd > 2 && fd != keep && fd != keep_fd)
             close(fd);
     }
     closedir(d);
@@ -276,25 +353,105 @@ static void kill_task(const agent_sup_args_t *a)
     kill_task_cgroup(a);
 }
 
-/* --start: read the record, fork the task from this process (the agent's
- * memory is never copied for it). Its pid, or -1 (said on the start pipe
- * when the record named one). */
-static pid_t start_task(int fd)
+/* The task's lock (--lock), taken before its fork and held until this
+ * process exits: its fd (close-on-exec: the task never holds it), -EBUSY
+ * when another supervisor holds it (the task runs already), else -errno. */
+static int take_lock(const char *path)
+{
+    for (int tries = 0; tries < 100; tries++) {
+        struct stat a, b;
+        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        if (fd < 0)
+            return -errno;
+        while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+            int e = errno;
+            if (e == EINTR)
+                continue;
+            close(fd);
+            return e == EWOULDBLOCK ? -EBUSY : -e;
+        }
+        /* Still the file at path (the agent unlinks a lock it holds when it
+         * forgets a task): else a newer one may be held by another. */
+        if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
+            a.st_ino == b.st_ino)
+            return fd;
+        close(fd);
+    }
+    return -EAGAIN;
+}
+
+/* The task record (--record): agent_task_record_parse's line, with this
+ * process and the task as they are now. */
+static int write_record(const agent_sup_args_t *a, pid_t task)
+{
+    char job[130], line[512];
+    int tnum;
+    unsigned long long att, ep;
+    long long grace;
+    unsigned gen;
+    uint64_t sticks = 0, tticks = 0;
+
+    if (sscanf(a->record_fields, "%129s %d %llu %llu %lld %u", job, &tnum, &att, &ep, &grace,
+               &gen) != 6)
+        return -EINVAL; /* agent_sup_parse checked it */
+    if (agent_proc_start_ticks(getpid(), &sticks) < 0 || agent_proc_start_ticks(task, &tticks) < 0)
+        return -ESRCH;
+    snprintf(line, sizeof line, "%s %d %llu %llu %d %llu %d %llu %lld %u\n", job, tnum, att, ep,
+             (int)getpid(), (unsigned long long)sticks, (int)task, (unsigned long long)tticks,
+             grace, gen);
+    return agent_sup_write_atomic(a->record, line);
+}
+
+/*
+ * --start: read the record, take the task's lock, fork the task from this
+ * process (the agent's memory is never copied for it), write its task
+ * record, and only then let it exec. Its pid, or -1 (said on the start
+ * pipe when the record named one). *lock_fd: the lock's fd, or -1.
+ */
+static pid_t start_task(const agent_sup_args_t *a, int *lock_fd)
 {
     agent_sup_start_t st;
     arb_err_t err = {{0}};
     char *buf = NULL;
     size_t len = 0;
     pid_t pid = -1;
+    int go[2] = {-1, -1};
 
-    int rc = agent_sup_start_read(fd, &buf, &len, &err);
-    close(fd); /* read: the task has no use for it */
+    *lock_fd = -1;
+    int rc = agent_sup_start_read(a->start_fd, &buf, &len, &err);
+    close(a->start_fd); /* read: the task has no use for it */
     if (rc < 0)
         return -1;
-    if (agent_sup_start_parse(buf, len, &st, &err) == 0) {
-        pid = agent_sup_start_task(&st);
-        agent_sup_start_free(&st);
+    if (agent_sup_start_parse(buf, len, &st, &err) != 0) {
+        free(buf);
+        return -1;
     }
+    if (a->lock && (*lock_fd = take_lock(a->lock)) < 0) {
+        agent_sup_report(st.report_fd, AGENT_SUP_MSG_FAIL, AGENT_SUP_STEP_LOCK, -*lock_fd);
+        *lock_fd = -1;
+        goto out;
+    }
+    if (a->record && pipe2(go, O_CLOEXEC) != 0) {
+        agent_sup_report(st.report_fd, AGENT_SUP_MSG_FAIL, AGENT_SUP_STEP_FORK, errno);
+        goto out;
+    }
+    pid = agent_sup_start_task(&st, go);
+    if (pid > 0 && a->record) {
+        close(go[0]);
+        go[0] = -1;
+        if ((rc = write_record(a, pid)) < 0) {
+            /* Not recorded: it may not run (it _exits at the pipe's end). */
+            agent_sup_report(st.report_fd, AGENT_SUP_MSG_FAIL, AGENT_SUP_STEP_RECORD, -rc);
+        } else if (write(go[1], "g", 1) != 1) {
+            agent_sup_report(st.report_fd, AGENT_SUP_MSG_FAIL, AGENT_SUP_STEP_RECORD, errno);
+        }
+        /* Either way the task is this process's child now: the loop reaps it. */
+    }
+out:
+    for (int i = 0; i < 2; i++)
+        if (go[i] >= 0)
+            close(go[i]);
+    agent_sup_start_free(&st);
     free(buf);
     return pid;
 }
@@ -307,7 +464,7 @@ int agent_sup_run(const agent_sup_args_t *args)
     sigset_t set;
     bool have_lease = false, done = false, termed = false;
     int64_t hard_at = 0, last_kill = 0;
-    int status = 0, rc = 0;
+    int status = 0, rc = 0, lock_fd = -1;
 
     /* Orphans of the task come to this process, which reaps them, rather
      * than to the agent or init. */
@@ -321,9 +478,11 @@ int agent_sup_run(const agent_sup_args_t *args)
     sigprocmask(SIG_BLOCK, &set, NULL);
     /* Blocked first: a SIGTERM from the agent from here on kills the task
      * (STOPPED) rather than the supervisor alone. */
-    if (a->start_fd > 0 && (a->task = start_task(a->start_fd)) <= 0)
-        return 127;
-    close_inherited(); /* the start pipe's copy here too: its end says the task exec'd */
+    if (a->start_fd > 0 && (a->task = start_task(a, &lock_fd)) <= 0)
+        return 127; /* the lock, if taken, goes with this process */
+    /* The start pipe's copy here too: its end says the task exec'd. The
+     * lock stays until this process exits: after the task's record. */
+    close_inherited(lock_fd);
     memset(&ex, 0, sizeof ex);
     /* No readable lease: nothing says the task may run, so it may not. */
     if (a->lease)
@@ -375,6 +534,7 @@ int agent_sup_run(const agent_sup_args_t *args)
             termed = true;
             hard_at = now + a->limit_grace_ns;
             kill(-a->task, SIGTERM);
+            kill(a->task, SIGTERM); /* in case it has no group of its own yet */
             ex.why = AGENT_SUP_TIMELIMIT;
         }
         if (termed && !ex.killed_ns && now >= hard_at)

@@ -34,12 +34,24 @@
  *  - the task's own time limit (optional): SIGTERM to the group at the
  *    limit, SIGKILL to the group and cgroups a grace later.
  *
+ * One copy of a task per node, whatever moment the agent dies at: the
+ * supervisor takes the task's lock (LOG_DIR/.arbiter/JOB.TASK.lock, flock
+ * LOCK_EX, held for its life; held by another supervisor: it starts
+ * nothing) before it forks the task, and writes the task record
+ * (JOB.TASK.task) itself (renamed into place) between the fork and the exec; the task
+ * execs only on the supervisor's word (one byte on a pipe), sent once the
+ * record is in place. A task that runs has a record; a start that finds the
+ * lock held adopts the running copy (exec.c) instead of starting another.
+ *
+ *   task: FORKED --record in place: byte--> EXEC'D (runs)
+ *            \--no byte (record failed, supervisor died)--> _exit 127 (never ran)
+ *
  * When the task ends (by itself, killed by the agent, or by a deadline),
  * the supervisor kills what is left of its group and cgroups, reaps it,
  * writes its exit record (LOG_DIR/.arbiter/JOB.TASK.exit: the wait status
  * and why it ended) and exits. The agent reads the record when it reaps
  * the supervisor, or, after a restart, when the supervisor it adopted from
- * its task record (JOB.TASK.task, written by the agent at the start) is
+ * its task record (JOB.TASK.task, written by the supervisor at the start) is
  * gone; so a restarted agent knows how every task of its previous run
  * ended, exit code included, and which its supervisors fenced.
  *
@@ -149,6 +161,8 @@ enum {
     AGENT_SUP_STEP_EXEC,
     AGENT_SUP_STEP_FORK,
     AGENT_SUP_STEP_SUPERVISOR,
+    AGENT_SUP_STEP_LOCK,   /* another supervisor holds the task's lock: it runs already */
+    AGENT_SUP_STEP_RECORD, /* the task record could not be written */
     AGENT_SUP_STEP_N
 };
 
@@ -175,8 +189,11 @@ void agent_sup_start_free(agent_sup_start_t *s);
 /* The record from fd (from its start, whatever its offset): malloc'd. */
 int agent_sup_start_read(int fd, char **buf, size_t *len, arb_err_t *err);
 /* Fork the task and say its pid on the start pipe: its pid, or -1 (the
- * failure said on the pipe). */
-pid_t agent_sup_start_task(const agent_sup_start_t *s);
+ * failure said on the pipe). go[0] >= 0: the task waits, before its exec,
+ * for one byte on that pipe (go[1]: its write end, closed in the task);
+ * the pipe's end without it (the supervisor gone, or it gave up) and the
+ * task _exits 127 without running. */
+pid_t agent_sup_start_task(const agent_sup_start_t *s, const int go[2]);
 /* One message on the start pipe. */
 void agent_sup_report(int fd, int kind, int a, int b);
 /* The attributes a supervisor (or the zygote that forks them) is spawned
@@ -196,6 +213,14 @@ typedef struct agent_sup_args {
     const char *cg[2];      /* the task's cgroup directories */
     int64_t limit_at_ns;    /* the time limit (CLOCK_MONOTONIC); 0 none */
     int64_t limit_grace_ns; /* SIGTERM -> SIGKILL at the time limit */
+    /* --lock FILE: held (flock LOCK_EX) for the supervisor's life, taken
+     * before the task is forked; held by another: the task runs already,
+     * and this supervisor starts nothing (STEP_LOCK, EBUSY). */
+    const char *lock;
+    /* --record FILE --record-fields "JOB TASK ATTEMPT EPOCH GRACE_MS GEN":
+     * the task record (agent_task_record_parse's line), written (renamed into place) by
+     * the supervisor after the fork and before the task may exec. */
+    const char *record, *record_fields;
 } agent_sup_args_t;
 
 /* `arbiter supervise` arguments (the executor writes them): 0 or -EINVAL.
@@ -208,5 +233,13 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err);
 int agent_sup_run(const agent_sup_args_t *a);
 
 int64_t agent_sup_mono_ns(void);
+/* The start time of pid in clock ticks since boot (/proc/PID/stat field 22). */
+int agent_proc_start_ticks(pid_t pid, uint64_t *out);
+/* Write text to path atomically (a temporary file renamed: whole or not at
+ * all, seen by every process at once). Not fsync'd: the record is for an
+ * agent restarted on the same running kernel; a crash of the machine ends
+ * its tasks too, and a stale record is refused at adoption (pid and start
+ * ticks). 0 or -errno. */
+int agent_sup_write_atomic(const char *path, const char *text);
 
 #endif

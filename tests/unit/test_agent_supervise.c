@@ -290,12 +290,22 @@ static void test_adopt_and_move_deadline(void **st)
  * the limit; a task that ignores it gets SIGKILL a grace later. */
 static void test_time_limit_without_agent(void **st)
 {
-    char *stubborn[] = {"sh", "-c", "trap '' TERM; sleep 1000", NULL};
-    int64_t t0 = now();
-    started_t s = agent_dies(false, 0, stubborn, 400 * MS);
+    char ready[128], script[256];
+    snprintf(ready, sizeof ready, "%s/ready", tmpdir);
+    /* The SIGTERM must find the trap set: the task says when it is (a
+     * slow start, ASan's, once let it in first and the shell died of it). */
+    snprintf(script, sizeof script, "trap '' TERM; : > %s; exec sleep 1000", ready);
+    char *stubborn[] = {"sh", "-c", script, NULL};
+    int64_t t0 = now(), limit = 1500 * MS;
+    started_t s = agent_dies(false, 0, stubborn, limit);
     agent_sup_exit_t e;
 
-    wait_death(s.task, t0 + 400 * MS + 300 * MS); /* limit + grace (conf: 300 ms) */
+    while (access(ready, F_OK) != 0 && now() < t0 + limit)
+        usleep(2000);
+    if (access(ready, F_OK) != 0)
+        fail_msg("the task was not ready %.1f s after its start: nothing to check",
+                 (double)limit / 1e9);
+    wait_death(s.task, t0 + limit + 300 * MS); /* limit + grace (conf: 300 ms) */
     exit_record(&e);
     assert_int_equal(e.why, AGENT_SUP_TIMELIMIT);
     assert_true(WIFSIGNALED(e.status) && WTERMSIG(e.status) == SIGKILL);
@@ -342,6 +352,132 @@ static void test_task_dies_with_supervisor(void **st)
     assert_int_equal(t->state, AGENT_TASK_EXITED);
     assert_string_equal(t->reason, "lost");
     agent_exec_free(&x);
+}
+
+/* Lines (task pids) in the marker file each copy of the task appends to. */
+static int marker_lines(const char *path, pid_t *first)
+{
+    FILE *f = fopen(path, "r");
+    int n = 0, pid;
+
+    if (!f)
+        return 0;
+    while (fscanf(f, "%d", &pid) == 1)
+        if (n++ == 0 && first)
+            *first = pid;
+    fclose(f);
+    return n;
+}
+
+/*
+ * The agent that dies between the task's fork and its task record: the
+ * child begins the start (agent_exec_begin spawns the supervisor) and
+ * _exits at once, before it reads the task's pid from the start pipe, the
+ * point at which the agent used to write the record (settle). Whatever
+ * the supervisor does after that, it does with no agent. Its pid back.
+ */
+static pid_t agent_dies_before_record(char *const *argv)
+{
+    int p[2];
+    pid_t kid, sup = 0;
+
+    assert_int_equal(pipe(p), 0);
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        agent_exec_conf_t c = conf(false);
+        agent_exec_t x;
+        agent_task_spec_t s;
+        agent_task_t *t = NULL;
+        arb_err_t err;
+        if (agent_exec_init(&x, &c, &err) < 0)
+            _exit(3);
+        memset(&s, 0, sizeof s);
+        s.job = "79";
+        s.attempt = 1;
+        s.epoch = 1;
+        s.argv = argv;
+        if (agent_exec_begin(&x, &s, now(), &t, &err) < 0)
+            _exit(4);
+        if (write(p[1], &t->sup_pid, sizeof t->sup_pid) != (ssize_t)sizeof t->sup_pid)
+            _exit(5);
+        _exit(0); /* no settle: the agent never saw the task's pid */
+    }
+    close(p[1]);
+    assert_int_equal(read(p[0], &sup, sizeof sup), (ssize_t)sizeof sup);
+    close(p[0]);
+    int status;
+    assert_int_equal(waitpid(kid, &status, 0), kid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    return sup;
+}
+
+/*
+ * Never two copies of one task on a node (docs/agent.md): the agent died
+ * after the supervisor forked the task and before the agent recorded it;
+ * a restarted executor given the same assignment, by its adoption of what
+ * the previous run left (adopt_all) or by a plain start, takes the running
+ * copy over instead of starting another. Each copy appends its pid to a
+ * marker: exactly one line, whichever way the restart goes.
+ */
+static void test_agent_dies_before_record(void **st)
+{
+    char marker[128], script[256];
+    (void)st;
+    snprintf(marker, sizeof marker, "%s/copies", tmpdir);
+    snprintf(script, sizeof script, "echo $$ >> %s; exec sleep 1000", marker);
+    char *argv[] = {"sh", "-c", script, NULL};
+
+    for (int way = 0; way < 2; way++) { /* 0: adopt_all, then the start; 1: the start alone */
+        pid_t sup = agent_dies_before_record(argv), first = 0;
+        int64_t end = now() + 20 * SEC;
+        while (marker_lines(marker, &first) < 1 && now() < end)
+            usleep(5000); /* the orphaned supervisor's task runs */
+        assert_int_equal(marker_lines(marker, &first), 1);
+
+        agent_exec_conf_t c = conf(false);
+        agent_exec_t y;
+        arb_err_t err;
+        agent_task_spec_t s;
+        agent_task_t *t = NULL;
+        int ended = -1;
+        assert_int_equal(agent_exec_init(&y, &c, &err), 0);
+        if (way == 0)
+            assert_int_equal(agent_exec_adopt_all(&y, now(), &ended), 1);
+        memset(&s, 0, sizeof s);
+        s.job = "79";
+        s.attempt = 1;
+        s.epoch = 1;
+        s.argv = argv;
+        int rc = agent_exec_start(&y, &s, now(), &t, &err);
+        if (way == 0) {
+            assert_int_equal(rc, -EEXIST); /* adopted: already running here */
+            t = agent_exec_find(&y, "79", 0);
+        } else {
+            assert_int_equal(rc, 0);
+        }
+        assert_non_null(t);
+        assert_true(t->adopted); /* not a second start */
+        assert_int_equal(t->state, AGENT_TASK_RUNNING);
+        assert_int_equal(t->pid, first);
+        assert_int_equal(t->sup_pid, sup);
+        usleep(200000); /* a second copy, had one started, has appended by now */
+        assert_int_equal(marker_lines(marker, NULL), 1);
+
+        /* Cancelled by the new executor: the copy it adopted ends, and only it. */
+        assert_int_equal(agent_exec_cancel(&y, "79", 0, now()), 0);
+        wait_death(first, 0);
+        end = now() + 20 * SEC;
+        while (t->state != AGENT_TASK_EXITED && now() < end) {
+            agent_exec_poll(&y, now());
+            usleep(5000);
+        }
+        assert_int_equal(t->state, AGENT_TASK_EXITED);
+        wait_death(sup, 0);
+        assert_int_equal(agent_exec_forget(&y, "79", 0), 0);
+        agent_exec_free(&y);
+        unlink(marker);
+    }
 }
 
 /* The executor refuses to run tasks without a supervisor program. */
@@ -446,6 +582,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_adopt_and_move_deadline, setup, teardown),
         cmocka_unit_test_setup_teardown(test_time_limit_without_agent, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_dies_with_supervisor, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_agent_dies_before_record, setup, teardown),
         cmocka_unit_test_setup_teardown(test_needs_supervisor, setup, teardown),
         cmocka_unit_test(test_start_record),
     };
