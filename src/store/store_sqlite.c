@@ -15,6 +15,11 @@
  * beside the database, as before, let a second controller in once it was
  * removed).
  *
+ * Locking: locking_mode=EXCLUSIVE (see open): SQLite locks the file once
+ * for the connection's life and keeps the WAL index in heap memory, so a
+ * transaction costs no shm fcntl locks. Outside readers (the sqlite3 CLI in
+ * tests/cli) open the file only while the controller is stopped.
+ *
  * Rewinds: beside the database, DIR/arbiter.db.marker holds the revision of
  * the last commit, rewritten (in place, no fsync: a few bytes in the page
  * cache) after every commit and fsync'd at close. A database below its
@@ -188,6 +193,15 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
         goto out;
     }
     sqlite3_busy_timeout(q->db, 5000);
+    /* Exclusive locking, set before the first read touches the WAL: the
+     * controller is the database's only user (the lock above), so SQLite
+     * takes its file lock once and keeps it, and keeps the WAL index in its
+     * own memory instead of the shared -shm file: no fcntl shm lock per
+     * read and write transaction. Other processes (the sqlite3 CLI) open
+     * the database only while no controller runs; a killed controller's
+     * WAL is read back by whoever opens the file next. */
+    if ((rc = sq_exec(q, "PRAGMA locking_mode=EXCLUSIVE", err)) < 0)
+        goto out;
     /* The revision and the marker's word before anything is written: a
      * refused rewound store is left exactly as it was found. (A new or
      * emptied database has no meta table yet: revision 0.) */

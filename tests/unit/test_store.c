@@ -220,6 +220,51 @@ static void test_rewound_refused(void **unused)
     store_close(s);
 }
 
+/* Exclusive locking: the WAL index lives in the controller's memory, not
+ * in a shared -shm file (so no shm lock per transaction), and a controller
+ * that dies without closing leaves a WAL that the next open reads back in
+ * full. */
+static void test_exclusive_wal_survives_exit(void **unused)
+{
+    store_t *s;
+    arb_err_t err;
+    char path[300];
+    pid_t kid;
+    int status;
+    char *v;
+
+    (void)unused;
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        store_batch_t b = {0};
+        char shm[300];
+        if (store_open(dir, NULL, &s, &err) < 0)
+            _exit(1);
+        for (int i = 0; i < 5; i++) {
+            char k[32];
+            snprintf(k, sizeof k, "jobs/%d", i);
+            store_batch_putstr(&b, k, "{}");
+            if (store_apply(s, &b, NULL, &err) < 0)
+                _exit(2);
+            store_batch_free(&b);
+        }
+        snprintf(shm, sizeof shm, "%s/arbiter.db-shm", dir);
+        _exit(access(shm, F_OK) == 0 ? 3 : 0); /* no close, as if killed */
+    }
+    assert_int_equal(waitpid(kid, &status, 0), kid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0); /* 3: a -shm file was made */
+    snprintf(path, sizeof path, "%s/arbiter.db-wal", dir);
+    assert_int_equal(access(path, F_OK), 0);
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_revision(s), 5);
+    assert_int_equal(store_get(s, "jobs/4", &v, NULL, NULL, &err), 0);
+    assert_string_equal(v, "{}");
+    free(v);
+    store_close(s);
+}
+
 typedef struct writer {
     store_gc_t *gc;
     int id;
@@ -382,6 +427,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_same_key_twice, setup, teardown),
         cmocka_unit_test_setup_teardown(test_one_controller_per_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewound_refused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_exclusive_wal_survives_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_commit_is_fatal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_hook, setup, teardown),
