@@ -27,7 +27,10 @@
  *  1. Order. Pending jobs are tried in queue order. A job evicted for a
  *     preemptor P, by priority or by quota reclaim, is tried right after
  *     P while P is pending (queue.c), so it is never re-placed into the
- *     room P is waiting for: no preemption livelock.
+ *     room P is waiting for: no preemption livelock. A victim that this
+ *     very cycle placed is put back to pending at once (unplace_fresh: no
+ *     requeue, no attempt, nothing sent), so the cycle ends as if P had
+ *     gone first.
  *  2. No freeze. A job that would not fit even if every node it may use
  *     were idle (or that no node may take at all: a selector nothing
  *     matches, a taint nothing tolerates, more than any node has) holds no
@@ -463,6 +466,55 @@ static int continue_job(cyc_t *c, arb_job_t *j)
     return n;
 }
 
+/* Preemptor j just chose victims; those this very cycle placed (nobody has
+ * seen them: no assignment sent, nothing recorded) are put back into the
+ * queue at once instead of being stopped, the way a trial un-places (state
+ * PENDING directly: to the state layer they never left the queue, so no
+ * requeue, no attempt, no event). They yield to j, as any victim does.
+ * Instant mode: they were already released and marked PREEMPTED. Returns
+ * how many went back; *left: whether j still has victims stopping. */
+static int unplace_fresh(cyc_t *c, arb_job_t *j, bool *left)
+{
+    arb_sched_t *s = c->s;
+    arb_job_t **v = c->target ? c->placed : s->placed;
+    uint32_t n = c->target ? (uint32_t)c->nplaced : s->nplaced, k = 0;
+    int back = 0;
+
+    for (uint32_t i = 0; i < n; i++) {
+        arb_job_t *o = v[i];
+        bool fresh = o != j && o->preempted_by == j->id &&
+                     ((o->evicting && o->state == ARB_JOB_PLACED) ||
+                      (!s->conf.preempt_defer && o->state == ARB_JOB_PREEMPTED));
+        if (!fresh) {
+            v[k++] = o;
+            continue;
+        }
+        if (o->state == ARB_JOB_PLACED) { /* deferred: it still holds its room */
+            sched_queue_charge(s, o, -1);
+            sched_unbind(s, o);
+        }
+        o->state = ARB_JOB_PENDING;
+        o->evicting = false;
+        o->shrink_to = 0;
+        o->yield_to = j->id + 1;
+        if (!c->target) { /* a trial records nothing of the others */
+            o->wait = ARB_WAIT_CLAIMED;
+            o->wait_for = j->id;
+        }
+        back++;
+    }
+    if (c->target)
+        c->nplaced = (int)k;
+    else
+        s->nplaced = k;
+    *left = false;
+    for (uint32_t i = 0; i < s->njobs && !*left; i++) {
+        const arb_job_t *o = s->jobs[i];
+        *left = o != j && o->preempted_by == j->id && (o->evicting || o->shrink_to > 0);
+    }
+    return back;
+}
+
 /* One pending job's turn. Sets j->wait; returns true when it was placed. */
 static bool turn(cyc_t *c, arb_job_t *j)
 {
@@ -525,19 +577,28 @@ static bool turn(cyc_t *c, arb_job_t *j)
     if (s->conf.preemption && !waiting) {
         if (s->conf.preempt_defer) { /* the controller: victims marked, then stopped */
             if (sched_preempt_for(s, j, c->ctx, false, &nv, NULL) == 0) {
-                c->st->preempted += nv;
+                bool left;
+                int back = unplace_fresh(c, j, &left);
+                c->st->preempted += nv - back;
+                c->st->placed -= back;
                 waiting = true;
+                if (back && !left && place(c, j, 0) == 0) { /* as if it had gone first */
+                    c->st->placed++;
+                    return true;
+                }
             }
         } else if (c->target) { /* a trial of the simulator's instant preemption: ask only */
             if (sched_preempt_for(s, j, c->ctx, true, &nv, NULL) == 0)
                 j->wait = ARB_WAIT_VICTIMS;
         } else if (sched_preempt_for(s, j, c->ctx, false, &nv, NULL) == 0) {
+            bool left;
+            int back = unplace_fresh(c, j, &left);
             j->state = ARB_JOB_PLACED;
             j->start_ns = c->ctx->now_ns;
             j->yield_to = 0;
             sched_queue_charge(s, j, +1);
-            c->st->placed++;
-            c->st->preempted += nv;
+            c->st->placed += 1 - back;
+            c->st->preempted += nv - back;
             return true;
         }
     }
@@ -745,7 +806,8 @@ static int run(cyc_t *c)
         /* Placed: the rest of the cycle may still take it back (a reclaim
          * or a preemption by a job behind it), so the trial goes on. */
     }
-    if (c->target && c->out->placed && c->target->evicting) {
+    if (c->target && c->out->placed &&
+        (c->target->evicting || c->target->state == ARB_JOB_PENDING)) { /* taken back */
         c->out->placed = false;
         c->out->wait = ARB_WAIT_TAKEN;
         c->out->wait_for = c->target->preempted_by;

@@ -138,8 +138,9 @@ static ev_count_t *count_of(run_t *r, uint64_t job)
  * its preemptor's current attempt: a preemptor that was placed and then
  * lost its place (its node lost, its quota reclaimed: a job-requeued event
  * of its own) and evicts the same job again makes a new claim, bounded by
- * those faults and by the 6-a-minute rule. A livelock is the same claim
- * evicting the same job again and again. */
+ * those faults and by the 6-a-minute rule. A service's eviction "placing
+ * replica N (job M)" is job M's claim, not the service's. A livelock is
+ * the same claim evicting the same job again and again. */
 static int scan_events(run_t *r, int step)
 {
     static const st_who_t admin = {ST_ROLE_ADMIN, "", "dst", NULL};
@@ -162,7 +163,12 @@ static int scan_events(run_t *r, int step)
             count_of(r, job)->gen++; /* after the eviction it may also be */
         if (!evicted || !job)
             continue;
-        uint64_t pre = by ? strtoull(by + 7, NULL, 10) : 0;
+        /* A service evicts for one of its replicas: the replica is the
+         * claim (its own job, whose attempts move when it loses its place;
+         * the service's never do). */
+        const char *rep = by ? strstr(by, "placing replica ") : NULL;
+        const char *rj = rep ? strstr(rep, "(job ") : NULL;
+        uint64_t pre = rj ? strtoull(rj + 5, NULL, 10) : by ? strtoull(by + 7, NULL, 10) : 0;
         int pre_gen = pre ? count_of(r, pre)->gen : 0;
         ev_count_t *c = count_of(r, job);
         int64_t now = vc_now(r->v);

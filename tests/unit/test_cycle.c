@@ -155,6 +155,43 @@ static void test_1_no_livelock_priority(void **st)
     priority_once(ARB_QP_PRIORITY);
 }
 
+/* A lower-priority job ahead in the order and a higher-priority one behind
+ * it that needs its room, pending in one cycle: the end state is that of
+ * the preemptor going first (it is placed, the other waits), with no
+ * eviction: the job placed a moment ago is put back, never stopped. */
+static void placed_then_evicted_once(arb_queue_policy_t qp, bool defer)
+{
+    fx_t f;
+    arb_cycle_stats_t cs;
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    sched(&f, qp, false, true, defer, 0);
+    arb_job_t *low = job(&f, "low-first", 1, 8, 0, "x", 0);
+    arb_job_t *high = job(&f, "high-behind", 1, 8, 1000, "x", 0);
+    assert_int_equal(arb_sched_cycle(f.s, &f.ctx, &cs), 0);
+    fx_check(&f);
+    assert_true(holds(high));
+    assert_int_equal(low->state, ARB_JOB_PENDING); /* never left the queue */
+    assert_false(low->evicting);
+    assert_int_equal(cs.preempted, 0);
+    assert_int_equal(cs.placed, 1);
+    arb_job_t *const *v;
+    assert_int_equal(arb_sched_placed(f.s, &v), 1);
+    assert_ptr_equal(v[0], high);
+    cycle(&f); /* and it stays so */
+    assert_true(holds(high));
+    assert_int_equal(low->state, ARB_JOB_PENDING);
+    fx_free(&f);
+}
+
+static void test_1_no_placed_then_evicted(void **st)
+{
+    placed_then_evicted_once(ARB_QP_FIFO, true);
+    placed_then_evicted_once(ARB_QP_FIFO, false);
+    placed_then_evicted_once(ARB_QP_DRF, true);
+    placed_then_evicted_once(ARB_QP_DRF, false);
+}
+
 /* ---- 2: no freeze -------------------------------------------------------------------------- */
 
 /* A head no node could ever take (a selector nothing matches, more memory
@@ -608,6 +645,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_1_no_livelock_reclaim),
         cmocka_unit_test(test_1_no_livelock_priority),
+        cmocka_unit_test(test_1_no_placed_then_evicted),
         cmocka_unit_test(test_2_no_freeze),
         cmocka_unit_test(test_3_starving_reserves_its_nodes),
         cmocka_unit_test(test_4_backfill_limits),
