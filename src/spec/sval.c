@@ -837,6 +837,27 @@ static void diag_discard(struct fy_diag *d, void *user, const char *buf, size_t 
     (void)d, (void)user, (void)buf, (void)len;
 }
 
+/*
+ * The diagnostic settings of every document's parser: messages collected
+ * (diag_error words them), nothing printed, no colour. Written out here
+ * rather than taken from fy_diag_cfg_default, which asks isatty(stderr)
+ * (an ioctl) to choose colour on every call: one system call per job
+ * submitted, for output that is discarded. The other values are that
+ * default's, so the collected messages are the same.
+ */
+static const struct fy_diag_cfg diag_cfg = {
+    .fp = NULL,
+    .output_fn = diag_discard,
+    .level = FYET_INFO,
+    .module_mask = (1U << FYEM_MAX) - 1,
+    .colorize = false,
+    .show_type = true,
+    .source_width = 50,
+    .position_width = 10,
+    .type_width = 5,
+    .module_width = 6,
+};
+
 /* The first syntax error libfyaml collected, as our message. */
 static int diag_error(const char *name, sv_doc_t *d, arb_err_t *err)
 {
@@ -898,7 +919,6 @@ static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
 /* Parse buf as exactly one YAML document with a root mapping. */
 int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
 {
-    struct fy_diag_cfg dc;
     struct fy_parse_cfg pc;
     struct fy_document *more;
     struct fy_node *root;
@@ -919,11 +939,7 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
                         name, line, col, (unsigned char)buf[bad],
                         buf[bad] ? "valid UTF-8" : "allowed (NUL)");
     }
-    fy_diag_cfg_default(&dc);
-    dc.fp = NULL;
-    dc.output_fn = diag_discard;
-    dc.colorize = false;
-    d->diag = fy_diag_create(&dc);
+    d->diag = fy_diag_create(&diag_cfg);
     if (!d->diag)
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     fy_diag_set_collect_errors(d->diag, true);
@@ -985,7 +1001,6 @@ out:
 
 int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
 {
-    struct fy_diag_cfg dc;
     struct fy_parse_cfg pc;
     size_t bad;
     int line, col;
@@ -1004,11 +1019,7 @@ int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb
                         name, line, col, (unsigned char)buf[bad],
                         buf[bad] ? "valid UTF-8" : "allowed (NUL)");
     }
-    fy_diag_cfg_default(&dc);
-    dc.fp = NULL;
-    dc.output_fn = diag_discard;
-    dc.colorize = false;
-    d->diag = fy_diag_create(&dc);
+    d->diag = fy_diag_create(&diag_cfg);
     if (!d->diag)
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     fy_diag_set_collect_errors(d->diag, true);
