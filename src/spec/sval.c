@@ -405,19 +405,40 @@ const char *sv_key_text(struct fy_node *k, size_t *len)
     return s && *len && !memchr(s, '\0', *len) ? s : NULL;
 }
 
+/* dst (room for n) = a, then b[0..blen), cut as snprintf would cut it. Made
+ * for every field the readers visit, so without snprintf's format walk. */
+static void path_join(char *dst, size_t n, const char *a, const char *b, size_t blen)
+{
+    size_t alen = strlen(a);
+
+    if (alen > n - 1)
+        alen = n - 1;
+    memmove(dst, a, alen);
+    if (blen > n - 1 - alen)
+        blen = n - 1 - alen;
+    memcpy(dst + alen, b, blen);
+    dst[alen + blen] = '\0';
+}
+
 void sv_pair(sval_t *out, const sval_t *map, struct fy_node_pair *p)
 {
     size_t len = 0;
     const char *k = sv_key_text(fy_node_pair_key(p), &len);
-    const char *dot = map->path[0] ? "." : "";
+    char tail[1 + 96];
+    size_t tn = 0;
 
     out->n = fy_node_pair_value(p);
     out->hint = fy_node_pair_key(p);
-    if (k)
-        sv_strf(out->path, sizeof out->path, "%s%s%.*s", map->path, dot, (int)(len > 96 ? 96 : len),
-                k);
-    else
-        sv_strf(out->path, sizeof out->path, "%s%s?", map->path, dot);
+    if (map->path[0])
+        tail[tn++] = '.';
+    if (k) {
+        size_t kn = len > 96 ? 96 : len;
+        memcpy(tail + tn, k, kn);
+        tn += kn;
+    } else {
+        tail[tn++] = '?';
+    }
+    path_join(out->path, sizeof out->path, map->path, tail, tn);
 }
 
 /* Find key in mapping map->n; false when absent. */
@@ -600,6 +621,13 @@ int sv_check_keys(sx_t *x, const sval_t *map, const char *const *valid)
         char names[320], shown[64];
         sval_t kv;
 
+        if (k) { /* a valid name needs no path: the usual case, made cheap */
+            for (v = valid; *v; v++)
+                if (strncmp(*v, k, len) == 0 && (*v)[len] == '\0')
+                    break;
+            if (*v)
+                continue;
+        }
         sv_pair(&kv, map, p);
         if (!k) {
             struct fy_node *kn = fy_node_pair_key(p);
@@ -611,11 +639,6 @@ int sv_check_keys(sx_t *x, const sval_t *map, const char *const *valid)
                 return sv_fail(x, &kv, -EINVAL, "a key is empty; give every value a field name");
             return sv_fail(x, &kv, -EINVAL, "keys must be plain names, not %s", sv_kind(kn));
         }
-        for (v = valid; *v; v++)
-            if (strlen(*v) == len && memcmp(*v, k, len) == 0)
-                break;
-        if (*v)
-            continue;
         kv.n = fy_node_pair_key(p);
         snprintf(kv.path, sizeof kv.path, "%s", map->path);
         join_names(names, sizeof names, valid);
