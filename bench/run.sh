@@ -19,7 +19,9 @@
 #     20,000 jobs here (BACKLOG_JOBS; the issue's figure is --jobs 100000);
 #  9. the simulator's events mode, overloaded (docs/sim.md): 30,000 Poisson arrivals at
 #     20/s, a priority cycle at every event, through the core's pending-job index
-#     (place_s: CPU seconds, run_s: wall; about 8 s here, 270 s before the index).
+#     (place_s: CPU seconds, run_s: wall; about 8 s here, 270 s before the index);
+# 10. reading one job spec, the body of 7. (arbiter bench spec): ns of CPU per read for
+#     the JSON check, the YAML document and the whole spec reader (issue 20).
 set -eu
 ARB=$1
 D=$(dirname "$0")/../../shared/traces/openb
@@ -33,6 +35,7 @@ $ARB bench agents --nodes 5000 --seconds 30 -o json
 $ARB bench recover --jobs 100000 -o json
 $ARB bench e2e --agents 10 --jobs 1000 -o json
 $ARB bench backlog --jobs "${BACKLOG_JOBS:-20000}" -o json
+$ARB bench spec -o json
 if [ -d "$D" ]; then
     $ARB sim --mode events --nodes "$D/openb_node_list_gpu_node.csv" \
         --pods "$D/openb_pod_list_default.csv" --policy fgd --queue priority \

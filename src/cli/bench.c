@@ -138,6 +138,7 @@ static const struct bench_mode {
     {"backlog", "a controller with a backlog of queued jobs", cli_bench_backlog},
     {"infer", "LLM routing: the balancer's policies against HAProxy", cli_bench_infer},
     {"recover", "a restart over a filled store", cli_bench_recover},
+    {"spec", "the CPU time of reading one job spec (JSON check, document, reader)", cli_bench_spec},
     {NULL, NULL, NULL},
 };
 

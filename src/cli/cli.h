@@ -55,6 +55,7 @@ int cli_bench_agents(int argc, char **argv);  /* `arbiter bench agents` (bench_a
 int cli_bench_e2e(int argc, char **argv);     /* `arbiter bench e2e` (bench_e2e.c) */
 int cli_bench_infer(int argc, char **argv);   /* `arbiter bench infer` (bench_infer.c) */
 int cli_bench_recover(int argc, char **argv); /* `arbiter bench recover` (bench_recover.c) */
+int cli_bench_spec(int argc, char **argv);    /* `arbiter bench spec` (bench_spec.c) */
 int cli_bench_backlog(int argc, char **argv); /* `arbiter bench backlog` (bench_backlog.c) */
 int cli_place(int argc, char **argv);
 int cli_sim(int argc, char **argv);

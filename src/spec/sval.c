@@ -405,19 +405,40 @@ const char *sv_key_text(struct fy_node *k, size_t *len)
     return s && *len && !memchr(s, '\0', *len) ? s : NULL;
 }
 
+/* dst (room for n) = a, then b[0..blen), cut as snprintf would cut it. Made
+ * for every field the readers visit, so without snprintf's format walk. */
+static void path_join(char *dst, size_t n, const char *a, const char *b, size_t blen)
+{
+    size_t alen = strlen(a);
+
+    if (alen > n - 1)
+        alen = n - 1;
+    memmove(dst, a, alen);
+    if (blen > n - 1 - alen)
+        blen = n - 1 - alen;
+    memcpy(dst + alen, b, blen);
+    dst[alen + blen] = '\0';
+}
+
 void sv_pair(sval_t *out, const sval_t *map, struct fy_node_pair *p)
 {
     size_t len = 0;
     const char *k = sv_key_text(fy_node_pair_key(p), &len);
-    const char *dot = map->path[0] ? "." : "";
+    char tail[1 + 96];
+    size_t tn = 0;
 
     out->n = fy_node_pair_value(p);
     out->hint = fy_node_pair_key(p);
-    if (k)
-        sv_strf(out->path, sizeof out->path, "%s%s%.*s", map->path, dot, (int)(len > 96 ? 96 : len),
-                k);
-    else
-        sv_strf(out->path, sizeof out->path, "%s%s?", map->path, dot);
+    if (map->path[0])
+        tail[tn++] = '.';
+    if (k) {
+        size_t kn = len > 96 ? 96 : len;
+        memcpy(tail + tn, k, kn);
+        tn += kn;
+    } else {
+        tail[tn++] = '?';
+    }
+    path_join(out->path, sizeof out->path, map->path, tail, tn);
 }
 
 /* Find key in mapping map->n; false when absent. */
@@ -600,6 +621,13 @@ int sv_check_keys(sx_t *x, const sval_t *map, const char *const *valid)
         char names[320], shown[64];
         sval_t kv;
 
+        if (k) { /* a valid name needs no path: the usual case, made cheap */
+            for (v = valid; *v; v++)
+                if (strncmp(*v, k, len) == 0 && (*v)[len] == '\0')
+                    break;
+            if (*v)
+                continue;
+        }
         sv_pair(&kv, map, p);
         if (!k) {
             struct fy_node *kn = fy_node_pair_key(p);
@@ -611,11 +639,6 @@ int sv_check_keys(sx_t *x, const sval_t *map, const char *const *valid)
                 return sv_fail(x, &kv, -EINVAL, "a key is empty; give every value a field name");
             return sv_fail(x, &kv, -EINVAL, "keys must be plain names, not %s", sv_kind(kn));
         }
-        for (v = valid; *v; v++)
-            if (strlen(*v) == len && memcmp(*v, k, len) == 0)
-                break;
-        if (*v)
-            continue;
         kv.n = fy_node_pair_key(p);
         snprintf(kv.path, sizeof kv.path, "%s", map->path);
         join_names(names, sizeof names, valid);
@@ -837,6 +860,27 @@ static void diag_discard(struct fy_diag *d, void *user, const char *buf, size_t 
     (void)d, (void)user, (void)buf, (void)len;
 }
 
+/*
+ * The diagnostic settings of every document's parser: messages collected
+ * (diag_error words them), nothing printed, no colour. Written out here
+ * rather than taken from fy_diag_cfg_default, which asks isatty(stderr)
+ * (an ioctl) to choose colour on every call: one system call per job
+ * submitted, for output that is discarded. The other values are that
+ * default's, so the collected messages are the same.
+ */
+static const struct fy_diag_cfg diag_cfg = {
+    .fp = NULL,
+    .output_fn = diag_discard,
+    .level = FYET_INFO,
+    .module_mask = (1U << FYEM_MAX) - 1,
+    .colorize = false,
+    .show_type = true,
+    .source_width = 50,
+    .position_width = 10,
+    .type_width = 5,
+    .module_width = 6,
+};
+
 /* The first syntax error libfyaml collected, as our message. */
 static int diag_error(const char *name, sv_doc_t *d, arb_err_t *err)
 {
@@ -898,7 +942,6 @@ static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
 /* Parse buf as exactly one YAML document with a root mapping. */
 int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
 {
-    struct fy_diag_cfg dc;
     struct fy_parse_cfg pc;
     struct fy_document *more;
     struct fy_node *root;
@@ -919,11 +962,7 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
                         name, line, col, (unsigned char)buf[bad],
                         buf[bad] ? "valid UTF-8" : "allowed (NUL)");
     }
-    fy_diag_cfg_default(&dc);
-    dc.fp = NULL;
-    dc.output_fn = diag_discard;
-    dc.colorize = false;
-    d->diag = fy_diag_create(&dc);
+    d->diag = fy_diag_create(&diag_cfg);
     if (!d->diag)
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     fy_diag_set_collect_errors(d->diag, true);
@@ -985,7 +1024,6 @@ out:
 
 int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
 {
-    struct fy_diag_cfg dc;
     struct fy_parse_cfg pc;
     size_t bad;
     int line, col;
@@ -1004,11 +1042,7 @@ int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb
                         name, line, col, (unsigned char)buf[bad],
                         buf[bad] ? "valid UTF-8" : "allowed (NUL)");
     }
-    fy_diag_cfg_default(&dc);
-    dc.fp = NULL;
-    dc.output_fn = diag_discard;
-    dc.colorize = false;
-    d->diag = fy_diag_create(&dc);
+    d->diag = fy_diag_create(&diag_cfg);
     if (!d->diag)
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     fy_diag_set_collect_errors(d->diag, true);

@@ -16,6 +16,15 @@
  * alias and complex keys, nesting, several documents), the same verdict
  * as the library's check over 3,000 random small documents, and a mapping
  * of 100,000 keys with one duplicate at its end found where it is.
+ *
+ * A field's path (sv_pair) is built without snprintf: checked here to be
+ * the bytes snprintf made, cut the same way, for every length of the
+ * mapping's path and of the key up to past the buffer's end.
+ *
+ * No system call per document for diagnostics nobody sees: libfyaml's
+ * default diagnostic settings ask isatty(stderr) on every parse (issue 20:
+ * one ioctl per job submitted). This binary defines isatty, which the
+ * library's calls reach, and counts them over 100 documents, good and bad.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -306,6 +315,84 @@ static void test_many_keys(void **st)
     free(doc);
 }
 
+static void test_pair_paths(void **st)
+{
+    (void)st;
+    for (int kl = 1; kl <= 120; kl += 7) {
+        char doc[256], key[128];
+        memset(key, 'k', (size_t)kl);
+        key[kl] = '\0';
+        snprintf(doc, sizeof doc, "%s: 1\n", key);
+        sv_doc_t d;
+        arb_err_t err = {{0}};
+        assert_int_equal(sv_doc_open("t.yaml", doc, strlen(doc), &d, &err), 0);
+        for (size_t pl = 0; pl < SPEC_PATH; pl++) {
+            sval_t map = {.n = fy_document_root(d.doc)}, out;
+            char want[SPEC_PATH + 128]; /* all of it, then cut where snprintf cuts */
+            memset(map.path, 'p', pl);
+            map.path[pl] = '\0';
+            void *it = NULL;
+            struct fy_node_pair *p = fy_node_mapping_iterate(map.n, &it);
+            assert_non_null(p);
+            sv_pair(&out, &map, p);
+            snprintf(want, sizeof want, "%s%s%.*s", map.path, pl ? "." : "", kl > 96 ? 96 : kl,
+                     key);
+            want[SPEC_PATH - 1] = '\0';
+            assert_string_equal(out.path, want);
+        }
+        sv_doc_close(&d);
+    }
+}
+
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define OWN_ISATTY 0 /* the sanitizer runtimes may define isatty themselves */
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer) ||                         \
+    __has_feature(memory_sanitizer)
+#define OWN_ISATTY 0
+#endif
+#endif
+#ifndef OWN_ISATTY
+#define OWN_ISATTY 1
+#endif
+
+#if OWN_ISATTY
+static int isatty_calls;
+
+int isatty(int fd);
+int isatty(int fd)
+{
+    (void)fd;
+    isatty_calls++;
+    return 0;
+}
+#endif
+
+static void test_no_isatty_per_document(void **st)
+{
+    (void)st;
+#if OWN_ISATTY
+    isatty_calls = 0;
+    for (int i = 0; i < 100; i++) {
+        static const char *const docs[] = {"a: 1\nb: [x, y]\n", "{\"a\": 1, \"b\": {\"c\": 2}}",
+                                           "a: [1\n", "a: 1\na: 2\n"};
+        const char *doc = docs[i % 4];
+        sv_doc_t d;
+        arb_err_t err = {{0}};
+        if (sv_doc_open("t.yaml", doc, strlen(doc), &d, &err) == 0)
+            sv_doc_close(&d);
+        if (sv_docs_open("t.yaml", doc, strlen(doc), &d, &err) == 0) {
+            while (sv_docs_next(&d, "t.yaml", &err) > 0)
+                ;
+            sv_doc_close(&d);
+        }
+    }
+    assert_int_equal(isatty_calls, 0);
+#else
+    skip();
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -315,6 +402,8 @@ int main(void)
         cmocka_unit_test(test_duplicate_keys),
         cmocka_unit_test(test_duplicates_as_the_library),
         cmocka_unit_test(test_many_keys),
+        cmocka_unit_test(test_pair_paths),
+        cmocka_unit_test(test_no_isatty_per_document),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
