@@ -27,6 +27,7 @@
     "usage: arbiter supervise (--start FD | --task-pid PID) --exit FILE [--lease FILE]\n"          \
     "                         [--cgroup-v2 DIR | --cgroup-v1 DIR ...]\n"                           \
     "                         [--time-limit-at NS --grace NS]\n"                                   \
+    "                         [--lock FILE] [--record FILE --record-fields FIELDS]\n"              \
     "       arbiter supervise --zygote FD\n"                                                       \
     "  (started by the agent for each task: docs/agent.md)\n"
 
