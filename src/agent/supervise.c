@@ -161,25 +161,12 @@ const char *agent_sup_why_name(agent_sup_why_t w)
 
 int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e)
 {
-    char tmp[PATH_MAX + 8], buf[256];
-    int fd, n, rc = 0;
+    char buf[256];
 
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    n = snprintf(buf, sizeof buf, "status=%d why=%s ended=%lld killed=%lld deadline=%lld\n",
-                 e->status, agent_sup_why_name(e->why), (long long)e->ended_ns,
-                 (long long)e->killed_ns, (long long)e->deadline_ns);
-    fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd < 0)
-        return -errno;
-    if (write(fd, buf, (size_t)n) != n)
-        rc = errno ? -errno : -EIO;
-    if (close(fd) != 0 && rc == 0)
-        rc = -errno;
-    if (rc == 0 && rename(tmp, path) != 0)
-        rc = -errno;
-    if (rc < 0)
-        unlink(tmp);
-    return rc;
+    snprintf(buf, sizeof buf, "status=%d why=%s ended=%lld killed=%lld deadline=%lld\n", e->status,
+             agent_sup_why_name(e->why), (long long)e->ended_ns, (long long)e->killed_ns,
+             (long long)e->deadline_ns);
+    return agent_sup_write_atomic(path, buf);
 }
 
 int agent_sup_exit_read(const char *path, agent_sup_exit_t *out)
