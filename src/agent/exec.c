@@ -113,23 +113,24 @@ static int mkdir_p(const char *path, mode_t mode)
 static void kill_all(agent_exec_t *x, agent_task_t *t);
 static int settle(agent_exec_t *x, agent_task_t *t, bool block, bool reaped);
 
-static void record_path(const agent_exec_t *x, const char *job, int task, const char *ext,
-                        char *buf, size_t n)
+static void record_path(const agent_exec_t *x, const char *job, int task, char *buf, size_t n)
 {
-    exec_fmt(buf, n, "%s/%s.%d.%s", x->sup_dir, job, task, ext);
+    exec_fmt(buf, n, "%s/%s.%d.task", x->sup_dir, job, task);
 }
 
-/* Is the task's lock (LOG_DIR/.arbiter/JOB.TASK.lock) held by a
- * supervisor? unlink: when it is not, remove it (held here meanwhile, so
- * that no supervisor takes it in between: take_lock checks its inode). */
-static bool lock_held(const agent_exec_t *x, const char *job, int task, bool unlink_free)
+static void spare_path(const agent_exec_t *x, int n, char *buf, size_t len)
 {
-    char path[PATH_MAX];
+    exec_fmt(buf, len, "%s/spare.%d", x->sup_dir, n);
+}
+
+bool exec_record_free(agent_exec_t *x, const char *job, int task, exec_free_t what)
+{
+    char path[PATH_MAX], spare[PATH_MAX];
     int fd;
     bool held = false;
 
-    record_path(x, job, task, "lock", path, sizeof path);
-    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+    record_path(x, job, task, path, sizeof path);
+    if ((fd = open(path, (what == EXEC_PEEK ? O_RDONLY : O_RDWR) | O_CLOEXEC | O_NOFOLLOW)) < 0)
         return false;
     while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         if (errno == EINTR)
@@ -137,20 +138,68 @@ static bool lock_held(const agent_exec_t *x, const char *job, int task, bool unl
         held = errno == EWOULDBLOCK;
         break;
     }
-    if (!held && unlink_free)
-        unlink(path);
+    /* Held here meanwhile: no supervisor takes it in between (take_lock
+     * checks that its path still names the file it locked). */
+    if (!held && what != EXEC_PEEK && ftruncate(fd, 0) != 0)
+        what = EXEC_RECYCLE; /* it cannot be emptied: it goes */
+    if (!held && what == EXEC_RECYCLE) {
+        int n = (int)(x->spare_seq++ & 0x7fffffff);
+        spare_path(x, n, spare, sizeof spare);
+        if (x->nspare < AGENT_EXEC_SPARES && rename(path, spare) == 0)
+            x->spare[x->nspare++] = n;
+        else
+            unlink(path);
+    }
     close(fd);
     return held;
 }
 
-static void remove_records(const agent_exec_t *x, const char *job, int task)
+/* A spare renamed to the task's file before its supervisor starts (none
+ * there yet: renameat2 RENAME_NOREPLACE), so that it creates no file. */
+static void take_spare(agent_exec_t *x, const char *path)
 {
-    char path[PATH_MAX];
+    char spare[PATH_MAX];
 
-    record_path(x, job, task, "task", path, sizeof path);
-    unlink(path);
-    record_path(x, job, task, "exit", path, sizeof path);
-    unlink(path);
+    while (x->nspare > 0) {
+        spare_path(x, x->spare[x->nspare - 1], spare, sizeof spare);
+        int rc = renameat2(AT_FDCWD, spare, AT_FDCWD, path, RENAME_NOREPLACE);
+        if (rc != 0 && errno != ENOENT)
+            return; /* EEXIST: a supervisor's, or one left before; the spare waits */
+        x->nspare--;
+        if (rc == 0)
+            return;
+        /* ENOENT: that spare is gone (removed by hand): the next one */
+    }
+}
+
+/* The spares a previous run left: sup_dir/spare.N. */
+static void find_spares(agent_exec_t *x)
+{
+    DIR *d = opendir(x->sup_dir);
+    struct dirent *e;
+
+    if (!d)
+        return;
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
+    while ((e = readdir(d))) {
+        char *end;
+        long n;
+        if (strncmp(e->d_name, "spare.", 6) != 0)
+            continue;
+        n = strtol(e->d_name + 6, &end, 10);
+        if (*end || n < 0 || n > 0x7fffffff)
+            continue;
+        if (x->nspare < AGENT_EXEC_SPARES) {
+            x->spare[x->nspare++] = (int)n;
+            if ((unsigned)n >= x->spare_seq)
+                x->spare_seq = (unsigned)n + 1;
+        } else {
+            char path[PATH_MAX];
+            spare_path(x, (int)n, path, sizeof path);
+            unlink(path);
+        }
+    }
+    closedir(d);
 }
 
 /* ---- setup ---------------------------------------------------------------------- */
@@ -236,6 +285,7 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
     }
     if (mkdir(x->sup_dir, 0700) != 0 && errno != EEXIST)
         return arb_errf(err, -errno, "executor: cannot create %s: %s", x->sup_dir, strerror(errno));
+    find_spares(x);
     if (conf->leased) {
         char lp[PATH_MAX];
         exec_fmt(lp, sizeof lp, "%s/lease", x->sup_dir);
@@ -310,8 +360,8 @@ int agent_exec_forget(agent_exec_t *x, const char *job, int task)
         if (t->state != AGENT_TASK_EXITED)
             return -EBUSY;
         agent_cg_task_remove(&t->cg);
-        if (t->sup_pid > 0 && !lock_held(x, t->job, t->task, true))
-            remove_records(x, t->job, t->task); /* (held: another supervisor's records) */
+        if (t->sup_pid > 0) /* (held: another supervisor's file, left alone) */
+            exec_record_free(x, t->job, t->task, EXEC_RECYCLE);
         free(t);
         memmove(&x->tasks[i], &x->tasks[i + 1], sizeof x->tasks[0] * (size_t)(x->ntasks - i - 1));
         x->ntasks--;
@@ -763,8 +813,8 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
                      agent_task_t **out, arb_err_t *err)
 {
     char cg_name[AGENT_JOB_MAX + 16], jobdir[PATH_MAX], path[PATH_MAX];
-    char exit_path[PATH_MAX], lease_path[PATH_MAX], startbuf[8], limbuf[24], gracebuf[24];
-    char *sargv[28], lock_path[PATH_MAX], rec_path[PATH_MAX], fields[AGENT_JOB_MAX + 96];
+    char lease_path[PATH_MAX], startbuf[8], limbuf[24], gracebuf[24];
+    char *sargv[28], rec_path[PATH_MAX], fields[AGENT_JOB_MAX + 96];
     const char *cwd;
     envv_t env = {0};
     agent_task_t *t = NULL, *old;
@@ -786,7 +836,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     /* A supervisor holds the task's lock: it runs already (a previous run
      * of this agent started it and died before it knew): taken over, never
      * started twice. */
-    if (lock_held(x, s->job, s->task, false)) {
+    if (exec_record_free(x, s->job, s->task, EXEC_PEEK)) {
         if (old)
             agent_exec_forget(x, s->job, s->task);
         return exec_adopt_running(x, s->job, s->task, now_ns, out, err);
@@ -847,28 +897,25 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     if (old) /* the EXITED run before this one: its records go before the new ones */
         agent_exec_forget(x, s->job, s->task);
     old = NULL;
+    /* The task's one file: a spare renamed into place when there is one
+     * (the supervisor empties it, or creates it when there is none). */
+    record_path(x, s->job, s->task, rec_path, sizeof rec_path);
+    take_spare(x, rec_path);
     /* The supervisor's command line: it forks the task from the start
      * record on its fd SUP_FD_START (spawn_supervisor). */
-    exec_fmt(exit_path, sizeof exit_path, "%s/%s.%d.exit", x->sup_dir, s->job, s->task);
     exec_fmt(lease_path, sizeof lease_path, "%s/lease", x->sup_dir);
     snprintf(startbuf, sizeof startbuf, "%d", SUP_FD_START);
-    unlink(exit_path);
     {
         int k = 0;
         sargv[k++] = "arbiter"; /* as ps shows it; the program is conf.supervisor */
         sargv[k++] = "supervise";
         sargv[k++] = "--start";
         sargv[k++] = startbuf;
-        sargv[k++] = "--exit";
-        sargv[k++] = exit_path;
-        /* It takes the lock, and writes the task record before the exec. */
-        record_path(x, s->job, s->task, "lock", lock_path, sizeof lock_path);
-        record_path(x, s->job, s->task, "task", rec_path, sizeof rec_path);
+        /* It locks the task's file, and appends the task record to it
+         * before the exec, the exit record at the end. */
         snprintf(fields, sizeof fields, "%s %d %llu %llu %lld %u", s->job, s->task,
                  (unsigned long long)s->attempt, (unsigned long long)s->epoch,
                  (long long)(t->grace_ns >= 0 ? t->grace_ns / 1000000 : -1), s->generation);
-        sargv[k++] = "--lock";
-        sargv[k++] = lock_path;
         sargv[k++] = "--record";
         sargv[k++] = rec_path;
         sargv[k++] = "--record-fields";
@@ -944,7 +991,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
         agent_cg_task_kill(&x->cg, &t->cg);
         while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
             ;
-        unlink(exit_path);
+        exec_record_free(x, s->job, s->task, EXEC_RESET);
         t->start_fd = -1;
         arb_errf(err, rc, "out of memory");
         goto fail;
@@ -979,7 +1026,6 @@ fail:
  * of its cgroups goes, and so do its records. */
 static void start_failed(agent_exec_t *x, agent_task_t *t, bool reaped)
 {
-    char path[PATH_MAX];
     int step = t->start_errno > 0 && t->start_step >= 0 && t->start_step < AGENT_SUP_STEP_N
                    ? t->start_step
                    : AGENT_SUP_STEP_SUPERVISOR;
@@ -991,9 +1037,7 @@ static void start_failed(agent_exec_t *x, agent_task_t *t, bool reaped)
     if (step != AGENT_SUP_STEP_LOCK) { /* else they are the running copy's */
         agent_cg_task_kill(&x->cg, &t->cg);
         agent_cg_task_remove(&t->cg);
-        remove_records(x, t->job, t->task);
-        record_path(x, t->job, t->task, "exit", path, sizeof path);
-        unlink(path);
+        exec_record_free(x, t->job, t->task, EXEC_RESET);
     }
     snprintf(t->start_err + used, sizeof t->start_err - used, " (%s%s%s): %s", step_name[step],
              step == AGENT_SUP_STEP_USER || step == AGENT_SUP_STEP_CHDIR ? " to " : "",
@@ -1219,11 +1263,12 @@ bool exec_adopted_alive(const agent_task_t *t)
  * died without writing one (killed itself), and the task with it. */
 void exec_sup_done(agent_exec_t *x, agent_task_t *t, int64_t now)
 {
-    char path[PATH_MAX];
+    char path[PATH_MAX], line[512];
     agent_sup_exit_t e;
+    bool have = false;
 
-    record_path(x, t->job, t->task, "exit", path, sizeof path);
-    if (agent_sup_exit_read(path, &e) < 0) {
+    record_path(x, t->job, t->task, path, sizeof path);
+    if (agent_sup_file_read(path, line, sizeof line, &e, &have) < 0 || !have) {
         finish(x, t, 0, false, now);
         return;
     }

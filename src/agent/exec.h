@@ -186,6 +186,8 @@ typedef struct agent_exec_conf {
     bool no_zygote;          /* posix_spawn every supervisor, no zygote (zygote.h) */
 } agent_exec_conf_t;
 
+#define AGENT_EXEC_SPARES 256 /* spare task files kept; more are removed */
+
 typedef struct agent_exec {
     agent_exec_conf_t conf; /* strings borrowed: they outlive the executor */
     bool drop;              /* switch user in the child */
@@ -198,7 +200,11 @@ typedef struct agent_exec {
     int ntasks, cap;
     agent_task_t **tasks;   /* owned */
     char warning[640];      /* cgroup and user notes to log at start; "" none */
-    char sup_dir[PATH_MAX]; /* LOG_DIR/.arbiter: the lease file, task and exit records */
+    char sup_dir[PATH_MAX]; /* LOG_DIR/.arbiter: the lease file, each task's file, spares */
+    /* Spare task files (sup_dir/spare.N, empty): a finished task's file
+     * renamed, for the next task to take by rename (supervise.h). */
+    int spare[AGENT_EXEC_SPARES], nspare;
+    unsigned spare_seq; /* the next spare's N */
     agent_leasefile_t lease;
     agent_zygote_t zyg; /* forks the supervisors (zygote.h); started at the first task */
     int zyg_deaths;     /* how often it died: at AGENT_EXEC_ZYGOTE_DEATHS, no more of it */

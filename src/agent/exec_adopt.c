@@ -93,19 +93,17 @@ int agent_task_record_parse(const char *line, agent_task_record_t *r, pid_t *sup
     return 0;
 }
 
-/* A task record file (write_task_record) read; false when it is not one. */
+/* A task's file (supervise.h) read: its last complete task record; false
+ * when it has none (yet). */
 static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *sup,
                               uint64_t *sup_ticks)
 {
     char line[512];
-    FILE *f = fopen(path, "re");
-    bool ok;
+    agent_sup_exit_t ex;
+    bool have_exit;
 
-    if (!f)
-        return false;
-    ok = fgets(line, sizeof line, f) && agent_task_record_parse(line, r, sup, sup_ticks) == 0;
-    fclose(f);
-    return ok;
+    return agent_sup_file_read(path, line, sizeof line, &ex, &have_exit) == 0 &&
+           agent_task_record_parse(line, r, sup, sup_ticks) == 0;
 }
 
 /* A table entry (added; RUNNING, adopted) for a task record's task. NULL
@@ -164,7 +162,7 @@ int exec_adopt_running(agent_exec_t *x, const char *job, int task, int64_t now_n
     for (int i = 0; !parse_task_record(path, &r, &sup, &sup_ticks); i++) {
         if (i == 500)
             return arb_errf(err, -EBUSY,
-                            "job %s task %d: a supervisor holds its lock (%s/%s.%d.lock) but "
+                            "job %s task %d: a supervisor holds its lock (%s/%s.%d.task) but "
                             "wrote no task record in 5 s; it is starting or stuck: retry, or "
                             "kill that supervisor",
                             job, task, x->sup_dir, job, task);
@@ -202,7 +200,17 @@ int agent_exec_adopt_all(agent_exec_t *x, int64_t now_ns, int *ended)
             continue;
         exec_fmt(path, sizeof path, "%s/%s", x->sup_dir, e->d_name);
         if (!parse_task_record(path, &r, &sup, &sup_ticks)) {
-            unlink(path); /* not ours, or half of one: nothing can be done with it */
+            /* No record: a supervisor still starting (it holds the lock: a
+             * start of that task adopts it, exec_adopt_running), or an
+             * emptied file, which becomes a spare. */
+            char job[AGENT_JOB_MAX + 8], *dot, *end;
+            exec_fmt(job, sizeof job, "%.*s", (int)(n - 5), e->d_name); /* JOB.TASK */
+            if ((dot = strrchr(job, '.'))) {
+                long tnum = strtol(dot + 1, &end, 10);
+                *dot = '\0';
+                if (!*end && end > dot + 1 && tnum >= 0 && agent_job_id_ok(job))
+                    exec_record_free(x, job, (int)tnum, EXEC_RECYCLE);
+            }
             continue;
         }
         if (!(t = adopt_record(x, &r, sup, sup_ticks, now_ns)))

@@ -24,6 +24,13 @@ bool exec_adopted_alive(const agent_task_t *t);
 /* t's supervisor is gone: how the task ended is what its exit record says. */
 void exec_sup_done(agent_exec_t *x, agent_task_t *t, int64_t now);
 
+/* A task's file (LOG_DIR/.arbiter/JOB.TASK.task) when no supervisor holds
+ * its lock: PEEK leaves it; RESET empties it; RECYCLE empties it and
+ * renames it to a spare (or removes it when there are enough). true when
+ * a supervisor holds it (then it is left alone). */
+typedef enum { EXEC_PEEK, EXEC_RESET, EXEC_RECYCLE } exec_free_t;
+bool exec_record_free(agent_exec_t *x, const char *job, int task, exec_free_t what);
+
 /* The task's lock is held: its supervisor runs it already. Take it over
  * from the task record that supervisor wrote (waited for a little: it is
  * written between the fork and the exec): *out RUNNING and adopted, or

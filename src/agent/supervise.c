@@ -159,13 +159,18 @@ const char *agent_sup_why_name(agent_sup_why_t w)
     return (unsigned)w < 4 ? why_names[w] : "?";
 }
 
+int agent_sup_exit_format(const agent_sup_exit_t *e, char *buf, size_t n)
+{
+    return snprintf(buf, n, "status=%d why=%s ended=%lld killed=%lld deadline=%lld\n", e->status,
+                    agent_sup_why_name(e->why), (long long)e->ended_ns, (long long)e->killed_ns,
+                    (long long)e->deadline_ns);
+}
+
 int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e)
 {
     char buf[256];
 
-    snprintf(buf, sizeof buf, "status=%d why=%s ended=%lld killed=%lld deadline=%lld\n", e->status,
-             agent_sup_why_name(e->why), (long long)e->ended_ns, (long long)e->killed_ns,
-             (long long)e->deadline_ns);
+    agent_sup_exit_format(e, buf, sizeof buf);
     return agent_sup_write_atomic(path, buf);
 }
 
@@ -206,6 +211,50 @@ int agent_sup_exit_parse(const char *buf, agent_sup_exit_t *out)
     return 0;
 }
 
+/* ---- the task's file ------------------------------------------------------------------ */
+
+int agent_sup_file_read(const char *path, char *task_line, size_t n, agent_sup_exit_t *ex,
+                        bool *have_exit)
+{
+    char buf[AGENT_SUP_FILE_MAX + 1];
+    ssize_t got;
+    size_t len = 0;
+    int fd;
+
+    task_line[0] = '\0';
+    *have_exit = false;
+    if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
+        return -errno;
+    while (len < sizeof buf - 1 && (got = read(fd, buf + len, sizeof buf - 1 - len)) != 0) {
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got < 0) {
+            int e = errno;
+            close(fd);
+            return -e;
+        }
+        len += (size_t)got;
+    }
+    close(fd);
+    buf[len] = '\0';
+    /* Complete lines only: a tail with no newline is a write cut short. */
+    for (char *l = buf, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
+        size_t ll = (size_t)(nl - l);
+        *nl = '\0';
+        if (!strncmp(l, AGENT_SUP_EXIT_TAG, sizeof AGENT_SUP_EXIT_TAG - 1)) {
+            agent_sup_exit_t e;
+            if (agent_sup_exit_parse(l + sizeof AGENT_SUP_EXIT_TAG - 1, &e) == 0) {
+                *ex = e;
+                *have_exit = true;
+            }
+        } else if (ll > 0 && ll < n) {
+            memcpy(task_line, l, ll + 1);
+            *have_exit = false; /* an exit belongs to the task line before it */
+        }
+    }
+    return 0;
+}
+
 /* ---- arguments -------------------------------------------------------------------------- */
 
 static int parse_i64(const char *s, int64_t *out)
@@ -239,8 +288,6 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
             a->lease = v;
         } else if (!strcmp(o, "--exit")) {
             a->exit_path = v;
-        } else if (!strcmp(o, "--lock")) {
-            a->lock = v;
         } else if (!strcmp(o, "--record")) {
             a->record = v;
         } else if (!strcmp(o, "--record-fields")) {
@@ -270,14 +317,18 @@ int agent_sup_parse(int argc, char **argv, agent_sup_args_t *a, arb_err_t *err)
             return arb_errf(err, -EINVAL, "unknown option '%s'", o);
         }
     }
-    if ((!a->task && !a->start_fd) || !a->exit_path)
-        return arb_errf(err, -EINVAL, "--exit and one of --task-pid or --start are required");
+    if (!a->task && !a->start_fd)
+        return arb_errf(err, -EINVAL, "one of --task-pid or --start is required");
+    if (!a->exit_path == !a->record)
+        return arb_errf(err, -EINVAL,
+                        "give one of --exit FILE (the exit record alone) or --record FILE (the "
+                        "task's lock and both its records)");
     if (a->task && a->start_fd)
         return arb_errf(err, -EINVAL, "--task-pid and --start: give one (--start forks the task)");
     if (!a->record != !a->record_fields)
         return arb_errf(err, -EINVAL, "--record and --record-fields go together");
-    if ((a->record || a->lock) && !a->start_fd)
-        return arb_errf(err, -EINVAL, "--record and --lock need --start (the task forked here)");
+    if (a->record && !a->start_fd)
+        return arb_errf(err, -EINVAL, "--record needs --start (the task forked here)");
     return 0;
 }
 
@@ -340,14 +391,16 @@ static void kill_task(const agent_sup_args_t *a)
     kill_task_cgroup(a);
 }
 
-/* The task's lock (--lock), taken before its fork and held until this
- * process exits: its fd (close-on-exec: the task never holds it), -EBUSY
- * when another supervisor holds it (the task runs already), else -errno. */
+/* The task's file (--record), locked before the task's fork and held
+ * until this process exits: its fd (append-only, close-on-exec: the task
+ * never holds it), emptied (a file the agent reuses, or an earlier run's),
+ * -EBUSY when another supervisor holds it (the task runs already), else
+ * -errno. */
 static int take_lock(const char *path)
 {
     for (int tries = 0; tries < 100; tries++) {
         struct stat a, b;
-        int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+        int fd = open(path, O_RDWR | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0)
             return -errno;
         while (flock(fd, LOCK_EX | LOCK_NB) != 0) {
@@ -357,19 +410,36 @@ static int take_lock(const char *path)
             close(fd);
             return e == EWOULDBLOCK ? -EBUSY : -e;
         }
-        /* Still the file at path (the agent unlinks a lock it holds when it
-         * forgets a task): else a newer one may be held by another. */
+        /* Still the file at path (the agent moves a file it holds away when
+         * it forgets a task): else a newer one may be held by another. */
         if (fstat(fd, &a) == 0 && stat(path, &b) == 0 && a.st_dev == b.st_dev &&
-            a.st_ino == b.st_ino)
-            return fd;
+            a.st_ino == b.st_ino) {
+            if (a.st_size == 0 || ftruncate(fd, 0) == 0)
+                return fd;
+            int e = errno;
+            close(fd);
+            return -e;
+        }
         close(fd);
     }
     return -EAGAIN;
 }
 
+/* One record, one write, appended to the task's file: whole, or (a write
+ * cut short) a tail without its newline, which readers pass over. */
+static int append_line(int fd, const char *line)
+{
+    size_t len = strlen(line);
+    ssize_t w;
+
+    while ((w = write(fd, line, len)) < 0 && errno == EINTR)
+        ;
+    return w == (ssize_t)len ? 0 : w < 0 ? -errno : -EIO;
+}
+
 /* The task record (--record): agent_task_record_parse's line, with this
- * process and the task as they are now. */
-static int write_record(const agent_sup_args_t *a, pid_t task)
+ * process and the task as they are now, appended to the task's file. */
+static int write_record(const agent_sup_args_t *a, int fd, pid_t task)
 {
     char job[130], line[512];
     int tnum;
@@ -386,12 +456,12 @@ static int write_record(const agent_sup_args_t *a, pid_t task)
     snprintf(line, sizeof line, "%s %d %llu %llu %d %llu %d %llu %lld %u\n", job, tnum, att, ep,
              (int)getpid(), (unsigned long long)sticks, (int)task, (unsigned long long)tticks,
              grace, gen);
-    return agent_sup_write_atomic(a->record, line);
+    return append_line(fd, line);
 }
 
 /*
- * --start: read the record, take the task's lock, fork the task from this
- * process (the agent's memory is never copied for it), write its task
+ * --start: read the record, lock the task's file, fork the task from this
+ * process (the agent's memory is never copied for it), append its task
  * record, and only then let it exec. Its pid, or -1 (said on the start
  * pipe when the record named one). *lock_fd: the lock's fd, or -1.
  */
@@ -413,7 +483,7 @@ static pid_t start_task(const agent_sup_args_t *a, int *lock_fd)
         free(buf);
         return -1;
     }
-    if (a->lock && (*lock_fd = take_lock(a->lock)) < 0) {
+    if (a->record && (*lock_fd = take_lock(a->record)) < 0) {
         agent_sup_report(st.report_fd, AGENT_SUP_MSG_FAIL, AGENT_SUP_STEP_LOCK, -*lock_fd);
         *lock_fd = -1;
         goto out;
@@ -426,7 +496,7 @@ static pid_t start_task(const agent_sup_args_t *a, int *lock_fd)
     if (pid > 0 && a->record) {
         close(go[0]);
         go[0] = -1;
-        if ((rc = write_record(a, pid)) < 0) {
+        if ((rc = write_record(a, *lock_fd, pid)) < 0) {
             /* Not recorded: it may not run (it _exits at the pipe's end). */
             agent_sup_report(st.report_fd, AGENT_SUP_MSG_FAIL, AGENT_SUP_STEP_RECORD, -rc);
         } else if (write(go[1], "g", 1) != 1) {
@@ -508,7 +578,14 @@ int agent_sup_run(const agent_sup_args_t *args)
             for (int i = 0; i < 100 && waitpid(-1, NULL, WNOHANG) >= 0; i++)
                 nanosleep(&(struct timespec){0, 10000000}, NULL);
             ex.ended_ns = now;
-            agent_sup_exit_write(a->exit_path, &ex);
+            if (lock_fd >= 0) { /* after the task record, in the same file */
+                char line[300] = AGENT_SUP_EXIT_TAG;
+                size_t tag = strlen(line);
+                agent_sup_exit_format(&ex, line + tag, sizeof line - tag);
+                append_line(lock_fd, line);
+            } else {
+                agent_sup_exit_write(a->exit_path, &ex);
+            }
             break;
         }
         int64_t dl = !a->lease ? INT64_MAX : have_lease ? agent_leasefile_get(&lf) : 0;

@@ -34,26 +34,40 @@
  *  - the task's own time limit (optional): SIGTERM to the group at the
  *    limit, SIGKILL to the group and cgroups a grace later.
  *
- * One copy of a task per node, whatever moment the agent dies at: the
- * supervisor takes the task's lock (LOG_DIR/.arbiter/JOB.TASK.lock, flock
- * LOCK_EX, held for its life; held by another supervisor: it starts
- * nothing) before it forks the task, and writes the task record
- * (JOB.TASK.task) itself (renamed into place) between the fork and the exec; the task
- * execs only on the supervisor's word (one byte on a pipe), sent once the
- * record is in place. A task that runs has a record; a start that finds the
- * lock held adopts the running copy (exec.c) instead of starting another.
+ * One copy of a task per node, whatever moment the agent dies at: each
+ * task has ONE file, LOG_DIR/.arbiter/JOB.TASK.task, that is both its lock
+ * and its records. The supervisor opens it (O_APPEND), takes flock
+ * LOCK_EX on it for its life (held by another supervisor: it starts
+ * nothing), empties it, forks the task, and appends the task record (one
+ * line, one write) between the fork and the exec; the task execs only on
+ * the supervisor's word (one byte on a pipe), sent once the record is
+ * written. A task that runs has a record; a start that finds the lock held
+ * adopts the running copy (exec.c) instead of starting another.
  *
  *   task: FORKED --record in place: byte--> EXEC'D (runs)
  *            \--no byte (record failed, supervisor died)--> _exit 127 (never ran)
  *
  * When the task ends (by itself, killed by the agent, or by a deadline),
  * the supervisor kills what is left of its group and cgroups, reaps it,
- * writes its exit record (LOG_DIR/.arbiter/JOB.TASK.exit: the wait status
- * and why it ended) and exits. The agent reads the record when it reaps
- * the supervisor, or, after a restart, when the supervisor it adopted from
- * its task record (JOB.TASK.task, written by the supervisor at the start) is
- * gone; so a restarted agent knows how every task of its previous run
- * ended, exit code included, and which its supervisors fenced.
+ * appends its exit record (a line "exit status=... why=..." after the
+ * task record: the wait status and why it ended) and exits. Every record
+ * is a complete line written by one write(2); a reader
+ * (agent_sup_file_read) takes the last complete task line and the exit
+ * line after it, and passes over a tail without its newline (a write cut
+ * short), so a crash in a write leaves the state before it readable and no
+ * record is ever read half-written. The agent reads the exit record when
+ * it reaps the supervisor, or, after a restart, when the supervisor it
+ * adopted from the task record is gone; so a restarted agent knows how
+ * every task of its previous run ended, exit code included, and which its
+ * supervisors fenced.
+ *
+ * No file is created or removed per task in the steady state: the agent
+ * holds the lock of a finished task's file while it empties it and renames
+ * it to a spare (LOG_DIR/.arbiter/spare.N) once it forgets the task, and
+ * renames a spare to the next task's name before its supervisor starts
+ * (exec.c). Creating and freeing inodes is what a task's files cost most on
+ * ext4 (without a journal a new inode scans the recently freed ones); a
+ * rename allocates and frees none.
  *
  * Supervisor lifecycle (agent_sup_run):
  *
@@ -66,7 +80,7 @@
  * Invariants: (1) from the moment the published lease deadline has passed,
  * the supervisor sends SIGKILL to the task's group and cgroups at least
  * every 200 ms until the task leader is reaped; (2) the exit record is
- * written (rename: whole or not at all) before the supervisor exits, and
+ * written (a complete line, or one no reader takes) before the supervisor exits, and
  * after the task's group and cgroups were killed; (3) nothing in the
  * supervisor waits on the agent: it never reads from or writes to it.
  */
@@ -126,11 +140,25 @@ typedef struct agent_sup_exit {
 } agent_sup_exit_t;
 
 const char *agent_sup_why_name(agent_sup_why_t w);
+/* The record's text, a line ending in a newline, in buf: snprintf's count. */
+int agent_sup_exit_format(const agent_sup_exit_t *e, char *buf, size_t n);
 /* 0, -ENOENT (none yet), -EINVAL (damaged). */
 int agent_sup_exit_read(const char *path, agent_sup_exit_t *out);
 /* The record's text (NUL-terminated): 0 or -EINVAL. */
 int agent_sup_exit_parse(const char *text, agent_sup_exit_t *out);
 int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e);
+
+/* ---- the task's file (--record) ------------------------------------------------------ */
+
+#define AGENT_SUP_EXIT_TAG "exit " /* an exit record's line starts so */
+#define AGENT_SUP_FILE_MAX 4096    /* what a reader reads of a task's file */
+
+/* Read a task's file: the last complete task line (its newline cut; "" when
+ * none) into task_line (n bytes), and the exit record that follows it
+ * (*have_exit). A tail without a newline is passed over. 0 or -errno
+ * (-ENOENT: no file). */
+int agent_sup_file_read(const char *path, char *task_line, size_t n, agent_sup_exit_t *ex,
+                        bool *have_exit);
 
 /* ---- the supervisor process ------------------------------------------------------- */
 
@@ -204,22 +232,21 @@ void agent_sup_spawnattr(posix_spawnattr_t *at);
 /* ---- the supervisor process ------------------------------------------------------- */
 
 typedef struct agent_sup_args {
-    pid_t task;        /* its child, the task leader (process group id); 0 with start_fd */
-    int start_fd;      /* --start FD: the start record; the supervisor forks the task; 0 none */
-    const char *lease; /* the lease file; NULL: no lease (the executor used alone) */
-    const char *exit_path;
+    pid_t task;            /* its child, the task leader (process group id); 0 with start_fd */
+    int start_fd;          /* --start FD: the start record; the supervisor forks the task; 0 none */
+    const char *lease;     /* the lease file; NULL: no lease (the executor used alone) */
+    const char *exit_path; /* --exit FILE: the exit record alone (without --record) */
     agent_cg_mode_t cg_mode;
     int ncg;
     const char *cg[2];      /* the task's cgroup directories */
     int64_t limit_at_ns;    /* the time limit (CLOCK_MONOTONIC); 0 none */
     int64_t limit_grace_ns; /* SIGTERM -> SIGKILL at the time limit */
-    /* --lock FILE: held (flock LOCK_EX) for the supervisor's life, taken
-     * before the task is forked; held by another: the task runs already,
-     * and this supervisor starts nothing (STEP_LOCK, EBUSY). */
-    const char *lock;
     /* --record FILE --record-fields "JOB TASK ATTEMPT EPOCH GRACE_MS GEN":
-     * the task record (agent_task_record_parse's line), written (renamed into place) by
-     * the supervisor after the fork and before the task may exec. */
+     * the task's file: held (flock LOCK_EX) for the supervisor's life, taken
+     * before the task is forked (held by another: the task runs already,
+     * and this supervisor starts nothing: STEP_LOCK, EBUSY); the task
+     * record (agent_task_record_parse's line) appended to it after the fork
+     * and before the task may exec, the exit record at the end. */
     const char *record, *record_fields;
 } agent_sup_args_t;
 

@@ -5,7 +5,7 @@
  * that program is not there) with a start record on fd FD; it forks the
  * task from it (--start), or supervises a task already forked (--task-pid).
  *
- *   arbiter supervise (--start FD | --task-pid PID) --exit FILE [--lease FILE]
+ *   arbiter supervise (--start FD | --task-pid PID) (--exit FILE | --record FILE ...)
  *                     [--cgroup-v2 DIR | --cgroup-v1 DIR ...]
  *                     [--time-limit-at NS --grace NS]
  *   arbiter supervise --zygote FD   (one per agent: forks the supervisors,
@@ -24,10 +24,12 @@
 #include "cli/cli.h"
 
 #define SUPERVISE_USAGE                                                                            \
-    "usage: arbiter supervise (--start FD | --task-pid PID) --exit FILE [--lease FILE]\n"          \
-    "                         [--cgroup-v2 DIR | --cgroup-v1 DIR ...]\n"                           \
+    "usage: arbiter supervise (--start FD | --task-pid PID)\n"                                     \
+    "                         (--exit FILE | --record FILE --record-fields FIELDS)\n"              \
+    "                         [--lease FILE] [--cgroup-v2 DIR | --cgroup-v1 DIR ...]\n"            \
     "                         [--time-limit-at NS --grace NS]\n"                                   \
-    "                         [--lock FILE] [--record FILE --record-fields FIELDS]\n"              \
+    "  --exit: the exit record alone; --record (with --start): the task's one file, its lock\n"    \
+    "  (flock, held for the supervisor's life) with its task and exit records appended\n"          \
     "       arbiter supervise --zygote FD\n"                                                       \
     "  (started by the agent for each task: docs/agent.md)\n"
 

@@ -41,7 +41,7 @@ round() {
     cl_wait "the job on node $other" 30 test -s "$T/$tag.start.$other"
     started_at=$(cat "$T/$tag.start.$other")
     cl_check_one_copy 2 "$tag"
-    exitrec=$(cat "$T/logs/$cut/.arbiter/$job.0.exit" 2>/dev/null || true)
+    exitrec=$(cat "$T/logs/$cut/.arbiter/$job.0.task" 2>/dev/null || true)
     case $exitrec in *why=lease*) ;; *) cl_fail "$cut: the exit record says '$exitrec', not why=lease" ;; esac
     echo "$NAME: $tag: agent killed at 0 ms; second copy started at" \
         "$(((started_at - killed_at) / 1000000)) ms; the first was killed by its supervisor"

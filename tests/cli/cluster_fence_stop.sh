@@ -48,7 +48,7 @@ done
 dead_at=$(date +%s%N)
 grep -q '^State:[[:space:]]*T' "/proc/$APID/status" ||
     cl_fail "the agent is not stopped: the kill must have come from elsewhere"
-exitrec=$(cat "$T"/logs/cut/.arbiter/"$job".0.exit 2>/dev/null || true)
+exitrec=$(cat "$T"/logs/cut/.arbiter/"$job".0.task 2>/dev/null || true)
 case $exitrec in *why=lease*) ;; *) cl_fail "the supervisor's exit record says '$exitrec', not why=lease" ;; esac
 
 # the next attempt, on other; at its start no copy of the first was alive

@@ -678,6 +678,67 @@ static void test_adopt_and_state_file(void **st)
     assert_non_null(strstr(err.msg, ":1: not a task record"));
 }
 
+static ino_t inode_of(const char *name)
+{
+    char path[256];
+    struct stat sb;
+
+    snprintf(path, sizeof path, "%s/logs/.arbiter/%s", tmpdir, name);
+    return stat(path, &sb) == 0 ? sb.st_ino : 0;
+}
+
+/* A task's one file (lock and records, supervise.h) is not created or
+ * removed per task: a finished task's file, forgotten, becomes a spare, and
+ * the next task's supervisor gets it by rename (the same inode), in this
+ * executor and in one started after it; its records are the new task's.
+ * A file that was created and removed per task again would fail the inode
+ * checks. A file with no record left unheld becomes a spare at adoption. */
+static void test_task_file_reused(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *ok[] = {"true", NULL}, *three[] = {"sh", "-c", "exit 3", NULL};
+    char path[256];
+    agent_task_t *t;
+    ino_t ino;
+
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "r1", 0, ok);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 0);
+    assert_true((ino = inode_of("r1.0.task")) != 0);
+    assert_int_equal(inode_of("spare.0"), 0);
+    assert_int_equal(agent_exec_forget(&x, "r1", 0), 0);
+    assert_int_equal(inode_of("r1.0.task"), 0); /* forgotten: its name is gone */
+    assert_int_equal(inode_of("spare.0"), ino);
+    t = run(&x, "r2", 0, three);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 3); /* its own exit record, not r1's */
+    assert_int_equal(inode_of("r2.0.task"), ino);
+    assert_int_equal(inode_of("spare.0"), 0);
+    assert_int_equal(agent_exec_forget(&x, "r2", 0), 0);
+    agent_exec_free(&x);
+
+    /* A restarted executor finds the spare; an unheld file with no record
+     * (emptied, or a write cut short) becomes one at adoption. */
+    snprintf(path, sizeof path, "%s/logs/.arbiter/r9.4.task", tmpdir);
+    FILE *f = fopen(path, "w");
+    fputs("r9 4 1 1 12", f); /* a task record cut short */
+    fclose(f);
+    ino_t torn = inode_of("r9.4.task");
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    assert_int_equal(agent_exec_adopt_all(&x, arb_mono_ns(), NULL), 0);
+    assert_null(agent_exec_find(&x, "r9", 4));
+    assert_int_equal(inode_of("r9.4.task"), 0);
+    t = run(&x, "r3", 1, three);
+    wait_exit(&x, t);
+    assert_int_equal(t->exit_code, 3);
+    ino_t got = inode_of("r3.1.task");
+    assert_true(got == ino || got == torn);
+    agent_exec_free(&x);
+}
+
 /* A start that does not wait for the execs (agent_exec_begin): STARTING
  * at once, however slow the exec (the test hook start_delay_ns sleeps in
  * the task before its exec, in its supervisor's fork); settled by agent_exec_poll; a
@@ -886,7 +947,7 @@ static void test_spawn_private(void **st)
     for (char *l = fds, *nl; *l; l = nl + 1) {
         nl = strchr(l, '\n');
         *nl = '\0';
-        if (!strstr(l, "/.arbiter/lease") && !strstr(l, "/.arbiter/private.0.lock"))
+        if (!strstr(l, "/.arbiter/lease") && !strstr(l, "/.arbiter/private.0.task"))
             fail_msg("the supervisor holds fd %s", l);
     }
     /* The task's own start may hold a file a moment (sleep's setlocale reads
@@ -995,6 +1056,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cgroup_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cgroup_v2_fake, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopt_and_state_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_task_file_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_begin_async, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_private, setup, teardown),
         cmocka_unit_test_setup_teardown(test_zygote, setup, teardown),
