@@ -1,16 +1,18 @@
 /*
  * fuzz_supervise.c: libFuzzer target for what the per-task supervisors
  * read (src/agent/supervise.c, exec.c): the `arbiter supervise` arguments,
- * the exit records they write, and the task records a restarted agent
- * adopts them by, and the start record the agent hands a supervisor (the
- * task's command, environment, user, fds: sup_start.c). The first byte
- * picks which; the rest is the input (for the arguments, split at
- * newlines; the start record as raw bytes, NULs and all).
+ * the exit records they write, a task's file (its records as lines, a torn
+ * tail passed over), and the task records a restarted agent adopts them by, and the start record
+ * the agent hands a supervisor (the task's command, environment, user, fds: sup_start.c). The first
+ * byte picks which; the rest is the input (for the arguments, split at newlines; the start record
+ * as raw bytes, NULs and all).
  *
  * Checked: no crash, hang or sanitizer report on any input; a parsed
  * argument set has exactly one of a task pid above 1 or a start record fd
- * above 2 (--start: the supervisor forks the task), an exit path, at most two cgroup
- * directories; a parsed exit record names a known reason; a parsed task
+ * above 2 (--start: the supervisor forks the task), one of an exit path or
+ * a record file (with --start), at most two cgroup directories; a parsed
+ * exit record names a known reason; a task file's task line has no newline
+ * and fits; a parsed task
  * record has a job id that can name files and pids above 1; a parsed start
  * record has a program, a directory, an argv ending in NULL, fds above 2
  * and at most two cgroup files, and encodes back to bytes that parse the
@@ -45,8 +47,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     switch (data[0] % 4) {
     case 0: {
         agent_sup_exit_t e;
+        char line[512], *copy = strdup(text);
+        bool have = false;
         if (agent_sup_exit_parse(text, &e) == 0)
             check(e.why <= AGENT_SUP_STOPPED, "an exit record with an unknown reason");
+        if (!copy)
+            break;
+        agent_sup_file_parse(copy, line, sizeof line, &e, &have);
+        check(strlen(line) < sizeof line && !strchr(line, '\n'), "a task line with its newline");
+        check(!have || e.why <= AGENT_SUP_STOPPED, "a task file's exit with an unknown reason");
+        free(copy);
         break;
     }
     case 1: {
@@ -100,8 +110,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
         argv[argc] = NULL;
         if (agent_sup_parse(argc, argv, &a, &err) == 0)
-            check((a.task > 1) != (a.start_fd > 2) && a.exit_path && a.ncg <= 2,
-                  "arguments without one of a task pid or start record, or an exit");
+            check((a.task > 1) != (a.start_fd > 2) && !a.exit_path != !a.record &&
+                      (!a.record || (a.start_fd > 2 && a.record_fields)) && a.ncg <= 2,
+                  "arguments without one of a task pid or start record, or one of an exit or "
+                  "a record file");
         break;
     }
     }

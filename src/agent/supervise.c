@@ -237,6 +237,15 @@ int agent_sup_file_read(const char *path, char *task_line, size_t n, agent_sup_e
     }
     close(fd);
     buf[len] = '\0';
+    agent_sup_file_parse(buf, task_line, n, ex, have_exit);
+    return 0;
+}
+
+void agent_sup_file_parse(char *buf, char *task_line, size_t n, agent_sup_exit_t *ex,
+                          bool *have_exit)
+{
+    task_line[0] = '\0';
+    *have_exit = false;
     /* Complete lines only: a tail with no newline is a write cut short. */
     for (char *l = buf, *nl; (nl = strchr(l, '\n')); l = nl + 1) {
         size_t ll = (size_t)(nl - l);
@@ -252,7 +261,6 @@ int agent_sup_file_read(const char *path, char *task_line, size_t n, agent_sup_e
             *have_exit = false; /* an exit belongs to the task line before it */
         }
     }
-    return 0;
 }
 
 /* ---- arguments -------------------------------------------------------------------------- */

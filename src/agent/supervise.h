@@ -159,6 +159,9 @@ int agent_sup_exit_write(const char *path, const agent_sup_exit_t *e);
  * (-ENOENT: no file). */
 int agent_sup_file_read(const char *path, char *task_line, size_t n, agent_sup_exit_t *ex,
                         bool *have_exit);
+/* The same of the file's text (buf, NUL-terminated; its newlines cut). */
+void agent_sup_file_parse(char *buf, char *task_line, size_t n, agent_sup_exit_t *ex,
+                          bool *have_exit);
 
 /* ---- the supervisor process ------------------------------------------------------- */
 
