@@ -15,10 +15,14 @@
  * pipe is read as it becomes readable (settle, from agent_exec_poll), so
  * that many tasks start at once, each exec overlapping the others.
  *
- * The task's record (JOB.TASK.task) is its supervisor's, written before
- * the task execs, under the task's lock (supervise.h): a start that finds
- * the lock held takes the running copy over (exec_adopt_running) rather
- * than start a second one, so no moment of the agent's death leaves two.
+ * The task's file (JOB.TASK.task) is its lock and its records: the
+ * supervisor locks it, and appends the task record before the task execs
+ * and the exit record at its end (supervise.h): a start that finds the
+ * lock held takes the running copy over (exec_adopt_running) rather than
+ * start a second one, so no moment of the agent's death leaves two. The
+ * agent creates and removes none of them per task: a forgotten task's file,
+ * emptied under its lock, becomes a spare (spare.N) that the next task's
+ * file is renamed from (exec_record_free, take_spare).
  */
 #include <ctype.h>
 #include <stdarg.h>
