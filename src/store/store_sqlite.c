@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "store/store.h"
+#include "store/walbuf.h"
 #include "util/log.h"
 
 #define MARKER_LEN 64
@@ -185,9 +186,12 @@ static int sq_open(const char *dir, const store_opts_t *o, store_t **out, arb_er
         goto out;
     }
     mk = marker_read(q->markerfd, &mrev);
+    /* synchronous=FULL: a commit's WAL frames go out in one write before
+     * its sync (walbuf.c); NORMAL syncs no commit, so it writes them as
+     * SQLite does, each at once. */
     if (sqlite3_open_v2(path, &q->db,
                         SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX,
-                        NULL) != SQLITE_OK) {
+                        o->sync == STORE_SYNC_FULL ? store_walbuf_vfs() : NULL) != SQLITE_OK) {
         rc = arb_errf(err, -EIO, "cannot open %s: %s", path,
                       q->db ? sqlite3_errmsg(q->db) : "out of memory");
         goto out;
