@@ -6,6 +6,7 @@
 #include <ctype.h>
 #include <inttypes.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -895,10 +896,73 @@ static int diag_error(const char *name, sv_doc_t *d, arb_err_t *err)
     return arb_errf(err, -EINVAL, "%s: YAML syntax: %s", name, e->msg ? e->msg : "error");
 }
 
+/*
+ * Each thread keeps one spare parser and its diagnostics between documents:
+ * making them anew (fy_parser_create and fy_diag_create, a few dozen
+ * allocations) cost about a quarter of reading a small job spec, paid on
+ * every submission. A document read to the end of its text without a
+ * message gives them back after fy_parser_reset; any other destroys them
+ * (sv_doc_open sets d->reuse), so no collected
+ * message and no state libfyaml left behind an error reaches the next
+ * document (libfyaml 0.7.12 has crashed on some of those, see utf8_bad).
+ * Two documents open at once on one thread (codec.c reads one while it
+ * holds another) simply make a second parser, destroyed on close. The
+ * spare is freed when its thread ends (spare_key's destructor).
+ */
+typedef struct sv_spare {
+    struct fy_diag *diag;
+    struct fy_parser *fyp;
+} sv_spare_t;
+
+static pthread_key_t spare_key;
+static pthread_once_t spare_once = PTHREAD_ONCE_INIT;
+static bool spare_ok; /* the key was made (set once, under spare_once) */
+
+static void spare_free(void *arg)
+{
+    sv_spare_t *sp = arg;
+
+    if (sp->fyp)
+        fy_parser_destroy(sp->fyp);
+    if (sp->diag)
+        fy_diag_destroy(sp->diag);
+    free(sp);
+}
+
+static void spare_init(void)
+{
+    spare_ok = pthread_key_create(&spare_key, spare_free) == 0;
+}
+
+/* This thread's spare record, made on first use; NULL without memory. */
+static sv_spare_t *spare_get(void)
+{
+    sv_spare_t *sp;
+
+    pthread_once(&spare_once, spare_init);
+    if (!spare_ok)
+        return NULL;
+    sp = pthread_getspecific(spare_key);
+    if (!sp && (sp = calloc(1, sizeof *sp)) != NULL && pthread_setspecific(spare_key, sp) != 0) {
+        free(sp);
+        sp = NULL;
+    }
+    return sp;
+}
+
 void sv_doc_close(sv_doc_t *d)
 {
+    sv_spare_t *sp = d->reuse ? spare_get() : NULL;
+
     if (d->doc)
         fy_parse_document_destroy(d->fyp, d->doc);
+    if (sp && !sp->fyp && d->fyp && d->diag && !fy_diag_got_error(d->diag) &&
+        !fy_diag_errors_iterate(d->diag, &(void *){NULL}) && fy_parser_reset(d->fyp) == 0) {
+        sp->fyp = d->fyp;
+        sp->diag = d->diag;
+        d->fyp = NULL;
+        d->diag = NULL;
+    }
     if (d->fyp)
         fy_parser_destroy(d->fyp);
     if (d->diag)
@@ -939,10 +1003,31 @@ static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
     return len;
 }
 
+/* A new parser and diagnostics for d (messages collected, see diag_cfg);
+ * on failure d holds nothing. */
+static int doc_parser(const char *name, sv_doc_t *d, arb_err_t *err)
+{
+    struct fy_parse_cfg pc;
+
+    d->diag = fy_diag_create(&diag_cfg);
+    if (!d->diag)
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    fy_diag_set_collect_errors(d->diag, true);
+    memset(&pc, 0, sizeof pc);
+    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_ALLOW_DUPLICATE_KEYS; /* dup_check */
+    pc.diag = d->diag;
+    d->fyp = fy_parser_create(&pc);
+    if (!d->fyp) {
+        sv_doc_close(d);
+        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
+    }
+    return 0;
+}
+
 /* Parse buf as exactly one YAML document with a root mapping. */
 int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
 {
-    struct fy_parse_cfg pc;
+    sv_spare_t *sp;
     struct fy_document *more;
     struct fy_node *root;
     size_t bad;
@@ -962,15 +1047,15 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
                         name, line, col, (unsigned char)buf[bad],
                         buf[bad] ? "valid UTF-8" : "allowed (NUL)");
     }
-    d->diag = fy_diag_create(&diag_cfg);
-    if (!d->diag)
-        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
-    fy_diag_set_collect_errors(d->diag, true);
-    memset(&pc, 0, sizeof pc);
-    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_ALLOW_DUPLICATE_KEYS; /* dup_check */
-    pc.diag = d->diag;
-    d->fyp = fy_parser_create(&pc);
-    if (!d->fyp || fy_parser_set_string(d->fyp, buf, len) != 0) {
+    if ((sp = spare_get()) != NULL && sp->fyp) { /* this thread's, reset on its close */
+        d->fyp = sp->fyp;
+        d->diag = sp->diag;
+        sp->fyp = NULL;
+        sp->diag = NULL;
+    } else if ((rc = doc_parser(name, d, err)) < 0) {
+        goto out;
+    }
+    if (fy_parser_set_string(d->fyp, buf, len) != 0) {
         rc = arb_errf(err, -ENOMEM, "%s: out of memory", name);
         goto out;
     }
@@ -1006,6 +1091,10 @@ int sv_doc_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_
         rc = diag_error(name, d, err);
         goto out;
     }
+    /* Read to the end of its stream without a message: a parser that
+     * fy_parser_reset makes as new (reset in the middle of a stream, at a
+     * duplicate key or a second document, it read the next text wrong). */
+    d->reuse = true;
     if (!fy_node_is_mapping(root) || fy_node_is_alias(root)) {
         const struct fy_mark *m = sv_node_mark(root, 0);
         rc = arb_errf(err, -EINVAL,
@@ -1024,9 +1113,8 @@ out:
 
 int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb_err_t *err)
 {
-    struct fy_parse_cfg pc;
     size_t bad;
-    int line, col;
+    int rc, line, col;
 
     memset(d, 0, sizeof *d);
     if (len == 0)
@@ -1042,15 +1130,9 @@ int sv_docs_open(const char *name, const char *buf, size_t len, sv_doc_t *d, arb
                         name, line, col, (unsigned char)buf[bad],
                         buf[bad] ? "valid UTF-8" : "allowed (NUL)");
     }
-    d->diag = fy_diag_create(&diag_cfg);
-    if (!d->diag)
-        return arb_errf(err, -ENOMEM, "%s: out of memory", name);
-    fy_diag_set_collect_errors(d->diag, true);
-    memset(&pc, 0, sizeof pc);
-    pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_ALLOW_DUPLICATE_KEYS; /* dup_check */
-    pc.diag = d->diag;
-    d->fyp = fy_parser_create(&pc);
-    if (!d->fyp || fy_parser_set_string(d->fyp, buf, len) != 0) {
+    if ((rc = doc_parser(name, d, err)) < 0)
+        return rc;
+    if (fy_parser_set_string(d->fyp, buf, len) != 0) {
         sv_doc_close(d);
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     }

@@ -136,6 +136,7 @@ typedef struct sv_doc {
     struct fy_document *doc;
     const char *buf; /* several documents: the text (the caller's) */
     size_t len;
+    bool reuse; /* diag and fyp go back to this thread's spare (sval.c) on close */
 } sv_doc_t;
 
 /*

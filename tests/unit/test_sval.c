@@ -25,6 +25,10 @@
  * default diagnostic settings ask isatty(stderr) on every parse (issue 20:
  * one ioctl per job submitted). This binary defines isatty, which the
  * library's calls reach, and counts them over 100 documents, good and bad.
+ *
+ * One parser a thread, reset between documents: every kind of document read
+ * in turn on one thread gives what a new parser gives it, and two open at
+ * once do not share one.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -32,6 +36,7 @@
 #include <cmocka.h>
 #include <errno.h>
 #include <libfyaml.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -393,6 +398,117 @@ static void test_no_isatty_per_document(void **st)
 #endif
 }
 
+/* ---- one parser a thread, reset between documents --------------------------- */
+
+/* What reading one document gives: its return, its message, the text of the
+ * scalar at key "a" (or ""), and where the root's first key starts. */
+typedef struct doc_result {
+    int rc;
+    char msg[512];
+    char a[64];
+    int line, col;
+} doc_result_t;
+
+static const char *const reuse_docs[] = {
+    "a: 1\nb: [x, y]\n",
+    "a: [1\n", /* syntax error */
+    "{\"a\": \"json\", \"b\": {\"c\": 2}}",
+    "a: 1\na: 2\n",               /* duplicate key */
+    "\n\n  a: indented\n",        /* marks on line 3 */
+    "a: first\n---\nb: second\n", /* a second document */
+    "- a\n- b\n",                 /* not a mapping */
+    "a: 'it''s'\n",
+    "x: 1\ny: {\n", /* another syntax error, elsewhere */
+    "a: last\n",
+};
+#define NREUSE (sizeof reuse_docs / sizeof *reuse_docs)
+
+static void read_doc(const char *doc, doc_result_t *r)
+{
+    sv_doc_t d;
+    arb_err_t err = {{0}};
+
+    memset(r, 0, sizeof *r);
+    r->rc = sv_doc_open("t.yaml", doc, strlen(doc), &d, &err);
+    snprintf(r->msg, sizeof r->msg, "%s", err.msg);
+    if (r->rc < 0)
+        return;
+    struct fy_node *root = fy_document_root(d.doc);
+    struct fy_node *v = fy_node_mapping_lookup_by_string(root, "a", -1);
+    size_t len = 0;
+    const char *s = v ? sv_scalar(v, &len) : NULL;
+    if (s)
+        snprintf(r->a, sizeof r->a, "%.*s", (int)len, s);
+    const struct fy_mark *m = sv_node_mark(root, 0);
+    r->line = m ? m->line : -1;
+    r->col = m ? m->column : -1;
+    sv_doc_close(&d);
+}
+
+static void *read_fresh(void *arg)
+{
+    doc_result_t *r = arg;
+    read_doc(reuse_docs[r->rc], r); /* rc holds the index on the way in */
+    return NULL;
+}
+
+/*
+ * sv_doc_open keeps one parser a thread and resets it between documents
+ * (issue 20: a parser made anew for every submission). Each document read
+ * by a new thread (so by a new parser) is the reference; read again on one
+ * thread, in order, three times over, after errors of every kind, each must
+ * give the same return, message, value and position: nothing carries from
+ * one document into the next. The spare is used (the second open gets the
+ * first's parser), and two documents open at once on one thread are both
+ * whole.
+ */
+static void test_parser_reuse(void **st)
+{
+    doc_result_t ref[NREUSE], got;
+
+    (void)st;
+    for (size_t i = 0; i < NREUSE; i++) {
+        pthread_t th;
+        ref[i].rc = (int)i;
+        assert_int_equal(pthread_create(&th, NULL, read_fresh, &ref[i]), 0);
+        assert_int_equal(pthread_join(th, NULL), 0);
+    }
+    assert_true(ref[1].rc < 0 && strstr(ref[1].msg, "YAML syntax"));
+    assert_true(ref[3].rc < 0 && ref[5].rc < 0 && ref[6].rc < 0 && ref[8].rc < 0);
+    assert_string_equal(ref[4].a, "indented");
+    for (int pass = 0; pass < 3; pass++) {
+        for (size_t i = 0; i < NREUSE; i++) {
+            read_doc(reuse_docs[i], &got);
+            assert_int_equal(got.rc, ref[i].rc);
+            assert_string_equal(got.msg, ref[i].msg);
+            assert_string_equal(got.a, ref[i].a);
+            assert_int_equal(got.line, ref[i].line);
+            assert_int_equal(got.col, ref[i].col);
+        }
+    }
+
+    sv_doc_t a, b;
+    arb_err_t err = {{0}};
+    const char *ta = "a: outer\n", *tb = "b: 1\na: inner\n";
+    assert_int_equal(sv_doc_open("a.yaml", ta, strlen(ta), &a, &err), 0);
+    struct fy_parser *spare = a.fyp;
+    assert_int_equal(sv_doc_open("b.yaml", tb, strlen(tb), &b, &err), 0);
+    assert_ptr_not_equal(b.fyp, spare);
+    size_t len = 0;
+    const char *s =
+        sv_scalar(fy_node_mapping_lookup_by_string(fy_document_root(a.doc), "a", -1), &len);
+    assert_int_equal(len, 5);
+    assert_memory_equal(s, "outer", 5);
+    s = sv_scalar(fy_node_mapping_lookup_by_string(fy_document_root(b.doc), "a", -1), &len);
+    assert_int_equal(len, 5);
+    assert_memory_equal(s, "inner", 5);
+    sv_doc_close(&a); /* the spare comes back; b's, closed after it, is destroyed */
+    sv_doc_close(&b);
+    assert_int_equal(sv_doc_open("c.yaml", ta, strlen(ta), &a, &err), 0);
+    assert_ptr_equal(a.fyp, spare);
+    sv_doc_close(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -404,6 +520,7 @@ int main(void)
         cmocka_unit_test(test_many_keys),
         cmocka_unit_test(test_pair_paths),
         cmocka_unit_test(test_no_isatty_per_document),
+        cmocka_unit_test(test_parser_reuse),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
