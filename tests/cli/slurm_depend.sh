@@ -31,10 +31,15 @@ rmdir lock
 EOF
 
 # ---- afterok: the child waits for its parent, and says why
+# The parent runs until the test has seen the child held (./go), not for a
+# fixed time: under ASan at a load of 32 its 3 s sleep ended before the
+# checks below had read the child's state. (At most 60 s: a failed check
+# stops the test, and the cleanup the parent.)
 cat >parent.sh <<'EOF'
 #!/bin/sh
 #SBATCH -c 1
-sleep 3
+n=0
+while [ ! -e go ] && [ $n -lt 600 ]; do sleep 0.1; n=$((n + 1)); done
 touch parent.done
 EOF
 cat >child.sh <<'EOF'
@@ -50,6 +55,7 @@ cl_is "$C" pending || cl_fail "child is $(cl_state "$C") while its parent runs"
     cl_fail "squeue reason: $("$T/bin/squeue" -h -j "$C" -o "%i %t %R")"
 $ARB explain "$C" | grep -q "afterok:$P waiting" || cl_fail "explain: $($ARB explain "$C")"
 $ARB job "$C" -o json | grep -q "\"dependency\": \"afterok:$P\"" || cl_fail "read-back: no dependency"
+touch go
 cl_wait "the child to succeed after its parent" 30 cl_is "$C" succeeded
 cl_is "$P" succeeded || cl_fail "parent is $(cl_state "$P")"
 
