@@ -179,6 +179,34 @@ static int64_t quota_ceiling(arb_sched_t *s, const arb_queue_t *q, int d)
     return nom + (lim < lend ? lim : lend);
 }
 
+/* The amount of dimension d in r, read only. */
+static int64_t at(const arb_res_t *r, int d)
+{
+    return *dim((arb_res_t *)r, d);
+}
+
+static bool limited(const arb_queue_t *q, int d)
+{
+    return at(&q->nominal, d) != 0 || at(&q->borrow_limit, d) != 0;
+}
+
+bool sched_quota_within_after(const arb_queue_t *q, const arb_res_t *need)
+{
+    for (int d = 0; d < NDIMS; d++)
+        if (at(need, d) > 0 && limited(q, d) && at(&q->used, d) + at(need, d) > at(&q->nominal, d))
+            return false;
+    return true;
+}
+
+bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *held, const arb_res_t *need)
+{
+    for (int d = 0; d < NDIMS; d++)
+        if (at(held, d) > 0 && (!need || at(need, d) > 0) && limited(q, d) &&
+            at(&q->used, d) > at(&q->nominal, d))
+            return true;
+    return false;
+}
+
 bool sched_quota_never(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
 {
     arb_queue_t *q = sched_queue_get(s, j->queue);
