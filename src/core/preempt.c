@@ -689,6 +689,7 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
                 j->claim = nc;
                 j->claim[j->nclaim++] = n;
             }
+        (void)sched_quota_hold_add(s, j); /* and its quota (queue.c); -ENOMEM: not that */
         goto out;
     }
     if (sched_place_job(s, j, ctx) < 0) {
