@@ -27,7 +27,8 @@
  *  1. Order. Pending jobs are tried in queue order. A job evicted for a
  *     preemptor P, by priority or by quota reclaim, is tried right after
  *     P while P is pending (queue.c), so it is never re-placed into the
- *     room P is waiting for: no preemption livelock. A victim that this
+ *     room P is waiting for: no preemption livelock. Nor is the quota P
+ *     needs taken while it waits (queue.c, "Holds"). A victim that this
  *     very cycle placed is put back to pending at once (unplace_fresh: no
  *     requeue, no attempt, nothing sent), so the cycle ends as if P had
  *     gone first.
@@ -765,11 +766,16 @@ static int run(cyc_t *c)
     /* A preemptor owns the room its victims free from the start of the
      * cycle, until it is placed or has had its turn with that room free: no
      * job, ahead of it or behind, goes there (invariant 1: else the room is
-     * taken and it preempts again). */
+     * taken and it preempts again). It holds the quota it needs as long
+     * (queue.c, "Holds"). */
+    sched_quota_hold_reset(s);
     for (int i = 0; i < np; i++)
         if (pend[i]->nclaim && pend[i]->state != ARB_JOB_PLACED &&
-            pend[i]->state != ARB_JOB_RUNNING && fence_claim(s, pend[i]))
-            fence_hard(c, pend[i], false);
+            pend[i]->state != ARB_JOB_RUNNING) {
+            (void)sched_quota_hold_add(s, pend[i]); /* -ENOMEM: it holds no quota */
+            if (fence_claim(s, pend[i]))
+                fence_hard(c, pend[i], false);
+        }
     for (int i = 0; i < np; i++) {
         arb_job_t *j = pend[i];
         uint8_t w = j->wait;

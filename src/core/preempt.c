@@ -5,11 +5,15 @@
  * Who may be evicted for job J: a placed or running job V that is
  * preemptible and either has a lower priority than J, or belongs to a queue
  * of J's cohort that is borrowing (above its nominal quota) while J's queue
- * stays within its own nominal after J starts (quota reclaim). A lower
- * priority alone is not enough across two queues with quotas when V's
- * queue is within its nominal and J's would borrow: V's queue would
- * reclaim the room at once. Gangs are evicted whole: a victim loses all of
- * its tasks.
+ * stays within its own nominal after J starts (quota reclaim). Quota is
+ * counted by resource (queue.c: sched_quota_within_after, _borrows_in):
+ * J stays within its nominal in every resource it asks for, and V holds
+ * some of a resource its queue borrows and J asks for; a V that holds
+ * none of what its queue borrows gives no quota back by going. A lower
+ * priority alone is not enough across two queues with quotas when J's
+ * would borrow and V holds none of what its queue borrows: V would come
+ * back within its queue's nominal and reclaim the room at once. Gangs are
+ * evicted whole: a victim loses all of its tasks.
  *
  * How the set is chosen, for a job of one task (most jobs): node by node,
  * like kube-scheduler. On each node that holds candidates, evict all of
@@ -61,26 +65,6 @@ typedef struct victim {
     int64_t gpu; /* GPU milli it holds */
     bool evicted;
 } victim_t;
-
-static bool under_nominal_after(arb_sched_t *s, const arb_job_t *j)
-{
-    arb_queue_t *q = sched_queue_get(s, j->queue);
-    arb_res_t need, after;
-
-    if (!q || !q->has_quota)
-        return false;
-    arb_job_total(j, &need);
-    after = q->used;
-    arb_res_add(&after, &need);
-    return after.gpu_milli <= q->nominal.gpu_milli &&
-           (q->nominal.cpu_milli == 0 || after.cpu_milli <= q->nominal.cpu_milli);
-}
-
-static bool borrowing(arb_sched_t *s, const arb_job_t *v)
-{
-    arb_queue_t *q = sched_queue_get(s, v->queue);
-    return q && q->has_quota && q->used.gpu_milli > q->nominal.gpu_milli;
-}
 
 static int cmp_victim(const void *a, const void *b)
 {
@@ -568,8 +552,12 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
 {
     victim_t *v;
     int nv = 0, rc = -ENOSPC, nunits = 0;
-    bool extras = false;
-    bool reclaim_ok = under_nominal_after(s, j);
+    bool extras = false, reclaim_ok;
+    arb_queue_t *jq = sched_queue_get(s, j->queue);
+    arb_res_t need;
+
+    arb_job_total(j, &need);
+    reclaim_ok = jq && jq->has_quota && sched_quota_within_after(jq, &need);
 
     if (nreclaim)
         *nreclaim = 0;
@@ -587,25 +575,31 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         return -ENOMEM;
     for (uint32_t i = 0; i < s->njobs; i++) {
         arb_job_t *o = s->jobs[i];
-        arb_queue_t *oq, *jq;
+        arb_queue_t *oq;
+        arb_res_t held;
         int reclaim = 0, base;
         if (o == j || !o->preemptible || o->evicting || o->shrink_to > 0 ||
             (o->state != ARB_JOB_PLACED && o->state != ARB_JOB_RUNNING))
             continue;
         oq = sched_queue_get(s, o->queue);
-        jq = sched_queue_get(s, j->queue);
+        arb_job_total(o, &held);
+        /* Reclaim returns borrowed quota: o must hold some of what its
+         * queue borrows, in a resource j needs. Evicting a job that holds
+         * none of it (no GPUs, of a queue that borrows GPUs) gives nothing
+         * back, only room, and o would evict again by priority. */
         if (reclaim_ok && oq && jq && oq != jq && oq->cohort && oq->cohort == jq->cohort &&
-            borrowing(s, o))
+            oq->has_quota && sched_quota_borrows_in(oq, &held, &need))
             reclaim = 1;
         if (!reclaim && o->priority >= j->priority)
             continue;
         /* Priority never lets a borrower take what another queue holds
-         * within its nominal quota: that queue would reclaim it at once
-         * (a reclaim/priority ping-pong). Across queues with quotas, a
-         * higher priority evicts only from a queue that borrows, or when
-         * the preemptor's queue stays within its own nominal. */
+         * within its nominal quota: o would come back within it and
+         * reclaim (a reclaim/priority ping-pong). Across queues with
+         * quotas, a higher priority evicts only a job that holds some of
+         * what its queue borrows, or when the preemptor's queue stays
+         * within its own nominal in what it needs. */
         if (!reclaim && oq && jq && oq != jq && oq->has_quota && jq->has_quota && !reclaim_ok &&
-            !borrowing(s, o))
+            !sched_quota_borrows_in(oq, &held, NULL))
             continue;
         base = o->elastic && o->nalloc > o->gang_min ? o->gang_min : o->nalloc;
         for (int t = base; t < o->nalloc; t++) { /* elastic extras, one unit each */
@@ -695,6 +689,7 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
                 j->claim = nc;
                 j->claim[j->nclaim++] = n;
             }
+        (void)sched_quota_hold_add(s, j); /* and its quota (queue.c); -ENOMEM: not that */
         goto out;
     }
     if (sched_place_job(s, j, ctx) < 0) {

@@ -104,6 +104,7 @@ void arb_sched_free(arb_sched_t *s)
     free(s->byid);
     free(s->todo);
     free(s->placed);
+    free(s->holders);
     free(s->queues);
     free(s->cand);
     free(s->picks);

@@ -124,6 +124,8 @@ struct arb_sched {
 
     arb_queue_t *queues;
     int nqueues;
+    uint32_t *holders; /* ids of preemptors that may hold quota (queue.c, "Holds") */
+    uint32_t nholders, capholders;
 
     /* Per-placement scratch, sized to the cluster. */
     uint32_t scratch_nodes;
@@ -253,6 +255,19 @@ void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx);
 /* Quota admission (queue.c): may j start now given its queue's quota and
  * cohort? false with a reason in why (may be NULL). */
 bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);
+/* Quota held for preemptors (queue.c, "Holds"). hold_reset forgets the
+ * list (each cycle names its pending preemptors again); hold_add: j holds
+ * from now on, while it has a claim. 0 or -ENOMEM (then it holds nothing). */
+void sched_quota_hold_reset(arb_sched_t *s);
+int sched_quota_hold_add(arb_sched_t *s, const arb_job_t *j);
+/* Quota by dimension (queue.c), for who may evict whom (preempt.c); a
+ * dimension counts where q's quota limits it (a nominal or a borrowing
+ * limit) and the vector given names it (nonzero). within_after: q's usage
+ * plus need stays within its nominal in every dimension need names (true
+ * when it names none). borrows_in: q uses more than its nominal in some
+ * dimension that held names and, if need is not NULL, need names too. */
+bool sched_quota_within_after(const arb_queue_t *q, const arb_res_t *need);
+bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *held, const arb_res_t *need);
 /* Could j's queue never admit it (more than nominal plus borrowing, or
  * than its cohort could lend)? true with a reason in why (may be NULL). */
 bool sched_quota_never(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);

@@ -3,7 +3,8 @@
  * test per number, each on a cluster and job mix made to break it:
  *   1 no preemption livelock (priority and quota reclaim, every queue order,
  *     deferred victims as in the controller and instant ones as in the
- *     simulator): a victim never goes back into its preemptor's room;
+ *     simulator): a victim never goes back into its preemptor's room, nor
+ *     does a job behind take the quota the preemptor needs;
  *   2 no freeze: a job that could never fit holds no reservation or barrier;
  *   3 a starving job reserves only the nodes it could use;
  *   4 backfill uses time limits (and grace) and never delays the reservation;
@@ -190,6 +191,53 @@ static void test_1_no_placed_then_evicted(void **st)
     placed_then_evicted_once(ARB_QP_FIFO, false);
     placed_then_evicted_once(ARB_QP_DRF, true);
     placed_then_evicted_once(ARB_QP_DRF, false);
+}
+
+/* A preemptor's quota is its own while its victims stop (queue.c, "Holds").
+ * P of queue q (nominal 8 GPUs) evicts v; while v stops, room for L (4
+ * GPUs), a low-priority job of q, frees where P does not fit. Were L placed
+ * there, P would wait for quota, v go back into its room and P evict it
+ * again once L ends (the simulation test's seed 610255: three times). L
+ * waits for quota; P starts in v's room. */
+static void test_1_preemptor_keeps_its_quota(void **st)
+{
+    fx_t f;
+    arb_explain_t ex;
+    char json[4096];
+    fx_init(&f);
+    fx_node(&f, "n1", 8, 1, NULL, 0);
+    fx_node(&f, "n2", 8, 1, NULL, 0);
+    sched(&f, ARB_QP_PRIORITY, false, true, true, 0);
+    arb_queue_t q = {.name = S(&f, "q"), .has_quota = true, .weight = 1};
+    q.nominal.gpu_milli = 8000;
+    assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    arb_job_t *v = job(&f, "v", 1, 8, 0, NULL, 0);
+    arb_job_t *w1 = job(&f, "w1", 1, 4, 2000, NULL, 0);
+    arb_job_t *w2 = job(&f, "w2", 1, 4, 2000, NULL, 0);
+    cycle(&f);
+    assert_true(holds(v) && holds(w1) && holds(w2));
+    uint32_t room = v->alloc[0].node;
+    arb_job_t *p = job(&f, "p", 1, 8, 1000, "q", 0);
+    cycle(&f);
+    assert_true(p->waiting && v->evicting);
+
+    assert_int_equal(arb_job_transition(w1, ARB_JOB_RUNNING, NULL), 0);
+    assert_int_equal(arb_sched_finish(f.s, w1, ARB_JOB_SUCCEEDED, &f.err), 0);
+    arb_job_t *l = job(&f, "l", 1, 4, 0, "q", 0);
+    cycle(&f);
+    assert_false(holds(p));
+    assert_false(holds(l));
+    assert_int_equal(l->wait, ARB_WAIT_QUOTA);
+    fx_explain(&f, l, &ex, json, sizeof json);
+    assert_non_null(strstr(ex.summary, "8 GPUs of it held for preemptors"));
+
+    assert_int_equal(stop_victims(&f), 1);
+    cycle(&f);
+    assert_true(holds(p));
+    assert_int_equal(p->alloc[0].node, room);
+    assert_false(holds(v));
+    assert_false(holds(l)); /* q's 8 GPUs are p's */
+    fx_free(&f);
 }
 
 /* ---- 2: no freeze -------------------------------------------------------------------------- */
@@ -646,6 +694,7 @@ int main(void)
         cmocka_unit_test(test_1_no_livelock_reclaim),
         cmocka_unit_test(test_1_no_livelock_priority),
         cmocka_unit_test(test_1_no_placed_then_evicted),
+        cmocka_unit_test(test_1_preemptor_keeps_its_quota),
         cmocka_unit_test(test_2_no_freeze),
         cmocka_unit_test(test_3_starving_reserves_its_nodes),
         cmocka_unit_test(test_4_backfill_limits),
