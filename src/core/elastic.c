@@ -34,9 +34,13 @@
  * it goes into the domain (NVLink domain, node, rack, block) of the job's
  * task 0, or not at all; without a requirement it goes to any node. Growth
  * stays within the queue's quota.
- * Quotas: admission counts an elastic job's min (arb_job_total); a first
- * placement beyond min is trimmed to the queue's nominal plus borrowing
- * limit (sched_elastic_trim), and growth checks it per task.
+ * Quotas: admission counts an elastic job's min (arb_job_total); the tasks
+ * beyond it obey the same rule as a job's start (sched_quota_admits_more):
+ * within the queue's nominal, or borrowed within its borrowing limit from
+ * what its cohort leaves idle, never what is held for a waiting preemptor
+ * (queue.c, "Holds"). A first placement beyond min is trimmed to that
+ * (sched_elastic_trim), and growth checks it per task: a queue without a
+ * cohort has nobody to borrow from, so its nominal is its ceiling.
  *
  * Shrinking is preemption's cheapest move (preempt.c): an elastic job's
  * tasks above its min are victims one task at a time, highest rank first,
@@ -70,39 +74,17 @@ static bool held(const arb_job_t *j)
     return j->state == ARB_JOB_PLACED || j->state == ARB_JOB_RUNNING;
 }
 
-/* May j's queue take one more task of group g (its nominal quota plus the
- * borrowing limit, in GPUs and CPU)? Queues without a quota always may. */
-static bool quota_allows(arb_sched_t *s, const arb_job_t *j, const arb_tgroup_t *g)
-{
-    const arb_queue_t *q = sched_queue_get(s, j->queue);
-
-    if (!q || !q->has_quota)
-        return true;
-    if (q->nominal.gpu_milli + q->borrow_limit.gpu_milli > 0 &&
-        q->used.gpu_milli + g->req.gpu_milli > q->nominal.gpu_milli + q->borrow_limit.gpu_milli)
-        return false;
-    if (q->nominal.cpu_milli + q->borrow_limit.cpu_milli > 0 &&
-        q->used.cpu_milli + g->req.cpu_milli > q->nominal.cpu_milli + q->borrow_limit.cpu_milli)
-        return false;
-    return true;
-}
-
 void sched_elastic_trim(arb_sched_t *s, arb_job_t *j)
 {
     const arb_queue_t *q = sched_queue_get(s, j->queue);
-    arb_res_t extra = {0};
+    arb_res_t all = {0};
 
     if (!j->elastic || !q || !q->has_quota)
         return;
     for (int t = 0; t < j->nalloc; t++)
-        arb_res_add(&extra, &arb_job_task_group(j, t, NULL)->req);
-    while (j->nalloc > j->gang_min) {
-        int64_t lg = q->nominal.gpu_milli + q->borrow_limit.gpu_milli;
-        int64_t lc = q->nominal.cpu_milli + q->borrow_limit.cpu_milli;
-        if ((lg == 0 || q->used.gpu_milli + extra.gpu_milli <= lg) &&
-            (lc == 0 || q->used.cpu_milli + extra.cpu_milli <= lc))
-            break;
-        arb_res_sub(&extra, &arb_job_task_group(j, j->nalloc - 1, NULL)->req);
+        arb_res_add(&all, &arb_job_task_group(j, t, NULL)->req);
+    while (j->nalloc > j->gang_min && !sched_quota_admits_more(s, j, &all)) {
+        arb_res_sub(&all, &arb_job_task_group(j, j->nalloc - 1, NULL)->req);
         sched_release_task(s, j, --j->nalloc);
     }
 }
@@ -212,7 +194,7 @@ int sched_elastic_grow(arb_sched_t *s, const arb_ctx_t *ctx)
             if (!j || j->nalloc >= j->ntasks)
                 continue;
             g = arb_job_task_group(j, j->nalloc, NULL);
-            if (!quota_allows(s, j, g) ||
+            if (!sched_quota_admits_more(s, j, &g->req) ||
                 sched_place_task(s, j, j->nalloc, grow_domain(s, j, g, &d) ? &d : NULL, ctx) < 0) {
                 v[i] = NULL; /* nothing more fits it this cycle */
                 continue;

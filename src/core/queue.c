@@ -294,14 +294,15 @@ static void held_by_others(arb_sched_t *s, const arb_job_t *j, const arb_queue_t
     }
 }
 
-bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
+/* May j's queue take need more now (its use, what its own preemptors other
+ * than j hold, and need, within its nominal; or above it by no more than its
+ * borrowing limit and what its cohort leaves idle)? why: the first reason it
+ * may not. */
+static bool quota_fits(arb_sched_t *s, const arb_job_t *j, arb_queue_t *q, const arb_res_t *needp,
+                       char *why, size_t n)
 {
-    arb_queue_t *q = sched_queue_get(s, j->queue);
-    arb_res_t need, own, others;
+    arb_res_t need = *needp, own, others;
 
-    if (!q || !q->has_quota)
-        return true;
-    arb_job_total(j, &need);
     held_by_others(s, j, q, &own, &others);
     for (int d = 0; d < NDIMS; d++) {
         int64_t nom = *dim(&q->nominal, d), lim = *dim(&q->borrow_limit, d);
@@ -348,4 +349,22 @@ bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
         }
     }
     return true;
+}
+
+bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
+{
+    arb_queue_t *q = sched_queue_get(s, j->queue);
+    arb_res_t need;
+
+    if (!q || !q->has_quota)
+        return true;
+    arb_job_total(j, &need);
+    return quota_fits(s, j, q, &need, why, n);
+}
+
+bool sched_quota_admits_more(arb_sched_t *s, const arb_job_t *j, const arb_res_t *more)
+{
+    arb_queue_t *q = sched_queue_get(s, j->queue);
+
+    return !q || !q->has_quota || quota_fits(s, j, q, more, NULL, 0);
 }

@@ -255,6 +255,9 @@ void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx);
 /* Quota admission (queue.c): may j start now given its queue's quota and
  * cohort? false with a reason in why (may be NULL). */
 bool sched_quota_admits(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);
+/* May j's queue take more beyond what it holds now, by the same rule
+ * (an elastic job's tasks above its min: elastic.c)? */
+bool sched_quota_admits_more(arb_sched_t *s, const arb_job_t *j, const arb_res_t *more);
 /* Quota held for preemptors (queue.c, "Holds"). hold_reset forgets the
  * list (each cycle names its pending preemptors again); hold_add: j holds
  * from now on, while it has a claim. 0 or -ENOMEM (then it holds nothing). */

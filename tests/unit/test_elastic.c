@@ -435,8 +435,29 @@ static void test_shrink_errors(void **st)
     fx_free(&f);
 }
 
-/* Quotas: admission counts the min; the first placement and growth stay
- * within the queue's nominal plus borrowing limit. */
+/* Quotas: admission counts the min; the tasks above it (the first
+ * placement's and growth's) obey the rule a job's start obeys. */
+static void set_queue(fx_t *f, const char *name, const char *cohort, int nominal, int borrow)
+{
+    arb_queue_t q = {
+        .name = S(f, name), .cohort = cohort ? S(f, cohort) : 0, .has_quota = true, .weight = 1};
+    q.nominal.gpu_milli = 1000 * nominal;
+    q.borrow_limit.gpu_milli = 1000 * borrow;
+    assert_int_equal(arb_sched_set_queue(f->s, &q, &f->err), 0);
+}
+
+static arb_job_t *elastic_in(fx_t *f, const char *queue, int min, int max)
+{
+    arb_job_t *e = fx_job_new("el", max, 1, 0);
+    e->elastic = true;
+    e->gang_min = min;
+    e->queue = S(f, queue);
+    return fx_submit(f, e);
+}
+
+/* A queue without a cohort has nobody to borrow from: an elastic job's
+ * tasks stop at its nominal, at the first placement and in growth, as a
+ * job's start would (its borrowing limit means nothing alone). */
 static void test_quota(void **st)
 {
     fx_t f;
@@ -444,22 +465,46 @@ static void test_quota(void **st)
     fx_init(&f);
     fx_node(&f, "a", 8, 1, NULL, 0);
     esched(&f, false);
-    arb_queue_t q = {.name = S(&f, "team"), .has_quota = true, .weight = 1};
-    q.nominal.gpu_milli = 3000;
-    q.borrow_limit.gpu_milli = 1000;
-    assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
-    arb_job_t *e = fx_job_new("el", 8, 1, 0); /* max 8 is above the quota, min 2 is not */
-    e->elastic = true;
-    e->gang_min = 2;
-    e->queue = S(&f, "team");
-    fx_submit(&f, e);
+    set_queue(&f, "team", NULL, 3, 1);
+    arb_job_t *e = elastic_in(&f, "team", 2, 8); /* max 8 is above the quota, min 2 is not */
     cycle(&f);
     assert_true(holds(e));
-    assert_int_equal(e->nalloc, 4); /* nominal 3 + borrowing 1 */
-    assert_int_equal(arb_sched_queue(f.s, e->queue)->used.gpu_milli, 4000);
+    assert_int_equal(e->nalloc, 3);
+    assert_int_equal(arb_sched_queue(f.s, e->queue)->used.gpu_milli, 3000);
     cycle(&f); /* and growth does not go past it */
-    assert_int_equal(e->nalloc, 4);
-    assert_int_equal(N(&f, 0)->used.gpu_milli, 4000);
+    assert_int_equal(e->nalloc, 3);
+    assert_int_equal(N(&f, 0)->used.gpu_milli, 3000);
+    fx_free(&f);
+}
+
+/* In a cohort the tasks above min borrow only what the cohort leaves idle:
+ * with the other queue using its nominal the job stays at its own; once
+ * that ends it grows by its borrowing limit, and no further. */
+static void test_quota_borrows_only_idle(void **st)
+{
+    fx_t f;
+    (void)st;
+    fx_init(&f);
+    fx_node(&f, "a", 8, 1, NULL, 0);
+    esched(&f, false);
+    set_queue(&f, "team", "c", 3, 2);
+    set_queue(&f, "other", "c", 2, 0);
+    arb_job_t *o = fx_job_new("o", 1, 2, 0);
+    o->queue = S(&f, "other");
+    fx_submit(&f, o);
+    arb_job_t *e = elastic_in(&f, "team", 2, 8);
+    cycle(&f);
+    assert_true(holds(o) && holds(e));
+    assert_int_equal(e->nalloc, 3); /* other's nominal is in use: nothing idle to borrow */
+    cycle(&f);
+    assert_int_equal(e->nalloc, 3);
+    assert_int_equal(arb_sched_queue(f.s, e->queue)->used.gpu_milli, 3000);
+    end(&f, o);
+    cycle(&f); /* idle now: grows by the borrowing limit, 2 */
+    assert_int_equal(e->nalloc, 5);
+    cycle(&f);
+    assert_int_equal(e->nalloc, 5);
+    assert_int_equal(arb_sched_queue(f.s, e->queue)->used.gpu_milli, 5000);
     fx_free(&f);
 }
 
@@ -592,6 +637,7 @@ int main(void)
         cmocka_unit_test(test_deferred_whole),
         cmocka_unit_test(test_shrink_errors),
         cmocka_unit_test(test_quota),
+        cmocka_unit_test(test_quota_borrows_only_idle),
         cmocka_unit_test(test_spec),
         cmocka_unit_test(test_gpu_sharing),
         cmocka_unit_test(test_deferred_room_being_freed),
