@@ -99,6 +99,18 @@ static inline void fx_sched(fx_t *f, const char *policy)
     fx_sched_conf(f, policy, NULL);
 }
 
+/* A queue with a GPU quota (nominal and borrowing limit, in GPUs), weight
+ * 1, in cohort (NULL: none), set on the scheduler. */
+static inline void fx_quota_queue(fx_t *f, const char *name, const char *cohort, int nominal_gpus,
+                                  int borrow_gpus)
+{
+    arb_queue_t q = {
+        .name = S(f, name), .cohort = cohort ? S(f, cohort) : 0, .has_quota = true, .weight = 1};
+    q.nominal.gpu_milli = nominal_gpus * 1000LL;
+    q.borrow_limit.gpu_milli = borrow_gpus * 1000LL;
+    assert_int_equal(arb_sched_set_queue(f->s, &q, &f->err), 0);
+}
+
 static inline void fx_free(fx_t *f)
 {
     arb_err_t e;

@@ -87,13 +87,8 @@ static void reclaim_once(arb_queue_policy_t qp, bool defer)
     fx_init(&f);
     fx_node(&f, "n1", 8, 1, NULL, 0);
     sched(&f, qp, false, true, defer, 0);
-    for (int i = 0; i < 2; i++) {
-        arb_queue_t q = {
-            .name = S(&f, i ? "b" : "a"), .cohort = S(&f, "c"), .has_quota = true, .weight = 1};
-        q.nominal.gpu_milli = 4000;
-        q.borrow_limit.gpu_milli = 4000;
-        assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
-    }
+    for (int i = 0; i < 2; i++)
+        fx_quota_queue(&f, i ? "b" : "a", "c", 4, 4);
     arb_job_t *a = job(&f, "a-borrows", 1, 8, 0, "a", 0);
     cycle(&f);
     assert_true(holds(a));
@@ -208,9 +203,7 @@ static void test_1_preemptor_keeps_its_quota(void **st)
     fx_node(&f, "n1", 8, 1, NULL, 0);
     fx_node(&f, "n2", 8, 1, NULL, 0);
     sched(&f, ARB_QP_PRIORITY, false, true, true, 0);
-    arb_queue_t q = {.name = S(&f, "q"), .has_quota = true, .weight = 1};
-    q.nominal.gpu_milli = 8000;
-    assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    fx_quota_queue(&f, "q", NULL, 8, 0);
     arb_job_t *v = job(&f, "v", 1, 8, 0, NULL, 0);
     arb_job_t *w1 = job(&f, "w1", 1, 4, 2000, NULL, 0);
     arb_job_t *w2 = job(&f, "w2", 1, 4, 2000, NULL, 0);
@@ -382,9 +375,7 @@ static void test_5_quota_holds_nobody(void **st)
     fx_init(&f);
     fx_node(&f, "n1", 8, 1, NULL, 0);
     sched(&f, ARB_QP_FIFO, false, false, false, 0);
-    arb_queue_t q = {.name = S(&f, "small"), .has_quota = true, .weight = 1};
-    q.nominal.gpu_milli = 2000;
-    assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    fx_quota_queue(&f, "small", NULL, 2, 0);
     arb_job_t *over = job(&f, "over", 1, 4, 0, "small", 0);
     arb_job_t *next = job(&f, "next", 1, 4, 0, NULL, 0);
     cycle(&f);

@@ -437,15 +437,6 @@ static void test_shrink_errors(void **st)
 
 /* Quotas: admission counts the min; the tasks above it (the first
  * placement's and growth's) obey the rule a job's start obeys. */
-static void set_queue(fx_t *f, const char *name, const char *cohort, int nominal, int borrow)
-{
-    arb_queue_t q = {
-        .name = S(f, name), .cohort = cohort ? S(f, cohort) : 0, .has_quota = true, .weight = 1};
-    q.nominal.gpu_milli = 1000 * nominal;
-    q.borrow_limit.gpu_milli = 1000 * borrow;
-    assert_int_equal(arb_sched_set_queue(f->s, &q, &f->err), 0);
-}
-
 static arb_job_t *elastic_in(fx_t *f, const char *queue, int min, int max)
 {
     arb_job_t *e = fx_job_new("el", max, 1, 0);
@@ -465,7 +456,7 @@ static void test_quota(void **st)
     fx_init(&f);
     fx_node(&f, "a", 8, 1, NULL, 0);
     esched(&f, false);
-    set_queue(&f, "team", NULL, 3, 1);
+    fx_quota_queue(&f, "team", NULL, 3, 1);
     arb_job_t *e = elastic_in(&f, "team", 2, 8); /* max 8 is above the quota, min 2 is not */
     cycle(&f);
     assert_true(holds(e));
@@ -487,8 +478,8 @@ static void test_quota_borrows_only_idle(void **st)
     fx_init(&f);
     fx_node(&f, "a", 8, 1, NULL, 0);
     esched(&f, false);
-    set_queue(&f, "team", "c", 3, 2);
-    set_queue(&f, "other", "c", 2, 0);
+    fx_quota_queue(&f, "team", "c", 3, 2);
+    fx_quota_queue(&f, "other", "c", 2, 0);
     arb_job_t *o = fx_job_new("o", 1, 2, 0);
     o->queue = S(&f, "other");
     fx_submit(&f, o);

@@ -137,9 +137,7 @@ static void test_quota_blocked(void **st)
     fx_node(&f, "a", 8, 1, NULL, 0);
     fx_node(&f, "b", 8, 1, NULL, 0);
     fx_sched(&f, "pack");
-    arb_queue_t q = {.name = S(&f, "team"), .has_quota = true, .weight = 1};
-    q.nominal.gpu_milli = 8000;
-    assert_int_equal(arb_sched_set_queue(f.s, &q, &f.err), 0);
+    fx_quota_queue(&f, "team", NULL, 8, 0);
     arb_job_t *held = fx_job_new("held", 1, 4, 0);
     held->queue = S(&f, "team");
     fx_submit(&f, held);

@@ -342,16 +342,6 @@ static void test_preemption_off(void **st)
 
 /* ---- quota reclaim -------------------------------------------------------- */
 
-static void set_queue(fx_t *f, const char *name, const char *cohort, int nominal_gpus,
-                      int borrow_gpus)
-{
-    arb_queue_t q = {
-        .name = S(f, name), .cohort = cohort ? S(f, cohort) : 0, .has_quota = true, .weight = 1};
-    q.nominal.gpu_milli = nominal_gpus * 1000LL;
-    q.borrow_limit.gpu_milli = borrow_gpus * 1000LL;
-    assert_int_equal(arb_sched_set_queue(f->s, &q, &f->err), 0);
-}
-
 static arb_job_t *qjob(fx_t *f, const char *name, const char *queue, int gpus, int prio)
 {
     arb_job_t *j = fx_job_new(name, 1, gpus, 0);
@@ -368,8 +358,8 @@ static void test_quota_reclaim(void **st)
     fx_node(&f, "a", 8, 1, NULL, 0);
     fx_node(&f, "b", 8, 1, NULL, 0);
     psched(&f, "pack");
-    set_queue(&f, "team-a", "lab", 8, 0);
-    set_queue(&f, "team-b", "lab", 8, 8);
+    fx_quota_queue(&f, "team-a", "lab", 8, 0);
+    fx_quota_queue(&f, "team-b", "lab", 8, 8);
 
     /* B borrows A's idle quota: both of its jobs run. */
     arb_job_t *b1 = qjob(&f, "b1", "team-b", 8, 0);
@@ -417,7 +407,7 @@ static void test_no_reclaim_across_cohorts(void **st)
     fx_init(&f);
     fx_node(&f, "a", 8, 1, NULL, 0);
     psched(&f, "pack");
-    set_queue(&f, "team-a", "lab-1", 8, 0);
+    fx_quota_queue(&f, "team-a", "lab-1", 8, 0);
     arb_job_t *other = qjob(&f, "other", "free-for-all", 8, 0); /* no quota */
     assert_int_equal(cycle(&f, &cs), 1);
     arb_job_t *a1 = qjob(&f, "a1", "team-a", 8, 0);
@@ -445,8 +435,8 @@ static void test_reclaim_only_what_is_borrowed(void **st)
     fx_touch(&f, b);
     fx_touch(&f, m);
     psched(&f, "pack");
-    set_queue(&f, "team-a", "lab", 8, 8);
-    set_queue(&f, "team-b", "lab", 8, 8);
+    fx_quota_queue(&f, "team-a", "lab", 8, 8);
+    fx_quota_queue(&f, "team-b", "lab", 8, 8);
 
     arb_job_t *a1 = qjob(&f, "a1", "team-a", 8, 0);
     arb_job_t *a2 = qjob(&f, "a2", "team-a", 1, 0);
