@@ -298,17 +298,17 @@ static void held_by_others(arb_sched_t *s, const arb_job_t *j, const arb_queue_t
  * than j hold, and need, within its nominal; or above it by no more than its
  * borrowing limit and what its cohort leaves idle)? why: the first reason it
  * may not. */
-static bool quota_fits(arb_sched_t *s, const arb_job_t *j, arb_queue_t *q, const arb_res_t *needp,
+static bool quota_fits(arb_sched_t *s, const arb_job_t *j, arb_queue_t *q, const arb_res_t *need,
                        char *why, size_t n)
 {
-    arb_res_t need = *needp, own, others;
+    arb_res_t own, others;
 
     held_by_others(s, j, q, &own, &others);
     for (int d = 0; d < NDIMS; d++) {
         int64_t nom = *dim(&q->nominal, d), lim = *dim(&q->borrow_limit, d);
-        int64_t after = *dim(&q->used, d) + at(&own, d) + *dim(&need, d), idle = -at(&others, d);
+        int64_t after = *dim(&q->used, d) + at(&own, d) + at(need, d), idle = -at(&others, d);
         char a[48], b[48], c[48], e[48], h[128] = "";
-        if ((nom == 0 && lim == 0) || *dim(&need, d) == 0 || after <= nom)
+        if ((nom == 0 && lim == 0) || at(need, d) == 0 || after <= nom)
             continue;
         if (why && at(&own, d) + at(&others, d) > 0) {
             dim_text(d, at(&own, d) + at(&others, d), a, sizeof a);
