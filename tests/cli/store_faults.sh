@@ -69,8 +69,9 @@ rm -rf "$T/d"
 cl_controller
 for i in 1 2 3 4; do $ARB submit --gpus 1 --name "k$i" -- true >/dev/null; done
 stop_controller
-sqlite3 "$T/d/arbiter.db" "UPDATE kv SET val='{not json' WHERE key='jobs/00000000000000000004'"
-sqlite3 "$T/d/arbiter.db" "UPDATE kv SET val='{\"id\": 2, \"state\": \"pending\"}' WHERE key='jobs/00000000000000000002'"
+# (a job's record is in the jobs table, keyed by its number: store_sqlite.c)
+sqlite3 "$T/d/arbiter.db" "UPDATE jobs SET val='{not json' WHERE id=4"
+sqlite3 "$T/d/arbiter.db" "UPDATE jobs SET val='{\"id\": 2, \"state\": \"pending\"}' WHERE id=2"
 cl_controller
 grep -q "record 'jobs/00000000000000000004' is damaged" "$T/controller.log" ||
     cl_fail "the unreadable record not named: $(tail -5 "$T/controller.log")"

@@ -4,6 +4,7 @@
 #include <setjmp.h>
 #include <cmocka.h>
 #include <pthread.h>
+#include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -318,6 +319,225 @@ static void test_exclusive_wal_survives_exit(void **unused)
     store_close(s);
 }
 
+/* The rows the raw database holds for sql (one integer column): -1 when the
+ * statement fails (no such table). */
+static long long raw_count(const char *sql)
+{
+    char path[300];
+    sqlite3 *db = NULL;
+    sqlite3_stmt *st = NULL;
+    long long v = -1;
+
+    snprintf(path, sizeof path, "%s/arbiter.db", dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK && sqlite3_step(st) == SQLITE_ROW)
+        v = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(db);
+    return v;
+}
+
+static void raw_exec(const char *sql)
+{
+    char path[300];
+    sqlite3 *db = NULL;
+
+    snprintf(path, sizeof path, "%s/arbiter.db", dir);
+    assert_int_equal(sqlite3_open(path, &db), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(db, sql, NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(db);
+}
+
+/* Numbered keys ("jobs/" and 20 digits, store_sqlite.c) live in their
+ * table, every other key in kv, and the store answers as one key space:
+ * get, delete, and scans by any prefix (shorter than a table's, the
+ * table's, part of its digits) in key order, the two merged. */
+static void test_numbered_keys(void **unused)
+{
+    static const char *const keys[] = {"events/00000000000000000007",
+                                       "idem/x",
+                                       "jobs/",
+                                       "jobs/00000000000000000001",
+                                       "jobs/00000000000000000002",
+                                       "jobs/00000000000000000002x",
+                                       "jobs/00000000000000000010",
+                                       "jobs/0000000000000000001",
+                                       "jobs/09223372036854775807",
+                                       "jobs/09223372036854775808",
+                                       "jobs/1",
+                                       "jobsz",
+                                       "specs/00000000000000000002",
+                                       "zz"};
+    int nk = (int)(sizeof keys / sizeof keys[0]);
+    store_t *s;
+    arb_err_t err;
+    store_batch_t b = {0};
+    seen_t seen = {0};
+    char *v;
+    uint64_t mod = 0;
+
+    (void)unused;
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    for (int i = nk - 1; i >= 0; i--) /* order of writing: none */
+        store_batch_putstr(&b, keys[i], keys[i]);
+    assert_int_equal(store_apply(s, &b, NULL, &err), 0);
+    store_batch_free(&b);
+    store_batch_putstr(&b, "jobs/00000000000000000002", "two, again");
+    store_batch_del(&b, "jobs/00000000000000000010");
+    assert_int_equal(store_apply(s, &b, NULL, &err), 0);
+    store_batch_free(&b);
+    store_close(s);
+
+    /* the layout: what is numbered in its table, by number, not in kv */
+    assert_int_equal(raw_count("SELECT count(*) FROM jobs"), 3); /* 1, 2, INT64_MAX */
+    assert_int_equal(raw_count("SELECT id FROM jobs ORDER BY id DESC LIMIT 1"), INT64_MAX);
+    assert_int_equal(raw_count("SELECT count(*) FROM events WHERE id=7"), 1);
+    assert_int_equal(raw_count("SELECT count(*) FROM specs WHERE id=2"), 1);
+    assert_int_equal(raw_count("SELECT count(*) FROM kv WHERE key GLOB 'jobs/0*'"), 3);
+
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_get(s, "jobs/00000000000000000002", &v, NULL, &mod, &err), 0);
+    assert_string_equal(v, "two, again");
+    assert_int_equal(mod, 2);
+    free(v);
+    assert_int_equal(store_get(s, "jobs/00000000000000000010", &v, NULL, NULL, &err), -ENOENT);
+    assert_int_equal(store_get(s, "jobs/1", &v, NULL, &mod, &err), 0);
+    assert_string_equal(v, "jobs/1");
+    assert_int_equal(mod, 1);
+    free(v);
+    /* every key, in key order, whatever held it */
+    assert_int_equal(store_scan(s, "", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, nk - 1); /* less the deleted jobs/...10 */
+    for (int i = 1; i < seen.n; i++)
+        assert_true(strcmp(seen.keys[i - 1], seen.keys[i]) < 0);
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(store_scan(s, "jobs/", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 8);
+    assert_string_equal(seen.keys[0], "jobs/");
+    assert_string_equal(seen.keys[1], "jobs/00000000000000000001");
+    assert_string_equal(seen.keys[2], "jobs/00000000000000000002");
+    assert_string_equal(seen.keys[3], "jobs/00000000000000000002x");
+    assert_string_equal(seen.keys[4], "jobs/0000000000000000001"); /* 19 digits: after */
+    assert_string_equal(seen.keys[5], "jobs/09223372036854775807");
+    assert_string_equal(seen.keys[6], "jobs/09223372036854775808");
+    assert_string_equal(seen.keys[7], "jobs/1");
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(store_scan(s, "jobs/0000000000000000000", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 3); /* ...01, ...02 (the table) and ...02x (kv) */
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(store_scan(s, "jobs/00000000000000000002", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 2);
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(store_scan(s, "jobs/x", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 0);
+    memset(&seen, 0, sizeof seen);
+    assert_int_equal(store_scan(s, "j", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 9);
+    store_close(s);
+}
+
+/* A store of the layout before the numbered tables (every key in kv, the
+ * revision under 'revision') is moved at open: the same records, the same
+ * revisions, in their tables; a controller from before that would find kv
+ * without its jobs finds no revision either, and refuses it as rewound. */
+static void test_old_layout_moved(void **unused)
+{
+    store_t *s;
+    arb_err_t err;
+    char *v;
+    uint64_t mod = 0;
+    seen_t seen = {0};
+
+    (void)unused;
+    raw_exec("CREATE TABLE kv(key TEXT PRIMARY KEY, val BLOB NOT NULL, rev INTEGER NOT NULL) "
+             "WITHOUT ROWID;"
+             "CREATE TABLE meta(k TEXT PRIMARY KEY, v INTEGER NOT NULL);"
+             "INSERT INTO meta VALUES('revision', 41);"
+             "INSERT INTO kv VALUES('jobs/00000000000000000003', 'three', 40),"
+             "('jobs/00000000000000000004', 'four', 41), ('jobs/4', 'odd', 12),"
+             "('events/00000000000000000009', 'ev', 39), ('nodes/n1', 'n', 2),"
+             "('specs/00000000000000000003', 'spec', 40);");
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_revision(s), 41);
+    assert_int_equal(store_get(s, "jobs/00000000000000000004", &v, NULL, &mod, &err), 0);
+    assert_string_equal(v, "four");
+    assert_int_equal(mod, 41);
+    free(v);
+    assert_int_equal(store_scan(s, "", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 6);
+    assert_string_equal(seen.keys[0], "events/00000000000000000009");
+    assert_string_equal(seen.keys[3], "jobs/4");
+    store_batch_t b = {0};
+    store_batch_putstr(&b, "jobs/00000000000000000005", "five");
+    assert_int_equal(store_apply(s, &b, NULL, &err), 0);
+    store_batch_free(&b);
+    assert_int_equal(store_revision(s), 42);
+    store_close(s);
+    assert_int_equal(raw_count("SELECT count(*) FROM jobs"), 3);
+    assert_int_equal(raw_count("SELECT rev FROM jobs WHERE id=3"), 40);
+    assert_int_equal(raw_count("SELECT count(*) FROM kv"), 2); /* jobs/4, nodes/n1 */
+    assert_int_equal(raw_count("SELECT count(*) FROM meta WHERE k='revision'"), 0);
+    assert_int_equal(raw_count("SELECT v FROM meta WHERE k='store_revision'"), 42);
+    /* and again: nothing more to move */
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    assert_int_equal(store_revision(s), 42);
+    store_close(s);
+    assert_int_equal(raw_count("SELECT count(*) FROM jobs"), 3);
+}
+
+/* A job's transitions, each its own commit as the controller writes them
+ * (submitted, placed, running, ended), survive a process that ends without
+ * closing the store (kill -9): the last one of each job, with the revision
+ * of its commit, whatever table holds it. */
+static void test_transitions_survive_exit(void **unused)
+{
+    static const char *const states[] = {"submitted", "placed", "running", "succeeded"};
+    store_t *s;
+    arb_err_t err;
+    pid_t kid;
+    int status;
+    char key[64], *v;
+    uint64_t mod = 0;
+
+    (void)unused;
+    kid = fork();
+    assert_true(kid >= 0);
+    if (kid == 0) {
+        store_batch_t b = {0};
+        if (store_open(dir, NULL, &s, &err) < 0)
+            _exit(1);
+        for (int job = 1; job <= 30; job++) /* job j reaches state j % 4 */
+            for (int k = 0; k <= job % 4; k++) {
+                snprintf(key, sizeof key, "jobs/%020d", job);
+                store_batch_putstr(&b, key, states[k]);
+                snprintf(key, sizeof key, "events/%020d", job * 4 + k);
+                store_batch_putstr(&b, key, states[k]);
+                if (store_apply(s, &b, NULL, &err) < 0)
+                    _exit(2);
+                store_batch_free(&b);
+            }
+        _exit(0); /* no close, as if killed */
+    }
+    assert_int_equal(waitpid(kid, &status, 0), kid);
+    assert_true(WIFEXITED(status));
+    assert_int_equal(WEXITSTATUS(status), 0);
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    uint64_t rev = 0;
+    for (int job = 1; job <= 30; job++) {
+        rev += (uint64_t)(job % 4) + 1;
+        snprintf(key, sizeof key, "jobs/%020d", job);
+        assert_int_equal(store_get(s, key, &v, NULL, &mod, &err), 0);
+        assert_string_equal(v, states[job % 4]);
+        assert_int_equal(mod, rev);
+        free(v);
+    }
+    assert_int_equal(store_revision(s), rev);
+    seen_t seen = {0};
+    assert_int_equal(store_scan(s, "jobs/", collect, &seen, &err), 0);
+    assert_int_equal(seen.n, 30);
+    store_close(s);
+}
+
 typedef struct writer {
     store_gc_t *gc;
     int id;
@@ -513,6 +733,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_one_controller_per_dir, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rewound_refused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_exclusive_wal_survives_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_numbered_keys, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_old_layout_moved, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_transitions_survive_exit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_commit_is_fatal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_hook, setup, teardown),
