@@ -26,6 +26,19 @@
  * transaction's frames written over, a new WAL's header) first writes what
  * is buffered: the file gets the same bytes in the same order.
  *
+ * A WAL that grows is grown ahead, in zeros (WB_GROW at a time, written
+ * after the frames that reach past its end, before their sync). Why: on
+ * ext4 a sync of a file whose size or blocks changed also writes its inode
+ * and the allocation's bitmaps, each a synchronous 4 KiB write of its own:
+ * three device requests a commit where one is the frames (counted with
+ * block:block_rq_issue over a replay of a bench's commits), for every
+ * commit until the WAL first wraps, some 32 MiB after each start. Grown
+ * ahead, a commit writes into blocks the file already has. SQLite reads a
+ * WAL only up to its first frame that is not valid (zeros are not), and
+ * restarts it from the top after a checkpoint without truncating it, as it
+ * did with the old frames left there. A growth that fails (a full disk) is
+ * left off: only the frames' own write can fail a commit.
+ *
  * The VFS is registered once per process (SQLite's VFS list is the
  * process's), never as the default.
  */
@@ -42,14 +55,18 @@
  * count to 17 bits): a larger transaction goes out in pieces of this. */
 #define WB_MAX ((size_t)124 << 10)
 #define WB_ROUND8(n) (((n) + 7) & ~(size_t)7)
+/* How far ahead a growing WAL is grown (see the top): 4 MiB, a thousand
+ * pages, one growth per hundred-odd commits of a busy controller. */
+#define WB_GROW ((sqlite3_int64)4 << 20)
 
 typedef struct wb_file {
     sqlite3_file base;  /* pMethods: wb_io */
     sqlite3_file *real; /* the parent VFS's file, right after this struct */
     char *buf;          /* bytes written to the WAL, not yet to the file */
     size_t n, cap;
-    sqlite3_int64 at; /* the file offset of buf[0] */
-    bool wal;
+    sqlite3_int64 at;   /* the file offset of buf[0] */
+    sqlite3_int64 size; /* the file's size, as far as this file knows (-1: ask) */
+    bool wal, nogrow;   /* nogrow: a growth failed; none is tried again */
 } wb_file_t;
 
 static sqlite3_vfs wb_vfs;
@@ -60,15 +77,46 @@ static bool wb_ok;
 #define REAL(f) (((wb_file_t *)(f))->real)
 #define RM(f) (REAL(f)->pMethods)
 
+/* The file grown with zeros from its end to a multiple of WB_GROW past
+ * end (see the top). Best effort: a failure (a full disk) cuts the file
+ * back to where it ended, giving the room back, and stops the growing. */
+static void wb_grow(wb_file_t *f, sqlite3_int64 end)
+{
+    static const char zeros[16384];
+    sqlite3_int64 to = (end / WB_GROW + 1) * WB_GROW, was;
+
+    if (f->size < 0 && f->real->pMethods->xFileSize(f->real, &f->size) != SQLITE_OK) {
+        f->nogrow = true;
+        return;
+    }
+    was = f->size;
+    while (f->size < to) {
+        sqlite3_int64 k =
+            to - f->size < (sqlite3_int64)sizeof zeros ? to - f->size : (sqlite3_int64)sizeof zeros;
+        if (f->real->pMethods->xWrite(f->real, zeros, (int)k, f->size) != SQLITE_OK) {
+            f->real->pMethods->xTruncate(f->real, was);
+            f->nogrow = true;
+            f->size = -1;
+            return;
+        }
+        f->size += k;
+    }
+}
+
 /* Write what is buffered; the buffer is empty after, whatever the result. */
 static int wb_flush(wb_file_t *f)
 {
     int rc;
+    sqlite3_int64 end = f->at + (sqlite3_int64)f->n;
 
     if (f->n == 0)
         return SQLITE_OK;
     rc = f->real->pMethods->xWrite(f->real, f->buf, (int)f->n, f->at);
     f->n = 0;
+    if (rc == SQLITE_OK && f->size >= 0 && end > f->size)
+        f->size = end;
+    if (rc == SQLITE_OK && !f->nogrow && (f->size < 0 || end > f->size - WB_GROW / 4))
+        wb_grow(f, end);
     return rc;
 }
 
@@ -100,8 +148,10 @@ static int wb_write(sqlite3_file *file, const void *p, int amt, sqlite3_int64 of
     if (f->n && (off != f->at + (sqlite3_int64)f->n || f->n + len > WB_MAX) &&
         (rc = wb_flush(f)) != SQLITE_OK)
         return rc;
-    if (len > WB_MAX)
+    if (len > WB_MAX) {
+        f->size = -1; /* past what this file knows, perhaps */
         return RM(f)->xWrite(f->real, p, amt, off);
+    }
     if (f->n + len > f->cap) {
         size_t cap = f->cap ? f->cap : 65536;
         while (cap < f->n + len)
@@ -110,6 +160,7 @@ static int wb_write(sqlite3_file *file, const void *p, int amt, sqlite3_int64 of
         if (!nb) { /* no room to gather: write it as SQLite asked */
             if ((rc = wb_flush(f)) != SQLITE_OK)
                 return rc;
+            f->size = -1;
             return RM(f)->xWrite(f->real, p, amt, off);
         }
         f->buf = nb;
@@ -124,7 +175,10 @@ static int wb_write(sqlite3_file *file, const void *p, int amt, sqlite3_int64 of
 
 static int wb_truncate(sqlite3_file *file, sqlite3_int64 size)
 {
-    int rc = wb_flush((wb_file_t *)file);
+    wb_file_t *f = (wb_file_t *)file;
+    int rc = wb_flush(f);
+
+    f->size = -1; /* asked again at the next growth */
     return rc != SQLITE_OK ? rc : RM(file)->xTruncate(REAL(file), size);
 }
 
@@ -239,6 +293,7 @@ static int wb_open(sqlite3_vfs *vfs, const char *name, sqlite3_file *file, int f
     memset(f, 0, sizeof *f);
     f->real = (sqlite3_file *)((char *)f + WB_ROUND8(sizeof *f));
     f->wal = (flags & SQLITE_OPEN_WAL) != 0;
+    f->size = -1;
     rc = PARENT->xOpen(PARENT, name, f->real, flags, oflags);
     if (rc != SQLITE_OK || !f->real->pMethods) {
         f->base.pMethods = NULL; /* SQLite calls no xClose on it */

@@ -5,6 +5,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 #include <sqlite3.h>
+#include <sys/stat.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -538,6 +539,40 @@ static void test_transitions_survive_exit(void **unused)
     store_close(s);
 }
 
+/* A growing WAL is grown ahead in zeros (walbuf.c), not by each commit's
+ * frames: after commits of a few pages each, the file is a whole number of
+ * the growth step long, past the frames, and its size moved once. */
+static void test_wal_grown_ahead(void **unused)
+{
+    store_t *s;
+    arb_err_t err;
+    store_batch_t b = {0};
+    char path[300];
+    struct stat st;
+    off_t first = -1;
+    int sizes = 0;
+
+    (void)unused;
+    snprintf(path, sizeof path, "%s/arbiter.db-wal", dir);
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    for (int i = 0; i < 40; i++) {
+        put_big(&b, i * 4, 4, 1500);
+        assert_int_equal(store_apply(s, &b, NULL, &err), 0);
+        store_batch_free(&b);
+        assert_int_equal(stat(path, &st), 0);
+        if (st.st_size != first)
+            sizes++, first = st.st_size;
+    }
+    assert_int_equal(sizes, 1);
+    assert_int_equal(st.st_size % ((off_t)4 << 20), 0);
+    check_big(s, 160, 1500);
+    store_close(s);
+    /* read back after a process that did not close it, too */
+    assert_int_equal(store_open(dir, NULL, &s, &err), 0);
+    check_big(s, 160, 1500);
+    store_close(s);
+}
+
 typedef struct writer {
     store_gc_t *gc;
     int id;
@@ -736,6 +771,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_numbered_keys, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_layout_moved, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transitions_survive_exit, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_wal_grown_ahead, setup, teardown),
         cmocka_unit_test_setup_teardown(test_group_commit, setup, teardown),
         cmocka_unit_test_setup_teardown(test_failed_commit_is_fatal, setup, teardown),
         cmocka_unit_test_setup_teardown(test_durable_hook, setup, teardown),
