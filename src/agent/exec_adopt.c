@@ -16,52 +16,63 @@
 
 #include "agent/exec_int.h"
 
-int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err)
+/* A table entry (added; RUNNING, adopted) for a task record's task, its
+ * supervisor sup (0: none, a record from an old state file). NULL when it
+ * is known already or there is no memory. */
+static agent_task_t *adopt_record(agent_exec_t *x, const agent_task_record_t *r, pid_t sup,
+                                  uint64_t sup_ticks, int64_t now_ns)
 {
-    const char *job = r->job;
-    int task = r->task;
-    pid_t pid = r->pid;
-    uint64_t start_ticks = r->start_ticks, ticks;
     agent_task_t *t;
-    int rc;
 
-    if (!agent_job_id_ok(job) || task < 0 || pid <= 1)
-        return arb_errf(err, -EINVAL, "adopt: bad task record");
-    if (agent_exec_find(x, job, task))
-        return arb_errf(err, -EEXIST, "adopt: job %s task %d is already known", job, task);
-    if (agent_proc_start_ticks(pid, &ticks) < 0 || ticks != start_ticks)
-        return arb_errf(err, -ESRCH,
-                        "adopt: job %s task %d: pid %d is gone or is another "
-                        "process now",
-                        job, task, (int)pid);
-    if (!(t = calloc(1, sizeof *t)))
-        return arb_errf(err, -ENOMEM, "out of memory");
-    snprintf(t->job, sizeof t->job, "%s", job);
-    t->task = task;
+    if (agent_exec_find(x, r->job, r->task) || !(t = calloc(1, sizeof *t)))
+        return NULL;
+    snprintf(t->job, sizeof t->job, "%s", r->job);
+    t->task = r->task;
     t->attempt = r->attempt;
     t->epoch = r->epoch;
-    t->pid = pid;
-    t->start_ticks = start_ticks;
+    t->pid = r->pid;
+    t->start_ticks = r->start_ticks;
+    t->sup_pid = sup;
+    t->sup_ticks = sup_ticks;
     t->grace_ns = r->grace_ns;
     t->generation = r->generation;
     t->state = AGENT_TASK_RUNNING;
     t->adopted = true;
     t->start_ns = now_ns;
     t->exit_code = -1;
+    t->start_fd = -1;
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
-    exec_fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, job, task);
-    exec_fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, job, task);
+    exec_fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, r->job, r->task);
+    exec_fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, r->job, r->task);
     for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
         struct stat st;
-        exec_fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], job, task);
+        exec_fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], r->job, r->task);
         if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
             break;
         t->cg.n = i + 1;
     }
-    if ((rc = exec_table_add(x, t)) < 0) {
+    if (exec_table_add(x, t) < 0) {
         free(t);
-        return arb_errf(err, rc, "out of memory");
+        return NULL;
     }
+    return t;
+}
+
+int agent_exec_adopt(agent_exec_t *x, const agent_task_record_t *r, int64_t now_ns, arb_err_t *err)
+{
+    uint64_t ticks;
+
+    if (!agent_job_id_ok(r->job) || r->task < 0 || r->pid <= 1)
+        return arb_errf(err, -EINVAL, "adopt: bad task record");
+    if (agent_exec_find(x, r->job, r->task))
+        return arb_errf(err, -EEXIST, "adopt: job %s task %d is already known", r->job, r->task);
+    if (agent_proc_start_ticks(r->pid, &ticks) < 0 || ticks != r->start_ticks)
+        return arb_errf(err, -ESRCH,
+                        "adopt: job %s task %d: pid %d is gone or is another "
+                        "process now",
+                        r->job, r->task, (int)r->pid);
+    if (!adopt_record(x, r, 0, 0, now_ns))
+        return arb_errf(err, -ENOMEM, "out of memory");
     return 0;
 }
 
@@ -104,47 +115,6 @@ static bool parse_task_record(const char *path, agent_task_record_t *r, pid_t *s
 
     return agent_sup_file_read(path, line, sizeof line, &ex, &have_exit) == 0 &&
            agent_task_record_parse(line, r, sup, sup_ticks) == 0;
-}
-
-/* A table entry (added; RUNNING, adopted) for a task record's task. NULL
- * when it is known already or there is no memory. */
-static agent_task_t *adopt_record(agent_exec_t *x, const agent_task_record_t *r, pid_t sup,
-                                  uint64_t sup_ticks, int64_t now_ns)
-{
-    agent_task_t *t;
-
-    if (agent_exec_find(x, r->job, r->task) || !(t = calloc(1, sizeof *t)))
-        return NULL;
-    snprintf(t->job, sizeof t->job, "%s", r->job);
-    t->task = r->task;
-    t->attempt = r->attempt;
-    t->epoch = r->epoch;
-    t->pid = r->pid;
-    t->start_ticks = r->start_ticks;
-    t->sup_pid = sup;
-    t->sup_ticks = sup_ticks;
-    t->grace_ns = r->grace_ns;
-    t->generation = r->generation;
-    t->state = AGENT_TASK_RUNNING;
-    t->adopted = true;
-    t->start_ns = now_ns;
-    t->exit_code = -1;
-    t->start_fd = -1;
-    t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
-    exec_fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, r->job, r->task);
-    exec_fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, r->job, r->task);
-    for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
-        struct stat st;
-        exec_fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], r->job, r->task);
-        if (stat(t->cg.dir[i], &st) != 0 || !S_ISDIR(st.st_mode))
-            break;
-        t->cg.n = i + 1;
-    }
-    if (exec_table_add(x, t) < 0) {
-        free(t);
-        return NULL;
-    }
-    return t;
 }
 
 int exec_adopt_running(agent_exec_t *x, const char *job, int task, int64_t now_ns,
