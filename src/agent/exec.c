@@ -112,6 +112,23 @@ static int mkdir_p(const char *path, mode_t mode)
     return 0;
 }
 
+/* ---- logs --------------------------------------------------------------------------- */
+
+void agent_log_path(char *buf, size_t n, const char *log_dir, const char *job, int task,
+                    const char *stream)
+{
+    exec_fmt(buf, n, "%s/%s.%d.%s", log_dir, job, task, stream);
+}
+
+void exec_log_paths(const agent_exec_t *x, agent_task_t *t)
+{
+    agent_log_path(t->out_path, sizeof t->out_path, x->conf.log_dir, t->job, t->task, "out");
+    if (x->conf.split_stderr)
+        agent_log_path(t->err_path, sizeof t->err_path, x->conf.log_dir, t->job, t->task, "err");
+    else
+        t->err_path[0] = '\0';
+}
+
 /* ---- supervisor records ------------------------------------------------------------ */
 
 static void kill_all(agent_exec_t *x, agent_task_t *t);
@@ -259,6 +276,15 @@ int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *e
                      x->user);
         else if (geteuid() == 0)
             snprintf(x->warning, sizeof x->warning, "tasks run as root (--allow-root); ");
+    }
+    {
+        /* A task's directory when its spec names none: its user's home, as a
+         * login gives; /tmp where that is no directory (nobody's
+         * /nonexistent), as slurmd falls back to. Not a directory made per
+         * job: that was a file system create (and, later, free) per task. */
+        struct stat st;
+        snprintf(x->workdir, sizeof x->workdir, "%s",
+                 stat(x->home, &st) == 0 && S_ISDIR(st.st_mode) ? x->home : "/tmp");
     }
     if ((rc = agent_cg_init(&x->cg, conf->cgroup_root, conf->cgroup_mode, conf->cgroup_self, err)) <
         0)
@@ -477,7 +503,7 @@ static int build_env(const agent_exec_t *x, const agent_task_spec_t *s, envv_t *
     rc |= env_set(e, "CUDA_VISIBLE_DEVICES", buf);
     rc |= env_set(e, "CUDA_DEVICE_ORDER", "PCI_BUS_ID");
     if (s->elastic) {
-        snprintf(buf, sizeof buf, "%s/%s/%d.resize", x->conf.log_dir, s->job, s->task);
+        agent_log_path(buf, sizeof buf, x->conf.log_dir, s->job, s->task, "resize");
         rc |= env_set(e, "ARBITER_RESIZE_FILE", buf);
     }
     if (s->world_size > 0) {
@@ -510,7 +536,7 @@ int exec_atomic_finish(FILE *f, const char *tmp, const char *path, bool durable)
     return rc;
 }
 
-/* Write LOG_DIR/JOB/TASK.resize (see exec.h) through a temporary file and
+/* Write LOG_DIR/JOB.TASK.resize (see exec.h) through a temporary file and
  * a rename, so a task never reads half of it. */
 static int write_resize(const agent_exec_t *x, const char *job, int task, uint32_t gen, int world,
                         int rank, const char *hosts, arb_err_t *err)
@@ -519,7 +545,7 @@ static int write_resize(const agent_exec_t *x, const char *job, int task, uint32
     FILE *f;
     int rc = 0;
 
-    exec_fmt(path, sizeof path, "%s/%s/%d.resize", x->conf.log_dir, job, task);
+    agent_log_path(path, sizeof path, x->conf.log_dir, job, task, "resize");
     exec_fmt(tmp, sizeof tmp, "%s.tmp", path);
     if (!(f = fopen(tmp, "we")))
         return arb_errf(err, -errno, "cannot write %s: %s", tmp, strerror(errno));
@@ -649,7 +675,6 @@ static int64_t sleep_ns(char *const *argv)
 static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
                        agent_task_t **out, arb_err_t *err)
 {
-    char jobdir[PATH_MAX];
     agent_task_t *t = calloc(1, sizeof *t);
     int rc;
     FILE *f;
@@ -668,10 +693,8 @@ static int start_timed(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
     t->ngpus = s->ngpus;
     memcpy(t->gpus, s->gpus, sizeof t->gpus);
-    exec_fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
-    exec_fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
-    exec_fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
-    if (mkdir_p(jobdir, 0755) == 0 && (f = fopen(t->out_path, "ae"))) {
+    exec_log_paths(x, t);
+    if ((f = fopen(t->out_path, "ae"))) {
         fprintf(f, "[arbiter: emulated task, no process: %s%s for %.3f s]\n", s->argv[0],
                 s->argv[1] ? " ..." : "", (double)(t->end_at_ns - now_ns) / 1e9);
         fclose(f);
@@ -816,7 +839,7 @@ out:
 int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns,
                      agent_task_t **out, arb_err_t *err)
 {
-    char cg_name[AGENT_JOB_MAX + 16], jobdir[PATH_MAX], path[PATH_MAX];
+    char cg_name[AGENT_JOB_MAX + 16], path[PATH_MAX];
     char lease_path[PATH_MAX], startbuf[8], limbuf[24], gracebuf[24];
     char *sargv[28], rec_path[PATH_MAX], fields[AGENT_JOB_MAX + 96];
     const char *cwd;
@@ -862,17 +885,7 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
                      s->task, s->argv[0], env_get(&env, "PATH"));
         goto fail;
     }
-    exec_fmt(jobdir, sizeof jobdir, "%s/%s", x->conf.log_dir, s->job);
-    if ((rc = mkdir_p(jobdir, 0755)) < 0) {
-        arb_errf(err, rc, "cannot create %s: %s", jobdir, strerror(-rc));
-        goto fail;
-    }
-    if (x->drop && chown(jobdir, x->uid, x->gid) != 0) {
-        rc = -errno;
-        arb_errf(err, rc, "cannot hand %s to %s: %s", jobdir, x->user, strerror(errno));
-        goto fail;
-    }
-    cwd = s->cwd ? s->cwd : jobdir;
+    cwd = s->cwd ? s->cwd : x->workdir;
     if (!(t->start_cwd = strdup(cwd))) {
         rc = arb_errf(err, -ENOMEM, "out of memory");
         goto fail;
@@ -885,13 +898,22 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     if (s->elastic && (rc = write_resize(x, s->job, s->task, s->generation, s->world_size, s->rank,
                                          s->hosts, err)) < 0)
         goto fail;
-    exec_fmt(t->out_path, sizeof t->out_path, "%s/%d.out", jobdir, s->task);
-    exec_fmt(t->err_path, sizeof t->err_path, "%s/%d.err", jobdir, s->task);
-    outfd = open(t->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-    errfd = open(t->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+    /* Its log: one file, both streams on one open file description (each
+     * write lands at the end, in the order written), unless stderr is
+     * split. O_NOFOLLOW: nothing planted in the log directory redirects it. */
+    snprintf(t->job, sizeof t->job, "%s", s->job);
+    t->task = s->task;
+    exec_log_paths(x, t);
+    if (t->err_path[0]) /* before out: where out is, a reader knows err would be too */
+        errfd = open(t->err_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (!t->err_path[0] || errfd >= 0)
+        outfd = open(t->out_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC | O_NOFOLLOW, 0640);
+    if (!t->err_path[0])
+        errfd = outfd;
     if (outfd < 0 || errfd < 0) {
         rc = -errno;
-        arb_errf(err, rc, "cannot open the task's log files in %s: %s", jobdir, strerror(errno));
+        arb_errf(err, rc, "cannot open the task's log %s: %s",
+                 errfd < 0 && t->err_path[0] ? t->err_path : t->out_path, strerror(errno));
         goto fail;
     }
     exec_fmt(cg_name, sizeof cg_name, "%s.%d", s->job, s->task);
@@ -979,8 +1001,6 @@ int agent_exec_begin(agent_exec_t *x, const agent_task_spec_t *s, int64_t now_ns
     pipefd[1] = -1;
     agent_cg_task_close_fds(&t->cg);
     fcntl(pipefd[0], F_SETFL, O_NONBLOCK);
-    snprintf(t->job, sizeof t->job, "%s", s->job);
-    t->task = s->task;
     t->attempt = s->attempt;
     t->epoch = s->epoch;
     t->sup_pid = pid;
@@ -1012,7 +1032,7 @@ fail:
         close(pipefd[1]);
     if (outfd >= 0)
         close(outfd);
-    if (errfd >= 0)
+    if (errfd >= 0 && errfd != outfd)
         close(errfd);
     if (t) {
         agent_cg_task_close_fds(&t->cg);

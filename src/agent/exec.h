@@ -5,14 +5,18 @@
  * session and process group, in its own cgroups (cgroup.h), as the --run-as
  * user when the agent is root (never as root unless allowed), with a clean
  * environment plus CUDA_VISIBLE_DEVICES, ARBITER_* and, for gangs, the
- * rendezvous variables of distributed launchers; stdout and stderr go to
- * LOG_DIR/JOB/TASK.out and .err. It reaps exit codes, cancels (SIGTERM to
+ * rendezvous variables of distributed launchers, in the directory the spec
+ * gives or else the user's home (/tmp when it has none, as slurmd does);
+ * stdout and stderr go to one file, LOG_DIR/JOB.TASK.out, in the order they
+ * were written (Slurm's slurm-JOB.out, a Kubernetes container's log), or
+ * stderr to LOG_DIR/JOB.TASK.err with conf.split_stderr: one file made per
+ * task, no directory (agent_log_path). It reaps exit codes, cancels (SIGTERM to
  * the group, a grace period, then SIGKILL to the group and the cgroups) and
  * fences (SIGKILL to every task at once). The grace is the task's own (its
  * job's terminationGracePeriodSeconds) when the controller gave one, else
  * conf.grace_ns.
  *
- * Elastic tasks get ARBITER_RESIZE_FILE, LOG_DIR/JOB/TASK.resize, written
+ * Elastic tasks get ARBITER_RESIZE_FILE, LOG_DIR/JOB.TASK.resize, written
  * before the task starts and rewritten (atomically: a temporary file, then
  * rename) on every resize, as key=value lines:
  *   generation=3
@@ -107,7 +111,7 @@ typedef struct agent_task_spec {
     int master_port;
     int64_t mem_bytes; /* memory limit; 0 none */
     int64_t cpu_milli; /* CPU limit; 0 none */
-    const char *cwd;   /* NULL: LOG_DIR/JOB */
+    const char *cwd;   /* NULL: the tasks' user's home, else /tmp (agent_exec_t.workdir) */
     bool has_grace;    /* grace_ns is this task's SIGTERM -> SIGKILL grace */
     int64_t grace_ns;
     bool elastic; /* write ARBITER_RESIZE_FILE (world_size, rank, hosts, generation) */
@@ -144,7 +148,8 @@ typedef struct agent_task {
     char reason[16]; /* "exited", "cancelled", "fenced", "killed", "lost", "timeout" */
     int ngpus;
     int gpus[ARB_MAX_GPUS];
-    char out_path[PATH_MAX], err_path[PATH_MAX];
+    char out_path[PATH_MAX]; /* its log: stdout, and stderr unless err_path */
+    char err_path[PATH_MAX]; /* conf.split_stderr: its stderr; else "" */
     agent_cg_task_t cg;
     int64_t grace_ns;    /* its own grace; < 0: conf.grace_ns */
     uint32_t generation; /* elastic: the resize generation it was last told */
@@ -184,6 +189,7 @@ typedef struct agent_exec_conf {
     int64_t start_delay_ns;  /* tests: each task sleeps this long before its exec, forked
                                 by its supervisor (a slow start; ARBITER_AGENT_START_DELAY_MS) */
     bool no_zygote;          /* posix_spawn every supervisor, no zygote (zygote.h) */
+    bool split_stderr;       /* stderr to LOG_DIR/JOB.TASK.err, not into the .out file */
 } agent_exec_conf_t;
 
 #define AGENT_EXEC_SPARES 256 /* spare task files kept; more are removed */
@@ -196,6 +202,7 @@ typedef struct agent_exec {
     int ngroups;
     gid_t groups[64];
     char user[64], home[256];
+    char workdir[256]; /* a task's directory when its spec gives none: home, else /tmp */
     agent_cg_t cg;
     int ntasks, cap;
     agent_task_t **tasks;   /* owned */
@@ -209,6 +216,16 @@ typedef struct agent_exec {
     agent_zygote_t zyg; /* forks the supervisors (zygote.h); started at the first task */
     int zyg_deaths;     /* how often it died: at AGENT_EXEC_ZYGOTE_DEATHS, no more of it */
 } agent_exec_t;
+
+/*
+ * Task task of job job's log file under log_dir: stream "out" is
+ * LOG_DIR/JOB.TASK.out (stdout, and stderr when the agent does not split
+ * it), "err" LOG_DIR/JOB.TASK.err (stderr, conf.split_stderr). Flat: a
+ * task's log costs one file and no directory. Cut short, never overflowed,
+ * when buf is too small.
+ */
+void agent_log_path(char *buf, size_t n, const char *log_dir, const char *job, int task,
+                    const char *stream);
 
 /* Set up: the tasks' user, the log dir, cgroups. Free with agent_exec_free. */
 int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *err);

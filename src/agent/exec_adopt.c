@@ -42,8 +42,7 @@ static agent_task_t *adopt_record(agent_exec_t *x, const agent_task_record_t *r,
     t->exit_code = -1;
     t->start_fd = -1;
     t->cg.procs_fd[0] = t->cg.procs_fd[1] = -1;
-    exec_fmt(t->out_path, sizeof t->out_path, "%s/%s/%d.out", x->conf.log_dir, r->job, r->task);
-    exec_fmt(t->err_path, sizeof t->err_path, "%s/%s/%d.err", x->conf.log_dir, r->job, r->task);
+    exec_log_paths(x, t);
     for (int i = 0; i < 2 && x->cg.base[i][0]; i++) {
         struct stat st;
         exec_fmt(t->cg.dir[i], sizeof t->cg.dir[i], "%s/%s.%d", x->cg.base[i], r->job, r->task);

@@ -13,6 +13,9 @@
 
 /* snprintf for paths that may be cut short (never overflowed). */
 void exec_fmt(char *dst, size_t n, const char *f, ...) __attribute__((format(printf, 3, 4)));
+/* t's log paths (its job and task set): out_path, and err_path when
+ * conf.split_stderr (else ""); agent_log_path. */
+void exec_log_paths(const agent_exec_t *x, agent_task_t *t);
 /* Add t (owned from now) to the table; -ENOMEM. */
 int exec_table_add(agent_exec_t *x, agent_task_t *t);
 /* Close f, written as tmp, and rename it to path (fsync'd first when durable). */

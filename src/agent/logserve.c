@@ -8,7 +8,8 @@
  * request on this connection's thread, 5 s at most, through
  * src/client/failover.c: any of the controllers, over TLS when they are
  * https), then open
- * LOG_DIR/JOB/TASK.STREAM and answer from the offset. The cache holds
+ * LOG_DIR/JOB.TASK.STREAM (agent_log_path) and answer from the offset: an
+ * err stream the agent did not split off is said to be in out. The cache holds
  * LS_CACHE tickets; a new one replaces the one closest to expiry.
  */
 #include <arpa/inet.h>
@@ -27,6 +28,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "agent/exec.h"
 #include "agent/logserve.h"
 #include "client/failover.h"
 #include "util/mtime.h"
@@ -279,12 +281,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
     if (rc)
         return reply(c, (unsigned)rc, "%s", msg);
 
-    snprintf(path, sizeof path, "%s/%lld/%lld.%s", l->log_dir, (long long)job, (long long)task,
-             stream);
+    char jid[24];
+    snprintf(jid, sizeof jid, "%lld", (long long)job);
+    agent_log_path(path, sizeof path, l->log_dir, jid, (int)task, stream);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat sb;
-    /* The task's user owns LOG_DIR/JOB: a symbolic link (O_NOFOLLOW) or a
-     * hard link it planted there must not lead this agent to other files. */
+    /* A symbolic link (O_NOFOLLOW) or a hard link planted in the log
+     * directory must not lead this agent to other files. */
     if (fd >= 0 && fstat(fd, &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_nlink > 1) {
         close(fd);
         return reply(c, 403,
@@ -296,6 +299,13 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
         int e = errno;
         if (fd >= 0)
             close(fd);
+        char out[PATH_MAX + 64];
+        agent_log_path(out, sizeof out, l->log_dir, jid, (int)task, "out");
+        if (fd < 0 && e == ENOENT && !strcmp(stream, "err") && access(out, F_OK) == 0)
+            return reply(c, 404,
+                         "job %lld task %lld: its stderr is in its out stream on node '%s' (the "
+                         "agent writes both to one file unless it runs with --stderr separate)",
+                         (long long)job, (long long)task, l->node);
         return reply(c, 404, "job %lld task %lld: no %s log on node '%s' (%s)", (long long)job,
                      (long long)task, stream, l->node, strerror(e));
     }

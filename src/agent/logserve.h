@@ -5,7 +5,8 @@
  *   GET /v1/logs/JOB/TASK?stream=out|err&offset=N
  *   Authorization: Bearer TICKET
  *
- * answers the bytes of LOG_DIR/JOB/TASK.out (or .err) from offset N, at
+ * answers the bytes of LOG_DIR/JOB.TASK.out (both streams; or .err, where the
+ * agent splits stderr off: --stderr separate) from offset N, at
  * most 1 MiB a reply (X-Arbiter-Log-Size says how long the file is now, so
  * a client reads on while it is longer). A ticket comes from the controller
  * (POST /v1/jobs/JOB/logs-ticket, given to users who may see the job) and is
@@ -16,7 +17,7 @@
  * src/state/logticket.c.
  *
  * JOB and TASK must be decimal integers and the stream one of two words, so
- * the file opened is always LOG_DIR/<digits>/<digits>.{out,err}: no path a
+ * the file opened is always LOG_DIR/<digits>.<digits>.{out,err}: no path a
  * client writes reaches the file system (no traversal), and the file is
  * opened with O_NOFOLLOW and refused when it has other names (hard links).
  * With the node's certificate (--cert-file, --key-file: `arbiter init node`)
@@ -25,7 +26,8 @@
  * (--insecure-plain-http): a ticket and a task's log would cross the
  * network in clear. Errors are JSON as the controller's:
  * {"error": {"status", "message"}}: 400 bad path or query, 401 no ticket,
- * 403 ticket refused, 404 no such log, 503 the controller could not be asked.
+ * 403 ticket refused, 404 no such log (an err stream that is in out says
+ * so), 503 the controller could not be asked.
  */
 #ifndef ARB_AGENT_LOGSERVE_H
 #define ARB_AGENT_LOGSERVE_H

@@ -27,7 +27,7 @@ typedef struct agent_report_in {
     const agent_exec_t *exec;      /* NULL: no tasks */
     /* With the inventory, when not NULL: where gang members reach this
      * node's tasks (MASTER_ADDR), its host name and its absolute log
-     * directory (`arbiter logs` reads LOG_DIR/JOB/TASK.out there). */
+     * directory (`arbiter logs` reads LOG_DIR/JOB.TASK.out there). */
     const char *address, *hostname, *log_dir;
     const char *logs_url; /* where the agent serves task logs (logserve.h); NULL none */
 } agent_report_in_t;

@@ -4,7 +4,8 @@
  *   arbiter agent --name NODE [--controller URL[,URL...] [--token-file F]]
  *                 [--inventory FILE | --fake-gpus N[:MODEL] | --nvml-lib PATH]
  *                 [--once] [-o text|json] [--heartbeat 1s] [--lease 10s] [--count N]
- *                 [--log-dir DIR] [--run-as USER] [--allow-root] [--cgroups auto|v2|v1|none]
+ *                 [--log-dir DIR] [--stderr merged|separate] [--run-as USER] [--allow-root]
+ *                 [--cgroups auto|v2|v1|none]
  *                 [--grace 10s] [--address ADDR] [--state FILE] [--keep-tasks]
  *                 [--emulate K [--threads T] [--duration 60s] [--emulate-tasks real|timed]]
  *                 [--fake-busy PCT]
@@ -281,6 +282,7 @@ typedef struct agent_flags {
     bool once, keep, plain_ok;
     int out;
     const char *emulate_tasks;
+    int stderr_mode; /* 0 merged into the .out file, 1 a .err file of its own */
     long long count, emulate, threads, fake_busy;
     int64_t duration;
     const char *token_file, *logs_listen, *push_wait;
@@ -310,6 +312,9 @@ static const fl_flag_t agent_flag_table[] = {
                 "(default 10s)"),
     AF(count, "--count", FL_INT, "N", "stop after N heartbeats", .min = 1),
     AF(c.exec.log_dir, "--log-dir", FL_STR, "DIR", "the tasks' output", .def = "/var/log/arbiter"),
+    FL_OPT(agent_flags_t, stderr_mode, "--stderr", NULL, FL_CHOICE, NULL,
+           "a task's stderr: in its log (LOG_DIR/JOB.TASK.out) or a .err of its own",
+           .def = "merged", .choices = "merged|separate"),
     AF(c.exec.run_as, "--run-as", FL_STR, "USER", "the tasks' user when the agent is root"),
     AF(c.exec.allow_root, "--allow-root", FL_BOOL, NULL, "let tasks run as root"),
     AF_DURATION(c.exec.grace_ns, "--grace", "SIGTERM to SIGKILL (default 10s)"),
@@ -381,6 +386,7 @@ static int agent_check(agent_flags_t *f)
         return 2;
     }
     c->exec.timed = !strcmp(f->emulate_tasks, "timed");
+    c->exec.split_stderr = f->stderr_mode == 1;
     if ((f->threads || f->duration || c->exec.timed) && !f->emulate) {
         fprintf(stderr,
                 "arbiter agent: --threads, --duration and --emulate-tasks go with --emulate K\n");

@@ -2,8 +2,11 @@
  * logs.c: `arbiter logs JOB [--task I] [--follow] [--err] [--log-dir DIR]`:
  * a job's task output, from any host.
  *
- * Where logs live: each agent writes task I of job J to LOG_DIR/J/I.out
- * and .err on its own node (src/agent/exec.c), and reports its log
+ * Where logs live: each agent writes task I of job J to LOG_DIR/J.I.out on
+ * its own node, stdout and stderr in the order written, or stderr to
+ * LOG_DIR/J.I.err when it runs with --stderr separate (src/agent/exec.h,
+ * agent_log_path); --err reads that stream, and says where stderr is when
+ * the node wrote it into the out file. Each agent reports its log
  * directory, host name and, when it serves them, its logs URL with its
  * inventory. This verb asks the controller where each task ran (the job's
  * `node`, or `last_node` once it ended) and then reads the output:
@@ -42,6 +45,7 @@
 #include "cli/cli.h"
 #include "cli/client.h"
 #include "cli/flags.h"
+#include "agent/exec.h"
 #include "util/buf.h"
 #include "util/mtime.h"
 
@@ -105,12 +109,26 @@ static int locate(const char *job, json_t *task, const char *dir_override, bool 
     gethostname(here, sizeof here - 1);
     bool same_host = !host || !host[0] || strcmp(host, here) == 0;
     if (dir)
-        snprintf(file, sizeof file, "%s/%s/%d.%s", dir, job, t, err_stream ? "err" : "out");
+        agent_log_path(file, sizeof file, dir, job, t, err_stream ? "err" : "out");
     /* 1. the file, where it can be read here */
     if (dir && (dir_override || same_host) && access(file, R_OK) == 0) {
         snprintf(path, n, "%s", file);
         json_decref(reply);
         return 0;
+    }
+    /* stderr that went into the out file (the agent made no .err: it opens
+     * a .err before the .out when it makes one) */
+    char out[PATH_MAX];
+    if (dir && err_stream && (dir_override || same_host) &&
+        (agent_log_path(out, sizeof out, dir, job, t, "out"), access(out, F_OK) == 0) &&
+        access(file, F_OK) != 0 && errno == ENOENT) {
+        fprintf(stderr,
+                "arbiter logs: job %s task %d: its stderr is in its output, %s (node '%s' writes "
+                "both streams to one file unless its agent runs with --stderr separate); run "
+                "without --err\n",
+                job, t, out, node);
+        json_decref(reply);
+        return -EXIT_REFUSED;
     }
     /* 2. the agent */
     if (lurl && lurl[0]) {
@@ -131,9 +149,9 @@ static int locate(const char *job, json_t *task, const char *dir_override, bool 
     if (!dir_override && !same_host) {
         fprintf(stderr,
                 "arbiter logs: job %s task %d ran on node '%s', host %s: its output is "
-                "%s:%s/%s/%d.%s and its agent serves no logs (--logs-listen off); run "
+                "%s:%s and its agent serves no logs (--logs-listen off); run "
                 "'arbiter logs' there (or give --log-dir for a shared directory)\n",
-                job, t, node, host, host, dir, job, t, err_stream ? "err" : "out");
+                job, t, node, host, host, file);
         json_decref(reply);
         return -EXIT_REFUSED;
     }
@@ -252,7 +270,10 @@ static long drain_remote(CURL *h, tail_t *tl, const char *job, bool err_stream, 
              * restarted on its node may listen on another port) */
             if (cc != CURLE_OK)
                 tl->ticket[0] = '\0';
-            if (st != 404 && !(follow && cc != CURLE_OK)) {
+            if (st == 404 && m && !follow) { /* no such log: the agent says why */
+                fprintf(stderr, "arbiter logs: the agent of node '%s': %s\n", node ? node : "?", m);
+                ret = -2 - EXIT_REFUSED;
+            } else if (st != 404 && !(follow && cc != CURLE_OK)) {
                 fprintf(stderr, "arbiter logs: the agent of node '%s' at %s: %s\n",
                         node ? node : "?", tl->url,
                         cc != CURLE_OK ? curl_easy_strerror(cc)

@@ -5,7 +5,10 @@
 # directory that does not hold the files (ARBITER_LOG_DIR, --log-dir), as on
 # a host other than the node, so every byte below comes from the agent,
 # with a ticket from the controller. Checks:
-#   - `arbiter logs` shows a task's stdout and --err its stderr;
+#   - `arbiter logs` shows a task's log: its stdout and stderr in the order
+#     written, one file (LOG_DIR/JOB.TASK.out); --err says that its stderr
+#     is in it, through the agent and from the file; an agent with
+#     --stderr separate serves a .err of its own;
 #   - --follow prints a running task's lines as they come, by offset, each
 #     once, and ends when the job ends;
 #   - a user of another team gets no ticket (403 naming the team), so no log;
@@ -43,17 +46,24 @@ LURL=$($ARB nodes -o json >/dev/null; curl -sf -H "Authorization: Bearer $ADMIN"
 case "$LURL" in http://127.0.0.1:[0-9]*) ;; *) cl_fail "no loopback logs_url for n1: '$LURL'" ;; esac
 mkdir -p "$T/elsewhere"
 
-# a finished job: stdout and stderr through the agent
-done_job=$(ARBITER_TOKEN=$ALICE $ARB submit --gpus 1 --name words -- sh -c 'echo "out one"; echo "out two"; echo "err one" >&2')
+# a finished job: its log (both streams, in order) through the agent
+done_job=$(ARBITER_TOKEN=$ALICE $ARB submit --gpus 1 --name words -- sh -c 'echo "out one"; echo "err one" >&2; echo "out two"')
 cl_wait "job $done_job to succeed" 15 cl_is "$done_job" succeeded
-[ -f "$T/logs/n1/$done_job/0.out" ] || cl_fail "the agent wrote no log file"
-[ ! -e "$T/elsewhere/$done_job" ] || cl_fail "the CLI's directory holds the log"
+[ -f "$T/logs/n1/$done_job.0.out" ] || cl_fail "the agent wrote no log file: $(ls "$T/logs/n1")"
+[ "$(ls "$T/logs/n1")" = "$done_job.0.out" ] || cl_fail "more than one file: $(ls "$T/logs/n1")"
+[ ! -e "$T/elsewhere/$done_job.0.out" ] || cl_fail "the CLI's directory holds the log"
 ARBITER_TOKEN=$ALICE ARBITER_LOG_DIR=$T/elsewhere $ARB logs "$done_job" > "$T/out1" 2>"$T/err1" ||
     cl_fail "logs $done_job: $(cat "$T/err1")"
-printf 'out one\nout two\n' | cmp -s - "$T/out1" || cl_fail "logs: $(cat "$T/out1")"
-ARBITER_TOKEN=$ALICE $ARB logs "$done_job" --err --log-dir "$T/elsewhere" > "$T/out2" ||
-    cl_fail "logs --err"
-[ "$(cat "$T/out2")" = "err one" ] || cl_fail "logs --err: $(cat "$T/out2")"
+printf 'out one\nerr one\nout two\n' | cmp -s - "$T/out1" || cl_fail "logs: $(cat "$T/out1")"
+if ARBITER_TOKEN=$ALICE $ARB logs "$done_job" --err --log-dir "$T/elsewhere" > "$T/out2" 2>"$T/err2"; then
+    cl_fail "logs --err of a merged log succeeded: $(cat "$T/out2")"
+fi
+grep -q "its stderr is in its out stream on node 'n1'" "$T/err2" || cl_fail "logs --err: $(cat "$T/err2")"
+if ARBITER_TOKEN=$ALICE $ARB logs "$done_job" --err --log-dir "$T/logs/n1" > "$T/out2" 2>"$T/err2"; then
+    cl_fail "logs --err from the file succeeded: $(cat "$T/out2")"
+fi
+grep -q "its stderr is in its output, $T/logs/n1/$done_job.0.out" "$T/err2" ||
+    cl_fail "logs --err from the file: $(cat "$T/err2")"
 
 # another team: no ticket, no bytes
 if ARBITER_TOKEN=$BOB ARBITER_LOG_DIR=$T/elsewhere $ARB logs "$done_job" > "$T/out3" 2>"$T/err3"; then
@@ -84,7 +94,7 @@ TK=$(curl -sf -X POST -H "Authorization: Bearer $ALICE" "$ARBITER_URL/v1/jobs/$d
     sed -n 's/.*"ticket": *"\([0-9a-f]*\)".*/\1/p')
 [ -n "$TK" ] || cl_fail "no ticket from the controller"
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?offset=4")" = 200 ] || cl_fail "ticket: $(cat "$T/body")"
-printf 'one\nout two\n' | cmp -s - "$T/body" || cl_fail "offset 4: $(cat "$T/body")"
+printf 'one\nerr one\nout two\n' | cmp -s - "$T/body" || cl_fail "offset 4: $(cat "$T/body")"
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$slow/0")" = 403 ] || cl_fail "other job: $(cat "$T/body")"
 grep -q "ticket is for job $done_job task 0" "$T/body" || cl_fail "other job: $(cat "$T/body")"
 [ "$(code --path-as-is -H "Authorization: Bearer $TK" "$LURL/v1/logs/../../../etc/passwd")" = 400 ] ||
@@ -92,20 +102,21 @@ grep -q "ticket is for job $done_job task 0" "$T/body" || cl_fail "other job: $(
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0x1")" = 400 ] || cl_fail "0x1: $(cat "$T/body")"
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?stream=../x")" = 400 ] ||
     cl_fail "stream: $(cat "$T/body")"
-# what a task's user could plant in its own log directory leads nowhere
-D=$T/logs/n1/$done_job
+# what is planted in the log directory leads nowhere
+D=$T/logs/n1
 echo secret > "$T/secret"
-rm -f "$D/0.err" && ln -s "$T/secret" "$D/0.err"
+ln -s "$T/secret" "$D/$done_job.0.err"
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?stream=err")" = 404 ] ||
     cl_fail "symlink: $(cat "$T/body")"
-rm -f "$D/0.err" && ln "$T/secret" "$D/0.err"
+rm -f "$D/$done_job.0.err" && ln "$T/secret" "$D/$done_job.0.err"
 [ "$(code -H "Authorization: Bearer $TK" "$LURL/v1/logs/$done_job/0?stream=err")" = 403 ] ||
     cl_fail "hard link: $(cat "$T/body")"
 grep -q "other names (a hard link)" "$T/body" || cl_fail "hard link: $(cat "$T/body")"
+rm -f "$D/$done_job.0.err"
 # --follow through a node's death: kill -9 the agent running the task (its
 # log server dies with it); the task comes back on a second node, and the
 # same --follow goes on there, from that node's agent
-cl_agent n2 --token-file "$T/agent2.token"
+cl_agent n2 --token-file "$T/agent2.token" --stderr separate
 cl_wait "n2 ready" 10 cl_node_ready n2
 mover=$(ARBITER_TOKEN=$ALICE $ARB submit --gpus 4 --name mover -- sh -c 'echo "attempt on $ARBITER_NODE"; exec sleep 300')
 cl_wait "job $mover to run" 15 cl_is "$mover" running
@@ -125,4 +136,20 @@ cl_wait "--follow to end with the cancel" 15 sh -c "! kill -0 $FPID 2>/dev/null"
 wait "$FPID" || cl_fail "logs --follow exited non-zero: $(cat "$T/ferr2")"
 cl_forget_pid "$FPID"
 [ "$(grep -c '^attempt on' "$T/follow2")" -eq 2 ] || cl_fail "follow2: $(cat "$T/follow2")"
+# n2 (--stderr separate; back, when it was the one killed; n1 cordoned): stderr in a
+# .err of its own, served as the err stream
+if [ "$first" = n2 ]; then
+    cl_agent n2 --token-file "$T/agent2.token" --stderr separate
+fi
+cl_wait "n2 ready" 10 cl_node_ready n2
+$ARB cordon n1 >/dev/null || cl_fail "cordon n1"
+split=$(ARBITER_TOKEN=$ALICE $ARB submit --gpus 1 --name split -- sh -c 'echo "out one"; echo "err one" >&2')
+cl_wait "job $split to succeed" 15 cl_is "$split" succeeded
+[ -f "$T/logs/n2/$split.0.err" ] || cl_fail "n2 wrote no .err: $(ls "$T/logs/n2")"
+ARBITER_TOKEN=$ALICE ARBITER_LOG_DIR=$T/elsewhere $ARB logs "$split" > "$T/out4" 2>"$T/err4" ||
+    cl_fail "logs $split: $(cat "$T/err4")"
+[ "$(cat "$T/out4")" = "out one" ] || cl_fail "logs $split: $(cat "$T/out4")"
+ARBITER_TOKEN=$ALICE ARBITER_LOG_DIR=$T/elsewhere $ARB logs "$split" --err > "$T/out4" 2>"$T/err4" ||
+    cl_fail "logs $split --err: $(cat "$T/err4")"
+[ "$(cat "$T/out4")" = "err one" ] || cl_fail "logs $split --err: $(cat "$T/out4")"
 echo "cluster_logs: ok"

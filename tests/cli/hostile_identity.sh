@@ -103,7 +103,7 @@ near=$(printf '%s' "$TK" | sed 's/.$/0/')
     cl_fail "a near-miss ticket was taken: $(cat "$T/body")"
 
 # ---- secrets -----------------------------------------------------------------------------------
-cl_wait "the task's output" 10 grep -q "^got $SECRET and visible$" "$T/logs/n1/$job/0.out"
+cl_wait "the task's output" 10 grep -q "^got $SECRET and visible$" "$T/logs/n1/$job.0.out"
 get() { curl -s -H "Authorization: Bearer $1" "$ARBITER_URL/v1/jobs/$job" | tr -d ' \n'; }
 get "$ALICE" | grep -q "\"HF_TOKEN\":{\"value\":\"$SECRET\",\"secret\":true}" ||
     cl_fail "the submitter cannot read her secret: $(get "$ALICE")"

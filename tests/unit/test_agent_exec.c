@@ -190,8 +190,13 @@ static void test_env_and_logs(void **st)
     assert_int_equal(t->ngpus, 2);
 
     char want[256];
-    snprintf(want, sizeof want, "%s/logs/job-1/3.out", tmpdir);
+    struct stat sb;
+    /* one file in the log directory, no directory for the job */
+    snprintf(want, sizeof want, "%s/logs/job-1.3.out", tmpdir);
     assert_string_equal(t->out_path, want);
+    assert_string_equal(t->err_path, "");
+    snprintf(want, sizeof want, "%s/logs/job-1", tmpdir);
+    assert_int_equal(stat(want, &sb), -1);
     out = fx_slurp(t->out_path);
     const char *lines[] = {"CUDA_VISIBLE_DEVICES=0,3\n",
                            "CUDA_DEVICE_ORDER=PCI_BUS_ID\n",
@@ -215,8 +220,9 @@ static void test_env_and_logs(void **st)
     assert_non_null(strstr(out, "HOME="));
     assert_non_null(strstr(out, "USER="));
 
-    /* No GPUs: CUDA_VISIBLE_DEVICES is set and empty (sees none); no gang vars. */
-    char *argv2[] = {"sh", "-c", "env; echo to-stderr >&2; exit 7", NULL};
+    /* No GPUs: CUDA_VISIBLE_DEVICES is set and empty (sees none); no gang
+     * vars. Its stderr is in its one log, after what it wrote before. */
+    char *argv2[] = {"sh", "-c", "env; echo to-stderr >&2; echo after; exit 7", NULL};
     t = run(&x, "job-2", 0, argv2);
     wait_exit(&x, t);
     assert_int_equal(t->exit_code, 7);
@@ -224,7 +230,12 @@ static void test_env_and_logs(void **st)
     out = fx_slurp(t->out_path);
     assert_non_null(strstr(out, "CUDA_VISIBLE_DEVICES=\n"));
     assert_null(strstr(out, "WORLD_SIZE="));
-    assert_string_equal(fx_slurp(t->err_path), "to-stderr\n");
+    const char *e = strstr(out, "to-stderr\n");
+    assert_non_null(e);
+    assert_true(e > strstr(out, "CUDA_VISIBLE_DEVICES="));
+    assert_string_equal(e, "to-stderr\nafter\n");
+    snprintf(want, sizeof want, "%s/logs/job-2.0.err", tmpdir);
+    assert_int_equal(stat(want, &sb), -1);
 
     /* forget: only exited tasks; then it is gone from the table. */
     assert_int_equal(agent_exec_forget(&x, "job-2", 0), 0);
@@ -434,9 +445,10 @@ static void test_run_as(void **st)
     agent_exec_conf_t c = conf();
     agent_exec_t x;
     arb_err_t err = {{0}};
-    char *argv[] = {"sh", "-c", "id -u; id -g; pwd; touch ok-to-write && echo wrote", NULL};
+    char *argv[] = {"sh", "-c",
+                    "id -u; id -g; pwd; f=ok-to-write.$$; touch $f && rm $f && echo wrote", NULL};
     agent_task_t *t;
-    char want[256];
+    char want[320];
 
     if (geteuid() != 0) {
         /* Not root: tasks run as the agent's user; --run-as is a warning. */
@@ -446,12 +458,15 @@ static void test_run_as(void **st)
         agent_exec_free(&x);
         skip();
     }
-    /* Root: tasks run as nobody by default, in a job dir they can write. */
+    /* Root: tasks run as nobody by default, in its home, or /tmp where it
+     * has none (nobody's /nonexistent), which it can write. */
     assert_int_equal(agent_exec_init(&x, &c, &err), 0);
     assert_true(x.drop);
+    struct stat hs;
+    const char *home = stat(x.home, &hs) == 0 && S_ISDIR(hs.st_mode) ? x.home : "/tmp";
     t = run(&x, "asuser", 0, argv);
     wait_exit(&x, t);
-    snprintf(want, sizeof want, "65534\n65534\n%s/logs/asuser\nwrote\n", tmpdir);
+    snprintf(want, sizeof want, "65534\n65534\n%s\nwrote\n", home);
     assert_string_equal(fx_slurp(t->out_path), want);
     agent_exec_free(&x);
 
@@ -693,6 +708,73 @@ static ino_t inode_of(const char *name)
  * executor and in one started after it; its records are the new task's.
  * A file that was created and removed per task again would fail the inode
  * checks. A file with no record left unheld becomes a spare at adoption. */
+/* What a task makes in the log directory (beside .arbiter): one file, its
+ * log, with both streams; with split_stderr a second one for stderr. No
+ * directory per job: each entry made is a file system create, and on ext4
+ * without a journal each create scans the inodes freed lately. */
+static int log_entries(char names[][NAME_MAX + 2], int max)
+{
+    char dir[128];
+    DIR *d;
+    struct dirent *e;
+    int n = 0;
+
+    snprintf(dir, sizeof dir, "%s/logs", tmpdir);
+    assert_non_null(d = opendir(dir));
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
+    while ((e = readdir(d)))
+        if (e->d_name[0] != '.' && n < max) {
+            snprintf(names[n], NAME_MAX + 2, "%s%s", e->d_name, e->d_type == DT_DIR ? "/" : "");
+            n++;
+        }
+    closedir(d);
+    return n;
+}
+
+static bool has_entry(char names[][NAME_MAX + 2], int n, const char *want)
+{
+    for (int i = 0; i < n; i++)
+        if (!strcmp(names[i], want))
+            return true;
+    return false;
+}
+
+static void test_one_log_file_per_task(void **st)
+{
+    agent_exec_conf_t c = conf();
+    agent_exec_t x;
+    arb_err_t err = {{0}};
+    char *argv[] = {"sh", "-c", "echo o1; echo e1 >&2; echo o2", NULL};
+    char names[16][NAME_MAX + 2];
+    agent_task_t *t;
+    int n;
+
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "j1", 0, argv);
+    wait_exit(&x, t);
+    t = run(&x, "j2", 3, argv);
+    wait_exit(&x, t);
+    assert_string_equal(fx_slurp(t->out_path), "o1\ne1\no2\n"); /* in the order written */
+    n = log_entries(names, 16);
+    assert_int_equal(n, 2);
+    assert_true(has_entry(names, n, "j1.0.out"));
+    assert_true(has_entry(names, n, "j2.3.out"));
+    agent_exec_free(&x);
+
+    /* --stderr separate: stderr in a file of its own, stdout alone in .out */
+    c.split_stderr = true;
+    assert_int_equal(agent_exec_init(&x, &c, &err), 0);
+    t = run(&x, "j3", 0, argv);
+    wait_exit(&x, t);
+    assert_string_equal(fx_slurp(t->out_path), "o1\no2\n");
+    assert_string_equal(fx_slurp(t->err_path), "e1\n");
+    n = log_entries(names, 16);
+    assert_int_equal(n, 4);
+    assert_true(has_entry(names, n, "j3.0.out"));
+    assert_true(has_entry(names, n, "j3.0.err"));
+    agent_exec_free(&x);
+}
+
 static void test_task_file_reused(void **st)
 {
     agent_exec_conf_t c = conf();
@@ -1056,6 +1138,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_cgroup_limits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_cgroup_v2_fake, setup, teardown),
         cmocka_unit_test_setup_teardown(test_adopt_and_state_file, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_one_log_file_per_task, setup, teardown),
         cmocka_unit_test_setup_teardown(test_task_file_reused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_begin_async, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spawn_private, setup, teardown),

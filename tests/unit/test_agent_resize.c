@@ -150,12 +150,12 @@ static void test_resize_notice(void **st)
     s.master_port = 29500;
     s.hosts = "a,b";
     assert_int_equal(agent_exec_start(&x, &s, arb_mono_ns(), &t, &err), 0);
-    snprintf(file, sizeof file, "%s/logs/7/1.resize", tmpdir);
+    snprintf(file, sizeof file, "%s/logs/7.1.resize", tmpdir);
     assert_string_equal(fx_slurp(file), "generation=3\nworld_size=2\nrank=1\nhosts=a,b\n");
     char envf[300];
     snprintf(envf, sizeof envf, "%s.env", out);
     assert_true(wait_for(envf, "1/2 "));
-    assert_non_null(strstr(fx_slurp(envf), "/logs/7/1.resize"));
+    assert_non_null(strstr(fx_slurp(envf), "/logs/7.1.resize"));
 
     /* same generation: nothing */
     assert_int_equal(agent_exec_resize(&x, "7", 1, 3, 2, 1, "a,b", &err), 0);
