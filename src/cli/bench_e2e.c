@@ -29,10 +29,25 @@
  *                              reports and mean round trip, the lists the
  *                              channel brought, the mean time to start a task
  *
- * --agent-logs DIR puts the agents' log directories (each task's out and
- * err files, the task and exit records) in a new directory under DIR
- * rather than in the temp dir, e.g. on a tmpfs, to tell the cost of
- * creating those files on the temp dir's file system from the rest.
+ * The agents' log directories (each task's log, LOG_DIR/JOB.TASK.out, and
+ * the supervisors' files in LOG_DIR/.arbiter) are in a new directory,
+ * logs.XXXXXX, in the temp dir, which the benchmark marks as the top of a
+ * directory hierarchy (FS_TOPDIR_FL; where the file system honours it,
+ * ext4, a directory made in it is placed in a block group of its own, as
+ * a node's /var/log/arbiter is, not among the inodes /tmp's other users
+ * free): on ext4 without a journal each new inode is checked against every
+ * inode of its group freed in the last minute or more (recently_deleted in
+ * fs/ext4/ialloc.c), so creating a file in /tmp's group cost about 0.5 ms
+ * of CPU here while other tests and benchmarks (this one's last run among
+ * them: it removes its tree at the end) deleted theirs, and about 20 us in
+ * a group of its own. Each task still makes its log file, at whatever that
+ * costs. The JSON says where the logs were (agent_logs), whether their
+ * directory was spread so (agent_logs_spread), how many entries the agents
+ * made there per job outside .arbiter (agent_log_entries_per_job: 1, a
+ * task's log) and whether they were removed (agent_logs_removed: yes unless
+ * the run failed). --agent-logs DIR puts that directory under DIR instead
+ * (e.g. a tmpfs, to tell the cost of creating those files on the temp
+ * dir's file system from the rest); DIR's own flags place it then.
  *
  * --push-wait off runs the agents without the assignments channel
  * (src/agent/channel.h): each new task then reaches its agent with the
@@ -53,12 +68,14 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <limits.h>
+#include <linux/fs.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -372,6 +389,65 @@ static void agents_said(const e2e_run_t *r, e2e_said_t *o)
         o->start_ms /= o->starts;
 }
 
+/* Mark dir the top of a directory hierarchy (FS_TOPDIR_FL: ext4 spreads
+ * the directories made in it over block groups of their own); true when it
+ * is marked, whether by this call or before. */
+static bool topdir(const char *dir, bool set)
+{
+    int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), flags = 0;
+    bool on = false;
+
+    if (fd < 0)
+        return false;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+        if (set && !(flags & FS_TOPDIR_FL)) {
+            flags |= FS_TOPDIR_FL;
+            if (ioctl(fd, FS_IOC_SETFLAGS, &flags) != 0 || ioctl(fd, FS_IOC_GETFLAGS, &flags) != 0)
+                flags = 0;
+        }
+        on = (flags & FS_TOPDIR_FL) != 0;
+    }
+    close(fd);
+    return on;
+}
+
+/* Entries under dir, its subdirectories' included, but for .arbiter (the
+ * supervisors' files, which a task's start recycles: exec.c). */
+static long count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    struct dirent *e;
+    long n = 0;
+
+    if (!d)
+        return 0;
+    /* cppcheck-suppress readdirCalled ; one thread reads this directory stream */
+    while ((e = readdir(d))) {
+        char sub[PATH_MAX];
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") || !strcmp(e->d_name, ".arbiter"))
+            continue;
+        n++;
+        if (e->d_type == DT_DIR &&
+            snprintf(sub, sizeof sub, "%s/%s", dir, e->d_name) < (int)sizeof sub)
+            n += count_entries(sub);
+    }
+    closedir(d);
+    return n;
+}
+
+/* What the agents made in their log directories (r->logs/e2e-N), per job. */
+static double log_entries_per_job(const e2e_run_t *r, long jobs)
+{
+    long n = 0;
+
+    for (int i = 0; i < r->nagents; i++) {
+        char dir[PATH_MAX + 32];
+        snprintf(dir, sizeof dir, "%s/e2e-%d", r->logs, i + 1);
+        n += count_entries(dir);
+    }
+    return jobs > 0 ? (double)n / (double)jobs : 0;
+}
+
 int cli_bench_e2e(int argc, char **argv)
 {
     e2e_conf_t c;
@@ -379,6 +455,7 @@ int cli_bench_e2e(int argc, char **argv)
     int rc = 1;
     bool keep = true;
     char *logs_json = NULL;
+    bool spread = false;
 
     if ((rc = parse(argc, argv, &c)) != 0)
         return rc < 0 ? 0 : rc;
@@ -390,15 +467,19 @@ int cli_bench_e2e(int argc, char **argv)
         goto out;
     if (c.arbiter && snprintf(r.exe, sizeof r.exe, "%s", c.arbiter) >= (int)sizeof r.exe)
         goto out;
-    /* The agents' log directories (each task's out and err, the task and
-     * exit records): the temp dir's logs/, or a directory of its own under
-     * --agent-logs (another file system: tmpfs takes the files' cost out) */
+    /* The agents' log directories (each task's log, the supervisors'
+     * files): a directory of its own in the temp dir, spread (topdir), or
+     * under --agent-logs (another file system: tmpfs takes the files' cost
+     * out) */
     errno = 0;
+    spread = topdir(c.agent_logs ? c.agent_logs : r.dir, !c.agent_logs);
     if (snprintf(r.logs, sizeof r.logs, "%s/%s", c.agent_logs ? c.agent_logs : r.dir,
-                 c.agent_logs ? "arb_bench_e2e_logs.XXXXXX" : "logs") >= (int)sizeof r.logs ||
-        (c.agent_logs && !mkdtemp(r.logs))) {
-        fprintf(stderr, "arbiter bench e2e: --agent-logs %s: cannot make a directory there: %s\n",
-                c.agent_logs, strerror(errno ? errno : ENAMETOOLONG));
+                 c.agent_logs ? "arb_bench_e2e_logs.XXXXXX" : "logs.XXXXXX") >=
+            (int)sizeof r.logs ||
+        !mkdtemp(r.logs)) {
+        fprintf(stderr, "arbiter bench e2e: %s%s: cannot make a directory there: %s\n",
+                c.agent_logs ? "--agent-logs " : "", c.agent_logs ? c.agent_logs : r.dir,
+                strerror(errno ? errno : ENAMETOOLONG));
         r.logs[0] = '\0';
         keep = false; /* nothing ran */
         goto out;
@@ -470,7 +551,9 @@ int cli_bench_e2e(int argc, char **argv)
     }
     e2e_said_t said;
     agents_said(&r, &said);
-    json_t *lj = json_string(c.agent_logs ? c.agent_logs : "temp");
+    double entries = log_entries_per_job(&r, ok);
+    keep = bad > 0 || failed != 0; /* the logs too, to look at */
+    json_t *lj = json_string(r.logs);
     logs_json = lj ? json_dumps(lj, JSON_ENCODE_ANY) : NULL;
     json_decref(lj);
     if (c.json)
@@ -483,7 +566,8 @@ int cli_bench_e2e(int argc, char **argv)
                "\"agent_cpu_ms_per_job\": %.3f, \"supervisor_and_task_cpu_ms_per_job\": %.3f, "
                "\"zygote_cpu_ms_per_job\": %.3f, "
                "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
-               "\"task_start_ms\": %.2f, \"agent_logs\": %s, "
+               "\"task_start_ms\": %.2f, \"agent_logs\": %s, \"agent_logs_spread\": %s, "
+               "\"agent_log_entries_per_job\": %.2f, \"agent_logs_removed\": %s, "
                "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
                c.agents, c.gpus, c.jobs, c.clients,
                c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
@@ -491,7 +575,8 @@ int cli_bench_e2e(int argc, char **argv)
                (double)(ts - t0) / 1e9, per_s, ms_per_job, cpu_s / secs, acpu_s / secs,
                ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
                ok ? zyg_s * 1000 / (double)ok : 0, said.reports, said.report_ms, said.pushes,
-               said.start_ms, logs_json ? logs_json : "null", l0, l1, met ? "true" : "false");
+               said.start_ms, logs_json ? logs_json : "null", spread ? "true" : "false", entries,
+               keep ? "false" : "true", l0, l1, met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
@@ -501,7 +586,6 @@ int cli_bench_e2e(int argc, char **argv)
                (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs, l0, l1,
                met ? "met" : "not met");
     rc = 0;
-    keep = bad > 0 || failed != 0;
 out:
     for (int i = 0; i < r.nagents; i++)
         if (r.agent[i] > 0)
@@ -511,7 +595,7 @@ out:
     bench_stop(r.controller, 10000);
     curl_global_cleanup();
     free(logs_json);
-    if (keep && rc != 0) {
+    if (keep) {
         bool other = c.agent_logs && r.logs[0]; /* the agents' logs outside r.dir */
         fprintf(stderr, "arbiter bench e2e: kept %s%s%s\n", r.dir, other ? " and " : "",
                 other ? r.logs : "");

@@ -5,9 +5,12 @@
 # succeeded, a positive rate, the controller's CPU per job, the agents'
 # split, their reports and the lists the channel pushed (some: at most 4
 # tasks run at once, so most of the 40 arrive through it); with --push-wait
-# off no list is pushed and the jobs still all end; with --agent-logs the
-# agents' files go under the given directory and leave nothing there. Bad
-# usage exits 2 and names the flag.
+# off no list is pushed and the jobs still all end; the JSON says where the
+# agents' logs were (a directory of their own in the temp dir, removed at
+# the end) and that they made one entry per job there (a task's log file:
+# no directory, no second file); with --agent-logs the agents' files go
+# under the given directory and leave nothing there. Bad usage exits 2 and
+# names the flag.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -u
 ARB=$1
@@ -46,6 +49,12 @@ between "$(field reports)" 1 100000 || fail "reports: $J"
 between "$(field pushed_lists)" 1 100000 || fail "pushed_lists (the channel brought none): $J"
 between "$(field task_start_ms)" 0.001 60000 || fail "task_start_ms: $J"
 printf '%s' "$J" | grep -q '"push": true' || fail "push: $J"
+logs=$(printf '%s' "$J" | sed -n 's/.*"agent_logs": "\([^"]*\)".*/\1/p')
+case "$logs" in /tmp/arb_bench_e2e.*/logs.*) ;; *) fail "agent_logs: $J" ;; esac
+[ ! -e "$logs" ] || fail "agent_logs: left behind: $logs"
+printf '%s' "$J" | grep -q '"agent_logs_removed": true' || fail "agent_logs_removed: $J"
+printf '%s' "$J" | grep -Eq '"agent_logs_spread": (true|false)' || fail "agent_logs_spread: $J"
+[ "$(field agent_log_entries_per_job)" = 1.00 ] || fail "agent_log_entries_per_job (one file a task): $J"
 
 $ARB bench e2e --agents 1 --gpus 2 --jobs 10 --push-wait off --timeout 120 -o json >"$T/out" 2>"$T/err" ||
     fail "--push-wait off: exit $?: $(cat "$T/out")"
@@ -59,7 +68,8 @@ $ARB bench e2e --agents 1 --gpus 2 --jobs 10 --agent-logs "$T/logs" --timeout 12
     >"$T/out" 2>"$T/err" || fail "--agent-logs: exit $?: $(cat "$T/out")"
 J=$(cat "$T/out")
 [ "$(field failed)" = 0 ] || fail "--agent-logs: failed: $J"
-printf '%s' "$J" | grep -q "\"agent_logs\": \"$T/logs\"" || fail "--agent-logs: not in the JSON: $J"
+printf '%s' "$J" | grep -q "\"agent_logs\": \"$T/logs/arb_bench_e2e_logs\." || fail "--agent-logs: not in the JSON: $J"
+[ "$(field agent_log_entries_per_job)" = 1.00 ] || fail "--agent-logs: agent_log_entries_per_job: $J"
 [ -z "$(ls -A "$T/logs")" ] || fail "--agent-logs: left behind: $(ls -A "$T/logs")"
 $ARB bench e2e --agents 1 --jobs 1 --agent-logs "$T/no/such" >/dev/null 2>"$T/err"
 [ $? -eq 1 ] || fail "--agent-logs to a missing directory: want exit 1"
