@@ -1098,10 +1098,11 @@ static int settle(agent_exec_t *x, agent_task_t *t, bool block, bool reaped)
         if (got == (ssize_t)sizeof m) {
             if (m.kind == AGENT_SUP_MSG_PID && t->pid == 0 && m.a > 1) {
                 t->pid = m.a;
+                /* for the state file (agent_exec_save); the supervisor's
+                 * start time matters only to an adopted task's liveness
+                 * (its task record has it): not read for our own child */
                 if (agent_proc_start_ticks(t->pid, &t->start_ticks) < 0)
                     t->start_ticks = 0;
-                if (agent_proc_start_ticks(t->sup_pid, &t->sup_ticks) < 0)
-                    t->sup_ticks = 0;
                 /* Its task record: the supervisor's, written before the exec. */
             } else if (m.kind == AGENT_SUP_MSG_FAIL && t->start_errno <= 0) {
                 t->start_step = m.a;

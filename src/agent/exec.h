@@ -136,7 +136,7 @@ typedef struct agent_task {
     pid_t pid;            /* the leader = process group id = session id */
     uint64_t start_ticks; /* /proc/PID/stat starttime: recognises the pid after a restart */
     pid_t sup_pid;        /* its supervisor (0: none, a task adopted from an old state file) */
-    uint64_t sup_ticks;
+    uint64_t sup_ticks;   /* adopted: the supervisor's start ticks (its task record's) */
     agent_task_state_t state;
     bool adopted;       /* found running after a restart: not our child (a supervisor still
                            reports its exit code; a task without one has none) */
