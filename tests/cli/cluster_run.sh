@@ -2,7 +2,7 @@
 # A live cluster on loopback: a real controller and two real agents (fake
 # GPUs) over HTTP. Jobs run and report their exit codes (0, 3, 127 for a
 # command that does not exist); `arbiter logs` shows a task's output with
-# CUDA_VISIBLE_DEVICES; a gang spread over both nodes gets RANK, WORLD_SIZE,
+# CUDA_VISIBLE_DEVICES, and its stderr in the same log (--err says so); a gang spread over both nodes gets RANK, WORLD_SIZE,
 # MASTER_ADDR and MASTER_PORT; a gang member whose GPUs are far less busy
 # than its peer's is flagged as a straggler; a cancel stops a running task. Then kill -9
 # one agent: its task comes back on the other node once the lease and the
@@ -37,7 +37,12 @@ $ARB job "$none" | grep -q "failed .*exit 127" || cl_fail "job $none: $($ARB job
 $ARB logs "$ok" > "$T/out" || cl_fail "logs $ok"
 grep -q "^hello from n[12]$" "$T/out" || cl_fail "logs: $(cat "$T/out")"
 grep -Eq "^CUDA_VISIBLE_DEVICES=[0-9],[0-9]$" "$T/out" || cl_fail "logs: $(cat "$T/out")"
-$ARB logs "$bad" --err | grep -q "^oops$" || cl_fail "logs --err: $($ARB logs "$bad" --err)"
+# stderr is in the task's one log (no .err made): --err says so, exit 1
+$ARB logs "$bad" | grep -q "^oops$" || cl_fail "logs (stderr in it): $($ARB logs "$bad")"
+if $ARB logs "$bad" --err >"$T/err.out" 2>"$T/err.err"; then
+    cl_fail "logs --err of a merged log succeeded: $(cat "$T/err.out")"
+fi
+grep -q "its stderr is in its output" "$T/err.err" || cl_fail "logs --err: $(cat "$T/err.err")"
 
 # a gang over both nodes (4 GPUs each): the rendezvous variables
 gang=$($ARB submit --gpus 4 --nodes 2 --name gang -- sh -c 'echo "rank=$RANK world=$WORLD_SIZE master=$MASTER_ADDR:$MASTER_PORT"')
