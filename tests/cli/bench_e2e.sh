@@ -54,6 +54,10 @@ case "$logs" in /tmp/arb_bench_e2e.*/logs.*) ;; *) fail "agent_logs: $J" ;; esac
 [ ! -e "$logs" ] || fail "agent_logs: left behind: $logs"
 printf '%s' "$J" | grep -q '"agent_logs_removed": true' || fail "agent_logs_removed: $J"
 printf '%s' "$J" | grep -Eq '"agent_logs_spread": (true|false)' || fail "agent_logs_spread: $J"
+# on ext4 (which honours FS_TOPDIR_FL) the logs' directory is spread
+if [ "$(stat -f -c %T /tmp)" = ext2/ext3 ]; then
+    printf '%s' "$J" | grep -q '"agent_logs_spread": true' || fail "agent_logs_spread on ext4: $J"
+fi
 [ "$(field agent_log_entries_per_job)" = 1.00 ] || fail "agent_log_entries_per_job (one file a task): $J"
 
 $ARB bench e2e --agents 1 --gpus 2 --jobs 10 --push-wait off --timeout 120 -o json >"$T/out" 2>"$T/err" ||
