@@ -179,6 +179,8 @@ typedef struct api_conn {
     bool nul_in_target; /* a %00 in the path or query */
     bool cert_checked;
     api_cert_t cert;
+    bool peer_set;  /* peer written (the first request) */
+    char peer[46];  /* the client's address as text (INET6_ADDRSTRLEN) */
 } api_conn_t;
 
 typedef struct api_park {
@@ -186,7 +188,6 @@ typedef struct api_park {
     void *conn;   /* struct MHD_Connection *, suspended */
     uint64_t gen; /* the state's change count it saw (key 0), or the keyed one (key > 0) */
     uint32_t key; /* 0: any change wakes it; else only api_hk_changed_key(key) */
-    bool due;     /* its key changed: resume it */
     int64_t until_ms;
     bool parked;
     st_t *st; /* a reply after a commit: whose ticket */
@@ -203,7 +204,8 @@ void api_hk_stop(api_hk_t *hk);
 /* The state changed (st_set_change_hook; called under the state's lock). */
 void api_hk_changed(void *hk);
 /* One node's assignments may have moved (st_set_node_hook; under the
- * state's lock): wake the long polls parked with that key (0: every keyed
+ * state's lock): resume, on the calling thread, the long polls parked with
+ * that key before this call (0: every keyed
  * one, as when the state quiesces). */
 void api_hk_changed_key(void *hk, uint32_t key);
 /* Read before each request's handler, under one lock: the count of changes
@@ -224,6 +226,11 @@ void api_conn_close(api_hk_t *hk, api_conn_t *c);
 void api_conn_phase(api_hk_t *hk, api_conn_t *c, api_phase_t ph);
 /* Connections closed for each deadline so far: idle, head, body. */
 void api_hk_counts(api_hk_t *hk, uint64_t out[3]);
+/* How often the long polls woke the housekeeping thread so far (a change
+ * for an unkeyed poll, a deadline nearer than its next look). */
+uint64_t api_hk_signals(api_hk_t *hk);
+/* The same for a server (tests). */
+uint64_t api_server_hk_signals(api_server_t *a);
 /* Resume conn (suspended) once ticket of s is durable: api_hk_durable,
  * called by s's store after each commit, resumes it. p is the caller's (it
  * lives in the request). false: durable already, or the server stops; the
@@ -232,6 +239,11 @@ bool api_hk_after_commit(api_hk_t *hk, api_park_t *p, void *conn, st_t *s, int64
 /* A commit is durable (st_set_durable_hook, on the store's commit thread):
  * resume the replies parked by api_hk_after_commit whose ticket it covers. */
 void api_hk_durable(void *hk);
+
+/* The event-loop threads for api_opts_t.threads = want on ncpu CPUs
+ * (sysconf's count; <= 0 unknown): want itself (at most 256), or for want
+ * 0 one per CPU, at least 2 and at most 64. */
+int api_loop_threads(int want, long ncpu);
 
 /* A query parameter, or NULL. */
 const char *api_query(api_req_t *r, const char *key);

@@ -15,8 +15,11 @@
  *                its event-loop thread. An agent's assignments poll is
  *                keyed by its node: only a change to that node's jobs
  *                (api_hk_changed_key) wakes it, so ten agents waiting do
- *                not each run again for every event of the cluster. No thread waits for a long
- * poll, so a thousand of them cost a thousand small records.
+ *                not each run again for every event of the cluster, and
+ *                the thread that made the change resumes it itself (no hop
+ *                through this thread: one wakeup, the poll's event loop's).
+ *                No thread waits for a long poll, so a thousand of them
+ *                cost a thousand small records.
  *
  *   commits      suspended replies waiting for their store ticket (a write,
  *                or a read that saw what is not durable yet). No thread of
@@ -27,10 +30,18 @@
  *                event-loop thread never waits for the disk, so a commit
  *                holds up only the replies that need it.
  *
+ * This thread is woken (its condition signalled) only when it must look
+ * sooner than it would anyway: an unkeyed poll's change, a deadline nearer
+ * than its next look (wake_ms; it looks at least every HK_TICK_MS), the
+ * server stopping. A parked poll whose deadline is seconds away costs it
+ * nothing (api_hk_signals counts the signals, for the tests).
+ *
  * Lock order: the state's lock, then this one (api_hk_changed is called
  * with the state's lock held), then the committer's (st_done, asked under
  * this one); nothing here takes the state's lock or calls libmicrohttpd
- * with this lock held.
+ * with this lock held. api_hk_changed_key resumes connections with the
+ * state's lock held (not this one): libmicrohttpd's resume takes only its
+ * own daemon's lock, under which it calls none of ours.
  */
 #include <microhttpd.h>
 #include <pthread.h>
@@ -53,10 +64,38 @@ struct api_hk {
     uint64_t gen;        /* state changes seen */
     uint64_t kgen;       /* keyed changes (one node's assignments) seen */
     bool stopping, quit;
+    int64_t wake_ms;  /* while hk_main waits: when it looks next at the latest */
+    uint64_t signals; /* hk->cv signalled for the long polls (api_hk_signals) */
     pthread_t th;
     int64_t limit_ms[3]; /* idle, head, body */
     uint64_t closed[3];
 };
+
+/* Take p out of the parked list. Caller holds hk->mu. */
+static void hk_unpark(api_hk_t *hk, api_park_t *p)
+{
+    if (p->prev)
+        p->prev->next = p->next;
+    else
+        hk->parked = p->next;
+    if (p->next)
+        p->next->prev = p->prev;
+    p->prev = p->next = NULL;
+    p->parked = false;
+    if (!p->key)
+        hk->nplain--;
+}
+
+/* A poll parked with deadline until_ms: wake hk_main only when it would
+ * look later than that (it looks every HK_TICK_MS at the latest, so a
+ * long poll's deadline seconds away needs no wakeup). Caller holds hk->mu. */
+static void hk_deadline(api_hk_t *hk, int64_t until_ms)
+{
+    if (until_ms < hk->wake_ms) {
+        hk->signals++;
+        pthread_cond_signal(&hk->cv);
+    }
+}
 
 static void *hk_main(void *arg)
 {
@@ -79,7 +118,7 @@ static void *hk_main(void *arg)
         }
         for (api_park_t *p = hk->parked, *nx; p; p = nx) {
             nx = p->next;
-            bool moved = p->key ? p->due : p->gen != hk->gen;
+            bool moved = !p->key && p->gen != hk->gen; /* keyed: api_hk_changed_key */
             if (!moved && p->until_ms > now && !hk->stopping) {
                 if (p->until_ms < next)
                     next = p->until_ms;
@@ -94,16 +133,7 @@ static void *hk_main(void *arg)
                 cap = nc;
             }
             wake[n++] = p->conn;
-            if (p->prev)
-                p->prev->next = p->next;
-            else
-                hk->parked = p->next;
-            if (p->next)
-                p->next->prev = p->prev;
-            p->prev = p->next = NULL;
-            p->parked = false;
-            if (!p->key)
-                hk->nplain--;
+            hk_unpark(hk, p);
         }
         if (n) {
             pthread_mutex_unlock(&hk->mu);
@@ -113,6 +143,7 @@ static void *hk_main(void *arg)
             continue;
         }
         struct timespec dl = arb_deadline_ms(next - now);
+        hk->wake_ms = next;
         arb_cond_wait_until(&hk->cv, &hk->mu, &dl);
     }
     pthread_mutex_unlock(&hk->mu);
@@ -241,8 +272,10 @@ void api_hk_changed(void *arg)
     /* Only an unkeyed poll waits for any change: the agents' assignment
      * polls (keyed) are woken by api_hk_changed_key, so waking the thread
      * for them at every event would only make it look and wait again. */
-    if (hk->nplain)
+    if (hk->nplain) {
+        hk->signals++;
         pthread_cond_signal(&hk->cv);
+    }
     pthread_mutex_unlock(&hk->mu);
 }
 
@@ -263,7 +296,7 @@ bool api_hk_park(api_hk_t *hk, api_park_t *p, void *conn, uint64_t gen, int64_t 
         hk->parked = p;
         p->parked = true;
         hk->nplain++;
-        pthread_cond_signal(&hk->cv); /* its deadline may be the nearest */
+        hk_deadline(hk, until_ms);
         ok = true;
     }
     pthread_mutex_unlock(&hk->mu);
@@ -280,7 +313,6 @@ bool api_hk_park_key(api_hk_t *hk, api_park_t *p, void *conn, uint32_t key, uint
         p->conn = conn;
         p->gen = kgen;
         p->key = key;
-        p->due = false;
         p->until_ms = until_ms;
         p->prev = NULL;
         p->next = hk->parked;
@@ -288,7 +320,7 @@ bool api_hk_park_key(api_hk_t *hk, api_park_t *p, void *conn, uint32_t key, uint
             hk->parked->prev = p;
         hk->parked = p;
         p->parked = true;
-        pthread_cond_signal(&hk->cv);
+        hk_deadline(hk, until_ms);
         ok = true;
     }
     pthread_mutex_unlock(&hk->mu);
@@ -298,16 +330,30 @@ bool api_hk_park_key(api_hk_t *hk, api_park_t *p, void *conn, uint32_t key, uint
 void api_hk_changed_key(void *arg, uint32_t key)
 {
     api_hk_t *hk = arg;
-    bool any = false;
+    void *wake[64];
+    size_t n;
+    uint64_t kgen;
 
     pthread_mutex_lock(&hk->mu);
-    hk->kgen++;
-    for (api_park_t *p = hk->parked; p; p = p->next)
-        if ((p->key == key || (key == 0 && p->key)) && !p->due)
-            p->due = any = true;
-    if (any)
-        pthread_cond_signal(&hk->cv);
-    pthread_mutex_unlock(&hk->mu);
+    kgen = ++hk->kgen;
+    do {
+        /* The polls parked before this change (gen < kgen): one resumed
+         * and parked again meanwhile saw it already. Resumed here, on the
+         * changing thread, with the state's lock held and this one let go. */
+        n = 0;
+        for (api_park_t *p = hk->parked, *nx; p && n < sizeof wake / sizeof *wake; p = nx) {
+            nx = p->next;
+            if (!p->key || (key && p->key != key) || p->gen >= kgen)
+                continue;
+            hk_unpark(hk, p);
+            wake[n++] = p->conn;
+        }
+        pthread_mutex_unlock(&hk->mu);
+        for (size_t i = 0; i < n; i++)
+            MHD_resume_connection(wake[i]);
+        if (n == sizeof wake / sizeof *wake) /* more may be parked: look again */
+            pthread_mutex_lock(&hk->mu);
+    } while (n == sizeof wake / sizeof *wake);
 }
 
 void api_hk_snap(api_hk_t *hk, uint64_t *gen, uint64_t *kgen, bool *stopping)
@@ -360,6 +406,14 @@ void api_conn_phase(api_hk_t *hk, api_conn_t *c, api_phase_t ph)
     c->phase = ph;
     c->since_ms = arb_mono_ms();
     pthread_mutex_unlock(&hk->mu);
+}
+
+uint64_t api_hk_signals(api_hk_t *hk)
+{
+    pthread_mutex_lock(&hk->mu);
+    uint64_t n = hk->signals;
+    pthread_mutex_unlock(&hk->mu);
+    return n;
 }
 
 void api_hk_counts(api_hk_t *hk, uint64_t out[3])

@@ -186,7 +186,9 @@ static int finish(api_req_t *r, int rc, json_t *out, char *text, size_t len, int
         d->out = out;
         d->text = text;
         d->textlen = len;
-        snprintf(d->msg, sizeof d->msg, "%s", err ? err->msg : "");
+        size_t ml = err ? strnlen(err->msg, sizeof d->msg - 1) : 0;
+        memcpy(d->msg, err ? err->msg : "", ml); /* no printf a reply: most have no message */
+        d->msg[ml] = '\0';
         return ok_status;
     }
     return finish_now(r, rc, out, text, len, ticket, err ? err->msg : NULL, ok_status);
@@ -516,7 +518,7 @@ static enum MHD_Result frame_hdr(void *cls, enum MHD_ValueKind kind, const char 
         else if (f->ncl > 0 && strcmp(f->cl, v) != 0)
             f->cl_conflict = true;
         else
-            snprintf(f->cl, sizeof f->cl, "%s", v);
+            memcpy(f->cl, v, strlen(v) + 1); /* < 20 digits: fits */
         f->ncl++;
     } else if (strcasecmp(key, "Transfer-Encoding") == 0) {
         if (!value || strcasecmp(value, "chunked") != 0)
@@ -603,20 +605,30 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 
 /* ---- the access handler ------------------------------------------------------------------ */
 
-static void fill_peer(struct MHD_Connection *conn, api_req_t *r)
+_Static_assert(sizeof ((api_conn_t *)0)->peer >= INET6_ADDRSTRLEN, "api_conn_t.peer: too short");
+
+static void fill_peer(struct MHD_Connection *conn, api_conn_t *ac, api_req_t *r)
 {
-    /* The caller's address: where a node's gang rendezvous is reached. */
-    static __thread char peer[INET6_ADDRSTRLEN];
-    const union MHD_ConnectionInfo *ci =
-        MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-    const struct sockaddr *sa = ci ? ci->client_addr : NULL;
-    peer[0] = '\0';
-    if (sa && sa->sa_family == AF_INET)
-        inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, peer,
-                  sizeof peer);
-    else if (sa && sa->sa_family == AF_INET6)
-        inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, peer,
-                  sizeof peer);
+    /* The caller's address: where a node's gang rendezvous is reached.
+     * Written once per connection (inet_ntop formats with sprintf), or per
+     * request into this thread's buffer when the connection has no record. */
+    static __thread char tpeer[INET6_ADDRSTRLEN];
+    char *peer = ac ? ac->peer : tpeer;
+
+    if (!ac || !ac->peer_set) {
+        const union MHD_ConnectionInfo *ci =
+            MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+        const struct sockaddr *sa = ci ? ci->client_addr : NULL;
+        peer[0] = '\0';
+        if (sa && sa->sa_family == AF_INET)
+            inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, peer,
+                      INET6_ADDRSTRLEN);
+        else if (sa && sa->sa_family == AF_INET6)
+            inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, peer,
+                      INET6_ADDRSTRLEN);
+        if (ac)
+            ac->peer_set = true;
+    }
     r->who.addr = peer[0] ? peer : NULL;
 }
 
@@ -697,7 +709,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     bool stopping;
     api_hk_snap(a->hk, &gen, &kgen, &stopping);
     r.poll_over = stopping || (cc->poll_until_ms && arb_mono_ms() >= cc->poll_until_ms);
-    fill_peer(conn, &r);
+    fill_peer(conn, ac, &r);
     char loc[2048];
     if (cc->too_big)
         api_error(&r, 413, "request body is larger than %u bytes (1 MiB)", API_MAX_BODY);
@@ -810,6 +822,22 @@ static unsigned conn_budget(int want)
     return (unsigned)want;
 }
 
+/* One event loop per CPU (at least 2, at most 64): a reply waits for its
+ * commit without its thread (conn.c) and no long poll holds one, so loops
+ * beyond the CPUs mostly add context switches (4 per CPU cost 1.2 more a
+ * job in bench e2e on 2 CPUs, docs/complexity.md). Not 1, though one loop
+ * on 2 CPUs switches less: with a pool size of 1 libmicrohttpd 0.9.75 runs
+ * its single-thread loop, which at its connection limit was seen to leave
+ * connections their clients had closed open for good (the controller
+ * under a 256-descriptor limit in tests/cli/hostile.sh, 2 runs in 4). */
+int api_loop_threads(int want, long ncpu)
+{
+    if (want > 0)
+        return want > 256 ? 256 : want;
+    long n = ncpu > 2 ? ncpu : 2;
+    return n > 64 ? 64 : (int)n;
+}
+
 int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t *err)
 {
     api_server_t *a = calloc(1, sizeof *a);
@@ -846,15 +874,7 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
                            o->head_timeout_ms > 0 ? o->head_timeout_ms : 10000,
                            o->body_timeout_ms > 0 ? o->body_timeout_ms : 60000, err)) < 0)
         goto fail;
-    /* One event loop per CPU (at least 2): a reply waits for its commit
-     * without its thread (conn.c) and no long poll holds one, so loops
-     * beyond the CPUs mostly add context switches (4 per CPU cost 1.2 more
-     * a job in bench e2e on 2 CPUs, docs/complexity.md). */
-    long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-    int threads = o->threads > 0 ? o->threads : (int)(ncpu > 0 ? ncpu : 2);
-    threads = threads < 1 ? 1 : threads > 256 ? 256 : threads;
-    if (o->threads <= 0)
-        threads = threads < 2 ? 2 : threads > 64 ? 64 : threads;
+    int threads = api_loop_threads(o->threads, sysconf(_SC_NPROCESSORS_ONLN));
     unsigned limit = conn_budget(o->max_conns > 0 ? o->max_conns : 16384);
     /* one address may not take the whole budget, whatever the fd limit left */
     unsigned per_ip = (unsigned)(o->max_conns_per_client > 0 ? o->max_conns_per_client : 256);
@@ -940,6 +960,11 @@ void api_server_set_state(api_server_t *a, st_t *s)
 int api_server_port(const api_server_t *a)
 {
     return a->port;
+}
+
+uint64_t api_server_hk_signals(api_server_t *a)
+{
+    return api_hk_signals(a->hk);
 }
 
 /* Stop accepting, answer the parked long polls, give the requests already

@@ -2,7 +2,10 @@
  * with a real store in a temp dir: auth and roles, limits and validation,
  * the status codes, metrics, long-poll events, concurrent submissions, and
  * the connection deadlines (a head, a body, an idle keep-alive connection:
- * each closed past its own, the request never run). */
+ * each closed past its own, the request never run), an agent's
+ * assignments long poll (answered at a change, at its deadline, at a stop,
+ * without a hop through the housekeeping thread), and how many event loops
+ * a server runs. */
 #include <stdarg.h>
 #include <stddef.h>
 #include <setjmp.h>
@@ -20,6 +23,7 @@
 #include <unistd.h>
 
 #include "api/api.h"
+#include "api/api_int.h"
 
 static char dir[256];
 static st_t *st;
@@ -267,6 +271,108 @@ static void test_long_poll(void **unused)
     pthread_join(t, NULL);
 }
 
+/* An agent's assignments long poll (keyed by its node): what it got. */
+typedef struct apoll {
+    char path[160];
+    long status;
+    char body[4096];
+    double took_s;
+} apoll_t;
+
+static double mono_s(void);
+
+static void *assign_poll(void *arg)
+{
+    apoll_t *a = arg;
+    double t0 = mono_s();
+    resp_t r = req("GET", a->path, AGENT_TOK, NULL, 0, NULL);
+    a->took_s = mono_s() - t0;
+    a->status = r.status;
+    snprintf(a->body, sizeof a->body, "%s", r.body);
+    free(r.body);
+    return NULL;
+}
+
+/* n1 registered; the path of a poll of its list as it is now (its version),
+ * waiting up to wait_s. */
+static void assign_path(apoll_t *a, int wait_s)
+{
+    resp_t r;
+    const char *v;
+
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK, NODE, NULL), 200);
+    r = req("GET", "/v1/nodes/n1/assignments", AGENT_TOK, NULL, 0, NULL);
+    assert_int_equal(r.status, 200);
+    v = strstr(r.body, "\"assignments_version\":");
+    assert_non_null(v);
+    snprintf(a->path, sizeof a->path, "/v1/nodes/n1/assignments?wait=%d&version=%llu", wait_s,
+             strtoull(v + strlen("\"assignments_version\":"), NULL, 10));
+    free(r.body);
+}
+
+/* A job placed on n1 answers n1's parked poll, resumed by the thread that
+ * placed it: neither the parking nor the change wakes the housekeeping
+ * thread (its deadline is seconds past the keeper's next look). */
+static void test_assign_poll_change(void **unused)
+{
+    apoll_t a = {0};
+    pthread_t t;
+    (void)unused;
+
+    assign_path(&a, 30);
+    uint64_t sig0 = api_server_hk_signals(srv);
+    pthread_create(&t, NULL, assign_poll, &a);
+    usleep(300000); /* parked by now, most likely; if not, it answers at once all the same */
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+    pthread_join(t, NULL);
+    assert_int_equal(a.status, 200);
+    if (!strstr(a.body, "\"job\":1,"))
+        fail_msg("n1's poll answered without job 1: %s", a.body);
+    assert_true(a.took_s < 20); /* the change, not the 30 s deadline */
+    assert_int_equal(api_server_hk_signals(srv) - sig0, 0);
+}
+
+/* Nothing changes: the poll ends at its deadline (the keeper's own look
+ * finds it, unwoken), and at a stop before its deadline. */
+static void test_assign_poll_deadline_stop(void **unused)
+{
+    apoll_t a = {0};
+    pthread_t t;
+    arb_err_t err = {{0}};
+    (void)unused;
+
+    assign_path(&a, 1);
+    uint64_t sig0 = api_server_hk_signals(srv);
+    assign_poll(&a);
+    assert_int_equal(a.status, 200);
+    assert_true(a.took_s >= 0.9 && a.took_s < 10);
+    assert_int_equal(api_server_hk_signals(srv) - sig0, 0);
+
+    assign_path(&a, 30);
+    pthread_create(&t, NULL, assign_poll, &a);
+    usleep(300000);
+    api_server_stop(srv);
+    pthread_join(t, NULL);
+    assert_int_equal(a.status, 200);
+    assert_true(a.took_s < 20);
+    api_opts_t o = {.host = "127.0.0.1", .port = 0, .tokens = &toks};
+    assert_int_equal(api_server_start(st, &o, &srv, &err), 0); /* for teardown */
+}
+
+/* Event loops: one per CPU, at least 2 (a pool: libmicrohttpd's single
+ * loop is not used) and at most 64, or as asked. */
+static void test_loop_threads(void **unused)
+{
+    (void)unused;
+    assert_int_equal(api_loop_threads(0, 1), 2);
+    assert_int_equal(api_loop_threads(0, 2), 2);
+    assert_int_equal(api_loop_threads(0, 8), 8);
+    assert_int_equal(api_loop_threads(0, 200), 64);
+    assert_int_equal(api_loop_threads(0, -1), 2);
+    assert_int_equal(api_loop_threads(3, 2), 3);
+    assert_int_equal(api_loop_threads(1000, 2), 256);
+}
+
 static void *submitter(void *arg)
 {
     int *ok = arg;
@@ -440,6 +546,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_concurrent_submits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_router_rows, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_assign_poll_change, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_assign_poll_deadline_stop, setup, teardown),
+        cmocka_unit_test(test_loop_threads),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     curl_global_cleanup();
