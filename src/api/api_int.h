@@ -179,8 +179,8 @@ typedef struct api_conn {
     bool nul_in_target; /* a %00 in the path or query */
     bool cert_checked;
     api_cert_t cert;
-    bool peer_set;  /* peer written (the first request) */
-    char peer[46];  /* the client's address as text (INET6_ADDRSTRLEN) */
+    bool peer_set; /* peer written (the first request) */
+    char peer[46]; /* the client's address as text (INET6_ADDRSTRLEN) */
 } api_conn_t;
 
 typedef struct api_park {

@@ -605,7 +605,7 @@ static void on_connection(void *cls, struct MHD_Connection *conn, void **socket_
 
 /* ---- the access handler ------------------------------------------------------------------ */
 
-_Static_assert(sizeof ((api_conn_t *)0)->peer >= INET6_ADDRSTRLEN, "api_conn_t.peer: too short");
+_Static_assert(sizeof((api_conn_t *)0)->peer >= INET6_ADDRSTRLEN, "api_conn_t.peer: too short");
 
 static void fill_peer(struct MHD_Connection *conn, api_conn_t *ac, api_req_t *r)
 {
