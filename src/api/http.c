@@ -829,7 +829,7 @@ static unsigned conn_budget(int want)
  * on 2 CPUs switches less: with a pool size of 1 libmicrohttpd 0.9.75 runs
  * its single-thread loop, which at its connection limit was seen to leave
  * connections their clients had closed open for good (the controller
- * under a 256-descriptor limit in tests/cli/hostile.sh, 2 runs in 4). */
+ * under a 256-descriptor limit in tests/cli/hostile.sh, 7 runs in 11). */
 int api_loop_threads(int want, long ncpu)
 {
     if (want > 0)
