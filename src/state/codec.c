@@ -8,8 +8,9 @@
  * posted as JSON, a job posted as YAML and a job in a scenario file accept
  * exactly the same fields and give the same messages. JSON is YAML 1.2, so
  * the same bytes go to both parsers: jansson first, for strict JSON syntax
- * with line and column (400); then the spec reader, whose messages point
- * into the same text (422). Two fields belong to the controller and are
+ * with line and column (400), unless src/util/jsonstrict.c is sure it
+ * would accept the text (no tree made); then the spec reader, whose
+ * messages point into the same text (422). Two fields belong to the controller and are
  * taken out before the spec reader sees the mapping: "command" (a list of
  * strings), "env" (a map of names to strings, or to {value, secret: true}
  * for a secret: see st_may_see_secrets) and "restartable" (a bool, default true: a
@@ -34,6 +35,7 @@
 #include "state/jv.h"
 #include "state/service.h"
 #include "state/state_int.h"
+#include "util/jsonstrict.h"
 
 /* ---- specs in ------------------------------------------------------------------ */
 
@@ -287,6 +289,10 @@ int st_spec_read(const char *body, size_t n, bool yaml, bool stored, st_spec_rea
     r->restartable = true;
     if (!yaml && stored && sv_doc_open(r->name, body, n, &r->d, NULL) == 0) {
         /* read as it was at submission (a mapping: sv_doc_open checks) */
+    } else if (!yaml && arb_json_sure_object(body, n) &&
+               sv_doc_open(r->name, body, n, &r->d, NULL) == 0) {
+        /* strict JSON, an object, surely (jsonstrict.h): jansson's tree
+         * would be made only to be thrown away; it reads what is not sure */
     } else if (!yaml) {
         json_error_t je;
         json_t *v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
