@@ -21,7 +21,8 @@
 #     20/s, a priority cycle at every event, through the core's pending-job index
 #     (place_s: CPU seconds, run_s: wall; about 8 s here, 270 s before the index);
 # 10. reading one job spec, the body of 7. (arbiter bench spec): ns of CPU per read for
-#     the JSON check, the YAML document and the whole spec reader (issue 20).
+#     the JSON check, the YAML document and the whole spec reader, and per whole
+#     submission into a controller's state without HTTP (issue 20).
 set -eu
 ARB=$1
 D=$(dirname "$0")/../../shared/traces/openb

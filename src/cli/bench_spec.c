@@ -10,7 +10,12 @@
  *   job   the whole spec reader into a core job (spec_job_load_mem: the
  *         document, then every field; the body without the controller's
  *         own "command", which the reader does not know)
- * Each figure is the median of 5 batches, in ns per read.
+ *   submit the controller's whole submission of the body
+ *         (st_job_submit_key into a state over a scratch directory, as
+ *         h_submit calls it, without HTTP and the reply's JSON); the
+ *         commits are the state's commit thread's and not counted here
+ * Each figure is the median of 5 batches, in ns per read. --stage picks
+ * one (callgrind: `--toggle-collect=bench_submit_one`).
  */
 #include <jansson.h>
 #include <stdio.h>
@@ -20,10 +25,12 @@
 
 #include "arbiter/cluster.h"
 #include "arbiter/job.h"
+#include "cli/bench_proc.h"
 #include "cli/cli.h"
 #include "cli/flags.h"
 #include "spec/scenario.h"
 #include "spec/sval.h"
+#include "state/state.h"
 
 /* The body bench e2e posts, and the same without "command". */
 static const char E2E_BODY[] =
@@ -36,6 +43,7 @@ static const char JOB_BODY[] =
 typedef struct bs_opts {
     long long rounds;
     int json;
+    int stage; /* 0 every stage, else stages[stage - 1] */
 } bs_opts_t;
 
 static const fl_flag_t bs_flags[] = {
@@ -43,11 +51,14 @@ static const fl_flag_t bs_flags[] = {
            .def = "20000", .min = 1, .max = 100000000),
     FL_OPT(bs_opts_t, json, "--output", "-o", FL_CHOICE, NULL, "output format", .def = "text",
            .choices = "text|json"),
+    FL_OPT(bs_opts_t, stage, "--stage", NULL, FL_CHOICE, NULL, "the stage to time (all: each)",
+           .def = "all", .choices = "all|json|doc|job|submit"),
     FL_END,
 };
 static const fl_verb_t bs_verb = {
     .name = "bench spec",
-    .summary = "the CPU time of reading one job spec: JSON check, YAML document, spec reader",
+    .summary = "the CPU time of reading one job spec: JSON check, YAML document, spec reader, "
+               "the controller's whole submission",
     .flags = bs_flags};
 
 static int64_t cpu_ns(void)
@@ -57,8 +68,17 @@ static int64_t cpu_ns(void)
     return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* What the stages read with: the cluster the spec reader interns into, and
+ * the submit stage's state over a scratch directory (made on its first
+ * read, closed by cli_bench_spec). */
+typedef struct bs_ctx {
+    arb_cluster_t c;
+    char dir[128];
+    st_t *st;
+} bs_ctx_t;
+
 /* One read of the stage's text; 0 or a negative errno. */
-static int read_json(arb_cluster_t *c)
+static int read_json(bs_ctx_t *c)
 {
     json_error_t je;
     json_t *v = json_loadb(E2E_BODY, sizeof E2E_BODY - 1, JSON_REJECT_DUPLICATES, &je);
@@ -68,7 +88,7 @@ static int read_json(arb_cluster_t *c)
     return v ? 0 : -EINVAL;
 }
 
-static int read_doc(arb_cluster_t *c)
+static int read_doc(bs_ctx_t *c)
 {
     sv_doc_t d;
     int rc = sv_doc_open("job.json", E2E_BODY, sizeof E2E_BODY - 1, &d, NULL);
@@ -79,14 +99,54 @@ static int read_doc(arb_cluster_t *c)
     return rc;
 }
 
-static int read_job(arb_cluster_t *c)
+static int read_job(bs_ctx_t *c)
 {
     arb_job_t *j = NULL;
-    int rc = spec_job_load_mem("job.json", JOB_BODY, sizeof JOB_BODY - 1, c, &j, NULL);
+    int rc = spec_job_load_mem("job.json", JOB_BODY, sizeof JOB_BODY - 1, &c->c, &j, NULL);
 
     if (rc == 0)
         arb_job_free(j);
     return rc;
+}
+
+/* One submission as h_submit makes it: the job made, its reply's view
+ * freed; not inlined, so callgrind can count it alone. */
+__attribute__((noinline)) int bench_submit_one(st_t *st)
+{
+    static const st_who_t who = {ST_ROLE_ADMIN, "", "bench", NULL};
+    st_job_view_t v;
+    bool created = false;
+    int64_t t = 0;
+    arb_err_t err = {{0}};
+    int rc = st_job_submit_key(st, &who, NULL, E2E_BODY, sizeof E2E_BODY - 1, false, &v, &created,
+                               &t, &err);
+
+    if (rc < 0)
+        fprintf(stderr, "arbiter bench spec: submit: %s\n", err.msg);
+    else
+        st_job_view_free(&v);
+    return rc;
+}
+
+static int read_submit(bs_ctx_t *b)
+{
+    if (!b->st) {
+        st_conf_t conf;
+        arb_err_t err = {{0}};
+        if (bench_tmpdir("spec", b->dir, sizeof b->dir) < 0)
+            return -EIO;
+        st_conf_init(&conf);
+        conf.sync = STORE_SYNC_NORMAL; /* the commits are not what is timed */
+        conf.reject_unfittable = false;
+        int rc = st_open(b->dir, &conf, &b->st, &err);
+        st_conf_free(&conf);
+        if (rc < 0) {
+            fprintf(stderr, "arbiter bench spec: %s: %s\n", b->dir, err.msg);
+            bench_rmtree(b->dir);
+            return rc;
+        }
+    }
+    return bench_submit_one(b->st);
 }
 
 static int cmp_i64(const void *a, const void *b)
@@ -99,18 +159,21 @@ int cli_bench_spec(int argc, char **argv)
 {
     static const struct {
         const char *name;
-        int (*read)(arb_cluster_t *c);
-    } stages[] = {{"json", read_json}, {"doc", read_doc}, {"job", read_job}};
+        int (*read)(bs_ctx_t *c);
+    } stages[] = {
+        {"json", read_json}, {"doc", read_doc}, {"job", read_job}, {"submit", read_submit}};
     bs_opts_t o;
     fl_args_t a;
-    arb_cluster_t c;
+    bs_ctx_t c = {0};
     int rc = 0;
 
     if (!fl_run(&bs_verb, argc, argv, &o, &a, &rc))
         return rc;
-    arb_cluster_init(&c);
+    arb_cluster_init(&c.c);
     for (size_t s = 0; s < sizeof stages / sizeof stages[0] && rc == 0; s++) {
         int64_t batch[5];
+        if (o.stage && (size_t)o.stage != s + 1)
+            continue;
         for (int b = 0; b < 5 && rc == 0; b++) {
             int64_t t0 = cpu_ns();
             for (long long i = 0; i < o.rounds && rc == 0; i++)
@@ -131,6 +194,10 @@ int cli_bench_spec(int argc, char **argv)
             printf("%-5s %8.2f us per read (median of 5 batches of %lld)\n", stages[s].name,
                    (double)batch[2] / 1000.0, o.rounds);
     }
-    arb_cluster_free(&c);
+    arb_cluster_free(&c.c);
+    if (c.st) {
+        st_close(c.st);
+        bench_rmtree(c.dir);
+    }
     return rc < 0 ? 1 : 0;
 }

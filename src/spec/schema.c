@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <libfyaml.h>
+
 #include "spec/schema.h"
 #include "util/duration.h"
 
@@ -156,10 +158,41 @@ static int read_field(sx_t *x, const sval_t *v, const sc_field_t *f, unsigned ct
     return sv_fail(x, v, -EINVAL, "field %s has no type", f->key);
 }
 
+/* Is every key of the mapping in map a field of t in ctx? The usual case,
+ * answered from the rows themselves: the names list sc_keys makes (each
+ * name once, quadratic in the rows: a fifth of a job spec's reader) is
+ * made only when a key is not, for sv_check_keys's message. False also
+ * where that list would not hold every field (SC_MAX_KEYS). */
+static bool keys_known(const sval_t *map, const sc_table_t *t, unsigned ctx)
+{
+    void *it = NULL;
+    struct fy_node_pair *p;
+    int rows = 0;
+
+    for (const sc_field_t *f = t->fields; f->key; f++)
+        rows += is_field(f, ctx);
+    if (rows >= SC_MAX_KEYS - 1 || !map->n || !fy_node_is_mapping(map->n))
+        return false;
+    while ((p = fy_node_mapping_iterate(map->n, &it))) {
+        size_t len = 0;
+        const char *k = sv_key_text(fy_node_pair_key(p), &len);
+        const sc_field_t *f = t->fields;
+        if (!k)
+            return false;
+        while (f->key && !(is_field(f, ctx) && strncmp(f->key, k, len) == 0 && f->key[len] == '\0'))
+            f++;
+        if (!f->key)
+            return false;
+    }
+    return true;
+}
+
 int sc_check_keys(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx)
 {
     const char *keys[SC_MAX_KEYS];
 
+    if (keys_known(map, t, ctx))
+        return 0;
     sc_keys(t, ctx, keys, SC_MAX_KEYS);
     return sv_check_keys(x, map, keys);
 }
@@ -176,10 +209,60 @@ int sc_walk(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void 
     return sc_walk_fields(x, map, t, ctx, obj);
 }
 
+/* The keys of one mapping, their texts read once for a walk's lookups
+ * (sv_get reads every key's text again for each row it is asked for: a
+ * job's table has 38). n -1: more than SC_WALK_KEYS, ask sv_get. The
+ * walk's rows and rules only read the mapping, so the pairs stay. */
+#define SC_WALK_KEYS 16
+typedef struct sc_keyed {
+    int n;
+    struct {
+        const char *k; /* NULL: not a plain name (never a field's) */
+        size_t len;
+        struct fy_node_pair *p;
+    } at[SC_WALK_KEYS];
+} sc_keyed_t;
+
+static void keyed_read(sc_keyed_t *kd, const sval_t *map)
+{
+    void *it = NULL;
+    struct fy_node_pair *p;
+
+    kd->n = 0;
+    if (!map->n || !fy_node_is_mapping(map->n))
+        return;
+    while ((p = fy_node_mapping_iterate(map->n, &it))) {
+        if (kd->n == SC_WALK_KEYS) {
+            kd->n = -1;
+            return;
+        }
+        kd->at[kd->n].k = sv_key_text(fy_node_pair_key(p), &kd->at[kd->n].len);
+        kd->at[kd->n++].p = p;
+    }
+}
+
+/* sv_get from kd: the first pair whose key is key. */
+static bool keyed_get(const sc_keyed_t *kd, const sval_t *map, const char *key, sval_t *out)
+{
+    size_t klen;
+
+    if (kd->n < 0)
+        return sv_get(map, key, out);
+    klen = strlen(key);
+    for (int i = 0; i < kd->n; i++)
+        if (kd->at[i].k && kd->at[i].len == klen && memcmp(kd->at[i].k, key, klen) == 0) {
+            sv_pair(out, map, kd->at[i].p);
+            return true;
+        }
+    return false;
+}
+
 int sc_walk_fields(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx, void *obj)
 {
+    sc_keyed_t kd;
     int rc;
 
+    keyed_read(&kd, map);
     for (const sc_field_t *f = t->fields; f->key; f++) {
         sval_t v;
         if (!in_ctx(f, ctx) || (f->flags & SC_HAND))
@@ -189,7 +272,7 @@ int sc_walk_fields(sx_t *x, const sval_t *map, const sc_table_t *t, unsigned ctx
                 return rc;
             continue;
         }
-        if (!sv_get(map, f->key, &v)) {
+        if (!keyed_get(&kd, map, f->key, &v)) {
             if ((f->flags & SC_REQUIRED) && f->missing)
                 return sv_fail(x, map, -EINVAL, "%s", f->missing);
             if (f->flags & SC_REQUIRED)

@@ -1003,11 +1003,24 @@ static size_t utf8_bad(const char *buf, size_t len, int *line, int *col)
     return len;
 }
 
+/* libfyaml 0.7 exports this but leaves it out of its header: the document
+ * state (YAML version, default tag directives) each document of this
+ * parser starts from, copied at every reset instead of made anew. */
+int fy_parser_set_default_document_state(struct fy_parser *fyp, struct fy_document_state *fyds);
+
 /* A new parser and diagnostics for d (messages collected, see diag_cfg);
- * on failure d holds nothing. */
+ * on failure d holds nothing.
+ *
+ * Every document starts from a fresh document state, which libfyaml
+ * makes by formatting each default tag directive into a new input of its
+ * own (snprintf, malloc, a token: two states per document, a sixth of a
+ * job spec's parse). Given a default state, it copies that instead (the
+ * tokens shared by reference): the state the new parser starts with, so
+ * every document still starts from the same one. */
 static int doc_parser(const char *name, sv_doc_t *d, arb_err_t *err)
 {
     struct fy_parse_cfg pc;
+    struct fy_document_state *fyds;
 
     d->diag = fy_diag_create(&diag_cfg);
     if (!d->diag)
@@ -1017,7 +1030,8 @@ static int doc_parser(const char *name, sv_doc_t *d, arb_err_t *err)
     pc.flags = FYPCF_QUIET | FYPCF_DEFAULT_VERSION_1_2 | FYPCF_ALLOW_DUPLICATE_KEYS; /* dup_check */
     pc.diag = d->diag;
     d->fyp = fy_parser_create(&pc);
-    if (!d->fyp) {
+    if (!d->fyp || !(fyds = fy_parser_get_document_state(d->fyp)) ||
+        fy_parser_set_default_document_state(d->fyp, fyds) != 0) {
         sv_doc_close(d);
         return arb_errf(err, -ENOMEM, "%s: out of memory", name);
     }

@@ -8,8 +8,9 @@
  * posted as JSON, a job posted as YAML and a job in a scenario file accept
  * exactly the same fields and give the same messages. JSON is YAML 1.2, so
  * the same bytes go to both parsers: jansson first, for strict JSON syntax
- * with line and column (400); then the spec reader, whose messages point
- * into the same text (422). Two fields belong to the controller and are
+ * with line and column (400), unless src/util/jsonstrict.c is sure it
+ * would accept the text (no tree made); then the spec reader, whose
+ * messages point into the same text (422). Two fields belong to the controller and are
  * taken out before the spec reader sees the mapping: "command" (a list of
  * strings), "env" (a map of names to strings, or to {value, secret: true}
  * for a secret: see st_may_see_secrets) and "restartable" (a bool, default true: a
@@ -34,6 +35,7 @@
 #include "state/jv.h"
 #include "state/service.h"
 #include "state/state_int.h"
+#include "util/jsonstrict.h"
 
 /* ---- specs in ------------------------------------------------------------------ */
 
@@ -247,24 +249,158 @@ bool st_prio_class_known(const st_t *s, const char *name)
     return false;
 }
 
+/* A spec read as far as it can be without the state (st_spec_read). */
+struct st_spec_read {
+    sv_doc_t d;       /* the document, the controller's keys taken out */
+    char *alt;        /* the text d reads when libfyaml read the JSON differently */
+    const char *name; /* "job.json" or "job.yaml", for messages */
+    json_t *command, *env;
+    bool restartable;
+    st_dep_t *dep;
+    st_svc_conf_t svc;
+    char pclass[ST_PCLASS_MAX];
+};
+
+void st_spec_read_free(st_spec_read_t *r)
+{
+    if (!r)
+        return;
+    sv_doc_close(&r->d);
+    free(r->alt);
+    json_decref(r->command);
+    json_decref(r->env);
+    st_dep_free(r->dep);
+    free(r);
+}
+
+/* stored: a spec from the store, whose JSON was checked (strictly) when it
+ * was submitted: it goes straight to the YAML reader, the JSON check (a
+ * fifth of a recovered job's cost) only where that reader refuses it. */
+int st_spec_read(const char *body, size_t n, bool yaml, bool stored, st_spec_read_t **out,
+                 arb_err_t *err)
+{
+    st_spec_read_t *r = calloc(1, sizeof *r);
+    int rc;
+
+    *out = NULL;
+    if (!r)
+        return arb_errf(err, -ENOMEM, "out of memory");
+    r->name = yaml ? "job.yaml" : "job.json";
+    r->restartable = true;
+    if (!yaml && stored && sv_doc_open(r->name, body, n, &r->d, NULL) == 0) {
+        /* read as it was at submission (a mapping: sv_doc_open checks) */
+    } else if (!yaml && arb_json_sure_object(body, n) &&
+               sv_doc_open(r->name, body, n, &r->d, NULL) == 0) {
+        /* strict JSON, an object, surely (jsonstrict.h): jansson's tree
+         * would be made only to be thrown away; it reads what is not sure */
+    } else if (!yaml) {
+        json_error_t je;
+        json_t *v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
+        if (!v) {
+            rc = arb_errf(err, -EBADMSG, "%s:%d:%d: malformed JSON: %s", r->name, je.line,
+                          je.column, je.text);
+            goto out;
+        }
+        bool obj = json_is_object(v);
+        if (obj && sv_doc_open(r->name, body, n, &r->d, NULL) < 0) {
+            /* Valid JSON that libfyaml reads differently (tabs as
+             * indentation): give it a canonical layout. */
+            r->alt = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+        }
+        json_decref(v);
+        if (!obj) {
+            rc = arb_errf(err, -EINVAL, "body: a job spec is a JSON object ({\"name\": ...})");
+            goto out;
+        }
+        if (r->alt && sv_doc_open(r->name, r->alt, strlen(r->alt), &r->d, err) < 0) {
+            rc = -EBADMSG;
+            goto out;
+        }
+    } else if (sv_doc_open(r->name, body, n, &r->d, err) < 0) {
+        rc = -EBADMSG;
+        goto out;
+    }
+    struct fy_node *root = fy_document_root(r->d.doc);
+    sx_t x = {.file = r->name, .err = err, .lone_job = true}; /* no cluster: nothing interned */
+    spec_pclass(root, r->pclass, sizeof r->pclass);           /* kept beside the job (jobcore.c) */
+    rc = take_extras(&x, root, &r->command, &r->env, &r->restartable);
+    if (rc == 0)
+        rc = st_dep_take(&x, root, &r->dep); /* dependency, array (depend.c) */
+    if (rc == 0)
+        rc = spec_service_take(&x, root, &r->svc); /* kind: service and its keys (service.c) */
+    if (rc < 0 && rc != -ENOMEM)
+        rc = -EINVAL;
+out:
+    if (rc < 0)
+        st_spec_read_free(r);
+    else
+        *out = r;
+    return rc;
+}
+
+int st_spec_job(st_t *s, st_spec_read_t *r, st_prio_kept_t *kept, arb_job_t **job, json_t **command,
+                json_t **env, bool *restartable, st_dep_t **dep, st_svc_conf_t *svc, char *pclass,
+                arb_err_t *err)
+{
+    struct fy_node *root = fy_document_root(r->d.doc);
+    spec_prio_table_t classes = {s->conf.classes, s->conf.nclasses}, kt;
+    const spec_prio_table_t *use = s->conf.nclasses ? &classes : NULL;
+    spec_prio_class_t *buf = NULL;
+    int max = s->conf.nclasses + 17, rc;
+
+    *command = *env = NULL;
+    if (kept && kept_table(s, root, kept, &buf, max, &kt))
+        use = &kt;
+    rc = spec_job_from_node_classes(r->name, root, "", &s->cluster, use, job, err);
+    if (rc == 0 && kept) { /* what it was given at submission, whatever the table says now */
+        (*job)->priority = kept->priority;
+        (*job)->preemptible = kept->preemptible;
+    }
+    free(buf);
+    if (rc < 0 && err && strstr(err->msg, "unknown field") &&
+        strlen(err->msg) + 72 < sizeof err->msg)
+        strcat(err->msg,
+               " (and the controller's: command, env, restartable, kind, dependency, array)");
+    if (rc < 0)
+        return rc == -ENOMEM ? rc : -EINVAL;
+    if (restartable)
+        *restartable = r->restartable;
+    if (svc) /* the service settings, read once (st_service_check) */
+        *svc = r->svc;
+    if (pclass)
+        memcpy(pclass, r->pclass, sizeof r->pclass);
+    if (dep) {
+        *dep = r->dep;
+        r->dep = NULL;
+    }
+    *command = r->command;
+    *env = r->env;
+    r->command = r->env = NULL;
+    return 0;
+}
+
+/* Both steps at once, the caller holding s->mu. */
 static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
                       st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, char *pclass,
-                      arb_err_t *err);
+                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc, char *pclass,
+                      arb_err_t *err)
+{
+    st_spec_read_t *r = NULL;
+    int rc;
+
+    *command = *env = NULL;
+    if ((rc = st_spec_read(body, n, yaml, stored, &r, err)) < 0)
+        return rc;
+    rc = st_spec_job(s, r, kept, job, command, env, restartable, dep, svc, pclass, err);
+    st_spec_read_free(r);
+    return rc;
+}
 
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
                   json_t **env, bool *restartable, st_dep_t **dep, arb_err_t *err)
 {
     return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, NULL,
                       NULL, err);
-}
-
-int st_spec_parse_svc(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
-                      json_t **command, json_t **env, bool *restartable, st_dep_t **dep,
-                      st_svc_conf_t *svc, char *pclass, arb_err_t *err)
-{
-    return spec_parse(s, body, n, yaml, false, NULL, job, command, env, restartable, dep, svc,
-                      pclass, err);
 }
 
 int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_kept_t *kept,
@@ -275,98 +411,6 @@ int st_spec_parse_kept(st_t *s, const char *body, size_t n, bool yaml, st_prio_k
         kept->gone[0] = '\0';
     return spec_parse(s, body, n, yaml, true, kept, job, command, env, restartable, dep, NULL,
                       pclass, err);
-}
-
-/* stored: a spec from the store, whose JSON was checked (strictly) when it
- * was submitted: it goes straight to the YAML reader, the JSON check (a
- * fifth of a recovered job's cost) only where that reader refuses it. */
-static int spec_parse(st_t *s, const char *body, size_t n, bool yaml, bool stored,
-                      st_prio_kept_t *kept, arb_job_t **job, json_t **command, json_t **env,
-                      bool *restartable, st_dep_t **dep, st_svc_conf_t *svc_out, char *pclass,
-                      arb_err_t *err)
-{
-    st_dep_t *dp = NULL;
-    const char *name = yaml ? "job.yaml" : "job.json";
-    char *alt = NULL;
-    bool restart = true;
-    sv_doc_t d;
-    int rc;
-
-    *command = *env = NULL;
-    if (!yaml && stored && sv_doc_open(name, body, n, &d, NULL) == 0) {
-        /* read as it was at submission (a mapping: sv_doc_open checks) */
-    } else if (!yaml) {
-        json_error_t je;
-        json_t *v = json_loadb(body, n, JSON_REJECT_DUPLICATES, &je);
-        if (!v)
-            return arb_errf(err, -EBADMSG, "%s:%d:%d: malformed JSON: %s", name, je.line, je.column,
-                            je.text);
-        bool obj = json_is_object(v);
-        if (obj && (rc = sv_doc_open(name, body, n, &d, NULL)) < 0) {
-            /* Valid JSON that libfyaml reads differently (tabs as
-             * indentation): give it a canonical layout. */
-            alt = json_dumps(v, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
-        }
-        json_decref(v);
-        if (!obj)
-            return arb_errf(err, -EINVAL, "body: a job spec is a JSON object ({\"name\": ...})");
-        if (alt) {
-            rc = sv_doc_open(name, alt, strlen(alt), &d, err);
-            if (rc < 0) {
-                free(alt);
-                return -EBADMSG;
-            }
-        }
-    } else if (sv_doc_open(name, body, n, &d, err) < 0) {
-        return -EBADMSG;
-    }
-    struct fy_node *root = fy_document_root(d.doc);
-    sx_t x = {.file = name, .err = err, .c = &s->cluster, .lone_job = true};
-    if (pclass) /* the class it names, kept beside the job (its compact form, jobcore.c) */
-        spec_pclass(root, pclass, ST_PCLASS_MAX);
-    rc = take_extras(&x, root, command, env, &restart);
-    if (rc == 0)
-        rc = st_dep_take(&x, root, &dp); /* dependency, array (depend.c) */
-    st_svc_conf_t svc;                   /* kind: service and its keys (service.c) */
-    if (rc == 0)
-        rc = spec_service_take(&x, root, &svc);
-    if (rc == 0) {
-        spec_prio_table_t classes = {s->conf.classes, s->conf.nclasses}, kt;
-        const spec_prio_table_t *use = s->conf.nclasses ? &classes : NULL;
-        spec_prio_class_t *buf = NULL;
-        int max = s->conf.nclasses + 17;
-        if (kept && kept_table(s, root, kept, &buf, max, &kt))
-            use = &kt;
-        rc = spec_job_from_node_classes(name, root, "", &s->cluster, use, job, err);
-        if (rc == 0 && kept) { /* what it was given at submission, whatever the table says now */
-            (*job)->priority = kept->priority;
-            (*job)->preemptible = kept->preemptible;
-        }
-        free(buf);
-        if (rc < 0 && err && strstr(err->msg, "unknown field") &&
-            strlen(err->msg) + 72 < sizeof err->msg)
-            strcat(err->msg,
-                   " (and the controller's: command, env, restartable, kind, dependency, array)");
-    }
-    if (restartable)
-        *restartable = restart;
-    if (rc == 0 && svc_out) /* the service settings, read once (st_service_check) */
-        *svc_out = svc;
-    if (rc == 0 && dep) {
-        *dep = dp;
-        dp = NULL;
-    }
-    st_dep_free(dp);
-    sv_doc_close(&d);
-    free(alt);
-    if (rc < 0) {
-        json_decref(*command);
-        json_decref(*env);
-        *command = *env = NULL;
-        if (rc != -ENOMEM)
-            rc = -EINVAL;
-    }
-    return rc;
 }
 
 /* ---- jobs out -------------------------------------------------------------------- */

@@ -112,19 +112,20 @@ int st_job_submit(st_t *s, const st_who_t *who, const char *body, size_t n, bool
     return st_job_submit_key(s, who, NULL, body, n, yaml, out, &created, ticket, err);
 }
 
-/* Every check a submission passes before anything is made: the spec, the
- * service settings, the dependencies, the queue (a user's team's own), the
- * time limit and whether any node could ever hold it. On success *j and the
+/* Every check a submission passes before anything is made: the spec (read
+ * before the lock into rd, st_spec_read; its job made here), the service
+ * settings, the dependencies, the queue (a user's team's own), the time
+ * limit and whether any node could ever hold it. On success *j and the
  * rest are the caller's; on failure they may be partly set, and the caller
  * frees them either way. The caller holds s->mu. */
-static int submit_checks(st_t *s, const st_who_t *who, const char *body, size_t n, bool yaml,
-                         arb_job_t **j, json_t **command, json_t **env, bool *restartable,
-                         st_dep_t **dep, st_svc_conf_t *svc, char *pclass, arb_err_t *err)
+static int submit_checks(st_t *s, const st_who_t *who, st_spec_read_t *rd, arb_job_t **j,
+                         json_t **command, json_t **env, bool *restartable, st_dep_t **dep,
+                         st_svc_conf_t *svc, char *pclass, arb_err_t *err)
 {
     const char *team = who->team ? who->team : "";
     int rc;
 
-    rc = st_spec_parse_svc(s, body, n, yaml, j, command, env, restartable, dep, svc, pclass, err);
+    rc = st_spec_job(s, rd, NULL, j, command, env, restartable, dep, svc, pclass, err);
     if (rc < 0 || (rc = st_service_check(s, *j, svc, err)) < 0 ||
         (rc = st_dep_check(s, *dep, err)) < 0)
         return rc;
@@ -185,10 +186,14 @@ int st_job_submit_check(st_t *s, const st_who_t *who, const char *body, size_t n
     bool restartable = true;
     st_svc_conf_t svc;
     char pclass[ST_PCLASS_MAX];
+    st_spec_read_t *rd = NULL;
+    int rc = st_spec_read(body, n, yaml, false, &rd, err); /* no lock: st_spec_read */
+    if (rc < 0)
+        return rc;
     pthread_mutex_lock(&s->mu);
-    int rc = submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc,
-                           pclass, err);
+    rc = submit_checks(s, who, rd, &j, &command, &env, &restartable, &dep, &svc, pclass, err);
     pthread_mutex_unlock(&s->mu);
+    st_spec_read_free(rd);
     arb_job_free(j);
     json_decref(command);
     json_decref(env);
@@ -211,6 +216,17 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
     if (key && (rc = st_idem_check(key, err)) < 0) {
         *ticket = 0;
         return rc;
+    }
+    /* Most of the spec's parse needs no state, so it is done before the
+     * lock (st_spec_read). A spec it refuses changes nothing and waits for
+     * no commit; with a key the refusal waits until the key is looked up,
+     * as a retry's answer comes first. */
+    st_spec_read_t *rd = NULL;
+    arb_err_t rerr = {{0}};
+    int rrc = st_spec_read(body, n, yaml, false, &rd, key ? &rerr : err);
+    if (rrc < 0 && !key) {
+        *ticket = 0;
+        return rrc;
     }
     pthread_mutex_lock(&s->mu);
     uint64_t prev = key ? st_idem_find(s, who, key) : 0;
@@ -235,13 +251,20 @@ int st_job_submit_key(st_t *s, const st_who_t *who, const char *key, const char 
         st_job_free(stored);
         *ticket = st_seen(s);
         pthread_mutex_unlock(&s->mu);
+        st_spec_read_free(rd);
         return rc;
     }
     bool restartable = true;
     st_svc_conf_t svc;
     char pclass[ST_PCLASS_MAX];
-    if ((rc = submit_checks(s, who, body, n, yaml, &j, &command, &env, &restartable, &dep, &svc,
-                            pclass, err)) < 0)
+    if (rrc < 0) { /* a keyed submission's spec, refused before the lock */
+        if (err)
+            *err = rerr;
+        rc = rrc;
+        goto out;
+    }
+    if ((rc = submit_checks(s, who, rd, &j, &command, &env, &restartable, &dep, &svc, pclass,
+                            err)) < 0)
         goto out;
 
     sj = calloc(1, sizeof *sj);
@@ -327,6 +350,7 @@ out:
     st_dep_free(dep);
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);
+    st_spec_read_free(rd);
     return rc;
 }
 

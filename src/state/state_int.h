@@ -256,14 +256,36 @@ void st_job_free(st_job_t *sj);
  * its command/env; -EBADMSG for syntax, -EINVAL for content. */
 int st_spec_parse(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job, json_t **command,
                   json_t **env, bool *restartable, struct st_dep **dep, arb_err_t *err);
-/* st_spec_parse for a submission: also the spec's service settings (svc, as
- * st_service_check takes them), from the same parse. */
-struct spec_service;
-int st_spec_parse_svc(st_t *s, const char *body, size_t n, bool yaml, arb_job_t **job,
-                      json_t **command, json_t **env, bool *restartable, struct st_dep **dep,
-                      struct spec_service *svc, char *pclass, arb_err_t *err);
-/* the longest priorityClassName kept with a job (pclass above: that many bytes) */
+/* the longest priorityClassName kept with a job (pclass below: that many bytes) */
 #define ST_PCLASS_MAX 64
+/*
+ * A submission's spec in two steps, so that most of its parse is done
+ * before the state's lock is taken (jobs.c):
+ *   st_spec_read   needs no state (call it without s->mu): the JSON check,
+ *                  the YAML document, and the controller's own keys taken
+ *                  out and read (command, env, restartable, dependency,
+ *                  array, kind: service and its keys, priorityClassName's
+ *                  text). Errors: -EBADMSG for syntax, -EINVAL for content,
+ *                  -ENOMEM; *out is NULL then. body must outlive *out.
+ *   st_spec_job    the caller holds s->mu: the spec reader over the
+ *                  document (it interns names into s->cluster and reads the
+ *                  config's priority classes and extended resources) into
+ *                  a new finalized job; on success the command, env,
+ *                  dependency and service settings pass from r to the
+ *                  caller (any out pointer but job and command/env may be
+ *                  NULL), and kept works as in st_spec_parse_kept.
+ *   st_spec_read_free  frees r (NULL is fine), with whatever it still holds.
+ * The messages are those of st_spec_parse, in the same order.
+ */
+typedef struct st_spec_read st_spec_read_t;
+struct spec_service;
+struct st_prio_kept;
+int st_spec_read(const char *body, size_t n, bool yaml, bool stored, st_spec_read_t **out,
+                 arb_err_t *err);
+int st_spec_job(st_t *s, st_spec_read_t *r, struct st_prio_kept *kept, arb_job_t **job,
+                json_t **command, json_t **env, bool *restartable, struct st_dep **dep,
+                struct spec_service *svc, char *pclass, arb_err_t *err);
+void st_spec_read_free(st_spec_read_t *r);
 /* Does the config (or, without one, the built-in table) define class name? */
 bool st_prio_class_known(const st_t *s, const char *name);
 /* A stored job's priority as resolved at submission (its record's

@@ -659,6 +659,56 @@ static bool in_list(const char *const *l, const char *s)
  * and the reference (arbiter help spec) lists every key with its help and
  * every rule. Then the texts of the rules and of the fields that were read
  * by hand, from the table now. */
+/*
+ * The walker reads a mapping's keys once for its rows' lookups when it
+ * has at most 16 keys, and asks sv_get for each row beyond (schema.c,
+ * SC_WALK_KEYS). Either way a row finds its value and a bad one gets the
+ * same message: the same fields read from a spec of 17 top-level keys and
+ * from the same spec cut to 3, and a bad priority in each.
+ */
+static void test_walk_many_keys(void **st)
+{
+    static const char *const many =
+        "name: j\nqueue: q\npriority: 7\npreemptible: false\ntimeLimit: 1h\ndataset: d\n"
+        "nodeSelector: {zone: a}\ngpuModels: [H100]\nreplicas: 2\n"
+        "resources: {requests: {nvidia.com/gpu: 1}}\nterminationGracePeriodSeconds: 30\n"
+        "gpuSharing: deny\nexclusive: true\ntolerations: [{key: k, operator: Exists}]\n"
+        "affinity: {required: [[{key: z, operator: Exists}]]}\ntopology: node\ngangMin: 1\n";
+    static const char *const few = "name: j\nqueue: q\npriority: 7\n";
+    const char *const texts[] = {many, few};
+    arb_cluster_t c;
+    arb_job_t *j = NULL;
+    arb_err_t err = {{0}}, err2 = {{0}};
+    char bad[2][1024];
+
+    (void)st;
+    arb_cluster_init(&c);
+    for (int i = 0; i < 2; i++) {
+        if (spec_job_load_mem("job.yaml", texts[i], strlen(texts[i]), &c, &j, &err) != 0)
+            fail_msg("%s", err.msg);
+        assert_string_equal(arb_str(&c.strs, j->queue), "q");
+        assert_int_equal(j->priority, 7);
+        if (i == 0) {
+            assert_int_equal(j->ntasks, 2);
+            assert_int_equal(j->gang_min, 1);
+            assert_int_equal(j->time_limit_s, 3600);
+            assert_int_equal(j->grace_s, 30);
+            assert_true(j->exclusive);
+        }
+        arb_job_free(j);
+        j = NULL;
+        /* the same spec with priority: 1.5 in place of 7 */
+        snprintf(bad[i], sizeof bad[i], "%s", texts[i]);
+        char *at = strstr(bad[i], "priority: 7");
+        memcpy(at, "priority: x", 11);
+    }
+    assert_true(spec_job_load_mem("job.yaml", bad[0], strlen(bad[0]), &c, &j, &err) < 0);
+    assert_true(spec_job_load_mem("job.yaml", bad[1], strlen(bad[1]), &c, &j, &err2) < 0);
+    assert_string_equal(err.msg, err2.msg);
+    assert_non_null(strstr(err.msg, "job.yaml:3:11: priority: 'x' is not an integer"));
+    arb_cluster_free(&c);
+}
+
 static void test_job_table_reads_every_field(void **st)
 {
     static const struct {
@@ -1152,6 +1202,7 @@ int main(void)
         cmocka_unit_test(test_node_table_formats),
         cmocka_unit_test(test_job_flat_fields),
         cmocka_unit_test(test_job_table_reads_every_field),
+        cmocka_unit_test(test_walk_many_keys),
         cmocka_unit_test(test_node_table_reads_every_field),
         cmocka_unit_test(test_documented_defaults),
         cmocka_unit_test(test_config_defaults),

@@ -8,6 +8,8 @@
 #include <cmocka.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <errno.h>
+#include <pthread.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
@@ -214,6 +216,147 @@ static void test_rejects_change_nothing(void **unused)
     const char *mal = "{\"name\": \"x\",\n \"a\": }";
     assert_int_equal(job_submit(s, &admin, mal, strlen(mal), false, &out, &t, &err), -EBADMSG);
     assert_non_null(strstr(err.msg, "job.json:2:"));
+    st_close(s);
+}
+
+/* ---- the spec read before the state's lock ------------------------------------ */
+
+/* Refused specs, each with the message a submission gives. The first five
+ * are refused before the lock is taken (st_spec_read: syntax, the body's
+ * shape, the controller's own keys), the rest by the spec reader under it. */
+static const struct {
+    const char *spec;
+    int rc;
+    const char *msg;
+} refused[] = {
+    {"{\"name\": \"x\",", -EBADMSG,
+     "job.json:1:13: malformed JSON: string or '}' expected near end of file"},
+    {"[1, 2]", -EINVAL, "body: a job spec is a JSON object ({\"name\": ...})"},
+    {"{\"name\": \"x\", \"command\": \"not a list\"}", -EINVAL,
+     "job.json:1:27: command: expected a list ([a, b] or '- ' items), got a single value"},
+    {"{\"name\": \"x\", \"env\": {\"1A\": \"v\"}}", -EINVAL,
+     "job.json:1:30: env.1A: '1A' is not a variable name; use letters, digits and _"},
+    {"{\"name\": \"x\", \"dependency\": \"afterok:\"}", -EINVAL,
+     "job.json:1:30: dependency: dependency 'afterok:': 'afterok' names no job"},
+    {"{\"name\": \"x\", \"bogus\": 1}", -EINVAL,
+     "job.json:1:16: unknown field 'bogus'; valid fields: name, queue, "},
+    {"{\"name\": \"x\", \"resources\": {\"requests\": {\"rdma/hca\": 1}}}", -EINVAL,
+     "job.json:1:43: resources.requests.rdma/hca: no node offers extended resource 'rdma/hca'; "
+     "nodes offer none (declare it in a node's allocatable)"},
+};
+#define NREFUSED (sizeof refused / sizeof refused[0])
+
+typedef struct lock_submit {
+    st_t *s;
+    const char *spec;
+    int rc;
+    int64_t ticket;
+    arb_err_t err;
+} lock_submit_t;
+
+static void *submit_thread(void *arg)
+{
+    lock_submit_t *ls = arg;
+    st_job_view_t v;
+    bool created = false;
+
+    ls->rc = st_job_submit_key(ls->s, &admin, NULL, ls->spec, strlen(ls->spec), false, &v, &created,
+                               &ls->ticket, &ls->err);
+    if (ls->rc == 0)
+        st_job_view_free(&v);
+    return NULL;
+}
+
+/*
+ * A submission's spec is read before the state's lock (st_spec_read), and
+ * what that read refuses never takes the lock: with s->mu held here, a
+ * submission of such a spec from another thread still comes back (the join
+ * below waits up to 60 s for it: a deadlock detector, not a timing), with
+ * its message and no ticket to wait for. Every refused spec, of either
+ * step, gives the same message by st_job_submit_key, st_job_submit_check and
+ * a keyed submission, and changes nothing; a keyed retry with a different,
+ * malformed body is still answered as a retry (the key is looked up before
+ * the read's refusal is given).
+ */
+static void test_spec_read_before_lock(void **unused)
+{
+    (void)unused;
+    st_t *s = open_st(NULL);
+    add_node(s, "n1", 8);
+    st_status_t before, after;
+    st_status(s, &before);
+
+    for (size_t i = 0; i < NREFUSED; i++) {
+        arb_err_t e1 = {{0}}, e2 = {{0}}, e3 = {{0}};
+        st_job_view_t v;
+        bool created = false;
+        int64_t t = -1;
+        size_t n = strlen(refused[i].spec);
+        char key[32];
+        int rc =
+            st_job_submit_key(s, &admin, NULL, refused[i].spec, n, false, &v, &created, &t, &e1);
+        assert_int_equal(rc, refused[i].rc);
+        assert_false(created);
+        if (strncmp(e1.msg, refused[i].msg, strlen(refused[i].msg)) != 0)
+            fail_msg("spec %zu: '%s', wanted '%s...'", i, e1.msg, refused[i].msg);
+        if (i < 5)
+            assert_int_equal(t, 0); /* refused before the lock: nothing to wait for */
+        if (i == 5)
+            assert_non_null(strstr(e1.msg, "(and the controller's: command, env, restartable"));
+        assert_int_equal(st_job_submit_check(s, &admin, refused[i].spec, n, false, &e2), rc);
+        assert_string_equal(e2.msg, e1.msg);
+        snprintf(key, sizeof key, "refused-%zu", i);
+        assert_int_equal(
+            st_job_submit_key(s, &admin, key, refused[i].spec, n, false, &v, &created, &t, &e3),
+            rc);
+        assert_string_equal(e3.msg, e1.msg);
+        assert_int_equal(st_wait(s, t, NULL), 0);
+    }
+    st_status(s, &after);
+    assert_int_equal(after.jobs, 0);
+    assert_int_equal(after.revision, before.revision);
+
+    /* Refused with the lock held by someone else. */
+    for (size_t i = 0; i < 5; i++) {
+        lock_submit_t ls = {.s = s, .spec = refused[i].spec, .rc = 1};
+        pthread_t th;
+        struct timespec until;
+        pthread_mutex_lock(&s->mu);
+        assert_int_equal(pthread_create(&th, NULL, submit_thread, &ls), 0);
+        clock_gettime(CLOCK_REALTIME, &until); /* pthread_timedjoin_np's clock */
+        until.tv_sec += 60;
+        int jr = pthread_timedjoin_np(th, NULL, &until);
+        pthread_mutex_unlock(&s->mu);
+        if (jr != 0)
+            assert_int_equal(pthread_join(th, NULL), 0);
+        if (jr != 0)
+            fail_msg("spec %zu: the submission waited for the state's lock to refuse it", i);
+        assert_int_equal(ls.rc, refused[i].rc);
+        assert_int_equal(ls.ticket, 0);
+    }
+
+    /* A retry's answer comes before its body's refusal. */
+    st_job_view_t v;
+    bool created = false;
+    int64_t t = 0;
+    arb_err_t err = {{0}};
+    const char *good = GPUS(1);
+    assert_int_equal(
+        st_job_submit_key(s, &admin, "k1", good, strlen(good), false, &v, &created, &t, &err), 0);
+    assert_true(created);
+    uint64_t id = v.id;
+    st_job_view_free(&v);
+    assert_int_equal(st_wait(s, t, NULL), 0);
+    const char *mal = "{\"name\": ";
+    assert_int_equal(
+        st_job_submit_key(s, &admin, "k1", mal, strlen(mal), false, &v, &created, &t, &err),
+        -EINVAL);
+    char want[160];
+    snprintf(want, sizeof want,
+             "Idempotency-Key: 'k1' was used for job %llu with a different body; send a new key "
+             "with a new job",
+             (unsigned long long)id);
+    assert_string_equal(err.msg, want);
     st_close(s);
 }
 
@@ -1023,6 +1166,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_submit_place_recover, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rejects_change_nothing, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spec_read_before_lock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_teams_and_versions, setup, teardown),
         cmocka_unit_test_setup_teardown(test_agent_reports, setup, teardown),
         cmocka_unit_test_setup_teardown(test_lost_nodes, setup, teardown),

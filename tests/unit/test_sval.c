@@ -418,7 +418,11 @@ static const char *const reuse_docs[] = {
     "a: first\n---\nb: second\n", /* a second document */
     "- a\n- b\n",                 /* not a mapping */
     "a: 'it''s'\n",
-    "x: 1\ny: {\n", /* another syntax error, elsewhere */
+    "x: 1\ny: {\n",                                          /* another syntax error, elsewhere */
+    "%TAG !e! tag:example.com,2000:\n---\na: !e!x tagged\n", /* its own tag handle */
+    "a: !e!x untagged\n",                                    /* ... gone in the next */
+    "%YAML 1.1\n---\na: v11\n",
+    "%YAML 1.1\n%YAML 1.1\n---\na: twice\n", /* a duplicate directive */
     "a: last\n",
 };
 #define NREUSE (sizeof reuse_docs / sizeof *reuse_docs)
@@ -476,6 +480,8 @@ static void test_parser_reuse(void **st)
     assert_true(ref[1].rc < 0 && strstr(ref[1].msg, "YAML syntax"));
     assert_true(ref[3].rc < 0 && ref[5].rc < 0 && ref[6].rc < 0 && ref[8].rc < 0);
     assert_string_equal(ref[4].a, "indented");
+    assert_true(ref[9].rc == 0 && strcmp(ref[9].a, "tagged") == 0);
+    assert_true(ref[10].rc < 0 && ref[12].rc < 0 && ref[11].rc == 0);
     for (int pass = 0; pass < 3; pass++) {
         for (size_t i = 0; i < NREUSE; i++) {
             read_doc(reuse_docs[i], &got);
