@@ -27,7 +27,10 @@
  * its victim is placed back into the room, and the preemptor evicts it
  * again when quota frees (a livelock: seed 610255 of the simulation test).
  * A job within its queue's nominal (its own holds counted) is admitted
- * whatever other queues hold.
+ * whatever other queues hold; and only such a job may reclaim (preempt.c:
+ * sched_quota_within_after counts the holds too): else a queue whose
+ * nominal a waiting preemptor holds would evict a borrower for quota that
+ * is not its to take back, and explain would promise that reclaim.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -201,14 +204,6 @@ static bool limited(const arb_queue_t *q, int d)
     return at(&q->nominal, d) != 0 || at(&q->borrow_limit, d) != 0;
 }
 
-bool sched_quota_within_after(const arb_queue_t *q, const arb_res_t *need)
-{
-    for (int d = 0; d < NDIMS; d++)
-        if (at(need, d) > 0 && limited(q, d) && at(&q->used, d) + at(need, d) > at(&q->nominal, d))
-            return false;
-    return true;
-}
-
 bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *held, const arb_res_t *need)
 {
     for (int d = 0; d < NDIMS; d++)
@@ -292,6 +287,19 @@ static void held_by_others(arb_sched_t *s, const arb_job_t *j, const arb_queue_t
         arb_job_total(h, &need);
         arb_res_add(hq == q ? own : others, &need);
     }
+}
+
+bool sched_quota_within_after(arb_sched_t *s, const arb_job_t *j, const arb_queue_t *q,
+                              const arb_res_t *need)
+{
+    arb_res_t own, others;
+
+    held_by_others(s, j, q, &own, &others);
+    for (int d = 0; d < NDIMS; d++)
+        if (at(need, d) > 0 && limited(q, d) &&
+            at(&q->used, d) + at(&own, d) + at(need, d) > at(&q->nominal, d))
+            return false;
+    return true;
 }
 
 /* May j's queue take need more now (its use, what its own preemptors other
