@@ -7,7 +7,8 @@
  * of J's cohort that is borrowing (above its nominal quota) while J's queue
  * stays within its own nominal after J starts (quota reclaim). Quota is
  * counted by resource (queue.c: sched_quota_within_after, _borrows_in):
- * J stays within its nominal in every resource it asks for, and V holds
+ * J stays within its nominal in every resource it asks for (what its
+ * queue holds for its other waiting preemptors counted), and V holds
  * some of a resource its queue borrows and J asks for; a V that holds
  * none of what its queue borrows gives no quota back by going. A lower
  * priority alone is not enough across two queues with quotas when J's
@@ -557,7 +558,7 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
     arb_res_t need;
 
     arb_job_total(j, &need);
-    reclaim_ok = jq && jq->has_quota && sched_quota_within_after(jq, &need);
+    reclaim_ok = jq && jq->has_quota && sched_quota_within_after(s, j, jq, &need);
 
     if (nreclaim)
         *nreclaim = 0;

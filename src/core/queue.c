@@ -27,7 +27,10 @@
  * its victim is placed back into the room, and the preemptor evicts it
  * again when quota frees (a livelock: seed 610255 of the simulation test).
  * A job within its queue's nominal (its own holds counted) is admitted
- * whatever other queues hold.
+ * whatever other queues hold; and only such a job may reclaim (preempt.c:
+ * sched_quota_within_after counts the holds too): else a queue whose
+ * nominal a waiting preemptor holds would evict a borrower for quota that
+ * is not its to take back, and explain would promise that reclaim.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -134,18 +137,19 @@ void sched_order(arb_sched_t *s, arb_job_t **v, int n, const arb_ctx_t *ctx)
     free(k);
 }
 
-/* Per-dimension view of a resource vector for the quota loop. */
-static int64_t *dim(arb_res_t *r, int d)
+/* The amount of dimension d of a resource vector (the quota loop's view:
+ * GPU, CPU, memory, then the extended resources), read only. */
+static int64_t at(const arb_res_t *r, int d)
 {
     switch (d) {
     case 0:
-        return &r->gpu_milli;
+        return r->gpu_milli;
     case 1:
-        return &r->cpu_milli;
+        return r->cpu_milli;
     case 2:
-        return &r->mem_bytes;
+        return r->mem_bytes;
     default:
-        return &r->ext[d - 3];
+        return r->ext[d - 3];
     }
 }
 
@@ -179,34 +183,22 @@ static void dim_text(int d, int64_t v, char *buf, size_t n)
  * plus what it may borrow, and no more than its cohort's others have. */
 static int64_t quota_ceiling(arb_sched_t *s, const arb_queue_t *q, int d)
 {
-    int64_t nom = *dim((arb_res_t *)&q->nominal, d), lim = *dim((arb_res_t *)&q->borrow_limit, d);
+    int64_t nom = at(&q->nominal, d), lim = at(&q->borrow_limit, d);
     int64_t lend = 0;
 
     for (int i = 0; q->cohort && i < s->nqueues; i++) {
         arb_queue_t *o = &s->queues[i];
         if (o != q && o->cohort == q->cohort && o->has_quota)
-            lend += *dim(&o->nominal, d);
+            lend += at(&o->nominal, d);
     }
     return nom + (lim < lend ? lim : lend);
 }
 
-/* The amount of dimension d in r, read only. */
-static int64_t at(const arb_res_t *r, int d)
-{
-    return *dim((arb_res_t *)r, d);
-}
-
+/* Does q's quota limit dimension d (a nominal or a borrowing limit; with
+ * both 0 it is not limited)? */
 static bool limited(const arb_queue_t *q, int d)
 {
     return at(&q->nominal, d) != 0 || at(&q->borrow_limit, d) != 0;
-}
-
-bool sched_quota_within_after(const arb_queue_t *q, const arb_res_t *need)
-{
-    for (int d = 0; d < NDIMS; d++)
-        if (at(need, d) > 0 && limited(q, d) && at(&q->used, d) + at(need, d) > at(&q->nominal, d))
-            return false;
-    return true;
 }
 
 bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *held, const arb_res_t *need)
@@ -227,14 +219,14 @@ bool sched_quota_never(arb_sched_t *s, const arb_job_t *j, char *why, size_t n)
         return false;
     arb_job_total(j, &need);
     for (int d = 0; d < NDIMS; d++) {
-        int64_t nom = *dim(&q->nominal, d), lim = *dim(&q->borrow_limit, d), top;
+        int64_t top;
         char a[48], b[48];
-        if ((nom == 0 && lim == 0) || *dim(&need, d) == 0)
+        if (!limited(q, d) || at(&need, d) == 0)
             continue;
-        if (*dim(&need, d) <= (top = quota_ceiling(s, q, d)))
+        if (at(&need, d) <= (top = quota_ceiling(s, q, d)))
             continue;
         if (why) {
-            dim_text(d, *dim(&need, d), a, sizeof a);
+            dim_text(d, at(&need, d), a, sizeof a);
             dim_text(d, top, b, sizeof b);
             snprintf(why, n,
                      "it needs %s, more than queue '%s' can ever hold (%s: its nominal quota "
@@ -294,6 +286,19 @@ static void held_by_others(arb_sched_t *s, const arb_job_t *j, const arb_queue_t
     }
 }
 
+bool sched_quota_within_after(arb_sched_t *s, const arb_job_t *j, const arb_queue_t *q,
+                              const arb_res_t *need)
+{
+    arb_res_t own, others;
+
+    held_by_others(s, j, q, &own, &others);
+    for (int d = 0; d < NDIMS; d++)
+        if (at(need, d) > 0 && limited(q, d) &&
+            at(&q->used, d) + at(&own, d) + at(need, d) > at(&q->nominal, d))
+            return false;
+    return true;
+}
+
 /* May j's queue take need more now (its use, what its own preemptors other
  * than j hold, and need, within its nominal; or above it by no more than its
  * borrowing limit and what its cohort leaves idle)? why: the first reason it
@@ -305,10 +310,10 @@ static bool quota_fits(arb_sched_t *s, const arb_job_t *j, arb_queue_t *q, const
 
     held_by_others(s, j, q, &own, &others);
     for (int d = 0; d < NDIMS; d++) {
-        int64_t nom = *dim(&q->nominal, d), lim = *dim(&q->borrow_limit, d);
-        int64_t after = *dim(&q->used, d) + at(&own, d) + at(need, d), idle = -at(&others, d);
+        int64_t nom = at(&q->nominal, d), lim = at(&q->borrow_limit, d);
+        int64_t after = at(&q->used, d) + at(&own, d) + at(need, d), idle = -at(&others, d);
         char a[48], b[48], c[48], e[48], h[128] = "";
-        if ((nom == 0 && lim == 0) || at(need, d) == 0 || after <= nom)
+        if (!limited(q, d) || at(need, d) == 0 || after <= nom)
             continue;
         if (why && at(&own, d) + at(&others, d) > 0) {
             dim_text(d, at(&own, d) + at(&others, d), a, sizeof a);
@@ -319,7 +324,7 @@ static bool quota_fits(arb_sched_t *s, const arb_job_t *j, arb_queue_t *q, const
                 dim_text(d, after, a, sizeof a);
                 dim_text(d, nom, b, sizeof b);
                 dim_text(d, lim, c, sizeof c);
-                dim_text(d, *dim(&q->used, d), e, sizeof e);
+                dim_text(d, at(&q->used, d), e, sizeof e);
                 snprintf(why, n,
                          "queue '%s' %s quota: it would use %s (%s in use now), above its nominal "
                          "%s + borrowing limit %s%s",
@@ -334,7 +339,7 @@ static bool quota_fits(arb_sched_t *s, const arb_job_t *j, arb_queue_t *q, const
             arb_queue_t *o = &s->queues[i];
             if (o == q || o->cohort != q->cohort || !o->has_quota)
                 continue;
-            idle += *dim(&o->nominal, d) - *dim(&o->used, d);
+            idle += at(&o->nominal, d) - at(&o->used, d);
         }
         if (after - nom > idle) {
             if (why) {

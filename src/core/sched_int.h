@@ -265,11 +265,13 @@ void sched_quota_hold_reset(arb_sched_t *s);
 int sched_quota_hold_add(arb_sched_t *s, const arb_job_t *j);
 /* Quota by dimension (queue.c), for who may evict whom (preempt.c); a
  * dimension counts where q's quota limits it (a nominal or a borrowing
- * limit) and the vector given names it (nonzero). within_after: q's usage
- * plus need stays within its nominal in every dimension need names (true
- * when it names none). borrows_in: q uses more than its nominal in some
- * dimension that held names and, if need is not NULL, need names too. */
-bool sched_quota_within_after(const arb_queue_t *q, const arb_res_t *need);
+ * limit) and the vector given names it (nonzero). within_after: q's usage,
+ * what its preemptors other than j hold ("Holds") and need stay within its
+ * nominal in every dimension need names (true when it names none).
+ * borrows_in: q uses more than its nominal in some dimension that held
+ * names and, if need is not NULL, need names too. */
+bool sched_quota_within_after(arb_sched_t *s, const arb_job_t *j, const arb_queue_t *q,
+                              const arb_res_t *need);
 bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *held, const arb_res_t *need);
 /* Could j's queue never admit it (more than nominal plus borrowing, or
  * than its cohort could lend)? true with a reason in why (may be NULL). */

@@ -134,13 +134,31 @@ static ev_count_t *count_of(run_t *r, uint64_t job)
     return &r->evs[r->nevs++];
 }
 
+/* The controller's id of the job that job's latest eviction was for: the
+ * scheduler's own record of it (preempted_by, set when the victim was
+ * chosen, and the preemptor's ext_id), read in the cycle's wake, before a
+ * later one can choose the victim again. A service evicts for one of its
+ * replicas: the replica is the claim (its own job, whose attempts move
+ * when it loses its place; the service's never do). 0: none known. */
+static uint64_t preemptor_of(run_t *r, uint64_t job)
+{
+    st_t *s = S(r);
+    st_job_t *v = st_job_find(s, job);
+    const arb_job_t *p;
+
+    if (!v || v->own_j || !v->j)
+        return 0;
+    p = arb_sched_job(s->sched, v->j->preempted_by);
+    return p && p != v->j ? p->ext_id : 0;
+}
+
 /* P1: count evictions from the new events. An eviction is counted against
  * its preemptor's current attempt: a preemptor that was placed and then
  * lost its place (its node lost, its quota reclaimed: a job-requeued event
  * of its own) and evicts the same job again makes a new claim, bounded by
- * those faults and by the 6-a-minute rule. A service's eviction "placing
- * replica N (job M)" is job M's claim, not the service's. A livelock is
- * the same claim evicting the same job again and again. */
+ * those faults and by the 6-a-minute rule. A livelock is the same claim
+ * evicting the same job again and again. Called after every cycle (tick)
+ * and every step (check). */
 static int scan_events(run_t *r, int step)
 {
     static const st_who_t admin = {ST_ROLE_ADMIN, "", "dst", NULL};
@@ -155,7 +173,6 @@ static int scan_events(run_t *r, int step)
         const char *type = out.v[i].type;
         const char *msg = out.v[i].message;
         uint64_t job = out.v[i].job;
-        const char *by = msg ? strstr(msg, "by job ") : NULL;
         bool evicted = !strcmp(type, "job-preempting") || !strcmp(type, "job-preempted") ||
                        !strcmp(type, "job-reclaiming") ||
                        (!strcmp(type, "job-requeued") && msg && strstr(msg, "before it started"));
@@ -163,12 +180,7 @@ static int scan_events(run_t *r, int step)
             count_of(r, job)->gen++; /* after the eviction it may also be */
         if (!evicted || !job)
             continue;
-        /* A service evicts for one of its replicas: the replica is the
-         * claim (its own job, whose attempts move when it loses its place;
-         * the service's never do). */
-        const char *rep = by ? strstr(by, "placing replica ") : NULL;
-        const char *rj = rep ? strstr(rep, "(job ") : NULL;
-        uint64_t pre = rj ? strtoull(rj + 5, NULL, 10) : by ? strtoull(by + 7, NULL, 10) : 0;
+        uint64_t pre = preemptor_of(r, job);
         int pre_gen = pre ? count_of(r, pre)->gen : 0;
         ev_count_t *c = count_of(r, job);
         int64_t now = vc_now(r->v);
@@ -244,6 +256,8 @@ static int tick(run_t *r, int step, int64_t dt)
     vc_advance(r->v, dt);
     if (vc_heartbeats(r->v, &err) < 0 || vc_cycle(r->v, NULL, &err) < 0)
         return failf(r, step, "E tick: %s", err.msg);
+    if (scan_events(r, step) < 0)
+        return -1;
     s = S(r);
     for (int i = 0; i < s->nactive && nfits < 64; i++) {
         st_job_t *sj = s->active[i];
@@ -266,6 +280,8 @@ static int tick(run_t *r, int step, int64_t dt)
     }
     if (vc_cycle(r->v, NULL, &err) < 0)
         return failf(r, step, "E cycle: %s", err.msg);
+    if (scan_events(r, step) < 0)
+        return -1;
     for (int i = 0; i < nfits; i++) {
         st_job_t *sj = st_job_find(s, fits[i]);
         if (sj && queued(sj->j) && !sj->j->waiting && !skipped("P2"))

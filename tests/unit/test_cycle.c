@@ -4,7 +4,7 @@
  *   1 no preemption livelock (priority and quota reclaim, every queue order,
  *     deferred victims as in the controller and instant ones as in the
  *     simulator): a victim never goes back into its preemptor's room, nor
- *     does a job behind take the quota the preemptor needs;
+ *     does a job behind take (or reclaim on) the quota the preemptor needs;
  *   2 no freeze: a job that could never fit holds no reservation or barrier;
  *   3 a starving job reserves only the nodes it could use;
  *   4 backfill uses time limits (and grace) and never delays the reservation;
@@ -230,6 +230,71 @@ static void test_1_preemptor_keeps_its_quota(void **st)
     assert_int_equal(p->alloc[0].node, room);
     assert_false(holds(v));
     assert_false(holds(l)); /* q's 8 GPUs are p's */
+    fx_free(&f);
+}
+
+/* A job of queue q in zone `zone` (a node label). */
+static arb_job_t *zjob(fx_t *f, const char *name, int gpus, int prio, const char *queue,
+                       const char *zone)
+{
+    arb_job_t *j = fx_job_new(name, 1, gpus, 0);
+    j->priority = prio;
+    j->grace_s = -1;
+    if (queue)
+        j->queue = S(f, queue);
+    fx_selector(f, j, "zone", zone);
+    return fx_submit(f, j);
+}
+
+/* Reclaim counts the quota its own queue holds for a waiting preemptor
+ * (queue.c, "Holds"). Cohort lab: qa (nominal 8 GPUs), qb (4, borrowing 4
+ * of qc's idle 8 with b1). P of qa evicts v for 8 GPUs and holds qa's 8
+ * while v stops; j of qa (4 GPUs, b1's priority) is admitted only by
+ * borrowing qc's last idle 4. Counted without P's hold, qa would be within
+ * its nominal after j and b1 a reclaim victim: explain would promise a
+ * reclaim no cycle makes (once P runs, qa uses its 8 and j would borrow).
+ * j's only way in is b1's room ending; explain offers no victim. */
+static void test_1_reclaim_counts_held_quota(void **st)
+{
+    fx_t f;
+    arb_explain_t ex;
+    char json[4096];
+    fx_init(&f);
+    uint32_t n1 = fx_node(&f, "n1", 8, 1, NULL, 0), n2 = fx_node(&f, "n2", 8, 1, NULL, 0);
+    uint32_t n3 = fx_node(&f, "n3", 8, 1, NULL, 0);
+    sched(&f, ARB_QP_PRIORITY, false, true, true, 0);
+    fx_label(&f, n1, "zone", "x");
+    fx_label(&f, n2, "zone", "y");
+    fx_label(&f, n3, "zone", "x");
+    fx_quota_queue(&f, "qa", "lab", 8, 8);
+    fx_quota_queue(&f, "qb", "lab", 4, 8);
+    fx_quota_queue(&f, "qc", "lab", 8, 0);
+    arb_job_t *b1 = zjob(&f, "b1", 8, 0, "qb", "x");
+    arb_job_t *top = zjob(&f, "top", 8, 2000, NULL, "x");
+    arb_job_t *v = zjob(&f, "v", 8, 0, NULL, "y");
+    cycle(&f);
+    assert_true(holds(b1) && holds(top) && holds(v));
+    arb_job_t *p = zjob(&f, "p", 8, 1000, "qa", "y");
+    cycle(&f);
+    assert_true(p->waiting && v->evicting);
+    assert_false(b1->evicting);
+
+    arb_job_t *j = zjob(&f, "j", 4, 0, "qa", "x");
+    cycle(&f);
+    assert_false(holds(j));
+    assert_false(b1->evicting);
+    fx_explain(&f, j, &ex, json, sizeof json);
+    assert_false(ex.quota_blocked); /* admitted: it borrows qc's idle 4 */
+    assert_false(ex.preemption_helps);
+    assert_int_equal(ex.reclaim_victims, 0);
+    assert_null(strstr(ex.hint, "Reclaiming quota"));
+
+    assert_int_equal(stop_victims(&f), 1);
+    cycle(&f);
+    assert_true(holds(p));
+    cycle(&f);
+    assert_true(holds(b1) && !b1->evicting); /* and no cycle reclaims from b1 */
+    assert_false(holds(j));
     fx_free(&f);
 }
 
@@ -686,6 +751,7 @@ int main(void)
         cmocka_unit_test(test_1_no_livelock_priority),
         cmocka_unit_test(test_1_no_placed_then_evicted),
         cmocka_unit_test(test_1_preemptor_keeps_its_quota),
+        cmocka_unit_test(test_1_reclaim_counts_held_quota),
         cmocka_unit_test(test_2_no_freeze),
         cmocka_unit_test(test_3_starving_reserves_its_nodes),
         cmocka_unit_test(test_4_backfill_limits),
