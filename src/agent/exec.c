@@ -120,6 +120,19 @@ void agent_log_path(char *buf, size_t n, const char *log_dir, const char *job, i
     exec_fmt(buf, n, "%s/%s.%d.%s", log_dir, job, task, stream);
 }
 
+void agent_log_find(char *buf, size_t n, const char *log_dir, const char *job, int task,
+                    const char *stream)
+{
+    char old[PATH_MAX];
+
+    agent_log_path(buf, n, log_dir, job, task, stream);
+    if (access(buf, F_OK) == 0 || errno != ENOENT)
+        return;
+    exec_fmt(old, sizeof old, "%s/%s/%d.%s", log_dir, job, task, stream);
+    if (access(old, F_OK) == 0)
+        exec_fmt(buf, n, "%s", old);
+}
+
 void exec_log_paths(const agent_exec_t *x, agent_task_t *t)
 {
     agent_log_path(t->out_path, sizeof t->out_path, x->conf.log_dir, t->job, t->task, "out");

@@ -226,6 +226,14 @@ typedef struct agent_exec {
  */
 void agent_log_path(char *buf, size_t n, const char *log_dir, const char *job, int task,
                     const char *stream);
+/*
+ * The log file to read for task task of job job: agent_log_path's, or, where
+ * that does not exist and the layout before it does, LOG_DIR/JOB/TASK.STREAM
+ * (a task an older agent started keeps writing there after an upgrade, and
+ * its logs must still be found).
+ */
+void agent_log_find(char *buf, size_t n, const char *log_dir, const char *job, int task,
+                    const char *stream);
 
 /* Set up: the tasks' user, the log dir, cgroups. Free with agent_exec_free. */
 int agent_exec_init(agent_exec_t *x, const agent_exec_conf_t *conf, arb_err_t *err);

@@ -283,7 +283,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *c, const char *
 
     char jid[24];
     snprintf(jid, sizeof jid, "%lld", (long long)job);
-    agent_log_path(path, sizeof path, l->log_dir, jid, (int)task, stream);
+    agent_log_find(path, sizeof path, l->log_dir, jid, (int)task, stream);
     int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     struct stat sb;
     /* A symbolic link (O_NOFOLLOW) or a hard link planted in the log

@@ -109,7 +109,7 @@ static int locate(const char *job, json_t *task, const char *dir_override, bool 
     gethostname(here, sizeof here - 1);
     bool same_host = !host || !host[0] || strcmp(host, here) == 0;
     if (dir)
-        agent_log_path(file, sizeof file, dir, job, t, err_stream ? "err" : "out");
+        agent_log_find(file, sizeof file, dir, job, t, err_stream ? "err" : "out");
     /* 1. the file, where it can be read here */
     if (dir && (dir_override || same_host) && access(file, R_OK) == 0) {
         snprintf(path, n, "%s", file);

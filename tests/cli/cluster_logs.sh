@@ -19,6 +19,9 @@
 #     /v1/logs/INTEGER/INTEGER (400), a bad stream (400), a log file that is
 #     a symbolic link (404) or has another name (a hard link: 403);
 #   - the agent reports its logs URL to the controller (inventory.logs_url).
+#   - a log in the layout before one file per task (LOG_DIR/JOB/TASK.out, an
+#     adopted task an older agent started) is still found, by the agent and
+#     from the file.
 # Args: $1 = arbiter binary, $2 = source dir.
 set -eu
 ARB=$1
@@ -55,6 +58,17 @@ cl_wait "job $done_job to succeed" 15 cl_is "$done_job" succeeded
 ARBITER_TOKEN=$ALICE ARBITER_LOG_DIR=$T/elsewhere $ARB logs "$done_job" > "$T/out1" 2>"$T/err1" ||
     cl_fail "logs $done_job: $(cat "$T/err1")"
 printf 'out one\nerr one\nout two\n' | cmp -s - "$T/out1" || cl_fail "logs: $(cat "$T/out1")"
+# a task an agent of the layout before (LOG_DIR/JOB/TASK.out) started and
+# this one adopted keeps writing there: its log is still found, through the
+# agent and from the file
+mkdir "$T/logs/n1/$done_job" && mv "$T/logs/n1/$done_job.0.out" "$T/logs/n1/$done_job/0.out"
+ARBITER_TOKEN=$ALICE ARBITER_LOG_DIR=$T/elsewhere $ARB logs "$done_job" > "$T/out1" 2>"$T/err1" ||
+    cl_fail "logs $done_job, old layout, through the agent: $(cat "$T/err1")"
+printf 'out one\nerr one\nout two\n' | cmp -s - "$T/out1" || cl_fail "logs, old layout: $(cat "$T/out1")"
+ARBITER_TOKEN=$ALICE $ARB logs "$done_job" --log-dir "$T/logs/n1" > "$T/out1" 2>"$T/err1" ||
+    cl_fail "logs $done_job, old layout, from the file: $(cat "$T/err1")"
+printf 'out one\nerr one\nout two\n' | cmp -s - "$T/out1" || cl_fail "logs, old file: $(cat "$T/out1")"
+mv "$T/logs/n1/$done_job/0.out" "$T/logs/n1/$done_job.0.out" && rmdir "$T/logs/n1/$done_job"
 if ARBITER_TOKEN=$ALICE $ARB logs "$done_job" --err --log-dir "$T/elsewhere" > "$T/out2" 2>"$T/err2"; then
     cl_fail "logs --err of a merged log succeeded: $(cat "$T/out2")"
 fi
