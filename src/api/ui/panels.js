@@ -132,7 +132,7 @@ export function jobHtml(j) {
   h += '<h4>Log tail</h4>';
   if (lt.length) {
     h += `<div class="acts">task <select id="log-task">${lt.map((t) => `<option value="${t.index}">${t.index}</option>`).join('')}</select> ` +
-      `<select id="log-stream"><option value="out">stdout</option><option value="err">stderr</option></select> <button data-act="log">refresh</button> <span id="log-info" class="muted"></span></div><pre id="log" class="log"></pre>`;
+      `<select id="log-stream"><option value="out">output (stdout and stderr)</option><option value="err">stderr (an agent with --stderr separate)</option></select> <button data-act="log">refresh</button> <span id="log-info" class="muted"></span></div><pre id="log" class="log"></pre>`;
   } else {
     h += '<p class="muted">No task has run yet.</p>';
   }
