@@ -9,6 +9,10 @@
 #                            fake GPUs (CL_GPUS, default 4:H100; none: ARGS say, e.g.
 #                            --inventory), logs in $T/logs/NODE; its pid in $T/pid.NODE
 #   cl_wait WHAT SECS CMD... poll CMD every 0.1 s until it succeeds, else fail
+#   cl_port                  print a free loopback TCP port for a server that must be
+#                            told its port before it starts (etcd): reserved for this
+#                            test until it exits, so that tests running side by side
+#                            (and one test's own servers) never draw the same one
 #   cl_state ID              a job's state;  cl_field ID KEY  a top-level job field
 #   cl_fail MSG              print MSG, the logs, and exit 1
 #   cl_check_fenced PID CUT_NS HOW
@@ -61,6 +65,9 @@ cl_cleanup() {
     for p in $CL_PIDS; do kill -9 "$p" 2>/dev/null || true; done
     for p in $CL_PIDS; do wait "$p" 2>/dev/null || true; done
     [ -n "$CL_CLEANUP" ] && eval "$CL_CLEANUP"
+    if [ -f "$T/ports" ]; then
+        while read -r p; do rm -rf "$CL_PORT_DIR/$p"; done <"$T/ports"
+    fi
     if grep -l "Sanitizer\|runtime error:" "$T"/*.log >/dev/null 2>&1; then
         echo "${NAME:-test}: FAIL: a sanitizer report:" >&2
         grep -h -A 30 "Sanitizer\|runtime error:" "$T"/*.log | head -60 >&2
@@ -68,6 +75,31 @@ cl_cleanup() {
     fi
     if [ "$rc" -eq 0 ] || [ -z "${ARB_KEEP:-}" ]; then rm -rf "$T"; else echo "kept $T" >&2; fi
     exit "$rc"
+}
+
+# Ports below Linux's ephemeral range (32768-60999), where connections take
+# theirs. A port is reserved by creating $CL_PORT_DIR/PORT (mkdir is atomic
+# across processes) holding the test's pid; one whose test is gone is taken
+# over. A reserved port that something else already listens on is passed by.
+CL_PORT_DIR=${TMPDIR:-/tmp}/arb-test-ports
+cl_port() {
+    mkdir -p "$CL_PORT_DIR"
+    while :; do
+        p=$(($(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000 + 20000))
+        if ! mkdir "$CL_PORT_DIR/$p" 2>/dev/null; then
+            owner=$(cat "$CL_PORT_DIR/$p/pid" 2>/dev/null || echo 0)
+            # its test is alive (or still writing its pid), or another test took it over first
+            [ "$owner" != 0 ] && ! kill -0 "$owner" 2>/dev/null || continue
+            mv "$CL_PORT_DIR/$p" "$CL_PORT_DIR/$p.stale.$$" 2>/dev/null || continue
+            rm -rf "$CL_PORT_DIR/$p.stale.$$"
+            mkdir "$CL_PORT_DIR/$p" 2>/dev/null || continue
+        fi
+        echo $$ >"$CL_PORT_DIR/$p/pid"
+        echo "$p" >>"$T/ports"
+        if ss -Htan "sport = :$p" 2>/dev/null | grep -q .; then continue; fi
+        echo "$p"
+        return 0
+    done
 }
 
 cl_fail() {

@@ -3,10 +3,12 @@
 # cl_init; CTest registers only tests/cli/*.sh).
 #
 #   ha_need_etcd              exit 77 (CTest SKIP) when /usr/bin/etcd is missing
-#   ha_port                   print a free loopback TCP port
+#   ha_port                   print a free loopback TCP port, reserved for this test
+#                             (cl_port)
 #   ha_etcd N                 start an N-member etcd cluster on free loopback ports, each
 #                             with its data dir under $T/etcd; sets HA_ETCD ("h:p,h:p,...");
-#                             member I's pid in $T/pid.eI, its client URL in $T/url.eI
+#                             member I's pid in $T/pid.eI, its client URL in $T/url.eI,
+#                             its output in $T/eI.log (cl_fail shows it)
 #   ha_controller NAME [ARGS] start `arbiter controller --store etcd://$HA_ETCD --name NAME`
 #                             on a free port; its URL in $T/url.NAME, pid in $T/pid.NAME,
 #                             log in $T/NAME.log
@@ -28,14 +30,13 @@ ha_need_etcd() {
 }
 
 ha_port() {
-    while :; do
-        # below Linux's ephemeral range (32768-60999), where connections take ports
-        p=$(( $(od -An -N2 -tu2 /dev/urandom | tr -d ' ') % 12000 + 20000 ))
-        if ! ss -Htan "sport = :$p" 2>/dev/null | grep -q .; then
-            echo "$p"
-            return 0
-        fi
-    done
+    cl_port
+}
+
+# Up and answering, or dead (ha_etcd then says so at once instead of
+# waiting out the deadline).
+ha_member_ready() {
+    ! cl_alive "$1" || curl -sf -m 2 -X POST "$2/v3/kv/range" -d '{"key":"AA=="}'
 }
 
 ha_etcd() {
@@ -60,7 +61,7 @@ ha_etcd() {
             --initial-cluster "$cluster" --initial-cluster-state new \
             --initial-cluster-token "arb-$$-$NAME" --max-txn-ops 4096 \
             --auto-compaction-mode periodic --auto-compaction-retention 1h \
-            --logger zap --log-level warn >"$T/etcd/e$ha_i.out" 2>&1 &
+            --logger zap --log-level warn >"$T/e$ha_i.log" 2>&1 &
         echo $! >"$T/pid.e$ha_i"
         echo "http://127.0.0.1:$cp" >"$T/url.e$ha_i"
         HA_EPIDS="${HA_EPIDS:-} $!"
@@ -69,7 +70,8 @@ ha_etcd() {
     CL_CLEANUP="ha_stop_etcd"
     ha_i=1
     while [ "$ha_i" -le "$ha_n" ]; do
-        cl_wait "etcd member e$ha_i" 20 curl -sf -X POST "$(cat "$T/url.e$ha_i")/v3/kv/range" -d '{"key":"AA=="}'
+        cl_wait "etcd member e$ha_i" 20 ha_member_ready "$(cat "$T/pid.e$ha_i")" "$(cat "$T/url.e$ha_i")"
+        cl_alive "$(cat "$T/pid.e$ha_i")" || cl_fail "etcd member e$ha_i exited (its log, e$ha_i.log, is below)"
         ha_i=$((ha_i + 1))
     done
 }
