@@ -620,6 +620,14 @@ static void diagnose(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_exp
                           s->conf.preemption ? " (preemption is on: it happens at the next cycle)"
                                              : " (preemption is off for this scheduler)");
         }
+        const arb_queue_t *sq;
+        if (!ex->preemption_helps && s->conf.preemption && (sq = sched_preempt_spared(s, j)))
+            off = app(ex->hint, sizeof ex->hint, off,
+                      "Lower-priority jobs of queue '%s' are not preempted for it: that queue is "
+                      "within its nominal quota in what it asks for, and preemption takes from "
+                      "another queue of cohort '%s' only what that queue borrows (else a quota "
+                      "reclaim would take the room back). ",
+                      arb_str(&s->c->strs, sq->name), arb_str(&s->c->strs, sq->cohort));
     }
     if (strcmp(s->conf.profile.name, "spread") == 0 && ex->need_gpus > 1 && !ex->never)
         off = app(ex->hint, sizeof ex->hint, off,

@@ -10,11 +10,21 @@
  * J stays within its nominal in every resource it asks for (what its
  * queue holds for its other waiting preemptors counted), and V holds
  * some of a resource its queue borrows and J asks for; a V that holds
- * none of what its queue borrows gives no quota back by going. A lower
- * priority alone is not enough across two queues with quotas when J's
- * would borrow and V holds none of what its queue borrows: V would come
- * back within its queue's nominal and reclaim the room at once. Gangs are
- * evicted whole: a victim loses all of its tasks.
+ * none of what its queue borrows gives no quota back by going.
+ *
+ * The cohort rule (Kueue's: reclaimWithinCohort, and borrowWithinCohort
+ * for a lower priority; only a ClusterQueue that borrows is a target): V
+ * of another queue with a quota of J's cohort is a victim only while its
+ * queue borrows, in a resource V holds and J asks for, at V's turn (with
+ * the victims before it in cheapest-first order gone: drop_unborrowed,
+ * pick_greedy); whatever the priorities, a queue within its nominal loses
+ * nothing to its cohort. So priority preemption and reclaim cannot undo
+ * each other on one pair: a V evicted by priority from a borrowing queue
+ * comes back to a queue that still borrows, and may not reclaim; a J
+ * placed within its nominal is no reclaim victim once its queue-mates
+ * that borrow are gone (the simulation test's seed 700367: j65, evicted
+ * with them, evicted its reclaimer again by priority, seven times a
+ * minute). Gangs are evicted whole: a victim loses all of its tasks.
  *
  * How the set is chosen, for a job of one task (most jobs): node by node,
  * like kube-scheduler. On each node that holds candidates, evict all of
@@ -22,7 +32,8 @@
  * can do without, the most valuable first (highest priority; then the
  * smaller ones in one pass, the larger ones in another, keeping the better
  * result). The node whose remaining set is best wins: lowest highest-victim
- * priority (reclaimable borrowers count as lowest), then fewest victims,
+ * priority (reclaimable borrowers count as lowest, by their priority among
+ * themselves), then fewest victims,
  * then fewest GPUs evicted. So one 8-GPU job is evicted rather than eight
  * 1-GPU jobs of the same priority, and a 1-GPU job displaces a 1-GPU job,
  * not an 8-GPU one. Each check is one node's filters, O(1) in the cluster.
@@ -65,6 +76,9 @@ typedef struct victim {
     arb_task_alloc_t *saved;
     int64_t gpu; /* GPU milli it holds */
     bool evicted;
+    bool cohort;    /* of another queue with a quota of the preemptor's cohort */
+    arb_queue_t *q; /* its queue */
+    arb_res_t held; /* what it holds of its queue's quota */
 } victim_t;
 
 static int cmp_victim(const void *a, const void *b)
@@ -181,14 +195,76 @@ static bool room_being_freed(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     return ok;
 }
 
+/* Does x's queue borrow at x's turn, in a resource the preemptor needs
+ * and x holds? Its use now plus `plus` (what the evicted victims at x's
+ * turn or after gave back) is its use with only the victims before x gone. */
+static bool borrows_at_turn(const victim_t *x, const arb_res_t *plus, const arb_res_t *need)
+{
+    return sched_quota_borrows_in(x->q, plus, &x->held, need);
+}
+
+static int cmp_int(const void *a, const void *b)
+{
+    int x = *(const int *)a, y = *(const int *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The cohort rule on a set of evicted victims (units idx[0..k), any
+ * order): taken in cheapest-first order (v's), a victim of another queue
+ * of the cohort goes only while its queue still borrows (borrows_at_turn),
+ * as in Kueue, which checks each candidate's ClusterQueue is still
+ * borrowing with the candidates before it removed. Those that do not stay
+ * (restored, last first). Giving a victim back only raises the use the
+ * later ones see, so a set that passes keeps passing as victims are
+ * reprieved. false: one that must stay could not be put back (an elastic
+ * extra not above its job's remaining tasks); the set is no good. */
+static bool drop_unborrowed(arb_sched_t *s, victim_t *v, const int *idx, int k,
+                            const arb_res_t *need)
+{
+    int *o = malloc((size_t)(k > 0 ? k : 1) * sizeof *o), nd = 0;
+    bool *drop = calloc((size_t)(k > 0 ? k : 1), sizeof *drop), ok = true;
+
+    if (!o || !drop) {
+        free(o);
+        free(drop);
+        return false;
+    }
+    memcpy(o, idx, (size_t)k * sizeof *o);
+    qsort(o, (size_t)k, sizeof *o, cmp_int);
+    for (int a = 0; a < k; a++) {
+        const victim_t *x = &v[o[a]];
+        arb_res_t plus = {0};
+        if (!x->evicted || !x->cohort)
+            continue;
+        for (int b = 0; b < k; b++) { /* the later ones evicted; the earlier ones staying */
+            const victim_t *y = &v[o[b]];
+            if (y->q == x->q && y->evicted && (b >= a || drop[b]))
+                arb_res_add(&plus, &y->held);
+        }
+        drop[a] = !borrows_at_turn(x, &plus, need);
+        nd += drop[a];
+    }
+    for (int a = k - 1; nd > 0 && a >= 0; a--)
+        if (drop[a] && restore(s, &v[o[a]]) < 0)
+            ok = false;
+    free(o);
+    free(drop);
+    return ok;
+}
+
 /* ---- several tasks: greedy eviction, then reprieve --------------------- */
 
-/* Leaves exactly the chosen victims evicted. 0 or -ENOSPC (none evicted). */
-static int pick_greedy(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v, int nv)
+/* Leaves exactly the chosen victims evicted. 0 or -ENOSPC (none evicted).
+ * A victim of another queue of the cohort is passed over when its queue
+ * borrows no more at its turn (the cohort rule, drop_unborrowed). */
+static int pick_greedy(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v, int nv,
+                       const arb_res_t *need)
 {
     int last = -1;
 
     for (int i = 0; i < nv; i++) {
+        if (v[i].cohort && !borrows_at_turn(&v[i], NULL, need))
+            continue;
         evict(s, &v[i]);
         if (fits(s, j, ctx)) {
             last = i;
@@ -198,7 +274,7 @@ static int pick_greedy(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victi
     if (last < 0)
         return -ENOSPC; /* even evicting every candidate does not help */
     for (int i = last; i >= 0; i--) {
-        if (restore(s, &v[i]) < 0)
+        if (!v[i].evicted || restore(s, &v[i]) < 0)
             continue;
         if (!fits(s, j, ctx))
             evict(s, &v[i]);
@@ -209,14 +285,17 @@ static int pick_greedy(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victi
 /* ---- one task: node by node ----------------------------------------------- */
 
 typedef struct set_key {
-    int64_t rank; /* highest victim priority; reclaim counts as INT64_MIN */
+    int64_t rank; /* highest victim rank (rank_of) */
     int count;
     int64_t gpu;
 } set_key_t;
 
+/* A victim's cost: its priority; a reclaim's below every priority, and
+ * among reclaims by priority (the lower-priority borrower goes first, as
+ * in Kueue's candidate order). */
 static int64_t rank_of(const victim_t *v)
 {
-    return v->reclaim ? INT64_MIN : v->j->priority;
+    return v->reclaim ? INT64_MIN + ((int64_t)v->j->priority - INT32_MIN) : v->j->priority;
 }
 
 static bool key_less(const set_key_t *a, const set_key_t *b)
@@ -261,7 +340,8 @@ static int cmp_pair(const void *a, const void *b)
 }
 
 /* Leaves exactly the chosen victims evicted. 0, -ENOSPC or -ENOMEM. */
-static int pick_per_node(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v, int nv)
+static int pick_per_node(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v, int nv,
+                         const arb_res_t *need)
 {
     int np = 0, rc = -ENOSPC, nbest = 0, *best = NULL, *ord = NULL;
     set_key_t bestkey = {0};
@@ -293,7 +373,13 @@ static int pick_per_node(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, vic
             continue;
         for (int i = 0; i < k; i++)
             evict(s, &v[ord[i]]);
-        if (!fits_on(s, j, ctx, n)) {
+        bool good = drop_unborrowed(s, v, ord, k, need);
+        int kept = 0;
+        for (int i = 0; i < k; i++) /* the ones the cohort rule kept */
+            if (v[ord[i]].evicted)
+                ord[kept++] = ord[i];
+        k = kept;
+        if (!good || k == 0 || !fits_on(s, j, ctx, n)) {
             for (int i = k - 1; i >= 0; i--)
                 restore(s, &v[ord[i]]);
             continue;
@@ -416,7 +502,7 @@ static int cmp_nrun(const void *x, const void *y)
 }
 
 static int pick_per_node_tails(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, victim_t *v,
-                               int nv)
+                               int nv, const arb_res_t *total_need)
 {
     int np = 0, rc = -ENOSPC, nbest = 0;
     int *first = malloc((size_t)(nv + 1) * sizeof *first);
@@ -506,10 +592,14 @@ static int pick_per_node_tails(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ct
             evict_closure(s, v, first, last, ord[i], ev, &nev);
             fit = fits_on(s, j, ctx, n);
         }
+        if (fit && !drop_unborrowed(s, v, ev, nev, total_need))
+            fit = false;
+        else if (fit)
+            fit = fits_on(s, j, ctx, n); /* without those the cohort rule kept */
         if (fit) {
             tail_key_t key = {0, INT64_MIN, 0, 0};
             for (int i = nev - 1; i >= 0; i--) {
-                if (restore(s, &v[ev[i]]) < 0)
+                if (!v[ev[i]].evicted || restore(s, &v[ev[i]]) < 0)
                     continue;
                 if (!fits_on(s, j, ctx, n))
                     evict(s, &v[ev[i]]);
@@ -546,6 +636,31 @@ out:
     free(p);
     free(bl);
     return rc;
+}
+
+const arb_queue_t *sched_preempt_spared(arb_sched_t *s, const arb_job_t *j)
+{
+    arb_queue_t *jq = sched_queue_get(s, j->queue);
+    arb_res_t need;
+
+    if (!jq || !jq->has_quota || !jq->cohort)
+        return NULL;
+    arb_job_total(j, &need);
+    for (uint32_t i = 0; i < s->njobs; i++) {
+        arb_job_t *o = s->jobs[i];
+        arb_queue_t *oq;
+        arb_res_t held;
+        if (o == j || !o->preemptible || o->priority >= j->priority ||
+            (o->state != ARB_JOB_PLACED && o->state != ARB_JOB_RUNNING))
+            continue;
+        oq = sched_queue_get(s, o->queue);
+        if (!oq || oq == jq || !oq->has_quota || oq->cohort != jq->cohort)
+            continue;
+        arb_job_total(o, &held);
+        if (!sched_quota_borrows_in(oq, NULL, &held, &need))
+            return oq;
+    }
+    return NULL;
 }
 
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
@@ -589,24 +704,31 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
          * none of it (no GPUs, of a queue that borrows GPUs) gives nothing
          * back, only room, and o would evict again by priority. */
         if (reclaim_ok && oq && jq && oq != jq && oq->cohort && oq->cohort == jq->cohort &&
-            oq->has_quota && sched_quota_borrows_in(oq, &held, &need))
+            oq->has_quota && sched_quota_borrows_in(oq, NULL, &held, &need))
             reclaim = 1;
         if (!reclaim && o->priority >= j->priority)
             continue;
-        /* Priority never lets a borrower take what another queue holds
-         * within its nominal quota: o would come back within it and
-         * reclaim (a reclaim/priority ping-pong). Across queues with
-         * quotas, a higher priority evicts only a job that holds some of
-         * what its queue borrows, or when the preemptor's queue stays
-         * within its own nominal in what it needs. */
-        if (!reclaim && oq && jq && oq != jq && oq->has_quota && jq->has_quota && !reclaim_ok &&
-            !sched_quota_borrows_in(oq, &held, NULL))
+        /* The cohort rule: preemption never takes from another queue of
+         * j's cohort what it holds within its nominal quota, whatever the
+         * priorities (Kueue's reclaimWithinCohort and borrowWithinCohort:
+         * only a ClusterQueue that borrows is a target). o must hold some
+         * of what its queue borrows and j needs, and its queue must still
+         * borrow at its turn (drop_unborrowed). Else a priority eviction
+         * and a reclaim could undo each other on one pair: o would come
+         * back within its nominal and reclaim the room, or j, evicted
+         * within its own nominal, would evict o again by priority. */
+        bool cohort = oq && jq && oq != jq && oq->has_quota && jq->has_quota && oq->cohort &&
+                      oq->cohort == jq->cohort;
+        if (cohort && !sched_quota_borrows_in(oq, NULL, &held, &need))
             continue;
         base = o->elastic && o->nalloc > o->gang_min ? o->gang_min : o->nalloc;
         for (int t = base; t < o->nalloc; t++) { /* elastic extras, one unit each */
             v[nv].j = o;
             v[nv].task = t;
             v[nv].reclaim = reclaim;
+            v[nv].cohort = cohort;
+            v[nv].q = oq;
+            v[nv].held = arb_job_task_group(o, t, NULL)->req;
             v[nv].nalloc = 1;
             v[nv].saved = malloc(sizeof *v[nv].saved);
             if (!v[nv].saved) {
@@ -621,6 +743,9 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         v[nv].j = o;
         v[nv].task = -1;
         v[nv].reclaim = reclaim;
+        v[nv].cohort = cohort;
+        v[nv].q = oq;
+        v[nv].held = held;
         v[nv].nalloc = base;
         v[nv].saved = malloc((size_t)(base > 0 ? base : 1) * sizeof *v[nv].saved);
         if (!v[nv].saved) {
@@ -636,9 +761,9 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         goto out;
     qsort(v, (size_t)nv, sizeof *v, cmp_victim);
 
-    rc = j->ntasks == 1
-             ? (extras ? pick_per_node_tails(s, j, ctx, v, nv) : pick_per_node(s, j, ctx, v, nv))
-             : pick_greedy(s, j, ctx, v, nv);
+    rc = j->ntasks == 1 ? (extras ? pick_per_node_tails(s, j, ctx, v, nv, &need)
+                                  : pick_per_node(s, j, ctx, v, nv, &need))
+                        : pick_greedy(s, j, ctx, v, nv, &need);
     if (rc < 0)
         goto out;
     /* Jobs touched: evicted whole (nothing left bound), or shrunk (counted at

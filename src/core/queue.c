@@ -201,11 +201,12 @@ static bool limited(const arb_queue_t *q, int d)
     return at(&q->nominal, d) != 0 || at(&q->borrow_limit, d) != 0;
 }
 
-bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *held, const arb_res_t *need)
+bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *plus, const arb_res_t *held,
+                            const arb_res_t *need)
 {
     for (int d = 0; d < NDIMS; d++)
         if (at(held, d) > 0 && (!need || at(need, d) > 0) && limited(q, d) &&
-            at(&q->used, d) > at(&q->nominal, d))
+            at(&q->used, d) + (plus ? at(plus, d) : 0) > at(&q->nominal, d))
             return true;
     return false;
 }

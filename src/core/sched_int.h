@@ -268,11 +268,13 @@ int sched_quota_hold_add(arb_sched_t *s, const arb_job_t *j);
  * limit) and the vector given names it (nonzero). within_after: q's usage,
  * what its preemptors other than j hold ("Holds") and need stay within its
  * nominal in every dimension need names (true when it names none).
- * borrows_in: q uses more than its nominal in some dimension that held
- * names and, if need is not NULL, need names too. */
+ * borrows_in: q uses (with plus added, if not NULL) more than its nominal
+ * in some dimension that held names and, if need is not NULL, need names
+ * too. */
 bool sched_quota_within_after(arb_sched_t *s, const arb_job_t *j, const arb_queue_t *q,
                               const arb_res_t *need);
-bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *held, const arb_res_t *need);
+bool sched_quota_borrows_in(const arb_queue_t *q, const arb_res_t *plus, const arb_res_t *held,
+                            const arb_res_t *need);
 /* Could j's queue never admit it (more than nominal plus borrowing, or
  * than its cohort could lend)? true with a reason in why (may be NULL). */
 bool sched_quota_never(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);
@@ -284,6 +286,10 @@ bool sched_quota_never(arb_sched_t *s, const arb_job_t *j, char *why, size_t n);
  * dry_run: only report whether it would. */
 int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool dry_run,
                       int *nvictims, int *nreclaim);
+/* For explain: a queue of j's cohort, not j's, with a lower-priority
+ * preemptible job placed that the cohort rule spares (preempt.c: its
+ * queue borrows none of what the job holds and j needs), or NULL. */
+const arb_queue_t *sched_preempt_spared(arb_sched_t *s, const arb_job_t *j);
 
 /* Elastic jobs (elastic.c): charge or release one task's request to its
  * job's queue; grow the held elastic jobs after the pending jobs had their

@@ -298,6 +298,71 @@ static void test_1_reclaim_counts_held_quota(void **st)
     fx_free(&f);
 }
 
+/* Priority preemption across queues and quota reclaim do not undo each
+ * other (preempt.c, the cohort rule; the simulation test's seed 700367).
+ * Cohort lab: qa (nominal 4 GPUs, may borrow 8), qb (nominal 8) on two
+ * 4-GPU nodes. v of qb (priority 0, two tasks of 4 GPUs) holds qb's
+ * nominal. p of qa (priority 1000, 4 GPUs, within qa's nominal) does not
+ * take it by priority: were it to, a of qa would borrow the quota v left
+ * idle, v (within qb's nominal) reclaim both nodes, p with them, and p
+ * evict v again, round after round. p waits, and explain says why. Once
+ * v ends, p and a run; a gang of qb needing both nodes reclaims nothing
+ * (once a went, qa would borrow no more: p is spared), and w of qb (4
+ * GPUs, within qb's nominal) reclaims a, qa's lower-priority borrower,
+ * not p. */
+static void test_1_no_livelock_reclaim_priority(void **st)
+{
+    fx_t f;
+    arb_explain_t ex;
+    char json[4096];
+    fx_init(&f);
+    fx_node(&f, "n1", 4, 1, NULL, 0);
+    fx_node(&f, "n2", 4, 1, NULL, 0);
+    sched(&f, ARB_QP_PRIORITY, false, true, true, 0);
+    fx_quota_queue(&f, "qa", "lab", 4, 8);
+    fx_quota_queue(&f, "qb", "lab", 8, 8);
+    arb_job_t *v = job(&f, "v", 2, 4, 0, "qb", 0);
+    cycle(&f);
+    assert_true(holds(v));
+    arb_job_t *p = job(&f, "p", 1, 4, 1000, "qa", 0);
+    arb_job_t *a = job(&f, "a", 1, 4, 0, "qa", 0);
+    int evictions = 0;
+    for (int k = 0; k < 10; k++) {
+        cycle(&f);
+        evictions += stop_victims(&f);
+    }
+    assert_int_equal(evictions, 0);
+    assert_true(holds(v));
+    assert_false(holds(p) || holds(a));
+    fx_explain(&f, p, &ex, json, sizeof json);
+    assert_false(ex.preemption_helps);
+    assert_non_null(strstr(ex.hint, "within its nominal quota"));
+
+    assert_int_equal(arb_job_transition(v, ARB_JOB_RUNNING, NULL), 0);
+    assert_int_equal(arb_sched_finish(f.s, v, ARB_JOB_SUCCEEDED, &f.err), 0);
+    cycle(&f);
+    assert_true(holds(p) && holds(a));             /* a borrows 4 of qb's idle 8 */
+    arb_job_t *g = job(&f, "g", 2, 4, 0, "qb", 0); /* a gang needing both nodes */
+    for (int k = 0; k < 5; k++) {
+        cycle(&f);
+        evictions += stop_victims(&f);
+    }
+    assert_int_equal(evictions, 0); /* a alone is not enough, and p is spared */
+    assert_true(holds(p) && holds(a));
+    assert_int_equal(arb_sched_finish(f.s, g, ARB_JOB_CANCELLED, &f.err), 0);
+    arb_job_t *w = job(&f, "w", 1, 4, 0, "qb", 0);
+    for (int k = 0; k < 10; k++) {
+        cycle(&f);
+        evictions += stop_victims(&f);
+    }
+    assert_int_equal(evictions, 1); /* a, reclaimed; p is not */
+    assert_true(holds(p));
+    assert_true(holds(w));
+    assert_false(holds(a));
+    assert_true(a->reclaimed);
+    fx_free(&f);
+}
+
 /* ---- 2: no freeze -------------------------------------------------------------------------- */
 
 /* A head no node could ever take (a selector nothing matches, more memory
@@ -752,6 +817,7 @@ int main(void)
         cmocka_unit_test(test_1_no_placed_then_evicted),
         cmocka_unit_test(test_1_preemptor_keeps_its_quota),
         cmocka_unit_test(test_1_reclaim_counts_held_quota),
+        cmocka_unit_test(test_1_no_livelock_reclaim_priority),
         cmocka_unit_test(test_2_no_freeze),
         cmocka_unit_test(test_3_starving_reserves_its_nodes),
         cmocka_unit_test(test_4_backfill_limits),
