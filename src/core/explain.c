@@ -628,6 +628,13 @@ static void diagnose(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, arb_exp
                       "another queue of cohort '%s' only what that queue borrows (else a quota "
                       "reclaim would take the room back). ",
                       arb_str(&s->c->strs, sq->name), arb_str(&s->c->strs, sq->cohort));
+        const arb_job_t *oj;
+        if (!ex->preemption_helps && s->conf.preemption && (oj = sched_preempt_once(s, j)))
+            off = app(ex->hint, sizeof ex->hint, off,
+                      "Job '%s', which it preempted for room it then lost (the quota its queue "
+                      "borrows was taken back by a queue within its nominal), is not preempted for "
+                      "it again while its queue would borrow: it starts there when '%s' ends. ",
+                      oj->name, oj->name);
     }
     if (strcmp(s->conf.profile.name, "spread") == 0 && ex->need_gpus > 1 && !ex->never)
         off = app(ex->hint, sizeof ex->hint, off,

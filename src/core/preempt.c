@@ -24,7 +24,11 @@
  * placed within its nominal is no reclaim victim once its queue-mates
  * that borrow are gone (the simulation test's seed 700367: j65, evicted
  * with them, evicted its reclaimer again by priority, seven times a
- * minute). Gangs are evicted whole: a victim loses all of its tasks.
+ * minute). A J whose queue would borrow evicts a job by priority once
+ * (V's preempted_by): the lender may take its borrowed quota back while V
+ * stops, J then loses its claim and V goes back into the room; J does not
+ * evict V again for that room while it would borrow. Gangs are evicted
+ * whole: a victim loses all of its tasks.
  *
  * How the set is chosen, for a job of one task (most jobs): node by node,
  * like kube-scheduler. On each node that holds candidates, evict all of
@@ -638,6 +642,26 @@ out:
     return rc;
 }
 
+const arb_job_t *sched_preempt_once(arb_sched_t *s, const arb_job_t *j)
+{
+    arb_queue_t *jq = sched_queue_get(s, j->queue);
+    arb_res_t need;
+
+    if (!jq || !jq->has_quota)
+        return NULL;
+    arb_job_total(j, &need);
+    if (sched_quota_within_after(s, j, jq, &need))
+        return NULL;
+    for (uint32_t i = 0; i < s->njobs; i++) {
+        arb_job_t *o = s->jobs[i];
+        if (o != j && o->preempted_by == j->id && o->preemptible && !o->evicting &&
+            o->priority < j->priority &&
+            (o->state == ARB_JOB_PLACED || o->state == ARB_JOB_RUNNING))
+            return o;
+    }
+    return NULL;
+}
+
 const arb_queue_t *sched_preempt_spared(arb_sched_t *s, const arb_job_t *j)
 {
     arb_queue_t *jq = sched_queue_get(s, j->queue);
@@ -720,6 +744,15 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         bool cohort = oq && jq && oq != jq && oq->has_quota && jq->has_quota && oq->cohort &&
                       oq->cohort == jq->cohort;
         if (cohort && !sched_quota_borrows_in(oq, NULL, &held, &need))
+            continue;
+        /* A preemptor that would borrow evicts a job once: its borrowed
+         * quota is the lender's to take back while its victims stop (a job
+         * within its queue's nominal is admitted whatever it holds), and
+         * then it loses its claim, o goes back into the room, and it would
+         * evict o again, for the same room, each time the quota is idle a
+         * moment. It takes o's room when o ends or its queue is within its
+         * nominal. */
+        if (!reclaim && jq && jq->has_quota && !reclaim_ok && o->preempted_by == j->id)
             continue;
         base = o->elastic && o->nalloc > o->gang_min ? o->gang_min : o->nalloc;
         for (int t = base; t < o->nalloc; t++) { /* elastic extras, one unit each */

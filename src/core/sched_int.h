@@ -290,6 +290,9 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
  * preemptible job placed that the cohort rule spares (preempt.c: its
  * queue borrows none of what the job holds and j needs), or NULL. */
 const arb_queue_t *sched_preempt_spared(arb_sched_t *s, const arb_job_t *j);
+/* For explain: a job j evicted before and, while j's queue would borrow,
+ * does not evict again (preempt.c), placed now; or NULL. */
+const arb_job_t *sched_preempt_once(arb_sched_t *s, const arb_job_t *j);
 
 /* Elastic jobs (elastic.c): charge or release one task's request to its
  * job's queue; grow the held elastic jobs after the pending jobs had their

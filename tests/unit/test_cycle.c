@@ -363,6 +363,70 @@ static void test_1_no_livelock_reclaim_priority(void **st)
     fx_free(&f);
 }
 
+/* A borrowing preemptor whose borrowed quota its lender takes back while
+ * its victim stops (the lender's job is within its nominal: it is admitted
+ * whatever the preemptor holds) is refused for quota at its turn and loses
+ * its claim; its victim goes back into the room. It does not evict that
+ * victim again while it would borrow (preempt.c): else it would, whenever
+ * the quota is idle a moment, for the same room (four evictions in four
+ * rounds). Cohort lab: qa (nominal 4 GPUs, may borrow 8), qb (nominal 8);
+ * 8-GPU nodes n1 (zone x: v, priority 0, of the default queue, and p of
+ * qa) and n2 (zone y: x, priority 2000, of the default queue, and b of qb,
+ * by turns). */
+/* j ran and ended. */
+static void end(fx_t *f, arb_job_t *j)
+{
+    assert_int_equal(arb_job_transition(j, ARB_JOB_RUNNING, NULL), 0);
+    assert_int_equal(arb_sched_finish(f->s, j, ARB_JOB_SUCCEEDED, &f->err), 0);
+}
+
+static void test_1_borrower_loses_its_claim(void **st)
+{
+    fx_t f;
+    fx_init(&f);
+    fx_label(&f, fx_node(&f, "n1", 8, 1, NULL, 0), "zone", "x");
+    fx_label(&f, fx_node(&f, "n2", 8, 1, NULL, 0), "zone", "y");
+    sched(&f, ARB_QP_PRIORITY, false, true, true, 0);
+    fx_quota_queue(&f, "qa", "lab", 4, 8);
+    fx_quota_queue(&f, "qb", "lab", 8, 0);
+    arb_job_t *v = zjob(&f, "v", 8, 0, NULL, "x");
+    arb_job_t *x = zjob(&f, "x", 8, 2000, NULL, "y");
+    cycle(&f);
+    assert_true(holds(v) && holds(x));
+    arb_job_t *p = zjob(&f, "p", 8, 1000, "qa", "x"); /* borrows 4 of qb's idle 8 */
+    cycle(&f);
+    assert_true(p->waiting && v->evicting);
+    int evictions = 0;
+    for (int round = 0; round < 4; round++) {
+        end(&f, x);
+        arb_job_t *b = zjob(&f, "b", 8, 0, "qb", "y"); /* within qb's nominal */
+        cycle(&f);
+        assert_true(holds(b));
+        evictions += stop_victims(&f);
+        cycle(&f);
+        assert_false(holds(p));
+        cycle(&f);
+        assert_false(holds(p)); /* qb uses its 8: nothing idle to borrow */
+        assert_true(holds(v));  /* its claim gone, v is back in the room */
+        end(&f, b);
+        x = zjob(&f, "x", 8, 2000, NULL, "y");
+        cycle(&f);
+        assert_true(holds(x));
+    }
+    evictions += stop_victims(&f);
+    assert_int_equal(evictions, 1);
+    assert_true(holds(v));
+    arb_explain_t ex;
+    char json[4096];
+    fx_explain(&f, p, &ex, json, sizeof json);
+    assert_false(ex.preemption_helps);
+    assert_non_null(strstr(ex.hint, "Job 'v', which it preempted for room it then lost"));
+    end(&f, v);
+    cycle(&f);
+    assert_true(holds(p)); /* and it starts when the room frees */
+    fx_free(&f);
+}
+
 /* ---- 2: no freeze -------------------------------------------------------------------------- */
 
 /* A head no node could ever take (a selector nothing matches, more memory
@@ -818,6 +882,7 @@ int main(void)
         cmocka_unit_test(test_1_preemptor_keeps_its_quota),
         cmocka_unit_test(test_1_reclaim_counts_held_quota),
         cmocka_unit_test(test_1_no_livelock_reclaim_priority),
+        cmocka_unit_test(test_1_borrower_loses_its_claim),
         cmocka_unit_test(test_2_no_freeze),
         cmocka_unit_test(test_3_starving_reserves_its_nodes),
         cmocka_unit_test(test_4_backfill_limits),
