@@ -225,9 +225,15 @@ static int cmp_int(const void *a, const void *b)
 static bool drop_unborrowed(arb_sched_t *s, victim_t *v, const int *idx, int k,
                             const arb_res_t *need)
 {
-    int *o = malloc((size_t)(k > 0 ? k : 1) * sizeof *o), nd = 0;
-    bool *drop = calloc((size_t)(k > 0 ? k : 1), sizeof *drop), ok = true;
+    int *o, nd = 0, nc = 0;
+    bool *drop, ok = true;
 
+    for (int a = 0; a < k; a++)
+        nc += v[idx[a]].cohort;
+    if (nc == 0)
+        return true; /* the common case: no quotas in play */
+    o = malloc((size_t)k * sizeof *o);
+    drop = calloc((size_t)k, sizeof *drop);
     if (!o || !drop) {
         free(o);
         free(drop);
