@@ -82,7 +82,6 @@ typedef struct victim {
     bool evicted;
     bool cohort;    /* of another queue with a quota of the preemptor's cohort */
     arb_queue_t *q; /* its queue */
-    arb_res_t held; /* what it holds of its queue's quota */
 } victim_t;
 
 static int cmp_victim(const void *a, const void *b)
@@ -199,12 +198,24 @@ static bool room_being_freed(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx)
     return ok;
 }
 
+/* What victim unit x holds of its queue's quota: one task's request (an
+ * elastic extra), or its job's (arb_job_total: an elastic job's min). */
+static void unit_held(const victim_t *x, arb_res_t *out)
+{
+    if (x->task >= 0)
+        *out = arb_job_task_group(x->j, x->task, NULL)->req;
+    else
+        arb_job_total(x->j, out);
+}
+
 /* Does x's queue borrow at x's turn, in a resource the preemptor needs
  * and x holds? Its use now plus `plus` (what the evicted victims at x's
  * turn or after gave back) is its use with only the victims before x gone. */
 static bool borrows_at_turn(const victim_t *x, const arb_res_t *plus, const arb_res_t *need)
 {
-    return sched_quota_borrows_in(x->q, plus, &x->held, need);
+    arb_res_t held;
+    unit_held(x, &held);
+    return sched_quota_borrows_in(x->q, plus, &held, need);
 }
 
 static int cmp_int(const void *a, const void *b)
@@ -220,10 +231,11 @@ static int cmp_int(const void *a, const void *b)
  * borrowing with the candidates before it removed. Those that do not stay
  * (restored, last first). Giving a victim back only raises the use the
  * later ones see, so a set that passes keeps passing as victims are
- * reprieved. false: one that must stay could not be put back (an elastic
- * extra not above its job's remaining tasks); the set is no good. */
-static bool drop_unborrowed(arb_sched_t *s, victim_t *v, const int *idx, int k,
-                            const arb_res_t *need)
+ * reprieved. How many were put back; -1: one that must stay could not be
+ * (an elastic extra not above its job's remaining tasks, or no memory):
+ * the set is no good. */
+static int drop_unborrowed(arb_sched_t *s, victim_t *v, const int *idx, int k,
+                           const arb_res_t *need)
 {
     int *o, nd = 0, nc = 0;
     bool *drop, ok = true;
@@ -231,13 +243,13 @@ static bool drop_unborrowed(arb_sched_t *s, victim_t *v, const int *idx, int k,
     for (int a = 0; a < k; a++)
         nc += v[idx[a]].cohort;
     if (nc == 0)
-        return true; /* the common case: no quotas in play */
+        return 0; /* the common case: no quotas in play */
     o = malloc((size_t)k * sizeof *o);
     drop = calloc((size_t)k, sizeof *drop);
     if (!o || !drop) {
         free(o);
         free(drop);
-        return false;
+        return -1;
     }
     memcpy(o, idx, (size_t)k * sizeof *o);
     qsort(o, (size_t)k, sizeof *o, cmp_int);
@@ -248,8 +260,11 @@ static bool drop_unborrowed(arb_sched_t *s, victim_t *v, const int *idx, int k,
             continue;
         for (int b = 0; b < k; b++) { /* the later ones evicted; the earlier ones staying */
             const victim_t *y = &v[o[b]];
-            if (y->q == x->q && y->evicted && (b >= a || drop[b]))
-                arb_res_add(&plus, &y->held);
+            arb_res_t held;
+            if (y->q != x->q || !y->evicted || (b < a && !drop[b]))
+                continue;
+            unit_held(y, &held);
+            arb_res_add(&plus, &held);
         }
         drop[a] = !borrows_at_turn(x, &plus, need);
         nd += drop[a];
@@ -259,7 +274,7 @@ static bool drop_unborrowed(arb_sched_t *s, victim_t *v, const int *idx, int k,
             ok = false;
     free(o);
     free(drop);
-    return ok;
+    return ok ? nd : -1;
 }
 
 /* ---- several tasks: greedy eviction, then reprieve --------------------- */
@@ -383,13 +398,12 @@ static int pick_per_node(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, vic
             continue;
         for (int i = 0; i < k; i++)
             evict(s, &v[ord[i]]);
-        bool good = drop_unborrowed(s, v, ord, k, need);
-        int kept = 0;
-        for (int i = 0; i < k; i++) /* the ones the cohort rule kept */
+        int nd = drop_unborrowed(s, v, ord, k, need), kept = 0;
+        for (int i = 0; nd != 0 && i < k; i++) /* the ones the cohort rule kept */
             if (v[ord[i]].evicted)
                 ord[kept++] = ord[i];
-        k = kept;
-        if (!good || k == 0 || !fits_on(s, j, ctx, n)) {
+        k = nd != 0 ? kept : k;
+        if (nd < 0 || k == 0 || !fits_on(s, j, ctx, n)) {
             for (int i = k - 1; i >= 0; i--)
                 restore(s, &v[ord[i]]);
             continue;
@@ -602,10 +616,9 @@ static int pick_per_node_tails(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ct
             evict_closure(s, v, first, last, ord[i], ev, &nev);
             fit = fits_on(s, j, ctx, n);
         }
-        if (fit && !drop_unborrowed(s, v, ev, nev, total_need))
-            fit = false;
-        else if (fit)
-            fit = fits_on(s, j, ctx, n); /* without those the cohort rule kept */
+        int nd = fit ? drop_unborrowed(s, v, ev, nev, total_need) : 0;
+        if (nd != 0) /* without those the cohort rule kept */
+            fit = nd > 0 && fits_on(s, j, ctx, n);
         if (fit) {
             tail_key_t key = {0, INT64_MIN, 0, 0};
             for (int i = nev - 1; i >= 0; i--) {
@@ -767,7 +780,6 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
             v[nv].reclaim = reclaim;
             v[nv].cohort = cohort;
             v[nv].q = oq;
-            v[nv].held = arb_job_task_group(o, t, NULL)->req;
             v[nv].nalloc = 1;
             v[nv].saved = malloc(sizeof *v[nv].saved);
             if (!v[nv].saved) {
@@ -784,7 +796,6 @@ int sched_preempt_for(arb_sched_t *s, arb_job_t *j, const arb_ctx_t *ctx, bool d
         v[nv].reclaim = reclaim;
         v[nv].cohort = cohort;
         v[nv].q = oq;
-        v[nv].held = held;
         v[nv].nalloc = base;
         v[nv].saved = malloc((size_t)(base > 0 ? base : 1) * sizeof *v[nv].saved);
         if (!v[nv].saved) {
