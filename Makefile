@@ -145,4 +145,4 @@ demo-compat: quiet-build
 # the controller's deterministic simulation test (tests/dst) over fresh seeds
 # for SOAK_SECONDS; every failing seed is shrunk and written to build/soak_fail.txt.SEED
 soak: build
-	@$(BUILD)/tests/arb_dst --seeds 100000-100000 --budget-s $(SOAK_SECONDS) -k --out $(BUILD)/soak_fail.txt
+	@$(BUILD)/tests/arb_dst --seeds 100000 --budget-s $(SOAK_SECONDS) -k --out $(BUILD)/soak_fail.txt

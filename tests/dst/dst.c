@@ -30,8 +30,9 @@
  * A failure is shrunk (steps removed while the same check still fails) and
  * the minimal replay printed, and written to --out (default
  * /tmp/arb_dst_fail.txt): `arb_dst --replay FILE` runs it again.
- * With --budget-s, seeds run until the time is spent (make soak); without,
- * exactly the seeds given (CI: a fixed list, about a minute). It stops at
+ * With --budget-s, seeds run until the time is spent or the range's end
+ * (--seeds A: from A on, no end; make soak), whichever comes first;
+ * without, exactly the seeds given (CI: a fixed list, about a minute). It stops at
  * the first failing seed unless -k (keep going: every failing seed is
  * shrunk and written to FILE.SEED). --skip P2,P3 leaves checks out, to see
  * what else a seed finds.
@@ -634,15 +635,19 @@ static int report_failure(const dst_world_t *w, dst_op_t *ops, int nops, const c
 int main(int argc, char **argv)
 {
     unsigned long long a = 1, b = 20;
-    int steps = 300, failed = 0, seeds = 0, keep = 0;
+    int steps = 300, failed = 0, seeds = 0, keep = 0, open_end = 1;
     double budget = 0, t0 = now_s();
     const char *replay = NULL, *outpath = "/tmp/arb_dst_fail.txt";
 
     setvbuf(stdout, NULL, _IOLBF, 0);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--seeds") && i + 1 < argc) {
-            if (sscanf(argv[++i], "%llu-%llu", &a, &b) == 1)
+            if (sscanf(argv[++i], "%llu-%llu", &a, &b) == 1) {
                 b = a;
+                open_end = 1; /* one seed: or, with --budget-s, every seed from it */
+            } else {
+                open_end = 0;
+            }
         } else if (!strcmp(argv[i], "--steps") && i + 1 < argc) {
             steps = atoi(argv[++i]);
         } else if (!strcmp(argv[i], "--budget-s") && i + 1 < argc) {
@@ -685,7 +690,7 @@ int main(int argc, char **argv)
         printf("arb_dst: replay passed (%d steps)\n", nops);
         return 0;
     }
-    for (unsigned long long seed = a; seed <= b || budget > 0; seed++) {
+    for (unsigned long long seed = a; seed <= b || (budget > 0 && open_end); seed++) {
         dst_world_t w;
         dst_op_t *ops;
         int nops, fs = 0;
