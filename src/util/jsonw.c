@@ -8,85 +8,20 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "util/textw.h"
 #include "util/utf8.h"
 
-/* A string as jansson's dump_string writes it without flags: '"' and '\\'
- * escaped, the control characters with their short forms where JSON has
- * one and as \u00XX (upper-case hex) where not, everything else (UTF-8
- * included) as it is. -EINVAL for bytes that are not UTF-8, with what
- * jansson had written by then written (the quote, the text up to its last
- * escape). */
+/* A string as jansson's dump_string writes it without flags (textw.h):
+ * -EINVAL for bytes that are not UTF-8, with what jansson had written by
+ * then written. */
 static int put_string(arb_buf_t *b, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    const unsigned char *u = (const unsigned char *)s;
-    size_t i = 0, run = 0;
-
-    arb_buf_putc(b, '"');
-    while (i < n) {
-        unsigned c = u[i];
-        if (c >= 0x80) {
-            size_t len = arb_utf8_len(u + i, n - i);
-            if (!len)
-                return -EINVAL;
-            i += len;
-            continue;
-        }
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            i++;
-            continue;
-        }
-        arb_buf_put(b, s + run, i - run);
-        char esc[6] = {'\\', 0};
-        size_t elen = 2;
-        switch (c) {
-        case '"':
-        case '\\':
-            esc[1] = (char)c;
-            break;
-        case '\b':
-            esc[1] = 'b';
-            break;
-        case '\f':
-            esc[1] = 'f';
-            break;
-        case '\n':
-            esc[1] = 'n';
-            break;
-        case '\r':
-            esc[1] = 'r';
-            break;
-        case '\t':
-            esc[1] = 't';
-            break;
-        default:
-            memcpy(esc + 1, "u00", 3);
-            esc[4] = hex[c >> 4];
-            esc[5] = hex[c & 15];
-            elen = 6;
-        }
-        arb_buf_put(b, esc, elen);
-        run = ++i;
-    }
-    arb_buf_put(b, s + run, n - run);
-    arb_buf_putc(b, '"');
-    return 0;
+    return arb_buf_jstr(b, s, n, false);
 }
 
 static void put_int(arb_buf_t *b, json_int_t v)
 {
-    char d[24];
-    int k = (int)sizeof d;
-    /* the magnitude as unsigned: -LLONG_MIN does not fit a json_int_t */
-    unsigned long long m = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-
-    do {
-        d[--k] = (char)('0' + m % 10);
-        m /= 10;
-    } while (m);
-    if (v < 0)
-        d[--k] = '-';
-    arb_buf_put(b, d + k, sizeof d - (size_t)k);
+    arb_buf_i64(b, (int64_t)v);
 }
 
 /* 0, -EINVAL (json_dumps would fail), -E2BIG (too deep: jansson's turn). */
