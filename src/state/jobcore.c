@@ -37,47 +37,35 @@
 #include <string.h>
 
 #include "state/state_int.h"
+#include "util/textw.h"
 
 /* ---- writing ------------------------------------------------------------------------ */
 
+/* The form is written into the caller's buffer from at on: a space before
+ * every token but the first, numbers and texts straight into reserved
+ * room (util/textw.h; an snprintf per number was most of a record's cost). */
 typedef struct cw {
-    char *p;
-    size_t n, cap;
-    bool bad;
+    arb_buf_t *b;
+    size_t at; /* where the form starts in b */
 } cw_t;
-
-static void cw_put(cw_t *w, const char *s, size_t n)
-{
-    if (w->bad)
-        return;
-    if (w->n + n + 2 > w->cap) {
-        size_t cap = w->cap ? w->cap : 128;
-        while (cap < w->n + n + 2)
-            cap *= 2;
-        char *p = realloc(w->p, cap);
-        if (!p) {
-            w->bad = true;
-            return;
-        }
-        w->p = p;
-        w->cap = cap;
-    }
-    if (w->n)
-        w->p[w->n++] = ' ';
-    memcpy(w->p + w->n, s, n);
-    w->n += n;
-    w->p[w->n] = '\0';
-}
 
 static void cw_tok(cw_t *w, const char *t)
 {
-    cw_put(w, t, strlen(t));
+    if (w->b->len > w->at)
+        arb_buf_putc(w->b, ' ');
+    arb_buf_puts(w->b, t);
 }
 
 static void cw_num(cw_t *w, long long v)
 {
-    char b[24];
-    cw_put(w, b, (size_t)snprintf(b, sizeof b, "%lld", v));
+    arb_buf_t *b = w->b;
+
+    if (arb_buf_reserve(b, 1 + ARB_TW_I64_MAX) < 0)
+        return;
+    if (b->len > w->at)
+        b->p[b->len++] = ' ';
+    b->len += arb_tw_i64(b->p + b->len, (int64_t)v);
+    b->p[b->len] = '\0';
 }
 
 static bool plain(unsigned char c)
@@ -89,26 +77,29 @@ static bool plain(unsigned char c)
 static void cw_text(cw_t *w, const char *s)
 {
     static const char hex[] = "0123456789ABCDEF";
-    size_t n = strlen(s), k = 1;
-    char *b = malloc(3 * n + 2);
+    arb_buf_t *b = w->b;
+    size_t n = strlen(s);
 
-    if (!b) {
-        w->bad = true;
+    if (n > (SIZE_MAX - 2) / 3 || arb_buf_reserve(b, 2 + 3 * n) < 0) {
+        b->oom = true;
         return;
     }
-    b[0] = '=';
+    char *d = b->p + b->len;
+    if (b->len > w->at)
+        *d++ = ' ';
+    *d++ = '=';
     for (size_t i = 0; i < n; i++) {
         unsigned char c = (unsigned char)s[i];
         if (plain(c)) {
-            b[k++] = (char)c;
+            *d++ = (char)c;
         } else {
-            b[k++] = '%';
-            b[k++] = hex[c >> 4];
-            b[k++] = hex[c & 15];
+            *d++ = '%';
+            *d++ = hex[c >> 4];
+            *d++ = hex[c & 15];
         }
     }
-    cw_put(w, b, k);
-    free(b);
+    b->len = (size_t)(d - b->p);
+    b->p[b->len] = '\0';
 }
 
 static void cw_id(cw_t *w, const arb_cluster_t *c, uint32_t id)
@@ -139,10 +130,10 @@ static void cw_terms(cw_t *w, const arb_cluster_t *c, const char *tag, const arb
     }
 }
 
-char *st_core_text(const arb_cluster_t *c, const arb_job_t *j, const char *pclass,
-                   const st_dep_t *dep)
+int st_core_put(arb_buf_t *b, const arb_cluster_t *c, const arb_job_t *j, const char *pclass,
+                const st_dep_t *dep)
 {
-    cw_t w = {0};
+    cw_t w = {b, b->len};
     st_dep_parts_t dp;
 
     cw_tok(&w, "a1");
@@ -220,11 +211,19 @@ char *st_core_text(const arb_cluster_t *c, const arb_job_t *j, const char *pclas
     } else {
         cw_num(&w, 0);
     }
-    if (w.bad) {
-        free(w.p);
+    return b->oom ? -ENOMEM : 0;
+}
+
+char *st_core_text(const arb_cluster_t *c, const arb_job_t *j, const char *pclass,
+                   const st_dep_t *dep)
+{
+    arb_buf_t b = {0};
+
+    if (st_core_put(&b, c, j, pclass, dep) < 0) {
+        arb_buf_free(&b);
         return NULL;
     }
-    return w.p;
+    return arb_buf_take(&b);
 }
 
 /* ---- reading ------------------------------------------------------------------------ */

@@ -31,103 +31,62 @@
 
 #include "state/jobrec.h"
 #include "state/state_int.h"
+#include "util/jsonw.h"
+#include "util/textw.h"
 #include "util/utf8.h"
 
-typedef struct rec {
-    char *p;
-    size_t n, cap;
-    bool bad; /* out of memory */
-} rec_t;
+/* The record is written into one buffer; numbers and strings by the
+ * shared writers (util/textw.h), which give snprintf's and jansson's bytes. */
+typedef arb_buf_t rec_t;
 
 static void put(rec_t *r, const char *s, size_t n)
 {
-    if (r->bad)
-        return;
-    if (r->n + n + 1 > r->cap) {
-        size_t cap = r->cap ? r->cap : 256;
-        while (cap < r->n + n + 1)
-            cap *= 2;
-        char *p = realloc(r->p, cap);
-        if (!p) {
-            r->bad = true;
-            return;
-        }
-        r->p = p;
-        r->cap = cap;
-    }
-    memcpy(r->p + r->n, s, n);
-    r->n += n;
-    r->p[r->n] = '\0';
+    arb_buf_put(r, s, n);
 }
 
 static void putc1(rec_t *r, char c)
 {
-    put(r, &c, 1);
+    arb_buf_putc(r, c);
 }
 
 /* a comma before a value or key, unless it opens its object or array or
  * is the value of the key just written */
 static void sep(rec_t *r)
 {
-    char last = r->n ? r->p[r->n - 1] : '{';
+    char last = r->len ? r->p[r->len - 1] : '{';
     if (last != '{' && last != '[' && last != ':')
         putc1(r, ',');
 }
 
 static void num(rec_t *r, long long v)
 {
-    char buf[24], *e = buf + sizeof buf, *q = e;
-    unsigned long long u = v < 0 ? 0ULL - (unsigned long long)v : (unsigned long long)v;
-
-    do
-        *--q = (char)('0' + u % 10);
-    while (u /= 10);
-    if (v < 0)
-        *--q = '-';
     sep(r);
-    put(r, q, (size_t)(e - q));
+    arb_buf_i64(r, (int64_t)v);
 }
 
+/* A byte that is not UTF-8 (a text from outside) is written as U+FFFD:
+ * the record stays whole (see the top of the file). */
 static void str(rec_t *r, const char *s, size_t n)
 {
-    static const char hex[] = "0123456789ABCDEF";
-    const unsigned char *u = (const unsigned char *)s;
-    size_t run = 0; /* bytes copied as they are, pending */
-
     sep(r);
-    putc1(r, '"');
-    for (size_t i = 0; i < n;) {
-        unsigned char c = u[i];
-        size_t len = arb_utf8_len(u + i, n - i);
-        if (!len) { /* not UTF-8 (a text from outside): U+FFFD, the record still whole */
-            put(r, s + i - run, run);
-            run = 0;
-            put(r, "\xef\xbf\xbd", 3); /* U+FFFD, as jansson writes text: raw */
-            i++;
-            continue;
-        }
-        if (c >= 0x20 && c != '"' && c != '\\') {
-            i += len;
-            run += len;
-            continue;
-        }
-        put(r, s + i - run, run);
-        run = 0;
-        static const char from[] = "\"\\\b\f\n\r\t", to[] = "\"\\bfnrt";
-        const char *f = memchr(from, c, sizeof from - 1);
-        char esc[6] = {'\\', f ? to[f - from] : 'u', '0', '0', hex[c >> 4], hex[c & 15]};
-        size_t k = f ? 2 : 6;
-        put(r, esc, k);
-        i++;
-    }
-    put(r, s + n - run, run);
-    putc1(r, '"');
+    (void)arb_buf_jstr(r, s, n, true);
 }
 
+/* k is one of this file's literals, plain ASCII: nothing to escape */
 static void key(rec_t *r, const char *k)
 {
-    str(r, k, strlen(k));
-    putc1(r, ':');
+    size_t n = strlen(k);
+
+    sep(r);
+    if (arb_buf_reserve(r, n + 3) < 0)
+        return;
+    char *d = r->p + r->len;
+    d[0] = '"';
+    memcpy(d + 1, k, n);
+    d[n + 1] = '"';
+    d[n + 2] = ':';
+    r->len += n + 3;
+    r->p[r->len] = '\0';
 }
 
 static void lit(rec_t *r, const char *text)
@@ -146,16 +105,23 @@ static void cstr(rec_t *r, const char *v)
     str(r, v, strlen(v));
 }
 
-/* a jansson value, as jansson writes it (command and env: rare beside the rest) */
+/* a jansson value, as jansson writes it (command and env: an array and an
+ * object, written by jsonw.c; anything else a stored record held, by
+ * jansson itself) */
 static void raw(rec_t *r, const json_t *v)
 {
-    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
-
-    if (!t) {
-        r->bad = true;
+    sep(r);
+    if (json_is_array(v) || json_is_object(v)) {
+        if (arb_jsonw_compact(r, v) == -EINVAL)
+            r->oom = true; /* what json_dumps refuses fails the record, as it did */
         return;
     }
-    lit(r, t);
+    char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+    if (!t) {
+        r->oom = true;
+        return;
+    }
+    put(r, t, strlen(t));
     free(t);
 }
 
@@ -165,6 +131,8 @@ char *st_job_record(st_t *s, st_job_t *sj)
     rec_t r = {0};
     json_t *extra;
 
+    /* room for the whole record at once, as a rule (its spec's quotes escaped) */
+    arb_buf_reserve(&r, 512 + 2 * sj->speclen);
     putc1(&r, '{');
     key(&r, "id"), num(&r, (long long)sj->id);
     key(&r, "team"), cstr(&r, sj->team);
@@ -173,12 +141,10 @@ char *st_job_record(st_t *s, st_job_t *sj)
     if (sj->spec)
         key(&r, "spec"), str(&r, sj->spec, sj->speclen);
     if (!sj->svc && !sj->svc_of) { /* the compact form: recovery reads it, not the spec */
-        char *core = st_core_text(&s->cluster, j, arb_str(&s->names, sj->pclass), sj->dep);
-        if (core)
-            key(&r, "core"), cstr(&r, core);
-        else
-            r.bad = true;
-        free(core);
+        /* written in place: the form has nothing JSON escapes (jobcore.c) */
+        key(&r, "core"), putc1(&r, '"');
+        st_core_put(&r, &s->cluster, j, arb_str(&s->names, sj->pclass), sj->dep);
+        putc1(&r, '"');
         if (sj->command)
             key(&r, "command"), raw(&r, sj->command);
         if (sj->env)
@@ -246,20 +212,20 @@ char *st_job_record(st_t *s, st_job_t *sj)
                 putc1(&r, ',');
                 put(&r, t + 1, strlen(t) - 2);
             } else {
-                r.bad = true;
+                r.oom = true;
             }
             free(t);
         }
         json_decref(extra);
     } else {
-        r.bad = true;
+        r.oom = true;
     }
     putc1(&r, '}');
-    if (r.bad) {
-        free(r.p);
+    if (r.oom) {
+        arb_buf_free(&r);
         return NULL;
     }
-    return r.p;
+    return arb_buf_take(&r);
 }
 
 /* ---- reading it back ---------------------------------------------------------------- */

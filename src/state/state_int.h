@@ -54,6 +54,7 @@
 
 #include "state/ledger.h"
 #include "state/state.h"
+#include "util/buf.h"
 
 enum { TK_PENDING, TK_ASSIGNED, TK_RUNNING, TK_SUCCEEDED, TK_FAILED, TK_LOST, TK_CANCELLED };
 extern const char *const st_task_state_names[];
@@ -330,6 +331,10 @@ int st_dep_make(const st_dep_parts_t *p, st_dep_t **out, arb_err_t *err);
  * token when it is not such a form. */
 char *st_core_text(const arb_cluster_t *c, const arb_job_t *j, const char *pclass,
                    const st_dep_t *dep);
+/* The same text appended to b (a job record writes it in place: it needs
+ * no JSON escaping): 0, or -ENOMEM with b->oom set. */
+int st_core_put(arb_buf_t *b, const arb_cluster_t *c, const arb_job_t *j, const char *pclass,
+                const st_dep_t *dep);
 int st_core_read(arb_cluster_t *c, const char *text, size_t n, arb_job_t **out, char *pclass,
                  size_t pn, st_dep_t **dep, arb_err_t *err);
 /* At submission: every job it names exists (-EINVAL naming it). */

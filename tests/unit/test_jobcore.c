@@ -203,6 +203,321 @@ static void test_core_text_round_trip(void **unused)
     arb_cluster_free(&c);
 }
 
+/* ---- the form's bytes: the writer before util/textw.h, as the oracle ---- */
+
+typedef struct ocw {
+    char *p;
+    size_t n, cap;
+} ocw_t;
+
+static void ocw_put(ocw_t *w, const char *s, size_t n)
+{
+    if (w->n + n + 2 > w->cap) {
+        size_t cap = w->cap ? w->cap : 128;
+        while (cap < w->n + n + 2)
+            cap *= 2;
+        w->p = realloc(w->p, cap);
+        assert_non_null(w->p);
+        w->cap = cap;
+    }
+    if (w->n)
+        w->p[w->n++] = ' ';
+    memcpy(w->p + w->n, s, n);
+    w->n += n;
+    w->p[w->n] = '\0';
+}
+
+static void ocw_tok(ocw_t *w, const char *t)
+{
+    ocw_put(w, t, strlen(t));
+}
+
+static void ocw_num(ocw_t *w, long long v)
+{
+    char b[24];
+    ocw_put(w, b, (size_t)snprintf(b, sizeof b, "%lld", v));
+}
+
+static void ocw_text(ocw_t *w, const char *s)
+{
+    static const char hex[] = "0123456789ABCDEF";
+    size_t n = strlen(s), k = 1;
+    char *b = malloc(3 * n + 2);
+    assert_non_null(b);
+    b[0] = '=';
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+            c == '.' || c == '_' || c == '/' || c == ':' || c == '-') {
+            b[k++] = (char)c;
+        } else {
+            b[k++] = '%';
+            b[k++] = hex[c >> 4];
+            b[k++] = hex[c & 15];
+        }
+    }
+    ocw_put(w, b, k);
+    free(b);
+}
+
+static void ocw_id(ocw_t *w, const arb_cluster_t *c, uint32_t id)
+{
+    if (id == 0)
+        ocw_tok(w, "~");
+    else
+        ocw_text(w, arb_str(&c->strs, id));
+}
+
+static void ocw_terms(ocw_t *w, const arb_cluster_t *c, const char *tag, const arb_aff_term_t *t,
+                      int n)
+{
+    ocw_tok(w, tag);
+    ocw_num(w, n);
+    for (int i = 0; i < n; i++) {
+        ocw_num(w, t[i].weight);
+        ocw_num(w, t[i].nexpr);
+        for (int e = 0; e < t[i].nexpr; e++) {
+            const arb_match_expr_t *x = &t[i].expr[e];
+            ocw_id(w, c, x->key);
+            ocw_num(w, (int)x->op);
+            ocw_num(w, (long long)x->num);
+            ocw_num(w, x->nvals);
+            for (int v = 0; v < x->nvals; v++)
+                ocw_id(w, c, x->vals[v]);
+        }
+    }
+}
+
+static char *old_core_text(const arb_cluster_t *c, const arb_job_t *j, const char *pclass,
+                           const st_dep_t *dep)
+{
+    ocw_t w = {0};
+    st_dep_parts_t dp;
+
+    ocw_tok(&w, "a1");
+    ocw_text(&w, j->name);
+    ocw_id(&w, c, j->queue);
+    ocw_num(&w, j->priority);
+    ocw_num(&w, j->preemptible);
+    ocw_num(&w, j->gang_min);
+    ocw_num(&w, j->elastic);
+    ocw_num(&w, j->exclusive);
+    ocw_num(&w, j->gpu_sharing);
+    ocw_num(&w, j->grace_s);
+    ocw_num(&w, (long long)j->time_limit_s);
+    ocw_id(&w, c, j->dataset);
+    if (pclass && pclass[0])
+        ocw_text(&w, pclass);
+    else
+        ocw_tok(&w, "~");
+    ocw_tok(&w, "G");
+    ocw_num(&w, j->ngroups);
+    for (int i = 0; i < j->ngroups; i++) {
+        const arb_tgroup_t *g = &j->groups[i];
+        int next = 0;
+        ocw_text(&w, g->name);
+        ocw_num(&w, g->replicas);
+        ocw_num(&w, g->gpus);
+        ocw_num(&w, g->gpu_share);
+        ocw_num(&w, (int)g->topo.level);
+        ocw_num(&w, g->topo.required);
+        ocw_num(&w, (long long)g->req.gpu_mem_mib);
+        ocw_num(&w, (long long)g->req.cpu_milli);
+        ocw_num(&w, (long long)g->req.mem_bytes);
+        ocw_num(&w, (long long)g->lim.cpu_milli);
+        ocw_num(&w, (long long)g->lim.mem_bytes);
+        ocw_num(&w, (long long)g->ephemeral_bytes);
+        for (int e = 0; e < ARB_MAX_EXT; e++)
+            next += g->req.ext[e] != 0;
+        ocw_num(&w, next);
+        for (int e = 0; e < ARB_MAX_EXT; e++)
+            if (g->req.ext[e]) {
+                ocw_text(&w, e < c->ext.n ? c->ext.name[e] : "");
+                ocw_num(&w, (long long)g->req.ext[e]);
+            }
+    }
+    ocw_tok(&w, "S");
+    ocw_num(&w, j->nselector);
+    for (int i = 0; i < j->nselector; i++) {
+        ocw_id(&w, c, j->selector[i].key);
+        ocw_id(&w, c, j->selector[i].val);
+    }
+    ocw_terms(&w, c, "R", j->required, j->nrequired);
+    ocw_terms(&w, c, "P", j->preferred, j->npreferred);
+    ocw_tok(&w, "T");
+    ocw_num(&w, j->ntolerations);
+    for (int i = 0; i < j->ntolerations; i++) {
+        const arb_toleration_t *t = &j->tolerations[i];
+        ocw_id(&w, c, t->key);
+        ocw_id(&w, c, t->val);
+        ocw_num(&w, t->exists);
+        ocw_num(&w, t->effect);
+    }
+    ocw_tok(&w, "M");
+    ocw_num(&w, j->nmodels);
+    for (int i = 0; i < j->nmodels; i++)
+        ocw_id(&w, c, j->models[i]);
+    ocw_tok(&w, "D");
+    if (st_dep_parts(dep, &dp)) {
+        ocw_num(&w, 1);
+        ocw_text(&w, dp.text);
+        ocw_num(&w, dp.array);
+        ocw_num(&w, (long long)dp.array_of);
+        ocw_num(&w, dp.task);
+        ocw_num(&w, dp.count);
+        ocw_num(&w, dp.throttle);
+    } else {
+        ocw_num(&w, 0);
+    }
+    return w.p;
+}
+
+static uint64_t rnd = 88172645463325252ULL;
+
+static uint64_t rnext(void)
+{
+    rnd ^= rnd << 13;
+    rnd ^= rnd >> 7;
+    rnd ^= rnd << 17;
+    return rnd;
+}
+
+/* Any value, the extremes often (the field's type cuts it as C does). */
+static int64_t rval(void)
+{
+    static const int64_t edge[] = {0, 1, -1, INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, 1000};
+    uint64_t r = rnext();
+    return r % 3 == 0 ? edge[(r >> 8) % 8] : (int64_t)(rnext() >> (r % 64));
+}
+
+/* A text with bytes of every kind: plain, escaped (%XX), UTF-8. */
+static void rtext(char *s, size_t max)
+{
+    static const char *const piece[] = {"a",  "Z",  "9",  ".",    "_",        "/",
+                                        ":",  "-",  " ",  "%",    "~",        "=",
+                                        "\"", "\\", "\t", "\x7f", "\xc3\xa9", "\xf0\x9f\x98\x80"};
+    size_t n = 0, want = rnext() % (max / 4);
+    while (n < want) {
+        const char *p = piece[rnext() % (sizeof piece / sizeof piece[0])];
+        memcpy(s + n, p, strlen(p));
+        n += strlen(p);
+    }
+    s[n] = '\0';
+}
+
+static uint32_t rid(arb_cluster_t *c)
+{
+    char t[64];
+    if (rnext() % 4 == 0)
+        return 0;
+    rtext(t, sizeof t);
+    return arb_intern(&c->strs, t[0] ? t : "x");
+}
+
+/* Random jobs of every shape: the form's bytes are the old writer's. */
+static void test_core_text_bytes(void **unused)
+{
+    (void)unused;
+    arb_cluster_t c;
+    char name[128], pclass[ST_PCLASS_MAX], dtext[128];
+
+    arb_cluster_init(&c);
+    int ext = arb_extnames_index(&c.ext, "rdma/hca", true);
+    assert_true(ext >= 0);
+    for (int i = 0; i < 3000; i++) {
+        rtext(name, sizeof name);
+        int ng = 1 + (int)(rnext() % 3);
+        arb_job_t *j = arb_job_new(name, ng);
+        assert_non_null(j);
+        j->queue = rid(&c);
+        j->priority = (int)rval();
+        j->preemptible = rnext() % 2;
+        j->gang_min = (int)rval();
+        j->elastic = rnext() % 2;
+        j->exclusive = rnext() % 2;
+        j->gpu_sharing = (int)rval();
+        j->grace_s = (int)rval();
+        j->time_limit_s = rval();
+        j->dataset = rid(&c);
+        for (int g = 0; g < ng; g++) {
+            arb_tgroup_t *t = &j->groups[g];
+            char gname[32];
+            rtext(gname, sizeof gname);
+            arb_tgroup_set_name(t, gname);
+            t->replicas = (int)rval();
+            t->gpus = (int)rval();
+            t->gpu_share = (int)rval();
+            t->topo.required = rnext() % 2;
+            t->req.gpu_mem_mib = rval();
+            t->req.cpu_milli = rval();
+            t->req.mem_bytes = rval();
+            t->lim.cpu_milli = rval();
+            t->lim.mem_bytes = rval();
+            t->ephemeral_bytes = rval();
+            t->req.ext[ext] = rnext() % 2 ? rval() : 0;
+        }
+        j->nselector = (int)(rnext() % 3);
+        j->selector = calloc(2, sizeof *j->selector);
+        for (int k = 0; k < j->nselector; k++)
+            j->selector[k] = (arb_label_t){rid(&c), rid(&c)};
+        j->nrequired = (int)(rnext() % 2);
+        j->required = calloc(1, sizeof *j->required);
+        if (j->nrequired) {
+            j->required[0].weight = (int)rval();
+            j->required[0].nexpr = 1;
+            j->required[0].expr = calloc(1, sizeof *j->required[0].expr);
+            arb_match_expr_t *x = &j->required[0].expr[0];
+            x->key = rid(&c);
+            x->op = (arb_sel_op_t)(rnext() % 4);
+            x->num = rval();
+            x->nvals = (int)(rnext() % 3);
+            x->vals = calloc(2, sizeof(uint32_t));
+            for (int v = 0; v < x->nvals; v++)
+                x->vals[v] = rid(&c);
+        }
+        j->ntolerations = (int)(rnext() % 2);
+        j->tolerations = calloc(1, sizeof *j->tolerations);
+        if (j->ntolerations)
+            j->tolerations[0] = (arb_toleration_t){rid(&c), rid(&c), rnext() % 2, 0};
+        j->nmodels = (int)(rnext() % 2);
+        j->models = calloc(1, sizeof *j->models);
+        if (j->nmodels)
+            j->models[0] = rid(&c);
+        rtext(pclass, sizeof pclass);
+        st_dep_t *dep = NULL;
+        if (rnext() % 3 == 0) {
+            rtext(dtext, sizeof dtext);
+            st_dep_parts_t dp = {.array = rnext() % 2,
+                                 .array_of = (uint64_t)rval(),
+                                 .task = (int32_t)rval(),
+                                 .count = (int32_t)rval(),
+                                 .throttle = (int32_t)rval()};
+            arb_err_t err = {{0}};
+            snprintf(dp.text, sizeof dp.text, "%s", dtext[0] ? dtext : "afterok:1");
+            (void)st_dep_make(&dp, &dep, &err); /* refused: written without one */
+        }
+        char *got = st_core_text(&c, j, NULL, dep);
+        char *want0 = old_core_text(&c, j, NULL, dep);
+        char *got1 = st_core_text(&c, j, pclass, dep);
+        char *want1 = old_core_text(&c, j, pclass, dep);
+        assert_non_null(got);
+        assert_string_equal(got, want0);
+        assert_string_equal(got1, want1);
+        arb_buf_t b = {0};
+        arb_buf_puts(&b, "{\"core\":\""); /* in place, after what the record holds */
+        assert_int_equal(st_core_put(&b, &c, j, pclass, dep), 0);
+        assert_string_equal(b.p + 9, want1);
+        arb_buf_free(&b);
+        free(want0);
+        free(got);
+        free(got1);
+        free(want1);
+        st_dep_free(dep);
+        arb_job_free(j);
+    }
+    arb_cluster_free(&c);
+}
+
 #define CLASSES "priorityClasses:\n  - {name: batch-low, value: 50, preemptible: true}\n"
 
 static void test_restart_from_core(void **unused)
@@ -374,6 +689,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_core_text_round_trip),
+        cmocka_unit_test(test_core_text_bytes),
         cmocka_unit_test_setup_teardown(test_restart_from_core, setup, teardown),
         cmocka_unit_test_setup_teardown(test_old_store_recovers, setup, teardown),
     };
