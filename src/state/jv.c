@@ -4,9 +4,9 @@
  */
 #include <stdio.h>
 #include <string.h>
-#include <time.h>
 
 #include "state/jv.h"
+#include "util/textw.h"
 
 void jv_path_key(char *out, const char *base, const char *key)
 {
@@ -194,10 +194,5 @@ int jv_member(const json_t *o, const char *key, const char *path, json_type t, j
 
 void jv_time(int64_t wall_ms, char *buf, size_t n)
 {
-    time_t t = (time_t)(wall_ms / 1000);
-    struct tm tm;
-
-    gmtime_r(&t, &tm);
-    snprintf(buf, n, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
-             tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(wall_ms % 1000));
+    arb_tw_time(wall_ms, buf, n); /* without snprintf: util/textw.h */
 }
