@@ -128,47 +128,28 @@ static bool js_word(js_t *j, const char *w)
 
 static bool js_value(js_t *j, int depth);
 
-/* An object at j->p (its '{'). Its keys are compared as written, so a
- * key with an escape is "not sure" (jansson compares them decoded). */
-static bool js_object(js_t *j, int depth)
-{
-    struct {
-        const unsigned char *s;
-        size_t n;
-    } keys[ARB_JSON_SURE_KEYS];
-    int nk = 0;
-    bool plain;
+/* One member of a container, at j->p (white space skipped); arg: the
+ * step's own state. */
+typedef bool js_step_fn(js_t *j, int depth, void *arg);
 
+/* An object's or an array's members at j->p (its opening byte), each read
+ * by step, separated by commas, up to close: the white space, the commas
+ * and the end are this loop's, once for both. */
+static bool js_seq(js_t *j, int depth, unsigned char close, js_step_fn *step, void *arg)
+{
     j->p++;
     js_ws(j);
-    if (j->p < j->end && *j->p == '}') {
+    if (j->p < j->end && *j->p == close) {
         j->p++;
         return true;
     }
     for (;;) {
-        if (j->p >= j->end || *j->p != '"' || nk == ARB_JSON_SURE_KEYS)
-            return false;
-        const unsigned char *ks = j->p + 1;
-        if (!js_string(j, &plain) || !plain)
-            return false;
-        size_t kn = (size_t)(j->p - 1 - ks);
-        for (int i = 0; i < nk; i++)
-            if (keys[i].n == kn && memcmp(keys[i].s, ks, kn) == 0)
-                return false; /* a duplicate: jansson's message */
-        keys[nk].s = ks;
-        keys[nk].n = kn;
-        nk++;
-        js_ws(j);
-        if (j->p >= j->end || *j->p != ':')
-            return false;
-        j->p++;
-        js_ws(j);
-        if (!js_value(j, depth))
+        if (!step(j, depth, arg))
             return false;
         js_ws(j);
         if (j->p >= j->end)
             return false;
-        if (*j->p == '}') {
+        if (*j->p == close) {
             j->p++;
             return true;
         }
@@ -179,29 +160,56 @@ static bool js_object(js_t *j, int depth)
     }
 }
 
-static bool js_array(js_t *j, int depth)
+/* The keys of the object being read, as written. */
+typedef struct js_keys {
+    struct {
+        const unsigned char *s;
+        size_t n;
+    } k[ARB_JSON_SURE_KEYS];
+    int n;
+} js_keys_t;
+
+/* An object's member: its key (compared as written, so a key with an
+ * escape is "not sure": jansson compares them decoded), ':', its value. */
+static bool js_member(js_t *j, int depth, void *arg)
 {
+    js_keys_t *keys = arg;
+    bool plain;
+
+    if (j->p >= j->end || *j->p != '"' || keys->n == ARB_JSON_SURE_KEYS)
+        return false;
+    const unsigned char *ks = j->p + 1;
+    if (!js_string(j, &plain) || !plain)
+        return false;
+    size_t kn = (size_t)(j->p - 1 - ks);
+    for (int i = 0; i < keys->n; i++)
+        if (keys->k[i].n == kn && memcmp(keys->k[i].s, ks, kn) == 0)
+            return false; /* a duplicate: jansson's message */
+    keys->k[keys->n].s = ks;
+    keys->k[keys->n].n = kn;
+    keys->n++;
+    js_ws(j);
+    if (j->p >= j->end || *j->p != ':')
+        return false;
     j->p++;
     js_ws(j);
-    if (j->p < j->end && *j->p == ']') {
-        j->p++;
-        return true;
-    }
-    for (;;) {
-        if (!js_value(j, depth))
-            return false;
-        js_ws(j);
-        if (j->p >= j->end)
-            return false;
-        if (*j->p == ']') {
-            j->p++;
-            return true;
-        }
-        if (*j->p != ',')
-            return false;
-        j->p++;
-        js_ws(j);
-    }
+    return js_value(j, depth);
+}
+
+/* An array's element: a value. */
+static bool js_element(js_t *j, int depth, void *arg)
+{
+    (void)arg;
+    return js_value(j, depth);
+}
+
+/* An object at j->p (its '{'). */
+static bool js_object(js_t *j, int depth)
+{
+    js_keys_t keys;
+
+    keys.n = 0;
+    return js_seq(j, depth, '}', js_member, &keys);
 }
 
 /* A value at j->p (no white space before it); depth: the containers open. */
@@ -215,7 +223,7 @@ static bool js_value(js_t *j, int depth)
     case '{':
         return depth < ARB_JSON_SURE_DEPTH && js_object(j, depth + 1);
     case '[':
-        return depth < ARB_JSON_SURE_DEPTH && js_array(j, depth + 1);
+        return depth < ARB_JSON_SURE_DEPTH && js_seq(j, depth + 1, ']', js_element, NULL);
     case '"':
         return js_string(j, &plain);
     case 't':
