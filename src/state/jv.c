@@ -71,6 +71,14 @@ int jv_object(const json_t *v, const char *path, const char *const *valid, arb_e
     return 0;
 }
 
+/* The field's path into p, for a message: built only when there is one
+ * (a report reads some twenty fields, each path an snprintf). */
+static const char *at(char *p, const char *path, const char *key)
+{
+    jv_path_key(p, path, key);
+    return p;
+}
+
 static json_t *get(const json_t *o, const char *key)
 {
     json_t *v = json_object_get(o, key);
@@ -85,13 +93,13 @@ int jv_int(const json_t *o, const char *key, const char *path, int64_t lo, int64
 
     if (!v)
         return 0;
-    jv_path_key(p, path, key);
     if (!json_is_integer(v))
-        return arb_errf(err, -EINVAL, "%s: expected an integer, got %s", p, type_name(v));
+        return arb_errf(err, -EINVAL, "%s: expected an integer, got %s", at(p, path, key),
+                        type_name(v));
     json_int_t x = json_integer_value(v);
     if (x < lo || x > hi)
-        return arb_errf(err, -EINVAL, "%s: %lld is outside %lld..%lld", p, (long long)x,
-                        (long long)lo, (long long)hi);
+        return arb_errf(err, -EINVAL, "%s: %lld is outside %lld..%lld", at(p, path, key),
+                        (long long)x, (long long)lo, (long long)hi);
     *out = x;
     return 0;
 }
@@ -103,9 +111,9 @@ int jv_bool(const json_t *o, const char *key, const char *path, bool *out, arb_e
 
     if (!v)
         return 0;
-    jv_path_key(p, path, key);
     if (!json_is_boolean(v))
-        return arb_errf(err, -EINVAL, "%s: expected true or false, got %s", p, type_name(v));
+        return arb_errf(err, -EINVAL, "%s: expected true or false, got %s", at(p, path, key),
+                        type_name(v));
     *out = json_is_true(v);
     return 0;
 }
@@ -118,12 +126,12 @@ int jv_num(const json_t *o, const char *key, const char *path, double lo, double
 
     if (!v)
         return 0;
-    jv_path_key(p, path, key);
     if (!json_is_number(v))
-        return arb_errf(err, -EINVAL, "%s: expected a number, got %s", p, type_name(v));
+        return arb_errf(err, -EINVAL, "%s: expected a number, got %s", at(p, path, key),
+                        type_name(v));
     double x = json_number_value(v);
     if (!(x >= lo && x <= hi))
-        return arb_errf(err, -EINVAL, "%s: %g is outside %g..%g", p, x, lo, hi);
+        return arb_errf(err, -EINVAL, "%s: %g is outside %g..%g", at(p, path, key), x, lo, hi);
     *out = x;
     return 0;
 }
@@ -135,16 +143,17 @@ int jv_str(const json_t *o, const char *key, const char *path, char *buf, size_t
 
     if (!v)
         return 0;
-    jv_path_key(p, path, key);
     if (!json_is_string(v))
-        return arb_errf(err, -EINVAL, "%s: expected a string, got %s", p, type_name(v));
+        return arb_errf(err, -EINVAL, "%s: expected a string, got %s", at(p, path, key),
+                        type_name(v));
     const char *s = json_string_value(v);
     size_t len = json_string_length(v);
     if (len >= n)
-        return arb_errf(err, -EINVAL, "%s: %zu bytes long; at most %zu allowed", p, len, n - 1);
+        return arb_errf(err, -EINVAL, "%s: %zu bytes long; at most %zu allowed", at(p, path, key),
+                        len, n - 1);
     for (size_t i = 0; i < len; i++)
         if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
-            return arb_errf(err, -EINVAL, "%s: control character at byte %zu", p, i);
+            return arb_errf(err, -EINVAL, "%s: control character at byte %zu", at(p, path, key), i);
     memcpy(buf, s, len + 1);
     return 0;
 }
