@@ -639,6 +639,8 @@ int api_route_run(const api_route_t *rt, api_req_t *r)
         rc = api_error(r, 500, "%s %s: no handler", rt->method, rt->path);
     json_decref(r->jbody);
     r->jbody = NULL;
+    if (r->defer.on) /* its connection is suspended until the commit (http.c) */
+        st_note_held(r->st, (unsigned)(rt - api_routes), rt->method, rt->path);
     return rc;
 }
 

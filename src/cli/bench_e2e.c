@@ -28,6 +28,17 @@
  *                              what the agents said when they stopped: their
  *                              reports and mean round trip, the lists the
  *                              channel brought, the mean time to start a task
+ *   commits_per_job, store_batches_per_job
+ *                              the controller's store transactions (group
+ *                              commits) and the mutations handed to them
+ *                              over the window, per job (GET /metrics)
+ *   held_replies_per_job, held_submit_per_job, held_report_per_job
+ *                              replies the controller held until their
+ *                              commit (each a suspension and a resume of its
+ *                              connection), per job: all of them, the
+ *                              submissions', the agents' reports' (the
+ *                              rest: the benchmark's own status polls, ...);
+ *                              -1 where the controller has no such counter
  *
  * The agents' log directories (each task's log, LOG_DIR/JOB.TASK.out, and
  * the supervisors' files in LOG_DIR/.arbiter) are in a new directory,
@@ -119,6 +130,52 @@ static long long status_field(const char *key)
                                                      : -1;
     json_decref(o);
     return v;
+}
+
+/* The controller's write-path counters (GET /metrics): store commits and
+ * batches, and the replies held for their commit (suspended until their
+ * ticket was durable), by route. -1 each when /metrics cannot be read. */
+typedef struct e2e_counts {
+    double commits, batches, held, held_submit, held_report;
+} e2e_counts_t;
+
+static double metric_at(const char *txt, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = txt; p && *p; p = strchr(p, '\n'), p = p ? p + 1 : NULL)
+        if (!strncmp(p, name, n) && p[n] == ' ')
+            return strtod(p + n + 1, NULL);
+    return 0; /* a counter not shown yet (nothing held) */
+}
+
+static void counts_get(e2e_counts_t *c)
+{
+    char *raw = NULL;
+    const char *held = "arbiter_replies_held_total{";
+
+    *c = (e2e_counts_t){-1, -1, -1, -1, -1};
+    if (cli_http("GET", "/metrics", NULL, 0, NULL, NULL, &raw) == 200 && raw) {
+        c->commits = metric_at(raw, "arbiter_store_commits_total");
+        c->batches = metric_at(raw, "arbiter_store_batches_total");
+        c->held_submit = metric_at(raw, "arbiter_replies_held_total{route=\"POST /v1/jobs\"}");
+        c->held_report =
+            metric_at(raw, "arbiter_replies_held_total{route=\"POST /v1/nodes/{name}/report\"}");
+        c->held = 0;
+        if (!strstr(raw, "# TYPE arbiter_replies_held_total ")) /* an older controller */
+            c->held = c->held_submit = c->held_report = -1;
+        for (const char *p = strstr(raw, held); p; p = strstr(p + 1, held)) {
+            const char *v = strstr(p, "} ");
+            if (c->held >= 0 && v && (p == raw || p[-1] == '\n'))
+                c->held += strtod(v + 2, NULL);
+        }
+    }
+    free(raw);
+}
+
+/* (after - before) / jobs, or -1 when either was not read */
+static double per_job(double before, double after, long jobs)
+{
+    return before < 0 || after < 0 || jobs <= 0 ? -1 : (after - before) / (double)jobs;
 }
 
 static size_t sink(char *p, size_t s, size_t n, void *arg)
@@ -489,6 +546,8 @@ int cli_bench_e2e(int argc, char **argv)
         goto out;
     bench_sleep_ms(1500); /* the registrations' cycles and first heartbeats settle */
     double l0 = bench_load1();
+    e2e_counts_t k0, k1;
+    counts_get(&k0);
     long long c0 = bench_cpu_ticks(r.controller, false), a0 = 0, s0 = 0, z0 = 0;
     for (int i = 0; i < r.nagents; i++) {
         a0 += bench_cpu_ticks(r.agent[i], true);
@@ -527,6 +586,7 @@ int cli_bench_e2e(int argc, char **argv)
         bench_sleep_ms(20);
     }
     long long c1 = bench_cpu_ticks(r.controller, false), a1 = 0, s1 = 0, z1 = 0;
+    counts_get(&k1);
     for (int i = 0; i < r.nagents; i++) {
         a1 += bench_cpu_ticks(r.agent[i], true);
         s1 += bench_cpu_ticks(r.agent[i], false);
@@ -568,6 +628,9 @@ int cli_bench_e2e(int argc, char **argv)
                "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
                "\"task_start_ms\": %.2f, \"agent_logs\": %s, \"agent_logs_spread\": %s, "
                "\"agent_log_entries_per_job\": %.2f, \"agent_logs_removed\": %s, "
+               "\"commits_per_job\": %.3f, \"store_batches_per_job\": %.3f, "
+               "\"held_replies_per_job\": %.3f, \"held_submit_per_job\": %.3f, "
+               "\"held_report_per_job\": %.3f, "
                "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
                c.agents, c.gpus, c.jobs, c.clients,
                c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
@@ -576,15 +639,22 @@ int cli_bench_e2e(int argc, char **argv)
                ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
                ok ? zyg_s * 1000 / (double)ok : 0, said.reports, said.report_ms, said.pushes,
                said.start_ms, logs_json ? logs_json : "null", spread ? "true" : "false", entries,
-               keep ? "false" : "true", l0, l1, met ? "true" : "false");
+               keep ? "false" : "true", per_job(k0.commits, k1.commits, ok),
+               per_job(k0.batches, k1.batches, ok), per_job(k0.held, k1.held, ok),
+               per_job(k0.held_submit, k1.held_submit, ok),
+               per_job(k0.held_report, k1.held_report, ok), l0, l1, met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
                "  controller CPU %.4f ms per job (%.2f cores), agents %.2f cores\n"
+               "  per job: %.3f commits, %.3f replies held for a commit (%.3f submits, %.3f "
+               "reports)\n"
                "  load average %.2f -> %.2f; targets (>= 1000/s, < 0.2 ms/job) %s\n",
                c.agents, c.gpus, ok, c.clients, c.push_wait ? c.push_wait : "default", per_s, secs,
-               (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs, l0, l1,
-               met ? "met" : "not met");
+               (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs,
+               per_job(k0.commits, k1.commits, ok), per_job(k0.held, k1.held, ok),
+               per_job(k0.held_submit, k1.held_submit, ok),
+               per_job(k0.held_report, k1.held_report, ok), l0, l1, met ? "met" : "not met");
     rc = 0;
 out:
     for (int i = 0; i < r.nagents; i++)

@@ -2,12 +2,11 @@
  * metrics.c: the resource manager's metrics in Prometheus text format
  * (version 0.0.4): jobs by state, queue lengths, pending jobs by reason,
  * GPU allocation and fragmentation, node report ages, the scheduling-cycle
- * latency histogram, agent report handling time, lost nodes and tasks,
- * requeues, placements, and the store's group-commit figures; per GPU
- * and per node, what the agents last reported (utilisation, memory,
- * temperature, health, allocation; CPU, memory, network and disk rates),
- * copied under the lock and written after it, so a scrape of 40,000 GPUs
- * holds the scheduler up for a copy, not for the formatting.
+ * latency histogram, agent report handling time, replies held for their
+ * commit (by route), lost nodes and tasks, requeues, placements, and the store's group-commit
+ * figures; per GPU and per node, what the agents last reported (utilisation, memory, temperature,
+ * health, allocation; CPU, memory, network and disk rates), copied under the lock and written after
+ * it, so a scrape of 40,000 GPUs holds the scheduler up for a copy, not for the formatting.
  *
  * Fragmentation: the share of free whole GPUs that sit on nodes which
  * already run something (1.0 in the seed's case study, where 16 free GPUs
@@ -190,6 +189,19 @@ static void node_metrics(arb_buf_t *b, const node_snap_t *v, int count)
     }
 }
 
+void st_note_held(st_t *s, unsigned route, const char *method, const char *path)
+{
+    if (route >= ST_HELD_ROUTES) {
+        route = ST_HELD_ROUTES - 1;
+        method = "other";
+        path = "";
+    }
+    /* the names first: metrics reads them once it sees the count move */
+    __atomic_store_n(&s->m_held_path[route], path, __ATOMIC_RELAXED);
+    __atomic_store_n(&s->m_held_method[route], method, __ATOMIC_RELEASE);
+    __atomic_add_fetch(&s->m_held[route], 1, __ATOMIC_RELEASE);
+}
+
 int st_metrics(st_t *s, char **out, size_t *len)
 {
     arb_buf_t b = {0};
@@ -308,6 +320,20 @@ int st_metrics(st_t *s, char **out, size_t *len)
     arb_buf_printf(&b, "arbiter_node_report_seconds_sum %.6f\n", s->m_report_sum_s);
     arb_buf_printf(&b, "arbiter_node_report_seconds_count %llu\n",
                    (unsigned long long)s->m_reports);
+    help(&b, "arbiter_replies_held_total", "counter",
+         "Replies held (suspended) until their store commit, by route.");
+    for (int k = 0; k < ST_HELD_ROUTES; k++) {
+        uint64_t n = __atomic_load_n(&s->m_held[k], __ATOMIC_ACQUIRE);
+        const char *m = __atomic_load_n(&s->m_held_method[k], __ATOMIC_ACQUIRE);
+        const char *p = __atomic_load_n(&s->m_held_path[k], __ATOMIC_RELAXED);
+        if (n == 0 || !m || !p)
+            continue;
+        char route[200];
+        snprintf(route, sizeof route, "%s %s", m, p);
+        esc(lbl, sizeof lbl, route);
+        arb_buf_printf(&b, "arbiter_replies_held_total{route=\"%s\"} %llu\n", lbl,
+                       (unsigned long long)n);
+    }
     help(&b, "arbiter_nodes_lost_total", "counter",
          "Nodes declared lost (silent past lease + grace).");
     arb_buf_printf(&b, "arbiter_nodes_lost_total %llu\n", (unsigned long long)s->m_nodes_lost);

@@ -703,6 +703,12 @@ int st_events(st_t *s, const st_who_t *who, uint64_t since, int limit, int64_t w
 void st_event_list_free(st_event_list_t *l);
 /* Record how long the API took to handle one agent report (metrics). */
 void st_note_report(st_t *s, int64_t ns);
+/* A reply of route (a small index, < ST_HELD_ROUTES; method and path
+ * static strings naming it) was held for its commit (suspended until its
+ * ticket was durable): arbiter_replies_held_total{route="METHOD PATH"}.
+ * Without the state's lock; a route past the table is counted as the last. */
+#define ST_HELD_ROUTES 64
+void st_note_held(st_t *s, unsigned route, const char *method, const char *path);
 /* Append Prometheus text-format metrics to *buf (malloc'd, *len bytes). */
 int st_metrics(st_t *s, char **buf, size_t *len);
 /* Check every invariant: core's cluster check, and that the allocations of

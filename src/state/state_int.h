@@ -222,6 +222,9 @@ struct st {
     uint64_t m_nodes_lost, m_tasks_lost, m_requeued, m_reports;
     uint64_t m_report_hist[ST_HIST];
     double m_report_sum_s;
+    /* replies held for their commit, by route (st_note_held; atomics, not s->mu) */
+    uint64_t m_held[ST_HELD_ROUTES];
+    const char *m_held_method[ST_HELD_ROUTES], *m_held_path[ST_HELD_ROUTES];
     uint64_t m_placed_window; /* placements since m_window_mono */
     int64_t m_window_mono;
     int64_t checks_ns;       /* st_now_ns of the last time-driven checks (st_cycle); 0 never */

@@ -59,6 +59,16 @@ if [ "$(stat -f -c %T /tmp)" = ext2/ext3 ]; then
     printf '%s' "$J" | grep -q '"agent_logs_spread": true' || fail "agent_logs_spread on ext4: $J"
 fi
 [ "$(field agent_log_entries_per_job)" = 1.00 ] || fail "agent_log_entries_per_job (one file a task): $J"
+# the write path's counters: some commits, every submission's reply held
+# for its commit (each one waits for its own), no more held than were
+# counted in all
+between "$(field commits_per_job)" 0.001 1000 || fail "commits_per_job: $J"
+between "$(field store_batches_per_job)" 1 1000 || fail "store_batches_per_job: $J"
+between "$(field held_submit_per_job)" 0.001 1 || fail "held_submit_per_job: $J"
+between "$(field held_report_per_job)" 0 1000 || fail "held_report_per_job: $J"
+awk -v a="$(field held_replies_per_job)" -v s="$(field held_submit_per_job)" \
+    -v r="$(field held_report_per_job)" 'BEGIN { exit !(a + 0.0005 >= s + r) }' ||
+    fail "held_replies_per_job less than its parts: $J"
 
 $ARB bench e2e --agents 1 --gpus 2 --jobs 10 --push-wait off --timeout 120 -o json >"$T/out" 2>"$T/err" ||
     fail "--push-wait off: exit $?: $(cat "$T/out")"

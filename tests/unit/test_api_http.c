@@ -250,6 +250,27 @@ static void test_metrics_events(void **unused)
     assert_int_equal(call("DELETE", "/v1/jobs/1", ADMIN_TOK, NULL, "already ended"), 409);
 }
 
+/* A reply waits for its commit only while what it changed or saw is not
+ * durable: a read of what was committed before it goes out at once, never
+ * suspended (arbiter_replies_held_total counts the suspended ones, by
+ * route). */
+static void test_read_after_commit_not_held(void **unused)
+{
+    (void)unused;
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+    /* the submission's reply went out after its commit: nothing is queued */
+    for (int k = 0; k < 3; k++) {
+        assert_int_equal(call("GET", "/v1/jobs/1", ADMIN_TOK, NULL, "\"id\":1"), 200);
+        assert_int_equal(call("GET", "/v1/jobs", ADMIN_TOK, NULL, NULL), 200);
+    }
+    resp_t m = req("GET", "/metrics", ADMIN_TOK, NULL, 0, NULL);
+    assert_int_equal(m.status, 200);
+    assert_non_null(strstr(m.body, "# TYPE arbiter_replies_held_total counter"));
+    if (strstr(m.body, "arbiter_replies_held_total{route=\"GET /v1/jobs"))
+        fail_msg("a read of committed state was held for a commit:\n%s", m.body);
+    free(m.body);
+}
+
 static void *late_submit(void *arg)
 {
     (void)arg;
@@ -542,6 +563,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_auth_and_codes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_validation, setup, teardown),
         cmocka_unit_test_setup_teardown(test_metrics_events, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_read_after_commit_not_held, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_poll, setup, teardown),
         cmocka_unit_test_setup_teardown(test_concurrent_submits, setup, teardown),
         cmocka_unit_test_setup_teardown(test_router_rows, setup, teardown),
