@@ -242,6 +242,22 @@ static void test_metrics_events(void **unused)
     assert_int_equal(call("GET", "/metrics", ADMIN_TOK, NULL,
                           "arbiter_scheduling_cycle_seconds_bucket{le=\"+Inf\"}"),
                      200);
+    /* requests by route, each once (its reply held for its commit is a run
+     * again, not a request), the scrapes themselves among them */
+    assert_int_equal(call("GET", "/nope", ADMIN_TOK, NULL, NULL), 404);
+    resp_t m = req("GET", "/metrics", ADMIN_TOK, NULL, 0, NULL);
+    const char *want[] = {"arbiter_http_requests_total{route=\"POST /v1/jobs\"} 1\n",
+                          "arbiter_http_requests_total{route=\"POST /v1/nodes/{name}/report\"} 1\n",
+                          "arbiter_http_requests_total{route=\"GET /metrics\"} 3\n",
+                          "arbiter_http_requests_total{route=\"none\"} 1\n",
+                          "# TYPE arbiter_http_request_reruns_total counter\n"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(m.body, want[i]))
+            fail_msg("/metrics lacks '%s'", want[i]);
+    const char *rr = strstr(m.body, "\narbiter_http_request_reruns_total ");
+    assert_non_null(rr);
+    assert_true(strtoull(rr + strlen("\narbiter_http_request_reruns_total "), NULL, 10) >= 1);
+    free(m.body);
     assert_int_equal(call("GET", "/v1/events?since=0", ADMIN_TOK, NULL, "job-placed"), 200);
     assert_int_equal(call("GET", "/v1/queues", ADMIN_TOK, NULL, "\"running\":1"), 200);
     assert_int_equal(call("GET", "/v1/nodes", ADMIN_TOK, NULL, "\"jobs\":[1]"), 200);
