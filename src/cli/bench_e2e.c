@@ -24,6 +24,13 @@
  *   zygote_cpu_ms_per_job      that last part alone
  *   submit_s                   how long the submissions took
  *   failed                     jobs that did not succeed (should be 0)
+ *   http_requests_per_job      the controller's HTTP requests over the
+ *                              window per job (arbiter_http_requests_total;
+ *                              null from a controller without it), and by
+ *                              route: submit, report, assignments_poll,
+ *                              other (the benchmark's own reads among them),
+ *                              and reruns (long polls resumed, replies sent
+ *                              after their commit: not new requests)
  *   reports, report_round_trip_ms, pushed_lists, task_start_ms
  *                              what the agents said when they stopped: their
  *                              reports and mean round trip, the lists the
@@ -119,6 +126,42 @@ static long long status_field(const char *key)
                                                      : -1;
     json_decref(o);
     return v;
+}
+
+/* The controller's HTTP requests so far (arbiter_http_requests_total in
+ * /metrics), in total and by the routes the agents and clients use: an
+ * agent's report, its assignments poll, a submission; -1 when its /metrics
+ * has no such counter (an older controller). */
+typedef struct e2e_reqs {
+    double total, report, poll, submit, reruns;
+} e2e_reqs_t;
+
+static void http_requests(e2e_reqs_t *o)
+{
+    char *raw = NULL;
+
+    memset(o, 0, sizeof *o);
+    o->total = -1;
+    if (cli_http("GET", "/metrics", NULL, 0, NULL, NULL, &raw) == 200 && raw) {
+        for (char *line = raw, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+            char route[128];
+            double v;
+            nl = strchr(line, '\n');
+            if (sscanf(line, "arbiter_http_request_reruns_total %lf", &v) == 1)
+                o->reruns = v;
+            if (sscanf(line, "arbiter_http_requests_total{route=\"%127[^\"]\"} %lf", route, &v) !=
+                2)
+                continue;
+            o->total = (o->total < 0 ? 0 : o->total) + v;
+            if (!strcmp(route, "POST /v1/nodes/{name}/report"))
+                o->report += v;
+            else if (!strcmp(route, "GET /v1/nodes/{name}/assignments"))
+                o->poll += v;
+            else if (!strcmp(route, "POST /v1/jobs"))
+                o->submit += v;
+        }
+    }
+    free(raw);
 }
 
 static size_t sink(char *p, size_t s, size_t n, void *arg)
@@ -489,6 +532,8 @@ int cli_bench_e2e(int argc, char **argv)
         goto out;
     bench_sleep_ms(1500); /* the registrations' cycles and first heartbeats settle */
     double l0 = bench_load1();
+    e2e_reqs_t q0, q1;
+    http_requests(&q0);
     long long c0 = bench_cpu_ticks(r.controller, false), a0 = 0, s0 = 0, z0 = 0;
     for (int i = 0; i < r.nagents; i++) {
         a0 += bench_cpu_ticks(r.agent[i], true);
@@ -532,6 +577,7 @@ int cli_bench_e2e(int argc, char **argv)
         s1 += bench_cpu_ticks(r.agent[i], false);
         z1 += live_children_ticks(r.agent[i]);
     }
+    http_requests(&q1);
     double l1 = bench_load1();
     double secs = (double)(t1 - t0) / 1e9, hz = (double)sysconf(_SC_CLK_TCK);
     double cpu_s = (double)(c1 - c0) / hz, acpu_s = (double)(a1 - a0) / hz;
@@ -556,6 +602,21 @@ int cli_bench_e2e(int argc, char **argv)
     json_t *lj = json_string(r.logs);
     logs_json = lj ? json_dumps(lj, JSON_ENCODE_ANY) : NULL;
     json_decref(lj);
+    /* the requests of the window, the benchmark's own reads of /v1/status
+     * (one every 20 ms once submitted) and /metrics among them */
+    char reqs[32] = "null", by_route[256] = "null";
+    if (q0.total >= 0 && q1.total >= 0 && ok > 0) {
+        double k = (double)ok;
+        snprintf(reqs, sizeof reqs, "%.3f", (q1.total - q0.total) / k);
+        snprintf(by_route, sizeof by_route,
+                 "{\"submit\": %.3f, \"report\": %.3f, \"assignments_poll\": %.3f, "
+                 "\"other\": %.3f, \"reruns\": %.3f}",
+                 (q1.submit - q0.submit) / k, (q1.report - q0.report) / k, (q1.poll - q0.poll) / k,
+                 (q1.total - q0.total - (q1.submit - q0.submit) - (q1.report - q0.report) -
+                  (q1.poll - q0.poll)) /
+                     k,
+                 (q1.reruns - q0.reruns) / k);
+    }
     if (c.json)
         printf("{\"bench\": \"e2e\", \"agents\": %ld, \"gpus_per_agent\": %ld, \"jobs\": %ld, "
                "\"clients\": %ld, \"push\": %s, \"binary\": \"%s\", \"heartbeat\": \"%s\", "
@@ -568,6 +629,7 @@ int cli_bench_e2e(int argc, char **argv)
                "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
                "\"task_start_ms\": %.2f, \"agent_logs\": %s, \"agent_logs_spread\": %s, "
                "\"agent_log_entries_per_job\": %.2f, \"agent_logs_removed\": %s, "
+               "\"http_requests_per_job\": %s, \"http_requests_by_route_per_job\": %s, "
                "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
                c.agents, c.gpus, c.jobs, c.clients,
                c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
@@ -576,15 +638,16 @@ int cli_bench_e2e(int argc, char **argv)
                ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
                ok ? zyg_s * 1000 / (double)ok : 0, said.reports, said.report_ms, said.pushes,
                said.start_ms, logs_json ? logs_json : "null", spread ? "true" : "false", entries,
-               keep ? "false" : "true", l0, l1, met ? "true" : "false");
+               keep ? "false" : "true", reqs, by_route, l0, l1, met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
                "  controller CPU %.4f ms per job (%.2f cores), agents %.2f cores\n"
+               "  HTTP requests per job %s: %s\n"
                "  load average %.2f -> %.2f; targets (>= 1000/s, < 0.2 ms/job) %s\n",
                c.agents, c.gpus, ok, c.clients, c.push_wait ? c.push_wait : "default", per_s, secs,
-               (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs, l0, l1,
-               met ? "met" : "not met");
+               (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs, reqs,
+               by_route, l0, l1, met ? "met" : "not met");
     rc = 0;
 out:
     for (int i = 0; i < r.nagents; i++)
