@@ -375,6 +375,48 @@ static void test_assign_poll_deadline_stop(void **unused)
     assert_int_equal(api_server_start(st, &o, &srv, &err), 0); /* for teardown */
 }
 
+/* The reply to n1's report carried job 1 (placed there after its poll
+ * began): the poll, asked with the list before it, has nothing new to
+ * say and waits (before, it answered at once, a round trip for a list
+ * the agent had), until a change or its deadline. */
+static void test_assign_poll_told(void **unused)
+{
+    apoll_t a = {0};
+    pthread_t t;
+    (void)unused;
+
+    assign_path(&a, 2);
+    resp_t r = req("GET", "/v1/nodes/n1/assignments", AGENT_TOK, NULL, 0, NULL);
+    const char *e = strstr(r.body, "\"epoch\":");
+    assert_non_null(e);
+    /* with its epoch: the agent's channel */
+    size_t l = strlen(a.path);
+    snprintf(a.path + l, sizeof a.path - l, "&epoch=%llu",
+             strtoull(e + strlen("\"epoch\":"), NULL, 10));
+    free(r.body);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+    usleep(300000); /* placed on n1 */
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK, NODE, "\"job\":1,"), 200);
+    assign_poll(&a);
+    assert_int_equal(a.status, 200);
+    if (!strstr(a.body, "\"job\":1,"))
+        fail_msg("n1's poll answered without job 1: %s", a.body);
+    assert_true(a.took_s >= 1.5); /* its deadline, not at once */
+
+    /* news the agent was not told answers at once, as before */
+    char *w = strstr(a.path, "wait=2");
+    assert_non_null(w);
+    memcpy(w, "wait=9", 6);
+    pthread_create(&t, NULL, assign_poll, &a);
+    usleep(300000);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+    pthread_join(t, NULL);
+    assert_int_equal(a.status, 200);
+    if (!strstr(a.body, "\"job\":2,"))
+        fail_msg("n1's poll answered without job 2: %s", a.body);
+    assert_true(a.took_s < 5);
+}
+
 /* Event loops: one per CPU, at least 2 (a pool: libmicrohttpd's single
  * loop is not used) and at most 64, or as asked. */
 static void test_loop_threads(void **unused)
@@ -564,6 +606,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assign_poll_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assign_poll_deadline_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_assign_poll_told, setup, teardown),
         cmocka_unit_test(test_loop_threads),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
