@@ -397,6 +397,7 @@ static long long count_jobs(const char *state)
  * summed over the agents (means weighted by count). */
 typedef struct e2e_said {
     double reports, report_ms, pushes, starts, start_ms;
+    double pushes_same; /* lists pushed that were the one applied already (-1: not said) */
 } e2e_said_t;
 
 static void agents_said(const e2e_run_t *r, e2e_said_t *o)
@@ -406,15 +407,19 @@ static void agents_said(const e2e_run_t *r, e2e_said_t *o)
         char path[PATH_MAX + 64], line[1024];
         snprintf(path, sizeof path, "%s/e2e-%d.log", r->dir, i + 1);
         FILE *f = fopen(path, "re");
-        double rep = 0, rms = 0, pu = 0, st = 0, sms = 0;
+        double rep = 0, rms = 0, pu = 0, st = 0, sms = 0, same = -1;
         bool got = false;
         while (f && fgets(line, sizeof line, f)) {
             const char *p = strstr(line, ": ");
-            if (p && sscanf(p + 2,
-                            "%lf reports (%lf ms each), %lf lists pushed through the "
-                            "channel, %lf tasks started (%lf ms each)",
-                            &rep, &rms, &pu, &st, &sms) == 5)
+            int k = p ? sscanf(p + 2,
+                               "%lf reports (%lf ms each), %lf lists pushed through the "
+                               "channel, %lf tasks started (%lf ms each); %lf of the lists",
+                               &rep, &rms, &pu, &st, &sms, &same)
+                      : 0;
+            if (k >= 5)
                 got = true;
+            if (k == 5)
+                same = -1; /* an older agent */
         }
         if (f)
             fclose(f);
@@ -425,6 +430,7 @@ static void agents_said(const e2e_run_t *r, e2e_said_t *o)
         o->reports += rep;
         o->pushes += pu;
         o->starts += st;
+        o->pushes_same = same < 0 || o->pushes_same < 0 ? -1 : o->pushes_same + same;
     }
     if (o->reports)
         o->report_ms /= o->reports;
@@ -627,6 +633,7 @@ int cli_bench_e2e(int argc, char **argv)
                "\"agent_cpu_ms_per_job\": %.3f, \"supervisor_and_task_cpu_ms_per_job\": %.3f, "
                "\"zygote_cpu_ms_per_job\": %.3f, "
                "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
+               "\"pushed_lists_already_applied\": %.0f, "
                "\"task_start_ms\": %.2f, \"agent_logs\": %s, \"agent_logs_spread\": %s, "
                "\"agent_log_entries_per_job\": %.2f, \"agent_logs_removed\": %s, "
                "\"http_requests_per_job\": %s, \"http_requests_by_route_per_job\": %s, "
@@ -637,8 +644,9 @@ int cli_bench_e2e(int argc, char **argv)
                (double)(ts - t0) / 1e9, per_s, ms_per_job, cpu_s / secs, acpu_s / secs,
                ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
                ok ? zyg_s * 1000 / (double)ok : 0, said.reports, said.report_ms, said.pushes,
-               said.start_ms, logs_json ? logs_json : "null", spread ? "true" : "false", entries,
-               keep ? "false" : "true", reqs, by_route, l0, l1, met ? "true" : "false");
+               said.pushes_same, said.start_ms, logs_json ? logs_json : "null",
+               spread ? "true" : "false", entries, keep ? "false" : "true", reqs, by_route, l0, l1,
+               met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
