@@ -278,13 +278,20 @@ fail_disc:
 
 void agent_close(agent_t *a, bool kill_tasks)
 {
+    uint64_t lists = 0, cfail = 0;
+    if (a->chan)
+        agent_chan_counts(a->chan, &lists, &cfail);
     if (a->reports && a->tr != &agent_transport_stdout)
         say(a,
             "%llu reports (%.2f ms each), %llu lists pushed through the channel, %llu tasks "
-            "started (%.2f ms each)",
+            "started (%.2f ms each); %llu of the lists pushed were the one applied already; "
+            "%llu lists from the channel were older than the one applied or of another lease, "
+            "%llu polls answered in all, %llu failed",
             (unsigned long long)a->reports, (double)a->report_ns / 1e6 / (double)a->reports,
             (unsigned long long)a->pushes, (unsigned long long)a->starts,
-            a->starts ? (double)a->start_ns / 1e6 / (double)a->starts : 0.0);
+            a->starts ? (double)a->start_ns / 1e6 / (double)a->starts : 0.0,
+            (unsigned long long)a->pushes_same, (unsigned long long)a->pushes_older,
+            (unsigned long long)lists, (unsigned long long)cfail);
     if (kill_tasks && agent_exec_live(&a->exec) > 0) {
         agent_exec_fence(&a->exec, now(a));
         agent_exec_wait(&a->exec, 5000000000LL);
@@ -478,9 +485,13 @@ int agent_push(agent_t *a)
     rc = 0;
     if (a->lease.state != AGENT_LEASE_ACTIVE || r.epoch != a->lease.epoch) {
         a->urgent = true; /* the report sorts it out */
+        a->pushes_older++;
     } else if (r.lamport < a->list_lamport && r.epoch == a->list_epoch) {
         /* older than the list applied: the next poll brings the news */
+        a->pushes_older++;
     } else {
+        if (r.version && r.version == a->list_version && r.epoch == a->list_epoch)
+            a->pushes_same++;
         apply(a, &r, t);
         a->list_epoch = r.epoch;
         a->list_lamport = r.lamport;

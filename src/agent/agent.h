@@ -101,6 +101,9 @@ typedef struct agent {
     uint64_t list_epoch, list_lamport; /* of the last list applied (report or channel) */
     uint64_t list_version;             /* its assignments_version; 0 not said */
     uint64_t pushes;                   /* lists applied from the channel */
+    uint64_t pushes_same;              /* of them, the list already applied (its version) */
+    uint64_t pushes_older;             /* lists from the channel not applied: older than the
+                                          one applied, or of another lease */
     uint64_t starts;                   /* tasks started */
     int64_t start_ns, report_ns;       /* time spent starting them, in reports (said at close) */
     agent_tel_sample_t last;

@@ -108,6 +108,7 @@ struct api_req {
     st_t *st;
     const api_ha_t *ha; /* NULL: a single controller */
     const char *self_name, *self_url;
+    api_server_t *srv; /* the server it came to (its request counts); NULL none */
     /* the reply */
     int status;
     json_t *json; /* owned; sent when text is NULL */
@@ -231,6 +232,9 @@ void api_hk_counts(api_hk_t *hk, uint64_t out[3]);
 uint64_t api_hk_signals(api_hk_t *hk);
 /* The same for a server (tests). */
 uint64_t api_server_hk_signals(api_server_t *a);
+/* Append a's request counts to b in Prometheus text (arbiter_http_requests_total
+ * by route, arbiter_http_request_reruns_total); 0, or -ENOMEM. */
+int api_server_metrics(const api_server_t *a, arb_buf_t *b);
 /* Resume conn (suspended) once ticket of s is durable: api_hk_durable,
  * called by s's store after each commit, resumes it. p is the caller's (it
  * lives in the request). false: durable already, or the server stops; the

@@ -62,10 +62,17 @@ struct api_server {
     int port;
     char name[64], url[300];
     int busy; /* requests between their first byte and their reply sent (atomic) */
+    /* Requests by route (api_routes' index; the last slot: no route), each
+     * counted once however often a long poll or a held reply runs again;
+     * and those runs again (atomic): arbiter_http_requests_total. */
+    uint64_t *hits;
+    int nroutes;
+    uint64_t reruns;
 };
 
 typedef struct conn_ctx {
     api_server_t *a; /* whose busy count this request is in */
+    bool counted;    /* in a->hits already (a long poll resumed runs again) */
     arb_buf_t body;  /* the request's body as it arrives (at most API_MAX_BODY) */
     bool too_big;
     api_park_t park;       /* a suspended long poll, or a reply after its commit */
@@ -334,8 +341,18 @@ static const char *self_node(const api_route_t *rt, api_req_t *r)
     return api_query(r, "node");
 }
 
+/* Count one request (count: its first run) under the route it hit; hit
+ * NULL: none (404, 405). */
+static void count_hit(api_server_t *a, const api_route_t *hit, bool count)
+{
+    if (count)
+        __atomic_add_fetch(&a->hits[hit ? hit - api_routes : a->nroutes], 1, __ATOMIC_RELAXED);
+    else
+        __atomic_add_fetch(&a->reruns, 1, __ATOMIC_RELAXED);
+}
+
 static int dispatch(api_server_t *a, api_req_t *r, const char *auth, const api_cert_t *cert,
-                    char *loc, size_t locsz)
+                    char *loc, size_t locsz, bool count)
 {
     const api_route_t *hit = NULL;
     char allow[128] = "", msg[512];
@@ -352,6 +369,7 @@ static int dispatch(api_server_t *a, api_req_t *r, const char *auth, const api_c
             used += (size_t)snprintf(allow + used, sizeof allow - used, "%s%s", used ? ", " : "",
                                      rt->method);
     }
+    count_hit(a, hit, count);
     if (!hit && used)
         return api_error(r, 405, "%s %s: method not allowed; use %s", r->method, r->url, allow);
     if (!hit)
@@ -679,6 +697,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     memset(&r, 0, sizeof r);
     if (cc->defer.on) { /* the commit it waited for is done (or failed) */
         api_defer_t *d = &cc->defer;
+        count_hit(a, NULL, false);
         r.st = cc->defer_st;
         finish_now(&r, d->rc, d->out, d->text, d->textlen, d->ticket, d->msg, d->ok);
         if (d->report_t0)
@@ -698,6 +717,7 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
     r.ha = a->ha;
     r.self_name = a->name;
     r.self_url = a->url;
+    r.srv = a;
     r.body = cc->body.p ? cc->body.p : ""; /* NUL-terminated (util/buf.h) */
     r.n = cc->body.len;
     r.yaml = is_yaml(MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Content-Type"));
@@ -715,7 +735,8 @@ static enum MHD_Result handler(void *cls, struct MHD_Connection *conn, const cha
         api_error(&r, 413, "request body is larger than %u bytes (1 MiB)", API_MAX_BODY);
     else
         dispatch(a, &r, MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Authorization"),
-                 conn_cert(a, ac, conn), loc, sizeof loc);
+                 conn_cert(a, ac, conn), loc, sizeof loc, !cc->counted);
+    cc->counted = true;
     if (r.defer.on) { /* the reply waits for its commit, this thread does not */
         json_decref(r.json);
         free(r.text);
@@ -854,6 +875,12 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
         return arb_errf(err, -EINVAL, "listen address '%s': not an IPv4 address (127.0.0.1)",
                         o->host);
     }
+    for (const api_route_t *rt = api_routes; rt->method; rt++)
+        a->nroutes++;
+    if (!(a->hits = calloc((size_t)a->nroutes + 1, sizeof *a->hits))) {
+        free(a);
+        return arb_errf(err, -ENOMEM, "out of memory");
+    }
     a->st = s;
     a->ha = o->ha;
     snprintf(a->name, sizeof a->name, "%s", o->name ? o->name : "local");
@@ -943,6 +970,7 @@ int api_server_start(st_t *s, const api_opts_t *o, api_server_t **out, arb_err_t
 fail:
     api_hk_stop(a->hk);
     tls_server_free(&a->tls);
+    free(a->hits);
     free(a);
     return rc;
 }
@@ -960,6 +988,28 @@ void api_server_set_state(api_server_t *a, st_t *s)
 int api_server_port(const api_server_t *a)
 {
     return a->port;
+}
+
+int api_server_metrics(const api_server_t *a, arb_buf_t *b)
+{
+    arb_buf_printf(b, "# HELP arbiter_http_requests_total HTTP requests by route (method and "
+                      "path pattern; route=\"none\": no route matched), each counted once.\n"
+                      "# TYPE arbiter_http_requests_total counter\n");
+    for (int i = 0; i <= a->nroutes; i++) {
+        uint64_t n = __atomic_load_n(&a->hits[i], __ATOMIC_RELAXED);
+        if (n || i == a->nroutes)
+            arb_buf_printf(b, "arbiter_http_requests_total{route=\"%s%s%s\"} %llu\n",
+                           i < a->nroutes ? api_routes[i].method : "none",
+                           i < a->nroutes ? " " : "", i < a->nroutes ? api_routes[i].path : "",
+                           (unsigned long long)n);
+    }
+    arb_buf_printf(b,
+                   "# HELP arbiter_http_request_reruns_total Requests run again: long polls "
+                   "resumed, replies sent after their commit.\n"
+                   "# TYPE arbiter_http_request_reruns_total counter\n"
+                   "arbiter_http_request_reruns_total %llu\n",
+                   (unsigned long long)__atomic_load_n(&a->reruns, __ATOMIC_RELAXED));
+    return b->oom ? -ENOMEM : 0;
 }
 
 uint64_t api_server_hk_signals(api_server_t *a)
@@ -996,5 +1046,6 @@ void api_server_stop(api_server_t *a)
         close(ls);
     api_hk_stop(a->hk);
     tls_server_free(&a->tls);
+    free(a->hits);
     free(a);
 }

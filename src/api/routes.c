@@ -99,8 +99,17 @@ static int h_healthz(api_req_t *r)
 
 static int h_metrics(api_req_t *r)
 {
-    if (st_metrics(r->st, &r->text, &r->textlen) < 0)
+    arb_buf_t b = {0};
+
+    if (st_metrics(r->st, &b.p, &b.len) < 0)
         return api_error(r, 500, "out of memory");
+    b.cap = b.len + 1; /* st_metrics' text is NUL-terminated, len + 1 bytes at least */
+    if (r->srv && api_server_metrics(r->srv, &b) < 0) {
+        arb_buf_free(&b);
+        return api_error(r, 500, "out of memory");
+    }
+    r->textlen = b.len;
+    r->text = arb_buf_take(&b);
     r->ctype = "text/plain; version=0.0.4";
     r->status = 200;
     return 200;
@@ -655,7 +664,9 @@ const api_route_t api_routes[] = {
      "Queue length, pending jobs by reason, GPU allocation and fragmentation ratios, node "
      "report ages, the scheduling-cycle latency histogram, placements and decisions per second, "
      "store commits and their latency, agent report handling time "
-     "(`arbiter_node_report_seconds`), lost nodes and tasks, requeued jobs. Per GPU (labels "
+     "(`arbiter_node_report_seconds`), HTTP requests by route (`arbiter_http_requests_total`, "
+     "label `route`: method and path pattern) and runs again of long polls and held replies "
+     "(`arbiter_http_request_reruns_total`), lost nodes and tasks, requeued jobs. Per GPU (labels "
      "`node`, `gpu` (the index), `model`), as its agent last reported, named after DCGM's "
      "exporter fields: `arbiter_gpu_utilization_ratio` (DCGM_FI_DEV_GPU_UTIL / 100), "
      "`arbiter_gpu_memory_used_bytes` (FB_USED), `arbiter_gpu_memory_total_bytes`, "

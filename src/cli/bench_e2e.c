@@ -24,6 +24,13 @@
  *   zygote_cpu_ms_per_job      that last part alone
  *   submit_s                   how long the submissions took
  *   failed                     jobs that did not succeed (should be 0)
+ *   http_requests_per_job      the controller's HTTP requests over the
+ *                              window per job (arbiter_http_requests_total;
+ *                              null from a controller without it), and by
+ *                              route: submit, report, assignments_poll,
+ *                              other (the benchmark's own reads among them),
+ *                              and reruns (long polls resumed, replies sent
+ *                              after their commit: not new requests)
  *   reports, report_round_trip_ms, pushed_lists, task_start_ms
  *                              what the agents said when they stopped: their
  *                              reports and mean round trip, the lists the
@@ -167,6 +174,42 @@ static void counts_get(e2e_counts_t *c)
             const char *v = strstr(p, "} ");
             if (c->held >= 0 && v && (p == raw || p[-1] == '\n'))
                 c->held += strtod(v + 2, NULL);
+        }
+    }
+    free(raw);
+}
+
+/* The controller's HTTP requests so far (arbiter_http_requests_total in
+ * /metrics), in total and by the routes the agents and clients use: an
+ * agent's report, its assignments poll, a submission; -1 when its /metrics
+ * has no such counter (an older controller). */
+typedef struct e2e_reqs {
+    double total, report, poll, submit, reruns;
+} e2e_reqs_t;
+
+static void http_requests(e2e_reqs_t *o)
+{
+    char *raw = NULL;
+
+    memset(o, 0, sizeof *o);
+    o->total = -1;
+    if (cli_http("GET", "/metrics", NULL, 0, NULL, NULL, &raw) == 200 && raw) {
+        for (char *line = raw, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+            char route[128];
+            double v;
+            nl = strchr(line, '\n');
+            if (sscanf(line, "arbiter_http_request_reruns_total %lf", &v) == 1)
+                o->reruns = v;
+            if (sscanf(line, "arbiter_http_requests_total{route=\"%127[^\"]\"} %lf", route, &v) !=
+                2)
+                continue;
+            o->total = (o->total < 0 ? 0 : o->total) + v;
+            if (!strcmp(route, "POST /v1/nodes/{name}/report"))
+                o->report += v;
+            else if (!strcmp(route, "GET /v1/nodes/{name}/assignments"))
+                o->poll += v;
+            else if (!strcmp(route, "POST /v1/jobs"))
+                o->submit += v;
         }
     }
     free(raw);
@@ -411,6 +454,7 @@ static long long count_jobs(const char *state)
  * summed over the agents (means weighted by count). */
 typedef struct e2e_said {
     double reports, report_ms, pushes, starts, start_ms;
+    double pushes_same; /* lists pushed that were the one applied already (-1: not said) */
 } e2e_said_t;
 
 static void agents_said(const e2e_run_t *r, e2e_said_t *o)
@@ -420,15 +464,19 @@ static void agents_said(const e2e_run_t *r, e2e_said_t *o)
         char path[PATH_MAX + 64], line[1024];
         snprintf(path, sizeof path, "%s/e2e-%d.log", r->dir, i + 1);
         FILE *f = fopen(path, "re");
-        double rep = 0, rms = 0, pu = 0, st = 0, sms = 0;
+        double rep = 0, rms = 0, pu = 0, st = 0, sms = 0, same = -1;
         bool got = false;
         while (f && fgets(line, sizeof line, f)) {
             const char *p = strstr(line, ": ");
-            if (p && sscanf(p + 2,
-                            "%lf reports (%lf ms each), %lf lists pushed through the "
-                            "channel, %lf tasks started (%lf ms each)",
-                            &rep, &rms, &pu, &st, &sms) == 5)
+            int k = p ? sscanf(p + 2,
+                               "%lf reports (%lf ms each), %lf lists pushed through the "
+                               "channel, %lf tasks started (%lf ms each); %lf of the lists",
+                               &rep, &rms, &pu, &st, &sms, &same)
+                      : 0;
+            if (k >= 5)
                 got = true;
+            if (k == 5)
+                same = -1; /* an older agent */
         }
         if (f)
             fclose(f);
@@ -439,6 +487,7 @@ static void agents_said(const e2e_run_t *r, e2e_said_t *o)
         o->reports += rep;
         o->pushes += pu;
         o->starts += st;
+        o->pushes_same = same < 0 || o->pushes_same < 0 ? -1 : o->pushes_same + same;
     }
     if (o->reports)
         o->report_ms /= o->reports;
@@ -548,6 +597,8 @@ int cli_bench_e2e(int argc, char **argv)
     double l0 = bench_load1();
     e2e_counts_t k0, k1;
     counts_get(&k0);
+    e2e_reqs_t q0, q1;
+    http_requests(&q0);
     long long c0 = bench_cpu_ticks(r.controller, false), a0 = 0, s0 = 0, z0 = 0;
     for (int i = 0; i < r.nagents; i++) {
         a0 += bench_cpu_ticks(r.agent[i], true);
@@ -592,6 +643,7 @@ int cli_bench_e2e(int argc, char **argv)
         s1 += bench_cpu_ticks(r.agent[i], false);
         z1 += live_children_ticks(r.agent[i]);
     }
+    http_requests(&q1);
     double l1 = bench_load1();
     double secs = (double)(t1 - t0) / 1e9, hz = (double)sysconf(_SC_CLK_TCK);
     double cpu_s = (double)(c1 - c0) / hz, acpu_s = (double)(a1 - a0) / hz;
@@ -616,6 +668,21 @@ int cli_bench_e2e(int argc, char **argv)
     json_t *lj = json_string(r.logs);
     logs_json = lj ? json_dumps(lj, JSON_ENCODE_ANY) : NULL;
     json_decref(lj);
+    /* the requests of the window, the benchmark's own reads of /v1/status
+     * (one every 20 ms once submitted) and /metrics among them */
+    char reqs[32] = "null", by_route[256] = "null";
+    if (q0.total >= 0 && q1.total >= 0 && ok > 0) {
+        double k = (double)ok;
+        snprintf(reqs, sizeof reqs, "%.3f", (q1.total - q0.total) / k);
+        snprintf(by_route, sizeof by_route,
+                 "{\"submit\": %.3f, \"report\": %.3f, \"assignments_poll\": %.3f, "
+                 "\"other\": %.3f, \"reruns\": %.3f}",
+                 (q1.submit - q0.submit) / k, (q1.report - q0.report) / k, (q1.poll - q0.poll) / k,
+                 (q1.total - q0.total - (q1.submit - q0.submit) - (q1.report - q0.report) -
+                  (q1.poll - q0.poll)) /
+                     k,
+                 (q1.reruns - q0.reruns) / k);
+    }
     if (c.json)
         printf("{\"bench\": \"e2e\", \"agents\": %ld, \"gpus_per_agent\": %ld, \"jobs\": %ld, "
                "\"clients\": %ld, \"push\": %s, \"binary\": \"%s\", \"heartbeat\": \"%s\", "
@@ -626,11 +693,13 @@ int cli_bench_e2e(int argc, char **argv)
                "\"agent_cpu_ms_per_job\": %.3f, \"supervisor_and_task_cpu_ms_per_job\": %.3f, "
                "\"zygote_cpu_ms_per_job\": %.3f, "
                "\"reports\": %.0f, \"report_round_trip_ms\": %.2f, \"pushed_lists\": %.0f, "
+               "\"pushed_lists_already_applied\": %.0f, "
                "\"task_start_ms\": %.2f, \"agent_logs\": %s, \"agent_logs_spread\": %s, "
                "\"agent_log_entries_per_job\": %.2f, \"agent_logs_removed\": %s, "
                "\"commits_per_job\": %.3f, \"store_batches_per_job\": %.3f, "
                "\"held_replies_per_job\": %.3f, \"held_submit_per_job\": %.3f, "
                "\"held_report_per_job\": %.3f, "
+               "\"http_requests_per_job\": %s, \"http_requests_by_route_per_job\": %s, "
                "\"load_before\": %.2f, \"load_after\": %.2f, \"targets_met\": %s}\n",
                c.agents, c.gpus, c.jobs, c.clients,
                c.push_wait && !strcmp(c.push_wait, "off") ? "false" : "true",
@@ -638,23 +707,26 @@ int cli_bench_e2e(int argc, char **argv)
                (double)(ts - t0) / 1e9, per_s, ms_per_job, cpu_s / secs, acpu_s / secs,
                ok ? self_s * 1000 / (double)ok : 0, ok ? (acpu_s - self_s) * 1000 / (double)ok : 0,
                ok ? zyg_s * 1000 / (double)ok : 0, said.reports, said.report_ms, said.pushes,
-               said.start_ms, logs_json ? logs_json : "null", spread ? "true" : "false", entries,
-               keep ? "false" : "true", per_job(k0.commits, k1.commits, ok),
-               per_job(k0.batches, k1.batches, ok), per_job(k0.held, k1.held, ok),
-               per_job(k0.held_submit, k1.held_submit, ok),
-               per_job(k0.held_report, k1.held_report, ok), l0, l1, met ? "true" : "false");
+               said.pushes_same, said.start_ms, logs_json ? logs_json : "null",
+               spread ? "true" : "false", entries, keep ? "false" : "true",
+               per_job(k0.commits, k1.commits, ok), per_job(k0.batches, k1.batches, ok),
+               per_job(k0.held, k1.held, ok), per_job(k0.held_submit, k1.held_submit, ok),
+               per_job(k0.held_report, k1.held_report, ok), reqs, by_route, l0, l1,
+               met ? "true" : "false");
     else
         printf("e2e: %ld agents x %ld GPUs, %ld jobs of `true` (%ld clients, push %s):\n"
                "  %.1f jobs/s end to end (%.2f s; submissions took %.2f s), %lld failed\n"
                "  controller CPU %.4f ms per job (%.2f cores), agents %.2f cores\n"
                "  per job: %.3f commits, %.3f replies held for a commit (%.3f submits, %.3f "
                "reports)\n"
+               "  HTTP requests per job %s: %s\n"
                "  load average %.2f -> %.2f; targets (>= 1000/s, < 0.2 ms/job) %s\n",
                c.agents, c.gpus, ok, c.clients, c.push_wait ? c.push_wait : "default", per_s, secs,
                (double)(ts - t0) / 1e9, failed, ms_per_job, cpu_s / secs, acpu_s / secs,
                per_job(k0.commits, k1.commits, ok), per_job(k0.held, k1.held, ok),
                per_job(k0.held_submit, k1.held_submit, ok),
-               per_job(k0.held_report, k1.held_report, ok), l0, l1, met ? "met" : "not met");
+               per_job(k0.held_report, k1.held_report, ok), reqs, by_route, l0, l1,
+               met ? "met" : "not met");
     rc = 0;
 out:
     for (int i = 0; i < r.nagents; i++)

@@ -858,6 +858,7 @@ int st_node_report_if(st_t *s, const st_who_t *who, const char *name, int64_t if
     }
     out->kind = ST_REPORT_APPLIED;
     out->version = st_node_ext(s, n)->version;
+    st_node_ext(s, n)->told_version = out->assigned.version;
     if (s->dirty)
         st_kick(s);
 reply:
@@ -948,7 +949,16 @@ int st_node_assignments_wait(st_t *s, const char *name, int64_t epoch, uint64_t 
         arb_errf(err, rc, "out of memory listing node '%s''s assignments", name);
     } else {
         *key = n->id + 1;
-        *same = have != 0 && out->version == have;
+        /* The list the agent has, or the last one sent to it (the reply to
+         * its last report, or its channel's last answer): a poll sent
+         * before that reply came, resumed by the report's own change (a
+         * task's exit), would only say it again. A reply lost on the way
+         * costs the agent that list until its next report or the poll's
+         * deadline, not the list itself. */
+        st_node_t *x = st_node_ext(s, n);
+        *same = have != 0 && (out->version == have || out->version == x->told_version);
+        if (!*same && epoch >= 0)
+            x->told_version = out->version; /* the agent's channel: it has this one next */
     }
     *ticket = st_flush(s);
     pthread_mutex_unlock(&s->mu);

@@ -653,8 +653,11 @@ int st_node_telemetry(st_t *s, const char *name, st_telemetry_view_t *out, int64
  * "version" (a digest of what the agent acts on: each task's job, task,
  * attempt, epoch, stop and generation; not its state or the time left),
  * *lamport and *epoch the controller's. *same is set when version == have
- * (the agent has this list already: the caller parks until a node hook for
- * *key, the node's id + 1, and asks again). An agent that gives its epoch
+ * or is the version last sent to the agent (the reply to the node's last
+ * report applied, or an answer to a poll that gave its epoch, which sets
+ * it): the agent has this list already, or has it with that reply, and the
+ * caller parks until a node hook for *key, the node's id + 1, and asks
+ * again (at the poll's deadline it answers all the same). An agent that gives its epoch
  * (epoch >= 0) gets nothing through the channel unless it is the
  * controller's and the node is registered and not lost: -ESTALE (409), and
  * it reports (registers) first, as its lease rules say. *out is the

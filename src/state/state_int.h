@@ -135,6 +135,9 @@ typedef struct st_node {
     int64_t incarnation;    /* the life of its agent whose registration was applied last
                                (volatile; 0 unknown: node.c, "Lives") */
     bool lost;              /* declared lost (its tasks requeued); cleared by a registration */
+    uint64_t told_version;  /* the assignments_version last sent to its agent: the reply to
+                               its last report applied, or its channel's last answer
+                               (volatile): the agent's poll waits past it (node.c) */
     struct st_job **held;   /* jobs placed here (owned array, borrowed jobs): a report costs
                                what runs on its node, not what the cluster runs. Entries go
                                stale when a job stops holding; readers drop them. */

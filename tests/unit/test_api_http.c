@@ -242,6 +242,21 @@ static void test_metrics_events(void **unused)
     assert_int_equal(call("GET", "/metrics", ADMIN_TOK, NULL,
                           "arbiter_scheduling_cycle_seconds_bucket{le=\"+Inf\"}"),
                      200);
+    /* requests by route, each once, the scrapes themselves among them */
+    assert_int_equal(call("GET", "/nope", ADMIN_TOK, NULL, NULL), 404);
+    resp_t m = req("GET", "/metrics", ADMIN_TOK, NULL, 0, NULL);
+    const char *want[] = {"arbiter_http_requests_total{route=\"POST /v1/jobs\"} 1\n",
+                          "arbiter_http_requests_total{route=\"POST /v1/nodes/{name}/report\"} 1\n",
+                          "arbiter_http_requests_total{route=\"GET /metrics\"} 3\n",
+                          "arbiter_http_requests_total{route=\"none\"} 1\n",
+                          "# TYPE arbiter_http_request_reruns_total counter\n"};
+    for (size_t i = 0; i < sizeof want / sizeof *want; i++)
+        if (!strstr(m.body, want[i]))
+            fail_msg("/metrics lacks '%s'", want[i]);
+    /* (a reply held for its commit is counted there; one whose commit was
+     * durable already, as may be, is not held) */
+    assert_non_null(strstr(m.body, "\narbiter_http_request_reruns_total "));
+    free(m.body);
     assert_int_equal(call("GET", "/v1/events?since=0", ADMIN_TOK, NULL, "job-placed"), 200);
     assert_int_equal(call("GET", "/v1/queues", ADMIN_TOK, NULL, "\"running\":1"), 200);
     assert_int_equal(call("GET", "/v1/nodes", ADMIN_TOK, NULL, "\"jobs\":[1]"), 200);
@@ -378,6 +393,48 @@ static void test_assign_poll_deadline_stop(void **unused)
     assert_true(a.took_s < 20);
     api_opts_t o = {.host = "127.0.0.1", .port = 0, .tokens = &toks};
     assert_int_equal(api_server_start(st, &o, &srv, &err), 0); /* for teardown */
+}
+
+/* The reply to n1's report carried job 1 (placed there after its poll
+ * began): the poll, asked with the list before it, has nothing new to
+ * say and waits (before, it answered at once, a round trip for a list
+ * the agent had), until a change or its deadline. */
+static void test_assign_poll_told(void **unused)
+{
+    apoll_t a = {0};
+    pthread_t t;
+    (void)unused;
+
+    assign_path(&a, 2);
+    resp_t r = req("GET", "/v1/nodes/n1/assignments", AGENT_TOK, NULL, 0, NULL);
+    const char *e = strstr(r.body, "\"epoch\":");
+    assert_non_null(e);
+    /* with its epoch: the agent's channel */
+    size_t l = strlen(a.path);
+    snprintf(a.path + l, sizeof a.path - l, "&epoch=%llu",
+             strtoull(e + strlen("\"epoch\":"), NULL, 10));
+    free(r.body);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+    usleep(300000); /* placed on n1 */
+    assert_int_equal(call("POST", "/v1/nodes/n1/report", AGENT_TOK, NODE, "\"job\":1,"), 200);
+    assign_poll(&a);
+    assert_int_equal(a.status, 200);
+    if (!strstr(a.body, "\"job\":1,"))
+        fail_msg("n1's poll answered without job 1: %s", a.body);
+    assert_true(a.took_s >= 1.5); /* its deadline, not at once */
+
+    /* news the agent was not told answers at once, as before */
+    char *w = strstr(a.path, "wait=2");
+    assert_non_null(w);
+    memcpy(w, "wait=9", 6);
+    pthread_create(&t, NULL, assign_poll, &a);
+    usleep(300000);
+    assert_int_equal(call("POST", "/v1/jobs", ADMIN_TOK, JOB, NULL), 201);
+    pthread_join(t, NULL);
+    assert_int_equal(a.status, 200);
+    if (!strstr(a.body, "\"job\":2,"))
+        fail_msg("n1's poll answered without job 2: %s", a.body);
+    assert_true(a.took_s < 5);
 }
 
 /* Event loops: one per CPU, at least 2 (a pool: libmicrohttpd's single
@@ -570,6 +627,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deadlines, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assign_poll_change, setup, teardown),
         cmocka_unit_test_setup_teardown(test_assign_poll_deadline_stop, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_assign_poll_told, setup, teardown),
         cmocka_unit_test(test_loop_threads),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
